@@ -1,0 +1,43 @@
+# Every target creates the virtual environment when it is missing and installs
+# what it needs into it, so a fresh clone needs nothing else.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+DEPS   := $(VENV)/.deps-installed
+# src/ is the import package `jaxport`. For development the venv imports it
+# through a link (build/importroot/jaxport -> src), so edits need no reinstall;
+# `pip install .` builds the same package for users.
+LINK   := build/importroot/jaxport
+
+.PHONY: demo test bench typecheck install clean
+
+$(DEPS): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	$(PY) -m pip install --quiet ".[dev]"
+	$(PY) -m pip uninstall --quiet --yes jaxport
+	touch $(DEPS)
+
+$(LINK):
+	mkdir -p $(dir $(LINK))
+	ln -sfn ../../src $(LINK)
+
+install: $(DEPS) $(LINK)
+	echo "$(CURDIR)/build/importroot" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/jaxport-dev.pth"
+
+demo: install
+	$(PY) -m jaxport.application.demo
+
+typecheck: install
+	$(PY) -m mypy --strict -p jaxport
+	$(PY) -m mypy --strict tests benchmarks
+
+test: typecheck
+	$(PY) -m pytest -q tests
+
+bench: install
+	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json
+	$(PY) benchmarks/report.py build/bench.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,143 @@
+"""Typed errors that a user of jaxport can cause.
+
+Each error inherits from :class:`JaxportError` and from the builtin exception
+that ``jax.export`` raises in the same situation, so code written against
+``jax.export`` keeps catching it. Messages keep JAX's wording where users
+already search for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class JaxportError(Exception):
+    """The base of every error that jaxport raises on purpose."""
+
+
+class ExportError(JaxportError, ValueError):
+    """The function cannot be exported as asked."""
+
+
+class DisallowedCustomCallError(ExportError):
+    """The module calls custom-call targets without compatibility guarantees."""
+
+    def __init__(self, offenders: Sequence[str]) -> None:
+        self.offenders = tuple(offenders)
+        listing = "\n".join(self.offenders)
+        super().__init__(
+            "Cannot serialize code with custom calls whose targets have no "
+            "compatibility guarantees. "
+            "See https://docs.jax.dev/en/latest/export/export.html#compatibility-guarantees-for-custom-calls. "
+            f"Examples are:\n{listing}.\n"
+            "To export anyway, pass disabled_checks=[jaxport.DisabledSafetyCheck.custom_call(target)] "
+            "for each target, after making sure that the consumer will have that target."
+        )
+
+
+class HostCallbackError(JaxportError, NotImplementedError):
+    """The function calls back into Python, which an artifact cannot carry."""
+
+    def __init__(self, fun_name: str) -> None:
+        super().__init__(
+            f"Cannot export '{fun_name}': serialization of host_callbacks is not yet implemented. "
+            "The function uses a host callback (jax.debug.print, jax.debug.callback, "
+            "jax.pure_callback or io_callback), which runs Python code of the exporting "
+            "process; a serialized artifact can only carry the compiled StableHLO module, "
+            "so the callback could not run where the artifact is loaded. Remove the callback "
+            "from the exported function."
+        )
+
+
+class ShardingPolicyError(ExportError):
+    """The module has sharding annotations that its export did not declare."""
+
+
+class CallingConventionError(JaxportError, ValueError):
+    """A calling-convention version outside the supported window."""
+
+    def __init__(self, version: int, minimum: int, maximum: int, *, when: str) -> None:
+        self.version = version
+        super().__init__(
+            f"The {when} calling convention version {version} is outside the range of "
+            f"supported versions [{minimum}..{maximum}]"
+        )
+
+
+class CallError(JaxportError, ValueError):
+    """The arguments of a call do not match what the function was exported for."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeDifference:
+    """One structural difference between the call's pytree and the exported one."""
+
+    path: str
+    in_call: str
+    when_exported: str
+    explanation: str
+
+    def __str__(self) -> str:
+        return (
+            f"   - {self.path} is a {self.in_call} in the invocation and a "
+            f"{self.when_exported} when exported, so {self.explanation}.\n"
+        )
+
+
+class TreeMismatchError(CallError):
+    """The call's (args, kwargs) pytree differs from the exported one."""
+
+    def __init__(self, fun_name: str, differences: Sequence[TreeDifference]) -> None:
+        self.differences = tuple(differences)
+        super().__init__(
+            "The invocation args and kwargs must have the same pytree structure "
+            f"as when the function '{fun_name}' was exported, but they "
+            "have the following structural differences:\n"
+            + "\n".join(str(d) for d in self.differences)
+        )
+
+
+class RankMismatchError(CallError):
+    """An argument has another rank than the exported one."""
+
+    def __init__(self, where: str, expected: str, got: str) -> None:
+        super().__init__(f"Rank mismatch for {where}: expected {expected} and called with {got}")
+
+
+class DtypeMismatchError(CallError):
+    """An argument has another dtype than the exported one."""
+
+    def __init__(self, where: str, expected: str, got: str) -> None:
+        super().__init__(f"Dtype mismatch for {where}: expected {expected} and called with {got}")
+
+
+class ShapeMismatchError(CallError):
+    """A constant dimension of an argument differs from the exported one."""
+
+    def __init__(self, where: str, expected: str, got: str) -> None:
+        super().__init__(
+            f"Shape mismatch for {where} (expected same constant): "
+            f"expected {expected} and called with {got}"
+        )
+
+
+class PlatformMismatchError(JaxportError, ValueError):
+    """The function is called on a platform it was not exported for."""
+
+    def __init__(self, fun_name: str, exported: Sequence[str], current: Sequence[str]) -> None:
+        self.exported_platforms = tuple(exported)
+        self.current_platforms = tuple(current)
+        super().__init__(
+            f"Function '{fun_name}' was exported for platforms '{self.exported_platforms}' "
+            f"but it is used on '{self.current_platforms}'. To run it anyway, export it with "
+            "disabled_checks=[jaxport.DisabledSafetyCheck.platform()]."
+        )
+
+
+class VjpUnavailableError(JaxportError, ValueError):
+    """Differentiation needs an exported VJP that this object does not carry."""
+
+
+class ArtifactError(JaxportError, ValueError):
+    """Bytes that are not a valid jaxport / jax.export artifact."""

@@ -1,0 +1,39 @@
+"""Array and signature specifications, in plain Python terms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+#: One dimension of a shape. Issue-3 symbolic dimensions extend this alias.
+Dimension: TypeAlias = int
+Shape: TypeAlias = tuple[Dimension, ...]
+
+
+def format_shape(shape: Shape) -> str:
+    """Formats a shape the way JAX prints tuples of dimensions: ``(3, 4)``, ``(3,)``."""
+    return str(tuple(shape))
+
+
+@dataclass(frozen=True, slots=True)
+class ArraySpec:
+    """The abstract value of one flat argument or result.
+
+    Attributes:
+        shape: the dimensions.
+        dtype: the NumPy-style dtype name (``"float32"``, ``"bfloat16"``, ``"bool"``).
+        weak_type: whether JAX treats the dtype as weak (from a Python scalar).
+    """
+
+    shape: Shape
+    dtype: str
+    weak_type: bool = False
+
+    @property
+    def ndim(self) -> int:
+        """The rank."""
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        dims = ",".join(str(d) for d in self.shape)
+        return f"{self.dtype}[{dims}]"
