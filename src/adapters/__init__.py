@@ -1,0 +1,1 @@
+"""Adapters: everything that touches JAX, jaxlib's MLIR, NumPy or flatbuffers."""

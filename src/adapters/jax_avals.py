@@ -1,0 +1,47 @@
+"""Conversions between JAX abstract values / pytrees and domain specs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+from jax.core import ShapedArray
+
+from ..domain.errors import TreeDifference
+from ..domain.specs import ArraySpec
+from . import jax_internals
+
+
+def spec_of(aval: ShapedArray) -> ArraySpec:
+    """The domain spec of a JAX abstract value."""
+    return ArraySpec(tuple(aval.shape), str(aval.dtype), bool(aval.weak_type))
+
+
+def specs_of(avals: Sequence[ShapedArray]) -> tuple[ArraySpec, ...]:
+    """The domain specs of several abstract values."""
+    return tuple(spec_of(a) for a in avals)
+
+
+def args_kwargs_path(path: Sequence[Any]) -> str:
+    """Names a leaf of the ``(args, kwargs)`` tree as JAX does: ``args[0]['w']``."""
+    if not path:
+        return "args"
+    head = "args" if getattr(path[0], "idx", 0) == 0 else "kwargs"
+    return head + jax.tree_util.keystr(tuple(path[1:]))
+
+
+def leaf_paths(in_tree: jax.tree_util.PyTreeDef) -> tuple[str, ...]:
+    """The name of each flat argument of an ``(args, kwargs)`` tree."""
+    dummy = in_tree.unflatten([0] * in_tree.num_leaves)
+    with_paths, _ = jax.tree_util.tree_flatten_with_path(dummy)
+    return tuple(args_kwargs_path(p) for p, _ in with_paths)
+
+
+def tree_differences(actual: jax.tree_util.PyTreeDef,
+                     expected: jax.tree_util.PyTreeDef) -> tuple[TreeDifference, ...]:
+    """Each structural difference of two ``(args, kwargs)`` trees, by path."""
+    a = actual.unflatten([0] * actual.num_leaves)
+    e = expected.unflatten([0] * expected.num_leaves)
+    return tuple(TreeDifference(args_kwargs_path(path), thing1, thing2, explanation)
+                 for path, thing1, thing2, explanation in jax_internals.tree_equality_errors(a, e))

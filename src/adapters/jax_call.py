@@ -1,0 +1,168 @@
+"""Calling an exported module from JAX: the ``jaxport_call`` primitive.
+
+The primitive has an abstract evaluation (the call-side checks and the output
+avals), an eager implementation (a compiled, cached ``jax.jit`` of itself), a
+lowering rule that merges the exported module into the caller's module, and a
+batching rule (a sequential map over the batch).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax import lax
+from jax.core import ShapedArray
+from jax.extend import core as jex_core
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import func as func_dialect
+from jax.extend.mlir.dialects import stablehlo as hlo
+from jax.interpreters import batching, mlir
+
+from ..domain.call_checks import check_arguments
+from ..domain.errors import JaxportError
+from ..domain.platforms import callee_platform_indices
+from ..domain.safety import DisabledSafetyCheck
+from ..domain.specs import ArraySpec
+from . import jax_internals
+from .jax_avals import specs_of
+from .mlir_module import StableHloSerializer
+
+
+class DeviceCountError(JaxportError, ValueError):
+    """The function is called with another number of devices than exported for."""
+
+
+@dataclass(frozen=True, eq=False)
+class CallTarget:
+    """What the primitive needs of an exported function (hashed by identity).
+
+    It is a primitive parameter, so it appears in jaxprs: its ``repr`` is short.
+    """
+
+    fun_name: str
+    in_avals: tuple[ShapedArray, ...]
+    out_avals: tuple[ShapedArray, ...]
+    in_specs: tuple[ArraySpec, ...]
+    arg_paths: tuple[str, ...]
+    platforms: tuple[str, ...]
+    disabled_checks: tuple[DisabledSafetyCheck, ...]
+    module_bytes: bytes
+    kept_var_idx: tuple[int, ...]
+    uses_global_constants: bool
+    nr_devices: int
+
+    def __repr__(self) -> str:
+        return f"<exported {self.fun_name}>"
+
+
+jaxport_call_p = jex_core.Primitive("jaxport_call")
+jaxport_call_p.multiple_results = True
+
+
+def bind(target: CallTarget, args_flat: Sequence[Any]) -> list[Any]:
+    """Calls ``target`` on flat arguments from any JAX context."""
+    return list(jaxport_call_p.bind(*args_flat, target=target))
+
+
+@functools.lru_cache(maxsize=4096)
+def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
+    if len(in_avals) != len(target.in_avals):
+        raise ValueError(f"'{target.fun_name}' takes {len(target.in_avals)} flat arguments, "
+                         f"got {len(in_avals)}")
+    check_arguments(target.in_specs, specs_of(in_avals), target.arg_paths)
+    return target.out_avals
+
+
+def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[ShapedArray, ...]:
+    return _abstract_eval_cached(target, tuple(in_avals))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_impl(target: CallTarget) -> Any:
+    return jax.jit(lambda *args: bind(target, args))
+
+
+def _impl(*args: Any, target: CallTarget) -> Any:
+    return _compiled_impl(target)(*args)
+
+
+jaxport_call_p.def_abstract_eval(_abstract_eval)
+jaxport_call_p.def_impl(_impl)
+
+_serializer = StableHloSerializer()
+
+
+def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
+    if "cpu" in target.platforms:
+        jax_internals.initialize_cpu_lapack()
+    num_devices = jax_internals.lowering_num_devices(ctx)
+    if num_devices != target.nr_devices and target.nr_devices != 1:
+        raise DeviceCountError(
+            f"Function {target.fun_name} was exported for {target.nr_devices} devices "
+            f"and is called in a context with {num_devices} devices, which is not allowed.")
+    caller_platforms = tuple(ctx.module_context.platforms)
+    branch_of = callee_platform_indices(target.fun_name, target.platforms, caller_platforms,
+                                        target.disabled_checks)
+    if target.uses_global_constants:
+        ctx.module_context.shape_poly_state.uses_dim_vars = True
+    submodule = _serializer.deserialize(target.module_bytes, ctx.module_context.context)
+    callee_type = _main_type(submodule)
+    name = mlir.merge_mlir_modules(ctx.module_context.module, f"call_exported_{target.fun_name}",
+                                   submodule, dst_symtab=ctx.module_context.symbol_table)
+    operands: list[Any] = []
+    if len(target.platforms) > 1:
+        operands.append(_platform_index(ctx, branch_of, callee_type.inputs[0]))
+    operands.extend(a for i, a in enumerate(args) if i in target.kept_var_idx)
+    call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
+    return list(call.results)
+
+
+def _main_type(submodule: Any) -> Any:
+    main = ir.SymbolTable(submodule.operation)["main"]
+    return ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+
+
+def _platform_index(ctx: mlir.LoweringRuleContext, branch_of: tuple[int, ...], callee_index_type: Any) -> Any:
+    """The callee's platform index, computed from the caller's."""
+    i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+    if len(branch_of) == 1:
+        index = mlir.ir_constant(np.int32(branch_of[0]))
+    else:
+        current = ctx.dim_var_values[0]
+        if current.type != i32:
+            current = hlo.convert(i32, current)
+        case = hlo.CaseOp([i32], index=current, num_branches=len(branch_of))
+        for i, callee_idx in enumerate(branch_of):
+            block = case.regions[i].blocks.append()
+            with ir.InsertionPoint(block):
+                hlo.return_([mlir.ir_constant(np.int32(callee_idx))])
+        index = case.result
+    if index.type != callee_index_type:
+        index = hlo.convert(callee_index_type, index)
+    return index
+
+
+mlir.register_lowering(jaxport_call_p, _lower)
+
+
+def _batch(args: Sequence[Any], dims: Sequence[Any], *, target: CallTarget) -> tuple[Any, list[int]]:
+    """Maps the call over the batch, one element at a time."""
+    batched = [i for i, d in enumerate(dims) if d is not None]  # None: not mapped
+    moved = [jax.numpy.moveaxis(args[i], dims[i], 0) for i in batched]
+
+    def one(xs: Sequence[Any]) -> tuple[Any, ...]:
+        full = list(args)
+        for i, x in zip(batched, xs):
+            full[i] = x
+        return tuple(bind(target, full))
+
+    outs = lax.map(one, tuple(moved))
+    return list(outs), [0] * len(target.out_avals)
+
+
+batching.primitive_batchers[jaxport_call_p] = _batch

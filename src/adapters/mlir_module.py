@@ -1,0 +1,112 @@
+"""StableHLO modules through jaxlib's MLIR bindings: walk, serialize, print."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jax.extend import mlir as jex_mlir
+from jax.extend.mlir import ir
+from jax.interpreters import mlir
+
+from ..domain.module_policy import OpKind, OpSite
+from . import jax_internals
+
+_KINDS = {k.value: k for k in OpKind}
+# How an mhlo.sharding string reads when it shards nothing.
+_REPLICATED_MHLO = re.compile(r"^({replicated}|{unknown shard_as.*}|.*\[({}, )*{}\])$")
+
+
+class MlirModuleInspector:
+    """Reports the operations of a module that the export policy looks at.
+
+    The walk visits every operation once (``Operation.walk`` runs in C++ and
+    calls back only to classify), so it is linear in the module's size.
+    """
+
+    def sites(self, module: Any) -> list[OpSite]:
+        """The custom calls, functions and sharding constraints of ``module``."""
+        found: list[OpSite] = []
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            kind = _KINDS.get(op.name)
+            if kind is not None:
+                found.append(_site(kind, op))
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        return found
+
+
+def _site(kind: OpKind, op: ir.Operation) -> OpSite:
+    attrs = op.attributes
+    target = None
+    if kind is OpKind.CUSTOM_CALL:
+        target = ir.StringAttr(attrs["call_target_name"]).value
+    sharded = _non_replicated(attrs, "sharding") or _non_replicated_mhlo(attrs)
+    return OpSite(kind, target, sharded, describe=lambda: f"{op} at {op.location}")
+
+
+def _non_replicated(attrs: Any, name: str) -> bool:
+    if name not in attrs:
+        return False
+    text = str(attrs[name])
+    # A Shardy sharding lists one {axes} group per dimension: `[{}, {"x"}]`.
+    return re.search(r'\{\s*"', text) is not None
+
+
+def _non_replicated_mhlo(attrs: Any) -> bool:
+    if "mhlo.sharding" not in attrs:
+        return False
+    try:
+        value = ir.StringAttr(attrs["mhlo.sharding"]).value
+    except (UnicodeDecodeError, ValueError):
+        return True  # a binary HloSharding proto: assume the worst
+    return _REPLICATED_MHLO.match(value) is None
+
+
+class StableHloSerializer:
+    """Serializes modules as StableHLO portable artifacts, and reads them back."""
+
+    def serialize(self, module: Any, *, target_version: str, uses_global_constants: bool) -> bytes:
+        """The portable artifact of ``module`` for ``target_version``.
+
+        The module gets the ``jax.uses_shape_polymorphism`` attribute that
+        consumers read to decide on shape refinement; the attribute is set
+        only for the duration of the call, so a cached module is left as found.
+        """
+        attrs = module.operation.attributes
+        with module.context:
+            previous = attrs["jax.uses_shape_polymorphism"] if "jax.uses_shape_polymorphism" in attrs else None
+            attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(uses_global_constants)
+            try:
+                return bytes(jex_mlir.serialize_portable_artifact(
+                    module, target_version, jax_internals.backend_serializes_with_sdy()))
+            finally:
+                if previous is None:
+                    del attrs["jax.uses_shape_polymorphism"]
+                else:
+                    attrs["jax.uses_shape_polymorphism"] = previous
+
+    def deserialize(self, blob: bytes, context: Any | None = None) -> Any:
+        """The ``ir.Module`` of a portable artifact, in ``context`` or a new one."""
+        if context is None:
+            context = mlir.make_ir_context()
+        with context:
+            return jex_mlir.deserialize_portable_artifact(blob)
+
+    def to_text(self, blob: bytes) -> str:
+        """The module of a portable artifact as StableHLO text."""
+        module = self.deserialize(blob)
+        return str(module)
+
+    def op_names(self, module: Any) -> list[str]:
+        """The names of all operations of ``module``, in walk order."""
+        names: list[str] = []
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            names.append(op.name)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        return names

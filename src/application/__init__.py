@@ -1,0 +1,1 @@
+"""Services that wire the adapters into the domain; what a user calls."""

@@ -1,0 +1,46 @@
+"""How ``Exported.call`` runs: tree check, custom VJP, and the jitted fast path."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import jax
+
+from ..adapters.jax_avals import tree_differences
+from ..adapters.jax_call import bind
+from ..domain.errors import TreeMismatchError
+
+if TYPE_CHECKING:
+    from .exported import Exported
+
+
+def make_caller(exp: Exported) -> Callable[..., Any]:
+    """The function behind ``exp.call``.
+
+    It is a ``jax.jit`` of the pytree-level call, so an eager call takes JAX's
+    C++ dispatch path (one cache lookup, no Python tracing) after the first
+    call with a given signature; inside a transformation it inlines.
+    """
+    target = exp.call_target
+
+    @jax.custom_vjp
+    def call_flat(*args_flat: Any) -> list[Any]:
+        return bind(target, args_flat)
+
+    def call_flat_fwd(*args_flat: Any) -> tuple[list[Any], tuple[Any, ...]]:
+        return call_flat(*args_flat), args_flat
+
+    def call_flat_bwd(args_flat: tuple[Any, ...], cts_out: Any) -> tuple[Any, ...]:
+        exp_vjp = exp.vjp()
+        return tuple(exp_vjp.call(*args_flat, *cts_out))
+
+    call_flat.defvjp(call_flat_fwd, call_flat_bwd)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        args_flat, in_tree = jax.tree_util.tree_flatten((args, kwargs))
+        if in_tree != exp.in_tree:
+            raise TreeMismatchError(exp.fun_name, tree_differences(in_tree, exp.in_tree))
+        return exp.out_tree.unflatten(call_flat(*args_flat))
+
+    call.__name__ = f"call_exported_{exp.fun_name}"
+    return jax.jit(call)

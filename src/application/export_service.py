@@ -1,0 +1,121 @@
+"""The export service: trace, lower, check and serialize a JAX function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
+from ..adapters.mlir_module import MlirModuleInspector, StableHloSerializer
+from ..domain import calling_convention
+from ..domain.module_format import STABLEHLO_TARGET_VERSION
+from ..domain.module_policy import ModulePolicy
+from ..domain.platforms import normalize_platforms
+from ..domain.ports import ModuleInspector, ModuleSerializer
+from ..domain.safety import DisabledSafetyCheck
+from .exported import Exported
+
+
+@dataclass(frozen=True, slots=True)
+class ExportService:
+    """Exports functions through a lowerer, a module inspector and a serializer."""
+
+    lowerer: JaxLowerer
+    inspector: ModuleInspector
+    serializer: ModuleSerializer
+
+    def export(self, fun: Callable[..., Any], *, platforms: Sequence[str] | None,
+               disabled_checks: Sequence[DisabledSafetyCheck],
+               args_specs: Sequence[Any], kwargs_specs: dict[str, Any]) -> Exported:
+        """Exports ``fun`` for the given argument specs.
+
+        Raises:
+            ExportError: the module violates the export policy.
+            HostCallbackError: the function uses host callbacks.
+        """
+        checks = tuple(disabled_checks)
+        for check in checks:
+            if not isinstance(check, DisabledSafetyCheck):
+                raise TypeError(f"disabled_checks must hold DisabledSafetyCheck values, got {check!r}")
+        plats = normalize_platforms(platforms) if platforms is not None else (_default_platform(),)
+        jitted = as_jitted(fun)
+        lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs)
+        return self._finish(lowering, checks)
+
+    def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...]) -> Exported:
+        version = calling_convention.check_version(calling_convention.DEFAULT_VERSION, when="requested export")
+        declared = any(s is not None for s in (*lowering.in_shardings, *lowering.out_shardings))
+        policy = ModulePolicy.for_export(checks, shardings_declared=declared)
+        policy.check(lowering.fun_name, self.inspector.sites(lowering.module))
+        module_bytes = self.serializer.serialize(
+            lowering.module, target_version=STABLEHLO_TARGET_VERSION,
+            uses_global_constants=lowering.uses_dim_vars)
+        return Exported(
+            fun_name=lowering.fun_name,
+            in_tree=lowering.in_tree,
+            in_avals=lowering.in_avals,
+            out_tree=lowering.out_tree,
+            out_avals=lowering.out_avals,
+            in_shardings=lowering.in_shardings,
+            out_shardings=lowering.out_shardings,
+            nr_devices=lowering.nr_devices,
+            platforms=lowering.platforms,
+            ordered_effects=lowering.ordered_effects,
+            unordered_effects=lowering.unordered_effects,
+            disabled_safety_checks=checks,
+            mlir_module_serialized=module_bytes,
+            calling_convention_version=version,
+            module_kept_var_idx=lowering.kept_var_idx,
+            uses_global_constants=lowering.uses_dim_vars,
+            _get_vjp=None,
+        )
+
+
+def _default_platform() -> str:
+    backend = jax.default_backend()
+    return "cuda" if backend == "gpu" else backend
+
+
+def default_service() -> ExportService:
+    """The service wired with the JAX and MLIR adapters (the composition root)."""
+    return ExportService(JaxLowerer(), MlirModuleInspector(), StableHloSerializer())
+
+
+def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,
+           disabled_checks: Sequence[DisabledSafetyCheck] = (),
+           lowering_platforms: Sequence[str] | None = None) -> Callable[..., Exported]:
+    """Exports a JAX function for serialization and later calls.
+
+    Args:
+        fun: the result of ``jax.jit`` (its shardings and static arguments are
+            respected) or any callable, which is jitted first.
+        platforms: the platforms to lower for, a subset of ``"cpu"``,
+            ``"cuda"``, ``"rocm"``, ``"tpu"``; default: the default backend.
+            With more than one, ``main`` takes the platform index first.
+        disabled_checks: safety checks to skip.
+        lowering_platforms: the 2023 name of ``platforms``.
+
+    Returns:
+        A function of ``*args_specs, **kwargs_specs`` (pytrees of
+        ``jax.ShapeDtypeStruct`` or arrays) that returns an :class:`Exported`.
+
+    >>> import jax.numpy as jnp, numpy as np
+    >>> exp = export(jnp.sin)(np.zeros((4,), np.float32))
+    >>> exp.in_avals
+    (ShapedArray(float32[4]),)
+    """
+    if platforms is not None and lowering_platforms is not None:
+        raise ValueError("Pass platforms= or its 2023 name lowering_platforms=, not both")
+    chosen = platforms if platforms is not None else lowering_platforms
+    if isinstance(chosen, str):
+        raise TypeError(f"platforms= must be a sequence of platform names, got the string {chosen!r}")
+    service = default_service()
+
+    def do_export(*args_specs: Any, **kwargs_specs: Any) -> Exported:
+        return service.export(fun, platforms=chosen, disabled_checks=disabled_checks,
+                              args_specs=args_specs, kwargs_specs=kwargs_specs)
+
+    return do_export

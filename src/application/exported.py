@@ -1,0 +1,154 @@
+"""The :class:`Exported` object: a lowered function and everything to call it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+from jax.core import ShapedArray
+
+from ..adapters import jax_avals
+from ..adapters.jax_call import CallTarget
+from ..adapters.mlir_module import StableHloSerializer
+from ..domain.errors import VjpUnavailableError
+from ..domain.safety import DisabledSafetyCheck
+
+
+@dataclass(frozen=True, eq=False)
+class Exported:
+    """A JAX function lowered to StableHLO, with its calling signature.
+
+    It carries what ``jax.export.Exported`` carries, under the same names.
+
+    Attributes:
+        fun_name: the name of the exported function, for messages.
+        in_tree: the pytree of ``(args, kwargs)`` the function was exported for.
+        in_avals: the flat input abstract values.
+        out_tree: the pytree of the results.
+        out_avals: the flat output abstract values.
+        in_shardings: one sharding per flat input (None: unspecified).
+        out_shardings: one sharding per flat output (None: unspecified).
+        nr_devices: the number of devices the module was lowered for.
+        platforms: the platforms it was lowered for (``"cpu"``, ``"cuda"``...).
+        ordered_effects, unordered_effects: the effects of the module.
+        disabled_safety_checks: the checks disabled at export.
+        mlir_module_serialized: the StableHLO portable artifact.
+        calling_convention_version: the version of ``main``'s convention.
+        module_kept_var_idx: the sorted indices of the flat inputs that
+            ``main`` takes; the others were unused and dropped.
+        uses_global_constants: whether ``main`` needs shape refinement
+            (symbolic dimensions or a platform index argument).
+    """
+
+    fun_name: str
+    in_tree: jax.tree_util.PyTreeDef
+    in_avals: tuple[ShapedArray, ...]
+    out_tree: jax.tree_util.PyTreeDef
+    out_avals: tuple[ShapedArray, ...]
+    in_shardings: tuple[Any, ...]
+    out_shardings: tuple[Any, ...]
+    nr_devices: int
+    platforms: tuple[str, ...]
+    ordered_effects: tuple[Any, ...]
+    unordered_effects: tuple[Any, ...]
+    disabled_safety_checks: tuple[DisabledSafetyCheck, ...]
+    mlir_module_serialized: bytes
+    calling_convention_version: int
+    module_kept_var_idx: tuple[int, ...]
+    uses_global_constants: bool
+    _get_vjp: Callable[[Exported], Exported] | None = field(default=None, repr=False)
+
+    @property
+    def lowering_platforms(self) -> tuple[str, ...]:
+        """The 2023 name of :attr:`platforms`."""
+        return self.platforms
+
+    def mlir_module(self) -> str:
+        """The module as StableHLO text."""
+        return StableHloSerializer().to_text(self.mlir_module_serialized)
+
+    def has_vjp(self) -> bool:
+        """Whether :meth:`vjp` can provide the exported VJP."""
+        return self._get_vjp is not None
+
+    def vjp(self) -> Exported:
+        """The exported VJP of this function.
+
+        It takes the flat primal arguments followed by one cotangent per flat
+        primal output, and returns the cotangents of the flat primal inputs.
+
+        Raises:
+            VjpUnavailableError: this object carries no VJP.
+        """
+        if self._get_vjp is None:
+            raise VjpUnavailableError(
+                f"No VJP is available for the exported function '{self.fun_name}'. "
+                "Export it in this process with jaxport.export, or serialize it with "
+                "serialize(vjp_order=1) (or higher) before deserializing.")
+        return _vjp_cache(self)
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the exported function, eagerly or from inside a JAX transformation.
+
+        The arguments must have the pytree structure, ranks, dtypes and
+        constant dimensions that the function was exported for.
+
+        Raises:
+            TreeMismatchError, RankMismatchError, DtypeMismatchError,
+            ShapeMismatchError, PlatformMismatchError: the call does not match
+                the export; the message names the argument path.
+        """
+        return self._caller(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return f"Exported(fun_name={self.fun_name}, ...)"
+
+    def __repr__(self) -> str:
+        ins = ", ".join(str(a.str_short()) for a in self.in_avals)
+        outs = ", ".join(str(a.str_short()) for a in self.out_avals)
+        return (f"Exported(fun_name={self.fun_name!r}, ({ins}) -> ({outs}), "
+                f"platforms={self.platforms}, nr_devices={self.nr_devices})")
+
+    @functools.cached_property
+    def call_target(self) -> CallTarget:
+        """What the ``jaxport_call`` primitive needs to call this function."""
+        return CallTarget(
+            fun_name=self.fun_name,
+            in_avals=self.in_avals,
+            out_avals=self.out_avals,
+            in_specs=jax_avals.specs_of(self.in_avals),
+            arg_paths=jax_avals.leaf_paths(self.in_tree),
+            platforms=self.platforms,
+            disabled_checks=self.disabled_safety_checks,
+            module_bytes=self.mlir_module_serialized,
+            kept_var_idx=self.module_kept_var_idx,
+            uses_global_constants=self.uses_global_constants,
+            nr_devices=self.nr_devices,
+        )
+
+    @functools.cached_property
+    def _caller(self) -> Callable[..., Any]:
+        from .calling import make_caller
+
+        return make_caller(self)
+
+
+@functools.lru_cache(maxsize=256)
+def _vjp_cache(exp: Exported) -> Exported:
+    assert exp._get_vjp is not None
+    return exp._get_vjp(exp)
+
+
+def call_exported(exported: Exported) -> Callable[..., Any]:
+    """The 2023 spelling of ``exported.call``: returns the calling function."""
+    if not isinstance(exported, Exported):
+        raise TypeError(f"call_exported expects a jaxport.Exported, got {type(exported).__name__}")
+    return exported.call
+
+
+def specs_for_args(args: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
+    """``ShapeDtypeStruct``s for a flat sequence of abstract values."""
+    return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]

@@ -1,0 +1,28 @@
+"""Ports: the interfaces the services need from the adapters.
+
+Modules travel through these ports as opaque objects: only the adapter that
+made one knows what it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from .module_policy import OpSite
+
+
+class ModuleInspector(Protocol):
+    """The read side of the abstract IR: what the export policy looks at."""
+
+    def sites(self, module: object) -> Iterable[OpSite]:
+        """The custom calls, functions and sharding constraints of ``module``."""
+        ...
+
+
+class ModuleSerializer(Protocol):
+    """Turns a lowered module into portable bytes."""
+
+    def serialize(self, module: object, *, target_version: str, uses_global_constants: bool) -> bytes:
+        """The portable artifact of ``module`` for a StableHLO ``target_version``."""
+        ...
