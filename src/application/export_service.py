@@ -17,6 +17,7 @@ from ..domain.platforms import normalize_platforms
 from ..domain.ports import ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
 from .exported import Exported
+from .vjp import vjp_exporter
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class ExportService:
             calling_convention_version=version,
             module_kept_var_idx=lowering.kept_var_idx,
             uses_global_constants=lowering.uses_dim_vars,
-            _get_vjp=None,
+            _get_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks),
         )
 
 

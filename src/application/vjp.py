@@ -1,0 +1,44 @@
+"""Exporting the VJP of an exported function, lazily, in the exporting process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import jax
+from jax.extend import core as jex_core
+
+from ..domain.safety import DisabledSafetyCheck
+
+if TYPE_CHECKING:
+    from .exported import Exported
+
+
+def vjp_exporter(jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],
+                 disabled_checks: Sequence[DisabledSafetyCheck]) -> Callable[[Exported], Exported]:
+    """A function that exports the VJP of the primal whose jaxpr is ``jaxpr``.
+
+    The VJP takes the flat primal arguments followed by one cotangent per
+    flat primal output (``float0`` for integer outputs) and returns the
+    cotangents of the flat primal inputs, as ``jax.export`` defines it.
+    """
+
+    def get_vjp(primal: Exported) -> Exported:
+        from .export_service import export
+
+        fun = jex_core.jaxpr_as_fun(jaxpr)
+        nr_primals = len(primal.in_avals)
+
+        def vjp_flat(*args_and_cts: Any) -> Any:
+            primals, cts = args_and_cts[:nr_primals], args_and_cts[nr_primals:]
+            _, pullback = jax.vjp(fun, *primals)
+            return pullback(list(cts))
+
+        vjp_flat.__name__ = f"vjp_{primal.fun_name}"
+        in_specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in primal.in_avals]
+        ct_specs = [jax.ShapeDtypeStruct(a.shape, jex_core.primal_dtype_to_tangent_dtype(a.dtype))
+                    for a in primal.out_avals]
+        return export(jax.jit(vjp_flat), platforms=platforms,
+                      disabled_checks=disabled_checks)(*in_specs, *ct_specs)
+
+    return get_vjp
