@@ -1,0 +1,224 @@
+"""Which pytree node types can be serialized, and how: a registry object.
+
+The names and auxdata encodings are those of ``jax.export``, so a type
+registered under the same name on both sides reads across.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import jax
+from jax.tree_util import PyTreeDef
+
+from ..domain.artifact import TreeKind, TreeSpec
+from ..domain.errors import ArtifactError
+
+T = TypeVar("T")
+SerializeAuxdata = Callable[[Any], bytes]
+DeserializeAuxdata = Callable[[bytes], Any]
+FromChildren = Callable[[Any, Sequence[Any]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    nodetype: type
+    name: str
+    serialize_auxdata: SerializeAuxdata
+    deserialize_auxdata: DeserializeAuxdata
+    from_children: FromChildren | None
+
+
+def _is_namedtuple(nodetype: type) -> bool:
+    fields = getattr(nodetype, "_fields", None)
+    return (issubclass(nodetype, tuple) and isinstance(fields, Sequence)
+            and all(isinstance(f, str) for f in fields))
+
+
+def _ordered_dict_keys(keys: Any) -> bytes:
+    if isinstance(keys, Sequence) and all(isinstance(k, str) for k in keys):
+        return json.dumps(list(keys)).encode("utf-8")
+    raise NotImplementedError(
+        "Serialization of collections.OrderedDict is supported only when the "
+        f"keys are strings. Found keys: {keys}.")
+
+
+class PytreeSerializationRegistry:
+    """Maps pytree node types to serialized names and auxdata codecs.
+
+    ``collections.OrderedDict`` (with string keys) is registered from the start.
+    """
+
+    def __init__(self) -> None:
+        self._by_type: dict[type, _Entry] = {}
+        self._by_name: dict[str, _Entry] = {}
+        self.register_pytree_node_serialization(
+            collections.OrderedDict, serialized_name="collections.OrderedDict",
+            serialize_auxdata=_ordered_dict_keys,
+            deserialize_auxdata=lambda b: json.loads(b.decode("utf-8")))
+
+    def register_pytree_node_serialization(
+            self, nodetype: type[T], *, serialized_name: str, serialize_auxdata: SerializeAuxdata,
+            deserialize_auxdata: DeserializeAuxdata, from_children: FromChildren | None = None) -> type[T]:
+        """Registers how to serialize nodes of ``nodetype`` (a registered pytree node).
+
+        Without ``from_children``, deserialization rebuilds nodes with the
+        type's registered pytree unflattening.
+
+        Returns:
+            ``nodetype``, so that this can be used as a class decorator.
+
+        Raises:
+            ValueError: the type or the name is registered already.
+        """
+        if nodetype in self._by_type:
+            raise ValueError(
+                f"Duplicate serialization registration for type `{nodetype}`. Previous "
+                f"registration was with serialized_name `{self._by_type[nodetype].name}`.")
+        if serialized_name in self._by_name:
+            raise ValueError(
+                f"Duplicate serialization registration for serialized_name `{serialized_name}`. "
+                f"Previous registration was for type `{self._by_name[serialized_name].nodetype}`.")
+        entry = _Entry(nodetype, serialized_name, serialize_auxdata, deserialize_auxdata, from_children)
+        self._by_type[nodetype] = entry
+        self._by_name[serialized_name] = entry
+        return nodetype
+
+    def register_namedtuple_serialization(self, nodetype: type[T], *, serialized_name: str) -> type[T]:
+        """Registers a ``collections.namedtuple`` type; its field names are the auxdata.
+
+        Raises:
+            ValueError: ``nodetype`` is not a namedtuple, or is registered already.
+        """
+        if not _is_namedtuple(nodetype):
+            raise ValueError("Use `jaxport.register_pytree_node_serialization` for "
+                             "types other than `collections.namedtuple`.")
+        fields = tuple(getattr(nodetype, "_fields"))
+
+        def from_children(aux: Any, children: Sequence[Any]) -> Any:
+            if list(aux) != list(fields):
+                raise ArtifactError(
+                    f"The namedtuple `{serialized_name}` was serialized with fields {list(aux)} "
+                    f"but `{nodetype.__name__}` has fields {list(fields)}")
+            return nodetype(*children)
+
+        return self.register_pytree_node_serialization(
+            nodetype, serialized_name=serialized_name,
+            serialize_auxdata=lambda _: json.dumps(list(fields)).encode("utf-8"),
+            deserialize_auxdata=lambda b: json.loads(b.decode("utf-8")),
+            from_children=from_children)
+
+    def to_spec(self, treedef: PyTreeDef) -> TreeSpec:
+        """The serializable structure of ``treedef``.
+
+        Raises:
+            ValueError: it holds a node type that is not registered, or a dict
+                with a key that is not a string.
+        """
+        children = tuple(self.to_spec(c) for c in treedef.children())
+        node_data = treedef.node_data()
+        if node_data is None:
+            return TreeSpec.leaf()
+        node_type, aux = node_data
+        if node_type is type(None):
+            return TreeSpec.none()
+        if node_type is tuple:
+            return TreeSpec(TreeKind.TUPLE, children)
+        if node_type is list:
+            return TreeSpec(TreeKind.LIST, children)
+        if node_type is dict:
+            for key in aux:
+                if not isinstance(key, str):
+                    raise TypeError("Serialization is supported only for dictionaries with string keys."
+                                    f" Found key {key!r} of type {type(key)}.")
+            return TreeSpec(TreeKind.DICT, children, tuple(aux))
+        entry = self._by_type.get(node_type)
+        if entry is None:
+            raise ValueError(
+                f"Cannot serialize PyTreeDef containing an unregistered type `{node_type}`. "
+                "Use `jaxport.register_pytree_node_serialization` or "
+                "`jaxport.register_namedtuple_serialization`.")
+        auxdata = entry.serialize_auxdata(aux)
+        if not isinstance(auxdata, (bytes, bytearray)):
+            raise ValueError(f"The custom serialization function for `{node_type}` must return a "
+                             f"`bytes` object. It returned a {type(auxdata)}.")
+        return TreeSpec(TreeKind.CUSTOM, children, custom_name=entry.name, custom_auxdata=bytes(auxdata))
+
+    def to_treedef(self, spec: TreeSpec, leaves: Sequence[Any] | None = None) -> PyTreeDef:
+        """The ``PyTreeDef`` of a serialized structure.
+
+        Args:
+            spec: the structure.
+            leaves: the leaves to build the tree with (custom nodes may look at
+                them); placeholders when absent.
+
+        Raises:
+            ArtifactError: it holds a custom node whose name is not registered
+                here, or whose auxdata does not decode.
+        """
+        it: Iterator[Any] = iter(leaves) if leaves is not None else iter(lambda: 0.0, None)
+        return jax.tree_util.tree_structure(self._build(spec, it))
+
+    def _build(self, spec: TreeSpec, leaves: Iterator[Any]) -> Any:
+        children = [self._build(c, leaves) for c in spec.children]
+        kind = spec.kind
+        if kind is TreeKind.LEAF:
+            return next(leaves)
+        if kind is TreeKind.NONE:
+            return None
+        if kind is TreeKind.TUPLE:
+            return tuple(children)
+        if kind is TreeKind.LIST:
+            return children
+        if kind is TreeKind.DICT:
+            return dict(zip(spec.children_names, children))
+        return self._build_custom(spec, children)
+
+    def _build_custom(self, spec: TreeSpec, children: list[Any]) -> Any:
+        entry = self._by_name.get(spec.custom_name or "")
+        if entry is None:
+            raise ArtifactError(
+                f"Cannot deserialize a PyTreeDef containing the type `{spec.custom_name}`, which "
+                "is not registered for serialization here. Use "
+                "`jaxport.register_pytree_node_serialization` or "
+                "`jaxport.register_namedtuple_serialization` with that serialized_name.")
+        try:
+            aux = entry.deserialize_auxdata(spec.custom_auxdata)
+        except Exception as exc:
+            raise ArtifactError(f"The auxdata of the pytree node `{entry.name}` does not "
+                                f"deserialize: {exc}") from exc
+        if entry.from_children is not None:
+            return entry.from_children(aux, children)
+        child_defs = [jax.tree_util.tree_structure(c) for c in children]
+        node = PyTreeDef.from_node_data_and_children(
+            jax.tree_util.default_registry, (entry.nodetype, aux), child_defs)
+        return jax.tree_util.tree_unflatten(node, [x for c in children for x in jax.tree_util.tree_leaves(c)])
+
+
+_DEFAULT: PytreeSerializationRegistry | None = None
+
+
+def default_registry() -> PytreeSerializationRegistry:
+    """The registry that ``jaxport.serialize``/``deserialize`` use by default."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = PytreeSerializationRegistry()
+    return _DEFAULT
+
+
+def register_pytree_node_serialization(
+        nodetype: type[T], *, serialized_name: str, serialize_auxdata: SerializeAuxdata,
+        deserialize_auxdata: DeserializeAuxdata, from_children: FromChildren | None = None) -> type[T]:
+    """Registers ``nodetype`` in the default registry (see ``PytreeSerializationRegistry``)."""
+    return default_registry().register_pytree_node_serialization(
+        nodetype, serialized_name=serialized_name, serialize_auxdata=serialize_auxdata,
+        deserialize_auxdata=deserialize_auxdata, from_children=from_children)
+
+
+def register_namedtuple_serialization(nodetype: type[T], *, serialized_name: str) -> type[T]:
+    """Registers a namedtuple type in the default registry."""
+    return default_registry().register_namedtuple_serialization(nodetype, serialized_name=serialized_name)
