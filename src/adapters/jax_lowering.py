@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.extend.source_info_util
 from jax.core import ShapedArray
 from jax.extend import core as jex_core
 
 from ..domain.errors import HostCallbackError
 from . import jax_internals
+
+# Source locations in exported modules should point at the user's code, not
+# at jaxport's frames between the user and JAX (as with jax.export).
+jax.extend.source_info_util.register_exclusion(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

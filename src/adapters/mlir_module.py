@@ -96,9 +96,10 @@ class StableHloSerializer:
             return jex_mlir.deserialize_portable_artifact(blob)
 
     def to_text(self, blob: bytes) -> str:
-        """The module of a portable artifact as StableHLO text."""
-        module = self.deserialize(blob)
-        return str(module)
+        """The module of a portable artifact as StableHLO text, with locations as JAX prints them."""
+        context = mlir.make_ir_context()
+        module = self.deserialize(blob, context)
+        return str(mlir.module_to_string(module))
 
     def op_names(self, module: Any) -> list[str]:
         """The names of all operations of ``module``, in walk order."""
