@@ -37,10 +37,20 @@ def make_caller(exp: Exported) -> Callable[..., Any]:
     call_flat.defvjp(call_flat_fwd, call_flat_bwd)
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        args_flat, in_tree = jax.tree_util.tree_flatten((args, kwargs))
-        if in_tree != exp.in_tree:
-            raise TreeMismatchError(exp.fun_name, tree_differences(in_tree, exp.in_tree))
+        args_flat = check_tree(exp, args, kwargs)
         return exp.out_tree.unflatten(call_flat(*args_flat))
 
     call.__name__ = f"call_exported_{exp.fun_name}"
     return jax.jit(call)
+
+
+def check_tree(exp: Exported, args: Any, kwargs: Any) -> list[Any]:
+    """The flat leaves of ``(args, kwargs)`` if their tree is the exported one.
+
+    Raises:
+        TreeMismatchError: listing each structural difference by path.
+    """
+    args_flat, in_tree = jax.tree_util.tree_flatten((args, kwargs))
+    if in_tree != exp.in_tree:
+        raise TreeMismatchError(exp.fun_name, tree_differences(in_tree, exp.in_tree))
+    return args_flat

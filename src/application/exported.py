@@ -101,7 +101,15 @@ class Exported:
             ShapeMismatchError, PlatformMismatchError: the call does not match
                 the export; the message names the argument path.
         """
-        return self._caller(*args, **kwargs)
+        try:
+            return self._caller(*args, **kwargs)
+        except TypeError:
+            # jax.jit refuses non-array leaves (e.g. a static argument passed
+            # again) before the tree check runs: report the tree difference.
+            from .calling import check_tree
+
+            check_tree(self, args, kwargs)
+            raise
 
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name}, ...)"
