@@ -1,0 +1,260 @@
+"""Bounds-checked reading of a flatbuffer whose bytes nobody vouches for.
+
+``flatbuffers.table.Table`` reads wherever an offset points, so a corrupted
+artifact makes it raise ``struct.error``/``IndexError`` or, worse, decode
+garbage from another part of the buffer. :class:`TableView` implements the same
+lookups (vtable slot -> field -> offset -> table, vector or string) but checks
+every offset, length and string against the buffer before it reads, and
+charges each read to a work budget so that tables shared many times over (a
+"billion laughs" buffer) cannot make decoding take more than linear time. It
+needs only :mod:`struct`, so reading an artifact imports neither flatbuffers
+nor NumPy. Each failure is an :class:`ArtifactError` that names the table, its
+offset and the field.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from ..domain.errors import ArtifactError
+
+_U8: Final = struct.Struct("<B")
+_I8: Final = struct.Struct("<b")
+_U16: Final = struct.Struct("<H")
+_I16: Final = struct.Struct("<h")
+_U32: Final = struct.Struct("<I")
+_I32: Final = struct.Struct("<i")
+_VTABLE_HEAD: Final = struct.Struct("<HH")
+
+#: The scalar formats a field can have, by name.
+SCALARS: Final[dict[str, struct.Struct]] = {
+    "u8": _U8, "i8": _I8, "u16": _U16, "i16": _I16, "u32": _U32, "i32": _I32,
+}
+
+#: Decoding may touch at most this many bytes per byte of buffer (plus a
+#: constant): an artifact written without sharing touches each byte about once.
+WORK_PER_BYTE: Final = 4
+WORK_CONSTANT: Final = 4096
+
+
+class WireReader:
+    """One buffer, its size and what is left of the work budget."""
+
+    __slots__ = ("data", "size", "work_left")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.size = len(data)
+        self.work_left = WORK_PER_BYTE * self.size + WORK_CONSTANT
+
+    def fail(self, where: str, what: str) -> ArtifactError:
+        """The error for a problem ``what`` at ``where``."""
+        return ArtifactError(f"{where}: {what}")
+
+    def over_budget(self, where: str) -> ArtifactError:
+        """The error once the work budget is spent (callers check ``work_left``)."""
+        return self.fail(where, (
+            f"the artifact refers to its data too many times (more than "
+            f"{WORK_PER_BYTE} times its {self.size} bytes); it is corrupted"))
+
+    def root(self, name: str) -> TableView:
+        """The root table (the buffer starts with its offset; no file identifier).
+
+        Raises:
+            ArtifactError: the buffer is too short or the offset is bad.
+        """
+        if self.size < 8:
+            raise self.fail(f"root offset of table {name}",
+                            f"a {self.size}-byte buffer is too short to be an artifact")
+        return self.table_at(_U32.unpack_from(self.data, 0)[0], name, None, "")
+
+    def table_at(self, pos: int, name: str, parent: TableView | None, field: str) -> TableView:
+        """The table starting at ``pos``, referred to by ``field`` of ``parent``
+        (``None`` for the root), with its vtable checked.
+
+        Raises:
+            ArtifactError: the table or its vtable lies outside the buffer.
+        """
+        size = self.size
+        problem = None
+        if pos + 4 > size:
+            problem = f"table {name} at offset {pos} lies past the end of the {size}-byte buffer"
+        else:
+            vtable = pos - _I32.unpack_from(self.data, pos)[0]
+            if vtable < 0 or vtable + 4 > size:
+                problem = (f"the vtable of table {name} at offset {pos} points to {vtable}, "
+                           f"outside the {size}-byte buffer")
+            else:
+                vt_len, obj_size = _VTABLE_HEAD.unpack_from(self.data, vtable)
+                if vt_len < 4 or vt_len % 2 or vtable + vt_len > size:
+                    problem = (f"the vtable of table {name} at offset {pos} has a bad length "
+                               f"{vt_len} for the {size}-byte buffer")
+                elif obj_size < 4 or pos + obj_size > size:
+                    problem = (f"table {name} at offset {pos} claims {obj_size} bytes, past "
+                               f"the end of the {size}-byte buffer")
+                else:
+                    self.work_left -= obj_size
+                    if self.work_left >= 0:
+                        return TableView(self, pos, name, vtable, vt_len, obj_size)
+        where = parent.where(field) if parent is not None else f"root offset of table {name}"
+        if problem is None:
+            raise self.over_budget(where)
+        raise self.fail(where, problem)
+
+
+class TableView:
+    """Checked access to the fields of one table."""
+
+    __slots__ = ("reader", "pos", "name", "_vtable", "_vt_len", "_obj_size")
+
+    def __init__(self, reader: WireReader, pos: int, name: str,
+                 vtable: int, vt_len: int, obj_size: int) -> None:
+        self.reader = reader
+        self.pos = pos
+        self.name = name
+        self._vtable = vtable
+        self._vt_len = vt_len
+        self._obj_size = obj_size
+
+    def where(self, field: str) -> str:
+        """Names a field of this table for an error message."""
+        return f"field '{field}' of table {self.name} at offset {self.pos}"
+
+    def fail(self, field: str, what: str) -> ArtifactError:
+        """The error for a problem ``what`` with ``field``."""
+        return self.reader.fail(self.where(field), what)
+
+    def _field(self, slot: int, width: int, field: str) -> int:
+        """The absolute position of a field's inline value, 0 when absent."""
+        entry = 4 + 2 * slot
+        if entry + 2 > self._vt_len:
+            return 0
+        off: int = _U16.unpack_from(self.reader.data, self._vtable + entry)[0]
+        if off == 0:
+            return 0
+        if off < 4 or off + width > self._obj_size:
+            raise self.fail(field, f"the field's offset {off} lies outside its "
+                                   f"{self._obj_size}-byte table")
+        return self.pos + off
+
+    def _target(self, slot: int, field: str) -> int:
+        """Where an offset field points, 0 when the field is absent."""
+        at = self._field(slot, 4, field)
+        if at == 0:
+            return 0
+        target: int = at + _U32.unpack_from(self.reader.data, at)[0]
+        if target + 4 > self.reader.size:
+            raise self.fail(field, f"offset points to {target}, past the end of the "
+                                   f"{self.reader.size}-byte buffer")
+        return target
+
+    def scalar(self, slot: int, kind: str, field: str, default: int) -> int:
+        """A scalar field (``kind`` one of :data:`SCALARS`), or ``default`` when absent."""
+        fmt = SCALARS[kind]
+        at = self._field(slot, fmt.size, field)
+        if at == 0:
+            return default
+        value: int = fmt.unpack_from(self.reader.data, at)[0]
+        return value
+
+    def optional_scalar(self, slot: int, kind: str, field: str) -> int | None:
+        """A scalar field without default: None when absent."""
+        fmt = SCALARS[kind]
+        at = self._field(slot, fmt.size, field)
+        if at == 0:
+            return None
+        value: int = fmt.unpack_from(self.reader.data, at)[0]
+        return value
+
+    def table(self, slot: int, name: str, field: str) -> TableView | None:
+        """A sub-table, or None when absent."""
+        target = self._target(slot, field)
+        if target == 0:
+            return None
+        return self.reader.table_at(target, name, self, field)
+
+    def _vector(self, slot: int, width: int, field: str) -> tuple[int, int]:
+        """(start of the elements, count) of a vector field; (0, 0) when absent."""
+        vec = self._target(slot, field)
+        if vec == 0:
+            return 0, 0
+        count = _U32.unpack_from(self.reader.data, vec)[0]
+        if vec + 4 + count * width > self.reader.size:
+            raise self.fail(field, f"vector of {count} elements extends past the end of "
+                                   f"the {self.reader.size}-byte buffer")
+        self.reader.work_left -= 4 + count * width
+        if self.reader.work_left < 0:
+            raise self.reader.over_budget(self.where(field))
+        return vec + 4, count
+
+    def bytes_field(self, slot: int, field: str) -> bytes | None:
+        """A ``[ubyte]`` field, or None when absent."""
+        start, count = self._vector(slot, 1, field)
+        if start == 0:
+            return None
+        return self.reader.data[start:start + count]
+
+    def uints(self, slot: int, kind: str, field: str) -> tuple[int, ...]:
+        """A vector of ``u8``/``i8``/``u16``/``u32`` (empty when absent)."""
+        fmt = SCALARS[kind]
+        start, count = self._vector(slot, fmt.size, field)
+        if count == 0:
+            return ()
+        return struct.unpack_from(f"<{count}{fmt.format[-1]}", self.reader.data, start)
+
+    def string(self, slot: int, field: str) -> str | None:
+        """A string field, or None when absent."""
+        target = self._target(slot, field)
+        return None if target == 0 else self._string_at(target, field)
+
+    def required_string(self, slot: int, field: str) -> str:
+        """A string field that must be present."""
+        value = self.string(slot, field)
+        if value is None:
+            raise self.fail(field, "the field is missing")
+        return value
+
+    def _string_at(self, pos: int, field: str) -> str:
+        """The string at ``pos`` (where its length lies, within the buffer)."""
+        data = self.reader.data
+        length = _U32.unpack_from(data, pos)[0]
+        end = pos + 4 + length
+        if end + 1 > self.reader.size:
+            raise self.fail(field, f"string of {length} bytes extends past the end of "
+                                   f"the {self.reader.size}-byte buffer")
+        if data[end] != 0:
+            raise self.fail(field, "string is not terminated by a zero byte")
+        self.reader.work_left -= 5 + length
+        if self.reader.work_left < 0:
+            raise self.reader.over_budget(self.where(field))
+        try:
+            return data[pos + 4:end].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.fail(field, f"string is not valid UTF-8 ({exc.reason} at byte "
+                                   f"{exc.start})") from None
+
+    def _offsets(self, slot: int, field: str) -> list[int]:
+        """The targets of a vector of offsets, each checked to lie in the buffer."""
+        start, count = self._vector(slot, 4, field)
+        if count == 0:
+            return []
+        rel = struct.unpack_from(f"<{count}I", self.reader.data, start)
+        targets = [start + 4 * i + r for i, r in enumerate(rel)]
+        limit = self.reader.size - 4
+        for i, target in enumerate(targets):
+            if target > limit:
+                raise self.fail(f"{field}[{i}]", f"offset points to {target}, past the end "
+                                                 f"of the {self.reader.size}-byte buffer")
+        return targets
+
+    def strings(self, slot: int, field: str) -> tuple[str, ...]:
+        """A vector of strings (empty when absent)."""
+        return tuple(self._string_at(target, f"{field}[{i}]")
+                     for i, target in enumerate(self._offsets(slot, field)))
+
+    def tables(self, slot: int, name: str, field: str) -> list[TableView]:
+        """A vector of tables (empty when absent)."""
+        table_at = self.reader.table_at
+        return [table_at(target, name, self, f"{field}[{i}]")
+                for i, target in enumerate(self._offsets(slot, field))]
