@@ -1,7 +1,7 @@
 """jaxport: export JAX functions to portable StableHLO artifacts and call them back.
 
-``import jaxport`` is cheap: the names that need JAX load it on first use, so
-tools that only inspect artifacts never import JAX.
+``import jaxport`` is cheap: each public name loads its module on first use,
+so tools that only inspect artifacts (``jaxport.inspect``) never import JAX.
 """
 
 from __future__ import annotations
@@ -9,12 +9,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .domain.artifact_info import ArtifactInfo
 from .domain.safety import DisabledSafetyCheck
 
 if TYPE_CHECKING:
+    from . import errors as errors
     from .application.export_service import export as export
     from .application.exported import Exported as Exported
     from .application.exported import call_exported as call_exported
+    from .application.files import load as load
+    from .application.files import save as save
+    from .application.inspect import inspect as inspect
+    from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
+    from .application.pytree_registry import register_namedtuple_serialization as register_namedtuple_serialization
+    from .application.pytree_registry import register_pytree_node_serialization as register_pytree_node_serialization
+    from .application.serialization import deserialize as deserialize
 
 __version__ = "0.1.0"
 
@@ -22,9 +31,16 @@ _LAZY = {
     "export": "jaxport.application.export_service",
     "Exported": "jaxport.application.exported",
     "call_exported": "jaxport.application.exported",
+    "deserialize": "jaxport.application.serialization",
+    "save": "jaxport.application.files",
+    "load": "jaxport.application.files",
+    "inspect": "jaxport.application.inspect",
+    "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
+    "register_pytree_node_serialization": "jaxport.application.pytree_registry",
+    "register_namedtuple_serialization": "jaxport.application.pytree_registry",
 }
 
-__all__ = ["DisabledSafetyCheck", "Exported", "call_exported", "errors", "export"]
+__all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "errors", *_LAZY])
 
 
 def __getattr__(name: str) -> Any:
@@ -35,3 +51,7 @@ def __getattr__(name: str) -> Any:
     if name == "errors":
         return importlib.import_module("jaxport.errors")
     raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

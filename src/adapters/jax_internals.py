@@ -86,3 +86,46 @@ def is_unspecified_sharding(sharding: Any) -> bool:
     from jax._src import sharding_impls
 
     return isinstance(sharding, sharding_impls.UnspecifiedValue)  # type: ignore[attr-defined]
+
+
+# What: attaching a sharding to an abstract value, as deserialization does.
+# Why internal: `core.update_aval_with_sharding` is not exported.
+def update_aval_with_sharding(aval: Any, sharding: Any) -> Any:
+    """``aval`` carrying ``sharding`` (unchanged when it is None)."""
+    from jax._src import core
+
+    return core.update_aval_with_sharding(aval, sharding)
+
+
+# What: the memory-space enum of abstract values.
+# Why internal: `core.MemorySpace` is not exported.
+def memory_space_type() -> Any:
+    """JAX's ``MemorySpace`` enum (``Device``, ``Host``, ``Any``)."""
+    from jax._src import core
+
+    return core.MemorySpace
+
+
+# What: the empty abstract mesh and abstract devices of meshes.
+# Why internal: neither is exported by jax.sharding.
+def empty_abstract_mesh() -> Any:
+    """The abstract mesh with no axes (single-device shardings)."""
+    from jax._src import mesh
+
+    return mesh.empty_abstract_mesh
+
+
+def abstract_device(device_kind: str, num_cores: int | None, platform: str) -> Any:
+    """An abstract device, as abstract meshes record them."""
+    from jax._src import mesh
+
+    return mesh.AbstractDevice(device_kind, num_cores, platform)
+
+
+# What: the effect types that may appear in lowered modules.
+# Why internal: `effects.lowerable_effects` is not exported.
+def lowerable_effect_types() -> tuple[type, ...]:
+    """The registered lowerable effect types, for reading effects by name."""
+    from jax._src import effects
+
+    return tuple(effects.lowerable_effects._effect_types)

@@ -9,6 +9,7 @@ from typing import Any
 import jax
 
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
+from ..adapters.jax_records import named_sharding_with_abstract_mesh
 from ..adapters.mlir_module import MlirModuleInspector, StableHloSerializer
 from ..domain import calling_convention
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
@@ -60,8 +61,10 @@ class ExportService:
             in_avals=lowering.in_avals,
             out_tree=lowering.out_tree,
             out_avals=lowering.out_avals,
-            in_shardings=lowering.in_shardings,
-            out_shardings=lowering.out_shardings,
+            in_shardings=tuple(named_sharding_with_abstract_mesh(s, a.ndim)
+                               for s, a in zip(lowering.in_shardings, lowering.in_avals)),
+            out_shardings=tuple(named_sharding_with_abstract_mesh(s, a.ndim)
+                                for s, a in zip(lowering.out_shardings, lowering.out_avals)),
             nr_devices=lowering.nr_devices,
             platforms=lowering.platforms,
             ordered_effects=lowering.ordered_effects,

@@ -61,6 +61,23 @@ class Exported:
     uses_global_constants: bool
     _get_vjp: Callable[[Exported], Exported] | None = field(default=None, repr=False)
 
+    @classmethod
+    def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
+                    platforms: Sequence[str], calling_convention_version: int,
+                    nr_devices: int = 1, kwargs_specs: dict[str, Any] | None = None,
+                    fun_name: str = "module",
+                    disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Exported:
+        """An :class:`Exported` for a raw serialized module and its signature.
+
+        See :func:`jaxport.application.raw_module.exported_from_module`.
+        """
+        from .raw_module import exported_from_module
+
+        return exported_from_module(
+            module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
+            calling_convention_version=calling_convention_version, nr_devices=nr_devices,
+            kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks)
+
     @property
     def lowering_platforms(self) -> tuple[str, ...]:
         """The 2023 name of :attr:`platforms`."""
@@ -89,6 +106,21 @@ class Exported:
                 "Export it in this process with jaxport.export, or serialize it with "
                 "serialize(vjp_order=1) (or higher) before deserializing.")
         return _vjp_cache(self)
+
+    def serialize(self, vjp_order: int = 0) -> bytearray:
+        """The artifact bytes, in ``jax.export``'s format (jax 0.10.2).
+
+        Args:
+            vjp_order: how many orders of VJP to include, for differentiating
+                the deserialized function (2 allows ``jax.grad(jax.grad(f))``).
+
+        Raises:
+            VjpUnavailableError: this object cannot provide VJPs of that order.
+            ValueError: its pytrees hold a node type not registered for serialization.
+        """
+        from .serialization import serialize
+
+        return serialize(self, vjp_order)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Calls the exported function, eagerly or from inside a JAX transformation.

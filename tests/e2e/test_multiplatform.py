@@ -23,7 +23,7 @@ from jaxport.errors import PlatformMismatchError
 SPEC = jax.ShapeDtypeStruct((3,), jnp.float32)
 X = np.array([0.5, -1.0, 2.0], np.float32)
 MAIN_WITH_PLATFORM_INDEX = re.compile(
-    r"func\.func public @main\(%arg0: tensor<i32> \{jax\.global_constant = \"_platform_index\"\}, "
+    r"func\.func public @main\(%arg0: tensor<i32> \{jax\.global_constant = \"_platform_index\"\}(?: loc\([^)]*\))?, "
     r"%arg1: tensor<3xf32>")
 
 

@@ -1,0 +1,59 @@
+"""Artifact files: atomic writes and plain reads."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+class AtomicFileStore:
+    """Writes files so that a reader sees the old content or the new, never a part."""
+
+    def write(self, path: str | os.PathLike[str], data: bytes | bytearray) -> None:
+        """Writes ``data`` to ``path`` atomically.
+
+        The bytes go to a temporary file in the same directory, which is
+        flushed, fsync'ed and then renamed over ``path``; on any error the
+        temporary file is removed and ``path`` keeps its previous content.
+        """
+        target = Path(path)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as tmp:
+                self._write_all(tmp, data)
+                tmp.flush()
+                os.fsync(tmp.fileno())
+            os.replace(tmp_name, target)
+        except BaseException:
+            try:
+                os.unlink(tmp_name)
+            except FileNotFoundError:
+                pass
+            raise
+        self._fsync_directory(target.parent)
+
+    def read(self, path: str | os.PathLike[str]) -> bytes:
+        """The bytes of ``path``."""
+        return Path(path).read_bytes()
+
+    @staticmethod
+    def _write_all(tmp: object, data: bytes | bytearray) -> None:
+        write = getattr(tmp, "write")
+        view = memoryview(data)
+        # Chunks keep a failure mid-write (disk full) from half-writing the target.
+        for start in range(0, len(view), 1 << 20):
+            write(view[start:start + (1 << 20)])
+
+    @staticmethod
+    def _fsync_directory(directory: Path) -> None:
+        try:
+            fd = os.open(directory, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)

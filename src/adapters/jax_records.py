@@ -1,0 +1,140 @@
+"""JAX objects <-> the artifact's plain records: avals, dtypes, shardings, effects."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.core import ShapedArray
+from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
+
+from ..domain.artifact import (
+    AbstractDeviceRecord,
+    AbstractMeshRecord,
+    AvalRecord,
+    AxisType as AxisTypeRecord,
+    DType,
+    EffectRecord,
+    MemorySpace,
+    NamedShardingRecord,
+    PartitionSpecRecord,
+    ShardingRecord,
+)
+from ..domain.errors import ArtifactError
+from . import jax_internals
+
+_KEY_IMPLS = {DType.KEY_FRY: "threefry2x32", DType.KEY_RBG: "rbg", DType.KEY_UNSAFE_RBG: "unsafe_rbg"}
+_AXIS_TYPES = {AxisType.Auto: "AUTO", AxisType.Explicit: "EXPLICIT", AxisType.Manual: "MANUAL"}
+
+
+def dtype_record(dtype: Any) -> DType:
+    """The record of a JAX dtype."""
+    if dtype == jax.dtypes.float0:
+        return DType.FLOAT0
+    try:
+        return DType(str(dtype))
+    except ValueError:
+        raise ValueError(f"The dtype {dtype} cannot be serialized") from None
+
+
+@functools.cache
+def jax_dtype(record: DType) -> Any:
+    """The JAX dtype of a record."""
+    if record is DType.FLOAT0:
+        return jax.dtypes.float0
+    impl = _KEY_IMPLS.get(record)
+    if impl is not None:
+        return jax.eval_shape(lambda: jax.random.key(0, impl=impl)).dtype
+    return jnp.dtype(record.value)
+
+
+def aval_record(aval: ShapedArray) -> AvalRecord:
+    """The record of an abstract value (weak types become the record's variant)."""
+    space = MemorySpace[str(aval.memory_space.name).upper()]
+    return AvalRecord(tuple(str(d) for d in aval.shape), dtype_record(aval.dtype), space,
+                      variant=int(aval.weak_type))
+
+
+def jax_aval(record: AvalRecord, shape: tuple[Any, ...], sharding: NamedSharding | None) -> ShapedArray:
+    """The abstract value of a record whose dimensions were parsed to ``shape``."""
+    space = getattr(jax_internals.memory_space_type(), record.memory_space.name.capitalize())
+    aval = ShapedArray(shape, jax_dtype(record.dtype), memory_space=space)
+    result: ShapedArray = jax_internals.update_aval_with_sharding(aval, sharding)
+    return result
+
+
+def effect_record(effect: Any) -> EffectRecord:
+    """The record of an effect: the ``str()`` of its class, as JAX records it."""
+    return EffectRecord(str(type(effect)))
+
+
+def jax_effect(record: EffectRecord, known: Sequence[type]) -> Any:
+    """An instance of the registered effect type named by ``record``.
+
+    Raises:
+        ArtifactError: no registered effect type has that name.
+    """
+    for effect_type in known:
+        if str(effect_type) == record.type_name:
+            return effect_type()
+    raise ArtifactError(f"The artifact uses the effect {record.type_name}, which is not registered "
+                        "in this process; import the module that defines it before deserializing.")
+
+
+def named_sharding_with_abstract_mesh(sharding: Any, ndim: int) -> NamedSharding | None:
+    """The sharding of a lowering as JAX records it: over an abstract mesh, or None."""
+    if sharding is None:
+        return None
+    if isinstance(sharding, NamedSharding):
+        mesh = sharding.mesh
+        abstract = mesh if isinstance(mesh, AbstractMesh) else mesh.abstract_mesh
+        return NamedSharding(abstract, sharding.spec, memory_kind=sharding.memory_kind)
+    if isinstance(sharding, jax.sharding.SingleDeviceSharding):
+        return NamedSharding(jax_internals.empty_abstract_mesh(), PartitionSpec(*([None] * ndim)),
+                             memory_kind=sharding.memory_kind)
+    raise NotImplementedError(f"Exporting with the sharding {sharding} is not supported yet")
+
+
+def sharding_record(sharding: NamedSharding | None) -> ShardingRecord | None:
+    """The record of a named sharding over an abstract mesh."""
+    if sharding is None:
+        return None
+    mesh = sharding.mesh
+    device = getattr(mesh, "abstract_device", None)
+    device_record = None if device is None else AbstractDeviceRecord(
+        device.device_kind, device.num_cores, device.platform)
+    mesh_record = AbstractMeshRecord(
+        tuple(mesh.axis_sizes), tuple(mesh.axis_names),
+        tuple(_axis_type_record(t) for t in mesh.axis_types), device_record)
+    spec = sharding.spec
+    partitions = tuple(() if p is None else (p,) if isinstance(p, str) else tuple(p)
+                       for p in spec._partitions)
+    return NamedShardingRecord(mesh_record,
+                               PartitionSpecRecord(partitions, tuple(spec.reduced), tuple(spec.unreduced)),
+                               sharding.memory_kind)
+
+
+def _axis_type_record(axis_type: Any) -> AxisTypeRecord:
+    return AxisTypeRecord[_AXIS_TYPES[axis_type]]
+
+
+def jax_sharding(record: ShardingRecord | None) -> Any:
+    """The JAX sharding of a record (legacy HLO shardings stay as records)."""
+    if not isinstance(record, NamedShardingRecord):
+        return record
+    mesh = record.mesh
+    types = tuple(getattr(AxisType, t.value) for t in mesh.axis_types)
+    device = None
+    if mesh.abstract_device is not None:
+        d = mesh.abstract_device
+        device = jax_internals.abstract_device(d.device_kind, d.num_cores, d.platform)
+    abstract = AbstractMesh(mesh.axis_sizes, mesh.axis_names, types, abstract_device=device)
+    partitions: list[Any] = [None if not p else p[0] if len(p) == 1 else p
+                             for p in record.spec.partitions]
+    spec = PartitionSpec(*partitions, reduced=frozenset(record.spec.reduced),
+                         unreduced=frozenset(record.spec.unreduced))
+    return NamedSharding(abstract, spec, memory_kind=record.memory_kind)
+

@@ -1,0 +1,139 @@
+"""Serializing a whole :class:`Exported`, in jax.export's artifact format."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..adapters import jax_internals
+from ..adapters.flatbuffers_codec import decode_artifact, encode_artifact
+from ..adapters.jax_records import (
+    aval_record,
+    effect_record,
+    jax_aval,
+    jax_effect,
+    jax_sharding,
+    sharding_record,
+)
+from ..domain import calling_convention
+from ..domain.artifact import ArtifactRecord, AvalRecord
+from ..domain.errors import ArtifactError, CallingConventionError, VjpUnavailableError
+from .exported import Exported
+from .pytree_registry import PytreeSerializationRegistry, default_registry
+
+
+def to_record(exp: Exported, vjp_order: int, registry: PytreeSerializationRegistry) -> ArtifactRecord:
+    """The artifact record of ``exp`` with VJPs nested to ``vjp_order``.
+
+    Raises:
+        VjpUnavailableError: ``exp`` cannot provide VJPs of that order.
+        ValueError: a pytree node type is not registered for serialization.
+    """
+    if vjp_order < 0:
+        raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
+    vjp = None
+    if vjp_order > 0:
+        if not exp.has_vjp():
+            raise VjpUnavailableError(
+                f"Cannot serialize '{exp.fun_name}' with vjp_order={vjp_order}: it carries no "
+                "VJP of that order. Serialize the in-process export, or load an artifact "
+                "that was serialized with a vjp_order at least that high.")
+        vjp = to_record(exp.vjp(), vjp_order - 1, registry)
+    return ArtifactRecord(
+        function_name=exp.fun_name,
+        in_tree=registry.to_spec(exp.in_tree),
+        in_avals=tuple(aval_record(a) for a in exp.in_avals),
+        out_tree=registry.to_spec(exp.out_tree),
+        out_avals=tuple(aval_record(a) for a in exp.out_avals),
+        in_shardings=tuple(sharding_record(s) for s in exp.in_shardings),
+        out_shardings=tuple(sharding_record(s) for s in exp.out_shardings),
+        nr_devices=exp.nr_devices,
+        platforms=exp.platforms,
+        ordered_effects=tuple(effect_record(e) for e in exp.ordered_effects),
+        unordered_effects=tuple(effect_record(e) for e in exp.unordered_effects),
+        disabled_checks=exp.disabled_safety_checks,
+        mlir_module_serialized=exp.mlir_module_serialized,
+        calling_convention_version=exp.calling_convention_version,
+        module_kept_var_idx=exp.module_kept_var_idx,
+        uses_global_constants=exp.uses_global_constants,
+        vjp=vjp,
+    )
+
+
+def parse_shapes(avals: Sequence[AvalRecord]) -> list[tuple[Any, ...]]:
+    """The dimensions of one table's avals (symbolic ones share one scope)."""
+    shapes: list[tuple[Any, ...]] = []
+    for aval in avals:
+        dims: list[Any] = []
+        for d in aval.shape:
+            if not d.isdigit():
+                raise NotImplementedError(f"Symbolic dimension {d!r} in a deserialized artifact")
+            dims.append(int(d))
+        shapes.append(tuple(dims))
+    return shapes
+
+
+def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -> Exported:
+    """The :class:`Exported` of an artifact record.
+
+    Raises:
+        ArtifactError: the record's calling convention is not supported, it
+            names an unregistered pytree node type or effect.
+    """
+    try:
+        version = calling_convention.check_version(record.calling_convention_version,
+                                                   when="deserialized artifact's")
+    except CallingConventionError as exc:
+        raise ArtifactError(str(exc)) from exc
+    shapes = parse_shapes(record.in_avals + record.out_avals)
+    in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)
+    out_shardings = tuple(jax_sharding(s) for s in record.out_shardings)
+    nr_in = len(record.in_avals)
+    in_avals = tuple(jax_aval(r, shape, _named(s))
+                     for r, shape, s in zip(record.in_avals, shapes[:nr_in], in_shardings))
+    out_avals = tuple(jax_aval(r, shape, _named(s))
+                      for r, shape, s in zip(record.out_avals, shapes[nr_in:], out_shardings))
+    known_effects = jax_internals.lowerable_effect_types()
+    vjp_record = record.vjp
+    return Exported(
+        fun_name=record.function_name,
+        in_tree=registry.to_treedef(record.in_tree, in_avals),
+        in_avals=in_avals,
+        out_tree=registry.to_treedef(record.out_tree, out_avals),
+        out_avals=out_avals,
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
+        nr_devices=record.nr_devices,
+        platforms=record.platforms,
+        ordered_effects=tuple(jax_effect(e, known_effects) for e in record.ordered_effects),
+        unordered_effects=tuple(jax_effect(e, known_effects) for e in record.unordered_effects),
+        disabled_safety_checks=record.disabled_checks,
+        mlir_module_serialized=record.mlir_module_serialized,
+        calling_convention_version=version,
+        module_kept_var_idx=record.module_kept_var_idx,
+        uses_global_constants=record.uses_global_constants,
+        _get_vjp=None if vjp_record is None else (lambda _: from_record(vjp_record, registry)),
+    )
+
+
+def _named(sharding: Any) -> Any:
+    from jax.sharding import NamedSharding
+
+    return sharding if isinstance(sharding, NamedSharding) else None
+
+
+def serialize(exp: Exported, vjp_order: int = 0,
+              registry: PytreeSerializationRegistry | None = None) -> bytearray:
+    """The bytes of ``exp`` in jax.export's format (``jax.export.deserialize`` reads them)."""
+    return encode_artifact(to_record(exp, vjp_order, registry or default_registry()))
+
+
+def deserialize(blob: bytes | bytearray | memoryview,
+                registry: PytreeSerializationRegistry | None = None) -> Exported:
+    """An :class:`Exported` from bytes written by jaxport or ``jax.export``.
+
+    Raises:
+        ArtifactError: the bytes are not a valid artifact, or use a version,
+            pytree node type or effect that this process does not support.
+    """
+    return from_record(decode_artifact(blob), registry or default_registry())
