@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .domain.artifact_info import ArtifactInfo
-from .domain.safety import DisabledSafetyCheck
+from .domain.artifact_info import ArtifactInfo as ArtifactInfo
+from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
 
 if TYPE_CHECKING:
     from . import errors as errors
