@@ -1,0 +1,58 @@
+"""Shared set-up for the benchmarks (run by ``make bench``, not by ``make test``).
+
+Each benchmark belongs to a group that measures one quantity, and each group
+holds the same measurement through jaxport, through ``jax.export`` and through
+a baseline (trace+lower, or the jitted original function). Each of the three is
+split into a few interleaved chunks (one benchmark each), so that a change of
+load on the machine hits them alike. The ``label`` fixture records the role of
+each benchmark in ``benchmark.extra_info``, and ``benchmarks/report.py`` pools
+the chunks and prints the median ratios per group from the JSON that
+``--benchmark-json`` writes. Nothing here asserts on wall-clock times.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol
+
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+Role = Literal["baseline", "jaxport", "jax.export"]
+ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
+Kind = Literal["export", "dispatch"]
+
+
+class Label(Protocol):
+    """Puts the running benchmark in its group and records what it measures.
+
+    Args:
+        group: the quantity measured; jaxport, jax.export and the baseline of
+            one quantity share a group.
+        kind: ``"export"`` (the report shows the overhead above the baseline)
+            or ``"dispatch"`` (the report shows the ratio to the baseline).
+        role: which implementation this benchmark runs.
+        baseline: a short description of the group's baseline, for the report.
+        **extra: more facts for the JSON (sizes, operation counts).
+    """
+
+    def __call__(self, *, group: str, kind: Kind, role: Role, baseline: str,
+                 **extra: object) -> None: ...
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Creates the folder of ``--benchmark-json`` (pytest-benchmark does not)."""
+    json_path = config.getoption("benchmark_json", default=None)
+    if isinstance(json_path, Path):
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture
+def label(benchmark: BenchmarkFixture) -> Label:
+    """The :class:`Label` function of this test's benchmark."""
+
+    def apply(*, group: str, kind: Kind, role: Role, baseline: str, **extra: object) -> None:
+        benchmark.group = group
+        benchmark.extra_info.update(kind=kind, role=role, baseline=baseline, **extra)
+
+    return apply

@@ -1,0 +1,195 @@
+"""Prints the median times and ratios of a ``pytest-benchmark`` JSON report.
+
+Usage: ``python benchmarks/report.py build/bench.json``
+
+Each group of the report (see ``benchmarks/conftest.py``) measures one quantity
+through a baseline, jaxport and ``jax.export``; ``extra_info`` says which
+benchmark is which, and the chunks of one role are pooled. Export groups are shown as the overhead above their
+baseline, ``(export - baseline) / baseline``; dispatch groups as the ratio to
+theirs. Both show jaxport / jax.export. Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROLES = ("baseline", "jaxport", "jax.export")
+DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
+
+
+@dataclass
+class Group:
+    """The timings of one benchmark group, pooled by role over its chunks."""
+
+    name: str
+    kind: str
+    baseline: str
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    stablehlo_ops: int | None = None
+    timers: set[str] = field(default_factory=set)
+
+    def median(self, role: str) -> float | None:
+        """The median time per call of ``role`` over all its rounds, or None."""
+        data = self.samples.get(role)
+        return statistics.median(data) if data else None
+
+    def rounds(self) -> int:
+        """The fewest rounds that any role of the group had."""
+        return min((len(d) for d in self.samples.values()), default=0)
+
+    def ratio(self, role: str, to: str) -> float | None:
+        """``median(role) / median(to)``, or None when either is missing."""
+        num, den = self.median(role), self.median(to)
+        return None if num is None or not den else num / den
+
+
+def read_groups(report: Any) -> list[Group]:
+    """The groups of a decoded pytest-benchmark JSON report, in first-seen order.
+
+    The benchmarks of one group and role (its chunks) are pooled: their
+    per-round times (``stats.data``, written by ``--benchmark-json``) are
+    joined, or, in a report without them, their medians are.
+
+    Raises:
+        ValueError: the report is not a pytest-benchmark JSON report.
+    """
+    if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), list):
+        raise ValueError("not a pytest-benchmark JSON report: no 'benchmarks' list")
+    groups: dict[str, Group] = {}
+    for bench in report["benchmarks"]:
+        info: dict[str, Any] = bench.get("extra_info") or {}
+        role = info.get("role")
+        if role not in ROLES:
+            continue
+        name = str(bench.get("group") or bench["name"])
+        group = groups.setdefault(
+            name, Group(name, str(info.get("kind", "")), str(info.get("baseline", "baseline"))))
+        stats = bench["stats"]
+        data = stats.get("data") or [stats["median"]]
+        group.samples.setdefault(role, []).extend(float(t) for t in data)
+        group.timers.add(str((bench.get("options") or {}).get("timer", "?")))
+        if "stablehlo_ops" in info:
+            group.stablehlo_ops = int(info["stablehlo_ops"])
+    return list(groups.values())
+
+
+def seconds(value: float | None) -> str:
+    """A duration with a unit that keeps three or four significant digits."""
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:,.3g} {unit}" if value < 100 * scale else f"{value / scale:,.0f} {unit}"
+    return f"{value * 1e9:,.0f} ns"
+
+
+def times(value: float | None) -> str:
+    """A ratio, e.g. ``1.05x``."""
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def percent(value: float | None) -> str:
+    """A ratio as the percentage above 1, e.g. ``+12.0%`` for 1.12."""
+    return "-" if value is None else f"{(value - 1) * 100:+.1f}%"
+
+
+def timer_names(groups: Sequence[Group]) -> str:
+    """The timers the groups' benchmarks used, e.g. ``time.perf_counter``."""
+    return ", ".join(sorted(set().union(*(g.timers for g in groups))))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table: first column left-aligned, the others right-aligned."""
+    widths = [max(len(r[i]) for r in (headers, *rows)) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, rows)])
+
+
+def export_section(groups: Sequence[Group]) -> str:
+    """The export table: medians, overheads above the baseline, jaxport / jax.export."""
+    rows = [[g.name,
+             "-" if g.stablehlo_ops is None else f"{g.stablehlo_ops:,}",
+             str(g.rounds()),
+             seconds(g.median("baseline")),
+             seconds(g.median("jaxport")),
+             seconds(g.median("jax.export")),
+             percent(g.ratio("jaxport", "baseline")),
+             percent(g.ratio("jax.export", "baseline")),
+             times(g.ratio("jaxport", "jax.export"))] for g in groups]
+    headers = ["group", "ops", "rounds", groups[0].baseline, "jaxport", "jax.export",
+               "jaxport overhead", "jax.export overhead", "jaxport/jax.export"]
+    return (f"Export time (median per round, fresh function each round; timer {timer_names(groups)});"
+            " overhead = (export - baseline) / baseline\n" + table(headers, rows))
+
+
+def dispatch_section(groups: Sequence[Group]) -> str:
+    """The dispatch table: medians per call, ratios to the baseline and to jax.export."""
+    rows = []
+    for g in groups:
+        to_base = g.ratio("jaxport", "baseline")
+        rows.append([g.name,
+                     str(g.rounds()),
+                     seconds(g.median("baseline")),
+                     seconds(g.median("jaxport")),
+                     seconds(g.median("jax.export")),
+                     times(to_base),
+                     times(g.ratio("jax.export", "baseline")),
+                     times(g.ratio("jaxport", "jax.export")),
+                     "-" if to_base is None else ("yes" if to_base <= DISPATCH_TARGET else "NO")])
+    headers = ["group", "rounds", groups[0].baseline, "jaxport", "jax.export", "jaxport/base",
+               "jax.export/base", "jaxport/jax.export", f"within {DISPATCH_TARGET}x"]
+    return (f"Eager call, steady state (median time per call; base = {groups[0].baseline}; "
+            f"timer {timer_names(groups)})\n"
+            + table(headers, rows))
+
+
+def other_section(groups: Sequence[Group]) -> str:
+    """Medians of groups of another kind, and jaxport / jax.export."""
+    rows = [[g.name, *(seconds(g.median(r)) for r in ROLES),
+             times(g.ratio("jaxport", "jax.export"))] for g in groups]
+    return "Other groups (median)\n" + table(["group", *ROLES, "jaxport/jax.export"], rows)
+
+
+def render(groups: Sequence[Group]) -> str:
+    """The report: one table per kind of group, in the order export, dispatch, other."""
+    sections = []
+    by_kind = {"export": export_section, "dispatch": dispatch_section}
+    for kind, section in by_kind.items():
+        chosen = [g for g in groups if g.kind == kind]
+        if chosen:
+            sections.append(section(chosen))
+    others = [g for g in groups if g.kind not in by_kind]
+    if others:
+        sections.append(other_section(others))
+    if not sections:
+        return "No benchmark with a role (extra_info['role']) in this report."
+    return "\n\n".join(sections)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("json", type=Path, help="the file that --benchmark-json wrote")
+    args = parser.parse_args(argv)
+    try:
+        report = json.loads(args.json.read_text(encoding="utf-8"))
+        groups = read_groups(report)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"report.py: cannot read {args.json}: {exc}", file=sys.stderr)
+        return 1
+    print(render(groups))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

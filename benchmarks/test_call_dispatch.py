@@ -1,0 +1,102 @@
+"""Steady-state eager call dispatch, jaxport next to jax.export and the jitted original.
+
+For a small function (``sin(x) @ W`` on f32[8, 16]) and the MLP of about
+2,000 StableHLO operations, one group per model holds three measurements:
+``jax.jit(f)(x)`` (the baseline), ``exp.call(x)`` for the jaxport export and
+``exp.call(x)`` for the ``jax.export`` export of the same jitted function.
+The input is already on the device, every call is compiled and warmed up
+before timing, and each timed call waits for its result
+(``block_until_ready``), timed by the wall clock. As for the export
+benchmarks, each of the three runs in ``CHUNKS`` interleaved benchmarks that
+the report pools. The issue's target: jaxport's eager call within 1.5x of the
+jitted original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import pytest
+from jax import export as jax_export
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import jaxport
+
+from .conftest import ROLES, Label, Role
+from .models import LAYERS_2K, Array, Fun, MlpFactory, SinMatmulFactory, input_array, input_spec
+
+BASELINE = "jax.jit(f)(x)"
+CHUNKS = 5
+WARMUP_CALLS = 3
+
+
+@dataclass(frozen=True)
+class DispatchModel:
+    """A model and its timing: per chunk, ``rounds`` rounds of ``iterations`` calls."""
+
+    name: str
+    make: Callable[[], Fun]
+    iterations: int
+    rounds: int = 6
+
+
+# By test id. The work per benchmark is fixed rather than calibrated by the
+# clock, so every run times the same calls: 5 x 6 x 200 calls of the small
+# function (0.02-0.5 ms each) and 5 x 6 x 20 of the MLP (0.3-2 ms each).
+MODELS: dict[str, DispatchModel] = {
+    "small": DispatchModel("sin(x) @ W", lambda: SinMatmulFactory.create().make(), iterations=200),
+    "mlp2k": DispatchModel("MLP 2k ops", lambda: MlpFactory.with_layers(LAYERS_2K).make(),
+                           iterations=20),
+}
+
+
+@dataclass(frozen=True)
+class DispatchCase:
+    """One model, its input, and its three warmed-up callables by role."""
+
+    model: DispatchModel
+    x: Array
+    calls: dict[Role, Callable[[Array], Array]]
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def case(request: pytest.FixtureRequest) -> DispatchCase:
+    """Exports the model both ways, compiles and warms up all three calls.
+
+    The results are checked against the jitted original, so a benchmark never
+    times a call that computes something else.
+    """
+    model = MODELS[request.param]
+    f = model.make()
+    x = input_array()
+    calls: dict[Role, Callable[[Array], Array]] = {
+        "baseline": jax.jit(f),
+        "jaxport": jaxport.export(jax.jit(f))(input_spec()).call,
+        "jax.export": jax_export.export(jax.jit(f))(input_spec()).call,
+    }
+    expected = np.asarray(calls["baseline"](x))
+    for role, call in calls.items():
+        for _ in range(WARMUP_CALLS):
+            y = call(x).block_until_ready()
+        np.testing.assert_allclose(np.asarray(y), expected, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{role} computes something else")
+    return DispatchCase(model, x, calls)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("chunk", range(1, CHUNKS + 1), ids=lambda c: f"chunk{c}")
+def test_call_dispatch(benchmark: BenchmarkFixture, label: Label,
+                       case: DispatchCase, chunk: int, role: Role) -> None:
+    model = case.model
+    label(group=f"eager call, {model.name}", kind="dispatch", role=role,
+          baseline=BASELINE, chunk=chunk)
+    call, x = case.calls[role], case.x
+
+    def one_call() -> Array:
+        return call(x).block_until_ready()
+
+    benchmark.pedantic(one_call, rounds=model.rounds, iterations=model.iterations,
+                       warmup_rounds=1)
