@@ -1,0 +1,70 @@
+"""Symbolic shapes: dimension expressions, scopes, spec parsing, shape solving.
+
+Pure Python. JAX duck-types :class:`DimExpr` as a shape dimension once the
+JAX adapter subclasses it (``dimension_as_value``, ``__jax_array__``) and
+installs its inconclusive-error factory (:func:`set_inconclusive_factory`).
+
+Modules, by reason to change:
+
+* ``core``: canonical polynomials, ordering and printing (JAX's text);
+* ``decision``: the bounds decision procedure;
+* ``scope``: :class:`SymbolicScope` and user constraints;
+* ``expr``: :class:`DimExpr` and ``max``/``min``; ``division``: the ``floordiv``/``mod`` rules;
+* ``ops``: evaluation over pluggable operations (:class:`DimOps`);
+* ``parser``: :func:`parse_shape_spec`, :func:`parse_constraint`;
+* ``plan``/``planner``: the :class:`ShapePlan` of exported shapes;
+* ``solve``: running a plan; the call-side :func:`solve_call`.
+"""
+
+from .errors import (
+    ConstraintError as ConstraintError,
+    DimensionEvaluationError as DimensionEvaluationError,
+    InconclusiveDimensionError as InconclusiveDimensionError,
+    InconclusiveFactory as InconclusiveFactory,
+    ScopeMixingError as ScopeMixingError,
+    ShapeAssertionError as ShapeAssertionError,
+    ShapeSpecSyntaxError as ShapeSpecSyntaxError,
+    UnsolvableDimensionError as UnsolvableDimensionError,
+    set_inconclusive_factory as set_inconclusive_factory,
+)
+from .expr import (
+    DimExpr as DimExpr,
+    DimSize as DimSize,
+    dim_floordiv as dim_floordiv,
+    dim_max as dim_max,
+    dim_min as dim_min,
+    dim_mod as dim_mod,
+    is_nonnegative as is_nonnegative,
+    is_symbolic_dim as is_symbolic_dim,
+)
+from .ops import PYTHON_OPS as PYTHON_OPS, DimOps as DimOps, PythonOps as PythonOps
+from .parser import parse_constraint as parse_constraint, parse_shape_spec as parse_shape_spec
+from .plan import (
+    ArgDim as ArgDim,
+    PlanValue as PlanValue,
+    Remainder as Remainder,
+    ShapeAssertion as ShapeAssertion,
+    ShapePlan as ShapePlan,
+    VarDerivation as VarDerivation,
+    format_shape as format_shape,
+)
+from .planner import build_plan as build_plan
+from .scope import Comparison as Comparison, Constraint as Constraint, SymbolicScope as SymbolicScope
+from .solve import (
+    CallSolution as CallSolution,
+    PlanHandler as PlanHandler,
+    call_output_shapes as call_output_shapes,
+    run_plan as run_plan,
+    solve_call as solve_call,
+)
+
+__all__ = [
+    "ArgDim", "CallSolution", "Comparison", "Constraint", "ConstraintError", "DimExpr",
+    "DimOps", "DimSize", "DimensionEvaluationError", "InconclusiveDimensionError",
+    "InconclusiveFactory", "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
+    "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
+    "ShapeSpecSyntaxError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",
+    "build_plan", "call_output_shapes", "dim_floordiv", "dim_max", "dim_min", "dim_mod",
+    "format_shape", "is_nonnegative", "is_symbolic_dim", "parse_constraint", "parse_shape_spec",
+    "run_plan", "set_inconclusive_factory", "solve_call",
+]

@@ -1,0 +1,98 @@
+"""Errors of the symbolic-shape domain, with JAX's wording.
+
+The inconclusive-comparison error is produced by a pluggable factory, so that
+the JAX adapter can raise a class that also inherits JAX's
+``InconclusiveDimensionOperation`` (JAX catches that class in several places)
+while the domain stays free of JAX imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import JaxportError
+
+_SHAPE_POLY_DOC = "https://docs.jax.dev/en/latest/export/shape_poly.html"
+
+INCONCLUSIVE_EXPLANATION = (
+    "This error arises for comparison operations with shapes that\n"
+    "are non-constant, and the result of the operation cannot be represented as\n"
+    "a boolean value for all values of the symbolic dimensions involved.\n"
+    "\n"
+    f"Please see {_SHAPE_POLY_DOC}#comparison-of-symbolic-dimensions-is-partially-supported\n"
+    "for more details.\n"
+)
+
+
+class InconclusiveDimensionError(JaxportError, ValueError):
+    """A comparison or a conversion to ``int`` that symbolic reasoning cannot decide."""
+
+
+#: Builds the exception raised for an inconclusive operation, from its message.
+InconclusiveFactory = Callable[[str], Exception]
+
+_inconclusive_factory: InconclusiveFactory = InconclusiveDimensionError
+
+
+def set_inconclusive_factory(factory: InconclusiveFactory | None) -> InconclusiveFactory:
+    """Installs the factory of inconclusive-operation errors; returns the previous one.
+
+    The JAX adapter installs a subclass of both :class:`InconclusiveDimensionError`
+    and JAX's ``InconclusiveDimensionOperation``. ``None`` restores the default.
+
+    Args:
+        factory: called with the message; returns the exception to raise.
+
+    Returns:
+        The factory that was installed before.
+    """
+    global _inconclusive_factory
+    previous = _inconclusive_factory
+    _inconclusive_factory = factory if factory is not None else InconclusiveDimensionError
+    return previous
+
+
+def inconclusive(message: str) -> Exception:
+    """Returns (does not raise) the inconclusive-operation error for ``message``."""
+    return _inconclusive_factory(message)
+
+
+class ScopeMixingError(JaxportError, ValueError):
+    """Symbolic dimensions from different :class:`SymbolicScope` objects met in one operation."""
+
+    def __init__(self, operation: str, expected: str, culprit: str, found: str) -> None:
+        super().__init__(
+            f"Invalid mixing of symbolic scopes {operation}.\n"
+            f"Expected  scope {expected}\n"
+            f"and found for '{culprit}' (unknown) scope {found}\n"
+            f"See {_SHAPE_POLY_DOC}#user-specified-symbolic-constraints."
+        )
+
+
+class ShapeSpecSyntaxError(JaxportError, ValueError):
+    """A malformed symbolic shape specification."""
+
+    def __init__(self, spec: str, dimension: int, reason: str, position: int) -> None:
+        self.spec = spec
+        self.dimension = dimension
+        self.position = position
+        super().__init__(
+            f"syntax error in symbolic shape '{spec}' in dimension {dimension}: {reason}. "
+            f"Parsed '{spec[:position]}', remaining '{spec[position:]}'."
+        )
+
+
+class ConstraintError(JaxportError, ValueError):
+    """A symbolic constraint that is malformed, unsupported or unsatisfiable."""
+
+
+class UnsolvableDimensionError(JaxportError, ValueError):
+    """Dimension variables that cannot be computed from the argument shapes."""
+
+
+class ShapeAssertionError(JaxportError, ValueError):
+    """Actual argument shapes that violate the exported polymorphic specification."""
+
+
+class DimensionEvaluationError(JaxportError, ValueError):
+    """An expression refers to a dimension variable that has no value."""

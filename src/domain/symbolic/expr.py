@@ -1,0 +1,381 @@
+"""Symbolic dimensions: immutable expressions that duck-type as shape dimensions.
+
+A :class:`DimExpr` wraps a canonical :class:`~jaxport.domain.symbolic.core.Poly`
+and the :class:`SymbolicScope` it belongs to. Arithmetic with ints and other
+dimensions of the same scope gives a new dimension, or a plain ``int`` when
+the result is constant. Results are built with ``type(self)``, so a subclass
+(the JAX adapter's) carries through every derived expression; a subclass
+must keep the constructor signature ``(poly, scope)``.
+
+JAX relies on this protocol: ``__eq__`` never raises (it is False unless the
+difference is provably zero), ``>=``/``>``/``<=``/``<`` are decided by the
+scope's bounds procedure or raise the inconclusive error, ``int()`` of a
+dimension raises it too, there is no ``__index__``, and ``max``/``rmax``/
+``min``/``rmin``/``_get_vars``/``_evaluate`` exist.
+
+>>> from jaxport.domain.symbolic import parse_shape_spec
+>>> b, h = parse_shape_spec("b, h")
+>>> 2 * b + 1 == 1 + b + b
+True
+>>> (2 * b + 1) // 2, b - b
+(b, 0)
+>>> b.max(4), b >= b.min(h)
+(max(b, 4), True)
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import Any, TypeAlias, Union
+
+from typing_extensions import Self
+
+from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
+from .division import divide
+from .errors import INCONCLUSIVE_EXPLANATION, ScopeMixingError, inconclusive
+from .ops import PYTHON_OPS, DimOps, evaluate
+from .scope import SymbolicScope
+
+#: A dimension of a shape: an int or a symbolic expression.
+DimSize: TypeAlias = Union[int, "DimExpr"]
+
+
+def _as_int(x: object) -> int | None:
+    """``x`` as an int when it is an integer (also NumPy's), else None."""
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, DimExpr) or not hasattr(type(x), "__index__"):
+        return None
+    try:
+        return operator.index(x)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+class DimExpr:
+    """A symbolic dimension: a polynomial over dimension variables and operations."""
+
+    __slots__ = ("_poly", "_scope", "__weakref__")
+
+    def __init__(self, poly: Poly, scope: SymbolicScope) -> None:
+        self._poly = poly
+        self._scope = scope
+
+    # ---- construction --------------------------------------------------------
+
+    @classmethod
+    def variable(cls, name: str, scope: SymbolicScope) -> Self | int:
+        """The dimension variable ``name`` (after the scope's equality rules)."""
+        return cls.from_poly(Poly.variable(name), scope)
+
+    @classmethod
+    def from_poly(cls, poly: Poly, scope: SymbolicScope) -> Self | int:
+        """``poly`` normalized by the scope's rules; an int when it is constant."""
+        poly = scope.normalize(poly)
+        return poly.const if poly.is_constant else cls(poly, scope)
+
+    def _new(self, poly: Poly) -> Self | int:
+        return type(self).from_poly(poly, self._scope)
+
+    @property
+    def poly(self) -> Poly:
+        """The canonical polynomial."""
+        return self._poly
+
+    @property
+    def scope(self) -> SymbolicScope:
+        """The scope that holds the constraints on this expression's variables."""
+        return self._scope
+
+    # ---- the protocol JAX uses -----------------------------------------------
+
+    def _get_vars(self) -> set[str]:
+        """The names of the dimension variables, including those inside operations."""
+        return set(self._poly.vars)
+
+    def _evaluate(self, env: Mapping[str, Any], ops: DimOps | None = None) -> Any:
+        """The value for the variable values in ``env`` (ints, tracers, IR values...)."""
+        return evaluate(self._poly, env, PYTHON_OPS if ops is None else ops)
+
+    def _nonsymbolic_operand(self, op: str, other: object, *, reflected: bool) -> Any:
+        """Hook for an operand that is neither an int nor a dimension (a float, an array).
+
+        The domain declines (``NotImplemented``, so Python raises ``TypeError``);
+        the JAX adapter overrides this to compute with the dimension as a JAX value.
+        ``op`` is one of add, sub, mul, floordiv, mod, divmod, truediv, pow, ge,
+        gt, le, lt.
+        """
+        return NotImplemented
+
+    def _operand(self, other: object, operation: str) -> Poly | None:
+        if isinstance(other, DimExpr):
+            if other._scope is not self._scope:
+                raise ScopeMixingError(operation, str(self._scope), str(other), str(other._scope))
+            return other._poly
+        value = _as_int(other)
+        return None if value is None else Poly.constant(value)
+
+    # ---- arithmetic ----------------------------------------------------------
+
+    def __add__(self, other: object) -> Any:
+        if type(other) is int:  # fast path: a constant cannot trigger a rewriting rule
+            return type(self)(self._poly.add_constant(other), self._scope) if other else self
+        p = self._operand(other, "for linear combination")
+        if p is None:
+            return self._nonsymbolic_operand("add", other, reflected=False)
+        return self._new(self._poly + p)
+
+    def __radd__(self, other: object) -> Any:
+        if type(other) is int:
+            return type(self)(self._poly.add_constant(other), self._scope) if other else self
+        p = self._operand(other, "for linear combination")
+        if p is None:
+            return self._nonsymbolic_operand("add", other, reflected=True)
+        return self._new(p + self._poly)
+
+    def __sub__(self, other: object) -> Any:
+        if type(other) is int:
+            return type(self)(self._poly.add_constant(-other), self._scope) if other else self
+        p = self._operand(other, "for linear combination")
+        if p is None:
+            return self._nonsymbolic_operand("sub", other, reflected=False)
+        return self._new(self._poly - p)
+
+    def __rsub__(self, other: object) -> Any:
+        p = self._operand(other, "for linear combination")
+        if p is None:
+            return self._nonsymbolic_operand("sub", other, reflected=True)
+        return self._new(p - self._poly)
+
+    def __mul__(self, other: object) -> Any:
+        if type(other) is int:
+            return self._new(self._poly.scale(other)) if other != 1 else self
+        p = self._operand(other, "for operation mul")
+        if p is None:
+            return self._nonsymbolic_operand("mul", other, reflected=False)
+        return self._new(self._poly * p)
+
+    def __rmul__(self, other: object) -> Any:
+        if type(other) is int:
+            return self._new(self._poly.scale(other)) if other != 1 else self
+        p = self._operand(other, "for operation mul")
+        if p is None:
+            return self._nonsymbolic_operand("mul", other, reflected=True)
+        return self._new(p * self._poly)
+
+    def __neg__(self) -> Self | int:
+        return self._new(-self._poly)
+
+    def __pos__(self) -> Self:
+        return self
+
+    def __pow__(self, exponent: object) -> Any:
+        power = _as_int(exponent)
+        if power is None or power < 0:
+            return self._nonsymbolic_operand("pow", exponent, reflected=False)
+        result = Poly.constant(1)
+        for _ in range(power):
+            result = result * self._poly
+        return self._new(result)
+
+    def __floordiv__(self, other: object) -> Any:
+        return self._divide(other, FLOORDIV, reflected=False)
+
+    def __rfloordiv__(self, other: object) -> Any:
+        return self._divide(other, FLOORDIV, reflected=True)
+
+    def __mod__(self, other: object) -> Any:
+        return self._divide(other, MOD, reflected=False)
+
+    def __rmod__(self, other: object) -> Any:
+        return self._divide(other, MOD, reflected=True)
+
+    def __divmod__(self, other: object) -> Any:
+        quotient = self._divide(other, FLOORDIV, reflected=False)
+        if quotient is NotImplemented:
+            return self._nonsymbolic_operand("divmod", other, reflected=False)
+        return quotient, self._divide(other, MOD, reflected=False)
+
+    def __rdivmod__(self, other: object) -> Any:
+        quotient = self._divide(other, FLOORDIV, reflected=True)
+        if quotient is NotImplemented:
+            return self._nonsymbolic_operand("divmod", other, reflected=True)
+        return quotient, self._divide(other, MOD, reflected=True)
+
+    def __truediv__(self, other: object) -> Any:
+        return self._nonsymbolic_operand("truediv", other, reflected=False)
+
+    def __rtruediv__(self, other: object) -> Any:
+        return self._nonsymbolic_operand("truediv", other, reflected=True)
+
+    def _divide(self, other: object, op: str, *, reflected: bool) -> Any:
+        p = self._operand(other, f"for operation {op}")
+        if p is None:
+            return self._nonsymbolic_operand(op, other, reflected=reflected)
+        dividend, divisor = (p, self._poly) if reflected else (self._poly, p)
+        return self._new(divide(dividend, divisor, op))
+
+    def max(self, other: DimSize) -> DimSize:
+        """``max(self, other)`` (``core.max_dim`` calls this)."""
+        return dim_max(self, other)
+
+    def rmax(self, other: DimSize) -> DimSize:
+        """``max(other, self)``, for an int ``other``."""
+        return dim_max(other, self)
+
+    def min(self, other: DimSize) -> DimSize:
+        """``min(self, other)`` (``core.min_dim`` calls this)."""
+        return dim_min(self, other)
+
+    def rmin(self, other: DimSize) -> DimSize:
+        """``min(other, self)``, for an int ``other``."""
+        return dim_min(other, self)
+
+    # ---- comparisons ---------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DimExpr):
+            if other._scope is not self._scope:
+                return False
+            p = other._poly
+        else:
+            value = _as_int(other)
+            if value is None:
+                return False
+            p = Poly.constant(value)
+        if p == self._poly:
+            return True
+        try:
+            lo, hi = self._scope.decider.bounds(self._poly - p)
+        except (ArithmeticError, ValueError):
+            return False
+        return lo == 0 and hi == 0
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self._poly)
+
+    def __ge__(self, other: object) -> Any:
+        return self._compare(other, ">=", "ge")
+
+    def __gt__(self, other: object) -> Any:
+        return self._compare(other, ">", "gt")
+
+    def __le__(self, other: object) -> Any:
+        return self._compare(other, "<=", "le")
+
+    def __lt__(self, other: object) -> Any:
+        return self._compare(other, "<", "lt")
+
+    def _compare(self, other: object, relation: str, name: str) -> Any:
+        p = self._operand(other, f"when comparing '{self}' {relation} '{other}'")
+        if p is None:
+            return self._nonsymbolic_operand(name, other, reflected=False)
+        if relation in (">=", ">"):
+            difference = self._poly - p
+        else:
+            difference = p - self._poly
+        if relation in (">", "<"):
+            difference = difference + Poly.constant(-1)
+        verdict = self._scope.decider.is_nonnegative(difference)
+        if verdict is None:
+            raise inconclusive(self._inconclusive_comparison(relation, other))
+        return verdict
+
+    def _inconclusive_comparison(self, relation: str, other: object) -> str:
+        if relation == ">":
+            suggestion = f"{self} >= {other + 1}"  # type: ignore[operator]
+        elif relation == "<":
+            suggestion = f"{self} <= {other - 1}"  # type: ignore[operator]
+        else:
+            suggestion = f"{self} {relation} {other}"
+        scope = f"Using symbolic scope {self._scope}\n" if self._scope.constraints else ""
+        return (
+            f"Symbolic dimension comparison '{self}' {relation} '{other}' is inconclusive.\n"
+            f"{scope}{INCONCLUSIVE_EXPLANATION}"
+            f"If it holds for all the shapes you intend to use, consider adding the "
+            f"constraint '{suggestion}' to the SymbolicScope.\n"
+        )
+
+    def __int__(self) -> int:
+        raise inconclusive(
+            f"Symbolic dimension '{self}' used in a context that requires a constant\n"
+            + INCONCLUSIVE_EXPLANATION
+        )
+
+    # ---- misc ----------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return str(self._poly)
+
+    __repr__ = __str__
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Self:
+        return self
+
+
+def _leader_and_polys(a: DimSize, b: DimSize, operation: str) -> tuple[DimExpr, Poly, Poly]:
+    leader = a if isinstance(a, DimExpr) else b
+    assert isinstance(leader, DimExpr)
+    pa, pb = leader._operand(a, operation), leader._operand(b, operation)
+    if pa is None or pb is None:
+        raise TypeError(f"Unsupported operand for symbolic {operation}: {a!r}, {b!r}")
+    return leader, pa, pb
+
+
+def _extremum(a: DimSize, b: DimSize, op: str) -> DimSize:
+    leader, pa, pb = _leader_and_polys(a, b, f"for operation {op}")
+    lo, hi = leader.scope.decider.bounds(pa - pb)
+    if lo >= 0:
+        return a if op == MAX else b
+    if hi <= 0:
+        return b if op == MAX else a
+    return type(leader).from_poly(Poly.of_factor(Factor.operation(op, pa, pb)), leader.scope)
+
+
+def dim_max(a: DimSize, b: DimSize) -> DimSize:
+    """``max(a, b)``, decided when the bounds allow, else the symbolic ``max(a, b)``."""
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    return _extremum(a, b, MAX)
+
+
+def dim_min(a: DimSize, b: DimSize) -> DimSize:
+    """``min(a, b)``, decided when the bounds allow, else the symbolic ``min(a, b)``."""
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return _extremum(a, b, MIN)
+
+
+def dim_floordiv(a: DimSize, b: DimSize) -> DimSize:
+    """``a // b`` with Python's floor semantics."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    leader, pa, pb = _leader_and_polys(a, b, "for operation floordiv")
+    return type(leader).from_poly(divide(pa, pb, FLOORDIV), leader.scope)
+
+
+def dim_mod(a: DimSize, b: DimSize) -> DimSize:
+    """``a % b`` with Python's semantics (the sign of the divisor)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    leader, pa, pb = _leader_and_polys(a, b, "for operation mod")
+    return type(leader).from_poly(divide(pa, pb, MOD), leader.scope)
+
+
+def is_symbolic_dim(x: object) -> bool:
+    """Whether ``x`` is a symbolic dimension (not an int)."""
+    return isinstance(x, DimExpr)
+
+
+def is_nonnegative(x: DimSize) -> bool | None:
+    """Decides ``x >= 0``: True, False, or None when the bounds are inconclusive."""
+    if isinstance(x, int):
+        return x >= 0
+    return x.scope.decider.is_nonnegative(x.poly)

@@ -1,0 +1,211 @@
+"""Symbolic scopes: the user's constraints on dimension variables.
+
+Every symbolic expression belongs to one :class:`SymbolicScope`; expressions
+of different scopes never mix. The scope holds
+
+* inequality constraints (``"b >= 16"``, ``"b <= 1024"``, ``"a >= b"``), which
+  feed the bounds decision procedure;
+* equality constraints (``"h == 2*w"``, ``"floordiv(a, b) == c"``), which act
+  as rewriting rules: the left-hand side, a term times a coefficient, is
+  replaced by the right-hand side in every expression built afterwards in
+  the scope.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from types import FrameType
+from typing import TYPE_CHECKING, Final
+
+from .core import Poly, Term, substitute_term
+from .decision import BoundsDecider
+from .errors import ConstraintError
+
+if TYPE_CHECKING:
+    from .expr import DimExpr
+
+_PACKAGE_DIR: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_MAX_REWRITE_ROUNDS: Final = 16
+
+
+class Comparison(Enum):
+    """The relation that a constraint or a shape assertion requires."""
+
+    GE = ">="
+    EQ = "=="
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """One user constraint, in the form ``difference >= 0`` or ``difference == 0``.
+
+    Attributes:
+        text: the constraint as the user wrote it (``"b >= 16"``).
+        comparison: ``GE`` for ``>=`` and ``<=`` constraints, ``EQ`` for ``==``.
+        difference: ``lhs - rhs`` (``rhs - lhs`` for ``<=``), built before any
+            equality rule applied, so that a check evaluates what the user wrote.
+    """
+
+    text: str
+    comparison: Comparison
+    difference: DimExpr | int
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    pattern: Term
+    coefficient: int
+    replacement: Poly
+
+
+def _frame_location(frame: FrameType) -> str:
+    code = frame.f_code
+    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+    column = (position[2] if position is not None else None) or 0
+    return f"{code.co_filename}:{frame.f_lineno}:{column} ({code.co_name})"
+
+
+def _caller_location() -> str:
+    """Where the user created the scope: the first frame outside jaxport."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return _frame_location(frame) if frame is not None else "(unknown)"
+
+
+class SymbolicScope:
+    """Identifies a family of symbolic dimensions and holds their constraints.
+
+    Args:
+        constraints: strings of the form ``e1 >= e2``, ``e1 <= e2`` or
+            ``e1 == e2``, where the left-hand side of an equality is a term
+            times a coefficient (``h``, ``4*a``, ``a*b``, ``floordiv(a, b)``).
+
+    Raises:
+        ConstraintError: a constraint is malformed, unsupported, or false.
+        ShapeSpecSyntaxError: a side of a constraint does not parse.
+
+    >>> scope = SymbolicScope(["h == 2*w"])
+    >>> from jaxport.domain.symbolic import parse_shape_spec
+    >>> parse_shape_spec("h, w", scope=scope)
+    (2*w, w)
+    """
+
+    def __init__(self, constraints: Sequence[str] = ()) -> None:
+        if isinstance(constraints, str):
+            raise ConstraintError("The constraints must be a sequence of strings, not a string.")
+        self._texts: tuple[str, ...] = tuple(constraints)
+        self._location = _caller_location()
+        self._rules: list[_Rule] = []
+        self._decider = BoundsDecider()
+        self._constraints: tuple[Constraint, ...] = ()
+        if self._texts:
+            self._install()
+
+    @property
+    def constraints(self) -> tuple[Constraint, ...]:
+        """The parsed constraints, in the order given."""
+        return self._constraints
+
+    @property
+    def decider(self) -> BoundsDecider:
+        """The bounds decision procedure of this scope."""
+        return self._decider
+
+    @property
+    def location(self) -> str:
+        """``file:line:column (function)`` where the scope was created."""
+        return self._location
+
+    def normalize(self, p: Poly) -> Poly:
+        """Applies the equality rules to ``p`` until none matches."""
+        if not self._rules:
+            return p
+        for _ in range(_MAX_REWRITE_ROUNDS):
+            changed = False
+            for rule in self._rules:
+                rewritten = substitute_term(p, rule.pattern, rule.coefficient, rule.replacement)
+                if rewritten is not None:
+                    p, changed = rewritten, True
+            if not changed:
+                break
+        return p
+
+    def __str__(self) -> str:
+        text = f"{id(self)} created at {self._location}"
+        if self._texts:
+            text += " with constraints:\n" + "\n".join(f"  {c}" for c in self._texts)
+        return text
+
+    __repr__ = __str__
+
+    # ---- construction ----------------------------------------------------------
+
+    def _install(self) -> None:
+        from .parser import parse_constraint
+
+        parsed = [(text, *parse_constraint(text, scope=self)) for text in self._texts]
+        built = []
+        for text, lhs, relation, rhs in parsed:
+            difference = rhs - lhs if relation == "<=" else lhs - rhs
+            comparison = Comparison.EQ if relation == "==" else Comparison.GE
+            built.append(Constraint(text, comparison, difference))
+            if isinstance(difference, int) and not _holds(comparison, difference):
+                raise ConstraintError(f"Unsatisfiable explicit constraint: {text}")
+        self._constraints = tuple(built)
+        for (text, lhs, relation, rhs), constraint in zip(parsed, built):
+            if constraint.comparison is Comparison.EQ:
+                self._add_rule(text, lhs, rhs)
+        for constraint in built:
+            if constraint.comparison is Comparison.GE:
+                self._add_inequality(constraint)
+
+    def _add_rule(self, text: str, lhs: DimExpr | int, rhs: DimExpr | int) -> None:
+        left, right = self.normalize(_poly(lhs)), self.normalize(_poly(rhs))
+        difference = left - right
+        if difference.is_constant:
+            if difference.const:
+                raise ConstraintError(f"Unsatisfiable explicit constraint: {text}")
+            return  # implied by the rules already installed
+        if left.const or len(left.terms) != 1:
+            raise ConstraintError(
+                f"Invalid equality constraint: {lhs} == {rhs}. "
+                "The left-hand-side must be of the form `term * coefficient`."
+            )
+        pattern, coefficient = left.terms[0]
+        if any(t.divide(pattern) is not None for t, _ in right.terms):
+            raise ConstraintError(
+                f"Invalid equality constraint: {lhs} == {rhs}. "
+                "The right-hand-side must not contain the left-hand-side."
+            )
+        new = _Rule(pattern, coefficient, right)
+        updated = []
+        for rule in self._rules:
+            rewritten = substitute_term(rule.replacement, pattern, coefficient, right)
+            updated.append(rule if rewritten is None else _Rule(rule.pattern, rule.coefficient, rewritten))
+        self._rules = [*updated, new]
+        self._decider = BoundsDecider()  # bounds computed before may mention the pattern
+
+    def _add_inequality(self, constraint: Constraint) -> None:
+        p = self.normalize(_poly(constraint.difference))
+        if p.is_constant:
+            if p.const < 0:
+                raise ConstraintError(f"Unsatisfiable explicit constraint: {constraint.text}")
+            return
+        if not self._decider.assume_nonnegative(p):
+            raise ConstraintError(
+                f"Unsatisfiable explicit constraint: {constraint.text} contradicts the constraints "
+                "before it or the implicit constraint that dimension variables are >= 1")
+
+
+def _holds(comparison: Comparison, value: int) -> bool:
+    return value >= 0 if comparison is Comparison.GE else value == 0
+
+
+def _poly(x: DimExpr | int) -> Poly:
+    return Poly.constant(x) if isinstance(x, int) else x.poly
