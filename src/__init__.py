@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from .domain.artifact_info import ArtifactInfo as ArtifactInfo
 from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
+from .domain.symbolic import SymbolicScope as SymbolicScope
+from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
 
 if TYPE_CHECKING:
     from . import errors as errors
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
     from .application.pytree_registry import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registry import register_pytree_node_serialization as register_pytree_node_serialization
     from .application.serialization import deserialize as deserialize
+    from .application.symbolic import poly_spec as poly_spec
+    from .application.symbolic import poly_specs as poly_specs
+    from .application.symbolic import symbolic_args_specs as symbolic_args_specs
+    from .application.symbolic import symbolic_shape as symbolic_shape
 
 __version__ = "0.1.0"
 
@@ -38,9 +44,14 @@ _LAZY = {
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registry",
     "register_namedtuple_serialization": "jaxport.application.pytree_registry",
+    "symbolic_shape": "jaxport.application.symbolic",
+    "symbolic_args_specs": "jaxport.application.symbolic",
+    "poly_spec": "jaxport.application.symbolic",
+    "poly_specs": "jaxport.application.symbolic",
 }
 
-__all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "errors", *_LAZY])
+__all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "SymbolicScope", "errors",
+                  "is_symbolic_dim", *_LAZY])
 
 
 def __getattr__(name: str) -> Any:

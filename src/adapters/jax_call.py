@@ -28,6 +28,7 @@ from ..domain.errors import JaxportError
 from ..domain.platforms import callee_platform_indices
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.specs import ArraySpec
+from ..domain.symbolic import call_output_shapes
 from . import jax_internals
 from .jax_avals import specs_of
 from .mlir_module import StableHloSerializer
@@ -38,7 +39,7 @@ class DeviceCountError(JaxportError, ValueError):
 
 
 @dataclass(frozen=True, eq=False)
-class CallTarget:
+class CallTarget:  # not slots: is_symbolic is a cached property
     """What the primitive needs of an exported function (hashed by identity).
 
     It is a primitive parameter, so it appears in jaxprs: its ``repr`` is short.
@@ -59,6 +60,11 @@ class CallTarget:
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
 
+    @functools.cached_property
+    def is_symbolic(self) -> bool:
+        """Whether some input dimension is symbolic (outputs are then solved per call)."""
+        return any(s.is_symbolic for s in self.in_specs)
+
 
 jaxport_call_p = jex_core.Primitive("jaxport_call")
 jaxport_call_p.multiple_results = True
@@ -75,7 +81,12 @@ def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...])
         raise ValueError(f"'{target.fun_name}' takes {len(target.in_avals)} flat arguments, "
                          f"got {len(in_avals)}")
     check_arguments(target.in_specs, specs_of(in_avals), target.arg_paths)
-    return target.out_avals
+    if not target.is_symbolic:
+        return target.out_avals
+    shapes = call_output_shapes([s.shape for s in target.in_specs],
+                                [tuple(a.shape) for a in target.out_avals],
+                                [tuple(a.shape) for a in in_avals], target.arg_paths)
+    return tuple(a.update(shape=shape) for a, shape in zip(target.out_avals, shapes))
 
 
 def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[ShapedArray, ...]:
@@ -117,9 +128,16 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
     operands: list[Any] = []
     if len(target.platforms) > 1:
         operands.append(_platform_index(ctx, branch_of, callee_type.inputs[0]))
-    operands.extend(a for i, a in enumerate(args) if i in target.kept_var_idx)
+    kept = [a for i, a in enumerate(args) if i in target.kept_var_idx]
+    # The callee may take less refined (dynamic) types than the caller passes.
+    operands.extend(_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):]))
     call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
-    return list(call.results)
+    return [_convert(r, mlir.aval_to_ir_type(ctx.module_context, aval))
+            for r, aval in zip(call.results, ctx.avals_out)]
+
+
+def _convert(value: Any, to_type: Any) -> Any:
+    return value if value.type == to_type else hlo.convert(to_type, value)
 
 
 def _main_type(submodule: Any) -> Any:

@@ -129,3 +129,40 @@ def lowerable_effect_types() -> tuple[type, ...]:
     from jax._src import effects
 
     return tuple(effects.lowerable_effects._effect_types)
+
+
+# What: making a class usable as a shape dimension and as a weak-typed scalar.
+# Why internal: JAX keeps these registries (keyed by exact type) in core and dtypes.
+def register_dimension_type(cls: type) -> None:
+    """Registers ``cls`` (a symbolic dimension class) with JAX's type registries."""
+    from jax._src import core, dtypes
+
+    core.pytype_aval_mappings[cls] = lambda _: core.dim_value_aval()
+    dtypes.register_weak_scalar_type(cls)
+    dtypes.python_scalar_types.add(cls)
+    dtypes.python_scalar_types_to_dtypes[cls] = dtypes.python_scalar_types_to_dtypes[int]
+    dtypes.register_canonicalize_value_handler(cls, None)
+
+
+# What: the abstract value of a dimension used as a value, and its lowering.
+# Why internal: `core.dim_value_aval` and `mlir.eval_dynamic_shape` are not exported.
+def dim_value_aval() -> Any:
+    """The abstract value of a dimension size as a JAX value (i32, or i64 with x64)."""
+    from jax._src import core
+
+    return core.dim_value_aval()
+
+
+def eval_dynamic_dim(ctx: mlir.LoweringRuleContext, dim: Any) -> Any:
+    """The IR value of a symbolic dimension inside a lowering rule."""
+    from jax._src.interpreters import mlir as mlir_internal
+
+    result, = mlir_internal.eval_dynamic_shape(ctx, (dim,))
+    return result
+
+
+def evaluate_dynamic_shape(ctx: mlir.LoweringRuleContext, shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The IR values (or ints) of a shape's dimensions inside a lowering rule."""
+    from jax._src.interpreters import mlir as mlir_internal
+
+    return tuple(mlir_internal.eval_dynamic_shape(ctx, shape))

@@ -42,6 +42,7 @@ class JaxLowering:
     unordered_effects: tuple[Any, ...]
     uses_dim_vars: bool
     has_platform_index: bool
+    dim_vars: tuple[str, ...]
     in_shardings: tuple[Any, ...]
     out_shardings: tuple[Any, ...]
     jaxpr: jex_core.ClosedJaxpr
@@ -89,6 +90,7 @@ class JaxLowerer:
             unordered_effects=tuple(args["unordered_effects"]),
             uses_dim_vars=bool(poly.uses_dim_vars),
             has_platform_index=bool(poly.has_platform_index_argument),
+            dim_vars=tuple(poly.dim_vars[1:] if poly.has_platform_index_argument else poly.dim_vars),
             in_shardings=_expand_in_shardings(args["in_shardings"], kept_var_idx, len(in_avals)),
             out_shardings=tuple(_specified(s) for s in args["out_shardings"]),
             jaxpr=traced.jaxpr,

@@ -8,15 +8,18 @@ from typing import Any
 
 import jax
 
+from ..adapters.jax_avals import args_kwargs_path, leaf_paths
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
 from ..adapters.jax_records import named_sharding_with_abstract_mesh
 from ..adapters.mlir_module import MlirModuleInspector, StableHloSerializer
+from ..adapters.mlir_wrap import MlirMainWrapper
 from ..domain import calling_convention
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.module_policy import ModulePolicy
 from ..domain.platforms import normalize_platforms
 from ..domain.ports import ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
+from ..domain.symbolic import DimExpr, ScopeMixingError, build_plan
 from .exported import Exported
 from .vjp import vjp_exporter
 
@@ -28,6 +31,7 @@ class ExportService:
     lowerer: JaxLowerer
     inspector: ModuleInspector
     serializer: ModuleSerializer
+    wrapper: MlirMainWrapper
 
     def export(self, fun: Callable[..., Any], *, platforms: Sequence[str] | None,
                disabled_checks: Sequence[DisabledSafetyCheck],
@@ -44,6 +48,7 @@ class ExportService:
                 raise TypeError(f"disabled_checks must hold DisabledSafetyCheck values, got {check!r}")
         plats = normalize_platforms(platforms) if platforms is not None else (_default_platform(),)
         jitted = as_jitted(fun)
+        _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)
         lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs)
         return self._finish(lowering, checks)
 
@@ -52,8 +57,17 @@ class ExportService:
         declared = any(s is not None for s in (*lowering.in_shardings, *lowering.out_shardings))
         policy = ModulePolicy.for_export(checks, shardings_declared=declared)
         policy.check(lowering.fun_name, self.inspector.sites(lowering.module))
+        module = lowering.module
+        symbolic = any(isinstance(d, DimExpr) for a in lowering.in_avals for d in a.shape)
+        if symbolic or lowering.ordered_effects:
+            plan = build_plan(tuple(tuple(a.shape) for a in lowering.in_avals), leaf_paths(lowering.in_tree))
+            module = self.wrapper.wrap(
+                module, plan=plan, dim_vars=lowering.dim_vars,
+                has_platform_index=lowering.has_platform_index,
+                nr_tokens=len(lowering.ordered_effects), kept_var_idx=lowering.kept_var_idx,
+                shape_assertions=DisabledSafetyCheck.shape_assertions() not in checks)
         module_bytes = self.serializer.serialize(
-            lowering.module, target_version=STABLEHLO_TARGET_VERSION,
+            module, target_version=STABLEHLO_TARGET_VERSION,
             uses_global_constants=lowering.uses_dim_vars)
         return Exported(
             fun_name=lowering.fun_name,
@@ -78,6 +92,22 @@ class ExportService:
         )
 
 
+def _check_one_scope(fun_name: str, args_specs: Sequence[Any], kwargs_specs: dict[str, Any]) -> None:
+    """All symbolic dimensions of one export must come from one scope."""
+    first: tuple[DimExpr, str] | None = None
+    leaves = jax.tree_util.tree_flatten_with_path((tuple(args_specs), kwargs_specs))[0]
+    for path, spec in leaves:
+        for d in getattr(spec, "shape", ()):
+            if not isinstance(d, DimExpr):
+                continue
+            where = args_kwargs_path(path)
+            if first is None:
+                first = (d, where)
+            elif d.scope is not first[0].scope:
+                raise ScopeMixingError(f"when exporting {fun_name}", f"{first[0].scope} (from {first[1]})",
+                                       str(d), f"{d.scope} (from {where})")
+
+
 def _default_platform() -> str:
     backend = jax.default_backend()
     return "cuda" if backend == "gpu" else backend
@@ -85,7 +115,7 @@ def _default_platform() -> str:
 
 def default_service() -> ExportService:
     """The service wired with the JAX and MLIR adapters (the composition root)."""
-    return ExportService(JaxLowerer(), MlirModuleInspector(), StableHloSerializer())
+    return ExportService(JaxLowerer(), MlirModuleInspector(), StableHloSerializer(), MlirMainWrapper())
 
 
 def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..adapters import jax_internals
+from ..adapters.jax_dims import JaxDim
 from ..adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from ..adapters.jax_records import (
     aval_record,
@@ -18,6 +19,7 @@ from ..adapters.jax_records import (
 from ..domain import calling_convention
 from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, CallingConventionError, VjpUnavailableError
+from ..domain.symbolic import ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
 from .exported import Exported
 from .pytree_registry import PytreeSerializationRegistry, default_registry
 
@@ -31,14 +33,21 @@ def to_record(exp: Exported, vjp_order: int, registry: PytreeSerializationRegist
     """
     if vjp_order < 0:
         raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
-    vjp = None
-    if vjp_order > 0:
-        if not exp.has_vjp():
+    chain = [exp]
+    while len(chain) <= vjp_order:
+        if not chain[-1].has_vjp():
             raise VjpUnavailableError(
-                f"Cannot serialize '{exp.fun_name}' with vjp_order={vjp_order}: it carries no "
-                "VJP of that order. Serialize the in-process export, or load an artifact "
-                "that was serialized with a vjp_order at least that high.")
-        vjp = to_record(exp.vjp(), vjp_order - 1, registry)
+                f"Cannot serialize '{exp.fun_name}' with vjp_order={vjp_order}: it carries VJPs "
+                f"up to order {len(chain) - 1} only. Serialize the in-process export, or load an "
+                "artifact that was serialized with a vjp_order at least that high.")
+        chain.append(chain[-1].vjp())
+    vjp = None
+    for link in reversed(chain[1:]):
+        vjp = _record(link, vjp, registry)
+    return _record(exp, vjp, registry)
+
+
+def _record(exp: Exported, vjp: ArtifactRecord | None, registry: PytreeSerializationRegistry) -> ArtifactRecord:
     return ArtifactRecord(
         function_name=exp.fun_name,
         in_tree=registry.to_spec(exp.in_tree),
@@ -61,15 +70,21 @@ def to_record(exp: Exported, vjp_order: int, registry: PytreeSerializationRegist
 
 
 def parse_shapes(avals: Sequence[AvalRecord]) -> list[tuple[Any, ...]]:
-    """The dimensions of one table's avals (symbolic ones share one scope)."""
+    """The dimensions of one table's avals; symbolic ones share one fresh scope.
+
+    Raises:
+        ArtifactError: a dimension does not parse.
+    """
+    scope = SymbolicScope()
     shapes: list[tuple[Any, ...]] = []
     for aval in avals:
-        dims: list[Any] = []
-        for d in aval.shape:
-            if not d.isdigit():
-                raise NotImplementedError(f"Symbolic dimension {d!r} in a deserialized artifact")
-            dims.append(int(d))
-        shapes.append(tuple(dims))
+        if all(d.isdigit() for d in aval.shape):
+            shapes.append(tuple(int(d) for d in aval.shape))
+            continue
+        try:
+            shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope, expr_class=JaxDim))
+        except ShapeSpecSyntaxError as exc:
+            raise ArtifactError(f"The artifact's shape {aval} does not parse: {exc}") from exc
     return shapes
 
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-#: One dimension of a shape. Issue-3 symbolic dimensions extend this alias.
-Dimension: TypeAlias = int
+from .symbolic import DimExpr
+
+#: One dimension of a shape: a constant or a symbolic expression.
+Dimension: TypeAlias = int | DimExpr
 Shape: TypeAlias = tuple[Dimension, ...]
 
 
 def format_shape(shape: Shape) -> str:
-    """Formats a shape the way JAX prints tuples of dimensions: ``(3, 4)``, ``(3,)``."""
-    return str(tuple(shape))
+    """Formats a shape the way JAX prints tuples of dimensions: ``(3, 4)``, ``(b, 4)``, ``(3,)``."""
+    inner = ", ".join(str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,11 @@ class ArraySpec:
     shape: Shape
     dtype: str
     weak_type: bool = False
+
+    @property
+    def is_symbolic(self) -> bool:
+        """Whether some dimension is symbolic."""
+        return not all(isinstance(d, int) for d in self.shape)
 
     @property
     def ndim(self) -> int:

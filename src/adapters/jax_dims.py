@@ -1,0 +1,121 @@
+"""jaxport's symbolic dimensions, made traceable by JAX.
+
+JAX duck-types symbolic dimensions: a class with ``dimension_as_value``,
+``_get_vars``, ``_evaluate`` and the arithmetic and comparison operators can
+stand in a shape. :class:`JaxDim` adds what needs JAX to the pure
+:class:`~jaxport.domain.symbolic.DimExpr`: the dimension as a JAX value, the
+evaluation over tracers (``max``/``min`` as ``lax`` ops that shape refinement
+folds), and inconclusive comparisons raised as JAX's own exception type.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import Any
+
+import jax.numpy as jnp
+from jax.extend import core as jex_core
+from jax.interpreters import mlir
+
+from ..domain.symbolic import PYTHON_OPS, DimExpr, DimOps, InconclusiveDimensionError, set_inconclusive_factory
+from . import jax_internals
+
+
+class JaxInconclusiveDimensionError(InconclusiveDimensionError, jex_core.InconclusiveDimensionOperation):
+    """An inconclusive comparison, catchable both as jaxport's and as JAX's error."""
+
+
+def _is_dim(x: Any) -> bool:
+    return isinstance(x, (int, DimExpr))
+
+
+class JaxDimOps:
+    """Evaluation over JAX values; over ints and dimensions it stays symbolic."""
+
+    def constant(self, value: int) -> Any:
+        """The constant itself (JAX promotes it weakly)."""
+        return value
+
+    def add(self, x: Any, y: Any) -> Any:
+        """``x + y``."""
+        return x + y
+
+    def mul(self, x: Any, y: Any) -> Any:
+        """``x * y``."""
+        return x * y
+
+    def floordiv(self, x: Any, y: Any) -> Any:
+        """``x // y`` with floor semantics, also for JAX values."""
+        return x // y
+
+    def mod(self, x: Any, y: Any) -> Any:
+        """``x % y`` with floor semantics, also for JAX values."""
+        return x % y
+
+    def max(self, x: Any, y: Any) -> Any:
+        """``max(x, y)``: ``stablehlo.maximum`` for JAX values, so refinement folds it."""
+        if _is_dim(x) and _is_dim(y):
+            return PYTHON_OPS.max(x, y)
+        return jnp.maximum(x, y)
+
+    def min(self, x: Any, y: Any) -> Any:
+        """``min(x, y)``: ``stablehlo.minimum`` for JAX values."""
+        if _is_dim(x) and _is_dim(y):
+            return PYTHON_OPS.min(x, y)
+        return jnp.minimum(x, y)
+
+
+JAX_DIM_OPS = JaxDimOps()
+
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+           "floordiv": operator.floordiv, "mod": operator.mod, "divmod": divmod,
+           "truediv": operator.truediv, "pow": operator.pow, "ge": operator.ge,
+           "gt": operator.gt, "le": operator.le, "lt": operator.lt}
+
+
+class JaxDim(DimExpr):
+    """A symbolic dimension that JAX can trace with."""
+
+    __slots__ = ()
+
+    def dimension_as_value(self) -> Any:
+        """The dimension as a JAX integer value (lowered from the dimension variables)."""
+        return dim_as_value_p.bind(dim=self)
+
+    def __jax_array__(self) -> Any:
+        return self.dimension_as_value()
+
+    def _evaluate(self, env: Mapping[str, Any], ops: DimOps | None = None) -> Any:
+        return super()._evaluate(env, JAX_DIM_OPS if ops is None else ops)
+
+    def _nonsymbolic_operand(self, op: str, other: object, *, reflected: bool) -> Any:
+        fn = _BINARY[op]
+        value = self.dimension_as_value()
+        return fn(other, value) if reflected else fn(value, other)
+
+
+dim_as_value_p = jex_core.Primitive("jaxport_dim_as_value")
+dim_as_value_p.def_abstract_eval(lambda dim: jax_internals.dim_value_aval())
+
+
+def _dim_as_value_impl(dim: JaxDim) -> Any:
+    raise NotImplementedError(
+        f"The symbolic dimension '{dim}' has no value outside an export: "
+        "use it only inside a function being exported with jaxport.export.")
+
+
+def _dim_as_value_lowering(ctx: mlir.LoweringRuleContext, *, dim: JaxDim) -> list[Any]:
+    result = jax_internals.eval_dynamic_dim(ctx, dim)
+    out_type = mlir.aval_to_ir_type(ctx.module_context, ctx.avals_out[0])
+    if result.type != out_type:
+        from jax.extend.mlir.dialects import stablehlo as hlo
+
+        result = hlo.convert(out_type, result)
+    return [result]
+
+
+dim_as_value_p.def_impl(_dim_as_value_impl)
+mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)
+jax_internals.register_dimension_type(JaxDim)
+set_inconclusive_factory(JaxInconclusiveDimensionError)

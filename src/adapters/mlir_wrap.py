@@ -1,0 +1,182 @@
+"""Emitting the wrapped ``main`` of a shape-polymorphic module from the domain's plan.
+
+The lowered module's ``main`` takes ``(platform_index?, dim_vars..., tokens...,
+arrays...)``. The calling convention wants ``main(platform_index?, tokens...,
+arrays...)``: this adapter renames the lowered ``main`` to a private function
+and adds a new ``main`` that computes each dimension variable from the
+argument dimensions, emits a ``shape_assertion`` custom call for each check of
+the plan, and calls the original. What to compute and check is decided by the
+domain (:class:`~jaxport.domain.symbolic.ShapePlan`); this module only emits it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from jax.extend.mlir import ir, passmanager
+from jax.extend.mlir.dialects import func as func_dialect
+from jax.extend.mlir.dialects import stablehlo as hlo
+from jax.interpreters import mlir
+
+from ..domain.symbolic import ArgDim, Comparison, ShapeAssertion, ShapePlan, run_plan
+
+WRAPPED_MAIN = "_wrapped_jax_export_main"
+# The MLIR bindings' stubs type IR values loosely; so do we.
+Value = Any
+
+
+def _constant(value: int) -> Value:
+    return mlir.ir_constant(np.int32(value))
+
+
+def _compare(x: Value, y: Value, direction: str) -> Value:
+    return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                       compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
+
+
+class IrDimOps:
+    """Dimension arithmetic as StableHLO ops on ``tensor<i32>`` values."""
+
+    def constant(self, value: int) -> Value:
+        """A constant ``tensor<i32>``."""
+        return _constant(value)
+
+    def add(self, x: Value, y: Value) -> Value:
+        """``x + y``."""
+        return hlo.add(x, y)
+
+    def mul(self, x: Value, y: Value) -> Value:
+        """``x * y``."""
+        return hlo.multiply(x, y)
+
+    def _divmod(self, x: Value, y: Value) -> tuple[Value, Value]:
+        # stablehlo.divide truncates; adjust to Python's floor semantics.
+        q, r = hlo.divide(x, y), hlo.remainder(x, y)
+        zero = _constant(0)
+        signs_differ = _compare(_compare(r, zero, "LT"), _compare(y, zero, "LT"), "NE")
+        adjust = hlo.and_(_compare(r, zero, "NE"), signs_differ)
+        q = hlo.select(adjust, hlo.subtract(q, _constant(1)), q)
+        r = hlo.select(adjust, hlo.add(r, y), r)
+        return q, r
+
+    def floordiv(self, x: Value, y: Value) -> Value:
+        """``x // y`` with floor semantics."""
+        return self._divmod(x, y)[0]
+
+    def mod(self, x: Value, y: Value) -> Value:
+        """``x % y`` with floor semantics."""
+        return self._divmod(x, y)[1]
+
+    def max(self, x: Value, y: Value) -> Value:
+        """``stablehlo.maximum``, which shape refinement folds."""
+        return hlo.maximum(x, y)
+
+    def min(self, x: Value, y: Value) -> Value:
+        """``stablehlo.minimum``."""
+        return hlo.minimum(x, y)
+
+
+class _Emitter:
+    """Reads argument dimensions and emits assertions inside the new ``main``."""
+
+    def __init__(self, arrays: list[Value], position_of: Callable[[int], int], assertions: bool) -> None:
+        self.arrays = arrays
+        self.position_of = position_of
+        self.assertions = assertions
+        self.sizes: dict[ArgDim, Value] = {}
+
+    def arg_dim(self, source: ArgDim) -> Value:
+        if source not in self.sizes:
+            array = self.arrays[self.position_of(source.arg)]
+            self.sizes[source] = hlo.get_dimension_size(array, source.dim)
+        return self.sizes[source]
+
+    def check(self, assertion: ShapeAssertion, lhs: Value, rhs: Value,
+              values: Callable[[], list[Any]]) -> None:
+        if not self.assertions:
+            return
+        direction = "GE" if assertion.comparison is Comparison.GE else "EQ"
+        predicate = _compare(lhs, rhs, direction)
+        op = hlo.CustomCallOp([], [predicate, *values()], "shape_assertion", has_side_effect=True,
+                              api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2))
+        op.attributes["error_message"] = ir.StringAttr.get(assertion.message)
+
+
+def copy_module(module: Any) -> Any:
+    """A copy of ``module`` in a fresh context, safe to change (JAX caches the original)."""
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    context = mlir.make_ir_context()
+    with context:
+        return ir.Module.parse(buffer.getvalue())
+
+
+class MlirMainWrapper:
+    """Wraps a lowered module's ``main`` as the calling convention prescribes."""
+
+    def wrap(self, module: Any, *, plan: ShapePlan, dim_vars: tuple[str, ...],
+             has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
+             shape_assertions: bool) -> Any:
+        """A copy of ``module`` whose ``main`` computes its dimension variables itself.
+
+        Args:
+            module: the lowered module (left unchanged).
+            plan: how to compute ``dim_vars`` from argument dimensions and what to check.
+            dim_vars: the dimension variables the lowered ``main`` takes, in order.
+            has_platform_index: whether ``main`` takes a platform index first.
+            nr_tokens: the number of token arguments (ordered effects).
+            kept_var_idx: the flat arguments that ``main`` takes.
+            shape_assertions: whether to emit the plan's assertions.
+        """
+        wrapped = copy_module(module)
+        with wrapped.context, ir.Location.unknown():
+            symbols = ir.SymbolTable(wrapped.operation)
+            original = symbols["main"]
+            original.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            symbols.set_symbol_name(original, WRAPPED_MAIN)
+            self._add_main(wrapped, original, plan, dim_vars, has_platform_index, nr_tokens,
+                           kept_var_idx, shape_assertions)
+            passmanager.PassManager.parse("builtin.module(symbol-dce)").run(wrapped.operation)
+        return wrapped
+
+    def _add_main(self, wrapped: Any, original: Any, plan: ShapePlan, dim_vars: tuple[str, ...],
+                  has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
+                  shape_assertions: bool) -> None:
+        ftype = ir.FunctionType(ir.TypeAttr(original.attributes["function_type"]).value)
+        inputs, results = list(ftype.inputs), list(ftype.results)
+        nr_platform = int(has_platform_index)
+        nr_dims = len(dim_vars)
+        keep = [*range(nr_platform), *range(nr_platform + nr_dims, len(inputs))]
+        main: Any = func_dialect.FuncOp("main", ir.FunctionType.get([inputs[i] for i in keep], results),
+                                   ip=ir.InsertionPoint.at_block_begin(wrapped.body))
+        main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+        if "arg_attrs" in original.attributes:
+            arg_attrs = list(ir.ArrayAttr(original.attributes["arg_attrs"]))
+            main.arg_attrs = ir.ArrayAttr.get([arg_attrs[i] for i in keep])
+        if "res_attrs" in original.attributes:
+            main.result_attrs = original.attributes["res_attrs"]
+        block = main.add_entry_block()
+        with ir.InsertionPoint(block):
+            args = list(block.arguments)
+            arrays = args[nr_platform + nr_tokens:]
+            position = {flat: i for i, flat in enumerate(kept_var_idx)}
+
+            def position_of(flat: int) -> int:
+                if flat not in position:
+                    raise ValueError(f"argument {flat} was dropped but a dimension variable is read from it")
+                return position[flat]
+
+            values = run_plan(plan, _Emitter(arrays, position_of, shape_assertions), IrDimOps())
+            operands = list(args[:nr_platform])
+            dim_types = inputs[nr_platform:nr_platform + nr_dims]
+            operands += [_convert(values[v], t) for v, t in zip(dim_vars, dim_types)]
+            operands += args[nr_platform:]
+            call = func_dialect.CallOp(results, ir.FlatSymbolRefAttr.get(WRAPPED_MAIN), operands)
+            func_dialect.ReturnOp(list(call.results))
+
+
+def _convert(value: Value, to_type: ir.Type) -> Value:
+    return value if value.type == to_type else hlo.convert(to_type, value)
