@@ -9,7 +9,7 @@ batching rule (a sequential map over the batch).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,10 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
     nr_devices: int
+    vjp: Callable[[], CallTarget] | None = None
+    #: For the exported VJP of a function with that many flat inputs: the
+    #: function is ``(x, ct) -> J(x)^T ct``, which forward mode exploits.
+    vjp_of_arity: int | None = None
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
@@ -87,6 +91,11 @@ def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...])
                                 [tuple(a.shape) for a in target.out_avals],
                                 [tuple(a.shape) for a in in_avals], target.arg_paths)
     return tuple(a.update(shape=shape) for a, shape in zip(target.out_avals, shapes))
+
+
+def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
+    """The output avals of calling ``target`` on ``in_avals``, after the call-side checks."""
+    return _abstract_eval_cached(target, in_avals)
 
 
 def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[ShapedArray, ...]:
@@ -168,19 +177,23 @@ def _platform_index(ctx: mlir.LoweringRuleContext, branch_of: tuple[int, ...], c
 mlir.register_lowering(jaxport_call_p, _lower)
 
 
-def _batch(args: Sequence[Any], dims: Sequence[Any], *, target: CallTarget) -> tuple[Any, list[int]]:
-    """Maps the call over the batch, one element at a time."""
-    batched = [i for i, d in enumerate(dims) if d is not None]  # None: not mapped
-    moved = [jax.numpy.moveaxis(args[i], dims[i], 0) for i in batched]
+def sequential_batcher(primitive: jex_core.Primitive) -> Callable[..., tuple[list[Any], list[int]]]:
+    """A batching rule that maps ``primitive`` over the batch one element at a time."""
 
-    def one(xs: Sequence[Any]) -> tuple[Any, ...]:
-        full = list(args)
-        for i, x in zip(batched, xs):
-            full[i] = x
-        return tuple(bind(target, full))
+    def batch(args: Sequence[Any], dims: Sequence[Any], **params: Any) -> tuple[list[Any], list[int]]:
+        batched = [i for i, d in enumerate(dims) if d is not None]  # None: not mapped
+        moved = [jax.numpy.moveaxis(args[i], dims[i], 0) for i in batched]
 
-    outs = lax.map(one, tuple(moved))
-    return list(outs), [0] * len(target.out_avals)
+        def one(xs: Sequence[Any]) -> tuple[Any, ...]:
+            full = list(args)
+            for i, x in zip(batched, xs):
+                full[i] = x
+            return tuple(primitive.bind(*full, **params))
+
+        outs = lax.map(one, tuple(moved))
+        return list(outs), [0] * len(outs)
+
+    return batch
 
 
-batching.primitive_batchers[jaxport_call_p] = _batch
+batching.primitive_batchers[jaxport_call_p] = sequential_batcher(jaxport_call_p)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import jax
 
 from ..adapters.jax_avals import tree_differences
+from ..adapters import jax_autodiff  # noqa: F401  (registers the differentiation rules)
 from ..adapters.jax_call import bind
 from ..domain.errors import TreeMismatchError
 
@@ -19,26 +20,14 @@ def make_caller(exp: Exported) -> Callable[..., Any]:
 
     It is a ``jax.jit`` of the pytree-level call, so an eager call takes JAX's
     C++ dispatch path (one cache lookup, no Python tracing) after the first
-    call with a given signature; inside a transformation it inlines.
+    call with a given signature; inside a transformation it inlines. The
+    primitive's own rules differentiate and batch it (``adapters.jax_autodiff``).
     """
     target = exp.call_target
 
-    @jax.custom_vjp
-    def call_flat(*args_flat: Any) -> list[Any]:
-        return bind(target, args_flat)
-
-    def call_flat_fwd(*args_flat: Any) -> tuple[list[Any], tuple[Any, ...]]:
-        return call_flat(*args_flat), args_flat
-
-    def call_flat_bwd(args_flat: tuple[Any, ...], cts_out: Any) -> tuple[Any, ...]:
-        exp_vjp = exp.vjp()
-        return tuple(exp_vjp.call(*args_flat, *cts_out))
-
-    call_flat.defvjp(call_flat_fwd, call_flat_bwd)
-
     def call(*args: Any, **kwargs: Any) -> Any:
         args_flat = check_tree(exp, args, kwargs)
-        return exp.out_tree.unflatten(call_flat(*args_flat))
+        return exp.out_tree.unflatten(bind(target, args_flat))
 
     call.__name__ = f"call_exported_{exp.fun_name}"
     return jax.jit(call)

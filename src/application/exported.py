@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ class Exported:
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
     _get_vjp: Callable[[Exported], Exported] | None = field(default=None, repr=False)
+    #: Set on the VJP of a function with that many flat inputs (see ``vjp()``).
+    _vjp_of_arity: int | None = field(default=None, repr=False)
 
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
@@ -167,6 +170,8 @@ class Exported:
             kept_var_idx=self.module_kept_var_idx,
             uses_global_constants=self.uses_global_constants,
             nr_devices=self.nr_devices,
+            vjp=(lambda: self.vjp().call_target) if self.has_vjp() else None,
+            vjp_of_arity=self._vjp_of_arity,
         )
 
     @functools.cached_property
@@ -179,7 +184,7 @@ class Exported:
 @functools.lru_cache(maxsize=256)
 def _vjp_cache(exp: Exported) -> Exported:
     assert exp._get_vjp is not None
-    return exp._get_vjp(exp)
+    return dataclasses.replace(exp._get_vjp(exp), _vjp_of_arity=len(exp.in_avals))
 
 
 def call_exported(exported: Exported) -> Callable[..., Any]:
