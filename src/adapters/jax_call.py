@@ -60,6 +60,9 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     #: For the exported VJP of a function with that many flat inputs: the
     #: function is ``(x, ct) -> J(x)^T ct``, which forward mode exploits.
     vjp_of_arity: int | None = None
+    #: The target of the function vmapped over axis 0 of the flat arguments
+    #: marked True, for a batch size; None when only a sequential map is possible.
+    batched: Callable[[tuple[bool, ...], int], CallTarget] | None = None
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
@@ -196,4 +199,20 @@ def sequential_batcher(primitive: jex_core.Primitive) -> Callable[..., tuple[lis
     return batch
 
 
-batching.primitive_batchers[jaxport_call_p] = sequential_batcher(jaxport_call_p)
+_sequential_call_batcher = sequential_batcher(jaxport_call_p)
+
+
+def _batch_call(args: Sequence[Any], dims: Sequence[Any], *, target: CallTarget) -> tuple[list[Any], list[int]]:
+    """Calls the vectorised export when there is one, else maps one element at a time."""
+    batched = tuple(d is not None for d in dims)
+    sizes = {args[i].shape[d] for i, d in enumerate(dims) if d is not None}
+    static = all(isinstance(dim, int) for a in args for dim in jax.typeof(a).shape)
+    if target.batched is None or not static or len(sizes) != 1:
+        return _sequential_call_batcher(args, dims, target=target)
+    size = sizes.pop()
+    moved = [jax.numpy.moveaxis(a, d, 0) if d is not None else a for a, d in zip(args, dims)]
+    outs = bind(target.batched(batched, size), moved)
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[jaxport_call_p] = _batch_call

@@ -21,6 +21,7 @@ from ..domain.ports import ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.symbolic import DimExpr, ScopeMixingError, build_plan
 from .exported import Exported
+from .batching import batched_exporter
 from .vjp import vjp_exporter
 
 
@@ -89,6 +90,7 @@ class ExportService:
             module_kept_var_idx=lowering.kept_var_idx,
             uses_global_constants=lowering.uses_dim_vars,
             _get_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks),
+            _batcher=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms, checks, lowering.in_avals),
         )
 
 

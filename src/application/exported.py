@@ -63,6 +63,8 @@ class Exported:
     _get_vjp: Callable[[Exported], Exported] | None = field(default=None, repr=False)
     #: Set on the VJP of a function with that many flat inputs (see ``vjp()``).
     _vjp_of_arity: int | None = field(default=None, repr=False)
+    #: Exports the function vmapped over some arguments (in-process exports only).
+    _batcher: Callable[[tuple[bool, ...], int], Exported] | None = field(default=None, repr=False)
 
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
@@ -172,6 +174,7 @@ class Exported:
             nr_devices=self.nr_devices,
             vjp=(lambda: self.vjp().call_target) if self.has_vjp() else None,
             vjp_of_arity=self._vjp_of_arity,
+            batched=_batched_targets(self._batcher),
         )
 
     @functools.cached_property
@@ -185,6 +188,14 @@ class Exported:
 def _vjp_cache(exp: Exported) -> Exported:
     assert exp._get_vjp is not None
     return dataclasses.replace(exp._get_vjp(exp), _vjp_of_arity=len(exp.in_avals))
+
+
+def _batched_targets(
+        batcher: Callable[[tuple[bool, ...], int], Exported] | None
+) -> Callable[[tuple[bool, ...], int], CallTarget] | None:
+    if batcher is None:
+        return None
+    return lambda batched, size: batcher(batched, size).call_target
 
 
 def call_exported(exported: Exported) -> Callable[..., Any]:
