@@ -63,6 +63,9 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     #: The target of the function vmapped over axis 0 of the flat arguments
     #: marked True, for a batch size; None when only a sequential map is possible.
     batched: Callable[[tuple[bool, ...], int], CallTarget] | None = None
+    #: JAX effect objects; ``main`` threads one token per ordered effect.
+    ordered_effects: tuple[Any, ...] = ()
+    unordered_effects: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
@@ -101,8 +104,9 @@ def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tupl
     return _abstract_eval_cached(target, in_avals)
 
 
-def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[ShapedArray, ...]:
-    return _abstract_eval_cached(target, tuple(in_avals))
+def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[tuple[ShapedArray, ...], set[Any]]:
+    effects = set(target.ordered_effects) | set(target.unordered_effects)
+    return _abstract_eval_cached(target, tuple(in_avals)), effects
 
 
 @functools.lru_cache(maxsize=1024)
@@ -114,7 +118,7 @@ def _impl(*args: Any, target: CallTarget) -> Any:
     return _compiled_impl(target)(*args)
 
 
-jaxport_call_p.def_abstract_eval(_abstract_eval)
+jaxport_call_p.def_effectful_abstract_eval(_abstract_eval)
 jaxport_call_p.def_impl(_impl)
 
 _serializer = StableHloSerializer()
@@ -140,12 +144,18 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
     operands: list[Any] = []
     if len(target.platforms) > 1:
         operands.append(_platform_index(ctx, branch_of, callee_type.inputs[0]))
+    # The caller's tokens, in the order of the callee's ordered effects.
+    operands.extend(ctx.tokens_in.get(effect) for effect in target.ordered_effects)
     kept = [a for i, a in enumerate(args) if i in target.kept_var_idx]
     # The callee may take less refined (dynamic) types than the caller passes.
     operands.extend(_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):]))
     call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
+    nr_tokens = len(target.ordered_effects)
+    if nr_tokens:
+        ctx.set_tokens_out(mlir.TokenSet(
+            {effect: call.results[i] for i, effect in enumerate(target.ordered_effects)}))
     return [_convert(r, mlir.aval_to_ir_type(ctx.module_context, aval))
-            for r, aval in zip(call.results, ctx.avals_out)]
+            for r, aval in zip(list(call.results)[nr_tokens:], ctx.avals_out)]
 
 
 def _convert(value: Any, to_type: Any) -> Any:

@@ -175,6 +175,8 @@ class Exported:
             vjp=(lambda: self.vjp().call_target) if self.has_vjp() else None,
             vjp_of_arity=self._vjp_of_arity,
             batched=_batched_targets(self._batcher),
+            ordered_effects=self.ordered_effects,
+            unordered_effects=self.unordered_effects,
         )
 
     @functools.cached_property
