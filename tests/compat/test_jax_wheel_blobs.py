@@ -6,12 +6,12 @@ serialization versions 4 to 11 (HLO-sharding protos, named shardings over
 abstract meshes, memory spaces, several meshes). jaxport must read each with
 the same fields that ``jax.export.deserialize`` gives.
 
-All 17 were exported for 2 devices and the memory-space ones for tpu, cuda and
-rocm only, so in this process (one CPU device) they are compared field by
+All 17 were exported for 2 devices, and the memory-space ones for tpu, cuda
+and rocm only: none is a CPU, 1-device artifact, so all are compared field by
 field. The 10 CPU blobs with specified or unspecified shardings are also
-called, as jax's own test calls them, in a subprocess that forces 2 CPU
-devices; the multiple-meshes blobs need arguments placed on two different
-meshes and stay field-by-field.
+called, as jax's own test calls them, in a subprocess that forces exactly 2
+CPU devices (whatever this process has); the multiple-meshes blobs need
+arguments placed on two different meshes and stay field-by-field.
 """
 
 from __future__ import annotations
