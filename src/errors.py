@@ -4,14 +4,17 @@ from .domain.errors import (
     ArtifactError,
     CallError,
     CallingConventionError,
+    DeviceCountError,
     DisallowedCustomCallError,
     DtypeMismatchError,
     ExportError,
     HostCallbackError,
     JaxportError,
+    MeshMismatchError,
     PlatformMismatchError,
     RankMismatchError,
     ShapeMismatchError,
+    ShardingMismatchError,
     ShardingPolicyError,
     TreeDifference,
     TreeMismatchError,
@@ -19,8 +22,9 @@ from .domain.errors import (
 )
 
 __all__ = [
-    "ArtifactError", "CallError", "CallingConventionError", "DisallowedCustomCallError",
-    "DtypeMismatchError", "ExportError", "HostCallbackError", "JaxportError",
-    "PlatformMismatchError", "RankMismatchError", "ShapeMismatchError", "ShardingPolicyError",
+    "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
+    "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
+    "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
+    "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
 ]

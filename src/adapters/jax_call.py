@@ -23,8 +23,9 @@ from jax.extend.mlir.dialects import func as func_dialect
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import batching, mlir
 
-from ..domain.call_checks import check_arguments
-from ..domain.errors import JaxportError
+from ..domain.artifact import NamedShardingRecord
+from ..domain.call_checks import check_arguments, check_shardings_divide
+from ..domain.errors import DeviceCountError
 from ..domain.platforms import callee_platform_indices
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.specs import ArraySpec
@@ -32,10 +33,6 @@ from ..domain.symbolic import call_output_shapes
 from . import jax_internals
 from .jax_avals import specs_of
 from .mlir_module import StableHloSerializer
-
-
-class DeviceCountError(JaxportError, ValueError):
-    """The function is called with another number of devices than exported for."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +63,11 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     #: JAX effect objects; ``main`` threads one token per ordered effect.
     ordered_effects: tuple[Any, ...] = ()
     unordered_effects: tuple[Any, ...] = ()
+    #: JAX shardings to constrain arguments and results to (None: unspecified),
+    #: and the same input shardings as domain records, for the call-side checks.
+    in_shardings: tuple[Any, ...] = ()
+    out_shardings: tuple[Any, ...] = ()
+    in_sharding_records: tuple[NamedShardingRecord | None, ...] = ()
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
@@ -90,7 +92,10 @@ def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...])
     if len(in_avals) != len(target.in_avals):
         raise ValueError(f"'{target.fun_name}' takes {len(target.in_avals)} flat arguments, "
                          f"got {len(in_avals)}")
-    check_arguments(target.in_specs, specs_of(in_avals), target.arg_paths)
+    actual = specs_of(in_avals)
+    check_arguments(target.in_specs, actual, target.arg_paths)
+    if target.in_sharding_records:
+        check_shardings_divide([a.shape for a in actual], target.in_sharding_records, target.arg_paths)
     if not target.is_symbolic:
         return target.out_avals
     shapes = call_output_shapes([s.shape for s in target.in_specs],
@@ -129,9 +134,7 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
         jax_internals.initialize_cpu_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)
     if num_devices != target.nr_devices and target.nr_devices != 1:
-        raise DeviceCountError(
-            f"Function {target.fun_name} was exported for {target.nr_devices} devices "
-            f"and is called in a context with {num_devices} devices, which is not allowed.")
+        raise DeviceCountError(target.fun_name, target.nr_devices, num_devices)
     caller_platforms = tuple(ctx.module_context.platforms)
     branch_of = callee_platform_indices(target.fun_name, target.platforms, caller_platforms,
                                         target.disabled_checks)
@@ -146,7 +149,9 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
         operands.append(_platform_index(ctx, branch_of, callee_type.inputs[0]))
     # The caller's tokens, in the order of the callee's ordered effects.
     operands.extend(ctx.tokens_in.get(effect) for effect in target.ordered_effects)
-    kept = [a for i, a in enumerate(args) if i in target.kept_var_idx]
+    constrained = [_constrain(ctx, a, aval, s) for a, aval, s in
+                   zip(args, ctx.avals_in, target.in_shardings or (None,) * len(args))]
+    kept = [a for i, a in enumerate(constrained) if i in target.kept_var_idx]
     # The callee may take less refined (dynamic) types than the caller passes.
     operands.extend(_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):]))
     call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
@@ -154,8 +159,19 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
     if nr_tokens:
         ctx.set_tokens_out(mlir.TokenSet(
             {effect: call.results[i] for i, effect in enumerate(target.ordered_effects)}))
-    return [_convert(r, mlir.aval_to_ir_type(ctx.module_context, aval))
-            for r, aval in zip(list(call.results)[nr_tokens:], ctx.avals_out)]
+    results = [_convert(r, mlir.aval_to_ir_type(ctx.module_context, aval))
+               for r, aval in zip(list(call.results)[nr_tokens:], ctx.avals_out)]
+    return [_constrain(ctx, r, aval, s) for r, aval, s in
+            zip(results, ctx.avals_out, target.out_shardings or (None,) * len(results))]
+
+
+def _constrain(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, sharding: Any) -> Any:
+    """``value`` constrained to a recorded named sharding (unchanged when None)."""
+    from jax.sharding import NamedSharding
+
+    if not isinstance(sharding, NamedSharding):
+        return value
+    return jax_internals.constrain_to_sharding(ctx, value, aval, sharding)
 
 
 def _convert(value: Any, to_type: Any) -> Any:

@@ -166,3 +166,16 @@ def evaluate_dynamic_shape(ctx: mlir.LoweringRuleContext, shape: tuple[Any, ...]
     from jax._src.interpreters import mlir as mlir_internal
 
     return tuple(mlir_internal.eval_dynamic_shape(ctx, shape))
+
+
+# What: a sharding constraint on an IR value inside a lowering rule.
+# Why internal: `mlir.wrap_with_sharding_op` and `NamedSharding._to_sdy_sharding`
+# are not exported.
+def constrain_to_sharding(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, sharding: Any) -> Any:
+    """``value`` constrained to the named ``sharding`` (Shardy)."""
+    from jax._src import core
+    from jax._src.interpreters import mlir as mlir_internal
+
+    physical = core.physical_aval(aval)
+    return mlir_internal.wrap_with_sharding_op(
+        ctx, value, physical, sharding._to_sdy_sharding(physical.ndim))

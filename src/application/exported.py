@@ -9,13 +9,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import numpy as np
 from jax.core import ShapedArray
+from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from ..adapters import jax_avals
 from ..adapters.jax_call import CallTarget
+from ..adapters.jax_records import sharding_record
 from ..adapters.mlir_module import StableHloSerializer
+from ..domain.artifact import NamedShardingRecord
+from ..domain.call_checks import check_shardings_divide
 from ..domain.errors import VjpUnavailableError
 from ..domain.safety import DisabledSafetyCheck
+from . import placement
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,6 +118,25 @@ class Exported:
                 "serialize(vjp_order=1) (or higher) before deserializing.")
         return _vjp_cache(self)
 
+    def in_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
+        """The recorded input shardings over ``mesh``, for ``jax.device_put`` or ``jax.jit``.
+
+        Raises:
+            MeshMismatchError: ``mesh``'s axes differ from the exported mesh's.
+        """
+        return placement.for_mesh(self.in_shardings, mesh)
+
+    def out_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
+        """The recorded output shardings over ``mesh`` (see :meth:`in_shardings_jax`)."""
+        return placement.for_mesh(self.out_shardings, mesh)
+
+    @functools.cached_property
+    def _placements(self) -> tuple[Any, ...] | None:
+        """Where an eager call puts its arguments: the recorded shardings on this process's devices."""
+        if self.nr_devices <= 1 or all(s is None for s in self.in_shardings):
+            return None
+        return placement.default_placements(self.in_shardings, self.fun_name)
+
     def serialize(self, vjp_order: int = 0) -> bytearray:
         """The artifact bytes, in ``jax.export``'s format (jax 0.10.2).
 
@@ -138,6 +163,13 @@ class Exported:
             ShapeMismatchError, PlatformMismatchError: the call does not match
                 the export; the message names the argument path.
         """
+        if self._placements is not None:
+            leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+            if tree == self.in_tree:
+                target = self.call_target
+                check_shardings_divide([np.shape(x) for x in leaves], target.in_sharding_records,
+                                       target.arg_paths)
+                args, kwargs = jax.tree_util.tree_unflatten(tree, placement.place(leaves, self._placements))
         try:
             return self._caller(*args, **kwargs)
         except TypeError:
@@ -177,6 +209,9 @@ class Exported:
             batched=_batched_targets(self._batcher),
             ordered_effects=self.ordered_effects,
             unordered_effects=self.unordered_effects,
+            in_shardings=self.in_shardings,
+            out_shardings=self.out_shardings,
+            in_sharding_records=tuple(_named_record(s) for s in self.in_shardings),
         )
 
     @functools.cached_property
@@ -190,6 +225,11 @@ class Exported:
 def _vjp_cache(exp: Exported) -> Exported:
     assert exp._get_vjp is not None
     return dataclasses.replace(exp._get_vjp(exp), _vjp_of_arity=len(exp.in_avals))
+
+
+def _named_record(sharding: Any) -> NamedShardingRecord | None:
+    record = sharding_record(sharding) if isinstance(sharding, NamedSharding) else None
+    return record if isinstance(record, NamedShardingRecord) else None
 
 
 def _batched_targets(

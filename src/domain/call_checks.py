@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import DtypeMismatchError, RankMismatchError, ShapeMismatchError
-from .specs import ArraySpec, format_shape
+from .artifact import NamedShardingRecord
+from .errors import DtypeMismatchError, RankMismatchError, ShapeMismatchError, ShardingMismatchError
+from .specs import ArraySpec, Shape, format_shape
 
 
 def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],
@@ -34,3 +35,22 @@ def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],
             if isinstance(e, int) and (not isinstance(g, int) or e != g):
                 raise ShapeMismatchError(f"{path}.shape[{dim_idx}]",
                                          format_shape(exp.shape), format_shape(got.shape))
+
+
+def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedShardingRecord | None],
+                           paths: Sequence[str]) -> None:
+    """Checks that each constant dimension splits evenly over its sharded mesh axes.
+
+    Raises:
+        ShardingMismatchError: naming the argument, the dimension and the axes.
+    """
+    for path, shape, sharding in zip(paths, shapes, shardings, strict=True):
+        if sharding is None:
+            continue
+        sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
+        for dim, (size, axes) in enumerate(zip(shape, sharding.spec.partitions)):
+            parts = 1
+            for axis in axes:
+                parts *= sizes.get(axis, 1)
+            if isinstance(size, int) and size % parts:
+                raise ShardingMismatchError(path, dim, size, axes, parts)

@@ -135,6 +135,38 @@ class PlatformMismatchError(JaxportError, ValueError):
         )
 
 
+class DeviceCountError(JaxportError, ValueError):
+    """The function is called with another number of devices than exported for."""
+
+    def __init__(self, fun_name: str, exported: int, current: int) -> None:
+        self.exported_devices = exported
+        self.current_devices = current
+        super().__init__(
+            f"Function {fun_name} was exported for {exported} devices and is called in a "
+            f"context with {current} devices, which is not allowed. Under jax.jit, place the "
+            "arguments on a mesh of that size, e.g. with jax.device_put(x, s) for s in "
+            "exported.in_shardings_jax(mesh).")
+
+
+class MeshMismatchError(JaxportError, ValueError):
+    """A mesh whose axes differ from those of the mesh the function was exported for."""
+
+    def __init__(self, given: str, exported: str) -> None:
+        super().__init__(
+            f"NamedSharding new mesh {given} does not match the mesh used for export {exported}: "
+            "the axis names, sizes and types must be the same.")
+
+
+class ShardingMismatchError(CallError):
+    """An argument's shape cannot be split as its recorded sharding says."""
+
+    def __init__(self, where: str, dim: int, size: int, axes: tuple[str, ...], parts: int) -> None:
+        super().__init__(
+            f"The sharding recorded for {where} splits dimension {dim} over mesh axes "
+            f"{axes} into {parts} parts, but that dimension has size {size}, which is not "
+            f"divisible by {parts}.")
+
+
 class VjpUnavailableError(JaxportError, ValueError):
     """Differentiation needs an exported VJP that this object does not carry."""
 

@@ -20,12 +20,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
-
-try:  # several CPU devices for the sharded exports, when no backend exists yet
-    jax.config.update("jax_num_cpu_devices", 4)
-except RuntimeError:
-    pass
-
 import jax.numpy as jnp
 import numpy as np
 import pytest
