@@ -11,4 +11,6 @@ def test_the_demo_exports_calls_and_matches_the_original(capsys: pytest.CaptureF
     assert demo.main([]) == 0
     out = capsys.readouterr().out
     assert "args[0]['layers'][0]['w']: float32[8,16]" in out
-    assert "results match the original" in out
+    assert "args[1]: float32[b,8]" in out
+    assert "b=5: the loaded function, called eagerly and under jit, matches the original" in out
+    assert "Gradients through the loaded function match" in out
