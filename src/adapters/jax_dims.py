@@ -18,7 +18,13 @@ import jax.numpy as jnp
 from jax.extend import core as jex_core
 from jax.interpreters import mlir
 
-from ..domain.symbolic import PYTHON_OPS, DimExpr, DimOps, InconclusiveDimensionError, set_inconclusive_factory
+from ..domain.symbolic import (
+    DimExpr,
+    DimOps,
+    InconclusiveDimensionError,
+    PythonOps,
+    set_inconclusive_factory,
+)
 from . import jax_internals
 
 
@@ -30,39 +36,19 @@ def _is_dim(x: Any) -> bool:
     return isinstance(x, (int, DimExpr))
 
 
-class JaxDimOps:
-    """Evaluation over JAX values; over ints and dimensions it stays symbolic."""
-
-    def constant(self, value: int) -> Any:
-        """The constant itself (JAX promotes it weakly)."""
-        return value
-
-    def add(self, x: Any, y: Any) -> Any:
-        """``x + y``."""
-        return x + y
-
-    def mul(self, x: Any, y: Any) -> Any:
-        """``x * y``."""
-        return x * y
-
-    def floordiv(self, x: Any, y: Any) -> Any:
-        """``x // y`` with floor semantics, also for JAX values."""
-        return x // y
-
-    def mod(self, x: Any, y: Any) -> Any:
-        """``x % y`` with floor semantics, also for JAX values."""
-        return x % y
+class JaxDimOps(PythonOps):
+    """Python operators (floor semantics also for JAX values), with ``max``/``min`` as JAX ops."""
 
     def max(self, x: Any, y: Any) -> Any:
         """``max(x, y)``: ``stablehlo.maximum`` for JAX values, so refinement folds it."""
         if _is_dim(x) and _is_dim(y):
-            return PYTHON_OPS.max(x, y)
+            return super().max(x, y)
         return jnp.maximum(x, y)
 
     def min(self, x: Any, y: Any) -> Any:
         """``min(x, y)``: ``stablehlo.minimum`` for JAX values."""
         if _is_dim(x) and _is_dim(y):
-            return PYTHON_OPS.min(x, y)
+            return super().min(x, y)
         return jnp.minimum(x, y)
 
 
