@@ -137,12 +137,16 @@ class MlirMainWrapper:
             original = symbols["main"]
             original.attributes["sym_visibility"] = ir.StringAttr.get("private")
             symbols.set_symbol_name(original, WRAPPED_MAIN)
-            self._add_main(wrapped, original, plan, dim_vars, has_platform_index, nr_tokens,
-                           kept_var_idx, shape_assertions)
+            # A module that calls another export already holds a WRAPPED_MAIN (the
+            # callee's): re-inserting renames ours uniquely, as jax.export does.
+            wrapped_name = ir.StringAttr(symbols.insert(original)).value
+            self._add_main(wrapped, original, wrapped_name, plan, dim_vars, has_platform_index,
+                           nr_tokens, kept_var_idx, shape_assertions)
             passmanager.PassManager.parse("builtin.module(symbol-dce)").run(wrapped.operation)
         return wrapped
 
-    def _add_main(self, wrapped: Any, original: Any, plan: ShapePlan, dim_vars: tuple[str, ...],
+    def _add_main(self, wrapped: Any, original: Any, wrapped_name: str, plan: ShapePlan,
+                  dim_vars: tuple[str, ...],
                   has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
                   shape_assertions: bool) -> None:
         ftype = ir.FunctionType(ir.TypeAttr(original.attributes["function_type"]).value)
@@ -174,7 +178,7 @@ class MlirMainWrapper:
             dim_types = inputs[nr_platform:nr_platform + nr_dims]
             operands += [_convert(values[v], t) for v, t in zip(dim_vars, dim_types)]
             operands += args[nr_platform:]
-            call = func_dialect.CallOp(results, ir.FlatSymbolRefAttr.get(WRAPPED_MAIN), operands)
+            call = func_dialect.CallOp(results, ir.FlatSymbolRefAttr.get(wrapped_name), operands)
             func_dialect.ReturnOp(list(call.results))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import jax
 
 from ..adapters.jax_dims import JaxDim
-from ..domain.symbolic import DimSize, SymbolicScope, is_symbolic_dim, parse_shape_spec
+from ..domain.symbolic import ConstraintError, DimSize, SymbolicScope, is_symbolic_dim, parse_shape_spec
 
 __all__ = ["SymbolicScope", "is_symbolic_dim", "poly_spec", "poly_specs",
            "symbolic_args_specs", "symbolic_shape"]
@@ -16,11 +16,11 @@ __all__ = ["SymbolicScope", "is_symbolic_dim", "poly_spec", "poly_specs",
 
 def _scope_for(constraints: Sequence[str], scope: SymbolicScope | None) -> SymbolicScope:
     if isinstance(constraints, str):
-        raise TypeError(f"constraints must be a sequence of strings, got the string {constraints!r}")
+        raise ConstraintError(f"The symbolic constraints should be a sequence of strings. Got {constraints!r}")
     if scope is None:
         return SymbolicScope(tuple(constraints))
     if constraints:
-        raise ValueError("Cannot use both `scope` and `constraints`")
+        raise ValueError("Cannot specify both a `scope` and `constraints`.")
     return scope
 
 
@@ -40,6 +40,7 @@ def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
 
     Raises:
         ShapeSpecSyntaxError: the spec is malformed (the message shows where).
+        ConstraintError: ``constraints`` is a string, or a constraint is malformed.
         ValueError: both ``scope`` and ``constraints`` are given.
 
     >>> symbolic_shape("b, 2*h + 1")
