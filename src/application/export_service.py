@@ -106,8 +106,9 @@ def _check_one_scope(fun_name: str, args_specs: Sequence[Any], kwargs_specs: dic
             if first is None:
                 first = (d, where)
             elif d.scope is not first[0].scope:
-                raise ScopeMixingError(f"when exporting {fun_name}", f"{first[0].scope} (from {first[1]})",
-                                       str(d), f"{d.scope} (from {where})")
+                raise ScopeMixingError(f"when exporting {fun_name}", str(first[0].scope), str(d),
+                                       str(d.scope), expected_from=f"current (from {first[1]}) ",
+                                       culprit_from=where)
 
 
 def _default_platform() -> str:

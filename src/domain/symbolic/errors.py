@@ -60,11 +60,12 @@ def inconclusive(message: str) -> Exception:
 class ScopeMixingError(JaxportError, ValueError):
     """Symbolic dimensions from different :class:`SymbolicScope` objects met in one operation."""
 
-    def __init__(self, operation: str, expected: str, culprit: str, found: str) -> None:
+    def __init__(self, operation: str, expected: str, culprit: str, found: str, *,
+                 expected_from: str = " ", culprit_from: str = "unknown") -> None:
         super().__init__(
             f"Invalid mixing of symbolic scopes {operation}.\n"
-            f"Expected  scope {expected}\n"
-            f"and found for '{culprit}' (unknown) scope {found}\n"
+            f"Expected {expected_from}scope {expected}\n"
+            f"and found for '{culprit}' ({culprit_from}) scope {found}\n"
             f"See {_SHAPE_POLY_DOC}#user-specified-symbolic-constraints."
         )
 

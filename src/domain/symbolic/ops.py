@@ -149,8 +149,11 @@ class _Evaluator:
         if f.var is not None:
             if f.var not in self.env:
                 raise DimensionEvaluationError(
-                    f"Encountered dimension variable '{f.var}' that has no value; "
-                    f"known variables: {sorted(self.env)}"
+                    f"Encountered dimension variable '{f.var}' that is not appearing in the shapes "
+                    "of the function arguments.\nThe following dimension variables are appearing "
+                    f"in the shapes of the function arguments: {list(self.env)}.\nPlease see "
+                    "https://docs.jax.dev/en/latest/export/shape_poly.html"
+                    "#dimension-variables-must-be-solvable-from-the-input-shapes for more details."
                 )
             value = self.env[f.var]
         else:

@@ -196,7 +196,10 @@ class _Parser:
             self.pos += 1
             dims.append(self.placeholder_at(len(dims), like, token, "_"))
             return False
-        dims.append(self.expr())
+        value = self.expr()
+        if isinstance(value, int) and like is not None and len(dims) < len(like) and value != like[len(dims)]:
+            raise self.error(f"different size {value} for known dimension; like={tuple(like)}", token)
+        dims.append(value)
         return False
 
     def placeholder_at(
