@@ -49,7 +49,12 @@ class DisabledSafetyCheck:
 
     @classmethod
     def shape_assertions(cls) -> DisabledSafetyCheck:
-        """Leaves out the run-time shape assertions of a polymorphic export."""
+        """Leaves out the run-time shape assertions of a polymorphic export.
+
+        The 2023 API had this check; jax.export 0.10.2 dropped it and its reader
+        refuses artifacts that record it ("unknown kind: 2"), so use it only for
+        artifacts that jaxport (or an older jax) will read.
+        """
         return cls(SafetyCheckKind.SHAPE_ASSERTIONS)
 
     @classmethod
