@@ -2,9 +2,11 @@
 
 Each benchmark belongs to a group that measures one quantity, and each group
 holds the same measurement through jaxport, through ``jax.export`` and through
-a baseline (trace+lower, or the jitted original function). Each of the three is
-split into a few interleaved chunks (one benchmark each), so that a change of
-load on the machine hits them alike. The ``label`` fixture records the role of
+a baseline (trace+lower, the jitted original function, a copy of the module);
+the call-side and micro-benchmarks of shape polymorphism have no baseline
+and run only the two peers (``PEERS``). Each role is split into a few
+interleaved chunks (one benchmark each), so that a change of load on the
+machine hits them alike. The ``label`` fixture records the role of
 each benchmark in ``benchmark.extra_info``, and ``benchmarks/report.py`` pools
 the chunks and prints the median ratios per group from the JSON that
 ``--benchmark-json`` writes. Nothing here asserts on wall-clock times.
@@ -12,15 +14,30 @@ the chunks and prints the median ratios per group from the JSON that
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 Role = Literal["baseline", "jaxport", "jax.export"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
-Kind = Literal["export", "dispatch"]
+PEERS: tuple[Role, ...] = ("jaxport", "jax.export")
+Kind = Literal["export", "dispatch", "wrap", "call", "micro"]
+
+
+def alternating_chunks(chunks: int, roles: Sequence[Role]) -> list[Any]:
+    """``(chunk, role)`` parameters: the roles in order in odd chunks, reversed in even ones.
+
+    For ``pytest.mark.parametrize("chunk, role", ...)``: the chunks interleave
+    the roles as the other benchmarks do, and the alternation (A B C, C B A,
+    ...) keeps any effect of running right after another role from favouring
+    one of them.
+    """
+    return [pytest.param(chunk, role, id=f"chunk{chunk}-{role}")
+            for chunk in range(1, chunks + 1)
+            for role in (roles if chunk % 2 else tuple(reversed(roles)))]
 
 
 class Label(Protocol):
@@ -29,8 +46,10 @@ class Label(Protocol):
     Args:
         group: the quantity measured; jaxport, jax.export and the baseline of
             one quantity share a group.
-        kind: ``"export"`` (the report shows the overhead above the baseline)
-            or ``"dispatch"`` (the report shows the ratio to the baseline).
+        kind: ``"export"`` (the report shows the overhead above the baseline),
+            ``"dispatch"`` (the ratio to the baseline), ``"wrap"`` (the time
+            above the baseline, a copy of the module, and its ratio), or
+            ``"call"`` and ``"micro"`` (jaxport / jax.export; no baseline).
         role: which implementation this benchmark runs.
         baseline: a short description of the group's baseline, for the report.
         **extra: more facts for the JSON (sizes, operation counts).

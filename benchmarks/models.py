@@ -8,13 +8,16 @@ first export of a new function does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import export as jax_export
+
+import jaxport
 
 FEATURES = 16
 BATCH = 8
@@ -23,9 +26,17 @@ BATCH = 8
 # constants for the whole model: 222 layers give 2,000 and 2,222 give 20,000.
 LAYERS_2K = 222
 LAYERS_20K = 2222
+# With a symbolic batch `b` a layer lowers to 13 operations: the bias is
+# broadcast to a shape built at run time (reshape, concatenate,
+# dynamic_broadcast_in_dim and their constants); 154 layers give 2,004 and
+# 1,538 give 19,996.
+LAYERS_POLY_2K = 154
+LAYERS_POLY_20K = 1538
 
 Array = jax.Array
 Fun = Callable[[Array], Array]
+# The two implementations of symbolic shapes that the benchmarks compare.
+System = Literal["jaxport", "jax.export"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,11 @@ def input_array(seed: int = 1) -> Array:
 
 def count_stablehlo_ops(lowered: Any) -> int:
     """The number of ``stablehlo.*`` operations in a ``jax.stages.Lowered``."""
-    module = lowered.compiler_ir("stablehlo")
+    return count_module_ops(lowered.compiler_ir("stablehlo"))
+
+
+def count_module_ops(module: Any) -> int:
+    """The number of ``stablehlo.*`` operations in an ``ir.Module``."""
     count = 0
     pending: list[Any] = [module.operation]
     while pending:
@@ -107,3 +122,82 @@ def count_stablehlo_ops(lowered: Any) -> int:
                         count += 1
                     pending.append(inner.operation)
     return count
+
+
+# ---- shape polymorphism (issue 3) ----------------------------------------------
+
+
+def symbolic_specs(system: System, shapes: Sequence[str],
+                   constraints: Sequence[str] = ()) -> tuple[jax.ShapeDtypeStruct, ...]:
+    """One f32 spec per shape spec (``"b, 2*h"``), all in one new scope of ``system``.
+
+    jaxport and ``jax.export`` each parse the same text with their own
+    ``symbolic_shape`` and ``SymbolicScope``, so the two exports of one model
+    see the same shapes and constraints.
+    """
+    dims: list[Sequence[Any]]
+    if system == "jaxport":
+        scope = jaxport.SymbolicScope(tuple(constraints))
+        dims = [jaxport.symbolic_shape(s, scope=scope) for s in shapes]
+    else:
+        jax_scope = jax_export.SymbolicScope(tuple(constraints))
+        dims = [jax_export.symbolic_shape(s, scope=jax_scope) for s in shapes]
+    return tuple(jax.ShapeDtypeStruct(tuple(shape), jnp.float32) for shape in dims)
+
+
+def symbolic_batch_spec(system: System) -> jax.ShapeDtypeStruct:
+    """The MLP's polymorphic input f32[b, 16], in a new scope of ``system``."""
+    (spec,) = symbolic_specs(system, [f"b, {FEATURES}"])
+    return spec
+
+
+@dataclass(frozen=True)
+class PolyCallModel:
+    """A polymorphic function, its shape specs, and concrete shapes to call it with.
+
+    Attributes:
+        name: for the report.
+        fun: the function (its body does not matter to the call side's
+            abstract evaluation, only its signature).
+        shapes: one spec per argument, e.g. ``("b, 2*h", "b, h", "w")``.
+        constraints: the scope's constraints.
+        concrete: the argument shapes for a batch size ``b`` (called with
+            several ``b`` when a benchmark needs new shapes).
+    """
+
+    name: str
+    fun: Callable[..., Any]
+    shapes: tuple[str, ...]
+    constraints: tuple[str, ...]
+    concrete: Callable[[int], tuple[tuple[int, ...], ...]]
+
+    def specs(self, system: System) -> tuple[jax.ShapeDtypeStruct, ...]:
+        """The symbolic argument specs, parsed by ``system``."""
+        return symbolic_specs(system, self.shapes, self.constraints)
+
+    def concrete_specs(self, batch: int) -> tuple[jax.ShapeDtypeStruct, ...]:
+        """Concrete f32 argument specs for batch size ``batch``."""
+        return tuple(jax.ShapeDtypeStruct(s, jnp.float32) for s in self.concrete(batch))
+
+
+def _three_args(x: Array, y: Array, z: Array) -> tuple[Array, Array, Array]:
+    """f32[b, 2*h], f32[b, h], f32[w] -> f32[b, h], f32[2*w], f32[floordiv(w, 2)]."""
+    b, h = y.shape
+    pairs = x.reshape(b, h, 2).sum(axis=-1)
+    return pairs + y, jnp.concatenate([z, z]), z[: z.shape[0] // 2]
+
+
+def poly_call_models() -> tuple[PolyCallModel, ...]:
+    """The call-side models: one variable, and three arguments with constraints."""
+    weight = SinMatmulFactory.create().weight
+
+    def sin_matmul(x: Array) -> Array:
+        return jnp.sin(x) @ weight
+
+    return (
+        PolyCallModel("x[b, 16]", sin_matmul, (f"b, {FEATURES}",), (),
+                      lambda b: ((b, FEATURES),)),
+        PolyCallModel("x[b, 2*h], y[b, h], z[w]; b >= 2, w >= 4", _three_args,
+                      ("b, 2*h", "b, h", "w"), ("b >= 2", "w >= 4"),
+                      lambda b: ((b, 32), (b, 16), (10,))),
+    )

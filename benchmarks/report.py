@@ -6,7 +6,10 @@ Each group of the report (see ``benchmarks/conftest.py``) measures one quantity
 through a baseline, jaxport and ``jax.export``; ``extra_info`` says which
 benchmark is which, and the chunks of one role are pooled. Export groups are shown as the overhead above their
 baseline, ``(export - baseline) / baseline``; dispatch groups as the ratio to
-theirs. Both show jaxport / jax.export. Only the standard library is used.
+theirs; wrap groups as the time above their baseline (a copy of the module);
+call-side and micro groups (no baseline) as their medians. All show
+jaxport / jax.export, and a last table lists that ratio for every group.
+Only the standard library is used.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 ROLES = ("baseline", "jaxport", "jax.export")
 DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
+SAME_WITHIN = 0.02  # the summary calls ratios within 2% of 1 "~same"
 
 
 @dataclass
@@ -48,6 +52,16 @@ class Group:
         """``median(role) / median(to)``, or None when either is missing."""
         num, den = self.median(role), self.median(to)
         return None if num is None or not den else num / den
+
+    def above_baseline(self, role: str) -> float | None:
+        """``median(role) - median(baseline)``, or None when either is missing."""
+        value, base = self.median(role), self.median("baseline")
+        return None if value is None or base is None else value - base
+
+    def ratio_above_baseline(self) -> float | None:
+        """jaxport / jax.export of their times above the baseline, or None."""
+        num, den = self.above_baseline("jaxport"), self.above_baseline("jax.export")
+        return None if num is None or den is None or den <= 0 else num / den
 
 
 def read_groups(report: Any) -> list[Group]:
@@ -84,6 +98,8 @@ def seconds(value: float | None) -> str:
     """A duration with a unit that keeps three or four significant digits."""
     if value is None:
         return "-"
+    if value < 0:
+        return "-" + seconds(-value)
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if value >= scale:
             return f"{value / scale:,.3g} {unit}" if value < 100 * scale else f"{value / scale:,.0f} {unit}"
@@ -154,6 +170,74 @@ def dispatch_section(groups: Sequence[Group]) -> str:
             + table(headers, rows))
 
 
+def wrap_section(groups: Sequence[Group]) -> str:
+    """The wrap table: copy (baseline), copy+wrap of each, the wrap alone, ratios."""
+    rows = [[g.name,
+             "-" if g.stablehlo_ops is None else f"{g.stablehlo_ops:,}",
+             str(g.rounds()),
+             seconds(g.median("baseline")),
+             seconds(g.median("jaxport")),
+             seconds(g.median("jax.export")),
+             seconds(g.above_baseline("jaxport")),
+             seconds(g.above_baseline("jax.export")),
+             times(g.ratio_above_baseline()),
+             times(g.ratio("jaxport", "jax.export"))] for g in groups]
+    headers = ["group", "ops", "rounds", groups[0].baseline, "jaxport", "jax.export",
+               "jaxport wrap", "jax.export wrap", "wrap jaxport/jax.export",
+               "with copy jaxport/jax.export"]
+    return (f"Wrapping main (median per round; each wraps its own copy of the same module; "
+            f"timer {timer_names(groups)}); wrap = median - median({groups[0].baseline})\n"
+            + table(headers, rows))
+
+
+def peer_section(title: str, groups: Sequence[Group]) -> str:
+    """A table of medians of jaxport and jax.export (no baseline) and their ratio."""
+    rows = [[g.name, str(g.rounds()), seconds(g.median("jaxport")), seconds(g.median("jax.export")),
+             times(g.ratio("jaxport", "jax.export"))] for g in groups]
+    return (f"{title} (median per call; timer {timer_names(groups)})\n"
+            + table(["group", "rounds", "jaxport", "jax.export", "jaxport/jax.export"], rows))
+
+
+def call_section(groups: Sequence[Group]) -> str:
+    """The call-side abstract evaluation table."""
+    return peer_section("Call-side abstract evaluation of a polymorphic export", groups)
+
+
+def micro_section(groups: Sequence[Group]) -> str:
+    """The table of micro-benchmarks of symbolic shapes."""
+    return peer_section("Symbolic shapes: parsing and the decision procedure", groups)
+
+
+def headline_ratio(group: Group) -> tuple[str, float | None]:
+    """What the summary compares for a group, and jaxport / jax.export of it."""
+    if group.kind == "wrap":
+        return "wrap alone", group.ratio_above_baseline()
+    if group.kind == "export":
+        return "export time", group.ratio("jaxport", "jax.export")
+    if group.kind == "dispatch":
+        return "time per call", group.ratio("jaxport", "jax.export")
+    return "median", group.ratio("jaxport", "jax.export")
+
+
+def faster(ratio: float | None) -> str:
+    """Which of the two is faster for a ratio jaxport / jax.export (``~same`` within 2%)."""
+    if ratio is None:
+        return "-"
+    if abs(ratio - 1) <= SAME_WITHIN:
+        return "~same"
+    return "jaxport" if ratio < 1 else "jax.export"
+
+
+def summary_section(groups: Sequence[Group]) -> str:
+    """One line per group: the median ratio jaxport / jax.export and which is faster."""
+    rows = []
+    for g in groups:
+        what, ratio = headline_ratio(g)
+        rows.append([g.name, what, times(ratio), faster(ratio)])
+    return ("Summary: median ratio jaxport / jax.export per group (below 1.00x: jaxport is faster)\n"
+            + table(["group", "of", "jaxport/jax.export", "faster"], rows))
+
+
 def other_section(groups: Sequence[Group]) -> str:
     """Medians of groups of another kind, and jaxport / jax.export."""
     rows = [[g.name, *(seconds(g.median(r)) for r in ROLES),
@@ -162,18 +246,29 @@ def other_section(groups: Sequence[Group]) -> str:
 
 
 def render(groups: Sequence[Group]) -> str:
-    """The report: one table per kind of group, in the order export, dispatch, other."""
-    sections = []
-    by_kind = {"export": export_section, "dispatch": dispatch_section}
+    """The report: one table per kind of group, then a summary of the ratios.
+
+    The kinds come in the order export, wrap, dispatch, call, micro, other; the
+    summary lists every group that has both jaxport and jax.export.
+    """
+    sections: list[str] = []
+    ordered: list[Group] = []
+    by_kind = {"export": export_section, "wrap": wrap_section, "dispatch": dispatch_section,
+               "call": call_section, "micro": micro_section}
     for kind, section in by_kind.items():
         chosen = [g for g in groups if g.kind == kind]
         if chosen:
             sections.append(section(chosen))
+            ordered += chosen
     others = [g for g in groups if g.kind not in by_kind]
     if others:
         sections.append(other_section(others))
+        ordered += others
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
+    compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]
+    if compared:
+        sections.append(summary_section(compared))
     return "\n\n".join(sections)
 
 
