@@ -24,7 +24,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 Role = Literal["baseline", "jaxport", "jax.export"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
 PEERS: tuple[Role, ...] = ("jaxport", "jax.export")
-Kind = Literal["export", "dispatch", "wrap", "call", "micro"]
+Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact"]
 
 
 def alternating_chunks(chunks: int, roles: Sequence[Role]) -> list[Any]:

@@ -256,7 +256,9 @@ class DimExpr:
         return not self.__eq__(other)
 
     def __hash__(self) -> int:
-        return hash(self._poly)
+        # Dimensions of different scopes are never equal; hashing the scope too
+        # keeps JAX's shape caches from chaining every deserialized 'b' together.
+        return hash((self._poly, id(self._scope)))
 
     def __ge__(self, other: object) -> Any:
         return self._compare(other, ">=", "ge")
