@@ -17,7 +17,7 @@ from ..domain import calling_convention
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.module_policy import ModulePolicy
 from ..domain.platforms import normalize_platforms
-from ..domain.ports import ModuleInspector, ModuleSerializer
+from ..domain.ports import MainWrapper, ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.symbolic import DimExpr, ScopeMixingError, build_plan
 from .exported import Exported
@@ -32,7 +32,7 @@ class ExportService:
     lowerer: JaxLowerer
     inspector: ModuleInspector
     serializer: ModuleSerializer
-    wrapper: MlirMainWrapper
+    wrapper: MainWrapper
 
     def export(self, fun: Callable[..., Any], *, platforms: Sequence[str] | None,
                disabled_checks: Sequence[DisabledSafetyCheck],

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from .module_policy import OpSite
+from .symbolic import ShapePlan
 
 
 class ModuleInspector(Protocol):
@@ -25,4 +26,14 @@ class ModuleSerializer(Protocol):
 
     def serialize(self, module: object, *, target_version: str, uses_global_constants: bool) -> bytes:
         """The portable artifact of ``module`` for a StableHLO ``target_version``."""
+        ...
+
+
+class MainWrapper(Protocol):
+    """The build side of the abstract IR: emits the wrapped ``main`` of a plan."""
+
+    def wrap(self, module: object, *, plan: ShapePlan, dim_vars: tuple[str, ...],
+             has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
+             shape_assertions: bool) -> object:
+        """A copy of ``module`` whose ``main`` computes its dimension variables itself."""
         ...
