@@ -9,6 +9,7 @@ import jax
 from jax.extend import core as jex_core
 
 from ..domain.safety import DisabledSafetyCheck
+from .placement import default_placements
 
 if TYPE_CHECKING:
     from .exported import Exported
@@ -38,7 +39,17 @@ def vjp_exporter(jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],
         in_specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in primal.in_avals]
         ct_specs = [jax.ShapeDtypeStruct(a.shape, jex_core.primal_dtype_to_tangent_dtype(a.dtype))
                     for a in primal.out_avals]
-        return export(jax.jit(vjp_flat), platforms=platforms,
+        return export(_jit_with_primal_shardings(vjp_flat, primal), platforms=platforms,
                       disabled_checks=disabled_checks)(*in_specs, *ct_specs)
 
     return get_vjp
+
+
+def _jit_with_primal_shardings(vjp_flat: Callable[..., Any], primal: Exported) -> Any:
+    """``jax.jit`` of the VJP, laid out as the primal: inputs and cotangents as
+    the primal's inputs and outputs, input cotangents as the primal's inputs."""
+    if primal.nr_devices <= 1 or all(s is None for s in (*primal.in_shardings, *primal.out_shardings)):
+        return jax.jit(vjp_flat)
+    ins = default_placements(primal.in_shardings, primal.fun_name)
+    outs = default_placements(primal.out_shardings, primal.fun_name)
+    return jax.jit(vjp_flat, in_shardings=(*ins, *outs), out_shardings=ins)

@@ -202,3 +202,16 @@ def test_a_single_device_artifact_without_shardings_runs_in_an_8_device_context(
     s = NamedSharding(mesh_8(), P("data"))
     x = jax.device_put(arr(8), s)
     np.testing.assert_allclose(jax.jit(exp.call, in_shardings=s, out_shardings=s)(x), np.sin(arr(8)), rtol=1e-6)
+
+
+def test_the_vjp_of_a_sharded_export_keeps_the_primals_shardings_and_differentiates() -> None:
+    f, args = data_parallel()
+    loss = jax.jit(lambda x, w: jnp.sum(f(x, w) ** 2))
+    exp = jaxport.export(f)(*args)
+    vjp = exp.vjp()
+    assert vjp.nr_devices == 8
+    assert [str(s) for s in vjp.out_shardings] == [str(s) for s in exp.in_shardings]
+    want = jax.grad(loss, argnums=1)(*args)
+    loaded = jaxport.deserialize(exp.serialize(vjp_order=1))
+    got = jax.grad(lambda x, w: jnp.sum(loaded.call(x, w) ** 2), argnums=1)(*args)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
