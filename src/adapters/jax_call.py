@@ -31,6 +31,7 @@ from ..domain.safety import DisabledSafetyCheck
 from ..domain.specs import ArraySpec
 from ..domain.symbolic import call_output_shapes
 from . import jax_internals
+from .foreign_dims import mirror_shapes
 from .jax_avals import specs_of
 from .mlir_module import StableHloSerializer
 
@@ -98,9 +99,12 @@ def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...])
         check_shardings_divide([a.shape for a in actual], target.in_sharding_records, target.arg_paths)
     if not target.is_symbolic:
         return target.out_avals
+    actual_shapes, foreign = mirror_shapes([tuple(a.shape) for a in in_avals])
     shapes = call_output_shapes([s.shape for s in target.in_specs],
                                 [tuple(a.shape) for a in target.out_avals],
-                                [tuple(a.shape) for a in in_avals], target.arg_paths)
+                                actual_shapes, target.arg_paths)
+    if foreign is not None:
+        shapes = tuple(tuple(foreign.back(d) for d in shape) for shape in shapes)
     return tuple(a.update(shape=shape) for a, shape in zip(target.out_avals, shapes))
 
 

@@ -204,15 +204,17 @@ def test_a_nested_export_survives_a_trip_through_jax_export() -> None:
         assert_same_results(again.call(rows(n, seed=n)), jax.jit(outer_f(inner_f))(rows(n, seed=n)))
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "jaxport's call primitive cannot be traced with jax.export's own symbolic dimensions: "
-    "exporting with jax.export a function that calls a jaxport artifact with a symbolic shape "
-    "fails in the call's abstract evaluation (src/adapters/jax_call.py -> call_output_shapes) with "
-    "\"TypeError: '_DimExpr' object cannot be interpreted as an integer\". Reproducer: "
-    "c, = jax.export.symbolic_shape('c'); jax.export.export(jax.jit(lambda x: exp.call(x)))("
-    "jax.ShapeDtypeStruct((c, 3), jnp.float32)) with exp a jaxport export for (b, 3)"))
 def test_a_jaxport_artifact_called_from_a_jax_export_with_symbolic_shapes_runs() -> None:
     c, = jax.export.symbolic_shape("c")
     caller = jax.export.export(jax.jit(outer_f(inner().call)))(jax.ShapeDtypeStruct((c + 1, 3), F32))
     for n in SHAPES:
         assert_same_results(caller.call(rows(n, seed=n)), jax.jit(outer_f(inner_f))(rows(n, seed=n)))
+
+
+def test_a_constraint_that_jax_exports_own_dimensions_cannot_prove_is_refused() -> None:
+    b, = jaxport.symbolic_shape("b", constraints=("b >= 16",))
+    needs_16 = jaxport.export(jax.jit(lambda x: x * 2))(jax.ShapeDtypeStruct((b,), F32))
+    c, = jax.export.symbolic_shape("c")
+    with pytest.raises(ValueError, match=r"Input shapes do not match the symbolic shape constraint b >= 16"
+                                         r".*'b' = c from specification 'b'"):
+        jax.export.export(jax.jit(needs_16.call))(jax.ShapeDtypeStruct((c,), F32))
