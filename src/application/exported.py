@@ -116,7 +116,7 @@ class Exported:
                 f"No VJP is available for the exported function '{self.fun_name}'. "
                 "Export it in this process with jaxport.export, or serialize it with "
                 "serialize(vjp_order=1) (or higher) before deserializing.")
-        return _vjp_cache(self)
+        return self._exported_vjp
 
     def in_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
         """The recorded input shardings over ``mesh``, for ``jax.device_put`` or ``jax.jit``.
@@ -129,6 +129,12 @@ class Exported:
     def out_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
         """The recorded output shardings over ``mesh`` (see :meth:`in_shardings_jax`)."""
         return placement.for_mesh(self.out_shardings, mesh)
+
+    @functools.cached_property
+    def _exported_vjp(self) -> Exported:
+        """The VJP, exported (or decoded) once per object."""
+        assert self._get_vjp is not None
+        return dataclasses.replace(self._get_vjp(self), _vjp_of_arity=len(self.in_avals))
 
     @functools.cached_property
     def _placements(self) -> tuple[Any, ...] | None:
@@ -219,12 +225,6 @@ class Exported:
         from .calling import make_caller
 
         return make_caller(self)
-
-
-@functools.lru_cache(maxsize=256)
-def _vjp_cache(exp: Exported) -> Exported:
-    assert exp._get_vjp is not None
-    return dataclasses.replace(exp._get_vjp(exp), _vjp_of_arity=len(exp.in_avals))
 
 
 def _named_record(sharding: Any) -> NamedShardingRecord | None:
