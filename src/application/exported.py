@@ -245,8 +245,3 @@ def call_exported(exported: Exported) -> Callable[..., Any]:
     if not isinstance(exported, Exported):
         raise TypeError(f"call_exported expects a jaxport.Exported, got {type(exported).__name__}")
     return exported.call
-
-
-def specs_for_args(args: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
-    """``ShapeDtypeStruct``s for a flat sequence of abstract values."""
-    return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]

@@ -7,10 +7,6 @@ from collections.abc import Sequence
 from .errors import PlatformMismatchError
 from .safety import DisabledSafetyCheck
 
-#: The platforms JAX lowers for out of the box.
-KNOWN_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
-
-
 def normalize_platforms(platforms: Sequence[str]) -> tuple[str, ...]:
     """Lower-cases platform names, maps ``gpu`` to ``cuda`` and refuses duplicates.
 
