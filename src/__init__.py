@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .domain.artifact_info import ArtifactInfo as ArtifactInfo
+from .domain import calling_convention as _calling_convention
 from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
 from .domain.symbolic import SymbolicScope as SymbolicScope
 from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+#: The calling-convention versions this jaxport reads (and, at the maximum, writes).
+minimum_supported_calling_convention_version = _calling_convention.MINIMUM_VERSION
+maximum_supported_calling_convention_version = _calling_convention.MAXIMUM_VERSION
+
 _LAZY = {
     "export": "jaxport.application.export_service",
     "Exported": "jaxport.application.exported",
@@ -51,7 +56,8 @@ _LAZY = {
 }
 
 __all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "SymbolicScope", "errors",
-                  "is_symbolic_dim", *_LAZY])
+                  "is_symbolic_dim", "maximum_supported_calling_convention_version",
+                  "minimum_supported_calling_convention_version", *_LAZY])
 
 
 def __getattr__(name: str) -> Any:

@@ -94,6 +94,18 @@ class Exported:
         """The 2023 name of :attr:`platforms`."""
         return self.platforms
 
+    @property
+    def mlir_module_serialization_version(self) -> int:
+        """The 2023 name of :attr:`calling_convention_version`."""
+        return self.calling_convention_version
+
+    serialization_version = mlir_module_serialization_version
+
+    @property
+    def uses_shape_polymorphism(self) -> bool:
+        """The 2023 name of :attr:`uses_global_constants`."""
+        return self.uses_global_constants
+
     def mlir_module(self) -> str:
         """The module as StableHLO text."""
         return StableHloSerializer().to_text(self.mlir_module_serialized)

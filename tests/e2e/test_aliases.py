@@ -96,3 +96,16 @@ def test_the_exported_fields_describe_a_single_device_cpu_function() -> None:
     assert exp.calling_convention_version == 10
     assert exp.module_kept_var_idx == (0,)
     assert exp.uses_global_constants is False
+
+
+def test_the_2023_field_names_read_the_current_fields() -> None:
+    exp = exported()
+    assert exp.mlir_module_serialization_version == exp.serialization_version == exp.calling_convention_version
+    assert exp.uses_shape_polymorphism is exp.uses_global_constants
+
+
+def test_the_calling_convention_window_is_public_as_in_jax_export() -> None:
+    assert (jaxport.minimum_supported_calling_convention_version,
+            jaxport.maximum_supported_calling_convention_version) == (
+        jax.export.minimum_supported_calling_convention_version,
+        jax.export.maximum_supported_calling_convention_version)
