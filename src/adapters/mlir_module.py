@@ -68,6 +68,13 @@ def _non_replicated_mhlo(attrs: Any) -> bool:
 class StableHloSerializer:
     """Serializes modules as StableHLO portable artifacts, and reads them back."""
 
+    @staticmethod
+    def newest_readable_version() -> str:
+        """The newest StableHLO version this jaxlib deserializes."""
+        from jax.extend.mlir.dialects import stablehlo
+
+        return str(stablehlo.get_current_version())
+
     def serialize(self, module: Any, *, target_version: str, uses_global_constants: bool) -> bytes:
         """The portable artifact of ``module`` for ``target_version``.
 

@@ -8,8 +8,8 @@ from typing import Any
 import jax
 from jax.core import ShapedArray
 
-from ..domain.errors import ArtifactError
-from ..domain.module_format import PORTABLE_ARTIFACT_MAGIC
+from ..adapters.mlir_module import StableHloSerializer
+from ..domain.module_format import check_portable_artifact
 from ..domain.platforms import normalize_platforms
 from ..domain.safety import DisabledSafetyCheck
 from .exported import Exported
@@ -47,9 +47,7 @@ def exported_from_module(
     Raises:
         ArtifactError: ``module`` is not a StableHLO portable artifact.
     """
-    if not bytes(module[:4]) == PORTABLE_ARTIFACT_MAGIC:
-        raise ArtifactError(f"The module of '{fun_name}' is not a StableHLO portable artifact: it "
-                            f"starts with {bytes(module[:4])!r}, not {PORTABLE_ARTIFACT_MAGIC!r}")
+    check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
     in_avals, in_tree = jax.tree_util.tree_flatten(
         (tuple(jax.tree_util.tree_map(_aval, tuple(in_specs))),
          jax.tree_util.tree_map(_aval, dict(kwargs_specs or {}))))

@@ -16,7 +16,9 @@ from ..adapters.jax_records import (
     jax_sharding,
     sharding_record,
 )
+from ..adapters.mlir_module import StableHloSerializer
 from ..domain import calling_convention
+from ..domain.module_format import check_portable_artifact
 from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, CallingConventionError, VjpUnavailableError
 from ..domain.symbolic import ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
@@ -100,6 +102,8 @@ def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -
                                                    when="deserialized artifact's")
     except CallingConventionError as exc:
         raise ArtifactError(str(exc)) from exc
+    check_portable_artifact(record.mlir_module_serialized,
+                            newest_readable=StableHloSerializer.newest_readable_version())
     shapes = parse_shapes(record.in_avals + record.out_avals)
     in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)
     out_shardings = tuple(jax_sharding(s) for s in record.out_shardings)

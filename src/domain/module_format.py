@@ -15,6 +15,8 @@ Target version history:
 
 from __future__ import annotations
 
+from .errors import ArtifactError
+
 STABLEHLO_TARGET_VERSION = "1.15.0"
 
 #: The first bytes of every StableHLO portable artifact (MLIR bytecode).
@@ -56,3 +58,31 @@ def stablehlo_version(module: bytes) -> str | None:
     if found is None or not found[1].startswith("StableHLO_v"):
         return None
     return found[1].removeprefix("StableHLO_v")
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def check_portable_artifact(module: bytes, *, newest_readable: str) -> None:
+    """Checks a module's header before any MLIR deserializer sees the bytes.
+
+    Args:
+        module: the module bytes of an artifact.
+        newest_readable: the newest StableHLO version the consumer reads.
+
+    Raises:
+        ArtifactError: the bytes are not MLIR bytecode, or were written for a
+            StableHLO version newer than ``newest_readable``.
+    """
+    header = read_producer(bytes(module[:300]))
+    if header is None:
+        raise ArtifactError(
+            f"The module bytes ({len(module)} bytes, starting {bytes(module[:8])!r}) are not a "
+            f"StableHLO portable artifact: they lack the MLIR bytecode header "
+            f"{PORTABLE_ARTIFACT_MAGIC!r} + version + producer")
+    version = stablehlo_version(bytes(module[:300]))
+    if version is not None and _version_tuple(version) > _version_tuple(newest_readable):
+        raise ArtifactError(
+            f"The module was serialized for StableHLO {version}, but this jaxlib reads StableHLO "
+            f"up to {newest_readable}; load it with a newer jaxlib.")
