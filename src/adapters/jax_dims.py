@@ -37,7 +37,15 @@ def _is_dim(x: Any) -> bool:
 
 
 class JaxDimOps(PythonOps):
-    """Python operators (floor semantics also for JAX values), with ``max``/``min`` as JAX ops."""
+    """Python operators (floor semantics also for JAX values), with ``max``/``min`` as JAX ops.
+
+    Constants are strongly typed NumPy integers of the dimension dtype, as
+    JAX's own dimensions use, so that lowered modules are the same.
+    """
+
+    def constant(self, value: int) -> Any:
+        """``value`` as a NumPy integer of the dimension dtype (i32, i64 with x64)."""
+        return jax_internals.dim_value_aval().dtype.type(value)
 
     def max(self, x: Any, y: Any) -> Any:
         """``max(x, y)``: ``stablehlo.maximum`` for JAX values, so refinement folds it."""

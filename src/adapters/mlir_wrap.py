@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,46 +38,82 @@ def _compare(x: Value, y: Value, direction: str) -> Value:
                        compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
 
 
+def _named(name: str) -> ir.Location:
+    # JAX names the location of each op after the primitive it lowers; the
+    # wrapper uses the same names so that its module is byte-identical.
+    return ir.Location.name(name)
+
+
+@dataclass(frozen=True, slots=True)
+class IrDim:
+    """A dimension value in the wrapper: an IR value and whether JAX would type it weakly.
+
+    Argument sizes are weakly typed and constants are not; arithmetic that mixes
+    the two converts the weak operand first, as JAX's type promotion does, so
+    that the emitted ops are those ``jax.export`` emits.
+    """
+
+    value: Value
+    weak: bool
+
+
 class IrDimOps:
     """Dimension arithmetic as StableHLO ops on ``tensor<i32>`` values."""
 
-    def constant(self, value: int) -> Value:
+    def constant(self, value: int) -> IrDim:
         """A constant ``tensor<i32>``."""
-        return _constant(value)
+        return IrDim(_constant(value), weak=False)
 
-    def add(self, x: Value, y: Value) -> Value:
+    def _promoted(self, x: IrDim, y: IrDim) -> tuple[Value, Value, bool]:
+        if x.weak == y.weak:
+            return x.value, y.value, x.weak
+        with _named("convert_element_type"):
+            if x.weak:
+                return hlo.convert(x.value.type, x.value), y.value, False
+            return x.value, hlo.convert(y.value.type, y.value), False
+
+    def add(self, x: IrDim, y: IrDim) -> IrDim:
         """``x + y``."""
-        return hlo.add(x, y)
+        a, b, weak = self._promoted(x, y)
+        with _named("add"):
+            return IrDim(hlo.add(a, b), weak)
 
-    def mul(self, x: Value, y: Value) -> Value:
+    def mul(self, x: IrDim, y: IrDim) -> IrDim:
         """``x * y``."""
-        return hlo.multiply(x, y)
+        a, b, weak = self._promoted(x, y)
+        with _named("mul"):
+            return IrDim(hlo.multiply(a, b), weak)
 
-    def _divmod(self, x: Value, y: Value) -> tuple[Value, Value]:
+    def _divmod(self, x: IrDim, y: IrDim) -> tuple[IrDim, IrDim]:
         # stablehlo.divide truncates; adjust to Python's floor semantics.
-        q, r = hlo.divide(x, y), hlo.remainder(x, y)
+        a, b, weak = self._promoted(x, y)
+        q, r = hlo.divide(a, b), hlo.remainder(a, b)
         zero = _constant(0)
-        signs_differ = _compare(_compare(r, zero, "LT"), _compare(y, zero, "LT"), "NE")
+        signs_differ = _compare(_compare(r, zero, "LT"), _compare(b, zero, "LT"), "NE")
         adjust = hlo.and_(_compare(r, zero, "NE"), signs_differ)
         q = hlo.select(adjust, hlo.subtract(q, _constant(1)), q)
-        r = hlo.select(adjust, hlo.add(r, y), r)
-        return q, r
+        r = hlo.select(adjust, hlo.add(r, b), r)
+        return IrDim(q, weak), IrDim(r, weak)
 
-    def floordiv(self, x: Value, y: Value) -> Value:
+    def floordiv(self, x: IrDim, y: IrDim) -> IrDim:
         """``x // y`` with floor semantics."""
         return self._divmod(x, y)[0]
 
-    def mod(self, x: Value, y: Value) -> Value:
+    def mod(self, x: IrDim, y: IrDim) -> IrDim:
         """``x % y`` with floor semantics."""
         return self._divmod(x, y)[1]
 
-    def max(self, x: Value, y: Value) -> Value:
+    def max(self, x: IrDim, y: IrDim) -> IrDim:
         """``stablehlo.maximum``, which shape refinement folds."""
-        return hlo.maximum(x, y)
+        a, b, weak = self._promoted(x, y)
+        with _named("max"):
+            return IrDim(hlo.maximum(a, b), weak)
 
-    def min(self, x: Value, y: Value) -> Value:
+    def min(self, x: IrDim, y: IrDim) -> IrDim:
         """``stablehlo.minimum``."""
-        return hlo.minimum(x, y)
+        a, b, weak = self._promoted(x, y)
+        with _named("min"):
+            return IrDim(hlo.minimum(a, b), weak)
 
 
 class _Emitter:
@@ -86,22 +123,26 @@ class _Emitter:
         self.arrays = arrays
         self.position_of = position_of
         self.assertions = assertions
-        self.sizes: dict[ArgDim, Value] = {}
+        self.sizes: dict[ArgDim, IrDim] = {}
 
-    def arg_dim(self, source: ArgDim) -> Value:
+    def arg_dim(self, source: ArgDim) -> IrDim:
         if source not in self.sizes:
             array = self.arrays[self.position_of(source.arg)]
-            self.sizes[source] = hlo.get_dimension_size(array, source.dim)
+            with _named("dimension_size"):
+                self.sizes[source] = IrDim(hlo.get_dimension_size(array, source.dim), weak=True)
         return self.sizes[source]
 
-    def check(self, assertion: ShapeAssertion, lhs: Value, rhs: Value,
+    def check(self, assertion: ShapeAssertion, lhs: IrDim, rhs: IrDim,
               values: Callable[[], list[Any]]) -> None:
         if not self.assertions:
             return
         direction = "GE" if assertion.comparison is Comparison.GE else "EQ"
-        predicate = _compare(lhs, rhs, direction)
-        op = hlo.CustomCallOp([], [predicate, *values()], "shape_assertion", has_side_effect=True,
-                              api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2))
+        with _named(direction.lower()):
+            predicate = _compare(lhs.value, rhs.value, direction)
+        inputs = [v.value for v in values()]
+        with _named("shape_assertion"):
+            op = hlo.CustomCallOp([], [predicate, *inputs], "shape_assertion", has_side_effect=True,
+                                  api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2))
         op.attributes["error_message"] = ir.StringAttr.get(assertion.message)
 
 
@@ -119,7 +160,7 @@ class MlirMainWrapper:
 
     def wrap(self, module: Any, *, plan: ShapePlan, dim_vars: tuple[str, ...],
              has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
-             shape_assertions: bool) -> Any:
+             shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> Any:
         """A copy of ``module`` whose ``main`` computes its dimension variables itself.
 
         Args:
@@ -130,6 +171,8 @@ class MlirMainWrapper:
             nr_tokens: the number of token arguments (ordered effects).
             kept_var_idx: the flat arguments that ``main`` takes.
             shape_assertions: whether to emit the plan's assertions.
+            symbolic_dims: the argument dimensions whose sizes ``main`` reads
+                first, in this order (JAX reads every symbolic one up front).
         """
         wrapped = copy_module(module)
         with wrapped.context, ir.Location.unknown():
@@ -141,14 +184,14 @@ class MlirMainWrapper:
             # callee's): re-inserting renames ours uniquely, as jax.export does.
             wrapped_name = ir.StringAttr(symbols.insert(original)).value
             self._add_main(wrapped, original, wrapped_name, plan, dim_vars, has_platform_index,
-                           nr_tokens, kept_var_idx, shape_assertions)
+                           nr_tokens, kept_var_idx, shape_assertions, symbolic_dims)
             passmanager.PassManager.parse("builtin.module(symbol-dce)").run(wrapped.operation)
         return wrapped
 
     def _add_main(self, wrapped: Any, original: Any, wrapped_name: str, plan: ShapePlan,
                   dim_vars: tuple[str, ...],
                   has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
-                  shape_assertions: bool) -> None:
+                  shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...]) -> None:
         ftype = ir.FunctionType(ir.TypeAttr(original.attributes["function_type"]).value)
         inputs, results = list(ftype.inputs), list(ftype.results)
         nr_platform = int(has_platform_index)
@@ -173,10 +216,13 @@ class MlirMainWrapper:
                     raise ValueError(f"argument {flat} was dropped but a dimension variable is read from it")
                 return position[flat]
 
-            values = run_plan(plan, _Emitter(arrays, position_of, shape_assertions), IrDimOps())
+            emitter = _Emitter(arrays, position_of, shape_assertions)
+            for source in symbolic_dims:
+                emitter.arg_dim(source)
+            values = run_plan(plan, emitter, IrDimOps())
             operands = list(args[:nr_platform])
             dim_types = inputs[nr_platform:nr_platform + nr_dims]
-            operands += [_convert(values[v], t) for v, t in zip(dim_vars, dim_types)]
+            operands += [_convert(values[v].value, t) for v, t in zip(dim_vars, dim_types)]
             operands += args[nr_platform:]
             call = func_dialect.CallOp(results, ir.FlatSymbolRefAttr.get(wrapped_name), operands)
             func_dialect.ReturnOp(list(call.results))

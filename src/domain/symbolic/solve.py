@@ -54,7 +54,8 @@ def run_plan(plan: ShapePlan, handler: PlanHandler, ops: DimOps = PYTHON_OPS) ->
         if isinstance(v, ArgDim):
             return handler.arg_dim(v)
         if isinstance(v, Remainder):
-            return remainders[v.var]
+            remainder = remainders[v.var]
+            return ops.constant(0) if remainder is None else remainder
         if isinstance(v, int):
             return ops.constant(v)
         return v._evaluate(env, ops)
@@ -75,7 +76,7 @@ def _derive(step: VarDerivation, dim: Any, value: Callable[[PlanValue], Any], op
     if not step.is_direct and not (isinstance(step.offset, int) and step.offset == 0):
         numerator = ops.add(dim, ops.mul(value(step.offset), ops.constant(-1)))
     if step.coefficient == 1:
-        return numerator, ops.constant(0)
+        return numerator, None  # an exact division: no remainder to compute
     k = ops.constant(step.coefficient)
     return ops.floordiv(numerator, k), ops.mod(numerator, k)
 
