@@ -19,7 +19,7 @@ from ..domain.module_policy import ModulePolicy
 from ..domain.platforms import normalize_platforms
 from ..domain.ports import MainWrapper, ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
-from ..domain.symbolic import DimExpr, ScopeMixingError, build_plan
+from ..domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
 from .exported import Exported
 from .batching import batched_exporter
 from .vjp import vjp_exporter
@@ -66,7 +66,9 @@ class ExportService:
                 module, plan=plan, dim_vars=lowering.dim_vars,
                 has_platform_index=lowering.has_platform_index,
                 nr_tokens=len(lowering.ordered_effects), kept_var_idx=lowering.kept_var_idx,
-                shape_assertions=DisabledSafetyCheck.shape_assertions() not in checks)
+                shape_assertions=DisabledSafetyCheck.shape_assertions() not in checks,
+                symbolic_dims=tuple(ArgDim(i, j) for i, a in enumerate(lowering.in_avals)
+                                    for j, d in enumerate(a.shape) if isinstance(d, DimExpr)))
         module_bytes = self.serializer.serialize(
             module, target_version=STABLEHLO_TARGET_VERSION,
             uses_global_constants=lowering.uses_dim_vars)

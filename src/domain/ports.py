@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from .module_policy import OpSite
-from .symbolic import ShapePlan
+from .symbolic import ArgDim, ShapePlan
 
 
 class ModuleInspector(Protocol):
@@ -34,6 +34,6 @@ class MainWrapper(Protocol):
 
     def wrap(self, module: object, *, plan: ShapePlan, dim_vars: tuple[str, ...],
              has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
-             shape_assertions: bool) -> object:
+             shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> object:
         """A copy of ``module`` whose ``main`` computes its dimension variables itself."""
         ...
