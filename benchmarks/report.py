@@ -132,14 +132,15 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, rows)])
 
 
+def _lead_cells(g: Group) -> list[str]:
+    """Name, operation count, rounds, and the three medians: the first cells of a timing row."""
+    return [g.name, "-" if g.stablehlo_ops is None else f"{g.stablehlo_ops:,}", str(g.rounds()),
+            seconds(g.median("baseline")), seconds(g.median("jaxport")), seconds(g.median("jax.export"))]
+
+
 def export_section(groups: Sequence[Group]) -> str:
     """The export table: medians, overheads above the baseline, jaxport / jax.export."""
-    rows = [[g.name,
-             "-" if g.stablehlo_ops is None else f"{g.stablehlo_ops:,}",
-             str(g.rounds()),
-             seconds(g.median("baseline")),
-             seconds(g.median("jaxport")),
-             seconds(g.median("jax.export")),
+    rows = [[*_lead_cells(g),
              percent(g.ratio("jaxport", "baseline")),
              percent(g.ratio("jax.export", "baseline")),
              times(g.ratio("jaxport", "jax.export"))] for g in groups]
@@ -172,12 +173,7 @@ def dispatch_section(groups: Sequence[Group]) -> str:
 
 def wrap_section(groups: Sequence[Group]) -> str:
     """The wrap table: copy (baseline), copy+wrap of each, the wrap alone, ratios."""
-    rows = [[g.name,
-             "-" if g.stablehlo_ops is None else f"{g.stablehlo_ops:,}",
-             str(g.rounds()),
-             seconds(g.median("baseline")),
-             seconds(g.median("jaxport")),
-             seconds(g.median("jax.export")),
+    rows = [[*_lead_cells(g),
              seconds(g.above_baseline("jaxport")),
              seconds(g.above_baseline("jax.export")),
              times(g.ratio_above_baseline()),
