@@ -17,6 +17,9 @@ from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
 
 if TYPE_CHECKING:
     from . import errors as errors
+    from .application.bundle import Bundle as Bundle
+    from .application.bundle_load import load_bundle as load_bundle
+    from .application.bundle_save import save_bundle as save_bundle
     from .application.export_service import export as export
     from .application.exported import Exported as Exported
     from .application.exported import call_exported as call_exported
@@ -53,6 +56,9 @@ _LAZY = {
     "symbolic_args_specs": "jaxport.application.symbolic",
     "poly_spec": "jaxport.application.symbolic",
     "poly_specs": "jaxport.application.symbolic",
+    "save_bundle": "jaxport.application.bundle_save",
+    "load_bundle": "jaxport.application.bundle_load",
+    "Bundle": "jaxport.application.bundle",
 }
 
 __all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "SymbolicScope", "errors",

@@ -2,6 +2,8 @@
 
 from .domain.errors import (
     ArtifactError,
+    BundleError,
+    BundleMismatchError,
     CallError,
     CallingConventionError,
     DeviceCountError,
@@ -22,7 +24,7 @@ from .domain.errors import (
 )
 
 __all__ = [
-    "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactError", "BundleError", "BundleMismatchError", "CallError", "CallingConventionError", "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
     "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",

@@ -31,7 +31,7 @@ class AtomicFileStore:
             except FileNotFoundError:
                 pass
             raise
-        self._fsync_directory(target.parent)
+        fsync_directory(target.parent)
 
     def read(self, path: str | os.PathLike[str]) -> bytes:
         """The bytes of ``path``."""
@@ -45,15 +45,16 @@ class AtomicFileStore:
         for start in range(0, len(view), 1 << 20):
             write(view[start:start + (1 << 20)])
 
-    @staticmethod
-    def _fsync_directory(directory: Path) -> None:
-        try:
-            fd = os.open(directory, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+
+def fsync_directory(directory: Path) -> None:
+    """Flushes a directory's entries to disk, where the system allows it."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

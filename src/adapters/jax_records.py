@@ -40,6 +40,11 @@ def dtype_record(dtype: Any) -> DType:
         raise ValueError(f"The dtype {dtype} cannot be serialized") from None
 
 
+def key_impl_name(record: DType) -> str | None:
+    """The PRNG implementation of a key dtype (``"threefry2x32"``), or None for other dtypes."""
+    return _KEY_IMPLS.get(record)
+
+
 @functools.cache
 def jax_dtype(record: DType) -> Any:
     """The JAX dtype of a record."""

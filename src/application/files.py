@@ -15,7 +15,12 @@ def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0
     A failure at any point (serialization, a full disk, an interrupt) leaves
     the file that was at ``path`` intact and no temporary file behind.
     """
-    AtomicFileStore().write(path, exported.serialize(vjp_order))
+    AtomicFileStore().write(path, artifact_bytes(exported, vjp_order))
+
+
+def artifact_bytes(exported: Exported, vjp_order: int = 0) -> bytes | bytearray:
+    """The bytes that :func:`save` writes for ``exported`` (bundles write the same per function)."""
+    return exported.serialize(vjp_order)
 
 
 def load(path: str | os.PathLike[str]) -> Exported:

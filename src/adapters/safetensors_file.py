@@ -1,0 +1,145 @@
+"""The weights file of a bundle in the safetensors format: written from NumPy, read memory-mapped.
+
+The format: an unsigned little-endian 64-bit header length, the header (JSON:
+each tensor's name -> ``{"dtype": "F32", "shape": [...], "data_offsets":
+[begin, end]}``, plus a ``"__metadata__"`` map of strings), then the raw
+little-endian bytes of the tensors, back to back. This writer pads the
+header with spaces so that the data starts 64 bytes into a page, and puts
+the tensors whose size is a multiple of 64 bytes first: those arrays are
+then aligned, and the CPU client of XLA uses them in place, without a copy.
+The ``safetensors`` package reads these files (and this reader reads its).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO
+
+import ml_dtypes
+import numpy as np
+
+from ..domain.bundle_checks import TensorEntry
+from ..domain.bundle_manifest import SAFETENSORS_DTYPES, WEIGHTS_FILE, WeightRecord
+from ..domain.errors import ArtifactError
+
+ALIGNMENT = 64
+#: The largest header this reader accepts (as the safetensors library does).
+MAX_HEADER = 100 * 1024 * 1024
+_CHUNK = 1 << 24
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """The NumPy dtype of a stored dtype name (``"bfloat16"`` through ml_dtypes)."""
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        custom: np.dtype[Any] = np.dtype(getattr(ml_dtypes, name))
+        return custom
+    return np.dtype(name)
+
+
+def write_weights(stream: BinaryIO, weights: Sequence[WeightRecord], arrays: Sequence[np.ndarray],
+                  metadata: Mapping[str, str]) -> None:
+    """Writes the header and the bytes of ``arrays`` (one per weight, of its stored dtype and shape)."""
+    order = sorted(range(len(weights)), key=lambda i: weights[i].nbytes % ALIGNMENT != 0)
+    header: dict[str, Any] = {"__metadata__": dict(metadata)}
+    offset = 0
+    for i in order:
+        w = weights[i]
+        header[w.name] = {"dtype": w.safetensors_dtype, "shape": list(w.data_shape),
+                          "data_offsets": [offset, offset + w.nbytes]}
+        offset += w.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-(8 + len(text)) % ALIGNMENT)
+    stream.write(struct.pack("<Q", len(text)))
+    stream.write(text)
+    for i in order:
+        data = np.ascontiguousarray(arrays[i])
+        if data.dtype.byteorder == ">":
+            data = data.astype(data.dtype.newbyteorder("<"))
+        view = data.reshape(-1).view(np.uint8).data
+        for start in range(0, len(view), _CHUNK):
+            stream.write(view[start:start + _CHUNK])
+
+
+class SafetensorsFile:
+    """A weights file, memory-mapped read-only; arrays are views of the mapping.
+
+    The mapping stays open as long as an array viewing it lives.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Maps ``path`` and parses its header.
+
+        Raises:
+            ArtifactError: naming ``params.safetensors`` when the header is
+                truncated, too large or not the format's JSON.
+            OSError: the file cannot be opened.
+        """
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            self.buffer: mmap.mmap | bytes = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        self.size = size
+        self.entries, self.metadata, self.data_start = decode_header(memoryview(self.buffer))
+
+    @property
+    def data_size(self) -> int:
+        """The number of bytes after the header."""
+        return self.size - self.data_start
+
+    def array(self, name: str, dtype: str) -> np.ndarray:
+        """The tensor ``name`` (checked against the manifest already) as a read-only view."""
+        entry = self.entries[name]
+        count = entry.end - entry.begin
+        dt = numpy_dtype(dtype)
+        flat = np.frombuffer(self.buffer, dtype=dt, count=count // dt.itemsize,
+                             offset=self.data_start + entry.begin)
+        return flat.reshape(entry.shape)
+
+    def chunks(self) -> Any:
+        """The whole file in chunks of memory views (for digests)."""
+        view = memoryview(self.buffer)
+        return (view[start:start + _CHUNK] for start in range(0, self.size, _CHUNK))
+
+
+def decode_header(data: memoryview) -> tuple[dict[str, TensorEntry], dict[str, str], int]:
+    """The tensors, the metadata and the data offset of a safetensors file's bytes.
+
+    Raises:
+        ArtifactError: the header is truncated, too large or malformed.
+    """
+    if len(data) < 8:
+        raise ArtifactError(f"{WEIGHTS_FILE} is truncated: {len(data)} bytes, shorter than its header")
+    (length,) = struct.unpack("<Q", data[:8])
+    if length > MAX_HEADER or 8 + length > len(data):
+        raise ArtifactError(f"{WEIGHTS_FILE}: its header claims {length} bytes, more than the file "
+                            f"({len(data)} bytes) or the limit holds")
+    try:
+        doc = json.loads(bytes(data[8:8 + length]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"{WEIGHTS_FILE}: the header is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{WEIGHTS_FILE}: the header is not a JSON object")
+    metadata = doc.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise ArtifactError(f"{WEIGHTS_FILE}: the header's __metadata__ is not a map of strings")
+    entries = {name: _entry(name, value) for name, value in doc.items()}
+    return entries, metadata, 8 + length
+
+
+def _entry(name: str, value: Any) -> TensorEntry:
+    try:
+        dtype, shape, (begin, end) = value["dtype"], value["shape"], value["data_offsets"]
+        if not (isinstance(dtype, str) and all(isinstance(x, int) for x in (*shape, begin, end))):
+            raise TypeError("wrong types")
+        return TensorEntry(dtype, tuple(shape), begin, end)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"{WEIGHTS_FILE}: the header entry of '{name}' is malformed: {value!r}") from exc
+
+
+def stored_dtype_name(dtype: np.dtype[Any]) -> str | None:
+    """The stored dtype name of a NumPy dtype, or None when a bundle cannot store it."""
+    name = dtype.name
+    return name if name in SAFETENSORS_DTYPES else None

@@ -1,0 +1,81 @@
+"""``load_bundle``: a bundle directory back to a :class:`Bundle`, every file checked first."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from jax.sharding import Mesh
+
+from ..adapters.bundle_dir import read_function, read_manifest, sha256_of
+from ..adapters.jax_params import restore_weight
+from ..adapters.safetensors_file import SafetensorsFile
+from ..domain.bundle_checks import check_digest, check_weights_header
+from ..domain.bundle_manifest import WEIGHTS_FILE, Manifest
+from ..domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
+from .bundle import Bundle
+from .bundle_weights import checked_leaves, place_leaves, placements, weight_shardings
+from .exported import Exported
+from .pytree_registry import default_registry
+from .serialization import deserialize
+
+
+def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None) -> Bundle:
+    """Loads the bundle that :func:`jaxport.save_bundle` wrote at ``path``.
+
+    Every file is checked before the :class:`Bundle` is made (its size and
+    digest, the manifest's format version, the weights' header against the
+    manifest, each function against the weights): a damaged bundle raises,
+    it never loads in part. The weights file is read once, memory-mapped;
+    on one CPU device the weights are used in place, without a copy.
+
+    Args:
+        path: the bundle directory.
+        params: weights to use instead of the bundle's (checked like
+            :meth:`Bundle.with_params`); the weights file is then not read.
+        mesh: a mesh of the axes the functions were exported with: each
+            weight is placed with its recorded sharding over it (replicated
+            where none is recorded), in one process or across the processes
+            of JAX's distributed runtime (each reads only its devices'
+            slices). Without a mesh, weights with recorded shardings go to
+            this process's first devices, the others to the default device.
+
+    Raises:
+        ArtifactError: a file is missing, extra, truncated or changed, a
+            weight's dtype or shape differs from the manifest, the manifest
+            is of a newer format; the message names the file and the key.
+        BundleMismatchError: ``params`` differ from the bundle's weights.
+        MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
+        OSError: ``path`` is not a readable directory.
+    """
+    root = Path(path)
+    manifest = read_manifest(root)
+    registry = default_registry()
+    functions: dict[str, Exported] = {}
+    for entry in manifest.functions:
+        blob = read_function(root, manifest, entry.file)
+        try:
+            functions[entry.name] = deserialize(blob, registry)
+        except ArtifactError as exc:
+            raise ArtifactError(f"{entry.file}: {exc}") from exc
+    takes = {e.name: e.takes_params for e in manifest.functions}
+    try:
+        shardings = weight_shardings(functions, takes, manifest.params_tree, manifest.weights, registry)
+    except (BundleMismatchError, ShardingMismatchError) as exc:
+        raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
+    where = placements(shardings, mesh)
+    if params is not None:
+        leaves = place_leaves(checked_leaves(manifest.params_tree, manifest.weights, params, registry), where)
+    else:
+        leaves = _read_weights(root, manifest, where)
+    tree = registry.to_treedef(manifest.params_tree, leaves)
+    return Bundle(manifest, functions, tree.unflatten(leaves), where)
+
+
+def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...]) -> list[Any]:
+    weights = SafetensorsFile(root / WEIGHTS_FILE)
+    check_digest(WEIGHTS_FILE, manifest.files[WEIGHTS_FILE], sha256_of(weights.chunks()))
+    check_weights_header(manifest.weights, weights.entries, weights.data_size)
+    return [restore_weight(w, weights.array(w.name, w.data_dtype), s)
+            for w, s in zip(manifest.weights, where, strict=True)]

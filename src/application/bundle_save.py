@@ -1,0 +1,103 @@
+"""``save_bundle``: several exported functions and their shared weights, as one directory."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Collection, Mapping
+from typing import Any, BinaryIO
+
+from ..adapters.bundle_dir import BundleDirectory
+from ..adapters.jax_params import flatten_params, stored_weight
+from ..adapters.safetensors_file import write_weights
+from ..domain.bundle_manifest import FORMAT_NAME, WEIGHTS_FILE, FileDigest, FunctionEntry, Manifest
+from ..domain.bundle_names import check_weight_names, function_file
+from ..domain.errors import BundleError
+from .bundle_weights import tree_spec, weight_shardings
+from .exported import Exported
+from .files import artifact_bytes
+from .pytree_registry import default_registry
+
+
+def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported], params: Any, *,
+                vjp_order: int = 0, metadata: Mapping[str, Any] | None = None,
+                without_params: Collection[str] = ()) -> None:
+    """Saves a model: functions that share weights, and the weights, as a bundle directory.
+
+    The directory holds ``manifest.json`` (format version, functions and their
+    files, the weights' pytree with each leaf's key path, dtype and shape,
+    ``metadata``, the size and SHA-256 of every other file), one artifact per
+    function, ``NAME.jaxport`` (the bytes :func:`jaxport.save` writes; read by
+    :func:`jaxport.load` and ``jax.export.deserialize``), and the weights in
+    ``params.safetensors``, keyed by key path (``dense/w``; see
+    :mod:`jaxport.domain.bundle_names`).
+
+    Every check runs before anything is written. The directory is written
+    atomically: a temporary directory beside ``path`` takes its place at the
+    end, so a failed save leaves the previous bundle intact and no temporary
+    behind.
+
+    Args:
+        path: the bundle directory (a previous bundle there is replaced).
+        functions: names (letters, digits, ``_ . -``) -> exported functions,
+            each exported with the weights' structure (arrays or
+            ``jax.ShapeDtypeStruct``s) as its first positional argument.
+        params: the weights: a pytree (dicts, lists, tuples, None,
+            namedtuples and custom nodes registered for serialization) of
+            arrays of float, int or bool dtypes, or PRNG key arrays.
+        vjp_order: the orders of VJP to include in each artifact (1 allows
+            ``jax.grad`` of the loaded functions, also with respect to the weights).
+        metadata: JSON-serializable data stored in the manifest.
+        without_params: names of functions that take no weights: they are
+            stored as they are (``takes_params: false`` in the manifest) and
+            the loaded bundle calls them without binding.
+
+    Raises:
+        BundleMismatchError: a function's first argument differs from the
+            weights (tree, shape, dtype) or two functions record different
+            shardings for a weight; the message names the function and key path.
+        BundleError: a bad function name, a weight that cannot be stored,
+            metadata that is not JSON.
+        VjpUnavailableError: a function cannot provide VJPs of ``vjp_order``.
+        FileExistsError: ``path`` exists and is not a bundle.
+    """
+    registry = default_registry()
+    treedef, names, leaves = flatten_params(params)
+    check_weight_names(names)
+    weights_tree = tree_spec(registry, treedef)
+    stored = [stored_weight(name, leaf) for name, leaf in zip(names, leaves)]
+    weights = tuple(record for record, _ in stored)
+    unknown = sorted(set(without_params) - set(functions))
+    if unknown:
+        raise BundleError(f"without_params names functions that are not in the bundle: {unknown}")
+    for name, exp in functions.items():
+        if not isinstance(exp, Exported):
+            raise TypeError(f"The function '{name}' is a {type(exp).__name__}, not a jaxport.Exported")
+    takes = {name: name not in without_params for name in functions}
+    entries = tuple(FunctionEntry(name, function_file(name), takes[name]) for name in functions)
+    weight_shardings(functions, takes, weights_tree, weights, registry)
+    meta = _checked_metadata(metadata)
+    blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order) for entry in entries}
+
+    def manifest(digests: dict[str, FileDigest]) -> bytes:
+        return Manifest(entries, weights_tree, weights, meta, digests).to_json()
+
+    def write_params(stream: BinaryIO) -> None:
+        write_weights(stream, weights, [host for _, host in stored], {"format": FORMAT_NAME})
+
+    files = {file: _writer(blob) for file, blob in blobs.items()}
+    files[WEIGHTS_FILE] = write_params
+    BundleDirectory().write(path, files, manifest)
+
+
+def _writer(blob: bytes | bytearray) -> Any:
+    return lambda stream: stream.write(blob)
+
+
+def _checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    try:
+        return dict(json.loads(json.dumps(dict(metadata), allow_nan=False)))
+    except (TypeError, ValueError) as exc:
+        raise BundleError(f"The bundle's metadata must be JSON-serializable with string keys: {exc}") from exc

@@ -1,0 +1,79 @@
+"""What a bundle says about itself, for tools that do not run it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .artifact_info import ArtifactInfo
+from .bundle_manifest import Manifest, WeightRecord
+
+
+@dataclass(frozen=True, slots=True)
+class BundleFunctionInfo:
+    """One function of a bundle: its name, whether it takes the weights, its artifact's summary."""
+
+    name: str
+    file: str
+    takes_params: bool
+    artifact: ArtifactInfo
+
+
+@dataclass(frozen=True, slots=True)
+class BundleInfo:
+    """A summary of a bundle directory, read without JAX.
+
+    Attributes:
+        path: the directory.
+        format_version: the manifest's format version.
+        functions: each function's summary.
+        weights: each weight's key path, dtype, shape (and stored form).
+        metadata: the metadata given at save.
+    """
+
+    path: str
+    format_version: int
+    functions: tuple[BundleFunctionInfo, ...]
+    weights: tuple[WeightRecord, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        """The size of all weights in bytes."""
+        return sum(w.nbytes for w in self.weights)
+
+    @staticmethod
+    def of(path: str, manifest: Manifest, artifacts: Mapping[str, ArtifactInfo]) -> BundleInfo:
+        """The summary of a bundle from its manifest and its functions' summaries (by name)."""
+        functions = tuple(BundleFunctionInfo(e.name, e.file, e.takes_params, artifacts[e.name])
+                          for e in manifest.functions)
+        return BundleInfo(path, manifest.format_version, functions, manifest.weights,
+                          dict(manifest.metadata))
+
+    def weights_table(self) -> str:
+        """The weights as a table: key path, dtype, shape, bytes; then the total."""
+        rows = [("key path", "dtype", "shape", "bytes")]
+        rows += [(w.name or "(root)", w.dtype, _shape_text(w.shape), str(w.nbytes))
+                 for w in self.weights]
+        rows.append(("total", "", f"{len(self.weights)} arrays", str(self.total_bytes)))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  "
+                         f"{r[3]:>{widths[3]}}".rstrip() for r in rows)
+
+    def __str__(self) -> str:
+        lines = [f"bundle {self.path} (format {self.format_version}): "
+                 f"{len(self.functions)} functions, {len(self.weights)} weights, {self.total_bytes} bytes"]
+        for f in self.functions:
+            bound = "" if f.takes_params else " (takes no weights)"
+            lines.append(f"{f.file}{bound}:")
+            lines.append("  " + str(f.artifact).replace("\n", "\n  "))
+        lines.append("weights:")
+        lines.append("  " + self.weights_table().replace("\n", "\n  "))
+        if self.metadata:
+            lines.append(f"metadata: {dict(self.metadata)}")
+        return "\n".join(lines)
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
