@@ -18,6 +18,7 @@ from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
 if TYPE_CHECKING:
     from . import errors as errors
     from .application.bundle import Bundle as Bundle
+    from .domain.bundle_info import BundleInfo as BundleInfo
     from .application.bundle_load import load_bundle as load_bundle
     from .application.bundle_save import save_bundle as save_bundle
     from .application.export_service import export as export
@@ -59,6 +60,7 @@ _LAZY = {
     "save_bundle": "jaxport.application.bundle_save",
     "load_bundle": "jaxport.application.bundle_load",
     "Bundle": "jaxport.application.bundle",
+    "BundleInfo": "jaxport.domain.bundle_info",
 }
 
 __all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "SymbolicScope", "errors",
