@@ -5,9 +5,10 @@ A weight is named by its key path in the weights pytree: the path's entries
 each as text, joined by ``/``: ``{"dense": {"w": ...}}`` names its leaf
 ``dense/w``, ``{"layers": [{"b": ...}]}`` names it ``layers/0/b``. So that
 names stay unambiguous whatever the keys hold, an entry escapes ``~`` as
-``~0`` and ``/`` as ``~1`` (as JSON Pointer does): the key ``"a/b"`` gives
-``a~1b``, distinct from the path ``a`` then ``b``. A leaf at the root (the
-weights are one array) is named ``""``.
+``~0`` and ``/`` as ``~1`` (as JSON Pointer does), and an empty entry is
+written ``~e``: the key ``"a/b"`` gives ``a~1b``, distinct from the path
+``a`` then ``b``. A leaf at the root (the weights are one array) is named
+``""``. So names and key paths correspond one to one.
 
 Names are for people and other tools (the safetensors file is keyed by
 them); the bundle rebuilds the pytree from its recorded structure and the
@@ -31,19 +32,19 @@ _FUNCTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 def escape_entry(entry: str) -> str:
     """One key-path entry as it appears in a name.
 
-    >>> escape_entry("a/b~c")
-    'a~1b~0c'
+    >>> escape_entry("a/b~c"), escape_entry("")
+    ('a~1b~0c', '~e')
     """
-    return entry.replace("~", "~0").replace("/", "~1")
+    return entry.replace("~", "~0").replace("/", "~1") if entry else "~e"
 
 
 def unescape_entry(text: str) -> str:
     """The key-path entry that :func:`escape_entry` wrote as ``text``.
 
-    >>> unescape_entry("a~1b~0c")
-    'a/b~c'
+    >>> unescape_entry("a~1b~0c"), unescape_entry("~e")
+    ('a/b~c', '')
     """
-    return text.replace("~1", "/").replace("~0", "~")
+    return text.replace("~1", "/").replace("~0", "~") if text != "~e" else ""
 
 
 def weight_name(entries: Sequence[str]) -> str:

@@ -234,3 +234,45 @@ def test_inspect_of_a_bundle_loads_neither_jax_nor_jaxlib(saved: Path) -> None:
     assert result["loaded"] == []
     assert result["functions"] == ["predict", "loss", "init"] and result["total"] == 80
     assert result["table"] == jaxport.inspect(saved).weights_table()  # type: ignore[union-attr]
+
+
+def sharded_model() -> tuple[dict[str, jaxport.Exported], dict[str, Any], Any]:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()[:8]).reshape(2, 4), ("data", "model"))
+    params = {"w": jnp.arange(48, dtype=jnp.float32).reshape(6, 8) / 48, "b": jnp.ones(8, jnp.float32)}
+    weights = {"w": NamedSharding(mesh, P(None, "model")), "b": NamedSharding(mesh, P())}
+    x = NamedSharding(mesh, P("data", None))
+    f = jax.jit(lambda p, x: jnp.tanh(x @ p["w"] + p["b"]), in_shardings=(weights, x),
+                out_shardings=NamedSharding(mesh, P("data", "model")))
+    exp = jaxport.export(f)(model.specs(params), jax.ShapeDtypeStruct((4, 6), jnp.float32))
+    return {"predict": exp}, params, mesh
+
+
+@pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+def test_a_sharded_bundle_places_each_weight_as_recorded_over_the_mesh(tmp_path: Path) -> None:
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    functions, params, mesh = sharded_model()
+    jaxport.save_bundle(tmp_path / "m", functions, params)
+    x = jnp.arange(24, dtype=jnp.float32).reshape(4, 6) / 24
+    want = jnp.tanh(x @ params["w"] + params["b"])
+    for bundle in (jaxport.load_bundle(tmp_path / "m", mesh=mesh), jaxport.load_bundle(tmp_path / "m")):
+        assert bundle.params["w"].sharding.is_equivalent_to(NamedSharding(mesh, P(None, "model")), 2)
+        np.testing.assert_allclose(bundle["predict"](x), want, rtol=1e-6)
+        placed = jax.device_put(x, NamedSharding(mesh, P("data", None)))
+        np.testing.assert_allclose(jax.jit(bundle["predict"])(placed), want, rtol=1e-6)
+    swapped = jaxport.load_bundle(tmp_path / "m", mesh=mesh).with_params(jax.tree.map(lambda a: a * 0, params))
+    assert swapped.params["w"].sharding.is_equivalent_to(NamedSharding(mesh, P(None, "model")), 2)
+
+
+@pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+def test_functions_that_shard_a_weight_differently_cannot_share_a_bundle(tmp_path: Path) -> None:
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    functions, params, mesh = sharded_model()
+    rows = {"w": NamedSharding(mesh, P("data", None)), "b": NamedSharding(mesh, P())}
+    other = jaxport.export(jax.jit(lambda p: p["w"].sum(), in_shardings=(rows,)))(model.specs(params))
+    with pytest.raises(BundleMismatchError, match="function 'total' .* at 'w': the sharding .* recorded by function 'predict'"):
+        jaxport.save_bundle(tmp_path / "m", {**functions, "total": other}, params)
+    assert not (tmp_path / "m").exists()

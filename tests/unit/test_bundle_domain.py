@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaxport.domain.artifact import (
     AbstractMeshRecord,
@@ -52,7 +54,8 @@ def manifest(**changes: object) -> Manifest:
 
 @pytest.mark.parametrize("entries, name", [
     (["dense", "w"], "dense/w"), (["layers", "0", "b"], "layers/0/b"), ([], ""),
-    (["a/b"], "a~1b"), (["a~1"], "a~01"), (["", ""], "/"), (["~", "/"], "~0/~1"),
+    (["a/b"], "a~1b"), (["a~1"], "a~01"), (["", ""], "~e/~e"), ([""], "~e"), (["~", "/"], "~0/~1"),
+    (["~e"], "~0e"),
 ])
 def test_weight_names_join_key_path_entries_with_slashes_and_escape_them(entries: list[str], name: str) -> None:
     assert weight_name(entries) == name
@@ -172,3 +175,11 @@ def test_the_weights_header_must_list_the_manifests_weights_exactly() -> None:
     for damaged, message in cases:
         with pytest.raises(ArtifactError, match=f"params.safetensors.*{message}"):
             check_weights_header(WEIGHTS, damaged, 62)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.text(alphabet=st.sampled_from("ab/~01e_ é"), max_size=5), max_size=4),
+       st.lists(st.text(alphabet=st.sampled_from("ab/~01e_ é"), max_size=5), max_size=4))
+def test_weight_names_round_trip_and_tell_distinct_key_paths_apart(a: list[str], b: list[str]) -> None:
+    assert name_entries(weight_name(a)) == tuple(a)
+    assert (weight_name(a) == weight_name(b)) == (a == b)
