@@ -1,4 +1,4 @@
-"""``make demo``: export a small MLP, show what the artifact holds, call it back.
+"""``make demo``: export a small MLP, show what the artifact holds, call it back; then ship it as a model.
 
 Run as ``python -m jaxport.application.demo``.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import collections
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -58,6 +60,45 @@ def module_summary(exp: jaxport.Exported) -> str:
             f"kept_args={len(exp.module_kept_var_idx)}/{len(exp.in_avals)}")
 
 
+def loss(params: Params, x: jax.Array, labels: jax.Array) -> jax.Array:
+    """Cross-entropy of the MLP's predictions against one-hot labels."""
+    return -jnp.mean(jnp.sum(labels * jnp.log(mlp(params, x)), axis=-1))
+
+
+def labels(batch: int) -> jax.Array:
+    """Deterministic one-hot labels."""
+    return jax.nn.one_hot(jnp.arange(batch) % 4, 4)
+
+
+def model_demo(params: Params, directory: Path) -> None:
+    """predict and loss exported with the weights as an argument, saved as a bundle, loaded back."""
+    batch, = jaxport.symbolic_shape("b")
+    weights = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
+    x_spec = jax.ShapeDtypeStruct((batch, 8), jnp.float32)
+    functions = {"predict": jaxport.export(jax.jit(mlp))(weights, x_spec),
+                 "loss": jaxport.export(jax.jit(loss))(weights, x_spec, jax.ShapeDtypeStruct((batch, 4), jnp.float32))}
+    path = directory / "mlp.bundle"
+    jaxport.save_bundle(path, functions, params, vjp_order=1, metadata={"model": "mlp", "sizes": [8, 16, 16, 4]})
+    sizes = {f.name: f.stat().st_size for f in sorted(path.iterdir())}
+    print(f"\nSaved the model as a bundle: {', '.join(f'{n} ({s} bytes)' for n, s in sizes.items())}")
+    print("  " + str(jaxport.inspect(path)).replace("\n", "\n  "))
+    model = jaxport.load_bundle(path)
+    for size in (3, 5):
+        got, want = model["predict"](inputs(size)), mlp(params, inputs(size))
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
+        print(f"b={size}: model['predict'] (weights bound) matches the original.")
+    grad = jax.grad(model.functions["loss"].call)(model.params, inputs(3), labels(3))
+    want_grad = jax.grad(loss)(params, inputs(3), labels(3))
+    for g, w in zip(jax.tree_util.tree_leaves(grad), jax.tree_util.tree_leaves(want_grad)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+    print("The gradient of the loss with respect to the loaded weights matches the original's.")
+    halved = jax.tree.map(lambda a: a / 2, params)
+    swapped = model.with_params(halved)
+    np.testing.assert_allclose(np.asarray(swapped["predict"](inputs(3))), np.asarray(mlp(halved, inputs(3))),
+                               rtol=1e-6, atol=1e-6)
+    print("with_params: the same functions with halved weights match the original with those weights.")
+
+
 def inputs(batch: int) -> jax.Array:
     """A deterministic batch of inputs."""
     return jnp.asarray(np.linspace(-1, 1, batch * 8, dtype=np.float32).reshape(batch, 8))
@@ -90,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     for g, w in zip(jax.tree_util.tree_leaves(grad), jax.tree_util.tree_leaves(want_grad)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
     print("Gradients through the loaded function match the original's (exported VJP).")
+    with tempfile.TemporaryDirectory(prefix="jaxport-demo-") as directory:
+        model_demo(params, Path(directory))
     return 0
 
 

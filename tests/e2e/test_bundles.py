@@ -276,3 +276,14 @@ def test_functions_that_shard_a_weight_differently_cannot_share_a_bundle(tmp_pat
     with pytest.raises(BundleMismatchError, match="function 'total' .* at 'w': the sharding .* recorded by function 'predict'"):
         jaxport.save_bundle(tmp_path / "m", {**functions, "total": other}, params)
     assert not (tmp_path / "m").exists()
+
+
+def test_the_command_line_inspects_a_bundle(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxport.application import cli
+
+    assert cli.main(["inspect", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "init.jaxport (takes no weights):" in out and "dense/w         float32   (4, 3)       48" in out
+    assert cli.main(["inspect", "--json", str(saved)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [w["name"] for w in doc["weights"]][:2] == ["dense/w", "dense/b"] and doc["metadata"]["epoch"] == 3

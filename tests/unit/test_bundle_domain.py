@@ -183,3 +183,12 @@ def test_the_weights_header_must_list_the_manifests_weights_exactly() -> None:
 def test_weight_names_round_trip_and_tell_distinct_key_paths_apart(a: list[str], b: list[str]) -> None:
     assert name_entries(weight_name(a)) == tuple(a)
     assert (weight_name(a) == weight_name(b)) == (a == b)
+
+
+@pytest.mark.parametrize("name", ["bundle_names", "bundle_manifest", "bundle_checks"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"jaxport.domain.{name}"))
+    assert result.attempted > 0 and result.failed == 0
