@@ -21,10 +21,11 @@ from typing import Any, Literal, Protocol
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-Role = Literal["baseline", "jaxport", "jax.export"]
+#: Bundle benchmarks compare jaxport with the weights-file libraries "safetensors" and "npz".
+Role = Literal["baseline", "jaxport", "jax.export", "safetensors", "npz"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
 PEERS: tuple[Role, ...] = ("jaxport", "jax.export")
-Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact"]
+Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact", "bundle"]
 
 
 def alternating_chunks(chunks: int, roles: Sequence[Role]) -> list[Any]:

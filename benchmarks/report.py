@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 ROLES = ("baseline", "jaxport", "jax.export")
+BUNDLE_ROLES = ("jaxport", "safetensors", "npz")
+BUNDLE_LOAD_TARGET = 1.2  # issue 9: load within 1.2x of safetensors, peak memory within 1.2x of the weights
 DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
 SAME_WITHIN = 0.02  # the summary calls ratios within 2% of 1 "~same"
 
@@ -38,6 +40,8 @@ class Group:
     samples: dict[str, list[float]] = field(default_factory=dict)
     stablehlo_ops: int | None = None
     timers: set[str] = field(default_factory=set)
+    #: Per role, the facts its benchmarks recorded (sizes, peak memory).
+    info: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def median(self, role: str) -> float | None:
         """The median time per call of ``role`` over all its rounds, or None."""
@@ -80,7 +84,7 @@ def read_groups(report: Any) -> list[Group]:
     for bench in report["benchmarks"]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
-        if role not in ROLES:
+        if role not in ROLES + BUNDLE_ROLES:
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -89,6 +93,7 @@ def read_groups(report: Any) -> list[Group]:
         data = stats.get("data") or [stats["median"]]
         group.samples.setdefault(role, []).extend(float(t) for t in data)
         group.timers.add(str((bench.get("options") or {}).get("timer", "?")))
+        group.info.setdefault(role, {}).update(info)
         if "stablehlo_ops" in info:
             group.stablehlo_ops = int(info["stablehlo_ops"])
     return list(groups.values())
@@ -204,6 +209,37 @@ def micro_section(groups: Sequence[Group]) -> str:
     return peer_section("Symbolic shapes: parsing and the decision procedure", groups)
 
 
+def mib(value: Any) -> str:
+    """A size in bytes as MiB, e.g. ``64.0 MiB``."""
+    return "-" if not isinstance(value, (int, float)) else f"{value / (1 << 20):,.1f} MiB"
+
+
+def _bytes(value: Any) -> str:
+    return "-" if not isinstance(value, int) else f"{value:,} B"
+
+
+def bundle_section(groups: Sequence[Group]) -> str:
+    """Saving and loading weights: jaxport's bundles against safetensors and np.savez."""
+    rows = []
+    for g in groups:
+        weights = g.info.get("jaxport", {}).get("weights_bytes")
+        peaks = [g.info.get(r, {}).get("peak_bytes") for r in BUNDLE_ROLES]
+        peak_ratio = peaks[0] / weights if isinstance(peaks[0], int) and weights else None
+        ratio = g.ratio("jaxport", "safetensors")
+        is_load = "load" in g.name
+        goal = "-" if not is_load or ratio is None else (
+            "yes" if ratio <= BUNDLE_LOAD_TARGET and (peak_ratio or 0) <= BUNDLE_LOAD_TARGET else "NO")
+        rows.append([g.name, mib(weights), str(g.rounds()), *(seconds(g.median(r)) for r in BUNDLE_ROLES),
+                     times(ratio), times(g.ratio("jaxport", "npz")),
+                     *(mib(p) if is_load else "-" for p in peaks), times(peak_ratio) if is_load else "-",
+                     _bytes(g.info.get("jaxport", {}).get("function_bytes")) if is_load else "-", goal])
+    headers = ["group", "weights", "rounds", *BUNDLE_ROLES, "jaxport/safetensors", "jaxport/npz",
+               *(f"peak {r}" for r in BUNDLE_ROLES), "peak jaxport/weights", "function files",
+               f"within {BUNDLE_LOAD_TARGET}x"]
+    return (f"Bundles: weights saved and loaded (median per round; timer {timer_names(groups)}); "
+            "peak = resident memory a load adds in a fresh process\n" + table(headers, rows))
+
+
 def headline_ratio(group: Group) -> tuple[str, float | None]:
     """What the summary compares for a group, and jaxport / jax.export of it."""
     if group.kind == "wrap":
@@ -250,7 +286,7 @@ def render(groups: Sequence[Group]) -> str:
     sections: list[str] = []
     ordered: list[Group] = []
     by_kind = {"export": export_section, "wrap": wrap_section, "dispatch": dispatch_section,
-               "call": call_section, "micro": micro_section}
+               "call": call_section, "micro": micro_section, "bundle": bundle_section}
     for kind, section in by_kind.items():
         chosen = [g for g in groups if g.kind == kind]
         if chosen:

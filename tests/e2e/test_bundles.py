@@ -287,3 +287,16 @@ def test_the_command_line_inspects_a_bundle(saved: Path, capsys: pytest.CaptureF
     assert cli.main(["inspect", "--json", str(saved)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [w["name"] for w in doc["weights"]][:2] == ["dense/w", "dense/b"] and doc["metadata"]["epoch"] == 3
+
+
+def test_the_function_files_do_not_grow_with_the_weights(tmp_path: Path) -> None:
+    sizes = []
+    for n in (2, 512):
+        params = {"w": jnp.ones((n, n), jnp.float32)}
+        exp = jaxport.export(jax.jit(lambda p, x: x @ p["w"]))(model.specs(params), jax.ShapeDtypeStruct((1, n), jnp.float32))
+        jaxport.save_bundle(tmp_path / f"m{n}", {"f": exp}, params)
+        sizes.append(((tmp_path / f"m{n}" / "f.jaxport").stat().st_size,
+                      (tmp_path / f"m{n}" / "params.safetensors").stat().st_size))
+    (small_f, small_w), (large_f, large_w) = sizes
+    assert large_w > 1 << 20 and large_w > 10_000 * small_w // 200
+    assert abs(large_f - small_f) < 64, sizes
