@@ -17,7 +17,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -47,12 +48,12 @@ class _HashingWriter:
         return FileDigest(self.size, self._hash.hexdigest())
 
 
-def sha256_of(chunks: Iterable[Any]) -> str:
-    """The SHA-256 (hex) of the concatenated chunks."""
-    h = hashlib.sha256()
-    for chunk in chunks:
-        h.update(chunk)
-    return h.hexdigest()
+def sha256_many(buffers: Sequence[memoryview]) -> list[str]:
+    """The SHA-256 (hex) of each buffer, computed on several threads (hashlib releases the GIL)."""
+    if len(buffers) <= 1:
+        return [hashlib.sha256(b).hexdigest() for b in buffers]
+    with ThreadPoolExecutor(max_workers=min(len(buffers), os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda b: hashlib.sha256(b).hexdigest(), buffers))
 
 
 class BundleDirectory:

@@ -40,9 +40,16 @@ def numpy_dtype(name: str) -> np.dtype[Any]:
     return np.dtype(name)
 
 
-def write_weights(stream: BinaryIO, weights: Sequence[WeightRecord], arrays: Sequence[np.ndarray],
-                  metadata: Mapping[str, str]) -> None:
-    """Writes the header and the bytes of ``arrays`` (one per weight, of its stored dtype and shape)."""
+def raw_bytes(array: np.ndarray) -> memoryview:
+    """The little-endian bytes of an array, as the file stores them (a view when possible)."""
+    data = np.ascontiguousarray(array)
+    if data.dtype.byteorder == ">":
+        data = data.astype(data.dtype.newbyteorder("<"))
+    return data.reshape(-1).view(np.uint8).data
+
+
+def encode_header(weights: Sequence[WeightRecord], metadata: Mapping[str, str]) -> tuple[bytes, list[int]]:
+    """The header (length prefix included) and the order in which the weights' bytes follow it."""
     order = sorted(range(len(weights)), key=lambda i: weights[i].nbytes % ALIGNMENT != 0)
     header: dict[str, Any] = {"__metadata__": dict(metadata)}
     offset = 0
@@ -53,13 +60,14 @@ def write_weights(stream: BinaryIO, weights: Sequence[WeightRecord], arrays: Seq
         offset += w.nbytes
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-(8 + len(text)) % ALIGNMENT)
-    stream.write(struct.pack("<Q", len(text)))
-    stream.write(text)
+    return struct.pack("<Q", len(text)) + text, order
+
+
+def write_weights(stream: BinaryIO, header: bytes, order: Sequence[int], data: Sequence[memoryview]) -> None:
+    """Writes a header from :func:`encode_header`, then the weights' bytes (``data``, in weight order)."""
+    stream.write(header)
     for i in order:
-        data = np.ascontiguousarray(arrays[i])
-        if data.dtype.byteorder == ">":
-            data = data.astype(data.dtype.newbyteorder("<"))
-        view = data.reshape(-1).view(np.uint8).data
+        view = data[i]
         for start in range(0, len(view), _CHUNK):
             stream.write(view[start:start + _CHUNK])
 
@@ -89,6 +97,16 @@ class SafetensorsFile:
         """The number of bytes after the header."""
         return self.size - self.data_start
 
+    @property
+    def header(self) -> memoryview:
+        """The header's bytes, length prefix included."""
+        return memoryview(self.buffer)[:self.data_start]
+
+    def tensor_bytes(self, name: str) -> memoryview:
+        """The stored bytes of tensor ``name`` (checked against the manifest already)."""
+        entry = self.entries[name]
+        return memoryview(self.buffer)[self.data_start + entry.begin:self.data_start + entry.end]
+
     def array(self, name: str, dtype: str) -> np.ndarray:
         """The tensor ``name`` (checked against the manifest already) as a read-only view."""
         entry = self.entries[name]
@@ -97,11 +115,6 @@ class SafetensorsFile:
         flat = np.frombuffer(self.buffer, dtype=dt, count=count // dt.itemsize,
                              offset=self.data_start + entry.begin)
         return flat.reshape(entry.shape)
-
-    def chunks(self) -> Any:
-        """The whole file in chunks of memory views (for digests)."""
-        view = memoryview(self.buffer)
-        return (view[start:start + _CHUNK] for start in range(0, self.size, _CHUNK))
 
 
 def decode_header(data: memoryview) -> tuple[dict[str, TensorEntry], dict[str, str], int]:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Collection, Mapping
 from typing import Any, BinaryIO
 
-from ..adapters.bundle_dir import BundleDirectory
+from ..adapters.bundle_dir import BundleDirectory, sha256_many
 from ..adapters.jax_params import flatten_params, stored_weight
-from ..adapters.safetensors_file import write_weights
+from ..adapters.safetensors_file import encode_header, raw_bytes, write_weights
 from ..domain.bundle_manifest import FORMAT_NAME, WEIGHTS_FILE, FileDigest, FunctionEntry, Manifest
 from ..domain.bundle_names import check_weight_names, function_file
 from ..domain.errors import BundleError
@@ -66,7 +68,9 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     check_weight_names(names)
     weights_tree = tree_spec(registry, treedef)
     stored = [stored_weight(name, leaf) for name, leaf in zip(names, leaves)]
-    weights = tuple(record for record, _ in stored)
+    data = [raw_bytes(host) for _, host in stored]
+    weights = tuple(dataclasses.replace(record, sha256=digest)
+                    for (record, _), digest in zip(stored, sha256_many(data)))
     unknown = sorted(set(without_params) - set(functions))
     if unknown:
         raise BundleError(f"without_params names functions that are not in the bundle: {unknown}")
@@ -79,11 +83,14 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     meta = _checked_metadata(metadata)
     blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order) for entry in entries}
 
+    header, order = encode_header(weights, {"format": FORMAT_NAME})
+
     def manifest(digests: dict[str, FileDigest]) -> bytes:
-        return Manifest(entries, weights_tree, weights, meta, digests).to_json()
+        return Manifest(entries, weights_tree, weights, meta, digests,
+                        weights_header_sha256=hashlib.sha256(header).hexdigest()).to_json()
 
     def write_params(stream: BinaryIO) -> None:
-        write_weights(stream, weights, [host for _, host in stored], {"format": FORMAT_NAME})
+        write_weights(stream, header, order, data)
 
     files = {file: _writer(blob) for file, blob in blobs.items()}
     files[WEIGHTS_FILE] = write_params

@@ -155,6 +155,28 @@ def check_digest(file: str, expected: FileDigest, sha256: str) -> None:
                             f"sha256 {sha256} where {expected.sha256} was recorded")
 
 
+def check_weight_digest(weight: WeightRecord, sha256: str) -> None:
+    """Checks one weight's stored bytes against the manifest's digest.
+
+    Raises:
+        ArtifactError: naming ``params.safetensors`` and the weight's key path.
+    """
+    if sha256 != weight.sha256:
+        raise ArtifactError(f"{WEIGHTS_FILE}: the digest of the weight '{weight.name}' does not match "
+                            f"its manifest: sha256 {sha256} where {weight.sha256} was recorded")
+
+
+def check_header_digest(expected: str, sha256: str) -> None:
+    """Checks the weights file's header against the manifest's digest.
+
+    Raises:
+        ArtifactError: naming ``params.safetensors``.
+    """
+    if sha256 != expected:
+        raise ArtifactError(f"{WEIGHTS_FILE}: the digest of its header does not match its manifest: "
+                            f"sha256 {sha256} where {expected} was recorded")
+
+
 @dataclass(frozen=True, slots=True)
 class TensorEntry:
     """One entry of a safetensors header: dtype code, shape, and byte range in the data."""

@@ -61,6 +61,8 @@ class WeightRecord:
             its key data, ``"uint32"``; otherwise ``dtype``).
         data_shape: the stored shape (a key array's shape plus the key's).
         key_impl: the PRNG implementation of a key array (``"threefry2x32"``), else None.
+        sha256: the SHA-256 (hex) of the stored bytes, so that a changed
+            weight is found, and named, without hashing the whole file.
     """
 
     name: str
@@ -69,6 +71,7 @@ class WeightRecord:
     data_dtype: str
     data_shape: tuple[int, ...]
     key_impl: str | None = None
+    sha256: str = ""
 
     @property
     def nbytes(self) -> int:
@@ -110,6 +113,8 @@ class Manifest:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     files: Mapping[str, FileDigest] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    #: The SHA-256 (hex) of the weights file's header (its first bytes up to the data).
+    weights_header_sha256: str = ""
 
     @property
     def total_weight_bytes(self) -> int:
@@ -135,7 +140,8 @@ class Manifest:
             "format_version": self.format_version,
             "functions": {e.name: {"file": e.file, "takes_params": e.takes_params}
                           for e in self.functions},
-            "params": {"file": WEIGHTS_FILE, "tree": tree_to_json(self.params_tree),
+            "params": {"file": WEIGHTS_FILE, "header_sha256": self.weights_header_sha256,
+                       "tree": tree_to_json(self.params_tree),
                        "leaves": [_weight_to_json(w) for w in self.weights]},
             "metadata": dict(self.metadata),
             "files": {name: {"size": d.size, "sha256": d.sha256} for name, d in sorted(self.files.items())},
@@ -177,11 +183,12 @@ class Manifest:
                                 f"but {len(weights)} are listed")
         files = {name: FileDigest(d.get("size", int), d.get("sha256", str))
                  for name, d in r.child("files", dict).items()}
-        return Manifest(functions, tree, weights, r.get("metadata", dict), files, version)
+        return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
+                        params.get("header_sha256", str))
 
 
 def _weight_to_json(w: WeightRecord) -> dict[str, Any]:
-    doc: dict[str, Any] = {"key_path": w.name, "dtype": w.dtype, "shape": list(w.shape)}
+    doc: dict[str, Any] = {"key_path": w.name, "dtype": w.dtype, "shape": list(w.shape), "sha256": w.sha256}
     if w.key_impl is not None:
         doc["key_impl"] = w.key_impl
     if (w.data_dtype, w.data_shape) != (w.dtype, w.shape):
@@ -198,7 +205,7 @@ def _weight_from_json(r: _Reader) -> WeightRecord:
     if data_dtype not in SAFETENSORS_DTYPES:
         raise ArtifactError(f"{r.where}: the weight '{name}' has the unsupported dtype {data_dtype!r}")
     key_impl = r.get("key_impl", str) if "key_impl" in r.doc else None
-    return WeightRecord(name, dtype, shape, data_dtype, stored.shape("shape"), key_impl)
+    return WeightRecord(name, dtype, shape, data_dtype, stored.shape("shape"), key_impl, r.get("sha256", str))
 
 
 def tree_to_json(spec: TreeSpec) -> dict[str, Any]:

@@ -71,7 +71,10 @@ DAMAGE: dict[str, tuple[Callable[[Path], object], str]] = {
     "changed function": (lambda p: flip_last_byte(p, "loss.jaxport"),
                          "digest of the bundle's file loss.jaxport does not match"),
     "changed weights": (lambda p: flip_last_byte(p, "params.safetensors"),
-                        "digest of the bundle's file params.safetensors does not match"),
+                        "params.safetensors: the digest of the weight 'rng' does not match its manifest"),
+    "changed weights header": (lambda p: rewrite_file(p, "params.safetensors", (p / "params.safetensors").read_bytes()
+                                                      .replace(b'"jaxport-bundle"', b'"jaxport-bundlX"')),
+                               "params.safetensors: the digest of its header does not match"),
     "weight of another dtype": (lambda p: rewrite_header(p, "offset", dtype="U8"),
                                 "params.safetensors: the weight 'offset' has dtype U8 where the manifest records I8"),
     "weight of another shape": (lambda p: rewrite_header(p, "dense/w", shape=[3, 4]),

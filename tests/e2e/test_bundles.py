@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -45,10 +46,14 @@ def test_a_bundle_is_a_manifest_one_artifact_per_function_and_the_weights(saved:
     assert doc["functions"]["predict"] == {"file": "predict.jaxport", "takes_params": True}
     leaves = {leaf["key_path"]: leaf for leaf in doc["params"]["leaves"]}
     assert list(leaves) == ["dense/w", "dense/b", "layers/0/scale", "mask", "offset", "rng"]
-    assert leaves["layers/0/scale"] == {"key_path": "layers/0/scale", "dtype": "bfloat16", "shape": [3]}
+    scale = np.asarray(model.make_params()["layers"][0]["scale"])
+    assert leaves["layers/0/scale"] == {"key_path": "layers/0/scale", "dtype": "bfloat16", "shape": [3],
+                                        "sha256": hashlib.sha256(scale.tobytes()).hexdigest()}
     assert leaves["rng"]["key_impl"] == "threefry2x32"
     assert set(doc["files"]) == {"init.jaxport", "loss.jaxport", "predict.jaxport", "params.safetensors"}
-    assert doc["files"]["params.safetensors"]["size"] == (saved / "params.safetensors").stat().st_size
+    weights_file = (saved / "params.safetensors").read_bytes()
+    assert doc["files"]["params.safetensors"] == {"size": len(weights_file),
+                                                  "sha256": hashlib.sha256(weights_file).hexdigest()}
 
 
 def test_the_function_files_are_plain_artifacts_for_jaxport_and_jax_export(saved: Path) -> None:
