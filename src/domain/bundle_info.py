@@ -56,14 +56,14 @@ class BundleInfo:
         rows = [("key path", "dtype", "shape", "bytes")]
         rows += [(w.name or "(root)", w.dtype, _shape_text(w.shape), str(w.nbytes))
                  for w in self.weights]
-        rows.append(("total", "", f"{len(self.weights)} arrays", str(self.total_bytes)))
+        rows.append(("total", "", _count(len(self.weights), "array"), str(self.total_bytes)))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  "
                          f"{r[3]:>{widths[3]}}".rstrip() for r in rows)
 
     def __str__(self) -> str:
-        lines = [f"bundle {self.path} (format {self.format_version}): "
-                 f"{len(self.functions)} functions, {len(self.weights)} weights, {self.total_bytes} bytes"]
+        lines = [f"bundle {self.path} (format {self.format_version}): {_count(len(self.functions), 'function')}, "
+                 f"{_count(len(self.weights), 'weight')}, {self.total_bytes} bytes"]
         for f in self.functions:
             bound = "" if f.takes_params else " (takes no weights)"
             lines.append(f"{f.file}{bound}:")
@@ -77,3 +77,7 @@ class BundleInfo:
 
 def _shape_text(shape: tuple[int, ...]) -> str:
     return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -156,6 +156,7 @@ def test_weights_are_used_in_place_from_the_memory_mapped_file(saved: Path) -> N
     ranges = [tuple(int(a, 16) for a in m[0].split("-")) for m in maps if m[-1] == weights_file]
     pointer = bundle.params["dense"].w.unsafe_buffer_pointer()
     assert any(lo <= pointer < hi for lo, hi in ranges), "the weight was copied out of the mapping"
+    assert bundle["predict"].params is bundle["loss"].params is bundle.params
 
 
 def test_save_refuses_a_function_whose_weights_differ_and_writes_nothing(tmp_path: Path) -> None:
