@@ -172,17 +172,17 @@ class Manifest:
             raise ArtifactError(f"{MANIFEST_FILE}: format version {version} does not exist")
         functions = tuple(
             FunctionEntry(name, f.get("file", str), f.get("takes_params", bool))
-            for name, f in r.child("functions", dict).items())
-        params = r.child("params", dict)
+            for name, f in r.child("functions").items())
+        params = r.child("params")
         if params.get("file", str) != WEIGHTS_FILE:
             raise ArtifactError(f"{MANIFEST_FILE}: 'params.file' is not {WEIGHTS_FILE!r}")
         tree = tree_from_json(params.get("tree", dict), f"{MANIFEST_FILE}: params.tree")
-        weights = tuple(_weight_from_json(leaf) for leaf in params.child("leaves", list).items_list())
+        weights = tuple(_weight_from_json(leaf) for leaf in params.child_list("leaves"))
         if tree.num_leaves != len(weights):
             raise ArtifactError(f"{MANIFEST_FILE}: the params tree has {tree.num_leaves} leaves "
                                 f"but {len(weights)} are listed")
         files = {name: FileDigest(d.get("size", int), d.get("sha256", str))
-                 for name, d in r.child("files", dict).items()}
+                 for name, d in r.child("files").items()}
         return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
                         params.get("header_sha256", str))
 
@@ -200,7 +200,7 @@ def _weight_from_json(r: _Reader) -> WeightRecord:
     name = r.get("key_path", str)
     shape = r.shape("shape")
     dtype = r.get("dtype", str)
-    stored = r.child("stored_as", dict) if "stored_as" in r.doc else r
+    stored = r.child("stored_as") if "stored_as" in r.doc else r
     data_dtype = stored.get("dtype", str)
     if data_dtype not in SAFETENSORS_DTYPES:
         raise ArtifactError(f"{r.where}: the weight '{name}' has the unsupported dtype {data_dtype!r}")
@@ -230,7 +230,7 @@ def tree_from_json(doc: dict[str, Any], where: str) -> TreeSpec:
     r = _Reader(doc, where)
     try:
         kind = TreeKind(r.get("kind", str))
-        children = tuple(tree_from_json(c.doc, where) for c in r.child("children", list).items_list()) \
+        children = tuple(tree_from_json(c.doc, where) for c in r.child_list("children")) \
             if "children" in doc else ()
         keys = tuple(r.get("keys", list)) if kind is TreeKind.DICT else ()
         if not all(isinstance(k, str) for k in keys):
@@ -260,17 +260,14 @@ class _Reader:
             raise ArtifactError(f"{self.where}: the field '{key}' is missing or not a {kind.__name__}")
         return value
 
-    def child(self, key: str, kind: type[Any]) -> _Reader:
-        value = self.get(key, kind)
-        if kind is list:
-            return _ListReader(value, f"{self.where}: {key}")
-        return _Reader(value, f"{self.where}: {key}")
+    def child(self, key: str) -> _Reader:
+        return _Reader(self.get(key, dict), f"{self.where}: {key}")
+
+    def child_list(self, key: str) -> list[_Reader]:
+        return [_Reader(v, f"{self.where}: {key}[{i}]") for i, v in enumerate(self.get(key, list))]
 
     def items(self) -> list[tuple[str, _Reader]]:
         return [(k, _Reader(v, f"{self.where}.{k}")) for k, v in self.doc.items()]
-
-    def items_list(self) -> list[_Reader]:
-        raise ArtifactError(f"{self.where}: expected a list")
 
     def shape(self, key: str) -> tuple[int, ...]:
         dims = self.get(key, list)
@@ -278,12 +275,3 @@ class _Reader:
             raise ArtifactError(f"{self.where}: '{key}' is not a list of sizes: {dims}")
         return tuple(dims)
 
-
-class _ListReader(_Reader):
-    def __init__(self, doc: list[Any], where: str) -> None:
-        self.doc = {}
-        self.where = where
-        self._list = doc
-
-    def items_list(self) -> list[_Reader]:
-        return [_Reader(v, f"{self.where}[{i}]") for i, v in enumerate(self._list)]
