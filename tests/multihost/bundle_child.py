@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.multihost.launcher import initialize_from_env
+from tests.multihost.launcher import initialize
 
-initialize_from_env(num_cpu_devices=4)
+initialize()
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

@@ -1,14 +1,20 @@
-"""Runs one Python script in several local processes, as the hosts of JAX's distributed runtime.
+"""Run one Python script in several local processes on JAX's distributed runtime.
 
-Each process gets, in its environment, ``JAXPORT_PROCESS_ID``,
-``JAXPORT_NUM_PROCESSES`` and ``JAXPORT_COORDINATOR`` (``127.0.0.1:PORT``, a
-free port); the script starts the runtime itself, typically with
-:func:`initialize_from_env`::
+The parent side, `launch`, starts N copies of a script with the environment of
+a multi-controller JAX job on this machine: a coordinator on 127.0.0.1 at a
+free port, one process id each, CPU collectives through gloo. It waits for all
+of them (killing the rest when one fails or the time runs out) and returns
+their outputs, or raises `MultiProcessError` with every process's exit status
+and the tail of its output.
 
-    from tests.multihost.launcher import initialize_from_env
-    initialize_from_env(num_cpu_devices=4)
+The child side, `initialize`, is the first thing such a script calls: it reads
+that environment, sets the number of CPU devices and the collectives, and
+calls `jax.distributed.initialize`. Scripts import it as
+`from tests.multihost.launcher import initialize` (the launcher puts the
+repository root on the children's PYTHONPATH).
 
-The repository root is on the children's ``PYTHONPATH``, so that import works.
+`local_ports_unavailable()` says why the machine cannot run such a job (no
+local TCP port can be opened), or returns None.
 """
 
 from __future__ import annotations
@@ -20,88 +26,163 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+_ENV_COORDINATOR = "JAXPORT_MH_COORDINATOR"
+_ENV_NUM_PROCESSES = "JAXPORT_MH_NUM_PROCESSES"
+_ENV_PROCESS_ID = "JAXPORT_MH_PROCESS_ID"
+_ENV_DEVICES = "JAXPORT_MH_CPU_DEVICES"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_TAIL = 4000
 
 
-class MultiProcessError(AssertionError):
-    """A process failed or did not finish in time; the message holds every process's output."""
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    """What one process of a job printed, and how it ended."""
+
+    process_id: int
+    returncode: int  # negative: killed by that signal (after a failure or the timeout)
+    stdout: str
+    stderr: str
+
+
+class MultiProcessError(RuntimeError):
+    """A process of the job failed, or the job ran past its timeout."""
+
+    def __init__(self, reason: str, results: Sequence[ProcessResult]) -> None:
+        parts = [reason]
+        for r in results:
+            status = (f"killed by signal {-r.returncode}" if r.returncode < 0
+                      else f"exit status {r.returncode}")
+            parts.append(f"--- process {r.process_id}: {status}")
+            parts.append(f"stdout (tail):\n{r.stdout[-_TAIL:]}")
+            parts.append(f"stderr (tail):\n{r.stderr[-_TAIL:]}")
+        super().__init__("\n".join(parts))
+        self.results = tuple(results)
+
+
+def local_ports_unavailable() -> str | None:
+    """Why no local job can run here (a TCP port on 127.0.0.1 cannot be opened), or None."""
+    try:
+        free_port()
+    except OSError as exc:
+        return f"cannot open a local TCP port on 127.0.0.1: {exc}"
+    return None
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
         return port
 
 
-def initialize_from_env(num_cpu_devices: int = 4) -> None:
-    """In a child of :func:`run_processes`: N CPU devices, gloo collectives, then the runtime."""
-    import jax
-
-    jax.config.update("jax_num_cpu_devices", num_cpu_devices)
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=os.environ["JAXPORT_COORDINATOR"],
-                               num_processes=int(os.environ["JAXPORT_NUM_PROCESSES"]),
-                               process_id=int(os.environ["JAXPORT_PROCESS_ID"]))
-
-
-def run_processes(script: str | os.PathLike[str], num_processes: int = 2, *, args: Sequence[str] = (),
-                  timeout: float = 120.0, env: Mapping[str, str] | None = None) -> list[str]:
-    """Runs ``python script *args`` in ``num_processes`` processes at once; their stdouts, by process id.
+def launch(
+    script: str,
+    num_processes: int = 2,
+    *,
+    cpu_devices_per_process: int = 4,
+    timeout_s: float = 180.0,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> list[ProcessResult]:
+    """Run the Python source `script` in `num_processes` processes of one job.
 
     Args:
-        script: the path of a Python file.
-        num_processes: how many processes (hosts) to start.
-        args: command-line arguments for every process.
-        timeout: seconds for all of them together.
-        env: variables added to this process's environment.
+        script: Python source; it should call `initialize()` before using JAX.
+        num_processes: how many processes (one per simulated host).
+        cpu_devices_per_process: CPU devices each process sees.
+        timeout_s: wall-clock limit for the whole job.
+        args: command-line arguments given to every process (sys.argv[1:]).
+        env: extra environment variables for every process.
+
+    Returns:
+        One `ProcessResult` per process, in process-id order, all exited with 0.
 
     Raises:
-        MultiProcessError: a process exited with a non-zero status (the
-            others are then stopped) or they did not all finish in time.
+        MultiProcessError: a process exited with non-zero status, or the job ran
+            past `timeout_s` (every process is then killed).
     """
-    port = free_port()
-    base = {**os.environ, **(env or {})}
-    base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), base.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix="jaxport-multihost-") as logs:
-        procs = []
-        # Output goes to files, not pipes: a chatty process never blocks on a full pipe.
-        for i in range(num_processes):
-            child_env = {**base, "JAXPORT_PROCESS_ID": str(i), "JAXPORT_NUM_PROCESSES": str(num_processes),
-                         "JAXPORT_COORDINATOR": f"127.0.0.1:{port}"}
-            with open(Path(logs, f"{i}.out"), "w") as out, open(Path(logs, f"{i}.err"), "w") as err:
-                procs.append(subprocess.Popen([sys.executable, os.fspath(script), *args], env=child_env,
-                                              stdout=out, stderr=err))
-        failure = _wait(procs, time.monotonic() + timeout)
-        for p in procs:
-            p.wait()
-        outputs = [(Path(logs, f"{i}.out").read_text(), Path(logs, f"{i}.err").read_text())
-                   for i in range(num_processes)]
-    if failure is not None:
-        report = "\n".join(f"--- process {i} (exit {p.returncode})\nstdout:\n{out}\nstderr:\n{err}"
-                           for i, (p, (out, err)) in enumerate(zip(procs, outputs)))
-        raise MultiProcessError(f"{failure}\n{report}")
-    return [out for out, _ in outputs]
+    with tempfile.TemporaryDirectory(prefix="jaxport-multihost-") as tmp:
+        path = Path(tmp) / "job.py"
+        path.write_text(script, encoding="utf-8")
+        coordinator = f"127.0.0.1:{free_port()}"
+        procs, outs = [], []
+        for pid in range(num_processes):
+            child_env = _child_env(env, coordinator, num_processes, pid, cpu_devices_per_process)
+            out = open(Path(tmp) / f"out{pid}", "w+", encoding="utf-8")
+            err = open(Path(tmp) / f"err{pid}", "w+", encoding="utf-8")
+            outs.append((out, err))
+            procs.append(subprocess.Popen(
+                [sys.executable, str(path), *args], stdout=out, stderr=err,
+                env=child_env, cwd=tmp))
+        reason = _wait_all(procs, timeout_s)
+        results = []
+        for pid, (proc, (out, err)) in enumerate(zip(procs, outs)):
+            out.seek(0)
+            err.seek(0)
+            results.append(ProcessResult(pid, proc.wait(), out.read(), err.read()))
+            out.close()
+            err.close()
+    if reason is not None:
+        raise MultiProcessError(reason, results)
+    return results
 
 
-def _wait(procs: list[subprocess.Popen[bytes]], deadline: float) -> str | None:
-    """Waits for all; on the first failure or at the deadline, stops the rest and says why."""
-    while True:
-        codes = [p.poll() for p in procs]
-        failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
-        reason = None
-        if failed:
-            reason = f"process {failed[0]} exited with status {codes[failed[0]]}"
-        elif all(c == 0 for c in codes):
-            return None
-        elif time.monotonic() > deadline:
-            reason = "the processes did not finish in time"
-        if reason is not None:
+def _child_env(extra: Mapping[str, str] | None, coordinator: str, n: int, pid: int,
+               devices: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra or {})
+    env[_ENV_COORDINATOR] = coordinator
+    env[_ENV_NUM_PROCESSES] = str(n)
+    env[_ENV_PROCESS_ID] = str(pid)
+    env[_ENV_DEVICES] = str(devices)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.pop("XLA_FLAGS", None)  # a forced host device count would fight jax_num_cpu_devices
+    return env
+
+
+def _wait_all(procs: Sequence[subprocess.Popen[bytes]], timeout_s: float) -> str | None:
+    """Wait for every process; on a failure or the timeout kill the rest. Returns why it failed."""
+    deadline = time.monotonic() + timeout_s
+    reason: str | None = None
+    while any(p.poll() is None for p in procs):
+        failed = [i for i, p in enumerate(procs) if p.returncode not in (None, 0)]
+        if failed and reason is None:
+            reason = f"process {failed[0]} exited with status {procs[failed[0]].returncode}"
+            deadline = min(deadline, time.monotonic() + 10.0)  # let the others report, briefly
+        if time.monotonic() > deadline:
+            reason = reason or f"the job ran past its timeout of {timeout_s:.0f} s"
             for p in procs:
                 if p.poll() is None:
                     p.kill()
+            for p in procs:
+                p.wait()
             return reason
         time.sleep(0.05)
+    failed = [i for i, p in enumerate(procs) if p.returncode != 0]
+    if failed and reason is None:
+        reason = f"process {failed[0]} exited with status {procs[failed[0]].returncode}"
+    return reason
+
+
+def initialize() -> int:
+    """Child side: join the job the launcher started; returns this process's id.
+
+    Sets `jax_num_cpu_devices` and gloo CPU collectives before calling
+    `jax.distributed.initialize` with the launcher's coordinator.
+    """
+    import jax
+
+    pid = int(os.environ[_ENV_PROCESS_ID])
+    jax.config.update("jax_num_cpu_devices", int(os.environ[_ENV_DEVICES]))
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=os.environ[_ENV_COORDINATOR],
+        num_processes=int(os.environ[_ENV_NUM_PROCESSES]),
+        process_id=pid,
+        initialization_timeout=60)
+    return pid

@@ -12,9 +12,10 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
-from tests.multihost.launcher import run_processes
+from tests.multihost.launcher import launch, local_ports_unavailable
 
-pytestmark = pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+pytestmark = [pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)"),
+              pytest.mark.skipif(local_ports_unavailable() is not None, reason=str(local_ports_unavailable()))]
 
 
 def save_sharded_bundle(path: Path) -> dict[str, jax.Array]:
@@ -32,9 +33,9 @@ def test_both_processes_load_the_sharded_bundle_and_call_it(tmp_path: Path) -> N
     params = save_sharded_bundle(tmp_path / "model")
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 24
     want = np.tanh(x @ np.asarray(params["w"]) + np.asarray(params["b"]))
-    outputs = run_processes(Path(__file__).with_name("bundle_child.py"), 2, args=[str(tmp_path / "model")],
-                            timeout=240)
-    results = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+    child = Path(__file__).with_name("bundle_child.py").read_text()
+    done = launch(child, 2, cpu_devices_per_process=4, timeout_s=240, args=[str(tmp_path / "model")])
+    results = [json.loads(r.stdout.strip().splitlines()[-1]) for r in done]
     assert [r["process"] for r in results] == [0, 1]
     for r in results:
         assert r["devices"] == 8 and r["w_sharding"] == "P(None, 'model')"
