@@ -4,38 +4,43 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import overload
 
-from ..adapters.bundle_dir import read_function, read_manifest
 from ..adapters.flatbuffers_codec import decode_artifact
 from ..domain.artifact_info import ArtifactInfo
-from ..domain.bundle_info import BundleInfo
-from ..domain.errors import ArtifactError
+
+TYPE_CHECKING = False  # not `from typing`: this path keeps its imports few
+if TYPE_CHECKING:
+    from typing import overload
+
+    from ..domain.bundle_info import BundleInfo
+
+    @overload
+    def inspect(blob_or_path: bytes | bytearray | memoryview) -> ArtifactInfo: ...
+
+    @overload
+    def inspect(blob_or_path: str | os.PathLike[str]) -> ArtifactInfo | BundleInfo: ...
+
+    def inspect(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str]
+                ) -> ArtifactInfo | BundleInfo:
+        return _summary(blob_or_path)
+else:
+    def inspect(blob_or_path):
+        """The summary of an artifact given as bytes or a file path, or of a bundle directory.
+
+        Loads neither JAX nor jaxlib, so it takes milliseconds. A bundle is
+        summarized by :func:`inspect_bundle`.
+
+        Raises:
+            ArtifactError: the bytes are not a valid artifact, or the bundle is damaged.
+            OSError: the file cannot be read.
+        """
+        return _summary(blob_or_path)
 
 
-@overload
-def inspect(blob_or_path: bytes | bytearray | memoryview) -> ArtifactInfo: ...
-
-
-@overload
-def inspect(blob_or_path: str | os.PathLike[str]) -> ArtifactInfo | BundleInfo: ...
-
-
-def inspect(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str]) -> ArtifactInfo | BundleInfo:
-    """The summary of an artifact given as bytes or a file path, or of a bundle directory.
-
-    Loads neither JAX nor jaxlib, so it takes milliseconds. For a bundle, it
-    checks the directory against the manifest (files and sizes) and each
-    function file's digest, and reads the weights' table from the manifest
-    (the weights file itself is not read).
-
-    Raises:
-        ArtifactError: the bytes are not a valid artifact, or the bundle is damaged.
-        OSError: the file cannot be read.
-    """
+def _summary(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str]) -> ArtifactInfo | BundleInfo:
+    if isinstance(blob_or_path, (str, os.PathLike)) and os.path.isdir(blob_or_path):
+        return inspect_bundle(blob_or_path)
     if isinstance(blob_or_path, (str, os.PathLike)):
-        if Path(blob_or_path).is_dir():
-            return inspect_bundle(blob_or_path)
         blob: bytes | bytearray | memoryview = Path(blob_or_path).read_bytes()
     else:
         blob = blob_or_path
@@ -43,12 +48,10 @@ def inspect(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str
 
 
 def inspect_bundle(path: str | os.PathLike[str]) -> BundleInfo:
-    """The summary of the bundle directory at ``path`` (see :func:`inspect`)."""
-    manifest = read_manifest(path)
-    artifacts = {}
-    for entry in manifest.functions:
-        try:
-            artifacts[entry.name] = ArtifactInfo.of(decode_artifact(read_function(path, manifest, entry.file)))
-        except ArtifactError as exc:
-            raise ArtifactError(f"{entry.file}: {exc}") from exc
-    return BundleInfo.of(os.fspath(path), manifest, artifacts)
+    """The summary of the bundle directory at ``path``, without importing JAX.
+
+    See :func:`jaxport.application.bundle_inspect.inspect_bundle`.
+    """
+    from .bundle_inspect import inspect_bundle as summarize
+
+    return summarize(path)
