@@ -21,11 +21,10 @@ from typing import Any, Literal, Protocol
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-#: Bundle benchmarks compare jaxport with the weights-file libraries "safetensors" and "npz".
-Role = Literal["baseline", "jaxport", "jax.export", "safetensors", "npz"]
+Role = Literal["baseline", "jaxport", "jax.export"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
 PEERS: tuple[Role, ...] = ("jaxport", "jax.export")
-Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact", "bundle"]
+Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact"]
 
 
 def alternating_chunks(chunks: int, roles: Sequence[Role]) -> list[Any]:

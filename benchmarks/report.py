@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 ROLES = ("baseline", "jaxport", "jax.export")
-BUNDLE_ROLES = ("jaxport", "safetensors", "npz")
-BUNDLE_LOAD_TARGET = 1.2  # issue 9: load within 1.2x of safetensors, peak memory within 1.2x of the weights
 DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
 SAME_WITHIN = 0.02  # the summary calls ratios within 2% of 1 "~same"
 
@@ -209,37 +207,6 @@ def micro_section(groups: Sequence[Group]) -> str:
     return peer_section("Symbolic shapes: parsing and the decision procedure", groups)
 
 
-def mib(value: Any) -> str:
-    """A size in bytes as MiB, e.g. ``64.0 MiB``."""
-    return "-" if not isinstance(value, (int, float)) else f"{value / (1 << 20):,.1f} MiB"
-
-
-def _bytes(value: Any) -> str:
-    return "-" if not isinstance(value, int) else f"{value:,} B"
-
-
-def bundle_section(groups: Sequence[Group]) -> str:
-    """Saving and loading weights: jaxport's bundles against safetensors and np.savez."""
-    rows = []
-    for g in groups:
-        weights = g.info.get("jaxport", {}).get("weights_bytes")
-        peaks = [g.info.get(r, {}).get("peak_bytes") for r in BUNDLE_ROLES]
-        peak_ratio = peaks[0] / weights if isinstance(peaks[0], int) and weights else None
-        ratio = g.ratio("jaxport", "safetensors")
-        is_load = "load" in g.name
-        goal = "-" if not is_load or ratio is None else (
-            "yes" if ratio <= BUNDLE_LOAD_TARGET and (peak_ratio or 0) <= BUNDLE_LOAD_TARGET else "NO")
-        rows.append([g.name, mib(weights), str(g.rounds()), *(seconds(g.median(r)) for r in BUNDLE_ROLES),
-                     times(ratio), times(g.ratio("jaxport", "npz")),
-                     *(mib(p) if is_load else "-" for p in peaks), times(peak_ratio) if is_load else "-",
-                     _bytes(g.info.get("jaxport", {}).get("function_bytes")) if is_load else "-", goal])
-    headers = ["group", "weights", "rounds", *BUNDLE_ROLES, "jaxport/safetensors", "jaxport/npz",
-               *(f"peak {r}" for r in BUNDLE_ROLES), "peak jaxport/weights", "function files",
-               f"within {BUNDLE_LOAD_TARGET}x"]
-    return (f"Bundles: weights saved and loaded (median per round; timer {timer_names(groups)}); "
-            "peak = resident memory a load adds in a fresh process\n" + table(headers, rows))
-
-
 def headline_ratio(group: Group) -> tuple[str, float | None]:
     """What the summary compares for a group, and jaxport / jax.export of it."""
     if group.kind == "wrap":
@@ -277,6 +244,41 @@ def other_section(groups: Sequence[Group]) -> str:
     return "Other groups (median)\n" + table(["group", *ROLES, "jaxport/jax.export"], rows)
 
 
+BUNDLE_ROLES = ("jaxport", "safetensors", "npz")
+BUNDLE_LOAD_TARGET = 1.2  # issue 9: load within 1.2x of safetensors, peak memory within 1.2x of the weights
+
+
+def mib(value: Any) -> str:
+    """A size in bytes as MiB, e.g. ``64.0 MiB``."""
+    return "-" if not isinstance(value, (int, float)) else f"{value / (1 << 20):,.1f} MiB"
+
+
+def _bytes(value: Any) -> str:
+    return "-" if not isinstance(value, int) else f"{value:,} B"
+
+
+def bundle_section(groups: Sequence[Group]) -> str:
+    """Saving and loading weights: jaxport's bundles against safetensors and np.savez."""
+    rows = []
+    for g in groups:
+        weights = g.info.get("jaxport", {}).get("weights_bytes")
+        peaks = [g.info.get(r, {}).get("peak_bytes") for r in BUNDLE_ROLES]
+        peak_ratio = peaks[0] / weights if isinstance(peaks[0], int) and weights else None
+        ratio = g.ratio("jaxport", "safetensors")
+        is_load = "load" in g.name
+        goal = "-" if not is_load or ratio is None else (
+            "yes" if ratio <= BUNDLE_LOAD_TARGET and (peak_ratio or 0) <= BUNDLE_LOAD_TARGET else "NO")
+        rows.append([g.name, mib(weights), str(g.rounds()), *(seconds(g.median(r)) for r in BUNDLE_ROLES),
+                     times(ratio), times(g.ratio("jaxport", "npz")),
+                     *(mib(p) if is_load else "-" for p in peaks), times(peak_ratio) if is_load else "-",
+                     _bytes(g.info.get("jaxport", {}).get("function_bytes")) if is_load else "-", goal])
+    headers = ["group", "weights", "rounds", *BUNDLE_ROLES, "jaxport/safetensors", "jaxport/npz",
+               *(f"peak {r}" for r in BUNDLE_ROLES), "peak jaxport/weights", "function files",
+               f"within {BUNDLE_LOAD_TARGET}x"]
+    return (f"Bundles: weights saved and loaded (median per round; timer {timer_names(groups)}); "
+            "peak = resident memory a load adds in a fresh process\n" + table(headers, rows))
+
+
 def render(groups: Sequence[Group]) -> str:
     """The report: one table per kind of group, then a summary of the ratios.
 
@@ -286,16 +288,19 @@ def render(groups: Sequence[Group]) -> str:
     sections: list[str] = []
     ordered: list[Group] = []
     by_kind = {"export": export_section, "wrap": wrap_section, "dispatch": dispatch_section,
-               "call": call_section, "micro": micro_section, "bundle": bundle_section}
+               "call": call_section, "micro": micro_section}
     for kind, section in by_kind.items():
         chosen = [g for g in groups if g.kind == kind]
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind]
+    others = [g for g in groups if g.kind not in by_kind and g.kind != "bundle"]
     if others:
         sections.append(other_section(others))
         ordered += others
+    bundles = [g for g in groups if g.kind == "bundle"]
+    if bundles:
+        sections.append(bundle_section(bundles))
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
     compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]

@@ -38,11 +38,10 @@ from safetensors.numpy import load_file, save_file
 
 import jaxport
 
-from .conftest import Label, Role
 
 ARRAYS = 16
 MIB = int(os.environ.get("JAXPORT_BENCH_BUNDLE_MIB", "64"))
-ROLES: tuple[Role, ...] = ("jaxport", "safetensors", "npz")
+ROLES = ("jaxport", "safetensors", "npz")
 ROUNDS = 5
 
 
@@ -73,7 +72,7 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> Weights:
     return Weights(arrays, fun, tmp_path_factory.mktemp("bundle-bench"))
 
 
-def save(weights: Weights, role: Role) -> None:
+def save(weights: Weights, role: str) -> None:
     path = weights.path(role)
     if role == "jaxport":
         jaxport.save_bundle(path, {"f": weights.function}, weights.arrays)
@@ -123,15 +122,20 @@ def peak_bytes(path: Path, role: str) -> int | None:
     return int(done.stdout.split()[-1])
 
 
+def label(benchmark: BenchmarkFixture, group: str, role: str, **extra: object) -> None:
+    """Like conftest's ``label``, with this file's roles (jaxport and two weights-file libraries)."""
+    benchmark.group = group
+    benchmark.extra_info.update(kind="bundle", role=role, baseline="-", **extra)
+
+
 @pytest.mark.parametrize("role", ROLES)
-def test_save(benchmark: BenchmarkFixture, label: Label, weights: Weights, role: Role) -> None:
-    label(group=f"bundle save ({ARRAYS} x {MIB // ARRAYS} MiB)", kind="bundle", role=role,
-          baseline="-", weights_bytes=weights.nbytes)
+def test_save(benchmark: BenchmarkFixture, weights: Weights, role: str) -> None:
+    label(benchmark, f"bundle save ({ARRAYS} x {MIB // ARRAYS} MiB)", role, weights_bytes=weights.nbytes)
     benchmark.pedantic(lambda: save(weights, role), rounds=ROUNDS, iterations=1, warmup_rounds=1)
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_load(benchmark: BenchmarkFixture, label: Label, weights: Weights, role: Role) -> None:
+def test_load(benchmark: BenchmarkFixture, weights: Weights, role: str) -> None:
     path = weights.path(role)
     if not path.exists():
         save(weights, role)
@@ -139,6 +143,5 @@ def test_load(benchmark: BenchmarkFixture, label: Label, weights: Weights, role:
     if role == "jaxport":
         files = json.loads((path / "manifest.json").read_text())["files"]
         extra["function_bytes"] = sum(d["size"] for name, d in files.items() if name.endswith(".jaxport"))
-    label(group=f"bundle load ({ARRAYS} x {MIB // ARRAYS} MiB)", kind="bundle", role=role,
-          baseline="-", **extra)
+    label(benchmark, f"bundle load ({ARRAYS} x {MIB // ARRAYS} MiB)", role, **extra)
     benchmark.pedantic(lambda: load(path, role), rounds=ROUNDS, iterations=1, warmup_rounds=1)

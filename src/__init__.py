@@ -43,6 +43,10 @@ minimum_supported_calling_convention_version = _calling_convention.MINIMUM_VERSI
 maximum_supported_calling_convention_version = _calling_convention.MAXIMUM_VERSION
 
 _LAZY = {
+    "save_bundle": "jaxport.application.bundle_save",
+    "load_bundle": "jaxport.application.bundle_load",
+    "Bundle": "jaxport.application.bundle",
+    "BundleInfo": "jaxport.domain.bundle_info",
     "export": "jaxport.application.export_service",
     "Exported": "jaxport.application.exported",
     "call_exported": "jaxport.application.exported",
@@ -57,10 +61,6 @@ _LAZY = {
     "symbolic_args_specs": "jaxport.application.symbolic",
     "poly_spec": "jaxport.application.symbolic",
     "poly_specs": "jaxport.application.symbolic",
-    "save_bundle": "jaxport.application.bundle_save",
-    "load_bundle": "jaxport.application.bundle_load",
-    "Bundle": "jaxport.application.bundle",
-    "BundleInfo": "jaxport.domain.bundle_info",
 }
 
 __all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "SymbolicScope", "errors",

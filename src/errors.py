@@ -2,13 +2,13 @@
 
 from .domain.errors import (
     ArtifactError,
-    BundleError,
-    BundleMismatchError,
     CallError,
     CallingConventionError,
     DeviceCountError,
     DisallowedCustomCallError,
     DtypeMismatchError,
+    BundleError,
+    BundleMismatchError,
     ExportError,
     HostCallbackError,
     JaxportError,
@@ -24,9 +24,9 @@ from .domain.errors import (
 )
 
 __all__ = [
-    "ArtifactError", "BundleError", "BundleMismatchError", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
-    "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
+    "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
 ]
