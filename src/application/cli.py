@@ -20,8 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxport", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("inspect", help="print the signature and metadata of artifacts (no JAX needed)")
-    show.add_argument("files", nargs="+", help="artifact files written by jaxport.save or jax.export, "
-                      "or bundle directories written by jaxport.save_bundle")
+    show.add_argument("files", nargs="+", help="artifact files written by jaxport.save or jax.export")
     show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
     text = commands.add_parser("mlir", help="print the StableHLO module of an artifact (imports JAX)")
     text.add_argument("file")

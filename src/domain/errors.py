@@ -65,6 +65,26 @@ class CallingConventionError(JaxportError, ValueError):
         )
 
 
+class BundleError(JaxportError, ValueError):
+    """A bundle cannot be saved as asked (a bad function name, weights or metadata)."""
+
+
+class BundleMismatchError(BundleError):
+    """A function's weights argument, or new weights, differ from the bundle's weights.
+
+    Attributes:
+        function: the function whose signature differs (None for ``with_params``).
+        key_path: the weights' key path where they differ (``"dense/w"``; ``""`` for the root).
+    """
+
+    def __init__(self, function: str | None, key_path: str, detail: str) -> None:
+        self.function = function
+        self.key_path = key_path
+        where = f"function '{function}'" if function is not None else "the new weights"
+        super().__init__(f"The weights of {where} differ from the bundle's weights at "
+                         f"'{key_path}': {detail}")
+
+
 class CallError(JaxportError, ValueError):
     """The arguments of a call do not match what the function was exported for."""
 
@@ -174,22 +194,3 @@ class VjpUnavailableError(JaxportError, ValueError):
 class ArtifactError(JaxportError, ValueError):
     """Bytes that are not a valid jaxport / jax.export artifact."""
 
-
-class BundleError(JaxportError, ValueError):
-    """A bundle cannot be saved as asked (a bad function name, weights or metadata)."""
-
-
-class BundleMismatchError(BundleError):
-    """A function's weights argument, or new weights, differ from the bundle's weights.
-
-    Attributes:
-        function: the function whose signature differs (None for ``with_params``).
-        key_path: the weights' key path where they differ (``"dense/w"``; ``""`` for the root).
-    """
-
-    def __init__(self, function: str | None, key_path: str, detail: str) -> None:
-        self.function = function
-        self.key_path = key_path
-        where = f"function '{function}'" if function is not None else "the new weights"
-        super().__init__(f"The weights of {where} differ from the bundle's weights at "
-                         f"'{key_path}': {detail}")
