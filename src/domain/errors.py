@@ -193,4 +193,3 @@ class VjpUnavailableError(JaxportError, ValueError):
 
 class ArtifactError(JaxportError, ValueError):
     """Bytes that are not a valid jaxport / jax.export artifact."""
-
