@@ -20,6 +20,7 @@ and VJP tables may nest only so deep. Every problem is an
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 from ..domain.artifact import (
@@ -27,6 +28,7 @@ from ..domain.artifact import (
     HloShardingRecord, MemorySpace, NamedShardingRecord, PartitionSpecRecord,
     ShardingRecord, TreeKind, TreeSpec)
 from ..domain.errors import ArtifactError
+from ..domain.integrity import unseal
 from ..domain.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import flatbuffers_wire as W
 from .flatbuffers_reader import TableView, WireReader
@@ -41,6 +43,16 @@ _DTYPES: Final = W.inverse(W.DTYPE_CODES)
 _MEMORY_SPACES: Final = W.inverse(W.MEMORY_SPACE_CODES)
 _AXIS_TYPES: Final = W.inverse(W.AXIS_TYPE_CODES)
 _CHECK_KINDS: Final = W.inverse(W.SAFETY_CHECK_CODES)
+#: Slots per table, by the names the decoder gives tables.
+_SLOT_COUNTS: Final = {
+    "Exported": W.Exported.NUM_SLOTS, "PyTreeDef": W.Tree.NUM_SLOTS,
+    "AbstractValue": W.Aval.NUM_SLOTS, "AbstractDevice": W.AbstractDevice.NUM_SLOTS,
+    "AbstractMesh": W.AbstractMesh.NUM_SLOTS, "NamedSharding": W.NamedSharding.NUM_SLOTS,
+    "PartitionSpec": W.PartitionSpec.NUM_SLOTS,
+    "PartitionSpecOneAxis": W.PartitionSpecOneAxis.NUM_SLOTS,
+    "Sharding": W.Sharding.NUM_SLOTS, "Effect": W.Effect.NUM_SLOTS,
+    "DisabledSafetyCheck": W.DisabledCheck.NUM_SLOTS,
+}
 
 
 def decode_artifact(blob: bytes | bytearray | memoryview) -> ArtifactRecord:
@@ -56,8 +68,24 @@ def decode_artifact(blob: bytes | bytearray | memoryview) -> ArtifactRecord:
         ArtifactError: the bytes are not a valid artifact; the message says what
             is wrong and at which offset.
     """
-    reader = WireReader(bytes(blob))
-    return _exported(reader.root("Exported"), depth=0)
+    unsealed = unseal(blob)
+    reader = WireReader(unsealed.flatbuffer, _SLOT_COUNTS)
+    record = _exported(reader.root("Exported"), depth=0)
+    reader.check_end()
+    if unsealed.extension is None:
+        return record
+    return _with_constraints(record, unsealed.extension.constraints)
+
+
+def _with_constraints(record: ArtifactRecord, levels: tuple[tuple[str, ...], ...]
+                      ) -> ArtifactRecord:
+    """``record`` with each table of its VJP chain given its recorded constraints."""
+    if len(levels) != record.vjp_order + 1:
+        raise ArtifactError(f"jaxport trailer: constraints for {len(levels)} tables, but the "
+                            f"artifact has {record.vjp_order + 1} (a VJP chain of order "
+                            f"{record.vjp_order})")
+    vjp = None if record.vjp is None else _with_constraints(record.vjp, levels[1:])
+    return dataclasses.replace(record, constraints=levels[0], vjp=vjp)
 
 
 def _exported(t: TableView, depth: int) -> ArtifactRecord:

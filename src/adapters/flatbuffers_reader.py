@@ -38,15 +38,46 @@ WORK_PER_BYTE: Final = 4
 WORK_CONSTANT: Final = 4096
 
 
+#: How many zero bytes of alignment padding may follow the last object.
+MAX_END_PADDING: Final = 7
+
+
 class WireReader:
-    """One buffer, its size and what is left of the work budget."""
+    """One buffer, its size, what is left of the work budget, and how far reads reached.
 
-    __slots__ = ("data", "size", "work_left")
+    Args:
+        data: the buffer.
+        slot_counts: the number of vtable slots the schema knows for each
+            table name; a table with more (written by a newer schema) may
+            keep data where no read reaches, so :meth:`check_end` lets it be.
+    """
 
-    def __init__(self, data: bytes) -> None:
+    __slots__ = ("data", "size", "work_left", "reached", "_slot_counts", "newer_schema")
+
+    def __init__(self, data: bytes, slot_counts: dict[str, int] | None = None) -> None:
         self.data = data
         self.size = len(data)
         self.work_left = WORK_PER_BYTE * self.size + WORK_CONSTANT
+        self.reached = 0
+        self._slot_counts = slot_counts or {}
+        self.newer_schema = False
+
+    def check_end(self) -> None:
+        """Refuses bytes after the last object that any read reached.
+
+        A flatbuffer's writer ends the buffer with the first object it wrote
+        (plus at most :data:`MAX_END_PADDING` zero bytes): anything further is
+        appended data, such as a jaxport trailer whose footer was damaged.
+
+        Raises:
+            ArtifactError: there are such bytes.
+        """
+        extra = self.data[self.reached:]
+        if self.newer_schema or (len(extra) <= MAX_END_PADDING and not extra.strip(b"\0")):
+            return
+        raise self.fail(f"offset {self.reached}", (
+            f"{len(extra)} bytes follow the artifact's last object; they are neither "
+            "padding nor an intact jaxport trailer (the artifact was damaged or appended to)"))
 
     def fail(self, where: str, what: str) -> ArtifactError:
         """The error for a problem ``what`` at ``where``."""
@@ -95,6 +126,9 @@ class WireReader:
                                f"the end of the {size}-byte buffer")
                 else:
                     self.work_left -= obj_size
+                    self.reached = max(self.reached, pos + obj_size, vtable + vt_len)
+                    if vt_len > 4 + 2 * self._slot_counts.get(name, vt_len):
+                        self.newer_schema = True
                     if self.work_left >= 0:
                         return TableView(self, pos, name, vtable, vt_len, obj_size)
         where = parent.where(field) if parent is not None else f"root offset of table {name}"
@@ -184,6 +218,9 @@ class TableView:
             raise self.fail(field, f"vector of {count} elements extends past the end of "
                                    f"the {self.reader.size}-byte buffer")
         self.reader.work_left -= 4 + count * width
+        end = vec + 4 + count * width
+        if end > self.reader.reached:
+            self.reader.reached = end
         if self.reader.work_left < 0:
             raise self.reader.over_budget(self.where(field))
         return vec + 4, count
@@ -226,6 +263,8 @@ class TableView:
         if data[end] != 0:
             raise self.fail(field, "string is not terminated by a zero byte")
         self.reader.work_left -= 5 + length
+        if end + 1 > self.reader.reached:
+            self.reader.reached = end + 1
         if self.reader.work_left < 0:
             raise self.reader.over_budget(self.where(field))
         try:

@@ -155,12 +155,19 @@ class Exported:
             return None
         return placement.default_placements(self.in_shardings, self.fun_name)
 
-    def serialize(self, vjp_order: int = 0) -> bytearray:
+    def serialize(self, vjp_order: int = 0, *, integrity: bool = True) -> bytearray:
         """The artifact bytes, in ``jax.export``'s format (jax 0.10.2).
+
+        By default the flatbuffer is followed by the jaxport trailer: a digest
+        that :func:`jaxport.deserialize` checks before parsing anything, and
+        the symbolic constraints, which ``jax.export``'s format drops.
+        ``jax.export.deserialize`` reads these bytes too (it ignores the trailer).
 
         Args:
             vjp_order: how many orders of VJP to include, for differentiating
                 the deserialized function (2 allows ``jax.grad(jax.grad(f))``).
+            integrity: False gives exactly the bytes ``jax.export``'s
+                ``serialize()`` writes: no digest, no constraints.
 
         Raises:
             VjpUnavailableError: this object cannot provide VJPs of that order.
@@ -168,7 +175,7 @@ class Exported:
         """
         from .serialization import serialize
 
-        return serialize(self, vjp_order)
+        return serialize(self, vjp_order, integrity=integrity)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Calls the exported function, eagerly or from inside a JAX transformation.

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from ..adapters.files import AtomicFileStore
+from ..domain.errors import ArtifactError
 from .exported import Exported
 from .serialization import deserialize
 
@@ -23,10 +25,25 @@ def artifact_bytes(exported: Exported, vjp_order: int = 0) -> bytes | bytearray:
     return exported.serialize(vjp_order)
 
 
-def load(path: str | os.PathLike[str]) -> Exported:
+def load(path: str | os.PathLike[str], *, verify: bool = True,
+         allowed_custom_calls: Iterable[str] = ()) -> Exported:
     """The :class:`Exported` stored at ``path`` (by jaxport or ``jax.export``).
 
+    Args:
+        path: the file.
+        verify: parse and check every module in a separate process before
+            this process sees it, and re-check its custom calls (see
+            :func:`jaxport.application.verification.verify_artifact`); the
+            verdict is remembered per digest, so loading the same bytes again
+            costs a hash. False reads the file like :func:`jaxport.deserialize`.
+        allowed_custom_calls: custom-call targets to accept besides those JAX
+            guarantees stable; the artifact's own disabled checks do not count.
+
     Raises:
-        ArtifactError: the file is not a valid artifact.
+        ArtifactError: the file is not a valid artifact or fails verification.
     """
-    return deserialize(AtomicFileStore().read(path))
+    blob = AtomicFileStore().read(path)
+    try:
+        return deserialize(blob, verify=verify, allowed_custom_calls=allowed_custom_calls)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{os.fspath(path)}: {exc}") from exc

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..adapters import jax_internals
@@ -21,7 +21,8 @@ from ..domain import calling_convention
 from ..domain.module_format import check_portable_artifact
 from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, CallingConventionError, VjpUnavailableError
-from ..domain.symbolic import ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
+from ..domain.integrity import Extension, seal
+from ..domain.symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
 from .exported import Exported
 from .pytree_registry import PytreeSerializationRegistry, default_registry
 
@@ -68,16 +69,33 @@ def _record(exp: Exported, vjp: ArtifactRecord | None, registry: PytreeSerializa
         module_kept_var_idx=exp.module_kept_var_idx,
         uses_global_constants=exp.uses_global_constants,
         vjp=vjp,
+        constraints=_constraints_of(exp.in_avals),
     )
 
 
-def parse_shapes(avals: Sequence[AvalRecord]) -> list[tuple[Any, ...]]:
-    """The dimensions of one table's avals; symbolic ones share one fresh scope.
+def _constraints_of(avals: Sequence[Any]) -> tuple[str, ...]:
+    """The texts of the constraints of the scope that the symbolic dimensions share."""
+    for aval in avals:
+        for d in aval.shape:
+            scope = getattr(d, "scope", None)
+            if isinstance(scope, SymbolicScope):
+                return tuple(c.text for c in scope.constraints)
+    return ()
+
+
+def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
+                 ) -> list[tuple[Any, ...]]:
+    """The dimensions of one table's avals; symbolic ones share one fresh scope
+    that holds ``constraints``.
 
     Raises:
-        ArtifactError: a dimension does not parse.
+        ArtifactError: a dimension or a constraint does not parse.
     """
-    scope = SymbolicScope()
+    try:
+        scope = SymbolicScope(tuple(constraints))
+    except (ConstraintError, ShapeSpecSyntaxError) as exc:
+        raise ArtifactError(f"The artifact's symbolic constraints {list(constraints)} are "
+                            f"invalid: {exc}") from exc
     shapes: list[tuple[Any, ...]] = []
     for aval in avals:
         if all(d.isdigit() for d in aval.shape):
@@ -104,7 +122,7 @@ def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -
         raise ArtifactError(str(exc)) from exc
     check_portable_artifact(record.mlir_module_serialized,
                             newest_readable=StableHloSerializer.newest_readable_version())
-    shapes = parse_shapes(record.in_avals + record.out_avals)
+    shapes = parse_shapes(record.in_avals + record.out_avals, record.constraints)
     in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)
     out_shardings = tuple(jax_sharding(s) for s in record.out_shardings)
     nr_in = len(record.in_avals)
@@ -142,17 +160,61 @@ def _named(sharding: Any) -> Any:
 
 
 def serialize(exp: Exported, vjp_order: int = 0,
-              registry: PytreeSerializationRegistry | None = None) -> bytearray:
-    """The bytes of ``exp`` in jax.export's format (``jax.export.deserialize`` reads them)."""
-    return encode_artifact(to_record(exp, vjp_order, registry or default_registry()))
+              registry: PytreeSerializationRegistry | None = None, *,
+              integrity: bool = True) -> bytearray:
+    """The bytes of ``exp`` in jax.export's format (``jax.export.deserialize`` reads them).
+
+    Args:
+        exp: the export.
+        vjp_order: how many orders of VJP to include.
+        registry: the pytree serialization registry (default: the global one).
+        integrity: append the jaxport trailer (:mod:`jaxport.domain.integrity`):
+            a digest checked on load and the symbolic constraints. False gives
+            the bytes ``jax.export``'s ``serialize()`` writes, without either.
+    """
+    record = to_record(exp, vjp_order, registry or default_registry())
+    flatbuffer = encode_artifact(record)
+    if not integrity:
+        return flatbuffer
+    return seal(flatbuffer, Extension(_chain_constraints(record)))
+
+
+def _chain_constraints(record: ArtifactRecord) -> tuple[tuple[str, ...], ...]:
+    levels = []
+    link: ArtifactRecord | None = record
+    while link is not None:
+        levels.append(link.constraints)
+        link = link.vjp
+    return tuple(levels)
 
 
 def deserialize(blob: bytes | bytearray | memoryview,
-                registry: PytreeSerializationRegistry | None = None) -> Exported:
+                registry: PytreeSerializationRegistry | None = None, *,
+                verify: bool = False, allowed_custom_calls: Iterable[str] = ()) -> Exported:
     """An :class:`Exported` from bytes written by jaxport or ``jax.export``.
 
+    The jaxport trailer's digest, when present, is checked before anything
+    else, and its symbolic constraints are restored.
+
+    Args:
+        blob: the artifact's bytes.
+        registry: the pytree serialization registry (default: the global one).
+        verify: also parse and check every module in a separate process
+            first (see :func:`jaxport.application.verification.verify_artifact`);
+            use it for bytes from a source you do not control.
+        allowed_custom_calls: with ``verify``, the custom-call targets to accept
+            besides those JAX guarantees stable; the artifact's own disabled
+            safety checks are not trusted for that.
+
     Raises:
-        ArtifactError: the bytes are not a valid artifact, or use a version,
-            pytree node type or effect that this process does not support.
+        ArtifactError: the bytes are not a valid artifact, fail verification,
+            or use a version, pytree node type or effect that this process
+            does not support.
     """
-    return from_record(decode_artifact(blob), registry or default_registry())
+    if verify:
+        from .verification import verify_artifact
+
+        record = verify_artifact(blob, allowed_custom_calls=allowed_custom_calls).raise_if_failed()
+    else:
+        record = decode_artifact(blob)
+    return from_record(record, registry or default_registry())

@@ -292,6 +292,9 @@ class ArtifactRecord:
         vjp: the serialized VJP function, if any (recursively, for higher orders).
         serialization_version: the version number found when reading (jax
             0.10.2 writes 3 whatever it means); ignored when writing.
+        constraints: the symbolic constraints of this table's dimensions
+            (``"n >= 16"``); ``jax.export``'s format has no place for them, so
+            they travel in the jaxport trailer (:mod:`.integrity`).
     """
 
     function_name: str
@@ -312,6 +315,7 @@ class ArtifactRecord:
     uses_global_constants: bool
     vjp: ArtifactRecord | None = None
     serialization_version: int = WRITTEN_SERIALIZATION_VERSION
+    constraints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for side, avals, shardings, tree in (

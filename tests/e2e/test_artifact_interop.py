@@ -381,11 +381,11 @@ def test_serialize_without_vjp_gives_the_bytes_of_jax_export(case: Case) -> None
     ours, theirs = exports(case)
     if case.shapes is None:
         assert ours.mlir_module_serialized == theirs.mlir_module_serialized
-        assert ours.serialize() == theirs.serialize()
+        assert ours.serialize(integrity=False) == theirs.serialize()
     else:
         # jaxport emits the wrapped main of a symbolic module itself, so the
         # module bytes may differ: every other byte of the artifact must not.
-        same_module = dataclasses.replace(decode_artifact(ours.serialize()),
+        same_module = dataclasses.replace(decode_artifact(ours.serialize(integrity=False)),
                                           mlir_module_serialized=theirs.mlir_module_serialized)
         assert encode_artifact(same_module) == theirs.serialize()
 

@@ -1,0 +1,137 @@
+"""The verifying process: parses, verifies and re-serializes untrusted modules.
+
+Run as ``python -m jaxport.adapters.module_worker_main AS_BYTES CPU_SECONDS``
+by :class:`~jaxport.adapters.module_worker.ModuleWorker`. It first limits its
+own address space (``RLIMIT_AS``), core dumps, and CPU time per request
+(``RLIMIT_CPU``, raised before each request), then serves requests on stdin
+until it closes. Each message is frames of a 4-byte little-endian length and
+that many bytes; no pickle, no code from the other side:
+
+* request: a JSON header ``{"sdy": bool}``, then the module bytes;
+* response: a JSON header (:class:`~jaxport.domain.verification.ModuleFacts`,
+  or ``{"error": message}``), then the re-serialized module (empty on error).
+
+A module that crashes the MLIR reader kills only this process; its parent
+sees the pipe close and refuses the artifact.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import struct
+import sys
+from typing import IO, Any, BinaryIO
+
+_LEN = struct.Struct("<I")
+
+
+def read_frame(stream: BinaryIO, limit: int) -> bytes | None:
+    """One frame, or None at end of stream.
+
+    Raises:
+        ValueError: the frame claims more than ``limit`` bytes or is cut short.
+    """
+    head = stream.read(_LEN.size)
+    if not head:
+        return None
+    if len(head) != _LEN.size:
+        raise ValueError("a frame's length is cut short")
+    (size,) = _LEN.unpack(head)
+    if size > limit:
+        raise ValueError(f"a frame claims {size} bytes, more than the limit of {limit}")
+    data = stream.read(size)
+    if len(data) != size:
+        raise ValueError("a frame is cut short")
+    return data
+
+
+def write_frames(stream: IO[bytes], *frames: bytes) -> None:
+    """Writes ``frames`` and flushes."""
+    for frame in frames:
+        stream.write(_LEN.pack(len(frame)))
+        stream.write(frame)
+    stream.flush()
+
+
+def _limit_self(address_space: int) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if address_space > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+
+def _limit_cpu(seconds: int) -> None:
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = int(used.ru_utime + used.ru_stime) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (spent + seconds, resource.RLIM_INFINITY))
+
+
+def _facts(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
+    from jax.extend import mlir as jex_mlir
+    from jax.extend.mlir import ir
+    from jax.interpreters import mlir
+
+    from ..domain.module_format import stablehlo_version
+    from ..domain.verification import MlirType, ModuleFacts
+
+    context = mlir.make_ir_context()
+    with context:
+        module = jex_mlir.deserialize_portable_artifact(module_bytes)
+        if not module.operation.verify():
+            raise ValueError("the module does not pass MLIR's verifier")
+        mains = [op for op in module.body.operations if op.operation.name == "func.func"
+                 and "sym_name" in op.attributes
+                 and ir.StringAttr(op.attributes["sym_name"]).value == "main"]
+        if len(mains) != 1:
+            raise ValueError(f"the module has {len(mains)} functions named main")
+        ftype = ir.FunctionType(ir.TypeAttr(mains[0].attributes["function_type"]).value)
+
+        def describe(t: Any) -> MlirType:
+            text = str(t)
+            if text.startswith("tensor<"):
+                rt = ir.RankedTensorType(t)
+                dynamic = ir.ShapedType.get_dynamic_size()
+                return MlirType(str(rt.element_type),
+                                tuple(None if d == dynamic else d for d in rt.shape))
+            return MlirType(text, None)
+
+        targets: list[str] = []
+
+        def visit(op: Any) -> Any:
+            if op.name == "stablehlo.custom_call":
+                targets.append(ir.StringAttr(op.attributes["call_target_name"]).value)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        facts = ModuleFacts(tuple(describe(t) for t in ftype.inputs),
+                            tuple(describe(t) for t in ftype.results), tuple(targets))
+        version = stablehlo_version(module_bytes[:300]) or "1.0.0"
+        again = bytes(jex_mlir.serialize_portable_artifact(module, version, sdy))
+    return facts.to_json(), again
+
+
+def main(argv: list[str]) -> int:
+    """Serves requests until stdin closes."""
+    address_space, cpu_seconds = int(argv[1]), int(argv[2])
+    _limit_self(address_space)
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    import jax.extend.mlir  # noqa: F401  (import before the first request's clock)
+
+    while True:
+        header = read_frame(stdin, 1 << 16)
+        if header is None:
+            return 0
+        module_bytes = read_frame(stdin, 1 << 34)
+        if module_bytes is None:
+            return 1
+        _limit_cpu(cpu_seconds)
+        try:
+            facts, again = _facts(module_bytes, bool(json.loads(header).get("sdy", False)))
+        except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's
+            write_frames(stdout, json.dumps({"error": f"{type(exc).__name__}: {exc}"[:4000]}).encode(), b"")
+            continue
+        write_frames(stdout, facts, again)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

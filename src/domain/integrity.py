@@ -1,0 +1,167 @@
+"""The jaxport trailer: a digest and an extension after the flatbuffer.
+
+An artifact that jaxport writes is ``jax.export``'s flatbuffer followed by a
+trailer::
+
+    flatbuffer | extension (JSON, UTF-8) | footer (48 bytes)
+
+    footer = extension length   u32, little endian
+             trailer version    u16 (1)
+             reserved           u16 (0)
+             SHA-256            32 bytes, over flatbuffer | extension | the 8 bytes above
+             magic              8 bytes, b"JXPRT\\x00\\x7f\\x01"
+
+Flatbuffer readers start from the root offset at byte 0 and follow offsets;
+nothing points past the flatbuffer, so ``jax.export.deserialize`` (jax
+0.10.2) reads a sealed artifact as if the trailer were not there. A reader
+that knows the trailer checks the digest *before* any parser sees the bytes,
+so that every changed byte is refused. The extension records what
+``jax.export``'s schema cannot hold: the symbolic constraints of each table
+of the VJP chain.
+
+Why a trailer and not a new vtable slot: a slot past jax.export's last one
+would be taken by the next field jax.export adds, and its reader would then
+misread jaxport's bytes. The trailer's risk is different: if a future
+``jax.export`` refused bytes after the buffer (a size-prefixed or verified
+buffer), sealed artifacts would need ``serialize(integrity=False)`` to be
+read there. The digest detects damage; it is not a signature: anyone can
+write a sealed artifact, so it says nothing about who wrote it.
+
+>>> sealed = seal(b"FLATBUFFER", Extension(constraints=(("n >= 16",),)))
+>>> unsealed = unseal(sealed)
+>>> unsealed.flatbuffer, unsealed.extension
+(b'FLATBUFFER', Extension(constraints=(('n >= 16',),)))
+>>> unseal(b"FLATBUFFER").extension is None
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from dataclasses import dataclass
+from typing import Final
+
+from .errors import ArtifactError
+
+MAGIC: Final = b"JXPRT\x00\x7f\x01"
+TRAILER_VERSION: Final = 1
+_HEAD: Final = struct.Struct("<IHH")
+DIGEST_SIZE: Final = 32
+FOOTER_SIZE: Final = _HEAD.size + DIGEST_SIZE + len(MAGIC)
+
+#: Bounds on what an extension may hold (checked before use).
+MAX_EXTENSION_BYTES: Final = 1 << 20
+MAX_LEVELS: Final = 64
+MAX_CONSTRAINTS: Final = 1024
+MAX_CONSTRAINT_CHARS: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """What the trailer records besides the digest.
+
+    Attributes:
+        constraints: the symbolic constraints of the primal table (index 0)
+            and of each nested VJP table (index k for order k).
+    """
+
+    constraints: tuple[tuple[str, ...], ...] = ()
+
+    def to_bytes(self) -> bytes:
+        """The extension as compact JSON."""
+        return json.dumps({"constraints": [list(c) for c in self.constraints]},
+                          separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @staticmethod
+    def from_bytes(data: bytes) -> Extension:
+        """Parses and bounds-checks an extension.
+
+        Raises:
+            ArtifactError: the bytes are not an extension jaxport writes.
+        """
+        if len(data) > MAX_EXTENSION_BYTES:
+            raise ArtifactError(f"jaxport trailer: the extension has {len(data)} bytes, "
+                                f"more than the limit of {MAX_EXTENSION_BYTES}")
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise ArtifactError(f"jaxport trailer: the extension is not JSON ({exc})") from None
+        levels = value.get("constraints") if isinstance(value, dict) else None
+        if not isinstance(levels, list) or len(levels) > MAX_LEVELS:
+            raise ArtifactError("jaxport trailer: 'constraints' must be a list of at most "
+                                f"{MAX_LEVELS} lists of strings")
+        out = []
+        for i, level in enumerate(levels):
+            if (not isinstance(level, list) or len(level) > MAX_CONSTRAINTS
+                    or not all(isinstance(c, str) and len(c) <= MAX_CONSTRAINT_CHARS
+                               for c in level)):
+                raise ArtifactError(
+                    f"jaxport trailer: constraints[{i}] must be a list of at most "
+                    f"{MAX_CONSTRAINTS} strings of at most {MAX_CONSTRAINT_CHARS} characters")
+            out.append(tuple(level))
+        return Extension(tuple(out))
+
+
+@dataclass(frozen=True, slots=True)
+class Unsealed:
+    """An artifact split into its flatbuffer and (when sealed) its extension.
+
+    Attributes:
+        flatbuffer: the bytes ``jax.export`` reads.
+        extension: the checked extension, None when the artifact has no trailer.
+        digest: the hex SHA-256 of the trailer, None when it has none.
+    """
+
+    flatbuffer: bytes
+    extension: Extension | None
+    digest: str | None
+
+
+def seal(flatbuffer: bytes | bytearray, extension: Extension) -> bytearray:
+    """``flatbuffer`` followed by ``extension`` and the footer with their digest."""
+    ext = extension.to_bytes()
+    head = _HEAD.pack(len(ext), TRAILER_VERSION, 0)
+    digest = hashlib.sha256()
+    for part in (flatbuffer, ext, head):
+        digest.update(part)
+    out = bytearray(flatbuffer)
+    out += ext
+    out += head
+    out += digest.digest()
+    out += MAGIC
+    return out
+
+
+def is_sealed(blob: bytes | bytearray | memoryview) -> bool:
+    """Whether ``blob`` ends with a jaxport footer (its digest is not checked here)."""
+    return len(blob) >= FOOTER_SIZE and bytes(blob[-len(MAGIC):]) == MAGIC
+
+
+def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:
+    """Splits a sealed artifact after checking its digest; passes others through.
+
+    Raises:
+        ArtifactError: the footer is inconsistent or the digest does not
+            match (some byte of the artifact changed).
+    """
+    data = bytes(blob)
+    if not is_sealed(data):
+        return Unsealed(data, None, None)
+    footer = len(data) - FOOTER_SIZE
+    ext_len, version, reserved = _HEAD.unpack_from(data, footer)
+    if version != TRAILER_VERSION or reserved != 0:
+        raise ArtifactError(f"jaxport trailer: unknown trailer version {version}.{reserved} "
+                            f"(this jaxport reads version {TRAILER_VERSION})")
+    if ext_len > footer:
+        raise ArtifactError(f"jaxport trailer: an extension of {ext_len} bytes does not fit "
+                            f"in the {footer} bytes before the footer")
+    stored = data[footer + _HEAD.size:footer + _HEAD.size + DIGEST_SIZE]
+    digest = hashlib.sha256(memoryview(data)[:footer + _HEAD.size])
+    if digest.digest() != stored:
+        raise ArtifactError(
+            "The artifact's digest does not match its content: the bytes were changed "
+            "after jaxport wrote them (damaged in transit or storage, or edited).")
+    cut = footer - ext_len
+    return Unsealed(data[:cut], Extension.from_bytes(data[cut:footer]), digest.hexdigest())

@@ -1,0 +1,72 @@
+"""End to end: the digest and the recorded constraints of jaxport-written artifacts."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxport
+from jaxport.domain.integrity import FOOTER_SIZE, is_sealed
+from jaxport.errors import ArtifactError
+
+
+@functools.cache
+def constrained() -> jaxport.Exported:
+    n, = jaxport.symbolic_shape("n", constraints=("n >= 16",))
+    return jaxport.export(jax.jit(lambda x: jnp.sin(x) * 2))(jax.ShapeDtypeStruct((n, 3), jnp.float32))
+
+
+def test_serialize_seals_by_default_and_integrity_false_gives_the_bare_flatbuffer() -> None:
+    sealed, bare = constrained().serialize(), constrained().serialize(integrity=False)
+    assert is_sealed(sealed) and not is_sealed(bare)
+    assert sealed.startswith(bare) and len(sealed) > len(bare) + FOOTER_SIZE
+
+
+def test_jax_export_reads_a_sealed_artifact_and_calls_it() -> None:
+    theirs = jax.export.deserialize(constrained().serialize(vjp_order=1))
+    x = np.ones((16, 3), np.float32)
+    np.testing.assert_allclose(theirs.call(x), np.sin(x) * 2, rtol=1e-6)
+
+
+def test_changing_any_byte_of_a_sealed_artifact_is_refused_at_load() -> None:
+    blob = bytes(constrained().serialize())
+    for i in range(len(blob)):
+        damaged = bytearray(blob)
+        damaged[i] ^= 0xA5
+        with pytest.raises(ArtifactError):
+            jaxport.deserialize(damaged)
+
+
+def test_truncating_or_appending_to_a_sealed_artifact_is_refused() -> None:
+    blob = bytes(constrained().serialize())
+    bare_len = len(constrained().serialize(integrity=False))
+    for cut in range(1, len(blob) - bare_len):  # cutting the whole trailer leaves jax.export's bytes
+        with pytest.raises(ArtifactError):
+            jaxport.deserialize(blob[:-cut])
+    with pytest.raises(ArtifactError):
+        jaxport.deserialize(blob + b"\x00" * 9)
+
+
+def test_a_constraint_survives_the_round_trip_and_refuses_a_violating_call_with_its_message(
+        tmp_path: Path) -> None:
+    path = tmp_path / "f.jaxport"
+    jaxport.save(constrained(), path, vjp_order=1)
+    loaded = jaxport.load(path)
+    for again in (loaded, jaxport.deserialize(constrained().serialize())):
+        with pytest.raises(ValueError, match="symbolic shape constraint n >= 16"):
+            again.call(np.ones((8, 3), np.float32))
+        np.testing.assert_allclose(again.call(np.ones((16, 3), np.float32)),
+                                   np.sin(np.ones((16, 3))) * 2, rtol=1e-6)
+    with pytest.raises(ValueError, match="symbolic shape constraint n >= 16"):
+        jax.grad(lambda x: loaded.call(x).sum())(np.ones((8, 3), np.float32))
+
+
+def test_without_the_trailer_the_constraint_is_lost_as_in_jax_export() -> None:
+    again = jaxport.deserialize(constrained().serialize(integrity=False))
+    n = again.in_avals[0].shape[0]
+    assert not n.scope.constraints

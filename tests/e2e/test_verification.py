@@ -1,0 +1,143 @@
+"""End to end: verifying artifacts on load, in a separate process."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import signal
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxport
+from jaxport import DisabledSafetyCheck
+from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
+from jaxport.adapters.module_worker import ModuleWorker
+from jaxport.application.verification import verify_artifact
+from jaxport.errors import ArtifactError
+
+SPEC = jax.ShapeDtypeStruct((4,), jnp.float32)
+
+
+def with_custom_call(x: jax.Array) -> jax.Array:
+    return jax.ffi.ffi_call("my_custom_target", jax.ShapeDtypeStruct(x.shape, x.dtype))(x) + 1.0
+
+
+@functools.cache
+def custom_call_blob() -> bytes:
+    exp = jaxport.export(jax.jit(with_custom_call),
+                         disabled_checks=[DisabledSafetyCheck.custom_call("my_custom_target")])(SPEC)
+    return bytes(exp.serialize())
+
+
+@functools.cache
+def plain_blob() -> bytes:
+    return bytes(jaxport.export(jax.jit(jnp.sin))(SPEC).serialize(vjp_order=1))
+
+
+def test_a_custom_call_outside_the_allowlist_is_refused_at_load_whatever_the_artifact_declares(
+        tmp_path: Path) -> None:
+    path = tmp_path / "custom.jaxport"
+    path.write_bytes(custom_call_blob())
+    with pytest.raises(ArtifactError, match="custom call to 'my_custom_target' is not allowed"):
+        jaxport.load(path)
+    with pytest.raises(ArtifactError, match="my_custom_target"):
+        jaxport.deserialize(custom_call_blob(), verify=True)
+
+
+def test_a_custom_call_named_in_allowed_custom_calls_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "custom.jaxport"
+    path.write_bytes(custom_call_blob())
+    loaded = jaxport.load(path, allowed_custom_calls=("my_custom_target",))
+    assert loaded.disabled_safety_checks == (DisabledSafetyCheck.custom_call("my_custom_target"),)
+    report = verify_artifact(path, allowed_custom_calls=["my_custom_target"])
+    assert report.ok and report.reasons == ()
+
+
+def test_without_verify_deserialize_obeys_the_artifact_as_jax_export_does() -> None:
+    assert jaxport.deserialize(custom_call_blob()).fun_name == "with_custom_call"
+
+
+def test_a_sound_artifact_verifies_and_its_verdict_is_remembered_per_digest(tmp_path: Path) -> None:
+    first = verify_artifact(plain_blob())
+    assert first.ok and first.sealed and first.record is not None
+    again = verify_artifact(plain_blob())
+    assert again.ok and again.cached and again.digest == first.digest
+    jax_blob = jax.export.export(jax.jit(jnp.cos))(SPEC).serialize()
+    theirs = verify_artifact(jax_blob)
+    assert theirs.ok and not theirs.sealed
+    path = tmp_path / "f.jaxport"
+    jaxport.save(jaxport.export(jax.jit(jnp.sin))(SPEC), path, vjp_order=1)
+    loaded = jaxport.load(path)
+    x = np.linspace(0, 1, 4, dtype=np.float32)
+    np.testing.assert_allclose(jax.grad(lambda x: loaded.call(x).sum())(x), np.cos(x), rtol=1e-6)
+
+
+def test_a_main_signature_that_differs_from_the_record_is_refused() -> None:
+    record = decode_artifact(plain_blob())
+    other = decode_artifact(jaxport.export(jax.jit(jnp.sin))(
+        jax.ShapeDtypeStruct((5,), jnp.int32)).serialize())
+    lying = dataclasses.replace(record, mlir_module_serialized=other.mlir_module_serialized, vjp=None)
+    report = verify_artifact(bytes(encode_artifact(lying)))
+    assert not report.ok
+    assert any("argument 0 of main of 'sin' has type tensor<5xi32>, but the record implies "
+               "tensor<4xf32>" in r for r in report.reasons), report.reasons
+    with pytest.raises(ArtifactError, match="failed verification"):
+        report.raise_if_failed()
+
+
+def test_a_module_that_does_not_parse_is_refused_with_the_parsers_reason() -> None:
+    record = decode_artifact(plain_blob())
+    module = bytearray(record.mlir_module_serialized)
+    module[len(module) // 2:] = b"\x00" * (len(module) - len(module) // 2)
+    damaged = dataclasses.replace(record, mlir_module_serialized=bytes(module), vjp=None)
+    report = verify_artifact(bytes(encode_artifact(damaged)))
+    assert not report.ok and "does not parse" in report.reasons[0]
+
+
+def test_a_verifying_process_that_dies_refuses_the_artifact_and_the_caller_keeps_running() -> None:
+    worker = ModuleWorker(address_space=64 << 20)  # too little memory to import JAX: it dies
+    blob = jaxport.export(jax.jit(jnp.tanh))(SPEC).serialize()  # bytes no other test verifies
+    report = verify_artifact(blob, worker=worker)
+    assert not report.ok and "verifying process stopped" in report.reasons[0]
+    assert not verify_artifact(blob, worker=worker).cached  # a death is not remembered
+    assert verify_artifact(blob).ok
+    worker.close()
+
+
+def test_a_verifying_process_killed_mid_request_is_replaced_by_a_new_one() -> None:
+    worker = ModuleWorker(timeout=60.0)
+    record = decode_artifact(plain_blob())
+    assert worker.check(record.mlir_module_serialized, sdy=False).facts.inputs
+    pid = worker.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(ArtifactError, match="SIGKILL"):
+        worker.check(record.mlir_module_serialized, sdy=False)
+    assert worker.check(record.mlir_module_serialized, sdy=False).facts.inputs
+    assert worker.pid not in (None, pid)
+    worker.close()
+
+
+def test_a_hanging_verifying_process_is_killed_after_the_timeout() -> None:
+    worker = ModuleWorker(timeout=60.0)
+    record = decode_artifact(plain_blob())
+    worker.check(record.mlir_module_serialized, sdy=False)
+    pid = worker.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    worker._timeout = 0.5
+    with pytest.raises(ArtifactError, match="did not answer in time"):
+        worker.check(record.mlir_module_serialized, sdy=False)
+    worker.close()
+
+
+def test_a_damaged_sealed_artifact_is_refused_before_any_module_is_parsed() -> None:
+    damaged = bytearray(plain_blob())
+    damaged[100] ^= 1
+    report = verify_artifact(damaged)
+    assert not report.ok and "digest does not match" in report.reasons[0]
