@@ -1,6 +1,7 @@
 """Every error jaxport raises on purpose (re-exported from the domain)."""
 
 from .domain.errors import (
+    ArtifactCallError,
     ArtifactError,
     CallError,
     CallingConventionError,
@@ -24,7 +25,7 @@ from .domain.errors import (
 )
 
 __all__ = [
-    "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactCallError", "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",

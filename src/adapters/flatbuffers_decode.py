@@ -37,6 +37,9 @@ from .flatbuffers_reader import TableView, WireReader
 MAX_TREE_DEPTH: Final = 200
 #: How deeply VJP tables may nest (an order-N VJP nests N deep).
 MAX_VJP_DEPTH: Final = 32
+#: The most dimensions an array may have, and the longest text of one dimension.
+MAX_RANK: Final = 1024
+MAX_DIM_CHARS: Final = 4096
 
 _TREE_KINDS: Final = W.inverse(W.TREE_KIND_CODES)
 _DTYPES: Final = W.inverse(W.DTYPE_CODES)
@@ -242,7 +245,14 @@ def _aval(t: TableView) -> AvalRecord:
              else _MEMORY_SPACES.get(space_code))
     if space is None:
         raise t.fail("memory_space", f"unknown memory space code {space_code}")
-    return AvalRecord(t.strings(S.SHAPE, "shape"), dtype, space)
+    shape = t.strings(S.SHAPE, "shape")
+    if len(shape) > MAX_RANK:
+        raise t.fail("shape", f"{len(shape)} dimensions, more than the limit of {MAX_RANK}")
+    for i, dim in enumerate(shape):
+        if not dim or len(dim) > MAX_DIM_CHARS:
+            raise t.fail(f"shape[{i}]", f"a dimension of {len(dim)} characters (allowed: 1 "
+                                        f"to {MAX_DIM_CHARS})")
+    return AvalRecord(shape, dtype, space)
 
 
 def _shardings(t: TableView, side: str, idxs_slot: int, legacy_slot: int,

@@ -36,6 +36,8 @@ SCALARS: Final[dict[str, struct.Struct]] = {
 #: constant): an artifact written without sharing touches each byte about once.
 WORK_PER_BYTE: Final = 4
 WORK_CONSTANT: Final = 4096
+#: The longest string any field may hold (names, dimensions, device kinds).
+MAX_STRING_BYTES: Final = 1 << 20
 
 
 #: How many zero bytes of alignment padding may follow the last object.
@@ -256,6 +258,9 @@ class TableView:
         """The string at ``pos`` (where its length lies, within the buffer)."""
         data = self.reader.data
         length = _U32.unpack_from(data, pos)[0]
+        if length > MAX_STRING_BYTES:
+            raise self.fail(field, f"string of {length} bytes is longer than the limit of "
+                                   f"{MAX_STRING_BYTES}")
         end = pos + 4 + length
         if end + 1 > self.reader.size:
             raise self.fail(field, f"string of {length} bytes extends past the end of "

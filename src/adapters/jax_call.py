@@ -25,7 +25,7 @@ from jax.interpreters import batching, mlir
 
 from ..domain.artifact import NamedShardingRecord
 from ..domain.call_checks import check_arguments, check_shardings_divide
-from ..domain.errors import DeviceCountError
+from ..domain.errors import ArtifactCallError, DeviceCountError, JaxportError
 from ..domain.platforms import callee_platform_indices
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.specs import ArraySpec
@@ -83,6 +83,17 @@ jaxport_call_p = jex_core.Primitive("jaxport_call")
 jaxport_call_p.multiple_results = True
 
 
+class JaxArtifactCallError(ArtifactCallError, jax.errors.JaxRuntimeError):  # type: ignore[misc]  # jaxlib ships no stub for it
+    """An :class:`ArtifactCallError` from XLA, still catchable as ``jax.errors.JaxRuntimeError``."""
+
+
+def call_failure(fun_name: str, cause: Exception) -> ArtifactCallError:
+    """The typed error for ``cause``, raised while calling the exported ``fun_name``."""
+    if isinstance(cause, jax.errors.JaxRuntimeError):
+        return JaxArtifactCallError(fun_name, cause)
+    return ArtifactCallError(fun_name, cause)
+
+
 def bind(target: CallTarget, args_flat: Sequence[Any]) -> list[Any]:
     """Calls ``target`` on flat arguments from any JAX context."""
     return list(jaxport_call_p.bind(*args_flat, target=target))
@@ -134,6 +145,16 @@ _serializer = StableHloSerializer()
 
 
 def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
+    """Lowers a call; a failure that is not already jaxport's names the function."""
+    try:
+        return _lower_call(ctx, *args, target=target)
+    except JaxportError:
+        raise
+    except Exception as exc:
+        raise call_failure(target.fun_name, exc) from exc
+
+
+def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
     if "cpu" in target.platforms:
         jax_internals.initialize_cpu_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)

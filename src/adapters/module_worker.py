@@ -28,8 +28,8 @@ from .module_worker_main import write_frames
 
 #: Default limits of the verifying process.
 DEFAULT_ADDRESS_SPACE: Final = 8 << 30
-DEFAULT_CPU_SECONDS: Final = 60
-DEFAULT_TIMEOUT_SECONDS: Final = 120.0
+DEFAULT_CPU_SECONDS: Final = 30
+DEFAULT_TIMEOUT_SECONDS: Final = 60.0
 #: How long the first request may also wait for the process to import JAX.
 STARTUP_SECONDS: Final = 120.0
 

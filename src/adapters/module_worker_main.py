@@ -2,8 +2,9 @@
 
 Run as ``python -m jaxport.adapters.module_worker_main AS_BYTES CPU_SECONDS``
 by :class:`~jaxport.adapters.module_worker.ModuleWorker`. It first limits its
-own address space (``RLIMIT_AS``), core dumps, and CPU time per request
-(``RLIMIT_CPU``, raised before each request), then serves requests on stdin
+address space (``RLIMIT_AS``: a hard cap, and before each request a soft
+limit of what is in use plus 1 GiB plus 16 times the module's size), core
+dumps, and CPU time per request (``RLIMIT_CPU``, set before each request), then serves requests on stdin
 until it closes. Each message is frames of a 4-byte little-endian length and
 that many bytes; no pickle, no code from the other side:
 
@@ -54,10 +55,29 @@ def write_frames(stream: IO[bytes], *frames: bytes) -> None:
     stream.flush()
 
 
+#: Address space a request may add: a base plus a multiple of the module's size.
+_REQUEST_BASE_BYTES = 1 << 30
+_REQUEST_BYTES_PER_MODULE_BYTE = 16
+
+
 def _limit_self(address_space: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if address_space > 0:
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+
+def _limit_memory(module_size: int) -> None:
+    """Lowers the soft address-space limit to what parsing this module may need."""
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            in_use = int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return
+    soft = in_use + _REQUEST_BASE_BYTES + _REQUEST_BYTES_PER_MODULE_BYTE * module_size
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _limit_cpu(seconds: int) -> None:
@@ -125,6 +145,7 @@ def main(argv: list[str]) -> int:
         if module_bytes is None:
             return 1
         _limit_cpu(cpu_seconds)
+        _limit_memory(len(module_bytes))
         try:
             facts, again = _facts(module_bytes, bool(json.loads(header).get("sdy", False)))
         except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's

@@ -19,7 +19,7 @@ from ..adapters.jax_records import sharding_record
 from ..adapters.mlir_module import StableHloSerializer
 from ..domain.artifact import NamedShardingRecord
 from ..domain.call_checks import check_shardings_divide
-from ..domain.errors import VjpUnavailableError
+from ..domain.errors import JaxportError, VjpUnavailableError
 from ..domain.safety import DisabledSafetyCheck
 from . import placement
 
@@ -187,6 +187,10 @@ class Exported:
             TreeMismatchError, RankMismatchError, DtypeMismatchError,
             ShapeMismatchError, PlatformMismatchError: the call does not match
                 the export; the message names the argument path.
+            ArtifactCallError: the module failed below jaxport (while being
+                lowered, compiled or run by XLA); the message names the
+                function and keeps XLA's (also a ``jax.errors.JaxRuntimeError``
+                when XLA raised one).
         """
         if self._placements is not None:
             leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
@@ -204,6 +208,12 @@ class Exported:
 
             check_tree(self, args, kwargs)
             raise
+        except JaxportError:
+            raise
+        except Exception as exc:
+            from ..adapters.jax_call import call_failure
+
+            raise call_failure(self.fun_name, exc) from exc
 
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name}, ...)"

@@ -193,3 +193,15 @@ class VjpUnavailableError(JaxportError, ValueError):
 
 class ArtifactError(JaxportError, ValueError):
     """Bytes that are not a valid jaxport / jax.export artifact."""
+
+
+class ArtifactCallError(JaxportError, RuntimeError):
+    """Calling an exported function failed below jaxport (lowering its module, XLA, the runtime).
+
+    The message names the function and keeps the original error's type and text.
+    """
+
+    def __init__(self, fun_name: str, cause: BaseException) -> None:
+        self.fun_name = fun_name
+        super().__init__(
+            f"Calling the exported function '{fun_name}' failed: {type(cause).__name__}: {cause}")

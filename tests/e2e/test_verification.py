@@ -18,7 +18,7 @@ from jaxport import DisabledSafetyCheck
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.adapters.module_worker import ModuleWorker
 from jaxport.application.verification import verify_artifact
-from jaxport.errors import ArtifactError
+from jaxport.errors import ArtifactCallError, ArtifactError
 
 SPEC = jax.ShapeDtypeStruct((4,), jnp.float32)
 
@@ -141,3 +141,56 @@ def test_a_damaged_sealed_artifact_is_refused_before_any_module_is_parsed() -> N
     damaged[100] ^= 1
     report = verify_artifact(damaged)
     assert not report.ok and "digest does not match" in report.reasons[0]
+
+
+def test_an_xla_failure_at_call_time_is_a_typed_error_naming_the_function() -> None:
+    loaded = jaxport.deserialize(custom_call_blob(), verify=True,
+                                 allowed_custom_calls=("my_custom_target",))
+    with pytest.raises(ArtifactCallError, match="exported function 'with_custom_call' failed") as info:
+        loaded.call(np.ones(4, np.float32))
+    assert isinstance(info.value, jax.errors.JaxRuntimeError)
+    assert "my_custom_target" in str(info.value)
+
+
+def test_a_module_that_fails_to_lower_unverified_is_a_typed_error_naming_the_function() -> None:
+    record = decode_artifact(plain_blob())
+    module = bytearray(record.mlir_module_serialized)
+    module[len(module) // 2:] = b"\x00" * (len(module) - len(module) // 2)
+    damaged = dataclasses.replace(record, mlir_module_serialized=bytes(module), vjp=None)
+    loaded = jaxport.deserialize(encode_artifact(damaged))
+    with pytest.raises(ArtifactCallError, match="exported function 'sin' failed"):
+        loaded.call(np.ones(4, np.float32))
+    with pytest.raises(ArtifactCallError, match="exported function 'sin' failed"):
+        jax.jit(loaded.call)(np.ones(4, np.float32))
+
+
+CRASHING_TEXT = """
+func.func public @main(%arg0: tensor<4x3xf32>) -> tensor<4x4xf32> {
+  %0 = stablehlo.sine %arg0 : tensor<4x3xf32>
+  %1 = stablehlo.dot_general %0, %arg0, contracting_dims = [1] x [1] : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x4xf32>
+  %2 = stablehlo.add %1, %1 : tensor<4x4xf32>
+  return %2 : tensor<4x4xf32>
+}
+"""
+#: One byte of that module's portable artifact that makes jaxlib's bytecode reader crash (SIGSEGV).
+CRASHING_EDIT = (337, 21)
+
+
+def test_a_module_that_crashes_the_parser_is_refused_and_the_caller_keeps_running() -> None:
+    from jax.extend import mlir as jex_mlir
+    from jax.extend.mlir import ir
+    from jax.interpreters import mlir
+
+    with mlir.make_ir_context():
+        module = bytearray(jex_mlir.serialize_portable_artifact(
+            ir.Module.parse(CRASHING_TEXT), "1.15.0", False))
+    record = decode_artifact(plain_blob())
+    sound = dataclasses.replace(record, mlir_module_serialized=bytes(module), vjp=None)
+    module[CRASHING_EDIT[0]] = CRASHING_EDIT[1]
+    crashing = dataclasses.replace(sound, mlir_module_serialized=bytes(module))
+    with pytest.raises(ArtifactError, match="verifying process stopped while parsing it"):
+        jaxport.deserialize(encode_artifact(crashing), verify=True)
+    # The caller is alive, and the next artifact gets a new verifying process that parses
+    # the sound module (whose main does not match the record it was put in).
+    reasons = verify_artifact(bytes(encode_artifact(sound))).reasons
+    assert any("argument 0 of main of 'sin' has type tensor<4x3xf32>" in r for r in reasons), reasons

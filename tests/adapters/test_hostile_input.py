@@ -1,0 +1,56 @@
+"""Bounded work on hostile input: lengths, sizes and counts are checked before use."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+import flatbuffers  # type: ignore[import-untyped]
+import pytest
+
+from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
+from jaxport.adapters.flatbuffers_decode import MAX_DIM_CHARS, MAX_RANK
+from jaxport.adapters.flatbuffers_reader import MAX_STRING_BYTES
+from jaxport.domain.artifact import AvalRecord, DType, TreeKind
+from jaxport.domain.errors import ArtifactError
+from jaxport.domain.integrity import Extension, seal
+
+from .test_artifact_bad_bytes import leaf_node, raw_exported, rich_record
+
+
+def test_fifty_megabytes_of_random_bytes_are_refused_in_bounded_time() -> None:
+    blob = os.urandom(50 << 20)
+    for candidate in (blob, b"\x10\x00\x00\x00" + blob[4:], bytes(len(blob))):
+        started = time.perf_counter()
+        with pytest.raises(ArtifactError):
+            decode_artifact(candidate)
+        assert time.perf_counter() - started < 10.0
+
+
+def test_a_string_longer_than_the_limit_is_refused_before_decoding() -> None:
+    b = flatbuffers.Builder(0)
+    platform = b.CreateString("x" * (MAX_STRING_BYTES + 1))
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(platform)
+    platforms = b.EndVector()
+    none = leaf_node(b, TreeKind.NONE)
+    with pytest.raises(ArtifactError, match="longer than the limit"):
+        decode_artifact(raw_exported(b, none, none, platforms))
+
+
+def test_a_rank_or_a_dimension_text_over_the_limits_is_refused() -> None:
+    record = rich_record()
+    for shape in (("1",) * (MAX_RANK + 1), ("b" * (MAX_DIM_CHARS + 1),), ("",)):
+        aval = AvalRecord(shape, DType.FLOAT32)
+        bad = replace(record, in_avals=(aval,) + record.in_avals[1:])
+        with pytest.raises(ArtifactError, match="dimension"):
+            decode_artifact(encode_artifact(bad))
+
+
+def test_a_sealed_artifact_with_an_oversized_or_mismatched_extension_is_refused() -> None:
+    flat = bytes(encode_artifact(rich_record()))
+    with pytest.raises(ArtifactError, match="constraints for 2 tables, but the artifact has 3"):
+        decode_artifact(seal(flat, Extension(((), ()))))
+    with pytest.raises(ArtifactError, match="at most"):
+        decode_artifact(seal(flat, Extension((("x",) * 2000,))))
