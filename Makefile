@@ -9,7 +9,7 @@ DEPS   := $(VENV)/.deps-installed
 # `pip install .` builds the same package for users.
 LINK   := build/importroot/jaxport
 
-.PHONY: demo test bench typecheck install clean
+.PHONY: demo test bench typecheck install clean fuzz
 
 $(DEPS): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: typecheck
 bench: install
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json
 	$(PY) benchmarks/report.py build/bench.json
+
+# The long fuzz campaign (at least 100,000 mutations, 8,000 of them on
+# jax.export-written artifacts); prints the count of each outcome.
+fuzz: install
+	$(PY) -m tests.fuzz.campaign --mutations 100000 --jax-export-share 0.08
 
 clean:
 	rm -rf $(VENV) build *.egg-info

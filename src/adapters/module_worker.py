@@ -26,9 +26,12 @@ from ..domain.errors import ArtifactError
 from ..domain.verification import ModuleFacts
 from .module_worker_main import write_frames
 
-#: Default limits of the verifying process.
+#: Default limits of the verifying process (each request also gets one CPU
+#: second and three wall seconds per MiB of module). The environment variables
+#: ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` override the
+#: last two for :func:`shared_worker`.
 DEFAULT_ADDRESS_SPACE: Final = 8 << 30
-DEFAULT_CPU_SECONDS: Final = 30
+DEFAULT_CPU_SECONDS: Final = 20
 DEFAULT_TIMEOUT_SECONDS: Final = 60.0
 #: How long the first request may also wait for the process to import JAX.
 STARTUP_SECONDS: Final = 120.0
@@ -81,7 +84,8 @@ class ModuleWorker:
         """
         with self._lock:
             process = self._ensure()
-            deadline = time.monotonic() + self._timeout + (STARTUP_SECONDS if self._fresh else 0)
+            deadline = (time.monotonic() + self._timeout + 3 * (len(module) >> 20)
+                        + (STARTUP_SECONDS if self._fresh else 0))
             self._fresh = False
             assert process.stdin is not None and process.stdout is not None
             try:
@@ -185,5 +189,7 @@ def shared_worker() -> ModuleWorker:
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = ModuleWorker()
+            _shared = ModuleWorker(
+                cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
+                timeout=float(os.environ.get("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
         return _shared

@@ -4,7 +4,8 @@ Run as ``python -m jaxport.adapters.module_worker_main AS_BYTES CPU_SECONDS``
 by :class:`~jaxport.adapters.module_worker.ModuleWorker`. It first limits its
 address space (``RLIMIT_AS``: a hard cap, and before each request a soft
 limit of what is in use plus 1 GiB plus 16 times the module's size), core
-dumps, and CPU time per request (``RLIMIT_CPU``, set before each request), then serves requests on stdin
+dumps, and CPU time per request (``RLIMIT_CPU``, set before each request: the
+given seconds plus one per MiB of module), then serves requests on stdin
 until it closes. Each message is frames of a 4-byte little-endian length and
 that many bytes; no pickle, no code from the other side:
 
@@ -144,7 +145,7 @@ def main(argv: list[str]) -> int:
         module_bytes = read_frame(stdin, 1 << 34)
         if module_bytes is None:
             return 1
-        _limit_cpu(cpu_seconds)
+        _limit_cpu(cpu_seconds + (len(module_bytes) >> 20))
         _limit_memory(len(module_bytes))
         try:
             facts, again = _facts(module_bytes, bool(json.loads(header).get("sdy", False)))

@@ -1,0 +1,125 @@
+"""The fuzz campaign: mutate seed artifacts, load, call a sample, count each outcome.
+
+``python -m tests.fuzz.campaign --mutations 100000`` (what ``make fuzz`` runs)
+builds the seeds (:mod:`.corpus`), then runs batches of mutations in child
+processes (:mod:`.runner`). When a child dies, the mutation it was on counts
+as a ``crash`` and the batch resumes after it. Prints the count of each
+outcome per writer and exits non-zero when the goal is missed: a crash, an
+untyped exception, a wrong result, or a damaged jaxport-written artifact
+that loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BAD_OUTCOMES = ("crash", "untyped_at_load", "untyped_at_call", "wrong_result", "damaged_loaded")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Counts:
+    """Outcome counts, per writer."""
+
+    by_writer: dict[str, collections.Counter[str]] = field(
+        default_factory=lambda: collections.defaultdict(collections.Counter))
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, writer: str, outcome: str, detail: str) -> None:
+        kind = outcome.split(":")[0]
+        self.by_writer[writer][kind] += 1
+        if kind in BAD_OUTCOMES and len(self.examples) < 20:
+            self.examples.append(detail)
+
+    def total(self, writer: str | None = None) -> int:
+        return sum(sum(c.values()) for w, c in self.by_writer.items() if writer in (None, w))
+
+    def bad(self) -> int:
+        return sum(c[k] for c in self.by_writer.values() for k in BAD_OUTCOMES)
+
+    def report(self) -> str:
+        lines = []
+        for writer in sorted(self.by_writer):
+            counts = self.by_writer[writer]
+            lines.append(f"{writer}: {sum(counts.values())} mutations")
+            for outcome, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  {outcome:18} {n}")
+        lines.append(f"total: {self.total()} mutations; goal misses (crash, untyped, wrong "
+                     f"result, damaged jaxport artifact loaded): {self.bad()}")
+        lines += [f"  e.g. {e}" for e in self.examples]
+        return "\n".join(lines)
+
+
+def build_corpus(folder: Path) -> None:
+    """Writes the seeds to ``folder`` (in this process: it needs 8 CPU devices)."""
+    from .corpus import build, save
+
+    save(build(), folder)
+
+
+def run_batch(corpus: Path, campaign: int, start: int, count: int, jax_share: float,
+              call_probability: float, counts: Counts) -> None:
+    """Runs mutations ``start..start+count`` in child processes, counting a death as a crash."""
+    index, end = start, start + count
+    while index < end:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.fuzz.runner", str(corpus), str(campaign), str(index),
+             str(end - index), str(jax_share), str(call_probability)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert child.stdout is not None
+        for line in child.stdout:
+            row = json.loads(line)
+            counts.add(row["writer"], row["outcome"], f"#{row['i']} {row['seed']}: {row['outcome']}")
+            index = row["i"] + 1
+        code = child.wait()
+        if index < end:
+            counts.add("(unknown: the child died)", "crash", f"#{index}: child exited with {code}")
+            index += 1
+
+
+def campaign(mutations: int, *, jax_share: float, call_probability: float, batch: int,
+             seed: int = 0, corpus: Path | None = None) -> Counts:
+    """Runs the campaign and returns the counts."""
+    counts = Counts()
+    with tempfile.TemporaryDirectory(prefix="jaxport-fuzz-") as tmp:
+        folder = corpus or Path(tmp)
+        if corpus is None:
+            build_corpus(folder)
+        for start in range(0, mutations, batch):
+            run_batch(folder, seed, start, min(batch, mutations - start), jax_share,
+                      call_probability, counts)
+    return counts
+
+
+def main() -> int:
+    """``make fuzz``."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mutations", type=int, default=100_000)
+    parser.add_argument("--jax-export-share", type=float, default=0.08)
+    parser.add_argument("--call-probability", type=float, default=0.05)
+    parser.add_argument("--batch", type=int, default=5_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    os.environ.setdefault("JAXPORT_CACHE_DIR", tempfile.mkdtemp(prefix="jaxport-fuzz-cache-"))
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    started = time.time()
+    counts = campaign(args.mutations, jax_share=args.jax_export_share,
+                      call_probability=args.call_probability, batch=args.batch, seed=args.seed)
+    print(counts.report())
+    print(f"({time.time() - started:.0f} s)")
+    return 1 if counts.bad() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

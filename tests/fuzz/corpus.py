@@ -1,0 +1,120 @@
+"""Seed artifacts for the fuzz campaign, written by jaxport and by jax.export.
+
+Five kinds (static, symbolic with a constraint, multi-platform, VJP of order
+2, sharded over 8 devices), each written by both systems. A seed keeps the
+arguments to call it with and the expected results, so that a mutated
+artifact that loads can be called and checked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+import jaxport
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One artifact to mutate.
+
+    Attributes:
+        name: ``<kind>-<writer>``.
+        writer: ``"jaxport"`` or ``"jax.export"``.
+        blob: the artifact's bytes.
+        args: the arguments to call it with.
+        expected: the flat results of the call, and of ``grad(sum(call))``
+            when the artifact carries a VJP.
+    """
+
+    name: str
+    writer: str
+    blob: bytes
+    args: tuple[np.ndarray, ...]
+    expected: tuple[np.ndarray, ...]
+    has_vjp: bool
+
+
+def _f(x: Any) -> Any:
+    return jnp.sin(x) * 2.0 + x
+
+
+def _kinds() -> list[tuple[str, Any, Any, tuple[np.ndarray, ...], int, dict[str, Any]]]:
+    """(kind, function, arg spec or 'symbolic', call args, vjp order, export kwargs)."""
+    x = np.linspace(-1.0, 1.0, 24, dtype=np.float32).reshape(8, 3)
+    mesh = Mesh(np.array(jax.devices()[:8]), ("d",))
+    sharded = jax.jit(_f, in_shardings=NamedSharding(mesh, P("d")),
+                      out_shardings=NamedSharding(mesh, P("d")))
+    spec = jax.ShapeDtypeStruct((8, 3), jnp.float32)
+    return [
+        ("static", jax.jit(_f), spec, (x,), 0, {}),
+        ("symbolic", jax.jit(_f), "symbolic", (x,), 0, {}),
+        ("multiplatform", jax.jit(_f), spec, (x,), 0, {"platforms": ("cpu", "cuda")}),
+        ("vjp2", jax.jit(_f), spec, (x,), 2, {}),
+        ("sharded", sharded, spec, (x,), 0, {}),
+    ]
+
+
+def _spec(spec: Any, writer: str) -> Any:
+    if not isinstance(spec, str):
+        return spec
+    n: Any = (jaxport.symbolic_shape("n", constraints=("n >= 4",)) if writer == "jaxport"
+              else jax.export.symbolic_shape("n", constraints=("n >= 4",)))[0]
+    return jax.ShapeDtypeStruct((n, 3), jnp.float32)
+
+
+def build() -> list[Seed]:
+    """Every seed (10 of them)."""
+    seeds = []
+    for kind, fun, spec, args, vjp_order, kwargs in _kinds():
+        for writer in ("jaxport", "jax.export"):
+            the_spec = _spec(spec, writer)
+            if writer == "jaxport":
+                blob = bytes(jaxport.export(fun, **kwargs)(the_spec).serialize(vjp_order))
+            else:
+                blob = bytes(jax.export.export(fun, **kwargs)(the_spec).serialize(vjp_order))
+            loaded = jaxport.deserialize(blob)
+            seeds.append(Seed(f"{kind}-{writer}", writer, blob, args,
+                              expected_results(loaded, args, vjp_order > 0), vjp_order > 0))
+    return seeds
+
+
+def expected_results(exp: jaxport.Exported, args: tuple[np.ndarray, ...], vjp: bool) -> tuple[np.ndarray, ...]:
+    """The flat results of calling ``exp`` (and its gradient, with ``vjp``)."""
+    out = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(exp.call(*args))]
+    if vjp:
+        out.append(np.asarray(jax.grad(lambda *a: jnp.sum(exp.call(*a)))(*args)))
+    return tuple(out)
+
+
+def save(seeds: list[Seed], folder: Path) -> None:
+    """Writes the seeds to ``folder`` (blobs, .npy arrays and an index; no pickle)."""
+    index = []
+    for i, seed in enumerate(seeds):
+        (folder / f"{i}.bin").write_bytes(seed.blob)
+        for j, a in enumerate(seed.args):
+            np.save(folder / f"{i}.arg{j}.npy", a, allow_pickle=False)
+        for j, e in enumerate(seed.expected):
+            np.save(folder / f"{i}.out{j}.npy", e, allow_pickle=False)
+        index.append({"name": seed.name, "writer": seed.writer, "args": len(seed.args),
+                      "expected": len(seed.expected), "vjp": seed.has_vjp})
+    (folder / "index.json").write_text(json.dumps(index))
+
+
+def load(folder: Path) -> list[Seed]:
+    """The seeds :func:`save` wrote."""
+    seeds = []
+    for i, entry in enumerate(json.loads((folder / "index.json").read_text())):
+        args = tuple(np.load(folder / f"{i}.arg{j}.npy", allow_pickle=False) for j in range(entry["args"]))
+        expected = tuple(np.load(folder / f"{i}.out{j}.npy", allow_pickle=False)
+                         for j in range(entry["expected"]))
+        seeds.append(Seed(entry["name"], entry["writer"], (folder / f"{i}.bin").read_bytes(),
+                          args, expected, entry["vjp"]))
+    return seeds
