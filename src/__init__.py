@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from .application.symbolic import poly_specs as poly_specs
     from .application.symbolic import symbolic_args_specs as symbolic_args_specs
     from .application.symbolic import symbolic_shape as symbolic_shape
+    from .application.verification import VerificationReport as VerificationReport
+    from .application.verification import verify_artifact as verify_artifact
 
 __version__ = "0.1.0"
 
@@ -61,6 +63,8 @@ _LAZY = {
     "symbolic_args_specs": "jaxport.application.symbolic",
     "poly_spec": "jaxport.application.symbolic",
     "poly_specs": "jaxport.application.symbolic",
+    "verify_artifact": "jaxport.application.verification",
+    "VerificationReport": "jaxport.application.verification",
 }
 
 __all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "SymbolicScope", "errors",

@@ -120,13 +120,17 @@ class Unsealed:
 
 
 def seal(flatbuffer: bytes | bytearray, extension: Extension) -> bytearray:
-    """``flatbuffer`` followed by ``extension`` and the footer with their digest."""
+    """``flatbuffer`` followed by ``extension`` and the footer with their digest.
+
+    A ``bytearray`` is extended in place (and returned), saving a copy of
+    the artifact; ``bytes`` are copied.
+    """
     ext = extension.to_bytes()
     head = _HEAD.pack(len(ext), TRAILER_VERSION, 0)
-    digest = hashlib.sha256()
-    for part in (flatbuffer, ext, head):
-        digest.update(part)
-    out = bytearray(flatbuffer)
+    digest = hashlib.sha256(flatbuffer)
+    digest.update(ext)
+    digest.update(head)
+    out = flatbuffer if isinstance(flatbuffer, bytearray) else bytearray(flatbuffer)
     out += ext
     out += head
     out += digest.digest()
