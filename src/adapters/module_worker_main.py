@@ -20,6 +20,7 @@ sees the pipe close and refuses the artifact.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import struct
 import sys
@@ -62,9 +63,12 @@ _REQUEST_BYTES_PER_MODULE_BYTE = 16
 
 
 def _limit_self(address_space: int) -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if address_space > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if address_space > 0:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    except (ValueError, OSError):  # a platform without these limits: the timeout remains
+        pass
 
 
 def _limit_memory(module_size: int) -> None:
@@ -78,7 +82,10 @@ def _limit_memory(module_size: int) -> None:
     soft = in_use + _REQUEST_BASE_BYTES + _REQUEST_BYTES_PER_MODULE_BYTE * module_size
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def _limit_cpu(seconds: int) -> None:
@@ -135,7 +142,11 @@ def main(argv: list[str]) -> int:
     """Serves requests until stdin closes."""
     address_space, cpu_seconds = int(argv[1]), int(argv[2])
     _limit_self(address_space)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # The protocol gets its own copy of stdout; whatever else writes to file
+    # descriptor 1 (a library's print, a C++ diagnostic) goes to stderr instead.
+    stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     import jax.extend.mlir  # noqa: F401  (import before the first request's clock)
 
     while True:

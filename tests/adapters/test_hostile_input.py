@@ -9,6 +9,7 @@ from dataclasses import replace
 import flatbuffers  # type: ignore[import-untyped]
 import pytest
 
+from jaxport.adapters import flatbuffers_wire as W
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.adapters.flatbuffers_decode import MAX_DIM_CHARS, MAX_RANK
 from jaxport.adapters.flatbuffers_reader import MAX_STRING_BYTES
@@ -54,3 +55,26 @@ def test_a_sealed_artifact_with_an_oversized_or_mismatched_extension_is_refused(
         decode_artifact(seal(flat, Extension(((), ()))))
     with pytest.raises(ArtifactError, match="at most"):
         decode_artifact(seal(flat, Extension((("x",) * 2000,))))
+
+
+def test_bytes_after_the_last_object_are_refused_unless_padding_or_a_newer_schema() -> None:
+    flat = bytes(encode_artifact(rich_record()))
+    assert decode_artifact(flat + b"\x00" * 3) == decode_artifact(flat)
+    for tail in (b"\x01", b"\x00" * 8, b"JXPRT\x00\x7f\x02"):
+        with pytest.raises(ArtifactError, match="follow the artifact's last object"):
+            decode_artifact(flat + tail)
+    # A table with a slot this reader does not know (a newer jax.export) may keep
+    # data where no read reaches: such an artifact is read as before.
+    b = flatbuffers.Builder(0)
+    future = b.CreateString("a field from the future")
+    none = leaf_node(b, TreeKind.NONE)
+    name = b.CreateString("f")
+    module = b.CreateByteVector(b"ML\xefR\x01StableHLO_v1.15.0" + bytes(range(64)))
+    b.StartObject(W.Exported.NUM_SLOTS + 1)
+    b.PrependUOffsetTRelativeSlot(W.Exported.FUNCTION_NAME, name, 0)
+    b.PrependUOffsetTRelativeSlot(W.Exported.IN_TREE, none, 0)
+    b.PrependUOffsetTRelativeSlot(W.Exported.OUT_TREE, none, 0)
+    b.PrependUOffsetTRelativeSlot(W.Exported.MLIR_MODULE, module, 0)
+    b.PrependUOffsetTRelativeSlot(W.Exported.NUM_SLOTS, future, 0)
+    b.Finish(b.EndObject())
+    assert decode_artifact(bytes(b.Output())).function_name == "f"
