@@ -87,6 +87,12 @@ class JaxArtifactCallError(ArtifactCallError, jax.errors.JaxRuntimeError):  # ty
     """An :class:`ArtifactCallError` from XLA, still catchable as ``jax.errors.JaxRuntimeError``."""
 
 
+#: Errors that say something about the caller's program, not the artifact: not wrapped.
+CALLER_ERRORS: tuple[type[BaseException], ...] = (
+    TypeError, FloatingPointError, jax.errors.UnexpectedTracerError,
+    jax.errors.JAXIndexError, jax.errors.KeyReuseError)
+
+
 def call_failure(fun_name: str, cause: Exception) -> ArtifactCallError:
     """The typed error for ``cause``, raised while calling the exported ``fun_name``."""
     if isinstance(cause, jax.errors.JaxRuntimeError):
@@ -150,7 +156,7 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
         return _lower_call(ctx, *args, target=target)
     except JaxportError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # only jaxport's and JAX's code runs here: the artifact's fault
         raise call_failure(target.fun_name, exc) from exc
 
 

@@ -208,11 +208,11 @@ class Exported:
 
             check_tree(self, args, kwargs)
             raise
-        except JaxportError:
-            raise
         except Exception as exc:
-            from ..adapters.jax_call import call_failure
+            from ..adapters.jax_call import CALLER_ERRORS, call_failure
 
+            if isinstance(exc, (JaxportError, *CALLER_ERRORS)):
+                raise
             raise call_failure(self.fun_name, exc) from exc
 
     def __str__(self) -> str:
