@@ -14,6 +14,9 @@ from .serialization import deserialize
 def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0) -> None:
     """Writes ``exported.serialize(vjp_order)`` to ``path`` atomically.
 
+    The file always carries the jaxport trailer (a digest checked on load, and
+    the symbolic constraints); ``jax.export.deserialize`` reads it too.
+
     A failure at any point (serialization, a full disk, an interrupt) leaves
     the file that was at ``path`` intact and no temporary file behind.
     """
