@@ -68,12 +68,18 @@ class WireReader:
         """Refuses bytes after the last object that any read reached.
 
         A flatbuffer's writer ends the buffer with the first object it wrote
-        (plus at most :data:`MAX_END_PADDING` zero bytes): anything further is
-        appended data, such as a jaxport trailer whose footer was damaged.
+        (plus at most :data:`MAX_END_PADDING` zero bytes) and aligns its size
+        to 4: anything further is appended data, such as a jaxport trailer
+        whose footer was damaged, and a size that is not aligned means bytes
+        were cut (the alignment padding itself, say).
 
         Raises:
             ArtifactError: there are such bytes.
         """
+        if self.size % 4:
+            raise self.fail(f"offset {self.size}", (
+                f"the buffer's size {self.size} is not a multiple of 4, as every finished "
+                "flatbuffer's is: it was cut short or appended to"))
         extra = self.data[self.reached:]
         if self.newer_schema or (len(extra) <= MAX_END_PADDING and not extra.strip(b"\0")):
             return

@@ -123,13 +123,13 @@ def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -
     check_portable_artifact(record.mlir_module_serialized,
                             newest_readable=StableHloSerializer.newest_readable_version())
     shapes = parse_shapes(record.in_avals + record.out_avals, record.constraints)
-    in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)
-    out_shardings = tuple(jax_sharding(s) for s in record.out_shardings)
-    nr_in = len(record.in_avals)
-    in_avals = tuple(jax_aval(r, shape, _named(s))
-                     for r, shape, s in zip(record.in_avals, shapes[:nr_in], in_shardings))
-    out_avals = tuple(jax_aval(r, shape, _named(s))
-                      for r, shape, s in zip(record.out_avals, shapes[nr_in:], out_shardings))
+    try:
+        in_shardings, out_shardings, in_avals, out_avals = _jax_signature(record, shapes)
+    except ArtifactError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as exc:  # JAX refuses a mesh, spec or aval
+        raise ArtifactError(f"The artifact of '{record.function_name}' records a sharding or "
+                            f"abstract value that JAX refuses: {exc}") from exc
     known_effects = jax_internals.lowerable_effect_types()
     vjp_record = record.vjp
     return Exported(
@@ -151,6 +151,19 @@ def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -
         uses_global_constants=record.uses_global_constants,
         _get_vjp=None if vjp_record is None else (lambda _: from_record(vjp_record, registry)),
     )
+
+
+def _jax_signature(record: ArtifactRecord, shapes: list[tuple[Any, ...]]
+                   ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
+    """(in_shardings, out_shardings, in_avals, out_avals) as JAX objects."""
+    in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)
+    out_shardings = tuple(jax_sharding(s) for s in record.out_shardings)
+    nr_in = len(record.in_avals)
+    in_avals = tuple(jax_aval(r, shape, _named(s))
+                     for r, shape, s in zip(record.in_avals, shapes[:nr_in], in_shardings))
+    out_avals = tuple(jax_aval(r, shape, _named(s))
+                      for r, shape, s in zip(record.out_avals, shapes[nr_in:], out_shardings))
+    return in_shardings, out_shardings, in_avals, out_avals
 
 
 def _named(sharding: Any) -> Any:

@@ -59,10 +59,13 @@ def test_a_sealed_artifact_with_an_oversized_or_mismatched_extension_is_refused(
 
 def test_bytes_after_the_last_object_are_refused_unless_padding_or_a_newer_schema() -> None:
     flat = bytes(encode_artifact(rich_record()))
-    assert decode_artifact(flat + b"\x00" * 3) == decode_artifact(flat)
-    for tail in (b"\x01", b"\x00" * 8, b"JXPRT\x00\x7f\x02"):
+    assert decode_artifact(flat + b"\x00" * 4) == decode_artifact(flat)
+    for tail in (b"\x00\x00\x00\x01", b"\x00" * 8, b"JXPRT\x00\x7f\x02"):
         with pytest.raises(ArtifactError, match="follow the artifact's last object"):
             decode_artifact(flat + tail)
+    for cut in (flat[:-1], flat + b"\x00"):
+        with pytest.raises(ArtifactError, match="not a multiple of 4"):
+            decode_artifact(cut)
     # A table with a slot this reader does not know (a newer jax.export) may keep
     # data where no read reaches: such an artifact is read as before.
     b = flatbuffers.Builder(0)

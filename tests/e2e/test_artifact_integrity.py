@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -70,3 +71,19 @@ def test_without_the_trailer_the_constraint_is_lost_as_in_jax_export() -> None:
     again = jaxport.deserialize(constrained().serialize(integrity=False))
     n = again.in_avals[0].shape[0]
     assert not n.scope.constraints
+
+
+def test_a_sharding_over_an_axis_the_mesh_lacks_is_an_artifact_error() -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
+    from jaxport.domain.artifact import NamedShardingRecord, PartitionSpecRecord
+
+    mesh = Mesh(np.array(jax.devices()[:8]), ("d",))
+    f = jax.jit(jnp.sin, in_shardings=NamedSharding(mesh, P("d")))
+    record = decode_artifact(jaxport.export(f)(jax.ShapeDtypeStruct((8, 3), jnp.float32)).serialize())
+    sharding = record.in_shardings[0]
+    assert isinstance(sharding, NamedShardingRecord)
+    bad = dataclasses.replace(sharding, spec=PartitionSpecRecord((("nope",), ())))
+    with pytest.raises(ArtifactError, match="sharding or abstract value that JAX refuses"):
+        jaxport.deserialize(encode_artifact(dataclasses.replace(record, in_shardings=(bad,))))

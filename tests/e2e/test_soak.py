@@ -26,7 +26,8 @@ def function(k: int) -> Callable[[Any], Any]:
 
 
 def reference(k: int, x: np.ndarray) -> np.ndarray:
-    return np.sin(x) * (k + 1) + np.cos(x * k) - k
+    out: np.ndarray = np.sin(x) * (k + 1) + np.cos(x * k) - k
+    return out
 
 
 def work(k: int, folder: Path) -> int:
