@@ -69,6 +69,15 @@ class ModuleWorker:
         self._fresh = False
         atexit.register(self.close)
 
+    @staticmethod
+    def parser_version() -> str:
+        """The version of the parser a verdict depends on (jaxlib's StableHLO reader)."""
+        from importlib.metadata import version
+
+        from .mlir_module import StableHloSerializer
+
+        return f"jaxlib {version('jaxlib')}, StableHLO {StableHloSerializer.newest_readable_version()}"
+
     @property
     def pid(self) -> int | None:
         """The process id of the running verifying process, if any."""

@@ -102,7 +102,7 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
     except ArtifactError as exc:
         return VerificationReport(False, (str(exc),), digest, sealed, False)
     store = FileVerdictStore()
-    key = verdict_key(digest, allowed)
+    key = verdict_key(digest, allowed, verifier=ModuleWorker.parser_version())
     remembered = store.get(key)
     if remembered is not None:
         return VerificationReport(remembered.ok, remembered.reasons, digest, sealed, True,

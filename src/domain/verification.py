@@ -244,9 +244,16 @@ def verdict(chain: Sequence[tuple[ArtifactRecord, ModuleFacts]], *, allowed: Ite
     return Verdict(not reasons, tuple(reasons))
 
 
-def verdict_key(blob_digest: str, allowed: Iterable[str]) -> str:
-    """The name a verdict is remembered under: the bytes' digest and the allowlist."""
-    return f"v{VERIFIER_VERSION}-{blob_digest}-" + _short_hash("\0".join(sorted(set(allowed))))
+def verdict_key(blob_digest: str, allowed: Iterable[str], verifier: str = "") -> str:
+    """The name a verdict is remembered under.
+
+    Args:
+        blob_digest: the hex SHA-256 of the artifact's bytes.
+        allowed: the caller's allowed custom-call targets (order and repeats ignored).
+        verifier: what else the verdict depends on (the parser's version).
+    """
+    extra = "\0".join(sorted(set(allowed))) + "\1" + verifier
+    return f"v{VERIFIER_VERSION}-{blob_digest}-" + _short_hash(extra)
 
 
 def _short_hash(text: str) -> str:

@@ -79,3 +79,7 @@ def test_the_verdict_key_depends_on_the_digest_and_the_allowlist_not_its_order()
     assert verdict_key("ab", ["x", "y"]) == verdict_key("ab", ["y", "x", "x"])
     assert verdict_key("ab", ["x"]) != verdict_key("ab", [])
     assert verdict_key("ab", []) != verdict_key("cd", [])
+
+
+def test_the_verdict_key_changes_with_the_parsers_version() -> None:
+    assert verdict_key("ab", [], verifier="jaxlib 1") != verdict_key("ab", [], verifier="jaxlib 2")
