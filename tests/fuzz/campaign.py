@@ -105,7 +105,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mutations", type=int, default=100_000)
     parser.add_argument("--jax-export-share", type=float, default=0.08)
-    parser.add_argument("--call-probability", type=float, default=0.05)
+    parser.add_argument("--call-probability", type=float, default=0.1)
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -4,7 +4,8 @@
 prints one JSON line per mutation: its index, seed name, writer and outcome.
 
 Outcomes at load (``jaxport.deserialize(blob, verify=True)``): ``refused``
-(ArtifactError), ``untyped_at_load``, and for what loads: ``damaged_loaded``
+(ArtifactError), ``refused_parser_died`` (the verifying process crashed or
+hung on the module: contained there), ``untyped_at_load``, and for what loads: ``damaged_loaded``
 (a changed jaxport-written artifact that loaded: the digest failed to catch
 it), ``trailer_stripped`` (exactly the trailer cut off: jax.export's own
 bytes, which load unsealed), ``loaded``. A sample of what loads is called:
@@ -50,7 +51,9 @@ def one(seeds: list[Seed], campaign: int, index: int, jax_share: float,
     blob = mutate(seed.blob, rng, rng.choice(seeds).blob)
     try:
         loaded = jaxport.deserialize(blob, verify=True)
-    except JaxportError:
+    except JaxportError as exc:
+        if "verifying process stopped" in str(exc):
+            return seed, "refused_parser_died"  # a crash or hang, contained in the verifier
         return seed, "refused"
     except Exception as exc:  # noqa: BLE001 -- what the campaign counts
         return seed, f"untyped_at_load:{type(exc).__name__}"
