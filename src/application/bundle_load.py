@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from .pytree_registry import default_registry
 from .serialization import deserialize
 
 
-def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None) -> Bundle:
+def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
+                verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
     """Loads the bundle that :func:`jaxport.save_bundle` wrote at ``path``.
 
     Every file is checked before the :class:`Bundle` is made (its size and
@@ -41,6 +43,11 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
             of JAX's distributed runtime (each reads only its devices'
             slices). Without a mesh, weights with recorded shardings go to
             this process's first devices, the others to the default device.
+        verify: verify each function's artifact as :func:`jaxport.load` does
+            (its modules parsed in a separate process, ``main``'s signature and
+            custom calls checked); verdicts are remembered per digest.
+        allowed_custom_calls: custom-call targets to accept besides those JAX
+            guarantees stable; the artifacts' own disabled checks do not count.
 
     Raises:
         ArtifactError: a file is missing, extra, truncated or changed, a
@@ -57,7 +64,8 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
     for entry in manifest.functions:
         blob = read_function(root, manifest, entry.file)
         try:
-            functions[entry.name] = deserialize(blob, registry)
+            functions[entry.name] = deserialize(blob, registry, verify=verify,
+                                                allowed_custom_calls=allowed_custom_calls)
         except ArtifactError as exc:
             raise ArtifactError(f"{entry.file}: {exc}") from exc
     takes = {e.name: e.takes_params for e in manifest.functions}

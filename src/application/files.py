@@ -24,8 +24,11 @@ def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0
 
 
 def artifact_bytes(exported: Exported, vjp_order: int = 0) -> bytes | bytearray:
-    """The bytes that :func:`save` writes for ``exported`` (bundles write the same per function)."""
-    return exported.serialize(vjp_order)
+    """The bytes that :func:`save` writes for ``exported`` (bundles write the same per function).
+
+    Always sealed with the jaxport trailer (digest and symbolic constraints).
+    """
+    return exported.serialize(vjp_order, integrity=True)
 
 
 def load(path: str | os.PathLike[str], *, verify: bool = True,

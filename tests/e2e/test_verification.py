@@ -194,3 +194,18 @@ def test_a_module_that_crashes_the_parser_is_refused_and_the_caller_keeps_runnin
     # the sound module (whose main does not match the record it was put in).
     reasons = verify_artifact(bytes(encode_artifact(sound))).reasons
     assert any("argument 0 of main of 'sin' has type tensor<4x3xf32>" in r for r in reasons), reasons
+
+
+def test_a_bundle_function_with_a_custom_call_outside_the_allowlist_is_refused_at_load(
+        tmp_path: Path) -> None:
+    def with_weights(w: jax.Array, x: jax.Array) -> jax.Array:
+        return with_custom_call(x) * w
+
+    exp = jaxport.export(jax.jit(with_weights), disabled_checks=[
+        DisabledSafetyCheck.custom_call("my_custom_target")])(SPEC, SPEC)
+    weights = np.ones(4, np.float32)
+    jaxport.save_bundle(tmp_path / "b", {"f": exp}, weights)
+    with pytest.raises(ArtifactError, match="custom call to 'my_custom_target' is not allowed"):
+        jaxport.load_bundle(tmp_path / "b")
+    bundle = jaxport.load_bundle(tmp_path / "b", allowed_custom_calls=("my_custom_target",))
+    assert bundle is not None
