@@ -2,6 +2,7 @@
 
 from .domain.errors import (
     ArtifactCallError,
+    ArtifactCallValueError,
     ArtifactError,
     CallError,
     CallingConventionError,
@@ -25,7 +26,8 @@ from .domain.errors import (
 )
 
 __all__ = [
-    "ArtifactCallError", "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactCallError", "ArtifactCallValueError",
+    "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",

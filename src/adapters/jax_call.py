@@ -25,7 +25,7 @@ from jax.interpreters import batching, mlir
 
 from ..domain.artifact import NamedShardingRecord
 from ..domain.call_checks import check_arguments, check_shardings_divide
-from ..domain.errors import ArtifactCallError, DeviceCountError, JaxportError
+from ..domain.errors import ArtifactCallError, ArtifactCallValueError, DeviceCountError, JaxportError
 from ..domain.platforms import callee_platform_indices
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.specs import ArraySpec
@@ -94,9 +94,15 @@ CALLER_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def call_failure(fun_name: str, cause: Exception) -> ArtifactCallError:
-    """The typed error for ``cause``, raised while calling the exported ``fun_name``."""
+    """The typed error for ``cause``, raised while calling the exported ``fun_name``.
+
+    It is also of the cause's kind where JAX users catch that: a
+    ``jax.errors.JaxRuntimeError`` or a ``ValueError``.
+    """
     if isinstance(cause, jax.errors.JaxRuntimeError):
         return JaxArtifactCallError(fun_name, cause)
+    if isinstance(cause, ValueError):
+        return ArtifactCallValueError(fun_name, cause)
     return ArtifactCallError(fun_name, cause)
 
 

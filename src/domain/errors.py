@@ -205,3 +205,7 @@ class ArtifactCallError(JaxportError, RuntimeError):
         self.fun_name = fun_name
         super().__init__(
             f"Calling the exported function '{fun_name}' failed: {type(cause).__name__}: {cause}")
+
+
+class ArtifactCallValueError(ArtifactCallError, ValueError):
+    """An :class:`ArtifactCallError` whose cause was a ``ValueError`` (as JAX's "Error refining shapes")."""
