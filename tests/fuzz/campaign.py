@@ -52,7 +52,7 @@ class Counts:
             counts = self.by_writer[writer]
             lines.append(f"{writer}: {sum(counts.values())} mutations")
             for outcome, n in sorted(counts.items(), key=lambda kv: -kv[1]):
-                lines.append(f"  {outcome:18} {n}")
+                lines.append(f"  {outcome:20} {n}")
         lines.append(f"total: {self.total()} mutations; goal misses (crash, untyped, wrong "
                      f"result, damaged jaxport artifact loaded): {self.bad()}")
         lines += [f"  e.g. {e}" for e in self.examples]
