@@ -14,6 +14,10 @@ the chunks and prints the median ratios per group from the JSON that
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -21,10 +25,16 @@ from typing import Any, Literal, Protocol
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+# Benchmarks never write to the user's home: the executable cache of loaded
+# artifacts goes to a folder of this run (child processes inherit it).
+_CACHE_DIR = tempfile.mkdtemp(prefix="jaxport-bench-cache-")
+os.environ["JAXPORT_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, True)
+
 Role = Literal["baseline", "jaxport", "jax.export"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
 PEERS: tuple[Role, ...] = ("jaxport", "jax.export")
-Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact"]
+Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact", "coldstart"]
 
 
 def alternating_chunks(chunks: int, roles: Sequence[Role]) -> list[Any]:

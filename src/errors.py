@@ -1,5 +1,7 @@
 """Every error jaxport raises on purpose (re-exported from the domain)."""
 
+from .domain.cache_entry import CacheWarning
+from .domain.cache_eviction import CacheConfigError
 from .domain.errors import (
     ArtifactCallError,
     ArtifactCallValueError,
@@ -27,7 +29,7 @@ from .domain.errors import (
 
 __all__ = [
     "ArtifactCallError", "ArtifactCallValueError",
-    "ArtifactError", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactError", "CacheConfigError", "CacheWarning", "CallError", "CallingConventionError", "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",

@@ -167,7 +167,8 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
 
 
 def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
-    if "cpu" in target.platforms:
+    # Only custom calls need the LAPACK targets; importing them costs ~0.5 s.
+    if "cpu" in target.platforms and b"custom_call" in target.module_bytes:
         jax_internals.initialize_cpu_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)
     if num_devices != target.nr_devices and target.nr_devices != 1:

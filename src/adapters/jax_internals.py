@@ -179,3 +179,82 @@ def constrain_to_sharding(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, 
     physical = core.physical_aval(aval)
     return mlir_internal.wrap_with_sharding_op(
         ctx, value, physical, sharding._to_sdy_sharding(physical.ndim))
+
+
+# What: the XLA executable inside a ``jax.stages.Compiled``, and the device
+# list and lowering facts of a ``Lowered`` that compiling it would use.
+# Why internal: `Compiled._executable` and `MeshComputation` are private; the
+# executable is what the backend client serializes to plain bytes.
+def xla_executable_of(compiled: jax.stages.Compiled) -> Any:
+    """The ``LoadedExecutable`` of a compiled jit (raises if it has none)."""
+    from jax._src.interpreters import pxla
+
+    executable = compiled._executable
+    if not isinstance(executable, pxla.MeshExecutable):
+        raise NotImplementedError(f"Not a jit executable: {type(executable).__name__}")
+    return executable.xla_executable
+
+
+def lowering_devices(lowered: jax.stages.Lowered) -> Any:
+    """The ``DeviceList`` a ``Lowered`` of a jit compiles for (None: not fixed)."""
+    return lowered._lowering._device_list  # type: ignore[attr-defined]
+
+
+def lowering_inputs(lowered: jax.stages.Lowered) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The flat input avals and shardings that the executable of ``lowered`` takes."""
+    args = lowered._lowering.compile_args
+    return tuple(args["global_in_avals"]), tuple(args["in_shardings"])
+
+
+def lowering_is_self_contained(lowered: jax.stages.Lowered) -> bool:
+    """Whether the lowering has no host callbacks, keep-alives, constants or mutable refs.
+
+    Only such a lowering's executable is fully described by its bytes.
+    """
+    lowering = lowered._lowering
+    args = lowering.compile_args
+    return (not args.get("host_callbacks") and not args.get("keepalive")
+            and not getattr(lowering, "const_args", None) and args.get("mut") is None
+            and not args.get("pgle_profiler"))
+
+
+# What: a ``jax.stages.Compiled`` for a lowering whose executable was loaded
+# from bytes (the backend client's `deserialize_executable`), instead of
+# compiled. Why internal: JAX builds `Compiled` objects only by compiling;
+# this is `pxla.UnloadedMeshExecutable.from_hlo` (jax 0.10.2) without its
+# compile step, so the call keeps the normal path's argument handling
+# (shardings, layouts, dropped unused arguments, effect tokens, donation).
+def compiled_from_executable(lowered: jax.stages.Lowered, xla_executable: Any) -> jax.stages.Compiled:
+    """The ``Compiled`` of ``lowered`` that runs ``xla_executable``."""
+    from jax._src.interpreters import pxla
+
+    lowering = lowered._lowering
+    a = dict(lowering.compile_args)
+    devices = lowering._device_list  # type: ignore[attr-defined]
+    in_avals, out_avals = a["global_in_avals"], a["global_out_avals"]
+    nr_effects = len(a["ordered_effects"])
+    in_shardings = tuple(pxla.maybe_concretize_mesh(s, devices) for s in a["in_shardings"])
+    out_shardings = tuple(pxla.maybe_concretize_mesh(s, devices) for s in a["out_shardings"])
+    in_shardings = pxla._maybe_get_and_check_in_shardings(
+        xla_executable, in_shardings, devices, in_avals, nr_effects)
+    out_shardings = pxla._maybe_get_and_check_out_shardings(
+        xla_executable, out_shardings, devices, out_avals, nr_effects)
+    xla_in_layouts, xla_out_layouts = pxla._get_layouts_from_executable(
+        xla_executable, a["in_layouts"], a["out_layouts"], nr_effects, in_avals, out_avals)
+    dispatch_in_layouts = pxla.get_dispatch_layouts(xla_in_layouts, in_shardings, in_avals)
+    out_shardings = pxla.maybe_recover_user_shardings(
+        in_shardings, out_shardings, in_avals, out_avals,
+        a.get("intermediate_shardings"), a.get("context_mesh"))
+    unloaded = pxla.UnloadedMeshExecutable(
+        xla_executable=xla_executable, device_list=devices, backend=a["backend"],
+        input_avals=in_avals, input_shardings=pxla.finalize_shardings(in_shardings, devices),
+        output_avals=out_avals, output_shardings=pxla.finalize_shardings(out_shardings, devices),
+        committed=a["committed"], name=lowering._name,  # type: ignore[attr-defined]
+        unordered_effects=a["unordered_effects"], ordered_effects=a["ordered_effects"],
+        keepalive=a["keepalive"], host_callbacks=a["host_callbacks"],
+        kept_var_idx=a["kept_var_idx"], mut=a.get("mut"), xla_in_layouts=xla_in_layouts,
+        dispatch_in_layouts=dispatch_in_layouts, xla_out_layouts=xla_out_layouts,
+        all_args_info=a.get("all_args_info"), pgle_profiler=a.get("pgle_profiler"))
+    return jax.stages.Compiled(
+        unloaded.load(), lowering.const_args, lowered.args_info,
+        lowered.out_tree, lowered._no_kwargs, lowered._in_types, lowered._out_types)

@@ -71,6 +71,9 @@ class Exported:
     _vjp_of_arity: int | None = field(default=None, repr=False)
     #: Exports the function vmapped over some arguments (in-process exports only).
     _batcher: Callable[[tuple[bool, ...], int], Exported] | None = field(default=None, repr=False)
+    #: Whether eager calls take their executables from the executable cache
+    #: (set for loaded artifacts; see ``application.executable_cache``).
+    _cache_executables: bool = field(default=False, repr=False)
 
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
@@ -249,11 +252,48 @@ class Exported:
             in_sharding_records=tuple(_named_record(s) for s in self.in_shardings),
         )
 
+    def warm(self, *args_specs: Any, **kwargs_specs: Any) -> str:
+        """Compiles the eager call for this machine and stores it in the executable cache.
+
+        A deployment step can run it before traffic arrives, so that the
+        first call of a later process loads the executable instead of
+        compiling it (see the README's "Cold start and the executable cache").
+
+        Args:
+            *args_specs, **kwargs_specs: the arguments to compile for, as
+                ``jax.ShapeDtypeStruct`` or arrays, in the exported pytree;
+                by default the exported avals (only when they are static).
+
+        Returns:
+            ``"hit"`` (the cache had it), ``"compiled"`` (now stored), or
+            ``"uncached"`` (caching is off, see ``JAXPORT_CACHE_DIR``, or the
+            backend cannot serialize executables).
+
+        Raises:
+            CallError: no specs were given and some exported dimension is symbolic.
+            TreeMismatchError, ShapeMismatchError, ...: the specs do not match the export.
+        """
+        from .executable_cache import warm
+
+        return warm(self, args_specs, kwargs_specs)
+
     @functools.cached_property
     def _caller(self) -> Callable[..., Any]:
         from .calling import make_caller
 
+        if self._cache_executables:
+            from .executable_cache import CachingCaller
+
+            return CachingCaller(make_caller(self), self._artifact_digest)
         return make_caller(self)
+
+    @functools.cached_property
+    def _artifact_digest(self) -> str:
+        """A digest of the module and the signature, for the executable cache's key."""
+        from .executable_cache import artifact_digest
+
+        return artifact_digest(self.mlir_module_serialized, repr(self) + str(self.in_tree)
+                               + str(self.out_tree) + repr(self.in_shardings) + repr(self.out_shardings))
 
 
 def _named_record(sharding: Any) -> NamedShardingRecord | None:

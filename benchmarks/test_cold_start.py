@@ -1,0 +1,93 @@
+"""Cold start: the first call of a loaded artifact in a fresh process.
+
+One group (kind ``"coldstart"``), each round a new child process that loads
+the MLP of about 2,000 StableHLO operations (saved with ``jaxport.save``)
+and calls it once:
+
+* ``baseline``: jaxport with an empty executable cache (the call compiles);
+* ``jaxport``: jaxport with the cache that an earlier child filled (the call
+  loads the executable);
+* ``jax.export``: ``jax.export.deserialize`` and ``call`` (JAX's persistent
+  compilation cache is off by default, so it compiles).
+
+Each child times its own first call (``exp.call(x)`` until the result is
+ready, after imports and loading) and reports it; the benchmark records those
+times in ``extra_info["first_call_s"]``, which the report uses instead of
+the whole child's wall time. The issue's goal: warm / cold <= 0.05.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jax
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import jaxport
+
+from .conftest import Label, Role, alternating_chunks
+from .models import LAYERS_2K, MlpFactory, input_spec
+
+GROUP = "cold start: first call in a fresh process (MLP 2k ops)"
+ROUNDS = 2
+CHILD = """
+import json, sys, time
+import numpy as np
+if sys.argv[2] == "jax.export":
+    from jax import export
+    exp = export.deserialize(bytearray(open(sys.argv[1], "rb").read()))
+else:
+    import jaxport
+    exp = jaxport.load(sys.argv[1])
+x = np.ones((8, 16), np.float32)
+start = time.perf_counter()
+exp.call(x).block_until_ready()
+print(json.dumps({"first_call_s": time.perf_counter() - start}))
+"""
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("coldstart") / "mlp2k.jaxport"
+    jaxport.save(jaxport.export(jax.jit(MlpFactory.with_layers(LAYERS_2K).make()))(input_spec()), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory: pytest.TempPathFactory, artifact: Path) -> Path:
+    """A cache directory that a child filled by calling the artifact once."""
+    cache = tmp_path_factory.mktemp("warm-cache")
+    _first_call(artifact, "jaxport", cache)
+    return cache
+
+
+def _first_call(artifact: Path, role: Role, cache: Path) -> float:
+    env = {**os.environ, "JAXPORT_CACHE_DIR": str(cache)}
+    out = subprocess.run([sys.executable, "-c", CHILD, str(artifact), role], env=env,
+                         capture_output=True, text=True, check=True)
+    seconds: float = json.loads(out.stdout.strip().splitlines()[-1])["first_call_s"]
+    return seconds
+
+
+@pytest.mark.parametrize("chunk, role", alternating_chunks(2, ("baseline", "jaxport", "jax.export")))
+def test_first_call_in_a_fresh_process(benchmark: BenchmarkFixture, label: Label, artifact: Path,
+                                       warm_cache: Path, chunk: int, role: Role) -> None:
+    label(group=GROUP, kind="coldstart", role=role, baseline="cold cache", chunk=chunk)
+    first_calls: list[float] = []
+
+    def run() -> None:
+        if role == "jaxport":
+            first_calls.append(_first_call(artifact, role, warm_cache))
+            return
+        with tempfile.TemporaryDirectory(prefix="jaxport-cold-") as empty:
+            first_calls.append(_first_call(artifact, "jaxport" if role == "baseline" else role,
+                                           Path(empty)))
+
+    benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=0)
+    benchmark.extra_info["first_call_s"] = first_calls
