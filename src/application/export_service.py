@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,8 +70,9 @@ class ExportService:
                 shape_assertions=DisabledSafetyCheck.shape_assertions() not in checks,
                 symbolic_dims=tuple(ArgDim(i, j) for i, a in enumerate(lowering.in_avals)
                                     for j, d in enumerate(a.shape) if isinstance(d, DimExpr)))
-        module_bytes = self.serializer.serialize(
-            module, target_version=STABLEHLO_TARGET_VERSION,
+        # Serialized on first read of exp.mlir_module_serialized (module_bytes.py).
+        module_bytes = functools.partial(
+            self.serializer.serialize, module, target_version=STABLEHLO_TARGET_VERSION,
             uses_global_constants=lowering.uses_dim_vars)
         return Exported(
             fun_name=lowering.fun_name,

@@ -22,6 +22,7 @@ from ..domain.call_checks import check_shardings_divide
 from ..domain.errors import JaxportError, VjpUnavailableError
 from ..domain.safety import DisabledSafetyCheck
 from . import placement
+from .module_bytes import ModuleBytes
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,10 +63,11 @@ class Exported:
     ordered_effects: tuple[Any, ...]
     unordered_effects: tuple[Any, ...]
     disabled_safety_checks: tuple[DisabledSafetyCheck, ...]
-    mlir_module_serialized: bytes
     calling_convention_version: int
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
+    #: Bytes, or (for in-process exports) made on first read: see ``module_bytes``.
+    mlir_module_serialized: ModuleBytes = ModuleBytes()
     _get_vjp: Callable[[Exported], Exported] | None = field(default=None, repr=False)
     #: Set on the VJP of a function with that many flat inputs (see ``vjp()``).
     _vjp_of_arity: int | None = field(default=None, repr=False)
@@ -149,7 +151,9 @@ class Exported:
     def _exported_vjp(self) -> Exported:
         """The VJP, exported (or decoded) once per object."""
         assert self._get_vjp is not None
-        return dataclasses.replace(self._get_vjp(self), _vjp_of_arity=len(self.in_avals))
+        vjp = self._get_vjp(self)
+        return dataclasses.replace(vjp, _vjp_of_arity=len(self.in_avals),
+                                   mlir_module_serialized=_MODULE_BYTES.source(vjp))
 
     @functools.cached_property
     def _placements(self) -> tuple[Any, ...] | None:
@@ -294,6 +298,9 @@ class Exported:
 
         return artifact_digest(self.mlir_module_serialized, repr(self) + str(self.in_tree)
                                + str(self.out_tree) + repr(self.in_shardings) + repr(self.out_shardings))
+
+
+_MODULE_BYTES: ModuleBytes = Exported.__dict__["mlir_module_serialized"]
 
 
 def _named_record(sharding: Any) -> NamedShardingRecord | None:
