@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any
 from .domain.artifact_info import ArtifactInfo as ArtifactInfo
 from .domain import calling_convention as _calling_convention
 from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
-from .domain.symbolic import SymbolicScope as SymbolicScope
-from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
 
 if TYPE_CHECKING:
     from . import errors as errors
@@ -37,6 +35,8 @@ if TYPE_CHECKING:
     from .application.symbolic import symbolic_shape as symbolic_shape
     from .application.verification import VerificationReport as VerificationReport
     from .application.verification import verify_artifact as verify_artifact
+    from .domain.symbolic import SymbolicScope as SymbolicScope
+    from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
 
 __version__ = "0.1.0"
 
@@ -65,10 +65,13 @@ _LAZY = {
     "poly_specs": "jaxport.application.symbolic",
     "verify_artifact": "jaxport.application.verification",
     "VerificationReport": "jaxport.application.verification",
+    # Lazy too: `jaxport.inspect` needs no symbolic shapes (half of the import).
+    "SymbolicScope": "jaxport.domain.symbolic",
+    "is_symbolic_dim": "jaxport.domain.symbolic",
 }
 
-__all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "SymbolicScope", "errors",
-                  "is_symbolic_dim", "maximum_supported_calling_convention_version",
+__all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "errors",
+                  "maximum_supported_calling_convention_version",
                   "minimum_supported_calling_convention_version", *_LAZY])
 
 

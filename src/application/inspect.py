@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..adapters.flatbuffers_codec import decode_artifact
 from ..domain.artifact_info import ArtifactInfo
@@ -41,7 +40,8 @@ def _summary(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[st
     if isinstance(blob_or_path, (str, os.PathLike)) and os.path.isdir(blob_or_path):
         return inspect_bundle(blob_or_path)
     if isinstance(blob_or_path, (str, os.PathLike)):
-        blob: bytes | bytearray | memoryview = Path(blob_or_path).read_bytes()
+        with open(blob_or_path, "rb") as file:  # not pathlib: one import less on this path
+            blob: bytes | bytearray | memoryview = file.read()
     else:
         blob = blob_or_path
     return ArtifactInfo.of(decode_artifact(blob))

@@ -151,7 +151,8 @@ import jaxport
 info = jaxport.inspect(sys.argv[1])
 loaded = sorted(m for m in sys.modules
                 if m in ("jax", "jaxlib") or m.startswith(("jax.", "jaxlib.")))
-print(json.dumps({"loaded": loaded, "fun_name": info.fun_name, "signature": info.signature,
+unneeded = sorted(m for m in sys.modules if m.startswith(("jaxport.domain.symbolic", "numpy", "pathlib")))
+print(json.dumps({"loaded": loaded, "unneeded": unneeded, "fun_name": info.fun_name, "signature": info.signature,
                   "vjp_order": info.vjp_order, "jaxport_loaded": "jaxport" in sys.modules}))
 """
 
@@ -165,5 +166,6 @@ def test_inspect_loads_neither_jax_nor_jaxlib(tmp_path: Path) -> None:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["jaxport_loaded"] is True
     assert result["loaded"] == []
+    assert result["unneeded"] == []  # reading a header needs no symbolic shapes (issue 10)
     assert result["fun_name"] == "f" and result["vjp_order"] == 1
     assert result["signature"] == jaxport.inspect(blob()).signature
