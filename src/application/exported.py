@@ -22,7 +22,7 @@ from ..domain.call_checks import check_shardings_divide
 from ..domain.errors import JaxportError, VjpUnavailableError
 from ..domain.safety import DisabledSafetyCheck
 from . import placement
-from .module_bytes import ModuleBytes
+from ..domain.module_bytes import ModuleBytes
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,7 +66,7 @@ class Exported:
     calling_convention_version: int
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
-    #: Bytes, or (for in-process exports) made on first read: see ``module_bytes``.
+    #: Bytes, or (for in-process exports) made on first read: see ``domain.module_bytes``.
     mlir_module_serialized: ModuleBytes = ModuleBytes()
     _get_vjp: Callable[[Exported], Exported] | None = field(default=None, repr=False)
     #: Set on the VJP of a function with that many flat inputs (see ``vjp()``).
@@ -76,6 +76,9 @@ class Exported:
     #: Whether eager calls take their executables from the executable cache
     #: (set for loaded artifacts; see ``application.executable_cache``).
     _cache_executables: bool = field(default=False, repr=False)
+    #: The ``ir.Module`` an in-process export holds (calls print it rather
+    #: than serializing and parsing the portable artifact); None when loaded.
+    _held_module: Any = field(default=None, repr=False)
 
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
@@ -242,7 +245,8 @@ class Exported:
             arg_paths=jax_avals.leaf_paths(self.in_tree),
             platforms=self.platforms,
             disabled_checks=self.disabled_safety_checks,
-            module_bytes=self.mlir_module_serialized,
+            module_bytes=_MODULE_BYTES.source(self),
+            held_module=self._held_module,
             kept_var_idx=self.module_kept_var_idx,
             uses_global_constants=self.uses_global_constants,
             nr_devices=self.nr_devices,

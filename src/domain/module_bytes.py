@@ -1,4 +1,4 @@
-"""``Exported.mlir_module_serialized``, serialized on first read.
+"""Module bytes that may be made on first read (``Exported.mlir_module_serialized``).
 
 An in-process export holds its lowered module; turning it into a StableHLO
 portable artifact is most of what an export costs beyond tracing and
