@@ -60,10 +60,17 @@ class ExecutableCache:
                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[jax.stages.Compiled, Outcome]:
         """The compiled ``jitted`` for these arguments, from the cache when it has it."""
         lowered = self.executables.lower(jitted, args, kwargs)
-        if self.store.directory() is None or not self.executables.cacheable(lowered):
+        max_bytes = self.store.max_bytes  # a bad JAXPORT_CACHE_MAX_BYTES fails before compiling
+        key = None
+        if self.store.directory() is not None and max_bytes > 0:
+            try:
+                if self.executables.cacheable(lowered):
+                    key = self.key(lowered, artifact_digest)
+            except Exception:  # a lowering this version cannot describe: compile, uncached
+                logger.debug("no executable cache key for %s", lowered, exc_info=True)
+        if key is None:
             self.stats.uncached += 1
             return lowered.compile(), "uncached"
-        key = self.key(lowered, artifact_digest)
         name, encoded = key.digest(), key.encode()
         data = self.store.read(name)
         if data is not None:

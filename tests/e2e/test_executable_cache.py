@@ -248,3 +248,10 @@ def test_in_process_exports_do_not_use_the_cache(cache_dir: Path) -> None:
     exp.call(X)
     assert default_cache().stats == before
     assert not (cache_dir / "executables").exists() or not _entries(cache_dir)
+
+
+def test_a_bad_size_bound_is_a_typed_error(artifact: Path, cache_dir: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXPORT_CACHE_MAX_BYTES", "lots")
+    with pytest.raises(jaxport.errors.CacheConfigError, match="JAXPORT_CACHE_MAX_BYTES='lots'"):
+        jaxport.load(artifact).warm()
