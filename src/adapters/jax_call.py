@@ -71,8 +71,6 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     in_shardings: tuple[Any, ...] = ()
     out_shardings: tuple[Any, ...] = ()
     in_sharding_records: tuple[NamedShardingRecord | None, ...] = ()
-    #: The ``ir.Module`` the exporter holds, if any (see ``plain_module``).
-    held_module: Any = None
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
@@ -80,29 +78,23 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     def parse_module(self, context: Any) -> Any:
         """The module as an ``ir.Module`` in ``context``, deserialized once per target.
 
-        The first call deserializes the portable artifact (or prints the
-        module the exporter holds) and keeps the module as plain MLIR
-        bytecode, which later calls parse in a tenth of the time, whatever
-        the call site or shapes.
+        The first call deserializes the portable artifact and keeps the
+        module as plain MLIR bytecode, which later calls parse in a tenth of
+        the time, whatever the call site or shapes. (The module an in-process
+        export still holds is not used: the portable round trip is what
+        makes it refinable by the caller, as a loaded artifact is.)
         """
         plain: bytes | None = self.__dict__.get("_plain_module")
         if plain is None:
-            if self.held_module is None:
-                module = _serializer.deserialize(self.module_bytes, context)
-                self.__dict__["_plain_module"] = bytes(mlir.module_to_bytecode(module))
-                return module
-            plain = bytes(mlir.module_to_bytecode(self.held_module))
-            self.__dict__["_plain_module"] = plain
+            module = _serializer.deserialize(self.module_bytes, context)
+            self.__dict__["_plain_module"] = bytes(mlir.module_to_bytecode(module))
+            return module
         return ir.Module.parse(plain, context=context)
 
     @functools.cached_property
     def has_custom_calls(self) -> bool:
         """Whether the module calls custom-call targets (LAPACK, ...)."""
-        if self.held_module is None:
-            return b"custom_call" in self.module_bytes
-        plain: bytes = self.__dict__.setdefault(
-            "_plain_module", bytes(mlir.module_to_bytecode(self.held_module)))
-        return b"custom_call" in plain
+        return b"custom_call" in self.module_bytes
 
     @functools.cached_property
     def is_symbolic(self) -> bool:

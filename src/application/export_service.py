@@ -94,7 +94,6 @@ class ExportService:
             module_kept_var_idx=lowering.kept_var_idx,
             uses_global_constants=lowering.uses_dim_vars,
             _get_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks),
-            _held_module=module,
             _batcher=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms, checks, lowering.in_avals),
         )
 

@@ -76,9 +76,6 @@ class Exported:
     #: Whether eager calls take their executables from the executable cache
     #: (set for loaded artifacts; see ``application.executable_cache``).
     _cache_executables: bool = field(default=False, repr=False)
-    #: The ``ir.Module`` an in-process export holds (calls print it rather
-    #: than serializing and parsing the portable artifact); None when loaded.
-    _held_module: Any = field(default=None, repr=False)
 
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
@@ -245,8 +242,8 @@ class Exported:
             arg_paths=jax_avals.leaf_paths(self.in_tree),
             platforms=self.platforms,
             disabled_checks=self.disabled_safety_checks,
-            module_bytes=_MODULE_BYTES.source(self),
-            held_module=self._held_module,
+            # Read through this object, which serializes an in-process export once.
+            module_bytes=lambda: self.mlir_module_serialized,
             kept_var_idx=self.module_kept_var_idx,
             uses_global_constants=self.uses_global_constants,
             nr_devices=self.nr_devices,
