@@ -127,7 +127,7 @@ class CachingCaller:
     ``TypeError`` or ``ValueError``; only then is the signature looked up.
     """
 
-    def __init__(self, jitted: Callable[..., Any], digest: str,
+    def __init__(self, jitted: Callable[..., Any], digest: Callable[[], str],
                  cache: ExecutableCache | None = None) -> None:
         self._jitted = jitted
         self._digest = digest
@@ -159,7 +159,7 @@ class CachingCaller:
     def compile(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> jax.stages.Compiled:
         """The ``Compiled`` for these arguments (or their ``ShapeDtypeStruct`` specs)."""
         cache = self._cache or default_cache()
-        return cache.compiled(self._jitted, self._digest, args, kwargs)[0]
+        return cache.compiled(self._jitted, self._digest(), args, kwargs)[0]
 
 
 def _leaf_signature(x: Any) -> Any:

@@ -289,7 +289,7 @@ class Exported:
         if self._cache_executables:
             from .executable_cache import CachingCaller
 
-            return CachingCaller(make_caller(self), self._artifact_digest)
+            return CachingCaller(make_caller(self), lambda: self._artifact_digest)
         return make_caller(self)
 
     @functools.cached_property
