@@ -41,8 +41,13 @@ class XlaExecutables:
         return lowered
 
     def cacheable(self, lowered: jax.stages.Lowered) -> bool:
-        """Whether the executable of ``lowered`` is fully described by its bytes."""
-        return (jax_internals.lowering_is_self_contained(lowered)
+        """Whether the executable of ``lowered`` is fully described by its bytes.
+
+        Computations over several processes are not: each process compiles
+        its own part, and the processes would share one key.
+        """
+        return (jax.process_count() == 1
+                and jax_internals.lowering_is_self_contained(lowered)
                 and jax_internals.lowering_devices(lowered) is not None)
 
     def program_digest(self, lowered: jax.stages.Lowered) -> str:
