@@ -4,7 +4,10 @@ Groups (kind ``"artifact"``, jaxport / jax.export):
 
 * ``first jit(exp.call) lowering``: ``jax.jit(exp.call).trace(x).lower()`` of
   an artifact just deserialized (the deserialization is set-up, not timed):
-  the module is deserialized and merged into the caller's;
+  the module is deserialized and merged into the caller's. Twice for
+  jaxport: with its module cache off (``JAXPORT_CACHE_DIR=""``), and with
+  the module cache warm (an earlier load of the same artifact, in this or
+  another process, kept the parsed module as plain MLIR bytecode);
 * ``another shape's lowering``: the same for a second batch size of a
   polymorphic artifact that was already lowered once; jaxport parses the
   module once per artifact and keeps it as plain MLIR bytecode, jax.export
@@ -49,11 +52,16 @@ def blobs(request: pytest.FixtureRequest) -> tuple[str, bytes, bytes | None, int
 
 
 @pytest.mark.parametrize("role", PEERS)
+@pytest.mark.parametrize("module_cache", ["off", "warm"])
 def test_first_lowering_of_a_loaded_artifact(benchmark: BenchmarkFixture, label: Label,
                                              blobs: tuple[str, bytes, bytes | None, int],
-                                             role: Role) -> None:
+                                             role: Role, module_cache: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     size, static, _, rounds = blobs
-    label(group=f"first jit(exp.call) lowering, {size}", kind="artifact", role=role, baseline="-")
+    label(group=f"first jit(exp.call) lowering, {size}, module cache {module_cache}",
+          kind="artifact", role=role, baseline="-")
+    if module_cache == "off":
+        monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
     read = READERS[role]
     benchmark.pedantic(lambda exp: jax.jit(exp.call).trace(input_spec()).lower(),
                        setup=lambda: ((read(static),), {}), rounds=rounds, warmup_rounds=1)

@@ -17,6 +17,7 @@ from ..adapters import jax_avals
 from ..adapters.jax_call import CallTarget
 from ..adapters.jax_records import sharding_record
 from ..adapters.mlir_module import StableHloSerializer
+from ..adapters.module_cache import PlainModuleCache
 from ..domain.artifact import NamedShardingRecord
 from ..domain.call_checks import check_shardings_divide
 from ..domain.errors import JaxportError, VjpUnavailableError
@@ -255,6 +256,7 @@ class Exported:
             in_shardings=self.in_shardings,
             out_shardings=self.out_shardings,
             in_sharding_records=tuple(_named_record(s) for s in self.in_shardings),
+            module_cache=_module_cache() if self._cache_executables else None,
         )
 
     def warm(self, *args_specs: Any, **kwargs_specs: Any) -> str:
@@ -302,6 +304,12 @@ class Exported:
 
 
 _MODULE_BYTES: ModuleBytes = Exported.__dict__["mlir_module_serialized"]
+
+
+@functools.lru_cache(maxsize=1)
+def _module_cache() -> PlainModuleCache:
+    """The process's cache of parsed artifact modules (see ``adapters.module_cache``)."""
+    return PlainModuleCache()
 
 
 def _named_record(sharding: Any) -> NamedShardingRecord | None:

@@ -255,3 +255,16 @@ def test_a_bad_size_bound_is_a_typed_error(artifact: Path, cache_dir: Path,
     monkeypatch.setenv("JAXPORT_CACHE_MAX_BYTES", "lots")
     with pytest.raises(jaxport.errors.CacheConfigError, match="JAXPORT_CACHE_MAX_BYTES='lots'"):
         jaxport.load(artifact).warm()
+
+
+def test_the_parsed_module_is_kept_for_the_first_lowering_of_a_later_load(artifact: Path,
+                                                                          cache_dir: Path) -> None:
+    spec = jax.ShapeDtypeStruct((2, 16), jnp.float32)
+    want = jax.jit(jaxport.load(artifact).call).lower(spec).as_text()
+    modules = sorted((cache_dir / "modules").glob("*.entry"))
+    assert len(modules) == 1
+    assert jax.jit(jaxport.load(artifact).call).lower(spec).as_text() == want
+    modules[0].write_bytes(modules[0].read_bytes()[:-10])
+    with pytest.warns(CacheWarning, match="ignoring the cached module .*truncated"):
+        assert jax.jit(jaxport.load(artifact).call).lower(spec).as_text() == want
+    assert jax.jit(jaxport.load(artifact).call).lower(spec).as_text() == want
