@@ -34,7 +34,7 @@ atexit.register(shutil.rmtree, _CACHE_DIR, True)
 Role = Literal["baseline", "jaxport", "jax.export"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
 PEERS: tuple[Role, ...] = ("jaxport", "jax.export")
-Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact", "coldstart"]
+Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact", "coldstart", "scale"]
 
 
 def alternating_chunks(chunks: int, roles: Sequence[Role]) -> list[Any]:

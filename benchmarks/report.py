@@ -26,6 +26,7 @@ from typing import Any
 ROLES = ("baseline", "jaxport", "jax.export")
 DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
 COLD_START_TARGET = 0.05  # issue 10: first call with a warm executable cache / with a cold one
+SCALE_TARGET = 1.3  # issue 10: time per operation at 60k over that at 2k
 SAME_WITHIN = 0.02  # the summary calls ratios within 2% of 1 "~same"
 
 
@@ -227,6 +228,30 @@ def coldstart_section(groups: Sequence[Group]) -> str:
             + table(headers, rows))
 
 
+def scale_section(groups: Sequence[Group]) -> str:
+    """Time per operation of each step at the smallest and largest size, and their ratio."""
+    steps: dict[str, list[Group]] = {}
+    for g in groups:
+        steps.setdefault(g.name.split(" @ ")[0], []).append(g)
+    rows = []
+    for step, sized in steps.items():
+        sized = sorted((g for g in sized if g.stablehlo_ops), key=lambda g: g.stablehlo_ops or 0)
+        if len(sized) < 2:
+            continue
+        small, large = sized[0], sized[-1]
+        for role in ("jaxport", "jax.export"):
+            a, b = small.median(role), large.median(role)
+            if a is None or b is None:
+                continue
+            per_small, per_large = a / (small.stablehlo_ops or 1), b / (large.stablehlo_ops or 1)
+            ratio = per_large / per_small
+            rows.append([step, role, f"{small.stablehlo_ops:,}", seconds(per_small),
+                         f"{large.stablehlo_ops:,}", seconds(per_large), times(ratio),
+                         "yes" if ratio <= SCALE_TARGET else "NO"])
+    headers = ["step", "of", "ops", "per op", "ops", "per op", "large/small", f"within {SCALE_TARGET}x"]
+    return "Scale: time per operation (median per round / operations)\n" + table(headers, rows)
+
+
 def headline_ratio(group: Group) -> tuple[str, float | None]:
     """What the summary compares for a group, and jaxport / jax.export of it."""
     if group.kind == "wrap":
@@ -302,13 +327,14 @@ def bundle_section(groups: Sequence[Group]) -> str:
 def render(groups: Sequence[Group]) -> str:
     """The report: one table per kind of group, then a summary of the ratios.
 
-    The kinds come in the order export, wrap, dispatch, call, micro, coldstart, other; the
+    The kinds come in the order export, wrap, dispatch, call, micro, coldstart, scale, other; the
     summary lists every group that has both jaxport and jax.export.
     """
     sections: list[str] = []
     ordered: list[Group] = []
     by_kind = {"export": export_section, "wrap": wrap_section, "dispatch": dispatch_section,
-               "call": call_section, "micro": micro_section, "coldstart": coldstart_section}
+               "call": call_section, "micro": micro_section, "coldstart": coldstart_section,
+               "scale": scale_section}
     for kind, section in by_kind.items():
         chosen = [g for g in groups if g.kind == kind]
         if chosen:

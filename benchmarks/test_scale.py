@@ -1,0 +1,76 @@
+"""Scale: time per StableHLO operation at 60,000 operations against 2,000.
+
+For the MLP at about 2,000 and about 60,000 operations, two steps through
+jaxport and through ``jax.export`` (kind ``"scale"``):
+
+* ``export and serialize``: ``export(jax.jit(f))(spec).serialize()`` of a fresh
+  function (the bytes an artifact needs; jaxport serializes on first read);
+* ``first lowering``: ``jax.jit(exp.call).trace(x).lower()`` of an artifact
+  just deserialized (jaxport's module cache off).
+
+The report divides each median by the operation count and prints, per step
+and implementation, the time per operation at 60k over that at 2k (the
+issue's goal: at most 1.3). One round at 60k (an export takes seconds).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import pytest
+from jax import export as jax_export
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import jaxport
+
+from .conftest import PEERS, Label, Role
+from .models import LAYERS_2K, MlpFactory, input_spec
+
+# 9 operations per layer plus 2 (see models.py): 6,667 layers give 60,005.
+SIZES = {2_000: (LAYERS_2K, 3), 60_005: (6_667, 1)}
+EXPORTERS: dict[Role, Callable[[Any], Any]] = {
+    "jaxport": lambda f: jaxport.export(jax.jit(f))(input_spec()).serialize(),
+    "jax.export": lambda f: jax_export.export(jax.jit(f))(input_spec()).serialize(),
+}
+READERS: dict[Role, Callable[[bytes], Any]] = {
+    "jaxport": jaxport.deserialize,
+    "jax.export": lambda blob: jax_export.deserialize(bytearray(blob)),
+}
+
+
+@pytest.fixture(scope="module", params=list(SIZES), ids=lambda ops: f"{ops}ops")
+def model(request: pytest.FixtureRequest) -> tuple[int, MlpFactory, bytes, int]:
+    ops = request.param
+    layers, rounds = SIZES[ops]
+    factory = MlpFactory.with_layers(layers)
+    blob = bytes(jaxport.export(jax.jit(factory.make()))(input_spec()).serialize())
+    return ops, factory, blob, rounds
+
+
+@pytest.mark.parametrize("role", PEERS)
+def test_export_and_serialize(benchmark: BenchmarkFixture, label: Label,
+                              model: tuple[int, MlpFactory, bytes, int], role: Role) -> None:
+    ops, factory, _, rounds = model
+    label(group=f"scale: export and serialize @ {ops:,} ops", kind="scale", role=role,
+          baseline="-", stablehlo_ops=ops)
+
+    def setup() -> tuple[tuple[Any], dict[str, Any]]:
+        gc.collect()
+        return (factory.make(),), {}
+
+    benchmark.pedantic(EXPORTERS[role], setup=setup, rounds=rounds, warmup_rounds=0)
+
+
+@pytest.mark.parametrize("role", PEERS)
+def test_first_lowering(benchmark: BenchmarkFixture, label: Label, monkeypatch: pytest.MonkeyPatch,
+                        model: tuple[int, MlpFactory, bytes, int], role: Role) -> None:
+    ops, _, blob, rounds = model
+    label(group=f"scale: first lowering @ {ops:,} ops", kind="scale", role=role, baseline="-",
+          stablehlo_ops=ops)
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
+    read = READERS[role]
+    benchmark.pedantic(lambda exp: jax.jit(exp.call).trace(input_spec()).lower(),
+                       setup=lambda: ((read(blob),), {}), rounds=rounds, warmup_rounds=0)
