@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..domain.artifact import ArtifactRecord
 from .flatbuffers_decode import decode_artifact
 
-__all__ = ["FlatbuffersArtifactCodec", "decode_artifact", "encode_artifact"]
+__all__ = ["FlatbuffersArtifactCodec", "decode_artifact", "encode_artifact", "encode_artifact_located"]
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
@@ -40,6 +40,13 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
         The bytes; ``jax.export.deserialize`` and :func:`decode_artifact` read them.
     """
     from .flatbuffers_encode import encode_artifact as encode  # flatbuffers loads NumPy
+
+    return encode(record)
+
+
+def encode_artifact_located(record: ArtifactRecord) -> tuple[bytearray, int]:
+    """:func:`encode_artifact`, and where the record's module bytes start in the result."""
+    from .flatbuffers_encode import encode_artifact_located as encode
 
     return encode(record)
 

@@ -57,6 +57,11 @@ class _Builder(Protocol):
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
+    """The bytes of :func:`encode_artifact_located`."""
+    return encode_artifact_located(record)[0]
+
+
+def encode_artifact_located(record: ArtifactRecord) -> tuple[bytearray, int]:
     """Writes ``record`` in the format of ``jax.export``'s ``Exported.serialize()``.
 
     Args:
@@ -64,8 +69,8 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
             written, as jax 0.10.2 does) and its VJP chain is written in full.
 
     Returns:
-        The artifact's bytes; for a record read from jax 0.10.2's bytes, the
-        same bytes.
+        The artifact's bytes (for a record read from jax 0.10.2's bytes, the
+        same bytes), and where ``record.mlir_module_serialized`` starts in them.
     """
     size = 1024
     vjp: ArtifactRecord | None = record
@@ -73,8 +78,11 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
         size += len(vjp.mlir_module_serialized) + 1024
         vjp = vjp.vjp
     builder = cast(_Builder, flatbuffers.Builder(size))
-    builder.Finish(_exported(builder, record))
-    return builder.Output()
+    modules: list[int] = []
+    builder.Finish(_exported(builder, record, modules))
+    out = builder.Output()
+    # CreateByteVector's offset counts from the end to the vector's u32 length.
+    return out, len(out) - modules[0] + 4
 
 
 @dataclass(slots=True)
@@ -101,7 +109,8 @@ class _Uniques:
         return 1 + self.named[sharding] if isinstance(sharding, NamedShardingRecord) else 0
 
 
-def _exported(b: _Builder, rec: ArtifactRecord) -> int:
+def _exported(b: _Builder, rec: ArtifactRecord, modules: list[int] | None = None) -> int:
+    """The Exported table of ``rec``; appends its module's offset to ``modules``."""
     E = W.Exported
     uniques = _Uniques.of(rec)
     function_name = b.CreateString(rec.function_name)
@@ -116,6 +125,8 @@ def _exported(b: _Builder, rec: ArtifactRecord) -> int:
     disabled_checks = _tables(b, _disabled_check, rec.disabled_checks)
     platforms = _strings(b, rec.platforms)
     module = b.CreateByteVector(rec.mlir_module_serialized)
+    if modules is not None:
+        modules.append(module)
     kept_var_idx = _uints(b, rec.module_kept_var_idx, 2)
     vjp = _exported(b, rec.vjp) if rec.vjp is not None else None
     unique_avals = _tables(b, _aval, uniques.avals)

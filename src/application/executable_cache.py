@@ -111,9 +111,9 @@ def default_cache() -> ExecutableCache:
     return ExecutableCache(DirectoryCacheStore(EXECUTABLES_SUBDIR), XlaExecutables())
 
 
-def artifact_digest(module: bytes, signature: str) -> str:
-    """SHA-256 (hex) of an artifact's module bytes and its signature's text."""
-    return hashlib.sha256(module + b"\0" + signature.encode()).hexdigest()
+def artifact_digest(module_digest: bytes, signature: str) -> str:
+    """SHA-256 (hex) of an artifact's module digest (SHA-256 of its bytes) and its signature's text."""
+    return hashlib.sha256(module_digest + b"\0" + signature.encode()).hexdigest()
 
 
 class CachingCaller:

@@ -299,7 +299,7 @@ class Exported:
         """A digest of the module and the signature, for the executable cache's key."""
         from .executable_cache import artifact_digest
 
-        return artifact_digest(self.mlir_module_serialized, repr(self) + str(self.in_tree)
+        return artifact_digest(_MODULE_BYTES.digest(self), repr(self) + str(self.in_tree)
                                + str(self.out_tree) + repr(self.in_shardings) + repr(self.out_shardings))
 
 

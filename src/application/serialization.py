@@ -7,7 +7,7 @@ from typing import Any
 
 from ..adapters import jax_internals
 from ..adapters.jax_dims import JaxDim
-from ..adapters.flatbuffers_codec import decode_artifact, encode_artifact
+from ..adapters.flatbuffers_codec import decode_artifact, encode_artifact, encode_artifact_located
 from ..adapters.jax_records import (
     aval_record,
     effect_record,
@@ -21,9 +21,9 @@ from ..domain import calling_convention
 from ..domain.module_format import check_portable_artifact
 from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, CallingConventionError, VjpUnavailableError
-from ..domain.integrity import Extension, seal
+from ..domain.integrity import Extension, ModuleRegion, seal
 from ..domain.symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
-from .exported import Exported
+from .exported import _MODULE_BYTES, Exported
 from .pytree_registry import PytreeSerializationRegistry, default_registry
 
 
@@ -187,10 +187,13 @@ def serialize(exp: Exported, vjp_order: int = 0,
             the bytes ``jax.export``'s ``serialize()`` writes, without either.
     """
     record = to_record(exp, vjp_order, registry or default_registry())
-    flatbuffer = encode_artifact(record)
     if not integrity:
-        return flatbuffer
-    return seal(flatbuffer, Extension(_chain_constraints(record)))
+        return encode_artifact(record)
+    flatbuffer, start = encode_artifact_located(record)
+    module = record.mlir_module_serialized
+    digest = _MODULE_BYTES.digest(exp) if module is exp.mlir_module_serialized else None
+    region = None if digest is None else ModuleRegion(start, len(module), digest)
+    return seal(flatbuffer, Extension(_chain_constraints(record)), region)
 
 
 def _chain_constraints(record: ArtifactRecord) -> tuple[tuple[str, ...], ...]:

@@ -3,13 +3,27 @@
 An artifact that jaxport writes is ``jax.export``'s flatbuffer followed by a
 trailer::
 
-    flatbuffer | extension (JSON, UTF-8) | footer (48 bytes)
+    flatbuffer | extension (JSON, UTF-8) | region (version 2) | footer (48 bytes)
 
+    region = module offset      u64, little endian: where the module's bytes start
+             module length      u64                 in the flatbuffer
     footer = extension length   u32, little endian
-             trailer version    u16 (1)
+             trailer version    u16 (1 or 2)
              reserved           u16 (0)
-             SHA-256            32 bytes, over flatbuffer | extension | the 8 bytes above
+             SHA-256            32 bytes (below)
              magic              8 bytes, b"JXPRT\\x00\\x7f\\x01"
+
+The digest of version 1 is taken over ``flatbuffer | extension | the 8
+bytes above``. Version 2 (written since 2026-11-30) takes it over the same
+bytes with the module's bytes replaced by their own SHA-256::
+
+    SHA-256(flatbuffer[:offset] | flatbuffer[offset + length:] | extension
+            | region | the 8 bytes above | SHA-256(flatbuffer[offset:offset + length]))
+
+so that a writer that already knows the digest of the module (an export
+remembers it) hashes only the few kilobytes around it. A reader hashes every
+byte either way, and any changed byte, the region included, changes the
+digest. Readers accept both versions.
 
 Flatbuffer readers start from the root offset at byte 0 and follow offsets;
 nothing points past the flatbuffer, so ``jax.export.deserialize`` (jax
@@ -49,8 +63,11 @@ if TYPE_CHECKING:
 from .errors import ArtifactError
 
 MAGIC: Final = b"JXPRT\x00\x7f\x01"
-TRAILER_VERSION: Final = 1
+#: The version written when the module's region is known, and the oldest read.
+TRAILER_VERSION: Final = 2
+_WHOLE_VERSION: Final = 1
 _HEAD: Final = struct.Struct("<IHH")
+_REGION: Final = struct.Struct("<QQ")
 DIGEST_SIZE: Final = 32
 FOOTER_SIZE: Final = _HEAD.size + DIGEST_SIZE + len(MAGIC)
 
@@ -122,19 +139,49 @@ class Unsealed:
     digest: str | None
 
 
-def seal(flatbuffer: bytes | bytearray, extension: Extension) -> bytearray:
+@dataclass(frozen=True, slots=True)
+class ModuleRegion:
+    """Where the module's bytes lie in a flatbuffer, and their SHA-256 (raw, 32 bytes)."""
+
+    offset: int
+    length: int
+    digest: bytes
+
+
+def seal(flatbuffer: bytes | bytearray, extension: Extension,
+         module: ModuleRegion | None = None) -> bytearray:
     """``flatbuffer`` followed by ``extension`` and the footer with their digest.
 
+    With ``module`` (version 2) the module's bytes are not hashed again: the
+    digest covers ``module.digest`` in their place. The caller vouches that
+    it is the SHA-256 of those bytes; a wrong one makes an artifact that
+    every reader refuses, never one that hides a change. Without it, version 1.
     A ``bytearray`` is extended in place (and returned), saving a copy of
     the artifact; ``bytes`` are copied.
     """
     ext = extension.to_bytes()
-    head = _HEAD.pack(len(ext), TRAILER_VERSION, 0)
-    digest = hashlib.sha256(flatbuffer)
+    view = memoryview(flatbuffer)
+    if module is None:
+        head = _HEAD.pack(len(ext), _WHOLE_VERSION, 0)
+        digest = hashlib.sha256(view)
+        region = b""
+    else:
+        if module.offset < 0 or module.offset + module.length > len(flatbuffer):
+            raise ValueError(f"module region {module.offset}+{module.length} is outside "
+                             f"the flatbuffer of {len(flatbuffer)} bytes")
+        head = _HEAD.pack(len(ext), TRAILER_VERSION, 0)
+        region = _REGION.pack(module.offset, module.length)
+        digest = hashlib.sha256(view[:module.offset])
+        digest.update(view[module.offset + module.length:])
     digest.update(ext)
+    digest.update(region)
     digest.update(head)
+    if module is not None:
+        digest.update(module.digest)
+    view.release()
     out = flatbuffer if isinstance(flatbuffer, bytearray) else bytearray(flatbuffer)
     out += ext
+    out += region
     out += head
     out += digest.digest()
     out += MAGIC
@@ -158,17 +205,28 @@ def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:
         return Unsealed(data, None, None)
     footer = len(data) - FOOTER_SIZE
     ext_len, version, reserved = _HEAD.unpack_from(data, footer)
-    if version != TRAILER_VERSION or reserved != 0:
+    if version not in (_WHOLE_VERSION, TRAILER_VERSION) or reserved != 0:
         raise ArtifactError(f"jaxport trailer: unknown trailer version {version}.{reserved} "
-                            f"(this jaxport reads version {TRAILER_VERSION})")
-    if ext_len > footer:
+                            f"(this jaxport reads versions {_WHOLE_VERSION} and {TRAILER_VERSION})")
+    before = footer - (_REGION.size if version == TRAILER_VERSION else 0)
+    if ext_len > before:
         raise ArtifactError(f"jaxport trailer: an extension of {ext_len} bytes does not fit "
-                            f"in the {footer} bytes before the footer")
+                            f"in the {before} bytes before the footer")
+    cut = before - ext_len
+    view = memoryview(data)
+    if version == _WHOLE_VERSION:
+        digest = hashlib.sha256(view[:footer + _HEAD.size])
+    else:
+        offset, length = _REGION.unpack_from(data, before)
+        if offset + length > cut:
+            raise ArtifactError(f"jaxport trailer: a module of {length} bytes at {offset} does "
+                                f"not fit in the flatbuffer of {cut} bytes")
+        digest = hashlib.sha256(view[:offset])
+        digest.update(view[offset + length:footer + _HEAD.size])
+        digest.update(hashlib.sha256(view[offset:offset + length]).digest())
     stored = data[footer + _HEAD.size:footer + _HEAD.size + DIGEST_SIZE]
-    digest = hashlib.sha256(memoryview(data)[:footer + _HEAD.size])
     if digest.digest() != stored:
         raise ArtifactError(
             "The artifact's digest does not match its content: the bytes were changed "
             "after jaxport wrote them (damaged in transit or storage, or edited).")
-    cut = footer - ext_len
-    return Unsealed(data[:cut], Extension.from_bytes(data[cut:footer]), digest.hexdigest())
+    return Unsealed(data[:cut], Extension.from_bytes(data[cut:before]), digest.hexdigest())

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.integrity import (
-    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, is_sealed, seal, unseal)
+    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, ModuleRegion, is_sealed, seal, unseal)
 
 BODY = bytes(range(256)) * 3
 EXT = Extension(constraints=(("n >= 16", "h == 2*w"), ()))
@@ -32,6 +34,36 @@ def test_changing_any_byte_before_the_magic_is_refused() -> None:
         damaged[i] ^= 0x41
         with pytest.raises(ArtifactError):
             unseal(damaged)
+
+
+def region(offset: int = 100, length: int = 300) -> ModuleRegion:
+    return ModuleRegion(offset, length, hashlib.sha256(BODY[offset:offset + length]).digest())
+
+
+def test_a_blob_sealed_with_its_module_region_unseals_to_its_flatbuffer_and_extension() -> None:
+    sealed = seal(BODY, EXT, region())
+    out = unseal(sealed)
+    assert out.flatbuffer == BODY and out.extension == EXT and out.digest is not None
+    assert out.digest != unseal(seal(BODY, EXT)).digest
+
+
+def test_changing_any_byte_of_a_blob_sealed_with_a_module_region_is_refused() -> None:
+    sealed = seal(BODY, EXT, region())
+    for i in range(len(sealed) - len(MAGIC)):
+        damaged = bytearray(sealed)
+        damaged[i] ^= 0x41
+        with pytest.raises(ArtifactError):
+            unseal(damaged)
+
+
+def test_a_wrong_module_digest_makes_a_blob_every_reader_refuses() -> None:
+    with pytest.raises(ArtifactError, match="digest does not match"):
+        unseal(seal(BODY, EXT, ModuleRegion(100, 300, bytes(32))))
+
+
+def test_a_module_region_outside_the_flatbuffer_is_refused() -> None:
+    with pytest.raises(ValueError, match="outside"):
+        seal(BODY, EXT, ModuleRegion(len(BODY) - 10, 11, bytes(32)))
 
 
 def test_the_digest_mismatch_says_the_bytes_changed() -> None:
