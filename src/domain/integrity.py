@@ -139,13 +139,17 @@ class Unsealed:
     digest: str | None
 
 
-@dataclass(frozen=True, slots=True)
 class ModuleRegion:
-    """Where the module's bytes lie in a flatbuffer, and their SHA-256 (raw, 32 bytes)."""
+    """Where the module's bytes lie in a flatbuffer, and their SHA-256 (raw, 32 bytes).
 
-    offset: int
-    length: int
-    digest: bytes
+    A plain class, not a dataclass: ``jaxport.inspect`` imports this module,
+    and each dataclass costs it about a millisecond.
+    """
+
+    __slots__ = ("offset", "length", "digest")
+
+    def __init__(self, offset: int, length: int, digest: bytes) -> None:
+        self.offset, self.length, self.digest = offset, length, digest
 
 
 def seal(flatbuffer: bytes | bytearray, extension: Extension,
