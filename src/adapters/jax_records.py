@@ -32,6 +32,19 @@ _AXIS_TYPES = {AxisType.Auto: "AUTO", AxisType.Explicit: "EXPLICIT", AxisType.Ma
 
 def dtype_record(dtype: Any) -> DType:
     """The record of a JAX dtype."""
+    try:
+        return _known_dtype_record(dtype)
+    except TypeError:  # an unhashable dtype-like
+        return _dtype_record(dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _known_dtype_record(dtype: Any) -> DType:
+    # str(dtype) costs NumPy a few microseconds; serialize asks it per aval.
+    return _dtype_record(dtype)
+
+
+def _dtype_record(dtype: Any) -> DType:
     if dtype == jax.dtypes.float0:
         return DType.FLOAT0
     try:
