@@ -54,6 +54,8 @@ class _Builder(Protocol):
     def PrependBoolSlot(self, o: int, x: bool, d: bool) -> None: ...
     def Finish(self, rootTable: int) -> int: ...
     def Output(self) -> bytearray: ...
+    def Head(self) -> int: ...
+    Bytes: bytearray
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
@@ -80,7 +82,10 @@ def encode_artifact_located(record: ArtifactRecord) -> tuple[bytearray, int]:
     builder = cast(_Builder, flatbuffers.Builder(size))
     modules: list[int] = []
     builder.Finish(_exported(builder, record, modules))
-    out = builder.Output()
+    # The builder's own buffer, its unused front cut off in place (CPython moves
+    # a bytearray's start, no copy), instead of the copy that Output() makes.
+    out = builder.Bytes
+    del out[:builder.Head()]
     # CreateByteVector's offset counts from the end to the vector's u32 length.
     return out, len(out) - modules[0] + 4
 
