@@ -52,7 +52,6 @@ True
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 from dataclasses import dataclass
 # Not `from typing import ...`: `jaxport.inspect` reads this module, and typing costs it ~10%.
@@ -91,6 +90,8 @@ class Extension:
 
     def to_bytes(self) -> bytes:
         """The extension as compact JSON."""
+        import json  # not at module level: `jaxport.inspect` reads this module
+
         return json.dumps({"constraints": [list(c) for c in self.constraints]},
                           separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -104,6 +105,10 @@ class Extension:
         if len(data) > MAX_EXTENSION_BYTES:
             raise ArtifactError(f"jaxport trailer: the extension has {len(data)} bytes, "
                                 f"more than the limit of {MAX_EXTENSION_BYTES}")
+        if data in _COMMON_EXTENSIONS:  # no symbolic constraints: spares `inspect` importing json
+            return _COMMON_EXTENSIONS[data]
+        import json
+
         try:
             value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -122,6 +127,13 @@ class Extension:
                     f"{MAX_CONSTRAINTS} strings of at most {MAX_CONSTRAINT_CHARS} characters")
             out.append(tuple(level))
         return Extension(tuple(out))
+
+
+#: The extensions of artifacts without symbolic constraints (primal, and with one VJP).
+_COMMON_EXTENSIONS: Final = {
+    b'{"constraints":[[]]}': Extension(((),)),
+    b'{"constraints":[[],[]]}': Extension(((), ())),
+}
 
 
 @dataclass(frozen=True, slots=True)

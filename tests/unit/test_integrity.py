@@ -91,3 +91,9 @@ def test_a_footer_that_claims_more_than_the_blob_is_refused() -> None:
     assert len(sealed) >= FOOTER_SIZE
     with pytest.raises(ArtifactError, match="does not fit"):
         unseal(sealed[len(sealed) - FOOTER_SIZE:])
+
+
+def test_the_extensions_read_without_json_are_those_written_without_constraints() -> None:
+    for ext in (Extension(((),)), Extension(((), ()))):
+        assert Extension.from_bytes(ext.to_bytes()) == ext
+        assert Extension.from_bytes(ext.to_bytes() + b" ") == ext  # the JSON path agrees
