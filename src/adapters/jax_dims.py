@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 from jax.extend import core as jex_core
 from jax.interpreters import mlir
 
@@ -32,8 +33,18 @@ class JaxInconclusiveDimensionError(InconclusiveDimensionError, jex_core.Inconcl
     """An inconclusive comparison, catchable both as jaxport's and as JAX's error."""
 
 
-def _is_dim(x: Any) -> bool:
-    return isinstance(x, (int, DimExpr))
+def _symbolic_pair(x: Any, y: Any) -> tuple[Any, Any] | None:
+    """``(x, y)`` with NumPy integers as ints, when one is symbolic and the other a dimension."""
+    if not (isinstance(x, DimExpr) or isinstance(y, DimExpr)):
+        return None
+    pair = []
+    for v in (x, y):
+        if isinstance(v, np.integer):
+            v = int(v)
+        if not isinstance(v, (int, DimExpr)):
+            return None
+        pair.append(v)
+    return pair[0], pair[1]
 
 
 class JaxDimOps(PythonOps):
@@ -49,15 +60,17 @@ class JaxDimOps(PythonOps):
 
     def max(self, x: Any, y: Any) -> Any:
         """``max(x, y)``: ``stablehlo.maximum`` for JAX values, so refinement folds it."""
-        if _is_dim(x) and _is_dim(y):
+        if isinstance(x, int) and isinstance(y, int):
             return super().max(x, y)
-        return jnp.maximum(x, y)
+        dims = _symbolic_pair(x, y)
+        return jnp.maximum(x, y) if dims is None else super().max(*dims)
 
     def min(self, x: Any, y: Any) -> Any:
         """``min(x, y)``: ``stablehlo.minimum`` for JAX values."""
-        if _is_dim(x) and _is_dim(y):
+        if isinstance(x, int) and isinstance(y, int):
             return super().min(x, y)
-        return jnp.minimum(x, y)
+        dims = _symbolic_pair(x, y)
+        return jnp.minimum(x, y) if dims is None else super().min(*dims)
 
 
 JAX_DIM_OPS = JaxDimOps()
@@ -72,6 +85,7 @@ class JaxDim(DimExpr):
     """A symbolic dimension that JAX can trace with."""
 
     __slots__ = ()
+    __array_priority__ = 1000  # as JAX's tracers: `ndarray + dim` defers to __radd__
 
     def dimension_as_value(self) -> Any:
         """The dimension as a JAX integer value (lowered from the dimension variables)."""

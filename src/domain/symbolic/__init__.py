@@ -19,6 +19,7 @@ Modules, by reason to change:
 from .errors import (
     ConstraintError as ConstraintError,
     DimensionEvaluationError as DimensionEvaluationError,
+    DimensionPowerError as DimensionPowerError,
     InconclusiveDimensionError as InconclusiveDimensionError,
     InconclusiveFactory as InconclusiveFactory,
     ScopeMixingError as ScopeMixingError,
@@ -60,7 +61,7 @@ from .solve import (
 
 __all__ = [
     "ArgDim", "CallSolution", "Comparison", "Constraint", "ConstraintError", "DimExpr",
-    "DimOps", "DimSize", "DimensionEvaluationError", "InconclusiveDimensionError",
+    "DimOps", "DimSize", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "InconclusiveFactory", "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
     "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
     "ShapeSpecSyntaxError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",

@@ -97,3 +97,10 @@ class ShapeAssertionError(JaxportError, ValueError):
 
 class DimensionEvaluationError(JaxportError, ValueError):
     """An expression refers to a dimension variable that has no value."""
+
+
+class DimensionPowerError(JaxportError, ValueError):
+    """A symbolic dimension raised to a negative or non-integer power."""
+
+    def __init__(self, dim: str, power: object, kind: str) -> None:
+        super().__init__(f"Symbolic dimension cannot be raised to {kind} powers: '{dim}' ** '{power}'")

@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+import numbers
 import operator
 from collections.abc import Mapping
 from typing import Any, TypeAlias, Union
@@ -33,7 +34,7 @@ from typing_extensions import Self
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
 from .division import divide
-from .errors import INCONCLUSIVE_EXPLANATION, ScopeMixingError, inconclusive
+from .errors import INCONCLUSIVE_EXPLANATION, DimensionPowerError, ScopeMixingError, inconclusive
 from .ops import PYTHON_OPS, DimOps, evaluate
 from .scope import SymbolicScope
 
@@ -172,12 +173,22 @@ class DimExpr:
 
     def __pow__(self, exponent: object) -> Any:
         power = _as_int(exponent)
-        if power is None or power < 0:
+        if power is None and isinstance(exponent, numbers.Real):  # also NumPy's floats
+            as_float = float(exponent)
+            if not as_float.is_integer():
+                raise DimensionPowerError(str(self), exponent, "non-integer")
+            power = int(as_float)
+        if power is None:
             return self._nonsymbolic_operand("pow", exponent, reflected=False)
+        if power < 0:
+            raise DimensionPowerError(str(self), exponent, "negative")
         result = Poly.constant(1)
         for _ in range(power):
             result = result * self._poly
         return self._new(result)
+
+    def __rpow__(self, base: object) -> Any:
+        return self._nonsymbolic_operand("pow", base, reflected=True)
 
     def __floordiv__(self, other: object) -> Any:
         return self._divide(other, FLOORDIV, reflected=False)

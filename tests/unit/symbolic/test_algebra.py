@@ -10,6 +10,7 @@ import pytest
 
 from jaxport.domain.symbolic import (
     DimExpr,
+    DimensionPowerError,
     InconclusiveDimensionError,
     PythonOps,
     SymbolicScope,
@@ -98,7 +99,12 @@ def test_non_integer_operands_go_to_the_adapter_hook() -> None:
     assert c / 2 == ("truediv", 2, False)
     assert 3 / c == ("truediv", 3, True)
     assert (c >= 0.5) == ("ge", 0.5, False)
-    assert c ** -1 == ("pow", -1, False)
+    assert 2 ** c == ("pow", 2, True)
+    with pytest.raises(DimensionPowerError, match="cannot be raised to negative powers: 'c' \\*\\* '-1'"):
+        c ** -1
+    with pytest.raises(DimensionPowerError, match="cannot be raised to non-integer powers"):
+        c ** 1.5
+    assert c ** 2.0 == c * c
 
 
 def test_int_of_a_dimension_raises_the_inconclusive_error() -> None:
