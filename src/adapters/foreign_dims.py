@@ -56,3 +56,33 @@ def mirror_shapes(shapes: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ..
         return list(shapes), None
     foreign = ForeignDims()
     return [tuple(foreign.mirror(d) for d in s) for s in shapes], foreign
+
+
+def translate_specs(specs: Any, expr_class: type[DimExpr]) -> Any:
+    """``specs`` (a pytree of shaped values) with ``jax.export``'s dimensions as jaxport's.
+
+    Every foreign dimension is re-read from its text in one jaxport scope that
+    holds the foreign scope's constraints, so that exporting with
+    ``jax.export.symbolic_shape`` dimensions behaves as with jaxport's.
+    Leaves without foreign dimensions are returned unchanged.
+    """
+    import jax
+
+    from . import jax_internals
+    from ..domain.symbolic import parse_shape_spec
+
+    leaves, treedef = jax.tree_util.tree_flatten(specs)
+    foreign = [d for leaf in leaves for d in getattr(leaf, "shape", ()) if is_foreign_dim(d)]
+    if not foreign:
+        return specs
+    scope = SymbolicScope(jax_internals.foreign_scope_constraints(getattr(foreign[0], "scope", None)))
+    out = []
+    for leaf in leaves:
+        shape = getattr(leaf, "shape", ())
+        if not any(is_foreign_dim(d) for d in shape):
+            out.append(leaf)
+            continue
+        new_shape = parse_shape_spec(", ".join(str(d) for d in shape), scope=scope, expr_class=expr_class)
+        out.append(jax.ShapeDtypeStruct(new_shape, leaf.dtype, sharding=getattr(leaf, "sharding", None),
+                                        weak_type=getattr(leaf, "weak_type", False)))
+    return jax.tree_util.tree_unflatten(treedef, out)

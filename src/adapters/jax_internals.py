@@ -258,3 +258,10 @@ def compiled_from_executable(lowered: jax.stages.Lowered, xla_executable: Any) -
     return jax.stages.Compiled(
         unloaded.load(), lowering.const_args, lowered.args_info,
         lowered.out_tree, lowered._no_kwargs, lowered._in_types, lowered._out_types)
+
+
+# What: the constraints of a `jax.export` symbolic scope, as the user wrote them.
+# Why internal: `SymbolicScope` keeps them only in its private `_explicit_constraints`.
+def foreign_scope_constraints(scope: Any) -> tuple[str, ...]:
+    """The constraint strings of a ``jax.export.SymbolicScope``, in the order given."""
+    return tuple(c.debug_str for c in getattr(scope, "_explicit_constraints", ()))

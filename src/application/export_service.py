@@ -9,7 +9,9 @@ from typing import Any
 
 import jax
 
+from ..adapters.foreign_dims import translate_specs
 from ..adapters.jax_avals import args_kwargs_path, leaf_paths
+from ..adapters.jax_dims import JaxDim
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
 from ..adapters.jax_records import named_sharding_with_abstract_mesh
 from ..adapters.mlir_module import MlirModuleInspector, StableHloSerializer
@@ -50,6 +52,7 @@ class ExportService:
                 raise TypeError(f"disabled_checks must hold DisabledSafetyCheck values, got {check!r}")
         plats = normalize_platforms(platforms) if platforms is not None else (_default_platform(),)
         jitted = as_jitted(fun)
+        args_specs, kwargs_specs = translate_specs((tuple(args_specs), kwargs_specs), JaxDim)
         _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)
         lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs)
         return self._finish(lowering, checks)

@@ -8,7 +8,14 @@ from typing import Any
 import jax
 
 from ..adapters.jax_dims import JaxDim
-from ..domain.symbolic import ConstraintError, DimSize, SymbolicScope, is_symbolic_dim, parse_shape_spec
+from ..domain.symbolic import (
+    ConstraintError,
+    DimSize,
+    ShapeSpecTypeError,
+    SymbolicScope,
+    is_symbolic_dim,
+    parse_shape_spec,
+)
 
 __all__ = ["SymbolicScope", "is_symbolic_dim", "poly_spec", "poly_specs",
            "symbolic_args_specs", "symbolic_shape"]
@@ -40,6 +47,7 @@ def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
 
     Raises:
         ShapeSpecSyntaxError: the spec is malformed (the message shows where).
+        ShapeSpecTypeError: the spec is neither None nor a string.
         ConstraintError: ``constraints`` is a string, or a constraint is malformed.
         ValueError: both ``scope`` and ``constraints`` are given.
 
@@ -51,6 +59,8 @@ def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
         if like is None or any(d is None for d in like):
             raise ValueError("A shape spec of None needs a fully known `like` shape")
         return tuple(int(d) for d in like if d is not None)
+    if not isinstance(shape_spec, str):
+        raise ShapeSpecTypeError(shape_spec)
     return parse_shape_spec(shape_spec, scope=the_scope, like=like, expr_class=JaxDim)
 
 

@@ -422,3 +422,9 @@ def test_a_violated_specification_reads_as_in_jax_export(name: str) -> None:
 def test_violations_are_value_errors_as_in_jax() -> None:
     assert all(issubclass(bad.error, ValueError) for bad in BAD_CALLS)
     assert issubclass(ShapeAssertionError, JaxportError)
+
+
+def test_a_shape_spec_that_is_not_a_string_is_refused_as_in_jax() -> None:
+    for symbolic_args_specs in (jaxport.symbolic_args_specs, jax.export.symbolic_args_specs):
+        with pytest.raises(ValueError, match=re.escape("polymorphic shape spec should be None or a string. Found 5.0.")):
+            symbolic_args_specs([np.zeros(2, np.float32)], [5.0])

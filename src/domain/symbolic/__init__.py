@@ -25,6 +25,7 @@ from .errors import (
     ScopeMixingError as ScopeMixingError,
     ShapeAssertionError as ShapeAssertionError,
     ShapeSpecSyntaxError as ShapeSpecSyntaxError,
+    ShapeSpecTypeError as ShapeSpecTypeError,
     UnsolvableDimensionError as UnsolvableDimensionError,
     set_inconclusive_factory as set_inconclusive_factory,
 )
@@ -64,7 +65,7 @@ __all__ = [
     "DimOps", "DimSize", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "InconclusiveFactory", "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
     "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
-    "ShapeSpecSyntaxError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",
+    "ShapeSpecSyntaxError", "ShapeSpecTypeError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",
     "build_plan", "call_output_shapes", "dim_floordiv", "dim_max", "dim_min", "dim_mod",
     "format_shape", "is_nonnegative", "is_symbolic_dim", "parse_constraint", "parse_shape_spec",
     "run_plan", "set_inconclusive_factory", "solve_call",

@@ -131,6 +131,7 @@ class BoundsDecider:
         self._poly_cache: dict[Poly, Interval] = {}
         self._factor_cache: dict[Factor, Interval] = {}
         self._term_cache: dict[Term, Interval] = {}
+        self._active: set[Poly] = set()  # bounds being computed: a cycle gets interval bounds
 
     def assume_nonnegative(self, p: Poly) -> bool:
         """Adds the constraint ``p >= 0``; False when it contradicts the known bounds.
@@ -162,9 +163,17 @@ class BoundsDecider:
             return cached
         if p.is_constant:
             result: Interval = (p.const, p.const)
+        elif p in self._active:
+            # The search for p's bounds came back to p (through a constraint and a
+            # factor's operands): here p gets the plain interval bounds, no search.
+            return _round_in((self._interval_lower(form_of(p)), -self._interval_lower(form_of(p, -1))))
         else:
-            lo = self._lower(form_of(p))
-            hi = -self._lower(form_of(p, -1))
+            self._active.add(p)
+            try:
+                lo = self._lower(form_of(p))
+                hi = -self._lower(form_of(p, -1))
+            finally:
+                self._active.discard(p)
             result = _round_in((lo, hi))
         if len(self._poly_cache) > _CACHE_LIMIT:
             self._clear_caches()

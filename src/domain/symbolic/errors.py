@@ -8,7 +8,7 @@ while the domain stays free of JAX imports.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..errors import JaxportError
 
@@ -98,9 +98,26 @@ class ShapeAssertionError(JaxportError, ValueError):
 class DimensionEvaluationError(JaxportError, ValueError):
     """An expression refers to a dimension variable that has no value."""
 
+    @classmethod
+    def unknown_variable(cls, var: str, known: Sequence[str]) -> DimensionEvaluationError:
+        """The error for ``var``, absent from the argument shapes (which define ``known``)."""
+        return cls(
+            f"Encountered dimension variable '{var}' that is not appearing in the shapes "
+            "of the function arguments.\nThe following dimension variables are appearing "
+            f"in the shapes of the function arguments: {list(known)}.\nPlease see "
+            "https://docs.jax.dev/en/latest/export/shape_poly.html"
+            "#dimension-variables-must-be-solvable-from-the-input-shapes for more details.")
+
 
 class DimensionPowerError(JaxportError, ValueError):
     """A symbolic dimension raised to a negative or non-integer power."""
 
     def __init__(self, dim: str, power: object, kind: str) -> None:
         super().__init__(f"Symbolic dimension cannot be raised to {kind} powers: '{dim}' ** '{power}'")
+
+
+class ShapeSpecTypeError(JaxportError, ValueError):
+    """A shape specification that is neither None nor a string (JAX raises ValueError)."""
+
+    def __init__(self, spec: object) -> None:
+        super().__init__(f"polymorphic shape spec should be None or a string. Found {spec!r}.")

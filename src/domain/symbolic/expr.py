@@ -227,6 +227,18 @@ class DimExpr:
         dividend, divisor = (p, self._poly) if reflected else (self._poly, p)
         return self._new(divide(dividend, divisor, op))
 
+    def bounds(self) -> tuple[float, float]:
+        """The smallest and largest value the dimension can take, as the scope's
+        decision procedure bounds them (``math.inf`` when unbounded).
+
+        >>> from jaxport.domain.symbolic import parse_shape_spec, SymbolicScope
+        >>> a, = parse_shape_spec("a", scope=SymbolicScope(["a >= 2", "a <= 4"]))
+        >>> a.bounds(), (2 * a + 1).bounds()
+        ((2, 4), (5, 9))
+        """
+        lo, hi = self._scope.decider.bounds(self._poly)  # integers or infinities
+        return (lo if isinstance(lo, float) else int(lo)), (hi if isinstance(hi, float) else int(hi))
+
     def max(self, other: DimSize) -> DimSize:
         """``max(self, other)`` (``core.max_dim`` calls this)."""
         return dim_max(self, other)

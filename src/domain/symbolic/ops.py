@@ -87,6 +87,38 @@ class PythonOps:
         return _extremum(x, y, builtins.min, "min")
 
 
+class PolyOps:
+    """Polynomials as they are written: no rule of a scope, no simplification of operations."""
+
+    def constant(self, value: int) -> Poly:
+        """``value`` as a constant polynomial."""
+        return Poly.constant(value)
+
+    def add(self, x: Poly, y: Poly) -> Poly:
+        """``x + y``."""
+        return x + y
+
+    def mul(self, x: Poly, y: Poly) -> Poly:
+        """``x * y``."""
+        return x * y
+
+    def floordiv(self, x: Poly, y: Poly) -> Poly:
+        """``floordiv(x, y)``, kept as an operation."""
+        return Poly.of_factor(Factor.operation(FLOORDIV, x, y))
+
+    def mod(self, x: Poly, y: Poly) -> Poly:
+        """``mod(x, y)``, kept as an operation."""
+        return Poly.of_factor(Factor.operation(MOD, x, y))
+
+    def max(self, x: Poly, y: Poly) -> Poly:
+        """``max(x, y)``, kept as an operation."""
+        return Poly.of_factor(Factor.operation(MAX, x, y))
+
+    def min(self, x: Poly, y: Poly) -> Poly:
+        """``min(x, y)``, kept as an operation."""
+        return Poly.of_factor(Factor.operation(MIN, x, y))
+
+
 def _is_dim(x: Any) -> bool:
     # Symbolic dimensions have rmax; arrays have a reducing .max() and must not get here.
     return hasattr(type(x), "rmax")
@@ -105,6 +137,7 @@ def _extremum(x: Any, y: Any, builtin: Any, name: str) -> Any:
 
 
 PYTHON_OPS: Final = PythonOps()
+POLY_OPS: Final = PolyOps()
 
 
 def evaluate(p: Poly, env: Mapping[str, Any], ops: DimOps = PYTHON_OPS) -> Any:
@@ -148,13 +181,7 @@ class _Evaluator:
             return self.memo[f]
         if f.var is not None:
             if f.var not in self.env:
-                raise DimensionEvaluationError(
-                    f"Encountered dimension variable '{f.var}' that is not appearing in the shapes "
-                    "of the function arguments.\nThe following dimension variables are appearing "
-                    f"in the shapes of the function arguments: {list(self.env)}.\nPlease see "
-                    "https://docs.jax.dev/en/latest/export/shape_poly.html"
-                    "#dimension-variables-must-be-solvable-from-the-input-shapes for more details."
-                )
+                raise DimensionEvaluationError.unknown_variable(f.var, list(self.env))
             value = self.env[f.var]
         else:
             left, right = (self.poly(o) for o in f.operands)

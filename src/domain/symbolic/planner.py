@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from .core import Factor, Poly
-from .errors import ScopeMixingError, UnsolvableDimensionError
+from .errors import DimensionEvaluationError, ScopeMixingError, UnsolvableDimensionError
 from .expr import DimExpr, DimSize
+from .ops import POLY_OPS, evaluate
 from .plan import ArgDim, PlanValue, Remainder, ShapeAssertion, ShapePlan, VarDerivation, format_shape
 from .scope import Comparison, SymbolicScope
 
@@ -76,8 +77,10 @@ class _Planner:
             pending = remaining
         for constraint in self.scope.constraints:
             difference = constraint.difference
-            if isinstance(difference, DimExpr) and difference.poly.vars <= self.derived.keys():
-                self._check_constraint(constraint.text, constraint.comparison, difference)
+            if isinstance(difference, DimExpr):
+                checked = self._over_derived(difference)
+                if checked is not None:
+                    self._check_constraint(constraint.text, constraint.comparison, difference, checked)
         return ShapePlan(tuple(self.steps), tuple(sorted(self.derived)))
 
     def _process(self, eq: _Equation) -> bool:
@@ -150,9 +153,31 @@ class _Planner:
                 f"(= {message.ref(expected)}).")
         self._assert(eq.source, Comparison.EQ, expected, head, message)
 
-    def _check_constraint(self, text: str, comparison: Comparison, difference: DimExpr) -> None:
+    def _over_derived(self, difference: DimExpr) -> DimExpr | None:
+        """``difference`` over the derived variables only; None when that is a constant.
+
+        As JAX, which evaluates a constraint over the solved variables: a variable
+        that the scope's rules rewrote away (``a`` under ``a == b``) is replaced by
+        its rewriting; any other is an error. (A constant holds: the scope
+        rejected unsatisfiable constraints.)
+        """
+        missing = difference.poly.vars - self.derived.keys()
+        if not missing:
+            return difference
+        env: dict[str, Poly] = {v: Poly.variable(v) for v in difference.poly.vars}
+        for var in sorted(missing):
+            rewritten = self.scope.normalize(Poly.variable(var))
+            unknown = sorted(rewritten.vars - self.derived.keys())
+            if unknown:
+                raise DimensionEvaluationError.unknown_variable(unknown[0], list(self.derived))
+            env[var] = rewritten
+        checked = evaluate(difference.poly, env, POLY_OPS)
+        return None if checked.is_constant else DimExpr(checked, self.scope)
+
+    def _check_constraint(self, text: str, comparison: Comparison, difference: DimExpr,
+                          checked: DimExpr) -> None:
         message = _Message()
-        value = self.value_of(difference)
+        value = self.value_of(checked)
         relation = "greater or equal to" if comparison is Comparison.GE else "equal to"
         head = (f"Input shapes do not match the symbolic shape constraint {text}. "
                 f"Expected '{difference}' to be {relation} 0, but found {message.ref(value)}. ")

@@ -22,7 +22,7 @@ from enum import Enum
 from types import FrameType
 from typing import TYPE_CHECKING, Final
 
-from .core import Poly, Term, substitute_term
+from .core import FLOORDIV, MOD, Factor, Poly, Term, substitute_term
 from .decision import BoundsDecider
 from .errors import ConstraintError
 
@@ -158,14 +158,26 @@ class SymbolicScope:
             if isinstance(difference, int) and not _holds(comparison, difference):
                 raise ConstraintError(f"Unsatisfiable explicit constraint: {text}")
         self._constraints = tuple(built)
+        implied: list[Poly] = []
         for (text, lhs, relation, rhs), constraint in zip(parsed, built):
             if constraint.comparison is Comparison.EQ:
                 self._add_rule(text, lhs, rhs)
+                multiple = _multiple_of_mod_zero(_poly(lhs), _poly(rhs))
+                if multiple is not None:  # as JAX: `mod(e, k) == 0` also gives `k*floordiv(e, k) == e`
+                    self._add_rule(f"{multiple[0]} == {multiple[1]}", *multiple)
+                    implied.append(multiple[0] - multiple[1])
         for constraint in built:
             if constraint.comparison is Comparison.GE:
                 self._add_inequality(constraint)
+            elif not isinstance(constraint.difference, int):
+                # As in JAX, an equality also bounds: `4*a == b` gives `b >= 3*a`. The
+                # difference as written (before the rules) keeps the term that the rule removes.
+                implied.append(constraint.difference.poly)
+        for raw in implied:
+            self._decider.assume_nonnegative(raw)
+            self._decider.assume_nonnegative(-raw)
 
-    def _add_rule(self, text: str, lhs: DimExpr | int, rhs: DimExpr | int) -> None:
+    def _add_rule(self, text: str, lhs: DimExpr | Poly | int, rhs: DimExpr | Poly | int) -> None:
         left, right = self.normalize(_poly(lhs)), self.normalize(_poly(rhs))
         difference = left - right
         if difference.is_constant:
@@ -207,5 +219,20 @@ def _holds(comparison: Comparison, value: int) -> bool:
     return value >= 0 if comparison is Comparison.GE else value == 0
 
 
-def _poly(x: DimExpr | int) -> Poly:
+def _poly(x: DimExpr | Poly | int) -> Poly:
+    if isinstance(x, Poly):
+        return x
     return Poly.constant(x) if isinstance(x, int) else x.poly
+
+
+def _multiple_of_mod_zero(lhs: Poly, rhs: Poly) -> tuple[Poly, Poly] | None:
+    """For ``mod(e, k) == 0`` with a constant ``k``: ``(k*floordiv(e, k), e)``, else None."""
+    if not (rhs.is_constant and rhs.const == 0 and not lhs.const and len(lhs.terms) == 1):
+        return None
+    term, coefficient = lhs.terms[0]
+    factor = term.single_factor()
+    if coefficient != 1 or factor is None or factor.op != MOD or not factor.operands[1].is_constant:
+        return None
+    e, k = factor.operands
+    quotient = Term(((Factor.operation(FLOORDIV, e, k), 1),))
+    return Poly.of({quotient: k.const}), e
