@@ -42,7 +42,11 @@ class ExportService:
                args_specs: Sequence[Any], kwargs_specs: dict[str, Any]) -> Exported:
         """Exports ``fun`` for the given argument specs.
 
+        The calling-convention version recorded is JAX's configured
+        ``jax_export_calling_convention_version`` (versions 9 and 10 lower alike).
+
         Raises:
+            CallingConventionError: the configured version is outside the supported window.
             ExportError: the module violates the export policy.
             HostCallbackError: the function uses host callbacks.
         """
@@ -51,14 +55,16 @@ class ExportService:
             if not isinstance(check, DisabledSafetyCheck):
                 raise TypeError(f"disabled_checks must hold DisabledSafetyCheck values, got {check!r}")
         plats = normalize_platforms(platforms) if platforms is not None else (_default_platform(),)
+        version = calling_convention.check_version(
+            int(jax.config.jax_export_calling_convention_version), when="requested export")
         jitted = as_jitted(fun)
         args_specs, kwargs_specs = translate_specs((tuple(args_specs), kwargs_specs), JaxDim)
         _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)
         lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs)
-        return self._finish(lowering, checks)
+        return self._finish(lowering, checks, version)
 
-    def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...]) -> Exported:
-        version = calling_convention.check_version(calling_convention.DEFAULT_VERSION, when="requested export")
+    def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...],
+                version: int) -> Exported:
         declared = any(s is not None for s in (*lowering.in_shardings, *lowering.out_shardings))
         policy = ModulePolicy.for_export(checks, shardings_declared=declared)
         policy.check(lowering.fun_name, self.inspector.sites(lowering.module))
