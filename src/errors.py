@@ -13,6 +13,7 @@ from .domain.errors import (
     DtypeMismatchError,
     BundleError,
     BundleMismatchError,
+    EffectSerializationError,
     ExportError,
     HostCallbackError,
     JaxportError,
@@ -34,4 +35,5 @@ __all__ = [
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
+    "EffectSerializationError",
 ]

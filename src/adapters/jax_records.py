@@ -23,7 +23,7 @@ from ..domain.artifact import (
     PartitionSpecRecord,
     ShardingRecord,
 )
-from ..domain.errors import ArtifactError
+from ..domain.errors import ArtifactError, EffectSerializationError
 from . import jax_internals
 
 _KEY_IMPLS = {DType.KEY_FRY: "threefry2x32", DType.KEY_RBG: "rbg", DType.KEY_UNSAFE_RBG: "unsafe_rbg"}
@@ -85,7 +85,24 @@ def jax_aval(record: AvalRecord, shape: tuple[Any, ...], sharding: NamedSharding
 
 
 def effect_record(effect: Any) -> EffectRecord:
-    """The record of an effect: the ``str()`` of its class, as JAX records it."""
+    """The record of an effect: the ``str()`` of its class, as JAX records it.
+
+    Raises:
+        EffectSerializationError: the class cannot rebuild the effect when the
+            artifact is read (no nullary constructor, unhashable, or a different
+            effect); checked as ``jax.export`` checks it.
+    """
+    try:
+        replica = type(effect)()
+    except Exception:
+        raise EffectSerializationError(str(effect), "have a nullary constructor to be serializable") from None
+    try:
+        same_hash = hash(effect) == hash(replica)
+    except Exception:
+        raise EffectSerializationError(str(effect), "be hashable to be serializable") from None
+    if effect != replica or not same_hash:
+        raise EffectSerializationError(
+            str(effect), "have a nullary class constructor that produces an equal effect object.")
     return EffectRecord(str(type(effect)))
 
 

@@ -56,7 +56,7 @@ class ExportService:
                 raise TypeError(f"disabled_checks must hold DisabledSafetyCheck values, got {check!r}")
         plats = normalize_platforms(platforms) if platforms is not None else (_default_platform(),)
         version = calling_convention.check_version(
-            int(jax.config.jax_export_calling_convention_version), when="requested export")
+            int(getattr(jax.config, "jax_export_calling_convention_version")), when="requested export")
         jitted = as_jitted(fun)
         args_specs, kwargs_specs = translate_specs((tuple(args_specs), kwargs_specs), JaxDim)
         _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)

@@ -209,3 +209,10 @@ class ArtifactCallError(JaxportError, RuntimeError):
 
 class ArtifactCallValueError(ArtifactCallError, ValueError):
     """An :class:`ArtifactCallError` whose cause was a ``ValueError`` (as JAX's "Error refining shapes")."""
+
+
+class EffectSerializationError(JaxportError, NotImplementedError):
+    """An effect that cannot be serialized: its class must rebuild an equal effect from nothing."""
+
+    def __init__(self, effect: str, requirement: str) -> None:
+        super().__init__(f"Effect {effect} must {requirement}")

@@ -16,7 +16,7 @@ from jax.interpreters import mlir
 import jaxport
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.domain.artifact import EffectRecord
-from jaxport.errors import ArtifactError
+from jaxport.errors import ArtifactError, EffectSerializationError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,8 +34,19 @@ class AnUnorderedEffect(effects.Effect):
     pass
 
 
+class AnOrderedEffectWithArguments(effects.Effect):
+    def __init__(self, level: int) -> None:
+        self.level = level
+
+
+class AnOrderedEffectWithoutEquality(effects.Effect):
+    pass  # identity equality: a new instance is a different effect
+
+
 EFFECTS: dict[str, Any] = {"first": FirstOrderedEffect(), "second": SecondOrderedEffect(),
-                           "unordered": AnUnorderedEffect()}
+                           "unordered": AnUnorderedEffect(),
+                           "with_arguments": AnOrderedEffectWithArguments(3),
+                           "without_equality": AnOrderedEffectWithoutEquality()}
 for _effect in EFFECTS.values():
     effects.lowerable_effects.add_type(type(_effect))
     effects.control_flow_allowed_effects.add_type(type(_effect))
@@ -109,3 +120,18 @@ def test_an_effect_not_registered_here_is_an_error_naming_it(exported: jaxport.E
                                                            record.ordered_effects[1]))
     with pytest.raises(ArtifactError, match=r"elsewhere\.Effect.*not registered"):
         jaxport.deserialize(encode_artifact(unknown))
+
+
+@pytest.mark.parametrize(("effect", "message"), [
+    ("with_arguments", "must have a nullary constructor to be serializable"),
+    ("without_equality", "must have a nullary class constructor that produces an equal effect object"),
+])
+def test_an_effect_that_its_class_cannot_rebuild_is_refused_at_serialization(effect: str, message: str) -> None:
+    def f(x: Any) -> Any:
+        return effectful_double_p.bind(x, effect=effect)
+
+    exp = jaxport.export(jax.jit(f))(X)
+    with pytest.raises(EffectSerializationError, match=message):
+        exp.serialize()
+    with pytest.raises(NotImplementedError, match=message):
+        jax.export.export(jax.jit(f))(X).serialize()
