@@ -31,10 +31,18 @@ def args_kwargs_path(path: Sequence[Any]) -> str:
     return head + jax.tree_util.keystr(tuple(path[1:]))
 
 
-def leaf_paths(in_tree: jax.tree_util.PyTreeDef) -> tuple[str, ...]:
-    """The name of each flat argument of an ``(args, kwargs)`` tree."""
-    dummy = in_tree.unflatten([0] * in_tree.num_leaves)
-    with_paths, _ = jax.tree_util.tree_flatten_with_path(dummy)
+def leaf_paths(in_tree: jax.tree_util.PyTreeDef, leaves: Sequence[Any] | None = None) -> tuple[str, ...]:
+    """The name of each flat argument of an ``(args, kwargs)`` tree.
+
+    Custom nodes are rebuilt from ``leaves`` (the abstract values, so that a
+    node whose auxiliary data must match its arrays' shapes rebuilds); where a
+    node cannot be rebuilt, the arguments are named by flat position.
+    """
+    try:
+        rebuilt = in_tree.unflatten(list(leaves) if leaves is not None else [0] * in_tree.num_leaves)
+        with_paths, _ = jax.tree_util.tree_flatten_with_path(rebuilt)
+    except Exception:  # a custom node's unflatten refused these leaves: JAX does not name them either
+        return tuple(f"args-flat[{i}]" for i in range(in_tree.num_leaves))
     return tuple(args_kwargs_path(p) for p, _ in with_paths)
 
 

@@ -265,3 +265,12 @@ def compiled_from_executable(lowered: jax.stages.Lowered, xla_executable: Any) -
 def foreign_scope_constraints(scope: Any) -> tuple[str, ...]:
     """The constraint strings of a ``jax.export.SymbolicScope``, in the order given."""
     return tuple(c.debug_str for c in getattr(scope, "_explicit_constraints", ()))
+
+
+# What: whether a type is registered as a custom pytree node (namedtuples are not: JAX
+# handles them natively). Why internal: the registry `tree_util._registry` has no public query.
+def is_registered_pytree_node(nodetype: type) -> bool:
+    """Whether ``nodetype`` was registered with ``jax.tree_util.register_pytree_node``."""
+    from jax._src import tree_util
+
+    return nodetype in tree_util._registry

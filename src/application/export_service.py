@@ -71,7 +71,7 @@ class ExportService:
         module = lowering.module
         symbolic = any(isinstance(d, DimExpr) for a in lowering.in_avals for d in a.shape)
         if symbolic or lowering.ordered_effects:
-            plan = build_plan(tuple(tuple(a.shape) for a in lowering.in_avals), leaf_paths(lowering.in_tree))
+            plan = build_plan(tuple(tuple(a.shape) for a in lowering.in_avals), leaf_paths(lowering.in_tree, lowering.in_avals))
             module = self.wrapper.wrap(
                 module, plan=plan, dim_vars=lowering.dim_vars,
                 has_platform_index=lowering.has_platform_index,

@@ -240,7 +240,7 @@ class Exported:
             in_avals=self.in_avals,
             out_avals=self.out_avals,
             in_specs=jax_avals.specs_of(self.in_avals),
-            arg_paths=jax_avals.leaf_paths(self.in_tree),
+            arg_paths=jax_avals.leaf_paths(self.in_tree, self.in_avals),
             platforms=self.platforms,
             disabled_checks=self.disabled_safety_checks,
             # Read through this object, which serializes an in-process export once.

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import jax
 from jax.tree_util import PyTreeDef
 
+from ..adapters import jax_internals
 from ..domain.artifact import TreeKind, TreeSpec
 from ..domain.errors import ArtifactError
 
@@ -73,7 +74,8 @@ class PytreeSerializationRegistry:
             ``nodetype``, so that this can be used as a class decorator.
 
         Raises:
-            ValueError: the type or the name is registered already.
+            ValueError: the type or the name is registered already, or there is
+                no ``from_children`` and the type is not a registered pytree node.
         """
         if nodetype in self._by_type:
             raise ValueError(
@@ -83,6 +85,9 @@ class PytreeSerializationRegistry:
             raise ValueError(
                 f"Duplicate serialization registration for serialized_name `{serialized_name}`. "
                 f"Previous registration was for type `{self._by_name[serialized_name].nodetype}`.")
+        if from_children is None and not jax_internals.is_registered_pytree_node(nodetype):
+            raise ValueError("If `from_children` is not present, you must call first"
+                             f"`jax.tree_util.register_pytree_node` for `{nodetype}`")
         entry = _Entry(nodetype, serialized_name, serialize_auxdata, deserialize_auxdata, from_children)
         self._by_type[nodetype] = entry
         self._by_name[serialized_name] = entry

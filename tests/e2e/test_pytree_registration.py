@@ -1,0 +1,61 @@
+"""Pytree serialization as jax.export does it (issue 12): nodes whose auxiliary data
+depends on their arrays' shapes, and the registration errors."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from jax import tree_util
+
+import jaxport
+
+
+@tree_util.register_pytree_node_class
+class Described:
+    """An array with one description per element: its auxiliary data must match its shape."""
+
+    def __init__(self, array: Any, descriptions: tuple[str, ...]) -> None:
+        assert len(array.shape) == 1 and len(descriptions) == array.shape[0]
+        self.array = array
+        self.descriptions = descriptions
+
+    def tree_flatten(self) -> tuple[tuple[Any], tuple[str, ...]]:
+        return (self.array,), self.descriptions
+
+    @classmethod
+    def tree_unflatten(cls, aux: tuple[str, ...], children: Any) -> Described:
+        return cls(children[0], aux)
+
+
+jaxport.register_pytree_node_serialization(
+    Described, serialized_name="tests.e2e.test_pytree_registration.Described",
+    serialize_auxdata=lambda aux: "/".join(aux).encode("utf-8"),
+    deserialize_auxdata=lambda b: tuple(b.decode("utf-8").split("/")))
+
+
+def described(n: int) -> Described:
+    return Described(np.arange(n, dtype=np.float32), tuple(str(i) for i in range(n)))
+
+
+def test_nodes_whose_auxdata_depends_on_the_shapes_round_trip_and_call() -> None:
+    x = {"a": [described(2), described(3)], "b": described(4)}
+    exp = jaxport.export(jax.jit(lambda t: t))(x)
+    again = jaxport.deserialize(exp.serialize())
+    out = again.call(x)
+    assert out["b"].descriptions == ("0", "1", "2", "3")
+    np.testing.assert_array_equal(out["a"][1].array, np.arange(3))
+
+
+def test_a_namedtuple_must_be_registered_as_one() -> None:
+    T = collections.namedtuple("T", ("a", "b"))
+    with pytest.raises(ValueError, match="Cannot serialize .* unregistered type .*T"):
+        jaxport.export(jax.jit(lambda x: x))(T(a=1, b=2)).serialize()
+    with pytest.raises(ValueError, match="If `from_children` is not present.* must call.*register_pytree_node"):
+        jaxport.register_pytree_node_serialization(
+            T, serialized_name="tests.T", serialize_auxdata=lambda _: b"", deserialize_auxdata=lambda _: None)
+    with pytest.raises(ValueError, match="Use .*register_pytree_node_serialization"):
+        jaxport.register_namedtuple_serialization(str, serialized_name="n/a")
