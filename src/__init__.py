@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .application.bundle_load import load_bundle as load_bundle
     from .application.bundle_save import save_bundle as save_bundle
     from .application.export_service import export as export
+    from .application.export_service import default_export_platform as default_export_platform
     from .application.exported import Exported as Exported
     from .application.exported import call_exported as call_exported
     from .application.files import load as load
@@ -53,6 +54,7 @@ _LAZY = {
     "Bundle": "jaxport.application.bundle",
     "BundleInfo": "jaxport.domain.bundle_info",
     "export": "jaxport.application.export_service",
+    "default_export_platform": "jaxport.application.export_service",
     "Exported": "jaxport.application.exported",
     "call_exported": "jaxport.application.exported",
     "deserialize": "jaxport.application.serialization",

@@ -14,11 +14,14 @@ from jax.interpreters import mlir
 
 # What: lowering for export (several platforms, constants kept in the module).
 # Why internal: `Traced.lower` takes these only through private keywords.
-def lower_for_export(traced: jax.stages.Traced, platforms: tuple[str, ...]) -> jax.stages.Lowered:
-    """Lowers ``traced`` for ``platforms`` the way an export must."""
+def lower_for_export(traced: jax.stages.Traced, platforms: tuple[str, ...],
+                     override_lowering_rules: tuple[tuple[Any, Any], ...] | None = None) -> jax.stages.Lowered:
+    """Lowers ``traced`` for ``platforms`` the way an export must (with ``override_lowering_rules``,
+    pairs of a primitive and the lowering rule to use for it instead of JAX's)."""
     from jax._src import config
 
     params = mlir.LoweringParameters(
+        override_lowering_rules=override_lowering_rules,  # type: ignore[arg-type]  # (primitive, rule) pairs
         for_export=True,
         hoist_constants_as_args=False,
         export_ignore_forward_compatibility=config.export_ignore_forward_compatibility.value)
@@ -274,3 +277,13 @@ def is_registered_pytree_node(nodetype: type) -> bool:
     from jax._src import tree_util
 
     return nodetype in tree_util._registry
+
+
+# What: the platform an export targets by default ('gpu' becomes 'cuda' or 'rocm').
+# Why internal: `xla_bridge.canonicalize_platform` tells CUDA from ROCm; no public function does.
+def default_export_platform() -> str:
+    """The default backend's platform, as ``jax.export`` names it."""
+    from jax._src import xla_bridge
+
+    platform: str = xla_bridge.canonicalize_platform(jax.default_backend())
+    return platform

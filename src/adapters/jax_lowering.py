@@ -61,14 +61,15 @@ class JaxLowerer:
     """Lowers a jitted function to StableHLO for a set of platforms."""
 
     def lower(self, fun: jax.stages.Wrapped, platforms: tuple[str, ...],
-              args_specs: Sequence[Any], kwargs_specs: dict[str, Any]) -> JaxLowering:
+              args_specs: Sequence[Any], kwargs_specs: dict[str, Any],
+              override_lowering_rules: tuple[tuple[Any, Any], ...] | None = None) -> JaxLowering:
         """Traces ``fun`` at the given specs and lowers it for ``platforms``.
 
         Raises:
             HostCallbackError: the function uses host callbacks.
         """
         traced = fun.trace(*args_specs, **kwargs_specs)
-        lowered = jax_internals.lower_for_export(traced, platforms)
+        lowered = jax_internals.lower_for_export(traced, platforms, override_lowering_rules)
         module, args, lowered_platforms = jax_internals.lowering_internals(lowered)
         if args.get("host_callbacks") or args.get("keepalive"):
             raise HostCallbackError(traced.fun_name)

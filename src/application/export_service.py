@@ -10,6 +10,7 @@ from typing import Any
 import jax
 
 from ..adapters.foreign_dims import translate_specs
+from ..adapters import jax_internals
 from ..adapters.jax_avals import args_kwargs_path, leaf_paths
 from ..adapters.jax_dims import JaxDim
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
@@ -39,7 +40,8 @@ class ExportService:
 
     def export(self, fun: Callable[..., Any], *, platforms: Sequence[str] | None,
                disabled_checks: Sequence[DisabledSafetyCheck],
-               args_specs: Sequence[Any], kwargs_specs: dict[str, Any]) -> Exported:
+               args_specs: Sequence[Any], kwargs_specs: dict[str, Any],
+               override_lowering_rules: Sequence[tuple[Any, Any]] | None = None) -> Exported:
         """Exports ``fun`` for the given argument specs.
 
         The calling-convention version recorded is JAX's configured
@@ -54,13 +56,14 @@ class ExportService:
         for check in checks:
             if not isinstance(check, DisabledSafetyCheck):
                 raise TypeError(f"disabled_checks must hold DisabledSafetyCheck values, got {check!r}")
-        plats = normalize_platforms(platforms) if platforms is not None else (_default_platform(),)
+        plats = normalize_platforms(platforms) if platforms is not None else (default_export_platform(),)
         version = calling_convention.check_version(
             int(getattr(jax.config, "jax_export_calling_convention_version")), when="requested export")
         jitted = as_jitted(fun)
         args_specs, kwargs_specs = translate_specs((tuple(args_specs), kwargs_specs), JaxDim)
         _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)
-        lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs)
+        rules = tuple(override_lowering_rules) if override_lowering_rules is not None else None
+        lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs, rules)
         return self._finish(lowering, checks, version)
 
     def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...],
@@ -124,9 +127,11 @@ def _check_one_scope(fun_name: str, args_specs: Sequence[Any], kwargs_specs: dic
                                        culprit_from=where)
 
 
-def _default_platform() -> str:
-    backend = jax.default_backend()
-    return "cuda" if backend == "gpu" else backend
+def default_export_platform() -> str:
+    """The platform an export targets when none is given: the default backend's,
+    one of ``'cpu'``, ``'cuda'``, ``'rocm'``, ``'tpu'`` (as ``jax.export.default_export_platform``).
+    """
+    return jax_internals.default_export_platform()
 
 
 def default_service() -> ExportService:
@@ -136,7 +141,8 @@ def default_service() -> ExportService:
 
 def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,
            disabled_checks: Sequence[DisabledSafetyCheck] = (),
-           lowering_platforms: Sequence[str] | None = None) -> Callable[..., Exported]:
+           lowering_platforms: Sequence[str] | None = None,
+           _override_lowering_rules: Sequence[tuple[Any, Any]] | None = None) -> Callable[..., Exported]:
     """Exports a JAX function for serialization and later calls.
 
     Args:
@@ -147,6 +153,8 @@ def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,
             With more than one, ``main`` takes the platform index first.
         disabled_checks: safety checks to skip.
         lowering_platforms: the 2023 name of ``platforms``.
+        _override_lowering_rules: private, as in ``jax.export``: pairs of a
+            primitive and a lowering rule that replaces JAX's for this export.
 
     Returns:
         A function of ``*args_specs, **kwargs_specs`` (pytrees of
@@ -166,6 +174,7 @@ def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,
 
     def do_export(*args_specs: Any, **kwargs_specs: Any) -> Exported:
         return service.export(fun, platforms=chosen, disabled_checks=disabled_checks,
-                              args_specs=args_specs, kwargs_specs=kwargs_specs)
+                              args_specs=args_specs, kwargs_specs=kwargs_specs,
+                              override_lowering_rules=_override_lowering_rules)
 
     return do_export
