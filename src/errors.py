@@ -18,6 +18,7 @@ from .domain.errors import (
     HostCallbackError,
     JaxportError,
     MeshMismatchError,
+    PartitionerMismatchError,
     PlatformMismatchError,
     RankMismatchError,
     ShapeMismatchError,
@@ -35,5 +36,5 @@ __all__ = [
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
-    "EffectSerializationError",
+    "EffectSerializationError", "PartitionerMismatchError",
 ]

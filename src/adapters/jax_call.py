@@ -27,7 +27,13 @@ from jax.interpreters import batching, mlir
 from ..domain.artifact import NamedShardingRecord
 from ..domain.cache_entry import CacheWarning
 from ..domain.call_checks import check_arguments, check_shardings_divide
-from ..domain.errors import ArtifactCallError, ArtifactCallValueError, DeviceCountError, JaxportError
+from ..domain.errors import (
+    ArtifactCallError,
+    ArtifactCallValueError,
+    DeviceCountError,
+    JaxportError,
+    PartitionerMismatchError,
+)
 from ..domain.module_bytes import ModuleBytes
 from ..domain.platforms import callee_platform_indices
 from ..domain.safety import DisabledSafetyCheck
@@ -222,6 +228,8 @@ def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -
     if target.uses_global_constants:
         ctx.module_context.shape_poly_state.uses_dim_vars = True
     submodule = target.parse_module(ctx.module_context.context)
+    if _has_shardy_mesh(submodule) and not jax_internals.use_shardy_partitioner():
+        raise PartitionerMismatchError()
     callee_type = _main_type(submodule)
     name = mlir.merge_mlir_modules(ctx.module_context.module, f"call_exported_{target.fun_name}",
                                    submodule, dst_symtab=ctx.module_context.symbol_table)
@@ -257,6 +265,18 @@ def _constrain(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, sharding: A
 
 def _convert(value: Any, to_type: Any) -> Any:
     return value if value.type == to_type else hlo.convert(to_type, value)
+
+
+def _has_shardy_mesh(submodule: Any) -> bool:
+    """Whether the module was partitioned with Shardy: it declares a Shardy mesh."""
+    symbols = ir.SymbolTable(submodule.operation)
+    for name in ("mesh", "empty_mesh", "maximal_mesh_0"):
+        if name in symbols:
+            return bool(symbols[name].operation.name == "sdy.mesh")
+    attrs = submodule.operation.attributes
+    if "mhlo.frontend_attributes" not in attrs:
+        return False
+    return "xla.sdy.meshes" in ir.DictAttr(attrs["mhlo.frontend_attributes"])
 
 
 def _main_type(submodule: Any) -> Any:

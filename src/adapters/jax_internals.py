@@ -287,3 +287,48 @@ def default_export_platform() -> str:
 
     platform: str = xla_bridge.canonicalize_platform(jax.default_backend())
     return platform
+
+
+# What: a GSPMDSharding (an HLO sharding over a device list) as a named sharding.
+# Why internal: reading the HLO sharding (`_hlo_sharding`, its tiling queries) and turning it
+# into a PartitionSpec over a mesh (`_gspmd_to_named_sharding_via_mesh`) have no public API.
+def gspmd_as_named_sharding(sharding: Any, ndim: int, mesh: Any | None) -> Any:
+    """``sharding`` (a ``GSPMDSharding``) as a ``NamedSharding`` over an abstract mesh.
+
+    Over ``mesh`` when given; else replicated shardings use the empty mesh and
+    iota-tiled ones a mesh of axes ``_axis_0, _axis_1, ...`` of the tile sizes.
+
+    Raises:
+        TypeError: the sharding has no such form (tuple, or non-iota tiling).
+    """
+    from jax._src import mesh as mesh_lib
+    from jax._src import sharding_impls
+
+    if mesh is not None:
+        return sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, mesh)
+    hlo = sharding._hlo_sharding
+    if hlo.tuple_elements() or not (hlo.is_replicated() or hlo.is_tiled()):
+        raise TypeError(f"Cannot convert GSPMDSharding {sharding} into NamedSharding.")
+    if hlo.is_replicated():
+        return jax.sharding.NamedSharding(mesh_lib.empty_abstract_mesh,
+                                          jax.sharding.PartitionSpec(*([None] * ndim)),
+                                          memory_kind=sharding.memory_kind)
+    if not hlo.is_tile_assignment_iota():
+        raise TypeError(f"Cannot convert GSPMDSharding {sharding} into NamedSharding.")
+    sizes = tuple(hlo.get_axis_sizes())
+    abstract = mesh_lib.AbstractMesh(sizes, tuple(f"_axis_{i}" for i in range(len(sizes))))
+    return sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, abstract)
+
+
+def is_gspmd_sharding(sharding: Any) -> bool:
+    """Whether ``sharding`` is a ``GSPMDSharding`` (not exported by ``jax.sharding``)."""
+    from jax._src import sharding_impls
+
+    return isinstance(sharding, sharding_impls.GSPMDSharding)
+
+
+def use_shardy_partitioner() -> bool:
+    """Whether JAX partitions with Shardy (``jax_use_shardy_partitioner``)."""
+    from jax._src import config
+
+    return bool(config.use_shardy_partitioner.value)

@@ -119,17 +119,38 @@ def jax_effect(record: EffectRecord, known: Sequence[type]) -> Any:
                         "in this process; import the module that defines it before deserializing.")
 
 
-def named_sharding_with_abstract_mesh(sharding: Any, ndim: int) -> NamedSharding | None:
-    """The sharding of a lowering as JAX records it: over an abstract mesh, or None."""
+def named_shardings_with_abstract_mesh(shardings: Sequence[Any], ndims: Sequence[int],
+                                       mesh_from: Sequence[Any]) -> tuple[NamedSharding | None, ...]:
+    """The shardings of a lowering as JAX records them: over an abstract mesh, or None.
+
+    ``GSPMDSharding``s are read over the mesh of the first named sharding of
+    ``mesh_from`` (the lowering's input then output shardings) when JAX
+    partitions with Shardy, as ``jax.export`` does.
+    """
+    mesh = None
+    if jax_internals.use_shardy_partitioner():
+        named = next((s for s in mesh_from if isinstance(s, NamedSharding)), None)
+        if named is not None:
+            mesh = named.mesh if isinstance(named.mesh, AbstractMesh) else named.mesh.abstract_mesh
+    return tuple(_with_abstract_mesh(s, n, mesh) for s, n in zip(shardings, ndims))
+
+
+def _with_abstract_mesh(sharding: Any, ndim: int, mesh: Any) -> NamedSharding | None:
     if sharding is None:
         return None
     if isinstance(sharding, NamedSharding):
-        mesh = sharding.mesh
-        abstract = mesh if isinstance(mesh, AbstractMesh) else mesh.abstract_mesh
+        concrete = sharding.mesh
+        if not isinstance(concrete, AbstractMesh) and concrete.is_scalar:
+            return NamedSharding(concrete.abstract_mesh, PartitionSpec(*([None] * ndim)),
+                                 memory_kind=sharding.memory_kind)
+        abstract = concrete if isinstance(concrete, AbstractMesh) else concrete.abstract_mesh
         return NamedSharding(abstract, sharding.spec, memory_kind=sharding.memory_kind)
     if isinstance(sharding, jax.sharding.SingleDeviceSharding):
         return NamedSharding(jax_internals.empty_abstract_mesh(), PartitionSpec(*([None] * ndim)),
                              memory_kind=sharding.memory_kind)
+    if jax_internals.is_gspmd_sharding(sharding):
+        result: NamedSharding = jax_internals.gspmd_as_named_sharding(sharding, ndim, mesh)
+        return result
     raise NotImplementedError(f"Exporting with the sharding {sharding} is not supported yet")
 
 

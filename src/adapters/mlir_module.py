@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from jax.extend import mlir as jex_mlir
@@ -13,8 +12,6 @@ from ..domain.module_policy import OpKind, OpSite
 from . import jax_internals
 
 _KINDS = {k.value: k for k in OpKind}
-# How an mhlo.sharding string reads when it shards nothing.
-_REPLICATED_MHLO = re.compile(r"^({replicated}|{unknown shard_as.*}|.*\[({}, )*{}\])$")
 
 
 class MlirModuleInspector:
@@ -25,7 +22,7 @@ class MlirModuleInspector:
     """
 
     def sites(self, module: Any) -> list[OpSite]:
-        """The custom calls, functions and sharding constraints of ``module``."""
+        """The custom calls of ``module``."""
         found: list[OpSite] = []
 
         def visit(op: ir.Operation) -> ir.WalkResult:
@@ -39,30 +36,8 @@ class MlirModuleInspector:
 
 
 def _site(kind: OpKind, op: ir.Operation) -> OpSite:
-    attrs = op.attributes
-    target = None
-    if kind is OpKind.CUSTOM_CALL:
-        target = ir.StringAttr(attrs["call_target_name"]).value
-    sharded = _non_replicated(attrs, "sharding") or _non_replicated_mhlo(attrs)
-    return OpSite(kind, target, sharded, describe=lambda: f"{op} at {op.location}")
-
-
-def _non_replicated(attrs: Any, name: str) -> bool:
-    if name not in attrs:
-        return False
-    text = str(attrs[name])
-    # A Shardy sharding lists one {axes} group per dimension: `[{}, {"x"}]`.
-    return re.search(r'\{\s*"', text) is not None
-
-
-def _non_replicated_mhlo(attrs: Any) -> bool:
-    if "mhlo.sharding" not in attrs:
-        return False
-    try:
-        value = ir.StringAttr(attrs["mhlo.sharding"]).value
-    except (UnicodeDecodeError, ValueError):
-        return True  # a binary HloSharding proto: assume the worst
-    return _REPLICATED_MHLO.match(value) is None
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    return OpSite(kind, target, describe=lambda: f"{op} at {op.location}")
 
 
 class StableHloSerializer:

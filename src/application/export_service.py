@@ -14,7 +14,7 @@ from ..adapters import jax_internals
 from ..adapters.jax_avals import args_kwargs_path, leaf_paths
 from ..adapters.jax_dims import JaxDim
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
-from ..adapters.jax_records import named_sharding_with_abstract_mesh
+from ..adapters.jax_records import named_shardings_with_abstract_mesh
 from ..adapters.mlir_module import MlirModuleInspector, StableHloSerializer
 from ..adapters.mlir_wrap import MlirMainWrapper
 from ..domain import calling_convention
@@ -68,8 +68,7 @@ class ExportService:
 
     def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...],
                 version: int) -> Exported:
-        declared = any(s is not None for s in (*lowering.in_shardings, *lowering.out_shardings))
-        policy = ModulePolicy.for_export(checks, shardings_declared=declared)
+        policy = ModulePolicy.for_export(checks)
         policy.check(lowering.fun_name, self.inspector.sites(lowering.module))
         module = lowering.module
         symbolic = any(isinstance(d, DimExpr) for a in lowering.in_avals for d in a.shape)
@@ -82,6 +81,7 @@ class ExportService:
                 shape_assertions=DisabledSafetyCheck.shape_assertions() not in checks,
                 symbolic_dims=tuple(ArgDim(i, j) for i, a in enumerate(lowering.in_avals)
                                     for j, d in enumerate(a.shape) if isinstance(d, DimExpr)))
+        all_shardings = (*lowering.in_shardings, *lowering.out_shardings)
         # Serialized on first read of exp.mlir_module_serialized (module_bytes.py).
         module_bytes = functools.partial(
             self.serializer.serialize, module, target_version=STABLEHLO_TARGET_VERSION,
@@ -92,10 +92,10 @@ class ExportService:
             in_avals=lowering.in_avals,
             out_tree=lowering.out_tree,
             out_avals=lowering.out_avals,
-            in_shardings=tuple(named_sharding_with_abstract_mesh(s, a.ndim)
-                               for s, a in zip(lowering.in_shardings, lowering.in_avals)),
-            out_shardings=tuple(named_sharding_with_abstract_mesh(s, a.ndim)
-                                for s, a in zip(lowering.out_shardings, lowering.out_avals)),
+            in_shardings=named_shardings_with_abstract_mesh(
+                lowering.in_shardings, [a.ndim for a in lowering.in_avals], all_shardings),
+            out_shardings=named_shardings_with_abstract_mesh(
+                lowering.out_shardings, [a.ndim for a in lowering.out_avals], all_shardings),
             nr_devices=lowering.nr_devices,
             platforms=lowering.platforms,
             ordered_effects=lowering.ordered_effects,

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
-import numpy as np
 from jax.core import ShapedArray
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
@@ -19,7 +18,6 @@ from ..adapters.jax_records import sharding_record
 from ..adapters.mlir_module import StableHloSerializer
 from ..adapters.module_cache import PlainModuleCache
 from ..domain.artifact import NamedShardingRecord
-from ..domain.call_checks import check_shardings_divide
 from ..domain.errors import JaxportError, VjpUnavailableError
 from ..domain.safety import DisabledSafetyCheck
 from . import placement
@@ -156,13 +154,6 @@ class Exported:
         return dataclasses.replace(vjp, _vjp_of_arity=len(self.in_avals),
                                    mlir_module_serialized=_MODULE_BYTES.source(vjp))
 
-    @functools.cached_property
-    def _placements(self) -> tuple[Any, ...] | None:
-        """Where an eager call puts its arguments: the recorded shardings on this process's devices."""
-        if self.nr_devices <= 1 or all(s is None for s in self.in_shardings):
-            return None
-        return placement.default_placements(self.in_shardings, self.fun_name)
-
     def serialize(self, vjp_order: int = 0, *, integrity: bool = True) -> bytearray:
         """The artifact bytes, in ``jax.export``'s format (jax 0.10.2).
 
@@ -200,13 +191,6 @@ class Exported:
                 function and keeps XLA's (also a ``jax.errors.JaxRuntimeError``
                 when XLA raised one).
         """
-        if self._placements is not None:
-            leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-            if tree == self.in_tree:
-                target = self.call_target
-                check_shardings_divide([np.shape(x) for x in leaves], target.in_sharding_records,
-                                       target.arg_paths)
-                args, kwargs = jax.tree_util.tree_unflatten(tree, placement.place(leaves, self._placements))
         try:
             return self._caller(*args, **kwargs)
         except TypeError:

@@ -216,3 +216,12 @@ class EffectSerializationError(JaxportError, NotImplementedError):
 
     def __init__(self, effect: str, requirement: str) -> None:
         super().__init__(f"Effect {effect} must {requirement}")
+
+
+class PartitionerMismatchError(JaxportError, ValueError):
+    """A module partitioned with Shardy, called while JAX partitions with GSPMD."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The function was exported with shardy enabled but you are calling it with Shardy "
+            "disabled. Please enable Shardy using `--jax_use_shardy_partitioner=True`.")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .custom_calls import ALLOW_ALL, HOST_CALLBACK_TARGETS, allowed_targets
-from .errors import DisallowedCustomCallError, HostCallbackError, ShardingPolicyError
+from .errors import DisallowedCustomCallError, HostCallbackError
 from .safety import DisabledSafetyCheck
 
 
@@ -19,8 +19,6 @@ class OpKind(enum.Enum):
     """The operations the export policy looks at."""
 
     CUSTOM_CALL = "stablehlo.custom_call"
-    FUNCTION = "func.func"
-    SHARDING_CONSTRAINT = "sdy.sharding_constraint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,37 +28,34 @@ class OpSite:
     Attributes:
         kind: what the operation is.
         target: the custom-call target, for custom calls.
-        non_replicated_sharding: whether it carries a sharding that is not
-            fully replicated.
         describe: builds the operation's text and location for error messages;
             called only for operations that are reported.
     """
 
     kind: OpKind
     target: str | None = None
-    non_replicated_sharding: bool = False
     describe: Callable[[], str] = lambda: "<operation>"
 
 
 @dataclass(frozen=True, slots=True)
 class ModulePolicy:
-    """Which custom calls and sharding annotations an export accepts.
+    """Which custom calls an export accepts.
+
+    Sharding annotations are all accepted, as ``jax.export`` accepts them:
+    also non-replicated ones inside a function jitted without in or out
+    shardings (the call then runs on as many devices as the module names).
 
     Attributes:
         allowed_custom_calls: targets that may appear.
-        shardings_declared: whether the export declared input or output
-            shardings (a function jitted with ``in_shardings``/``out_shardings``).
     """
 
     allowed_custom_calls: frozenset[str]
-    shardings_declared: bool
 
     @staticmethod
-    def for_export(disabled: Sequence[DisabledSafetyCheck], *,
-                   shardings_declared: bool) -> ModulePolicy:
+    def for_export(disabled: Sequence[DisabledSafetyCheck]) -> ModulePolicy:
         """The policy for an export with these disabled checks."""
         extra = (c.target for c in disabled if c.target is not None)
-        return ModulePolicy(allowed_targets(extra), shardings_declared)
+        return ModulePolicy(allowed_targets(extra))
 
     def allows(self, target: str) -> bool:
         """Whether a custom call to ``target`` may be exported."""
@@ -73,24 +68,13 @@ class ModulePolicy:
             HostCallbackError: the module calls back into Python.
             DisallowedCustomCallError: it calls targets that are not allowed;
                 every offending operation is listed with its location.
-            ShardingPolicyError: it has non-replicated sharding annotations
-                although the export declared no shardings.
         """
         disallowed: list[str] = []
-        sharded: list[str] = []
         for site in sites:
             if site.kind is OpKind.CUSTOM_CALL and site.target is not None:
                 if site.target in HOST_CALLBACK_TARGETS:
                     raise HostCallbackError(fun_name)
                 if not self.allows(site.target):
                     disallowed.append(site.describe())
-            if site.non_replicated_sharding and site.kind is not OpKind.FUNCTION:
-                sharded.append(site.describe())
         if disallowed:
             raise DisallowedCustomCallError(disallowed)
-        if sharded and not self.shardings_declared:
-            raise ShardingPolicyError(
-                f"Cannot export '{fun_name}': it has non-replicated sharding annotations "
-                "but was not jitted with in_shardings or out_shardings, so the artifact "
-                "would not record how its arguments must be laid out. Jit the function "
-                "with explicit shardings. Annotations found:\n" + "\n".join(sharded))

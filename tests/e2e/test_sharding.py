@@ -140,12 +140,21 @@ def test_a_sharded_function_exports_loads_and_runs_on_its_mesh(case: Case) -> No
     assert [str(s) for s in loaded.out_shardings] == [str(s) for s in exp.out_shardings]
     want = f(*args)
     mesh = want.sharding.mesh
-    # Eagerly, call places the arguments itself; under jit, they come placed.
+    # As with jax.export, the arguments come placed on the devices, eagerly and under jit.
     placed = [jax.device_put(a, s) for a, s in zip(args, loaded.in_shardings_jax(mesh))]
-    for runner, inputs in ((loaded.call, args), (jax.jit(loaded.call), placed)):
-        got = runner(*inputs)
+    for runner in (loaded.call, jax.jit(loaded.call)):
+        got = runner(*placed)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         assert_same_sharding(got.sharding, loaded.out_shardings_jax(mesh)[0], got.ndim)
+
+
+def test_an_eager_call_on_one_device_fails_as_in_jax_export() -> None:
+    f, args = data_parallel()
+    message = "Function .* was exported for 8 devices and is called in a context with 1 devices"
+    with pytest.raises(DeviceCountError, match=message):
+        jaxport.export(f)(*args).call(*args)
+    with pytest.raises(ValueError, match=message):
+        jax.export.export(f)(*args).call(*args)
 
 
 @pytest.mark.parametrize("case", CASES[:5], ids=lambda c: c.name)
@@ -213,5 +222,6 @@ def test_the_vjp_of_a_sharded_export_keeps_the_primals_shardings_and_differentia
     assert [str(s) for s in vjp.out_shardings] == [str(s) for s in exp.in_shardings]
     want = jax.grad(loss, argnums=1)(*args)
     loaded = jaxport.deserialize(exp.serialize(vjp_order=1))
-    got = jax.grad(lambda x, w: jnp.sum(loaded.call(x, w) ** 2), argnums=1)(*args)
+    placed = [jax.device_put(a, s) for a, s in zip(args, loaded.in_shardings_jax(mesh_8()))]
+    got = jax.grad(lambda x, w: jnp.sum(loaded.call(x, w) ** 2), argnums=1)(*placed)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

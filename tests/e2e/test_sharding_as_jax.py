@@ -1,0 +1,69 @@
+"""Sharding behaviours that follow jax.export (issue 12): annotations inside unsharded jits,
+GSPMDSharding in and out shardings, device counts at call, partitioner mismatch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src import config
+from jax._src.sharding_impls import GSPMDSharding
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+import jaxport
+from jaxport.errors import DeviceCountError, PartitionerMismatchError
+
+pytestmark = pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+
+
+def constrained(devices: int) -> Any:
+    mesh = Mesh(jax.devices()[:devices], "i")
+
+    @jax.jit
+    def f(x: Any) -> Any:
+        return jnp.sum(jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P("i"))) ** 2, axis=0)
+
+    return f
+
+
+def test_a_sharding_constraint_inside_an_unsharded_jit_is_exported_as_by_jax() -> None:
+    a = np.arange(80, dtype=np.float32).reshape((8, 10))
+    run = NamedSharding(Mesh(jax.devices(), "i"), P("i"))
+    one = jaxport.export(constrained(1))(a)
+    assert one.nr_devices == 1
+    np.testing.assert_allclose(one.call(jax.device_put(a, run)), constrained(1)(a))
+    two = jaxport.export(constrained(2))(a)
+    assert two.nr_devices == 2
+    with pytest.raises(DeviceCountError, match="exported for 2 devices and is called in a context with 8 devices"):
+        two.call(jax.device_put(a, run))
+
+
+def test_gspmd_in_and_out_shardings_export_and_run() -> None:
+    devices = jax.devices()[:2]
+    mesh = Mesh(np.array(devices).reshape(2, 1), ("x", "y"))
+    gs1 = GSPMDSharding(devices, NamedSharding(mesh, P(None))._to_xla_hlo_sharding(2))
+    gs2 = GSPMDSharding(devices, NamedSharding(mesh, P("x"))._to_xla_hlo_sharding(2))
+    f = jax.jit(lambda x1, x2: (x1, x2 * 2), in_shardings=(gs1, gs2), out_shardings=(gs1, gs2))
+    x = np.arange(64, dtype=np.float32).reshape((16, 4))
+    ours = jaxport.export(f)(x, x)
+    theirs = jax.export.export(f)(x, x)
+    assert [str(s) for s in ours.in_shardings] == [str(s) for s in theirs._in_named_shardings]
+    assert [str(s) for s in ours.out_shardings] == [str(s) for s in theirs._out_named_shardings]
+    with jax.set_mesh(mesh):
+        got = jaxport.deserialize(ours.serialize()).call(x, x)
+    np.testing.assert_allclose(got[1], 2 * x)
+
+
+def test_a_shardy_artifact_called_without_shardy_asks_to_enable_it() -> None:
+    mesh = Mesh(jax.devices()[:8], ("a",))
+    f = jax.jit(lambda x: jax.lax.with_sharding_constraint(x * 2, NamedSharding(mesh, P("a"))))
+    spec = jax.ShapeDtypeStruct((32, 32), np.float32, sharding=NamedSharding(mesh, P("a")))
+    with config.use_shardy_partitioner(True):
+        exp = jaxport.deserialize(jaxport.export(f)(spec).serialize())
+    a = jax.device_put(np.ones((32, 32), np.float32), NamedSharding(mesh, P("a")))
+    with config.use_shardy_partitioner(False):
+        with pytest.raises(PartitionerMismatchError, match="Please enable Shardy"):
+            jax.jit(exp.call)(a)
