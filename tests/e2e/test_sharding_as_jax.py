@@ -67,3 +67,25 @@ def test_a_shardy_artifact_called_without_shardy_asks_to_enable_it() -> None:
     with config.use_shardy_partitioner(False):
         with pytest.raises(PartitionerMismatchError, match="Please enable Shardy"):
             jax.jit(exp.call)(a)
+
+
+def test_the_input_sharding_of_an_unused_argument_is_kept() -> None:
+    mesh = Mesh(jax.devices()[:2], ("x",))
+    sharded = NamedSharding(mesh, P("x", None))
+    f = jax.jit(lambda x, y: jnp.sin(x), in_shardings=(sharded, None), out_shardings=sharded)
+    a = np.arange(64, dtype=np.float32).reshape((16, 4))
+    exp = jaxport.deserialize(jaxport.export(f)(a, a).serialize())
+    assert exp.module_kept_var_idx == (0,)
+    run_mesh = Mesh(jax.devices()[:2][::-1], ("x",))
+    placed = [jax.device_put(a, s) for s in exp.in_shardings_jax(run_mesh)]
+    out = exp.call(*placed)
+    assert [s.device for s in out.addressable_shards] == list(run_mesh.devices)
+
+
+def test_the_gradient_on_a_mesh_of_other_device_order_follows_the_arguments() -> None:
+    devices = jax.devices()
+    forward, backward = (NamedSharding(Mesh(d, "i"), P("i")) for d in (devices, devices[::-1]))
+    exp = jaxport.export(jax.jit(lambda x: jnp.sum(x * 2.0), in_shardings=forward))(np.ones(8, np.float32))
+    x = jax.device_put(np.ones(8, np.float32), backward)
+    g = jax.grad(jaxport.deserialize(exp.serialize(vjp_order=1)).call)(x)
+    np.testing.assert_allclose(g, 2 * np.ones(8))
