@@ -51,7 +51,8 @@ class HostCallbackError(JaxportError, NotImplementedError):
 
 
 class ShardingPolicyError(ExportError):
-    """The module has sharding annotations that its export did not declare."""
+    """No longer raised: sharding annotations are accepted wherever ``jax.export`` accepts
+    them (kept so that code catching it still imports)."""
 
 
 class CallingConventionError(JaxportError, ValueError):
