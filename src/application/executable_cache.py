@@ -27,6 +27,7 @@ from ..adapters.cache_store import DirectoryCacheStore
 from ..adapters.xla_executables import XlaExecutables
 from ..domain.cache_entry import CacheEntryError, CacheWarning, decode_entry, encode_entry
 from ..domain.executable_key import EXECUTABLE_MAGIC, ExecutableKey
+from . import placement
 
 logger = logging.getLogger("jaxport.cache")
 
@@ -125,18 +126,25 @@ class CachingCaller:
     cache. The last one used is tried first, on JAX's C++ dispatch path,
     which checks the arguments itself and refuses others with a
     ``TypeError`` or ``ValueError``; only then is the signature looked up.
+    For a module lowered for several devices (``multi_device``), arguments
+    none of which is committed to devices skip that shortcut, which would
+    place them: as with ``jax.export``, such a call runs on one device and fails.
     """
 
     def __init__(self, jitted: Callable[..., Any], digest: Callable[[], str],
-                 cache: ExecutableCache | None = None) -> None:
+                 cache: ExecutableCache | None = None, *, multi_device: bool = False) -> None:
         self._jitted = jitted
         self._digest = digest
         self._cache = cache
+        self._multi_device = multi_device
         self._compiled: dict[Any, jax.stages.Compiled] = {}
         self._last: jax.stages.Compiled | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         last = self._last
+        if last is not None and self._multi_device and not any(
+                _placed_or_traced(x) for x in jax.tree_util.tree_leaves((args, kwargs))):
+            last = None
         if last is not None:
             try:
                 return last(*args, **kwargs)
@@ -162,6 +170,13 @@ class CachingCaller:
         return cache.compiled(self._jitted, self._digest(), args, kwargs)[0]
 
 
+def _placed_or_traced(x: Any) -> bool:
+    """Whether ``x`` is a tracer or an array committed to devices."""
+    if isinstance(x, jax.core.Tracer):
+        return True
+    return isinstance(x, jax.Array) and bool(x.committed)
+
+
 def _leaf_signature(x: Any) -> Any:
     return (jax.typeof(x), getattr(x, "sharding", None), getattr(x, "committed", None))
 
@@ -177,7 +192,9 @@ def warm(exp: Any, args_specs: tuple[Any, ...], kwargs_specs: dict[str, Any]) ->
                 f"Cannot warm '{exp.fun_name}' without argument specs: its exported shapes "
                 f"{[str(a.str_short()) for a in exp.in_avals]} are symbolic. Pass "
                 "jax.ShapeDtypeStruct specs with the concrete shapes to compile for.")
-        placements = exp._placements or (None,) * len(exp.in_avals)
+        placements = (placement.default_placements(exp.in_shardings, exp.fun_name)
+                      if exp.nr_devices > 1 and any(s is not None for s in exp.in_shardings)
+                      else (None,) * len(exp.in_avals))
         leaves = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
                   for a, s in zip(exp.in_avals, placements)]
         args_specs, kwargs_specs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)

@@ -275,7 +275,8 @@ class Exported:
         if self._cache_executables:
             from .executable_cache import CachingCaller
 
-            return CachingCaller(make_caller(self), lambda: self._artifact_digest)
+            return CachingCaller(make_caller(self), lambda: self._artifact_digest,
+                                 multi_device=self.nr_devices > 1)
         return make_caller(self)
 
     @functools.cached_property

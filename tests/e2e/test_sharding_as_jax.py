@@ -89,3 +89,16 @@ def test_the_gradient_on_a_mesh_of_other_device_order_follows_the_arguments() ->
     x = jax.device_put(np.ones(8, np.float32), backward)
     g = jax.grad(jaxport.deserialize(exp.serialize(vjp_order=1)).call)(x)
     np.testing.assert_allclose(g, 2 * np.ones(8))
+
+
+def test_after_a_placed_call_an_unplaced_one_still_fails_as_in_jax_export() -> None:
+    mesh = Mesh(jax.devices()[:2], ("x",))
+    f = jax.jit(lambda b: b * 2.0, in_shardings=(NamedSharding(mesh, P("x", None)),),
+                out_shardings=NamedSharding(mesh, P(None, "x")))
+    a = np.arange(64, dtype=np.float32).reshape((16, 4))
+    exp = jaxport.deserialize(jaxport.export(f)(a).serialize())
+    placed = jax.device_put(a, NamedSharding(Mesh(jax.devices()[:2][::-1], "y"), P()))
+    np.testing.assert_allclose(exp.call(placed), 2 * a)
+    with pytest.raises(DeviceCountError, match="exported for 2 devices and is called in a context with 1 devices"):
+        exp.call(a)
+    assert exp.warm() in ("compiled", "hit")  # for the recorded shardings on this process's devices
