@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
-# src/ is the import package `jaxport`. For development the venv imports it
-# through a link (build/importroot/jaxport -> src), so edits need no reinstall;
-# `pip install .` builds the same package for users.
+# src/ is the import package `jaxport`. For development the venv installs it in
+# editable mode (the `jaxport` script, the package metadata) and imports it
+# through a link (build/importroot/jaxport -> src) that mypy follows too, so
+# edits need no reinstall; `pip install .` builds the same package for users.
 LINK   := build/importroot/jaxport
 
 .PHONY: demo test bench typecheck install clean fuzz
@@ -14,8 +15,7 @@ LINK   := build/importroot/jaxport
 $(DEPS): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet ".[dev]"
-	$(PY) -m pip uninstall --quiet --yes jaxport
+	$(PY) -m pip install --quiet --editable ".[dev]"
 	touch $(DEPS)
 
 $(LINK):

@@ -1,54 +1,243 @@
-"""The jaxport command line."""
+"""The ``jaxport`` command, run as a user runs it: in a subprocess, as the script and as ``python -m``.
+
+Every process that imports JAX costs about a second, so the artifacts are
+exported once per module and the bad inputs that need no JAX fail before it loads.
+"""
 
 from __future__ import annotations
 
-import json
+import importlib
+import io
+import os
 import subprocess
 import sys
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxport
-from jaxport.application.cli import main
+from jaxport.application.cli.common import Progress
+
+SCRIPT = Path(sys.executable).parent / "jaxport"
+COMMANDS = ("export", "run", "diff", "inspect", "mlir")
+
+MODEL = '''
+import jax.numpy as jnp
+
+def f(w, b, x, *, scale):
+    """A small function with a keyword argument and a nested result."""
+    h = jnp.tanh(x @ w + b)
+    return {"y": h * scale, "n": (jnp.sum(x, axis=1),)}
+
+def nested(params, x):
+    return x @ params["w"] + params["b"]
+
+def g(x, y):
+    return jnp.sin(x) + y
+'''
+PLAIN = "def h(x):\n    return x\n\nNOT_A_FUNCTION = 3\n"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    f: Path
+    g: Path
+    g_again: Path
+    inputs: Path
+
+
+def cli(*args: str | Path, cwd: Path, script: bool = False) -> subprocess.CompletedProcess[str]:
+    """Runs the command in a fresh process (``python -m jaxport`` unless ``script``)."""
+    head = [str(SCRIPT)] if script else [sys.executable, "-m", "jaxport"]
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    return subprocess.run([*head, *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
 @pytest.fixture(scope="module")
-def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("cli") / "sin.jaxport"
-    jaxport.save(jaxport.export(jnp.sin)(np.zeros((2, 3), np.float32)), path)
-    return path
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    root = tmp_path_factory.mktemp("cli")
+    (root / "model.py").write_text(MODEL)
+    (root / "plain.py").write_text(PLAIN)
+    ok(cli("export", "model:f", "--arg", "f32[3,4]", "--arg", "f32[4]", "--arg", "f32[b,3]",
+               "--kwarg", "scale=f32[]", "--constraint", "b >= 2", "--vjp-order", "1",
+               "-o", "f.jaxport", cwd=root))
+    rng = np.random.default_rng(0)
+    np.savez(root / "in.npz", rng.normal(size=(3, 4)).astype(np.float32),
+             rng.normal(size=4).astype(np.float32), rng.normal(size=(5, 3)).astype(np.float32),
+             scale=np.float32(2))
+    ok(cli("export", "model:g", "--arg", "f32[3]", "--arg", "f32[3]", "--platform", "cpu",
+               "--platform", "tpu", "-o", "g.jaxport", cwd=root))
+    (root / "g_again.jaxport").write_bytes((root / "g.jaxport").read_bytes())
+    return Workspace(root, root / "f.jaxport", root / "g.jaxport", root / "g_again.jaxport", root / "in.npz")
 
 
-def test_inspect_prints_the_signature(artifact: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["inspect", str(artifact)]) == 0
-    out = capsys.readouterr().out
-    assert "sin(float32[2,3]) -> float32[2,3]" in out and "StableHLO 1.15.0" in out
+def test_the_script_is_installed_and_its_help_lists_every_subcommand(tmp_path: Path) -> None:
+    out = ok(cli("--help", cwd=tmp_path, script=True))
+    for command in COMMANDS:
+        assert f"\n    {command} " in out
+    assert ok(cli("--help", cwd=tmp_path)) == out  # python -m jaxport is the same command
 
 
-def test_inspect_json_is_one_object_per_artifact(artifact: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["inspect", "--json", str(artifact)]) == 0
-    record = json.loads(capsys.readouterr().out)
-    assert record["fun_name"] == "sin" and record["platforms"] == ["cpu"]
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_subcommand_has_help(command: str, tmp_path: Path) -> None:
+    assert f"usage: jaxport {command}" in ok(cli(command, "--help", cwd=tmp_path))
 
 
-def test_a_bad_file_is_reported_with_status_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bad = tmp_path / "bad.bin"
-    bad.write_bytes(b"not an artifact")
-    assert main(["inspect", str(bad)]) == 1
-    assert str(bad) in capsys.readouterr().err
+@pytest.mark.parametrize("script", [True, False], ids=["script", "python-m"])
+def test_inspect_loads_neither_jax_nor_jaxlib(ws: Workspace, script: bool) -> None:
+    head = [str(SCRIPT)] if script else [sys.executable, "-m", "jaxport"]
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run([*head, "inspect", str(ws.f)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "jaxport.application.cli" in loaded
+    assert not {m for m in loaded if m in ("jax", "jaxlib") or m.startswith(("jax.", "jaxlib."))}
+    assert "f(float32[3,4], float32[4], float32[b,3], scale=float32[])" in done.stdout
 
 
-def test_mlir_prints_the_module(artifact: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["mlir", str(artifact)]) == 0
-    assert "stablehlo.sine" in capsys.readouterr().out
+def test_export_writes_what_the_specs_say(ws: Workspace) -> None:
+    import jaxport
+
+    info = jaxport.inspect(ws.f)
+    assert info.signature == ("(float32[3,4], float32[4], float32[b,3], scale=float32[]) "
+                              "-> {'n': (float32[b],), 'y': float32[b,4]}")
+    assert info.vjp_order == 1 and info.platforms == ("cpu",)
+    assert jaxport.inspect(ws.g).platforms == ("cpu", "tpu")
 
 
-def test_the_module_runs_as_a_program_without_loading_jax(artifact: Path) -> None:
-    probe = ("import sys, runpy; sys.argv = ['jaxport', 'inspect', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('jaxport.application.cli', run_name='__main__')\n"
-             "except SystemExit as e:\n    assert e.code == 0\n"
-             "assert not any(m == 'jax' or m.startswith(('jax.', 'jaxlib')) for m in sys.modules)")
-    subprocess.run([sys.executable, "-c", probe, str(artifact)], check=True, capture_output=True)
+def model(ws: Workspace) -> Any:
+    sys.path.insert(0, str(ws.root))
+    try:
+        return importlib.import_module("model")
+    finally:
+        sys.path.remove(str(ws.root))
+
+
+def test_export_then_run_gives_what_the_function_gives_in_python(ws: Workspace) -> None:
+    with np.load(ws.inputs) as data:
+        w, b, x, scale = data["arr_0"], data["arr_1"], data["arr_2"], data["scale"]
+    expected = model(ws).f(w, b, x, scale=scale)
+    ok(cli("run", ws.f, "--input", ws.inputs, "--output", "out.npz", cwd=ws.root))
+    with np.load(ws.root / "out.npz") as out:  # leaves in order: n[0], then y
+        np.testing.assert_allclose(out["arr_0"], expected["n"][0], rtol=1e-6)
+        np.testing.assert_allclose(out["arr_1"], expected["y"], rtol=1e-6)
+        assert sorted(out.files) == ["arr_0", "arr_1"]
+
+
+def test_run_takes_nested_arguments_as_leaves_in_flattening_order(ws: Workspace) -> None:
+    import jaxport
+
+    params = {"w": np.ones((3, 2), np.float32), "b": np.arange(2, dtype=np.float32)}
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    jaxport.save(jaxport.export(model(ws).nested)(params, x), ws.root / "nested.jaxport")
+    np.savez(ws.root / "leaves.npz", params["b"], params["w"], x)  # b before w: dict keys sort
+    out = ok(cli("run", "nested.jaxport", "--input", "leaves.npz", cwd=ws.root))
+    assert out.strip() == "result: float32[2,2] [ 3.,  4., 12., 13.]"
+
+
+def test_run_without_output_prints_each_result(ws: Workspace) -> None:
+    np.save(ws.root / "x.npy", np.arange(3, dtype=np.float32))
+    np.savez(ws.root / "y.npz", np.ones(3, np.float32))
+    out = ok(cli("run", ws.g, "--input", "x.npy", "--input", "y.npz", cwd=ws.root))
+    assert out.strip() == "result: float32[3] [1.    , 1.8415, 1.9093]"
+
+
+def test_diff_of_equal_artifacts_is_empty_with_status_0(ws: Workspace) -> None:
+    assert ok(cli("diff", ws.g, ws.g_again, cwd=ws.root)) == ""
+
+
+def test_diff_of_different_artifacts_lists_the_differences_with_status_1(ws: Workspace) -> None:
+    done = cli("diff", ws.g, ws.f, cwd=ws.root)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert "function name: g -> f" in lines
+    assert "platforms: cpu, tpu -> cpu" in lines
+    assert "vjp order: 0 -> 1" in lines
+    assert "signature:" in lines and "  - (float32[3], float32[3]) -> float32[3]" in lines
+    assert "module ops stablehlo.sine: 1 -> 0" in lines and "module ops stablehlo.tanh: 0 -> 1" in lines
+    assert any(line.startswith("module size (bytes): ") for line in lines)
+
+
+def test_mlir_prints_the_module(ws: Workspace) -> None:
+    out = ok(cli("mlir", ws.g, cwd=ws.root))
+    assert "stablehlo.sine" in out and "func.func public @main" in out
+
+
+def test_inspect_json_is_one_object_per_artifact(ws: Workspace) -> None:
+    import json
+
+    lines = ok(cli("inspect", "--json", ws.g, ws.f, cwd=ws.root)).splitlines()
+    assert [json.loads(line)["fun_name"] for line in lines] == ["g", "f"]
+
+
+BAD_INPUTS = {
+    "unknown dtype": (["export", "model:g", "--arg", "f33[3]", "-o", "x"], "unknown dtype 'f33'"),
+    "unclosed spec": (["export", "model:g", "--arg", "f32[3", "-o", "x"], "'f32[3' is not DTYPE[DIMS]"),
+    "bad dimension": (["export", "model:g", "--arg", "f32[b+]", "-o", "x"], "array spec 'f32[b+]': syntax error"),
+    "bad keyword": (["export", "model:g", "--kwarg", "f32[3]", "-o", "x"], "is not NAME=DTYPE[DIMS]"),
+    "bad constraint": (["export", "model:g", "--arg", "f32[b]", "--constraint", "b >=", "-o", "x"],
+                       "--constraint 'b >=' does not parse"),
+    "no colon": (["export", "model", "--arg", "f32[3]", "-o", "x"], "'model' is not MODULE:FUNCTION"),
+    "no module": (["export", "nomodule:f", "--arg", "f32[3]", "-o", "x"], "cannot import module 'nomodule'"),
+    "no function": (["export", "plain:nofun", "--arg", "f32[3]", "-o", "x"], "module 'plain' has no attribute 'nofun'"),
+    "not callable": (["export", "plain:NOT_A_FUNCTION", "-o", "x"], "plain:NOT_A_FUNCTION is a int, not a function"),
+    "bad platform": (["export", "plain:h", "--arg", "f32[3]", "--platform", "cpux", "-o", "x"],
+                     "argument --platform: invalid choice: 'cpux'"),
+    "no output dir": (["export", "plain:h", "--arg", "f32[3]", "-o", "nodir/x"], "directory nodir does not exist"),
+    "missing artifact": (["run", "missing.jaxport"], "No such file or directory: missing.jaxport"),
+    "damaged artifact": (["run", "plain.py"], "plain.py is not a valid artifact"),
+    "directory artifact": (["mlir", "."], ". is a directory, not an artifact file"),
+    "damaged inspect": (["inspect", "plain.py"], "inspect: ArtifactError: plain.py is not a valid artifact"),
+    "damaged diff": (["diff", "g.jaxport", "plain.py"], "plain.py is not a valid artifact"),
+    "missing diff": (["diff", "g.jaxport", "nothere"], "No such file or directory: nothere"),
+    "missing input": (["run", "g.jaxport", "--input", "nothere.npz"], "no such input file: nothere.npz"),
+    "bad input file": (["run", "g.jaxport", "--input", "plain.py"], "plain.py is not a readable .npy or .npz file"),
+    "unknown command": (["frobnicate"], "invalid choice: 'frobnicate'"),
+    "missing argument": (["export", "model:g"], "the following arguments are required: -o/--output"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_line_on_stderr_and_status_2(ws: Workspace, case: str) -> None:
+    args, message = BAD_INPUTS[case]
+    done = cli(*args, cwd=ws.root)
+    assert done.returncode == 2
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
+
+
+def test_shapes_that_do_not_match_are_one_line_with_status_2(ws: Workspace) -> None:
+    np.savez(ws.root / "wrong.npz", np.ones(4, np.float32), np.ones(3, np.float32))
+    done = cli("run", ws.g, "--input", "wrong.npz", cwd=ws.root)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == ["jaxport run: ShapeMismatchError: Shape mismatch for args[0].shape[0] "
+                                        "(expected same constant): expected (3,) and called with (4,)"]
+
+
+def test_debug_shows_the_traceback(ws: Workspace) -> None:
+    done = cli("export", "model:g", "--arg", "f33[3]", "-o", "x", "--debug", cwd=ws.root)
+    assert done.returncode != 0 and "Traceback (most recent call last)" in done.stderr
+    assert "ArgSpecError" in done.stderr
+
+
+def test_progress_is_shown_on_a_terminal_only() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    shown, hidden = Terminal(), io.StringIO()
+    for stream in (shown, hidden):
+        with Progress(stream).phase("lowering"):
+            pass
+    assert hidden.getvalue() == ""
+    assert textwrap.dedent(shown.getvalue()).strip().endswith("s] lowering ...")

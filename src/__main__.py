@@ -1,0 +1,8 @@
+"""``python -m jaxport``: the ``jaxport`` command."""
+
+import sys
+
+from jaxport.application.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The ``jaxport`` command: export, run, compare and look into artifacts from the shell.
+
+Each subcommand lives in its own module, which registers its arguments and
+imports what it needs (JAX included) only when it runs, so that
+``jaxport --help`` and ``jaxport inspect`` start without JAX. Every error a
+user can cause ends the command with one line on stderr and a non-zero exit
+status (2 for bad input); ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from . import diff, export, run, show
+from .common import one_line
+
+_COMMANDS = (export, run, diff, show)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``prog: error: ...``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The parser of the whole command line, with one subparser per subcommand."""
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the full traceback of an error")
+    top = _Parser(prog="jaxport", parents=[debug],
+                  description="Export JAX functions to portable StableHLO artifacts, run, "
+                              "compare and inspect them.")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                  parser_class=_Parser)
+    for command in _COMMANDS:
+        command.register(commands, debug)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line; returns the exit status.
+
+    0: success; 1: a negative answer (``diff`` found differences); 2: bad
+    input (the message says what and where); 130: interrupted.
+    """
+    args = parser().parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("jaxport: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # every error is the user's to read: one line, no traceback
+        if getattr(args, "debug", False):
+            raise
+        print(f"jaxport {args.command}: {one_line(exc)}", file=sys.stderr)
+        return 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""What every subcommand shares: errors for the user, progress on a terminal, loading."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TextIO
+
+from ...domain.errors import ArtifactError, JaxportError
+
+if TYPE_CHECKING:
+    from ...domain.artifact import ArtifactRecord
+    from ..exported import Exported
+
+
+class UsageError(JaxportError, ValueError):
+    """A command-line argument names something that does not exist or does not fit."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line, for stderr (the traceback is for ``--debug``)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        text = f"{exc.strerror}: {exc.filename}"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Progress:
+    """Prints the phases of a long command with the time since it started.
+
+    Only when the stream is a terminal: in pipelines and CI logs the command
+    stays quiet.
+    """
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._enabled = self._stream.isatty()
+        self._start = time.perf_counter()
+
+    def say(self, text: str) -> None:
+        """Prints ``[elapsed] text`` on a terminal."""
+        if self._enabled:
+            print(f"[{time.perf_counter() - self._start:6.2f}s] {text}", file=self._stream, flush=True)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Announces ``name`` before the block runs."""
+        self.say(f"{name} ...")
+        yield
+
+
+def check_writable(path: str) -> None:
+    """Fails early, before any long work, when ``path`` cannot be written.
+
+    Raises:
+        UsageError: ``path`` is a directory or its directory does not exist.
+    """
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory; give a file name")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot write {path}: directory {parent} does not exist")
+
+
+def load_artifact(path: str) -> Exported:
+    """The artifact at ``path``; a missing file, a directory or bad bytes are named.
+
+    Raises:
+        UsageError: ``path`` is a directory.
+        ArtifactError: the bytes are not an artifact (the message names ``path``).
+        OSError: the file cannot be read.
+    """
+    blob = _read_bytes(path)
+    _decode(path, blob)  # bad bytes fail here, before JAX loads
+    from ..serialization import deserialize
+
+    return deserialize(blob)
+
+
+def read_artifact(path: str) -> ArtifactRecord:
+    """The decoded record of the file at ``path``, without JAX.
+
+    Raises:
+        UsageError: ``path`` is a directory.
+        ArtifactError: the bytes are not an artifact (the message names ``path``).
+        OSError: the file cannot be read.
+    """
+    return _decode(path, _read_bytes(path))
+
+
+def _read_bytes(path: str) -> bytes:
+    from ...adapters.files import AtomicFileStore
+
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory, not an artifact file")
+    return AtomicFileStore().read(path)
+
+
+def _decode(path: str, blob: bytes) -> ArtifactRecord:
+    from ...adapters.flatbuffers_codec import decode_artifact
+
+    try:
+        return decode_artifact(blob)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{path} is not a valid artifact: {exc}") from exc

@@ -1,0 +1,126 @@
+"""``jaxport export MODULE:FUNCTION --arg SPEC ... -o PATH``: export a function from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Any
+
+from ...domain.arg_specs import parse_arg_spec, parse_kwarg_spec
+from ...domain.specs import ArraySpec
+from ...domain.symbolic import DimExpr, SymbolicScope
+from .common import Progress, UsageError, check_writable
+
+_SPEC_HELP = ("DTYPE[DIMS]: f32[b,784], bf16[8,b], i32[], bool[3]; dtypes bool, i8..i64, u8..u64, "
+              "f16, bf16, f32, f64, c64, c128 or NumPy names; dimensions are integers or "
+              "expressions over symbolic names (b, 2*h + 1, max(b, 4)) shared by all specs "
+              "and the constraints")
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Adds ``export`` to ``commands``."""
+    cmd = commands.add_parser(
+        "export", parents=[common], help="export a Python function to an artifact file",
+        description="Import MODULE (from the current directory or the Python path), export "
+                    "FUNCTION for the given argument specs and write the artifact to PATH. "
+                    "A plain function is jitted; a jax.jit function keeps its shardings.",
+        epilog=f"SPEC is {_SPEC_HELP}.")
+    cmd.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. mymodel:predict or pkg.mod:Model.apply")
+    cmd.add_argument("--arg", action="append", default=[], metavar="SPEC",
+                     help="the spec of the next positional argument (repeat, in order)")
+    cmd.add_argument("--kwarg", action="append", default=[], metavar="NAME=SPEC",
+                     help="the spec of a keyword argument (repeat)")
+    cmd.add_argument("--constraint", action="append", default=[], metavar="EXPR",
+                     help="a constraint on the symbolic dimensions, e.g. 'b >= 16' or 'h == 2*w'")
+    cmd.add_argument("--platform", action="append", default=[], type=str.lower, metavar="P",
+                     choices=("cpu", "cuda", "rocm", "tpu", "gpu"),
+                     help="a platform to lower for: cpu, cuda, rocm, tpu (repeat; default: this machine's)")
+    cmd.add_argument("--vjp-order", type=int, default=0, metavar="N",
+                     help="include the VJPs up to order N, for differentiation by the caller")
+    cmd.add_argument("-o", "--output", required=True, metavar="PATH", help="the artifact file to write")
+    cmd.set_defaults(handler=run_export)
+
+
+def specs_of(args: list[str], kwargs: list[str], constraints: list[str], *,
+             expr_class: type[DimExpr] = DimExpr) -> tuple[list[ArraySpec], dict[str, ArraySpec]]:
+    """The specs of the command line, parsed in one scope with the constraints.
+
+    With the default ``expr_class`` this is pure Python (a quick check before
+    JAX loads); the export parses again with JAX's dimension class.
+
+    Raises:
+        ArgSpecError: a spec does not parse.
+        ConstraintError: a constraint does not parse.
+        UsageError: a keyword is given twice.
+    """
+    for text in constraints:
+        try:
+            SymbolicScope((text,))
+        except ValueError as exc:
+            raise UsageError(f"--constraint {text!r} does not parse: {exc}") from exc
+    scope = SymbolicScope(tuple(constraints))
+    arg_specs = [parse_arg_spec(text, scope=scope, expr_class=expr_class) for text in args]
+    kwarg_specs: dict[str, ArraySpec] = {}
+    for text in kwargs:
+        name, spec = parse_kwarg_spec(text, scope=scope, expr_class=expr_class)
+        if name in kwarg_specs:
+            raise UsageError(f"--kwarg {name} is given twice")
+        kwarg_specs[name] = spec
+    return arg_specs, kwarg_specs
+
+
+def import_function(target: str) -> Any:
+    """The callable that ``MODULE:FUNCTION`` names (``FUNCTION`` may be dotted).
+
+    Raises:
+        UsageError: the target is malformed, the module cannot be imported,
+            or it has no such callable.
+    """
+    module_name, sep, qualname = target.partition(":")
+    if not sep or not module_name or not qualname:
+        raise UsageError(f"{target!r} is not MODULE:FUNCTION, e.g. mymodel:predict")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: modules of the current directory
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import module {module_name!r}: {exc}") from exc
+    for part in qualname.split("."):
+        if not hasattr(value, part):
+            raise UsageError(f"module {module_name!r} has no attribute {qualname!r}")
+        value = getattr(value, part)
+    if not callable(value):
+        raise UsageError(f"{target} is a {type(value).__name__}, not a function")
+    return value
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Exports and writes the artifact."""
+    progress = Progress()
+    if args.vjp_order < 0:
+        raise UsageError(f"--vjp-order must be 0 or more, got {args.vjp_order}")
+    specs_of(args.arg, args.kwarg, args.constraint)  # bad specs fail before anything loads
+    check_writable(args.output)
+    with progress.phase(f"importing {args.target}"):
+        fun = import_function(args.target)
+    import jax
+
+    from ...adapters.jax_dims import JaxDim
+    from ..export_service import export
+    from ..files import save
+    from ..inspect import inspect
+
+    arg_specs, kwarg_specs = specs_of(args.arg, args.kwarg, args.constraint, expr_class=JaxDim)
+
+    def struct(spec: ArraySpec) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(spec.shape, spec.dtype)
+
+    with progress.phase("tracing, lowering and checking"):
+        exported = export(fun, platforms=args.platform or None)(
+            *map(struct, arg_specs), **{k: struct(v) for k, v in kwarg_specs.items()})
+    with progress.phase(f"serializing (vjp order {args.vjp_order}) and writing {args.output}"):
+        save(exported, args.output, vjp_order=args.vjp_order)
+    progress.say(f"wrote {args.output}: {exported.fun_name}{inspect(args.output).signature}")
+    return 0

@@ -1,0 +1,67 @@
+"""``jaxport run PATH --input FILE``: call an artifact on arrays from NumPy files."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Adds ``run`` to ``commands``."""
+    cmd = commands.add_parser(
+        "run", parents=[common], help="call an artifact on arrays from .npz/.npy files",
+        description="Call the artifact at PATH. Inputs come from --input files, in order: an "
+                    ".npy file is the next positional argument; an .npz file gives positional "
+                    "arguments as arr_0, arr_1, ... and keyword arguments by name. When the "
+                    "function takes nested arguments (a dict of weights), give every leaf in "
+                    "flattening order as arr_0, arr_1, ...")
+    cmd.add_argument("path", metavar="PATH", help="an artifact file")
+    cmd.add_argument("--input", action="append", default=[], metavar="FILE",
+                     help="an .npz or .npy file of inputs (repeat, in order)")
+    cmd.add_argument("--output", metavar="FILE.npz",
+                     help="write the results' leaves as arr_0, arr_1, ... instead of printing a summary")
+    cmd.set_defaults(handler=run_artifact)
+
+
+def run_artifact(args: argparse.Namespace) -> int:
+    """Calls the artifact and writes or summarizes the results."""
+    from ...adapters.array_files import read_arrays
+    from .common import check_writable, load_artifact
+
+    if args.output:
+        check_writable(args.output)
+    inputs = read_arrays(args.input)
+    exported = load_artifact(args.path)
+    import jax
+    import numpy as np
+
+    call_args: list[Any] = list(inputs.args)
+    kwargs: dict[str, Any] = dict(inputs.kwargs)
+    if (not kwargs and len(call_args) == exported.in_tree.num_leaves
+            and jax.tree.structure((tuple(call_args), kwargs)) != exported.in_tree):
+        call_args, kwargs = jax.tree.unflatten(exported.in_tree, call_args)  # nested arguments, as leaves
+    results = exported.call(*call_args, **kwargs)
+    leaves = jax.tree_util.tree_flatten_with_path(results)[0]
+    if args.output:
+        from ...adapters.array_files import write_arrays
+
+        write_arrays(args.output, [np.asarray(leaf) for _, leaf in leaves])
+        return 0
+    for path, leaf in leaves:
+        print(f"result{jax.tree_util.keystr(path)}: {_summary(np.asarray(leaf))}")
+    return 0
+
+
+def _summary(value: Any) -> str:
+    import numpy as np
+
+    kind = f"{value.dtype}[{','.join(map(str, value.shape))}]"
+    if value.size == 0:
+        return f"{kind} (empty)"
+    if value.size <= 6:
+        return f"{kind} {np.array2string(value.ravel(), precision=4, separator=', ')}"
+    if value.dtype.kind in "biuf" or str(value.dtype) == "bfloat16":
+        as_float = value.astype(np.float64)
+        return (f"{kind} min {as_float.min():.4g} max {as_float.max():.4g} "
+                f"mean {as_float.mean():.4g}")
+    return kind

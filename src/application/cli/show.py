@@ -1,0 +1,51 @@
+"""``jaxport inspect`` (no JAX) and ``jaxport mlir``: what an artifact holds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Adds ``inspect`` and ``mlir`` to ``commands``."""
+    show = commands.add_parser(
+        "inspect", parents=[common], help="print the signature and metadata of artifacts (no JAX needed)",
+        description="Print each artifact's signature, platforms, versions, shardings, effects "
+                    "and disabled checks. Reads the file without importing JAX.")
+    show.add_argument("files", nargs="+", metavar="FILE", help="artifact files written by jaxport or jax.export")
+    show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
+    show.set_defaults(handler=inspect_files)
+    text = commands.add_parser("mlir", parents=[common], help="print the StableHLO module of an artifact",
+                               description="Print the StableHLO module of an artifact as text (imports JAX).")
+    text.add_argument("file", metavar="FILE")
+    text.set_defaults(handler=print_mlir)
+
+
+def inspect_files(args: argparse.Namespace) -> int:
+    """Prints the summary of each file; a bad file is reported and the others still shown."""
+    from ...domain.artifact_info import ArtifactInfo
+    from .common import one_line, read_artifact
+
+    status = 0
+    for path in args.files:
+        try:
+            info = ArtifactInfo.of(read_artifact(path))
+        except Exception as exc:
+            if getattr(args, "debug", False):
+                raise
+            print(f"jaxport inspect: {one_line(exc)}", file=sys.stderr)
+            status = 2
+            continue
+        print(json.dumps({"file": path, **asdict(info)}) if args.json else f"{path}:\n{info}")
+    return status
+
+
+def print_mlir(args: argparse.Namespace) -> int:
+    """Prints the module of ``args.file``."""
+    from .common import load_artifact
+
+    print(load_artifact(args.file).mlir_module())
+    return 0
