@@ -145,6 +145,19 @@ def test_run_takes_nested_arguments_as_leaves_in_flattening_order(ws: Workspace)
     assert out.strip() == "result: float32[2,2] [ 3.,  4., 12., 13.]"
 
 
+def test_run_reads_bfloat16_inputs_that_numpy_stored_as_raw_bytes(ws: Workspace) -> None:
+    import ml_dtypes
+
+    import jaxport
+
+    jaxport.save(jaxport.export(lambda x: x * 2)(np.ones(3, ml_dtypes.bfloat16)), ws.root / "bf16.jaxport")
+    np.savez(ws.root / "bf16.npz", np.array([1, 2, 3], ml_dtypes.bfloat16))
+    with np.load(ws.root / "bf16.npz") as stored:
+        assert stored["arr_0"].dtype.kind == "V"  # what NumPy gives back
+    out = ok(cli("run", "bf16.jaxport", "--input", "bf16.npz", cwd=ws.root))
+    assert out.strip() == "result: bfloat16[3] [2, 4, 6]"
+
+
 def test_run_without_output_prints_each_result(ws: Workspace) -> None:
     np.save(ws.root / "x.npy", np.arange(3, dtype=np.float32))
     np.savez(ws.root / "y.npz", np.ones(3, np.float32))

@@ -14,7 +14,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     ".npy file is the next positional argument; an .npz file gives positional "
                     "arguments as arr_0, arr_1, ... and keyword arguments by name. When the "
                     "function takes nested arguments (a dict of weights), give every leaf in "
-                    "flattening order as arr_0, arr_1, ...")
+                    "flattening order as arr_0, arr_1, ... bfloat16 and float8 arrays, which NumPy "
+                    "stores as raw bytes (|V2, |V1), are read as the dtype the artifact expects.")
     cmd.add_argument("path", metavar="PATH", help="an artifact file")
     cmd.add_argument("--input", action="append", default=[], metavar="FILE",
                      help="an .npz or .npy file of inputs (repeat, in order)")
@@ -40,6 +41,7 @@ def run_artifact(args: argparse.Namespace) -> int:
     if (not kwargs and len(call_args) == exported.in_tree.num_leaves
             and jax.tree.structure((tuple(call_args), kwargs)) != exported.in_tree):
         call_args, kwargs = jax.tree.unflatten(exported.in_tree, call_args)  # nested arguments, as leaves
+    call_args, kwargs = _typed_raw_arrays(exported, call_args, kwargs)
     results = exported.call(*call_args, **kwargs)
     leaves = jax.tree_util.tree_flatten_with_path(results)[0]
     if args.output:
@@ -50,6 +52,20 @@ def run_artifact(args: argparse.Namespace) -> int:
     for path, leaf in leaves:
         print(f"result{jax.tree_util.keystr(path)}: {_summary(np.asarray(leaf))}")
     return 0
+
+
+def _typed_raw_arrays(exported: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """NumPy stores bfloat16 and float8 arrays as raw bytes (dtype ``|V2``, ``|V1``):
+    view those as the dtype the artifact expects, when the sizes agree."""
+    import jax
+
+    leaves, tree = jax.tree.flatten((tuple(args), kwargs))
+    if tree != exported.in_tree:
+        return args, kwargs  # the call reports the mismatch
+    typed = [leaf.view(aval.dtype) if leaf.dtype.kind == "V" and leaf.dtype.itemsize == aval.dtype.itemsize
+             else leaf for leaf, aval in zip(leaves, exported.in_avals)]
+    new_args, new_kwargs = jax.tree.unflatten(tree, typed)
+    return list(new_args), new_kwargs
 
 
 def _summary(value: Any) -> str:
