@@ -86,6 +86,7 @@ def test_the_script_is_installed_and_its_help_lists_every_subcommand(tmp_path: P
     for command in COMMANDS:
         assert f"\n    {command} " in out
     assert ok(cli("--help", cwd=tmp_path)) == out  # python -m jaxport is the same command
+    assert ok(cli("--version", cwd=tmp_path)).strip() == "jaxport 0.1.0"
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -35,11 +35,18 @@ def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="jaxport", parents=[debug],
                   description="Export JAX functions to portable StableHLO artifacts, run, "
                               "compare and inspect them.")
+    top.add_argument("--version", action="version", version=f"jaxport {_version()}")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                   parser_class=_Parser)
     for command in _COMMANDS:
         command.register(commands, debug)
     return top
+
+
+def _version() -> str:
+    from ... import __version__
+
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
