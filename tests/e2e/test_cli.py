@@ -68,6 +68,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     root = tmp_path_factory.mktemp("cli")
     (root / "model.py").write_text(MODEL)
     (root / "plain.py").write_text(PLAIN)
+    (root / "broken.py").write_text("raise RuntimeError('no GPU here')\n")
     ok(cli("export", "model:f", "--arg", "f32[3,4]", "--arg", "f32[4]", "--arg", "f32[b,3]",
                "--kwarg", "scale=f32[]", "--constraint", "b >= 2", "--vjp-order", "1",
                "-o", "f.jaxport", cwd=root))
@@ -204,6 +205,8 @@ BAD_INPUTS = {
     "no colon": (["export", "model", "--arg", "f32[3]", "-o", "x"], "'model' is not MODULE:FUNCTION"),
     "no module": (["export", "nomodule:f", "--arg", "f32[3]", "-o", "x"], "cannot import module 'nomodule'"),
     "no function": (["export", "plain:nofun", "--arg", "f32[3]", "-o", "x"], "module 'plain' has no attribute 'nofun'"),
+    "module fails": (["export", "broken:f", "--arg", "f32[3]", "-o", "x"],
+                     "importing module 'broken' failed: RuntimeError: no GPU here"),
     "not callable": (["export", "plain:NOT_A_FUNCTION", "-o", "x"], "plain:NOT_A_FUNCTION is a int, not a function"),
     "bad platform": (["export", "plain:h", "--arg", "f32[3]", "--platform", "cpux", "-o", "x"],
                      "argument --platform: invalid choice: 'cpux'"),

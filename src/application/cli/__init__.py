@@ -10,6 +10,7 @@ status (2 for bad input); ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -53,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status.
 
     0: success; 1: a negative answer (``diff`` found differences); 2: bad
-    input (the message says what and where); 130: interrupted.
+    input (the message says what and where); 130: interrupted; 141: the
+    reader of the output went away.
     """
     args = parser().parse_args(argv)
     try:
@@ -61,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jaxport: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`jaxport mlir f | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # every error is the user's to read: one line, no traceback
         if getattr(args, "debug", False):
             raise

@@ -87,6 +87,8 @@ def import_function(target: str) -> Any:
         value: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"cannot import module {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the user's module failed while it ran
+        raise UsageError(f"importing module {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
     for part in qualname.split("."):
         if not hasattr(value, part):
             raise UsageError(f"module {module_name!r} has no attribute {qualname!r}")
