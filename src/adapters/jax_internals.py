@@ -2,9 +2,9 @@
 
 JAX 0.10 has no public API for these; each use names what it needs. The
 versions in pyproject.toml are pinned to the range the tests have run
-against; there is no separate contract test per function: each one lies on
-a path that tests/e2e exercises (export, call, shardings, differentiation),
-so a JAX release that changes one of them fails those tests.
+against, and tests/adapters/test_jax_internals.py checks the contract of
+each (the helpers that run only inside lowering rules through the calls of
+exported functions in tests/e2e).
 """
 
 from __future__ import annotations
