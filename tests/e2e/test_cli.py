@@ -48,6 +48,7 @@ class Workspace:
     g: Path
     g_again: Path
     inputs: Path
+    quiet_export: tuple[str, str]
 
 
 def cli(*args: str | Path, cwd: Path, script: bool = False) -> subprocess.CompletedProcess[str]:
@@ -69,9 +70,10 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     (root / "model.py").write_text(MODEL)
     (root / "plain.py").write_text(PLAIN)
     (root / "broken.py").write_text("raise RuntimeError('no GPU here')\n")
-    ok(cli("export", "model:f", "--arg", "f32[3,4]", "--arg", "f32[4]", "--arg", "f32[b,3]",
+    done = cli("export", "model:f", "--arg", "f32[3,4]", "--arg", "f32[4]", "--arg", "f32[b,3]",
                "--kwarg", "scale=f32[]", "--constraint", "b >= 2", "--vjp-order", "1",
-               "-o", "f.jaxport", cwd=root))
+               "-o", "f.jaxport", cwd=root)
+    ok(done)
     rng = np.random.default_rng(0)
     np.savez(root / "in.npz", rng.normal(size=(3, 4)).astype(np.float32),
              rng.normal(size=4).astype(np.float32), rng.normal(size=(5, 3)).astype(np.float32),
@@ -79,7 +81,8 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     ok(cli("export", "model:g", "--arg", "f32[3]", "--arg", "f32[3]", "--platform", "cpu",
                "--platform", "tpu", "-o", "g.jaxport", cwd=root))
     (root / "g_again.jaxport").write_bytes((root / "g.jaxport").read_bytes())
-    return Workspace(root, root / "f.jaxport", root / "g.jaxport", root / "g_again.jaxport", root / "in.npz")
+    return Workspace(root, root / "f.jaxport", root / "g.jaxport", root / "g_again.jaxport", root / "in.npz",
+                     (done.stdout, done.stderr))
 
 
 def test_the_script_is_installed_and_its_help_lists_every_subcommand(tmp_path: Path) -> None:
@@ -245,6 +248,25 @@ def test_debug_shows_the_traceback(ws: Workspace) -> None:
     done = cli("export", "model:g", "--arg", "f33[3]", "-o", "x", "--debug", cwd=ws.root)
     assert done.returncode != 0 and "Traceback (most recent call last)" in done.stderr
     assert "ArgSpecError" in done.stderr
+
+
+def test_export_shows_its_phases_on_a_terminal_and_is_quiet_in_a_pipe(ws: Workspace) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "jaxport", "export", "plain:h", "--arg", "f32[3]",
+                               "-o", "h.jaxport"], cwd=ws.root, stdout=subprocess.PIPE, stderr=follower,
+                              env={**os.environ, "PYTHONPATH": str(ws.root)}, timeout=120)
+        shown = os.read(leader, 65536).decode()
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert done.returncode == 0 and done.stdout == b""
+    phases = [line.split("] ", 1)[1] for line in shown.splitlines()]
+    assert phases == ["importing plain:h ...", "tracing, lowering and checking ...",
+                      "serializing (vjp order 0) and writing h.jaxport ...", "wrote h.jaxport"]
+    assert ws.quiet_export == ("", "")  # the fixture's export, in a pipe
 
 
 def test_progress_is_shown_on_a_terminal_only() -> None:

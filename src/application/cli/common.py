@@ -7,9 +7,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ...domain.errors import ArtifactError, JaxportError
+from ...domain.specs import ArraySpec
 
 if TYPE_CHECKING:
     from ...domain.artifact import ArtifactRecord
@@ -50,6 +51,13 @@ class Progress:
         """Announces ``name`` before the block runs."""
         self.say(f"{name} ...")
         yield
+
+
+def to_struct(spec: ArraySpec) -> Any:
+    """The ``jax.ShapeDtypeStruct`` of a parsed spec (imports JAX)."""
+    import jax
+
+    return jax.ShapeDtypeStruct(spec.shape, spec.dtype)
 
 
 def check_writable(path: str) -> None:

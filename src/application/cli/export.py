@@ -11,7 +11,7 @@ from typing import Any
 from ...domain.arg_specs import parse_arg_spec, parse_kwarg_spec
 from ...domain.specs import ArraySpec
 from ...domain.symbolic import DimExpr, SymbolicScope
-from .common import Progress, UsageError, check_writable
+from .common import Progress, UsageError, check_writable, to_struct
 
 _SPEC_HELP = ("DTYPE[DIMS]: f32[b,784], bf16[8,b], i32[], bool[3]; dtypes bool, i8..i64, u8..u64, "
               "f16, bf16, f32, f64, c64, c128 or NumPy names; dimensions are integers or "
@@ -107,22 +107,15 @@ def run_export(args: argparse.Namespace) -> int:
     check_writable(args.output)
     with progress.phase(f"importing {args.target}"):
         fun = import_function(args.target)
-    import jax
-
     from ...adapters.jax_dims import JaxDim
     from ..export_service import export
     from ..files import save
-    from ..inspect import inspect
 
     arg_specs, kwarg_specs = specs_of(args.arg, args.kwarg, args.constraint, expr_class=JaxDim)
-
-    def struct(spec: ArraySpec) -> jax.ShapeDtypeStruct:
-        return jax.ShapeDtypeStruct(spec.shape, spec.dtype)
-
     with progress.phase("tracing, lowering and checking"):
         exported = export(fun, platforms=args.platform or None)(
-            *map(struct, arg_specs), **{k: struct(v) for k, v in kwarg_specs.items()})
+            *map(to_struct, arg_specs), **{k: to_struct(v) for k, v in kwarg_specs.items()})
     with progress.phase(f"serializing (vjp order {args.vjp_order}) and writing {args.output}"):
         save(exported, args.output, vjp_order=args.vjp_order)
-    progress.say(f"wrote {args.output}: {exported.fun_name}{inspect(args.output).signature}")
+    progress.say(f"wrote {args.output}")
     return 0
