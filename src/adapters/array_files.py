@@ -84,6 +84,50 @@ def _add_npz(name: str, arrays: dict[str, np.ndarray], inputs: ArrayInputs) -> N
         inputs.kwargs[key] = value
 
 
+def read_named_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The named arrays of a weights file: ``.safetensors`` (read without the
+    ``safetensors`` package) or ``.npz``, by the names stored in it.
+
+    Raises:
+        ArrayFileError: the file is not of either format, or a tensor's bytes
+            do not match its dtype and shape.
+        OSError: the file does not exist.
+    """
+    name = str(path)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no such weights file: {name}")
+    if name.endswith(".safetensors"):
+        return _read_safetensors(path)
+    inputs = read_arrays([path])
+    if inputs.args:
+        raise ArrayFileError(f"{name}: weights need names; found positional arrays (arr_0, ...)")
+    return inputs.kwargs
+
+
+def _read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    from ..domain.bundle_manifest import SAFETENSORS_DTYPES
+    from .safetensors_file import SafetensorsFile
+
+    by_code = {code: (dtype, size) for dtype, (code, size) in SAFETENSORS_DTYPES.items()}
+    try:
+        stored = SafetensorsFile(path)
+    except JaxportError as exc:
+        raise ArrayFileError(f"{path} is not a readable safetensors file: {exc}") from exc
+    arrays = {}
+    for key, entry in stored.entries.items():
+        if entry.dtype not in by_code:
+            raise ArrayFileError(f"{path}: tensor {key!r} has dtype {entry.dtype}, which jaxport does not read")
+        dtype, size = by_code[entry.dtype]
+        count = 1
+        for dim in entry.shape:
+            count *= dim
+        if not 0 <= entry.begin <= entry.end <= stored.data_size or entry.end - entry.begin != count * size:
+            raise ArrayFileError(f"{path}: tensor {key!r} has {entry.end - entry.begin} bytes, "
+                                 f"not the {count * size} that {entry.dtype}{list(entry.shape)} needs")
+        arrays[key] = stored.array(key, dtype)
+    return arrays
+
+
 def write_arrays(path: str | os.PathLike[str], arrays: Sequence[np.ndarray]) -> None:
     """Writes ``arrays`` to an ``.npz`` file as ``arr_0``, ``arr_1``, ... atomically."""
     buffer = io.BytesIO()

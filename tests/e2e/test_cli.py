@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from safetensors.numpy import save_file
+
 from jaxport.application.cli.common import Progress
 
 SCRIPT = Path(sys.executable).parent / "jaxport"
@@ -34,6 +36,9 @@ def f(w, b, x, *, scale):
 
 def nested(params, x):
     return x @ params["w"] + params["b"]
+
+def predict(params, x):
+    return jnp.tanh(x @ params["dense"]["w"] + params["dense"]["b"])
 
 def g(x, y):
     return jnp.sin(x) + y
@@ -81,6 +86,10 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     ok(cli("export", "model:g", "--arg", "f32[3]", "--arg", "f32[3]", "--platform", "cpu",
                "--platform", "tpu", "-o", "g.jaxport", cwd=root))
     (root / "g_again.jaxport").write_bytes((root / "g.jaxport").read_bytes())
+    save_file({"dense/w": np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2),
+               "dense/b": np.array([0.5, -0.5], np.float32)}, str(root / "weights.safetensors"))
+    ok(cli("export", "model:predict", "--params", "weights.safetensors", "--arg", "f32[b,3]",
+           "--vjp-order", "1", "-o", "model.bundle", cwd=root))
     return Workspace(root, root / "f.jaxport", root / "g.jaxport", root / "g_again.jaxport", root / "in.npz",
                      (done.stdout, done.stderr))
 
@@ -102,22 +111,24 @@ def test_every_subcommand_has_help(command: str, tmp_path: Path) -> None:
 def test_inspect_loads_neither_jax_nor_jaxlib(ws: Workspace, script: bool) -> None:
     head = [str(SCRIPT)] if script else [sys.executable, "-m", "jaxport"]
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    done = subprocess.run([*head, "inspect", str(ws.f)], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*head, "inspect", str(ws.f), str(ws.root / "model.bundle")], env=env,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "jaxport.application.cli" in loaded
     assert not {m for m in loaded if m in ("jax", "jaxlib") or m.startswith(("jax.", "jaxlib."))}
     assert "f(float32[3,4], float32[4], float32[b,3], scale=float32[])" in done.stdout
+    assert "predict({'dense': {'b': float32[2], 'w': float32[3,2]}}, float32[b,3])" in done.stdout
 
 
 def test_export_writes_what_the_specs_say(ws: Workspace) -> None:
     import jaxport
 
-    info = jaxport.inspect(ws.f)
+    info = jaxport.inspect(ws.f.read_bytes())
     assert info.signature == ("(float32[3,4], float32[4], float32[b,3], scale=float32[]) "
                               "-> {'n': (float32[b],), 'y': float32[b,4]}")
     assert info.vjp_order == 1 and info.platforms == ("cpu",)
-    assert jaxport.inspect(ws.g).platforms == ("cpu", "tpu")
+    assert jaxport.inspect(ws.g.read_bytes()).platforms == ("cpu", "tpu")
 
 
 def model(ws: Workspace) -> Any:
@@ -191,6 +202,27 @@ def test_mlir_prints_the_module(ws: Workspace) -> None:
     assert "stablehlo.sine" in out and "func.func public @main" in out
 
 
+def test_export_with_params_writes_a_bundle_that_run_calls_with_its_weights(ws: Workspace) -> None:
+    import jaxport
+
+    info = jaxport.inspect(ws.root / "model.bundle")
+    assert isinstance(info, jaxport.BundleInfo)
+    assert [f.name for f in info.functions] == ["predict"] and info.total_bytes == 32
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.save(ws.root / "x.npy", x)
+    ok(cli("run", "model.bundle", "predict", "--input", "x.npy", "--output", "y.npz", cwd=ws.root))
+    params = {"dense": {"w": np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2),
+                        "b": np.array([0.5, -0.5], np.float32)}}
+    with np.load(ws.root / "y.npz") as out:
+        np.testing.assert_allclose(out["arr_0"], model(ws).predict(params, x), rtol=1e-6)
+
+
+def test_inspect_of_a_bundle_lists_its_functions_and_weights(ws: Workspace) -> None:
+    out = ok(cli("inspect", "model.bundle", cwd=ws.root))
+    assert "predict({'dense': {'b': float32[2], 'w': float32[3,2]}}, float32[b,3]) -> float32[b,2]" in out
+    assert "dense/w   float32  (3, 2)       24" in out and "vjp order: 1" in out
+
+
 def test_inspect_json_is_one_object_per_artifact(ws: Workspace) -> None:
     import json
 
@@ -222,6 +254,12 @@ BAD_INPUTS = {
     "missing diff": (["diff", "g.jaxport", "nothere"], "No such file or directory: nothere"),
     "missing input": (["run", "g.jaxport", "--input", "nothere.npz"], "no such input file: nothere.npz"),
     "bad input file": (["run", "g.jaxport", "--input", "plain.py"], "plain.py is not a readable .npy or .npz file"),
+    "no such bundle function": (["run", "model.bundle", "nope"], "bundle model.bundle has no function 'nope'"),
+    "function of a file": (["run", "g.jaxport", "g"], "g.jaxport is an artifact file, not a bundle"),
+    "missing params": (["export", "model:predict", "--params", "nothere.npz", "--arg", "f32[3]", "-o", "b"],
+                       "no such weights file: nothere.npz"),
+    "bad params": (["export", "model:predict", "--params", "plain.py", "--arg", "f32[3]", "-o", "b"],
+                   "plain.py is not a readable .npy or .npz file"),
     "unknown command": (["frobnicate"], "invalid choice: 'frobnicate'"),
     "missing argument": (["export", "model:g"], "the following arguments are required: -o/--output"),
 }

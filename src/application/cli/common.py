@@ -60,13 +60,14 @@ def to_struct(spec: ArraySpec) -> Any:
     return jax.ShapeDtypeStruct(spec.shape, spec.dtype)
 
 
-def check_writable(path: str) -> None:
+def check_writable(path: str, *, directory_ok: bool = False) -> None:
     """Fails early, before any long work, when ``path`` cannot be written.
 
     Raises:
-        UsageError: ``path`` is a directory or its directory does not exist.
+        UsageError: ``path`` is a directory (unless ``directory_ok``: a bundle
+            replaces one) or its parent directory does not exist.
     """
-    if os.path.isdir(path):
+    if os.path.isdir(path) and not directory_ok:
         raise UsageError(f"{path} is a directory; give a file name")
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):

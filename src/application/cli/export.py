@@ -39,7 +39,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help="a platform to lower for: cpu, cuda, rocm, tpu (repeat; default: this machine's)")
     cmd.add_argument("--vjp-order", type=int, default=0, metavar="N",
                      help="include the VJPs up to order N, for differentiation by the caller")
-    cmd.add_argument("-o", "--output", required=True, metavar="PATH", help="the artifact file to write")
+    cmd.add_argument("--params", metavar="FILE",
+                     help="weights (.safetensors or .npz, names like dense/w): the function takes them "
+                          "as its first argument, a dict nested by the names' '/', and PATH is a bundle")
+    cmd.add_argument("-o", "--output", required=True, metavar="PATH",
+                     help="the artifact file to write (a bundle directory with --params)")
     cmd.set_defaults(handler=run_export)
 
 
@@ -104,18 +108,57 @@ def run_export(args: argparse.Namespace) -> int:
     if args.vjp_order < 0:
         raise UsageError(f"--vjp-order must be 0 or more, got {args.vjp_order}")
     specs_of(args.arg, args.kwarg, args.constraint)  # bad specs fail before anything loads
-    check_writable(args.output)
+    check_writable(args.output, directory_ok=args.params is not None)
+    params = None
+    if args.params is not None:
+        with progress.phase(f"reading the weights in {args.params}"):
+            params = read_params(args.params)
     with progress.phase(f"importing {args.target}"):
         fun = import_function(args.target)
+    import jax
+
     from ...adapters.jax_dims import JaxDim
     from ..export_service import export
-    from ..files import save
 
     arg_specs, kwarg_specs = specs_of(args.arg, args.kwarg, args.constraint, expr_class=JaxDim)
+    leading = [] if params is None else [jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)]
     with progress.phase("tracing, lowering and checking"):
         exported = export(fun, platforms=args.platform or None)(
-            *map(to_struct, arg_specs), **{k: to_struct(v) for k, v in kwarg_specs.items()})
+            *leading, *map(to_struct, arg_specs), **{k: to_struct(v) for k, v in kwarg_specs.items()})
     with progress.phase(f"serializing (vjp order {args.vjp_order}) and writing {args.output}"):
-        save(exported, args.output, vjp_order=args.vjp_order)
+        if params is None:
+            from ..files import save
+
+            save(exported, args.output, vjp_order=args.vjp_order)
+        else:
+            from ..bundle_save import save_bundle
+
+            name = args.target.partition(":")[2].rsplit(".", 1)[-1]
+            save_bundle(args.output, {name: exported}, params, vjp_order=args.vjp_order)
     progress.say(f"wrote {args.output}")
     return 0
+
+
+def read_params(path: str) -> dict[str, Any]:
+    """The weights in ``path`` as a dict nested by the names' ``/`` (``dense/w``).
+
+    Raises:
+        ArrayFileError: the file cannot be read.
+        UsageError: a name is both a weight and a prefix of another (``a`` and ``a/b``).
+    """
+    from ...adapters.array_files import read_named_arrays
+    from ...domain.bundle_names import name_entries
+
+    params: dict[str, Any] = {}
+    for name, array in sorted(read_named_arrays(path).items()):
+        *parents, leaf = name_entries(name) or ("",)
+        node = params
+        for entry in parents:
+            child = node.setdefault(entry, {})
+            if not isinstance(child, dict):
+                raise UsageError(f"{path}: weight {name!r} lies under another weight")
+            node = child
+        if leaf in node:
+            raise UsageError(f"{path}: weight {name!r} is also the prefix of other weights")
+        node[leaf] = array
+    return params

@@ -9,14 +9,17 @@ from typing import Any
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``run`` to ``commands``."""
     cmd = commands.add_parser(
-        "run", parents=[common], help="call an artifact on arrays from .npz/.npy files",
-        description="Call the artifact at PATH. Inputs come from --input files, in order: an "
+        "run", parents=[common], help="call an artifact or a bundle's function on arrays from .npz/.npy files",
+        description="Call the artifact at PATH, or the function FUNCTION of the bundle at PATH "
+                    "with the bundle's weights bound (FUNCTION may be left out when the bundle "
+                    "has one function). Inputs come from --input files, in order: an "
                     ".npy file is the next positional argument; an .npz file gives positional "
                     "arguments as arr_0, arr_1, ... and keyword arguments by name. When the "
                     "function takes nested arguments (a dict of weights), give every leaf in "
                     "flattening order as arr_0, arr_1, ... bfloat16 and float8 arrays, which NumPy "
                     "stores as raw bytes (|V2, |V1), are read as the dtype the artifact expects.")
-    cmd.add_argument("path", metavar="PATH", help="an artifact file")
+    cmd.add_argument("path", metavar="PATH", help="an artifact file or a bundle directory")
+    cmd.add_argument("function", metavar="FUNCTION", nargs="?", help="the function of a bundle to call")
     cmd.add_argument("--input", action="append", default=[], metavar="FILE",
                      help="an .npz or .npy file of inputs (repeat, in order)")
     cmd.add_argument("--output", metavar="FILE.npz",
@@ -27,18 +30,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def run_artifact(args: argparse.Namespace) -> int:
     """Calls the artifact and writes or summarizes the results."""
     from ...adapters.array_files import read_arrays
-    from .common import check_writable, load_artifact
+    from .common import check_writable
 
     if args.output:
         check_writable(args.output)
     inputs = read_arrays(args.input)
-    exported = load_artifact(args.path)
+    exported, bound = _target(args.path, args.function)
     import jax
     import numpy as np
 
-    call_args: list[Any] = list(inputs.args)
+    call_args: list[Any] = [*bound, *inputs.args]
     kwargs: dict[str, Any] = dict(inputs.kwargs)
-    if (not kwargs and len(call_args) == exported.in_tree.num_leaves
+    if (not bound and not kwargs and len(call_args) == exported.in_tree.num_leaves
             and jax.tree.structure((tuple(call_args), kwargs)) != exported.in_tree):
         call_args, kwargs = jax.tree.unflatten(exported.in_tree, call_args)  # nested arguments, as leaves
     call_args, kwargs = _typed_raw_arrays(exported, call_args, kwargs)
@@ -52,6 +55,29 @@ def run_artifact(args: argparse.Namespace) -> int:
     for path, leaf in leaves:
         print(f"result{jax.tree_util.keystr(path)}: {_summary(np.asarray(leaf))}")
     return 0
+
+
+def _target(path: str, function: str | None) -> tuple[Any, list[Any]]:
+    """The :class:`Exported` to call and the arguments bound before the inputs (a bundle's weights)."""
+    import os
+
+    from .common import UsageError, load_artifact
+
+    if not os.path.isdir(path):
+        if function is not None:
+            raise UsageError(f"{path} is an artifact file, not a bundle: leave out FUNCTION ({function!r})")
+        return load_artifact(path), []
+    from ..bundle_load import load_bundle
+
+    bundle = load_bundle(path)
+    if function is None:
+        if len(bundle) != 1:
+            raise UsageError(f"bundle {path} has functions {', '.join(sorted(bundle))}: name one")
+        function = next(iter(bundle))
+    if function not in bundle:
+        raise UsageError(f"bundle {path} has no function {function!r} (it has {', '.join(sorted(bundle))})")
+    bound = bundle[function]
+    return bound.exported, [bound.params] if bound.takes_params else []
 
 
 def _typed_raw_arrays(exported: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:

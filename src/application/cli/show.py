@@ -12,10 +12,12 @@ from typing import Any
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``inspect`` and ``mlir`` to ``commands``."""
     show = commands.add_parser(
-        "inspect", parents=[common], help="print the signature and metadata of artifacts (no JAX needed)",
+        "inspect", parents=[common], help="print the signature and metadata of artifacts and bundles (no JAX needed)",
         description="Print each artifact's signature, platforms, versions, shardings, effects "
-                    "and disabled checks. Reads the file without importing JAX.")
-    show.add_argument("files", nargs="+", metavar="FILE", help="artifact files written by jaxport or jax.export")
+                    "and disabled checks; for a bundle directory, each function's and the "
+                    "weights' table. Reads the files without importing JAX.")
+    show.add_argument("files", nargs="+", metavar="FILE",
+                      help="artifact files written by jaxport or jax.export, or bundle directories")
     show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
     show.set_defaults(handler=inspect_files)
     text = commands.add_parser("mlir", parents=[common], help="print the StableHLO module of an artifact",
@@ -26,20 +28,26 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def inspect_files(args: argparse.Namespace) -> int:
     """Prints the summary of each file; a bad file is reported and the others still shown."""
+    import os
+
     from ...domain.artifact_info import ArtifactInfo
+    from ..inspect import inspect_bundle
     from .common import one_line, read_artifact
 
     status = 0
     for path in args.files:
         try:
-            info = ArtifactInfo.of(read_artifact(path))
+            info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
         except Exception as exc:
             if getattr(args, "debug", False):
                 raise
             print(f"jaxport inspect: {one_line(exc)}", file=sys.stderr)
             status = 2
             continue
-        print(json.dumps({"file": path, **asdict(info)}) if args.json else f"{path}:\n{info}")
+        if args.json:
+            print(json.dumps({"file": path, **asdict(info)}, default=str))
+        else:
+            print(info if os.path.isdir(path) else f"{path}:\n{info}")
     return status
 
 
