@@ -237,6 +237,8 @@ BAD_INPUTS = {
     "bad keyword": (["export", "model:g", "--kwarg", "f32[3]", "-o", "x"], "is not NAME=DTYPE[DIMS]"),
     "bad constraint": (["export", "model:g", "--arg", "f32[b]", "--constraint", "b >=", "-o", "x"],
                        "--constraint 'b >=' does not parse"),
+    "repeated keyword": (["export", "model:g", "--kwarg", "a=f32[]", "--kwarg", "a=f32[3]", "-o", "x"],
+                         "--kwarg a is given twice"),
     "no colon": (["export", "model", "--arg", "f32[3]", "-o", "x"], "'model' is not MODULE:FUNCTION"),
     "no module": (["export", "nomodule:f", "--arg", "f32[3]", "-o", "x"], "cannot import module 'nomodule'"),
     "no function": (["export", "plain:nofun", "--arg", "f32[3]", "-o", "x"], "module 'plain' has no attribute 'nofun'"),
