@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from safetensors.numpy import save_file
 from jaxport.application.cli.common import Progress
 
 SCRIPT = Path(sys.executable).parent / "jaxport"
-COMMANDS = ("export", "run", "diff", "inspect", "mlir")
+COMMANDS = ("export", "run", "check", "diff", "inspect", "mlir")
 
 MODEL = '''
 import jax.numpy as jnp
@@ -223,9 +224,39 @@ def test_inspect_of_a_bundle_lists_its_functions_and_weights(ws: Workspace) -> N
     assert "dense/w   float32  (3, 2)       24" in out and "vjp order: 1" in out
 
 
-def test_inspect_json_is_one_object_per_artifact(ws: Workspace) -> None:
-    import json
+def custom_call_artifact(root: Path) -> Path:
+    import jax
+    import jax.numpy as jnp
 
+    import jaxport
+
+    def with_custom_call(x: jax.Array) -> jax.Array:
+        return jax.ffi.ffi_call("my_custom_target", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    exp = jaxport.export(jax.jit(with_custom_call),
+                         disabled_checks=[jaxport.DisabledSafetyCheck.custom_call("my_custom_target")])(
+        jax.ShapeDtypeStruct((4,), jnp.float32))
+    jaxport.save(exp, root / "custom.jaxport")
+    return root / "custom.jaxport"
+
+
+def test_check_passes_good_artifacts_and_bundles_and_fails_damaged_ones(ws: Workspace) -> None:
+    damaged = bytearray(ws.g.read_bytes())
+    damaged[len(damaged) // 2] ^= 0x01
+    (ws.root / "damaged.jaxport").write_bytes(damaged)
+    custom = custom_call_artifact(ws.root)
+    done = cli("check", ws.g, "model.bundle", "damaged.jaxport", custom, cwd=ws.root)
+    assert done.returncode == 1, done.stderr
+    good, bundle, bad, refused = done.stdout.splitlines()
+    assert good.startswith(f"{ws.g}: ok (sealed; sha256 ") and bundle == "model.bundle: ok (bundle of 1 function)"
+    assert bad.startswith("damaged.jaxport: FAILED: The artifact's digest does not match its content")
+    assert refused.startswith(f"{custom}: FAILED: ") and "my_custom_target" in refused
+    allowed = cli("check", "--json", "--allow-custom-call", "my_custom_target", custom, ws.g, cwd=ws.root)
+    assert allowed.returncode == 0, allowed.stdout
+    assert [json.loads(line)["ok"] for line in allowed.stdout.splitlines()] == [True, True]
+
+
+def test_inspect_json_is_one_object_per_artifact(ws: Workspace) -> None:
     lines = ok(cli("inspect", "--json", ws.g, ws.f, cwd=ws.root)).splitlines()
     assert [json.loads(line)["fun_name"] for line in lines] == ["g", "f"]
 
@@ -262,6 +293,7 @@ BAD_INPUTS = {
                        "no such weights file: nothere.npz"),
     "bad params": (["export", "model:predict", "--params", "plain.py", "--arg", "f32[3]", "-o", "b"],
                    "plain.py is not a readable .npy or .npz file"),
+    "missing check": (["check", "nothere.jaxport"], "No such file or directory: nothere.jaxport"),
     "unknown command": (["frobnicate"], "invalid choice: 'frobnicate'"),
     "missing argument": (["export", "model:g"], "the following arguments are required: -o/--output"),
 }

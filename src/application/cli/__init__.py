@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import diff, export, run, show
+from . import check, diff, export, run, show
 from .common import one_line
 
-_COMMANDS = (export, run, diff, show)
+_COMMANDS = (export, run, check, diff, show)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -74,19 +74,23 @@ def check_writable(path: str, *, directory_ok: bool = False) -> None:
         raise UsageError(f"cannot write {path}: directory {parent} does not exist")
 
 
-def load_artifact(path: str) -> Exported:
-    """The artifact at ``path``; a missing file, a directory or bad bytes are named.
+def load_artifact(path: str, *, allowed_custom_calls: Sequence[str] = ()) -> Exported:
+    """The artifact at ``path``, verified as :func:`jaxport.load` does.
 
     Raises:
         UsageError: ``path`` is a directory.
-        ArtifactError: the bytes are not an artifact (the message names ``path``).
+        ArtifactError: the bytes are not an artifact or fail verification
+            (the message names ``path``).
         OSError: the file cannot be read.
     """
     blob = _read_bytes(path)
     _decode(path, blob)  # bad bytes fail here, before JAX loads
     from ..serialization import deserialize
 
-    return deserialize(blob)
+    try:
+        return deserialize(blob, verify=True, allowed_custom_calls=allowed_custom_calls)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{path}: {exc}") from exc
 
 
 def read_artifact(path: str) -> ArtifactRecord:

@@ -22,6 +22,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("function", metavar="FUNCTION", nargs="?", help="the function of a bundle to call")
     cmd.add_argument("--input", action="append", default=[], metavar="FILE",
                      help="an .npz or .npy file of inputs (repeat, in order)")
+    cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
+                     help="accept this custom-call target besides JAX's stable ones (repeat)")
     cmd.add_argument("--output", metavar="FILE.npz",
                      help="write the results' leaves as arr_0, arr_1, ... instead of printing a summary")
     cmd.set_defaults(handler=run_artifact)
@@ -35,7 +37,7 @@ def run_artifact(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output)
     inputs = read_arrays(args.input)
-    exported, bound = _target(args.path, args.function)
+    exported, bound = _target(args.path, args.function, args.allow_custom_call)
     import jax
     import numpy as np
 
@@ -57,8 +59,9 @@ def run_artifact(args: argparse.Namespace) -> int:
     return 0
 
 
-def _target(path: str, function: str | None) -> tuple[Any, list[Any]]:
-    """The :class:`Exported` to call and the arguments bound before the inputs (a bundle's weights)."""
+def _target(path: str, function: str | None, allowed: list[str]) -> tuple[Any, list[Any]]:
+    """The :class:`Exported` to call (verified, as :func:`jaxport.load` does) and the
+    arguments bound before the inputs (a bundle's weights)."""
     import os
 
     from .common import UsageError, load_artifact
@@ -66,10 +69,10 @@ def _target(path: str, function: str | None) -> tuple[Any, list[Any]]:
     if not os.path.isdir(path):
         if function is not None:
             raise UsageError(f"{path} is an artifact file, not a bundle: leave out FUNCTION ({function!r})")
-        return load_artifact(path), []
+        return load_artifact(path, allowed_custom_calls=allowed), []
     from ..bundle_load import load_bundle
 
-    bundle = load_bundle(path)
+    bundle = load_bundle(path, allowed_custom_calls=allowed)
     if function is None:
         if len(bundle) != 1:
             raise UsageError(f"bundle {path} has functions {', '.join(sorted(bundle))}: name one")

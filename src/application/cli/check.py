@@ -1,0 +1,80 @@
+"""``jaxport check PATH...``: verify artifacts you did not write; exit 0 only when all pass."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Adds ``check`` to ``commands``."""
+    cmd = commands.add_parser(
+        "check", parents=[common], help="verify artifacts and bundles (digest, modules, signature, custom calls)",
+        description="Verify each artifact as jaxport.load does: the digest of jaxport-written "
+                    "files and every field; each module parsed, verified and re-serialized in a "
+                    "separate process under time and memory limits; main's signature against the "
+                    "record; every custom call against JAX's stable targets plus "
+                    "--allow-custom-call (the artifact's own disabled checks do not count). A "
+                    "bundle directory is checked whole, as jaxport.load_bundle does. One line per "
+                    "path. Exit status: 0 all pass, 1 some fail, 2 a path cannot be read.")
+    cmd.add_argument("paths", nargs="+", metavar="PATH", help="artifact files or bundle directories")
+    cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
+                     help="accept this custom-call target too (repeat)")
+    cmd.add_argument("--json", action="store_true", help="print one JSON object per path")
+    cmd.set_defaults(handler=check_paths)
+
+
+def check_paths(args: argparse.Namespace) -> int:
+    """Verifies each path and prints its verdict."""
+    from .common import one_line
+
+    status = 0
+    for path in args.paths:
+        try:
+            ok, reasons, detail = _check(path, args.allow_custom_call)
+        except OSError as exc:
+            if getattr(args, "debug", False):
+                raise
+            print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
+            status = 2
+            continue
+        if args.json:
+            print(json.dumps({"path": path, "ok": ok, "reasons": list(reasons), **detail}))
+        elif ok:
+            print(f"{path}: ok ({_summary(detail)})")
+        else:
+            print(f"{path}: FAILED: {'; '.join(' '.join(r.split()) for r in reasons)}")
+        if not ok and status == 0:
+            status = 1
+    return status
+
+
+def _summary(detail: dict[str, Any]) -> str:
+    if "functions" in detail:
+        count = detail["functions"]
+        return f"bundle of {count} function{'s' if count != 1 else ''}"
+    sealed = "sealed" if detail["sealed"] else "no digest: not written by jaxport"
+    return f"{sealed}; sha256 {detail['sha256'][:16]}"
+
+
+def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
+    """(passed, the reasons why not, details to show) for one artifact file or bundle directory."""
+    from ...domain.errors import JaxportError
+
+    if os.path.isdir(path):
+        from ..bundle_load import load_bundle
+
+        try:
+            bundle = load_bundle(path, verify=True, allowed_custom_calls=allowed)
+        except JaxportError as exc:
+            return False, (str(exc),), {}
+        return True, (), {"functions": len(bundle)}
+    if not os.path.isfile(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    from ..verification import verify_artifact
+
+    report = verify_artifact(path, allowed_custom_calls=allowed)
+    return report.ok, report.reasons, {"sealed": report.sealed, "sha256": report.digest}
