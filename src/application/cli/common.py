@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ...domain.errors import ArtifactError, JaxportError
-from ...domain.specs import ArraySpec
 
 if TYPE_CHECKING:
+    from ...domain.specs import ArraySpec
     from ...domain.artifact import ArtifactRecord
     from ..exported import Exported
 

@@ -6,12 +6,13 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...domain.arg_specs import parse_arg_spec, parse_kwarg_spec
-from ...domain.specs import ArraySpec
-from ...domain.symbolic import DimExpr, SymbolicScope
 from .common import Progress, UsageError, check_writable, to_struct
+
+if TYPE_CHECKING:  # the symbolic-shape modules load when a spec is parsed, not for --help
+    from ...domain.specs import ArraySpec
+    from ...domain.symbolic import DimExpr
 
 _SPEC_HELP = ("DTYPE[DIMS]: f32[b,784], bf16[8,b], i32[], bool[3]; dtypes bool, i8..i64, u8..u64, "
               "f16, bf16, f32, f64, c64, c128 or NumPy names; dimensions are integers or "
@@ -48,7 +49,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def specs_of(args: list[str], kwargs: list[str], constraints: list[str], *,
-             expr_class: type[DimExpr] = DimExpr) -> tuple[list[ArraySpec], dict[str, ArraySpec]]:
+             expr_class: type[DimExpr] | None = None) -> tuple[list[ArraySpec], dict[str, ArraySpec]]:
     """The specs of the command line, parsed in one scope with the constraints.
 
     With the default ``expr_class`` this is pure Python (a quick check before
@@ -59,6 +60,10 @@ def specs_of(args: list[str], kwargs: list[str], constraints: list[str], *,
         ConstraintError: a constraint does not parse.
         UsageError: a keyword is given twice.
     """
+    from ...domain.arg_specs import parse_arg_spec, parse_kwarg_spec
+    from ...domain.symbolic import DimExpr, SymbolicScope
+
+    expr_class = expr_class or DimExpr
     for text in constraints:
         try:
             SymbolicScope((text,))
