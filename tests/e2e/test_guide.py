@@ -31,6 +31,8 @@ def test_the_guide_has_every_page_of_the_index() -> None:
 def test_the_examples_of_a_page_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
+    # A page may set the cache directory, as a deployment would: it is put back after the page.
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
     modules_before = set(sys.modules)
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=FLAGS)
