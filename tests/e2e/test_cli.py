@@ -25,7 +25,7 @@ from safetensors.numpy import save_file
 from jaxport.application.cli.common import Progress
 
 SCRIPT = Path(sys.executable).parent / "jaxport"
-COMMANDS = ("export", "run", "check", "diff", "inspect", "mlir")
+COMMANDS = ("export", "run", "check", "warm", "diff", "inspect", "mlir")
 
 MODEL = '''
 import jax.numpy as jnp
@@ -57,10 +57,13 @@ class Workspace:
     quiet_export: tuple[str, str]
 
 
-def cli(*args: str | Path, cwd: Path, script: bool = False) -> subprocess.CompletedProcess[str]:
+def cli(*args: str | Path, cwd: Path, script: bool = False,
+        cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Runs the command in a fresh process (``python -m jaxport`` unless ``script``)."""
     head = [str(SCRIPT)] if script else [sys.executable, "-m", "jaxport"]
     env = {**os.environ, "PYTHONPATH": str(cwd)}
+    if cache is not None:
+        env["JAXPORT_CACHE_DIR"] = str(cache)
     return subprocess.run([*head, *map(str, args)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
 
@@ -256,6 +259,16 @@ def test_check_passes_good_artifacts_and_bundles_and_fails_damaged_ones(ws: Work
     assert [json.loads(line)["ok"] for line in allowed.stdout.splitlines()] == [True, True]
 
 
+def test_warm_fills_the_cache_that_a_later_process_hits(ws: Workspace, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert ok(cli("warm", "g.jaxport", cwd=ws.root, cache=cache)) == "g.jaxport: compiled\n"
+    assert len(list((cache / "executables").iterdir())) == 1
+    assert ok(cli("warm", "f.jaxport", "--arg", "f32[3,4]", "--arg", "f32[4]", "--arg", "f32[8,3]",
+                  "--kwarg", "scale=f32[]", cwd=ws.root, cache=cache)) == "f.jaxport: compiled\n"
+    assert len(list((cache / "executables").iterdir())) == 2
+    assert ok(cli("warm", "g.jaxport", cwd=ws.root, cache=cache)) == "g.jaxport: hit\n"
+
+
 def test_inspect_json_is_one_object_per_artifact(ws: Workspace) -> None:
     lines = ok(cli("inspect", "--json", ws.g, ws.f, cwd=ws.root)).splitlines()
     assert [json.loads(line)["fun_name"] for line in lines] == ["g", "f"]
@@ -294,6 +307,8 @@ BAD_INPUTS = {
     "bad params": (["export", "model:predict", "--params", "plain.py", "--arg", "f32[3]", "-o", "b"],
                    "plain.py is not a readable .npy or .npz file"),
     "missing check": (["check", "nothere.jaxport"], "No such file or directory: nothere.jaxport"),
+    "warm symbolic spec": (["warm", "f.jaxport", "--arg", "f32[b]"], "warm compiles for concrete shapes"),
+    "warm without specs": (["warm", "f.jaxport"], "f.jaxport has symbolic shapes (float32[b,3]): give the shapes"),
     "unknown command": (["frobnicate"], "invalid choice: 'frobnicate'"),
     "missing argument": (["export", "model:g"], "the following arguments are required: -o/--output"),
 }

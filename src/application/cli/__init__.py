@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import check, diff, export, run, show
+from . import check, diff, export, run, show, warm
 from .common import one_line
 
-_COMMANDS = (export, run, check, diff, show)
+_COMMANDS = (export, run, check, warm, diff, show)
 
 
 class _Parser(argparse.ArgumentParser):
