@@ -4,25 +4,33 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
-# src/ is the import package `jaxport`. For development the venv installs it in
-# editable mode (the `jaxport` script, the package metadata) and imports it
-# through a link (build/importroot/jaxport -> src) that mypy follows too, so
-# edits need no reinstall; `pip install .` builds the same package for users.
+# src/ is the import package `jaxport`. For development the venv imports it
+# through a link (build/importroot/jaxport -> src), so edits need no reinstall;
+# `pip install .` builds the same package for users.
 LINK   := build/importroot/jaxport
+# The `jaxport` command, written as pip writes the console script of
+# [project.scripts] (an editable install would add an import hook that every
+# Python start in the venv pays for).
+SCRIPT := $(VENV)/bin/jaxport
 
 .PHONY: demo test bench typecheck install clean fuzz
 
 $(DEPS): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet --editable ".[dev]"
+	$(PY) -m pip install --quiet ".[dev]"
+	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(DEPS)
 
 $(LINK):
 	mkdir -p $(dir $(LINK))
 	ln -sfn ../../src $(LINK)
 
-install: $(DEPS) $(LINK)
+$(SCRIPT): $(DEPS)
+	printf '#!%s\nimport sys\nfrom jaxport.application.cli import main\nif __name__ == "__main__":\n    sys.exit(main())\n' "$(abspath $(PY))" > $@
+	chmod +x $@
+
+install: $(DEPS) $(LINK) $(SCRIPT)
 	echo "$(CURDIR)/build/importroot" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/jaxport-dev.pth"
 
 demo: install

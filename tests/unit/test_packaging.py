@@ -14,3 +14,9 @@ def test_every_package_under_src_is_listed_in_pyproject() -> None:
     found = {".".join(("jaxport", *p.parent.relative_to(ROOT / "src").parts))
              for p in (ROOT / "src").rglob("__init__.py")}
     assert found == listed
+
+
+def test_the_makefile_writes_the_console_script_that_pyproject_declares() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    module, _, function = config["project"]["scripts"]["jaxport"].partition(":")
+    assert f"from {module} import {function}" in (ROOT / "Makefile").read_text()
