@@ -9,6 +9,7 @@ import jax
 from jax.extend import core as jex_core
 
 from ..domain.safety import DisabledSafetyCheck
+from .vjp import Exporter
 
 if TYPE_CHECKING:
     from .exported import Exported
@@ -20,8 +21,8 @@ BatchedExporter = Callable[[tuple[bool, ...], int], "Exported"]
 
 def batched_exporter(fun_name: str, jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],
                      disabled_checks: Sequence[DisabledSafetyCheck],
-                     in_avals: Sequence[Any]) -> BatchedExporter:
-    """A function that exports ``jax.vmap`` of the primal whose jaxpr is ``jaxpr``.
+                     in_avals: Sequence[Any], *, export: Exporter) -> BatchedExporter:
+    """A function that exports, with ``export``, ``jax.vmap`` of the primal whose jaxpr is ``jaxpr``.
 
     The result maps over axis 0 of the flat arguments marked True and
     returns every result batched along axis 0. It is exact: it is JAX's own
@@ -30,8 +31,6 @@ def batched_exporter(fun_name: str, jaxpr: jex_core.ClosedJaxpr, platforms: tupl
     cache: dict[tuple[tuple[bool, ...], int], Exported] = {}
 
     def get_batched(batched: tuple[bool, ...], size: int) -> Exported:
-        from .export_service import export
-
         key = (batched, size)
         if key not in cache:
             fun = jex_core.jaxpr_as_fun(jaxpr)

@@ -105,8 +105,9 @@ class ExportService:
             calling_convention_version=version,
             module_kept_var_idx=lowering.kept_var_idx,
             uses_global_constants=lowering.uses_dim_vars,
-            _get_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks),
-            _batcher=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms, checks, lowering.in_avals),
+            _get_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks, export=export),
+            _batcher=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms, checks,
+                                      lowering.in_avals, export=export),
         )
 
 

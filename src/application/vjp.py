@@ -15,9 +15,15 @@ if TYPE_CHECKING:
     from .exported import Exported
 
 
+#: ``jaxport.export``'s signature: the export service passes itself in, so this
+#: module does not import it (no import cycle).
+Exporter = Callable[..., Callable[..., "Exported"]]
+
+
 def vjp_exporter(jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],
-                 disabled_checks: Sequence[DisabledSafetyCheck]) -> Callable[[Exported], Exported]:
-    """A function that exports the VJP of the primal whose jaxpr is ``jaxpr``.
+                 disabled_checks: Sequence[DisabledSafetyCheck], *,
+                 export: Exporter) -> Callable[[Exported], Exported]:
+    """A function that exports, with ``export``, the VJP of the primal whose jaxpr is ``jaxpr``.
 
     The VJP takes the flat primal arguments followed by one cotangent per
     flat primal output (``float0`` for integer outputs) and returns the
@@ -25,8 +31,6 @@ def vjp_exporter(jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],
     """
 
     def get_vjp(primal: Exported) -> Exported:
-        from .export_service import export
-
         fun = jex_core.jaxpr_as_fun(jaxpr)
         nr_primals = len(primal.in_avals)
 
