@@ -89,7 +89,7 @@ class Exported:
         from .raw_module import exported_from_module
 
         return exported_from_module(
-            module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
+            cls, module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
             calling_convention_version=calling_convention_version, nr_devices=nr_devices,
             kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks)
 
@@ -172,7 +172,7 @@ class Exported:
             VjpUnavailableError: this object cannot provide VJPs of that order.
             ValueError: its pytrees hold a node type not registered for serialization.
         """
-        from .serialization import serialize
+        from .serialization_write import serialize
 
         return serialize(self, vjp_order, integrity=integrity)
 
@@ -278,6 +278,10 @@ class Exported:
             return CachingCaller(make_caller(self), lambda: self._artifact_digest,
                                  multi_device=self.nr_devices > 1)
         return make_caller(self)
+
+    def _module_digest(self) -> bytes:
+        """The SHA-256 of the module bytes, computed once and kept (see domain/module_bytes.py)."""
+        return _MODULE_BYTES.digest(self)
 
     @functools.cached_property
     def _artifact_digest(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 from jax.core import ShapedArray
@@ -12,7 +12,9 @@ from ..adapters.mlir_module import StableHloSerializer
 from ..domain.module_format import check_portable_artifact
 from ..domain.platforms import normalize_platforms
 from ..domain.safety import DisabledSafetyCheck
-from .exported import Exported
+
+if TYPE_CHECKING:  # Exported.from_module passes its class in: no import cycle
+    from .exported import Exported
 
 
 def _aval(spec: Any) -> ShapedArray:
@@ -20,7 +22,7 @@ def _aval(spec: Any) -> ShapedArray:
 
 
 def exported_from_module(
-        module: bytes, *, in_specs: Sequence[Any], out_specs: Any, platforms: Sequence[str],
+        cls: type[Exported], module: bytes, *, in_specs: Sequence[Any], out_specs: Any, platforms: Sequence[str],
         calling_convention_version: int, nr_devices: int = 1, kwargs_specs: dict[str, Any] | None = None,
         fun_name: str = "module", disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Exported:
     """An :class:`Exported` for a serialized module recorded with its signature.
@@ -54,7 +56,7 @@ def exported_from_module(
     out_avals, out_tree = jax.tree_util.tree_flatten(jax.tree_util.tree_map(_aval, out_specs))
     plats = normalize_platforms(platforms)
     symbolic = any(not all(isinstance(d, int) for d in a.shape) for a in in_avals)
-    return Exported(
+    return cls(
         fun_name=fun_name,
         in_tree=in_tree,
         in_avals=tuple(in_avals),

@@ -1,4 +1,4 @@
-"""Serializing a whole :class:`Exported`, in jax.export's artifact format."""
+"""Reading a whole :class:`Exported` from jax.export's artifact format (writing: serialization_write.py)."""
 
 from __future__ import annotations
 
@@ -7,80 +7,17 @@ from typing import Any
 
 from ..adapters import jax_internals
 from ..adapters.jax_dims import JaxDim
-from ..adapters.flatbuffers_codec import decode_artifact, encode_artifact, encode_artifact_located
-from ..adapters.jax_records import (
-    aval_record,
-    effect_record,
-    jax_aval,
-    jax_effect,
-    jax_sharding,
-    sharding_record,
-)
+from ..adapters.flatbuffers_codec import decode_artifact
+from ..adapters.jax_records import jax_aval, jax_effect, jax_sharding
 from ..adapters.mlir_module import StableHloSerializer
 from ..domain import calling_convention
 from ..domain.module_format import check_portable_artifact
 from ..domain.artifact import ArtifactRecord, AvalRecord
-from ..domain.errors import ArtifactError, CallingConventionError, VjpUnavailableError
-from ..domain.integrity import Extension, ModuleRegion, seal
+from ..domain.errors import ArtifactError, CallingConventionError
 from ..domain.symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
-from .exported import _MODULE_BYTES, Exported
+from .exported import Exported
 from .pytree_registry import PytreeSerializationRegistry, default_registry
-
-
-def to_record(exp: Exported, vjp_order: int, registry: PytreeSerializationRegistry) -> ArtifactRecord:
-    """The artifact record of ``exp`` with VJPs nested to ``vjp_order``.
-
-    Raises:
-        VjpUnavailableError: ``exp`` cannot provide VJPs of that order.
-        ValueError: a pytree node type is not registered for serialization.
-    """
-    if vjp_order < 0:
-        raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
-    chain = [exp]
-    while len(chain) <= vjp_order:
-        if not chain[-1].has_vjp():
-            raise VjpUnavailableError(
-                f"Cannot serialize '{exp.fun_name}' with vjp_order={vjp_order}: it carries VJPs "
-                f"up to order {len(chain) - 1} only. Serialize the in-process export, or load an "
-                "artifact that was serialized with a vjp_order at least that high.")
-        chain.append(chain[-1].vjp())
-    vjp = None
-    for link in reversed(chain[1:]):
-        vjp = _record(link, vjp, registry)
-    return _record(exp, vjp, registry)
-
-
-def _record(exp: Exported, vjp: ArtifactRecord | None, registry: PytreeSerializationRegistry) -> ArtifactRecord:
-    return ArtifactRecord(
-        function_name=exp.fun_name,
-        in_tree=registry.to_spec(exp.in_tree),
-        in_avals=tuple(aval_record(a) for a in exp.in_avals),
-        out_tree=registry.to_spec(exp.out_tree),
-        out_avals=tuple(aval_record(a) for a in exp.out_avals),
-        in_shardings=tuple(sharding_record(s) for s in exp.in_shardings),
-        out_shardings=tuple(sharding_record(s) for s in exp.out_shardings),
-        nr_devices=exp.nr_devices,
-        platforms=exp.platforms,
-        ordered_effects=tuple(effect_record(e) for e in exp.ordered_effects),
-        unordered_effects=tuple(effect_record(e) for e in exp.unordered_effects),
-        disabled_checks=exp.disabled_safety_checks,
-        mlir_module_serialized=exp.mlir_module_serialized,
-        calling_convention_version=exp.calling_convention_version,
-        module_kept_var_idx=exp.module_kept_var_idx,
-        uses_global_constants=exp.uses_global_constants,
-        vjp=vjp,
-        constraints=_constraints_of(exp.in_avals),
-    )
-
-
-def _constraints_of(avals: Sequence[Any]) -> tuple[str, ...]:
-    """The texts of the constraints of the scope that the symbolic dimensions share."""
-    for aval in avals:
-        for d in aval.shape:
-            scope = getattr(d, "scope", None)
-            if isinstance(scope, SymbolicScope):
-                return tuple(c.text for c in scope.constraints)
-    return ()
+from .serialization_write import serialize as serialize, to_record as to_record
 
 
 def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
@@ -171,38 +108,6 @@ def _named(sharding: Any) -> Any:
     from jax.sharding import NamedSharding
 
     return sharding if isinstance(sharding, NamedSharding) else None
-
-
-def serialize(exp: Exported, vjp_order: int = 0,
-              registry: PytreeSerializationRegistry | None = None, *,
-              integrity: bool = True) -> bytearray:
-    """The bytes of ``exp`` in jax.export's format (``jax.export.deserialize`` reads them).
-
-    Args:
-        exp: the export.
-        vjp_order: how many orders of VJP to include.
-        registry: the pytree serialization registry (default: the global one).
-        integrity: append the jaxport trailer (:mod:`jaxport.domain.integrity`):
-            a digest checked on load and the symbolic constraints. False gives
-            the bytes ``jax.export``'s ``serialize()`` writes, without either.
-    """
-    record = to_record(exp, vjp_order, registry or default_registry())
-    if not integrity:
-        return encode_artifact(record)
-    flatbuffer, start = encode_artifact_located(record)
-    module = record.mlir_module_serialized
-    digest = _MODULE_BYTES.digest(exp) if module is exp.mlir_module_serialized else None
-    region = None if digest is None else ModuleRegion(start, len(module), digest)
-    return seal(flatbuffer, Extension(_chain_constraints(record)), region)
-
-
-def _chain_constraints(record: ArtifactRecord) -> tuple[tuple[str, ...], ...]:
-    levels = []
-    link: ArtifactRecord | None = record
-    while link is not None:
-        levels.append(link.constraints)
-        link = link.vjp
-    return tuple(levels)
 
 
 def deserialize(blob: bytes | bytearray | memoryview,
