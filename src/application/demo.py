@@ -6,6 +6,7 @@ Run as ``python -m jaxport.application.demo``.
 from __future__ import annotations
 
 import collections
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -105,7 +106,25 @@ def inputs(batch: int) -> jax.Array:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs the demo; returns the process exit code."""
+    """Runs the demo; returns the process exit code.
+
+    Everything the demo writes (the bundle, and the executable cache unless
+    ``JAXPORT_CACHE_DIR`` says where) goes to a temporary directory that is
+    removed at the end: running the demo leaves nothing in the user's home.
+    """
+    with tempfile.TemporaryDirectory(prefix="jaxport-demo-") as directory:
+        own_cache = "JAXPORT_CACHE_DIR" not in os.environ
+        if own_cache:
+            os.environ["JAXPORT_CACHE_DIR"] = str(Path(directory) / "cache")
+        try:
+            _run(Path(directory))
+        finally:
+            if own_cache:
+                del os.environ["JAXPORT_CACHE_DIR"]
+    return 0
+
+
+def _run(directory: Path) -> None:
     params = make_params()
     batch, = jaxport.symbolic_shape("b")
     x_spec = jax.ShapeDtypeStruct((batch, 8), jnp.float32)
@@ -131,9 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     for g, w in zip(jax.tree_util.tree_leaves(grad), jax.tree_util.tree_leaves(want_grad)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
     print("Gradients through the loaded function match the original's (exported VJP).")
-    with tempfile.TemporaryDirectory(prefix="jaxport-demo-") as directory:
-        model_demo(params, Path(directory))
-    return 0
+    model_demo(params, directory)
 
 
 if __name__ == "__main__":
