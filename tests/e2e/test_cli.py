@@ -269,6 +269,21 @@ def test_warm_fills_the_cache_that_a_later_process_hits(ws: Workspace, tmp_path:
     assert ok(cli("warm", "g.jaxport", cwd=ws.root, cache=cache)) == "g.jaxport: hit\n"
 
 
+def test_warm_compiles_a_bundles_functions_with_its_weights(ws: Workspace, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    static = tmp_path / "static.bundle"
+    ok(cli("export", "model:predict", "--params", "weights.safetensors", "--arg", "f32[2,3]", "-o", static,
+           cwd=ws.root))
+    assert ok(cli("warm", static, cwd=ws.root, cache=cache)) == f"{static} predict: compiled\n"
+    assert ok(cli("warm", "model.bundle", "predict", "--arg", "f32[5,3]", cwd=ws.root, cache=cache)) == (
+        "model.bundle predict: compiled\n")
+    assert len(list((cache / "executables").iterdir())) == 2
+    np.save(tmp_path / "x.npy", np.ones((5, 3), np.float32))
+    ok(cli("run", "model.bundle", "--input", tmp_path / "x.npy", cwd=ws.root, cache=cache))
+    assert len(list((cache / "executables").iterdir())) == 2  # the run loaded what warm compiled
+    assert ok(cli("warm", static, "predict", cwd=ws.root, cache=cache)) == f"{static} predict: hit\n"
+
+
 def test_inspect_json_is_one_object_per_artifact(ws: Workspace) -> None:
     lines = ok(cli("inspect", "--json", ws.g, ws.f, cwd=ws.root)).splitlines()
     assert [json.loads(line)["fun_name"] for line in lines] == ["g", "f"]
@@ -309,6 +324,9 @@ BAD_INPUTS = {
     "missing check": (["check", "nothere.jaxport"], "No such file or directory: nothere.jaxport"),
     "warm symbolic spec": (["warm", "f.jaxport", "--arg", "f32[b]"], "warm compiles for concrete shapes"),
     "warm without specs": (["warm", "f.jaxport"], "f.jaxport has symbolic shapes (float32[b,3]): give the shapes"),
+    "warm no such bundle function": (["warm", "model.bundle", "nope"], "bundle model.bundle has no function 'nope'"),
+    "warm symbolic bundle": (["warm", "model.bundle"], "model.bundle predict has symbolic shapes (float32[b,3])"),
+    "warm function of a file": (["warm", "g.jaxport", "g"], "g.jaxport is an artifact file, not a bundle"),
     "unknown command": (["frobnicate"], "invalid choice: 'frobnicate'"),
     "missing argument": (["export", "model:g"], "the following arguments are required: -o/--output"),
 }

@@ -93,6 +93,17 @@ def load_artifact(path: str, *, allowed_custom_calls: Sequence[str] = ()) -> Exp
         raise ArtifactError(f"{path}: {exc}") from exc
 
 
+def bundle_function(path: str, bundle: Any, function: str) -> Any:
+    """The bound function ``function`` of the bundle loaded from ``path``.
+
+    Raises:
+        UsageError: the bundle has no such function (the message lists those it has).
+    """
+    if function not in bundle:
+        raise UsageError(f"bundle {path} has no function {function!r} (it has {', '.join(sorted(bundle))})")
+    return bundle[function]
+
+
 def read_artifact(path: str) -> ArtifactRecord:
     """The decoded record of the file at ``path``, without JAX.
 

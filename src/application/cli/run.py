@@ -64,7 +64,7 @@ def _target(path: str, function: str | None, allowed: list[str]) -> tuple[Any, l
     arguments bound before the inputs (a bundle's weights)."""
     import os
 
-    from .common import UsageError, load_artifact
+    from .common import UsageError, bundle_function, load_artifact
 
     if not os.path.isdir(path):
         if function is not None:
@@ -77,9 +77,7 @@ def _target(path: str, function: str | None, allowed: list[str]) -> tuple[Any, l
         if len(bundle) != 1:
             raise UsageError(f"bundle {path} has functions {', '.join(sorted(bundle))}: name one")
         function = next(iter(bundle))
-    if function not in bundle:
-        raise UsageError(f"bundle {path} has no function {function!r} (it has {', '.join(sorted(bundle))})")
-    bound = bundle[function]
+    bound = bundle_function(path, bundle, function)
     return bound.exported, [bound.params] if bound.takes_params else []
 
 

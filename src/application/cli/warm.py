@@ -1,4 +1,5 @@
-"""``jaxport warm PATH [--arg SPEC...]``: compile an artifact for this machine into the executable cache."""
+"""``jaxport warm PATH [FUNCTION] [--arg SPEC...]``: compile an artifact, or a bundle's
+functions, for this machine into the executable cache."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ from typing import Any
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``warm`` to ``commands``."""
     cmd = commands.add_parser(
-        "warm", parents=[common], help="compile an artifact into the executable cache",
-        description="Compile the artifact at PATH for this machine and store the executable in "
+        "warm", parents=[common], help="compile an artifact or a bundle's functions into the executable cache",
+        description="Compile the artifact at PATH, or the functions of the bundle directory at PATH "
+                    "(only FUNCTION when given), for this machine and store the executables in "
                     "the cache (JAXPORT_CACHE_DIR), so that the first call of a later process "
                     "loads it instead of compiling. A static artifact needs no specs; a symbolic "
                     "one needs the shapes to serve, as --arg/--kwarg specs with integer "
-                    "dimensions (the grammar of jaxport export). Prints 'compiled', 'hit' (already "
-                    "cached) or 'uncached' (caching is off or the backend cannot store executables).")
-    cmd.add_argument("path", metavar="PATH", help="an artifact file")
+                    "dimensions (the grammar of jaxport export); for a bundle's function that "
+                    "takes the weights, the specs are those of the arguments after the weights. "
+                    "Prints 'compiled', 'hit' (already cached) or 'uncached' (caching is off or "
+                    "the backend cannot store executables).")
+    cmd.add_argument("path", metavar="PATH", help="an artifact file or a bundle directory")
+    cmd.add_argument("function", metavar="FUNCTION", nargs="?",
+                     help="the function of a bundle to warm (all of them when left out)")
     cmd.add_argument("--arg", action="append", default=[], metavar="SPEC",
                      help="the spec of the next positional argument, e.g. f32[32,784] (repeat, in order)")
     cmd.add_argument("--kwarg", action="append", default=[], metavar="NAME=SPEC",
@@ -27,7 +33,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def warm_artifact(args: argparse.Namespace) -> int:
-    """Compiles into the cache and prints the outcome."""
+    """Compiles into the cache and prints the outcome, one line per artifact or bundle function."""
+    import os
+
     from .common import Progress, UsageError, load_artifact, to_struct
     from .export import specs_of
 
@@ -36,15 +44,59 @@ def warm_artifact(args: argparse.Namespace) -> int:
     for spec in (*arg_specs, *kwarg_specs.values()):
         if spec.is_symbolic:
             raise UsageError(f"warm compiles for concrete shapes: {spec} has a symbolic dimension")
-    exported = load_artifact(args.path, allowed_custom_calls=args.allow_custom_call)
-    if not arg_specs and not kwarg_specs:
-        from ...domain.symbolic import is_symbolic_dim
-
-        symbolic = [str(a) for a in exported.in_avals if any(is_symbolic_dim(d) for d in a.shape)]
-        if symbolic:
-            raise UsageError(f"{args.path} has symbolic shapes ({', '.join(symbolic)}): give the "
-                             "shapes to compile for with --arg/--kwarg, e.g. --arg 'f32[32,784]'")
-    with progress.phase(f"compiling {args.path}"):
-        outcome = exported.warm(*map(to_struct, arg_specs), **{k: to_struct(v) for k, v in kwarg_specs.items()})
-    print(f"{args.path}: {outcome}")
+    specs = ([to_struct(s) for s in arg_specs], {k: to_struct(v) for k, v in kwarg_specs.items()})
+    if os.path.isdir(args.path):
+        targets = _bundle_targets(args.path, args.function, args.allow_custom_call, bool(args.arg or args.kwarg))
+    elif args.function is not None:
+        raise UsageError(f"{args.path} is an artifact file, not a bundle: leave out FUNCTION ({args.function!r})")
+    else:
+        targets = [(args.path, load_artifact(args.path, allowed_custom_calls=args.allow_custom_call), [])]
+    for name, exported, bound in targets:
+        if not arg_specs and not kwarg_specs:
+            _require_static(name, exported)
+    for name, exported, bound in targets:
+        call_args, call_kwargs = specs if arg_specs or kwarg_specs or not bound else _specs_after_weights(exported)
+        with progress.phase(f"compiling {name}"):
+            outcome = exported.warm(*bound, *call_args, **call_kwargs)
+        print(f"{name}: {outcome}")
     return 0
+
+
+def _bundle_targets(path: str, function: str | None, allowed: list[str],
+                    has_specs: bool) -> list[tuple[str, Any, list[Any]]]:
+    """``(label, Exported, arguments bound before the specs)`` for each function of the
+    bundle at ``path`` to warm: ``function`` only, or all of them."""
+    from ..bundle_load import load_bundle
+    from .common import UsageError, bundle_function
+
+    bundle = load_bundle(path, allowed_custom_calls=allowed)
+    if function is None and has_specs and len(bundle) != 1:
+        raise UsageError(f"bundle {path} has functions {', '.join(sorted(bundle))}: "
+                         "name the one the --arg/--kwarg specs are for")
+    names = sorted(bundle) if function is None else [function]
+    targets = []
+    for name in names:
+        bound = bundle_function(path, bundle, name)
+        targets.append((f"{path} {name}", bound.exported, [bound.params] if bound.takes_params else []))
+    return targets
+
+
+def _specs_after_weights(exported: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The exported arguments after the first (a bundle's weights, given as arrays) and the
+    keyword arguments, as ``jax.ShapeDtypeStruct`` of the exported (static) shapes."""
+    import jax
+
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.in_avals]
+    args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, structs)
+    return list(args[1:]), dict(kwargs)
+
+
+def _require_static(name: str, exported: Any) -> None:
+    """Raises UsageError when ``exported`` has symbolic input shapes (warm needs the shapes)."""
+    from ...domain.symbolic import is_symbolic_dim
+    from .common import UsageError
+
+    symbolic = [str(a) for a in exported.in_avals if any(is_symbolic_dim(d) for d in a.shape)]
+    if symbolic:
+        raise UsageError(f"{name} has symbolic shapes ({', '.join(symbolic)}): give the "
+                         "shapes to compile for with --arg/--kwarg, e.g. --arg 'f32[32,784]'")
