@@ -12,13 +12,6 @@ import pytest
 from jaxport.adapters.cache_store import DirectoryCacheStore
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(root))
-    return root
-
-
 def test_an_entry_written_is_read_back_from_a_private_directory(cache_dir: Path) -> None:
     store = DirectoryCacheStore("things")
     store.write("abc", b"payload")
