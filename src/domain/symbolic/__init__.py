@@ -4,14 +4,16 @@ Pure Python. JAX duck-types :class:`DimExpr` as a shape dimension once the
 JAX adapter subclasses it (``dimension_as_value``, ``__jax_array__``) and
 installs its inconclusive-error factory (:func:`set_inconclusive_factory`).
 
-Modules, by reason to change:
+Modules, by reason to change (they form a DAG at run time, see
+tests/unit/test_import_graph.py):
 
 * ``core``: canonical polynomials, ordering and printing (JAX's text);
 * ``decision``: the bounds decision procedure;
 * ``scope``: :class:`SymbolicScope` and user constraints;
 * ``expr``: :class:`DimExpr` and ``max``/``min``; ``division``: the ``floordiv``/``mod`` rules;
 * ``ops``: evaluation over pluggable operations (:class:`DimOps`);
-* ``parser``: :func:`parse_shape_spec`, :func:`parse_constraint`;
+* ``parser``: the grammar, :func:`parse_constraint` (which ``scope`` uses);
+  ``shape_spec``: :func:`parse_shape_spec`, above ``parser`` and ``scope``;
 * ``plan``/``planner``: the :class:`ShapePlan` of exported shapes;
 * ``solve``: running a plan; the call-side :func:`solve_call`.
 """
@@ -40,7 +42,7 @@ from .expr import (
     is_symbolic_dim as is_symbolic_dim,
 )
 from .ops import PYTHON_OPS as PYTHON_OPS, DimOps as DimOps, PythonOps as PythonOps
-from .parser import parse_constraint as parse_constraint, parse_shape_spec as parse_shape_spec
+from .parser import parse_constraint as parse_constraint
 from .plan import (
     ArgDim as ArgDim,
     PlanValue as PlanValue,
@@ -52,6 +54,7 @@ from .plan import (
 )
 from .planner import build_plan as build_plan
 from .scope import Comparison as Comparison, Constraint as Constraint, SymbolicScope as SymbolicScope
+from .shape_spec import parse_shape_spec as parse_shape_spec
 from .solve import (
     CallSolution as CallSolution,
     PlanHandler as PlanHandler,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Mapping
-from typing import Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from typing_extensions import Self
 
@@ -36,7 +36,9 @@ from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
 from .division import divide
 from .errors import INCONCLUSIVE_EXPLANATION, DimensionPowerError, ScopeMixingError, inconclusive
 from .ops import PYTHON_OPS, DimOps, evaluate
-from .scope import SymbolicScope
+
+if TYPE_CHECKING:  # at run time the scope is only held and asked (scope.py imports this module's parser)
+    from .scope import SymbolicScope
 
 #: A dimension of a shape: an int or a symbolic expression.
 DimSize: TypeAlias = Union[int, "DimExpr"]

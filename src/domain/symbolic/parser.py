@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from .core import FLOORDIV, MAX, MIN, MOD
 from .errors import ConstraintError, ShapeSpecSyntaxError
 from .expr import DimExpr, DimSize, dim_floordiv, dim_max, dim_min, dim_mod
-from .scope import SymbolicScope
+
+if TYPE_CHECKING:  # scope.py parses its constraints with this module
+    from .scope import SymbolicScope
 
 _TOKEN_RE: Final = re.compile(
     r"(?P<space>\s+)|(?P<ELLIPSIS>\.\.\.)|(?P<NUMBER>\d\w*(?:\.\w*)?)|(?P<NAME>[^\W\d]\w*)"
@@ -233,34 +235,25 @@ class _Parser:
             dims.append(self.placeholder_at(index, like, token, "..."))
 
 
-def parse_shape_spec(
+def parse_shape(
     spec: str,
     *,
-    scope: SymbolicScope | None = None,
+    scope: SymbolicScope,
     like: Sequence[int | None] | None = None,
     expr_class: type[DimExpr] = DimExpr,
 ) -> tuple[DimSize, ...]:
-    """Parses a symbolic shape such as ``"b, 2*h, _, ..."`` or ``"(b, 4)"``.
+    """Parses a symbolic shape in ``scope``; :func:`~.shape_spec.parse_shape_spec` is the public
+    entry (it makes the scope when none is given).
 
-    Args:
-        spec: comma-separated dimension expressions; the parentheses are optional.
-        scope: the scope of the new dimensions; a new empty scope if None.
-        like: the concrete shape that ``_`` and ``...`` take dimensions from.
-        expr_class: the class of the symbolic dimensions built (an adapter's subclass).
-
-    Returns:
-        One int or symbolic dimension per dimension of the shape.
+    >>> from jaxport.domain.symbolic import SymbolicScope
+    >>> parse_shape("(2*w, w + 1)", scope=SymbolicScope(["w >= 2"]))
+    (2*w, w + 1)
 
     Raises:
         ShapeSpecSyntaxError: the spec is malformed; the message quotes the spec
             and the position of the offending token.
-
-    >>> parse_shape_spec("b + 1, floordiv(b, 2), max(b, 4), 3")
-    (b + 1, floordiv(b, 2), max(b, 4), 3)
-    >>> parse_shape_spec("_, b, ...", like=(2, None, 5, 6))
-    (2, b, 5, 6)
     """
-    parser = _Parser(spec, scope if scope is not None else SymbolicScope(), expr_class)
+    parser = _Parser(spec, scope, expr_class)
     dims = parser.shape(like)
     if parser.token.kind != "ENDMARKER":
         parser.dimension = len(dims)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 from .core import FLOORDIV, MOD, Factor, Poly, Term, substitute_term
 from .decision import BoundsDecider
 from .errors import ConstraintError
+from .parser import parse_constraint
 
 if TYPE_CHECKING:
     from .expr import DimExpr
@@ -147,8 +148,6 @@ class SymbolicScope:
     # ---- construction ----------------------------------------------------------
 
     def _install(self) -> None:
-        from .parser import parse_constraint
-
         parsed = [(text, *parse_constraint(text, scope=self)) for text in self._texts]
         built = []
         for text, lhs, relation, rhs in parsed:
