@@ -15,6 +15,13 @@ ready, after imports and loading) and reports it; the benchmark records those
 times in ``extra_info["first_call_s"]``, which the report uses instead of
 the whole child's wall time. The issue's goal: warm / cold <= 0.05.
 
+With each warm round, one more child measures the *XLA floor* of a hit
+(``extra_info["floor_s"]``): after loading and lowering untimed, it takes
+the cached executable's bytes and times only the backend's
+``deserialize_executable`` and the first execution. Any cache of XLA
+executables pays that much; the report shows it beside the warm first call,
+so that the part of a hit that is jaxport's own is visible.
+
 Where a hit's time goes (2 cores, jaxlib 0.10.2, measured 2026-11-30): about
 85 ms in the backend's ``deserialize_executable``, about 85 ms in the first
 execution of the executable (a freshly compiled one pays the same; a later
@@ -60,6 +67,31 @@ print(json.dumps({"first_call_s": time.perf_counter() - start}))
 """
 
 
+FLOOR_CHILD = """
+import json, sys, time
+import numpy as np
+import jaxport
+from jaxport.adapters import jax_internals
+from jaxport.application.executable_cache import default_cache
+from jaxport.domain.cache_entry import decode_entry
+from jaxport.domain.executable_key import EXECUTABLE_MAGIC
+exp = jaxport.load(sys.argv[1])
+x = np.ones((8, 16), np.float32)
+cache = default_cache()
+lowered = cache.executables.lower(exp._caller._jitted, (x,), {})
+key = cache.key(lowered, exp._artifact_digest)
+data = cache.store.read(key.digest())
+assert data is not None, "the warm cache has no entry for this call"
+payload = decode_entry(data, EXECUTABLE_MAGIC, key.encode())
+devices = jax_internals.lowering_devices(lowered)
+start = time.perf_counter()
+executable = devices[0].client.deserialize_executable(payload, devices)
+compiled = jax_internals.compiled_from_executable(lowered, executable)
+compiled(x).block_until_ready()
+print(json.dumps({"floor_s": time.perf_counter() - start}))
+"""
+
+
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("coldstart") / "mlp2k.jaxport"
@@ -76,10 +108,19 @@ def warm_cache(tmp_path_factory: pytest.TempPathFactory, artifact: Path) -> Path
 
 
 def _first_call(artifact: Path, role: Role, cache: Path) -> float:
+    return _child_seconds(CHILD, "first_call_s", artifact, cache, role)
+
+
+def _floor(artifact: Path, cache: Path) -> float:
+    return _child_seconds(FLOOR_CHILD, "floor_s", artifact, cache)
+
+
+def _child_seconds(script: str, field: str, artifact: Path, cache: Path, *args: str) -> float:
+    """The time a child running ``script`` reports under ``field``."""
     env = {**os.environ, "JAXPORT_CACHE_DIR": str(cache)}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(artifact), role], env=env,
+    out = subprocess.run([sys.executable, "-c", script, str(artifact), *args], env=env,
                          capture_output=True, text=True, check=True)
-    seconds: float = json.loads(out.stdout.strip().splitlines()[-1])["first_call_s"]
+    seconds: float = json.loads(out.stdout.strip().splitlines()[-1])[field]
     return seconds
 
 
@@ -88,10 +129,12 @@ def test_first_call_in_a_fresh_process(benchmark: BenchmarkFixture, label: Label
                                        warm_cache: Path, chunk: int, role: Role) -> None:
     label(group=GROUP, kind="coldstart", role=role, baseline="cold cache", chunk=chunk)
     first_calls: list[float] = []
+    floors: list[float] = []
 
     def run() -> None:
         if role == "jaxport":
             first_calls.append(_first_call(artifact, role, warm_cache))
+            floors.append(_floor(artifact, warm_cache))
             return
         with tempfile.TemporaryDirectory(prefix="jaxport-cold-") as empty:
             first_calls.append(_first_call(artifact, "jaxport" if role == "baseline" else role,
@@ -99,3 +142,5 @@ def test_first_call_in_a_fresh_process(benchmark: BenchmarkFixture, label: Label
 
     benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=0)
     benchmark.extra_info["first_call_s"] = first_calls
+    if floors:
+        benchmark.extra_info["floor_s"] = floors
