@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+from jax._src import core as _core  # loaded with jax; read on every call (see is_staging)
+from jax._src.interpreters import partial_eval as _partial_eval
 from jax.interpreters import mlir
 
 # What: lowering for export (several platforms, constants kept in the module).
@@ -334,3 +336,13 @@ def use_shardy_partitioner() -> bool:
     from jax._src import config
 
     return bool(config.use_shardy_partitioner.value)
+
+
+# What: whether the current trace stages a jaxpr out (``jax.jit``, ``jax.eval_shape``,
+# ``jax.make_jaxpr`` and export tracing), rather than running eagerly or transforming.
+# Why internal: JAX has no public query of the current trace
+# (``jax.core.unsafe_am_i_under_a_jit_DO_NOT_USE`` is deprecated and prints the trace stack).
+def is_staging() -> bool:
+    """Whether the innermost trace is the one that builds a jaxpr."""
+    return isinstance(_core.trace_ctx.trace, _partial_eval.DynamicJaxprTrace)
+

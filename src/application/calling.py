@@ -16,12 +16,22 @@ if TYPE_CHECKING:
 
 
 def make_caller(exp: Exported) -> Callable[..., Any]:
-    """The function behind ``exp.call``.
+    """The function behind an eager ``exp.call``: a ``jax.jit`` of :func:`make_traced_caller`'s.
 
-    It is a ``jax.jit`` of the pytree-level call, so an eager call takes JAX's
-    C++ dispatch path (one cache lookup, no Python tracing) after the first
-    call with a given signature; inside a transformation it inlines. The
+    An eager call takes JAX's C++ dispatch path (one cache lookup, no Python
+    tracing) after the first call with a given signature; under an eager
+    ``jax.grad`` or ``jax.vmap`` it is traced once per signature. The
     primitive's own rules differentiate and batch it (``adapters.jax_autodiff``).
+    """
+    return jax.jit(make_traced_caller(exp))
+
+
+def make_traced_caller(exp: Exported) -> Callable[..., Any]:
+    """The pytree-level call: the tree check, then the primitive bound on the leaves.
+
+    ``exp.call`` runs it directly while a jaxpr is being staged (``jax.jit``,
+    ``jax.eval_shape``, export): the primitive then joins the caller's trace,
+    where a nested ``jax.jit`` would only add a second trace and a call.
     """
     target = exp.call_target
 
@@ -30,7 +40,7 @@ def make_caller(exp: Exported) -> Callable[..., Any]:
         return exp.out_tree.unflatten(bind(target, args_flat))
 
     call.__name__ = f"call_exported_{exp.fun_name}"
-    return jax.jit(call)
+    return call
 
 
 def check_tree(exp: Exported, args: Any, kwargs: Any) -> list[Any]:

@@ -14,6 +14,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from ..adapters import jax_avals
 from ..adapters.jax_call import CallTarget
+from ..adapters.jax_internals import is_staging
 from ..adapters.jax_records import sharding_record
 from ..adapters.mlir_module import StableHloSerializer
 from ..adapters.module_cache import PlainModuleCache
@@ -192,6 +193,8 @@ class Exported:
                 when XLA raised one).
         """
         try:
+            if is_staging():  # the primitive joins the caller's jaxpr (see calling.py)
+                return self._traced_caller(*args, **kwargs)
             return self._caller(*args, **kwargs)
         except TypeError:
             # jax.jit refuses non-array leaves (e.g. a static argument passed
@@ -278,6 +281,12 @@ class Exported:
             return CachingCaller(make_caller(self), lambda: self._artifact_digest,
                                  multi_device=self.nr_devices > 1)
         return make_caller(self)
+
+    @functools.cached_property
+    def _traced_caller(self) -> Callable[..., Any]:
+        from .calling import make_traced_caller
+
+        return make_traced_caller(self)
 
     def _module_digest(self) -> bytes:
         """The SHA-256 of the module bytes, computed once and kept (see domain/module_bytes.py)."""

@@ -87,3 +87,18 @@ def test_a_registered_dimension_class_traces_as_a_dimension_value() -> None:
     b, = parse_shape_spec("b", scope=SymbolicScope(), expr_class=JaxDim)  # JaxDim registers itself
     out = jax.eval_shape(lambda x: x * x.shape[0], jax.ShapeDtypeStruct((b,), jnp.float32))
     assert out.shape == (b,)
+
+
+def test_staging_is_seen_under_jit_and_eval_shape_but_not_eagerly_or_under_eager_transformations() -> None:
+    seen: list[bool] = []
+
+    def f(x: jax.Array) -> jax.Array:
+        seen.append(jax_internals.is_staging())
+        return x * 2
+
+    f(jnp.float32(1))
+    jax.jit(f)(jnp.float32(1))
+    jax.eval_shape(f, jax.ShapeDtypeStruct((3,), jnp.float32))  # a shape jit has not traced
+    jax.vmap(f)(jnp.ones(2))
+    jax.grad(f)(jnp.float32(1))
+    assert seen == [False, True, True, False, False]
