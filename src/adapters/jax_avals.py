@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,13 @@ from . import jax_internals
 
 def spec_of(aval: ShapedArray) -> ArraySpec:
     """The domain spec of a JAX abstract value."""
-    return ArraySpec(tuple(aval.shape), str(aval.dtype), bool(aval.weak_type))
+    return ArraySpec(tuple(aval.shape), _dtype_name(aval.dtype), bool(aval.weak_type))
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_name(dtype: Any) -> str:
+    """``str(dtype)``, kept per dtype: NumPy builds the name anew on every call."""
+    return str(dtype)
 
 
 def specs_of(avals: Sequence[ShapedArray]) -> tuple[ArraySpec, ...]:

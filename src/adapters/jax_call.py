@@ -123,6 +123,16 @@ class CallTarget:  # not slots: is_symbolic is a cached property
         return b"custom_call" in self.module_bytes
 
     @functools.cached_property
+    def out_avals_are_plain(self) -> tuple[bool, ...]:
+        """For each output, whether its aval is the one its shape and dtype alone make.
+
+        Such an aval (no sharding, no manual axes) is made anew for a call's
+        shape without ``update``'s sharding checks, which have nothing to check.
+        """
+        return tuple(ShapedArray(a.shape, a.dtype, a.weak_type, memory_space=a.memory_space) is a
+                     for a in self.out_avals)
+
+    @functools.cached_property
     def is_symbolic(self) -> bool:
         """Whether some input dimension is symbolic (outputs are then solved per call)."""
         return any(s.is_symbolic for s in self.in_specs)
@@ -177,7 +187,9 @@ def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...])
                                 actual_shapes, target.arg_paths)
     if foreign is not None:
         shapes = tuple(tuple(foreign.back(d) for d in shape) for shape in shapes)
-    return tuple(a.update(shape=shape) for a, shape in zip(target.out_avals, shapes))
+    return tuple(ShapedArray(shape, a.dtype, a.weak_type, memory_space=a.memory_space) if plain
+                 else a.update(shape=shape)
+                 for a, shape, plain in zip(target.out_avals, shapes, target.out_avals_are_plain))
 
 
 def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
