@@ -22,14 +22,15 @@ each in three states:
   cache the abstract rule and the solve, both scopes cache bounds, and JAX's
   tracer caches abstract evaluations by primitive parameters); for
   ``eval_shape`` also a fresh ``Exported`` object, so no per-object state
-  (jaxport's jitted caller, its call target) survives: a first call of a
-  freshly loaded artifact;
+  (jaxport's caller, its call target) survives: a first call of a freshly
+  loaded artifact;
 * ``new shape``: caches kept, but each round calls with a batch size never
   seen before, as a server does when the batch size changes;
 * ``warm``: the same shapes again. For ``eval_shape`` this includes JAX's
-  own caches: jaxport's ``exp.call`` is a ``jax.jit`` whose trace JAX reuses,
-  while jax.export's re-traces its ``custom_vjp`` wrapper on every call and
-  reuses JAX's cached abstract evaluation of its primitive.
+  own caches: while a jaxpr is staged, jaxport's ``exp.call`` binds its
+  primitive in the caller's trace (no nested ``jax.jit``), and jax.export's
+  re-traces its ``custom_vjp`` wrapper on every call; both then reuse JAX's
+  cached abstract evaluation of their primitive.
 
 Everything here is single-threaded CPU work, timed by ``time.process_time``
 with the garbage collector off while timing. The two roles of a group run in
@@ -88,7 +89,7 @@ class Timing:
     warm_iterations: int
 
 
-# Per call on 2 (shared) cores: eval_shape 0.7-2 ms; the abstract rule and the
+# Per call on 2 (shared) cores: eval_shape 0.4-2 ms; the abstract rule and the
 # solve 0.05-1.2 ms cold or with a new shape; warm, the rule 0.5-5 us and the
 # solve 10-200 us (so several calls per warm round).
 TIMINGS: dict[Level, Timing] = {
