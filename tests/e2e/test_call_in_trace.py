@@ -8,10 +8,15 @@ errors are those of every other call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.sharding import AxisType
+from jax.sharding import PartitionSpec as P
 
 import jaxport
 from jaxport.errors import ShapeMismatchError, TreeMismatchError
@@ -47,3 +52,22 @@ def test_a_staged_call_checks_its_arguments(exported: jaxport.Exported) -> None:
         jax.jit(lambda y: exported.call(y))(x)
     with pytest.raises(TypeError, match="<class 'str'>"):
         jax.jit(lambda y: exported.call(y, "two"))(x)
+
+
+STAGING_CONTEXTS: dict[str, Callable[[Callable[[Any], Any], Any], Any]] = {
+    "scan": lambda f, x: jax.lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0],
+    "cond": lambda f, x: jax.lax.cond(x[0] >= 0, f, lambda y: y, x),
+    "checkpoint": lambda f, x: jax.checkpoint(f)(x),
+    "shard_map": lambda f, x: jax.shard_map(
+        f, mesh=jax.make_mesh((1,), ("d",), axis_types=(AxisType.Auto,)),
+        in_specs=P("d"), out_specs=P("d"))(x),
+}
+
+
+@pytest.mark.parametrize("context", list(STAGING_CONTEXTS))
+def test_a_call_staged_inside_a_control_flow_or_mapping_body_runs(context: str) -> None:
+    exp = jaxport.export(jax.jit(lambda x: jnp.sin(x) * 2))(jax.ShapeDtypeStruct((4,), jnp.float32))
+    x = np.arange(4, dtype=np.float32)
+    run = STAGING_CONTEXTS[context]
+    expected = run(lambda y: jnp.sin(y) * 2, x)
+    np.testing.assert_allclose(jax.jit(lambda y: run(exp.call, y))(x), expected, rtol=1e-6)
