@@ -20,8 +20,6 @@ and VJP tables may nest only so deep. Every problem is an
 
 from __future__ import annotations
 
-import dataclasses
-
 # Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,6 +31,7 @@ from ..domain.artifact import (
     ShardingRecord, TreeKind, TreeSpec)
 from ..domain.errors import ArtifactError
 from ..domain.integrity import unseal
+from ..domain.records import replace
 from ..domain.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import flatbuffers_wire as W
 from .flatbuffers_reader import TableView, WireReader
@@ -92,7 +91,7 @@ def _with_constraints(record: ArtifactRecord, levels: tuple[tuple[str, ...], ...
                             f"artifact has {record.vjp_order + 1} (a VJP chain of order "
                             f"{record.vjp_order})")
     vjp = None if record.vjp is None else _with_constraints(record.vjp, levels[1:])
-    return dataclasses.replace(record, constraints=levels[0], vjp=vjp)
+    return replace(record, constraints=levels[0], vjp=vjp)
 
 
 def _exported(t: TableView, depth: int) -> ArtifactRecord:

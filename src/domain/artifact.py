@@ -13,12 +13,12 @@ objects (that is the application's).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 # Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeAlias
 
+from .records import record
 from .safety import DisabledSafetyCheck
 
 #: The ``serialization_version`` that jax 0.10.2 writes into every artifact
@@ -37,7 +37,7 @@ class TreeKind(enum.Enum):
     CUSTOM = "custom"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TreeSpec:
     """The structure of a pytree, without its leaves.
 
@@ -156,7 +156,7 @@ class MemorySpace(enum.Enum):
     ANY = "any"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AvalRecord:
     """The abstract value of one flat argument or result.
 
@@ -195,7 +195,7 @@ class AxisType(enum.Enum):
     MANUAL = "Manual"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AbstractDeviceRecord:
     """The kind of device an abstract mesh was made for.
 
@@ -210,7 +210,7 @@ class AbstractDeviceRecord:
     platform: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AbstractMeshRecord:
     """A device mesh by its axes only (no concrete devices)."""
 
@@ -226,7 +226,7 @@ class AbstractMeshRecord:
                 f"{len(self.axis_names)} axis names and {len(self.axis_types)} axis types")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PartitionSpecRecord:
     """How each dimension of an array is split over mesh axes.
 
@@ -243,7 +243,7 @@ class PartitionSpecRecord:
     unreduced: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NamedShardingRecord:
     """A sharding over an abstract mesh (artifacts since 2026-01-15)."""
 
@@ -252,7 +252,7 @@ class NamedShardingRecord:
     memory_kind: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HloShardingRecord:
     """A legacy sharding: a serialized ``xla.OpSharding`` protocol buffer."""
 
@@ -263,14 +263,14 @@ class HloShardingRecord:
 ShardingRecord: TypeAlias = NamedShardingRecord | HloShardingRecord
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EffectRecord:
     """An effect, by the ``str()`` of its Python class, as JAX records it."""
 
     type_name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ArtifactRecord:
     """Every field of a serialized ``Exported``.
 

@@ -8,8 +8,11 @@ already search for it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from .records import record
+
+TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class JaxportError(Exception):
@@ -90,7 +93,7 @@ class CallError(JaxportError, ValueError):
     """The arguments of a call do not match what the function was exported for."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TreeDifference:
     """One structural difference between the call's pytree and the exported one."""
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from .records import record
 
 
 class SafetyCheckKind(enum.Enum):
@@ -14,7 +15,7 @@ class SafetyCheckKind(enum.Enum):
     SHAPE_ASSERTIONS = "shape_assertions"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DisabledSafetyCheck:
     """A safety check to skip, at export (custom calls) or at call (platform).
 
