@@ -10,13 +10,13 @@ import importlib
 # Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
 TYPE_CHECKING = False
 
-from .domain.artifact_info import ArtifactInfo as ArtifactInfo
-from .domain import calling_convention as _calling_convention
-from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
-
 if TYPE_CHECKING:
     from typing import Any
 
+    from .domain.artifact_info import ArtifactInfo as ArtifactInfo
+    from .domain.calling_convention import MAXIMUM_VERSION as maximum_supported_calling_convention_version
+    from .domain.calling_convention import MINIMUM_VERSION as minimum_supported_calling_convention_version
+    from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
     from . import errors as errors
     from .application.bundle import Bundle as Bundle
     from .domain.bundle_info import BundleInfo as BundleInfo
@@ -44,11 +44,10 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: The calling-convention versions this jaxport reads (and, at the maximum, writes).
-minimum_supported_calling_convention_version = _calling_convention.MINIMUM_VERSION
-maximum_supported_calling_convention_version = _calling_convention.MAXIMUM_VERSION
-
 _LAZY = {
+    # Lazy too, so that `import jaxport` loads none of jaxport's modules (issue 10).
+    "ArtifactInfo": "jaxport.domain.artifact_info",
+    "DisabledSafetyCheck": "jaxport.domain.safety",
     "save_bundle": "jaxport.application.bundle_save",
     "load_bundle": "jaxport.application.bundle_load",
     "Bundle": "jaxport.application.bundle",
@@ -75,14 +74,24 @@ _LAZY = {
     "is_symbolic_dim": "jaxport.domain.symbolic",
 }
 
-__all__ = sorted(["ArtifactInfo", "DisabledSafetyCheck", "errors",
-                  "maximum_supported_calling_convention_version",
-                  "minimum_supported_calling_convention_version", *_LAZY])
+#: The calling-convention versions this jaxport reads (and, at the maximum, writes):
+#: ``minimum_supported_calling_convention_version`` and
+#: ``maximum_supported_calling_convention_version``, read from the domain on first use.
+_LAZY_CONSTANTS = {
+    "minimum_supported_calling_convention_version": "MINIMUM_VERSION",
+    "maximum_supported_calling_convention_version": "MAXIMUM_VERSION",
+}
+
+__all__ = sorted(["errors", *_LAZY_CONSTANTS, *_LAZY])
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _LAZY_CONSTANTS:
+        value = getattr(importlib.import_module("jaxport.domain.calling_convention"), _LAZY_CONSTANTS[name])
         globals()[name] = value
         return value
     if name == "errors":

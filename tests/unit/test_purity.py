@@ -38,3 +38,14 @@ def test_the_layer_check_reports_no_crossing() -> None:
         pytest.skip(f"{tool} is not beside this checkout")
     out = subprocess.run([sys.executable, str(tool), str(root)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout
+
+
+def test_importing_jaxport_loads_none_of_its_modules_and_every_public_name_resolves() -> None:
+    # `import jaxport` is cheap: each public name loads its module on first use (issue 10).
+    probe = ("import sys, jaxport\n"
+             "eager = sorted(m for m in sys.modules if m.startswith('jaxport.')"
+             " or m in ('dataclasses', 'enum', 'typing', 'inspect', 're'))\n"
+             "missing = [n for n in jaxport.__all__ if getattr(jaxport, n, None) is None]\n"
+             "print(eager, missing, sorted(set(jaxport.__all__) - set(dir(jaxport))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] [] []", out.stdout + out.stderr

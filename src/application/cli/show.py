@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from typing import Any
 
 
@@ -45,6 +44,8 @@ def inspect_files(args: argparse.Namespace) -> int:
             status = 2
             continue
         if args.json:
+            from dataclasses import asdict  # here: `jaxport --help` and plain inspect skip it
+
             print(json.dumps({"file": path, **asdict(info)}, default=str))
         else:
             print(info if os.path.isdir(path) else f"{path}:\n{info}")
