@@ -51,7 +51,6 @@ True
 
 from __future__ import annotations
 
-import hashlib
 import struct
 # Not `from typing import ...`: `jaxport.inspect` reads this module, and typing costs it ~10%.
 TYPE_CHECKING = False
@@ -175,6 +174,8 @@ def seal(flatbuffer: bytes | bytearray, extension: Extension,
     A ``bytearray`` is extended in place (and returned), saving a copy of
     the artifact; ``bytes`` are copied.
     """
+    import hashlib  # here: reading an artifact without a trailer needs no OpenSSL
+
     ext = extension.to_bytes()
     view = memoryview(flatbuffer)
     if module is None:
@@ -229,6 +230,8 @@ def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:
         raise ArtifactError(f"jaxport trailer: an extension of {ext_len} bytes does not fit "
                             f"in the {before} bytes before the footer")
     cut = before - ext_len
+    import hashlib  # here: reading an artifact without a trailer (jax.export's) needs no OpenSSL
+
     view = memoryview(data)
     if version == _WHOLE_VERSION:
         digest = hashlib.sha256(view[:footer + _HEAD.size])
