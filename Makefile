@@ -30,8 +30,12 @@ $(SCRIPT): $(DEPS)
 	printf '#!%s\nimport sys\nfrom jaxport.application.cli import main\nif __name__ == "__main__":\n    sys.exit(main())\n' "$(abspath $(PY))" > $@
 	chmod +x $@
 
+# install also byte-compiles src/, as `pip install` does for users (and did for
+# jax): with PYTHONDONTWRITEBYTECODE=1 every fresh process would compile jaxport's
+# sources again (~10 ms of a 40 ms `jaxport.inspect`). Python ignores a stale file.
 install: $(DEPS) $(LINK) $(SCRIPT)
 	echo "$(CURDIR)/build/importroot" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/jaxport-dev.pth"
+	$(PY) -m compileall -q src > /dev/null
 
 demo: install
 	$(PY) -m jaxport.application.demo
