@@ -12,12 +12,12 @@ objects (that is the application's).
 
 from __future__ import annotations
 
-import enum
 # Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeAlias
 
+from .enumeration import Enumeration
 from .records import record
 from .safety import DisabledSafetyCheck
 
@@ -26,7 +26,7 @@ from .safety import DisabledSafetyCheck
 WRITTEN_SERIALIZATION_VERSION = 3
 
 
-class TreeKind(enum.Enum):
+class TreeKind(Enumeration):
     """The kind of one pytree node."""
 
     LEAF = "leaf"
@@ -113,7 +113,7 @@ class TreeSpec:
         return count
 
 
-class DType(enum.Enum):
+class DType(Enumeration):
     """Every element type the artifact format knows; values are JAX's dtype names."""
 
     BOOL = "bool"
@@ -148,7 +148,7 @@ class DType(enum.Enum):
     KEY_UNSAFE_RBG = "key<urbg>"
 
 
-class MemorySpace(enum.Enum):
+class MemorySpace(Enumeration):
     """Where an array lives (artifacts from before 2025-11 record none: device)."""
 
     DEVICE = "device"
@@ -187,7 +187,7 @@ class AvalRecord:
         return f"{self.dtype.value}{space}[{','.join(self.shape)}]"
 
 
-class AxisType(enum.Enum):
+class AxisType(Enumeration):
     """How a mesh axis is partitioned."""
 
     AUTO = "Auto"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import enum
-
+from .enumeration import Enumeration
 from .records import record
 
 
-class SafetyCheckKind(enum.Enum):
+class SafetyCheckKind(Enumeration):
     """Which safety check a :class:`DisabledSafetyCheck` turns off."""
 
     PLATFORM = "platform"
