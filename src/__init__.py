@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .domain.artifact_info import ArtifactInfo as ArtifactInfo
-    from .domain.calling_convention import MAXIMUM_VERSION as maximum_supported_calling_convention_version
-    from .domain.calling_convention import MINIMUM_VERSION as minimum_supported_calling_convention_version
+    minimum_supported_calling_convention_version: int
+    maximum_supported_calling_convention_version: int
     from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
     from . import errors as errors
     from .application.bundle import Bundle as Bundle
