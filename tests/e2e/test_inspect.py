@@ -151,11 +151,13 @@ import jaxport
 info = jaxport.inspect(sys.argv[1])
 loaded = sorted(m for m in sys.modules
                 if m in ("jax", "jaxlib") or m.startswith(("jax.", "jaxlib.")))
-# Reading a header needs no symbolic shapes, and none of the heavier modules of
-# the standard library (dataclasses and the inspect it imports cost it half its time).
+# Reading a header needs no symbolic shapes, and none of the heavier modules of the
+# standard library (dataclasses, with the inspect and re it imports, cost it half its
+# time; enum, with functools and collections, a sixth).
 unneeded = sorted(m for m in sys.modules
                   if m.startswith(("jaxport.domain.symbolic", "numpy", "pathlib"))
-                  or m in ("dataclasses", "inspect", "typing", "re", "json"))
+                  or m in ("dataclasses", "inspect", "typing", "re", "json", "enum", "functools",
+                           "collections", "importlib"))
 import json
 print(json.dumps({"loaded": loaded, "unneeded": unneeded, "fun_name": info.fun_name, "signature": info.signature,
                   "vjp_order": info.vjp_order, "jaxport_loaded": "jaxport" in sys.modules}))
