@@ -12,8 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+
+TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NoReturn
 
 from . import check, diff, export, run, show, warm
 from .common import one_line

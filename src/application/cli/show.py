@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -44,7 +46,8 @@ def inspect_files(args: argparse.Namespace) -> int:
             status = 2
             continue
         if args.json:
-            from dataclasses import asdict  # here: `jaxport --help` and plain inspect skip it
+            import json
+            from dataclasses import asdict  # here: `jaxport --help` and plain inspect skip them
 
             print(json.dumps({"file": path, **asdict(info)}, default=str))
         else:

@@ -4,7 +4,10 @@ functions, for this machine into the executable cache."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
