@@ -1,4 +1,4 @@
-"""Frozen records: what ``@dataclass(frozen=True, slots=True)`` makes, at a tenth of the cost.
+"""Frozen records: what ``@dataclass(frozen=True, slots=True)`` makes, for a fraction of the cost.
 
 ``jaxport.inspect`` runs in a fresh process, and importing :mod:`dataclasses`
 alone (it imports ``inspect``, ``re``, ``ast``, ``copy``...) took most of its
