@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
+
+TYPE_CHECKING = False  # not `from typing`: `jaxport inspect FILE` reads files through this module
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class AtomicFileStore:
@@ -17,6 +19,9 @@ class AtomicFileStore:
         flushed, fsync'ed and then renamed over ``path``; on any error the
         temporary file is removed and ``path`` keeps its previous content.
         """
+        import tempfile  # here: reading needs neither tempfile nor pathlib (nor what they import)
+        from pathlib import Path
+
         target = Path(path)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         try:
@@ -35,7 +40,8 @@ class AtomicFileStore:
 
     def read(self, path: str | os.PathLike[str]) -> bytes:
         """The bytes of ``path``."""
-        return Path(path).read_bytes()
+        with open(path, "rb") as file:
+            return file.read()
 
     @staticmethod
     def _write_all(tmp: object, data: bytes | bytearray) -> None:

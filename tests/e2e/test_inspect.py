@@ -176,3 +176,21 @@ def test_inspect_loads_neither_jax_nor_jaxlib(tmp_path: Path) -> None:
     assert result["unneeded"] == []  # reading a header needs no symbolic shapes (issue 10)
     assert result["fun_name"] == "f" and result["vjp_order"] == 1
     assert result["signature"] == jaxport.inspect(blob()).signature
+
+
+CLI_INSPECT_IN_A_FRESH_PROCESS = """
+import sys
+from jaxport.application.cli import main
+status = main(["inspect", sys.argv[1]])
+print(status, sorted(m for m in sys.modules if m in (
+    "jax", "jaxlib", "numpy", "pathlib", "tempfile", "json", "dataclasses", "typing")))
+"""
+
+
+def test_the_inspect_command_reads_a_file_without_what_writing_or_json_need(tmp_path: Path) -> None:
+    path = tmp_path / "f.jaxexport"
+    path.write_bytes(blob(1))
+    done = subprocess.run([sys.executable, "-c", CLI_INSPECT_IN_A_FRESH_PROCESS, str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout[-3000:]
