@@ -164,13 +164,18 @@ print(json.dumps({"loaded": loaded, "unneeded": unneeded, "fun_name": info.fun_n
 """
 
 
-def test_inspect_loads_neither_jax_nor_jaxlib(tmp_path: Path) -> None:
+def last_line_in_a_fresh_process(probe: str, tmp_path: Path) -> str:
+    """The last line that ``probe`` prints, given the path of an artifact with a VJP."""
     path = tmp_path / "f.jaxexport"
     path.write_bytes(blob(1))
-    done = subprocess.run([sys.executable, "-c", INSPECT_IN_A_FRESH_PROCESS, str(path)],
+    done = subprocess.run([sys.executable, "-c", probe, str(path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_inspect_loads_neither_jax_nor_jaxlib(tmp_path: Path) -> None:
+    result = json.loads(last_line_in_a_fresh_process(INSPECT_IN_A_FRESH_PROCESS, tmp_path))
     assert result["jaxport_loaded"] is True
     assert result["loaded"] == []
     assert result["unneeded"] == []  # reading a header needs no symbolic shapes (issue 10)
@@ -188,9 +193,4 @@ print(status, sorted(m for m in sys.modules if m in (
 
 
 def test_the_inspect_command_reads_a_file_without_what_writing_or_json_need(tmp_path: Path) -> None:
-    path = tmp_path / "f.jaxexport"
-    path.write_bytes(blob(1))
-    done = subprocess.run([sys.executable, "-c", CLI_INSPECT_IN_A_FRESH_PROCESS, str(path)],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout[-3000:]
+    assert last_line_in_a_fresh_process(CLI_INSPECT_IN_A_FRESH_PROCESS, tmp_path) == "0 []"
