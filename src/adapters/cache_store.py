@@ -36,14 +36,18 @@ class DirectoryCacheStore:
     Args:
         subdir: the subdirectory of the jaxport cache (``"executables"``).
         max_bytes: the bound; None reads ``JAXPORT_CACHE_MAX_BYTES`` (default 2 GiB).
+        directory: the directory itself, resolved already (see :meth:`pinned`);
+            None resolves ``cache_subdir(subdir)`` on each use.
 
     Raises:
         CacheConfigError: ``JAXPORT_CACHE_MAX_BYTES`` does not parse.
     """
 
-    def __init__(self, subdir: str, max_bytes: int | None = None) -> None:
+    def __init__(self, subdir: str, max_bytes: int | None = None, *,
+                 directory: Path | None = None) -> None:
         self.subdir = subdir
         self._max_bytes = max_bytes
+        self._directory = directory
 
     @property
     def max_bytes(self) -> int:
@@ -52,7 +56,21 @@ class DirectoryCacheStore:
 
     def directory(self) -> Path | None:
         """The directory of the entries, created 0700; None when caching is off."""
-        return cache_subdir(self.subdir)
+        return self._directory if self._directory is not None else cache_subdir(self.subdir)
+
+    def pinned(self) -> DirectoryCacheStore | None:
+        """This store with its directory and bound resolved now (None when caching is off).
+
+        For a write done later (on another thread): it lands where the cache
+        was when the write was decided, whatever the environment says by then.
+
+        Raises:
+            CacheConfigError: ``JAXPORT_CACHE_MAX_BYTES`` does not parse.
+        """
+        directory = self.directory()
+        if directory is None:
+            return None
+        return DirectoryCacheStore(self.subdir, self.max_bytes, directory=directory)
 
     def path(self, name: str) -> Path | None:
         """Where the entry ``name`` lives (None when caching is off)."""

@@ -9,7 +9,7 @@ batching rule (a sequential map over the batch).
 from __future__ import annotations
 
 import functools
-import warnings
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +25,6 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import batching, mlir
 
 from ..domain.artifact import NamedShardingRecord
-from ..domain.cache_entry import CacheWarning
 from ..domain.call_checks import check_arguments, check_shardings_divide
 from ..domain.errors import (
     ArtifactCallError,
@@ -40,9 +39,9 @@ from ..domain.safety import DisabledSafetyCheck
 from ..domain.specs import ArraySpec
 from ..domain.symbolic import call_output_shapes
 from . import jax_internals
+from .callee_module import CalleeModule
 from .foreign_dims import mirror_shapes
 from .jax_avals import specs_of
-from .mlir_module import StableHloSerializer
 from .module_cache import PlainModuleCache
 
 
@@ -82,40 +81,32 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     in_sharding_records: tuple[NamedShardingRecord | None, ...] = ()
     #: Where to keep the parsed module across processes (loaded artifacts only).
     module_cache: PlainModuleCache | None = None
+    #: The SHA-256 of ``module_bytes``, if the owner keeps it (computed otherwise).
+    module_digest: Callable[[], bytes] | None = None
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
 
     def parse_module(self, context: Any) -> Any:
-        """The module as an ``ir.Module`` in ``context``, deserialized once per target.
+        """The module as a new ``ir.Module`` in ``context``, deserialized once per target.
 
-        The first call deserializes the portable artifact and keeps the
-        module as plain MLIR bytecode, which later calls parse in a fifth of
-        the time, whatever the call site or shapes. With ``module_cache``
-        (loaded artifacts), that bytecode is also stored on disk, so the
-        first lowering in a later process parses it too. (The module an
-        in-process export still holds is not used: the portable round trip
-        is what makes it refinable by the caller, as a loaded artifact is.)
+        See :mod:`jaxport.adapters.callee_module`: later lowerings, whatever
+        the call site or shapes, parse plain MLIR bytecode; with
+        ``module_cache`` (loaded artifacts) that bytecode also serves later
+        processes. (The module an in-process export still holds is not used:
+        the portable round trip is what makes it refinable by the caller, as
+        a loaded artifact is.)
         """
-        plain: bytes | None = self.__dict__.get("_plain_module")
-        if plain is not None:
-            return ir.Module.parse(plain, context=context)
-        stored = None if self.module_cache is None else self.module_cache.get(self.module_bytes)
-        if stored is not None:
-            try:
-                module = ir.Module.parse(stored, context=context)
-            except Exception as exc:  # intact bytes this jaxlib cannot parse: rebuild the entry
-                warnings.warn(CacheWarning(f"jaxport: ignoring a cached module ({exc}); "
-                                           "deserializing the artifact again"), stacklevel=2)
-            else:
-                self.__dict__["_plain_module"] = stored
-                return module
-        module = _serializer.deserialize(self.module_bytes, context)
-        plain = bytes(mlir.module_to_bytecode(module))
-        self.__dict__["_plain_module"] = plain
-        if self.module_cache is not None:
-            self.module_cache.put(self.module_bytes, plain)
-        return module
+        return self._callee.module_in(context)
+
+    @functools.cached_property
+    def _callee(self) -> CalleeModule:
+        return CalleeModule(lambda: self.module_bytes, self._module_sha256, self.module_cache)
+
+    def _module_sha256(self) -> bytes:
+        if self.module_digest is not None:
+            return self.module_digest()
+        return hashlib.sha256(self.module_bytes).digest()
 
     @functools.cached_property
     def has_custom_calls(self) -> bool:
@@ -214,8 +205,6 @@ def _impl(*args: Any, target: CallTarget) -> Any:
 jaxport_call_p.def_effectful_abstract_eval(_abstract_eval)
 jaxport_call_p.def_impl(_impl)
 
-_serializer = StableHloSerializer()
-
 
 def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
     """Lowers a call; a failure that is not already jaxport's names the function."""
@@ -229,8 +218,8 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
 
 def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
     # Only custom calls need the LAPACK targets; importing them costs ~0.5 s.
-    if "cpu" in target.platforms and target.has_custom_calls:
-        jax_internals.initialize_cpu_lapack()
+    if "cpu" in target.platforms and not _lapack_ready and target.has_custom_calls:
+        _initialize_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)
     if num_devices != target.nr_devices and target.nr_devices != 1:
         raise DeviceCountError(target.fun_name, target.nr_devices, num_devices)
@@ -240,9 +229,10 @@ def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -
     if target.uses_global_constants:
         ctx.module_context.shape_poly_state.uses_dim_vars = True
     submodule = target.parse_module(ctx.module_context.context)
-    if _has_shardy_mesh(submodule) and not jax_internals.use_shardy_partitioner():
+    symbols = ir.SymbolTable(submodule.operation)
+    if _has_shardy_mesh(submodule, symbols) and not jax_internals.use_shardy_partitioner():
         raise PartitionerMismatchError()
-    callee_type = _main_type(submodule)
+    callee_type = ir.FunctionType(ir.TypeAttr(symbols["main"].attributes["function_type"]).value)
     name = mlir.merge_mlir_modules(ctx.module_context.module, f"call_exported_{target.fun_name}",
                                    submodule, dst_symtab=ctx.module_context.symbol_table)
     operands: list[Any] = []
@@ -279,9 +269,8 @@ def _convert(value: Any, to_type: Any) -> Any:
     return value if value.type == to_type else hlo.convert(to_type, value)
 
 
-def _has_shardy_mesh(submodule: Any) -> bool:
+def _has_shardy_mesh(submodule: Any, symbols: Any) -> bool:
     """Whether the module was partitioned with Shardy: it declares a Shardy mesh."""
-    symbols = ir.SymbolTable(submodule.operation)
     for name in ("mesh", "empty_mesh", "maximal_mesh_0"):
         if name in symbols:
             return bool(symbols[name].operation.name == "sdy.mesh")
@@ -291,9 +280,13 @@ def _has_shardy_mesh(submodule: Any) -> bool:
     return "xla.sdy.meshes" in ir.DictAttr(attrs["mhlo.frontend_attributes"])
 
 
-def _main_type(submodule: Any) -> Any:
-    main = ir.SymbolTable(submodule.operation)["main"]
-    return ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+_lapack_ready = False
+
+
+def _initialize_lapack() -> None:
+    global _lapack_ready
+    jax_internals.initialize_cpu_lapack()
+    _lapack_ready = True
 
 
 def _platform_index(ctx: mlir.LoweringRuleContext, branch_of: tuple[int, ...], callee_index_type: Any) -> Any:

@@ -244,6 +244,7 @@ class Exported:
             out_shardings=self.out_shardings,
             in_sharding_records=tuple(_named_record(s) for s in self.in_shardings),
             module_cache=_module_cache() if self._cache_executables else None,
+            module_digest=self._module_digest,
         )
 
     def warm(self, *args_specs: Any, **kwargs_specs: Any) -> str:

@@ -23,6 +23,7 @@ import pytest
 
 import jaxport
 from jaxport.adapters.cache_store import DirectoryCacheStore
+from jaxport.adapters.module_cache import PlainModuleCache
 from jaxport.adapters.xla_executables import XlaExecutables
 from jaxport.application.executable_cache import ExecutableCache, default_cache
 from jaxport.domain.cache_entry import CacheWarning
@@ -261,6 +262,7 @@ def test_the_parsed_module_is_kept_for_the_first_lowering_of_a_later_load(artifa
                                                                           cache_dir: Path) -> None:
     spec = jax.ShapeDtypeStruct((2, 16), jnp.float32)
     want = jax.jit(jaxport.load(artifact).call).lower(spec).as_text()
+    PlainModuleCache.flush()  # the entry is written on a background thread
     modules = sorted((cache_dir / "modules").glob("*.entry"))
     assert len(modules) == 1
     assert jax.jit(jaxport.load(artifact).call).lower(spec).as_text() == want

@@ -1,0 +1,120 @@
+"""Lowering loaded artifacts under ``jax.jit``: the module is deserialized once per artifact.
+
+Whatever the number of lowerings, call sites and argument shapes, the portable
+artifact is deserialized once (later lowerings parse plain MLIR bytecode), and
+the lowered programs are the same whether the module came from the artifact,
+from the copy kept by the first lowering, or from the module cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxport
+from jaxport.adapters import callee_module
+from jaxport.adapters.module_cache import PlainModuleCache
+
+
+def _f(x: jax.Array) -> jax.Array:
+    return jnp.tanh(x @ jnp.full((16, 4), 0.5, jnp.float32)).sum(axis=-1)
+
+
+def _spec(batch: int) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct((batch, 16), jnp.float32)
+
+
+@pytest.fixture
+def blob() -> bytes:
+    b, = jaxport.symbolic_shape("b")
+    return bytes(jaxport.export(jax.jit(_f))(jax.ShapeDtypeStruct((b, 16), jnp.float32)).serialize(vjp_order=1))
+
+
+@pytest.fixture
+def deserializations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the portable artifacts that jaxport's lowerings deserialize."""
+    seen: list[int] = []
+    real: Callable[..., Any] = callee_module._serializer.deserialize
+
+    def counting(portable: bytes, context: Any = None) -> Any:
+        seen.append(len(portable))
+        return real(portable, context)
+
+    monkeypatch.setattr(callee_module._serializer, "deserialize", counting)
+    return seen
+
+
+def _lowerings(exp: jaxport.Exported) -> list[str]:
+    """Lowerings of ``exp``: several shapes, two call sites in one function, and its gradient."""
+    texts = [jax.jit(exp.call).lower(_spec(n)).as_text() for n in (2, 3, 2)]
+    texts.append(jax.jit(lambda x: exp.call(x) + exp.call(x[::-1])).lower(_spec(4)).as_text())
+    texts.append(jax.jit(jax.grad(lambda x: exp.call(x).sum())).lower(_spec(5)).as_text())
+    return texts
+
+
+@pytest.mark.parametrize("cache", ["off", "on"])
+def test_an_artifact_is_deserialized_once_for_all_its_lowerings(
+        blob: bytes, deserializations: list[int], cache: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", "" if cache == "off" else str(tmp_path / "cache"))
+    exp = jaxport.deserialize(blob)
+    texts = _lowerings(exp)
+    assert len([n for n in deserializations if n == len(exp.mlir_module_serialized)]) == 1
+    assert texts[0] == texts[2]  # the same shape lowers to the same program again
+    x = jnp.linspace(-1.0, 1.0, 48, dtype=jnp.float32).reshape(3, 16)
+    np.testing.assert_allclose(jax.jit(exp.call)(x), _f(x), rtol=1e-6)
+
+
+def test_the_module_cache_serves_a_later_load_without_deserializing(
+        blob: bytes, deserializations: list[int], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
+    first = _lowerings(jaxport.deserialize(blob))
+    PlainModuleCache.flush()
+    # The function's module and its VJP's.
+    assert len(list((tmp_path / "cache" / "modules").glob("*.entry"))) == 2
+    deserializations.clear()
+    again = jaxport.deserialize(blob)
+    assert _lowerings(again) == first
+    assert deserializations == []
+
+
+def test_lowerings_agree_with_the_cache_off_and_on(blob: bytes, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
+    off = _lowerings(jaxport.deserialize(blob))
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
+    assert _lowerings(jaxport.deserialize(blob)) == off
+
+
+def test_with_the_cache_off_nothing_is_written(blob: bytes, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
+    _lowerings(jaxport.deserialize(blob))
+    PlainModuleCache.flush()
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
+    assert not (tmp_path / "cache" / "modules").exists()
+
+
+def test_an_in_process_export_is_lowered_from_its_artifact_once(deserializations: list[int]) -> None:
+    b, = jaxport.symbolic_shape("b")
+    exp = jaxport.export(jax.jit(_f))(jax.ShapeDtypeStruct((b, 16), jnp.float32))
+    _lowerings(exp)
+    assert len([n for n in deserializations if n == len(exp.mlir_module_serialized)]) == 1
+
+
+def test_warm_up_fills_the_module_cache_for_a_later_first_lowering(
+        blob: bytes, deserializations: list[int], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
+    assert jaxport.deserialize(blob).warm(_spec(2)) == "compiled"
+    PlainModuleCache.flush()
+    deserializations.clear()
+    jax.jit(jaxport.deserialize(blob).call).lower(_spec(7))
+    assert deserializations == []
