@@ -103,7 +103,12 @@ class _BackgroundWriter:
                 self._pid = os.getpid()
                 self._pending = []
             self._pending = [f for f in self._pending if not f.done()]
-            self._pending.append(self._pool.submit(fn, *args))
+            try:
+                self._pending.append(self._pool.submit(fn, *args))
+                return
+            except RuntimeError:  # the interpreter is shutting down: no new threads
+                pass
+        fn(*args)
 
     def wait(self) -> None:
         with self._lock:
