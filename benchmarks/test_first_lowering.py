@@ -45,7 +45,10 @@ cache on and empty, the first lowering also writes the module as plain
 bytecode (1.2 ms / 14-23 ms; the entry itself is stored on a background
 thread). Every later process, and ``Exported.warm`` / ``jaxport warm`` on
 a deployment host, then gets the warm figure: parsing plain bytecode is
-about a fifth of a deserialization.
+about a fifth of a deserialization (2.5 ms at 2k, 22-27 ms at 20k). At 2k
+the warm figure is near its own floor: the parse plus the jit work both
+implementations share (about 9 ms) is 0.53x of jax.export's lowering, and
+reading and checking the entry (its SHA-256, the module's) adds 0.6 ms.
 """
 
 from __future__ import annotations
