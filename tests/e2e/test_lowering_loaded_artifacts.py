@@ -3,7 +3,7 @@
 Whatever the number of lowerings, call sites and argument shapes, the portable
 artifact is deserialized once (later lowerings parse plain MLIR bytecode), and
 the lowered programs are the same whether the module came from the artifact,
-from the copy kept by the first lowering, or from the module cache.
+from the plain bytecode the first lowering kept, or from the module cache.
 """
 
 from __future__ import annotations
