@@ -6,8 +6,8 @@ writes; :func:`decode_artifact` reads that and the older generations jax
 :class:`~jaxport.domain.errors.ArtifactError`). The schema is
 ``flatbuffers_schema.fbs`` next to this module.
 
-Reading needs only the standard library; writing imports the ``flatbuffers``
-package (and with it NumPy) the first time it is used.
+Both need only the standard library (writing lays out the bytes the
+``flatbuffers`` package's builder would, see ``flatbuffers_builder.py``).
 
 >>> from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, TreeSpec
 >>> record = ArtifactRecord(
@@ -39,16 +39,19 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Returns:
         The bytes; ``jax.export.deserialize`` and :func:`decode_artifact` read them.
     """
-    from .flatbuffers_encode import encode_artifact as encode  # flatbuffers loads NumPy
+    from .flatbuffers_encode import encode_artifact as encode
 
     return encode(record)
 
 
-def encode_artifact_located(record: ArtifactRecord) -> tuple[bytearray, int]:
-    """:func:`encode_artifact`, and where the record's module bytes start in the result."""
+def encode_artifact_located(record: ArtifactRecord, spare: int = 0) -> tuple[bytearray, int]:
+    """:func:`encode_artifact`, and where the record's module bytes start in the result.
+
+    ``spare`` bytes can be appended to the result without CPython copying it.
+    """
     from .flatbuffers_encode import encode_artifact_located as encode
 
-    return encode(record)
+    return encode(record, spare)
 
 
 class FlatbuffersArtifactCodec:

@@ -1,8 +1,10 @@
 """Writing an :class:`ArtifactRecord` as the bytes jax 0.10.2's ``Exported.serialize()`` writes.
 
 Byte identity with ``jax.export`` follows from doing what its writer does with
-the same ``flatbuffers.Builder``, in the same order: every sub-object is built
-bottom-up before the table that refers to it, vectors of tables are built
+its ``flatbuffers.Builder``, in the same order, with a builder that lays out
+the same bytes (:class:`~.flatbuffers_builder.FastBuilder`; any
+:class:`ArtifactBuilder` can be given to :func:`write_artifact`): every
+sub-object is built bottom-up before the table that refers to it, vectors of tables are built
 element by element and then prepended in reverse, fields are added in the
 order below (``nr_devices`` right after ``out_avals``), scalars equal to their
 default are left out, and the builder shares equal vtables. The root table
@@ -20,9 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, cast
-
-import flatbuffers  # type: ignore[import-untyped]  # untyped; see the _Builder protocol
+from typing import Protocol, TypeVar
 
 from ..domain.artifact import (
     WRITTEN_SERIALIZATION_VERSION, AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord,
@@ -30,32 +30,27 @@ from ..domain.artifact import (
     ShardingRecord, TreeKind, TreeSpec)
 from ..domain.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import flatbuffers_wire as W
+from .flatbuffers_builder import FastBuilder
 
 _T = TypeVar("_T")
 
 
-class _Builder(Protocol):
-    """The part of ``flatbuffers.Builder`` the writer uses, typed."""
+class ArtifactBuilder(Protocol):
+    """The builder operations the writer uses: those of ``flatbuffers.Builder``
+    it names, and two whole-vector ones (see :class:`FastBuilder`)."""
 
     def StartObject(self, numfields: int) -> None: ...
     def EndObject(self) -> int: ...
-    def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int: ...
-    def EndVector(self) -> int: ...
     def CreateString(self, s: str) -> int: ...
     def CreateByteVector(self, x: bytes) -> int: ...
-    def PrependUOffsetTRelative(self, off: int) -> None: ...
-    def PrependUint32(self, x: int) -> None: ...
-    def PrependUint16(self, x: int) -> None: ...
-    def PrependByte(self, x: int) -> None: ...
     def PrependUOffsetTRelativeSlot(self, o: int, x: int, d: int) -> None: ...
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None: ...
     def PrependUint16Slot(self, o: int, x: int, d: int) -> None: ...
     def PrependUint32Slot(self, o: int, x: int, d: int | None) -> None: ...
     def PrependBoolSlot(self, o: int, x: bool, d: bool) -> None: ...
+    def CreateOffsetVector(self, offsets: Sequence[int]) -> int: ...
+    def CreateScalarVector(self, values: Sequence[int], width: int) -> int: ...
     def Finish(self, rootTable: int) -> int: ...
-    def Output(self) -> bytearray: ...
-    def Head(self) -> int: ...
-    Bytes: bytearray
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
@@ -63,12 +58,14 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     return encode_artifact_located(record)[0]
 
 
-def encode_artifact_located(record: ArtifactRecord) -> tuple[bytearray, int]:
+def encode_artifact_located(record: ArtifactRecord, spare: int = 0) -> tuple[bytearray, int]:
     """Writes ``record`` in the format of ``jax.export``'s ``Exported.serialize()``.
 
     Args:
         record: the artifact; its ``serialization_version`` is ignored (3 is
             written, as jax 0.10.2 does) and its VJP chain is written in full.
+        spare: how many bytes the caller may append to the result without
+            CPython copying it (room kept allocated after it).
 
     Returns:
         The artifact's bytes (for a record read from jax 0.10.2's bytes, the
@@ -79,15 +76,22 @@ def encode_artifact_located(record: ArtifactRecord) -> tuple[bytearray, int]:
     while vjp is not None:
         size += len(vjp.mlir_module_serialized) + 1024
         vjp = vjp.vjp
-    builder = cast(_Builder, flatbuffers.Builder(size))
+    builder = FastBuilder(size, spare)
+    module = write_artifact(builder, record)
+    out = builder.output()
+    # CreateByteVector's offset counts from the end to the vector's u32 length.
+    return out, len(out) - module + 4
+
+
+def write_artifact(builder: ArtifactBuilder, record: ArtifactRecord) -> int:
+    """Writes ``record``'s tables with ``builder`` and finishes its buffer.
+
+    Returns:
+        The offset (from the end) of the record's module vector.
+    """
     modules: list[int] = []
     builder.Finish(_exported(builder, record, modules))
-    # The builder's own buffer, its unused front cut off in place (CPython moves
-    # a bytearray's start, no copy), instead of the copy that Output() makes.
-    out = builder.Bytes
-    del out[:builder.Head()]
-    # CreateByteVector's offset counts from the end to the vector's u32 length.
-    return out, len(out) - modules[0] + 4
+    return modules[0]
 
 
 @dataclass(slots=True)
@@ -114,7 +118,7 @@ class _Uniques:
         return 1 + self.named[sharding] if isinstance(sharding, NamedShardingRecord) else 0
 
 
-def _exported(b: _Builder, rec: ArtifactRecord, modules: list[int] | None = None) -> int:
+def _exported(b: ArtifactBuilder, rec: ArtifactRecord, modules: list[int] | None = None) -> int:
     """The Exported table of ``rec``; appends its module's offset to ``modules``."""
     E = W.Exported
     uniques = _Uniques.of(rec)
@@ -178,29 +182,21 @@ def _sharding_idxs(shardings: Sequence[ShardingRecord | None], uniques: _Uniques
     return [uniques.sharding_idx(s) for s in shardings]
 
 
-def _tables(b: _Builder, write_one: Callable[[_Builder, _T], int], items: Iterable[_T]) -> int:
+def _tables(b: ArtifactBuilder, write_one: Callable[[ArtifactBuilder, _T], int], items: Iterable[_T]) -> int:
     """A vector of tables: the tables first, then their offsets."""
-    offsets = [write_one(b, item) for item in items]
-    b.StartVector(4, len(offsets), 4)
-    for off in reversed(offsets):
-        b.PrependUOffsetTRelative(off)
-    return b.EndVector()
+    return b.CreateOffsetVector([write_one(b, item) for item in items])
 
 
-def _strings(b: _Builder, items: Sequence[str]) -> int:
-    return _tables(b, lambda b, s: b.CreateString(s), items)
+def _strings(b: ArtifactBuilder, items: Sequence[str]) -> int:
+    return b.CreateOffsetVector([b.CreateString(s) for s in items])
 
 
-def _uints(b: _Builder, values: Sequence[int], width: int) -> int:
+def _uints(b: ArtifactBuilder, values: Sequence[int], width: int) -> int:
     """A vector of ``uint16`` (width 2) or ``uint32`` (width 4)."""
-    prepend = b.PrependUint16 if width == 2 else b.PrependUint32
-    b.StartVector(width, len(values), width)
-    for value in reversed(values):
-        prepend(value)
-    return b.EndVector()
+    return b.CreateScalarVector(values, width)
 
 
-def _tree(b: _Builder, tree: TreeSpec) -> int:
+def _tree(b: ArtifactBuilder, tree: TreeSpec) -> int:
     S = W.Tree
     children = _tables(b, _tree, tree.children) if tree.children else 0
     names = _strings(b, tree.children_names) if tree.kind is TreeKind.DICT else 0
@@ -217,7 +213,7 @@ def _tree(b: _Builder, tree: TreeSpec) -> int:
     return b.EndObject()
 
 
-def _aval(b: _Builder, aval: AvalRecord) -> int:
+def _aval(b: ArtifactBuilder, aval: AvalRecord) -> int:
     S = W.Aval
     shape = _strings(b, aval.shape)
     b.StartObject(S.NUM_SLOTS)
@@ -228,7 +224,7 @@ def _aval(b: _Builder, aval: AvalRecord) -> int:
     return b.EndObject()
 
 
-def _device(b: _Builder, device: AbstractDeviceRecord) -> int:
+def _device(b: ArtifactBuilder, device: AbstractDeviceRecord) -> int:
     S = W.AbstractDevice
     device_kind = b.CreateString(device.device_kind)
     platform = b.CreateString(device.platform)
@@ -240,14 +236,11 @@ def _device(b: _Builder, device: AbstractDeviceRecord) -> int:
     return b.EndObject()
 
 
-def _mesh(b: _Builder, mesh: AbstractMeshRecord) -> int:
+def _mesh(b: ArtifactBuilder, mesh: AbstractMeshRecord) -> int:
     S = W.AbstractMesh
     sizes = _uints(b, mesh.axis_sizes, 4)
     names = _strings(b, mesh.axis_names)
-    b.StartVector(1, len(mesh.axis_types), 1)
-    for axis_type in reversed(mesh.axis_types):
-        b.PrependByte(W.AXIS_TYPE_CODES[axis_type])
-    types = b.EndVector()
+    types = b.CreateScalarVector([W.AXIS_TYPE_CODES[t] for t in mesh.axis_types], 1)
     device = _device(b, mesh.abstract_device) if mesh.abstract_device is not None else 0
     b.StartObject(S.NUM_SLOTS)
     b.PrependUOffsetTRelativeSlot(S.AXIS_SIZES, sizes, 0)
@@ -257,14 +250,14 @@ def _mesh(b: _Builder, mesh: AbstractMeshRecord) -> int:
     return b.EndObject()
 
 
-def _one_axis(b: _Builder, axes: tuple[str, ...]) -> int:
+def _one_axis(b: ArtifactBuilder, axes: tuple[str, ...]) -> int:
     names = _strings(b, axes)
     b.StartObject(W.PartitionSpecOneAxis.NUM_SLOTS)
     b.PrependUOffsetTRelativeSlot(W.PartitionSpecOneAxis.AXES, names, 0)
     return b.EndObject()
 
 
-def _partition_spec(b: _Builder, spec: PartitionSpecRecord) -> int:
+def _partition_spec(b: ArtifactBuilder, spec: PartitionSpecRecord) -> int:
     S = W.PartitionSpec
     partitions = _tables(b, _one_axis, spec.partitions)
     reduced = _strings(b, spec.reduced)
@@ -276,7 +269,7 @@ def _partition_spec(b: _Builder, spec: PartitionSpecRecord) -> int:
     return b.EndObject()
 
 
-def _named_sharding(b: _Builder, sharding: NamedShardingRecord, uniques: _Uniques) -> int:
+def _named_sharding(b: ArtifactBuilder, sharding: NamedShardingRecord, uniques: _Uniques) -> int:
     S = W.NamedSharding
     mesh = _mesh(b, sharding.mesh)  # still written in full, for readers before 2026-04-04
     spec = _partition_spec(b, sharding.spec)
@@ -289,7 +282,7 @@ def _named_sharding(b: _Builder, sharding: NamedShardingRecord, uniques: _Unique
     return b.EndObject()
 
 
-def _sharding(b: _Builder, sharding: ShardingRecord | None, uniques: _Uniques) -> int:
+def _sharding(b: ArtifactBuilder, sharding: ShardingRecord | None, uniques: _Uniques) -> int:
     S = W.Sharding
     named = proto = 0
     if isinstance(sharding, NamedShardingRecord):
@@ -304,14 +297,14 @@ def _sharding(b: _Builder, sharding: ShardingRecord | None, uniques: _Uniques) -
     return b.EndObject()
 
 
-def _effect(b: _Builder, effect: EffectRecord) -> int:
+def _effect(b: ArtifactBuilder, effect: EffectRecord) -> int:
     type_name = b.CreateString(effect.type_name)
     b.StartObject(W.Effect.NUM_SLOTS)
     b.PrependUOffsetTRelativeSlot(W.Effect.TYPE_NAME, type_name, 0)
     return b.EndObject()
 
 
-def _disabled_check(b: _Builder, check: DisabledSafetyCheck) -> int:
+def _disabled_check(b: ArtifactBuilder, check: DisabledSafetyCheck) -> int:
     S = W.DisabledCheck
     target = b.CreateString(check.target) if check.target is not None else 0
     b.StartObject(S.NUM_SLOTS)

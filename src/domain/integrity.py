@@ -163,6 +163,13 @@ class ModuleRegion:
         self.offset, self.length, self.digest = offset, length, digest
 
 
+def trailer_room(extension: Extension) -> int:
+    """At least the number of bytes :func:`seal` appends for ``extension``
+    (without making its JSON: at most 6 bytes per character, an escape)."""
+    texts = sum(3 + 6 * len(c) for level in extension.constraints for c in level)
+    return 64 + 3 * len(extension.constraints) + texts + _REGION.size + FOOTER_SIZE
+
+
 def seal(flatbuffer: bytes | bytearray, extension: Extension,
          module: ModuleRegion | None = None) -> bytearray:
     """``flatbuffer`` followed by ``extension`` and the footer with their digest.
