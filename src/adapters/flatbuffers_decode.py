@@ -30,7 +30,7 @@ from ..domain.artifact import (
     HloShardingRecord, MemorySpace, NamedShardingRecord, PartitionSpecRecord,
     ShardingRecord, TreeKind, TreeSpec)
 from ..domain.errors import ArtifactError
-from ..domain.integrity import unseal
+from ..domain.integrity import is_sealed, unseal
 from ..domain.records import replace
 from ..domain.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import flatbuffers_wire as W
@@ -49,6 +49,10 @@ _DTYPES: Final = W.inverse(W.DTYPE_CODES)
 _MEMORY_SPACES: Final = W.inverse(W.MEMORY_SPACE_CODES)
 _AXIS_TYPES: Final = W.inverse(W.AXIS_TYPE_CODES)
 _CHECK_KINDS: Final = W.inverse(W.SAFETY_CHECK_CODES)
+#: The node of each kind that has no children, names nor custom data (records
+#: are immutable: every such node of an artifact is this one).
+_EMPTY_NODES: Final = {kind: TreeSpec(kind) for kind in (
+    TreeKind.LEAF, TreeKind.NONE, TreeKind.TUPLE, TreeKind.LIST, TreeKind.DICT)}
 #: Slots per table, by the names the decoder gives tables.
 _SLOT_COUNTS: Final = {
     "Exported": W.Exported.NUM_SLOTS, "PyTreeDef": W.Tree.NUM_SLOTS,
@@ -74,13 +78,31 @@ def decode_artifact(blob: bytes | bytearray | memoryview) -> ArtifactRecord:
         ArtifactError: the bytes are not a valid artifact; the message says what
             is wrong and at which offset.
     """
+    if not is_sealed(blob):
+        # Nothing to verify: read the caller's bytes in place rather than copy
+        # them all; every value read is copied out, and the view is released.
+        with _byte_view(blob) as view:
+            return _decode(view)
     unsealed = unseal(blob)
-    reader = WireReader(unsealed.flatbuffer, _SLOT_COUNTS)
-    record = _exported(reader.root("Exported"), depth=0)
-    reader.check_end()
+    record = _decode(unsealed.flatbuffer)
     if unsealed.extension is None:
         return record
     return _with_constraints(record, unsealed.extension.constraints)
+
+
+def _decode(flatbuffer: bytes | memoryview) -> ArtifactRecord:
+    reader = WireReader(flatbuffer, _SLOT_COUNTS)
+    record = _exported(reader.root("Exported"), depth=0)
+    reader.check_end()
+    return record
+
+
+def _byte_view(blob: bytes | bytearray | memoryview) -> memoryview:
+    """``blob`` as a flat view of bytes (a copy only when its memory is not contiguous)."""
+    view = memoryview(blob)
+    if not view.c_contiguous:
+        return memoryview(bytes(view))
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
 def _with_constraints(record: ArtifactRecord, levels: tuple[tuple[str, ...], ...]
@@ -190,6 +212,9 @@ def _tree(t: TableView, depth: int) -> TreeSpec:
     kind = _TREE_KINDS.get(code)
     if kind is None:
         raise t.fail("kind", f"unknown pytree node kind {code}")
+    if kind in _EMPTY_NODES and not (t.has(S.CHILDREN) or t.has(S.CHILDREN_NAMES)
+                                     or t.has(S.CUSTOM_NAME) or t.has(S.CUSTOM_AUXDATA)):
+        return _EMPTY_NODES[kind]
     children_tables = t.tables(S.CHILDREN, "PyTreeDef", "children")
     if children_tables and depth >= MAX_TREE_DEPTH:
         raise t.fail("children", f"pytree nodes nest deeper than {MAX_TREE_DEPTH}")

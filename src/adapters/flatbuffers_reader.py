@@ -29,6 +29,8 @@ _I16: Final = struct.Struct("<h")
 _U32: Final = struct.Struct("<I")
 _I32: Final = struct.Struct("<i")
 _VTABLE_HEAD: Final = struct.Struct("<HH")
+#: ``struct.Struct("<nH")`` by n: a vtable's field entries, read in one call.
+_ENTRIES: dict[int, struct.Struct] = {}
 
 #: The scalar formats a field can have, by name.
 SCALARS: Final[dict[str, struct.Struct]] = {
@@ -51,7 +53,8 @@ class WireReader:
     """One buffer, its size, what is left of the work budget, and how far reads reached.
 
     Args:
-        data: the buffer.
+        data: the buffer (a ``memoryview`` reads the caller's bytes in place;
+            every value read is copied out of it).
         slot_counts: the number of vtable slots the schema knows for each
             table name; a table with more (written by a newer schema) may
             keep data where no read reaches, so :meth:`check_end` lets it be.
@@ -59,7 +62,8 @@ class WireReader:
 
     __slots__ = ("data", "size", "work_left", "reached", "_slot_counts", "newer_schema")
 
-    def __init__(self, data: bytes, slot_counts: dict[str, int] | None = None) -> None:
+    def __init__(self, data: bytes | memoryview,
+                 slot_counts: dict[str, int] | None = None) -> None:
         self.data = data
         self.size = len(data)
         self.work_left = WORK_PER_BYTE * self.size + WORK_CONSTANT
@@ -83,7 +87,7 @@ class WireReader:
             raise self.fail(f"offset {self.size}", (
                 f"the buffer's size {self.size} is not a multiple of 4, as every finished "
                 "flatbuffer's is: it was cut short or appended to"))
-        extra = self.data[self.reached:]
+        extra = bytes(self.data[self.reached:])
         if self.newer_schema or (len(extra) <= MAX_END_PADDING and not extra.strip(b"\0")):
             return
         raise self.fail(f"offset {self.reached}", (
@@ -111,9 +115,11 @@ class WireReader:
                             f"a {self.size}-byte buffer is too short to be an artifact")
         return self.table_at(_U32.unpack_from(self.data, 0)[0], name, None, "")
 
-    def table_at(self, pos: int, name: str, parent: TableView | None, field: str) -> TableView:
+    def table_at(self, pos: int, name: str, parent: TableView | None, field: str,
+                 index: int = -1) -> TableView:
         """The table starting at ``pos``, referred to by ``field`` of ``parent``
-        (``None`` for the root), with its vtable checked.
+        (``None`` for the root; element ``index`` when ``field`` is a vector),
+        with its vtable checked.
 
         Raises:
             ArtifactError: the table or its vtable lies outside the buffer.
@@ -141,7 +147,13 @@ class WireReader:
                     if vt_len > 4 + 2 * self._slot_counts.get(name, vt_len):
                         self.newer_schema = True
                     if self.work_left >= 0:
-                        return TableView(self, pos, name, vtable, vt_len, obj_size)
+                        count = (vt_len - 4) >> 1
+                        entries = _ENTRIES.get(count)
+                        if entries is None:
+                            entries = _ENTRIES.setdefault(count, struct.Struct(f"<{count}H"))
+                        return TableView(self, pos, name, entries.unpack_from(self.data, vtable + 4),
+                                         obj_size)
+        field = _element(field, index)
         where = parent.where(field) if parent is not None else f"root offset of table {name}"
         if problem is None:
             raise self.over_budget(where)
@@ -151,15 +163,14 @@ class WireReader:
 class TableView:
     """Checked access to the fields of one table."""
 
-    __slots__ = ("reader", "pos", "name", "_vtable", "_vt_len", "_obj_size")
+    __slots__ = ("reader", "pos", "name", "_entries", "_obj_size")
 
     def __init__(self, reader: WireReader, pos: int, name: str,
-                 vtable: int, vt_len: int, obj_size: int) -> None:
+                 entries: tuple[int, ...], obj_size: int) -> None:
         self.reader = reader
         self.pos = pos
         self.name = name
-        self._vtable = vtable
-        self._vt_len = vt_len
+        self._entries = entries  # the vtable's field offsets, by slot
         self._obj_size = obj_size
 
     def where(self, field: str) -> str:
@@ -172,10 +183,10 @@ class TableView:
 
     def _field(self, slot: int, width: int, field: str) -> int:
         """The absolute position of a field's inline value, 0 when absent."""
-        entry = 4 + 2 * slot
-        if entry + 2 > self._vt_len:
+        entries = self._entries
+        if slot >= len(entries):
             return 0
-        off: int = _U16.unpack_from(self.reader.data, self._vtable + entry)[0]
+        off = entries[slot]
         if off == 0:
             return 0
         if off < 4 or off + width > self._obj_size:
@@ -185,22 +196,28 @@ class TableView:
 
     def _target(self, slot: int, field: str) -> int:
         """Where an offset field points, 0 when the field is absent."""
-        at = self._field(slot, 4, field)
-        if at == 0:
+        entries = self._entries
+        off = entries[slot] if slot < len(entries) else 0
+        if off == 0:
             return 0
-        target: int = at + _U32.unpack_from(self.reader.data, at)[0]
-        if target + 4 > self.reader.size:
+        if off < 4 or off + 4 > self._obj_size:
+            raise self.fail(field, f"the field's offset {off} lies outside its "
+                                   f"{self._obj_size}-byte table")
+        at = self.pos + off
+        reader = self.reader
+        target: int = at + _U32.unpack_from(reader.data, at)[0]
+        if target + 4 > reader.size:
             raise self.fail(field, f"offset points to {target}, past the end of the "
-                                   f"{self.reader.size}-byte buffer")
+                                   f"{reader.size}-byte buffer")
         return target
 
     def scalar(self, slot: int, kind: str, field: str, default: int) -> int:
         """A scalar field (``kind`` one of :data:`SCALARS`), or ``default`` when absent."""
-        fmt = SCALARS[kind]
-        at = self._field(slot, fmt.size, field)
-        if at == 0:
+        entries = self._entries
+        if slot >= len(entries) or entries[slot] == 0:
             return default
-        value: int = fmt.unpack_from(self.reader.data, at)[0]
+        fmt = SCALARS[kind]
+        value: int = fmt.unpack_from(self.reader.data, self._field(slot, fmt.size, field))[0]
         return value
 
     def optional_scalar(self, slot: int, kind: str, field: str) -> int | None:
@@ -224,16 +241,17 @@ class TableView:
         vec = self._target(slot, field)
         if vec == 0:
             return 0, 0
-        count = _U32.unpack_from(self.reader.data, vec)[0]
-        if vec + 4 + count * width > self.reader.size:
-            raise self.fail(field, f"vector of {count} elements extends past the end of "
-                                   f"the {self.reader.size}-byte buffer")
-        self.reader.work_left -= 4 + count * width
+        reader = self.reader
+        count = _U32.unpack_from(reader.data, vec)[0]
         end = vec + 4 + count * width
-        if end > self.reader.reached:
-            self.reader.reached = end
-        if self.reader.work_left < 0:
-            raise self.reader.over_budget(self.where(field))
+        if end > reader.size:
+            raise self.fail(field, f"vector of {count} elements extends past the end of "
+                                   f"the {reader.size}-byte buffer")
+        reader.work_left -= 4 + count * width
+        if end > reader.reached:
+            reader.reached = end
+        if reader.work_left < 0:
+            raise reader.over_budget(self.where(field))
         return vec + 4, count
 
     def bytes_field(self, slot: int, field: str) -> bytes | None:
@@ -241,10 +259,17 @@ class TableView:
         start, count = self._vector(slot, 1, field)
         if start == 0:
             return None
-        return self.reader.data[start:start + count]
+        return bytes(self.reader.data[start:start + count])
+
+    def has(self, slot: int) -> bool:
+        """Whether the field of ``slot`` is present (its value is not checked here)."""
+        entries = self._entries
+        return slot < len(entries) and entries[slot] != 0
 
     def uints(self, slot: int, kind: str, field: str) -> tuple[int, ...]:
         """A vector of ``u8``/``i8``/``u16``/``u32`` (empty when absent)."""
+        if not self.has(slot):
+            return ()
         fmt = SCALARS[kind]
         start, count = self._vector(slot, fmt.size, field)
         if count == 0:
@@ -263,29 +288,31 @@ class TableView:
             raise self.fail(field, "the field is missing")
         return value
 
-    def _string_at(self, pos: int, field: str) -> str:
-        """The string at ``pos`` (where its length lies, within the buffer)."""
-        data = self.reader.data
+    def _string_at(self, pos: int, field: str, index: int = -1) -> str:
+        """The string at ``pos`` (where its length lies, within the buffer);
+        element ``index`` of ``field`` when ``field`` is a vector."""
+        reader = self.reader
+        data = reader.data
         length = _U32.unpack_from(data, pos)[0]
-        if length > MAX_STRING_BYTES:
-            raise self.fail(field, f"string of {length} bytes is longer than the limit of "
-                                   f"{MAX_STRING_BYTES}")
         end = pos + 4 + length
-        if end + 1 > self.reader.size:
-            raise self.fail(field, f"string of {length} bytes extends past the end of "
-                                   f"the {self.reader.size}-byte buffer")
+        if length > MAX_STRING_BYTES:
+            raise self.fail(_element(field, index), f"string of {length} bytes is longer "
+                                                    f"than the limit of {MAX_STRING_BYTES}")
+        if end + 1 > reader.size:
+            raise self.fail(_element(field, index), f"string of {length} bytes extends past "
+                                                    f"the end of the {reader.size}-byte buffer")
         if data[end] != 0:
-            raise self.fail(field, "string is not terminated by a zero byte")
-        self.reader.work_left -= 5 + length
-        if end + 1 > self.reader.reached:
-            self.reader.reached = end + 1
-        if self.reader.work_left < 0:
-            raise self.reader.over_budget(self.where(field))
+            raise self.fail(_element(field, index), "string is not terminated by a zero byte")
+        reader.work_left -= 5 + length
+        if end + 1 > reader.reached:
+            reader.reached = end + 1
+        if reader.work_left < 0:
+            raise reader.over_budget(self.where(_element(field, index)))
         try:
-            return data[pos + 4:end].decode("utf-8")
+            return str(data[pos + 4:end], "utf-8")
         except UnicodeDecodeError as exc:
-            raise self.fail(field, f"string is not valid UTF-8 ({exc.reason} at byte "
-                                   f"{exc.start})") from None
+            raise self.fail(_element(field, index), f"string is not valid UTF-8 ({exc.reason} "
+                                                    f"at byte {exc.start})") from None
 
     def _offsets(self, slot: int, field: str) -> list[int]:
         """The targets of a vector of offsets, each checked to lie in the buffer."""
@@ -295,19 +322,29 @@ class TableView:
         rel = struct.unpack_from(f"<{count}I", self.reader.data, start)
         targets = [start + 4 * i + r for i, r in enumerate(rel)]
         limit = self.reader.size - 4
-        for i, target in enumerate(targets):
-            if target > limit:
-                raise self.fail(f"{field}[{i}]", f"offset points to {target}, past the end "
-                                                 f"of the {self.reader.size}-byte buffer")
+        if max(targets) > limit:
+            i, target = next((i, t) for i, t in enumerate(targets) if t > limit)
+            raise self.fail(f"{field}[{i}]", f"offset points to {target}, past the end "
+                                             f"of the {self.reader.size}-byte buffer")
         return targets
 
     def strings(self, slot: int, field: str) -> tuple[str, ...]:
         """A vector of strings (empty when absent)."""
-        return tuple(self._string_at(target, f"{field}[{i}]")
-                     for i, target in enumerate(self._offsets(slot, field)))
+        if not self.has(slot):
+            return ()
+        string_at = self._string_at
+        return tuple([string_at(target, field, i)
+                      for i, target in enumerate(self._offsets(slot, field))])
 
     def tables(self, slot: int, name: str, field: str) -> list[TableView]:
         """A vector of tables (empty when absent)."""
+        if not self.has(slot):
+            return []
         table_at = self.reader.table_at
-        return [table_at(target, name, self, f"{field}[{i}]")
+        return [table_at(target, name, self, field, i)
                 for i, target in enumerate(self._offsets(slot, field))]
+
+
+def _element(field: str, index: int) -> str:
+    """The name of element ``index`` of vector ``field`` (of ``field`` itself when -1)."""
+    return field if index < 0 else f"{field}[{index}]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from jax.extend import mlir as jex_mlir
@@ -44,6 +45,7 @@ class StableHloSerializer:
     """Serializes modules as StableHLO portable artifacts, and reads them back."""
 
     @staticmethod
+    @functools.cache  # fixed for the process's jaxlib; asked at every deserialize
     def newest_readable_version() -> str:
         """The newest StableHLO version this jaxlib deserializes."""
         from jax.extend.mlir.dialects import stablehlo

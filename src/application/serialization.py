@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,11 +39,26 @@ def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
         if all(d.isdigit() for d in aval.shape):
             shapes.append(tuple(int(d) for d in aval.shape))
             continue
+        if all(d.isdigit() or _is_variable(d) for d in aval.shape):
+            # What the parser gives for these dimensions, without tokenizing.
+            shapes.append(tuple(int(d) if d.isdigit() else JaxDim.variable(d, scope)
+                                for d in aval.shape))
+            continue
         try:
             shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope, expr_class=JaxDim))
         except ShapeSpecSyntaxError as exc:
             raise ArtifactError(f"The artifact's shape {aval} does not parse: {exc}") from exc
     return shapes
+
+
+#: A dimension that is a lone variable name, as the shape parser's NAME token
+#: (and not a name the parser reads as something else: an operation, ``_``).
+_VARIABLE = re.compile(r"[^\W\d]\w*")
+_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
+
+
+def _is_variable(dim: str) -> bool:
+    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
 
 
 def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -> Exported:

@@ -37,6 +37,7 @@ from jaxport.domain.artifact import (
     AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType as WireAxisType,
     DType, EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, TreeKind,
     TreeSpec)
+from jaxport.domain.errors import ArtifactError
 from jaxport.domain.safety import DisabledSafetyCheck
 
 DATA = Path(jax.__file__).parent / "_src/internal_test_util/export_back_compat_test_data"
@@ -466,3 +467,30 @@ def test_decoding_imports_neither_jax_nor_numpy_nor_flatbuffers() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("kind", ["bytearray", "memoryview"])
+def test_decoding_reads_the_callers_buffer_in_place_and_lets_it_go(kind: str) -> None:
+    # Unsealed bytes are read without a copy of the whole buffer; afterwards the
+    # caller's bytearray can be resized again, also after a refused artifact.
+    _, blob, _, _ = exported(CASES[0])
+    buffer = bytearray(blob)
+    given: bytearray | memoryview = buffer if kind == "bytearray" else memoryview(buffer)
+    record = decode_artifact(given)
+    assert type(record.mlir_module_serialized) is bytes
+    assert bytes(encode_artifact(record)) == blob
+    buffer[-40:] = b"\xff" * 40  # damage the last tables: refused
+    with pytest.raises(ArtifactError):
+        decode_artifact(given)
+    if isinstance(given, memoryview):
+        given.release()  # the caller's own view
+    buffer += b"\0" * 8  # raises BufferError while a view of the buffer is alive
+    buffer[:] = b""
+    assert record.mlir_module_serialized == exported(CASES[0])[0].mlir_module_serialized
+
+
+def test_a_buffer_of_wider_items_is_read_as_its_bytes() -> None:
+    _, blob, _, _ = exported(CASES[0])
+    padded = blob + b"\0" * (-len(blob) % 4)
+    as_words = memoryview(bytearray(padded)).cast("I")
+    assert decode_artifact(as_words) == decode_artifact(padded)
