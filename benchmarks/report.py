@@ -28,6 +28,7 @@ FLOOR = "xla floor"  # pseudo-role: the backend's share of a cold-start cache hi
 DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
 COLD_START_TARGET = 0.05  # issue 10: first call with a warm executable cache / with a cold one
 SCALE_TARGET = 1.3  # issue 10: time per operation at 60k over that at 2k
+PEAK_TARGET = 1.0  # issue 10: peak memory during export no more than jax.export's
 SAME_WITHIN = 0.02  # the summary calls ratios within 2% of 1 "~same"
 
 
@@ -256,7 +257,27 @@ def scale_section(groups: Sequence[Group]) -> str:
                          f"{large.stablehlo_ops:,}", seconds(per_large), times(ratio),
                          "yes" if ratio <= SCALE_TARGET else "NO"])
     headers = ["step", "of", "ops", "per op", "ops", "per op", "large/small", f"within {SCALE_TARGET}x"]
-    return "Scale: time per operation (median per round / operations)\n" + table(headers, rows)
+    return ("Scale: time per operation (median per round / operations)\n" + table(headers, rows)
+            + peak_table(groups))
+
+
+def peak_table(groups: Sequence[Group]) -> str:
+    """The peak memory that the groups' children recorded (``peak_bytes``), jaxport
+    against jax.export (issue 10: at most 1.00x); empty when none did."""
+    rows = []
+    for g in groups:
+        ours, theirs = (g.info.get(r, {}).get("peak_bytes") for r in ("jaxport", "jax.export"))
+        if not (isinstance(ours, int) and isinstance(theirs, int) and theirs > 0):
+            continue
+        peaks, ratio = (ours, theirs), ours / theirs
+        rows.append([g.name, *(mib(p) for p in peaks), times(ratio),
+                     "yes" if ratio <= PEAK_TARGET else "NO"])
+    if not rows:
+        return ""
+    headers = ["group", "peak jaxport", "peak jax.export", "jaxport/jax.export",
+               f"within {PEAK_TARGET:.2f}x"]
+    return ("\n\nPeak memory: resident memory one run adds in a fresh process\n"
+            + table(headers, rows))
 
 
 def headline_ratio(group: Group) -> tuple[str, float | None]:
