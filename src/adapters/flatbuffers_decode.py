@@ -212,13 +212,12 @@ def _tree(t: TableView, depth: int) -> TreeSpec:
     kind = _TREE_KINDS.get(code)
     if kind is None:
         raise t.fail("kind", f"unknown pytree node kind {code}")
-    if kind in _EMPTY_NODES and not (t.has(S.CHILDREN) or t.has(S.CHILDREN_NAMES)
-                                     or t.has(S.CUSTOM_NAME) or t.has(S.CUSTOM_AUXDATA)):
+    if kind in _EMPTY_NODES and not t.has_fields_after(S.KIND):
         return _EMPTY_NODES[kind]
     children_tables = t.tables(S.CHILDREN, "PyTreeDef", "children")
     if children_tables and depth >= MAX_TREE_DEPTH:
         raise t.fail("children", f"pytree nodes nest deeper than {MAX_TREE_DEPTH}")
-    children = tuple(_tree(c, depth + 1) for c in children_tables)
+    children = tuple([_tree(c, depth + 1) for c in children_tables])
     names: tuple[str, ...] = ()
     custom_name: str | None = None
     auxdata = b""

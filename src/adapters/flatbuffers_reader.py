@@ -266,6 +266,10 @@ class TableView:
         entries = self._entries
         return slot < len(entries) and entries[slot] != 0
 
+    def has_fields_after(self, slot: int) -> bool:
+        """Whether a field of a slot above ``slot`` is present."""
+        return any(self._entries[slot + 1:])
+
     def uints(self, slot: int, kind: str, field: str) -> tuple[int, ...]:
         """A vector of ``u8``/``i8``/``u16``/``u32`` (empty when absent)."""
         if not self.has(slot):

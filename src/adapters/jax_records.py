@@ -80,6 +80,8 @@ def jax_aval(record: AvalRecord, shape: tuple[Any, ...], sharding: NamedSharding
     """The abstract value of a record whose dimensions were parsed to ``shape``."""
     space = getattr(jax_internals.memory_space_type(), record.memory_space.name.capitalize())
     aval = ShapedArray(shape, jax_dtype(record.dtype), memory_space=space)
+    if sharding is None:  # as jax.export's reader: nothing to attach
+        return aval
     result: ShapedArray = jax_internals.update_aval_with_sharding(aval, sharding)
     return result
 

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from types import FrameType
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Final
 
 from .core import FLOORDIV, MOD, Factor, Poly, Term, substitute_term
@@ -64,19 +64,19 @@ class _Rule:
     replacement: Poly
 
 
-def _frame_location(frame: FrameType) -> str:
-    code = frame.f_code
-    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+def _frame_location(code: CodeType, lasti: int, lineno: int) -> str:
+    position = next(itertools.islice(code.co_positions(), lasti // 2, None), None)
     column = (position[2] if position is not None else None) or 0
-    return f"{code.co_filename}:{frame.f_lineno}:{column} ({code.co_name})"
+    return f"{code.co_filename}:{lineno}:{column} ({code.co_name})"
 
 
-def _caller_location() -> str:
-    """Where the user created the scope: the first frame outside jaxport."""
+def _caller_location() -> tuple[CodeType, int, int] | None:
+    """Where the user created the scope: (code, instruction, line) of the first
+    frame outside jaxport, formatted only when asked for (it walks the code)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
-    return _frame_location(frame) if frame is not None else "(unknown)"
+    return None if frame is None else (frame.f_code, frame.f_lasti, frame.f_lineno)
 
 
 class SymbolicScope:
@@ -101,7 +101,8 @@ class SymbolicScope:
         if isinstance(constraints, str):
             raise ConstraintError("The constraints must be a sequence of strings, not a string.")
         self._texts: tuple[str, ...] = tuple(constraints)
-        self._location = _caller_location()
+        self._where = _caller_location()
+        self._location: str | None = None
         self._rules: list[_Rule] = []
         self._decider = BoundsDecider()
         self._constraints: tuple[Constraint, ...] = ()
@@ -121,6 +122,8 @@ class SymbolicScope:
     @property
     def location(self) -> str:
         """``file:line:column (function)`` where the scope was created."""
+        if self._location is None:
+            self._location = "(unknown)" if self._where is None else _frame_location(*self._where)
         return self._location
 
     def normalize(self, p: Poly) -> Poly:
@@ -138,7 +141,7 @@ class SymbolicScope:
         return p
 
     def __str__(self) -> str:
-        text = f"{id(self)} created at {self._location}"
+        text = f"{id(self)} created at {self.location}"
         if self._texts:
             text += " with constraints:\n" + "\n".join(f"  {c}" for c in self._texts)
         return text
