@@ -23,6 +23,17 @@ Groups (kind ``"artifact"``, shown by the report with jaxport / jax.export):
 The model is the MLP of about 2,000 StableHLO operations with a symbolic
 batch, exported with its VJP (``vjp_order=1``), so each artifact holds two
 modules and symbolic shapes to parse.
+
+Where ``deserialize`` stands (2026-11-30, interleaved in one process, 150
+rounds of 5 calls, CPU time): jaxport reads and checks every table of the
+VJP chain before it returns (a damaged VJP table is refused by
+``deserialize``, not by a later ``vjp()``); ``jax.export`` decodes the VJP
+table only when ``vjp()`` is first called. For this artifact jaxport takes
+359 us (min) / 421 us (median) against 300 / 335 us; the same function
+serialized without its VJP (``vjp_order=0``) takes 233 / 284 us against
+294 / 336 us (0.79x / 0.85x). The VJP table's decoding and checks, about
+125 us, are the difference; the summary's median ratio over the run's noise
+lands between about 0.9x and 1.1x.
 """
 
 from __future__ import annotations
