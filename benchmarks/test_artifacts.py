@@ -29,11 +29,12 @@ rounds of 5 calls, CPU time): jaxport reads and checks every table of the
 VJP chain before it returns (a damaged VJP table is refused by
 ``deserialize``, not by a later ``vjp()``); ``jax.export`` decodes the VJP
 table only when ``vjp()`` is first called. For this artifact jaxport takes
-359 us (min) / 421 us (median) against 300 / 335 us; the same function
-serialized without its VJP (``vjp_order=0``) takes 233 / 284 us against
-294 / 336 us (0.79x / 0.85x). The VJP table's decoding and checks, about
-125 us, are the difference; the summary's median ratio over the run's noise
-lands between about 0.9x and 1.1x.
+355 us (min) / 407-445 us (median) against 295 / 324-427 us (before the
+reader and codec work of 2026-11-30: 460 / 550 us); the same function
+serialized without its VJP (``vjp_order=0``) takes 225 / 282 us against
+293 / 341 us (0.77x; before: 308 / 427 us). The VJP table's decoding and
+checks, about 125 us, are the difference: on a quiet machine this group's
+median ratio is about 1.2x, under load it wanders between 0.9x and 1.3x.
 """
 
 from __future__ import annotations
