@@ -5,11 +5,12 @@ artifact makes it raise ``struct.error``/``IndexError`` or, worse, decode
 garbage from another part of the buffer. :class:`TableView` implements the same
 lookups (vtable slot -> field -> offset -> table, vector or string) but checks
 every offset, length and string against the buffer before it reads, and
-charges each read to a work budget so that tables shared many times over (a
-"billion laughs" buffer) cannot make decoding take more than linear time. It
-needs only :mod:`struct`, so reading an artifact imports neither flatbuffers
-nor NumPy. Each failure is an :class:`ArtifactError` that names the table, its
-offset and the field.
+charges each read (a table and its vtable, a vector, a string) to a work
+budget so that tables shared many times over (a "billion laughs" buffer)
+cannot make decoding take more than linear time. It needs only
+:mod:`struct`, so reading an artifact imports neither flatbuffers nor NumPy.
+Each failure is an :class:`ArtifactError` that names the table, its offset
+and the field.
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ MAX_END_PADDING: Final = 7
 
 
 class WireReader:
-    """One buffer, its size, what is left of the work budget, and how far reads reached.
+    """One buffer, its size, its work budget and what is left of it, and how far reads reached.
+
+    The budget is :data:`WORK_PER_BYTE` bytes read per byte of buffer plus
+    :data:`WORK_CONSTANT`; a read that would overspend it fails with
+    :meth:`over_budget`, so :attr:`work_done` never exceeds the budget by
+    more than one read (a table and its vtable: twice the buffer's size).
 
     Args:
         data: the buffer (a ``memoryview`` reads the caller's bytes in place;
@@ -60,16 +66,22 @@ class WireReader:
             keep data where no read reaches, so :meth:`check_end` lets it be.
     """
 
-    __slots__ = ("data", "size", "work_left", "reached", "_slot_counts", "newer_schema")
+    __slots__ = ("data", "size", "budget", "work_left", "reached", "_slot_counts", "newer_schema")
 
     def __init__(self, data: bytes | memoryview,
                  slot_counts: dict[str, int] | None = None) -> None:
         self.data = data
         self.size = len(data)
-        self.work_left = WORK_PER_BYTE * self.size + WORK_CONSTANT
+        self.budget = WORK_PER_BYTE * self.size + WORK_CONSTANT
+        self.work_left = self.budget
         self.reached = 0
         self._slot_counts = slot_counts or {}
         self.newer_schema = False
+
+    @property
+    def work_done(self) -> int:
+        """The bytes read so far, counting a table and its vtable each time it is read."""
+        return self.budget - self.work_left
 
     def check_end(self) -> None:
         """Refuses bytes after the last object that any read reached.
@@ -142,7 +154,9 @@ class WireReader:
                     problem = (f"table {name} at offset {pos} claims {obj_size} bytes, past "
                                f"the end of the {size}-byte buffer")
                 else:
-                    self.work_left -= obj_size
+                    # The vtable too: a large one shared by many tables would
+                    # otherwise be unpacked again for each of them, unpaid.
+                    self.work_left -= obj_size + vt_len
                     self.reached = max(self.reached, pos + obj_size, vtable + vt_len)
                     if vt_len > 4 + 2 * self._slot_counts.get(name, vt_len):
                         self.newer_schema = True

@@ -12,7 +12,6 @@ from __future__ import annotations
 import runpy
 import struct
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -26,6 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from jaxport.adapters import flatbuffers_wire as W
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.adapters.flatbuffers_decode import MAX_TREE_DEPTH, MAX_VJP_DEPTH
+from jaxport.adapters.flatbuffers_reader import WORK_CONSTANT, WORK_PER_BYTE, WireReader
 from jaxport.domain.artifact import (
     AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType,
     EffectRecord, HloShardingRecord, MemorySpace, NamedShardingRecord, PartitionSpecRecord,
@@ -290,18 +290,24 @@ def test_vjp_tables_nested_too_deeply_are_rejected() -> None:
         decode_artifact(blob)
 
 
-def test_a_tree_that_shares_its_nodes_exponentially_is_stopped_early() -> None:
+def linear_work(size: int) -> int:
+    """The most bytes a reader reads for a buffer of ``size`` bytes: its budget and one read."""
+    return (WORK_PER_BYTE + 2) * size + WORK_CONSTANT
+
+
+def test_a_tree_that_shares_its_nodes_exponentially_is_stopped_early(readers: list[WireReader]) -> None:
     b = flatbuffers.Builder(0)
     node = leaf_node(b)
     for _ in range(6):  # 64**6 paths to the leaf, in about 2 kB
         node = tuple_node(b, [node] * 64)
-    started = time.perf_counter()
+    blob = raw_exported(b, node, leaf_node(b, TreeKind.NONE))
     with pytest.raises(ArtifactError, match=r"refers to its data too many times"):
-        decode_artifact(raw_exported(b, node, leaf_node(b, TreeKind.NONE)))
-    assert time.perf_counter() - started < 1.0
+        decode_artifact(blob)
+    reader, = readers
+    assert reader.work_done <= linear_work(len(blob))
 
 
-def test_a_string_referred_to_many_times_is_stopped_early() -> None:
+def test_a_string_referred_to_many_times_is_stopped_early(readers: list[WireReader]) -> None:
     b = flatbuffers.Builder(0)
     big = b.CreateString("x" * 100_000)
     b.StartVector(4, 10_000, 4)
@@ -309,10 +315,24 @@ def test_a_string_referred_to_many_times_is_stopped_early() -> None:
         b.PrependUOffsetTRelative(big)
     platforms = b.EndVector()
     none = leaf_node(b, TreeKind.NONE)
-    started = time.perf_counter()
+    blob = raw_exported(b, none, none, platforms)
     with pytest.raises(ArtifactError, match=r"field 'platforms\[\d+\]'.*too many times"):
-        decode_artifact(raw_exported(b, none, none, platforms))
-    assert time.perf_counter() - started < 1.0
+        decode_artifact(blob)
+    reader, = readers
+    assert reader.work_done <= linear_work(len(blob))
+
+
+def test_a_large_vtable_shared_by_many_tables_is_stopped_early(readers: list[WireReader]) -> None:
+    b = flatbuffers.Builder(0)
+    b.StartObject(30_000)  # a leaf whose vtable has 30,000 slots, read again for each reference
+    b.PrependInt8Slot(29_999, 1, 0)
+    b.PrependInt8Slot(W.Tree.KIND, W.TREE_KIND_CODES[TreeKind.LEAF], 0)
+    leaf = b.EndObject()
+    blob = raw_exported(b, tuple_node(b, [leaf] * 1000), leaf_node(b, TreeKind.NONE))
+    with pytest.raises(ArtifactError, match=r"field 'children\[\d+\]'.*too many times"):
+        decode_artifact(blob)
+    reader, = readers
+    assert reader.work_done <= linear_work(len(blob))
 
 
 def test_a_tree_with_fewer_leaves_than_avals_is_rejected() -> None:

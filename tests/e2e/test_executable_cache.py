@@ -152,14 +152,31 @@ def test_eviction_keeps_the_cache_within_its_bound(tmp_path: Path, cache_dir: Pa
     path = tmp_path / "poly.jaxport"
     jaxport.save(jaxport.export(jax.jit(_f))(jax.ShapeDtypeStruct((b, 16), jnp.float32)), path)
     exp = jaxport.load(path)
-    exp.call(np.ones((1, 16), np.float32))
-    entry_size = _entries(cache_dir)[0].stat().st_size
-    bound = int(entry_size * 2.5)
+    # Executables differ in size from one batch size and one CPU to the next:
+    # what is checked is computed from the sizes of the entries written.
+    written: list[tuple[str, int]] = []  # (name, size), oldest first
+
+    def call(batch: int) -> dict[str, int]:
+        before = {p.name for p in _entries(cache_dir)}
+        exp.call(np.ones((batch, 16), np.float32))
+        now = {p.name: p.stat().st_size for p in _entries(cache_dir)}
+        new, = now.keys() - before
+        written.append((new, now[new]))
+        # Last use in the order of the calls, whatever the clock's resolution.
+        os.utime(cache_dir / "executables" / new, (len(written), len(written)))
+        return now
+
+    call(1)
+    bound = int(written[0][1] * 2.5)
     monkeypatch.setenv("JAXPORT_CACHE_MAX_BYTES", str(bound))
     for batch in (2, 3, 4, 5):
-        exp.call(np.ones((batch, 16), np.float32))
-        sizes = [p.stat().st_size for p in _entries(cache_dir)]
-        assert sum(sizes) <= bound and len(sizes) == 2
+        now = call(batch)
+        # The most recently used entries are kept, as many as fit the bound.
+        kept = len(now)
+        assert now.keys() == {name for name, _ in written[-kept:]}
+        assert sum(now.values()) <= bound
+        assert kept == len(written) or sum(size for _, size in written[-kept - 1:]) > bound
+    assert len(now) < len(written)
 
 
 def _config_snapshot() -> dict[str, Any]:

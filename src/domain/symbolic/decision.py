@@ -122,9 +122,15 @@ def _form_key(form: Form) -> tuple[object, ...]:
 
 
 class BoundsDecider:
-    """Bounds of polynomials under ``var >= 1`` and the user's inequality constraints."""
+    """Bounds of polynomials under ``var >= 1`` and the user's inequality constraints.
+
+    Attributes:
+        search_steps: how many forms the rewriting search has examined so far,
+            a measure of the work done that does not depend on the machine.
+    """
 
     def __init__(self) -> None:
+        self.search_steps = 0
         self._factor_bounds: dict[Factor, Interval] = {}
         self._term_bounds: dict[Term, Interval] = {}
         self._constraints: list[Form] = []
@@ -243,6 +249,7 @@ class BoundsDecider:
         return self._search(form, budget, {})
 
     def _search(self, form: Form, budget: list[int], seen: dict[object, Num]) -> Num:
+        self.search_steps += 1
         key = _form_key(form)
         known = seen.get(key)
         if known is not None:

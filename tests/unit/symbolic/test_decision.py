@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -114,14 +113,15 @@ def test_constraints_on_composite_terms() -> None:
     assert b * h >= 10 and b // 2 >= 3 and b * h + b >= 11
 
 
-def test_decisions_are_fast_on_wide_expressions() -> None:
+def test_decisions_on_wide_expressions_search_few_forms() -> None:
     names = [f"v{i}" for i in range(12)]
     vs = syms(", ".join(names))
-    start = time.perf_counter()
     total = sum(dim_max(v, 2 + i) for i, v in enumerate(vs))
     assert total >= sum(vs)
     assert sum(dim_min(v, 3) for v in vs) <= sum(vs)
-    assert time.perf_counter() - start < 1.0
+    # Each max splits the search in two: without its budget it examines over a
+    # million forms here.
+    assert vs[0].scope.decider.search_steps <= 100 * len(names)
 
 
 @pytest.fixture
