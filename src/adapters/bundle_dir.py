@@ -6,6 +6,10 @@ then the manifest; then the temporary directory takes the target's place:
 on Linux by exchanging the two names in one step (``renameat2`` with
 ``RENAME_EXCHANGE``), elsewhere by two renames. A failure at any point
 removes the temporary directory and leaves the previous bundle as it was.
+
+The directory and its files get the permissions that ``os.makedirs`` and
+``open()`` would give them (0755 and 0644 under umask 022), so that another
+user (a service account, a container's user) can serve the bundle.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ..domain.bundle_checks import check_digest, check_files, check_size
 from ..domain.bundle_manifest import MANIFEST_FILE, FileDigest, Manifest
 from ..domain.errors import ArtifactError
 from .files import fsync_directory
+from .temporary import create_beside, new_directory
 
 Writer = Callable[[BinaryIO], object]
 
@@ -75,7 +80,8 @@ class BundleDirectory:
         if target.exists() and not (target / MANIFEST_FILE).is_file():
             raise FileExistsError(f"{target} exists and is not a bundle directory (it has no "
                                   f"{MANIFEST_FILE}); not replacing it")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        _, tmp_name = create_beside(target, ".tmp", new_directory)
+        tmp = Path(tmp_name)
         try:
             digests = {name: self._write_file(tmp / name, writer) for name, writer in files.items()}
             data = manifest(digests)

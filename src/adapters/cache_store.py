@@ -2,9 +2,9 @@
 
 Each entry is one file, ``<name>.entry``, in ``cache_subdir(subdir)`` (see
 :mod:`jaxport.adapters.cache_dir`; caching is off when that is None). Files
-are written atomically (a private temporary file, then ``os.replace``), so
-processes that fill the directory at once each leave a whole entry, and the
-last one wins. Reading an entry marks it used (its modification time is set
+are written atomically (a private temporary file, mode 0600, then
+``os.replace``), so processes that fill the directory at once each leave a
+whole entry, and the last one wins. Reading an entry marks it used (its modification time is set
 to now, since access times are often not kept by the file system); after
 each write the least recently used entries are removed until the directory
 holds at most ``max_bytes`` (:mod:`jaxport.domain.cache_eviction`).
@@ -104,7 +104,7 @@ class DirectoryCacheStore:
         if path is None or len(data) > self.max_bytes:
             return
         try:
-            AtomicFileStore().write(path, data)
+            AtomicFileStore().write(path, data, mode=0o600)
         except OSError:
             return
         self.evict(keep=name)

@@ -12,18 +12,27 @@ if TYPE_CHECKING:
 class AtomicFileStore:
     """Writes files so that a reader sees the old content or the new, never a part."""
 
-    def write(self, path: str | os.PathLike[str], data: bytes | bytearray) -> None:
+    def write(self, path: str | os.PathLike[str], data: bytes | bytearray, *, mode: int = 0o666) -> None:
         """Writes ``data`` to ``path`` atomically.
 
         The bytes go to a temporary file in the same directory, which is
         flushed, fsync'ed and then renamed over ``path``; on any error the
         temporary file is removed and ``path`` keeps its previous content.
+
+        Args:
+            path: the file to write.
+            data: its new content.
+            mode: as for ``os.open``: the file ends with ``mode`` less the
+                umask, as ``open()`` would make it (0644 under umask 022);
+                0o600 keeps it private.
         """
-        import tempfile  # here: reading needs neither tempfile nor pathlib (nor what they import)
+        # Imported here: reading needs neither pathlib nor typing (nor what they import).
         from pathlib import Path
 
+        from .temporary import create_beside, new_file
+
         target = Path(path)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp_name = create_beside(target, ".tmp", new_file(mode))
         try:
             with os.fdopen(fd, "wb") as tmp:
                 self._write_all(tmp, data)

@@ -324,6 +324,24 @@ def gspmd_as_named_sharding(sharding: Any, ndim: int, mesh: Any | None) -> Any:
     return sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, abstract)
 
 
+# What: a sharding as XLA's HLO sharding (``HloSharding``, without mesh or devices): of a named
+# sharding for an array of ``ndim`` dimensions, or parsed from a serialized ``xla.OpSharding``.
+# Why internal: ``NamedSharding._to_xla_hlo_sharding`` is private, and ``HloSharding`` and
+# ``OpSharding`` live in jaxlib's ``xla_client``, which JAX does not re-export.
+def named_as_hlo_sharding(sharding: jax.sharding.NamedSharding, ndim: int) -> Any:
+    """The ``HloSharding`` of ``sharding`` for an array of ``ndim`` dimensions."""
+    return sharding._to_xla_hlo_sharding(ndim)
+
+
+def hlo_sharding_from_proto(proto: bytes) -> Any:
+    """The ``HloSharding`` of a serialized ``xla.OpSharding`` protocol buffer."""
+    from jaxlib import xla_client
+
+    op_sharding = xla_client.OpSharding()
+    op_sharding.ParseFromString(proto)
+    return xla_client.HloSharding.from_proto(op_sharding)
+
+
 def is_gspmd_sharding(sharding: Any) -> bool:
     """Whether ``sharding`` is a ``GSPMDSharding`` (not exported by ``jax.sharding``)."""
     from jax._src import sharding_impls

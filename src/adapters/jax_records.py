@@ -18,6 +18,7 @@ from ..domain.artifact import (
     AxisType as AxisTypeRecord,
     DType,
     EffectRecord,
+    HloShardingRecord,
     MemorySpace,
     NamedShardingRecord,
     PartitionSpecRecord,
@@ -177,6 +178,21 @@ def sharding_record(sharding: NamedSharding | None) -> ShardingRecord | None:
 
 def _axis_type_record(axis_type: Any) -> AxisTypeRecord:
     return AxisTypeRecord[_AXIS_TYPES[axis_type]]
+
+
+def hlo_sharding(sharding: NamedSharding | HloShardingRecord | None, ndim: int) -> Any:
+    """An exported value's sharding as XLA's ``HloSharding`` (None stays None).
+
+    Args:
+        sharding: a named sharding, or a legacy HLO sharding record of an
+            artifact written before named shardings were recorded.
+        ndim: the number of dimensions of the value.
+    """
+    if sharding is None:
+        return None
+    if isinstance(sharding, HloShardingRecord):
+        return jax_internals.hlo_sharding_from_proto(sharding.proto)
+    return jax_internals.named_as_hlo_sharding(sharding, ndim)
 
 
 def jax_sharding(record: ShardingRecord | None) -> Any:

@@ -15,7 +15,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from ..adapters import jax_avals
 from ..adapters.jax_call import CallTarget
 from ..adapters.jax_internals import is_staging
-from ..adapters.jax_records import sharding_record
+from ..adapters.jax_records import hlo_sharding, sharding_record
 from ..adapters.mlir_module import StableHloSerializer
 from ..adapters.module_cache import PlainModuleCache
 from ..domain.artifact import NamedShardingRecord
@@ -134,6 +134,22 @@ class Exported:
                 "Export it in this process with jaxport.export, or serialize it with "
                 "serialize(vjp_order=1) (or higher) before deserializing.")
         return self._exported_vjp
+
+    @functools.cached_property
+    def in_shardings_hlo(self) -> tuple[Any, ...]:
+        """The flat input shardings as XLA's ``HloSharding``s, None where unspecified.
+
+        As ``jax.export.Exported.in_shardings_hlo`` holds them for a
+        deserialized artifact (an export that ``jax.export`` made in the
+        process leaves them all None). They name neither the mesh nor its
+        devices: to place arguments, use :meth:`in_shardings_jax`.
+        """
+        return tuple(hlo_sharding(s, a.ndim) for s, a in zip(self.in_shardings, self.in_avals))
+
+    @functools.cached_property
+    def out_shardings_hlo(self) -> tuple[Any, ...]:
+        """The flat output shardings as XLA's ``HloSharding``s (see :attr:`in_shardings_hlo`)."""
+        return tuple(hlo_sharding(s, a.ndim) for s, a in zip(self.out_shardings, self.out_avals))
 
     def in_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
         """The recorded input shardings over ``mesh``, for ``jax.device_put`` or ``jax.jit``.

@@ -7,7 +7,10 @@ Version history (the versions JAX 0.10.2 reads and writes):
 * 10 (2024-05): platform index and dimension variables are passed to inner
   functions of the module as well; the default since jax 0.4.31.
 
-Versions older than 9 are not produced or read any more.
+Versions older than 9 are not produced, and deserialization refuses them
+(:func:`check_version`); a raw module given with its signature keeps the
+version it was recorded with, so that JAX's back-compatibility modules of
+versions 6 and 7 still run.
 """
 
 from __future__ import annotations

@@ -68,6 +68,14 @@ def test_an_aval_takes_a_sharding_and_keeps_it_without_one() -> None:
     assert updated.shape == (8, 2) and updated.sharding.spec == jax.sharding.PartitionSpec("x", None)
 
 
+def test_a_named_sharding_becomes_an_hlo_sharding_that_round_trips_through_its_proto() -> None:
+    mesh = jax.make_mesh((2,), ("x",), devices=jax.devices()[:2])
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x"))
+    hlo = jax_internals.named_as_hlo_sharding(sharding, 2)
+    assert hlo.is_tiled() and hlo.num_devices() == 2
+    assert jax_internals.hlo_sharding_from_proto(hlo.to_proto().SerializeToString()) == hlo
+
+
 def test_memory_spaces_meshes_and_devices_are_there() -> None:
     spaces = jax_internals.memory_space_type()
     assert {"Device", "Host", "Any"} <= {m.name for m in spaces}

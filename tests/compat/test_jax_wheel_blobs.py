@@ -88,6 +88,8 @@ def test_a_wheel_blob_decodes_to_the_fields_jax_export_decodes(blob: bytes) -> N
     assert ours.calling_convention_version == theirs.calling_convention_version
     assert_same_shardings(ours.in_shardings, theirs._in_named_shardings, theirs.in_shardings_hlo)
     assert_same_shardings(ours.out_shardings, theirs._out_named_shardings, theirs.out_shardings_hlo)
+    assert ours.in_shardings_hlo == tuple(theirs.in_shardings_hlo)
+    assert ours.out_shardings_hlo == tuple(theirs.out_shardings_hlo)
 
 
 @pytest.mark.parametrize("blob", BLOB_PARAMS)

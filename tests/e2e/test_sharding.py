@@ -171,6 +171,29 @@ def test_jaxports_sharded_artifacts_run_through_jax_export_and_back(case: Case) 
         [str(s) for s in theirs._in_named_shardings]
 
 
+def partly_sharded() -> tuple[Any, tuple[Any, ...]]:
+    m = mesh_2x4()
+    f = jax.jit(lambda x, w, z: (x @ w, z * 2),
+                in_shardings=(NamedSharding(m, P("data", None)), NamedSharding(m, P(None, "model")), None),
+                out_shardings=(NamedSharding(m, P("data", "model")), None))
+    return f, (arr(4, 6), arr(6, 8), arr(3))
+
+
+@pytest.mark.parametrize("make", [partly_sharded, *(c.make for c in CASES[:5])],
+                         ids=["partly_sharded", *(c.name for c in CASES[:5])])
+def test_hlo_shardings_are_those_jax_export_reads_from_the_artifact(make: Callable[[], Any]) -> None:
+    f, args = make()
+    ours = jaxport.export(f)(*args)
+    theirs = jax.export.deserialize(jax.export.export(f)(*args).serialize())
+    assert any(s is not None for s in theirs.in_shardings_hlo)
+    for exp in (ours, jaxport.deserialize(ours.serialize()), jaxport.deserialize(theirs.serialize())):
+        assert exp.in_shardings_hlo == tuple(theirs.in_shardings_hlo)
+        assert exp.out_shardings_hlo == tuple(theirs.out_shardings_hlo)
+    read_by_jax = jax.export.deserialize(ours.serialize())
+    assert ours.in_shardings_hlo == tuple(read_by_jax.in_shardings_hlo)
+    assert ours.out_shardings_hlo == tuple(read_by_jax.out_shardings_hlo)
+
+
 def test_memory_kinds_round_trip() -> None:
     m = mesh_8()
     sharding = NamedSharding(m, P("data"), memory_kind="device")
