@@ -37,7 +37,7 @@ PEERS: tuple[Role, ...] = ("jaxport", "jax.export")
 Kind = Literal["export", "dispatch", "wrap", "call", "micro", "artifact", "coldstart", "scale"]
 
 
-def alternating_chunks(chunks: int, roles: Sequence[Role]) -> list[Any]:
+def alternating_chunks(chunks: int, roles: Sequence[str]) -> list[Any]:
     """``(chunk, role)`` parameters: the roles in order in odd chunks, reversed in even ones.
 
     For ``pytest.mark.parametrize("chunk, role", ...)``: the chunks interleave

@@ -9,6 +9,8 @@ baseline, ``(export - baseline) / baseline``; dispatch groups as the ratio to
 theirs; wrap groups as the time above their baseline (a copy of the module);
 call-side and micro groups (no baseline) as their medians. All show
 jaxport / jax.export, and a last table lists that ratio for every group.
+The verification group shows what verifying adds to a cold load beside the
+time of ``python -c "import jax"``.
 Only the standard library is used.
 """
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROLES = ("baseline", "jaxport", "jax.export")
+VERIFY_ROLES = ("import jax", "unverified", "verified")  # benchmarks/test_verification.py
 FLOOR = "xla floor"  # pseudo-role: the backend's share of a cold-start cache hit
 DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
 COLD_START_TARGET = 0.05  # issue 10: first call with a warm executable cache / with a cold one
@@ -86,15 +89,17 @@ def read_groups(report: Any) -> list[Group]:
     for bench in report["benchmarks"]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
-        if role not in ROLES + BUNDLE_ROLES:
+        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES:
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
             name, Group(name, str(info.get("kind", "")), str(info.get("baseline", "baseline"))))
         stats = bench["stats"]
-        # Cold-start benchmarks time child processes; the children report
-        # the quantity of interest (their first call) in extra_info.
-        data = info.get("first_call_s") or stats.get("data") or [stats["median"]]
+        # Cold-start and verification benchmarks time child processes; the
+        # children report the quantity of interest (their first call, their
+        # load) in extra_info.
+        data = (info.get("first_call_s") or info.get("load_s") or stats.get("data")
+                or [stats["median"]])
         group.samples.setdefault(role, []).extend(float(t) for t in data)
         # The warm cold-start rounds also report the XLA floor of a cache hit.
         group.samples.setdefault(FLOOR, []).extend(float(t) for t in info.get("floor_s") or [])
@@ -352,17 +357,33 @@ def bundle_section(groups: Sequence[Group]) -> str:
             "peak = resident memory a load adds in a fresh process\n" + table(headers, rows))
 
 
+def verify_section(groups: Sequence[Group]) -> str:
+    """Cold loads with and without verification, what verifying adds, and ``import jax``."""
+    rows = []
+    for g in groups:
+        unverified, verified = g.median("unverified"), g.median("verified")
+        added = None if unverified is None or verified is None else verified - unverified
+        import_jax = g.median("import jax")
+        rows.append([g.name, str(g.rounds()), seconds(import_jax), seconds(unverified),
+                     seconds(verified), seconds(added),
+                     times(None if added is None or not import_jax else added / import_jax)])
+    headers = ["group", "rounds", "python -c 'import jax'", "load verify=False", "load verify=True",
+               "verification adds", "adds/import jax"]
+    return ("Verification (median load in a fresh child process, after import jax and the backend's "
+            "start;\nimport jax = the whole python -c 'import jax' process)\n" + table(headers, rows))
+
+
 def render(groups: Sequence[Group]) -> str:
     """The report: one table per kind of group, then a summary of the ratios.
 
-    The kinds come in the order export, wrap, dispatch, call, micro, coldstart, scale, other; the
-    summary lists every group that has both jaxport and jax.export.
+    The kinds come in the order export, wrap, dispatch, call, micro, coldstart, verify, scale,
+    other; the summary lists every group that has both jaxport and jax.export.
     """
     sections: list[str] = []
     ordered: list[Group] = []
     by_kind = {"export": export_section, "wrap": wrap_section, "dispatch": dispatch_section,
                "call": call_section, "micro": micro_section, "coldstart": coldstart_section,
-               "scale": scale_section}
+               "verify": verify_section, "scale": scale_section}
     for kind, section in by_kind.items():
         chosen = [g for g in groups if g.kind == kind]
         if chosen:

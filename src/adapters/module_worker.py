@@ -33,7 +33,7 @@ from .module_worker_main import write_frames
 DEFAULT_ADDRESS_SPACE: Final = 8 << 30
 DEFAULT_CPU_SECONDS: Final = 20
 DEFAULT_TIMEOUT_SECONDS: Final = 60.0
-#: How long the first request may also wait for the process to import JAX.
+#: How long the first request may also wait for the process to import jaxlib's MLIR bindings.
 STARTUP_SECONDS: Final = 120.0
 
 
@@ -126,11 +126,10 @@ class ModuleWorker:
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
             return self._process
-        env = dict(os.environ, JAX_PLATFORMS="cpu")
         self._process = subprocess.Popen(
             [sys.executable, "-m", "jaxport.adapters.module_worker_main",
              str(self._limits[0]), str(self._limits[1])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._fresh = True
         return self._process
 

@@ -14,7 +14,8 @@ that many bytes; no pickle, no code from the other side:
   or ``{"error": message}``), then the re-serialized module (empty on error).
 
 A module that crashes the MLIR reader kills only this process; its parent
-sees the pipe close and refuses the artifact.
+sees the pipe close and refuses the artifact. The process imports jaxlib's
+MLIR bindings but not ``jax`` (:mod:`~jaxport.adapters.jaxlib_mlir`).
 """
 
 from __future__ import annotations
@@ -94,17 +95,30 @@ def _limit_cpu(seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (spent + seconds, resource.RLIM_INFINITY))
 
 
-def _facts(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
-    from jax.extend import mlir as jex_mlir
-    from jax.extend.mlir import ir
-    from jax.interpreters import mlir
+def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
+    """Parses, verifies and re-serializes one module, as JAX would, without importing JAX.
+
+    Args:
+        module_bytes: a StableHLO portable artifact.
+        sdy: whether to re-serialize with Shardy ops kept (mixed serialization).
+
+    Returns:
+        The JSON of its :class:`~jaxport.domain.verification.ModuleFacts`, and
+        the module re-serialized for the StableHLO version it was written for.
+
+    Raises:
+        ValueError: the module does not verify or has not exactly one ``main``;
+            bytes that the MLIR reader cannot parse raise what it raises.
+    """
+    from jaxlib.mlir import ir
 
     from ..domain.module_format import stablehlo_version
     from ..domain.verification import MlirType, ModuleFacts
+    from . import jaxlib_mlir
 
-    context = mlir.make_ir_context()
+    context = jaxlib_mlir.make_context()
     with context:
-        module = jex_mlir.deserialize_portable_artifact(module_bytes)
+        module = jaxlib_mlir.deserialize_portable_artifact(module_bytes, context)
         if not module.operation.verify():
             raise ValueError("the module does not pass MLIR's verifier")
         mains = [op for op in module.body.operations if op.operation.name == "func.func"
@@ -134,7 +148,7 @@ def _facts(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
         facts = ModuleFacts(tuple(describe(t) for t in ftype.inputs),
                             tuple(describe(t) for t in ftype.results), tuple(targets))
         version = stablehlo_version(module_bytes[:300]) or "1.0.0"
-        again = bytes(jex_mlir.serialize_portable_artifact(module, version, sdy))
+        again = jaxlib_mlir.serialize_portable_artifact(module, version, sdy)
     return facts.to_json(), again
 
 
@@ -147,7 +161,7 @@ def main(argv: list[str]) -> int:
     stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    import jax.extend.mlir  # noqa: F401  (import before the first request's clock)
+    from . import jaxlib_mlir  # noqa: F401  (import before the first request's clock)
 
     while True:
         header = read_frame(stdin, 1 << 16)
@@ -159,7 +173,7 @@ def main(argv: list[str]) -> int:
         _limit_cpu(cpu_seconds + (len(module_bytes) >> 20))
         _limit_memory(len(module_bytes))
         try:
-            facts, again = _facts(module_bytes, bool(json.loads(header).get("sdy", False)))
+            facts, again = check_module(module_bytes, bool(json.loads(header).get("sdy", False)))
         except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's
             write_frames(stdout, json.dumps({"error": f"{type(exc).__name__}: {exc}"[:4000]}).encode(), b"")
             continue

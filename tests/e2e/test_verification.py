@@ -100,7 +100,7 @@ def test_a_module_that_does_not_parse_is_refused_with_the_parsers_reason() -> No
 
 
 def test_a_verifying_process_that_dies_refuses_the_artifact_and_the_caller_keeps_running() -> None:
-    worker = ModuleWorker(address_space=64 << 20)  # too little memory to import JAX: it dies
+    worker = ModuleWorker(address_space=64 << 20)  # too little memory to load jaxlib: it dies
     blob = jaxport.export(jax.jit(jnp.tanh))(SPEC).serialize()  # bytes no other test verifies
     report = verify_artifact(blob, worker=worker)
     assert not report.ok and "verifying process stopped" in report.reasons[0]
