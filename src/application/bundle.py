@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
+from jax.core import ShapedArray
 
+from ..adapters.jax_avals import tree_differences
 from ..domain.bundle_manifest import Manifest
+from ..domain.errors import TreeMismatchError
 from .bundle_weights import checked_leaves, place_leaves
 from .exported import Exported
 from .pytree_registry import default_registry
@@ -29,10 +33,38 @@ class BoundFunction:
         self.takes_params = takes_params
         self.__name__ = exported.fun_name
 
+    @functools.cached_property
+    def in_tree(self) -> jax.tree_util.PyTreeDef:
+        """The pytree of ``(args, kwargs)`` that the caller gives (the weights left out)."""
+        if not self.takes_params:
+            return self.exported.in_tree
+        args, kwargs = self.exported.in_tree.children()
+        return jax.tree_util.treedef_tuple([jax.tree_util.treedef_tuple(args.children()[1:]), kwargs])
+
+    @property
+    def in_avals(self) -> tuple[ShapedArray, ...]:
+        """The flat abstract values of the caller's arguments (the weights left out)."""
+        avals = self.exported.in_avals
+        return avals[len(avals) - self.in_tree.num_leaves:]
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.takes_params:
+        """Calls the function with the weights bound.
+
+        Raises:
+            TreeMismatchError: the arguments' pytree differs from the caller's
+                part of the exported one; the message counts and names the
+                caller's arguments only. And what :meth:`Exported.call` raises.
+        """
+        if not self.takes_params:
+            return self.exported.call(*args, **kwargs)
+        try:
             return self.exported.call(self.params, *args, **kwargs)
-        return self.exported.call(*args, **kwargs)
+        except TreeMismatchError:
+            actual = jax.tree_util.tree_structure((args, kwargs))
+            if actual == self.in_tree:
+                raise  # the difference is not the caller's
+            raise TreeMismatchError(self.exported.fun_name, tree_differences(actual, self.in_tree),
+                                    weights_bound=True) from None
 
     def __repr__(self) -> str:
         return f"BoundFunction({self.exported!r}, takes_params={self.takes_params})"

@@ -24,10 +24,11 @@ def tree_spec(registry: PytreeSerializationRegistry, treedef: jax.tree_util.PyTr
     """The serializable structure of the weights.
 
     Raises:
-        BundleError: the pytree holds a node type not registered for serialization.
+        BundleError: the pytree holds a node type not registered for serialization, or a dict
+            with a key that is not a string (the message names its key path).
     """
     try:
-        return registry.to_spec(treedef)
+        return registry.to_spec(treedef, where="params")
     except (ValueError, TypeError) as exc:
         raise BundleError(f"The weights' pytree cannot be saved: {exc}") from exc
 
@@ -39,7 +40,7 @@ def check_function(name: str, exp: Exported, weights_tree: TreeSpec, weights: Se
     Raises:
         BundleMismatchError: naming the function and the key path.
     """
-    args = registry.to_spec(exp.in_tree).children[0]
+    args = registry.args_spec(exp.in_tree).children[0]
     if args.kind is not TreeKind.TUPLE or not args.children:
         raise BundleMismatchError(name, "", "the function takes no positional argument; export it "
                                   "with the weights as its first argument, or list it in without_params")

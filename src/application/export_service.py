@@ -24,6 +24,7 @@ from ..domain.platforms import normalize_platforms
 from ..domain.ports import MainWrapper, ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
+from ..domain.symbolic.clipping import clipping_note
 from .exported import Exported
 from .batching import batched_exporter
 from .vjp import vjp_exporter
@@ -63,7 +64,11 @@ class ExportService:
         args_specs, kwargs_specs = translate_specs((tuple(args_specs), kwargs_specs), JaxDim)
         _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)
         rules = tuple(override_lowering_rules) if override_lowering_rules is not None else None
-        lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs, rules)
+        try:
+            lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs, rules)
+        except Exception as exc:
+            _note_clipped_dimensions(exc)
+            raise
         return self._finish(lowering, checks, version)
 
     def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...],
@@ -109,6 +114,14 @@ class ExportService:
             _batcher=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms, checks,
                                       lowering.in_avals, export=export),
         )
+
+
+def _note_clipped_dimensions(exc: Exception) -> None:
+    """Adds to a tracing failure the constraints that decide the ``min``/``max`` of a dimension
+    and a constant it shows (``min(1024, t)`` against ``t``); its type stays what JAX raised."""
+    note = clipping_note(str(exc))
+    if note is not None and note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
 
 
 def _check_one_scope(fun_name: str, args_specs: Sequence[Any], kwargs_specs: dict[str, Any]) -> None:

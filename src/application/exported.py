@@ -188,6 +188,8 @@ class Exported:
         Raises:
             VjpUnavailableError: this object cannot provide VJPs of that order.
             ValueError: its pytrees hold a node type not registered for serialization.
+            NonStringKeyError: its pytrees hold a dict with a key that is not a
+                string (a ``TypeError``); the message names the key path.
         """
         from .serialization_write import serialize
 

@@ -17,7 +17,7 @@ from jax.tree_util import PyTreeDef
 
 from ..adapters import jax_internals
 from ..domain.artifact import TreeKind, TreeSpec
-from ..domain.errors import ArtifactError
+from ..domain.errors import ArtifactError, NonStringKeyError
 
 T = TypeVar("T")
 SerializeAuxdata = Callable[[Any], bytes]
@@ -46,6 +46,26 @@ def _ordered_dict_keys(keys: Any) -> bytes:
     raise NotImplementedError(
         "Serialization of collections.OrderedDict is supported only when the "
         f"keys are strings. Found keys: {keys}.")
+
+
+class _NonStringKey(Exception):
+    """A dict key that is not a string; ``path`` gathers the key path, innermost first."""
+
+    def __init__(self, key: Any) -> None:
+        super().__init__(key)
+        self.key = key
+        self.path = [f"[{key!r}]"]
+
+
+def _child_key(treedef: PyTreeDef, index: int) -> str:
+    """How ``jax.tree_util.keystr`` names child ``index`` of ``treedef``'s root."""
+    node_type, aux = treedef.node_data() or (None, ())  # a node with children has node data
+    if node_type is dict or node_type is collections.OrderedDict:
+        return f"[{list(aux)[index]!r}]"
+    if node_type is not None and _is_namedtuple(node_type):
+        fields = getattr(node_type, "_fields")
+        return f".{fields[index]}"
+    return f"[{index}]"
 
 
 class PytreeSerializationRegistry:
@@ -117,14 +137,41 @@ class PytreeSerializationRegistry:
             deserialize_auxdata=lambda b: json.loads(b.decode("utf-8")),
             from_children=from_children)
 
-    def to_spec(self, treedef: PyTreeDef) -> TreeSpec:
+    def to_spec(self, treedef: PyTreeDef, *, where: str = "tree") -> TreeSpec:
         """The serializable structure of ``treedef``.
 
+        Args:
+            treedef: the structure.
+            where: how errors name the root, e.g. ``"result"``.
+
         Raises:
-            ValueError: it holds a node type that is not registered, or a dict
-                with a key that is not a string.
+            ValueError: it holds a node type that is not registered.
+            NonStringKeyError: it holds a dict with a key that is not a string
+                (a ``TypeError``, as for ``jax.export``); the message names the
+                key path from ``where``.
         """
-        children = tuple(self.to_spec(c) for c in treedef.children())
+        try:
+            return self._spec(treedef)
+        except _NonStringKey as exc:
+            raise NonStringKeyError(where + "".join(reversed(exc.path)), exc.key) from None
+
+    def args_spec(self, treedef: PyTreeDef) -> TreeSpec:
+        """:meth:`to_spec` of an ``(args, kwargs)`` tree; errors name ``args[0]['w']``, ``kwargs['k']``."""
+        try:
+            return self._spec(treedef)
+        except _NonStringKey as exc:
+            head, *rest = reversed(exc.path)  # "[0]" or "[1]": the args or the kwargs
+            raise NonStringKeyError(("args" if head == "[0]" else "kwargs") + "".join(rest), exc.key) from None
+
+    def _spec(self, treedef: PyTreeDef) -> TreeSpec:
+        specs = []
+        for i, child in enumerate(treedef.children()):
+            try:
+                specs.append(self._spec(child))
+            except _NonStringKey as exc:
+                exc.path.append(_child_key(treedef, i))
+                raise
+        children = tuple(specs)
         node_data = treedef.node_data()
         if node_data is None:
             return TreeSpec.leaf()
@@ -138,8 +185,7 @@ class PytreeSerializationRegistry:
         if node_type is dict:
             for key in aux:
                 if not isinstance(key, str):
-                    raise TypeError("Serialization is supported only for dictionaries with string keys."
-                                    f" Found key {key!r} of type {type(key)}.")
+                    raise _NonStringKey(key)
             return TreeSpec(TreeKind.DICT, children, tuple(aux))
         entry = self._by_type.get(node_type)
         if entry is None:

@@ -28,6 +28,7 @@ def to_record(exp: Exported, vjp_order: int, registry: PytreeSerializationRegist
     Raises:
         VjpUnavailableError: ``exp`` cannot provide VJPs of that order.
         ValueError: a pytree node type is not registered for serialization.
+        NonStringKeyError: a pytree holds a dict with a key that is not a string.
     """
     if vjp_order < 0:
         raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
@@ -48,9 +49,9 @@ def to_record(exp: Exported, vjp_order: int, registry: PytreeSerializationRegist
 def _record(exp: Exported, vjp: ArtifactRecord | None, registry: PytreeSerializationRegistry) -> ArtifactRecord:
     return ArtifactRecord(
         function_name=exp.fun_name,
-        in_tree=registry.to_spec(exp.in_tree),
+        in_tree=registry.args_spec(exp.in_tree),
         in_avals=tuple(aval_record(a) for a in exp.in_avals),
-        out_tree=registry.to_spec(exp.out_tree),
+        out_tree=registry.to_spec(exp.out_tree, where="result"),
         out_avals=tuple(aval_record(a) for a in exp.out_avals),
         in_shardings=tuple(sharding_record(s) for s in exp.in_shardings),
         out_shardings=tuple(sharding_record(s) for s in exp.out_shardings),

@@ -110,13 +110,19 @@ class TreeDifference:
 
 
 class TreeMismatchError(CallError):
-    """The call's (args, kwargs) pytree differs from the exported one."""
+    """The call's (args, kwargs) pytree differs from the exported one.
 
-    def __init__(self, fun_name: str, differences: Sequence[TreeDifference]) -> None:
+    ``weights_bound``: the function is a bundle's, whose weights are bound as
+    its first argument; the differences then speak of the caller's arguments.
+    """
+
+    def __init__(self, fun_name: str, differences: Sequence[TreeDifference], *,
+                 weights_bound: bool = False) -> None:
         self.differences = tuple(differences)
+        bound = " (less the bundle's weights, which it binds as its first argument)" if weights_bound else ""
         super().__init__(
             "The invocation args and kwargs must have the same pytree structure "
-            f"as when the function '{fun_name}' was exported, but they "
+            f"as when the function '{fun_name}' was exported{bound}, but they "
             "have the following structural differences:\n"
             + "\n".join(str(d) for d in self.differences)
         )
@@ -197,6 +203,24 @@ class VjpUnavailableError(JaxportError, ValueError):
 
 class ArtifactError(JaxportError, ValueError):
     """Bytes that are not a valid jaxport / jax.export artifact."""
+
+
+class NonStringKeyError(JaxportError, TypeError):
+    """A dict in a pytree to serialize has a key that is not a string.
+
+    The artifact format (``jax.export``'s) stores dict keys as strings only.
+    ``where`` names the entry, e.g. ``args[0]['layers'][0]``.
+    """
+
+    def __init__(self, where: str, key: object) -> None:
+        self.where = where
+        self.key = key
+        super().__init__(
+            "Serialization is supported only for dictionaries with string keys. "
+            f"Found key {key!r} of type {type(key)} at {where}. The artifact format (that of "
+            "jax.export) stores dict keys as strings only: give this dict string keys, or make it "
+            "a list when its keys are 0, 1, ... (Flax NNX's nnx.List state is such a dict: "
+            "export its layers as a list)")
 
 
 class ArtifactCallError(JaxportError, RuntimeError):

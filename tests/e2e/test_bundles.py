@@ -18,7 +18,7 @@ import pytest
 from safetensors.numpy import load_file
 
 import jaxport
-from jaxport.errors import BundleError, BundleMismatchError
+from jaxport.errors import BundleError, BundleMismatchError, TreeMismatchError
 from tests.e2e import bundle_model as model
 from tests.e2e.bundle_model import Dense
 
@@ -91,6 +91,24 @@ def test_load_returns_the_weights_and_functions_with_the_weights_bound(saved: Pa
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(bundle["loss"](x, y), model.loss(params, x, y), rtol=1e-6)
     np.testing.assert_array_equal(bundle["init"](jnp.float32(2)), jnp.full((3,), 2.0))
+
+
+def test_a_bound_function_called_wrongly_speaks_of_the_callers_arguments_only(saved: Path) -> None:
+    bundle = jaxport.load_bundle(saved)
+    x, y = model.inputs(3)
+    too_many = "args is a tuple of length 2 in the invocation and a tuple of length 1 when exported"
+    for call in (bundle["predict"], jax.jit(bundle["predict"])):
+        with pytest.raises(TreeMismatchError, match=too_many) as refused:
+            call(x, y)
+        assert "'predict' was exported (less the bundle's weights, which it binds" in str(refused.value)
+    too_few = "args is a tuple of length 1 in the invocation and a tuple of length 2"
+    with pytest.raises(TreeMismatchError, match=too_few):
+        bundle["loss"](x)
+    with pytest.raises(TreeMismatchError, match=r"args\[0\] is a <class 'dict'> in the invocation"):
+        bundle["predict"]({"x": x})
+    none = "args is a tuple of length 0 in the invocation and a tuple of length 1"
+    with pytest.raises(TreeMismatchError, match=none):
+        bundle["init"]()  # takes no weights: as Exported.call says
 
 
 def test_bound_functions_trace_with_symbolic_shapes(saved: Path) -> None:

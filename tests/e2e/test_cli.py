@@ -57,11 +57,16 @@ class Workspace:
     quiet_export: tuple[str, str]
 
 
+def python_path(first: Path) -> str:
+    """``first``, then this process's PYTHONPATH: the command imports the jaxport under test."""
+    return os.pathsep.join([str(first), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def cli(*args: str | Path, cwd: Path, script: bool = False,
         cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Runs the command in a fresh process (``python -m jaxport`` unless ``script``)."""
     head = [str(SCRIPT)] if script else [sys.executable, "-m", "jaxport"]
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    env = {**os.environ, "PYTHONPATH": python_path(cwd)}
     if cache is not None:
         env["JAXPORT_CACHE_DIR"] = str(cache)
     return subprocess.run([*head, *map(str, args)], cwd=cwd, env=env, capture_output=True,
@@ -316,6 +321,14 @@ BAD_INPUTS = {
     "missing input": (["run", "g.jaxport", "--input", "nothere.npz"], "no such input file: nothere.npz"),
     "bad input file": (["run", "g.jaxport", "--input", "plain.py"], "plain.py is not a readable .npy or .npz file"),
     "no such bundle function": (["run", "model.bundle", "nope"], "bundle model.bundle has no function 'nope'"),
+    "bundle without inputs": (["run", "model.bundle", "predict"],
+                              "model.bundle predict takes 1 argument besides the bundle's weights "
+                              "(args[0]: float32[b,3]) but no --input was given: give it with --input "
+                              "FILE.npy (one array each, repeat in order) or --input FILE.npz (arr_0, arr_1, ...)"),
+    "artifact without inputs": (["run", "f.jaxport"],
+                                "f.jaxport takes 3 arguments and keyword argument scale (args[0]: float32[3,4], "
+                                "args[1]: float32[4], args[2]: float32[b,3], kwargs['scale']: float32[]) but no "
+                                "--input was given: give them with"),
     "function of a file": (["run", "g.jaxport", "g"], "g.jaxport is an artifact file, not a bundle"),
     "missing params": (["export", "model:predict", "--params", "nothere.npz", "--arg", "f32[3]", "-o", "b"],
                        "no such weights file: nothere.npz"),
@@ -349,6 +362,14 @@ def test_shapes_that_do_not_match_are_one_line_with_status_2(ws: Workspace) -> N
                                         "(expected same constant): expected (3,) and called with (4,)"]
 
 
+def test_a_bundle_function_given_too_many_inputs_counts_the_callers_arguments(ws: Workspace) -> None:
+    np.save(ws.root / "x53.npy", np.ones((5, 3), np.float32))
+    done = cli("run", "model.bundle", "predict", "--input", "x53.npy", "--input", "x53.npy", cwd=ws.root)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert ("args is a tuple of length 2 in the invocation and a tuple of length 1 when exported"
+            in done.stderr), done.stderr
+
+
 def test_debug_shows_the_traceback(ws: Workspace) -> None:
     done = cli("export", "model:g", "--arg", "f33[3]", "-o", "x", "--debug", cwd=ws.root)
     assert done.returncode != 0 and "Traceback (most recent call last)" in done.stderr
@@ -362,7 +383,7 @@ def test_export_shows_its_phases_on_a_terminal_and_is_quiet_in_a_pipe(ws: Worksp
     try:
         done = subprocess.run([sys.executable, "-m", "jaxport", "export", "plain:h", "--arg", "f32[3]",
                                "-o", "h.jaxport"], cwd=ws.root, stdout=subprocess.PIPE, stderr=follower,
-                              env={**os.environ, "PYTHONPATH": str(ws.root)}, timeout=120)
+                              env={**os.environ, "PYTHONPATH": python_path(ws.root)}, timeout=120)
         shown = os.read(leader, 65536).decode()
     finally:
         os.close(leader)

@@ -4,6 +4,7 @@ depends on their arrays' shapes, and the registration errors."""
 from __future__ import annotations
 
 import collections
+import re
 from typing import Any
 
 import jax
@@ -12,6 +13,7 @@ import pytest
 from jax import tree_util
 
 import jaxport
+from jaxport.errors import NonStringKeyError
 
 
 @tree_util.register_pytree_node_class
@@ -59,3 +61,19 @@ def test_a_namedtuple_must_be_registered_as_one() -> None:
             T, serialized_name="tests.T", serialize_auxdata=lambda _: b"", deserialize_auxdata=lambda _: None)
     with pytest.raises(ValueError, match="Use .*register_pytree_node_serialization"):
         jaxport.register_namedtuple_serialization(str, serialized_name="n/a")
+
+
+def test_a_dict_with_integer_keys_is_refused_naming_its_key_path_and_what_to_do() -> None:
+    layers = {0: {"w": np.ones(3, np.float32)}, 1: {"w": np.ones(3, np.float32)}}  # as nnx.List state
+    exp = jaxport.export(jax.jit(lambda p, x: x * p["layers"][1]["w"]))({"layers": layers}, np.ones(3, np.float32))
+    with pytest.raises(NonStringKeyError, match=re.escape(
+            "Found key 0 of type <class 'int'> at args[0]['layers'][0]")) as refused:
+        exp.serialize()
+    assert isinstance(refused.value, TypeError)  # what jax.export raises
+    assert "stores dict keys as strings only" in str(refused.value) and "list" in str(refused.value)
+    out = jaxport.export(jax.jit(lambda x: {"h": (x, {2: x})}))(np.ones(3, np.float32))
+    with pytest.raises(NonStringKeyError, match=re.escape("at result['h'][1][2]")):
+        out.serialize()
+    kw = jaxport.export(jax.jit(lambda *, k: k[7]))(k={7: np.ones(3, np.float32)})
+    with pytest.raises(NonStringKeyError, match=re.escape("at kwargs['k'][7]")):
+        kw.serialize()

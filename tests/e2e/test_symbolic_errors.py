@@ -93,6 +93,51 @@ def test_the_suggested_constraint_makes_the_comparison_conclusive() -> None:
     np.testing.assert_array_equal(exp.call(x), x[:4])
 
 
+def causal_attention_mask(x: Any) -> Any:
+    """GPT-2's pattern: a fixed 1024 x 1024 mask sliced to the sequence length t."""
+    t = x.shape[1]
+    mask = jnp.tril(jnp.ones((1024, 1024), F32))[:t, :t]
+    return x[:, :, None] * mask[None]
+
+
+def pad_to_length(x: Any) -> Any:
+    """Compares a clipped dimension with the variable it clips."""
+    w = jnp.ones(1024, F32)[:x.shape[0]]
+    if w.shape[0] < x.shape[0]:
+        w = jnp.pad(w, (0, x.shape[0] - w.shape[0]))
+    return x + w
+
+
+CLIP_NOTE = 'add constraints=("t <= 1024",) to the symbolic shape (min(1024, t) is then t)'
+
+
+def test_a_dimension_clipped_by_a_constant_fails_with_a_note_naming_the_constraint() -> None:
+    with pytest.raises(TypeError, match=re.escape("(1, min(1024, t), min(1024, t))")) as info:
+        jaxport.export(jax.jit(causal_attention_mask))(spec(jaxport, "b, t"))
+    notes = getattr(info.value, "__notes__", [])
+    assert any(CLIP_NOTE in n and 'constraints=("t >= 1024",)' in n for n in notes), notes
+    with pytest.raises(TypeError, match="incompatible shapes for broadcasting"):  # the same as jax.export
+        jax.export.export(jax.jit(causal_attention_mask))(spec(jax.export, "b, t"))
+    exp = jaxport.export(jax.jit(causal_attention_mask))(spec(jaxport, "b, t", ("t <= 1024",)))
+    assert str(exp.out_avals[0]) == "float32[b,t,t]"
+    x = np.ones((2, 5), np.float32)
+    np.testing.assert_array_equal(exp.call(x), causal_attention_mask(x))
+
+
+def test_an_inconclusive_comparison_of_a_clipped_dimension_notes_the_constraint() -> None:
+    with pytest.raises(InconclusiveDimensionError, match=re.escape("'min(1024, t)' < 't' is inconclusive")) as info:
+        jaxport.export(jax.jit(pad_to_length))(spec(jaxport, "t"))
+    assert any(CLIP_NOTE in n for n in getattr(info.value, "__notes__", [])), info.value
+    exp = jaxport.export(jax.jit(pad_to_length))(spec(jaxport, "t", ("t <= 1024",)))
+    np.testing.assert_array_equal(exp.call(zeros(7)), np.ones(7, np.float32))
+
+
+def test_failures_without_a_clipped_dimension_get_no_note() -> None:
+    with pytest.raises(InconclusiveDimensionError) as info:
+        jaxport.export(jax.jit(at_least_four_rows))(spec(jaxport, "b"))
+    assert not any("constraints=(" in n for n in getattr(info.value, "__notes__", []))
+
+
 def test_a_symbolic_dimension_used_as_a_constant_is_inconclusive_as_in_jax() -> None:
     ours = message_of(lambda: int(jaxport.symbolic_shape("b")[0]))
     theirs = message_of(lambda: int(jax.export.symbolic_shape("b")[0]))

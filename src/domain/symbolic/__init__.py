@@ -16,6 +16,8 @@ tests/unit/test_import_graph.py):
   ``shape_spec``: :func:`parse_shape_spec`, above ``parser`` and ``scope``;
 * ``plan``/``planner``: the :class:`ShapePlan` of exported shapes;
 * ``solve``: running a plan; the call-side :func:`solve_call`.
+* ``clipping``: the constraints that decide a ``min``/``max`` of a variable and a constant,
+  named in a note when an export fails on one.
 """
 
 from .errors import (

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["expr", "parser", "scope", "shape_spec"]
+MODULES = ["clipping", "expr", "parser", "scope", "shape_spec"]
 
 
 @pytest.mark.parametrize("name", MODULES)
