@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .artifact import ArtifactRecord, AvalRecord, HloShardingRecord, NamedShardingRecord, TreeKind, TreeSpec
+from .artifact import ArtifactRecord, HloShardingRecord, NamedShardingRecord
 from .module_format import stablehlo_version
 from .records import record
+from .signature_text import NamedTree, signature_text
 
-TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+#: The most characters a line of ``str(ArtifactInfo)`` has (a bundle's summary indents it by 2 more).
+WIDTH = 150
 
 
 @record
@@ -30,6 +30,10 @@ class ArtifactInfo:
         vjp_order: how many orders of VJP the artifact includes (0: none).
         module_size: the size of the StableHLO module in bytes.
         stablehlo_version: the portable artifact's target version, if recorded.
+        brief_signature: the signature as ``str()`` shows it when that is
+            not ``signature`` itself: a named subtree (a bundle's weights) as
+            one token, containers shown by their number of leaves so that
+            the line fits in :data:`WIDTH` characters.
     """
 
     fun_name: str
@@ -45,6 +49,7 @@ class ArtifactInfo:
     vjp_order: int
     module_size: int
     stablehlo_version: str | None
+    brief_signature: str | None = None
 
     @property
     def has_vjp(self) -> bool:
@@ -52,11 +57,21 @@ class ArtifactInfo:
         return self.vjp_order > 0
 
     @staticmethod
-    def of(record: ArtifactRecord) -> ArtifactInfo:
-        """The summary of a decoded artifact."""
+    def of(record: ArtifactRecord, *, named: NamedTree | None = None) -> ArtifactInfo:
+        """The summary of a decoded artifact.
+
+        Args:
+            record: the artifact.
+            named: a subtree that the brief signature shows as one token.
+        """
+        signature = signature_text(record)
+        brief = None
+        room = WIDTH - len(record.function_name)
+        if named is not None or len(signature) > room:
+            brief = signature_text(record, named=named, width=room)
         return ArtifactInfo(
             fun_name=record.function_name,
-            signature=signature_text(record),
+            signature=signature,
             platforms=record.platforms,
             calling_convention_version=record.calling_convention_version,
             nr_devices=record.nr_devices,
@@ -68,56 +83,26 @@ class ArtifactInfo:
             vjp_order=record.vjp_order,
             module_size=len(record.mlir_module_serialized),
             stablehlo_version=stablehlo_version(record.mlir_module_serialized),
+            brief_signature=None if brief == signature else brief,
         )
 
     def __str__(self) -> str:
         lines = [
-            f"{self.fun_name}{self.signature}",
+            f"{self.fun_name}{self.brief_signature or self.signature}",
             f"  platforms: {', '.join(self.platforms)}; devices: {self.nr_devices}; "
             f"calling convention: {self.calling_convention_version}",
             f"  module: {self.module_size} bytes, StableHLO {self.stablehlo_version or 'unknown'}; "
             f"vjp order: {self.vjp_order}",
         ]
         if any(s != "unspecified" for s in self.in_shardings + self.out_shardings):
-            lines.append(f"  in shardings: {', '.join(self.in_shardings)}")
-            lines.append(f"  out shardings: {', '.join(self.out_shardings)}")
+            lines.append(_listed("  in shardings: ", self.in_shardings))
+            lines.append(_listed("  out shardings: ", self.out_shardings))
         if self.ordered_effects or self.unordered_effects:
-            lines.append(f"  effects: ordered {list(self.ordered_effects)}, "
-                         f"unordered {list(self.unordered_effects)}")
+            lines.append(clip(f"  effects: ordered {list(self.ordered_effects)}, "
+                              f"unordered {list(self.unordered_effects)}"))
         if self.disabled_checks:
-            lines.append(f"  disabled checks: {', '.join(self.disabled_checks)}")
+            lines.append(_listed("  disabled checks: ", self.disabled_checks))
         return "\n".join(lines)
-
-
-def signature_text(record: ArtifactRecord) -> str:
-    """``(args...) -> results`` with ``dtype[shape]`` leaves, e.g. ``(x: float32[b,4]) -> float32[b]``."""
-    ins = iter(record.in_avals)
-    tree = record.in_tree
-    if tree.kind is TreeKind.TUPLE and len(tree.children) == 2:
-        args, kwargs = tree.children
-        parts = [_render(child, ins) for child in args.children]
-        parts += [f"{name}={_render(child, ins)}"
-                  for name, child in zip(kwargs.children_names, kwargs.children)]
-        inputs = f"({', '.join(parts)})"
-    else:
-        inputs = _render(tree, ins)
-    return f"{inputs} -> {_render(record.out_tree, iter(record.out_avals))}"
-
-
-def _render(spec: TreeSpec, leaves: Iterator[AvalRecord]) -> str:
-    kind = spec.kind
-    if kind is TreeKind.LEAF:
-        return str(next(leaves))
-    if kind is TreeKind.NONE:
-        return "None"
-    children = [_render(c, leaves) for c in spec.children]
-    if kind is TreeKind.TUPLE:
-        return f"({children[0]},)" if len(children) == 1 else f"({', '.join(children)})"
-    if kind is TreeKind.LIST:
-        return f"[{', '.join(children)}]"
-    if kind is TreeKind.DICT:
-        return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(spec.children_names, children)) + "}"
-    return f"{spec.custom_name}({', '.join(children)})"
 
 
 def sharding_text(sharding: NamedShardingRecord | HloShardingRecord | None) -> str:
@@ -131,3 +116,38 @@ def sharding_text(sharding: NamedShardingRecord | HloShardingRecord | None) -> s
     mesh = ", ".join(f"{n}: {s}" for n, s in zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
     kind = f" [{sharding.memory_kind}]" if sharding.memory_kind else ""
     return f"P({parts}) over {{{mesh}}}{kind}"
+
+
+def clip(text: str, width: int = WIDTH) -> str:
+    """``text``, cut to ``width`` characters (ending in ``...``) when longer.
+
+    >>> clip("abcdefgh", 6)
+    'abc...'
+    """
+    return text if len(text) <= width else text[:max(width - 3, 0)] + "..."
+
+
+def _listed(label: str, items: tuple[str, ...]) -> str:
+    """``label`` and ``items``, in at most :data:`WIDTH` characters.
+
+    What does not fit is said by counts: repeated items once, as ``148 x item``,
+    then ``... and N more`` for the rest.
+
+    >>> _listed("in: ", ("unspecified",) * 300)
+    'in: 300 x unspecified'
+    """
+    text = label + ", ".join(items)
+    if len(text) <= WIDTH:
+        return text
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    parts = [item if n == 1 else f"{n} x {item}" for item, n in counts.items()]
+    shown: list[str] = []
+    for part in parts:
+        if len(label + ", ".join([*shown, part, f"... and {len(parts) - len(shown) - 1} more"])) > WIDTH:
+            break
+        shown.append(part)
+    if len(shown) < len(parts):
+        shown.append(f"... and {len(parts) - len(shown)} more")
+    return label + ", ".join(shown)

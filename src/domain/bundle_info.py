@@ -6,8 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .artifact_info import ArtifactInfo
+from .artifact import ArtifactRecord
+from .artifact_info import ArtifactInfo, clip
 from .bundle_manifest import Manifest, WeightRecord
+from .signature_text import NamedTree, parameters
+
+#: The most characters of a key path in the weights' table (longer ones lose their middle).
+_KEY_PATH_WIDTH = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +59,7 @@ class BundleInfo:
     def weights_table(self) -> str:
         """The weights as a table: key path, dtype, shape, bytes; then the total."""
         rows = [("key path", "dtype", "shape", "bytes")]
-        rows += [(w.name or "(root)", w.dtype, _shape_text(w.shape), str(w.nbytes))
+        rows += [(_key_path_text(w.name), w.dtype, _shape_text(w.shape), str(w.nbytes))
                  for w in self.weights]
         rows.append(("total", "", _count(len(self.weights), "array"), str(self.total_bytes)))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
@@ -71,8 +76,32 @@ class BundleInfo:
         lines.append("weights:")
         lines.append("  " + self.weights_table().replace("\n", "\n  "))
         if self.metadata:
-            lines.append(f"metadata: {dict(self.metadata)}")
+            lines.append(clip(f"metadata: {dict(self.metadata)}"))
         return "\n".join(lines)
+
+
+def weights_argument(record: ArtifactRecord) -> NamedTree | None:
+    """The first positional argument of a function that takes a bundle's weights, as ``params``.
+
+    None when the function has no positional argument or the argument holds no array.
+    """
+    args, _ = parameters(record)
+    if not args:
+        return None
+    weights = args[0]
+    count = weights.num_leaves
+    if count == 0:
+        return None
+    return NamedTree("params", weights, tuple(str(a) for a in record.in_avals[:count]))
+
+
+def _key_path_text(name: str) -> str:
+    if not name:
+        return "(root)"
+    if len(name) <= _KEY_PATH_WIDTH:
+        return name
+    keep = (_KEY_PATH_WIDTH - 3) // 2
+    return f"{name[:keep]}...{name[-keep:]}"
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:

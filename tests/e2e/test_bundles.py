@@ -324,3 +324,35 @@ def test_the_function_files_do_not_grow_with_the_weights(tmp_path: Path) -> None
     (small_f, small_w), (large_f, large_w) = sizes
     assert large_w > 1 << 20 and large_w > 10_000 * small_w // 200
     assert abs(large_f - small_f) < 64, sizes
+
+
+def test_inspect_of_a_large_bundle_keeps_every_line_short_and_json_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxport.application import cli
+
+    params = {"blocks": [{"attn": {"w": jnp.ones((4, 4)), "b": jnp.zeros(4)},
+                          "mlp": {"w": jnp.ones((4, 4)), "b": jnp.zeros(4)}} for _ in range(50)]}
+
+    def predict(p: Any, x: jax.Array) -> jax.Array:
+        for block in p["blocks"]:
+            x = jnp.tanh(x @ block["attn"]["w"] + block["attn"]["b"])
+        return x
+
+    def step(p: Any, x: jax.Array) -> Any:
+        return jax.tree.map(lambda w: w * 0.5, p), predict(p, x).sum()
+
+    b, = jaxport.symbolic_shape("b")
+    x = jax.ShapeDtypeStruct((b, 4), jnp.float32)
+    p = model.specs(params)
+    functions = {"predict": jaxport.export(jax.jit(predict))(p, x), "step": jaxport.export(jax.jit(step))(p, x)}
+    jaxport.save_bundle(tmp_path / "m", functions, params, metadata={"notes": "n" * 500})
+    assert cli.main(["inspect", str(tmp_path / "m")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 160
+    assert "  predict(<params: 200 arrays>, float32[b,4]) -> float32[b,4]" in lines
+    assert "  step(<params: 200 arrays>, float32[b,4]) -> (<params: 200 arrays>, float32[])" in lines
+    assert cli.main(["inspect", "--json", str(tmp_path / "m")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    signature = doc["functions"][0]["artifact"]["signature"]
+    assert signature.startswith("({'blocks': [{'attn': {'b': float32[4], 'w': float32[4,4]}, ")
+    assert signature.count("float32[4,4]") == 100 and doc["metadata"]["notes"] == "n" * 500

@@ -43,6 +43,9 @@ def predict(params, x):
 
 def g(x, y):
     return jnp.sin(x) + y
+
+def g_of_x(x, y):
+    return jnp.sin(x) + 1
 '''
 PLAIN = "def h(x):\n    return x\n\nNOT_A_FUNCTION = 3\n"
 
@@ -127,7 +130,7 @@ def test_inspect_loads_neither_jax_nor_jaxlib(ws: Workspace, script: bool) -> No
     assert "jaxport.application.cli" in loaded
     assert not {m for m in loaded if m in ("jax", "jaxlib") or m.startswith(("jax.", "jaxlib."))}
     assert "f(float32[3,4], float32[4], float32[b,3], scale=float32[])" in done.stdout
-    assert "predict({'dense': {'b': float32[2], 'w': float32[3,2]}}, float32[b,3])" in done.stdout
+    assert "predict(<params: 2 arrays>, float32[b,3])" in done.stdout
 
 
 def test_export_writes_what_the_specs_say(ws: Workspace) -> None:
@@ -206,6 +209,52 @@ def test_diff_of_different_artifacts_lists_the_differences_with_status_1(ws: Wor
     assert any(line.startswith("module size (bytes): ") for line in lines)
 
 
+def test_diff_of_one_export_sealed_and_unsealed_is_the_same_program_with_a_trailer(ws: Workspace) -> None:
+    import jaxport
+
+    exp = jaxport.deserialize(ws.f.read_bytes())  # symbolic, with the constraint b >= 2 and a VJP
+    (ws.root / "f_sealed.jaxport").write_bytes(exp.serialize(vjp_order=1))
+    (ws.root / "f_plain.jaxport").write_bytes(exp.serialize(vjp_order=1, integrity=False))
+    out = ok(cli("diff", "f_sealed.jaxport", "f_plain.jaxport", cwd=ws.root))
+    assert out == ("same program; only f_sealed.jaxport has the jaxport trailer, with symbolic "
+                   "constraints that f_plain.jaxport cannot record: b >= 2\n")
+    out = ok(cli("diff", "f_plain.jaxport", "f_sealed.jaxport", cwd=ws.root))
+    assert out.startswith("same program; only f_sealed.jaxport has the jaxport trailer")
+
+
+def test_diff_of_a_jaxport_file_and_a_jax_export_file_of_one_export_names_the_trailer(ws: Workspace) -> None:
+    import jax.export
+
+    (ws.root / "g_jax.jaxport").write_bytes(jax.export.deserialize(bytearray(ws.g.read_bytes())).serialize())
+    out = ok(cli("diff", ws.g, "g_jax.jaxport", cwd=ws.root))
+    assert out == f"same program; only {ws.g} has the jaxport trailer (it holds no symbolic constraints)\n"
+    (ws.root / "f_jax.jaxport").write_bytes(jax.export.deserialize(bytearray(ws.f.read_bytes())).serialize(vjp_order=1))
+    out = ok(cli("diff", "f_jax.jaxport", "f.jaxport", cwd=ws.root))
+    assert out.startswith("same program; only f.jaxport has the jaxport trailer, with symbolic constraints")
+    assert out.endswith(": b >= 2\n")
+
+
+def test_diff_of_two_sealed_files_whose_constraints_differ_names_them_with_status_1(ws: Workspace) -> None:
+    from jaxport.domain.integrity import Extension, seal, unseal
+
+    flatbuffer = unseal(ws.f.read_bytes()).flatbuffer
+    (ws.root / "f_b3.jaxport").write_bytes(seal(flatbuffer, Extension((("b >= 3",), ("b >= 3",)))))
+    done = cli("diff", "f.jaxport", "f_b3.jaxport", cwd=ws.root)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == ["symbolic constraints: b >= 2 -> b >= 3",
+                                        "vjp() symbolic constraints: b >= 2 -> b >= 3"]
+
+
+def test_diff_names_a_field_that_the_summary_does_not_show(ws: Workspace) -> None:
+    ok(cli("export", "model:g_of_x", "--arg", "f32[3]", "--arg", "f32[3]", "--platform", "cpu",
+           "--platform", "tpu", "-o", "g_of_x.jaxport", cwd=ws.root))
+    done = cli("diff", ws.g, "g_of_x.jaxport", cwd=ws.root)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert "function name: g -> g_of_x" in lines and "kept arguments: 0, 1 -> 0" in lines
+    assert not any("trailer" in line or "other fields" in line for line in lines)
+
+
 def test_mlir_prints_the_module(ws: Workspace) -> None:
     out = ok(cli("mlir", ws.g, cwd=ws.root))
     assert "stablehlo.sine" in out and "func.func public @main" in out
@@ -228,7 +277,7 @@ def test_export_with_params_writes_a_bundle_that_run_calls_with_its_weights(ws: 
 
 def test_inspect_of_a_bundle_lists_its_functions_and_weights(ws: Workspace) -> None:
     out = ok(cli("inspect", "model.bundle", cwd=ws.root))
-    assert "predict({'dense': {'b': float32[2], 'w': float32[3,2]}}, float32[b,3]) -> float32[b,2]" in out
+    assert "predict(<params: 2 arrays>, float32[b,3]) -> float32[b,2]" in out
     assert "dense/w   float32  (3, 2)       24" in out and "vjp order: 1" in out
 
 

@@ -1,10 +1,15 @@
-"""``jaxport diff``'s comparison of two artifact summaries."""
+"""``jaxport diff``'s comparison of two artifacts, field by field, and of their trailers."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-from jaxport.domain.artifact_diff import Difference, info_differences, op_count_differences
+from jaxport.domain.artifact import (
+    AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
+    PartitionSpecRecord, TreeKind, TreeSpec)
+from jaxport.domain.artifact_diff import (
+    COMPARED_FIELDS, Compared, Difference, compare, info_differences, op_count_differences)
 from jaxport.domain.artifact_info import ArtifactInfo
 
 INFO = ArtifactInfo(
@@ -36,3 +41,99 @@ def test_op_counts_compare_by_name_including_ops_on_one_side_only() -> None:
     assert [(d.what, d.first, d.second) for d in found] == [
         ("module ops a", "1", "0"), ("module ops b", "2", "3"), ("module ops c", "0", "1")]
     assert op_count_differences({"a": 1}, {"a": 1}) == []
+
+
+def record(**changes: Any) -> ArtifactRecord:
+    """A small artifact: ``(float32[b,4], float32[b]) -> float32[b]``."""
+    base = ArtifactRecord(
+        function_name="f", in_tree=TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf(), TreeSpec.leaf()),
+                                                     TreeSpec.of_dict({})),
+        in_avals=(AvalRecord(("b", "4"), DType.FLOAT32), AvalRecord(("b",), DType.FLOAT32)),
+        out_tree=TreeSpec.leaf(), out_avals=(AvalRecord(("b",), DType.FLOAT32),),
+        in_shardings=(None, None), out_shardings=(None,), nr_devices=1, platforms=("cpu",),
+        ordered_effects=(), unordered_effects=(), disabled_checks=(), mlir_module_serialized=b"MODULE",
+        calling_convention_version=10, module_kept_var_idx=(0, 1), uses_global_constants=True)
+    return dataclasses.replace(base, **changes)
+
+
+def fake_op_counts(module: bytes) -> dict[str, int]:
+    """Operation counts as if each byte were an operation named after it."""
+    return {f"op.{chr(b)}": module.count(b) for b in set(module)}
+
+
+def diff(first: ArtifactRecord, second: ArtifactRecord, sealed: tuple[bool, bool] = (True, True)
+         ) -> list[str]:
+    found = compare(Compared("a.jaxport", first, sealed[0]), Compared("b.jaxport", second, sealed[1]),
+                    fake_op_counts)
+    return found.lines() if found.differences or found.trailer_note else []
+
+
+def test_every_field_of_the_record_is_compared() -> None:
+    assert COMPARED_FIELDS == {f.name for f in dataclasses.fields(ArtifactRecord)}
+
+
+def test_the_same_record_with_the_trailer_on_one_side_only_is_the_same_program() -> None:
+    found = compare(Compared("a.jaxport", record(), True), Compared("b.jaxport", record(), False), fake_op_counts)
+    assert found.differences == ()
+    assert found.lines() == ["same program; only a.jaxport has the jaxport trailer (it holds no symbolic constraints)"]
+    assert diff(record(), record(), (False, True)) == [
+        "same program; only b.jaxport has the jaxport trailer (it holds no symbolic constraints)"]
+
+
+def test_the_constraints_that_only_the_trailer_records_are_said_but_do_not_differ() -> None:
+    sealed = record(constraints=("b >= 16",), vjp=record(constraints=("b >= 16",)))
+    plain = record(vjp=record())
+    assert diff(sealed, plain, (True, False)) == [
+        "same program; only a.jaxport has the jaxport trailer, with symbolic constraints that "
+        "b.jaxport cannot record: b >= 16"]
+    only_primal = record(constraints=("b >= 16",), vjp=record())
+    assert diff(only_primal, plain, (True, False))[-1].endswith(": b >= 16; vjp() none")
+
+
+def test_constraints_that_differ_between_two_sealed_artifacts_are_a_difference() -> None:
+    first = record(constraints=("b >= 16",), vjp=record(constraints=("b >= 16",)))
+    second = record(vjp=record(constraints=("b >= 2",)))
+    assert diff(first, second) == ["symbolic constraints: b >= 16 -> none",
+                                   "vjp() symbolic constraints: b >= 16 -> b >= 2"]
+
+
+def test_a_real_difference_beside_the_trailer_is_named_and_the_note_stays() -> None:
+    assert diff(record(), record(platforms=("cpu", "tpu")), (True, False)) == [
+        "platforms: cpu -> cpu, tpu", "only a.jaxport has the jaxport trailer (it holds no symbolic constraints)"]
+
+
+def test_fields_that_the_summary_does_not_show_are_named() -> None:
+    assert diff(record(), record(module_kept_var_idx=(1,))) == ["kept arguments: 0, 1 -> 1"]
+    assert diff(record(), record(uses_global_constants=False)) == ["needs shape refinement: True -> False"]
+    assert diff(record(), record(serialization_version=2)) == ["serialization version: 3 -> 2"]
+    weak = (AvalRecord(("b", "4"), DType.FLOAT32), AvalRecord(("b",), DType.FLOAT32, variant=1))
+    assert diff(record(), record(in_avals=weak)) == [
+        "in avals table entries: float32[b,4], float32[b] -> float32[b,4], float32[b] (entry 1)"]
+
+
+def test_custom_node_data_are_compared_where_the_signature_is_the_same() -> None:
+    def custom(auxdata: bytes) -> TreeSpec:
+        return TreeSpec(TreeKind.CUSTOM, (TreeSpec.leaf(),), custom_name="my.Node", custom_auxdata=auxdata)
+
+    assert diff(record(out_tree=custom(b"\x01")), record(out_tree=custom(b"\x02"))) == [
+        r"out pytree node data of my.Node: b'\x01' -> b'\x02'"]
+
+
+def test_shardings_are_compared_beyond_their_short_text() -> None:
+    def named(axis_type: AxisType) -> NamedShardingRecord:
+        mesh = AbstractMeshRecord((2,), ("x",), (axis_type,))
+        return NamedShardingRecord(mesh, PartitionSpecRecord(((),)))
+
+    found = diff(record(out_shardings=(named(AxisType.AUTO),)), record(out_shardings=(named(AxisType.EXPLICIT),)))
+    assert found[0] == "out shardings[0]:" and "axis types Explicit" in found[2]
+
+
+def test_the_vjp_chain_is_compared_table_by_table_with_the_table_named() -> None:
+    vjp = record(function_name="f_vjp", mlir_module_serialized=b"AB")
+    found = diff(record(vjp=vjp), record(vjp=dataclasses.replace(vjp, mlir_module_serialized=b"AC", platforms=("tpu",))))
+    assert found == ["vjp() platforms: cpu -> tpu", "vjp() module ops op.B: 1 -> 0", "vjp() module ops op.C: 0 -> 1"]
+    assert diff(record(vjp=vjp), record()) == ["vjp order: 1 -> 0"]
+
+
+def test_modules_of_other_bytes_and_the_same_operations_are_said_to_differ() -> None:
+    assert diff(record(), record(mlir_module_serialized=b"EMODUL")) == ["module: bytes differ -> same operation counts"]

@@ -192,3 +192,21 @@ def test_docstring_examples(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(f"jaxport.domain.{name}"))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_bundle_summary_keeps_long_key_paths_and_metadata_within_a_line() -> None:
+    from jaxport.domain.artifact_info import ArtifactInfo
+    from jaxport.domain.bundle_info import BundleFunctionInfo, BundleInfo
+
+    info = ArtifactInfo(
+        fun_name="f", signature="(float32[3]) -> float32[3]", platforms=("cpu",), calling_convention_version=10,
+        nr_devices=1, in_shardings=("unspecified",), out_shardings=("unspecified",), ordered_effects=(),
+        unordered_effects=(), disabled_checks=(), vjp_order=0, module_size=100, stablehlo_version="1.15.0")
+    deep = "/".join(f"level{i}" for i in range(40))
+    bundle = BundleInfo("m", 1, (BundleFunctionInfo("f", "f.jaxport", True, info),),
+                        (WeightRecord(deep, "float32", (3,), "float32", (3,)),), {"notes": "n" * 400})
+    lines = str(bundle).splitlines()
+    assert max(len(line) for line in lines) <= 160
+    row = next(line for line in lines if line.lstrip().startswith("level0/level1/"))
+    assert "..." in row and "/level39  float32  (3,)" in row
+    assert lines[-1].startswith("metadata: {'notes': 'nnn") and lines[-1].endswith("...")

@@ -117,6 +117,18 @@ def read_artifact(path: str) -> ArtifactRecord:
     return _decode(path, _read_bytes(path))
 
 
+def read_artifact_and_trailer(path: str) -> tuple[ArtifactRecord, bool]:
+    """:func:`read_artifact`, and whether the file ends with the jaxport trailer.
+
+    Raises:
+        UsageError, ArtifactError, OSError: as :func:`read_artifact`.
+    """
+    from ...domain.integrity import is_sealed
+
+    blob = _read_bytes(path)
+    return _decode(path, blob), is_sealed(blob)
+
+
 def _read_bytes(path: str) -> bytes:
     from ...adapters.files import AtomicFileStore
 

@@ -1,4 +1,4 @@
-"""``jaxport diff A B``: how two artifacts differ; exit 0 when identical, 1 otherwise."""
+"""``jaxport diff A B``: how two artifacts differ; exit 0 when the same program, 1 otherwise."""
 
 from __future__ import annotations
 
@@ -12,33 +12,30 @@ if TYPE_CHECKING:
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``diff`` to ``commands``."""
     cmd = commands.add_parser(
-        "diff", parents=[common], help="compare two artifacts (exit 0 when identical, 1 otherwise)",
-        description="List the differences of signature, platforms, calling convention, devices, "
-                    "shardings, effects, disabled checks and VJP order, then of the modules: "
-                    "byte size and operation counts by name. Exit status: 0 identical, "
-                    "1 different, 2 bad input. JAX loads only when the modules differ.")
+        "diff", parents=[common], help="compare two artifacts (exit 0 when the same, 1 otherwise)",
+        description="List the differences of every field, for the function and each of its "
+                    "VJPs: signature, platforms, calling convention, devices, shardings, "
+                    "effects, disabled checks, VJP order, kept arguments, symbolic constraints, "
+                    "then of the modules: byte size and operation counts by name. When only "
+                    "one file has the jaxport trailer (a jax.export file, or one written with "
+                    "integrity=False), a last line says so, with the constraints it adds. "
+                    "Exit status: 0 the same program, 1 different, 2 bad input. JAX loads "
+                    "only when the modules differ.")
     cmd.add_argument("first", metavar="A", help="an artifact file")
     cmd.add_argument("second", metavar="B", help="another artifact file")
     cmd.set_defaults(handler=diff_artifacts)
 
 
 def diff_artifacts(args: argparse.Namespace) -> int:
-    """Prints one line (or three) per difference."""
-    from ...domain.artifact_diff import Difference, info_differences, op_count_differences
-    from ...domain.artifact_info import ArtifactInfo
-    from .common import read_artifact
+    """Prints one line (or three) per difference, then the note on the trailer if any."""
+    from ...domain.artifact_diff import Compared, compare
+    from .common import read_artifact_and_trailer
 
-    first, second = read_artifact(args.first), read_artifact(args.second)
-    found = info_differences(ArtifactInfo.of(first), ArtifactInfo.of(second))
-    modules = first.mlir_module_serialized, second.mlir_module_serialized
-    if modules[0] != modules[1]:
-        counts = [_op_counts(m) for m in modules]
-        found += op_count_differences(*counts) or [Difference("module", "bytes differ", "same operation counts")]
-    if not found and first != second:
-        found.append(Difference("other fields", "differ", "(pytree node data, kept arguments or VJPs)"))
-    for difference in found:
-        print(difference)
-    return 1 if found else 0
+    first, second = (Compared(path, *read_artifact_and_trailer(path)) for path in (args.first, args.second))
+    comparison = compare(first, second, _op_counts)
+    for line in comparison.lines():
+        print(line)
+    return 1 if comparison.differences else 0
 
 
 def _op_counts(module: bytes) -> dict[str, int]:
