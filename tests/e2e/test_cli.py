@@ -419,6 +419,26 @@ def test_a_bundle_function_given_too_many_inputs_counts_the_callers_arguments(ws
             in done.stderr), done.stderr
 
 
+CLIPPED = """
+import jax.numpy as jnp
+
+def mask(x):
+    return x[:, :, None] * jnp.tril(jnp.ones((1024, 1024), x.dtype))[:x.shape[1], :x.shape[1]]
+"""
+
+
+def test_an_export_that_fails_on_a_clipped_dimension_prints_the_note_naming_the_constraint(
+        tmp_path: Path) -> None:
+    (tmp_path / "clipped.py").write_text(CLIPPED)
+    done = cli("export", "clipped:mask", "--arg", "f32[b,t]", "-o", "m.jaxport", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    first, *notes = done.stderr.splitlines()
+    assert "min(1024, t)" in first
+    assert any(n.startswith("note: ") and 'constraints=("t <= 1024",)' in n for n in notes), done.stderr
+    ok(cli("export", "clipped:mask", "--arg", "f32[b,t]", "--constraint", "t <= 1024",
+           "-o", "m.jaxport", cwd=tmp_path))
+
+
 def test_debug_shows_the_traceback(ws: Workspace) -> None:
     done = cli("export", "model:g", "--arg", "f33[3]", "-o", "x", "--debug", cwd=ws.root)
     assert done.returncode != 0 and "Traceback (most recent call last)" in done.stderr

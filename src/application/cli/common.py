@@ -24,11 +24,19 @@ class UsageError(JaxportError, ValueError):
 
 
 def one_line(exc: BaseException) -> str:
-    """``Type: message`` on one line, for stderr (the traceback is for ``--debug``)."""
+    """``Type: message`` on one line, for stderr (the traceback is for ``--debug``).
+
+    Notes added to the exception (such as the constraint that would decide a
+    clipped dimension) follow, one line each, as ``note: ...``.
+    """
     text = " ".join(str(exc).split())
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         text = f"{exc.strerror}: {exc.filename}"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    # JAX notes that it filtered its frames from the traceback: not for a one-line error.
+    notes = [" ".join(str(note).split()) for note in getattr(exc, "__notes__", ())
+             if "JAX_TRACEBACK_FILTERING" not in str(note)]
+    return "\n".join([line, *(f"note: {note}" for note in notes)])
 
 
 class Progress:
