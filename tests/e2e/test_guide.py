@@ -1,24 +1,54 @@
-"""Every Python example of the guide (docs/*.md) runs, as a doctest, in a temporary directory."""
+"""Every Python example of the guide (docs/*.md) and of README.md runs, as a doctest, in a temporary directory."""
 
 from __future__ import annotations
 
 import doctest
 import re
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+from jaxport.application.cli import parser
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 PAGES = sorted(DOCS.glob("*.md"))
 
 
-def python_blocks(page: Path) -> list[tuple[int, str]]:
-    """The ```python blocks of a page, with the line each starts on."""
+def blocks(page: Path, language: str) -> list[tuple[int, str]]:
+    """The fenced blocks of a page in `language`, with the line each starts on."""
     text = page.read_text()
-    return [(text.count("\n", 0, m.start()) + 2, m[2]) for m in BLOCK.finditer(text) if m[1] == "python"]
+    return [(text.count("\n", 0, m.start()) + 2, m[2]) for m in BLOCK.finditer(text) if m[1] == language]
+
+
+def run_examples(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs the page's ```python blocks in order, as one doctest session in `tmp_path`; fails on a failed example."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    # A page may set the cache directory, as a deployment would: it is put back after the page.
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
+    modules_before = set(sys.modules)
+    doctests = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    report: list[str] = []
+    globs: dict[str, object] = {"__name__": f"guide_{page.stem}"}
+    try:
+        for line, block in blocks(page, "python"):
+            test = doctests.get_doctest(block, globs, f"{page.name}:{line}", str(page), line - 1)
+            assert test.examples, f"{page.name}:{line}: a python block without >>> examples would not run"
+            runner.run(test, out=report.append, clear_globs=False)
+            globs = test.globs  # DocTest copies its globals: later blocks see what earlier ones made
+    finally:
+        for name in set(sys.modules) - modules_before:
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(tmp_path)):
+                del sys.modules[name]  # a module the page wrote into its temporary directory
+    assert runner.tries > 0, f"{page.name} has no Python examples"
+    assert runner.failures == 0, "".join(report)
 
 
 def test_the_guide_has_every_page_of_the_index() -> None:
@@ -29,26 +59,8 @@ def test_the_guide_has_every_page_of_the_index() -> None:
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_the_examples_of_a_page_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    # A page may set the cache directory, as a deployment would: it is put back after the page.
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
-    modules_before = set(sys.modules)
-    parser = doctest.DocTestParser()
-    runner = doctest.DocTestRunner(optionflags=FLAGS)
-    report: list[str] = []
-    globs: dict[str, object] = {"__name__": f"guide_{page.stem}"}
-    try:
-        for line, block in python_blocks(page):
-            test = parser.get_doctest(block, globs, f"{page.name}:{line}", str(page), line - 1)
-            assert test.examples, f"{page.name}:{line}: a python block without >>> examples would not run"
-            runner.run(test, out=report.append, clear_globs=False)
-            globs = test.globs  # DocTest copies its globals: later blocks see what earlier ones made
-    finally:
-        for name in set(sys.modules) - modules_before:
-            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(tmp_path)):
-                del sys.modules[name]  # a module the page wrote into its temporary directory
-    assert runner.failures == 0, "".join(report)
+    if "```python" in page.read_text():
+        run_examples(page, tmp_path, monkeypatch)
 
 
 def test_every_page_with_code_has_runnable_examples_or_says_why() -> None:
@@ -56,3 +68,31 @@ def test_every_page_with_code_has_runnable_examples_or_says_why() -> None:
         text = page.read_text()
         if "```python" not in text and page.name not in ("index.md",):
             assert "runnable examples" in text, f"{page.name} has no Python examples and no note saying why"
+
+
+def test_the_examples_of_the_readme_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_examples(README, tmp_path, monkeypatch)
+
+
+def test_the_readme_is_short_and_gives_the_two_commands_for_a_fresh_machine() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 150
+    commands = [shlex.split(line, comments=True) for _, block in blocks(README, "sh") for line in block.splitlines()]
+    assert ["make", "demo"] in commands and ["make", "test"] in commands
+
+
+def test_the_readmes_command_lines_are_ones_the_jaxport_command_accepts() -> None:
+    lines = [line for _, block in blocks(README, "sh") for line in block.splitlines() if line.startswith("jaxport ")]
+    assert lines
+    for line in lines:
+        try:
+            parser().parse_args(shlex.split(line, comments=True)[1:])
+        except SystemExit:
+            pytest.fail(f"README.md: the jaxport command refuses {line!r}")
+
+
+def test_the_readmes_links_into_the_guide_lead_to_pages() -> None:
+    linked = re.findall(r"\]\((docs/[\w-]+\.md)\)", README.read_text())
+    assert linked
+    missing = [link for link in linked if not (ROOT / link).is_file()]
+    assert not missing, f"README.md links to missing pages: {missing}"
