@@ -61,11 +61,16 @@ def cli(*args: str | Path, cwd: Path, script: bool = False,
         cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Runs the command in a fresh process (``python -m jaxport`` unless ``script``)."""
     head = [str(SCRIPT)] if script else [sys.executable, "-m", "jaxport"]
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    env = {**os.environ, "PYTHONPATH": python_path(cwd)}
     if cache is not None:
         env["JAXPORT_CACHE_DIR"] = str(cache)
     return subprocess.run([*head, *map(str, args)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
+
+
+def python_path(cwd: Path) -> str:
+    """``cwd`` (for the user's modules), then the inherited path (which may name the jaxport under test)."""
+    return os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
 def ok(done: subprocess.CompletedProcess[str]) -> str:
@@ -362,7 +367,7 @@ def test_export_shows_its_phases_on_a_terminal_and_is_quiet_in_a_pipe(ws: Worksp
     try:
         done = subprocess.run([sys.executable, "-m", "jaxport", "export", "plain:h", "--arg", "f32[3]",
                                "-o", "h.jaxport"], cwd=ws.root, stdout=subprocess.PIPE, stderr=follower,
-                              env={**os.environ, "PYTHONPATH": str(ws.root)}, timeout=120)
+                              env={**os.environ, "PYTHONPATH": python_path(ws.root)}, timeout=120)
         shown = os.read(leader, 65536).decode()
     finally:
         os.close(leader)
