@@ -1,8 +1,16 @@
-"""Every error jaxport raises on purpose (re-exported from the domain)."""
+"""Every error jaxport raises on purpose, each of which prints as ``jaxport.errors.X``.
+
+The classes are defined next to the code that raises them (the domain, the
+symbolic-shape domain, the command line's specs) and re-exported here; a test
+checks that every subclass of :class:`JaxportError` that jaxport defines is.
+"""
 
 from .domain.cache_entry import CacheWarning
 from .domain.cache_eviction import CacheConfigError
+from .domain.cache_entry import CacheEntryError
+from .domain.arg_specs import ArgSpecError
 from .domain.errors import (
+    ArrayFileError,
     ArtifactCallError,
     ArtifactCallValueError,
     ArtifactError,
@@ -27,7 +35,19 @@ from .domain.errors import (
     ShardingPolicyError,
     TreeDifference,
     TreeMismatchError,
+    UsageError,
     VjpUnavailableError,
+)
+from .domain.symbolic.errors import (
+    ConstraintError,
+    DimensionEvaluationError,
+    DimensionPowerError,
+    InconclusiveDimensionError,
+    ScopeMixingError,
+    ShapeAssertionError,
+    ShapeSpecSyntaxError,
+    ShapeSpecTypeError,
+    UnsolvableDimensionError,
 )
 
 __all__ = [
@@ -39,4 +59,8 @@ __all__ = [
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
     "EffectSerializationError", "PartitionerMismatchError",
+    "ArgSpecError", "ArrayFileError", "CacheEntryError", "UsageError",
+    "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
+    "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",
+    "UnsolvableDimensionError",
 ]

@@ -18,14 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..domain.errors import JaxportError
+from ..domain.errors import ArrayFileError, JaxportError
 from .files import AtomicFileStore
 
 _POSITIONAL = re.compile(r"arr_(\d+)")
-
-
-class ArrayFileError(JaxportError, ValueError):
-    """An array file cannot be read or does not hold what ``jaxport run`` expects."""
 
 
 @dataclass(slots=True)

@@ -133,8 +133,12 @@ jaxport_call_p = jex_core.Primitive("jaxport_call")
 jaxport_call_p.multiple_results = True
 
 
-class JaxArtifactCallError(ArtifactCallError, jax.errors.JaxRuntimeError):  # type: ignore[misc]  # jaxlib ships no stub for it
-    """An :class:`ArtifactCallError` from XLA, still catchable as ``jax.errors.JaxRuntimeError``."""
+class JaxArtifactCallError(ArtifactCallError, jax.errors.JaxRuntimeError,  # type: ignore[misc]  # jaxlib ships no stub for it
+                           presents_as=ArtifactCallError):
+    """An :class:`ArtifactCallError` from XLA, still catchable as ``jax.errors.JaxRuntimeError``.
+
+    It prints as ``jaxport.errors.ArtifactCallError`` and pickles as that class.
+    """
 
 
 #: Errors that say something about the caller's program, not the artifact: not wrapped.

@@ -29,8 +29,12 @@ from ..domain.symbolic import (
 from . import jax_internals
 
 
-class JaxInconclusiveDimensionError(InconclusiveDimensionError, jex_core.InconclusiveDimensionOperation):
-    """An inconclusive comparison, catchable both as jaxport's and as JAX's error."""
+class JaxInconclusiveDimensionError(InconclusiveDimensionError, jex_core.InconclusiveDimensionOperation,
+                                    presents_as=InconclusiveDimensionError):
+    """An inconclusive comparison, catchable both as jaxport's and as JAX's error.
+
+    It prints as ``jaxport.errors.InconclusiveDimensionError`` and pickles as that class.
+    """
 
 
 def _symbolic_pair(x: Any, y: Any) -> tuple[Any, Any] | None:

@@ -60,7 +60,7 @@ def parse_arg_spec(text: str, *, scope: SymbolicScope,
     >>> parse_arg_spec("f32", scope=scope)
     Traceback (most recent call last):
     ...
-    jaxport.domain.arg_specs.ArgSpecError: array spec 'f32' is not DTYPE[DIMS], e.g. f32[b,784] or i32[]
+    jaxport.errors.ArgSpecError: array spec 'f32' is not DTYPE[DIMS], e.g. f32[b,784] or i32[]
     """
     match = _SPEC.fullmatch(text)
     if match is None:

@@ -15,7 +15,7 @@ b'payload'
 >>> decode_entry(blob[:-1], b"JXPDEMO1", b"key")
 Traceback (most recent call last):
 ...
-jaxport.domain.cache_entry.CacheEntryError: truncated: 6 payload bytes, the header announces 7
+jaxport.errors.CacheEntryError: truncated: 6 payload bytes, the header announces 7
 """
 
 from __future__ import annotations

@@ -4,6 +4,17 @@ Each error inherits from :class:`JaxportError` and from the builtin exception
 that ``jax.export`` raises in the same situation, so code written against
 ``jax.export`` keeps catching it. Messages keep JAX's wording where users
 already search for it.
+
+Every error that jaxport defines, wherever it is defined, presents itself as
+``jaxport.errors.X`` (its ``__module__``), the module users import it from,
+which re-exports each of them; errors pickle by that name.
+
+>>> import pickle, traceback
+>>> error = RankMismatchError("args[0]", "(3,)", "(4, 1)")
+>>> print(*traceback.format_exception_only(error), end="")
+jaxport.errors.RankMismatchError: Rank mismatch for args[0]: expected (3,) and called with (4, 1)
+>>> str(pickle.loads(pickle.dumps(error))) == str(error)
+True
 """
 
 from __future__ import annotations
@@ -13,10 +24,44 @@ from .records import record
 TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any, ClassVar
+
+#: Where users import jaxport's errors from, and so the module that each names as its own.
+PUBLIC_MODULE = "jaxport.errors"
 
 
 class JaxportError(Exception):
-    """The base of every error that jaxport raises on purpose."""
+    """The base of every error that jaxport raises on purpose.
+
+    A subclass defined in jaxport names :data:`PUBLIC_MODULE` as its module.
+    An adapter's subclass that only adds another library's exception type to a
+    public error (so that code written against JAX catches it too) passes
+    ``presents_as=`` that error: it prints with that error's name and pickles
+    as that error, so that a process without the other library can load it.
+    """
+
+    __module__ = PUBLIC_MODULE
+    _pickled_as: ClassVar[type[JaxportError] | None] = None
+
+    def __init_subclass__(cls, *, presents_as: type[JaxportError] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("jaxport."):
+            cls.__module__ = PUBLIC_MODULE
+        if presents_as is not None:
+            cls.__name__, cls.__qualname__ = presents_as.__name__, presents_as.__qualname__
+            cls._pickled_as = presents_as
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Not the default (calling the class with ``args``): many ``__init__``s
+        # take typed fields and build the message, which is all ``args`` holds.
+        return _rebuild, (self._pickled_as or type(self), self.args), self.__dict__ or None
+
+
+def _rebuild(cls: type[JaxportError], args: tuple[Any, ...]) -> JaxportError:
+    """An instance of ``cls`` holding ``args``, made without calling ``__init__`` (for unpickling)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    return error
 
 
 class ExportError(JaxportError, ValueError):
@@ -253,3 +298,11 @@ class PartitionerMismatchError(JaxportError, ValueError):
         super().__init__(
             "The function was exported with shardy enabled but you are calling it with Shardy "
             "disabled. Please enable Shardy using `--jax_use_shardy_partitioner=True`.")
+
+
+class UsageError(JaxportError, ValueError):
+    """A command-line argument names something that does not exist or does not fit."""
+
+
+class ArrayFileError(JaxportError, ValueError):
+    """An array file cannot be read or does not hold what ``jaxport run`` expects."""

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from jaxport.adapters.array_files import ArrayFileError, read_arrays, read_named_arrays, write_arrays
+from jaxport.adapters.array_files import read_arrays, read_named_arrays, write_arrays
+from jaxport.errors import ArrayFileError
 
 
 def test_npy_and_npz_files_give_positional_then_keyword_arrays_in_order(tmp_path: Path) -> None:

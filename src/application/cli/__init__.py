@@ -3,8 +3,9 @@
 Each subcommand lives in its own module, which registers its arguments and
 imports what it needs (JAX included) only when it runs, so that
 ``jaxport --help`` and ``jaxport inspect`` start without JAX. Every error a
-user can cause ends the command with one line on stderr and a non-zero exit
-status (2 for bad input); ``--debug`` shows the traceback instead.
+user can cause ends the command with one line on stderr and exit status 2;
+anything else is a bug in jaxport, reported as such with its traceback and
+exit status 70 (``EX_SOFTWARE``). ``--debug`` shows the traceback of either.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 from . import check, diff, export, run, show, warm
-from .common import one_line
+from .common import is_users_error, one_line
 
 _COMMANDS = (export, run, check, warm, diff, show)
+#: The subcommands that give the user's program or arrays to JAX (see :func:`is_users_error`).
+_FEED_JAX = frozenset({"export", "run", "warm"})
+#: The exit status of an error that is a bug in jaxport (``EX_SOFTWARE`` of sysexits.h).
+BUG_STATUS = 70
+BUG_LINE = "jaxport: this is a bug in jaxport; please report it with the traceback below"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,9 +62,10 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status.
 
-    0: success; 1: a negative answer (``diff`` found differences); 2: bad
-    input (the message says what and where); 130: interrupted; 141: the
-    reader of the output went away.
+    0: success; 1: a negative answer (``check`` found a failing artifact,
+    ``diff`` differences); 2: the user's mistake (the one line on stderr says
+    what and where); 70: a bug in jaxport (stderr says so, then shows the
+    traceback); 130: interrupted; 141: the reader of the output went away.
     """
     args = parser().parse_args(argv)
     try:
@@ -69,12 +76,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`jaxport mlir f | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except Exception as exc:  # every error is the user's to read: one line, no traceback
+    except Exception as exc:
         if getattr(args, "debug", False):
             raise
+        if not _users_error(exc, args):
+            import traceback
+
+            print(BUG_LINE, file=sys.stderr)
+            traceback.print_exception(exc, file=sys.stderr)
+            return BUG_STATUS
         print(f"jaxport {args.command}: {one_line(exc)}", file=sys.stderr)
         return 2
     return status
+
+
+def _users_error(exc: Exception, args: argparse.Namespace) -> bool:
+    """Whether ``exc``, raised by the subcommand of ``args``, is the user's to fix."""
+    if args.command == "export" and export.raised_in_target(exc, args.target):
+        return True
+    return is_users_error(exc, fed_to_jax=args.command in _FEED_JAX)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ...domain.errors import ArtifactError, JaxportError
+from ...domain.errors import UsageError as UsageError  # the subcommands import it from here
 
 TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
 if TYPE_CHECKING:
@@ -19,8 +20,28 @@ if TYPE_CHECKING:
     from ..exported import Exported
 
 
-class UsageError(JaxportError, ValueError):
-    """A command-line argument names something that does not exist or does not fit."""
+def is_users_error(exc: BaseException, *, fed_to_jax: bool = False) -> bool:
+    """Whether ``exc`` is the user's to fix (one line, exit 2) rather than a bug in jaxport (70).
+
+    The user's: jaxport's typed errors (:class:`~jaxport.errors.JaxportError`,
+    :class:`~jaxport.errors.UsageError` included) and ``OSError`` (a file that
+    is missing, unreadable or unwritable). When ``fed_to_jax`` (the command gave
+    the user's program or arrays to JAX), also the built-in errors that JAX
+    raises for what it cannot take: ``TypeError`` (a shape or dtype mistake in
+    the program, a Python branch on a traced value, an array of strings),
+    ``ValueError``, ``IndexError``, ``NotImplementedError`` (an operation with
+    no lowering for a requested platform), JAX's ``InconclusiveDimensionOperation``
+    and ``JaxRuntimeError`` (XLA refusing the program, as a custom call that
+    this machine lacks; ``Exported.call`` raises it as ``ArtifactCallError``).
+    """
+    if isinstance(exc, (JaxportError, OSError)):
+        return True
+    if not fed_to_jax:
+        return False
+    jax_errors = sys.modules.get("jax.errors")  # JAX raised nothing if it was never loaded
+    jax_own = () if jax_errors is None else (jax_errors.InconclusiveDimensionOperation,
+                                               jax_errors.JaxRuntimeError)
+    return isinstance(exc, (TypeError, ValueError, IndexError, NotImplementedError, *jax_own))
 
 
 def one_line(exc: BaseException) -> str:

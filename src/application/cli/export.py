@@ -109,6 +109,16 @@ def import_function(target: str) -> Any:
     return value
 
 
+def raised_in_target(exc: BaseException, target: str) -> bool:
+    """Whether ``exc`` went through the code of the module that ``target`` (``MODULE:FUNCTION``)
+    names: the user's function failed while traced (a ``KeyError`` on its weights, an ``assert``)."""
+    import traceback
+
+    path = getattr(sys.modules.get(target.partition(":")[0]), "__file__", None)
+    return path is not None and any(frame.f_code.co_filename == path
+                                    for frame, _ in traceback.walk_tb(exc.__traceback__))
+
+
 def run_export(args: argparse.Namespace) -> int:
     """Exports and writes the artifact."""
     progress = Progress()

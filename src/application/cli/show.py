@@ -33,14 +33,14 @@ def inspect_files(args: argparse.Namespace) -> int:
 
     from ...domain.artifact_info import ArtifactInfo
     from ..inspect import inspect_bundle
-    from .common import one_line, read_artifact
+    from .common import is_users_error, one_line, read_artifact
 
     status = 0
     for path in args.files:
         try:
             info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
         except Exception as exc:
-            if getattr(args, "debug", False):
+            if getattr(args, "debug", False) or not is_users_error(exc):
                 raise
             print(f"jaxport inspect: {one_line(exc)}", file=sys.stderr)
             status = 2
