@@ -214,6 +214,21 @@ def test_diff_of_different_artifacts_lists_the_differences_with_status_1(ws: Wor
     assert any(line.startswith("module size (bytes): ") for line in lines)
 
 
+def test_diff_of_a_file_whose_module_does_not_parse_is_bad_input_with_status_2(ws: Workspace) -> None:
+    import dataclasses
+
+    from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
+
+    record = decode_artifact(ws.g.read_bytes())
+    module = bytearray(record.mlir_module_serialized)
+    module[len(module) // 2:] = b"\xff" * (len(module) - len(module) // 2)
+    damaged = ws.root / "g_damaged.jaxport"
+    damaged.write_bytes(encode_artifact(dataclasses.replace(record, mlir_module_serialized=bytes(module))))
+    done = cli("diff", ws.g, damaged, cwd=ws.root)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "ArtifactError" in done.stderr, done.stderr
+
+
 def test_diff_of_one_export_sealed_and_unsealed_is_the_same_program_with_a_trailer(ws: Workspace) -> None:
     import jaxport
 

@@ -39,10 +39,21 @@ def diff_artifacts(args: argparse.Namespace) -> int:
 
 
 def _op_counts(module: bytes) -> dict[str, int]:
+    """The operation counts of ``module``, parsed here only after the verifying
+    process has parsed it and written it again (the files are untrusted input).
+
+    Raises:
+        ArtifactError: the module does not parse or verify.
+    """
     from collections import Counter
 
+    from ...adapters import jax_internals
     from ...adapters.mlir_module import StableHloSerializer
+    from ...adapters.module_worker import shared_worker
+    from ...domain.module_format import check_portable_artifact
 
+    check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
+    checked = shared_worker().check(module, sdy=jax_internals.backend_serializes_with_sdy())
     serializer = StableHloSerializer()
-    return dict(Counter(serializer.op_names(serializer.deserialize(module))))
+    return dict(Counter(serializer.op_names(serializer.deserialize(checked.reserialized))))
 
