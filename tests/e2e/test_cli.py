@@ -76,11 +76,6 @@ def cli(*args: str | Path, cwd: Path, script: bool = False,
                           text=True, timeout=120)
 
 
-def python_path(cwd: Path) -> str:
-    """``cwd`` (for the user's modules), then the inherited path (which may name the jaxport under test)."""
-    return os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])
-
-
 def ok(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
