@@ -1,7 +1,5 @@
 """Every error jaxport raises on purpose (re-exported from the domain)."""
 
-from .domain.cache_entry import CacheWarning
-from .domain.cache_eviction import CacheConfigError
 from .domain.errors import (
     ArtifactCallError,
     ArtifactCallValueError,
@@ -13,6 +11,7 @@ from .domain.errors import (
     DtypeMismatchError,
     BundleError,
     BundleMismatchError,
+    CacheConfigError,
     EffectSerializationError,
     ExportError,
     HostCallbackError,
@@ -31,7 +30,7 @@ from .domain.errors import (
 
 __all__ = [
     "ArtifactCallError", "ArtifactCallValueError",
-    "ArtifactError", "CacheConfigError", "CacheWarning", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactError", "CacheConfigError", "CallError", "CallingConventionError", "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",

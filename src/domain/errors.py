@@ -229,3 +229,12 @@ class PartitionerMismatchError(JaxportError, ValueError):
         super().__init__(
             "The function was exported with shardy enabled but you are calling it with Shardy "
             "disabled. Please enable Shardy using `--jax_use_shardy_partitioner=True`.")
+
+
+class CacheConfigError(JaxportError, ValueError):
+    """JAX's persistent compilation cache is not configured so that ``warm`` can fill it.
+
+    No cache directory is set, JAX's thresholds kept it from writing the
+    entry, or JAX decided at this process's first compilation that its cache
+    was off. The message says which setting to change.
+    """
