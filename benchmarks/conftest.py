@@ -25,11 +25,13 @@ from typing import Any, Literal, Protocol
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-# Benchmarks never write to the user's home: the executable cache of loaded
-# artifacts goes to a folder of this run (child processes inherit it).
-_CACHE_DIR = tempfile.mkdtemp(prefix="jaxport-bench-cache-")
+# Benchmarks never write to the user's home: the verdicts jaxport remembers go
+# to a folder of this run (child processes inherit it), and a compilation cache
+# the user configured for JAX is not used (the cold-start children set their own).
+_CACHE_DIR = tempfile.mkdtemp(prefix="jaxport-bench-verdicts-")
 os.environ["JAXPORT_CACHE_DIR"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, True)
+os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
 
 Role = Literal["baseline", "jaxport", "jax.export"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")

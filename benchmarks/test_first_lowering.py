@@ -4,10 +4,7 @@ Groups (kind ``"artifact"``, jaxport / jax.export):
 
 * ``first jit(exp.call) lowering``: ``jax.jit(exp.call).trace(x).lower()`` of
   an artifact just deserialized (the deserialization is set-up, not timed):
-  the module is deserialized and merged into the caller's. Twice for
-  jaxport: with its module cache off (``JAXPORT_CACHE_DIR=""``), and with
-  the module cache warm (an earlier load of the same artifact, in this or
-  another process, kept the parsed module as plain MLIR bytecode);
+  the module is deserialized and merged into the caller's;
 * ``another shape's lowering``: the same for a second batch size of a
   polymorphic artifact that was already lowered once; jaxport parses the
   module once per artifact and keeps it as plain MLIR bytecode, jax.export
@@ -15,42 +12,34 @@ Groups (kind ``"artifact"``, jaxport / jax.export):
 
 The models are the MLPs of about 2,000 and 20,000 StableHLO operations.
 
-The floor with the module cache off. Both implementations must deserialize
+The floor of the first lowering. Both implementations must deserialize
 the portable artifact (VHLO bytecode, upgraded to this jaxlib's StableHLO)
 in the caller's MLIR context, and both pay jit's own work around the call
 (a new MLIR context, ~2.7 ms; tracing; merging; verifying the merged module
 and running ``sdy-lift-inlined-meshes`` on it). Medians of CPU time of the
-lowering thread on this 2-core machine (2026-11-30, 21 rounds at 2k, 9 at
-20k, interleaved; wall-clock ratios of single runs moved by up to 0.3
-under load from other processes):
+lowering thread on this 2-core machine (21 rounds at 2k, 9 at 20k,
+interleaved; wall-clock ratios of single runs moved by up to 0.3 under load
+from other processes):
 
 ==========================================  ===============  ===============
                                              2k ops           20k ops
 ==========================================  ===============  ===============
 ``deserialize_portable_artifact`` alone      12.0 ms (0.53x)  129 ms (0.79x)
 jax.export's whole first lowering            22.8 ms (1.00x)  163 ms (1.00x)
-jaxport, module cache off                    22.5 ms (0.98x)  161 ms (0.98x)
-jaxport, module cache on but empty           23.7 ms (1.04x)  163 ms (1.00x)
-jaxport, module cache warm                   13.1 ms (0.58x)   55 ms (0.33x)
+jaxport's first lowering                     22.5 ms (0.98x)  161 ms (0.98x)
 ==========================================  ===============  ===============
 
-So the goal of 0.5x cannot be met with a cold module cache: deserializing
-the artifact alone costs 0.53x (2k) and about 0.8x (20k) of jax.export's
-whole lowering, and the jit work that both share brings any implementation
-that deserializes to about 0.9x. On that path jaxport also writes the
-module once as plain MLIR bytecode (1.2 ms at 2k, 14-25 ms at 20k), so that
-later lowerings of the artifact (other shapes, call sites) parse it in a
-fifth of a deserialization, where jax.export deserializes again; jax.export
-instead runs ``sdy-lift-inlined-meshes`` on the callee (1.5 ms / 16 ms).
-Keeping a detached copy of the module instead (``Operation.clone``, half
-the cost) would keep the first caller's MLIR context alive: about 2 MB more
-per loaded artifact at 2k, 8 MB at 20k. With the module cache on and empty,
-the entry is stored on a background thread. Every later process, and
-``Exported.warm`` / ``jaxport warm`` on a deployment host, then gets the
-warm figure: parsing plain bytecode (2.5 ms at 2k, 22-27 ms at 20k). At 2k
-the warm figure is near its own floor: the parse plus the jit work both
-implementations share (about 9 ms) is 0.53x of jax.export's lowering, and
-reading and checking the entry (its SHA-256, the module's) adds 0.6 ms.
+So a first lowering cannot reach 0.5x: deserializing the artifact alone
+costs 0.53x (2k) and about 0.8x (20k) of jax.export's whole lowering, and
+the jit work that both share brings any implementation that deserializes to
+about 0.9x. On that path jaxport also writes the module once as plain MLIR
+bytecode (1.2 ms at 2k, 14-25 ms at 20k), so that later lowerings of the
+artifact in the process (other shapes, call sites) parse it in a fifth of a
+deserialization, where jax.export deserializes again; jax.export instead
+runs ``sdy-lift-inlined-meshes`` on the callee (1.5 ms / 16 ms). Keeping a
+detached copy of the module instead (``Operation.clone``, half the cost)
+would keep the first caller's MLIR context alive: about 2 MB more per loaded
+artifact at 2k, 8 MB at 20k.
 """
 
 from __future__ import annotations
@@ -65,7 +54,6 @@ from jax import export as jax_export
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import jaxport
-from jaxport.adapters.module_cache import PlainModuleCache
 
 from .conftest import PEERS, Label, Role, alternating_chunks
 from .models import FEATURES, LAYERS_2K, LAYERS_20K, LAYERS_POLY_2K, MlpFactory, input_spec
@@ -93,27 +81,14 @@ def blobs(request: pytest.FixtureRequest) -> tuple[str, bytes, bytes | None, int
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(CHUNKS, PEERS))
-@pytest.mark.parametrize("module_cache", ["off", "warm"])
 def test_first_lowering_of_a_loaded_artifact(benchmark: BenchmarkFixture, label: Label,
                                              blobs: tuple[str, bytes, bytes | None, int],
-                                             chunk: int, role: Role, module_cache: str,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                             chunk: int, role: Role) -> None:
     size, static, _, rounds = blobs
-    label(group=f"first jit(exp.call) lowering, {size}, module cache {module_cache}",
-          kind="artifact", role=role, baseline="-")
-    if module_cache == "off":
-        monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
+    label(group=f"first jit(exp.call) lowering, {size}", kind="artifact", role=role, baseline="-")
     read = READERS[role]
-
-    def setup() -> tuple[tuple[Any], dict[str, Any]]:
-        if module_cache == "warm":
-            # The warm-up round stored the module on jaxport's writer thread:
-            # "warm" means that write is done (untimed, it is the cold round's).
-            PlainModuleCache.flush()
-        return (read(static),), {}
-
     benchmark.pedantic(lambda exp: jax.jit(exp.call).trace(input_spec()).lower(),
-                       setup=setup, rounds=rounds, warmup_rounds=1)
+                       setup=lambda: ((read(static),), {}), rounds=rounds, warmup_rounds=1)
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(CHUNKS, PEERS))

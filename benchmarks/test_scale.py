@@ -6,7 +6,7 @@ jaxport and through ``jax.export`` (kind ``"scale"``):
 * ``export and serialize``: ``export(jax.jit(f))(spec).serialize()`` of a fresh
   function (the bytes an artifact needs; jaxport serializes on first read);
 * ``first lowering``: ``jax.jit(exp.call).trace(x).lower()`` of an artifact
-  just deserialized (jaxport's module cache off).
+  just deserialized.
 
 The report divides each median by the operation count and prints, per step
 and implementation, the time per operation at 60k over that at 2k (the
@@ -125,12 +125,11 @@ def test_export_and_serialize(benchmark: BenchmarkFixture, label: Label,
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(LOWERING_CHUNKS, PEERS))
-def test_first_lowering(benchmark: BenchmarkFixture, label: Label, monkeypatch: pytest.MonkeyPatch,
+def test_first_lowering(benchmark: BenchmarkFixture, label: Label,
                         model: tuple[int, MlpFactory, bytes, int], chunk: int, role: Role) -> None:
     ops, _, blob, _ = model
     label(group=f"scale: first lowering @ {ops:,} ops", kind="scale", role=role, baseline="-",
           stablehlo_ops=ops)
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
     read = READERS[role]
     benchmark.pedantic(lambda exp: jax.jit(exp.call).trace(input_spec()).lower(),
                        setup=lambda: ((read(blob),), {}), rounds=LOWERING_ROUNDS_PER_CHUNK[ops],

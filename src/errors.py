@@ -5,9 +5,6 @@ symbolic-shape domain, the command line's specs) and re-exported here; a test
 checks that every subclass of :class:`JaxportError` that jaxport defines is.
 """
 
-from .domain.cache_entry import CacheWarning
-from .domain.cache_eviction import CacheConfigError
-from .domain.cache_entry import CacheEntryError
 from .domain.arg_specs import ArgSpecError
 from .domain.errors import (
     ArrayFileError,
@@ -21,6 +18,7 @@ from .domain.errors import (
     DtypeMismatchError,
     BundleError,
     BundleMismatchError,
+    CacheConfigError,
     EffectSerializationError,
     ExportError,
     HostCallbackError,
@@ -52,14 +50,14 @@ from .domain.symbolic.errors import (
 
 __all__ = [
     "ArtifactCallError", "ArtifactCallValueError",
-    "ArtifactError", "CacheConfigError", "CacheWarning", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactError", "CacheConfigError", "CallError", "CallingConventionError", "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "NonStringKeyError",
     "PlatformMismatchError", "RankMismatchError",
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
     "EffectSerializationError", "PartitionerMismatchError",
-    "ArgSpecError", "ArrayFileError", "CacheEntryError", "UsageError",
+    "ArgSpecError", "ArrayFileError", "UsageError",
     "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",
     "UnsolvableDimensionError",

@@ -76,8 +76,8 @@ ARGS=(-q -p no:cacheprovider -p no:randomly --rootdir "$WORK")
 if "$PY" -c "import xdist" 2>/dev/null; then
   ARGS+=(-n "${JAXPORT_CONFORMANCE_JOBS:-2}")
 fi
-# The test process writes jaxport's caches to the temporary folder.
-export JAXPORT_CACHE_DIR="$WORK/cache"
+# The test process writes the verdicts jaxport remembers to the temporary folder.
+export JAXPORT_CACHE_DIR="$WORK/verdicts"
 cd "$WORK"
 status=0
 "$PY" -m pytest "${ARGS[@]}" "$@" "$NAME.py" || status=$?

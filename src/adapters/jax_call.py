@@ -9,7 +9,6 @@ batching rule (a sequential map over the batch).
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,6 @@ from . import jax_internals
 from .callee_module import CalleeModule
 from .foreign_dims import mirror_shapes
 from .jax_avals import specs_of
-from .module_cache import PlainModuleCache
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,10 +77,6 @@ class CallTarget:  # not slots: is_symbolic is a cached property
     in_shardings: tuple[Any, ...] = ()
     out_shardings: tuple[Any, ...] = ()
     in_sharding_records: tuple[NamedShardingRecord | None, ...] = ()
-    #: Where to keep the parsed module across processes (loaded artifacts only).
-    module_cache: PlainModuleCache | None = None
-    #: The SHA-256 of ``module_bytes``, if the owner keeps it (computed otherwise).
-    module_digest: Callable[[], bytes] | None = None
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
@@ -91,22 +85,15 @@ class CallTarget:  # not slots: is_symbolic is a cached property
         """The module as a new ``ir.Module`` in ``context``, deserialized once per target.
 
         See :mod:`jaxport.adapters.callee_module`: later lowerings, whatever
-        the call site or shapes, parse plain MLIR bytecode; with
-        ``module_cache`` (loaded artifacts) that bytecode also serves later
-        processes. (The module an in-process export still holds is not used:
-        the portable round trip is what makes it refinable by the caller, as
-        a loaded artifact is.)
+        the call site or shapes, parse plain MLIR bytecode. (The module an
+        in-process export still holds is not used: the portable round trip
+        is what makes it refinable by the caller, as a loaded artifact is.)
         """
         return self._callee.module_in(context)
 
     @functools.cached_property
     def _callee(self) -> CalleeModule:
-        return CalleeModule(lambda: self.module_bytes, self._module_sha256, self.module_cache)
-
-    def _module_sha256(self) -> bytes:
-        if self.module_digest is not None:
-            return self.module_digest()
-        return hashlib.sha256(self.module_bytes).digest()
+        return CalleeModule(lambda: self.module_bytes)
 
     @functools.cached_property
     def has_custom_calls(self) -> bool:

@@ -108,14 +108,14 @@ def inputs(batch: int) -> jax.Array:
 def main(argv: list[str] | None = None) -> int:
     """Runs the demo; returns the process exit code.
 
-    Everything the demo writes (the bundle, and the executable cache unless
-    ``JAXPORT_CACHE_DIR`` says where) goes to a temporary directory that is
-    removed at the end: running the demo leaves nothing in the user's home.
+    Everything the demo writes (the bundle, and the verification verdicts
+    unless ``JAXPORT_CACHE_DIR`` says where) goes to a temporary directory
+    that is removed at the end: running the demo leaves nothing in the user's home.
     """
     with tempfile.TemporaryDirectory(prefix="jaxport-demo-") as directory:
         own_cache = "JAXPORT_CACHE_DIR" not in os.environ
         if own_cache:
-            os.environ["JAXPORT_CACHE_DIR"] = str(Path(directory) / "cache")
+            os.environ["JAXPORT_CACHE_DIR"] = str(Path(directory) / "verdicts")
         try:
             _run(Path(directory))
         finally:

@@ -17,9 +17,8 @@ from ..adapters.jax_call import CallTarget
 from ..adapters.jax_internals import is_staging
 from ..adapters.jax_records import hlo_sharding, sharding_record
 from ..adapters.mlir_module import StableHloSerializer
-from ..adapters.module_cache import PlainModuleCache
 from ..domain.artifact import NamedShardingRecord
-from ..domain.errors import JaxportError, VjpUnavailableError
+from ..domain.errors import DtypeMismatchError, JaxportError, VjpUnavailableError
 from ..domain.safety import DisabledSafetyCheck
 from . import placement
 from ..domain.module_bytes import ModuleBytes
@@ -73,9 +72,6 @@ class Exported:
     _vjp_of_arity: int | None = field(default=None, repr=False)
     #: Exports the function vmapped over some arguments (in-process exports only).
     _batcher: Callable[[tuple[bool, ...], int], Exported] | None = field(default=None, repr=False)
-    #: Whether eager calls take their executables from the executable cache
-    #: (set for loaded artifacts; see ``application.executable_cache``).
-    _cache_executables: bool = field(default=False, repr=False)
 
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
@@ -216,10 +212,11 @@ class Exported:
             return self._caller(*args, **kwargs)
         except TypeError:
             # jax.jit refuses non-array leaves (e.g. a static argument passed
-            # again) before the tree check runs: report the tree difference.
+            # again, an array of strings) before the tree check runs: report
+            # the tree difference, or the leaf whose dtype differs.
             from .calling import check_tree
 
-            check_tree(self, args, kwargs)
+            self._check_dtypes(check_tree(self, args, kwargs))
             raise
         except Exception as exc:
             from ..adapters.jax_call import CALLER_ERRORS, call_failure
@@ -227,6 +224,14 @@ class Exported:
             if isinstance(exc, (JaxportError, *CALLER_ERRORS)):
                 raise
             raise call_failure(self.fun_name, exc) from exc
+
+    def _check_dtypes(self, leaves: Sequence[Any]) -> None:
+        """Raises DtypeMismatchError for the first leaf with a dtype other than the exported one."""
+        target = self.call_target
+        for path, spec, leaf in zip(target.arg_paths, target.in_specs, leaves):
+            dtype = getattr(leaf, "dtype", None)
+            if dtype is not None and str(dtype) != spec.dtype:
+                raise DtypeMismatchError(path, spec.dtype, str(dtype))
 
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name}, ...)"
@@ -261,16 +266,18 @@ class Exported:
             in_shardings=self.in_shardings,
             out_shardings=self.out_shardings,
             in_sharding_records=tuple(_named_record(s) for s in self.in_shardings),
-            module_cache=_module_cache() if self._cache_executables else None,
-            module_digest=self._module_digest,
         )
 
     def warm(self, *args_specs: Any, **kwargs_specs: Any) -> str:
-        """Compiles the eager call for this machine and stores it in the executable cache.
+        """Compiles the eager call for these specs into JAX's persistent compilation cache.
 
         A deployment step can run it before traffic arrives, so that the
-        first call of a later process loads the executable instead of
-        compiling it (see the README's "Cold start and the executable cache").
+        first call of a later process loads the executable from JAX's cache
+        instead of compiling it (see the guide's "Cold start and JAX's
+        compilation cache"). The cache is JAX's, configured as JAX users
+        configure it (``JAX_COMPILATION_CACHE_DIR``, or
+        ``jax.config.update("jax_compilation_cache_dir", ...)`` before the
+        process's first compilation); jaxport changes none of JAX's settings.
 
         Args:
             *args_specs, **kwargs_specs: the arguments to compile for, as
@@ -278,27 +285,25 @@ class Exported:
                 by default the exported avals (only when they are static).
 
         Returns:
-            ``"hit"`` (the cache had it), ``"compiled"`` (now stored), or
-            ``"uncached"`` (caching is off, see ``JAXPORT_CACHE_DIR``, or the
-            backend cannot serialize executables).
+            The directory of JAX's compilation cache that now holds the call.
 
         Raises:
+            CacheConfigError: no compilation cache is configured, or JAX did
+                not write the entry (its ``jax_persistent_cache_min_*``
+                thresholds, or a cache JAX does not use in this process); the
+                message names the setting to change.
             CallError: no specs were given and some exported dimension is symbolic.
             TreeMismatchError, ShapeMismatchError, ...: the specs do not match the export.
         """
-        from .executable_cache import warm
+        from .calling import make_caller
+        from .warm import warm
 
-        return warm(self, args_specs, kwargs_specs)
+        return warm(self, make_caller(self), args_specs, kwargs_specs)
 
     @functools.cached_property
     def _caller(self) -> Callable[..., Any]:
         from .calling import make_caller
 
-        if self._cache_executables:
-            from .executable_cache import CachingCaller
-
-            return CachingCaller(make_caller(self), lambda: self._artifact_digest,
-                                 multi_device=self.nr_devices > 1)
         return make_caller(self)
 
     @functools.cached_property
@@ -311,22 +316,9 @@ class Exported:
         """The SHA-256 of the module bytes, computed once and kept (see domain/module_bytes.py)."""
         return _MODULE_BYTES.digest(self)
 
-    @functools.cached_property
-    def _artifact_digest(self) -> str:
-        """A digest of the module and the signature, for the executable cache's key."""
-        from .executable_cache import artifact_digest
-
-        return artifact_digest(_MODULE_BYTES.digest(self), repr(self) + str(self.in_tree)
-                               + str(self.out_tree) + repr(self.in_shardings) + repr(self.out_shardings))
 
 
 _MODULE_BYTES: ModuleBytes = Exported.__dict__["mlir_module_serialized"]
-
-
-@functools.lru_cache(maxsize=1)
-def _module_cache() -> PlainModuleCache:
-    """The process's cache of parsed artifact modules (see ``adapters.module_cache``)."""
-    return PlainModuleCache()
 
 
 def _named_record(sharding: Any) -> NamedShardingRecord | None:

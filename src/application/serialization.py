@@ -103,7 +103,6 @@ def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -
         module_kept_var_idx=record.module_kept_var_idx,
         uses_global_constants=record.uses_global_constants,
         _get_vjp=None if vjp_record is None else (lambda _: from_record(vjp_record, registry)),
-        _cache_executables=True,
     )
 
 

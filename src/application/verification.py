@@ -14,9 +14,10 @@ checker). In order:
    JAX's stable targets plus the caller's ``allowed_custom_calls``
    (:mod:`jaxport.domain.verification`).
 
-A verdict is remembered per SHA-256 of the bytes (and allowlist) under the
-cache directory's ``verified`` folder, unless the verifying process died
-(that may not happen again) or re-serialization changed the module.
+A verdict is remembered per SHA-256 of the bytes (and allowlist) in the
+verdict directory (:mod:`~jaxport.adapters.verdict_store`), unless the
+verifying process died (that may not happen again) or re-serialization
+changed the module.
 """
 
 from __future__ import annotations

@@ -306,3 +306,10 @@ class UsageError(JaxportError, ValueError):
 
 class ArrayFileError(JaxportError, ValueError):
     """An array file cannot be read or does not hold what ``jaxport run`` expects."""
+class CacheConfigError(JaxportError, ValueError):
+    """JAX's persistent compilation cache is not configured so that ``warm`` can fill it.
+
+    No cache directory is set, JAX's thresholds kept it from writing the
+    entry, or JAX decided at this process's first compilation that its cache
+    was off. The message says which setting to change.
+    """

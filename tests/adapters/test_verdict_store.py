@@ -1,36 +1,75 @@
-"""Verification verdicts on disk: entries of the bounded cache store under ``verified``."""
+"""Verification verdicts on disk: small files in their own directory, bounded in number."""
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
-from jaxport.adapters.verdict_store import FileVerdictStore
+import pytest
+
+from jaxport.adapters.verdict_store import MAX_VERDICT_BYTES, FileVerdictStore, verdict_dir
 from jaxport.domain.verification import Verdict, verdict_key
 
 
-def test_a_verdict_is_read_back_from_an_entry_of_the_verified_folder(cache_dir: Path) -> None:
+@pytest.fixture
+def verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh verdict directory of this test, set as ``JAXPORT_CACHE_DIR``."""
+    directory = tmp_path / "verdicts"
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(directory))
+    return directory
+
+
+def test_a_verdict_is_read_back_from_its_file_in_a_private_directory(verdicts: Path) -> None:
     store = FileVerdictStore()
     key = verdict_key("ab" * 32, ["my_target"], verifier="jaxlib 1")
     refused = Verdict(False, ("argument 0 of main differs",))
     store.put(key, refused)
     assert store.get(key) == refused
-    assert (cache_dir / "verified" / f"{key}.entry").is_file()
+    assert [p.name for p in verdicts.iterdir()] == [f"{key}.json"]
+    assert stat.S_IMODE(verdicts.stat().st_mode) == 0o700
     assert store.get(verdict_key("cd" * 32, [])) is None
     store.put("../escape", Verdict(True))  # not a key: neither stored nor an error
-    assert store.get("../escape") is None and not (cache_dir / "escape.entry").exists()
+    assert store.get("../escape") is None and not (verdicts.parent / "escape.json").exists()
 
 
-def test_verdicts_are_bounded_and_the_least_recently_read_is_evicted(cache_dir: Path) -> None:
-    keys = [verdict_key(c * 64, []) for c in "abc"]
-    size = len(Verdict(True).to_json())
-    store = FileVerdictStore(max_bytes=2 * size)
-    for age, key in zip((30, 20), keys):
+def test_the_oldest_verdicts_beyond_the_bound_are_removed(verdicts: Path) -> None:
+    keys = [verdict_key(c * 64, []) for c in "abcd"]
+    store = FileVerdictStore(max_verdicts=2)
+    for age, key in zip((30, 20, 10), keys):
         store.put(key, Verdict(True))
         then = time.time() - age
-        os.utime(cache_dir / "verified" / f"{key}.entry", (then, then))
-    assert store.get(keys[0]) == Verdict(True)  # the read makes keys[1] the least recently used
-    store.put(keys[2], Verdict(True))
-    assert sorted(p.name for p in (cache_dir / "verified").iterdir()) == sorted(f"{k}.entry" for k in keys[::2])
-    assert store.get(keys[1]) is None
+        os.utime(verdicts / f"{key}.json", (then, then))
+    assert sorted(p.name for p in verdicts.iterdir()) == sorted(f"{k}.json" for k in keys[1:3])
+    assert store.get(keys[1]) == Verdict(True)  # the read makes keys[2] the least recently used
+    store.put(keys[3], Verdict(True))
+    assert sorted(p.name for p in verdicts.iterdir()) == sorted(f"{k}.json" for k in (keys[1], keys[3]))
+
+
+def test_a_damaged_or_oversized_verdict_is_not_used(verdicts: Path) -> None:
+    store = FileVerdictStore()
+    key = verdict_key("ef" * 32, [])
+    store.put(key, Verdict(True))
+    (verdicts / f"{key}.json").write_bytes(b'{"version": 1, "ok": tr')
+    assert store.get(key) is None
+    (verdicts / f"{key}.json").write_bytes(Verdict(True).to_json() + b" " * MAX_VERDICT_BYTES)
+    assert store.get(key) is None
+    long = Verdict(False, ("x" * MAX_VERDICT_BYTES,))
+    store.put(verdict_key("01" * 32, []), long)
+    assert store.get(verdict_key("01" * 32, [])) is None
+
+
+def test_the_directory_defaults_to_the_users_cache_and_an_empty_value_turns_remembering_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAXPORT_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert verdict_dir() == tmp_path / "xdg" / "jaxport" / "verdicts"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert verdict_dir() == tmp_path / "home" / ".cache" / "jaxport" / "verdicts"
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
+    assert verdict_dir() is None
+    FileVerdictStore().put(verdict_key("ab" * 32, []), Verdict(True))
+    assert FileVerdictStore().get(verdict_key("ab" * 32, [])) is None
+    assert not (tmp_path / "home").exists()

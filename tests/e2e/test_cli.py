@@ -24,6 +24,8 @@ from safetensors.numpy import save_file
 
 from jaxport.application.cli.common import Progress
 
+from ..conftest import KEEP_EVERY_COMPILATION
+
 SCRIPT = Path(sys.executable).parent / "jaxport"
 COMMANDS = ("export", "run", "check", "warm", "diff", "inspect", "mlir")
 
@@ -66,12 +68,14 @@ def python_path(first: Path) -> str:
 
 
 def cli(*args: str | Path, cwd: Path, script: bool = False,
-        cache: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Runs the command in a fresh process (``python -m jaxport`` unless ``script``)."""
+        jax_cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs the command in a fresh process (``python -m jaxport`` unless ``script``), with
+    JAX's compilation cache at ``jax_cache`` keeping every compilation (when given)."""
     head = [str(SCRIPT)] if script else [sys.executable, "-m", "jaxport"]
     env = {**os.environ, "PYTHONPATH": python_path(cwd)}
-    if cache is not None:
-        env["JAXPORT_CACHE_DIR"] = str(cache)
+    if jax_cache is not None:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(jax_cache)
+        env.update({name.upper(): str(value) for name, value in KEEP_EVERY_COMPILATION.items()})
     return subprocess.run([*head, *map(str, args)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
 
@@ -329,28 +333,31 @@ def test_check_passes_good_artifacts_and_bundles_and_fails_damaged_ones(ws: Work
 
 
 def test_warm_fills_the_cache_that_a_later_process_hits(ws: Workspace, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    assert ok(cli("warm", "g.jaxport", cwd=ws.root, cache=cache)) == "g.jaxport: compiled\n"
-    assert len(list((cache / "executables").iterdir())) == 1
+    cache = tmp_path / "jax-cache"
+    assert ok(cli("warm", "g.jaxport", cwd=ws.root, jax_cache=cache)) == (
+        f"g.jaxport: in JAX's compilation cache at {cache}\n")
+    assert len(list(cache.glob("*-cache"))) == 1
     assert ok(cli("warm", "f.jaxport", "--arg", "f32[3,4]", "--arg", "f32[4]", "--arg", "f32[8,3]",
-                  "--kwarg", "scale=f32[]", cwd=ws.root, cache=cache)) == "f.jaxport: compiled\n"
-    assert len(list((cache / "executables").iterdir())) == 2
-    assert ok(cli("warm", "g.jaxport", cwd=ws.root, cache=cache)) == "g.jaxport: hit\n"
+                  "--kwarg", "scale=f32[]", cwd=ws.root, jax_cache=cache)) == (
+        f"f.jaxport: in JAX's compilation cache at {cache}\n")
+    assert len(list(cache.glob("*-cache"))) == 2
+    ok(cli("warm", "g.jaxport", cwd=ws.root, jax_cache=cache))
+    assert len(list(cache.glob("*-cache"))) == 2  # the second warm hit what the first compiled
 
 
 def test_warm_compiles_a_bundles_functions_with_its_weights(ws: Workspace, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
+    cache = tmp_path / "jax-cache"
     static = tmp_path / "static.bundle"
     ok(cli("export", "model:predict", "--params", "weights.safetensors", "--arg", "f32[2,3]", "-o", static,
            cwd=ws.root))
-    assert ok(cli("warm", static, cwd=ws.root, cache=cache)) == f"{static} predict: compiled\n"
-    assert ok(cli("warm", "model.bundle", "predict", "--arg", "f32[5,3]", cwd=ws.root, cache=cache)) == (
-        "model.bundle predict: compiled\n")
-    assert len(list((cache / "executables").iterdir())) == 2
+    assert ok(cli("warm", static, cwd=ws.root, jax_cache=cache)) == (
+        f"{static} predict: in JAX's compilation cache at {cache}\n")
+    assert ok(cli("warm", "model.bundle", "predict", "--arg", "f32[5,3]", cwd=ws.root, jax_cache=cache)) == (
+        f"model.bundle predict: in JAX's compilation cache at {cache}\n")
+    assert len(list(cache.glob("*-cache"))) == 2
     np.save(tmp_path / "x.npy", np.ones((5, 3), np.float32))
-    ok(cli("run", "model.bundle", "--input", tmp_path / "x.npy", cwd=ws.root, cache=cache))
-    assert len(list((cache / "executables").iterdir())) == 2  # the run loaded what warm compiled
-    assert ok(cli("warm", static, "predict", cwd=ws.root, cache=cache)) == f"{static} predict: hit\n"
+    ok(cli("run", "model.bundle", "--input", tmp_path / "x.npy", cwd=ws.root, jax_cache=cache))
+    assert len(list(cache.glob("*-cache"))) == 2  # the run loaded what warm compiled
 
 
 def test_inspect_json_is_one_object_per_artifact(ws: Workspace) -> None:

@@ -22,7 +22,8 @@ import pytest
 
 import jaxport
 from jaxport.adapters.array_files import write_arrays
-from jaxport.adapters.cache_store import DirectoryCacheStore
+from jaxport.adapters.verdict_store import FileVerdictStore
+from jaxport.domain.verification import Verdict
 from jaxport.adapters.files import AtomicFileStore
 
 PARAMS = {"w": np.full((3,), 0.5, np.float32)}
@@ -92,11 +93,10 @@ def test_a_bundle_and_its_files_have_the_modes_of_makedirs_and_open(tmp_path: Pa
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
 
 
-def test_the_cache_stays_private_whatever_the_umask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   umask: int) -> None:
-    cache_dir = tmp_path / "cache"
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(cache_dir))
-    store = DirectoryCacheStore("things")
-    store.write("abc", b"payload")
-    assert mode(cache_dir / "things") == 0o700
-    assert mode(cache_dir / "things" / "abc.entry") == 0o600
+def test_the_verdicts_directory_stays_private_whatever_the_umask(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, umask: int) -> None:
+    verdicts = tmp_path / "verdicts"
+    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(verdicts))
+    FileVerdictStore().put("abc", Verdict(True))
+    assert mode(verdicts) == 0o700
+    assert [p.name for p in verdicts.iterdir()] == ["abc.json"]

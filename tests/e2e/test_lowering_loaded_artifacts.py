@@ -2,14 +2,13 @@
 
 Whatever the number of lowerings, call sites and argument shapes, the portable
 artifact is deserialized once (later lowerings parse plain MLIR bytecode), and
-the lowered programs are the same whether the module came from the artifact,
-from the plain bytecode the first lowering kept, or from the module cache.
+the lowered programs are the same whether the module came from the artifact
+or from the plain bytecode the first lowering kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -19,7 +18,6 @@ import pytest
 
 import jaxport
 from jaxport.adapters import callee_module
-from jaxport.adapters.module_cache import PlainModuleCache
 
 
 def _f(x: jax.Array) -> jax.Array:
@@ -58,48 +56,15 @@ def _lowerings(exp: jaxport.Exported) -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("cache", ["off", "on"])
 def test_an_artifact_is_deserialized_once_for_all_its_lowerings(
-        blob: bytes, deserializations: list[int], cache: str, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", "" if cache == "off" else str(tmp_path / "cache"))
+        blob: bytes, deserializations: list[int]) -> None:
     exp = jaxport.deserialize(blob)
     texts = _lowerings(exp)
     assert len([n for n in deserializations if n == len(exp.mlir_module_serialized)]) == 1
     assert texts[0] == texts[2]  # the same shape lowers to the same program again
+    assert _lowerings(jaxport.deserialize(blob)) == texts  # a new load lowers to the same programs
     x = jnp.linspace(-1.0, 1.0, 48, dtype=jnp.float32).reshape(3, 16)
     np.testing.assert_allclose(jax.jit(exp.call)(x), _f(x), rtol=1e-6)
-
-
-def test_the_module_cache_serves_a_later_load_without_deserializing(
-        blob: bytes, deserializations: list[int], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
-    first = _lowerings(jaxport.deserialize(blob))
-    PlainModuleCache.flush()
-    # The function's module and its VJP's.
-    assert len(list((tmp_path / "cache" / "modules").glob("*.entry"))) == 2
-    deserializations.clear()
-    again = jaxport.deserialize(blob)
-    assert _lowerings(again) == first
-    assert deserializations == []
-
-
-def test_lowerings_agree_with_the_cache_off_and_on(blob: bytes, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
-    off = _lowerings(jaxport.deserialize(blob))
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
-    assert _lowerings(jaxport.deserialize(blob)) == off
-
-
-def test_with_the_cache_off_nothing_is_written(blob: bytes, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
-    _lowerings(jaxport.deserialize(blob))
-    PlainModuleCache.flush()
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
-    assert not (tmp_path / "cache" / "modules").exists()
 
 
 def test_an_in_process_export_is_lowered_from_its_artifact_once(deserializations: list[int]) -> None:
@@ -107,14 +72,3 @@ def test_an_in_process_export_is_lowered_from_its_artifact_once(deserializations
     exp = jaxport.export(jax.jit(_f))(jax.ShapeDtypeStruct((b, 16), jnp.float32))
     _lowerings(exp)
     assert len([n for n in deserializations if n == len(exp.mlir_module_serialized)]) == 1
-
-
-def test_warm_up_fills_the_module_cache_for_a_later_first_lowering(
-        blob: bytes, deserializations: list[int], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "cache"))
-    assert jaxport.deserialize(blob).warm(_spec(2)) == "compiled"
-    PlainModuleCache.flush()
-    deserializations.clear()
-    jax.jit(jaxport.deserialize(blob).call).lower(_spec(7))
-    assert deserializations == []

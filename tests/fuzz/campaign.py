@@ -109,7 +109,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    os.environ.setdefault("JAXPORT_CACHE_DIR", tempfile.mkdtemp(prefix="jaxport-fuzz-cache-"))
+    os.environ.setdefault("JAXPORT_CACHE_DIR", tempfile.mkdtemp(prefix="jaxport-fuzz-verdicts-"))
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)

@@ -1,5 +1,5 @@
 """``jaxport warm PATH [FUNCTION] [--arg SPEC...]``: compile an artifact, or a bundle's
-functions, for this machine into the executable cache."""
+functions, for this machine into JAX's persistent compilation cache."""
 
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ if TYPE_CHECKING:
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``warm`` to ``commands``."""
     cmd = commands.add_parser(
-        "warm", parents=[common], help="compile an artifact or a bundle's functions into the executable cache",
+        "warm", parents=[common],
+        help="compile an artifact or a bundle's functions into JAX's compilation cache",
         description="Compile the artifact at PATH, or the functions of the bundle directory at PATH "
-                    "(only FUNCTION when given), for this machine and store the executables in "
-                    "the cache (JAXPORT_CACHE_DIR), so that the first call of a later process "
-                    "loads it instead of compiling. A static artifact needs no specs; a symbolic "
+                    "(only FUNCTION when given), for this machine into JAX's persistent "
+                    "compilation cache, so that the first call of a later process loads the "
+                    "executable instead of compiling. The cache is JAX's, configured by "
+                    "JAX_COMPILATION_CACHE_DIR (with JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 "
+                    "and JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1 to keep every compilation); "
+                    "without one, warm refuses. A static artifact needs no specs; a symbolic "
                     "one needs the shapes to serve, as --arg/--kwarg specs with integer "
                     "dimensions (the grammar of jaxport export); for a bundle's function that "
                     "takes the weights, the specs are those of the arguments after the weights. "
-                    "Prints 'compiled', 'hit' (already cached) or 'uncached' (caching is off or "
-                    "the backend cannot store executables).")
+                    "Prints the cache directory for each artifact or function.")
     cmd.add_argument("path", metavar="PATH", help="an artifact file or a bundle directory")
     cmd.add_argument("function", metavar="FUNCTION", nargs="?",
                      help="the function of a bundle to warm (all of them when left out)")
@@ -36,9 +39,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def warm_artifact(args: argparse.Namespace) -> int:
-    """Compiles into the cache and prints the outcome, one line per artifact or bundle function."""
+    """Compiles into JAX's cache and prints its directory, one line per artifact or bundle function."""
     import os
 
+    from ..warm import cache_directory
     from .common import Progress, UsageError, load_artifact, to_struct
     from .export import specs_of
 
@@ -57,11 +61,12 @@ def warm_artifact(args: argparse.Namespace) -> int:
     for name, exported, bound in targets:
         if not arg_specs and not kwarg_specs:
             _require_static(name, exported)
+    cache_directory(args.path)  # refuses before compiling anything when there is no cache
     for name, exported, bound in targets:
         call_args, call_kwargs = specs if arg_specs or kwarg_specs or not bound else _specs_after_weights(exported)
         with progress.phase(f"compiling {name}"):
-            outcome = exported.warm(*bound, *call_args, **call_kwargs)
-        print(f"{name}: {outcome}")
+            directory = exported.warm(*bound, *call_args, **call_kwargs)
+        print(f"{name}: in JAX's compilation cache at {directory}")
     return 0
 
 
