@@ -12,13 +12,14 @@ objects (that is the application's).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeAlias
 
 from .enumeration import Enumeration
-from .records import record
 from .safety import DisabledSafetyCheck
 
 #: The ``serialization_version`` that jax 0.10.2 writes into every artifact
@@ -37,7 +38,7 @@ class TreeKind(Enumeration):
     CUSTOM = "custom"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeSpec:
     """The structure of a pytree, without its leaves.
 
@@ -156,7 +157,7 @@ class MemorySpace(Enumeration):
     ANY = "any"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AvalRecord:
     """The abstract value of one flat argument or result.
 
@@ -195,7 +196,7 @@ class AxisType(Enumeration):
     MANUAL = "Manual"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AbstractDeviceRecord:
     """The kind of device an abstract mesh was made for.
 
@@ -210,7 +211,7 @@ class AbstractDeviceRecord:
     platform: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AbstractMeshRecord:
     """A device mesh by its axes only (no concrete devices)."""
 
@@ -226,7 +227,7 @@ class AbstractMeshRecord:
                 f"{len(self.axis_names)} axis names and {len(self.axis_types)} axis types")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PartitionSpecRecord:
     """How each dimension of an array is split over mesh axes.
 
@@ -243,7 +244,7 @@ class PartitionSpecRecord:
     unreduced: tuple[str, ...] = ()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class NamedShardingRecord:
     """A sharding over an abstract mesh (artifacts since 2026-01-15)."""
 
@@ -252,7 +253,7 @@ class NamedShardingRecord:
     memory_kind: str | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class HloShardingRecord:
     """A legacy sharding: a serialized ``xla.OpSharding`` protocol buffer."""
 
@@ -263,14 +264,14 @@ class HloShardingRecord:
 ShardingRecord: TypeAlias = NamedShardingRecord | HloShardingRecord
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EffectRecord:
     """An effect, by the ``str()`` of its Python class, as JAX records it."""
 
     type_name: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ArtifactRecord:
     """Every field of a serialized ``Exported``.
 

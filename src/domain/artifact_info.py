@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .artifact import ArtifactRecord, AvalRecord, HloShardingRecord, NamedShardingRecord, TreeKind, TreeSpec
 from .module_format import stablehlo_version
-from .records import record
 
 TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ArtifactInfo:
     """A summary of an artifact, read without JAX.
 

@@ -12,9 +12,9 @@ Versions older than 9 are not produced or read any more.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from .errors import CallingConventionError
-from .records import record
 
 MINIMUM_VERSION = 9
 MAXIMUM_VERSION = 10
@@ -32,7 +32,7 @@ def check_version(version: int, *, when: str) -> int:
     return version
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MainArguments:
     """The argument layout of an exported module's ``main``.
 

@@ -8,7 +8,7 @@ already search for it.
 
 from __future__ import annotations
 
-from .records import record
+from dataclasses import dataclass
 
 TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class CallError(JaxportError, ValueError):
     """The arguments of a call do not match what the function was exported for."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeDifference:
     """One structural difference between the call's pytree and the exported one."""
 

@@ -52,13 +52,13 @@ True
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 # Not `from typing import ...`: `jaxport.inspect` reads this module, and typing costs it ~10%.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
 from .errors import ArtifactError
-from .records import record
 
 MAGIC: Final = b"JXPRT\x00\x7f\x01"
 #: The version written when the module's region is known, and the oldest read.
@@ -76,7 +76,7 @@ MAX_CONSTRAINTS: Final = 1024
 MAX_CONSTRAINT_CHARS: Final = 4096
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Extension:
     """What the trailer records besides the digest.
 
@@ -135,7 +135,7 @@ _COMMON_EXTENSIONS: Final = {
 }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Unsealed:
     """An artifact split into its flatbuffer and (when sealed) its extension.
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .enumeration import Enumeration
-from .records import record
 
 
 class SafetyCheckKind(Enumeration):
@@ -14,7 +15,7 @@ class SafetyCheckKind(Enumeration):
     SHAPE_ASSERTIONS = "shape_assertions"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DisabledSafetyCheck:
     """A safety check to skip, at export (custom calls) or at call (platform).
 
