@@ -13,13 +13,13 @@ objects (that is the application's).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 # Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-from .enumeration import Enumeration
 from .safety import DisabledSafetyCheck
 
 #: The ``serialization_version`` that jax 0.10.2 writes into every artifact
@@ -27,7 +27,7 @@ from .safety import DisabledSafetyCheck
 WRITTEN_SERIALIZATION_VERSION = 3
 
 
-class TreeKind(Enumeration):
+class TreeKind(Enum):
     """The kind of one pytree node."""
 
     LEAF = "leaf"
@@ -114,7 +114,7 @@ class TreeSpec:
         return count
 
 
-class DType(Enumeration):
+class DType(Enum):
     """Every element type the artifact format knows; values are JAX's dtype names."""
 
     BOOL = "bool"
@@ -149,7 +149,7 @@ class DType(Enumeration):
     KEY_UNSAFE_RBG = "key<urbg>"
 
 
-class MemorySpace(Enumeration):
+class MemorySpace(Enum):
     """Where an array lives (artifacts from before 2025-11 record none: device)."""
 
     DEVICE = "device"
@@ -188,7 +188,7 @@ class AvalRecord:
         return f"{self.dtype.value}{space}[{','.join(self.shape)}]"
 
 
-class AxisType(Enumeration):
+class AxisType(Enum):
     """How a mesh axis is partitioned."""
 
     AUTO = "Auto"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
-from .enumeration import Enumeration
 
-
-class SafetyCheckKind(Enumeration):
+class SafetyCheckKind(Enum):
     """Which safety check a :class:`DisabledSafetyCheck` turns off."""
 
     PLATFORM = "platform"
