@@ -21,11 +21,7 @@ and VJP tables may nest only so deep. Every problem is an
 from __future__ import annotations
 
 from dataclasses import replace
-
-# Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 from ..domain.artifact import (
     AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, EffectRecord,

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .artifact import ArtifactRecord, AvalRecord, HloShardingRecord, NamedShardingRecord, TreeKind, TreeSpec
 from .module_format import stablehlo_version
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 
 @dataclass(frozen=True, slots=True)

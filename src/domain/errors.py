@@ -8,11 +8,8 @@ already search for it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 
 class JaxportError(Exception):

@@ -53,10 +53,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-# Not `from typing import ...`: `jaxport.inspect` reads this module, and typing costs it ~10%.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 from .errors import ArtifactError
 

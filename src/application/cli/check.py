@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
