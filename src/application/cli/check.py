@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any
@@ -41,8 +42,6 @@ def check_paths(args: argparse.Namespace) -> int:
             status = 2
             continue
         if args.json:
-            import json  # here: `jaxport --help` skips it
-
             print(json.dumps({"path": path, "ok": ok, "reasons": list(reasons), **detail}))
         elif ok:
             print(f"{path}: ok ({_summary(detail)})")
