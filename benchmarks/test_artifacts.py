@@ -9,16 +9,18 @@ Groups (kind ``"artifact"``, shown by the report with jaxport / jax.export):
   against ``python -c 'import jax; jax.export.deserialize(...)'``, the way a
   registry or a CI check without JAX in memory reads an artifact's signature.
   Its floor is the interpreter's start-up, which both sides pay. Measured on
-  2026-11-30 on the 2-core machine (fastest of 30 runs, jaxport byte-compiled
-  as ``pip install`` and ``make install`` leave it): ``python -c pass`` 13 ms
-  (``python -S -c pass`` 10 ms), ``import jaxport`` 16 ms, the whole inspect
-  probe 25 ms, against about 560 ms for jax.export's probe on a quiet
-  machine: the start-up alone is 0.02x, jaxport's own work (12 ms: its
-  modules, ``struct``, reading and checking the bytes) 0.02x more. Before
-  issue 10 the probe took 53 ms, most of it importing ``dataclasses`` (with
-  ``inspect``, ``re``, ``ast``), ``enum`` and building dataclasses. Without
-  byte-compiled files (``PYTHONDONTWRITEBYTECODE=1`` in a source checkout)
-  each start also compiles jaxport's modules on that path, 10 to 20 ms more.
+  2026-12-01 on the 2-core machine, busy with other work (jaxport
+  byte-compiled as ``pip install`` and ``make install`` leave it):
+  ``python -c pass`` 10 ms, ``import jaxport`` 18 ms (``typing``), the whole
+  inspect probe 33 ms at best, against 360 to 560 ms at best for jax.export's
+  probe; by this group's medians 0.05x to 0.09x. About 18 ms of the probe are
+  the standard library that the domain's records use (``typing``,
+  ``dataclasses`` with the ``inspect``, ``ast`` and ``tokenize`` it imports,
+  ``enum``) and building the artifact format's dataclasses and enums; with
+  home-made stand-ins for them (until 2026-12-01) the probe took 14 ms, 0.03x
+  to 0.04x. Without byte-compiled files (``PYTHONDONTWRITEBYTECODE=1`` in a
+  source checkout) each start also compiles jaxport's modules on that path,
+  10 to 20 ms more.
 
 The model is the MLP of about 2,000 StableHLO operations with a symbolic
 batch, exported with its VJP (``vjp_order=1``), so each artifact holds two

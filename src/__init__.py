@@ -6,13 +6,10 @@ so tools that only inspect artifacts (``jaxport.inspect``) never import JAX.
 
 from __future__ import annotations
 
-import sys
-# Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
-TYPE_CHECKING = False
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from .domain.artifact_info import ArtifactInfo as ArtifactInfo
     minimum_supported_calling_convention_version: int
     maximum_supported_calling_convention_version: int
@@ -87,22 +84,17 @@ __all__ = sorted(["errors", *_LAZY_CONSTANTS, *_LAZY])
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     if name in _LAZY_CONSTANTS:
-        value = getattr(_module("jaxport.domain.calling_convention"), _LAZY_CONSTANTS[name])
+        value = getattr(importlib.import_module("jaxport.domain.calling_convention"),
+                        _LAZY_CONSTANTS[name])
         globals()[name] = value
         return value
     if name == "errors":
-        return _module("jaxport.errors")
+        return importlib.import_module("jaxport.errors")
     raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
-
-
-def _module(name: str) -> Any:
-    """The module ``name``, imported if need be (not `importlib`: it costs `inspect` a millisecond)."""
-    __import__(name)
-    return sys.modules[name]
 
 
 def __dir__() -> list[str]:

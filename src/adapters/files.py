@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not `from typing`: `jaxport inspect FILE` reads files through this module
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -6,8 +6,8 @@ writes; :func:`decode_artifact` reads that and the older generations jax
 :class:`~jaxport.domain.errors.ArtifactError`). The schema is
 ``flatbuffers_schema.fbs`` next to this module.
 
-Both need only the standard library (writing lays out the bytes the
-``flatbuffers`` package's builder would, see ``flatbuffers_builder.py``).
+Reading needs only the standard library; writing uses the ``flatbuffers``
+package's builder, as ``jax.export`` does, and loads it on first use.
 
 >>> from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, TreeSpec
 >>> record = ArtifactRecord(
@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..domain.artifact import ArtifactRecord
 from .flatbuffers_decode import decode_artifact
 
-__all__ = ["FlatbuffersArtifactCodec", "decode_artifact", "encode_artifact", "encode_artifact_located"]
+__all__ = ["FlatbuffersArtifactCodec", "decode_artifact", "encode_artifact"]
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
@@ -42,16 +42,6 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     from .flatbuffers_encode import encode_artifact as encode
 
     return encode(record)
-
-
-def encode_artifact_located(record: ArtifactRecord, spare: int = 0) -> tuple[bytearray, int]:
-    """:func:`encode_artifact`, and where the record's module bytes start in the result.
-
-    ``spare`` bytes can be appended to the result without CPython copying it.
-    """
-    from .flatbuffers_encode import encode_artifact_located as encode
-
-    return encode(record, spare)
 
 
 class FlatbuffersArtifactCodec:

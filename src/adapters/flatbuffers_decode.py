@@ -20,10 +20,8 @@ and VJP tables may nest only so deep. Every problem is an
 
 from __future__ import annotations
 
-# Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from dataclasses import replace
+from typing import Final
 
 from ..domain.artifact import (
     AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, EffectRecord,
@@ -31,7 +29,6 @@ from ..domain.artifact import (
     ShardingRecord, TreeKind, TreeSpec)
 from ..domain.errors import ArtifactError
 from ..domain.integrity import is_sealed, unseal
-from ..domain.records import replace
 from ..domain.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import flatbuffers_wire as W
 from .flatbuffers_reader import TableView, WireReader

@@ -1,10 +1,8 @@
 """Writing an :class:`ArtifactRecord` as the bytes jax 0.10.2's ``Exported.serialize()`` writes.
 
 Byte identity with ``jax.export`` follows from doing what its writer does with
-its ``flatbuffers.Builder``, in the same order, with a builder that lays out
-the same bytes (:class:`~.flatbuffers_builder.FastBuilder`; any
-:class:`ArtifactBuilder` can be given to :func:`write_artifact`): every
-sub-object is built bottom-up before the table that refers to it, vectors of tables are built
+a ``flatbuffers.Builder``, in the same order: every sub-object is built
+bottom-up before the table that refers to it, vectors of tables are built
 element by element and then prepended in reverse, fields are added in the
 order below (``nr_devices`` right after ``out_avals``), scalars equal to their
 default are left out, and the builder shares equal vtables. The root table
@@ -24,74 +22,59 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+import flatbuffers  # type: ignore[import-untyped]
+
 from ..domain.artifact import (
     WRITTEN_SERIALIZATION_VERSION, AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord,
     AvalRecord, EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord,
     ShardingRecord, TreeKind, TreeSpec)
 from ..domain.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import flatbuffers_wire as W
-from .flatbuffers_builder import FastBuilder
 
 _T = TypeVar("_T")
 
 
 class ArtifactBuilder(Protocol):
-    """The builder operations the writer uses: those of ``flatbuffers.Builder``
-    it names, and two whole-vector ones (see :class:`FastBuilder`)."""
+    """The operations of ``flatbuffers.Builder`` (an untyped package) that the writer uses."""
 
     def StartObject(self, numfields: int) -> None: ...
     def EndObject(self) -> int: ...
     def CreateString(self, s: str) -> int: ...
     def CreateByteVector(self, x: bytes) -> int: ...
+    def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int: ...
+    def EndVector(self) -> int: ...
+    def PrependUOffsetTRelative(self, off: int) -> None: ...
+    def PrependUint8(self, x: int) -> None: ...
+    def PrependUint16(self, x: int) -> None: ...
+    def PrependUint32(self, x: int) -> None: ...
     def PrependUOffsetTRelativeSlot(self, o: int, x: int, d: int) -> None: ...
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None: ...
     def PrependUint16Slot(self, o: int, x: int, d: int) -> None: ...
     def PrependUint32Slot(self, o: int, x: int, d: int | None) -> None: ...
     def PrependBoolSlot(self, o: int, x: bool, d: bool) -> None: ...
-    def CreateOffsetVector(self, offsets: Sequence[int]) -> int: ...
-    def CreateScalarVector(self, values: Sequence[int], width: int) -> int: ...
     def Finish(self, rootTable: int) -> int: ...
+    def Output(self) -> bytearray: ...
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
-    """The bytes of :func:`encode_artifact_located`."""
-    return encode_artifact_located(record)[0]
-
-
-def encode_artifact_located(record: ArtifactRecord, spare: int = 0) -> tuple[bytearray, int]:
     """Writes ``record`` in the format of ``jax.export``'s ``Exported.serialize()``.
 
     Args:
         record: the artifact; its ``serialization_version`` is ignored (3 is
             written, as jax 0.10.2 does) and its VJP chain is written in full.
-        spare: how many bytes the caller may append to the result without
-            CPython copying it (room kept allocated after it).
 
     Returns:
         The artifact's bytes (for a record read from jax 0.10.2's bytes, the
-        same bytes), and where ``record.mlir_module_serialized`` starts in them.
+        same bytes).
     """
-    size = 1024
+    size = 1024  # room for the modules and their tables, so that the buffer rarely grows
     vjp: ArtifactRecord | None = record
     while vjp is not None:
         size += len(vjp.mlir_module_serialized) + 1024
         vjp = vjp.vjp
-    builder = FastBuilder(size, spare)
-    module = write_artifact(builder, record)
-    out = builder.output()
-    # CreateByteVector's offset counts from the end to the vector's u32 length.
-    return out, len(out) - module + 4
-
-
-def write_artifact(builder: ArtifactBuilder, record: ArtifactRecord) -> int:
-    """Writes ``record``'s tables with ``builder`` and finishes its buffer.
-
-    Returns:
-        The offset (from the end) of the record's module vector.
-    """
-    modules: list[int] = []
-    builder.Finish(_exported(builder, record, modules))
-    return modules[0]
+    builder: ArtifactBuilder = flatbuffers.Builder(size)
+    builder.Finish(_exported(builder, record))
+    return builder.Output()
 
 
 @dataclass(slots=True)
@@ -118,8 +101,8 @@ class _Uniques:
         return 1 + self.named[sharding] if isinstance(sharding, NamedShardingRecord) else 0
 
 
-def _exported(b: ArtifactBuilder, rec: ArtifactRecord, modules: list[int] | None = None) -> int:
-    """The Exported table of ``rec``; appends its module's offset to ``modules``."""
+def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
+    """The Exported table of ``rec``."""
     E = W.Exported
     uniques = _Uniques.of(rec)
     function_name = b.CreateString(rec.function_name)
@@ -134,8 +117,6 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord, modules: list[int] | None
     disabled_checks = _tables(b, _disabled_check, rec.disabled_checks)
     platforms = _strings(b, rec.platforms)
     module = b.CreateByteVector(rec.mlir_module_serialized)
-    if modules is not None:
-        modules.append(module)
     kept_var_idx = _uints(b, rec.module_kept_var_idx, 2)
     vjp = _exported(b, rec.vjp) if rec.vjp is not None else None
     unique_avals = _tables(b, _aval, uniques.avals)
@@ -182,18 +163,32 @@ def _sharding_idxs(shardings: Sequence[ShardingRecord | None], uniques: _Uniques
     return [uniques.sharding_idx(s) for s in shardings]
 
 
-def _tables(b: ArtifactBuilder, write_one: Callable[[ArtifactBuilder, _T], int], items: Iterable[_T]) -> int:
+def _tables(b: ArtifactBuilder, write_one: Callable[[ArtifactBuilder, _T], int],
+            items: Iterable[_T]) -> int:
     """A vector of tables: the tables first, then their offsets."""
-    return b.CreateOffsetVector([write_one(b, item) for item in items])
+    return _offsets(b, [write_one(b, item) for item in items])
 
 
 def _strings(b: ArtifactBuilder, items: Sequence[str]) -> int:
-    return b.CreateOffsetVector([b.CreateString(s) for s in items])
+    return _offsets(b, [b.CreateString(s) for s in items])
+
+
+def _offsets(b: ArtifactBuilder, offsets: Sequence[int]) -> int:
+    """A vector of offsets, prepended in reverse order."""
+    b.StartVector(4, len(offsets), 4)
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
 
 
 def _uints(b: ArtifactBuilder, values: Sequence[int], width: int) -> int:
-    """A vector of ``uint16`` (width 2) or ``uint32`` (width 4)."""
-    return b.CreateScalarVector(values, width)
+    """A vector of ``uint8`` (width 1), ``uint16`` (2) or ``uint32`` (4), laid out
+    as jax.export's ``CreateNumpyVector`` (or its ``PrependByte`` loop) lays it out."""
+    prepend = {1: b.PrependUint8, 2: b.PrependUint16, 4: b.PrependUint32}[width]
+    b.StartVector(width, len(values), width)
+    for value in reversed(values):
+        prepend(value)
+    return b.EndVector()
 
 
 def _tree(b: ArtifactBuilder, tree: TreeSpec) -> int:
@@ -240,7 +235,7 @@ def _mesh(b: ArtifactBuilder, mesh: AbstractMeshRecord) -> int:
     S = W.AbstractMesh
     sizes = _uints(b, mesh.axis_sizes, 4)
     names = _strings(b, mesh.axis_names)
-    types = b.CreateScalarVector([W.AXIS_TYPE_CODES[t] for t in mesh.axis_types], 1)
+    types = _uints(b, [W.AXIS_TYPE_CODES[t] for t in mesh.axis_types], 1)
     device = _device(b, mesh.abstract_device) if mesh.abstract_device is not None else 0
     b.StartObject(S.NUM_SLOTS)
     b.PrependUOffsetTRelativeSlot(S.AXIS_SIZES, sizes, 0)

@@ -16,10 +16,7 @@ and the field.
 from __future__ import annotations
 
 import struct
-# Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 from ..domain.errors import ArtifactError
 

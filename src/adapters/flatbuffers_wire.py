@@ -18,10 +18,7 @@ Generations that the reader accepts (the ones jax 0.10.2 reads):
 
 from __future__ import annotations
 
-# Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final, TypeVar
+from typing import Final, TypeVar
 
 from ..domain.artifact import AxisType, DType, MemorySpace, TreeKind
 from ..domain.safety import SafetyCheckKind
@@ -188,8 +185,7 @@ SAFETY_CHECK_CODES: Final[dict[SafetyCheckKind, int]] = {
 }
 
 
-if TYPE_CHECKING:
-    _K = TypeVar("_K")
+_K = TypeVar("_K")
 
 
 def inverse(codes: dict[_K, int]) -> dict[int, _K]:

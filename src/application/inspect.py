@@ -3,44 +3,38 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, overload
 
 from ..adapters.flatbuffers_codec import decode_artifact
 from ..domain.artifact_info import ArtifactInfo
 
-TYPE_CHECKING = False  # not `from typing`: this path keeps its imports few
 if TYPE_CHECKING:
-    from typing import overload
-
     from ..domain.bundle_info import BundleInfo
 
-    @overload
-    def inspect(blob_or_path: bytes | bytearray | memoryview) -> ArtifactInfo: ...
 
-    @overload
-    def inspect(blob_or_path: str | os.PathLike[str]) -> ArtifactInfo | BundleInfo: ...
-
-    def inspect(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str]
-                ) -> ArtifactInfo | BundleInfo:
-        return _summary(blob_or_path)
-else:
-    def inspect(blob_or_path):
-        """The summary of an artifact given as bytes or a file path, or of a bundle directory.
-
-        Loads neither JAX nor jaxlib, so it takes milliseconds. A bundle is
-        summarized by :func:`inspect_bundle`.
-
-        Raises:
-            ArtifactError: the bytes are not a valid artifact, or the bundle is damaged.
-            OSError: the file cannot be read.
-        """
-        return _summary(blob_or_path)
+@overload
+def inspect(blob_or_path: bytes | bytearray | memoryview) -> ArtifactInfo: ...
 
 
-def _summary(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str]) -> ArtifactInfo | BundleInfo:
+@overload
+def inspect(blob_or_path: str | os.PathLike[str]) -> ArtifactInfo | BundleInfo: ...
+
+
+def inspect(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str]
+            ) -> ArtifactInfo | BundleInfo:
+    """The summary of an artifact given as bytes or a file path, or of a bundle directory.
+
+    Loads neither JAX nor jaxlib, so it takes milliseconds. A bundle is
+    summarized by :func:`inspect_bundle`.
+
+    Raises:
+        ArtifactError: the bytes are not a valid artifact, or the bundle is damaged.
+        OSError: the file cannot be read.
+    """
     if isinstance(blob_or_path, (str, os.PathLike)) and os.path.isdir(blob_or_path):
         return inspect_bundle(blob_or_path)
     if isinstance(blob_or_path, (str, os.PathLike)):
-        with open(blob_or_path, "rb") as file:  # not pathlib: one import less on this path
+        with open(blob_or_path, "rb") as file:
             blob: bytes | bytearray | memoryview = file.read()
     else:
         blob = blob_or_path

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.flatbuffers_codec import encode_artifact, encode_artifact_located
+from ..adapters.flatbuffers_codec import encode_artifact
 from ..adapters.jax_records import aval_record, effect_record, sharding_record
 from ..domain.artifact import ArtifactRecord
 from ..domain.errors import VjpUnavailableError
-from ..domain.integrity import Extension, ModuleRegion, seal, trailer_room
+from ..domain.integrity import Extension, seal
 from ..domain.symbolic import SymbolicScope
 from .pytree_registry import PytreeSerializationRegistry, default_registry
 
@@ -95,13 +95,7 @@ def serialize(exp: Exported, vjp_order: int = 0,
     record = to_record(exp, vjp_order, registry or default_registry())
     if not integrity:
         return encode_artifact(record)
-    extension = Extension(_chain_constraints(record))
-    # Room for the trailer after the flatbuffer, so that sealing appends in place.
-    flatbuffer, start = encode_artifact_located(record, spare=trailer_room(extension))
-    module = record.mlir_module_serialized
-    digest = exp._module_digest() if module is exp.mlir_module_serialized else None
-    region = None if digest is None else ModuleRegion(start, len(module), digest)
-    return seal(flatbuffer, extension, region)
+    return seal(encode_artifact(record), Extension(_chain_constraints(record)))
 
 
 def _chain_constraints(record: ArtifactRecord) -> tuple[tuple[str, ...], ...]:

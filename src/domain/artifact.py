@@ -12,13 +12,10 @@ objects (that is the application's).
 
 from __future__ import annotations
 
-# Not `from typing import ...`: importing typing costs `jaxport.inspect` ~10% of its time.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import TypeAlias
+from dataclasses import dataclass
+from enum import Enum
+from typing import TypeAlias
 
-from .enumeration import Enumeration
-from .records import record
 from .safety import DisabledSafetyCheck
 
 #: The ``serialization_version`` that jax 0.10.2 writes into every artifact
@@ -26,7 +23,7 @@ from .safety import DisabledSafetyCheck
 WRITTEN_SERIALIZATION_VERSION = 3
 
 
-class TreeKind(Enumeration):
+class TreeKind(Enum):
     """The kind of one pytree node."""
 
     LEAF = "leaf"
@@ -37,7 +34,7 @@ class TreeKind(Enumeration):
     CUSTOM = "custom"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeSpec:
     """The structure of a pytree, without its leaves.
 
@@ -113,7 +110,7 @@ class TreeSpec:
         return count
 
 
-class DType(Enumeration):
+class DType(Enum):
     """Every element type the artifact format knows; values are JAX's dtype names."""
 
     BOOL = "bool"
@@ -148,7 +145,7 @@ class DType(Enumeration):
     KEY_UNSAFE_RBG = "key<urbg>"
 
 
-class MemorySpace(Enumeration):
+class MemorySpace(Enum):
     """Where an array lives (artifacts from before 2025-11 record none: device)."""
 
     DEVICE = "device"
@@ -156,7 +153,7 @@ class MemorySpace(Enumeration):
     ANY = "any"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AvalRecord:
     """The abstract value of one flat argument or result.
 
@@ -187,7 +184,7 @@ class AvalRecord:
         return f"{self.dtype.value}{space}[{','.join(self.shape)}]"
 
 
-class AxisType(Enumeration):
+class AxisType(Enum):
     """How a mesh axis is partitioned."""
 
     AUTO = "Auto"
@@ -195,7 +192,7 @@ class AxisType(Enumeration):
     MANUAL = "Manual"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AbstractDeviceRecord:
     """The kind of device an abstract mesh was made for.
 
@@ -210,7 +207,7 @@ class AbstractDeviceRecord:
     platform: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AbstractMeshRecord:
     """A device mesh by its axes only (no concrete devices)."""
 
@@ -226,7 +223,7 @@ class AbstractMeshRecord:
                 f"{len(self.axis_names)} axis names and {len(self.axis_types)} axis types")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PartitionSpecRecord:
     """How each dimension of an array is split over mesh axes.
 
@@ -243,7 +240,7 @@ class PartitionSpecRecord:
     unreduced: tuple[str, ...] = ()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class NamedShardingRecord:
     """A sharding over an abstract mesh (artifacts since 2026-01-15)."""
 
@@ -252,7 +249,7 @@ class NamedShardingRecord:
     memory_kind: str | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class HloShardingRecord:
     """A legacy sharding: a serialized ``xla.OpSharding`` protocol buffer."""
 
@@ -263,14 +260,14 @@ class HloShardingRecord:
 ShardingRecord: TypeAlias = NamedShardingRecord | HloShardingRecord
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class EffectRecord:
     """An effect, by the ``str()`` of its Python class, as JAX records it."""
 
     type_name: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ArtifactRecord:
     """Every field of a serialized ``Exported``.
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .artifact import ArtifactRecord, HloShardingRecord, NamedShardingRecord
 from .module_format import stablehlo_version
-from .records import record
 from .signature_text import NamedTree, signature_text
 
 #: The most characters a line of ``str(ArtifactInfo)`` has (a bundle's summary indents it by 2 more).
 WIDTH = 150
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ArtifactInfo:
     """A summary of an artifact, read without JAX.
 

@@ -15,9 +15,9 @@ versions 6 and 7 still run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from .errors import CallingConventionError
-from .records import record
 
 MINIMUM_VERSION = 9
 MAXIMUM_VERSION = 10
@@ -35,7 +35,7 @@ def check_version(version: int, *, when: str) -> int:
     return version
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MainArguments:
     """The argument layout of an exported module's ``main``.
 

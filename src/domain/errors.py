@@ -19,12 +19,9 @@ True
 
 from __future__ import annotations
 
-from .records import record
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport.inspect` reads this module
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any, ClassVar
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 #: Where users import jaxport's errors from, and so the module that each names as its own.
 PUBLIC_MODULE = "jaxport.errors"
@@ -138,7 +135,7 @@ class CallError(JaxportError, ValueError):
     """The arguments of a call do not match what the function was exported for."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TreeDifference:
     """One structural difference between the call's pytree and the exported one."""
 

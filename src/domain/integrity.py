@@ -3,27 +3,23 @@
 An artifact that jaxport writes is ``jax.export``'s flatbuffer followed by a
 trailer::
 
-    flatbuffer | extension (JSON, UTF-8) | region (version 2) | footer (48 bytes)
+    flatbuffer | extension (JSON, UTF-8) | footer (48 bytes)
 
-    region = module offset      u64, little endian: where the module's bytes start
-             module length      u64                 in the flatbuffer
     footer = extension length   u32, little endian
-             trailer version    u16 (1 or 2)
+             trailer version    u16 (1)
              reserved           u16 (0)
-             SHA-256            32 bytes (below)
+             SHA-256            32 bytes, of ``flatbuffer | extension | the 8 bytes above``
              magic              8 bytes, b"JXPRT\\x00\\x7f\\x01"
 
-The digest of version 1 is taken over ``flatbuffer | extension | the 8
-bytes above``. Version 2 (written since 2026-11-30) takes it over the same
-bytes with the module's bytes replaced by their own SHA-256::
+The extension is a JSON object; readers skip the keys they do not know, so a
+new field of the trailer is a new key, not a new trailer version.
+
+jaxport 0.1 also wrote version 2, which readers still accept: a region
+(module offset and length, two u64) between the extension and the footer,
+and a digest taken with the module's bytes replaced by their own SHA-256::
 
     SHA-256(flatbuffer[:offset] | flatbuffer[offset + length:] | extension
             | region | the 8 bytes above | SHA-256(flatbuffer[offset:offset + length]))
-
-so that a writer that already knows the digest of the module (an export
-remembers it) hashes only the few kilobytes around it. A reader hashes every
-byte either way, and any changed byte, the region included, changes the
-digest. Readers accept both versions.
 
 Flatbuffer readers start from the root offset at byte 0 and follow offsets;
 nothing points past the flatbuffer, so ``jax.export.deserialize`` (jax
@@ -51,19 +47,18 @@ True
 
 from __future__ import annotations
 
+import json
 import struct
-# Not `from typing import ...`: `jaxport.inspect` reads this module, and typing costs it ~10%.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from dataclasses import dataclass
+from typing import Final
 
 from .errors import ArtifactError
-from .records import record
 
 MAGIC: Final = b"JXPRT\x00\x7f\x01"
-#: The version written when the module's region is known, and the oldest read.
-TRAILER_VERSION: Final = 2
-_WHOLE_VERSION: Final = 1
+#: The version written.
+TRAILER_VERSION: Final = 1
+#: The version jaxport 0.1 also wrote (read, never written).
+_REGION_VERSION: Final = 2
 _HEAD: Final = struct.Struct("<IHH")
 _REGION: Final = struct.Struct("<QQ")
 DIGEST_SIZE: Final = 32
@@ -76,7 +71,7 @@ MAX_CONSTRAINTS: Final = 1024
 MAX_CONSTRAINT_CHARS: Final = 4096
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Extension:
     """What the trailer records besides the digest.
 
@@ -89,14 +84,12 @@ class Extension:
 
     def to_bytes(self) -> bytes:
         """The extension as compact JSON."""
-        import json  # not at module level: `jaxport.inspect` reads this module
-
         return json.dumps({"constraints": [list(c) for c in self.constraints]},
                           separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @staticmethod
     def from_bytes(data: bytes) -> Extension:
-        """Parses and bounds-checks an extension.
+        """Parses and bounds-checks an extension (keys other than ``constraints`` are skipped).
 
         Raises:
             ArtifactError: the bytes are not an extension jaxport writes.
@@ -104,10 +97,6 @@ class Extension:
         if len(data) > MAX_EXTENSION_BYTES:
             raise ArtifactError(f"jaxport trailer: the extension has {len(data)} bytes, "
                                 f"more than the limit of {MAX_EXTENSION_BYTES}")
-        if data in _COMMON_EXTENSIONS:  # no symbolic constraints: spares `inspect` importing json
-            return _COMMON_EXTENSIONS[data]
-        import json
-
         try:
             value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -128,14 +117,7 @@ class Extension:
         return Extension(tuple(out))
 
 
-#: The extensions of artifacts without symbolic constraints (primal, and with one VJP).
-_COMMON_EXTENSIONS: Final = {
-    b'{"constraints":[[]]}': Extension(((),)),
-    b'{"constraints":[[],[]]}': Extension(((), ())),
-}
-
-
-@record
+@dataclass(frozen=True, slots=True)
 class Unsealed:
     """An artifact split into its flatbuffer and (when sealed) its extension.
 
@@ -150,64 +132,19 @@ class Unsealed:
     digest: str | None
 
 
-class ModuleRegion:
-    """Where the module's bytes lie in a flatbuffer, and their SHA-256 (raw, 32 bytes).
-
-    A plain class, not a dataclass: ``jaxport.inspect`` imports this module,
-    and each dataclass costs it about a millisecond.
-    """
-
-    __slots__ = ("offset", "length", "digest")
-
-    def __init__(self, offset: int, length: int, digest: bytes) -> None:
-        self.offset, self.length, self.digest = offset, length, digest
-
-
-def trailer_room(extension: Extension) -> int:
-    """At least the number of bytes :func:`seal` appends for ``extension``
-    (without making its JSON: at most 6 bytes per character, an escape)."""
-    texts = sum(3 + 6 * len(c) for level in extension.constraints for c in level)
-    return 64 + 3 * len(extension.constraints) + texts + _REGION.size + FOOTER_SIZE
-
-
-def seal(flatbuffer: bytes | bytearray, extension: Extension,
-         module: ModuleRegion | None = None) -> bytearray:
+def seal(flatbuffer: bytes | bytearray, extension: Extension) -> bytearray:
     """``flatbuffer`` followed by ``extension`` and the footer with their digest.
 
-    With ``module`` (version 2) the module's bytes are not hashed again: the
-    digest covers ``module.digest`` in their place. The caller vouches that
-    it is the SHA-256 of those bytes; a wrong one makes an artifact that
-    every reader refuses, never one that hides a change. Without it, version 1.
     A ``bytearray`` is extended in place (and returned), saving a copy of
     the artifact; ``bytes`` are copied.
     """
     import hashlib  # here: reading an artifact without a trailer needs no OpenSSL
 
     ext = extension.to_bytes()
-    view = memoryview(flatbuffer)
-    if module is None:
-        head = _HEAD.pack(len(ext), _WHOLE_VERSION, 0)
-        digest = hashlib.sha256(view)
-        region = b""
-    else:
-        if module.offset < 0 or module.offset + module.length > len(flatbuffer):
-            raise ValueError(f"module region {module.offset}+{module.length} is outside "
-                             f"the flatbuffer of {len(flatbuffer)} bytes")
-        head = _HEAD.pack(len(ext), TRAILER_VERSION, 0)
-        region = _REGION.pack(module.offset, module.length)
-        digest = hashlib.sha256(view[:module.offset])
-        digest.update(view[module.offset + module.length:])
-    digest.update(ext)
-    digest.update(region)
-    digest.update(head)
-    if module is not None:
-        digest.update(module.digest)
-    view.release()
     out = flatbuffer if isinstance(flatbuffer, bytearray) else bytearray(flatbuffer)
     out += ext
-    out += region
-    out += head
-    out += digest.digest()
+    out += _HEAD.pack(len(ext), TRAILER_VERSION, 0)
+    out += hashlib.sha256(out).digest()
     out += MAGIC
     return out
 
@@ -229,10 +166,10 @@ def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:
         return Unsealed(data, None, None)
     footer = len(data) - FOOTER_SIZE
     ext_len, version, reserved = _HEAD.unpack_from(data, footer)
-    if version not in (_WHOLE_VERSION, TRAILER_VERSION) or reserved != 0:
+    if version not in (TRAILER_VERSION, _REGION_VERSION) or reserved != 0:
         raise ArtifactError(f"jaxport trailer: unknown trailer version {version}.{reserved} "
-                            f"(this jaxport reads versions {_WHOLE_VERSION} and {TRAILER_VERSION})")
-    before = footer - (_REGION.size if version == TRAILER_VERSION else 0)
+                            f"(this jaxport reads versions {TRAILER_VERSION} and {_REGION_VERSION})")
+    before = footer - (_REGION.size if version == _REGION_VERSION else 0)
     if ext_len > before:
         raise ArtifactError(f"jaxport trailer: an extension of {ext_len} bytes does not fit "
                             f"in the {before} bytes before the footer")
@@ -240,7 +177,7 @@ def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:
     import hashlib  # here: reading an artifact without a trailer (jax.export's) needs no OpenSSL
 
     view = memoryview(data)
-    if version == _WHOLE_VERSION:
+    if version == TRAILER_VERSION:
         digest = hashlib.sha256(view[:footer + _HEAD.size])
     else:
         offset, length = _REGION.unpack_from(data, before)

@@ -7,8 +7,8 @@ lowering, and nothing needs the bytes until they are read (``serialize()``,
 function that makes them; the first read calls the function once, keeps the
 bytes and drops the function (and the module it holds). Readers always get
 the same bytes an eager serialization would have given. The bytes' SHA-256
-is kept too once asked for (:meth:`ModuleBytes.digest`), so that sealing an
-artifact or keying its executables hashes the module once per export.
+is kept too once asked for (:meth:`ModuleBytes.digest`), so that keying an
+export's executables hashes the module once per export.
 """
 
 from __future__ import annotations

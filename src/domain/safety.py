@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .enumeration import Enumeration
-from .records import record
+from dataclasses import dataclass
+from enum import Enum
 
 
-class SafetyCheckKind(Enumeration):
+class SafetyCheckKind(Enum):
     """Which safety check a :class:`DisabledSafetyCheck` turns off."""
 
     PLATFORM = "platform"
@@ -14,7 +14,7 @@ class SafetyCheckKind(Enumeration):
     SHAPE_ASSERTIONS = "shape_assertions"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DisabledSafetyCheck:
     """A safety check to skip, at export (custom calls) or at call (platform).
 

@@ -29,11 +29,12 @@ level up until the text fits, and the text is cut if even that is too long.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .artifact import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
-from .records import record
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class NamedTree:
     """A subtree that a signature shows as one token, such as a bundle's weights argument.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 from pathlib import Path
 
 import jax
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.domain.integrity import FOOTER_SIZE, is_sealed
+from jaxport.domain.integrity import FOOTER_SIZE, is_sealed, unseal
 from jaxport.errors import ArtifactError
 
 
@@ -26,6 +27,12 @@ def test_serialize_seals_by_default_and_integrity_false_gives_the_bare_flatbuffe
     sealed, bare = constrained().serialize(), constrained().serialize(integrity=False)
     assert is_sealed(sealed) and not is_sealed(bare)
     assert sealed.startswith(bare) and len(sealed) > len(bare) + FOOTER_SIZE
+
+
+def test_serialize_writes_trailer_version_1_whose_digest_covers_every_byte_before_it() -> None:
+    blob = constrained().serialize(vjp_order=1)
+    assert blob[-FOOTER_SIZE + 4:-FOOTER_SIZE + 6] == b"\x01\x00"
+    assert unseal(blob).digest == hashlib.sha256(blob[:-FOOTER_SIZE + 8]).hexdigest()
 
 
 def test_jax_export_reads_a_sealed_artifact_and_calls_it() -> None:

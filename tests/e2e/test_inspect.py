@@ -151,6 +151,7 @@ import jaxport
 info = jaxport.inspect(sys.argv[1])
 loaded = sorted(m for m in sys.modules
                 if m in ("jax", "jaxlib") or m.startswith(("jax.", "jaxlib.")))
+# Reading a header needs no symbolic shapes, and no NumPy.
 unneeded = sorted(m for m in sys.modules if m.startswith(("jaxport.domain.symbolic", "numpy")))
 import json
 print(json.dumps({"loaded": loaded, "unneeded": unneeded, "fun_name": info.fun_name, "signature": info.signature,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.integrity import (
-    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, ModuleRegion, is_sealed, seal, unseal)
+    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, is_sealed, seal, unseal)
 
 BODY = bytes(range(256)) * 3
 EXT = Extension(constraints=(("n >= 16", "h == 2*w"), ()))
@@ -36,19 +37,32 @@ def test_changing_any_byte_before_the_magic_is_refused() -> None:
             unseal(damaged)
 
 
-def region(offset: int = 100, length: int = 300) -> ModuleRegion:
-    return ModuleRegion(offset, length, hashlib.sha256(BODY[offset:offset + length]).digest())
+#: The trailer that jaxport 0.1 appended to ``BODY`` with ``EXT`` as version 2, the
+#: module's region being bytes 100 to 400 (frozen: written by that version's seal()).
+TRAILER_V2 = bytes.fromhex(
+    "7b22636f6e73747261696e7473223a5b5b226e203e3d203136222c2268203d3d20322a77225d2c5b5d5d7d"
+    "64000000000000002c010000000000002b00000002000000"
+    "428667eb78941d8256641bab4c19239c0bd15c472eb1e4a47140b04b3ea8a663"
+    "4a58505254007f01")
 
 
-def test_a_blob_sealed_with_its_module_region_unseals_to_its_flatbuffer_and_extension() -> None:
-    sealed = seal(BODY, EXT, region())
-    out = unseal(sealed)
-    assert out.flatbuffer == BODY and out.extension == EXT and out.digest is not None
-    assert out.digest != unseal(seal(BODY, EXT)).digest
+def test_seal_writes_one_trailer_version_whose_digest_covers_every_byte_before_it() -> None:
+    sealed = seal(BODY, EXT)
+    ext = EXT.to_bytes()
+    assert sealed[len(BODY):len(BODY) + len(ext)] == ext
+    footer = sealed[len(BODY) + len(ext):]
+    assert len(footer) == FOOTER_SIZE and footer[4:8] == b"\x01\x00\x00\x00"
+    assert unseal(sealed).digest == hashlib.sha256(sealed[:-FOOTER_SIZE + 8]).hexdigest()
 
 
-def test_changing_any_byte_of_a_blob_sealed_with_a_module_region_is_refused() -> None:
-    sealed = seal(BODY, EXT, region())
+def test_a_version_2_trailer_of_jaxport_0_1_still_unseals() -> None:
+    out = unseal(BODY + TRAILER_V2)
+    assert out.flatbuffer == BODY and out.extension == EXT
+    assert out.digest == "428667eb78941d8256641bab4c19239c0bd15c472eb1e4a47140b04b3ea8a663"
+
+
+def test_changing_any_byte_of_a_version_2_artifact_is_refused() -> None:
+    sealed = BODY + TRAILER_V2
     for i in range(len(sealed) - len(MAGIC)):
         damaged = bytearray(sealed)
         damaged[i] ^= 0x41
@@ -56,14 +70,9 @@ def test_changing_any_byte_of_a_blob_sealed_with_a_module_region_is_refused() ->
             unseal(damaged)
 
 
-def test_a_wrong_module_digest_makes_a_blob_every_reader_refuses() -> None:
-    with pytest.raises(ArtifactError, match="digest does not match"):
-        unseal(seal(BODY, EXT, ModuleRegion(100, 300, bytes(32))))
-
-
-def test_a_module_region_outside_the_flatbuffer_is_refused() -> None:
-    with pytest.raises(ValueError, match="outside"):
-        seal(BODY, EXT, ModuleRegion(len(BODY) - 10, 11, bytes(32)))
+def test_an_extension_with_keys_this_jaxport_does_not_know_reads_its_constraints() -> None:
+    data = json.dumps({"producer": {"jaxport": "9.9"}, "constraints": [["n >= 16"]]}).encode()
+    assert Extension.from_bytes(data) == Extension((("n >= 16",),))
 
 
 def test_the_digest_mismatch_says_the_bytes_changed() -> None:
@@ -91,9 +100,3 @@ def test_a_footer_that_claims_more_than_the_blob_is_refused() -> None:
     assert len(sealed) >= FOOTER_SIZE
     with pytest.raises(ArtifactError, match="does not fit"):
         unseal(sealed[len(sealed) - FOOTER_SIZE:])
-
-
-def test_the_extensions_read_without_json_are_those_written_without_constraints() -> None:
-    for ext in (Extension(((),)), Extension(((), ()))):
-        assert Extension.from_bytes(ext.to_bytes()) == ext
-        assert Extension.from_bytes(ext.to_bytes() + b" ") == ext  # the JSON path agrees

@@ -13,11 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import NoReturn
+from collections.abc import Sequence
+from typing import NoReturn
 
 from . import check, diff, export, run, show, warm
 from .common import is_users_error, one_line

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -44,8 +42,6 @@ def check_paths(args: argparse.Namespace) -> int:
             status = 2
             continue
         if args.json:
-            import json  # here: `jaxport --help` skips it
-
             print(json.dumps({"path": path, "ok": ok, "reasons": list(reasons), **detail}))
         elif ok:
             print(f"{path}: ok ({_summary(detail)})")

@@ -7,14 +7,12 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ...domain.errors import ArtifactError, JaxportError
 from ...domain.errors import UsageError as UsageError  # the subcommands import it from here
 
-TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
 if TYPE_CHECKING:
-    from typing import Any, TextIO
-
     from ...domain.specs import ArraySpec
     from ...domain.artifact import ArtifactRecord
     from ..exported import Exported

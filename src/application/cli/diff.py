@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -6,13 +6,11 @@ import argparse
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from .common import Progress, UsageError, check_writable, to_struct
 
-TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
 if TYPE_CHECKING:  # the symbolic-shape modules load when a spec is parsed, not for --help
-    from typing import Any
-
     from ...domain.specs import ArraySpec
     from ...domain.symbolic import DimExpr
 

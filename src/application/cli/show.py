@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-
-TYPE_CHECKING = False  # not `from typing`: `jaxport --help` would import it
-if TYPE_CHECKING:
-    from typing import Any
+from dataclasses import asdict
+from typing import Any
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -46,9 +45,6 @@ def inspect_files(args: argparse.Namespace) -> int:
             status = 2
             continue
         if args.json:
-            import json
-            from dataclasses import asdict  # here: `jaxport --help` and plain inspect skip them
-
             print(json.dumps({"file": path, **asdict(info)}, default=str))
         else:
             print(info if os.path.isdir(path) else f"{path}:\n{info}")
