@@ -27,13 +27,12 @@ os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
+from tests.helpers.jax_cache import KEEP_EVERY_COMPILATION  # noqa: E402
+
 NUM_CPU_DEVICES = 8
 
 jax.config.update("jax_num_cpu_devices", NUM_CPU_DEVICES)
 
-#: JAX's settings for a compilation cache that keeps every compilation.
-KEEP_EVERY_COMPILATION = {"jax_persistent_cache_min_compile_time_secs": 0.0,
-                          "jax_persistent_cache_min_entry_size_bytes": -1}
 
 
 @pytest.fixture

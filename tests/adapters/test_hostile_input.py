@@ -1,22 +1,53 @@
-"""Bounded work on hostile input: lengths, sizes and counts are checked before use."""
+"""Bounded work on hostile input: lengths, sizes, counts and depths are checked before use.
+
+Each case is refused with an :class:`ArtifactError`, and the wire reader's
+counted work stays within a fixed multiple of the buffer's size. The fuzz
+campaign (tests/fuzz) mutates these buffers too. This module does not import JAX.
+"""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import replace
 
 import flatbuffers  # type: ignore[import-untyped]
 import pytest
 
-from jaxport.adapters import flatbuffers_wire as W
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.adapters.flatbuffers_decode import MAX_DIM_CHARS, MAX_RANK
+from jaxport.adapters.flatbuffers_decode import MAX_DIM_CHARS, MAX_RANK, MAX_TREE_DEPTH, MAX_VJP_DEPTH
 from jaxport.adapters.flatbuffers_reader import MAX_STRING_BYTES, WireReader
 from jaxport.domain.artifact import AvalRecord, DType, TreeKind
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.integrity import Extension, seal
+from tests.helpers.artifacts import (
+    deep_tree, leaf_node, linear_work, newer_schema, raw_exported, rich_record, shared_string,
+    shared_tree, shared_vtable)
 
-from .test_artifact_bad_bytes import leaf_node, linear_work, raw_exported, rich_record
+
+def test_pytrees_nested_too_deeply_are_rejected() -> None:
+    with pytest.raises(ArtifactError, match=rf"pytree nodes nest deeper than {MAX_TREE_DEPTH}"):
+        decode_artifact(deep_tree())
+
+
+def test_vjp_tables_nested_too_deeply_are_rejected() -> None:
+    blob = encode_artifact(rich_record(MAX_VJP_DEPTH + 1))
+    with pytest.raises(ArtifactError, match=rf"VJP tables nest deeper than {MAX_VJP_DEPTH}"):
+        decode_artifact(blob)
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (shared_tree, r"refers to its data too many times"),
+    (shared_string, r"field 'platforms\[\d+\]'.*too many times"),
+    (shared_vtable, r"field 'children\[\d+\]'.*too many times"),
+], ids=["tree", "string", "vtable"])
+def test_data_shared_many_times_over_is_stopped_early(
+        build: Callable[[], bytes], message: str, readers: list[WireReader]) -> None:
+    blob = build()
+    with pytest.raises(ArtifactError, match=message):
+        decode_artifact(blob)
+    reader, = readers
+    assert reader.work_done <= linear_work(len(blob))
 
 
 def test_fifty_megabytes_of_random_bytes_are_refused_after_bounded_work(readers: list[WireReader]) -> None:
@@ -68,16 +99,4 @@ def test_bytes_after_the_last_object_are_refused_unless_padding_or_a_newer_schem
             decode_artifact(cut)
     # A table with a slot this reader does not know (a newer jax.export) may keep
     # data where no read reaches: such an artifact is read as before.
-    b = flatbuffers.Builder(0)
-    future = b.CreateString("a field from the future")
-    none = leaf_node(b, TreeKind.NONE)
-    name = b.CreateString("f")
-    module = b.CreateByteVector(b"ML\xefR\x01StableHLO_v1.15.0" + bytes(range(64)))
-    b.StartObject(W.Exported.NUM_SLOTS + 1)
-    b.PrependUOffsetTRelativeSlot(W.Exported.FUNCTION_NAME, name, 0)
-    b.PrependUOffsetTRelativeSlot(W.Exported.IN_TREE, none, 0)
-    b.PrependUOffsetTRelativeSlot(W.Exported.OUT_TREE, none, 0)
-    b.PrependUOffsetTRelativeSlot(W.Exported.MLIR_MODULE, module, 0)
-    b.PrependUOffsetTRelativeSlot(W.Exported.NUM_SLOTS, future, 0)
-    b.Finish(b.EndObject())
-    assert decode_artifact(bytes(b.Output())).function_name == "f"
+    assert decode_artifact(newer_schema()).function_name == "f"

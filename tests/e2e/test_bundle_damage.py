@@ -13,7 +13,7 @@ import pytest
 
 import jaxport
 from jaxport.errors import ArtifactError
-from tests.e2e import bundle_model as model
+from tests.helpers import bundle_model as model
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from safetensors.numpy import load_file
 
 import jaxport
 from jaxport.errors import BundleError, BundleMismatchError, TreeMismatchError
-from tests.e2e import bundle_model as model
-from tests.e2e.bundle_model import Dense
+from tests.helpers import bundle_model as model
+from tests.helpers.bundle_model import Dense
 
 
 def assert_trees_equal(got: Any, want: Any) -> None:
@@ -152,7 +152,7 @@ def test_load_with_params_uses_those_weights(saved: Path) -> None:
 
 def test_a_load_in_a_fresh_process_calls_the_model(saved: Path) -> None:
     script = ("import sys, json, numpy as np, jaxport\n"
-              "import tests.e2e.bundle_model as m\n"
+              "import tests.helpers.bundle_model as m\n"
               "b = jaxport.load_bundle(sys.argv[1])\n"
               "x, y = m.inputs(3)\n"
               "print(json.dumps(np.asarray(b['predict'](x)).tolist()))\n")

@@ -24,7 +24,7 @@ from safetensors.numpy import save_file
 
 from jaxport.application.cli.common import Progress
 
-from ..conftest import KEEP_EVERY_COMPILATION
+from tests.helpers.jax_cache import KEEP_EVERY_COMPILATION
 
 SCRIPT = Path(sys.executable).parent / "jaxport"
 COMMANDS = ("export", "run", "check", "warm", "diff", "inspect", "mlir")

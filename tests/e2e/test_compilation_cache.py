@@ -26,7 +26,7 @@ import pytest
 import jaxport
 from jaxport.errors import CacheConfigError
 
-from ..conftest import KEEP_EVERY_COMPILATION
+from tests.helpers.jax_cache import KEEP_EVERY_COMPILATION
 
 CHILD = """
 import json, sys

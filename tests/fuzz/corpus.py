@@ -1,9 +1,14 @@
-"""Seed artifacts for the fuzz campaign, written by jaxport and by jax.export.
+"""Seeds of the fuzz campaign: artifacts to load and call, and flatbuffers to decode.
 
-Five kinds (static, symbolic with a constraint, multi-platform, VJP of order
-2, sharded over 8 devices), each written by both systems. A seed keeps the
-arguments to call it with and the expected results, so that a mutated
-artifact that loads can be called and checked.
+Artifacts (``target="artifact"``): five kinds (static, symbolic with a
+constraint, multi-platform, VJP of order 2, sharded over 8 devices), each
+written by both systems. Such a seed keeps the arguments to call it with and
+the expected results, so that a mutated artifact that loads can be called and
+checked.
+
+Flatbuffers (``target="codec"``), decoded alone by the codec: the 17 blobs of
+jax's wheel, records that use every field, and the hand-written ones of
+:func:`tests.helpers.artifacts.crafted_blobs` (nesting and sharing bombs).
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
+from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.application.placement import default_placements
+from jaxport.errors import ArtifactError
+from tests.helpers.artifacts import crafted_blobs, hlo_record, rich_record, shipped_blobs
 
 
 @dataclass(frozen=True)
@@ -28,19 +36,31 @@ class Seed:
 
     Attributes:
         name: ``<kind>-<writer>``.
-        writer: ``"jaxport"`` or ``"jax.export"``.
+        writer: ``"jaxport"``, ``"jax.export"`` or ``"crafted"`` (by hand).
+        target: ``"artifact"`` (loaded with ``jaxport.deserialize`` and
+            called) or ``"codec"`` (decoded alone).
         blob: the artifact's bytes.
-        args: the arguments to call it with.
+        module_at: where the main module's bytes lie in ``blob`` (start,
+            end); ``(0, 0)`` when it does not decode.
+        args: the arguments to call it with (artifacts only).
         expected: the flat results of the call, and of ``grad(sum(call))``
             when the artifact carries a VJP.
+        has_vjp: whether ``expected`` ends with the gradient.
     """
 
     name: str
     writer: str
+    target: str
     blob: bytes
-    args: tuple[np.ndarray, ...]
-    expected: tuple[np.ndarray, ...]
-    has_vjp: bool
+    module_at: tuple[int, int]
+    args: tuple[np.ndarray, ...] = ()
+    expected: tuple[np.ndarray, ...] = ()
+    has_vjp: bool = False
+
+    @property
+    def family(self) -> str:
+        """What the campaign counts the seed's mutations under: the writer of an artifact, or ``codec``."""
+        return self.writer if self.target == "artifact" else "codec"
 
 
 def _f(x: Any) -> Any:
@@ -72,7 +92,32 @@ def _spec(spec: Any, writer: str) -> Any:
 
 
 def build() -> list[Seed]:
-    """Every seed (10 of them)."""
+    """Every seed: the artifacts, then the flatbuffers."""
+    return artifact_seeds() + codec_seeds()
+
+
+def module_span(blob: bytes) -> tuple[int, int]:
+    """Where the main module's bytes lie in ``blob``; ``(0, 0)`` when it does not decode."""
+    try:
+        module = decode_artifact(blob).mlir_module_serialized
+    except ArtifactError:
+        return 0, 0
+    start = blob.find(module)
+    return start, start + len(module)
+
+
+def codec_seeds() -> list[Seed]:
+    """The flatbuffers to decode alone (24 of them)."""
+    named = [(f"shipped{i}", "jax.export", blob) for i, blob in enumerate(shipped_blobs())]
+    named += [("rich", "jaxport", bytes(encode_artifact(rich_record()))),
+              ("hlo", "jaxport", bytes(encode_artifact(hlo_record())))]
+    named += [(name, "crafted", blob) for name, blob in crafted_blobs().items()]
+    return [Seed(f"{name}-{writer}", writer, "codec", blob, module_span(blob))
+            for name, writer, blob in named]
+
+
+def artifact_seeds() -> list[Seed]:
+    """The artifacts to load and call (10 of them)."""
     seeds = []
     for kind, fun, spec, args, vjp_order, kwargs in _kinds():
         for writer in ("jaxport", "jax.export"):
@@ -82,7 +127,7 @@ def build() -> list[Seed]:
             else:
                 blob = bytes(jax.export.export(fun, **kwargs)(the_spec).serialize(vjp_order))
             loaded = jaxport.deserialize(blob)
-            seeds.append(Seed(f"{kind}-{writer}", writer, blob, args,
+            seeds.append(Seed(f"{kind}-{writer}", writer, "artifact", blob, module_span(blob), args,
                               expected_results(loaded, args, vjp_order > 0), vjp_order > 0))
     return seeds
 
@@ -111,7 +156,8 @@ def save(seeds: list[Seed], folder: Path) -> None:
             np.save(folder / f"{i}.arg{j}.npy", a, allow_pickle=False)
         for j, e in enumerate(seed.expected):
             np.save(folder / f"{i}.out{j}.npy", e, allow_pickle=False)
-        index.append({"name": seed.name, "writer": seed.writer, "args": len(seed.args),
+        index.append({"name": seed.name, "writer": seed.writer, "target": seed.target,
+                      "module_at": seed.module_at, "args": len(seed.args),
                       "expected": len(seed.expected), "vjp": seed.has_vjp})
     (folder / "index.json").write_text(json.dumps(index))
 
@@ -123,6 +169,7 @@ def load(folder: Path) -> list[Seed]:
         args = tuple(np.load(folder / f"{i}.arg{j}.npy", allow_pickle=False) for j in range(entry["args"]))
         expected = tuple(np.load(folder / f"{i}.out{j}.npy", allow_pickle=False)
                          for j in range(entry["expected"]))
-        seeds.append(Seed(entry["name"], entry["writer"], (folder / f"{i}.bin").read_bytes(),
-                          args, expected, entry["vjp"]))
+        start, end = entry["module_at"]
+        seeds.append(Seed(entry["name"], entry["writer"], entry["target"],
+                          (folder / f"{i}.bin").read_bytes(), (start, end), args, expected, entry["vjp"]))
     return seeds

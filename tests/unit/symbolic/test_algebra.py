@@ -20,7 +20,7 @@ from jaxport.domain.symbolic import (
     parse_shape_spec,
 )
 
-from .conftest import dims, sym, syms
+from .shapes import dims, sym, syms
 
 
 def test_equal_expressions_compare_and_hash_equal() -> None:

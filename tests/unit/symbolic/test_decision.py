@@ -15,7 +15,7 @@ from jaxport.domain.symbolic import (
 )
 from jaxport.domain.symbolic.errors import InconclusiveFactory
 
-from .conftest import dims, sym, syms
+from .shapes import dims, sym, syms
 
 
 def test_variables_are_at_least_one() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from jaxport.domain.symbolic import dim_max, dim_min
 
-from .conftest import dims, syms
+from .shapes import dims, syms
 
 # spec -> what jax prints for the parsed dimension
 PARSED = [

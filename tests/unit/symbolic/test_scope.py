@@ -18,7 +18,7 @@ from jaxport.domain.symbolic import (
     parse_shape_spec,
 )
 
-from .conftest import dims
+from .shapes import dims
 
 
 def printed(spec: str, *constraints: str) -> list[str]:

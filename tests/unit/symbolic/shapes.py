@@ -1,4 +1,4 @@
-"""Shared helpers for the symbolic-shape unit tests (pure: no jax)."""
+"""Helpers of the symbolic-shape unit tests: dimensions parsed in a fresh scope (pure: no jax)."""
 
 from __future__ import annotations
 
