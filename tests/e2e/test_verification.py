@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import os
 import signal
+import threading
 from pathlib import Path
 
 import jax
@@ -115,9 +116,38 @@ def test_a_verifying_process_killed_mid_request_is_replaced_by_a_new_one() -> No
     assert worker.check(record.mlir_module_serialized, sdy=False).facts.inputs
     pid = worker.pid
     assert pid is not None
+    # Stopped, the process is still alive when the request starts, so the
+    # request is sure to be sent to it; it is killed while the request waits.
+    os.kill(pid, signal.SIGSTOP)
+    failures: list[BaseException] = []
+
+    def request() -> None:
+        try:
+            worker.check(record.mlir_module_serialized, sdy=False)
+        except BaseException as exc:  # noqa: BLE001  (the test reads it)
+            failures.append(exc)
+
+    waiting = threading.Thread(target=request)
+    waiting.start()
+    while not worker._lock.locked() and waiting.is_alive():
+        waiting.join(0.01)
     os.kill(pid, signal.SIGKILL)
-    with pytest.raises(ArtifactError, match="SIGKILL"):
-        worker.check(record.mlir_module_serialized, sdy=False)
+    waiting.join()
+    assert len(failures) == 1 and isinstance(failures[0], ArtifactError), failures
+    assert "SIGKILL" in str(failures[0])
+    assert worker.check(record.mlir_module_serialized, sdy=False).facts.inputs
+    assert worker.pid not in (None, pid)
+    worker.close()
+
+
+def test_a_verifying_process_that_died_between_requests_is_replaced_without_an_error() -> None:
+    worker = ModuleWorker(timeout=60.0)
+    record = decode_artifact(plain_blob())
+    worker.check(record.mlir_module_serialized, sdy=False)
+    pid = worker.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
     assert worker.check(record.mlir_module_serialized, sdy=False).facts.inputs
     assert worker.pid not in (None, pid)
     worker.close()
