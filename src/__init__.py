@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     maximum_supported_calling_convention_version: int
     from .domain.safety import DisabledSafetyCheck as DisabledSafetyCheck
     from . import errors as errors
-    from .application.bundle import Bundle as Bundle
-    from .domain.bundle_info import BundleInfo as BundleInfo
-    from .application.bundle_load import load_bundle as load_bundle
-    from .application.bundle_save import save_bundle as save_bundle
+    from .application.bundles import Bundle as Bundle
+    from .domain.artifact_info import BundleInfo as BundleInfo
+    from .application.bundles import load_bundle as load_bundle
+    from .application.bundles import save_bundle as save_bundle
     from .application.export_service import export as export
     from .application.export_service import default_export_platform as default_export_platform
     from .application.exported import Exported as Exported
@@ -45,10 +45,10 @@ _LAZY = {
     # Lazy too, so that `import jaxport` loads none of jaxport's modules (issue 10).
     "ArtifactInfo": "jaxport.domain.artifact_info",
     "DisabledSafetyCheck": "jaxport.domain.safety",
-    "save_bundle": "jaxport.application.bundle_save",
-    "load_bundle": "jaxport.application.bundle_load",
-    "Bundle": "jaxport.application.bundle",
-    "BundleInfo": "jaxport.domain.bundle_info",
+    "save_bundle": "jaxport.application.bundles",
+    "load_bundle": "jaxport.application.bundles",
+    "Bundle": "jaxport.application.bundles",
+    "BundleInfo": "jaxport.domain.artifact_info",
     "export": "jaxport.application.export_service",
     "default_export_platform": "jaxport.application.export_service",
     "Exported": "jaxport.application.exported",

@@ -101,7 +101,7 @@ def read_named_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 
 def _read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    from ..domain.bundle_manifest import SAFETENSORS_DTYPES
+    from ..domain.bundle import SAFETENSORS_DTYPES
     from .safetensors_file import SafetensorsFile
 
     by_code = {code: (dtype, size) for dtype, (code, size) in SAFETENSORS_DTYPES.items()}

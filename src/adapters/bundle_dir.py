@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..domain.bundle import MANIFEST_FILE, FileDigest, Manifest
 from ..domain.bundle_checks import check_digest, check_files, check_size
-from ..domain.bundle_manifest import MANIFEST_FILE, FileDigest, Manifest
 from ..domain.errors import ArtifactError
 from .files import fsync_directory
 from .temporary import create_beside, new_directory
@@ -61,78 +61,75 @@ def sha256_many(buffers: Sequence[memoryview]) -> list[str]:
         return list(pool.map(lambda b: hashlib.sha256(b).hexdigest(), buffers))
 
 
-class BundleDirectory:
-    """Writes and lists bundle directories."""
+def write_bundle(path: str | os.PathLike[str], files: Mapping[str, Writer],
+                 manifest: Callable[[dict[str, FileDigest]], bytes]) -> None:
+    """Writes a bundle at ``path`` atomically.
 
-    def write(self, path: str | os.PathLike[str], files: Mapping[str, Writer],
-              manifest: Callable[[dict[str, FileDigest]], bytes]) -> None:
-        """Writes a bundle at ``path`` atomically.
+    Args:
+        path: the bundle directory; a previous bundle there is replaced.
+        files: each file's name and the function that writes its bytes.
+        manifest: makes ``manifest.json``'s bytes from the files' digests.
 
-        Args:
-            path: the bundle directory; a previous bundle there is replaced.
-            files: each file's name and the function that writes its bytes.
-            manifest: makes ``manifest.json``'s bytes from the files' digests.
+    Raises:
+        FileExistsError: ``path`` exists and is not a bundle (no manifest).
+    """
+    target = Path(path)
+    if target.exists() and not (target / MANIFEST_FILE).is_file():
+        raise FileExistsError(f"{target} exists and is not a bundle directory (it has no "
+                              f"{MANIFEST_FILE}); not replacing it")
+    _, tmp_name = create_beside(target, ".tmp", new_directory)
+    tmp = Path(tmp_name)
+    try:
+        digests = {name: _write_file(tmp / name, writer) for name, writer in files.items()}
+        data = manifest(digests)
+        _write_file(tmp / MANIFEST_FILE, lambda s: s.write(data))
+        fsync_directory(tmp)
+        _swap_into_place(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    fsync_directory(target.parent)
 
-        Raises:
-            FileExistsError: ``path`` exists and is not a bundle (no manifest).
-        """
-        target = Path(path)
-        if target.exists() and not (target / MANIFEST_FILE).is_file():
-            raise FileExistsError(f"{target} exists and is not a bundle directory (it has no "
-                                  f"{MANIFEST_FILE}); not replacing it")
-        _, tmp_name = create_beside(target, ".tmp", new_directory)
-        tmp = Path(tmp_name)
-        try:
-            digests = {name: self._write_file(tmp / name, writer) for name, writer in files.items()}
-            data = manifest(digests)
-            self._write_file(tmp / MANIFEST_FILE, lambda s: s.write(data))
-            fsync_directory(tmp)
-            self._swap_into_place(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        fsync_directory(target.parent)
 
-    @staticmethod
-    def _write_file(path: Path, writer: Writer) -> FileDigest:
-        with open(path, "xb") as f:
-            hashing = _HashingWriter(f)
-            writer(hashing)  # type: ignore[arg-type]
-            f.flush()
-            os.fsync(f.fileno())
-        return hashing.digest()
+def _write_file(path: Path, writer: Writer) -> FileDigest:
+    with open(path, "xb") as f:
+        hashing = _HashingWriter(f)
+        writer(hashing)  # type: ignore[arg-type]
+        f.flush()
+        os.fsync(f.fileno())
+    return hashing.digest()
 
-    @staticmethod
-    def _swap_into_place(tmp: Path, target: Path) -> None:
-        """Moves ``tmp`` to ``target``; afterwards ``tmp`` is gone (holding the old bundle, it is removed)."""
-        if not target.exists():
-            os.rename(tmp, target)
-            return
-        if _exchange(tmp, target):
-            shutil.rmtree(tmp, ignore_errors=True)
-            return
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-        os.rename(target, old / "bundle")
-        try:
-            os.rename(tmp, target)
-        except BaseException:
-            os.rename(old / "bundle", target)
-            raise
-        finally:
-            shutil.rmtree(old, ignore_errors=True)
 
-    @staticmethod
-    def entries(path: str | os.PathLike[str]) -> dict[str, int]:
-        """The entries of a bundle directory with their sizes (-1 for what is not a regular file).
+def _swap_into_place(tmp: Path, target: Path) -> None:
+    """Moves ``tmp`` to ``target``; afterwards ``tmp`` is gone (holding the old bundle, it is removed)."""
+    if not target.exists():
+        os.rename(tmp, target)
+        return
+    if _exchange(tmp, target):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    os.rename(target, old / "bundle")
+    try:
+        os.rename(tmp, target)
+    except BaseException:
+        os.rename(old / "bundle", target)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
 
-        Raises:
-            OSError: ``path`` is not a readable directory.
-        """
-        found: dict[str, int] = {}
-        with os.scandir(path) as it:
-            for entry in it:
-                found[entry.name] = entry.stat().st_size if entry.is_file() else -1
-        return found
+
+def _entries(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The entries of a bundle directory with their sizes (-1 for what is not a regular file).
+
+    Raises:
+        OSError: ``path`` is not a readable directory.
+    """
+    found: dict[str, int] = {}
+    with os.scandir(path) as it:
+        for entry in it:
+            found[entry.name] = entry.stat().st_size if entry.is_file() else -1
+    return found
 
 
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
@@ -147,7 +144,7 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
         OSError: ``path`` is not a readable directory.
     """
     root = Path(path)
-    entries = BundleDirectory.entries(root)
+    entries = _entries(root)
     if entries.get(MANIFEST_FILE, -1) < 0:
         raise ArtifactError(f"{root} is not a bundle: its file {MANIFEST_FILE} is missing")
     manifest = Manifest.from_json((root / MANIFEST_FILE).read_bytes())

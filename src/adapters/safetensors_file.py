@@ -1,4 +1,4 @@
-"""The weights file of a bundle in the safetensors format: written from NumPy, read memory-mapped.
+"""The weights file of a bundle in the safetensors format: JAX arrays written, read back memory-mapped.
 
 The format: an unsigned little-endian 64-bit header length, the header (JSON:
 each tensor's name -> ``{"dtype": "F32", "shape": [...], "data_offsets":
@@ -8,6 +8,7 @@ header with spaces so that the data starts 64 bytes into a page, and puts
 the tensors whose size is a multiple of 64 bytes first: those arrays are
 then aligned, and the CPU client of XLA uses them in place, without a copy.
 The ``safetensors`` package reads these files (and this reader reads its).
+A PRNG key array is stored as its key data and wrapped again when read.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
+import jax
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
+from ..domain.artifact import DType
+from ..domain.bundle import SAFETENSORS_DTYPES, WEIGHTS_FILE, WeightRecord
 from ..domain.bundle_checks import TensorEntry
-from ..domain.bundle_manifest import SAFETENSORS_DTYPES, WEIGHTS_FILE, WeightRecord
-from ..domain.errors import ArtifactError
+from ..domain.errors import ArtifactError, BundleError
+from .jax_records import key_impl_name
 
 ALIGNMENT = 64
 #: The largest header this reader accepts (as the safetensors library does).
@@ -152,7 +157,52 @@ def _entry(name: str, value: Any) -> TensorEntry:
         raise ArtifactError(f"{WEIGHTS_FILE}: the header entry of '{name}' is malformed: {value!r}") from exc
 
 
-def stored_dtype_name(dtype: np.dtype[Any]) -> str | None:
-    """The stored dtype name of a NumPy dtype, or None when a bundle cannot store it."""
-    name = dtype.name
-    return name if name in SAFETENSORS_DTYPES else None
+def stored_weight(name: str, leaf: Any) -> tuple[WeightRecord, np.ndarray]:
+    """The record of one weight and its bytes as a host array (a key array: its key data).
+
+    Raises:
+        BundleError: the leaf is not an array, or of a dtype a bundle cannot store.
+    """
+    if not hasattr(leaf, "dtype") or not hasattr(leaf, "shape") or isinstance(leaf, jax.ShapeDtypeStruct):
+        raise BundleError(f"The weight at key path '{name}' is a {type(leaf).__name__}, not an array: "
+                          "a bundle stores the weights' values.")
+    impl = None
+    data = leaf
+    if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+        impl = key_impl_name(DType(str(leaf.dtype)))
+        data = jax.random.key_data(leaf)
+    host = np.asarray(data)
+    stored = host.dtype.name
+    if stored not in SAFETENSORS_DTYPES:
+        raise BundleError(f"The weight at key path '{name}' has dtype {leaf.dtype}, which a bundle "
+                          "cannot store (float16/32/64, bfloat16, float8, ints, bool and PRNG keys can).")
+    record = WeightRecord(name, str(leaf.dtype), tuple(int(d) for d in np.shape(leaf)), stored,
+                          tuple(host.shape), impl)
+    return record, host
+
+
+def restore_weight(record: WeightRecord, data: np.ndarray, sharding: Any | None) -> Any:
+    """A JAX array of the stored data: in place on the default device, or placed by ``sharding``.
+
+    On one CPU device an aligned host array is used without a copy; under a
+    sharding over several processes' devices each process reads only the
+    slices of its own devices.
+    """
+    if sharding is None:
+        array = jax.device_put(data)
+    else:
+        shape = data.shape
+        array = jax.make_array_from_callback(shape, _data_sharding(sharding, record), lambda idx: data[idx])
+    if record.key_impl is not None:
+        array = jax.random.wrap_key_data(array, impl=record.key_impl)
+    return array
+
+
+def _data_sharding(sharding: Any, record: WeightRecord) -> Any:
+    """The sharding of a key array's data (the key dimensions stay whole)."""
+    extra = len(record.data_shape) - len(record.shape)
+    if extra == 0:
+        return sharding
+    spec = tuple(sharding.spec) + (None,) * (len(record.shape) - len(sharding.spec) + extra)
+    return jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(*spec),
+                                      memory_kind=sharding.memory_kind)

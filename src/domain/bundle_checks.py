@@ -21,8 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from .artifact import NamedShardingRecord, TreeKind, TreeSpec
-from .bundle_manifest import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
-from .bundle_names import escape_entry
+from .bundle import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord, weight_name
 from .errors import ArtifactError, BundleMismatchError
 
 
@@ -45,7 +44,7 @@ def tree_difference(expected: TreeSpec, got: TreeSpec, path: tuple[str, ...] = (
     >>> tree_difference(a, TreeSpec.of_dict({"w": TreeSpec.leaf()}))
     ('', "dict keys ['w'] where the weights have ['b', 'w']")
     """
-    name = "/".join(escape_entry(p) for p in path)
+    name = weight_name(path)
     if expected.kind is not got.kind:
         return name, f"a {got.kind.value} node where the weights have a {expected.kind.value}"
     if expected.kind is TreeKind.DICT and expected.children_names != got.children_names:

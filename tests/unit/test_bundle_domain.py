@@ -27,8 +27,12 @@ from jaxport.domain.bundle_checks import (
     check_weights_header,
     tree_difference,
 )
-from jaxport.domain.bundle_manifest import FORMAT_VERSION, FileDigest, FunctionEntry, Manifest, WeightRecord
-from jaxport.domain.bundle_names import (
+from jaxport.domain.bundle import (
+    FORMAT_VERSION,
+    FileDigest,
+    FunctionEntry,
+    Manifest,
+    WeightRecord,
     check_weight_names,
     function_file,
     name_entries,
@@ -185,7 +189,7 @@ def test_weight_names_round_trip_and_tell_distinct_key_paths_apart(a: list[str],
     assert (weight_name(a) == weight_name(b)) == (a == b)
 
 
-@pytest.mark.parametrize("name", ["bundle_names", "bundle_manifest", "bundle_checks"])
+@pytest.mark.parametrize("name", ["bundle", "bundle_checks"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib
@@ -195,8 +199,7 @@ def test_docstring_examples(name: str) -> None:
 
 
 def test_the_bundle_summary_keeps_long_key_paths_and_metadata_within_a_line() -> None:
-    from jaxport.domain.artifact_info import ArtifactInfo
-    from jaxport.domain.bundle_info import BundleFunctionInfo, BundleInfo
+    from jaxport.domain.artifact_info import ArtifactInfo, BundleFunctionInfo, BundleInfo
 
     info = ArtifactInfo(
         fun_name="f", signature="(float32[3]) -> float32[3]", platforms=("cpu",), calling_convention_version=10,

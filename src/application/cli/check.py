@@ -65,7 +65,7 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
     from ...domain.errors import JaxportError
 
     if os.path.isdir(path):
-        from ..bundle_load import load_bundle
+        from ..bundles import load_bundle
 
         try:
             bundle = load_bundle(path, verify=True, allowed_custom_calls=allowed)

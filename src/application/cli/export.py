@@ -146,7 +146,7 @@ def run_export(args: argparse.Namespace) -> int:
 
             save(exported, args.output, vjp_order=args.vjp_order)
         else:
-            from ..bundle_save import save_bundle
+            from ..bundles import save_bundle
 
             name = args.target.partition(":")[2].rsplit(".", 1)[-1]
             save_bundle(args.output, {name: exported}, params, vjp_order=args.vjp_order)
@@ -162,7 +162,7 @@ def read_params(path: str) -> dict[str, Any]:
         UsageError: a name is both a weight and a prefix of another (``a`` and ``a/b``).
     """
     from ...adapters.array_files import read_named_arrays
-    from ...domain.bundle_names import name_entries
+    from ...domain.bundle import name_entries
 
     params: dict[str, Any] = {}
     for name, array in sorted(read_named_arrays(path).items()):

@@ -71,10 +71,10 @@ def _target(path: str, function: str | None, allowed: list[str]) -> tuple[str, A
     if not os.path.isdir(path):
         if function is not None:
             raise UsageError(f"{path} is an artifact file, not a bundle: leave out FUNCTION ({function!r})")
-        from ..bundle import BoundFunction
+        from ..bundles import BoundFunction
 
         return path, BoundFunction(load_artifact(path, allowed_custom_calls=allowed), None, False)
-    from ..bundle_load import load_bundle
+    from ..bundles import load_bundle
 
     bundle = load_bundle(path, allowed_custom_calls=allowed)
     if function is None:

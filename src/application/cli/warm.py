@@ -71,7 +71,7 @@ def _bundle_targets(path: str, function: str | None, allowed: list[str],
                     has_specs: bool) -> list[tuple[str, Any, list[Any]]]:
     """``(label, Exported, arguments bound before the specs)`` for each function of the
     bundle at ``path`` to warm: ``function`` only, or all of them."""
-    from ..bundle_load import load_bundle
+    from ..bundles import load_bundle
     from .common import UsageError, bundle_function
 
     bundle = load_bundle(path, allowed_custom_calls=allowed)

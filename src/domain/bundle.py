@@ -1,4 +1,4 @@
-"""The manifest of a bundle: what a bundle directory holds, as records and JSON.
+"""What a bundle is: its files, the names of its weights, and its manifest, as records and JSON.
 
 A bundle is a directory with ``manifest.json``, one artifact per function
 (``NAME.jaxport``) and the weights (``params.safetensors``). The manifest
@@ -7,24 +7,39 @@ its first argument, records the weights' pytree structure and, per leaf in
 flattening order, its key path, dtype and shape, the user's metadata, and
 the size and SHA-256 digest of every other file.
 
+A weight is named by its key path in the weights pytree: the path's entries
+(a dict key, a list or tuple index, a namedtuple field, a custom node's key),
+each as text, joined by ``/``: ``{"dense": {"w": ...}}`` names its leaf
+``dense/w``, ``{"layers": [{"b": ...}]}`` names it ``layers/0/b``. So that
+names stay unambiguous whatever the keys hold, an entry escapes ``~`` as
+``~0`` and ``/`` as ``~1`` (as JSON Pointer does), and an empty entry is
+written ``~e``: the key ``"a/b"`` gives ``a~1b``, distinct from the path
+``a`` then ``b``. A leaf at the root (the weights are one array) is named
+``""``. So names and key paths correspond one to one. Names are for people
+and other tools (the safetensors file is keyed by them); the bundle rebuilds
+the pytree from its recorded structure and the leaves' order, not by
+parsing names.
+
 Format versions (``format_version``):
   * 1 (2026-11-30): the first.
 
-This module reads and writes the JSON and nothing else: no files, no JAX.
-A manifest that does not decode raises ``ArtifactError`` naming
-``manifest.json`` and the field.
+This module reads and writes the JSON and nothing else: no files, no JAX
+(the adapters turn JAX's key entries into the texts used here). A manifest
+that does not decode raises ``ArtifactError`` naming ``manifest.json`` and
+the field.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .artifact import TreeKind, TreeSpec
-from .errors import ArtifactError
+from .errors import ArtifactError, BundleError
 
 FORMAT_VERSION = 1
 FORMAT_NAME = "jaxport-bundle"
@@ -40,6 +55,82 @@ SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
     "float8_e5m2": ("F8_E5M2", 1),
 }
 
+#: The key that safetensors reserves for its free-form metadata.
+RESERVED_WEIGHT_NAME = "__metadata__"
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+
+
+def escape_entry(entry: str) -> str:
+    """One key-path entry as it appears in a name.
+
+    >>> escape_entry("a/b~c"), escape_entry("")
+    ('a~1b~0c', '~e')
+    """
+    return entry.replace("~", "~0").replace("/", "~1") if entry else "~e"
+
+
+def unescape_entry(text: str) -> str:
+    """The key-path entry that :func:`escape_entry` wrote as ``text``.
+
+    >>> unescape_entry("a~1b~0c"), unescape_entry("~e")
+    ('a/b~c', '')
+    """
+    return text.replace("~1", "/").replace("~0", "~") if text != "~e" else ""
+
+
+def weight_name(entries: Sequence[str]) -> str:
+    """The name of the leaf at key path ``entries``.
+
+    >>> weight_name(["layers", "0", "w"])
+    'layers/0/w'
+    """
+    return "/".join(escape_entry(e) for e in entries)
+
+
+def name_entries(name: str) -> tuple[str, ...]:
+    """The key-path entries of a weight name (the inverse of :func:`weight_name`).
+
+    >>> name_entries("dense/a~1b")
+    ('dense', 'a/b')
+    """
+    if name == "":
+        return ()
+    return tuple(unescape_entry(part) for part in name.split("/"))
+
+
+def check_weight_names(names: Sequence[str]) -> None:
+    """Checks that the weights' names are distinct and usable as safetensors keys.
+
+    Raises:
+        BundleError: two leaves have the same name, or a leaf is named
+            ``__metadata__``.
+    """
+    seen: set[str] = set()
+    for name in names:
+        if name == RESERVED_WEIGHT_NAME:
+            raise BundleError(f"The weight at key path '{name}' cannot be saved: safetensors "
+                              "reserves that name for its metadata. Rename that key.")
+        if name in seen:
+            raise BundleError(f"Two weights have the key path '{name}': give the pytree nodes "
+                              "keys that tell their children apart.")
+        seen.add(name)
+
+
+def function_file(name: str) -> str:
+    """The file of function ``name`` in a bundle, after checking the name.
+
+    >>> function_file("predict")
+    'predict.jaxport'
+
+    Raises:
+        BundleError: the name is empty, starts with a dot or ``-``, or holds
+            characters other than letters, digits, ``_``, ``.`` and ``-``.
+    """
+    if not _FUNCTION_NAME.fullmatch(name):
+        raise BundleError(f"The function name {name!r} cannot name a file in a bundle: use "
+                          "letters, digits, '_', '.' and '-', not starting with '.' or '-'.")
+    return f"{name}.jaxport"
+
 
 @dataclass(frozen=True, slots=True)
 class FileDigest:
@@ -54,7 +145,7 @@ class WeightRecord:
     """One leaf of the weights.
 
     Attributes:
-        name: the key path (see :mod:`jaxport.domain.bundle_names`).
+        name: the key path (see :mod:`jaxport.domain.bundle`).
         dtype: the leaf's dtype as JAX names it (``"float32"``, ``"key<fry>"``).
         shape: the leaf's shape.
         data_dtype: the dtype stored in the weights file (a key array stores
