@@ -19,6 +19,7 @@ import struct
 from typing import Final
 
 from ..domain.errors import ArtifactError
+from ..domain.integrity import trailer_remains
 
 _U8: Final = struct.Struct("<B")
 _I8: Final = struct.Struct("<b")
@@ -59,11 +60,16 @@ class WireReader:
         data: the buffer (a ``memoryview`` reads the caller's bytes in place;
             every value read is copied out of it).
         slot_counts: the number of vtable slots the schema knows for each
-            table name; a table with more (written by a newer schema) may
-            keep data where no read reaches, so :meth:`check_end` lets it be.
+            table name; a slot past those is a field of a newer schema,
+            whose data no read reaches (see :meth:`check_end`).
+
+    Attributes:
+        newer_reach: the furthest byte that a field of a newer schema may
+            point to: the largest target of a slot past the schema's last,
+            read as an offset (-1 when no table read fills such a slot).
     """
 
-    __slots__ = ("data", "size", "budget", "work_left", "reached", "_slot_counts", "newer_schema")
+    __slots__ = ("data", "size", "budget", "work_left", "reached", "_slot_counts", "newer_reach")
 
     def __init__(self, data: bytes | memoryview,
                  slot_counts: dict[str, int] | None = None) -> None:
@@ -73,7 +79,7 @@ class WireReader:
         self.work_left = self.budget
         self.reached = 0
         self._slot_counts = slot_counts or {}
-        self.newer_schema = False
+        self.newer_reach = -1
 
     @property
     def work_done(self) -> int:
@@ -87,7 +93,13 @@ class WireReader:
         (plus at most :data:`MAX_END_PADDING` zero bytes) and aligns its size
         to 4: anything further is appended data, such as a jaxport trailer
         whose footer was damaged, and a size that is not aligned means bytes
-        were cut (the alignment padding itself, say).
+        were cut (the alignment padding itself, say). A newer schema's
+        writer may put the objects of fields this reader does not know
+        there too (it writes from the buffer's end, the first object
+        first), so such bytes are let be when a slot past the schema's last
+        points into them (:attr:`newer_reach`). What is left of a jaxport
+        trailer (:func:`trailer_remains`) is refused always, even where
+        damage made reads reach over it.
 
         Raises:
             ArtifactError: there are such bytes.
@@ -96,12 +108,30 @@ class WireReader:
             raise self.fail(f"offset {self.size}", (
                 f"the buffer's size {self.size} is not a multiple of 4, as every finished "
                 "flatbuffer's is: it was cut short or appended to"))
+        if trailer_remains(self.data, self.reached):
+            raise self.fail(f"offset {self.reached}", (
+                "the artifact holds a jaxport trailer that is not intact (its footer was "
+                "changed, cut, or followed by appended bytes): it was damaged after jaxport "
+                "sealed it, and its digest cannot be checked"))
         extra = bytes(self.data[self.reached:])
-        if self.newer_schema or (len(extra) <= MAX_END_PADDING and not extra.strip(b"\0")):
+        if len(extra) <= MAX_END_PADDING and not extra.strip(b"\0"):
+            return
+        if self.newer_reach >= self.reached:
             return
         raise self.fail(f"offset {self.reached}", (
             f"{len(extra)} bytes follow the artifact's last object; they are neither "
             "padding nor an intact jaxport trailer (the artifact was damaged or appended to)"))
+
+    def _note_newer_fields(self, pos: int, offsets: tuple[int, ...], obj_size: int) -> None:
+        """Raises :attr:`newer_reach` to the targets of the table at ``pos``'s
+        slots past the schema's last (``offsets``: their vtable entries)."""
+        data, size, reach = self.data, self.size, self.newer_reach
+        for off in offsets:
+            if 4 <= off <= obj_size - 4:
+                target = pos + off + _U32.unpack_from(data, pos + off)[0]
+                if reach < target < size:
+                    reach = target
+        self.newer_reach = reach
 
     def fail(self, where: str, what: str) -> ArtifactError:
         """The error for a problem ``what`` at ``where``."""
@@ -155,15 +185,16 @@ class WireReader:
                     # otherwise be unpacked again for each of them, unpaid.
                     self.work_left -= obj_size + vt_len
                     self.reached = max(self.reached, pos + obj_size, vtable + vt_len)
-                    if vt_len > 4 + 2 * self._slot_counts.get(name, vt_len):
-                        self.newer_schema = True
                     if self.work_left >= 0:
                         count = (vt_len - 4) >> 1
                         entries = _ENTRIES.get(count)
                         if entries is None:
                             entries = _ENTRIES.setdefault(count, struct.Struct(f"<{count}H"))
-                        return TableView(self, pos, name, entries.unpack_from(self.data, vtable + 4),
-                                         obj_size)
+                        offsets = entries.unpack_from(self.data, vtable + 4)
+                        known = self._slot_counts.get(name, count)
+                        if count > known and any(offsets[known:]):
+                            self._note_newer_fields(pos, offsets[known:], obj_size)
+                        return TableView(self, pos, name, offsets, obj_size)
         field = _element(field, index)
         where = parent.where(field) if parent is not None else f"root offset of table {name}"
         if problem is None:

@@ -25,7 +25,9 @@ Flatbuffer readers start from the root offset at byte 0 and follow offsets;
 nothing points past the flatbuffer, so ``jax.export.deserialize`` (jax
 0.10.2) reads a sealed artifact as if the trailer were not there. A reader
 that knows the trailer checks the digest *before* any parser sees the bytes,
-so that every changed byte is refused. The extension records what
+so that every changed byte is refused; a change to the magic leaves no
+sealed artifact, and what is left of the trailer after the flatbuffer
+(:func:`trailer_remains`) is refused instead. The extension records what
 ``jax.export``'s schema cannot hold: the symbolic constraints of each table
 of the VJP chain.
 
@@ -63,6 +65,8 @@ _HEAD: Final = struct.Struct("<IHH")
 _REGION: Final = struct.Struct("<QQ")
 DIGEST_SIZE: Final = 32
 FOOTER_SIZE: Final = _HEAD.size + DIGEST_SIZE + len(MAGIC)
+#: How every extension that jaxport writes begins (jaxport 0.1's too).
+_EXTENSION_OPENING: Final = b'{"constraints":['
 
 #: Bounds on what an extension may hold (checked before use).
 MAX_EXTENSION_BYTES: Final = 1 << 20
@@ -152,6 +156,40 @@ def seal(flatbuffer: bytes | bytearray, extension: Extension) -> bytearray:
 def is_sealed(blob: bytes | bytearray | memoryview) -> bool:
     """Whether ``blob`` ends with a jaxport footer (its digest is not checked here)."""
     return len(blob) >= FOOTER_SIZE and bytes(blob[-len(MAGIC):]) == MAGIC
+
+
+def trailer_remains(blob: bytes | bytearray | memoryview, end: int) -> bool:
+    """Whether ``blob``, which does not end with the magic, holds what is left of a trailer.
+
+    Such a blob is not sealed, so no digest vouches for it; when jaxport
+    sealed it and a change or a cut then hit the footer, the rest of the
+    trailer is still there. It is when the bytes after ``end`` (where the
+    flatbuffer's last object ends) contain the magic or the opening of an
+    extension as jaxport writes it (both trailer versions), or when the blob
+    ends with a footer but for the magic: a footer's head (a trailer version
+    this jaxport reads, reserved 0) after an extension that opens so. What
+    ``jax.export`` writes, a newer version's fields included, is flatbuffer
+    objects, which hold none of these but by a coincidence of many bytes.
+
+    >>> sealed = seal(b"FLATBUFFER", Extension())
+    >>> trailer_remains(sealed[:-1] + b"\\x00", 10), trailer_remains(sealed[:-8], 10)
+    (True, True)
+    >>> trailer_remains(sealed[:-1] + b"\\x00", len(sealed))  # the footer is still there
+    True
+    >>> trailer_remains(b"FLATBUFFER\\x03\\x00\\x00\\x00abc\\x00", 10)
+    False
+    """
+    data = memoryview(blob)
+    tail = bytes(data[end:])
+    if MAGIC in tail or _EXTENSION_OPENING in tail:
+        return True
+    footer = len(data) - FOOTER_SIZE
+    if footer < 0:
+        return False
+    ext_len, version, reserved = _HEAD.unpack_from(data, footer)
+    start = footer - ext_len - (_REGION.size if version == _REGION_VERSION else 0)
+    return (version in (TRAILER_VERSION, _REGION_VERSION) and reserved == 0 and start >= 0
+            and bytes(data[start:start + len(_EXTENSION_OPENING)]) == _EXTENSION_OPENING)
 
 
 def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:

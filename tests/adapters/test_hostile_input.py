@@ -14,15 +14,16 @@ from dataclasses import replace
 import flatbuffers  # type: ignore[import-untyped]
 import pytest
 
+from jaxport.adapters import flatbuffers_wire as W
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.adapters.flatbuffers_decode import MAX_DIM_CHARS, MAX_RANK, MAX_TREE_DEPTH, MAX_VJP_DEPTH
 from jaxport.adapters.flatbuffers_reader import MAX_STRING_BYTES, WireReader
 from jaxport.domain.artifact import AvalRecord, DType, TreeKind
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.integrity import Extension, seal
+from jaxport.domain.integrity import FOOTER_SIZE, Extension, seal
 from tests.helpers.artifacts import (
-    deep_tree, leaf_node, linear_work, newer_schema, raw_exported, rich_record, shared_string,
-    shared_tree, shared_vtable)
+    deep_tree, leaf_node, linear_work, newer_schema, patched, raw_exported, rich_record,
+    root_vtable, shared_string, shared_tree, shared_vtable)
 
 
 def test_pytrees_nested_too_deeply_are_rejected() -> None:
@@ -97,6 +98,50 @@ def test_bytes_after_the_last_object_are_refused_unless_padding_or_a_newer_schem
     for cut in (flat[:-1], flat + b"\x00"):
         with pytest.raises(ArtifactError, match="not a multiple of 4"):
             decode_artifact(cut)
-    # A table with a slot this reader does not know (a newer jax.export) may keep
-    # data where no read reaches: such an artifact is read as before.
+    # A table's slot that this reader does not know (a newer jax.export's) may point
+    # to data where no read reaches: such an artifact is read as before.
     assert decode_artifact(newer_schema()).function_name == "f"
+
+
+def test_unread_bytes_are_let_be_only_where_a_slot_past_the_schema_points() -> None:
+    b = flatbuffers.Builder(0)
+    b.CreateString("appended: nothing points here")
+    none = leaf_node(b, TreeKind.NONE)
+    points_elsewhere = raw_exported(b, none, none, future=none)
+    blob = newer_schema()
+    _, vtable = root_vtable(blob)
+    emptied = patched(blob, vtable + 4 + 2 * W.Exported.NUM_SLOTS, "<H", 0)  # a slot, but empty
+    for bad in (points_elsewhere, emptied):
+        with pytest.raises(ArtifactError, match="follow the artifact's last object"):
+            decode_artifact(bad)
+
+
+_FOOTER_DAMAGE: dict[str, Callable[[bytes], bytes]] = {
+    "magic changed": lambda blob: patched(blob, len(blob) - 1, "<B", 0x02),
+    "magic cut off": lambda blob: blob[:-8],
+    "footer cut off": lambda blob: blob[:-FOOTER_SIZE],
+    "bytes appended": lambda blob: blob + b"\0" * 4,
+}
+
+
+@pytest.mark.parametrize("damage", _FOOTER_DAMAGE.values(), ids=_FOOTER_DAMAGE.keys())
+def test_a_sealed_artifact_whose_footer_is_damaged_is_refused_even_with_a_newer_schema(
+        damage: Callable[[bytes], bytes]) -> None:
+    # Without its magic an artifact is not sealed, so no digest vouches for it;
+    # a table with a slot past the schema's last (a newer jax.export's, or a
+    # vtable whose length a change raised) may keep data where no read reaches,
+    # and must not make the rest of the trailer pass for such data.
+    sealed = bytes(seal(newer_schema(), Extension(((),))))
+    assert decode_artifact(sealed).function_name == "f"
+    with pytest.raises(ArtifactError, match="jaxport trailer that is not intact"):
+        decode_artifact(damage(sealed))
+
+
+def test_a_damaged_footer_is_refused_where_a_table_claims_the_trailer_as_its_own() -> None:
+    flat = bytes(encode_artifact(rich_record(vjp_depth=0)))  # no VJP table shares its vtable
+    sealed = bytes(seal(flat, Extension(((),))))
+    root, vtable = root_vtable(flat)
+    # The root table's size raised over the trailer: every read stays in bounds.
+    covering = patched(sealed, vtable + 2, "<H", len(sealed) - root)
+    with pytest.raises(ArtifactError, match="jaxport trailer that is not intact"):
+        decode_artifact(patched(covering, len(covering) - 1, "<B", 0x02))

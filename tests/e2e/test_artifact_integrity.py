@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import struct
 from pathlib import Path
 
 import jax
@@ -13,8 +14,10 @@ import numpy as np
 import pytest
 
 import jaxport
+from jaxport.adapters import flatbuffers_wire as W
 from jaxport.domain.integrity import FOOTER_SIZE, is_sealed, unseal
 from jaxport.errors import ArtifactError
+from tests.helpers.artifacts import field_target, patched
 
 
 @functools.cache
@@ -58,6 +61,25 @@ def test_truncating_or_appending_to_a_sealed_artifact_is_refused() -> None:
             jaxport.deserialize(blob[:-cut])
     with pytest.raises(ArtifactError):
         jaxport.deserialize(blob + b"\x00" * 9)
+
+
+def test_a_sealed_artifact_with_its_magic_changed_is_refused_whatever_byte_changed_too() -> None:
+    # The fuzz campaign's mutation that loaded: a byte of the magic and a vtable's
+    # length (12 -> 106), so that the table seemed written by a newer schema,
+    # whose data no read reaches, and the rest of the trailer passed for such data.
+    blob = bytes(jaxport.export(jax.jit(jnp.sin), platforms=("cpu", "cuda"))(
+        jax.ShapeDtypeStruct((8, 3), jnp.float32)).serialize())
+    flat = unseal(blob).flatbuffer
+    avals = field_target(flat, W.Exported.UNIQUE_AVALS)
+    aval = avals + 4 + struct.unpack_from("<I", flat, avals + 4)[0]
+    vtable = aval - struct.unpack_from("<i", flat, aval)[0]
+    assert struct.unpack_from("<H", flat, vtable)[0] == 12
+    no_magic = patched(blob, len(blob) - 8, "<B", blob[-8] ^ 0x10)
+    with pytest.raises(ArtifactError, match="jaxport trailer that is not intact"):
+        jaxport.deserialize(patched(no_magic, vtable, "<H", 106))
+    for i in range(len(flat)):
+        with pytest.raises(ArtifactError):
+            jaxport.deserialize(patched(no_magic, i, "<B", 106 if blob[i] != 106 else 12))
 
 
 def test_a_constraint_survives_the_round_trip_and_refuses_a_violating_call_with_its_message(

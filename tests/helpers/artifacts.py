@@ -100,10 +100,15 @@ def hlo_record() -> ArtifactRecord:
                    out_shardings=(None, HloShardingRecord(b"\x08\x03"), None))
 
 
+def root_vtable(blob: bytes) -> tuple[int, int]:
+    """Where the root table and its vtable start (test-side flatbuffers arithmetic)."""
+    root: int = struct.unpack_from("<I", blob, 0)[0]
+    return root, root - struct.unpack_from("<i", blob, root)[0]
+
+
 def field_target(blob: bytes, slot: int) -> int:
     """Where an offset field of the root table points (test-side flatbuffers arithmetic)."""
-    root = struct.unpack_from("<I", blob, 0)[0]
-    vtable = root - struct.unpack_from("<i", blob, root)[0]
+    root, vtable = root_vtable(blob)
     at: int = root + struct.unpack_from("<H", blob, vtable + 4 + 2 * slot)[0]
     target: int = at + struct.unpack_from("<I", blob, at)[0]
     return target

@@ -9,7 +9,7 @@ import pytest
 
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.integrity import (
-    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, is_sealed, seal, unseal)
+    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, is_sealed, seal, trailer_remains, unseal)
 
 BODY = bytes(range(256)) * 3
 EXT = Extension(constraints=(("n >= 16", "h == 2*w"), ()))
@@ -100,3 +100,25 @@ def test_a_footer_that_claims_more_than_the_blob_is_refused() -> None:
     assert len(sealed) >= FOOTER_SIZE
     with pytest.raises(ArtifactError, match="does not fit"):
         unseal(sealed[len(sealed) - FOOTER_SIZE:])
+
+
+def test_what_is_left_of_a_trailer_whose_footer_was_damaged_is_found() -> None:
+    for sealed in (bytes(seal(BODY, EXT)), BODY + TRAILER_V2):
+        for i in range(len(sealed) - len(MAGIC), len(sealed)):
+            damaged = bytearray(sealed)
+            damaged[i] ^= 0x41
+            assert not is_sealed(damaged)
+            # after the flatbuffer, and where reads reached over the whole trailer
+            assert trailer_remains(damaged, len(BODY)) and trailer_remains(damaged, len(sealed))
+        for cut in range(1, len(sealed) - len(BODY) - 15):  # the extension's opening is left
+            assert trailer_remains(sealed[:-cut], len(BODY))
+        assert trailer_remains(sealed + bytes(4), len(BODY))
+
+
+def test_bytes_without_a_trailer_hold_none() -> None:
+    # what a newer jax.export might write where no read reaches: strings and vectors
+    tails = (b"", bytes(4), b"\x03\x00\x00\x00abc\x00", b'\x10\x00\x00\x00{"constraints": []}',
+             (1).to_bytes(4, "little") * 16, bytes(range(256)))
+    for tail in tails:
+        assert not trailer_remains(BODY + tail, len(BODY))
+        assert not trailer_remains(BODY + tail, len(BODY) + len(tail))
