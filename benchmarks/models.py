@@ -124,7 +124,7 @@ def count_module_ops(module: Any) -> int:
     return count
 
 
-# ---- shape polymorphism (issue 3) ----------------------------------------------
+# ---- shape polymorphism -------------------------------------------------------
 
 
 def symbolic_specs(system: System, shapes: Sequence[str],

@@ -27,10 +27,10 @@ from typing import Any
 
 ROLES = ("baseline", "jaxport", "jax.export")
 VERIFY_ROLES = ("import jax", "unverified", "verified")  # benchmarks/test_verification.py
-DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
+DISPATCH_TARGET = 1.5  # jaxport's eager call within 1.5x of jax.jit(f)(x)
 COLD_START_TARGET = 1.1  # first call with JAX's cache warm: jaxport / jax.export
-SCALE_TARGET = 1.3  # issue 10: time per operation at 60k over that at 2k
-PEAK_TARGET = 1.0  # issue 10: peak memory during export no more than jax.export's
+SCALE_TARGET = 1.3  # time per operation at 60k over that at 2k
+PEAK_TARGET = 1.0  # peak memory during export no more than jax.export's
 SAME_WITHIN = 0.02  # the summary calls ratios within 2% of 1 "~same"
 
 
@@ -260,7 +260,7 @@ def scale_section(groups: Sequence[Group]) -> str:
 
 def peak_table(groups: Sequence[Group]) -> str:
     """The peak memory that the groups' children recorded (``peak_bytes``), jaxport
-    against jax.export (issue 10: at most 1.00x); empty when none did."""
+    against jax.export (at most 1.00x); empty when none did."""
     rows = []
     for g in groups:
         ours, theirs = (g.info.get(r, {}).get("peak_bytes") for r in ("jaxport", "jax.export"))
@@ -315,7 +315,7 @@ def other_section(groups: Sequence[Group]) -> str:
 
 
 BUNDLE_ROLES = ("jaxport", "safetensors", "npz")
-BUNDLE_LOAD_TARGET = 1.2  # issue 9: load within 1.2x of safetensors, peak memory within 1.2x of the weights
+BUNDLE_LOAD_TARGET = 1.2  # load within 1.2x of safetensors, peak memory within 1.2x of the weights
 
 
 def mib(value: Any) -> str:

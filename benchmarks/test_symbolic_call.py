@@ -1,6 +1,6 @@
 """The call-side abstract evaluation of a polymorphic export, jaxport next to jax.export.
 
-Issue 3, hot path (b): calling an export made with symbolic shapes solves the
+Hot path: calling an export made with symbolic shapes solves the
 dimension variables from the actual shapes, checks every constraint and
 computes the output shapes. Two models (``models.poly_call_models``: one
 argument f32[b, 16]; three arguments f32[b, 2*h], f32[b, h], f32[w] with

@@ -1,6 +1,6 @@
 """Micro-benchmarks of symbolic shapes: parsing and the decision procedure.
 
-Issue 3, item 5. Each group runs the same work through the public API of
+Each group runs the same work through the public API of
 jaxport (``jaxport.symbolic_shape``, its dimensions' comparisons) and of
 ``jax.export`` (``jax.export.symbolic_shape``, ``jax._src.core.max_dim``...):
 

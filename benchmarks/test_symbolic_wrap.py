@@ -1,6 +1,6 @@
 """Wrapping ``main`` of a polymorphic module, and the polymorphic export's overhead.
 
-Issue 3, hot path (a), for the MLP with a symbolic batch ``b`` (f32[b, 16]) of
+Hot path: wrapping main, for the MLP with a symbolic batch ``b`` (f32[b, 16]) of
 about 2,000 and about 20,000 StableHLO operations:
 
 * ``wrap main``: the lowered module's ``main`` is wrapped so that it computes

@@ -1,4 +1,4 @@
-"""Smaller pieces of jax.export's API that jaxport offers the same way (issue 12)."""
+"""Smaller pieces of jax.export's API that jaxport offers the same way."""
 
 from __future__ import annotations
 

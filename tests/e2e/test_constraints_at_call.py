@@ -1,4 +1,4 @@
-"""Symbolic constraints at export and at call, as jax.export checks them (issue 12)."""
+"""Symbolic constraints at export and at call, as jax.export checks them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Symbolic dimensions used as values, side by side with jax.export (issue 12)."""
+"""Symbolic dimensions used as values, side by side with jax.export."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ def test_inspect_loads_neither_jax_nor_jaxlib(tmp_path: Path) -> None:
     result = json.loads(last_line_in_a_fresh_process(INSPECT_IN_A_FRESH_PROCESS, tmp_path))
     assert result["jaxport_loaded"] is True
     assert result["loaded"] == []
-    assert result["unneeded"] == []  # reading a header needs no symbolic shapes (issue 10)
+    assert result["unneeded"] == []  # reading a header needs no symbolic shapes
     assert result["fun_name"] == "f" and result["vjp_order"] == 1
     assert result["signature"] == jaxport.inspect(blob()).signature
 

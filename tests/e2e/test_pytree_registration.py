@@ -1,4 +1,4 @@
-"""Pytree serialization as jax.export does it (issue 12): nodes whose auxiliary data
+"""Pytree serialization as jax.export does it: nodes whose auxiliary data
 depends on their arrays' shapes, and the registration errors."""
 
 from __future__ import annotations

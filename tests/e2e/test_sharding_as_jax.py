@@ -1,4 +1,4 @@
-"""Sharding behaviours that follow jax.export (issue 12): annotations inside unsharded jits,
+"""Sharding behaviours that follow jax.export: annotations inside unsharded jits,
 GSPMDSharding in and out shardings, device counts at call, partitioner mismatch."""
 
 from __future__ import annotations

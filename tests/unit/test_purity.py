@@ -41,7 +41,7 @@ def test_the_layer_check_reports_no_crossing() -> None:
 
 
 def test_importing_jaxport_loads_none_of_its_modules_and_every_public_name_resolves() -> None:
-    # `import jaxport` is cheap: each public name loads its module on first use (issue 10).
+    # `import jaxport` is cheap: each public name loads its module on first use.
     probe = ("import sys, jaxport\n"
              "eager = sorted(m for m in sys.modules if m.startswith('jaxport.'))\n"
              "missing = [n for n in jaxport.__all__ if getattr(jaxport, n, None) is None]\n"

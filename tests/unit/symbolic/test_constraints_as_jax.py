@@ -1,4 +1,4 @@
-"""Constraints that behave as jax.export's (issue 12): equalities used as bounds,
+"""Constraints that behave as jax.export's: equalities used as bounds,
 ``mod(e, k) == 0``, constraints over rewritten or absent variables."""
 
 from __future__ import annotations
