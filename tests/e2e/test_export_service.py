@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from jaxport.adapters.jax_lowering import JaxLowerer
-from jaxport.adapters.mlir_wrap import MlirMainWrapper
 from jaxport.application.export_service import ExportService
 from jaxport.domain.module_policy import OpKind, OpSite
 from jaxport.domain.safety import DisabledSafetyCheck
@@ -41,7 +40,7 @@ class FakeModuleSerializer:
 
 def service(sites: list[OpSite]) -> tuple[ExportService, FakeModuleInspector, FakeModuleSerializer]:
     inspector, serializer = FakeModuleInspector(sites), FakeModuleSerializer()
-    return ExportService(JaxLowerer(), inspector, serializer, MlirMainWrapper()), inspector, serializer
+    return ExportService(JaxLowerer(), inspector, serializer), inspector, serializer
 
 
 def export(svc: ExportService, checks: tuple[DisabledSafetyCheck, ...] = ()) -> object:
