@@ -17,7 +17,7 @@ from ..domain.bundle_names import check_weight_names, function_file
 from ..domain.errors import BundleError
 from .bundle_weights import tree_spec, weight_shardings
 from .exported import Exported
-from .files import artifact_bytes
+from .artifact_files import artifact_bytes
 from .pytree_registry import default_registry
 
 

@@ -1,4 +1,8 @@
-"""Symbolic shapes for users: ``symbolic_shape``, ``symbolic_args_specs`` and friends."""
+"""Symbolic shapes for users: ``symbolic_shape``, ``symbolic_args_specs`` and friends.
+
+The JAX-facing level of :mod:`jaxport.domain.symbolic`: the same dimensions,
+built as the JAX adapter's :class:`~jaxport.adapters.jax_dims.JaxDim`.
+"""
 
 from __future__ import annotations
 
