@@ -15,7 +15,7 @@ from ..domain.bundle_manifest import Manifest
 from ..domain.errors import TreeMismatchError
 from .bundle_weights import checked_leaves, place_leaves
 from .exported import Exported
-from .pytree_registry import default_registry
+from .wiring import default_registry
 
 
 class BoundFunction:

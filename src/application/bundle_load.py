@@ -19,7 +19,7 @@ from ..domain.errors import ArtifactError, BundleMismatchError, ShardingMismatch
 from .bundle import Bundle
 from .bundle_weights import checked_leaves, place_leaves, placements, weight_shardings
 from .exported import Exported
-from .pytree_registry import default_registry
+from .wiring import default_registry
 from .serialization import deserialize
 
 

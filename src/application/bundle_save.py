@@ -18,7 +18,7 @@ from ..domain.errors import BundleError
 from .bundle_weights import tree_spec, weight_shardings
 from .exported import Exported
 from .artifact_files import artifact_bytes
-from .pytree_registry import default_registry
+from .wiring import default_registry
 
 
 def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported], params: Any, *,

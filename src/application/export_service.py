@@ -15,7 +15,6 @@ from ..adapters.jax_avals import args_kwargs_path, leaf_paths
 from ..adapters.jax_dims import JaxDim
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
 from ..adapters.jax_records import named_shardings_with_abstract_mesh
-from ..adapters.mlir_module import MlirModuleInspector, StableHloSerializer
 from ..adapters.mlir_wrap import wrap_main
 from ..domain import calling_convention
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
@@ -25,6 +24,7 @@ from ..domain.ports import ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
 from ..domain.symbolic.clipping import clipping_note
+from . import wiring
 from .exported import Exported
 from .batching import batched_exporter
 from .vjp import vjp_exporter
@@ -148,8 +148,8 @@ def default_export_platform() -> str:
 
 
 def default_service() -> ExportService:
-    """The service wired with the JAX and MLIR adapters (the composition root)."""
-    return ExportService(JaxLowerer(), MlirModuleInspector(), StableHloSerializer())
+    """The service on the adapters of the composition root (:mod:`.wiring`)."""
+    return ExportService(wiring.lowerer(), wiring.module_inspector(), wiring.module_serializer())
 
 
 def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,

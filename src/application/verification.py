@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from ..adapters import jax_internals
 from ..adapters.flatbuffers_codec import decode_artifact
 from ..adapters.mlir_module import StableHloSerializer
-from ..adapters.module_worker import ModuleWorker, shared_worker
-from ..adapters.verdict_store import FileVerdictStore
+from ..adapters.module_worker import ModuleWorker
 from ..domain.artifact import ArtifactRecord
 from ..domain.errors import ArtifactError
 from ..domain.integrity import is_sealed
 from ..domain.module_format import check_portable_artifact
 from ..domain.verification import ModuleFacts, Verdict, verdict, verdict_key
+from . import wiring
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +107,13 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
         record = decode_artifact(blob)
     except ArtifactError as exc:
         return VerificationReport(False, (str(exc),), digest, sealed, False)
-    store = FileVerdictStore()
+    store = wiring.verdict_store()
     key = verdict_key(digest, allowed, verifier=ModuleWorker.parser_version())
     remembered = store.get(key)
     if remembered is not None:
         return VerificationReport(remembered.ok, remembered.reasons, digest, sealed, True,
                                   record if remembered.ok else None)
-    outcome, checked, remember = _check_chain(record, allowed, worker or shared_worker())
+    outcome, checked, remember = _check_chain(record, allowed, worker or wiring.module_worker())
     if remember:
         store.put(key, outcome)
     return VerificationReport(outcome.ok, outcome.reasons, digest, sealed, False,
