@@ -8,7 +8,7 @@ about 2,000 and about 20,000 StableHLO operations:
   copy of the *same* lowered module (jaxport's lowering; the fixture checks
   that jax.export's lowering of the same function prints identically, so
   jax's avals describe it). jaxport: ``build_plan`` then
-  ``MlirMainWrapper().wrap``, which copies the module into a fresh context
+  ``wrap_main``, which copies the module into a fresh context
   itself; jax.export: the same copy that ``_export_lowered`` makes, then
   ``_wrap_main_func``. The baseline is the copy alone, so the report can show
   the wrap proper as ``(copy + wrap) - copy``. The plan caches of both
@@ -45,7 +45,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 import jaxport
 from jaxport.adapters.jax_avals import leaf_paths
 from jaxport.adapters.jax_lowering import JaxLowerer, JaxLowering
-from jaxport.adapters.mlir_wrap import MlirMainWrapper
+from jaxport.adapters.mlir_wrap import wrap_main
 from jaxport.domain.symbolic import build_plan
 
 from .conftest import ROLES, Label, Role, alternating_chunks
@@ -126,7 +126,7 @@ def _copy(module: Any) -> Any:
 def _jaxport_wrap(case: PolyCase) -> Any:
     low = case.lowering
     plan = build_plan(tuple(tuple(a.shape) for a in low.in_avals), leaf_paths(low.in_tree))
-    return MlirMainWrapper().wrap(
+    return wrap_main(
         low.module, plan=plan, dim_vars=low.dim_vars, has_platform_index=low.has_platform_index,
         nr_tokens=len(low.ordered_effects), kept_var_idx=low.kept_var_idx, shape_assertions=True)
 

@@ -23,12 +23,12 @@ if TYPE_CHECKING:
     from .application.export_service import default_export_platform as default_export_platform
     from .application.exported import Exported as Exported
     from .application.exported import call_exported as call_exported
-    from .application.files import load as load
-    from .application.files import save as save
-    from .application.inspect import inspect as inspect
+    from .application.artifact_files import load as load
+    from .application.artifact_files import save as save
+    from .application.inspection import inspect as inspect
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
-    from .application.pytree_registry import register_namedtuple_serialization as register_namedtuple_serialization
-    from .application.pytree_registry import register_pytree_node_serialization as register_pytree_node_serialization
+    from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
+    from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
     from .application.serialization import deserialize as deserialize
     from .application.symbolic import poly_spec as poly_spec
     from .application.symbolic import poly_specs as poly_specs
@@ -54,12 +54,12 @@ _LAZY = {
     "Exported": "jaxport.application.exported",
     "call_exported": "jaxport.application.exported",
     "deserialize": "jaxport.application.serialization",
-    "save": "jaxport.application.files",
-    "load": "jaxport.application.files",
-    "inspect": "jaxport.application.inspect",
+    "save": "jaxport.application.artifact_files",
+    "load": "jaxport.application.artifact_files",
+    "inspect": "jaxport.application.inspection",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
-    "register_pytree_node_serialization": "jaxport.application.pytree_registry",
-    "register_namedtuple_serialization": "jaxport.application.pytree_registry",
+    "register_pytree_node_serialization": "jaxport.application.pytree_registration",
+    "register_namedtuple_serialization": "jaxport.application.pytree_registration",
     "symbolic_shape": "jaxport.application.symbolic",
     "symbolic_args_specs": "jaxport.application.symbolic",
     "poly_spec": "jaxport.application.symbolic",

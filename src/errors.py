@@ -1,8 +1,9 @@
 """Every error jaxport raises on purpose, each of which prints as ``jaxport.errors.X``.
 
-The classes are defined next to the code that raises them (the domain, the
-symbolic-shape domain, the command line's specs) and re-exported here; a test
-checks that every subclass of :class:`JaxportError` that jaxport defines is.
+The classes are defined next to the code that raises them (the domain's in
+:mod:`jaxport.domain.errors`, the symbolic-shape domain's, the command line's
+specs) and re-exported here; a test checks that every subclass of
+:class:`JaxportError` that jaxport defines is.
 """
 
 from .domain.arg_specs import ArgSpecError

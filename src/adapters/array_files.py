@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..domain.errors import ArrayFileError, JaxportError
-from .files import AtomicFileStore
+from .atomic_files import write_atomically
 
 _POSITIONAL = re.compile(r"arr_(\d+)")
 
@@ -128,4 +128,4 @@ def write_arrays(path: str | os.PathLike[str], arrays: Sequence[np.ndarray]) -> 
     """Writes ``arrays`` to an ``.npz`` file as ``arr_0``, ``arr_1``, ... atomically."""
     buffer = io.BytesIO()
     np.savez(buffer, *arrays)
-    AtomicFileStore().write(path, buffer.getvalue())
+    write_atomically(path, buffer.getvalue())

@@ -1,4 +1,4 @@
-"""A bundle directory on disk: written atomically, a level up from :mod:`.files`.
+"""A bundle directory on disk: written atomically, a level up from :mod:`.atomic_files`.
 
 The files go to a temporary directory beside the target (same parent, so the
 same file system), each flushed and fsync'ed while its SHA-256 is computed;
@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 from ..domain.bundle import MANIFEST_FILE, FileDigest, Manifest
 from ..domain.bundle_checks import check_digest, check_files, check_size
 from ..domain.errors import ArtifactError
-from .files import fsync_directory
+from .atomic_files import fsync_directory
 from .temporary import create_beside, new_directory
 
 Writer = Callable[[BinaryIO], object]

@@ -30,8 +30,6 @@ from jax.extend.mlir import ir
 
 from .mlir_module import StableHloSerializer
 
-_serializer = StableHloSerializer()
-
 
 class CalleeModule:
     """Makes the module of one exported function in the context of each lowering.
@@ -50,7 +48,7 @@ class CalleeModule:
         with self._lock:
             if self._plain is not None:
                 return ir.Module.parse(self._plain, context=context)
-            module = _serializer.deserialize(self._portable(), context)
+            module = StableHloSerializer.deserialize(self._portable(), context)
             self._plain = _bytecode(module.operation)
             return module
 

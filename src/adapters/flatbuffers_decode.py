@@ -52,7 +52,7 @@ _EMPTY_NODES: Final = {kind: TreeSpec(kind) for kind in (
     TreeKind.LEAF, TreeKind.NONE, TreeKind.TUPLE, TreeKind.LIST, TreeKind.DICT)}
 #: Slots per table, by the names the decoder gives tables.
 _SLOT_COUNTS: Final = {
-    "Exported": W.Exported.NUM_SLOTS, "PyTreeDef": W.Tree.NUM_SLOTS,
+    "Exported": W.Root.NUM_SLOTS, "PyTreeDef": W.Tree.NUM_SLOTS,
     "AbstractValue": W.Aval.NUM_SLOTS, "AbstractDevice": W.AbstractDevice.NUM_SLOTS,
     "AbstractMesh": W.AbstractMesh.NUM_SLOTS, "NamedSharding": W.NamedSharding.NUM_SLOTS,
     "PartitionSpec": W.PartitionSpec.NUM_SLOTS,
@@ -114,7 +114,7 @@ def _with_constraints(record: ArtifactRecord, levels: tuple[tuple[str, ...], ...
 
 
 def _exported(t: TableView, depth: int) -> ArtifactRecord:
-    E = W.Exported
+    E = W.Root
     version = t.scalar(E.SERIALIZATION_VERSION, "u16", "serialization_version", 0)
     name = t.required_string(E.FUNCTION_NAME, "function_name")
     in_avals, out_avals, in_shardings, out_shardings = _signature(t)
@@ -159,7 +159,7 @@ _Signature = tuple[tuple[AvalRecord, ...], tuple[AvalRecord, ...],
 
 def _signature(t: TableView) -> _Signature:
     """(in_avals, out_avals, in_shardings, out_shardings), chosen as jax 0.10.2 does."""
-    E = W.Exported
+    E = W.Root
     unique_avals = _unique_avals(t)
     meshes = tuple(_mesh(m) for m in t.tables(
         E.UNIQUE_ABSTRACT_MESHES, "AbstractMesh", "unique_abstract_meshes"))
@@ -183,7 +183,7 @@ def _signature(t: TableView) -> _Signature:
 
 def _module(t: TableView) -> bytes:
     field = "mlir_module_serialized"
-    module = t.bytes_field(W.Exported.MLIR_MODULE, field)
+    module = t.bytes_field(W.Root.MLIR_MODULE, field)
     if module is None:
         raise t.fail(field, "the field is missing")
     if not module.startswith(W.PORTABLE_ARTIFACT_MAGIC):
@@ -233,7 +233,7 @@ def _unique_avals(t: TableView) -> tuple[AvalRecord, ...]:
     """The unique avals; wire-equal entries get successive variants."""
     seen: dict[AvalRecord, int] = {}
     out = []
-    for table in t.tables(W.Exported.UNIQUE_AVALS, "AbstractValue", "unique_avals"):
+    for table in t.tables(W.Root.UNIQUE_AVALS, "AbstractValue", "unique_avals"):
         aval = _aval(table)
         variant = seen.get(aval, 0)
         seen[aval] = variant + 1

@@ -103,7 +103,7 @@ class _Uniques:
 
 def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     """The Exported table of ``rec``."""
-    E = W.Exported
+    E = W.Root
     uniques = _Uniques.of(rec)
     function_name = b.CreateString(rec.function_name)
     in_tree = _tree(b, rec.in_tree)

@@ -27,8 +27,8 @@ from ..domain.safety import SafetyCheckKind
 PORTABLE_ARTIFACT_MAGIC: Final = b"ML\xefR"
 
 
-class Exported:
-    """Slots of the root table."""
+class Root:
+    """Slots of the root table (``Exported`` in the schema)."""
 
     NUM_SLOTS: Final = 26
     SERIALIZATION_VERSION: Final = 0

@@ -42,7 +42,11 @@ def _site(kind: OpKind, op: ir.Operation) -> OpSite:
 
 
 class StableHloSerializer:
-    """Serializes modules as StableHLO portable artifacts, and reads them back."""
+    """Serializes modules as StableHLO portable artifacts, and reads them back.
+
+    Reading needs no instance (those methods are static); an instance is the
+    export service's :class:`~jaxport.domain.ports.ModuleSerializer`.
+    """
 
     @staticmethod
     @functools.cache  # fixed for the process's jaxlib; asked at every deserialize
@@ -72,20 +76,23 @@ class StableHloSerializer:
                 else:
                     attrs["jax.uses_shape_polymorphism"] = previous
 
-    def deserialize(self, blob: bytes, context: Any | None = None) -> Any:
+    @staticmethod
+    def deserialize(blob: bytes, context: Any | None = None) -> Any:
         """The ``ir.Module`` of a portable artifact, in ``context`` or a new one."""
         if context is None:
             context = mlir.make_ir_context()
         with context:
             return jex_mlir.deserialize_portable_artifact(blob)
 
-    def to_text(self, blob: bytes) -> str:
+    @staticmethod
+    def to_text(blob: bytes) -> str:
         """The module of a portable artifact as StableHLO text, with locations as JAX prints them."""
         context = mlir.make_ir_context()
-        module = self.deserialize(blob, context)
+        module = StableHloSerializer.deserialize(blob, context)
         return str(mlir.module_to_string(module))
 
-    def op_names(self, module: Any) -> list[str]:
+    @staticmethod
+    def op_names(module: Any) -> list[str]:
         """The names of all operations of ``module``, in walk order."""
         names: list[str] = []
 

@@ -155,80 +155,78 @@ def copy_module(module: Any) -> Any:
         return ir.Module.parse(buffer.getvalue())
 
 
-class MlirMainWrapper:
-    """Wraps a lowered module's ``main`` as the calling convention prescribes."""
+def wrap_main(module: Any, *, plan: ShapePlan, dim_vars: tuple[str, ...],
+              has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
+              shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> Any:
+    """A copy of ``module`` whose ``main`` computes its dimension variables itself.
 
-    def wrap(self, module: Any, *, plan: ShapePlan, dim_vars: tuple[str, ...],
-             has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
-             shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> Any:
-        """A copy of ``module`` whose ``main`` computes its dimension variables itself.
+    Args:
+        module: the lowered module (left unchanged).
+        plan: how to compute ``dim_vars`` from argument dimensions and what to check.
+        dim_vars: the dimension variables the lowered ``main`` takes, in order.
+        has_platform_index: whether ``main`` takes a platform index first.
+        nr_tokens: the number of token arguments (ordered effects).
+        kept_var_idx: the flat arguments that ``main`` takes.
+        shape_assertions: whether to emit the plan's assertions.
+        symbolic_dims: the argument dimensions whose sizes ``main`` reads
+            first, in this order (JAX reads every symbolic one up front).
+    """
+    wrapped = copy_module(module)
+    with wrapped.context, ir.Location.unknown():
+        symbols = ir.SymbolTable(wrapped.operation)
+        original = symbols["main"]
+        original.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        symbols.set_symbol_name(original, WRAPPED_MAIN)
+        # A module that calls another export already holds a WRAPPED_MAIN (the
+        # callee's): re-inserting renames ours uniquely, as jax.export does.
+        wrapped_name = ir.StringAttr(symbols.insert(original)).value
+        _add_main(wrapped, original, wrapped_name, plan, dim_vars, has_platform_index,
+                  nr_tokens, kept_var_idx, shape_assertions, symbolic_dims)
+        if len(wrapped.body.operations) > 2:
+            # symbol-dce walks every op (20 ms at 20k ops); with only the new main
+            # and the original it calls, there is nothing for it to remove.
+            passmanager.PassManager.parse("builtin.module(symbol-dce)").run(wrapped.operation)
+    return wrapped
 
-        Args:
-            module: the lowered module (left unchanged).
-            plan: how to compute ``dim_vars`` from argument dimensions and what to check.
-            dim_vars: the dimension variables the lowered ``main`` takes, in order.
-            has_platform_index: whether ``main`` takes a platform index first.
-            nr_tokens: the number of token arguments (ordered effects).
-            kept_var_idx: the flat arguments that ``main`` takes.
-            shape_assertions: whether to emit the plan's assertions.
-            symbolic_dims: the argument dimensions whose sizes ``main`` reads
-                first, in this order (JAX reads every symbolic one up front).
-        """
-        wrapped = copy_module(module)
-        with wrapped.context, ir.Location.unknown():
-            symbols = ir.SymbolTable(wrapped.operation)
-            original = symbols["main"]
-            original.attributes["sym_visibility"] = ir.StringAttr.get("private")
-            symbols.set_symbol_name(original, WRAPPED_MAIN)
-            # A module that calls another export already holds a WRAPPED_MAIN (the
-            # callee's): re-inserting renames ours uniquely, as jax.export does.
-            wrapped_name = ir.StringAttr(symbols.insert(original)).value
-            self._add_main(wrapped, original, wrapped_name, plan, dim_vars, has_platform_index,
-                           nr_tokens, kept_var_idx, shape_assertions, symbolic_dims)
-            if len(wrapped.body.operations) > 2:
-                # symbol-dce walks every op (20 ms at 20k ops); with only the new main
-                # and the original it calls, there is nothing for it to remove.
-                passmanager.PassManager.parse("builtin.module(symbol-dce)").run(wrapped.operation)
-        return wrapped
 
-    def _add_main(self, wrapped: Any, original: Any, wrapped_name: str, plan: ShapePlan,
-                  dim_vars: tuple[str, ...],
-                  has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
-                  shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...]) -> None:
-        ftype = ir.FunctionType(ir.TypeAttr(original.attributes["function_type"]).value)
-        inputs, results = list(ftype.inputs), list(ftype.results)
-        nr_platform = int(has_platform_index)
-        nr_dims = len(dim_vars)
-        keep = [*range(nr_platform), *range(nr_platform + nr_dims, len(inputs))]
-        main: Any = func_dialect.FuncOp("main", ir.FunctionType.get([inputs[i] for i in keep], results),
-                                   ip=ir.InsertionPoint.at_block_begin(wrapped.body))
-        main.attributes["sym_visibility"] = ir.StringAttr.get("public")
-        if "arg_attrs" in original.attributes:
-            arg_attrs = list(ir.ArrayAttr(original.attributes["arg_attrs"]))
-            main.arg_attrs = ir.ArrayAttr.get([arg_attrs[i] for i in keep])
-        if "res_attrs" in original.attributes:
-            main.result_attrs = original.attributes["res_attrs"]
-        block = main.add_entry_block()
-        with ir.InsertionPoint(block):
-            args = list(block.arguments)
-            arrays = args[nr_platform + nr_tokens:]
-            position = {flat: i for i, flat in enumerate(kept_var_idx)}
+def _add_main(wrapped: Any, original: Any, wrapped_name: str, plan: ShapePlan,
+              dim_vars: tuple[str, ...],
+              has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
+              shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...]) -> None:
+    ftype = ir.FunctionType(ir.TypeAttr(original.attributes["function_type"]).value)
+    inputs, results = list(ftype.inputs), list(ftype.results)
+    nr_platform = int(has_platform_index)
+    nr_dims = len(dim_vars)
+    keep = [*range(nr_platform), *range(nr_platform + nr_dims, len(inputs))]
+    main: Any = func_dialect.FuncOp("main", ir.FunctionType.get([inputs[i] for i in keep], results),
+                                    ip=ir.InsertionPoint.at_block_begin(wrapped.body))
+    main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+    if "arg_attrs" in original.attributes:
+        arg_attrs = list(ir.ArrayAttr(original.attributes["arg_attrs"]))
+        main.arg_attrs = ir.ArrayAttr.get([arg_attrs[i] for i in keep])
+    if "res_attrs" in original.attributes:
+        main.result_attrs = original.attributes["res_attrs"]
+    block = main.add_entry_block()
+    with ir.InsertionPoint(block):
+        args = list(block.arguments)
+        arrays = args[nr_platform + nr_tokens:]
+        position = {flat: i for i, flat in enumerate(kept_var_idx)}
 
-            def position_of(flat: int) -> int:
-                if flat not in position:
-                    raise ValueError(f"argument {flat} was dropped but a dimension variable is read from it")
-                return position[flat]
+        def position_of(flat: int) -> int:
+            if flat not in position:
+                raise ValueError(f"argument {flat} was dropped but a dimension variable is read from it")
+            return position[flat]
 
-            emitter = _Emitter(arrays, position_of, shape_assertions)
-            for source in symbolic_dims:
-                emitter.arg_dim(source)
-            values = run_plan(plan, emitter, IrDimOps())
-            operands = list(args[:nr_platform])
-            dim_types = inputs[nr_platform:nr_platform + nr_dims]
-            operands += [_convert(values[v].value, t) for v, t in zip(dim_vars, dim_types)]
-            operands += args[nr_platform:]
-            call = func_dialect.CallOp(results, ir.FlatSymbolRefAttr.get(wrapped_name), operands)
-            func_dialect.ReturnOp(list(call.results))
+        emitter = _Emitter(arrays, position_of, shape_assertions)
+        for source in symbolic_dims:
+            emitter.arg_dim(source)
+        values = run_plan(plan, emitter, IrDimOps())
+        operands = list(args[:nr_platform])
+        dim_types = inputs[nr_platform:nr_platform + nr_dims]
+        operands += [_convert(values[v].value, t) for v, t in zip(dim_vars, dim_types)]
+        operands += args[nr_platform:]
+        call = func_dialect.CallOp(results, ir.FlatSymbolRefAttr.get(wrapped_name), operands)
+        func_dialect.ReturnOp(list(call.results))
 
 
 def _convert(value: Value, to_type: ir.Type) -> Value:

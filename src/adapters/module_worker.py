@@ -29,7 +29,7 @@ from .module_worker_main import write_frames
 #: Default limits of the verifying process (each request also gets one CPU
 #: second and three wall seconds per MiB of module). The environment variables
 #: ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` override the
-#: last two for :func:`shared_worker`.
+#: last two for the application's worker (:func:`jaxport.application.wiring.module_worker`).
 DEFAULT_ADDRESS_SPACE: Final = 8 << 30
 DEFAULT_CPU_SECONDS: Final = 20
 DEFAULT_TIMEOUT_SECONDS: Final = 60.0
@@ -186,18 +186,3 @@ class ModuleWorker:
 
 class _Died(Exception):
     """The verifying process stopped answering."""
-
-
-_shared: ModuleWorker | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_worker() -> ModuleWorker:
-    """The process-wide verifying worker (started on first use)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = ModuleWorker(
-                cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
-                timeout=float(os.environ.get("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
-        return _shared

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from ..domain.verification import Verdict
-from .files import AtomicFileStore
+from .atomic_files import write_atomically
 
 #: The environment variable that names the directory of verdicts.
 ENV_VAR = "JAXPORT_CACHE_DIR"
@@ -82,7 +82,7 @@ class FileVerdictStore:
         if path is None or len(data) > MAX_VERDICT_BYTES:
             return
         try:
-            AtomicFileStore().write(path, data)
+            write_atomically(path, data)
         except OSError:
             return
         self._evict(path.parent)

@@ -37,8 +37,9 @@ from ..domain.call_checks import check_shardings_divide
 from ..domain.errors import ArtifactError, BundleError, BundleMismatchError, ShardingMismatchError, TreeMismatchError
 from . import placement
 from .exported import Exported
-from .files import artifact_bytes
-from .pytree_registry import PytreeSerializationRegistry, default_registry
+from .artifact_files import artifact_bytes
+from .pytree_registry import PytreeSerializationRegistry
+from .wiring import default_registry
 from .serialization import deserialize
 
 

@@ -52,8 +52,7 @@ def signature(exp: jaxport.Exported) -> str:
 
 def module_summary(exp: jaxport.Exported) -> str:
     """Size, platforms and operation counts of the exported module."""
-    serializer = StableHloSerializer()
-    names = serializer.op_names(serializer.deserialize(exp.mlir_module_serialized))
+    names = StableHloSerializer.op_names(StableHloSerializer.deserialize(exp.mlir_module_serialized))
     counts = collections.Counter(n for n in names if n.startswith("stablehlo."))
     top = ", ".join(f"{name.removeprefix('stablehlo.')}={n}" for name, n in counts.most_common(6))
     return (f"  {len(exp.mlir_module_serialized)} bytes of StableHLO, {len(names)} operations "

@@ -15,16 +15,16 @@ from ..adapters.jax_avals import args_kwargs_path, leaf_paths
 from ..adapters.jax_dims import JaxDim
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
 from ..adapters.jax_records import named_shardings_with_abstract_mesh
-from ..adapters.mlir_module import MlirModuleInspector, StableHloSerializer
-from ..adapters.mlir_wrap import MlirMainWrapper
+from ..adapters.mlir_wrap import wrap_main
 from ..domain import calling_convention
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.module_policy import ModulePolicy
 from ..domain.platforms import normalize_platforms
-from ..domain.ports import MainWrapper, ModuleInspector, ModuleSerializer
+from ..domain.ports import ModuleInspector, ModuleSerializer
 from ..domain.safety import DisabledSafetyCheck
 from ..domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
 from ..domain.symbolic.clipping import clipping_note
+from . import wiring
 from .exported import Exported
 from .batching import batched_exporter
 from .vjp import vjp_exporter
@@ -37,7 +37,6 @@ class ExportService:
     lowerer: JaxLowerer
     inspector: ModuleInspector
     serializer: ModuleSerializer
-    wrapper: MainWrapper
 
     def export(self, fun: Callable[..., Any], *, platforms: Sequence[str] | None,
                disabled_checks: Sequence[DisabledSafetyCheck],
@@ -79,7 +78,7 @@ class ExportService:
         symbolic = any(isinstance(d, DimExpr) for a in lowering.in_avals for d in a.shape)
         if symbolic or lowering.ordered_effects:
             plan = build_plan(tuple(tuple(a.shape) for a in lowering.in_avals), leaf_paths(lowering.in_tree, lowering.in_avals))
-            module = self.wrapper.wrap(
+            module = wrap_main(
                 module, plan=plan, dim_vars=lowering.dim_vars,
                 has_platform_index=lowering.has_platform_index,
                 nr_tokens=len(lowering.ordered_effects), kept_var_idx=lowering.kept_var_idx,
@@ -149,8 +148,8 @@ def default_export_platform() -> str:
 
 
 def default_service() -> ExportService:
-    """The service wired with the JAX and MLIR adapters (the composition root)."""
-    return ExportService(JaxLowerer(), MlirModuleInspector(), StableHloSerializer(), MlirMainWrapper())
+    """The service on the adapters of the composition root (:mod:`.wiring`)."""
+    return ExportService(wiring.lowerer(), wiring.module_inspector(), wiring.module_serializer())
 
 
 def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,

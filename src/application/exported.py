@@ -109,7 +109,7 @@ class Exported:
 
     def mlir_module(self) -> str:
         """The module as StableHLO text."""
-        return StableHloSerializer().to_text(self.mlir_module_serialized)
+        return StableHloSerializer.to_text(self.mlir_module_serialized)
 
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can provide the exported VJP."""

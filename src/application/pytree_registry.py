@@ -1,7 +1,10 @@
 """Which pytree node types can be serialized, and how: a registry object.
 
 The names and auxdata encodings are those of ``jax.export``, so a type
-registered under the same name on both sides reads across.
+registered under the same name on both sides reads across. The registry used
+by default is built by the composition root
+(:func:`jaxport.application.wiring.default_registry`);
+:mod:`.pytree_registration` registers types in it.
 """
 
 from __future__ import annotations
@@ -248,28 +251,3 @@ class PytreeSerializationRegistry:
         node = PyTreeDef.from_node_data_and_children(
             jax.tree_util.default_registry, (entry.nodetype, aux), child_defs)
         return jax.tree_util.tree_unflatten(node, [x for c in children for x in jax.tree_util.tree_leaves(c)])
-
-
-_DEFAULT: PytreeSerializationRegistry | None = None
-
-
-def default_registry() -> PytreeSerializationRegistry:
-    """The registry that ``jaxport.serialize``/``deserialize`` use by default."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = PytreeSerializationRegistry()
-    return _DEFAULT
-
-
-def register_pytree_node_serialization(
-        nodetype: type[T], *, serialized_name: str, serialize_auxdata: SerializeAuxdata,
-        deserialize_auxdata: DeserializeAuxdata, from_children: FromChildren | None = None) -> type[T]:
-    """Registers ``nodetype`` in the default registry (see ``PytreeSerializationRegistry``)."""
-    return default_registry().register_pytree_node_serialization(
-        nodetype, serialized_name=serialized_name, serialize_auxdata=serialize_auxdata,
-        deserialize_auxdata=deserialize_auxdata, from_children=from_children)
-
-
-def register_namedtuple_serialization(nodetype: type[T], *, serialized_name: str) -> type[T]:
-    """Registers a namedtuple type in the default registry."""
-    return default_registry().register_namedtuple_serialization(nodetype, serialized_name=serialized_name)

@@ -17,8 +17,9 @@ from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, CallingConventionError
 from ..domain.symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
 from .exported import Exported
-from .pytree_registry import PytreeSerializationRegistry, default_registry
+from .pytree_registry import PytreeSerializationRegistry
 from .serialization_write import serialize as serialize, to_record as to_record
+from .wiring import default_registry
 
 
 def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()

@@ -16,7 +16,8 @@ from ..domain.artifact import ArtifactRecord
 from ..domain.errors import VjpUnavailableError
 from ..domain.integrity import Extension, seal
 from ..domain.symbolic import SymbolicScope
-from .pytree_registry import PytreeSerializationRegistry, default_registry
+from .pytree_registry import PytreeSerializationRegistry
+from .wiring import default_registry
 
 if TYPE_CHECKING:
     from .exported import Exported

@@ -1,4 +1,8 @@
-"""Symbolic shapes for users: ``symbolic_shape``, ``symbolic_args_specs`` and friends."""
+"""Symbolic shapes for users: ``symbolic_shape``, ``symbolic_args_specs`` and friends.
+
+The JAX-facing level of :mod:`jaxport.domain.symbolic`: the same dimensions,
+built as the JAX adapter's :class:`~jaxport.adapters.jax_dims.JaxDim`.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from ..adapters.jax_dims import JaxDim
 from ..domain.symbolic import (
     ConstraintError,
     DimSize,
+    Scope,
     ShapeSpecTypeError,
     SymbolicScope,
     is_symbolic_dim,
@@ -21,7 +26,7 @@ __all__ = ["SymbolicScope", "is_symbolic_dim", "poly_spec", "poly_specs",
            "symbolic_args_specs", "symbolic_shape"]
 
 
-def _scope_for(constraints: Sequence[str], scope: SymbolicScope | None) -> SymbolicScope:
+def _scope_for(constraints: Sequence[str], scope: Scope | None) -> Scope:
     if isinstance(constraints, str):
         raise ConstraintError(f"The symbolic constraints should be a sequence of strings. Got {constraints!r}")
     if scope is None:
@@ -32,7 +37,7 @@ def _scope_for(constraints: Sequence[str], scope: SymbolicScope | None) -> Symbo
 
 
 def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
-                   scope: SymbolicScope | None = None,
+                   scope: Scope | None = None,
                    like: Sequence[int | None] | None = None) -> tuple[DimSize, ...]:
     """Parses a shape with symbolic dimensions, as ``jax.export.symbolic_shape`` does.
 
@@ -65,7 +70,7 @@ def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
 
 
 def symbolic_args_specs(args: Any, shapes_specs: Any, constraints: Sequence[str] = (),
-                        scope: SymbolicScope | None = None) -> Any:
+                        scope: Scope | None = None) -> Any:
     """``jax.ShapeDtypeStruct`` specs for ``args`` with symbolic shapes.
 
     Args:

@@ -1,5 +1,9 @@
 """Verifying artifacts from elsewhere before anything in this process parses a module.
 
+One idea at two levels: this service gathers the facts and runs the checks;
+what an artifact must satisfy is :mod:`jaxport.domain.verification` (the policy
+of the same name).
+
 :func:`verify_artifact` is the one entry point (``jaxport.load`` and
 ``jaxport.deserialize(verify=True)`` use it, and so can a command-line
 checker). In order:
@@ -29,16 +33,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..adapters import jax_internals
-from ..adapters.files import AtomicFileStore
 from ..adapters.flatbuffers_codec import decode_artifact
 from ..adapters.mlir_module import StableHloSerializer
-from ..adapters.module_worker import ModuleWorker, shared_worker
-from ..adapters.verdict_store import FileVerdictStore
+from ..adapters.module_worker import ModuleWorker
 from ..domain.artifact import ArtifactRecord
 from ..domain.errors import ArtifactError
 from ..domain.integrity import is_sealed
 from ..domain.module_format import check_portable_artifact
 from ..domain.verification import ModuleFacts, Verdict, verdict, verdict_key
+from . import wiring
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +95,11 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
     Raises:
         OSError: ``source`` is a path that cannot be read.
     """
-    blob = source if isinstance(source, (bytes, bytearray, memoryview)) else \
-        AtomicFileStore().read(source)
-    blob = bytes(blob)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        blob = bytes(source)
+    else:
+        with open(source, "rb") as file:
+            blob = file.read()
     allowed = tuple(sorted(set(allowed_custom_calls)))
     digest = hashlib.sha256(blob).hexdigest()
     sealed = is_sealed(blob)
@@ -102,13 +107,13 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
         record = decode_artifact(blob)
     except ArtifactError as exc:
         return VerificationReport(False, (str(exc),), digest, sealed, False)
-    store = FileVerdictStore()
+    store = wiring.verdict_store()
     key = verdict_key(digest, allowed, verifier=ModuleWorker.parser_version())
     remembered = store.get(key)
     if remembered is not None:
         return VerificationReport(remembered.ok, remembered.reasons, digest, sealed, True,
                                   record if remembered.ok else None)
-    outcome, checked, remember = _check_chain(record, allowed, worker or shared_worker())
+    outcome, checked, remember = _check_chain(record, allowed, worker or wiring.module_worker())
     if remember:
         store.put(key, outcome)
     return VerificationReport(outcome.ok, outcome.reasons, digest, sealed, False,

@@ -1,5 +1,7 @@
 """``Exported.warm``: compile an eager call into JAX's persistent compilation cache.
 
+(``jaxport warm``, :mod:`jaxport.application.cli.warm`, is the command over this service.)
+
 jaxport keeps no compiled code of its own: the eager call of an exported
 function is a ``jax.jit``, so JAX's persistent compilation cache serves it in
 a later process, as it serves any jitted function. Warming compiles that

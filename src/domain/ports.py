@@ -1,7 +1,10 @@
-"""Ports: the interfaces the services need from the adapters.
+"""Ports of the export service: what it needs from the adapters that read and write modules.
 
-Modules travel through these ports as opaque objects: only the adapter that
-made one knows what it is.
+Each is a port because the service is tested with a fake of it
+(tests/e2e/test_export_service.py) as well as wired with its MLIR adapter
+(:mod:`jaxport.application.wiring`). Modules travel through them as opaque
+objects: only the adapter that made one knows what it is. The runtime port is
+:mod:`.runtime`.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from .module_policy import OpSite
-from .symbolic import ArgDim, ShapePlan
 
 
 class ModuleInspector(Protocol):
@@ -26,14 +28,4 @@ class ModuleSerializer(Protocol):
 
     def serialize(self, module: object, *, target_version: str, uses_global_constants: bool) -> bytes:
         """The portable artifact of ``module`` for a StableHLO ``target_version``."""
-        ...
-
-
-class MainWrapper(Protocol):
-    """The build side of the abstract IR: emits the wrapped ``main`` of a plan."""
-
-    def wrap(self, module: object, *, plan: ShapePlan, dim_vars: tuple[str, ...],
-             has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
-             shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> object:
-        """A copy of ``module`` whose ``main`` computes its dimension variables itself."""
         ...

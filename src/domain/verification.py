@@ -1,4 +1,7 @@
-"""What an artifact from elsewhere must satisfy before it is called.
+"""What an artifact from elsewhere must satisfy before it is called: verification's policy.
+
+One idea at two levels: this module decides, :mod:`jaxport.application.verification`
+(the service of the same name) gathers the facts and runs the decision.
 
 A verifying process (an adapter) parses each module of an artifact, checks it
 with MLIR's verifier and reports :class:`ModuleFacts`: the types of ``main``'s

@@ -80,7 +80,7 @@ def test_a_root_offset_past_the_end_is_reported() -> None:
 
 def test_a_vector_that_extends_past_the_end_names_field_table_and_offset() -> None:
     blob = RICH
-    bad = patched(blob, field_target(blob, W.Exported.PLATFORMS), "<I", 1_000_000)
+    bad = patched(blob, field_target(blob, W.Root.PLATFORMS), "<I", 1_000_000)
     root = struct.unpack_from("<I", blob, 0)[0]
     with pytest.raises(ArtifactError, match=(
             rf"^field 'platforms' of table Exported at offset {root}: vector of 1000000 "
@@ -90,7 +90,7 @@ def test_a_vector_that_extends_past_the_end_names_field_table_and_offset() -> No
 
 def test_an_index_out_of_range_is_reported() -> None:
     blob = RICH
-    bad = patched(blob, field_target(blob, W.Exported.IN_AVALS_IDXS) + 4, "<I", 99)
+    bad = patched(blob, field_target(blob, W.Root.IN_AVALS_IDXS) + 4, "<I", 99)
     with pytest.raises(ArtifactError, match=r"in_avals_idxs\[0\]'.*index 99 is out of range "
                                             r"for 6 unique_avals"):
         decode_artifact(bad)
@@ -98,7 +98,7 @@ def test_an_index_out_of_range_is_reported() -> None:
 
 def test_a_string_that_is_not_utf8_is_reported() -> None:
     blob = RICH
-    bad = patched(blob, field_target(blob, W.Exported.FUNCTION_NAME) + 4, "<B", 0xFF)
+    bad = patched(blob, field_target(blob, W.Root.FUNCTION_NAME) + 4, "<B", 0xFF)
     with pytest.raises(ArtifactError, match=r"field 'function_name'.*not valid UTF-8"):
         decode_artifact(bad)
 

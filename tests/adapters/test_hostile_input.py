@@ -110,7 +110,7 @@ def test_unread_bytes_are_let_be_only_where_a_slot_past_the_schema_points() -> N
     points_elsewhere = raw_exported(b, none, none, future=none)
     blob = newer_schema()
     _, vtable = root_vtable(blob)
-    emptied = patched(blob, vtable + 4 + 2 * W.Exported.NUM_SLOTS, "<H", 0)  # a slot, but empty
+    emptied = patched(blob, vtable + 4 + 2 * W.Root.NUM_SLOTS, "<H", 0)  # a slot, but empty
     for bad in (points_elsewhere, emptied):
         with pytest.raises(ArtifactError, match="follow the artifact's last object"):
             decode_artifact(bad)

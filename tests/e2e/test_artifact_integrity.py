@@ -70,7 +70,7 @@ def test_a_sealed_artifact_with_its_magic_changed_is_refused_whatever_byte_chang
     blob = bytes(jaxport.export(jax.jit(jnp.sin), platforms=("cpu", "cuda"))(
         jax.ShapeDtypeStruct((8, 3), jnp.float32)).serialize())
     flat = unseal(blob).flatbuffer
-    avals = field_target(flat, W.Exported.UNIQUE_AVALS)
+    avals = field_target(flat, W.Root.UNIQUE_AVALS)
     aval = avals + 4 + struct.unpack_from("<I", flat, avals + 4)[0]
     vtable = aval - struct.unpack_from("<i", flat, aval)[0]
     assert struct.unpack_from("<H", flat, vtable)[0] == 12

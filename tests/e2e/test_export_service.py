@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from jaxport.adapters.jax_lowering import JaxLowerer
-from jaxport.adapters.mlir_wrap import MlirMainWrapper
-from jaxport.application.export_service import ExportService
+from jaxport.application import wiring
+from jaxport.application.export_service import ExportService, default_service
 from jaxport.domain.module_policy import OpKind, OpSite
 from jaxport.domain.safety import DisabledSafetyCheck
 from jaxport.errors import DisallowedCustomCallError
@@ -41,7 +41,7 @@ class FakeModuleSerializer:
 
 def service(sites: list[OpSite]) -> tuple[ExportService, FakeModuleInspector, FakeModuleSerializer]:
     inspector, serializer = FakeModuleInspector(sites), FakeModuleSerializer()
-    return ExportService(JaxLowerer(), inspector, serializer, MlirMainWrapper()), inspector, serializer
+    return ExportService(JaxLowerer(), inspector, serializer), inspector, serializer
 
 
 def export(svc: ExportService, checks: tuple[DisabledSafetyCheck, ...] = ()) -> object:
@@ -67,3 +67,9 @@ def test_a_disallowed_site_reported_by_the_inspector_stops_the_export() -> None:
     assert serializer.calls == []
     exp = export(svc, (DisabledSafetyCheck.custom_call("my_kernel"),))
     assert getattr(exp, "mlir_module_serialized") and len(serializer.calls) == 1
+
+
+def test_the_default_service_runs_on_the_composition_roots_adapters() -> None:
+    svc = default_service()
+    assert svc.lowerer is wiring.lowerer() and svc.inspector is wiring.module_inspector()
+    assert svc.serializer is wiring.module_serializer()

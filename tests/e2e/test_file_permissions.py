@@ -24,7 +24,7 @@ import jaxport
 from jaxport.adapters.array_files import write_arrays
 from jaxport.adapters.verdict_store import FileVerdictStore
 from jaxport.domain.verification import Verdict
-from jaxport.adapters.files import AtomicFileStore
+from jaxport.adapters.atomic_files import write_atomically
 
 PARAMS = {"w": np.full((3,), 0.5, np.float32)}
 X = np.ones((2, 3), np.float32)
@@ -71,8 +71,8 @@ def test_a_saved_artifact_has_the_mode_open_would_give(tmp_path: Path, umask: in
 
 
 def test_an_atomic_write_takes_an_explicit_mode_less_the_umask(tmp_path: Path, umask: int) -> None:
-    AtomicFileStore().write(tmp_path / "a", b"data")
-    AtomicFileStore().write(tmp_path / "b", b"data", mode=0o640)
+    write_atomically(tmp_path / "a", b"data")
+    write_atomically(tmp_path / "b", b"data", mode=0o640)
     assert (mode(tmp_path / "a"), mode(tmp_path / "b")) == (file_mode(umask), 0o640 & ~umask)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
 

@@ -157,11 +157,10 @@ def read_artifact_and_trailer(path: str) -> tuple[ArtifactRecord, bool]:
 
 
 def _read_bytes(path: str) -> bytes:
-    from ...adapters.files import AtomicFileStore
-
     if os.path.isdir(path):
         raise UsageError(f"{path} is a directory, not an artifact file")
-    return AtomicFileStore().read(path)
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def _decode(path: str, blob: bytes) -> ArtifactRecord:

@@ -46,11 +46,10 @@ def _op_counts(module: bytes) -> dict[str, int]:
 
     from ...adapters import jax_internals
     from ...adapters.mlir_module import StableHloSerializer
-    from ...adapters.module_worker import shared_worker
     from ...domain.module_format import check_portable_artifact
+    from .. import wiring
 
     check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
-    checked = shared_worker().check(module, sdy=jax_internals.backend_serializes_with_sdy())
-    serializer = StableHloSerializer()
-    return dict(Counter(serializer.op_names(serializer.deserialize(checked.reserialized))))
+    checked = wiring.module_worker().check(module, sdy=jax_internals.backend_serializes_with_sdy())
+    return dict(Counter(StableHloSerializer.op_names(StableHloSerializer.deserialize(checked.reserialized))))
 

@@ -142,7 +142,7 @@ def run_export(args: argparse.Namespace) -> int:
             *leading, *map(to_struct, arg_specs), **{k: to_struct(v) for k, v in kwarg_specs.items()})
     with progress.phase(f"serializing (vjp order {args.vjp_order}) and writing {args.output}"):
         if params is None:
-            from ..files import save
+            from ..artifact_files import save
 
             save(exported, args.output, vjp_order=args.vjp_order)
         else:

@@ -31,7 +31,7 @@ def inspect_files(args: argparse.Namespace) -> int:
     import os
 
     from ...domain.artifact_info import ArtifactInfo
-    from ..inspect import inspect_bundle
+    from ..inspection import inspect_bundle
     from .common import is_users_error, one_line, read_artifact
 
     status = 0

@@ -1,5 +1,7 @@
 """``jaxport warm PATH [FUNCTION] [--arg SPEC...]``: compile an artifact, or a bundle's
-functions, for this machine into JAX's persistent compilation cache."""
+functions, for this machine into JAX's persistent compilation cache.
+
+The command over :mod:`jaxport.application.warm` (the service of the same name)."""
 
 from __future__ import annotations
 

@@ -4,13 +4,15 @@ Pure Python. JAX duck-types :class:`DimExpr` as a shape dimension once the
 JAX adapter subclasses it (``dimension_as_value``, ``__jax_array__``) and
 installs its inconclusive-error factory (:func:`set_inconclusive_factory`).
 
-Modules, by reason to change (they form a DAG at run time, see
-tests/unit/test_import_graph.py):
+Modules, by reason to change (they form a DAG, counting the imports for type
+checking, see tests/unit/test_import_graph.py):
 
 * ``core``: canonical polynomials, ordering and printing (JAX's text);
 * ``decision``: the bounds decision procedure;
-* ``scope``: :class:`SymbolicScope` and user constraints;
-* ``expr``: :class:`DimExpr` and ``max``/``min``; ``division``: the ``floordiv``/``mod`` rules;
+* ``expr``: :class:`DimExpr` and ``max``/``min``, the user's :class:`Constraint` records and
+  the :class:`Scope` protocol, what an expression asks of its scope; ``division``: the
+  ``floordiv``/``mod`` rules;
+* ``scope``: :class:`SymbolicScope`, which parses the user's constraints;
 * ``ops``: evaluation over pluggable operations (:class:`DimOps`);
 * ``parser``: the grammar, :func:`parse_constraint` (which ``scope`` uses);
   ``shape_spec``: :func:`parse_shape_spec`, above ``parser`` and ``scope``;
@@ -34,8 +36,11 @@ from .errors import (
     set_inconclusive_factory as set_inconclusive_factory,
 )
 from .expr import (
+    Comparison as Comparison,
+    Constraint as Constraint,
     DimExpr as DimExpr,
     DimSize as DimSize,
+    Scope as Scope,
     dim_floordiv as dim_floordiv,
     dim_max as dim_max,
     dim_min as dim_min,
@@ -55,7 +60,7 @@ from .plan import (
     format_shape as format_shape,
 )
 from .planner import build_plan as build_plan
-from .scope import Comparison as Comparison, Constraint as Constraint, SymbolicScope as SymbolicScope
+from .scope import SymbolicScope as SymbolicScope
 from .shape_spec import parse_shape_spec as parse_shape_spec
 from .solve import (
     CallSolution as CallSolution,
@@ -69,7 +74,7 @@ __all__ = [
     "ArgDim", "CallSolution", "Comparison", "Constraint", "ConstraintError", "DimExpr",
     "DimOps", "DimSize", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "InconclusiveFactory", "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
-    "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
+    "Scope", "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
     "ShapeSpecSyntaxError", "ShapeSpecTypeError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",
     "build_plan", "call_output_shapes", "dim_floordiv", "dim_max", "dim_min", "dim_mod",
     "format_shape", "is_nonnegative", "is_symbolic_dim", "parse_constraint", "parse_shape_spec",

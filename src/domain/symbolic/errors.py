@@ -1,5 +1,8 @@
 """Errors of the symbolic-shape domain, with JAX's wording.
 
+The symbolic-shape level of :mod:`jaxport.domain.errors` (their base class),
+re-exported, as those are, by :mod:`jaxport.errors`.
+
 The inconclusive-comparison error is produced by a pluggable factory, so that
 the JAX adapter can raise a class that also inherits JAX's
 ``InconclusiveDimensionOperation`` (JAX catches that class in several places)

@@ -1,7 +1,7 @@
 """Symbolic dimensions: immutable expressions that duck-type as shape dimensions.
 
 A :class:`DimExpr` wraps a canonical :class:`~jaxport.domain.symbolic.core.Poly`
-and the :class:`SymbolicScope` it belongs to. Arithmetic with ints and other
+and the scope it belongs to. Arithmetic with ints and other
 dimensions of the same scope gives a new dimension, or a plain ``int`` when
 the result is constant. Results are built with ``type(self)``, so a subclass
 (the JAX adapter's) carries through every derived expression; a subclass
@@ -12,6 +12,12 @@ difference is provably zero), ``>=``/``>``/``<=``/``<`` are decided by the
 scope's bounds procedure or raise the inconclusive error, ``int()`` of a
 dimension raises it too, there is no ``__index__``, and ``max``/``rmax``/
 ``min``/``rmin``/``_get_vars``/``_evaluate`` exist.
+
+An expression knows its scope only as a :class:`Scope`: what it asks of one
+(the equality rules, the bounds procedure, the constraints). The
+implementation, :class:`~.scope.SymbolicScope`, parses its constraint texts
+into expressions, so it sits above this module and the parser; the user
+constraints it holds, :class:`Constraint`, are expressions and live here.
 
 >>> from jaxport.domain.symbolic import parse_shape_spec
 >>> b, h = parse_shape_spec("b, h")
@@ -28,20 +34,64 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol, TypeAlias, Union
 
 from typing_extensions import Self
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
+from .decision import BoundsDecider
 from .division import divide
 from .errors import INCONCLUSIVE_EXPLANATION, DimensionPowerError, ScopeMixingError, inconclusive
 from .ops import PYTHON_OPS, DimOps, evaluate
 
-if TYPE_CHECKING:  # at run time the scope is only held and asked (scope.py imports this module's parser)
-    from .scope import SymbolicScope
-
 #: A dimension of a shape: an int or a symbolic expression.
 DimSize: TypeAlias = Union[int, "DimExpr"]
+
+
+class Comparison(Enum):
+    """The relation that a constraint or a shape assertion requires."""
+
+    GE = ">="
+    EQ = "=="
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """One user constraint, in the form ``difference >= 0`` or ``difference == 0``.
+
+    Attributes:
+        text: the constraint as the user wrote it (``"b >= 16"``).
+        comparison: ``GE`` for ``>=`` and ``<=`` constraints, ``EQ`` for ``==``.
+        difference: ``lhs - rhs`` (``rhs - lhs`` for ``<=``), built before any
+            equality rule applied, so that a check evaluates what the user wrote.
+    """
+
+    text: str
+    comparison: Comparison
+    difference: DimExpr | int
+
+
+class Scope(Protocol):
+    """What an expression asks of the scope it belongs to (:class:`~.scope.SymbolicScope`).
+
+    ``str()`` of a scope names it in messages.
+    """
+
+    @property
+    def constraints(self) -> tuple[Constraint, ...]:
+        """The user's constraints, in the order given."""
+        ...
+
+    @property
+    def decider(self) -> BoundsDecider:
+        """The bounds decision procedure, which knows the inequality constraints."""
+        ...
+
+    def normalize(self, p: Poly) -> Poly:
+        """``p`` rewritten by the equality constraints."""
+        ...
 
 
 def _as_int(x: object) -> int | None:
@@ -61,19 +111,19 @@ class DimExpr:
 
     __slots__ = ("_poly", "_scope", "__weakref__")
 
-    def __init__(self, poly: Poly, scope: SymbolicScope) -> None:
+    def __init__(self, poly: Poly, scope: Scope) -> None:
         self._poly = poly
         self._scope = scope
 
     # ---- construction --------------------------------------------------------
 
     @classmethod
-    def variable(cls, name: str, scope: SymbolicScope) -> Self | int:
+    def variable(cls, name: str, scope: Scope) -> Self | int:
         """The dimension variable ``name`` (after the scope's equality rules)."""
         return cls.from_poly(Poly.variable(name), scope)
 
     @classmethod
-    def from_poly(cls, poly: Poly, scope: SymbolicScope) -> Self | int:
+    def from_poly(cls, poly: Poly, scope: Scope) -> Self | int:
         """``poly`` normalized by the scope's rules; an int when it is constant."""
         poly = scope.normalize(poly)
         return poly.const if poly.is_constant else cls(poly, scope)
@@ -87,7 +137,7 @@ class DimExpr:
         return self._poly
 
     @property
-    def scope(self) -> SymbolicScope:
+    def scope(self) -> Scope:
         """The scope that holds the constraints on this expression's variables."""
         return self._scope
 

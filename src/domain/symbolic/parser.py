@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from .core import FLOORDIV, MAX, MIN, MOD
 from .errors import ConstraintError, ShapeSpecSyntaxError
-from .expr import DimExpr, DimSize, dim_floordiv, dim_max, dim_min, dim_mod
-
-if TYPE_CHECKING:  # scope.py parses its constraints with this module
-    from .scope import SymbolicScope
+from .expr import DimExpr, DimSize, Scope, dim_floordiv, dim_max, dim_min, dim_mod
 
 _TOKEN_RE: Final = re.compile(
     r"(?P<space>\s+)|(?P<ELLIPSIS>\.\.\.)|(?P<NUMBER>\d\w*(?:\.\w*)?)|(?P<NAME>[^\W\d]\w*)"
@@ -64,7 +61,7 @@ def _tokenize(text: str) -> list[_Token]:
 class _Parser:
     """Recursive descent over the tokens of ``text``, building dimensions in ``scope``."""
 
-    def __init__(self, text: str, scope: SymbolicScope, expr_class: type[DimExpr]) -> None:
+    def __init__(self, text: str, scope: Scope, expr_class: type[DimExpr]) -> None:
         self.text = text
         self.tokens = _tokenize(text)
         self.pos = 0
@@ -238,7 +235,7 @@ class _Parser:
 def parse_shape(
     spec: str,
     *,
-    scope: SymbolicScope,
+    scope: Scope,
     like: Sequence[int | None] | None = None,
     expr_class: type[DimExpr] = DimExpr,
 ) -> tuple[DimSize, ...]:
@@ -262,7 +259,7 @@ def parse_shape(
 
 
 def parse_constraint(
-    text: str, *, scope: SymbolicScope, expr_class: type[DimExpr] = DimExpr
+    text: str, *, scope: Scope, expr_class: type[DimExpr] = DimExpr
 ) -> tuple[DimSize, str, DimSize]:
     """Parses ``"e1 >= e2"``, ``"e1 <= e2"`` or ``"e1 == e2"`` into ``(e1, relation, e2)``.
 

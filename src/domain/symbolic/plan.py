@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, Union
 
-from .expr import DimExpr
-from .scope import Comparison
+from .expr import Comparison, DimExpr
 
 __all__ = [
     "ArgDim",

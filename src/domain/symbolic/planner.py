@@ -18,10 +18,9 @@ from typing import Final
 
 from .core import Factor, Poly
 from .errors import DimensionEvaluationError, ScopeMixingError, UnsolvableDimensionError
-from .expr import DimExpr, DimSize
+from .expr import Comparison, DimExpr, DimSize, Scope
 from .ops import POLY_OPS, evaluate
 from .plan import ArgDim, PlanValue, Remainder, ShapeAssertion, ShapePlan, VarDerivation, format_shape
-from .scope import Comparison, SymbolicScope
 
 _DOC: Final = "https://docs.jax.dev/en/latest/export/shape_poly.html"
 _MISMATCH: Final = "Input shapes do not match the polymorphic shapes specification. "
@@ -52,7 +51,7 @@ class _Message:
 
 
 class _Planner:
-    def __init__(self, shapes: Sequence[Shape], paths: Sequence[str], scope: SymbolicScope) -> None:
+    def __init__(self, shapes: Sequence[Shape], paths: Sequence[str], scope: Scope) -> None:
         self.scope = scope
         self.specs = ",".join(
             f"{path}.shape = {format_shape(shape)}"
@@ -212,7 +211,7 @@ def _linear_in(p: Poly, var: str) -> tuple[int, Poly] | None:
     return coefficient, Poly.of(rest, p.const)
 
 
-def _common_scope(shapes: Sequence[Shape]) -> SymbolicScope | None:
+def _common_scope(shapes: Sequence[Shape]) -> Scope | None:
     first: DimExpr | None = None
     for shape in shapes:
         for d in shape:

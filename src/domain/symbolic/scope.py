@@ -1,7 +1,8 @@
 """Symbolic scopes: the user's constraints on dimension variables.
 
-Every symbolic expression belongs to one :class:`SymbolicScope`; expressions
-of different scopes never mix. The scope holds
+Every symbolic expression belongs to one :class:`SymbolicScope` (the
+:class:`~.expr.Scope` its expressions ask); expressions of different scopes
+never mix. The scope holds
 
 * inequality constraints (``"b >= 16"``, ``"b <= 1024"``, ``"a >= b"``), which
   feed the bounds decision procedure;
@@ -18,43 +19,17 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from .core import FLOORDIV, MOD, Factor, Poly, Term, substitute_term
 from .decision import BoundsDecider
 from .errors import ConstraintError
+from .expr import Comparison, Constraint, DimExpr
 from .parser import parse_constraint
-
-if TYPE_CHECKING:
-    from .expr import DimExpr
 
 _PACKAGE_DIR: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _MAX_REWRITE_ROUNDS: Final = 16
-
-
-class Comparison(Enum):
-    """The relation that a constraint or a shape assertion requires."""
-
-    GE = ">="
-    EQ = "=="
-
-
-@dataclass(frozen=True, slots=True)
-class Constraint:
-    """One user constraint, in the form ``difference >= 0`` or ``difference == 0``.
-
-    Attributes:
-        text: the constraint as the user wrote it (``"b >= 16"``).
-        comparison: ``GE`` for ``>=`` and ``<=`` constraints, ``EQ`` for ``==``.
-        difference: ``lhs - rhs`` (``rhs - lhs`` for ``<=``), built before any
-            equality rule applied, so that a check evaluates what the user wrote.
-    """
-
-    text: str
-    comparison: Comparison
-    difference: DimExpr | int
 
 
 @dataclass(frozen=True, slots=True)

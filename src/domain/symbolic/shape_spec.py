@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .expr import DimExpr, DimSize
+from .expr import DimExpr, DimSize, Scope
 from .parser import parse_shape
 from .scope import SymbolicScope
 
@@ -16,7 +16,7 @@ from .scope import SymbolicScope
 def parse_shape_spec(
     spec: str,
     *,
-    scope: SymbolicScope | None = None,
+    scope: Scope | None = None,
     like: Sequence[int | None] | None = None,
     expr_class: type[DimExpr] = DimExpr,
 ) -> tuple[DimSize, ...]:

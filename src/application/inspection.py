@@ -1,4 +1,4 @@
-"""Reading what an artifact or a bundle says about itself, without importing JAX."""
+"""``jaxport.inspect``: what an artifact or a bundle says about itself, read without importing JAX."""
 
 from __future__ import annotations
 

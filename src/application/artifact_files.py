@@ -1,11 +1,11 @@
-"""Saving and loading artifacts as files."""
+"""Artifact files: ``jaxport.save`` writes one atomically, ``jaxport.load`` reads (and verifies) one."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
 
-from ..adapters.files import AtomicFileStore
+from ..adapters.atomic_files import write_atomically
 from ..domain.errors import ArtifactError
 from .exported import Exported
 from .serialization import deserialize
@@ -20,7 +20,7 @@ def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0
     A failure at any point (serialization, a full disk, an interrupt) leaves
     the file that was at ``path`` intact and no temporary file behind.
     """
-    AtomicFileStore().write(path, artifact_bytes(exported, vjp_order))
+    write_atomically(path, artifact_bytes(exported, vjp_order))
 
 
 def artifact_bytes(exported: Exported, vjp_order: int = 0) -> bytes | bytearray:
@@ -48,7 +48,8 @@ def load(path: str | os.PathLike[str], *, verify: bool = True,
     Raises:
         ArtifactError: the file is not a valid artifact or fails verification.
     """
-    blob = AtomicFileStore().read(path)
+    with open(path, "rb") as file:
+        blob = file.read()
     try:
         return deserialize(blob, verify=verify, allowed_custom_calls=allowed_custom_calls)
     except ArtifactError as exc:

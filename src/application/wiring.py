@@ -1,0 +1,99 @@
+"""The composition root: the long-lived objects that jaxport's services run on.
+
+This is the one place that chooses the adapters and builds them; every service
+asks here. Each object is built on its first use and then kept for the
+process:
+
+* the export service's ports: the JAX lowerer, the MLIR module inspector and
+  the StableHLO serializer (the export service, one module up, is made from
+  them: :func:`jaxport.application.export_service.default_service`);
+* the verifying process that parses untrusted modules, with the limits that
+  ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
+* the store of verification verdicts;
+* the pytree serialization registry that ``jaxport.serialize``,
+  ``jaxport.deserialize`` and the bundles use by default.
+
+Importing this module builds nothing and imports neither JAX nor any adapter
+(each is imported when first asked for), so it sits below every service:
+nothing here imports a service.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from ..adapters.jax_lowering import JaxLowerer
+    from ..adapters.module_worker import ModuleWorker
+    from ..adapters.verdict_store import FileVerdictStore
+    from ..domain.ports import ModuleInspector, ModuleSerializer
+    from .pytree_registry import PytreeSerializationRegistry
+
+_T = TypeVar("_T")
+
+
+def _built_once(build: Callable[[], _T]) -> Callable[[], _T]:
+    """``build``'s result, built on the first call; threads racing on it get the same object."""
+    cached = functools.cache(build)
+    lock = threading.Lock()
+
+    @functools.wraps(build)
+    def get() -> _T:
+        with lock:
+            return cached()
+
+    return get
+
+
+@_built_once
+def lowerer() -> JaxLowerer:
+    """What traces and lowers functions for the export service."""
+    from ..adapters.jax_lowering import JaxLowerer
+
+    return JaxLowerer()
+
+
+@_built_once
+def module_inspector() -> ModuleInspector:
+    """What reports the operations of a lowered module to the export policy."""
+    from ..adapters.mlir_module import MlirModuleInspector
+
+    return MlirModuleInspector()
+
+
+@_built_once
+def module_serializer() -> ModuleSerializer:
+    """What writes lowered modules as StableHLO portable artifacts."""
+    from ..adapters.mlir_module import StableHloSerializer
+
+    return StableHloSerializer()
+
+
+@_built_once
+def module_worker() -> ModuleWorker:
+    """The process-wide verifying process (it starts on its first request)."""
+    from ..adapters.module_worker import DEFAULT_CPU_SECONDS, DEFAULT_TIMEOUT_SECONDS, ModuleWorker
+
+    return ModuleWorker(
+        cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
+        timeout=float(os.environ.get("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
+
+
+@_built_once
+def verdict_store() -> FileVerdictStore:
+    """Where verification verdicts are remembered (the directory is read on each use)."""
+    from ..adapters.verdict_store import FileVerdictStore
+
+    return FileVerdictStore()
+
+
+@_built_once
+def default_registry() -> PytreeSerializationRegistry:
+    """The pytree serialization registry that serialization and bundles use by default."""
+    from .pytree_registry import PytreeSerializationRegistry
+
+    return PytreeSerializationRegistry()
