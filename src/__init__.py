@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .application.files import load as load
     from .application.files import save as save
     from .application.inspect import inspect as inspect
+    from .application.plain_trees import plain_tree as plain_tree
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registry import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registry import register_pytree_node_serialization as register_pytree_node_serialization
@@ -57,6 +58,7 @@ _LAZY = {
     "save": "jaxport.application.files",
     "load": "jaxport.application.files",
     "inspect": "jaxport.application.inspect",
+    "plain_tree": "jaxport.application.plain_trees",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registry",
     "register_namedtuple_serialization": "jaxport.application.pytree_registry",
