@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .domain.bundle_info import BundleInfo as BundleInfo
     from .application.bundle_load import load_bundle as load_bundle
     from .application.bundle_save import save_bundle as save_bundle
+    from .application.consumer_check import check_consumer as check_consumer
     from .application.export_service import export as export
     from .application.export_service import default_export_platform as default_export_platform
     from .application.exported import Exported as Exported
@@ -49,6 +50,7 @@ _LAZY = {
     "save_bundle": "jaxport.application.bundle_save",
     "load_bundle": "jaxport.application.bundle_load",
     "Bundle": "jaxport.application.bundle",
+    "check_consumer": "jaxport.application.consumer_check",
     "BundleInfo": "jaxport.domain.bundle_info",
     "export": "jaxport.application.export_service",
     "default_export_platform": "jaxport.application.export_service",

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 
 from ..adapters.bundle_dir import BundleDirectory, sha256_many
 from ..adapters.jax_params import flatten_params, stored_weight
+from ..adapters.jax_versions import this_producer
 from ..adapters.safetensors_file import encode_header, raw_bytes, write_weights
 from ..domain.bundle_manifest import FORMAT_NAME, WEIGHTS_FILE, FileDigest, FunctionEntry, Manifest
 from ..domain.bundle_names import check_weight_names, function_file
@@ -87,7 +88,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
 
     def manifest(digests: dict[str, FileDigest]) -> bytes:
         return Manifest(entries, weights_tree, weights, meta, digests,
-                        weights_header_sha256=hashlib.sha256(header).hexdigest()).to_json()
+                        weights_header_sha256=hashlib.sha256(header).hexdigest(),
+                        producer=this_producer()).to_json()
 
     def write_params(stream: BinaryIO) -> None:
         write_weights(stream, header, order, data)

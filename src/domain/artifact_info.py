@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .artifact import ArtifactRecord, HloShardingRecord, NamedShardingRecord
 from .module_format import stablehlo_version
+from .producer import Producer
 from .signature_text import NamedTree, signature_text
 
 #: The most characters a line of ``str(ArtifactInfo)`` has (a bundle's summary indents it by 2 more).
@@ -35,6 +36,8 @@ class ArtifactInfo:
             not ``signature`` itself: a named subtree (a bundle's weights) as
             one token, containers shown by their number of leaves so that
             the line fits in :data:`WIDTH` characters.
+        producer: the versions that wrote a sealed artifact; None for an
+            unsealed one or one that ``jax.export`` wrote.
     """
 
     fun_name: str
@@ -51,6 +54,7 @@ class ArtifactInfo:
     module_size: int
     stablehlo_version: str | None
     brief_signature: str | None = None
+    producer: Producer | None = None
 
     @property
     def has_vjp(self) -> bool:
@@ -85,6 +89,7 @@ class ArtifactInfo:
             module_size=len(record.mlir_module_serialized),
             stablehlo_version=stablehlo_version(record.mlir_module_serialized),
             brief_signature=None if brief == signature else brief,
+            producer=record.producer,
         )
 
     def __str__(self) -> str:
@@ -103,6 +108,8 @@ class ArtifactInfo:
                               f"unordered {list(self.unordered_effects)}"))
         if self.disabled_checks:
             lines.append(_listed("  disabled checks: ", self.disabled_checks))
+        if self.producer is not None:
+            lines.append(f"  written by: {self.producer}")
         return "\n".join(lines)
 
 

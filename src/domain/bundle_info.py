@@ -9,6 +9,7 @@ from typing import Any
 from .artifact import ArtifactRecord
 from .artifact_info import ArtifactInfo, clip
 from .bundle_manifest import Manifest, WeightRecord
+from .producer import Producer
 from .signature_text import NamedTree, parameters
 
 #: The most characters of a key path in the weights' table (longer ones lose their middle).
@@ -35,6 +36,7 @@ class BundleInfo:
         functions: each function's summary.
         weights: each weight's key path, dtype, shape (and stored form).
         metadata: the metadata given at save.
+        producer: the versions that wrote the bundle, if its manifest says.
     """
 
     path: str
@@ -42,6 +44,7 @@ class BundleInfo:
     functions: tuple[BundleFunctionInfo, ...]
     weights: tuple[WeightRecord, ...]
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    producer: Producer | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -54,7 +57,7 @@ class BundleInfo:
         functions = tuple(BundleFunctionInfo(e.name, e.file, e.takes_params, artifacts[e.name])
                           for e in manifest.functions)
         return BundleInfo(path, manifest.format_version, functions, manifest.weights,
-                          dict(manifest.metadata))
+                          dict(manifest.metadata), manifest.producer)
 
     def weights_table(self) -> str:
         """The weights as a table: key path, dtype, shape, bytes; then the total."""
@@ -69,6 +72,8 @@ class BundleInfo:
     def __str__(self) -> str:
         lines = [f"bundle {self.path} (format {self.format_version}): {_count(len(self.functions), 'function')}, "
                  f"{_count(len(self.weights), 'weight')}, {self.total_bytes} bytes"]
+        if self.producer is not None:
+            lines.append(f"written by: {self.producer}")
         for f in self.functions:
             bound = "" if f.takes_params else " (takes no weights)"
             lines.append(f"{f.file}{bound}:")
