@@ -30,7 +30,7 @@ from tests.helpers.compat_venvs import VERSIONS, venv_python
 pytestmark = pytest.mark.compat_matrix
 
 
-def f(params: Any, x: jax.Array) -> jax.Array:
+def f(params: Any, x: Any) -> jax.Array:
     return jnp.tanh(x @ params["weight"] + params["bias"]).sum(axis=-1)
 
 
@@ -79,7 +79,7 @@ def exchanged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     exp = jaxport.export(jax.jit(f))(specs, jax.ShapeDtypeStruct((b, 3), jnp.float32))
     (work / "sealed.jaxport").write_bytes(exp.serialize(vjp_order=1))
     (work / "unsealed.jaxport").write_bytes(exp.serialize(vjp_order=1, integrity=False))
-    np.savez(work / "params.npz", **PARAMS)
+    np.savez(work / "params.npz", weight=PARAMS["weight"], bias=PARAMS["bias"])
     np.save(work / "x.npy", X)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
     done = subprocess.run([str(python), "-c", OLD_RELEASE, str(work)], capture_output=True, text=True,

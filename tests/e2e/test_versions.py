@@ -41,6 +41,7 @@ def test_sealed_artifacts_and_bundles_record_the_versions_that_wrote_them(files:
     assert jaxport.inspect(files["unsealed"]).producer is None
     assert jaxport.inspect(files["jax_export"]).producer is None
     bundle = jaxport.inspect(files["bundle"])
+    assert isinstance(bundle, jaxport.BundleInfo)
     assert bundle.producer == HERE and bundle.functions[0].artifact.producer == HERE
     assert json.loads((files["bundle"] / "manifest.json").read_text())["producer"] == HERE.to_json()
     assert f"written by: jaxport {jaxport.__version__}, jax {jax.__version__}" in str(bundle)
