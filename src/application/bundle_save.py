@@ -46,8 +46,10 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             each exported with the weights' structure (arrays or
             ``jax.ShapeDtypeStruct``s) as its first positional argument.
         params: the weights: a pytree (dicts, lists, tuples, None,
-            namedtuples and custom nodes registered for serialization) of
-            arrays of float, int or bool dtypes, or PRNG key arrays.
+            namedtuples and custom nodes registered for serialization; a
+            Flax NNX state or an Equinox module's arrays, stored as the plain
+            containers of :func:`jaxport.plain_tree`) of arrays of float, int
+            or bool dtypes, or PRNG key arrays.
         vjp_order: the orders of VJP to include in each artifact (1 allows
             ``jax.grad`` of the loaded functions, also with respect to the weights).
         metadata: JSON-serializable data stored in the manifest.

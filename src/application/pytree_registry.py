@@ -1,7 +1,9 @@
 """Which pytree node types can be serialized, and how: a registry object.
 
 The names and auxdata encodings are those of ``jax.export``, so a type
-registered under the same name on both sides reads across.
+registered under the same name on both sides reads across. Flax and Equinox
+nodes that are not registered are serialized as plain containers
+(:mod:`.plain_trees`).
 """
 
 from __future__ import annotations
@@ -144,6 +146,9 @@ class PytreeSerializationRegistry:
         Args:
             treedef: the structure.
             where: how errors name the root, e.g. ``"result"``.
+
+        A subtree rooted at a Flax or Equinox object of a type not registered
+        here is given as its plain containers (:func:`.plain_trees.plain_tree`).
 
         Raises:
             ValueError: it holds a node type that is not registered.

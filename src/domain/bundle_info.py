@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .artifact import ArtifactRecord
@@ -77,7 +77,9 @@ class BundleInfo:
         for f in self.functions:
             bound = "" if f.takes_params else " (takes no weights)"
             lines.append(f"{f.file}{bound}:")
-            lines.append("  " + str(f.artifact).replace("\n", "\n  "))
+            # A function written with the bundle says nothing the header has not said.
+            artifact = replace(f.artifact, producer=None) if f.artifact.producer == self.producer else f.artifact
+            lines.append("  " + str(artifact).replace("\n", "\n  "))
         lines.append("weights:")
         lines.append("  " + self.weights_table().replace("\n", "\n  "))
         if self.metadata:
