@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -103,3 +105,11 @@ def test_the_python_api_and_a_consumer_the_table_lacks(files: dict[str, Path],
 def test_loading_keeps_working_whatever_the_producer_says(files: dict[str, Path]) -> None:
     loaded = jaxport.deserialize(files["sealed"].read_bytes())
     np.testing.assert_allclose(loaded.call(np.ones(3, np.float32)), np.sin(np.ones(3)), rtol=1e-6)
+
+
+def test_the_consumer_check_imports_no_jax(files: dict[str, Path]) -> None:
+    probe = ("import sys\nfrom jaxport.application.cli import main\n"
+             f"status = main(['check', {str(files['bundle'])!r}, '--consumer', 'jax==0.9.2'])\n"
+             "print(status, sorted(m for m in sys.modules if m in ('jax', 'jaxlib', 'numpy')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
