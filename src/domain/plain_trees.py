@@ -19,7 +19,8 @@ flattening order) is:
   dict would reorder, as ``"10"`` sorts before ``"2"``).
 
 Only strings and integers can be keys; two keys with the same text (``1`` and
-``"1"``) cannot both be. This module knows no JAX: the caller gives the keys.
+``"1"``) cannot both be. This module knows no JAX: the caller,
+:mod:`jaxport.application.plain_trees`, gives the keys.
 """
 
 from __future__ import annotations
