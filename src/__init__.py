@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .domain.artifact_info import BundleInfo as BundleInfo
     from .application.bundles import load_bundle as load_bundle
     from .application.bundles import save_bundle as save_bundle
+    from .application.consumer_check import check_consumer as check_consumer
     from .application.export_service import export as export
     from .application.export_service import default_export_platform as default_export_platform
     from .application.exported import Exported as Exported
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from .application.artifact_files import load as load
     from .application.artifact_files import save as save
     from .application.inspection import inspect as inspect
+    from .application.plain_trees import plain_tree as plain_tree
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
@@ -49,6 +51,7 @@ _LAZY = {
     "load_bundle": "jaxport.application.bundles",
     "Bundle": "jaxport.application.bundles",
     "BundleInfo": "jaxport.domain.artifact_info",
+    "check_consumer": "jaxport.application.consumer_check",
     "export": "jaxport.application.export_service",
     "default_export_platform": "jaxport.application.export_service",
     "Exported": "jaxport.application.exported",
@@ -57,6 +60,7 @@ _LAZY = {
     "save": "jaxport.application.artifact_files",
     "load": "jaxport.application.artifact_files",
     "inspect": "jaxport.application.inspection",
+    "plain_tree": "jaxport.application.plain_trees",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",
     "register_namedtuple_serialization": "jaxport.application.pytree_registration",

@@ -84,7 +84,22 @@ def decode_artifact(blob: bytes | bytearray | memoryview) -> ArtifactRecord:
     record = _decode(unsealed.flatbuffer)
     if unsealed.extension is None:
         return record
-    return _with_constraints(record, unsealed.extension.constraints)
+    record = _with_constraints(record, unsealed.extension.constraints)
+    return replace(record, producer=unsealed.extension.producer)
+
+
+def records_short_device_count(blob: bytes | bytearray | memoryview) -> bool:
+    """Whether an artifact also records its device count in the 16-bit ``nr_devices_short``.
+
+    ``jax.export`` readers before format generation 5 (jax 0.8.2) read only
+    that field; jax 0.9.1 and later, and jaxport, write only the 32-bit one.
+
+    Raises:
+        ArtifactError: the bytes are not a valid artifact.
+    """
+    flatbuffer = unseal(blob).flatbuffer if is_sealed(blob) else bytes(blob)
+    table = WireReader(flatbuffer, _SLOT_COUNTS).root("Exported")
+    return table.scalar(W.Root.NR_DEVICES_SHORT, "i16", "nr_devices_short", 0) > 0
 
 
 def _decode(flatbuffer: bytes | memoryview) -> ArtifactRecord:

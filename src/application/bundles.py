@@ -26,6 +26,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ..adapters.bundle_dir import read_function, read_manifest, sha256_many, write_bundle
 from ..adapters.jax_avals import tree_differences
 from ..adapters.jax_records import jax_sharding, sharding_record
+from ..adapters.jax_versions import this_producer
 from ..adapters.safetensors_file import (SafetensorsFile, encode_header, raw_bytes, restore_weight, stored_weight,
                                          write_weights)
 from ..domain.artifact import NamedShardingRecord, TreeKind, TreeSpec
@@ -67,8 +68,10 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             each exported with the weights' structure (arrays or
             ``jax.ShapeDtypeStruct``s) as its first positional argument.
         params: the weights: a pytree (dicts, lists, tuples, None,
-            namedtuples and custom nodes registered for serialization) of
-            arrays of float, int or bool dtypes, or PRNG key arrays.
+            namedtuples and custom nodes registered for serialization; a
+            Flax NNX state or an Equinox module's arrays, stored as the plain
+            containers of :func:`jaxport.plain_tree`) of arrays of float, int
+            or bool dtypes, or PRNG key arrays.
         vjp_order: the orders of VJP to include in each artifact (1 allows
             ``jax.grad`` of the loaded functions, also with respect to the weights).
         metadata: JSON-serializable data stored in the manifest.
@@ -109,7 +112,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
 
     def manifest(digests: dict[str, FileDigest]) -> bytes:
         return Manifest(entries, weights_tree, weights, meta, digests,
-                        weights_header_sha256=hashlib.sha256(header).hexdigest()).to_json()
+                        weights_header_sha256=hashlib.sha256(header).hexdigest(),
+                        producer=this_producer()).to_json()
 
     def write_params(stream: BinaryIO) -> None:
         write_weights(stream, header, order, data)

@@ -9,7 +9,8 @@ import jax
 from ..adapters.jax_avals import tree_differences
 from ..adapters import jax_autodiff  # noqa: F401  (registers the differentiation rules)
 from ..adapters.jax_call import bind
-from ..domain.errors import TreeMismatchError
+from ..domain.errors import NonStringKeyError, TreeMismatchError
+from .plain_trees import with_plain_library_nodes
 
 if TYPE_CHECKING:
     from .exported import Exported
@@ -46,10 +47,21 @@ def make_traced_caller(exp: Exported) -> Callable[..., Any]:
 def check_tree(exp: Exported, args: Any, kwargs: Any) -> list[Any]:
     """The flat leaves of ``(args, kwargs)`` if their tree is the exported one.
 
+    Flax and Equinox objects match their plain containers (``plain_trees.py``),
+    which keep their leaves' order: a loaded artifact takes the objects that
+    were exported, an in-process export takes their plain form.
+
     Raises:
         TreeMismatchError: listing each structural difference by path.
     """
     args_flat, in_tree = jax.tree_util.tree_flatten((args, kwargs))
-    if in_tree != exp.in_tree:
+    if in_tree != exp.in_tree and not _same_plain_structure(in_tree, exp.in_tree):
         raise TreeMismatchError(exp.fun_name, tree_differences(in_tree, exp.in_tree))
     return args_flat
+
+
+def _same_plain_structure(a: jax.tree_util.PyTreeDef, b: jax.tree_util.PyTreeDef) -> bool:
+    try:
+        return bool(with_plain_library_nodes(a) == with_plain_library_nodes(b))
+    except NonStringKeyError:
+        return False

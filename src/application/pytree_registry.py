@@ -4,7 +4,9 @@ The names and auxdata encodings are those of ``jax.export``, so a type
 registered under the same name on both sides reads across. The registry used
 by default is built by the composition root
 (:func:`jaxport.application.wiring.default_registry`);
-:mod:`.pytree_registration` registers types in it.
+:mod:`.pytree_registration` registers types in it. Flax and Equinox
+nodes that are not registered are serialized as plain containers
+(:mod:`.plain_trees`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from jax.tree_util import PyTreeDef
 from ..adapters import jax_internals
 from ..domain.artifact import TreeKind, TreeSpec
 from ..domain.errors import ArtifactError, NonStringKeyError
+from .plain_trees import is_library_type, plain_structure
 
 T = TypeVar("T")
 SerializeAuxdata = Callable[[Any], bytes]
@@ -147,6 +150,9 @@ class PytreeSerializationRegistry:
             treedef: the structure.
             where: how errors name the root, e.g. ``"result"``.
 
+        A subtree rooted at a Flax or Equinox object of a type not registered
+        here is given as its plain containers (:func:`.plain_trees.plain_tree`).
+
         Raises:
             ValueError: it holds a node type that is not registered.
             NonStringKeyError: it holds a dict with a key that is not a string
@@ -167,6 +173,9 @@ class PytreeSerializationRegistry:
             raise NonStringKeyError(("args" if head == "[0]" else "kwargs") + "".join(rest), exc.key) from None
 
     def _spec(self, treedef: PyTreeDef) -> TreeSpec:
+        node_data = treedef.node_data()
+        if node_data is not None and node_data[0] not in self._by_type and is_library_type(node_data[0]):
+            return self._plain_spec(treedef)
         specs = []
         for i, child in enumerate(treedef.children()):
             try:
@@ -175,7 +184,6 @@ class PytreeSerializationRegistry:
                 exc.path.append(_child_key(treedef, i))
                 raise
         children = tuple(specs)
-        node_data = treedef.node_data()
         if node_data is None:
             return TreeSpec.leaf()
         node_type, aux = node_data
@@ -201,6 +209,15 @@ class PytreeSerializationRegistry:
             raise ValueError(f"The custom serialization function for `{node_type}` must return a "
                              f"`bytes` object. It returned a {type(auxdata)}.")
         return TreeSpec(TreeKind.CUSTOM, children, custom_name=entry.name, custom_auxdata=bytes(auxdata))
+
+    def _plain_spec(self, treedef: PyTreeDef) -> TreeSpec:
+        """A Flax or Equinox subtree, unless registered here, as plain containers (see plain_trees.py)."""
+        try:
+            return self._spec(plain_structure(treedef))
+        except NonStringKeyError as exc:
+            inner = _NonStringKey(exc.key)
+            inner.path = [exc.where.removeprefix("tree")]
+            raise inner from None
 
     def to_treedef(self, spec: TreeSpec, leaves: Sequence[Any] | None = None) -> PyTreeDef:
         """The ``PyTreeDef`` of a serialized structure.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..adapters.flatbuffers_codec import encode_artifact
 from ..adapters.jax_records import aval_record, effect_record, sharding_record
+from ..adapters.jax_versions import this_producer
 from ..domain.artifact import ArtifactRecord
 from ..domain.errors import VjpUnavailableError
 from ..domain.integrity import Extension, seal
@@ -90,13 +91,14 @@ def serialize(exp: Exported, vjp_order: int = 0,
         vjp_order: how many orders of VJP to include.
         registry: the pytree serialization registry (default: the global one).
         integrity: append the jaxport trailer (:mod:`jaxport.domain.integrity`):
-            a digest checked on load and the symbolic constraints. False gives
-            the bytes ``jax.export``'s ``serialize()`` writes, without either.
+            a digest checked on load, the symbolic constraints and the versions
+            that wrote it. False gives the bytes ``jax.export``'s
+            ``serialize()`` writes, without any of them.
     """
     record = to_record(exp, vjp_order, registry or default_registry())
     if not integrity:
         return encode_artifact(record)
-    return seal(encode_artifact(record), Extension(_chain_constraints(record)))
+    return seal(encode_artifact(record), Extension(_chain_constraints(record), this_producer()))
 
 
 def _chain_constraints(record: ArtifactRecord) -> tuple[tuple[str, ...], ...]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeAlias
 
+from .producer import Producer
 from .safety import DisabledSafetyCheck
 
 #: The ``serialization_version`` that jax 0.10.2 writes into every artifact
@@ -295,6 +296,8 @@ class ArtifactRecord:
         constraints: the symbolic constraints of this table's dimensions
             (``"n >= 16"``); ``jax.export``'s format has no place for them, so
             they travel in the jaxport trailer (:mod:`.integrity`).
+        producer: the versions that wrote a sealed artifact (from its
+            trailer; None for other artifacts and for VJP tables).
     """
 
     function_name: str
@@ -316,6 +319,7 @@ class ArtifactRecord:
     vjp: ArtifactRecord | None = None
     serialization_version: int = WRITTEN_SERIALIZATION_VERSION
     constraints: tuple[str, ...] = ()
+    producer: Producer | None = None
 
     def __post_init__(self) -> None:
         for side, avals, shardings, tree in (

@@ -15,6 +15,10 @@ format cannot. When only one artifact has a trailer (a jaxport file and a
 hold constraints, so theirs are not a difference: a note says which artifact
 has the trailer and the constraints it adds. Between two sealed artifacts,
 different constraints are a difference (each states its own).
+
+The versions that wrote the artifacts (the trailer's ``producer``) say who
+made the bytes, not what the program is: they are never a difference; a note
+says when two artifacts were written by different versions.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ COMPARED_FIELDS = frozenset({
     "out_shardings", "nr_devices", "platforms", "ordered_effects", "unordered_effects",
     "disabled_checks", "mlir_module_serialized", "calling_convention_version", "vjp",
     "constraints", *(name for _, name in _RECORD_FIELDS)})
+#: The fields that are never a difference (who wrote the bytes, not what the program is).
+NOT_COMPARED = frozenset({"producer"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,15 +91,17 @@ class Compared:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """What :func:`compare` found: the differences, and a note on the trailer when one lacks it."""
+    """What :func:`compare` found: the differences, a note on the trailer when one lacks it,
+    and one when different versions wrote them."""
 
     differences: tuple[Difference, ...]
     trailer_note: str | None
+    producer_note: str | None = None
 
     def lines(self) -> list[str]:
-        """The differences, one (or three) lines each, then the note."""
+        """The differences, one (or three) lines each, then the notes."""
         out = [line for d in self.differences for line in str(d).splitlines()]
-        return out + [self.trailer_note] if self.trailer_note else out
+        return out + [note for note in (self.trailer_note, self.producer_note) if note]
 
 
 def compare(first: Compared, second: Compared, op_counts: OpCounts) -> Comparison:
@@ -105,8 +113,9 @@ def compare(first: Compared, second: Compared, op_counts: OpCounts) -> Compariso
     """
     one_sealed = first.sealed != second.sealed
     found = record_differences(first.record, second.record, op_counts, constraints=not one_sealed)
+    writers = _producer_note(first, second)
     if not one_sealed:
-        return Comparison(tuple(found), None)
+        return Comparison(tuple(found), None, writers)
     sealed, other = (first, second) if first.sealed else (second, first)
     start = "" if found else "same program; "
     levels = _constraint_levels(sealed.record)
@@ -115,7 +124,16 @@ def compare(first: Compared, second: Compared, op_counts: OpCounts) -> Compariso
                 f"that {other.name} cannot record: {_levels_text(levels)}")
     else:
         note = f"{start}only {sealed.name} has the jaxport trailer (it holds no symbolic constraints)"
-    return Comparison(tuple(found), note)
+    return Comparison(tuple(found), note, writers)
+
+
+def _producer_note(first: Compared, second: Compared) -> str | None:
+    """A line when both artifacts say which versions wrote them and those differ."""
+    a, b = first.record.producer, second.record.producer
+    if a is None or b is None or a == b:
+        return None
+    return (f"written by different versions (not a difference of the program): "
+            f"{first.name}: {a}; {second.name}: {b}")
 
 
 def record_differences(first: ArtifactRecord, second: ArtifactRecord, op_counts: OpCounts, *,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .artifact import ArtifactRecord, HloShardingRecord, NamedShardingRecord
 from .bundle import Manifest, WeightRecord
 from .module_format import stablehlo_version
+from .producer import Producer
 from .signature_text import NamedTree, parameters, signature_text
 
 #: The most characters a line of ``str(ArtifactInfo)`` has (a bundle's summary indents it by 2 more).
@@ -40,6 +41,8 @@ class ArtifactInfo:
             not ``signature`` itself: a named subtree (a bundle's weights) as
             one token, containers shown by their number of leaves so that
             the line fits in :data:`WIDTH` characters.
+        producer: the versions that wrote a sealed artifact; None for an
+            unsealed one or one that ``jax.export`` wrote.
     """
 
     fun_name: str
@@ -56,6 +59,7 @@ class ArtifactInfo:
     module_size: int
     stablehlo_version: str | None
     brief_signature: str | None = None
+    producer: Producer | None = None
 
     @property
     def has_vjp(self) -> bool:
@@ -90,6 +94,7 @@ class ArtifactInfo:
             module_size=len(record.mlir_module_serialized),
             stablehlo_version=stablehlo_version(record.mlir_module_serialized),
             brief_signature=None if brief == signature else brief,
+            producer=record.producer,
         )
 
     def __str__(self) -> str:
@@ -108,6 +113,8 @@ class ArtifactInfo:
                               f"unordered {list(self.unordered_effects)}"))
         if self.disabled_checks:
             lines.append(_listed("  disabled checks: ", self.disabled_checks))
+        if self.producer is not None:
+            lines.append(f"  written by: {self.producer}")
         return "\n".join(lines)
 
 
@@ -131,6 +138,7 @@ class BundleInfo:
         functions: each function's summary.
         weights: each weight's key path, dtype, shape (and stored form).
         metadata: the metadata given at save.
+        producer: the versions that wrote the bundle, if its manifest says.
     """
 
     path: str
@@ -138,6 +146,7 @@ class BundleInfo:
     functions: tuple[BundleFunctionInfo, ...]
     weights: tuple[WeightRecord, ...]
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    producer: Producer | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -150,7 +159,7 @@ class BundleInfo:
         functions = tuple(BundleFunctionInfo(e.name, e.file, e.takes_params, artifacts[e.name])
                           for e in manifest.functions)
         return BundleInfo(path, manifest.format_version, functions, manifest.weights,
-                          dict(manifest.metadata))
+                          dict(manifest.metadata), manifest.producer)
 
     def weights_table(self) -> str:
         """The weights as a table: key path, dtype, shape, bytes; then the total."""
@@ -165,10 +174,14 @@ class BundleInfo:
     def __str__(self) -> str:
         lines = [f"bundle {self.path} (format {self.format_version}): {_count(len(self.functions), 'function')}, "
                  f"{_count(len(self.weights), 'weight')}, {self.total_bytes} bytes"]
+        if self.producer is not None:
+            lines.append(f"written by: {self.producer}")
         for f in self.functions:
             bound = "" if f.takes_params else " (takes no weights)"
             lines.append(f"{f.file}{bound}:")
-            lines.append("  " + str(f.artifact).replace("\n", "\n  "))
+            # A function written with the bundle says nothing the header has not said.
+            artifact = replace(f.artifact, producer=None) if f.artifact.producer == self.producer else f.artifact
+            lines.append("  " + str(artifact).replace("\n", "\n  "))
         lines.append("weights:")
         lines.append("  " + self.weights_table().replace("\n", "\n  "))
         if self.metadata:

@@ -21,7 +21,8 @@ the pytree from its recorded structure and the leaves' order, not by
 parsing names.
 
 Format versions (``format_version``):
-  * 1 (2026-11-30): the first.
+  * 1 (2026-11-30): the first. Later keys that readers skip when they do not
+    know them: ``producer`` (the versions that wrote the bundle, :mod:`.producer`).
 
 This module reads and writes the JSON and nothing else: no files, no JAX
 (the adapters turn JAX's key entries into the texts used here). A manifest
@@ -40,6 +41,7 @@ from typing import Any
 
 from .artifact import TreeKind, TreeSpec
 from .errors import ArtifactError, BundleError
+from .producer import Producer
 
 FORMAT_VERSION = 1
 FORMAT_NAME = "jaxport-bundle"
@@ -206,6 +208,8 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     #: The SHA-256 (hex) of the weights file's header (its first bytes up to the data).
     weights_header_sha256: str = ""
+    #: The versions that wrote the bundle (None in bundles written before jaxport recorded them).
+    producer: Producer | None = None
 
     @property
     def total_weight_bytes(self) -> int:
@@ -237,6 +241,8 @@ class Manifest:
             "metadata": dict(self.metadata),
             "files": {name: {"size": d.size, "sha256": d.sha256} for name, d in sorted(self.files.items())},
         }
+        if self.producer is not None:
+            doc["producer"] = self.producer.to_json()
         return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
 
     @staticmethod
@@ -275,7 +281,7 @@ class Manifest:
         files = {name: FileDigest(d.get("size", int), d.get("sha256", str))
                  for name, d in r.child("files").items()}
         return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
-                        params.get("header_sha256", str))
+                        params.get("header_sha256", str), Producer.from_json(doc.get("producer")))
 
 
 def _weight_to_json(w: WeightRecord) -> dict[str, Any]:

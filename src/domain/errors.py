@@ -261,8 +261,8 @@ class NonStringKeyError(JaxportError, TypeError):
             "Serialization is supported only for dictionaries with string keys. "
             f"Found key {key!r} of type {type(key)} at {where}. The artifact format (that of "
             "jax.export) stores dict keys as strings only: give this dict string keys, or make it "
-            "a list when its keys are 0, 1, ... (Flax NNX's nnx.List state is such a dict: "
-            "export its layers as a list)")
+            "a list when its keys are 0, 1, ... (jaxport.plain_tree does so for a whole pytree; "
+            "an nnx.State as nnx.split gives it, nnx.List layers included, needs no change)")
 
 
 class ArtifactCallError(JaxportError, RuntimeError):

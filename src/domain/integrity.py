@@ -29,7 +29,8 @@ so that every changed byte is refused; a change to the magic leaves no
 sealed artifact, and what is left of the trailer after the flatbuffer
 (:func:`trailer_remains`) is refused instead. The extension records what
 ``jax.export``'s schema cannot hold: the symbolic constraints of each table
-of the VJP chain.
+of the VJP chain, and the versions that wrote the artifact (``producer``,
+:mod:`.producer`).
 
 Why a trailer and not a new vtable slot: a slot past jax.export's last one
 would be taken by the next field jax.export adds, and its reader would then
@@ -42,7 +43,7 @@ write a sealed artifact, so it says nothing about who wrote it.
 >>> sealed = seal(b"FLATBUFFER", Extension(constraints=(("n >= 16",),)))
 >>> unsealed = unseal(sealed)
 >>> unsealed.flatbuffer, unsealed.extension
-(b'FLATBUFFER', Extension(constraints=(('n >= 16',),)))
+(b'FLATBUFFER', Extension(constraints=(('n >= 16',),), producer=None))
 >>> unseal(b"FLATBUFFER").extension is None
 True
 """
@@ -55,6 +56,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .errors import ArtifactError
+from .producer import Producer
 
 MAGIC: Final = b"JXPRT\x00\x7f\x01"
 #: The version written.
@@ -82,18 +84,23 @@ class Extension:
     Attributes:
         constraints: the symbolic constraints of the primal table (index 0)
             and of each nested VJP table (index k for order k).
+        producer: the versions that wrote the artifact (absent from
+            artifacts that jaxport wrote before it recorded them).
     """
 
     constraints: tuple[tuple[str, ...], ...] = ()
+    producer: Producer | None = None
 
     def to_bytes(self) -> bytes:
         """The extension as compact JSON."""
-        return json.dumps({"constraints": [list(c) for c in self.constraints]},
-                          separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        doc: dict[str, object] = {"constraints": [list(c) for c in self.constraints]}
+        if self.producer is not None:
+            doc["producer"] = self.producer.to_json()
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @staticmethod
     def from_bytes(data: bytes) -> Extension:
-        """Parses and bounds-checks an extension (keys other than ``constraints`` are skipped).
+        """Parses and bounds-checks an extension (keys other than ``constraints`` and ``producer`` are skipped).
 
         Raises:
             ArtifactError: the bytes are not an extension jaxport writes.
@@ -118,7 +125,7 @@ class Extension:
                     f"jaxport trailer: constraints[{i}] must be a list of at most "
                     f"{MAX_CONSTRAINTS} strings of at most {MAX_CONSTRAINT_CHARS} characters")
             out.append(tuple(level))
-        return Extension(tuple(out))
+        return Extension(tuple(out), Producer.from_json(value.get("producer")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from jaxport.domain.artifact import (
     AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
     PartitionSpecRecord, TreeKind, TreeSpec)
 from jaxport.domain.artifact_diff import (
-    COMPARED_FIELDS, Compared, Difference, compare, info_differences, op_count_differences)
+    COMPARED_FIELDS, NOT_COMPARED, Compared, Difference, compare, info_differences, op_count_differences)
 from jaxport.domain.artifact_info import ArtifactInfo
 
 INFO = ArtifactInfo(
@@ -69,7 +69,7 @@ def diff(first: ArtifactRecord, second: ArtifactRecord, sealed: tuple[bool, bool
 
 
 def test_every_field_of_the_record_is_compared() -> None:
-    assert COMPARED_FIELDS == {f.name for f in dataclasses.fields(ArtifactRecord)}
+    assert COMPARED_FIELDS | NOT_COMPARED == {f.name for f in dataclasses.fields(ArtifactRecord)}
 
 
 def test_the_same_record_with_the_trailer_on_one_side_only_is_the_same_program() -> None:
@@ -137,3 +137,17 @@ def test_the_vjp_chain_is_compared_table_by_table_with_the_table_named() -> None
 
 def test_modules_of_other_bytes_and_the_same_operations_are_said_to_differ() -> None:
     assert diff(record(), record(mlir_module_serialized=b"EMODUL")) == ["module: bytes differ -> same operation counts"]
+
+
+def test_different_producers_are_no_difference_of_the_program_and_a_note_says_so() -> None:
+    from jaxport.domain.producer import Producer
+
+    old = Producer("0.1.0", "0.9.2", "0.9.2", "1.14.0")
+    new = Producer("0.2.0", "0.10.2", "0.10.2", "1.15.0")
+    found = compare(Compared("a.jaxport", record(producer=old), True),
+                    Compared("b.jaxport", record(producer=new), True), fake_op_counts)
+    assert found.differences == ()
+    assert found.lines() == [f"written by different versions (not a difference of the program): "
+                             f"a.jaxport: {old}; b.jaxport: {new}"]
+    assert compare(Compared("a.jaxport", record(producer=new), True),
+                   Compared("b.jaxport", record(producer=new), True), fake_op_counts).lines() == []

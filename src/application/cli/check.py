@@ -19,10 +19,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "record; every custom call against JAX's stable targets plus "
                     "--allow-custom-call (the artifact's own disabled checks do not count). A "
                     "bundle directory is checked whole, as jaxport.load_bundle does. One line per "
-                    "path. Exit status: 0 all pass, 1 some fail, 2 a path cannot be read.")
+                    "path. With --consumer, say instead whether that JAX or TensorFlow release "
+                    "can read and run each artifact or bundle (calling convention, StableHLO "
+                    "version, fields of the format), from jaxport's table of consumers; that "
+                    "needs no JAX. Exit status: 0 all pass, 1 some fail, 2 a path cannot be read.")
     cmd.add_argument("paths", nargs="+", metavar="PATH", help="artifact files or bundle directories")
     cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
                      help="accept this custom-call target too (repeat)")
+    cmd.add_argument("--consumer", action="append", default=[], metavar="RUNTIME==VERSION",
+                     help="check that this release reads and runs the paths: jax==0.9.2, tf==2.21 (repeat)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object per path")
     cmd.set_defaults(handler=check_paths)
 
@@ -31,6 +36,8 @@ def check_paths(args: argparse.Namespace) -> int:
     """Verifies each path and prints its verdict."""
     from .common import one_line
 
+    if args.consumer:
+        return check_consumers(args)
     status = 0
     for path in args.paths:
         try:
@@ -49,6 +56,36 @@ def check_paths(args: argparse.Namespace) -> int:
             print(f"{path}: FAILED: {'; '.join(' '.join(r.split()) for r in reasons)}")
         if not ok and status == 0:
             status = 1
+    return status
+
+
+def check_consumers(args: argparse.Namespace) -> int:
+    """Prints, per path and consumer, whether the consumer can read and run it."""
+    from ...domain.consumers import find_consumer
+    from ..consumer_check import check_consumer
+    from .common import one_line
+
+    for spec in args.consumer:
+        find_consumer(spec)  # a consumer the table lacks is the user's mistake, before any file is read
+    status = 0
+    for path in args.paths:
+        for spec in args.consumer:
+            try:
+                found = check_consumer(path, spec)
+            except OSError as exc:
+                if getattr(args, "debug", False):
+                    raise
+                print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
+                status = 2
+                break
+            if args.json:
+                print(json.dumps({"path": path, "consumer": spec, "ok": found.ok,
+                                  "reasons": list(found.reasons), "notes": list(found.notes),
+                                  "source": found.consumer.source}))
+            else:
+                print(f"{path}: {found}")
+            if not found.ok and status == 0:
+                status = 1
     return status
 
 

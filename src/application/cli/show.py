@@ -14,8 +14,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     show = commands.add_parser(
         "inspect", parents=[common], help="print the signature and metadata of artifacts and bundles (no JAX needed)",
         description="Print each artifact's signature, platforms, versions, shardings, effects "
-                    "and disabled checks; for a bundle directory, each function's and the "
-                    "weights' table. Reads the files without importing JAX.")
+                    "and disabled checks, and the versions of jaxport, JAX, jaxlib and StableHLO "
+                    "that wrote it (sealed artifacts and bundles record them); for a bundle "
+                    "directory, each function's and the weights' table. Reads the files without "
+                    "importing JAX.")
     show.add_argument("files", nargs="+", metavar="FILE",
                       help="artifact files written by jaxport or jax.export, or bundle directories")
     show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
@@ -45,10 +47,19 @@ def inspect_files(args: argparse.Namespace) -> int:
             status = 2
             continue
         if args.json:
-            print(json.dumps({"file": path, **asdict(info)}, default=str))
+            print(json.dumps({"file": path, **_known(asdict(info))}, default=str))
         else:
             print(info if os.path.isdir(path) else f"{path}:\n{info}")
     return status
+
+
+def _known(value: Any) -> Any:
+    """A summary as JSON, without the ``producer`` that an unsealed or ``jax.export`` file lacks."""
+    if isinstance(value, dict):
+        return {k: _known(v) for k, v in value.items() if not (k == "producer" and v is None)}
+    if isinstance(value, (list, tuple)):
+        return [_known(v) for v in value]
+    return value
 
 
 def print_mlir(args: argparse.Namespace) -> int:

@@ -1,0 +1,17 @@
+"""The versions of the software in this process, as a :class:`Producer` record."""
+
+from __future__ import annotations
+
+import jax
+from jaxlib import version as jaxlib_version
+
+from ..domain.module_format import STABLEHLO_TARGET_VERSION
+from ..domain.producer import Producer
+
+
+def this_producer() -> Producer:
+    """jaxport's, JAX's and jaxlib's versions here, and the StableHLO version jaxport targets."""
+    from .. import __version__
+
+    return Producer(jaxport=__version__, jax=jax.__version__, jaxlib=jaxlib_version.__version__,
+                    stablehlo=STABLEHLO_TARGET_VERSION)

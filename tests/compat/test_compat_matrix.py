@@ -1,0 +1,115 @@
+"""The compatibility matrix: older JAX releases read jaxport's artifacts, and jaxport reads theirs.
+
+Each release runs in a virtual environment of its own under ``build/compat``
+(see :mod:`tests.helpers.compat_venvs`: made on first use, then reused). In
+that environment ``jax.export.deserialize`` reads and calls artifacts that
+jaxport wrote (sealed and unsealed, with a symbolic dimension, an
+``OrderedDict`` argument as Flax and Equinox weights become, and a VJP it
+differentiates through); and that release's ``jax.export`` writes artifacts
+(with ``vjp_order=1``) that jaxport, in this process, reads, calls and
+differentiates. ``pytest -m "not compat_matrix"`` leaves these tests out.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxport
+from tests.helpers.compat_venvs import VERSIONS, venv_python
+
+pytestmark = pytest.mark.compat_matrix
+
+
+def f(params: Any, x: Any) -> jax.Array:
+    return jnp.tanh(x @ params["weight"] + params["bias"]).sum(axis=-1)
+
+
+PARAMS = collections.OrderedDict(weight=np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4),
+                                 bias=np.linspace(0, 1, 4, dtype=np.float32))
+X = np.linspace(-2, 2, 15, dtype=np.float32).reshape(5, 3)
+
+# Run by the older release's Python; imports neither jaxport nor anything of this repository.
+OLD_RELEASE = r"""
+import collections, json, sys
+from pathlib import Path
+import numpy as np
+import jax, jax.numpy as jnp
+from jax import export
+
+work = Path(sys.argv[1])
+params = collections.OrderedDict((k, jnp.asarray(v)) for k, v in np.load(work / "params.npz").items())
+x = jnp.asarray(np.load(work / "x.npy"))
+out = {"jax": jax.__version__, "read": {}}
+for name in ("sealed.jaxport", "unsealed.jaxport"):
+    exp = export.deserialize(bytearray((work / name).read_bytes()))
+    y = exp.call(params, x)
+    g = jax.grad(lambda p: exp.call(p, x).sum())(params)
+    out["read"][name] = {"y": np.asarray(y).tolist(), "dweight": np.asarray(g["weight"]).tolist()}
+
+def f(params, x):
+    return jnp.tanh(x @ params["weight"] + params["bias"]).sum(axis=-1)
+
+b, = export.symbolic_shape("b")
+spec = jax.ShapeDtypeStruct((b, 3), jnp.float32)
+p_specs = collections.OrderedDict((k, jax.ShapeDtypeStruct(v.shape, v.dtype)) for k, v in params.items())
+(work / "theirs.bin").write_bytes(export.export(jax.jit(f))(p_specs, spec).serialize(vjp_order=1))
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def exchanged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[str, Path, dict[str, Any]]:
+    """An older release's run: what it computed from jaxport's artifacts, and the artifact it wrote."""
+    version: str = request.param
+    python = venv_python(version)
+    work = tmp_path_factory.mktemp(f"jax-{version}")
+    b, = jaxport.symbolic_shape("b")
+    specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), PARAMS)
+    exp = jaxport.export(jax.jit(f))(specs, jax.ShapeDtypeStruct((b, 3), jnp.float32))
+    (work / "sealed.jaxport").write_bytes(exp.serialize(vjp_order=1))
+    (work / "unsealed.jaxport").write_bytes(exp.serialize(vjp_order=1, integrity=False))
+    np.savez(work / "params.npz", weight=PARAMS["weight"], bias=PARAMS["bias"])
+    np.save(work / "x.npy", X)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
+    done = subprocess.run([str(python), "-c", OLD_RELEASE, str(work)], capture_output=True, text=True,
+                          env={**env, "JAX_PLATFORMS": "cpu"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return version, work, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _expected() -> tuple[np.ndarray, np.ndarray]:
+    y = f(PARAMS, X)
+    g = jax.grad(lambda p: f(p, X).sum())(PARAMS)
+    return np.asarray(y), np.asarray(g["weight"])
+
+
+def test_older_jax_export_reads_calls_and_differentiates_jaxports_artifacts(
+        exchanged: tuple[str, Path, dict[str, Any]]) -> None:
+    version, _, out = exchanged
+    assert out["jax"] == version
+    y, dweight = _expected()
+    for name in ("sealed.jaxport", "unsealed.jaxport"):
+        np.testing.assert_allclose(out["read"][name]["y"], y, rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(out["read"][name]["dweight"], dweight, rtol=1e-5, err_msg=name)
+
+
+def test_jaxport_reads_calls_and_differentiates_what_older_jax_export_wrote(
+        exchanged: tuple[str, Path, dict[str, Any]]) -> None:
+    _, work, _ = exchanged
+    theirs = jaxport.deserialize((work / "theirs.bin").read_bytes())
+    y, dweight = _expected()
+    np.testing.assert_allclose(theirs.call(PARAMS, X), y, rtol=1e-5)
+    grads = jax.grad(lambda p: theirs.call(p, X).sum())(PARAMS)
+    np.testing.assert_allclose(grads["weight"], dweight, rtol=1e-5)
+    assert jaxport.inspect((work / "theirs.bin").read_bytes()).producer is None
