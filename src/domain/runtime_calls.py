@@ -50,6 +50,21 @@ def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[
     return leaves
 
 
+def flatten_tree(spec: TreeSpec, tree: Any) -> list[Any]:
+    """The leaves of ``tree``, a pytree of plain containers of the structure ``spec`` (see
+    :func:`build_tree`).
+
+    Raises:
+        ValueError: ``tree`` has another structure.
+    """
+    leaves: list[Any] = []
+    differences: list[TreeDifference] = []
+    _flatten(spec, tree, (), leaves, differences)
+    if differences:
+        raise ValueError(f"The pytree differs from its structure: {differences[0]}")
+    return leaves
+
+
 def _flatten(spec: TreeSpec, value: Any, path: tuple[str, ...], leaves: list[Any],
              differences: list[TreeDifference]) -> None:
     # Recursive like the pytrees it walks (they come from a caller's Python objects).

@@ -35,9 +35,6 @@ def run_convert(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.source):
         raise UsageError(f"{args.source} does not exist")
-    parent = os.path.dirname(os.path.abspath(args.output))
-    if not os.path.isdir(parent):
-        raise UsageError(f"cannot write {args.output}: directory {parent} does not exist")
     manifest = to_savedmodel(args.source, args.output, default=args.default,
                              allowed_custom_calls=args.allow_custom_call)
     names = [s.name for s in manifest.signatures]

@@ -37,9 +37,7 @@ def run_artifact(args: argparse.Namespace) -> int:
     from .common import check_writable
 
     if is_savedmodel(args.path):
-        from .run_savedmodel import run_savedmodel
-
-        return run_savedmodel(args)
+        return _run_savedmodel(args)
 
     if args.output:
         check_writable(args.output)
@@ -71,6 +69,23 @@ def print_results(leaves: list[tuple[str, Any]]) -> None:
     """Prints one line per result leaf: its key path (``['y']``), dtype, shape and values."""
     for path, leaf in leaves:
         print(f"result{path}: {_summary(leaf)}")
+
+
+def _run_savedmodel(args: argparse.Namespace) -> int:
+    """``run`` on a SavedModel that jaxport converted: through TensorFlow, without JAX."""
+    from .common import check_writable
+    from .run_savedmodel import call_savedmodel
+
+    if args.output:
+        check_writable(args.output)
+    leaves = call_savedmodel(args)
+    if args.output:
+        from ...adapters.array_files import write_arrays
+
+        write_arrays(args.output, [leaf for _, leaf in leaves])
+        return 0
+    print_results(leaves)
+    return 0
 
 
 def _target(path: str, function: str | None, allowed: list[str]) -> tuple[str, Any]:

@@ -10,17 +10,14 @@ import argparse
 from typing import Any
 
 from ..savedmodel_load import load_savedmodel
-from .common import UsageError, check_writable
+from .common import UsageError
 
 
-def run_savedmodel(args: argparse.Namespace) -> int:
-    """Calls the SavedModel's function on the input files; writes or summarizes the results."""
-    from ...adapters.array_files import read_arrays, write_arrays
+def call_savedmodel(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """Calls the SavedModel's function on the input files; returns the results' leaves and key paths."""
+    from ...adapters.array_files import read_arrays
     from ...adapters.safetensors_file import numpy_dtype
-    from .run import print_results
 
-    if args.output:
-        check_writable(args.output)
     inputs = read_arrays(args.input)
     functions = load_savedmodel(args.path)
     name = args.function
@@ -42,12 +39,7 @@ def run_savedmodel(args: argparse.Namespace) -> int:
         results = function.call_flat(leaves)
     else:
         results = function(*call_args, **inputs.kwargs)
-    leaves_with_paths = list(_with_paths(results, ""))
-    if args.output:
-        write_arrays(args.output, [leaf for _, leaf in leaves_with_paths])
-        return 0
-    print_results(leaves_with_paths)
-    return 0
+    return list(_with_paths(results, ""))
 
 
 #: The dtypes NumPy stores as raw bytes (``|V2``, ``|V1``) in .npy files.
