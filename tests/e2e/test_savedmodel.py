@@ -95,6 +95,7 @@ def _export_refused(root: Path, static: jaxport.Exported) -> None:
     """The sources each conversion refusal needs (and the cuda-only one, which converts)."""
     f32 = jax.ShapeDtypeStruct((3,), jnp.float32)
     jaxport.save(jaxport.export(jax.jit(jnp.sin), platforms=("cuda",))(f32), root / "cuda.jaxport")
+    jaxport.save(jaxport.export(jax.jit(jnp.sin), platforms=("cuda", "cpu"))(f32), root / "multi.jaxport")
     solve = jaxport.export(jax.jit(jnp.linalg.solve))(jax.ShapeDtypeStruct((3, 3), jnp.float32), f32)
     jaxport.save(solve, root / "lapack.jaxport")
     mesh = jax.make_mesh((2,), ("x",), devices=jax.devices()[:2])
@@ -221,6 +222,13 @@ def test_what_tensorflow_cannot_run_is_refused_before_anything_is_written(scenar
 def test_an_artifact_for_cuda_only_converts_and_running_it_here_is_a_platform_mismatch(scenario: Scenario) -> None:
     assert scenario.outcome["convert cuda"]["status"] == 0
     assert scenario.outcome["cuda only"]["error"] == "PlatformMismatchError"
+
+
+def test_a_multi_platform_artifact_keeps_its_platforms_and_runs_on_this_cpu(scenario: Scenario) -> None:
+    assert scenario.outcome["convert multi-platform"]["status"] == 0
+    np.testing.assert_allclose(scenario.arrays["multi-platform"], np.sin(np.ones(3, np.float32)), rtol=1e-6)
+    doc = json.loads((scenario.root / "multi_tf" / "assets.extra" / "jaxport" / "manifest.json").read_text())
+    assert list(doc["signatures"]) == ["serving_default"]
 
 
 def test_an_allowed_custom_call_converts_and_fails_at_the_first_call_here(scenario: Scenario) -> None:

@@ -75,6 +75,7 @@ def main(workdir: Path) -> None:
     out["convert static"] = convert(workdir / "static.jaxport", workdir / "static_tf")
     out["convert jax.export"] = convert(workdir / "jax_export.jaxport", workdir / "jax_export_tf")
     out["convert cuda"] = convert(workdir / "cuda.jaxport", workdir / "cuda_tf")
+    out["convert multi-platform"] = convert(workdir / "multi.jaxport", workdir / "multi_tf")
     out["convert allowed custom call"] = convert(workdir / "lapack.jaxport", workdir / "lapack_tf",
                                                  "--allow-custom-call", "lapack_sgetrf_ffi",
                                                  "--allow-custom-call", "lapack_strsm_ffi")
@@ -119,6 +120,7 @@ def main(workdir: Path) -> None:
     out["wrong shape in jaxport"] = outcome_of(lambda: functions["predict"](np.zeros((3, 5), np.float32)))
     out["wrong tree in jaxport"] = outcome_of(lambda: functions["loss"](inputs["x3"]))
     out["cuda only"] = outcome_of(lambda: load_savedmodel(workdir / "cuda_tf")["serving_default"](np.ones(3, np.float32)))
+    arrays["multi-platform"] = load_savedmodel(workdir / "multi_tf")["serving_default"](np.ones(3, np.float32))
     lapack = load_savedmodel(workdir / "lapack_tf")["serving_default"]
     out["allowed custom call"] = outcome_of(lambda: lapack(np.eye(3, dtype=np.float32), np.ones(3, np.float32)))
     np.save(workdir / "x3.npy", inputs["x3"])
