@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
     from .application.serialization import deserialize as deserialize
+    from .application.savedmodel_convert import to_savedmodel as to_savedmodel
     from .application.symbolic import poly_spec as poly_spec
     from .application.symbolic import poly_specs as poly_specs
     from .application.symbolic import symbolic_args_specs as symbolic_args_specs
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _LAZY = {
-    # Lazy too, so that `import jaxport` loads none of jaxport's modules (issue 10).
+    # Lazy too, so that `import jaxport` loads none of jaxport's modules.
     "ArtifactInfo": "jaxport.domain.artifact_info",
     "DisabledSafetyCheck": "jaxport.domain.safety",
     "save_bundle": "jaxport.application.bundles",
@@ -64,6 +65,7 @@ _LAZY = {
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",
     "register_namedtuple_serialization": "jaxport.application.pytree_registration",
+    "to_savedmodel": "jaxport.application.savedmodel_convert",
     "symbolic_shape": "jaxport.application.symbolic",
     "symbolic_args_specs": "jaxport.application.symbolic",
     "poly_spec": "jaxport.application.symbolic",

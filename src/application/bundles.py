@@ -27,8 +27,8 @@ from ..adapters.bundle_dir import read_function, read_manifest, sha256_many, wri
 from ..adapters.jax_avals import tree_differences
 from ..adapters.jax_records import jax_sharding, sharding_record
 from ..adapters.jax_versions import this_producer
-from ..adapters.safetensors_file import (SafetensorsFile, encode_header, raw_bytes, restore_weight, stored_weight,
-                                         write_weights)
+from ..adapters.jax_weights import restore_weight, stored_weight
+from ..adapters.safetensors_file import SafetensorsFile, encode_header, raw_bytes, write_weights
 from ..domain.artifact import NamedShardingRecord, TreeKind, TreeSpec
 from ..domain.bundle import (FORMAT_NAME, WEIGHTS_FILE, FileDigest, FunctionEntry, Manifest, WeightRecord,
                              check_weight_names, function_file, weight_name)
@@ -89,7 +89,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
         FileExistsError: ``path`` exists and is not a bundle.
     """
     registry = default_registry()
-    treedef, names, leaves = _flatten_params(params)
+    treedef, names, leaves = flatten_params(params)
     check_weight_names(names)
     weights_tree = _tree_spec(registry, treedef)
     stored = [stored_weight(name, leaf) for name, leaf in zip(names, leaves)]
@@ -392,7 +392,7 @@ def _placed_leaves(manifest: Manifest, params: Any, where: Sequence[Any]) -> lis
     Raises:
         BundleMismatchError: naming the key path where they differ.
     """
-    treedef, _, leaves = _flatten_params(params)
+    treedef, _, leaves = flatten_params(params)
     check_matches_weights(None, manifest.params_tree, manifest.weights, _tree_spec(default_registry(), treedef),
                           [_leaf_spec(x) for x in leaves])
     return [x if isinstance(x, jax.Array) and (s is None or x.sharding == s) else jax.device_put(x, s)
@@ -407,7 +407,7 @@ def _entry_text(entry: Any) -> str:
     return str(entry)
 
 
-def _flatten_params(params: Any) -> tuple[jax.tree_util.PyTreeDef, tuple[str, ...], list[Any]]:
+def flatten_params(params: Any) -> tuple[jax.tree_util.PyTreeDef, tuple[str, ...], list[Any]]:
     """The structure of ``params``, each leaf's key-path name and the leaves, in flattening order."""
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(params)
     names = tuple(weight_name([_entry_text(e) for e in path]) for path, _ in with_paths)

@@ -310,3 +310,29 @@ class CacheConfigError(JaxportError, ValueError):
     entry, or JAX decided at this process's first compilation that its cache
     was off. The message says which setting to change.
     """
+
+
+class ConversionError(JaxportError, ValueError):
+    """An artifact or a bundle cannot be converted for another runtime as asked.
+
+    Raised before anything is written. Attributes: ``function`` (the
+    function's name, None for the whole source), ``where`` (the argument or
+    result, such as ``args[1]['w']``, or None) and ``reason``.
+    """
+
+    def __init__(self, target: str, function: str | None, reason: str, *, where: str | None = None) -> None:
+        self.function = function
+        self.where = where
+        self.reason = reason
+        subject = f"the function '{function}'" if function is not None else "the source"
+        at = f" ({where})" if where is not None else ""
+        super().__init__(f"Cannot convert {subject} to {target}{at}: {reason}")
+
+
+class MissingExtraError(JaxportError, ImportError):
+    """An optional runtime that jaxport needs for this is not installed (the message names the extra)."""
+
+    def __init__(self, what: str, extra: str, cause: BaseException | None = None) -> None:
+        detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        super().__init__(f"{what} is not installed{detail}: install it with "
+                         f"pip install 'jaxport[{extra}]'")

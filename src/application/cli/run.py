@@ -18,7 +18,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "function takes nested arguments (a dict of weights), give every leaf in "
                     "flattening order as arr_0, arr_1, ... bfloat16 and float8 arrays, which NumPy "
                     "stores as raw bytes (|V2, |V1), are read as the dtype the artifact expects.")
-    cmd.add_argument("path", metavar="PATH", help="an artifact file or a bundle directory")
+    cmd.add_argument("path", metavar="PATH", help="an artifact file, a bundle directory or a SavedModel "
+                     "directory that jaxport converted (run through TensorFlow)")
     cmd.add_argument("function", metavar="FUNCTION", nargs="?", help="the function of a bundle to call")
     cmd.add_argument("--input", action="append", default=[], metavar="FILE",
                      help="an .npz or .npy file of inputs (repeat, in order)")
@@ -32,7 +33,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def run_artifact(args: argparse.Namespace) -> int:
     """Calls the artifact and writes or summarizes the results."""
     from ...adapters.array_files import read_arrays
+    from ..savedmodel_load import is_savedmodel
     from .common import check_writable
+
+    if is_savedmodel(args.path):
+        return _run_savedmodel(args)
 
     if args.output:
         check_writable(args.output)
@@ -56,8 +61,30 @@ def run_artifact(args: argparse.Namespace) -> int:
 
         write_arrays(args.output, [np.asarray(leaf) for _, leaf in leaves])
         return 0
+    print_results([(jax.tree_util.keystr(path), np.asarray(leaf)) for path, leaf in leaves])
+    return 0
+
+
+def print_results(leaves: list[tuple[str, Any]]) -> None:
+    """Prints one line per result leaf: its key path (``['y']``), dtype, shape and values."""
     for path, leaf in leaves:
-        print(f"result{jax.tree_util.keystr(path)}: {_summary(np.asarray(leaf))}")
+        print(f"result{path}: {_summary(leaf)}")
+
+
+def _run_savedmodel(args: argparse.Namespace) -> int:
+    """``run`` on a SavedModel that jaxport converted: through TensorFlow, without JAX."""
+    from .common import check_writable
+    from .run_savedmodel import call_savedmodel
+
+    if args.output:
+        check_writable(args.output)
+    leaves = call_savedmodel(args)
+    if args.output:
+        from ...adapters.array_files import write_arrays
+
+        write_arrays(args.output, [leaf for _, leaf in leaves])
+        return 0
+    print_results(leaves)
     return 0
 
 

@@ -19,7 +19,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "directory, each function's and the weights' table. Reads the files without "
                     "importing JAX.")
     show.add_argument("files", nargs="+", metavar="FILE",
-                      help="artifact files written by jaxport or jax.export, or bundle directories")
+                      help="artifact files written by jaxport or jax.export, bundle directories, or "
+                           "SavedModel directories that jaxport converted")
     show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
     show.set_defaults(handler=inspect_files)
     text = commands.add_parser("mlir", parents=[common], help="print the StableHLO module of an artifact",
@@ -34,12 +35,16 @@ def inspect_files(args: argparse.Namespace) -> int:
 
     from ...domain.artifact_info import ArtifactInfo
     from ..inspection import inspect_bundle
+    from ..savedmodel_load import inspect_savedmodel, is_savedmodel
     from .common import is_users_error, one_line, read_artifact
 
     status = 0
     for path in args.files:
         try:
-            info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
+            if is_savedmodel(path):
+                info: Any = inspect_savedmodel(path)
+            else:
+                info = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
         except Exception as exc:
             if getattr(args, "debug", False) or not is_users_error(exc):
                 raise
