@@ -12,11 +12,10 @@ Groups (kind ``"bundle"``, roles ``jaxport``, ``safetensors``, ``npz``):
   (``peak_bytes``; the peak is reset just before, so imports do not count).
 
 The weights are 16 float32 arrays; their total size is
-``JAXPORT_BENCH_BUNDLE_MIB`` MiB (64 by default; the issue's case is 1024,
-opt-in because it takes minutes and 3 GiB of disk). The files are in the page
-cache (written just before), as when a server restarts. The report shows the
-load ratio to safetensors against the goal of 1.2x, and the peak memory over
-the weights' size.
+``JAXPORT_BENCH_BUNDLE_MIB`` MiB (64 by default; 1024 takes minutes and
+3 GiB of disk). The files are in the page cache (written just before), as
+when a server restarts. The report shows the load time over safetensors' and
+the peak memory over the weights' size, each against the goal of at most 1.2x.
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ class ExportSize:
     rounds_per_chunk: int
 
 
-# About 0.3 s per export at 2k operations and 4-6 s at 20k on 2 cores: 15
-# rounds at 2k and 5 at 20k keep `make bench` within a few minutes.
+# An export at 20k operations takes seconds, so one round per chunk there
+# (three at 2k) keeps `make bench` within a few minutes.
 SIZES = (
     ExportSize("2k ops", LAYERS_2K, expected_ops=2_000, rounds_per_chunk=3),
     ExportSize("20k ops", LAYERS_20K, expected_ops=20_000, rounds_per_chunk=1),

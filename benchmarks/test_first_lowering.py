@@ -1,6 +1,7 @@
 """Lowering a loaded artifact under ``jax.jit``, jaxport next to jax.export.
 
-Groups (kind ``"artifact"``, jaxport / jax.export):
+Groups (kind ``"artifact"``; the report shows both medians and jaxport /
+jax.export):
 
 * ``first jit(exp.call) lowering``: ``jax.jit(exp.call).trace(x).lower()`` of
   an artifact just deserialized (the deserialization is set-up, not timed):
@@ -10,36 +11,17 @@ Groups (kind ``"artifact"``, jaxport / jax.export):
   module once per artifact and keeps it as plain MLIR bytecode, jax.export
   deserializes the portable artifact again.
 
-The models are the MLPs of about 2,000 and 20,000 StableHLO operations.
+The models are the MLPs of about 2,000 and 20,000 StableHLO operations; the
+two roles alternate in ``CHUNKS`` chunks in this process.
 
-The floor of the first lowering. Both implementations must deserialize
-the portable artifact (VHLO bytecode, upgraded to this jaxlib's StableHLO)
-in the caller's MLIR context, and both pay jit's own work around the call
-(a new MLIR context, ~2.7 ms; tracing; merging; verifying the merged module
-and running ``sdy-lift-inlined-meshes`` on it). Medians of CPU time of the
-lowering thread on this 2-core machine (21 rounds at 2k, 9 at 20k,
-interleaved; wall-clock ratios of single runs moved by up to 0.3 under load
-from other processes):
-
-==========================================  ===============  ===============
-                                             2k ops           20k ops
-==========================================  ===============  ===============
-``deserialize_portable_artifact`` alone      12.0 ms (0.53x)  129 ms (0.79x)
-jax.export's whole first lowering            22.8 ms (1.00x)  163 ms (1.00x)
-jaxport's first lowering                     22.5 ms (0.98x)  161 ms (0.98x)
-==========================================  ===============  ===============
-
-So a first lowering cannot reach 0.5x: deserializing the artifact alone
-costs 0.53x (2k) and about 0.8x (20k) of jax.export's whole lowering, and
-the jit work that both share brings any implementation that deserializes to
-about 0.9x. On that path jaxport also writes the module once as plain MLIR
-bytecode (1.2 ms at 2k, 14-25 ms at 20k), so that later lowerings of the
-artifact in the process (other shapes, call sites) parse it in a fifth of a
-deserialization, where jax.export deserializes again; jax.export instead
-runs ``sdy-lift-inlined-meshes`` on the callee (1.5 ms / 16 ms). Keeping a
-detached copy of the module instead (``Operation.clone``, half the cost)
-would keep the first caller's MLIR context alive: about 2 MB more per loaded
-artifact at 2k, 8 MB at 20k.
+The first lowering has a floor that neither can go below: both must
+deserialize the portable artifact (VHLO bytecode, upgraded to this jaxlib's
+StableHLO) in the caller's MLIR context, and both pay jit's own work around
+the call (a new MLIR context, tracing, merging, verifying the merged module
+and running ``sdy-lift-inlined-meshes`` on it), so its ratio stays near 1.
+jaxport also writes the module once as plain MLIR bytecode on that path,
+which is what makes the second group's later lowerings cheaper (see
+``jaxport.adapters.callee_module``).
 """
 
 from __future__ import annotations

@@ -9,25 +9,21 @@ jaxport and through ``jax.export`` (kind ``"scale"``):
   just deserialized.
 
 The report divides each median by the operation count and prints, per step
-and implementation, the time per operation at 60k over that at 2k (the
-issue's goal: at most 1.3). One round of export at 60k (it takes seconds);
+and implementation, the time per operation at 60k over that at 2k, against
+the goal of at most 1.3x. One round of export at 60k (it takes seconds);
 the lowerings alternate the two roles in chunks, each after a warm-up round.
 
 With each ``export and serialize`` benchmark, a fresh child process records
 the peak resident memory that one ``export(...)(spec).serialize()`` of the
 same model adds (``peak_bytes``: after imports, the model's weights and a
 small warm-up export, the peak is reset, so only the export counts). The
-report prints jaxport's over jax.export's (the issue's goal: at most 1.00x).
-Measured 2026-11-30 at 60,005 operations: jaxport 158 MiB, jax.export
-187 MiB (0.84x); the 8 MiB artifact is a small part of either, most is
-JAX's tracing and lowering, which both pay.
+report prints jaxport's over jax.export's, against the goal of at most 1.00x;
+most of either peak is JAX's tracing and lowering, which both pay.
 
-The floor of ``export and serialize``: tracing, lowering and writing the
-module's StableHLO bytecode, which both must do, are nearly all of it. At
-2,000 operations (9 interleaved rounds, 2026-11-30): that floor alone took
-217 ms (min) / 227 ms (median), jaxport 206 / 220 ms, jax.export
-218 / 242 ms; what either adds is within the rounds' noise, so the
-summary's ratio at 2k moves around 1.00x from run to run (3 rounds).
+Tracing, lowering and writing the module's StableHLO bytecode, which both
+must do, are nearly all of ``export and serialize``, so at 2,000 operations
+what either adds is within the rounds' noise and the summary's ratio there
+moves around 1.00x from run to run.
 """
 
 from __future__ import annotations
@@ -51,11 +47,10 @@ from .models import LAYERS_2K, MlpFactory, input_spec
 
 # 9 operations per layer plus 2 (see models.py): 6,667 layers give 60,005.
 SIZES = {2_000: (LAYERS_2K, 3), 60_005: (6_667, 1)}
-# A lowering takes milliseconds at 2k, so all rounds of one role used to run
-# within half a second: a burst of load from another process then stretched
-# one role only (jaxport's three rounds at 1.41x and 1.51x of jax.export's in
-# two runs, at 1.0x in others, for the same code). The roles now alternate
-# in three chunks (see conftest.alternating_chunks), each after a warm-up.
+# A lowering takes milliseconds at 2k, so all rounds of one role would run
+# within a moment, and a burst of load from another process would stretch
+# that role only: the roles alternate in chunks (see
+# conftest.alternating_chunks), each after a warm-up.
 LOWERING_CHUNKS = 3
 LOWERING_ROUNDS_PER_CHUNK = {2_000: 2, 60_005: 1}
 EXPORTERS: dict[Role, Callable[[Any], Any]] = {

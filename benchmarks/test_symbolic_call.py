@@ -89,9 +89,9 @@ class Timing:
     warm_iterations: int
 
 
-# Per call on 2 (shared) cores: eval_shape 0.4-2 ms; the abstract rule and the
-# solve 0.05-1.2 ms cold or with a new shape; warm, the rule 0.5-5 us and the
-# solve 10-200 us (so several calls per warm round).
+# Cold or with a new shape, every round needs its own set-up, so one call per
+# round; warm, the abstract rule and the solve take far less than a
+# millisecond, so a warm round runs many calls to stay above the timer's noise.
 TIMINGS: dict[Level, Timing] = {
     "eval_shape": Timing(rounds=20, warm_rounds=20, warm_iterations=1),
     "abstract eval": Timing(rounds=30, warm_rounds=10, warm_iterations=200),

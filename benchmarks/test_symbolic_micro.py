@@ -182,9 +182,9 @@ def _inconclusive(role: Role) -> Callable[[], Any]:
     return attempt
 
 
-# Per call on 2 (shared) cores: a parse 0.2-1.2 ms, a batch of comparisons
-# 0.5-2 ms cold and 30-200 us warm, an inconclusive comparison 5-30 us; the
-# calls per round keep a round at a few milliseconds.
+# The calls per round keep each round at a few milliseconds, so the cheaper
+# the call (a warm batch of comparisons, one inconclusive comparison), the
+# more calls per round.
 MICROS: dict[str, Micro] = {m.group: m for m in (
     Micro(f"parse '{SPEC}'", _parse(()), iterations=10),
     Micro(f"parse '{SPEC}' with {len(SPEC_CONSTRAINTS)} constraints", _parse(SPEC_CONSTRAINTS),

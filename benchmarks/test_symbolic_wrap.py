@@ -68,10 +68,9 @@ class PolySize:
     export_rounds: int
 
 
-# On 2 cores: a copy+wrap takes about 20 ms at 2k and 150 ms at 20k, of which
-# the wrap proper is a third (so many rounds: the report subtracts medians); an
-# export 0.3 s at 2k and 3-5 s at 20k (two rounds per chunk there: the spread
-# between rounds is wide, and this is the headline number of the issue).
+# The wrap proper is a fraction of copy+wrap and the report subtracts two
+# medians, so the wrap gets many rounds; an export at 20k takes seconds, and
+# its rounds spread widely, so it still gets two per chunk.
 SIZES = (
     PolySize("2k ops", LAYERS_POLY_2K, expected_ops=2_000, wrap_rounds=16, export_rounds=3),
     PolySize("20k ops", LAYERS_POLY_20K, expected_ops=20_000, wrap_rounds=10, export_rounds=2),

@@ -1,6 +1,6 @@
 """The ``jaxport`` command, run as a user runs it: in a subprocess, as the script and as ``python -m``.
 
-Every process that imports JAX costs about a second, so the artifacts are
+Every process that imports JAX is slow to start, so the artifacts are
 exported once per module and the bad inputs that need no JAX fail before it loads.
 """
 
