@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .domain.artifact_info import BundleInfo as BundleInfo
     from .application.bundles import load_bundle as load_bundle
     from .application.bundles import save_bundle as save_bundle
+    from .application.numerics import check_numerics as check_numerics
+    from .domain.numerics import NumericsReport as NumericsReport
     from .application.consumer_check import check_consumer as check_consumer
     from .application.export_service import export as export
     from .application.export_service import default_export_platform as default_export_platform
@@ -53,6 +55,8 @@ _LAZY = {
     "Bundle": "jaxport.application.bundles",
     "BundleInfo": "jaxport.domain.artifact_info",
     "check_consumer": "jaxport.application.consumer_check",
+    "check_numerics": "jaxport.application.numerics",
+    "NumericsReport": "jaxport.domain.numerics",
     "export": "jaxport.application.export_service",
     "default_export_platform": "jaxport.application.export_service",
     "Exported": "jaxport.application.exported",

@@ -18,15 +18,17 @@ from ..domain.errors import BundleError
 from .jax_records import key_impl_name
 
 
-def stored_weight(name: str, leaf: Any) -> tuple[WeightRecord, np.ndarray]:
+def stored_weight(name: str, leaf: Any, what: str = "weight") -> tuple[WeightRecord, np.ndarray]:
     """The record of one weight and its bytes as a host array (a key array: its key data).
+
+    ``what`` names the array in messages (``"weight"``, ``"example's array"``).
 
     Raises:
         BundleError: the leaf is not an array, or of a dtype a bundle cannot store.
     """
     if not hasattr(leaf, "dtype") or not hasattr(leaf, "shape") or isinstance(leaf, jax.ShapeDtypeStruct):
-        raise BundleError(f"The weight at key path '{name}' is a {type(leaf).__name__}, not an array: "
-                          "a bundle stores the weights' values.")
+        raise BundleError(f"The {what} at key path '{name}' is a {type(leaf).__name__}, not an array: "
+                          "a bundle stores arrays' values.")
     impl = None
     data = leaf
     if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
@@ -35,7 +37,7 @@ def stored_weight(name: str, leaf: Any) -> tuple[WeightRecord, np.ndarray]:
     host = np.asarray(data)
     stored = host.dtype.name
     if stored not in SAFETENSORS_DTYPES:
-        raise BundleError(f"The weight at key path '{name}' has dtype {leaf.dtype}, which a bundle "
+        raise BundleError(f"The {what} at key path '{name}' has dtype {leaf.dtype}, which a bundle "
                           "cannot store (float16/32/64, bfloat16, float8, ints, bool and PRNG keys can).")
     record = WeightRecord(name, str(leaf.dtype), tuple(int(d) for d in np.shape(leaf)), stored,
                           tuple(host.shape), impl)

@@ -13,18 +13,20 @@ A PRNG key array is stored as its key data and wrapped again when read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
 import struct
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
 import ml_dtypes
 import numpy as np
 
-from ..domain.bundle import SAFETENSORS_DTYPES, WEIGHTS_FILE, WeightRecord
-from ..domain.bundle_checks import TensorEntry
+from ..domain.bundle import SAFETENSORS_DTYPES, WEIGHTS_FILE, FileDigest, WeightRecord
+from ..domain.bundle_checks import TensorEntry, check_digest, check_size, check_weights_header
 from ..domain.errors import ArtifactError, BundleError
 
 ALIGNMENT = 64
@@ -118,36 +120,66 @@ class SafetensorsFile:
         return flat.reshape(entry.shape)
 
 
-def decode_header(data: memoryview) -> tuple[dict[str, TensorEntry], dict[str, str], int]:
+def decode_header(data: memoryview, file: str = WEIGHTS_FILE) -> tuple[dict[str, TensorEntry], dict[str, str], int]:
     """The tensors, the metadata and the data offset of a safetensors file's bytes.
 
     Raises:
-        ArtifactError: the header is truncated, too large or malformed.
+        ArtifactError: naming ``file``, when the header is truncated, too large or malformed.
     """
     if len(data) < 8:
-        raise ArtifactError(f"{WEIGHTS_FILE} is truncated: {len(data)} bytes, shorter than its header")
+        raise ArtifactError(f"{file} is truncated: {len(data)} bytes, shorter than its header")
     (length,) = struct.unpack("<Q", data[:8])
     if length > MAX_HEADER or 8 + length > len(data):
-        raise ArtifactError(f"{WEIGHTS_FILE}: its header claims {length} bytes, more than the file "
+        raise ArtifactError(f"{file}: its header claims {length} bytes, more than the file "
                             f"({len(data)} bytes) or the limit holds")
     try:
         doc = json.loads(bytes(data[8:8 + length]).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArtifactError(f"{WEIGHTS_FILE}: the header is not JSON: {exc}") from exc
+        raise ArtifactError(f"{file}: the header is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
-        raise ArtifactError(f"{WEIGHTS_FILE}: the header is not a JSON object")
+        raise ArtifactError(f"{file}: the header is not a JSON object")
     metadata = doc.pop("__metadata__", {})
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        raise ArtifactError(f"{WEIGHTS_FILE}: the header's __metadata__ is not a map of strings")
-    entries = {name: _entry(name, value) for name, value in doc.items()}
+        raise ArtifactError(f"{file}: the header's __metadata__ is not a map of strings")
+    entries = {name: _entry(name, value, file) for name, value in doc.items()}
     return entries, metadata, 8 + length
 
 
-def _entry(name: str, value: Any) -> TensorEntry:
+def _entry(name: str, value: Any, file: str) -> TensorEntry:
     try:
         dtype, shape, (begin, end) = value["dtype"], value["shape"], value["data_offsets"]
         if not (isinstance(dtype, str) and all(isinstance(x, int) for x in (*shape, begin, end))):
             raise TypeError("wrong types")
         return TensorEntry(dtype, tuple(shape), begin, end)
     except (KeyError, TypeError, ValueError) as exc:
-        raise ArtifactError(f"{WEIGHTS_FILE}: the header entry of '{name}' is malformed: {value!r}") from exc
+        raise ArtifactError(f"{file}: the header entry of '{name}' is malformed: {value!r}") from exc
+
+
+def read_small_file(path: str | os.PathLike[str], records: Sequence[WeightRecord], *, file: str,
+                    digest: FileDigest) -> list[np.ndarray]:
+    """The arrays of a small safetensors file, read whole once its digest and header are checked.
+
+    Args:
+        path: the file.
+        records: the manifest's records of its arrays; the arrays come back in their order.
+        file: the file's name in messages.
+        digest: the size and SHA-256 the manifest records for it.
+
+    Raises:
+        ArtifactError: naming ``file``, when it changed after it was written or
+            its header differs from ``records``.
+        OSError: it cannot be read.
+    """
+    data = Path(path).read_bytes()
+    check_size(file, digest, len(data))
+    check_digest(file, digest, hashlib.sha256(data).hexdigest())
+    entries, _, start = decode_header(memoryview(data), file)
+    check_weights_header(records, entries, len(data) - start, file)
+    arrays = []
+    for record in records:
+        dtype = numpy_dtype(record.data_dtype)
+        entry = entries[record.name]
+        flat = np.frombuffer(data, dtype=dtype, count=(entry.end - entry.begin) // dtype.itemsize,
+                             offset=start + entry.begin)
+        arrays.append(flat.reshape(record.data_shape))
+    return arrays

@@ -30,8 +30,9 @@ from ..adapters.jax_versions import this_producer
 from ..adapters.jax_weights import restore_weight, stored_weight
 from ..adapters.safetensors_file import SafetensorsFile, encode_header, raw_bytes, write_weights
 from ..domain.artifact import NamedShardingRecord, TreeKind, TreeSpec
-from ..domain.bundle import (FORMAT_NAME, WEIGHTS_FILE, FileDigest, FunctionEntry, Manifest, WeightRecord,
-                             check_weight_names, function_file, weight_name)
+from ..domain.bundle import (EXAMPLES_FILE, EXAMPLES_FREE_VERSION, FORMAT_NAME, FORMAT_VERSION, WEIGHTS_FILE,
+                             FileDigest, FunctionEntry, Manifest, WeightRecord)
+from ..domain.bundle_names import check_weight_names, function_file, weight_name
 from ..domain.bundle_checks import (LeafSpec, agreed_shardings, check_header_digest, check_matches_weights,
                                     check_weight_digest, check_weights_header)
 from ..domain.call_checks import check_shardings_divide
@@ -39,6 +40,7 @@ from ..domain.errors import ArtifactError, BundleError, BundleMismatchError, Sha
 from . import placement
 from .exported import Exported
 from .artifact_files import artifact_bytes
+from .examples import record_examples
 from .pytree_registry import PytreeSerializationRegistry
 from .wiring import default_registry
 from .serialization import deserialize
@@ -46,7 +48,8 @@ from .serialization import deserialize
 
 def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported], params: Any, *,
                 vjp_order: int = 0, metadata: Mapping[str, Any] | None = None,
-                without_params: Collection[str] = ()) -> None:
+                without_params: Collection[str] = (),
+                examples: Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]] | None = None) -> None:
     """Saves a model: functions that share weights, and the weights, as a bundle directory.
 
     The directory holds ``manifest.json`` (format version, functions and their
@@ -55,7 +58,11 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     function, ``NAME.jaxport`` (the bytes :func:`jaxport.save` writes; read by
     :func:`jaxport.load` and ``jax.export.deserialize``), and the weights in
     ``params.safetensors``, keyed by key path (``dense/w``; see
-    :mod:`jaxport.domain.bundle`).
+    :mod:`jaxport.domain.bundle_names`). With ``examples``, each function
+    is called on each of its examples here, with JAX, and
+    ``examples.safetensors`` keeps the inputs and the outputs
+    (``predict/0/args/0``, ``predict/0/out``), which
+    :func:`jaxport.check_numerics` runs again on another machine or runtime.
 
     Every check runs before anything is written. The directory is written
     atomically: a temporary directory beside ``path`` takes its place at the
@@ -78,13 +85,17 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
         without_params: names of functions that take no weights: they are
             stored as they are (``takes_params: false`` in the manifest) and
             the loaded bundle calls them without binding.
+        examples: golden examples: function name -> a list of ``(args,
+            kwargs)`` pairs of the caller's arguments (the weights are bound
+            as when calling the loaded bundle), e.g. ``{"predict": [((x,), {})]}``.
 
     Raises:
         BundleMismatchError: a function's first argument differs from the
             weights (tree, shape, dtype) or two functions record different
             shardings for a weight; the message names the function and key path.
         BundleError: a bad function name, a weight that cannot be stored,
-            metadata that is not JSON.
+            metadata that is not JSON, an example that its function refuses
+            (the message names the function and the example).
         VjpUnavailableError: a function cannot provide VJPs of ``vjp_order``.
         FileExistsError: ``path`` exists and is not a bundle.
     """
@@ -106,20 +117,24 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     entries = tuple(FunctionEntry(name, function_file(name), takes[name]) for name in functions)
     _weight_shardings(functions, takes, weights_tree, weights, registry)
     meta = _checked_metadata(metadata)
+    recorded = record_examples(functions, takes, params, len(weights), examples, registry)
     blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order) for entry in entries}
 
     header, order = encode_header(weights, {"format": FORMAT_NAME})
 
     def manifest(digests: dict[str, FileDigest]) -> bytes:
-        return Manifest(entries, weights_tree, weights, meta, digests,
+        version = FORMAT_VERSION if recorded.examples else EXAMPLES_FREE_VERSION
+        return Manifest(entries, weights_tree, weights, meta, digests, version,
                         weights_header_sha256=hashlib.sha256(header).hexdigest(),
-                        producer=this_producer()).to_json()
+                        producer=this_producer(), examples=recorded.examples).to_json()
 
     def write_params(stream: BinaryIO) -> None:
         write_weights(stream, header, order, data)
 
     files = {file: _writer(blob) for file, blob in blobs.items()}
     files[WEIGHTS_FILE] = write_params
+    if recorded.write is not None:
+        files[EXAMPLES_FILE] = recorded.write
     write_bundle(path, files, manifest)
 
 

@@ -55,8 +55,12 @@ class RuntimeFunction:
 
     def call_flat(self, leaves: list[Any]) -> Any:
         """The result pytree for the flat arguments ``leaves``, checked as :meth:`__call__` does."""
+        return unflatten_results(self.record, self.run_flat(leaves))
+
+    def run_flat(self, leaves: list[Any]) -> list[Any]:
+        """The flat results for the flat arguments ``leaves``, checked as :meth:`__call__` does."""
         dims = self._signature.check(leaves)
-        return unflatten_results(self.record, self.runtime.run(self.record, leaves, dims))
+        return list(self.runtime.run(self.record, leaves, dims))
 
     def __repr__(self) -> str:
         return f"RuntimeFunction({self.record.function_name!r}, runtime={self.runtime.name!r})"

@@ -23,9 +23,9 @@ from ..adapters.safetensors_file import SafetensorsFile
 from ..adapters.temporary import create_beside, new_directory
 from ..domain.artifact import ArtifactRecord
 from ..domain.bundle_checks import check_header_digest, check_weight_digest, check_weights_header
-from ..domain.bundle import WEIGHTS_FILE, FileDigest, Manifest
+from ..domain.bundle import EXAMPLES_FILE, WEIGHTS_FILE, Example, FileDigest, Manifest
 from ..domain.errors import ArtifactError, VjpUnavailableError
-from ..domain.savedmodel_manifest import JAXPORT_DIR, MANIFEST_PATH, SavedModelManifest, artifact_file
+from ..domain.savedmodel_manifest import EXAMPLES_PATH, JAXPORT_DIR, MANIFEST_PATH, SavedModelManifest, artifact_file
 from ..domain.savedmodel_names import DEFAULT_SIGNATURE
 from ..domain.savedmodel_plan import plan_savedmodel
 
@@ -42,7 +42,9 @@ def to_savedmodel(source: Any, path: str | os.PathLike[str], *, default: str | N
     :mod:`jaxport.domain.savedmodel_names`); ``serving_default`` calls the
     function ``default`` names, or the only one (a single artifact gives
     ``serving_default`` only). A bundle's weights become one ``tf.Variable``
-    each. Where the artifacts carry VJPs, ``tf.GradientTape`` over the loaded
+    each; a bundle directory's golden examples go along, for
+    :func:`jaxport.check_numerics` (an in-process :class:`~jaxport.Bundle`
+    carries none: its weights may not be those the examples were made with). Where the artifacts carry VJPs, ``tf.GradientTape`` over the loaded
     object's functions (``tf.saved_model.load(path).predict(x)``) gives JAX's
     gradients. ``assets.extra/jaxport/`` keeps the artifacts and a manifest,
     which ``jaxport inspect`` and ``jaxport run`` read.
@@ -75,6 +77,10 @@ def to_savedmodel(source: Any, path: str | os.PathLike[str], *, default: str | N
                               "(TensorFlow Serving reads one per version: model/1, model/2, ...)")
     functions, manifest, weights = _read_source(source)
     records = {name: _decode(source, name, blob) for name, blob, _ in functions}
+    examples: tuple[Example, ...] = ()
+    examples_blob = b""
+    if manifest is not None and manifest.examples and isinstance(source, (str, os.PathLike)):
+        examples, examples_blob = manifest.examples, read_function(Path(source), manifest, EXAMPLES_FILE)
     plan = plan_savedmodel([(name, records[name], takes) for name, _, takes in functions], manifest,
                            default=default, allowed_custom_calls=allowed_custom_calls,
                            versions=tf_runtime.calling_convention_versions())
@@ -90,7 +96,9 @@ def to_savedmodel(source: Any, path: str | os.PathLike[str], *, default: str | N
         (tmp / JAXPORT_DIR).mkdir(parents=True)
         for name, blob, _ in functions:
             (tmp / artifact_file(name)).write_bytes(blob)
-        written = SavedModelManifest.of(plan, _digests(tmp))
+        if examples:
+            (tmp / EXAMPLES_PATH).write_bytes(examples_blob)
+        written = SavedModelManifest.of(plan, _digests(tmp), examples)
         (tmp / MANIFEST_PATH).write_bytes(written.to_json())
         fsync_directory(tmp)
         os.rename(tmp, target)

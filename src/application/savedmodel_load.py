@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..adapters.flatbuffers_codec import decode_artifact
@@ -81,9 +82,14 @@ def load_savedmodel(path: str | os.PathLike[str]) -> dict[str, RuntimeFunction]:
     Raises:
         ArtifactError, OSError: as :func:`read_savedmodel`.
     """
+    return savedmodel_functions(path, *read_savedmodel(path))
+
+
+def savedmodel_functions(path: str | os.PathLike[str], manifest: SavedModelManifest,
+                         records: Mapping[str, ArtifactRecord]) -> dict[str, RuntimeFunction]:
+    """The functions of :func:`load_savedmodel`, from what :func:`read_savedmodel` read."""
     from ..adapters.tf_runtime import TfSavedModel, TfSignatureRuntime
 
-    manifest, records = read_savedmodel(path)
     model = TfSavedModel(os.fspath(path))
     functions = {}
     for entry in manifest.signatures:

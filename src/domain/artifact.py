@@ -12,6 +12,7 @@ objects (that is the application's).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TypeAlias
@@ -109,6 +110,24 @@ class TreeSpec:
             count += node.kind is TreeKind.LEAF
             pending.extend(node.children)
         return count
+
+    def leaf_keys(self) -> tuple[tuple[str | int, ...], ...]:
+        """The key path of each leaf, in flattening order: dict keys, and indices of the other nodes.
+
+        >>> TreeSpec.of_tuple(TreeSpec.leaf(), TreeSpec.of_dict({"w": TreeSpec.leaf()})).leaf_keys()
+        ((0,), (1, 'w'))
+        """
+        keys: list[tuple[str | int, ...]] = []
+        pending: list[tuple[TreeSpec, tuple[str | int, ...]]] = [(self, ())]
+        while pending:
+            node, path = pending.pop()
+            if node.kind is TreeKind.LEAF:
+                keys.append(path)
+                continue
+            entries: Sequence[str | int] = node.children_names or range(len(node.children))
+            pending.extend((child, (*path, entry)) for child, entry in
+                           reversed(list(zip(node.children, entries))))
+        return tuple(keys)
 
 
 class DType(Enum):

@@ -1,28 +1,22 @@
-"""What a bundle is: its files, the names of its weights, and its manifest, as records and JSON.
+"""What a bundle is: its files and its manifest, as records and JSON.
 
 A bundle is a directory with ``manifest.json``, one artifact per function
-(``NAME.jaxport``) and the weights (``params.safetensors``). The manifest
-names the functions and their files, says whether each takes the weights as
-its first argument, records the weights' pytree structure and, per leaf in
-flattening order, its key path, dtype and shape, the user's metadata, and
-the size and SHA-256 digest of every other file.
+(``NAME.jaxport``), the weights (``params.safetensors``) and, when it was
+saved with golden examples, their arrays (``examples.safetensors``). The
+manifest names the functions and their files, says whether each takes the
+weights as its first argument, records the weights' pytree structure and,
+per leaf in flattening order, its key path, dtype and shape, the user's
+metadata, the examples (per function: the pytrees of the caller's inputs and
+of the outputs, and each array's name, dtype and shape), and the size and
+SHA-256 digest of every other file.
 
-A weight is named by its key path in the weights pytree: the path's entries
-(a dict key, a list or tuple index, a namedtuple field, a custom node's key),
-each as text, joined by ``/``: ``{"dense": {"w": ...}}`` names its leaf
-``dense/w``, ``{"layers": [{"b": ...}]}`` names it ``layers/0/b``. So that
-names stay unambiguous whatever the keys hold, an entry escapes ``~`` as
-``~0`` and ``/`` as ``~1`` (as JSON Pointer does), and an empty entry is
-written ``~e``: the key ``"a/b"`` gives ``a~1b``, distinct from the path
-``a`` then ``b``. A leaf at the root (the weights are one array) is named
-``""``. So names and key paths correspond one to one. Names are for people
-and other tools (the safetensors file is keyed by them); the bundle rebuilds
-the pytree from its recorded structure and the leaves' order, not by
-parsing names.
+Weights are named by their key paths (:mod:`.bundle_names`).
 
 Format versions (``format_version``):
   * 1 (2026-11-30): the first. Later keys that readers skip when they do not
     know them: ``producer`` (the versions that wrote the bundle, :mod:`.producer`).
+  * 2 (2026-12-14): golden examples (``examples`` and ``examples.safetensors``).
+    A bundle without examples is still written as version 1.
 
 This module reads and writes the JSON and nothing else: no files, no JAX
 (the adapters turn JAX's key entries into the texts used here). A manifest
@@ -34,19 +28,22 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .artifact import TreeKind, TreeSpec
-from .errors import ArtifactError, BundleError
+from .errors import ArtifactError
 from .producer import Producer
 
-FORMAT_VERSION = 1
+#: The newest format version this jaxport reads and writes.
+FORMAT_VERSION = 2
+#: The version a bundle without examples is written as (older jaxport reads it).
+EXAMPLES_FREE_VERSION = 1
 FORMAT_NAME = "jaxport-bundle"
 MANIFEST_FILE = "manifest.json"
 WEIGHTS_FILE = "params.safetensors"
+EXAMPLES_FILE = "examples.safetensors"
 
 #: The stored dtypes a bundle supports: NumPy-style name -> (safetensors code, bytes per element).
 SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
@@ -56,83 +53,6 @@ SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
     "float32": ("F32", 4), "float64": ("F64", 8), "float8_e4m3fn": ("F8_E4M3", 1),
     "float8_e5m2": ("F8_E5M2", 1),
 }
-
-#: The key that safetensors reserves for its free-form metadata.
-RESERVED_WEIGHT_NAME = "__metadata__"
-_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
-
-
-def escape_entry(entry: str) -> str:
-    """One key-path entry as it appears in a name.
-
-    >>> escape_entry("a/b~c"), escape_entry("")
-    ('a~1b~0c', '~e')
-    """
-    return entry.replace("~", "~0").replace("/", "~1") if entry else "~e"
-
-
-def unescape_entry(text: str) -> str:
-    """The key-path entry that :func:`escape_entry` wrote as ``text``.
-
-    >>> unescape_entry("a~1b~0c"), unescape_entry("~e")
-    ('a/b~c', '')
-    """
-    return text.replace("~1", "/").replace("~0", "~") if text != "~e" else ""
-
-
-def weight_name(entries: Sequence[str]) -> str:
-    """The name of the leaf at key path ``entries``.
-
-    >>> weight_name(["layers", "0", "w"])
-    'layers/0/w'
-    """
-    return "/".join(escape_entry(e) for e in entries)
-
-
-def name_entries(name: str) -> tuple[str, ...]:
-    """The key-path entries of a weight name (the inverse of :func:`weight_name`).
-
-    >>> name_entries("dense/a~1b")
-    ('dense', 'a/b')
-    """
-    if name == "":
-        return ()
-    return tuple(unescape_entry(part) for part in name.split("/"))
-
-
-def check_weight_names(names: Sequence[str]) -> None:
-    """Checks that the weights' names are distinct and usable as safetensors keys.
-
-    Raises:
-        BundleError: two leaves have the same name, or a leaf is named
-            ``__metadata__``.
-    """
-    seen: set[str] = set()
-    for name in names:
-        if name == RESERVED_WEIGHT_NAME:
-            raise BundleError(f"The weight at key path '{name}' cannot be saved: safetensors "
-                              "reserves that name for its metadata. Rename that key.")
-        if name in seen:
-            raise BundleError(f"Two weights have the key path '{name}': give the pytree nodes "
-                              "keys that tell their children apart.")
-        seen.add(name)
-
-
-def function_file(name: str) -> str:
-    """The file of function ``name`` in a bundle, after checking the name.
-
-    >>> function_file("predict")
-    'predict.jaxport'
-
-    Raises:
-        BundleError: the name is empty, starts with a dot or ``-``, or holds
-            characters other than letters, digits, ``_``, ``.`` and ``-``.
-    """
-    if not _FUNCTION_NAME.fullmatch(name):
-        raise BundleError(f"The function name {name!r} cannot name a file in a bundle: use "
-                          "letters, digits, '_', '.' and '-', not starting with '.' or '-'.")
-    return f"{name}.jaxport"
-
 
 @dataclass(frozen=True, slots=True)
 class FileDigest:
@@ -189,6 +109,74 @@ class FunctionEntry:
     takes_params: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One golden example of a function: the caller's inputs and the outputs JAX computed at save.
+
+    Attributes:
+        function: the function's name.
+        index: the example's place among the function's examples (from 0).
+        in_tree: the pytree of the caller's ``(args, kwargs)`` (without the
+            bundle's weights, for a function that takes them).
+        out_tree: the pytree of the results.
+        inputs, outputs: one record per flat input and output, in flattening
+            order, named as :func:`.bundle_names.example_names` says.
+    """
+
+    function: str
+    index: int
+    in_tree: TreeSpec
+    out_tree: TreeSpec
+    inputs: tuple[WeightRecord, ...]
+    outputs: tuple[WeightRecord, ...]
+
+    @property
+    def arrays(self) -> tuple[WeightRecord, ...]:
+        """The inputs, then the outputs: the example's arrays in its file."""
+        return self.inputs + self.outputs
+
+
+def examples_to_json(examples: Sequence[Example], file: str) -> dict[str, Any]:
+    """The examples as JSON: ``{"file": ..., "functions": {name: [example, ...]}}``."""
+    functions: dict[str, list[Any]] = {}
+    for e in examples:
+        functions.setdefault(e.function, []).append({
+            "in_tree": tree_to_json(e.in_tree), "out_tree": tree_to_json(e.out_tree),
+            "inputs": [_weight_to_json(w) for w in e.inputs],
+            "outputs": [_weight_to_json(w) for w in e.outputs]})
+    return {"file": file, "functions": functions}
+
+
+def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
+    """The examples that :func:`examples_to_json` wrote, stored in ``file``.
+
+    Raises:
+        ArtifactError: naming ``where``, when ``doc`` is not such a table.
+    """
+    r = _Reader(doc, where)
+    if r.get("file", str) != file:
+        raise ArtifactError(f"{where}: 'file' is not {file!r}")
+    examples: list[Example] = []
+    for function, listed in r.get("functions", dict).items():
+        if not isinstance(listed, list):
+            raise ArtifactError(f"{where}: functions.{function} is not a list of examples")
+        for index, item in enumerate(listed):
+            e = _Reader(item, f"{where}: functions.{function}[{index}]")
+            at = e.where
+            in_tree = tree_from_json(e.get("in_tree", dict), f"{at}: in_tree")
+            out_tree = tree_from_json(e.get("out_tree", dict), f"{at}: out_tree")
+            inputs = tuple(_weight_from_json(x) for x in e.child_list("inputs"))
+            outputs = tuple(_weight_from_json(x) for x in e.child_list("outputs"))
+            if (in_tree.num_leaves, out_tree.num_leaves) != (len(inputs), len(outputs)):
+                raise ArtifactError(f"{at}: its trees have {in_tree.num_leaves} inputs and "
+                                    f"{out_tree.num_leaves} outputs, {len(inputs)} and {len(outputs)} are listed")
+            examples.append(Example(function, index, in_tree, out_tree, inputs, outputs))
+    names = [w.name for e in examples for w in e.arrays]
+    if len(set(names)) != len(names):
+        raise ArtifactError(f"{where}: two arrays of the examples have the same name")
+    return tuple(examples)
+
+
 @dataclass(frozen=True)
 class Manifest:
     """Everything ``manifest.json`` says.
@@ -210,6 +198,8 @@ class Manifest:
     weights_header_sha256: str = ""
     #: The versions that wrote the bundle (None in bundles written before jaxport recorded them).
     producer: Producer | None = None
+    #: The golden examples, stored in ``examples.safetensors`` (none: the bundle has no such file).
+    examples: tuple[Example, ...] = ()
 
     @property
     def total_weight_bytes(self) -> int:
@@ -243,6 +233,8 @@ class Manifest:
         }
         if self.producer is not None:
             doc["producer"] = self.producer.to_json()
+        if self.examples:
+            doc["examples"] = examples_to_json(self.examples, EXAMPLES_FILE)
         return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
 
     @staticmethod
@@ -280,8 +272,13 @@ class Manifest:
                                 f"but {len(weights)} are listed")
         files = {name: FileDigest(d.get("size", int), d.get("sha256", str))
                  for name, d in r.child("files").items()}
+        examples = examples_from_json(doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE) \
+            if version >= 2 and "examples" in doc else ()
+        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
+        if unknown:
+            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the bundle lacks: {unknown}")
         return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
-                        params.get("header_sha256", str), Producer.from_json(doc.get("producer")))
+                        params.get("header_sha256", str), Producer.from_json(doc.get("producer")), examples)
 
 
 def _weight_to_json(w: WeightRecord) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from .artifact import NamedShardingRecord, TreeKind, TreeSpec
-from .bundle import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord, weight_name
+from .bundle import EXAMPLES_FILE, MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
+from .bundle_names import weight_name
 from .errors import ArtifactError, BundleMismatchError
 
 
@@ -121,6 +122,8 @@ def check_files(manifest: Manifest, present: Collection[str]) -> None:
         ArtifactError: naming a missing or an extra file.
     """
     expected = {e.file for e in manifest.functions} | {WEIGHTS_FILE}
+    if manifest.examples:
+        expected.add(EXAMPLES_FILE)
     if set(manifest.files) != expected:
         raise ArtifactError(f"{MANIFEST_FILE}: the digests list {sorted(manifest.files)} but the "
                             f"bundle's files are {sorted(expected)}")
@@ -187,28 +190,34 @@ class TensorEntry:
 
 
 def check_weights_header(weights: Sequence[WeightRecord], entries: Mapping[str, TensorEntry],
-                         data_size: int) -> None:
-    """Checks the weights file's header against the manifest's weights.
+                         data_size: int, file: str = WEIGHTS_FILE) -> None:
+    """Checks a safetensors file's header against the manifest's records of its arrays.
+
+    Args:
+        weights: the records (the weights, or the arrays of the golden examples).
+        entries, data_size: what the file's header lists and the size of its data.
+        file: the file's name, for messages.
 
     Raises:
-        ArtifactError: naming ``params.safetensors`` and the key of a weight
-            that is missing, extra, of another dtype or shape, or outside the data.
+        ArtifactError: naming the file and the key of an array that is
+            missing, extra, of another dtype or shape, or outside the data.
     """
+    what = "weight" if file == WEIGHTS_FILE else "array"
     names = {w.name for w in weights}
     for name in entries:
         if name not in names:
-            raise ArtifactError(f"{WEIGHTS_FILE} holds the weight '{name}', which the manifest does not list")
+            raise ArtifactError(f"{file} holds the {what} '{name}', which the manifest does not list")
     for w in weights:
         entry = entries.get(w.name)
         if entry is None:
-            raise ArtifactError(f"{WEIGHTS_FILE} lacks the weight '{w.name}'")
+            raise ArtifactError(f"{file} lacks the {what} '{w.name}'")
         if entry.dtype != w.safetensors_dtype:
-            raise ArtifactError(f"{WEIGHTS_FILE}: the weight '{w.name}' has dtype {entry.dtype} "
+            raise ArtifactError(f"{file}: the {what} '{w.name}' has dtype {entry.dtype} "
                                 f"where the manifest records {w.safetensors_dtype}")
         if entry.shape != w.data_shape:
-            raise ArtifactError(f"{WEIGHTS_FILE}: the weight '{w.name}' has shape {_fmt(entry.shape)} "
+            raise ArtifactError(f"{file}: the {what} '{w.name}' has shape {_fmt(entry.shape)} "
                                 f"where the manifest records {_fmt(w.data_shape)}")
         if not 0 <= entry.begin <= entry.end <= data_size or entry.end - entry.begin != w.nbytes:
-            raise ArtifactError(f"{WEIGHTS_FILE}: the bytes of the weight '{w.name}' "
+            raise ArtifactError(f"{file}: the bytes of the {what} '{w.name}' "
                                 f"[{entry.begin}, {entry.end}) do not fit its shape and dtype "
                                 f"({w.nbytes} bytes) inside the {data_size} bytes of data")

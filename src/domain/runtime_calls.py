@@ -133,18 +133,16 @@ def leaf_paths(in_tree: TreeSpec) -> tuple[str, ...]:
     ...                              TreeSpec.of_dict({"y": leaf})))
     ('args[0]', "args[1]['w']", "kwargs['y']")
     """
-    paths: list[str] = []
-    pending: list[tuple[TreeSpec, tuple[str, ...]]] = [(in_tree, ())]
-    while pending:
-        spec, path = pending.pop()
-        if spec.kind is TreeKind.LEAF:
-            paths.append(_args_kwargs_path(path))
-            continue
-        entries = ([f"[{name!r}]" for name in spec.children_names] if spec.kind is TreeKind.DICT
-                   else [f"[{i}]" for i in range(len(spec.children))])
-        pending.extend((child, (*path, entry)) for child, entry in
-                       reversed(list(zip(spec.children, entries))))
-    return tuple(paths)
+    return tuple(_args_kwargs_path([f"[{key!r}]" for key in keys]) for keys in in_tree.leaf_keys())
+
+
+def result_paths(out_tree: TreeSpec) -> tuple[str, ...]:
+    """The name of each flat result: ``out`` for a lone array, ``out[0]``, ``out['y']``.
+
+    >>> result_paths(TreeSpec.of_dict({"y": TreeSpec.leaf(), "z": TreeSpec.of_tuple(TreeSpec.leaf())}))
+    ("out['y']", "out['z'][0]")
+    """
+    return tuple("out" + "".join(f"[{key!r}]" for key in keys) for keys in out_tree.leaf_keys())
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,16 +332,25 @@ def with_weights_bound(function: ArtifactRecord, count: int) -> ArtifactRecord:
         ArtifactError: the function takes no first positional argument with
             ``count`` leaves.
     """
-    args, kwargs = _args_and_kwargs(function.in_tree)
-    if args.kind is not TreeKind.TUPLE or not args.children or args.children[0].num_leaves != count:
-        raise ArtifactError(f"The function '{function.function_name}' does not take the weights "
-                            f"({count} arrays) as its first positional argument")
-    in_tree = TreeSpec.of_tuple(TreeSpec.of_tuple(*args.children[1:]), kwargs)
     return dataclasses.replace(
-        function, in_tree=in_tree, in_avals=function.in_avals[count:],
-        in_shardings=function.in_shardings[count:],
+        function, in_tree=caller_tree(function.function_name, function.in_tree, count),
+        in_avals=function.in_avals[count:], in_shardings=function.in_shardings[count:],
         module_kept_var_idx=tuple(i - count for i in function.module_kept_var_idx if i >= count),
         vjp=None)
+
+
+def caller_tree(function: str, in_tree: TreeSpec, count: int) -> TreeSpec:
+    """The ``(args, kwargs)`` tree ``in_tree`` of ``function`` without its first positional
+    argument, the weights (``count`` arrays).
+
+    Raises:
+        ArtifactError: the function takes no first positional argument with ``count`` leaves.
+    """
+    args, kwargs = _args_and_kwargs(in_tree)
+    if args.kind is not TreeKind.TUPLE or not args.children or args.children[0].num_leaves != count:
+        raise ArtifactError(f"The function '{function}' does not take the weights "
+                            f"({count} arrays) as its first positional argument")
+    return TreeSpec.of_tuple(TreeSpec.of_tuple(*args.children[1:]), kwargs)
 
 
 def _args_and_kwargs(in_tree: TreeSpec) -> tuple[TreeSpec, TreeSpec]:

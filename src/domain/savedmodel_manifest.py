@@ -8,9 +8,13 @@ inputs the weights' variables give, the names, dtypes and shapes of the
 inputs and outputs), the default signature, the weights (key path, dtype,
 shape) and the size and SHA-256 of every file of the directory, so that
 ``jaxport inspect`` describes the SavedModel and ``jaxport run`` checks a
-call with jaxport's domain code, neither importing TensorFlow.
+call with jaxport's domain code, neither importing TensorFlow. A SavedModel
+converted from a bundle saved with golden examples keeps them too
+(``examples.safetensors`` there, and the manifest's ``examples``, as in the
+bundle), for ``jaxport check --numerics``.
 
-Format versions (``format_version``): 1, the first.
+Format versions (``format_version``): 1, the first. Later keys that readers
+skip when they do not know them: ``examples``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bundle import SAFETENSORS_DTYPES, FileDigest, WeightRecord
+from .bundle import SAFETENSORS_DTYPES, Example, FileDigest, WeightRecord, examples_from_json, examples_to_json
 from .errors import ArtifactError
 from .savedmodel_plan import SavedModelPlan, TensorPlan
 
@@ -29,6 +33,8 @@ FORMAT_VERSION = 1
 #: Where jaxport's files go, relative to the SavedModel directory.
 JAXPORT_DIR = "assets.extra/jaxport"
 MANIFEST_PATH = f"{JAXPORT_DIR}/manifest.json"
+#: The golden examples of the bundle the SavedModel was converted from.
+EXAMPLES_PATH = f"{JAXPORT_DIR}/examples.safetensors"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +57,16 @@ class SavedModelManifest:
     weights: tuple[WeightRecord, ...]
     files: Mapping[str, FileDigest] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    #: The golden examples, in ``EXAMPLES_PATH`` (none: there is no such file).
+    examples: tuple[Example, ...] = ()
 
     @staticmethod
-    def of(plan: SavedModelPlan, files: Mapping[str, FileDigest]) -> SavedModelManifest:
+    def of(plan: SavedModelPlan, files: Mapping[str, FileDigest],
+           examples: tuple[Example, ...] = ()) -> SavedModelManifest:
         """The manifest of a plan, with the digests of the files written for it."""
         signatures = tuple(SignatureEntry(f.name, artifact_file(f.name), f.weights, f.inputs, f.outputs)
                            for f in plan.functions)
-        return SavedModelManifest(signatures, plan.default, plan.weights, dict(files))
+        return SavedModelManifest(signatures, plan.default, plan.weights, dict(files), examples=examples)
 
     def signature(self, name: str) -> SignatureEntry:
         """The signature ``name``.
@@ -88,6 +97,8 @@ class SavedModelManifest:
                         for w in self.weights],
             "files": {name: {"size": d.size, "sha256": d.sha256} for name, d in sorted(self.files.items())},
         }
+        if self.examples:
+            doc["examples"] = examples_to_json(self.examples, EXAMPLES_PATH)
         return (json.dumps(doc, indent=1) + "\n").encode("utf-8")
 
     @staticmethod
@@ -114,7 +125,12 @@ class SavedModelManifest:
             default = doc["default"]
             if default is not None and default not in {s.name for s in signatures}:
                 raise ArtifactError(f"{MANIFEST_PATH}: the default {default!r} is not a signature")
-            return SavedModelManifest(signatures, default, weights, files, version)
+            examples = examples_from_json(doc["examples"], f"{MANIFEST_PATH}: examples", EXAMPLES_PATH) \
+                if "examples" in doc else ()
+            unknown = sorted({e.function for e in examples} - {s.name for s in signatures})
+            if unknown:
+                raise ArtifactError(f"{MANIFEST_PATH}: examples of functions that are not signatures: {unknown}")
+            return SavedModelManifest(signatures, default, weights, files, version, examples)
         except ArtifactError:
             raise
         except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -7,7 +7,7 @@ The naming is stable (a serving client's requests depend on it):
   arguments are named by their keyword; a leaf inside an argument adds its
   key path, each entry escaped as bundle key paths are (``~`` as ``~0``,
   ``/`` as ``~1``, an empty entry as ``~e``; see
-  :mod:`jaxport.domain.bundle`) and joined by ``/``: ``arg1/dense/w``,
+  :mod:`jaxport.domain.bundle_names`) and joined by ``/``: ``arg1/dense/w``,
   ``arg0/0`` (a list's or tuple's first element);
 * outputs: the leaves of a dict result are named by their key paths in the
   same way (``logits``, ``aux/loss``); any other result's leaves are
@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 
 from .artifact import TreeKind, TreeSpec
-from .bundle import escape_entry
+from .bundle_names import escape_entry
 from .errors import ConversionError
 
 #: What the converter names its refusals' target.

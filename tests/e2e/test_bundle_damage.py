@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import jaxport
+from jaxport.domain.bundle import FORMAT_VERSION
 from jaxport.errors import ArtifactError
 from tests.helpers import bundle_model as model
 
@@ -89,8 +90,8 @@ DAMAGE: dict[str, tuple[Callable[[Path], object], str]] = {
         "functions do not match its manifest: .*function 'predict'"),
     "function file not an artifact": (
         lambda p: rewrite_file(p, "loss.jaxport", b"\x00" * 64), "loss.jaxport: "),
-    "newer format": (lambda p: edit_manifest(p, lambda d: d.update(format_version=2)),
-                     "format version 2, newer than the newest this jaxport reads"),
+    "newer format": (lambda p: edit_manifest(p, lambda d: d.update(format_version=FORMAT_VERSION + 1)),
+                     f"format version {FORMAT_VERSION + 1}, newer than the newest this jaxport reads"),
     "manifest not json": (lambda p: (p / "manifest.json").write_text("{"), "manifest.json is not valid JSON"),
 }
 

@@ -14,6 +14,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,10 @@ def batch_fn(x: jax.Array) -> jax.Array:
 
 def export_sources(root: Path) -> dict[str, Any]:
     """Writes every source of the scenario into ``root``; returns JAX's expected results."""
-    bundle_model.save(root / "model")
+    bundle_model.save(root / "model", examples=bundle_model.examples())
+    bundle_model.save(root / "other_weights", seed=1)
+    shutil.copytree(root / "model", root / "swapped")
+    bundle_model.swap_weights(root / "swapped", root / "other_weights")
     expected: dict[str, Any] = {}
     inputs: dict[str, np.ndarray] = {}
     bundle = jaxport.load_bundle(root / "model")
@@ -245,8 +249,32 @@ def test_the_manifest_in_assets_extra_names_what_jaxport_wrote(scenario: Scenari
     assert doc["default"] == "predict" and list(doc["signatures"]) == ["predict", "loss", "init"]
     assert doc["signatures"]["loss"]["inputs"] == [{"name": "arg0", "dtype": "float32", "shape": [None, 4]},
                                                    {"name": "arg1", "dtype": "float32", "shape": [None, 3]}]
-    assert {"saved_model.pb", "assets.extra/jaxport/predict.jaxport"} <= set(doc["files"])
+    assert {"saved_model.pb", "assets.extra/jaxport/predict.jaxport", "assets.extra/jaxport/examples.safetensors"
+            } <= set(doc["files"])
+    assert doc["examples"]["file"] == "assets.extra/jaxport/examples.safetensors"
+    assert list(doc["examples"]["functions"]) == ["predict", "loss", "init"]
     assert doc["files"]["saved_model.pb"]["size"] == (root / "saved_model.pb").stat().st_size
+
+
+def test_check_numerics_runs_a_savedmodels_golden_examples_on_tensorflow(scenario: Scenario) -> None:
+    result = scenario.outcome["numerics savedmodel"]
+    assert result["status"] == 0, result
+    lines = result["stdout"].splitlines()
+    assert lines[0] == f"{scenario.root / 'model_tf'}: 4 examples of 3 functions on tf: ok"
+    assert [line.split()[0] for line in lines[2:]] == ["predict", "loss", "init"]
+
+
+def test_a_bundle_is_checked_on_tensorflow_by_name_through_a_conversion(scenario: Scenario) -> None:
+    report = scenario.outcome["numerics bundle on tf"]
+    assert report["ok"] and report["runtime"] == "tf" and report["converted"] and report["examples"] == 4
+    assert all(c["max_abs_error"] <= 1e-6 for c in report["checks"])
+
+
+def test_weights_swapped_with_a_rewritten_manifest_fail_the_check_on_tensorflow_too(scenario: Scenario) -> None:
+    report = scenario.outcome["numerics swapped on tf"]
+    assert report["ok"] is False
+    assert [(c["function"], c["passed"]) for c in report["checks"]] == [
+        ("predict", False), ("predict", False), ("loss", False), ("init", True)]
 
 
 def test_saved_model_cli_lists_the_signatures_and_runs_one(scenario: Scenario) -> None:

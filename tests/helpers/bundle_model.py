@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -81,3 +83,21 @@ def inputs(batch: int) -> tuple[jax.Array, jax.Array]:
     x = jnp.asarray(np.linspace(-1, 1, batch * 4, dtype=np.float32).reshape(batch, 4))
     y = jnp.asarray(np.linspace(0, 1, batch * 3, dtype=np.float32).reshape(batch, 3))
     return x, y
+
+
+def examples() -> dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]]:
+    """Golden examples for every function: two batch sizes of predict, one of loss, one of init."""
+    (x3, y3), (x5, _) = inputs(3), inputs(5)
+    return {"predict": [((x3,), {}), ((x5,), {})], "loss": [((x3, y3), {})],
+            "init": [((np.float32(2.0),), {})]}
+
+
+def swap_weights(path: Path, other: Path) -> None:
+    """Gives the bundle at ``path`` the weights of the one at ``other`` (same shapes), with a manifest
+    re-written to match them: every digest checks, only the numbers changed."""
+    manifest = json.loads((path / "manifest.json").read_text())
+    theirs = json.loads((other / "manifest.json").read_text())
+    shutil.copyfile(other / "params.safetensors", path / "params.safetensors")
+    manifest["params"] = theirs["params"]
+    manifest["files"]["params.safetensors"] = theirs["files"]["params.safetensors"]
+    (path / "manifest.json").write_text(json.dumps(manifest))

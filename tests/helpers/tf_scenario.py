@@ -5,8 +5,8 @@ tests/e2e/test_savedmodel.py prepared in WORKDIR (artifacts and a bundle,
 written with JAX), converts them through ``jaxport convert`` (the command
 line's ``main``, in this process), loads the SavedModels with
 ``tf.saved_model.load``, calls them, differentiates through them, tries each
-refused conversion, and writes what it saw to ``WORKDIR/outcome.json`` and
-the arrays to ``WORKDIR/arrays.npz``. TensorFlow is imported by jaxport's
+refused conversion, checks golden examples on TensorFlow, and writes what it
+saw to ``WORKDIR/outcome.json`` and the arrays to ``WORKDIR/arrays.npz``. TensorFlow is imported by jaxport's
 adapter first (the conversion): TensorFlow's own import would load JAX when
 it is installed.
 """
@@ -57,6 +57,16 @@ def run_command(path: Path, function: str, *inputs: Path, output: Path) -> dict[
     with contextlib.redirect_stderr(stderr):
         status = main(["run", str(path), function, *(f"--input={p}" for p in inputs), f"--output={output}"])
     return {"status": status, "stderr": stderr.getvalue()}
+
+
+def check_numerics_command(path: Path) -> dict[str, Any]:
+    """``jaxport check --numerics PATH`` in this process: its exit status and output."""
+    from jaxport.application.cli import main
+
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        status = main(["check", "--numerics", str(path)])
+    return {"status": status, "stdout": stdout.getvalue()}
 
 
 def outcome_of(call: Any) -> dict[str, Any]:
@@ -128,6 +138,11 @@ def main(workdir: Path) -> None:
     out["jaxport run"] = run_command(workdir / "model_tf", "loss", workdir / "x3.npy", workdir / "y3.npy",
                                      output=workdir / "run_loss.npz")
     arrays["jaxport run loss 3"] = np.load(workdir / "run_loss.npz")["arr_0"]
+    out["numerics savedmodel"] = check_numerics_command(workdir / "model_tf")
+    from jaxport.application.numerics import check_numerics
+
+    out["numerics bundle on tf"] = check_numerics(workdir / "model", runtime="tf").to_json()
+    out["numerics swapped on tf"] = check_numerics(workdir / "swapped", runtime="tf").to_json()
     out["jax imported"] = "jax" in sys.modules
     (workdir / "outcome.json").write_text(json.dumps(out, default=str))
     np.savez(workdir / "arrays.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub: kwargs of bool

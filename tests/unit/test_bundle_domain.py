@@ -27,17 +27,8 @@ from jaxport.domain.bundle_checks import (
     check_weights_header,
     tree_difference,
 )
-from jaxport.domain.bundle import (
-    FORMAT_VERSION,
-    FileDigest,
-    FunctionEntry,
-    Manifest,
-    WeightRecord,
-    check_weight_names,
-    function_file,
-    name_entries,
-    weight_name,
-)
+from jaxport.domain.bundle import FORMAT_VERSION, FileDigest, FunctionEntry, Manifest, WeightRecord
+from jaxport.domain.bundle_names import check_weight_names, function_file, name_entries, weight_name
 from jaxport.domain.errors import ArtifactError, BundleError, BundleMismatchError
 
 LEAF = TreeSpec.leaf()
@@ -99,7 +90,7 @@ def test_the_manifest_round_trips_through_json_with_custom_nodes_and_keys() -> N
 def test_a_manifest_of_a_newer_format_version_is_refused_with_upgrade_advice() -> None:
     doc = json.loads(manifest().to_json())
     doc["format_version"] = FORMAT_VERSION + 1
-    with pytest.raises(ArtifactError, match="manifest.json: the bundle has format version 2, newer"):
+    with pytest.raises(ArtifactError, match=f"manifest.json: the bundle has format version {FORMAT_VERSION + 1}, newer"):
         Manifest.from_json(json.dumps(doc).encode())
 
 

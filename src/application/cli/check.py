@@ -1,4 +1,8 @@
-"""``jaxport check PATH...``: verify artifacts you did not write; exit 0 only when all pass."""
+"""``jaxport check PATH...``: verify artifacts you did not write; exit 0 only when all pass.
+
+``--consumer`` asks instead whether a JAX or TensorFlow release reads them;
+``--numerics`` runs a directory's golden examples again and compares.
+"""
 
 from __future__ import annotations
 
@@ -22,20 +26,41 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "path. With --consumer, say instead whether that JAX or TensorFlow release "
                     "can read and run each artifact or bundle (calling convention, StableHLO "
                     "version, fields of the format), from jaxport's table of consumers; that "
-                    "needs no JAX. Exit status: 0 all pass, 1 some fail, 2 a path cannot be read.")
+                    "needs no JAX. With --numerics, run the golden examples that a bundle was saved "
+                    "with on the runtime the directory is for (a bundle: JAX; a SavedModel jaxport "
+                    "converted: TensorFlow, without JAX; a bundle on another one with --runtime) and "
+                    "print, per function and output, the largest absolute and relative errors against "
+                    "JAX's outputs at save, the tolerance and the verdict. Exit status: 0 all pass, "
+                    "1 some fail, 2 a path cannot be read.")
     cmd.add_argument("paths", nargs="+", metavar="PATH", help="artifact files or bundle directories")
     cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
                      help="accept this custom-call target too (repeat)")
     cmd.add_argument("--consumer", action="append", default=[], metavar="RUNTIME==VERSION",
                      help="check that this release reads and runs the paths: jax==0.9.2, tf==2.21 (repeat)")
+    cmd.add_argument("--numerics", action="store_true",
+                     help="run the golden examples of each directory and compare them with JAX's outputs")
+    cmd.add_argument("--runtime", metavar="NAME", help="with --numerics: check a bundle on this runtime "
+                     "(tf), converting it into a temporary directory first")
+    cmd.add_argument("--rtol", type=float, metavar="X", help="with --numerics: the relative tolerance of "
+                     "floating outputs (default: by dtype, float32 1e-5)")
+    cmd.add_argument("--atol", type=float, metavar="X", help="with --numerics: the absolute tolerance of "
+                     "floating outputs (default: by dtype, float32 1e-6)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object per path")
     cmd.set_defaults(handler=check_paths)
 
 
 def check_paths(args: argparse.Namespace) -> int:
     """Verifies each path and prints its verdict."""
-    from .common import one_line
+    from .common import UsageError, one_line
 
+    numerics_only = [flag for flag, value in (("--runtime", args.runtime), ("--rtol", args.rtol),
+                                              ("--atol", args.atol)) if value is not None]
+    if numerics_only and not args.numerics:
+        raise UsageError(f"{numerics_only[0]} goes with --numerics")
+    if args.numerics and args.consumer:
+        raise UsageError("--numerics and --consumer are separate checks: give one")
+    if args.numerics:
+        return check_numerics(args)
     if args.consumer:
         return check_consumers(args)
     status = 0
@@ -86,6 +111,40 @@ def check_consumers(args: argparse.Namespace) -> int:
                 print(f"{path}: {found}")
             if not found.ok and status == 0:
                 status = 1
+    return status
+
+
+def check_numerics(args: argparse.Namespace) -> int:
+    """Prints, per directory, the table of its golden examples run again."""
+    from ...domain.errors import ArtifactError
+    from ...domain.numerics import tolerance_for
+    from ..numerics import check_numerics as run_examples
+    from .common import UsageError, one_line
+
+    try:
+        tolerance_for("float32", args.rtol, args.atol)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    status = 0
+    for path in args.paths:
+        try:
+            report = run_examples(path, runtime=args.runtime, rtol=args.rtol, atol=args.atol)
+        except OSError as exc:
+            if getattr(args, "debug", False):
+                raise
+            print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
+            status = 2
+            continue
+        except ArtifactError as exc:
+            if args.json:
+                print(json.dumps({"path": path, "ok": False, "reasons": [str(exc)]}))
+            else:
+                print(f"{path}: FAILED: {' '.join(str(exc).split())}")
+            status = status or 1
+            continue
+        print(json.dumps(report.to_json()) if args.json else report)
+        if not report.ok and status == 0:
+            status = 1
     return status
 
 

@@ -1,0 +1,45 @@
+"""An output array against the one recorded at save, with NumPy: the numbers a numerics check needs.
+
+:func:`compare` finds the largest absolute difference and the largest
+recorded magnitude; the verdict from them is the domain's
+(:mod:`jaxport.domain.numerics`). Every dtype is compared in float64 or
+complex128 (bfloat16 and float8 through ml_dtypes); integers that differ
+count as at least 1 apart, whatever rounding to float64 does to them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def compare(got: Any, want: np.ndarray) -> tuple[float, float, str | None]:
+    """(largest absolute error, largest finite magnitude of ``want``, why they cannot be compared).
+
+    NaN matches NaN, and an infinity the same infinity; any other difference
+    involving a NaN or an infinity is an infinite error.
+
+    >>> compare(np.array([1.0, 2.5], np.float32), np.array([1.0, 2.0], np.float32))
+    (0.5, 2.0, None)
+    >>> compare(np.array([1, 2]), np.array([1, 2, 3]))
+    (0.0, 0.0, 'the runtime returned shape (2,) where the example has (3,)')
+    """
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return 0.0, 0.0, f"the runtime returned shape {got.shape} where the example has {want.shape}"
+    if got.dtype != want.dtype:
+        return 0.0, 0.0, f"the runtime returned dtype {got.dtype} where the example has {want.dtype}"
+    if want.size == 0:
+        return 0.0, 0.0, None
+    wide = np.complex128 if want.dtype.kind == "c" else np.float64
+    g, w = got.reshape(-1).astype(wide), want.reshape(-1).astype(wide)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(g - w)
+    same = (got.reshape(-1) == want.reshape(-1)) | (np.isnan(g) & np.isnan(w))
+    error[same] = 0.0
+    error[np.isnan(error)] = np.inf
+    if want.dtype.kind in "biu":
+        error[~same] = np.maximum(error[~same], 1.0)
+    magnitude = np.abs(w[np.isfinite(w)])
+    return float(error.max()), float(magnitude.max()) if magnitude.size else 0.0, None
