@@ -139,6 +139,7 @@ class BundleInfo:
         weights: each weight's key path, dtype, shape (and stored form).
         metadata: the metadata given at save.
         producer: the versions that wrote the bundle, if its manifest says.
+        examples: the number of golden examples of each function that has some.
     """
 
     path: str
@@ -147,6 +148,7 @@ class BundleInfo:
     weights: tuple[WeightRecord, ...]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     producer: Producer | None = None
+    examples: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -158,8 +160,11 @@ class BundleInfo:
         """The summary of a bundle from its manifest and its functions' summaries (by name)."""
         functions = tuple(BundleFunctionInfo(e.name, e.file, e.takes_params, artifacts[e.name])
                           for e in manifest.functions)
+        examples: dict[str, int] = {}
+        for example in manifest.examples:
+            examples[example.function] = examples.get(example.function, 0) + 1
         return BundleInfo(path, manifest.format_version, functions, manifest.weights,
-                          dict(manifest.metadata), manifest.producer)
+                          dict(manifest.metadata), manifest.producer, examples)
 
     def weights_table(self) -> str:
         """The weights as a table: key path, dtype, shape, bytes; then the total."""
@@ -184,6 +189,9 @@ class BundleInfo:
             lines.append("  " + str(artifact).replace("\n", "\n  "))
         lines.append("weights:")
         lines.append("  " + self.weights_table().replace("\n", "\n  "))
+        if self.examples:
+            lines.append("golden examples: " + ", ".join(f"{name} {count}" for name, count in self.examples.items())
+                         + " (jaxport check --numerics runs them)")
         if self.metadata:
             lines.append(clip(f"metadata: {dict(self.metadata)}"))
         return "\n".join(lines)

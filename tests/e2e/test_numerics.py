@@ -63,6 +63,14 @@ def test_a_bundle_keeps_its_examples_in_a_safetensors_file_covered_by_the_manife
         np.asarray(model.inputs(3)[0]))
 
 
+def test_jaxport_inspect_counts_the_examples_of_each_function(saved: Path) -> None:
+    status, out, _ = cli("inspect", str(saved))
+    assert status == 0
+    assert "golden examples: predict 2, loss 1, init 1 (jaxport check --numerics runs them)" in out.splitlines()
+    status, out, _ = cli("inspect", "--json", str(saved))
+    assert json.loads(out)["examples"] == {"predict": 2, "loss": 1, "init": 1}
+
+
 def test_a_bundle_without_examples_stays_in_format_version_1(tmp_path: Path) -> None:
     path = model.save(tmp_path / "plain")
     doc = json.loads((path / "manifest.json").read_text())
@@ -144,6 +152,8 @@ def test_a_damaged_examples_file_is_an_artifact_error(saved: Path, tmp_path: Pat
     with pytest.raises(ArtifactError, match="digest of the bundle's file examples.safetensors does not match"):
         jaxport.check_numerics(path)
     status, out, _ = cli("check", "--numerics", str(path))
+    assert status == 1 and out.startswith(f"{path}: FAILED: The digest of the bundle's file examples.safetensors")
+    status, out, _ = cli("check", str(path))  # the check of the whole bundle reads it too
     assert status == 1 and out.startswith(f"{path}: FAILED: The digest of the bundle's file examples.safetensors")
 
 

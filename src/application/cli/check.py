@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 
@@ -22,7 +23,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "separate process under time and memory limits; main's signature against the "
                     "record; every custom call against JAX's stable targets plus "
                     "--allow-custom-call (the artifact's own disabled checks do not count). A "
-                    "bundle directory is checked whole, as jaxport.load_bundle does. One line per "
+                    "bundle directory is checked whole, as jaxport.load_bundle does, its golden "
+                    "examples' file included. One line per "
                     "path. With --consumer, say instead whether that JAX or TensorFlow release "
                     "can read and run each artifact or bundle (calling convention, StableHLO "
                     "version, fields of the format), from jaxport's table of consumers; that "
@@ -51,7 +53,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def check_paths(args: argparse.Namespace) -> int:
     """Verifies each path and prints its verdict."""
-    from .common import UsageError, one_line
+    from .common import UsageError
 
     numerics_only = [flag for flag, value in (("--runtime", args.runtime), ("--rtol", args.rtol),
                                               ("--atol", args.atol)) if value is not None]
@@ -63,23 +65,36 @@ def check_paths(args: argparse.Namespace) -> int:
         return check_numerics(args)
     if args.consumer:
         return check_consumers(args)
-    status = 0
-    for path in args.paths:
-        try:
-            ok, reasons, detail = _check(path, args.allow_custom_call)
-        except OSError as exc:
-            if getattr(args, "debug", False):
-                raise
-            print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
-            status = 2
-            continue
+
+    def verify(path: str) -> bool:
+        ok, reasons, detail = _check(path, args.allow_custom_call)
         if args.json:
             print(json.dumps({"path": path, "ok": ok, "reasons": list(reasons), **detail}))
         elif ok:
             print(f"{path}: ok ({_summary(detail)})")
         else:
             print(f"{path}: FAILED: {'; '.join(' '.join(r.split()) for r in reasons)}")
-        if not ok and status == 0:
+        return ok
+
+    return _each_path(args, verify)
+
+
+def _each_path(args: argparse.Namespace, check: Callable[[str], bool]) -> int:
+    """Runs ``check`` (which prints its verdict; True: passed) on each path; the exit status:
+    0 all pass, 1 some fail, 2 a path cannot be read (said on stderr)."""
+    from .common import one_line
+
+    status = 0
+    for path in args.paths:
+        try:
+            passed = check(path)
+        except OSError as exc:
+            if getattr(args, "debug", False):
+                raise
+            print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
+            status = 2
+            continue
+        if not passed and status == 0:
             status = 1
     return status
 
@@ -88,30 +103,24 @@ def check_consumers(args: argparse.Namespace) -> int:
     """Prints, per path and consumer, whether the consumer can read and run it."""
     from ...domain.consumers import find_consumer
     from ..consumer_check import check_consumer
-    from .common import one_line
 
     for spec in args.consumer:
         find_consumer(spec)  # a consumer the table lacks is the user's mistake, before any file is read
-    status = 0
-    for path in args.paths:
+
+    def consumers(path: str) -> bool:
+        passed = True
         for spec in args.consumer:
-            try:
-                found = check_consumer(path, spec)
-            except OSError as exc:
-                if getattr(args, "debug", False):
-                    raise
-                print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
-                status = 2
-                break
+            found = check_consumer(path, spec)
             if args.json:
                 print(json.dumps({"path": path, "consumer": spec, "ok": found.ok,
                                   "reasons": list(found.reasons), "notes": list(found.notes),
                                   "source": found.consumer.source}))
             else:
                 print(f"{path}: {found}")
-            if not found.ok and status == 0:
-                status = 1
-    return status
+            passed = passed and found.ok
+        return passed
+
+    return _each_path(args, consumers)
 
 
 def check_numerics(args: argparse.Namespace) -> int:
@@ -119,33 +128,24 @@ def check_numerics(args: argparse.Namespace) -> int:
     from ...domain.errors import ArtifactError
     from ...domain.numerics import tolerance_for
     from ..numerics import check_numerics as run_examples
-    from .common import UsageError, one_line
+    from .common import UsageError
 
     try:
         tolerance_for("float32", args.rtol, args.atol)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    status = 0
-    for path in args.paths:
+
+    def numerics(path: str) -> bool:
         try:
             report = run_examples(path, runtime=args.runtime, rtol=args.rtol, atol=args.atol)
-        except OSError as exc:
-            if getattr(args, "debug", False):
-                raise
-            print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
-            status = 2
-            continue
         except ArtifactError as exc:
-            if args.json:
-                print(json.dumps({"path": path, "ok": False, "reasons": [str(exc)]}))
-            else:
-                print(f"{path}: FAILED: {' '.join(str(exc).split())}")
-            status = status or 1
-            continue
+            print(json.dumps({"path": path, "ok": False, "reasons": [str(exc)]}) if args.json
+                  else f"{path}: FAILED: {' '.join(str(exc).split())}")
+            return False
         print(json.dumps(report.to_json()) if args.json else report)
-        if not report.ok and status == 0:
-            status = 1
-    return status
+        return report.ok
+
+    return _each_path(args, numerics)
 
 
 def _summary(detail: dict[str, Any]) -> str:
@@ -163,8 +163,13 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
     if os.path.isdir(path):
         from ..bundles import load_bundle
 
+        from ...adapters.bundle_dir import read_function
+        from ...domain.bundle import EXAMPLES_FILE
+
         try:
             bundle = load_bundle(path, verify=True, allowed_custom_calls=allowed)
+            if bundle.manifest.examples:  # not read by a load: its digest is checked here
+                read_function(path, bundle.manifest, EXAMPLES_FILE)
         except JaxportError as exc:
             return False, (str(exc),), {}
         return True, (), {"functions": len(bundle)}
