@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .application.files import load as load
     from .application.files import save as save
     from .application.inspect import inspect as inspect
+    from .application.iree_convert import to_iree as to_iree
+    from .application.iree_load import IreeModel as IreeModel
+    from .application.iree_load import load_iree as load_iree
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registry import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registry import register_pytree_node_serialization as register_pytree_node_serialization
@@ -57,6 +60,9 @@ _LAZY = {
     "save": "jaxport.application.files",
     "load": "jaxport.application.files",
     "inspect": "jaxport.application.inspect",
+    "to_iree": "jaxport.application.iree_convert",
+    "load_iree": "jaxport.application.iree_load",
+    "IreeModel": "jaxport.application.iree_load",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registry",
     "register_namedtuple_serialization": "jaxport.application.pytree_registry",
