@@ -18,7 +18,7 @@ SCRIPT := $(VENV)/bin/jaxport
 $(DEPS): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet ".[dev]"
+	$(PY) -m pip install --quiet ".[dev,iree]"
 	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(DEPS)
 

@@ -79,33 +79,6 @@ def resolve_target(target_cpu: str, target_triple: str | None) -> IreeTarget:
                       found[1], _BACKEND)
 
 
-def custom_calls(function: str, portable: bytes) -> list[tuple[str, str]]:
-    """The target and text (with its location) of each custom call of a portable artifact.
-
-    Raises:
-        ConversionError: IREE's MLIR does not read the module (an operation of
-            a dialect it does not know).
-    """
-    context = ir.Context()
-    try:
-        module = ir.Module.parse(portable, context=context)
-    except ir.MLIRError as exc:
-        raise ConversionError("IREE", function, f"IREE's compiler cannot read its module: {exc}") from None
-    found: list[tuple[str, str]] = []
-
-    def visit(op: Any) -> Any:
-        if op.name == "vhlo.custom_call_v1":
-            attr = str(op.attributes["call_target_name"])
-            target = re.search(r'"(.*)"', attr)
-            text = str(op)
-            text = text if len(text) <= 300 else text[:300] + " ..."
-            found.append((target[1] if target else attr, f"{text} at {op.location}"))
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
-
-
 def compile_module(function: str, portable: bytes, parameters: Sequence[str | None],
                    module_name: str, target: IreeTarget) -> bytes:
     """The ``.vmfb`` of a static portable artifact whose ``main`` takes every flat input.

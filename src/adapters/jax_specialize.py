@@ -29,13 +29,15 @@ from ..domain.iree_conversion import StaticShapes
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from . import jax_internals
 from .jax_records import jax_dtype
-from .mlir_module import StableHloSerializer
+from .mlir_module import MlirModuleInspector, StableHloSerializer
 
 _CALLEE = "jaxport_exported_main"
 
 
-def specialize(record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
-    """The portable artifact of ``record``'s module for ``shapes``, taking every flat input.
+def specialize(record: ArtifactRecord, shapes: StaticShapes,
+               platform_index: int | None) -> tuple[bytes, list[tuple[str, str]]]:
+    """The portable artifact of ``record``'s module for ``shapes``, taking every flat input,
+    and the target and text (with its location) of each custom call it makes.
 
     Args:
         record: the function (its module, kept inputs, platforms).
@@ -70,8 +72,15 @@ def specialize(record: ArtifactRecord, shapes: StaticShapes, platform_index: int
     with module.context:
         passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
         _drop_single_device_shardings(module)
-        return bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
-                                                          jax_internals.backend_serializes_with_sdy()))
+        calls = [(site.target or "", _clipped(site.describe())) for site in MlirModuleInspector().sites(module)]
+        portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
+                                                              jax_internals.backend_serializes_with_sdy()))
+    return portable, calls
+
+
+def _clipped(text: str) -> str:
+    """A long operation's text cut in the middle (its start names it, its end gives its location)."""
+    return text if len(text) <= 400 else f"{text[:250]} ... {text[-120:]}"
 
 
 def _drop_single_device_shardings(module: ir.Module) -> None:

@@ -79,8 +79,6 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     plans = [(f, _shapes(f, src, (dims or {}).get(f.name))) for f in src.functions]
     target = iree_compiler.resolve_target(requested_cpu(target_cpu, target_triple), target_triple)
     portables = {(f.name, s.dims): _portable(f, s) for f, shapes in plans for s in shapes}
-    for (name, _), portable in portables.items():
-        check_custom_calls(name, iree_compiler.custom_calls(name, portable))
     blobs: dict[str, bytes] = {}
     functions = []
     for f, shapes in plans:
@@ -97,8 +95,9 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
 
 def _shapes(function: SourceFunction, src: ConversionSource,
             bindings: Sequence[Mapping[str, int]] | None) -> list[StaticShapes]:
-    check_convertible(function.name, function.record, nr_weights=_nr_weights(function, src))
-    return static_shapes(function.name, function.record, bindings)
+    count = _nr_weights(function, src)
+    check_convertible(function.name, function.record, nr_weights=count)
+    return static_shapes(function.name, function.record, bindings, nr_weights=count)
 
 
 def _nr_weights(function: SourceFunction, src: ConversionSource) -> int:
@@ -106,13 +105,16 @@ def _nr_weights(function: SourceFunction, src: ConversionSource) -> int:
 
 
 def _portable(function: SourceFunction, shapes: StaticShapes) -> bytes:
+    """The module to compile for ``shapes``, its custom calls checked."""
     from ..adapters.jax_specialize import specialize
 
     try:
-        return specialize(function.record, shapes, platform_index(function.record))
+        portable, calls = specialize(function.record, shapes, platform_index(function.record))
     except ValueError as exc:
         raise ConversionError(RUNTIME_NAME, function.name, f"JAX's shape refinement refused it for "
                                                            f"{dict(shapes.dims)}: {exc}") from exc
+    check_custom_calls(function.name, calls)
+    return portable
 
 
 def _parameters(function: SourceFunction, src: ConversionSource) -> list[str | None]:

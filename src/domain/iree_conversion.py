@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .artifact import ArtifactRecord, DType
 from .custom_calls import CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
 from .errors import ConversionError
-from .runtime_calls import leaf_paths, record_shapes
+from .runtime_calls import leaf_paths, record_shapes, with_weights_bound
 from .symbolic import DimExpr, DimSize, ShapeAssertionError, solve_call
 
 #: The runtime, as messages name it.
@@ -122,12 +122,14 @@ def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def static_shapes(name: str, record: ArtifactRecord,
-                  bindings: Sequence[Mapping[str, int]] | None) -> list[StaticShapes]:
+def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None,
+                  *, nr_weights: int = 0) -> list[StaticShapes]:
     """The static shapes to compile ``record`` for: one per binding (one, unbound, when static).
 
     Each binding is checked as a call of those shapes would be: the dimension
-    variables solved from the input shapes it gives and every constraint checked.
+    variables solved from the input shapes it gives and every constraint
+    checked, the messages naming the caller's arguments (the ``nr_weights``
+    first flat inputs, a bundle's weights, are bound).
 
     Raises:
         ConversionError: a symbolic function without bindings, a static one
@@ -139,7 +141,7 @@ def static_shapes(name: str, record: ArtifactRecord,
     if not variables:
         if bindings:
             raise ConversionError(RUNTIME_NAME, name, "it has no dimension variables; give it no dims")
-        return [_shapes(record, {})]
+        return [_shapes(record, {}, nr_weights)]
     if not bindings:
         raise ConversionError(
             RUNTIME_NAME, name, f"it has symbolic shapes (dimension variables {', '.join(variables)}) and "
@@ -148,7 +150,7 @@ def static_shapes(name: str, record: ArtifactRecord,
             f"--dims {name}:{','.join(v + '=8' for v in variables)}).")
     found: list[StaticShapes] = []
     for binding in bindings:
-        shapes = _checked_binding(name, record, variables, binding)
+        shapes = _checked_binding(name, record, variables, binding, nr_weights)
         if any(s.dims == shapes.dims for s in found):
             raise ConversionError(RUNTIME_NAME, name, f"the binding {dict(binding)} is given twice")
         found.append(shapes)
@@ -156,7 +158,7 @@ def static_shapes(name: str, record: ArtifactRecord,
 
 
 def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ...],
-                     binding: Mapping[str, int]) -> StaticShapes:
+                     binding: Mapping[str, int], nr_weights: int) -> StaticShapes:
     given = dict(binding)
     if set(given) != set(variables):
         extra, lacking = sorted(set(given) - set(variables)), sorted(set(variables) - set(given))
@@ -169,16 +171,18 @@ def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ..
             raise ConversionError(RUNTIME_NAME, name, f"the binding {given} gives {var} the value "
                                                  f"{value!r}, which is not a size")
     try:
-        return _shapes(record, given)
+        return _shapes(record, given, nr_weights)
     except ShapeAssertionError as exc:
         raise ConversionError(RUNTIME_NAME, name, f"the binding {given} violates its shape constraints: "
                                              f"{exc}") from exc
 
 
-def _shapes(record: ArtifactRecord, binding: dict[str, int]) -> StaticShapes:
+def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) -> StaticShapes:
     exported = _input_shapes(record)
     concrete = [tuple(_value(d, binding) for d in shape) for shape in exported]
-    solution = solve_call(exported, concrete, leaf_paths(record.in_tree))
+    callers = record if not nr_weights else with_weights_bound(record, nr_weights)
+    paths = [f"weights[{i}]" for i in range(nr_weights)] + list(leaf_paths(callers.in_tree))
+    solution = solve_call(exported, concrete, paths)
     outs = record_shapes(record.out_avals, record.constraints)
     return StaticShapes(tuple(sorted(binding.items())), tuple(concrete),
                         tuple(tuple(int(solution.evaluate(d)) for d in s) for s in outs))

@@ -258,3 +258,49 @@ def check_digests(manifest: IreeManifest, names: Sequence[str], digests: Sequenc
                 f"The digest of the directory's file {name} does not match its manifest (sha256 "
                 f"{digest} where {manifest.files[name].sha256} was recorded): the file was damaged "
                 "or changed after jaxport wrote it; convert the artifact again.")
+
+
+def manifest_text(manifest: IreeManifest, path: str) -> str:
+    """What ``jaxport inspect`` prints of the directory at ``path``: target, functions, modules, weights.
+
+    >>> from .signature_record import signature
+    >>> from .artifact import AvalRecord, DType, TreeSpec
+    >>> sig = signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
+    ...                 (AvalRecord(("b",), DType.FLOAT32),), TreeSpec.leaf(), (AvalRecord(("b",), DType.FLOAT32),))
+    >>> target = IreeTarget("host", "host", "znver4", ("+avx2",), "x86_64-unknown-unknown-eabi-elf",
+    ...                     "embedded-elf-x86_64")
+    >>> m = IreeManifest((IreeFunction("f", sig, False, (CompiledModule("f.b=8.vmfb", (("b", 8),)),)),),
+    ...                  target, "3.13.0", files={"f.b=8.vmfb": FileDigest(1200, "00")})
+    >>> print(manifest_text(m, "out"))
+    IREE modules out (format 1, compiled by IREE 3.13.0): 1 function, 1 module
+    compiled for x86_64 (CPU znver4, triple x86_64-unknown-unknown-eabi-elf), 1 CPU feature required; asked for CPU host, triple host
+    f (float32[b]) -> float32[b]
+      b=8: f.b=8.vmfb (1200 bytes)
+    run one without Python: iree-run-module --device=local-task --module=out/f.b=8.vmfb --function=main --input=@ARG0.npy
+    """
+    from .signature_text import signature_text
+
+    modules = sum(len(f.modules) for f in manifest.functions)
+    t = manifest.target
+    lines = [f"IREE modules {path} (format {manifest.format_version}, compiled by IREE {manifest.compiler}): "
+             f"{_count(len(manifest.functions), 'function')}, {_count(modules, 'module')}"
+             + (f", weights {_count(len(manifest.weights), 'array')} in {WEIGHTS_FILE}"
+                if manifest.params_tree is not None else ""),
+             f"compiled for {t}, {_count(len(t.required_features), 'CPU feature')} required; "
+             f"asked for CPU {t.requested_cpu}, triple {t.requested_triple}"]
+    for f in manifest.functions:
+        reads = " (reads the weights)" if f.takes_params else ""
+        lines.append(f"{f.name}{reads} {signature_text(f.signature, width=200)}")
+        for m in f.modules:
+            binding = ",".join(f"{k}={v}" for k, v in m.dims) or "static"
+            lines.append(f"  {binding}: {m.file} ({manifest.files[m.file].size} bytes)")
+    first = manifest.functions[0]
+    parameters = f" --parameters={PARAMETER_SCOPE}={path}/{WEIGHTS_FILE}" if first.takes_params else ""
+    inputs = "".join(f" --input=@ARG{i}.npy" for i in range(len(first.signature.in_avals)))
+    lines.append(f"run one without Python: iree-run-module --device=local-task --module={path}/"
+                 f"{first.modules[0].file}{parameters} --function=main{inputs}")
+    return "\n".join(lines)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"

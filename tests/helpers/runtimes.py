@@ -50,8 +50,16 @@ def _jax(artifact: Path, workdir: Path) -> Callable[..., Any]:
     return RuntimeFunction(decode_artifact(artifact.read_bytes()), jax_runtime())
 
 
+def _iree(artifact: Path, workdir: Path) -> Callable[..., Any]:
+    import jaxport
+
+    jaxport.to_iree(artifact, workdir / "iree", dims={"f": [{"b": 3}, {"b": 5}]})  # the batches of CASES
+    return jaxport.load_iree(workdir / "iree")["f"]
+
+
 RUNTIMES: dict[str, RuntimeEntry] = {e.name: e for e in (
     RuntimeEntry("jax", _jax),
+    RuntimeEntry("iree", _iree, requires="iree.runtime"),
 )}
 
 # The function under test (see tests/e2e/test_runtime_calls.py):

@@ -12,7 +12,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "run", parents=[common], help="call an artifact or a bundle's function on arrays from .npz/.npy files",
         description="Call the artifact at PATH, or the function FUNCTION of the bundle at PATH "
                     "with the bundle's weights bound (FUNCTION may be left out when the bundle "
-                    "has one function). Inputs come from --input files, in order: an "
+                    "has one function), or of a directory that 'jaxport convert --to iree' wrote "
+                    "(run by IREE, without JAX). Inputs come from --input files, in order: an "
                     ".npy file is the next positional argument; an .npz file gives positional "
                     "arguments as arr_0, arr_1, ... and keyword arguments by name. When the "
                     "function takes nested arguments (a dict of weights), give every leaf in "
@@ -31,8 +32,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_artifact(args: argparse.Namespace) -> int:
     """Calls the artifact and writes or summarizes the results."""
+    from .iree import is_iree_directory, run_iree
+
+    if is_iree_directory(args.path):
+        return run_iree(args)  # without JAX
     from ...adapters.array_files import read_arrays
-    from .common import check_writable
+    from .common import array_summary, check_writable
 
     if args.output:
         check_writable(args.output)
@@ -57,7 +62,7 @@ def run_artifact(args: argparse.Namespace) -> int:
         write_arrays(args.output, [np.asarray(leaf) for _, leaf in leaves])
         return 0
     for path, leaf in leaves:
-        print(f"result{jax.tree_util.keystr(path)}: {_summary(np.asarray(leaf))}")
+        print(f"result{jax.tree_util.keystr(path)}: {array_summary(np.asarray(leaf))}")
     return 0
 
 
@@ -124,18 +129,3 @@ def _typed_raw_arrays(target: Any, args: list[Any], kwargs: dict[str, Any]) -> t
              else leaf for leaf, aval in zip(leaves, target.in_avals)]
     new_args, new_kwargs = jax.tree.unflatten(tree, typed)
     return list(new_args), new_kwargs
-
-
-def _summary(value: Any) -> str:
-    import numpy as np
-
-    kind = f"{value.dtype}[{','.join(map(str, value.shape))}]"
-    if value.size == 0:
-        return f"{kind} (empty)"
-    if value.size <= 6:
-        return f"{kind} {np.array2string(value.ravel(), precision=4, separator=', ')}"
-    if value.dtype.kind in "biuf" or str(value.dtype) == "bfloat16":
-        as_float = value.astype(np.float64)
-        return (f"{kind} min {as_float.min():.4g} max {as_float.max():.4g} "
-                f"mean {as_float.mean():.4g}")
-    return kind
