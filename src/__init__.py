@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .application.pytree_registry import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registry import register_pytree_node_serialization as register_pytree_node_serialization
     from .application.serialization import deserialize as deserialize
+    from .application.savedmodel_convert import to_savedmodel as to_savedmodel
     from .application.symbolic import poly_spec as poly_spec
     from .application.symbolic import poly_specs as poly_specs
     from .application.symbolic import symbolic_args_specs as symbolic_args_specs
@@ -66,6 +67,7 @@ _LAZY = {
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registry",
     "register_namedtuple_serialization": "jaxport.application.pytree_registry",
+    "to_savedmodel": "jaxport.application.savedmodel_convert",
     "symbolic_shape": "jaxport.application.symbolic",
     "symbolic_args_specs": "jaxport.application.symbolic",
     "poly_spec": "jaxport.application.symbolic",

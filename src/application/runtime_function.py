@@ -23,14 +23,17 @@ class RuntimeFunction:
     Args:
         record: the function's domain record.
         runtime: what runs it (see :mod:`jaxport.domain.runtime`).
+        weights_bound: the record is a bundle's function with its weights
+            bound by the runtime (:func:`~jaxport.domain.runtime_calls.with_weights_bound`).
 
     Raises:
         ArtifactError: the record's shapes or constraints do not parse.
     """
 
-    def __init__(self, record: ArtifactRecord, runtime: Runtime) -> None:
+    def __init__(self, record: ArtifactRecord, runtime: Runtime, *, weights_bound: bool = False) -> None:
         self.record = record
         self.runtime = runtime
+        self.weights_bound = weights_bound
         self._signature = call_signature(record)
         self.__name__ = record.function_name
 
@@ -47,7 +50,7 @@ class RuntimeFunction:
                 the export (checked before anything runs).
             JaxportError: the runtime cannot run the call (the subclass says why).
         """
-        leaves = flatten_call(self.record, args, kwargs)
+        leaves = flatten_call(self.record, args, kwargs, weights_bound=self.weights_bound)
         return self.call_flat(leaves)
 
     def call_flat(self, leaves: list[Any]) -> Any:

@@ -15,27 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .artifact import ArtifactRecord, DType
+from .artifact import ArtifactRecord
 from .custom_calls import CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
 from .errors import ConversionError
 from .runtime_calls import leaf_paths, record_shapes, with_weights_bound
+from .runtime_dtypes import why_not_iree
 from .symbolic import DimExpr, DimSize, ShapeAssertionError, solve_call
 
 #: The runtime, as messages name it.
 RUNTIME_NAME = "IREE"
-#: The element types IREE 3.13 (``llvm-cpu``) holds, measured: every integer and float kind
-#: but the 4-bit ones (its runtime maps no NumPy dtype to them) and the float8 kinds its HAL
-#: has no element type for (``float8_e4m3b11fnuz``, ``float8_e4m3``, ``float8_e3m4``,
-#: ``float4_e2m1fn``); ``float8_e8m0fnu`` compiles but computes wrong values.
-IREE_DTYPES: frozenset[DType] = frozenset({
-    DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
-    DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64,
-    DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64,
-    DType.COMPLEX64, DType.COMPLEX128,
-    DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.FLOAT8_E4M3FNUZ, DType.FLOAT8_E5M2FNUZ,
-})
-#: PRNG key arrays: a bundle's weights may be (they are stored, and read, as their key data).
-KEY_DTYPES: frozenset[DType] = frozenset({DType.KEY_FRY, DType.KEY_RBG, DType.KEY_UNSAFE_RBG})
 #: The custom calls IREE's StableHLO input accepts (it erases them).
 ERASED_CUSTOM_CALLS = frozenset({"shape_assertion"})
 
@@ -81,12 +69,13 @@ def check_convertible(name: str, record: ArtifactRecord, *, nr_weights: int) -> 
         raise ConversionError(RUNTIME_NAME, name, f"it has ordered effects ({effects}), which IREE "
                                                   "cannot run (it has no tokens).")
     for i, (path, aval) in enumerate(zip(leaf_paths(record.in_tree), record.in_avals)):
-        if aval.dtype not in IREE_DTYPES and not (i < nr_weights and aval.dtype in KEY_DTYPES):
-            raise ConversionError(RUNTIME_NAME, name, f"{aval} is not a dtype IREE holds", where=path)
+        why = why_not_iree(aval.dtype, weight=i < nr_weights)
+        if why is not None:
+            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {why}", where=path)
     for i, aval in enumerate(record.out_avals):
-        if aval.dtype not in IREE_DTYPES:
-            raise ConversionError(RUNTIME_NAME, name, f"{aval} is not a dtype IREE holds",
-                                  where=f"flat result {i}")
+        why = why_not_iree(aval.dtype)
+        if why is not None:
+            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {why}", where=f"flat result {i}")
 
 
 def check_custom_calls(name: str, calls: Sequence[tuple[str, str]]) -> None:

@@ -31,8 +31,12 @@ from .specs import ArraySpec, Shape
 from .symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec, solve_call
 
 
-def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[str, Any], *,
+                 weights_bound: bool = False) -> list[Any]:
     """The flat leaves of ``(args, kwargs)``, in the exported flattening order.
+
+    ``weights_bound``: ``function`` is a bundle's, its weights bound (see
+    :func:`with_weights_bound`); the error's message says so.
 
     Raises:
         TreeMismatchError: the call's pytree differs from ``function.in_tree``;
@@ -42,7 +46,7 @@ def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[
     differences: list[TreeDifference] = []
     _flatten(function.in_tree, (tuple(args), dict(kwargs)), (), leaves, differences)
     if differences:
-        raise TreeMismatchError(function.function_name, differences)
+        raise TreeMismatchError(function.function_name, differences, weights_bound=weights_bound)
     return leaves
 
 
@@ -232,7 +236,18 @@ def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:
     if len(leaves) != function.out_tree.num_leaves:
         raise ValueError(f"'{function.function_name}' has {function.out_tree.num_leaves} flat results, "
                          f"got {len(leaves)}")
-    return _build(function.out_tree, iter(leaves))
+    return build_tree(function.out_tree, leaves)
+
+
+def build_tree(spec: TreeSpec, leaves: Sequence[Any]) -> Any:
+    """The pytree of ``spec`` with ``leaves``, as plain tuples, lists, dicts and None.
+
+    A custom node becomes a tuple of its children.
+
+    >>> build_tree(TreeSpec.of_dict({"y": TreeSpec.leaf(), "z": TreeSpec.of_list(TreeSpec.none())}), [1])
+    {'y': 1, 'z': [None]}
+    """
+    return _build(spec, iter(leaves))
 
 
 def _build(spec: TreeSpec, leaves: Any) -> Any:

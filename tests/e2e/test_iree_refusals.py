@@ -69,7 +69,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], dict[str, Any], str]] = {
                         r"'<lambda>' to IREE: it has ordered effects \(Printing\)"),
     "several devices": (sharded, {}, r"'<lambda>' to IREE: its module is for 2 devices"),
     "dtype": (lambda p: _save(jaxport.export(jax.jit(lambda x: x.astype(jnp.int8)))(
-        jax.ShapeDtypeStruct((4,), jnp.int4)), p), {}, r"\(args\[0\]\): int4\[4\] is not a dtype IREE holds"),
+        jax.ShapeDtypeStruct((4,), jnp.int4)), p), {}, r"\(args\[0\]\): int4\[4\] is the dtype int4, which IREE cannot hold"),
     "no cpu platform": (lambda p: _save(jaxport.export(jax.jit(lambda x: x + 1), platforms=("cuda",))(F32), p),
                         {}, r"exported for \['cuda'\] only"),
     "unknown triple": (lambda p: with_module(p, ""), {"target_triple": "foo-bar-baz"},

@@ -57,9 +57,18 @@ def _iree(artifact: Path, workdir: Path) -> Callable[..., Any]:
     return jaxport.load_iree(workdir / "iree")["f"]
 
 
+def _tf(artifact: Path, workdir: Path) -> Callable[..., Any]:
+    import jaxport
+    from jaxport.application.savedmodel_load import load_savedmodel
+
+    jaxport.to_savedmodel(artifact, workdir / "model_tf")
+    return load_savedmodel(workdir / "model_tf")["serving_default"]
+
+
 RUNTIMES: dict[str, RuntimeEntry] = {e.name: e for e in (
     RuntimeEntry("jax", _jax),
     RuntimeEntry("iree", _iree, requires="iree.runtime"),
+    RuntimeEntry("tf", _tf, requires="tensorflow", in_process=False),
 )}
 
 # The function under test (see tests/e2e/test_runtime_calls.py):

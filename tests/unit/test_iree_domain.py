@@ -83,9 +83,9 @@ def test_what_the_record_says_that_iree_cannot_run_is_refused() -> None:
         (dataclasses.replace(static, nr_devices=2), "its module is for 2 devices"),
         (dataclasses.replace(static, ordered_effects=(EffectRecord("Ordered"),)), r"ordered effects \(Ordered\)"),
         (dataclasses.replace(static, in_avals=(AvalRecord(("2",), DType.INT4),)),
-         r"\(args\[0\]\): int4\[2\] is not a dtype IREE holds"),
+         r"\(args\[0\]\): int4\[2\] is the dtype int4, which IREE cannot hold"),
         (dataclasses.replace(static, out_avals=(AvalRecord(("2",), DType.KEY_FRY),)),
-         r"\(flat result 0\): key<fry>\[2\] is not a dtype IREE holds"),
+         r"\(flat result 0\): key<fry>\[2\] is a PRNG key array"),
     ]
     for bad, message in cases:
         with pytest.raises(ConversionError, match=message):

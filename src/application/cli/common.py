@@ -187,3 +187,9 @@ def array_summary(value: Any) -> str:
         return (f"{kind} min {as_float.min():.4g} max {as_float.max():.4g} "
                 f"mean {as_float.mean():.4g}")
     return kind
+
+
+def print_results(leaves: list[tuple[str, Any]]) -> None:
+    """Prints one line per result leaf: its key path (``['y']``), dtype, shape and values."""
+    for path, leaf in leaves:
+        print(f"result{path}: {array_summary(leaf)}")

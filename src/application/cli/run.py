@@ -19,7 +19,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "function takes nested arguments (a dict of weights), give every leaf in "
                     "flattening order as arr_0, arr_1, ... bfloat16 and float8 arrays, which NumPy "
                     "stores as raw bytes (|V2, |V1), are read as the dtype the artifact expects.")
-    cmd.add_argument("path", metavar="PATH", help="an artifact file or a bundle directory")
+    cmd.add_argument("path", metavar="PATH", help="an artifact file, a bundle directory or a SavedModel "
+                     "directory that jaxport converted (run through TensorFlow)")
     cmd.add_argument("function", metavar="FUNCTION", nargs="?", help="the function of a bundle to call")
     cmd.add_argument("--input", action="append", default=[], metavar="FILE",
                      help="an .npz or .npy file of inputs (repeat, in order)")
@@ -37,7 +38,13 @@ def run_artifact(args: argparse.Namespace) -> int:
     if is_iree_directory(args.path):
         return run_iree(args)  # without JAX
     from ...adapters.array_files import read_arrays
-    from .common import array_summary, check_writable
+    from ..savedmodel_load import is_savedmodel
+    from .common import check_writable, print_results
+
+    if is_savedmodel(args.path):
+        from .run_savedmodel import run_savedmodel
+
+        return run_savedmodel(args)
 
     if args.output:
         check_writable(args.output)
@@ -61,8 +68,7 @@ def run_artifact(args: argparse.Namespace) -> int:
 
         write_arrays(args.output, [np.asarray(leaf) for _, leaf in leaves])
         return 0
-    for path, leaf in leaves:
-        print(f"result{jax.tree_util.keystr(path)}: {array_summary(np.asarray(leaf))}")
+    print_results([(jax.tree_util.keystr(path), np.asarray(leaf)) for path, leaf in leaves])
     return 0
 
 

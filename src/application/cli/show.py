@@ -18,7 +18,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "weights' table. Reads the files without importing JAX.")
     show.add_argument("files", nargs="+", metavar="FILE",
                       help="artifact files written by jaxport or jax.export, bundle directories, or "
-                           "directories that 'jaxport convert' wrote")
+                           "SavedModel or IREE directories that jaxport converted")
     show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
     show.set_defaults(handler=inspect_files)
     text = commands.add_parser("mlir", parents=[common], help="print the StableHLO module of an artifact",
@@ -33,6 +33,7 @@ def inspect_files(args: argparse.Namespace) -> int:
 
     from ...domain.artifact_info import ArtifactInfo
     from ..inspect import inspect_bundle
+    from ..savedmodel_load import inspect_savedmodel, is_savedmodel
     from .common import is_users_error, one_line, read_artifact
     from .iree import inspect_iree, is_iree_directory
 
@@ -42,7 +43,10 @@ def inspect_files(args: argparse.Namespace) -> int:
             if is_iree_directory(path):
                 print(inspect_iree(path, args.json))
                 continue
-            info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
+            if is_savedmodel(path):
+                info: Any = inspect_savedmodel(path)
+            else:
+                info = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
         except Exception as exc:
             if getattr(args, "debug", False) or not is_users_error(exc):
                 raise
