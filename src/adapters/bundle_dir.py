@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..domain.bundle_checks import check_digest, check_files, check_size
-from ..domain.bundle_manifest import MANIFEST_FILE, FileDigest, Manifest
+from ..domain.bundle_checks import (
+    check_digest, check_files, check_header_digest, check_size, check_weight_digest, check_weights_header)
+from ..domain.bundle_manifest import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest
 from ..domain.errors import ArtifactError
 from .files import fsync_directory
 from .temporary import create_beside, new_directory
@@ -169,6 +170,30 @@ def read_function(path: str | os.PathLike[str], manifest: Manifest, file: str) -
     blob = Path(path, file).read_bytes()
     check_digest(file, manifest.files[file], hashlib.sha256(blob).hexdigest())
     return blob
+
+
+def read_weights(path: str | os.PathLike[str], manifest: Manifest) -> Any:
+    """The weights file of the bundle at ``path``, memory-mapped, after checking it against ``manifest``.
+
+    The header's digest and each weight's (computed on several threads) cover
+    every byte of the file, as the whole file's digest would, and name the
+    weight that changed.
+
+    Returns:
+        The :class:`~jaxport.adapters.safetensors_file.SafetensorsFile`.
+
+    Raises:
+        ArtifactError: the header or a weight differs from the manifest.
+    """
+    from .safetensors_file import SafetensorsFile  # NumPy: not for the readers of manifests only
+
+    weights = SafetensorsFile(Path(path, WEIGHTS_FILE))
+    check_weights_header(manifest.weights, weights.entries, weights.data_size)
+    check_header_digest(manifest.weights_header_sha256, hashlib.sha256(weights.header).hexdigest())
+    digests = sha256_many([weights.tensor_bytes(w.name) for w in manifest.weights])
+    for weight, digest in zip(manifest.weights, digests):
+        check_weight_digest(weight, digest)
+    return weights
 
 
 _RENAME_EXCHANGE = 2

@@ -12,20 +12,17 @@ directory), so that a converted directory keeps them as they were saved.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..adapters.bundle_dir import read_function, read_manifest, sha256_many
+from ..adapters.bundle_dir import read_function, read_manifest, read_weights, sha256_many
 from ..adapters.files import AtomicFileStore
 from ..adapters.flatbuffers_codec import decode_artifact
-from ..adapters.safetensors_file import SafetensorsFile
 from ..domain.artifact import ArtifactRecord, TreeSpec
-from ..domain.bundle_checks import check_header_digest, check_weight_digest, check_weights_header
-from ..domain.bundle_manifest import WEIGHTS_FILE, WeightRecord
+from ..domain.bundle_manifest import WeightRecord
 from ..domain.errors import ArtifactError
 
 if TYPE_CHECKING:
@@ -107,13 +104,7 @@ def _bundle_dir(root: Path) -> ConversionSource:
         except ArtifactError as exc:
             raise ArtifactError(f"{root / entry.file}: {exc}") from exc
         functions.append(SourceFunction(entry.name, record, entry.takes_params))
-    weights = SafetensorsFile(root / WEIGHTS_FILE)
-    check_weights_header(manifest.weights, weights.entries, weights.data_size)
-    check_header_digest(manifest.weights_header_sha256, hashlib.sha256(weights.header).hexdigest())
-    digests = sha256_many([weights.tensor_bytes(w.name) for w in manifest.weights])
-    for weight, digest in zip(manifest.weights, digests):
-        check_weight_digest(weight, digest)
-    mapped = weights.buffer
+    mapped = read_weights(root, manifest).buffer
 
     def copy(stream: BinaryIO) -> None:
         view = memoryview(mapped)
