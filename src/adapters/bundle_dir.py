@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 from ..domain.bundle_checks import (
     check_digest, check_files, check_header_digest, check_size, check_weight_digest, check_weights_header)
-from ..domain.bundle_manifest import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest
+from ..domain.bundle_manifest import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
 from ..domain.errors import ArtifactError
 from .files import fsync_directory
 from .temporary import create_beside, new_directory
@@ -172,8 +172,9 @@ def read_function(path: str | os.PathLike[str], manifest: Manifest, file: str) -
     return blob
 
 
-def read_weights(path: str | os.PathLike[str], manifest: Manifest) -> Any:
-    """The weights file of the bundle at ``path``, memory-mapped, after checking it against ``manifest``.
+def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], header_sha256: str) -> Any:
+    """The weights file in the directory ``path``, memory-mapped, after checking it against
+    the weights' records and the digest of its header (a manifest's).
 
     The header's digest and each weight's (computed on several threads) cover
     every byte of the file, as the whole file's digest would, and name the
@@ -187,13 +188,13 @@ def read_weights(path: str | os.PathLike[str], manifest: Manifest) -> Any:
     """
     from .safetensors_file import SafetensorsFile  # NumPy: not for the readers of manifests only
 
-    weights = SafetensorsFile(Path(path, WEIGHTS_FILE))
-    check_weights_header(manifest.weights, weights.entries, weights.data_size)
-    check_header_digest(manifest.weights_header_sha256, hashlib.sha256(weights.header).hexdigest())
-    digests = sha256_many([weights.tensor_bytes(w.name) for w in manifest.weights])
-    for weight, digest in zip(manifest.weights, digests):
+    stored = SafetensorsFile(Path(path, WEIGHTS_FILE))
+    check_weights_header(weights, stored.entries, stored.data_size)
+    check_header_digest(header_sha256, hashlib.sha256(stored.header).hexdigest())
+    digests = sha256_many([stored.tensor_bytes(w.name) for w in weights])
+    for weight, digest in zip(weights, digests):
         check_weight_digest(weight, digest)
-    return weights
+    return stored
 
 
 _RENAME_EXCHANGE = 2

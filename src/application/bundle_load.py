@@ -81,6 +81,6 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
 
 def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...]) -> list[Any]:
     """The weights, memory-mapped, after checking the header and every weight's digest."""
-    weights = read_weights(root, manifest)
+    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256)
     return [restore_weight(w, weights.array(w.name, w.data_dtype), s)
             for w, s in zip(manifest.weights, where, strict=True)]

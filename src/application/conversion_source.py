@@ -12,6 +12,7 @@ directory), so that a converted directory keeps them as they were saved.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,12 +49,14 @@ class ConversionSource:
         params_tree: the weights' pytree structure (None without weights).
         weights: the weights' table, per leaf in flattening order.
         write_weights: writes the weights' safetensors file (None without weights).
+        weights_header_sha256: the SHA-256 (hex) of that file's header.
     """
 
     functions: tuple[SourceFunction, ...]
     params_tree: TreeSpec | None = None
     weights: tuple[WeightRecord, ...] = ()
     write_weights: Callable[[BinaryIO], object] | None = None
+    weights_header_sha256: str = ""
 
 
 def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> ConversionSource:
@@ -104,14 +107,15 @@ def _bundle_dir(root: Path) -> ConversionSource:
         except ArtifactError as exc:
             raise ArtifactError(f"{root / entry.file}: {exc}") from exc
         functions.append(SourceFunction(entry.name, record, entry.takes_params))
-    mapped = read_weights(root, manifest).buffer
+    mapped = read_weights(root, manifest.weights, manifest.weights_header_sha256).buffer
 
     def copy(stream: BinaryIO) -> None:
         view = memoryview(mapped)
         for start in range(0, len(view), 1 << 24):
             stream.write(view[start:start + (1 << 24)])
 
-    return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy)
+    return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy,
+                            manifest.weights_header_sha256)
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:
@@ -131,4 +135,5 @@ def _bundle(bundle: Bundle) -> ConversionSource:
     def write(stream: BinaryIO) -> None:
         write_weights(stream, header, order, data)
 
-    return ConversionSource(functions, manifest.params_tree, weights, write)
+    return ConversionSource(functions, manifest.params_tree, weights, write,
+                            hashlib.sha256(header).hexdigest())

@@ -154,7 +154,8 @@ def _write(path: str | os.PathLike[str], src: ConversionSource, functions: tuple
     def manifest(digests: dict[str, FileDigest]) -> bytes:
         written.append(IreeManifest(functions, target, compiler,
                                     src.params_tree if with_weights else None,
-                                    src.weights if with_weights else (), digests))
+                                    src.weights if with_weights else (), digests,
+                                    weights_header_sha256=src.weights_header_sha256 if with_weights else ""))
         return written[-1].to_json()
 
     BundleDirectory().write(path, files, manifest)

@@ -13,9 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..adapters.bundle_dir import BundleDirectory, sha256_many
-from ..adapters.safetensors_file import SafetensorsFile
-from ..domain.bundle_manifest import WEIGHTS_FILE
+from ..adapters.bundle_dir import BundleDirectory, read_weights, sha256_many
 from ..domain.errors import ArtifactError
 from ..domain.iree_manifest import MANIFEST_FILE, IreeFunction, IreeManifest, check_digests, check_listing
 from ..domain.iree_target import check_runs_here
@@ -65,8 +63,9 @@ def load_iree(path: str | os.PathLike[str]) -> IreeModel:
     """The functions of the directory that :func:`jaxport.to_iree` wrote at ``path``.
 
     Before IREE reads anything, the directory is checked against its
-    manifest (exactly its files, each of the recorded size and SHA-256
-    digest) and its target against this machine. A ``.vmfb`` holds native
+    manifest (exactly its files, each of the recorded size; each module's
+    SHA-256 digest, and the weights file's header and each weight's, which
+    cover every byte of it) and its target against this machine. A ``.vmfb`` holds native
     code: load only directories you trust; the digests detect damage, not malice.
 
     Raises:
@@ -87,10 +86,9 @@ def load_iree(path: str | os.PathLike[str]) -> IreeModel:
     check_listing(manifest, entries)
     check_runs_here(manifest.target, str(root), iree_runtime.host_arch(), iree_runtime.host_cpu_features())
     modules = {m.file: (root / m.file).read_bytes() for f in manifest.functions for m in f.modules}
-    weights = SafetensorsFile(root / WEIGHTS_FILE) if manifest.params_tree is not None else None
-    names = [*modules, *([WEIGHTS_FILE] if weights is not None else [])]
-    views = [memoryview(b) for b in modules.values()] + ([memoryview(weights.buffer)] if weights else [])
-    check_digests(manifest, names, sha256_many(views))
+    check_digests(manifest, list(modules), sha256_many([memoryview(b) for b in modules.values()]))
+    weights = None if manifest.params_tree is None else \
+        read_weights(root, manifest.weights, manifest.weights_header_sha256)
     runtime = iree_runtime.IreeRuntime(manifest, modules, None if weights is None else weights.buffer, str(root))
     params = {} if weights is None else {w.name: weights.array(w.name, w.data_dtype) for w in manifest.weights}
     return IreeModel(manifest, runtime, params)

@@ -130,7 +130,7 @@ def _read_bundle_dir(root: Path) -> tuple[_Functions, Manifest, Any]:
     functions = [(e.name, read_function(root, manifest, e.file), e.takes_params) for e in manifest.functions]
 
     def weights() -> list[Any]:
-        stored = read_weights(root, manifest)
+        stored = read_weights(root, manifest.weights, manifest.weights_header_sha256)
         return [stored.array(w.name, w.data_dtype) for w in manifest.weights]
 
     return functions, manifest, weights

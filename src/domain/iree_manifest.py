@@ -108,8 +108,11 @@ class IreeManifest:
         target: what the modules were compiled for.
         compiler: the IREE compiler's version (a module runs on the runtime of that release).
         params_tree: the weights' pytree structure (None without weights).
-        weights: the weights' table, per leaf in flattening order.
+        weights: the weights' table, per leaf in flattening order (with each one's digest).
         files: every file but the manifest -> its size and digest.
+        weights_header_sha256: the SHA-256 (hex) of the weights file's header (its
+            first bytes up to the data): with each weight's, it covers every byte of the
+            file, and the loader checks them on several threads.
     """
 
     functions: tuple[IreeFunction, ...]
@@ -119,6 +122,7 @@ class IreeManifest:
     weights: tuple[WeightRecord, ...] = ()
     files: Mapping[str, FileDigest] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    weights_header_sha256: str = ""
 
     def function(self, name: str) -> IreeFunction:
         """The function ``name``.
@@ -147,8 +151,8 @@ class IreeManifest:
                                    "modules": [{"file": m.file, "dims": dict(m.dims)} for m in f.modules]}
                           for f in self.functions},
             "params": None if self.params_tree is None else {
-                "file": WEIGHTS_FILE, "scope": PARAMETER_SCOPE, "tree": tree_to_json(self.params_tree),
-                "leaves": [weight_to_json(w) for w in self.weights]},
+                "file": WEIGHTS_FILE, "scope": PARAMETER_SCOPE, "header_sha256": self.weights_header_sha256,
+                "tree": tree_to_json(self.params_tree), "leaves": [weight_to_json(w) for w in self.weights]},
             "files": {n: {"size": d.size, "sha256": d.sha256} for n, d in sorted(self.files.items())},
         }
         return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
@@ -176,8 +180,10 @@ class IreeManifest:
         functions = tuple(_function_from_json(name, f) for name, f in r.child("functions").items())
         tree: TreeSpec | None = None
         weights: tuple[WeightRecord, ...] = ()
+        header = ""
         if r.doc.get("params") is not None:
             params = r.child("params")
+            header = params.get("header_sha256", str)
             tree = tree_from_json(params.get("tree", dict), f"{MANIFEST_FILE}: params.tree")
             weights = tuple(weight_from_json(leaf) for leaf in params.child_list("leaves"))
             if tree.num_leaves != len(weights):
@@ -185,7 +191,7 @@ class IreeManifest:
                                     f"but {len(weights)} are listed")
         files = {n: FileDigest(d.get("size", int), d.get("sha256", str)) for n, d in r.child("files").items()}
         return IreeManifest(functions, target, r.child("compiler").get("version", str), tree, weights,
-                            files, version)
+                            files, version, header)
 
 
 def _load(data: bytes) -> Any:

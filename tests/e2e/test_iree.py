@@ -131,7 +131,13 @@ def test_a_damaged_module_or_weights_file_is_refused_before_iree_reads_it(conver
     with pytest.raises(ArtifactError, match="predict.b=3.vmfb does not match its manifest"):
         jaxport.load_iree(damaged)
     shutil.copy(converted / "predict.b=3.vmfb", module)
-    with open(damaged / "params.safetensors", "r+b") as f:
+    weights = damaged / "params.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-3] ^= 0xFF
+    weights.write_bytes(data)
+    with pytest.raises(ArtifactError, match="params.safetensors: the digest of the weight '.*' does not match"):
+        jaxport.load_iree(damaged)
+    with open(weights, "r+b") as f:
         f.truncate(100)
     with pytest.raises(ArtifactError, match="params.safetensors is truncated"):
         jaxport.load_iree(damaged)
