@@ -247,4 +247,5 @@ def gpt(params: dict[str, Any], ids: Array) -> Array:
         attended = (jax.nn.softmax(scores, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(b, t, width)
         h = h + attended @ layer["proj"]
         h = h + jax.nn.gelu(_layer_norm(h, layer["norm2"]) @ layer["fc"]) @ layer["out"]
-    return _layer_norm(h, params["final_norm"]) @ params["embed"].T
+    logits: Array = _layer_norm(h, params["final_norm"]) @ jnp.transpose(params["embed"])
+    return logits

@@ -32,8 +32,9 @@ try:
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("IREE's runtime (iree-base-runtime)", "iree", exc) from exc
 
-#: IREE's multi-threaded CPU driver.
-DRIVER = "local-task"
+#: IREE's CPU drivers: ``local-task`` runs each call's work on a pool of threads (one per core);
+#: ``local-sync`` runs it on the calling thread, without the pool's hand-offs.
+DRIVERS = ("local-task", "local-sync")
 
 
 class IreeRuntime:
@@ -45,16 +46,17 @@ class IreeRuntime:
         weights: the weights file's bytes (checked; a memory map), or None
             when no function reads weights.
         where: the directory, for messages.
+        driver: one of :data:`DRIVERS`.
     """
 
     name = "iree"
 
     def __init__(self, manifest: IreeManifest, modules: Mapping[str, bytes],
-                 weights: Any | None, where: str) -> None:
+                 weights: Any | None, where: str, driver: str = DRIVERS[0]) -> None:
         self._manifest = manifest
         self._modules = dict(modules)
         self._where = where
-        self._config = rt.Config(DRIVER)
+        self._config = rt.Config(driver)
         self._parameters: Any = None
         if weights is not None:
             index = rt.ParameterIndex()

@@ -59,7 +59,7 @@ class IreeModel(Mapping[str, RuntimeFunction]):
         return f"IreeModel(functions={list(self._calls)}, target={self.manifest.target})"
 
 
-def load_iree(path: str | os.PathLike[str]) -> IreeModel:
+def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task") -> IreeModel:
     """The functions of the directory that :func:`jaxport.to_iree` wrote at ``path``.
 
     Before IREE reads anything, the directory is checked against its
@@ -68,7 +68,15 @@ def load_iree(path: str | os.PathLike[str]) -> IreeModel:
     cover every byte of it) and its target against this machine. A ``.vmfb`` holds native
     code: load only directories you trust; the digests detect damage, not malice.
 
+    Args:
+        path: the directory.
+        driver: IREE's CPU driver: ``"local-task"`` runs a call's work on a
+            pool of threads, one per core (for large models on idle cores);
+            ``"local-sync"`` on the calling thread (lower latency for small
+            models, and on a busy machine).
+
     Raises:
+        ValueError: ``driver`` is neither.
         ArtifactError: the manifest is missing or damaged, or a file is
             missing, extra, truncated or changed (the message names it).
         TargetMismatchError: the modules were compiled for another
@@ -78,6 +86,8 @@ def load_iree(path: str | os.PathLike[str]) -> IreeModel:
     """
     from ..adapters import iree_runtime
 
+    if driver not in iree_runtime.DRIVERS:
+        raise ValueError(f"driver={driver!r} is not one of IREE's CPU drivers {iree_runtime.DRIVERS}")
     root = Path(path)
     entries = BundleDirectory.entries(root)
     if entries.get(MANIFEST_FILE, -1) < 0:
@@ -89,6 +99,7 @@ def load_iree(path: str | os.PathLike[str]) -> IreeModel:
     check_digests(manifest, list(modules), sha256_many([memoryview(b) for b in modules.values()]))
     weights = None if manifest.params_tree is None else \
         read_weights(root, manifest.weights, manifest.weights_header_sha256)
-    runtime = iree_runtime.IreeRuntime(manifest, modules, None if weights is None else weights.buffer, str(root))
+    runtime = iree_runtime.IreeRuntime(manifest, modules, None if weights is None else weights.buffer,
+                                       str(root), driver)
     params = {} if weights is None else {w.name: weights.array(w.name, w.data_dtype) for w in manifest.weights}
     return IreeModel(manifest, runtime, params)

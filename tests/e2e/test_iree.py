@@ -120,6 +120,14 @@ def test_each_bad_call_is_refused_with_jaxports_typed_error(converted: Path) -> 
         predict(model.token_ids(2))
 
 
+def test_both_cpu_drivers_give_the_same_answer(converted: Path) -> None:
+    ids = model.token_ids(3)
+    threaded = jaxport.load_iree(converted)["predict"](ids)
+    np.testing.assert_array_equal(jaxport.load_iree(converted, driver="local-sync")["predict"](ids), threaded)
+    with pytest.raises(ValueError, match="driver='gpu' is not one of IREE's CPU drivers"):
+        jaxport.load_iree(converted, driver="gpu")
+
+
 def test_a_damaged_module_or_weights_file_is_refused_before_iree_reads_it(converted: Path,
                                                                           tmp_path: Path) -> None:
     damaged = tmp_path / "damaged"

@@ -47,7 +47,8 @@ def predict(p: dict[str, Any], ids: jax.Array) -> jax.Array:
     attention = jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) / np.sqrt(WIDTH), axis=-1)
     h = h + attention @ v
     h = h + jax.nn.gelu(h @ p["mlp"][0]) @ p["mlp"][1]
-    return h @ p["head"]
+    logits: jax.Array = h @ p["head"]
+    return logits
 
 
 def loss(p: dict[str, Any], ids: jax.Array, targets: jax.Array) -> jax.Array:
@@ -73,7 +74,7 @@ def token_ids(batch: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, VOCAB, size=(batch, SEQ)).astype(np.int32)
 
 
-def stats(x: jax.Array) -> dict[str, Any]:
+def stats(x: Any) -> dict[str, Any]:
     return {"mean": jnp.mean(x, axis=0), "max": jnp.max(x, axis=0), "norm": {"l2": jnp.sqrt(jnp.sum(x * x))}}
 
 
