@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
+# The optional TensorFlow extra (SavedModels): the tests and benchmarks run it, the demo needs none.
+TF_DEPS := $(VENV)/.deps-tf-installed
 # src/ is the import package `jaxport`. For development the venv imports it
 # through a link (build/importroot/jaxport -> src), so edits need no reinstall;
 # `pip install .` builds the same package for users.
@@ -21,6 +23,11 @@ $(DEPS): pyproject.toml
 	$(PY) -m pip install --quiet ".[dev,iree]"
 	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(DEPS)
+
+$(TF_DEPS): $(DEPS)
+	$(PY) -m pip install --quiet ".[dev,tf]"
+	$(PY) -m pip uninstall --quiet --yes jaxport
+	touch $(TF_DEPS)
 
 $(LINK):
 	mkdir -p $(dir $(LINK))
@@ -44,10 +51,10 @@ typecheck: install
 	$(PY) -m mypy --strict -p jaxport
 	$(PY) -m mypy --strict tests benchmarks
 
-test: typecheck
+test: typecheck $(TF_DEPS)
 	$(PY) -m pytest -q tests
 
-bench: install
+bench: install $(TF_DEPS)
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json
 	$(PY) benchmarks/report.py build/bench.json
 

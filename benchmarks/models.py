@@ -203,6 +203,56 @@ def poly_call_models() -> tuple[PolyCallModel, ...]:
     )
 
 
+# ---- runtimes beyond JAX (issue 20) --------------------------------------------
+
+#: The transformer block's sizes: sequence length, model width, heads.
+BLOCK_SEQ, BLOCK_WIDTH, BLOCK_HEADS = 16, 64, 4
+
+
+def transformer_params(seed: int = 0) -> dict[str, Any]:
+    """The weights of one pre-norm transformer block (NumPy float32, scale 0.1)."""
+    rng = np.random.default_rng(seed)
+    d = BLOCK_WIDTH
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape, dtype=np.float32) * 0.1).astype(np.float32)
+
+    return {"ln1": {"scale": np.ones(d, np.float32), "bias": np.zeros(d, np.float32)},
+            "attn": {"qkv": w(d, 3 * d), "out": w(d, d)},
+            "ln2": {"scale": np.ones(d, np.float32), "bias": np.zeros(d, np.float32)},
+            "mlp": {"w1": w(d, 4 * d), "b1": np.zeros(4 * d, np.float32), "w2": w(4 * d, d),
+                    "b2": np.zeros(d, np.float32)}}
+
+
+def _layer_norm(x: Array, p: dict[str, Array]) -> Array:
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(var + 1e-5) * p["scale"] + p["bias"]
+
+
+def transformer_block(params: dict[str, Any], x: Array) -> Array:
+    """x: f32[b, BLOCK_SEQ, BLOCK_WIDTH] -> the same: causal self-attention, layer norm, a GELU MLP."""
+    b, t, d = x.shape
+    heads, head = BLOCK_HEADS, BLOCK_WIDTH // BLOCK_HEADS
+    h = _layer_norm(x, params["ln1"])
+    q, k, v = jnp.split(h @ params["attn"]["qkv"], 3, axis=-1)
+    q, k, v = (a.reshape(b, t, heads, head).transpose(0, 2, 1, 3) for a in (q, k, v))
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(head).astype(np.float32)
+    scores = jnp.where(jnp.tril(jnp.ones((t, t), bool)), scores, -1e9)
+    attended = (jax.nn.softmax(scores, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(b, t, d)
+    x = x + attended @ params["attn"]["out"]
+    h = _layer_norm(x, params["ln2"])
+    mlp = params["mlp"]
+    out: Array = x + jax.nn.gelu(h @ mlp["w1"] + mlp["b1"]) @ mlp["w2"] + mlp["b2"]
+    return out
+
+
+def transformer_input(batch: int, seed: int = 1) -> np.ndarray:
+    """A concrete input of the block for ``batch`` sequences (host memory)."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((batch, BLOCK_SEQ, BLOCK_WIDTH), dtype=np.float32)
+
+
 # A GPT-2-small-sized transformer written with jax.numpy (random weights): 6 layers of width
 # 512 with 8 heads, a vocabulary of 8,192 and 128 positions; about 23 million parameters
 # (93 MB of float32), the logits from the embedding (tied, as GPT-2's).
@@ -226,12 +276,6 @@ def gpt_params(seed: int = 0) -> dict[str, Any]:
                "fc": normal(w, 4 * w), "out": normal(4 * w, w)} for _ in range(GPT_LAYERS)]
     return {"embed": normal(GPT_VOCAB, w), "positions": normal(GPT_POSITIONS, w), "layers": layers,
             "final_norm": norm()}
-
-
-def _layer_norm(h: Array, p: dict[str, Array]) -> Array:
-    mean = jnp.mean(h, axis=-1, keepdims=True)
-    var = jnp.mean(jnp.square(h - mean), axis=-1, keepdims=True)
-    return (h - mean) * jax.lax.rsqrt(var + 1e-5) * p["scale"] + p["bias"]
 
 
 def gpt(params: dict[str, Any], ids: Array) -> Array:

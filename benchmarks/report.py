@@ -27,6 +27,11 @@ from typing import Any
 
 ROLES = ("baseline", "jaxport", "jax.export")
 VERIFY_ROLES = ("import jax", "unverified", "verified")  # benchmarks/test_verification.py
+#: benchmarks/test_tf_runtime.py: an eager call by runtime, and a conversion to a SavedModel.
+RUNTIME_ROLES = ("jax.jit", "jaxport on JAX", "TF SavedModel", "jaxport on TF")
+CONVERSION_ROLES = ("to_savedmodel", "copy of the weights")
+RUNTIME_TARGET = 1.2  # issue 20: a SavedModel's call in TensorFlow within 1.2x of jax.jit(f)
+GRAPH_TARGET = 0.01  # issue 20: saved_model.pb under 1% of the weights' size
 DISPATCH_TARGET = 1.5  # issue 2: jaxport's eager call within 1.5x of jax.jit(f)(x)
 COLD_START_TARGET = 1.1  # first call with JAX's cache warm: jaxport / jax.export
 SCALE_TARGET = 1.3  # issue 10: time per operation at 60k over that at 2k
@@ -88,7 +93,7 @@ def read_groups(report: Any) -> list[Group]:
     for bench in report["benchmarks"]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
-        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES + IREE_ROLES:
+        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES:
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -349,7 +354,7 @@ def bundle_section(groups: Sequence[Group]) -> str:
             "peak = resident memory a load adds in a fresh process\n" + table(headers, rows))
 
 
-IREE_ROLES = ("iree", "iree local-sync", "jax.jit")  # with jaxport and jax.export (benchmarks/test_iree.py)
+IREE_ROLES = ("iree", "iree local-sync")  # with jaxport, jax.export and jax.jit (benchmarks/test_iree.py)
 IREE_FIRST_ANSWER_TARGET = 0.25  # a fresh process's first answer: load_iree / jax.export, JAX's cache warm
 IREE_PEAK_TARGET = 0.3  # its peak resident memory: load_iree / jax.export
 IREE_CALL_TARGET = 1.0  # a call with the weights resident: IREE / jax.jit(f)
@@ -408,17 +413,49 @@ def verify_section(groups: Sequence[Group]) -> str:
             "start;\nimport jax = the whole python -c 'import jax' process)\n" + table(headers, rows))
 
 
+def runtime_section(groups: Sequence[Group]) -> str:
+    """Eager calls by runtime: each role's median and its ratio to ``jax.jit``."""
+    rows = []
+    for g in groups:
+        ratios = [g.ratio(role, "jax.jit") for role in RUNTIME_ROLES[1:]]
+        tf_ratio = ratios[1]
+        rows.append([g.name, str(g.rounds()), *(seconds(g.median(r)) for r in RUNTIME_ROLES),
+                     *(times(r) for r in ratios),
+                     "-" if tf_ratio is None else ("yes" if tf_ratio <= RUNTIME_TARGET else "NO")])
+    headers = ["group", "rounds", *RUNTIME_ROLES, *(f"{r}/jax.jit" for r in RUNTIME_ROLES[1:]),
+               f"TF within {RUNTIME_TARGET}x"]
+    return (f"Eager call by runtime (median per call; timer {timer_names(groups)})\n"
+            + table(headers, rows))
+
+
+def savedmodel_section(groups: Sequence[Group]) -> str:
+    """Conversions to a SavedModel: the time, against copying the weights, and the graph's size."""
+    rows = []
+    for g in groups:
+        info = g.info.get("to_savedmodel", {})
+        weights, graph = info.get("weights_bytes"), info.get("graph_bytes")
+        share = graph / weights if isinstance(graph, int) and isinstance(weights, int) and weights else None
+        rows.append([g.name, str(g.rounds()), *(seconds(g.median(r)) for r in CONVERSION_ROLES),
+                     times(g.ratio(*CONVERSION_ROLES)), mib(weights), _bytes(graph),
+                     mib(info.get("savedmodel_bytes")), "-" if share is None else f"{share:.3%}",
+                     "-" if share is None else ("yes" if share < GRAPH_TARGET else "NO")])
+    headers = ["group", "rounds", *CONVERSION_ROLES, "ratio", "weights", "saved_model.pb", "SavedModel",
+               "pb/weights", f"pb under {GRAPH_TARGET:.0%}"]
+    return "Conversion to a TensorFlow SavedModel (median)\n" + table(headers, rows)
+
+
 def render(groups: Sequence[Group]) -> str:
     """The report: one table per kind of group, then a summary of the ratios.
 
     The kinds come in the order export, wrap, dispatch, call, micro, coldstart, verify, scale,
-    other; the summary lists every group that has both jaxport and jax.export.
+    runtime, savedmodel, other; the summary lists every group that has both jaxport and jax.export.
     """
     sections: list[str] = []
     ordered: list[Group] = []
     by_kind = {"export": export_section, "wrap": wrap_section, "dispatch": dispatch_section,
                "call": call_section, "micro": micro_section, "coldstart": coldstart_section,
-               "verify": verify_section, "scale": scale_section}
+               "verify": verify_section, "scale": scale_section, "runtime": runtime_section,
+               "savedmodel": savedmodel_section}
     for kind, section in by_kind.items():
         chosen = [g for g in groups if g.kind == kind]
         if chosen:

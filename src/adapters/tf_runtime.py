@@ -25,8 +25,8 @@ from ..domain.errors import ArtifactCallError, ConversionError, JaxportError, Mi
 from ..domain.module_format import stablehlo_version
 from ..domain.platforms import callee_platform_indices
 from ..domain.runtime import HostArray
-from ..domain.runtime_calls import build_tree, flatten_call, unflatten_results
-from ..domain.savedmodel_names import SAVEDMODEL
+from ..domain.runtime_calls import build_tree, flatten_call, flatten_tree, unflatten_results
+from ..domain.savedmodel_names import SAVEDMODEL, tf_name
 from ..domain.savedmodel_plan import FunctionPlan, ModuleCall, SavedModelPlan, TensorPlan
 
 #: The oldest calling convention XlaCallModule accepts (``kVersionMinimumSupported``).
@@ -151,13 +151,13 @@ def write_savedmodel(plan: SavedModelPlan, weights: Sequence[np.ndarray], direct
     """
     tf = _tf()
     root = tf.Module()
-    root.jaxport_weights = [tf.Variable(w, name=f"weight_{i}", trainable=bool(np.issubdtype(w.dtype, np.inexact)))
-                            for i, w in enumerate(weights)]
+    root.jaxport_weights = [tf.Variable(w, name=tf_name(record.name), trainable=bool(np.issubdtype(w.dtype, np.inexact)))
+                            for record, w in zip(plan.weights, weights, strict=True)]
     signatures = {}
     for fn in plan.functions:
-        flat = _flat_function(fn, root.jaxport_weights[:fn.weights])
-        setattr(root, fn.name, _object_function(fn, flat))
-        signature = _signature_function(fn, flat).get_concrete_function()
+        function = _object_function(fn, _flat_function(fn, root.jaxport_weights[:fn.weights]))
+        setattr(root, fn.name, function)
+        signature = _signature_function(fn, function).get_concrete_function()
         signatures[fn.name] = signature
         if fn.name == plan.default:
             signatures["serving_default"] = signature
@@ -165,11 +165,13 @@ def write_savedmodel(plan: SavedModelPlan, weights: Sequence[np.ndarray], direct
                         options=tf.saved_model.SaveOptions(experimental_custom_gradients=True))
 
 
-def _signature_function(fn: FunctionPlan, flat: Callable[..., list[Any]]) -> Any:
+def _signature_function(fn: FunctionPlan, function: Any) -> Any:
+    """The serving signature: flat named tensors in and out, calling the object's function."""
     names = [t.name for t in fn.outputs]
 
-    def signature(*args: Any) -> dict[str, Any]:
-        return dict(zip(names, flat(*args)))
+    def signature(*leaves: Any) -> dict[str, Any]:
+        args, kwargs = build_tree(fn.caller.in_tree, leaves)
+        return dict(zip(names, flatten_tree(fn.record.out_tree, function(*args, **kwargs))))
 
     return _tf().function(signature, input_signature=[_spec(t) for t in fn.inputs], jit_compile=True)
 

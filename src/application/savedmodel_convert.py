@@ -48,7 +48,8 @@ def to_savedmodel(source: Any, path: str | os.PathLike[str], *, default: str | N
     Args:
         source: an :class:`~jaxport.Exported`, a :class:`~jaxport.Bundle`, or
             the path of an artifact file or a bundle directory.
-        path: the SavedModel directory to create (it must not exist).
+        path: the SavedModel directory to create (it must not exist; missing
+            parent directories are made).
         default: the function that ``serving_default`` calls.
         allowed_custom_calls: custom-call targets to carry although
             TensorFlow's XLA has no handler for them (when the serving
@@ -79,6 +80,7 @@ def to_savedmodel(source: Any, path: str | os.PathLike[str], *, default: str | N
         for call in (fn.call, fn.vjp):
             if call is not None:
                 tf_runtime.check_readable(fn.name, call)
+    target.parent.mkdir(parents=True, exist_ok=True)
     _, tmp_name = create_beside(target, ".tmp", new_directory)
     tmp = Path(tmp_name)
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ from ..domain import calling_convention
 from ..domain.module_format import check_portable_artifact
 from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, CallingConventionError
-from ..domain.symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
+from ..domain.runtime_calls import record_shapes
 from .exported import Exported
 from .pytree_registry import PytreeSerializationRegistry, default_registry
 from .serialization_write import serialize as serialize, to_record as to_record
@@ -23,42 +22,13 @@ from .serialization_write import serialize as serialize, to_record as to_record
 
 def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
                  ) -> list[tuple[Any, ...]]:
-    """The dimensions of one table's avals; symbolic ones share one fresh scope
-    that holds ``constraints``.
+    """The dimensions of one table's avals, symbolic ones as JAX's dimensions
+    (:func:`jaxport.domain.runtime_calls.record_shapes`).
 
     Raises:
         ArtifactError: a dimension or a constraint does not parse.
     """
-    try:
-        scope = SymbolicScope(tuple(constraints))
-    except (ConstraintError, ShapeSpecSyntaxError) as exc:
-        raise ArtifactError(f"The artifact's symbolic constraints {list(constraints)} are "
-                            f"invalid: {exc}") from exc
-    shapes: list[tuple[Any, ...]] = []
-    for aval in avals:
-        if all(d.isdigit() for d in aval.shape):
-            shapes.append(tuple(int(d) for d in aval.shape))
-            continue
-        if all(d.isdigit() or _is_variable(d) for d in aval.shape):
-            # What the parser gives for these dimensions, without tokenizing.
-            shapes.append(tuple(int(d) if d.isdigit() else JaxDim.variable(d, scope)
-                                for d in aval.shape))
-            continue
-        try:
-            shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope, expr_class=JaxDim))
-        except ShapeSpecSyntaxError as exc:
-            raise ArtifactError(f"The artifact's shape {aval} does not parse: {exc}") from exc
-    return shapes
-
-
-#: A dimension that is a lone variable name, as the shape parser's NAME token
-#: (and not a name the parser reads as something else: an operation, ``_``).
-_VARIABLE = re.compile(r"[^\W\d]\w*")
-_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
-
-
-def _is_variable(dim: str) -> bool:
-    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
+    return list(record_shapes(avals, constraints, expr_class=JaxDim))
 
 
 def from_record(record: ArtifactRecord, registry: PytreeSerializationRegistry) -> Exported:

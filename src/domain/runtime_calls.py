@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .artifact import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
 from .call_checks import check_arguments
 from .errors import ArtifactError, CallError, TreeDifference, TreeMismatchError
 from .specs import ArraySpec, Shape
-from .symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec, solve_call
+from .symbolic import ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec, solve_call
 
 
 def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[str, Any], *,
@@ -47,6 +48,21 @@ def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[
     _flatten(function.in_tree, (tuple(args), dict(kwargs)), (), leaves, differences)
     if differences:
         raise TreeMismatchError(function.function_name, differences, weights_bound=weights_bound)
+    return leaves
+
+
+def flatten_tree(spec: TreeSpec, tree: Any) -> list[Any]:
+    """The leaves of ``tree``, a pytree of plain containers of the structure ``spec`` (see
+    :func:`build_tree`).
+
+    Raises:
+        ValueError: ``tree`` has another structure.
+    """
+    leaves: list[Any] = []
+    differences: list[TreeDifference] = []
+    _flatten(spec, tree, (), leaves, differences)
+    if differences:
+        raise ValueError(f"The pytree differs from its structure: {differences[0]}")
     return leaves
 
 
@@ -147,17 +163,36 @@ class CallSignature:
     specs: tuple[ArraySpec, ...]
     paths: tuple[str, ...]
     is_symbolic: bool
+    #: The dimension variables of the (shape, dtype) lists that passed, so that a
+    #: steady stream of calls of one shape pays one lookup (bounded: see ``_SEEN``).
+    _passed: dict[tuple[Any, ...], dict[str, int]] = field(default_factory=dict, compare=False, repr=False)
 
     def check(self, leaves: Sequence[Any]) -> dict[str, int]:
         """See :func:`check_call`."""
         if len(leaves) != len(self.specs):
             raise CallError(f"'{self.fun_name}' takes {len(self.specs)} flat arguments, got {len(leaves)}")
+        try:
+            key = tuple((tuple(leaf.shape), leaf.dtype) for leaf in leaves)
+            dims = self._passed.get(key)
+        except (AttributeError, TypeError):  # not arrays, or an unhashable dtype: the full check says
+            key, dims = None, None
+        if dims is None:
+            dims = self._check(leaves)
+            if key is not None and len(self._passed) < _SEEN:
+                self._passed[key] = dims
+        return dict(dims)
+
+    def _check(self, leaves: Sequence[Any]) -> dict[str, int]:
         actual = [_spec_of(path, leaf) for path, leaf in zip(self.paths, leaves)]
         check_arguments(self.specs, actual, self.paths)
         if not self.is_symbolic:
             return {}
         solution = solve_call([s.shape for s in self.specs], [a.shape for a in actual], self.paths)
         return {name: value for name, value in solution.values.items() if isinstance(value, int)}
+
+
+#: How many passing (shape, dtype) lists a signature remembers.
+_SEEN = 64
 
 
 def _spec_of(path: str, leaf: Any) -> ArraySpec:
@@ -201,9 +236,15 @@ def check_call(function: ArtifactRecord, leaves: Sequence[Any]) -> dict[str, int
     return call_signature(function).check(leaves)
 
 
-def record_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()) -> list[Shape]:
+def record_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = (), *,
+                  expr_class: type[DimExpr] = DimExpr) -> list[Shape]:
     """The dimensions of one table's avals as domain values; the symbolic ones share one
     fresh scope that holds ``constraints``.
+
+    Args:
+        avals: the avals, with their dimensions as on the wire.
+        constraints: the table's symbolic constraints.
+        expr_class: the class of the symbolic dimensions built (an adapter's subclass).
 
     Raises:
         ArtifactError: a dimension or a constraint does not parse.
@@ -218,11 +259,26 @@ def record_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()) 
         if all(d.isdigit() for d in aval.shape):
             shapes.append(tuple(int(d) for d in aval.shape))
             continue
+        if all(d.isdigit() or _is_variable(d) for d in aval.shape):
+            # What the parser gives for these dimensions, without tokenizing.
+            shapes.append(tuple(int(d) if d.isdigit() else expr_class.variable(d, scope)
+                                for d in aval.shape))
+            continue
         try:
-            shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope))
+            shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope, expr_class=expr_class))
         except ShapeSpecSyntaxError as exc:
             raise ArtifactError(f"The artifact's shape {aval} does not parse: {exc}") from exc
     return shapes
+
+
+#: A dimension that is a lone variable name, as the shape parser's NAME token
+#: (and not a name the parser reads as something else: an operation, ``_``).
+_VARIABLE = re.compile(r"[^\W\d]\w*")
+_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
+
+
+def _is_variable(dim: str) -> bool:
+    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
 
 
 def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:

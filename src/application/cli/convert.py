@@ -51,9 +51,6 @@ def run_convert(args: argparse.Namespace) -> int:
     """Converts and prints one line: what was written."""
     if not os.path.exists(args.source):
         raise UsageError(f"{args.source} does not exist")
-    parent = os.path.dirname(os.path.abspath(args.output))
-    if not os.path.isdir(parent):
-        raise UsageError(f"cannot write {args.output}: directory {parent} does not exist")
     for target, options in _ONLY_FOR.items():
         given = [o for o in options if getattr(args, o) not in (None, [])]
         if target != args.to and given:

@@ -44,7 +44,7 @@ def run_artifact(args: argparse.Namespace) -> int:
     if is_savedmodel(args.path):
         from .run_savedmodel import run_savedmodel
 
-        return run_savedmodel(args)
+        return run_savedmodel(args)  # through TensorFlow, without JAX
 
     if args.output:
         check_writable(args.output)

@@ -1,0 +1,45 @@
+"""``jaxport convert`` where TensorFlow never loads: bad arguments, and TensorFlow not installed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxport
+from jaxport.application.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("convert") / "f.jaxport"
+    jaxport.save(jaxport.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((3,), jnp.float32)), path)
+    return path
+
+
+def test_a_missing_source_or_an_existing_target_is_the_users_mistake(
+        artifact: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert", str(tmp_path / "missing.jaxport"), "--to", "savedmodel", "-o", str(tmp_path / "out")]) == 2
+    assert "jaxport convert: UsageError: " in capsys.readouterr().err
+    (tmp_path / "taken").mkdir()
+    assert main(["convert", str(artifact), "--to", "savedmodel", "-o", str(tmp_path / "taken")]) == 2
+    assert "FileExistsError" in capsys.readouterr().err and os.listdir(tmp_path / "taken") == []
+
+
+def test_without_tensorflow_the_conversion_names_the_extra_to_install(artifact: Path, tmp_path: Path) -> None:
+    probe = ("import sys\nsys.modules['tensorflow'] = None  # as if it were not installed\n"
+             "from jaxport.application.cli import main\n"
+             f"sys.exit(main(['convert', {str(artifact)!r}, '--to', 'savedmodel', '-o', {str(tmp_path / 'out')!r}]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 2, done.stderr
+    assert "MissingExtraError: TensorFlow is not installed" in done.stderr
+    assert "pip install 'jaxport[tf]'" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,137 @@
+"""The TensorFlow side of the SavedModel tests, run in one child process that never imports JAX.
+
+``python -m tests.helpers.tf_scenario WORKDIR`` reads the sources that
+tests/e2e/test_savedmodel.py prepared in WORKDIR (artifacts and a bundle,
+written with JAX), converts them through ``jaxport convert`` (the command
+line's ``main``, in this process), loads the SavedModels with
+``tf.saved_model.load``, calls them, differentiates through them, tries each
+refused conversion, and writes what it saw to ``WORKDIR/outcome.json`` and
+the arrays to ``WORKDIR/arrays.npz``. TensorFlow is imported by jaxport's
+adapter first (the conversion): TensorFlow's own import would load JAX when
+it is installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: The refused conversions: name -> (source file in WORKDIR, extra command-line arguments).
+REFUSALS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "custom call": ("lapack.jaxport", ()),
+    "several devices": ("sharded.jaxport", ()),
+    "dtype": ("int4.jaxport", ()),
+    "prng key argument": ("key.jaxport", ()),
+    "calling convention": ("version11.jaxport", ()),
+    "platform": ("metal.jaxport", ()),
+    "stablehlo version": ("newer_stablehlo.jaxport", ()),
+    "names": ("colliding.jaxport", ()),
+    "default": ("model", ("--default", "nope")),
+}
+
+
+def convert(source: Path, out: Path, *extra: str) -> dict[str, Any]:
+    """``jaxport convert`` in this process: its exit status, output and error lines."""
+    from jaxport.application.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = main(["convert", str(source), "--to", "savedmodel", "-o", str(out), *extra])
+    return {"status": status, "stdout": stdout.getvalue(), "stderr": stderr.getvalue(),
+            "seconds": time.perf_counter() - start}
+
+
+def run_command(path: Path, function: str, *inputs: Path, output: Path) -> dict[str, Any]:
+    """``jaxport run PATH FUNCTION --input ... --output OUT`` in this process."""
+    from jaxport.application.cli import main
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        status = main(["run", str(path), function, *(f"--input={p}" for p in inputs), f"--output={output}"])
+    return {"status": status, "stderr": stderr.getvalue()}
+
+
+def outcome_of(call: Any) -> dict[str, Any]:
+    """The value of ``call()``, or the type and message of what it raised."""
+    try:
+        return {"value": call()}
+    except Exception as exc:
+        return {"error": type(exc).__name__, "message": str(exc)}
+
+
+def main(workdir: Path) -> None:
+    out: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    inputs = dict(np.load(workdir / "inputs.npz"))
+    out["convert bundle"] = convert(workdir / "model", workdir / "model_tf", "--default", "predict")
+    out["convert static"] = convert(workdir / "static.jaxport", workdir / "static_tf")
+    out["convert jax.export"] = convert(workdir / "jax_export.jaxport", workdir / "jax_export_tf")
+    out["convert cuda"] = convert(workdir / "cuda.jaxport", workdir / "cuda_tf")
+    out["convert multi-platform"] = convert(workdir / "multi.jaxport", workdir / "multi_tf")
+    out["convert allowed custom call"] = convert(workdir / "lapack.jaxport", workdir / "lapack_tf",
+                                                 "--allow-custom-call", "lapack_sgetrf_ffi",
+                                                 "--allow-custom-call", "lapack_strsm_ffi")
+    for name, (source, extra) in REFUSALS.items():
+        target = workdir / f"refused_{name.replace(' ', '_')}"
+        result = convert(workdir / source, target, *extra)
+        result["left"] = sorted(p.name for p in workdir.iterdir() if p.name.startswith(f".{target.name}.")
+                                or p.name == target.name)
+        out[f"refused {name}"] = result
+
+    import tensorflow as tf  # loaded already, by the conversion
+
+    model = tf.saved_model.load(str(workdir / "model_tf"))
+    out["signatures"] = sorted(model.signatures)
+    for batch in (3, 5):
+        x, y = inputs[f"x{batch}"], inputs[f"y{batch}"]
+        arrays[f"predict signature {batch}"] = model.signatures["predict"](arg0=tf.constant(x))["output_0"].numpy()
+        arrays[f"serving_default {batch}"] = model.signatures["serving_default"](arg0=tf.constant(x))["output_0"].numpy()
+        arrays[f"loss {batch}"] = model.loss(tf.constant(x), tf.constant(y)).numpy()
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            loss = model.loss(xt, tf.constant(y))
+        weights = {v.name: v for v in model.jaxport_weights}
+        dx, dw = tape.gradient(loss, [xt, weights["dense/w:0"]])
+        arrays[f"dloss/dx {batch}"], arrays[f"dloss/dw {batch}"] = dx.numpy(), dw.numpy()
+    out["variables"] = sorted(v.name for v in model.jaxport_weights)
+    out["wrong shape in tf"] = outcome_of(lambda: model.signatures["predict"](arg0=tf.zeros((3, 5))))
+    static = tf.saved_model.load(str(workdir / "static_tf"))
+    result = static.signatures["serving_default"](arg0=tf.constant(inputs["static"]))
+    out["static outputs"] = sorted(result)
+    arrays.update({f"static {k}": v.numpy() for k, v in result.items()})
+    jax_export = tf.saved_model.load(str(workdir / "jax_export_tf"))
+    for batch in (2, 7):
+        arrays[f"jax.export {batch}"] = jax_export.signatures["serving_default"](
+            arg0=tf.constant(inputs[f"jx{batch}"]))["output_0"].numpy()
+
+    from jaxport.application.savedmodel_load import load_savedmodel
+
+    functions = load_savedmodel(workdir / "model_tf")
+    arrays["jaxport predict 5"] = functions["predict"](inputs["x5"])
+    out["wrong shape in jaxport"] = outcome_of(lambda: functions["predict"](np.zeros((3, 5), np.float32)))
+    out["wrong tree in jaxport"] = outcome_of(lambda: functions["loss"](inputs["x3"]))
+    out["cuda only"] = outcome_of(lambda: load_savedmodel(workdir / "cuda_tf")["serving_default"](np.ones(3, np.float32)))
+    arrays["multi-platform"] = load_savedmodel(workdir / "multi_tf")["serving_default"](np.ones(3, np.float32))
+    lapack = load_savedmodel(workdir / "lapack_tf")["serving_default"]
+    out["allowed custom call"] = outcome_of(lambda: lapack(np.eye(3, dtype=np.float32), np.ones(3, np.float32)))
+    np.save(workdir / "x3.npy", inputs["x3"])
+    np.save(workdir / "y3.npy", inputs["y3"])
+    out["jaxport run"] = run_command(workdir / "model_tf", "loss", workdir / "x3.npy", workdir / "y3.npy",
+                                     output=workdir / "run_loss.npz")
+    arrays["jaxport run loss 3"] = np.load(workdir / "run_loss.npz")["arr_0"]
+    out["jax imported"] = "jax" in sys.modules
+    (workdir / "outcome.json").write_text(json.dumps(out, default=str))
+    np.savez(workdir / "arrays.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub: kwargs of bool
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
