@@ -199,6 +199,20 @@ def test_the_command_line_runs_and_inspects_a_converted_directory_without_jax(co
     assert "--parameters=model=" in shown.stdout
 
 
+def test_without_the_extra_loading_and_converting_name_it(converted: Path, bundle: Path, tmp_path: Path) -> None:
+    probe = ("import sys\nsys.modules['iree'] = None  # as if iree-base-runtime and -compiler were not installed\n"
+             "import jaxport\n"
+             "for call in (lambda: jaxport.load_iree(sys.argv[1]), lambda: jaxport.to_iree(sys.argv[2], sys.argv[3], "
+             "dims={'predict': [{'b': 1}], 'loss': [{'b': 1}]})):\n"
+             "    try:\n        call()\n    except jaxport.errors.MissingExtraError as exc:\n        print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(converted), str(bundle), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300)
+    runtime, compiler = done.stdout.splitlines()
+    assert runtime.startswith("IREE's runtime (iree-base-runtime) is not installed") and "jaxport[iree]" in runtime
+    assert compiler.startswith("IREE's compiler (iree-base-compiler) is not installed") and "jaxport[iree]" in compiler
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_directory_compiled_for_another_machine_says_so_and_is_refused_on_this_one(tmp_path: Path) -> None:
     artifact = model.save_stats(tmp_path / "stats.jaxport")
     out = tmp_path / "arm"
