@@ -15,6 +15,7 @@ separate process (``iree-compile``); rewriting ``main`` uses its MLIR bindings h
 from __future__ import annotations
 
 import functools
+import io
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -113,7 +114,7 @@ def _compile(source: str | bytes, flags: Sequence[str], input_type: str = "auto"
     return out
 
 
-def _with_parameters(imported: bytes, parameters: Sequence[str | None], module_name: str) -> str:
+def _with_parameters(imported: bytes, parameters: Sequence[str | None], module_name: str) -> bytes:
     """The imported module with ``main`` private and a new ``main`` that reads the weights as globals."""
     context = ir.Context()
     module = ir.Module.parse(imported, context=context)
@@ -143,19 +144,17 @@ def _with_parameters(imported: bytes, parameters: Sequence[str | None], module_n
             call = util.CallOp(list(ftype.results), _PRIVATE_MAIN, operands)
             util.ReturnOp(list(call.results))
         module.operation.verify()
-        return str(module)
+        # As bytecode: IREE prints a parameter's key without escaping its quotes, so text would not parse.
+        out = io.BytesIO()
+        module.operation.write_bytecode(out)
+        return out.getvalue()
 
 
 def _parameter_global(name: str, key: str, type_: Any, ip: Any) -> str:
-    value = ir.Attribute.parse(f'#flow.parameter.named<"{PARAMETER_SCOPE}"::"{_mlir_string(key)}"> : {type_}')
+    # IREE reads the key as written (the domain refuses keys with quotes or backslashes).
+    value = ir.Attribute.parse(f'#flow.parameter.named<"{PARAMETER_SCOPE}"::"{key}"> : {type_}')
     util.GlobalOp(name, type_, sym_visibility="private", initial_value=value, ip=ip)
     return name
-
-
-def _mlir_string(text: str) -> str:
-    """``text`` as the inside of an MLIR string literal (other bytes as ``\\XX``)."""
-    return "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}"
-                   for b in text.encode("utf-8"))
 
 
 def _diagnostic(exc: Exception) -> str:

@@ -49,14 +49,19 @@ class ConversionSource:
         params_tree: the weights' pytree structure (None without weights).
         weights: the weights' table, per leaf in flattening order.
         write_weights: writes the weights' safetensors file (None without weights).
-        weights_header_sha256: the SHA-256 (hex) of that file's header.
+        weights_header: that file's header (its first bytes, up to the data).
     """
 
     functions: tuple[SourceFunction, ...]
     params_tree: TreeSpec | None = None
     weights: tuple[WeightRecord, ...] = ()
     write_weights: Callable[[BinaryIO], object] | None = None
-    weights_header_sha256: str = ""
+    weights_header: bytes = b""
+
+    @property
+    def weights_header_sha256(self) -> str:
+        """The SHA-256 (hex) of the weights file's header."""
+        return hashlib.sha256(self.weights_header).hexdigest()
 
 
 def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> ConversionSource:
@@ -107,7 +112,8 @@ def _bundle_dir(root: Path) -> ConversionSource:
         except ArtifactError as exc:
             raise ArtifactError(f"{root / entry.file}: {exc}") from exc
         functions.append(SourceFunction(entry.name, record, entry.takes_params))
-    mapped = read_weights(root, manifest.weights, manifest.weights_header_sha256).buffer
+    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256)
+    mapped = weights.buffer
 
     def copy(stream: BinaryIO) -> None:
         view = memoryview(mapped)
@@ -115,7 +121,7 @@ def _bundle_dir(root: Path) -> ConversionSource:
             stream.write(view[start:start + (1 << 24)])
 
     return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy,
-                            manifest.weights_header_sha256)
+                            bytes(weights.header))
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:
@@ -135,5 +141,4 @@ def _bundle(bundle: Bundle) -> ConversionSource:
     def write(stream: BinaryIO) -> None:
         write_weights(stream, header, order, data)
 
-    return ConversionSource(functions, manifest.params_tree, weights, write,
-                            hashlib.sha256(header).hexdigest())
+    return ConversionSource(functions, manifest.params_tree, weights, write, header)

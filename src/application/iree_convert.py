@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from ..domain.bundle_manifest import WEIGHTS_FILE, FileDigest
 from ..domain.errors import ConversionError
 from ..domain.iree_conversion import (
-    RUNTIME_NAME, StaticShapes, check_convertible, check_custom_calls, platform_index, static_shapes)
+    RUNTIME_NAME, StaticShapes, check_convertible, check_custom_calls, check_parameter_names, platform_index,
+    static_shapes)
 from ..domain.iree_manifest import CompiledModule, IreeFunction, IreeManifest, module_file
 from ..domain.iree_target import HOST, requested_cpu
 from ..domain.runtime_calls import with_weights_bound
@@ -77,6 +78,8 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         raise ConversionError(RUNTIME_NAME, None, f"dims names {unknown}, which the source does not "
                                                   f"have (it has {[f.name for f in src.functions]})")
     plans = [(f, _shapes(f, src, (dims or {}).get(f.name))) for f in src.functions]
+    if any(f.takes_params for f in src.functions):
+        check_parameter_names([w.name for w in src.weights], src.weights_header)
     target = iree_compiler.resolve_target(requested_cpu(target_cpu, target_triple), target_triple)
     portables = {(f.name, s.dims): _portable(f, s) for f, shapes in plans for s in shapes}
     blobs: dict[str, bytes] = {}

@@ -101,6 +101,27 @@ def check_custom_calls(name: str, calls: Sequence[tuple[str, str]]) -> None:
         raise ConversionError(RUNTIME_NAME, name, f"its module calls the custom call '{target}', {why}: {text}")
 
 
+def check_parameter_names(names: Sequence[str], header: bytes) -> None:
+    """Checks that IREE can find each weight, by its key path, in the weights file with ``header``.
+
+    IREE 3.13 writes a parameter's key into its compiled form without escaping
+    it, so a key with ``"`` or ``\\`` would not read back; and its
+    safetensors reader takes the header's keys as they are written, so a key
+    that the header spells with JSON escapes (``\\u00fc`` for ``ü``, as
+    jaxport wrote them before it wrote UTF-8) is not found.
+
+    Raises:
+        ConversionError: naming the first such weight.
+    """
+    for name in names:
+        if '"' in name or "\\" in name:
+            raise ConversionError(RUNTIME_NAME, None, f"the weight {name!r} has a key with a quote or a backslash, "
+                                                      "which IREE cannot name as a parameter; rename that key")
+        if not name.isascii() and f'"{name}"'.encode("utf-8") not in header:
+            raise ConversionError(RUNTIME_NAME, None, f"the weights file spells the key {name!r} with JSON escapes, "
+                                                      "which IREE's reader does not decode; save the bundle again")
+
+
 def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
     """The dimension variables of the function's inputs, sorted."""
     names: set[str] = set()

@@ -19,7 +19,7 @@ import pytest
 
 import jaxport
 from jaxport.errors import (
-    ArtifactError, DtypeMismatchError, RankMismatchError, ShapeAssertionError, ShapeMismatchError,
+    ArtifactError, ConversionError, DtypeMismatchError, RankMismatchError, ShapeAssertionError, ShapeMismatchError,
     TargetMismatchError, TreeMismatchError, UncompiledSizeError)
 from tests.helpers import iree_model as model
 
@@ -163,6 +163,27 @@ def test_an_interrupted_conversion_leaves_nothing(tmp_path: Path, monkeypatch: p
     assert os.listdir(tmp_path) == ["stats.jaxport"]
 
 
+def test_weights_are_read_as_parameters_by_their_key_paths_whatever_they_hold(tmp_path: Path) -> None:
+    import jax
+
+    def save(params: dict[str, np.ndarray], path: Path) -> Path:
+        first, second = params
+        specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
+        f = jaxport.export(jax.jit(lambda p, x: p[first] * x + p[second]))(specs, jax.ShapeDtypeStruct((3,), np.float32))
+        jaxport.save_bundle(path, {"f": f}, params)
+        return path
+
+    keys = save({"a key with spaces": np.arange(3, dtype=np.float32), "ünï/côdé~": np.ones(3, np.float32)},
+                tmp_path / "keys")
+    jaxport.to_iree(keys, tmp_path / "keys_iree")
+    m = jaxport.load_iree(tmp_path / "keys_iree")
+    assert sorted(m.params) == ["a key with spaces", "ünï~1côdé~0"]
+    np.testing.assert_array_equal(m["f"](np.full(3, 2, np.float32)), [1, 3, 5])
+    quoted = save({'a "quoted" key': np.ones(3, np.float32), "b": np.ones(3, np.float32)}, tmp_path / "quoted")
+    with pytest.raises(ConversionError, match=r"""the weight 'a "quoted" key' has a key with a quote"""):
+        jaxport.to_iree(quoted, tmp_path / "quoted_iree")
+
+
 def test_iree_run_module_runs_a_converted_function_without_python(converted: Path, tmp_path: Path) -> None:
     tool = Path(sys.executable).parent / "iree-run-module"
     ids = model.token_ids(3)
@@ -183,8 +204,15 @@ def jaxport_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=300)
 
 
-def test_the_command_line_runs_and_inspects_a_converted_directory_without_jax(converted: Path,
-                                                                            tmp_path: Path) -> None:
+def test_the_command_line_converts_runs_and_inspects_without_jax_but_to_convert(bundle: Path,
+                                                                                tmp_path: Path) -> None:
+    converted = tmp_path / "cli_iree"
+    made = jaxport_cli("convert", str(bundle), "--to", "iree", "-o", str(converted), "--dims", "predict:b=1",
+                       "--dims", "loss:b=1")
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.startswith(f"wrote {converted}: 2 functions, 2 IREE modules for ")
+    refused = jaxport_cli("convert", str(bundle), "--to", "iree", "-o", str(tmp_path / "no"), "--dims", "predict:b=1")
+    assert refused.returncode == 2 and "ConversionError: Cannot convert the function 'loss'" in refused.stderr
     ids = model.token_ids(1)
     np.savez(tmp_path / "in.npz", ids)
     done = jaxport_cli("run", str(converted), "predict", "--input", str(tmp_path / "in.npz"),
@@ -195,7 +223,7 @@ def test_the_command_line_runs_and_inspects_a_converted_directory_without_jax(co
     shown = jaxport_cli("inspect", str(converted))
     assert shown.returncode == 0 and shown.stdout.endswith("no jax\n"), shown.stderr
     assert "predict (reads the weights) (int32[b,8]) -> float32[b,8,32]" in shown.stdout
-    assert "  b=3: predict.b=3.vmfb (" in shown.stdout
+    assert "  b=1: predict.b=1.vmfb (" in shown.stdout
     assert "--parameters=model=" in shown.stdout
 
 

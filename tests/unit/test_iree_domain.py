@@ -10,7 +10,8 @@ from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, EffectRec
 from jaxport.domain.bundle_manifest import FileDigest, WeightRecord
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.iree_conversion import (
-    check_convertible, check_custom_calls, dimension_variables, platform_index, static_shapes)
+    check_convertible, check_custom_calls, check_parameter_names, dimension_variables, platform_index,
+    static_shapes)
 from jaxport.domain.iree_manifest import (
     CompiledModule, IreeFunction, IreeManifest, check_digests, check_listing, module_file)
 from jaxport.domain.iree_target import IreeTarget, check_runs_here
@@ -161,3 +162,11 @@ def test_a_machine_runs_a_directory_of_its_architecture_and_cpu_features() -> No
                                                   r"\(x86_64\) cannot run"):
         check_runs_here(ARM, "m", "x86_64", {})
     check_runs_here(ARM, "m", "arm64", {})
+
+
+def test_iree_finds_a_weight_by_any_key_its_header_spells_in_utf8() -> None:
+    check_parameter_names(["dense/w", "ünï~1côdé"], '{"ünï~1côdé":{}, "dense/w":{}}'.encode())
+    with pytest.raises(ConversionError, match=r"""the weight 'a"b' has a key with a quote"""):
+        check_parameter_names(['a"b'], b"")
+    with pytest.raises(ConversionError, match="spells the key 'ünï' with JSON escapes.*save the bundle again"):
+        check_parameter_names(["ünï"], b'{"\\u00fcn\\u00ef":{}}')
