@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..adapters.bundle_dir import read_function, read_manifest, read_weights, sha256_many
 from ..adapters.files import AtomicFileStore

@@ -7,13 +7,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..domain.artifact import ArtifactRecord
 from ..domain.bundle_manifest import WEIGHTS_FILE, FileDigest
 from ..domain.errors import ConversionError
 from ..domain.iree_conversion import (
     RUNTIME_NAME, StaticShapes, check_convertible, check_custom_calls, check_parameter_names, platform_index,
     static_shapes)
 from ..domain.iree_manifest import CompiledModule, IreeFunction, IreeManifest, module_file
-from ..domain.iree_target import HOST, requested_cpu
+from ..domain.iree_target import HOST, IreeTarget, requested_cpu
 from ..domain.runtime_calls import with_weights_bound
 from ..domain.signature_record import signature
 from .conversion_source import ConversionSource, SourceFunction, read_source
@@ -62,7 +63,7 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     Raises:
         ConversionError: what IREE cannot run (a custom call such as JAX's
             LAPACK kernels or a host callback, ordered effects, a module for
-            several devices, a dtype IREE holds not, no CPU platform), a
+            several devices, a dtype IREE does not hold, no CPU platform), a
             symbolic function without dims, a binding that violates its
             constraints, a target IREE does not know; the message names the
             function and what stands in the way.
@@ -126,7 +127,7 @@ def _parameters(function: SourceFunction, src: ConversionSource) -> list[str | N
     return [src.weights[i].name if i < count else None for i in range(len(function.record.in_avals))]
 
 
-def _caller_signature(function: SourceFunction, src: ConversionSource) -> Any:
+def _caller_signature(function: SourceFunction, src: ConversionSource) -> ArtifactRecord:
     record = function.record
     if function.takes_params:
         record = with_weights_bound(record, len(src.weights))
@@ -145,7 +146,7 @@ def _module_name(file: str) -> str:
 
 
 def _write(path: str | os.PathLike[str], src: ConversionSource, functions: tuple[IreeFunction, ...],
-           target: Any, blobs: dict[str, bytes], compiler: str) -> IreeManifest:
+           target: IreeTarget, blobs: dict[str, bytes], compiler: str) -> IreeManifest:
     from ..adapters.bundle_dir import BundleDirectory
 
     files: dict[str, Any] = {file: (lambda stream, blob=blob: stream.write(blob)) for file, blob in blobs.items()}
