@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -9,9 +10,11 @@ from typing import Any
 
 from jax.sharding import Mesh
 
-from ..adapters.bundle_dir import read_function, read_manifest, read_weights
+from ..adapters.bundle_dir import read_function, read_manifest, sha256_many
 from ..adapters.jax_params import restore_weight
-from ..domain.bundle_manifest import Manifest
+from ..adapters.safetensors_file import SafetensorsFile
+from ..domain.bundle_checks import check_header_digest, check_weight_digest, check_weights_header
+from ..domain.bundle_manifest import WEIGHTS_FILE, Manifest
 from ..domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
 from .bundle import Bundle
 from .bundle_weights import checked_leaves, place_leaves, placements, weight_shardings
@@ -80,7 +83,17 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
 
 
 def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...]) -> list[Any]:
-    """The weights, memory-mapped, after checking the header and every weight's digest."""
-    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256)
+    """The weights, memory-mapped, after checking the header and every weight's digest.
+
+    The header's digest and each weight's (computed on several threads) cover
+    every byte of the file, as the whole file's digest would, and name the
+    weight that changed.
+    """
+    weights = SafetensorsFile(root / WEIGHTS_FILE)
+    check_weights_header(manifest.weights, weights.entries, weights.data_size)
+    check_header_digest(manifest.weights_header_sha256, hashlib.sha256(weights.header).hexdigest())
+    digests = sha256_many([weights.tensor_bytes(w.name) for w in manifest.weights])
+    for weight, digest in zip(manifest.weights, digests):
+        check_weight_digest(weight, digest)
     return [restore_weight(w, weights.array(w.name, w.data_dtype), s)
             for w, s in zip(manifest.weights, where, strict=True)]
