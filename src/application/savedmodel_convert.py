@@ -16,14 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..adapters.bundle_dir import read_function, read_manifest, sha256_many
+from ..adapters.bundle_dir import read_function, read_manifest, read_weights
 from ..adapters.atomic_files import fsync_directory
 from ..adapters.flatbuffers_codec import decode_artifact
-from ..adapters.safetensors_file import SafetensorsFile
 from ..adapters.temporary import create_beside, new_directory
 from ..domain.artifact import ArtifactRecord
-from ..domain.bundle_checks import check_header_digest, check_weight_digest, check_weights_header
-from ..domain.bundle import WEIGHTS_FILE, FileDigest, Manifest
+from ..domain.bundle import FileDigest, Manifest
 from ..domain.errors import ArtifactError, VjpUnavailableError
 from ..domain.savedmodel_manifest import JAXPORT_DIR, MANIFEST_PATH, SavedModelManifest, artifact_file
 from ..domain.savedmodel_names import DEFAULT_SIGNATURE
@@ -134,12 +132,7 @@ def _read_bundle_dir(root: Path) -> tuple[_Functions, Manifest, Any]:
     functions = [(e.name, read_function(root, manifest, e.file), e.takes_params) for e in manifest.functions]
 
     def weights() -> list[Any]:
-        stored = SafetensorsFile(root / WEIGHTS_FILE)
-        check_weights_header(manifest.weights, stored.entries, stored.data_size)
-        check_header_digest(manifest.weights_header_sha256, hashlib.sha256(stored.header).hexdigest())
-        for weight, digest in zip(manifest.weights, sha256_many([stored.tensor_bytes(w.name)
-                                                                 for w in manifest.weights])):
-            check_weight_digest(weight, digest)
+        stored = read_weights(root, manifest.weights, manifest.weights_header_sha256)
         return [stored.array(w.name, w.data_dtype) for w in manifest.weights]
 
     return functions, manifest, weights
