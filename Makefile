@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
-# The optional TensorFlow extra (SavedModels): the tests and benchmarks run it, the demo needs none.
-TF_DEPS := $(VENV)/.deps-tf-installed
+# The optional runtimes' extras (TensorFlow for SavedModels, IREE): the tests and benchmarks run
+# them, the demo needs none.
+RUNTIME_DEPS := $(VENV)/.deps-runtimes-installed
 # src/ is the import package `jaxport`. For development the venv imports it
 # through a link (build/importroot/jaxport -> src), so edits need no reinstall;
 # `pip install .` builds the same package for users.
@@ -24,10 +25,10 @@ $(DEPS): pyproject.toml
 	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(DEPS)
 
-$(TF_DEPS): $(DEPS)
-	$(PY) -m pip install --quiet ".[dev,tf]"
+$(RUNTIME_DEPS): $(DEPS)
+	$(PY) -m pip install --quiet ".[dev,tf,iree]"
 	$(PY) -m pip uninstall --quiet --yes jaxport
-	touch $(TF_DEPS)
+	touch $(RUNTIME_DEPS)
 
 $(LINK):
 	mkdir -p $(dir $(LINK))
@@ -51,10 +52,10 @@ typecheck: install
 	$(PY) -m mypy --strict -p jaxport
 	$(PY) -m mypy --strict tests benchmarks
 
-test: typecheck $(TF_DEPS)
+test: typecheck $(RUNTIME_DEPS)
 	$(PY) -m pytest -q tests
 
-bench: install $(TF_DEPS)
+bench: install $(RUNTIME_DEPS)
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json
 	$(PY) benchmarks/report.py build/bench.json
 

@@ -251,3 +251,45 @@ def transformer_input(batch: int, seed: int = 1) -> np.ndarray:
     """A concrete input of the block for ``batch`` sequences (host memory)."""
     rng = np.random.default_rng(seed)
     return rng.standard_normal((batch, BLOCK_SEQ, BLOCK_WIDTH), dtype=np.float32)
+
+
+# A GPT-2-small-sized transformer written with jax.numpy (random weights): 6 layers of width
+# 512 with 8 heads, a vocabulary of 8,192 and 128 positions; about 23 million parameters
+# (93 MB of float32), the logits from the embedding (tied, as GPT-2's).
+GPT_LAYERS, GPT_WIDTH, GPT_HEADS, GPT_VOCAB, GPT_POSITIONS = 6, 512, 8, 8192, 128
+#: The token ids the benchmarks give it: int32[b, GPT_TOKENS].
+GPT_TOKENS = 64
+
+
+def gpt_params(seed: int = 0) -> dict[str, Any]:
+    """The transformer's weights: ``embed``, ``positions``, ``layers`` (a list) and ``final_norm``."""
+    rng = np.random.default_rng(seed)
+    w = GPT_WIDTH
+
+    def normal(*shape: int, scale: float = 0.02) -> np.ndarray:
+        return (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float32)
+
+    def norm() -> dict[str, np.ndarray]:
+        return {"scale": np.ones(w, np.float32), "bias": np.zeros(w, np.float32)}
+
+    layers = [{"norm1": norm(), "qkv": normal(w, 3 * w), "proj": normal(w, w), "norm2": norm(),
+               "fc": normal(w, 4 * w), "out": normal(4 * w, w)} for _ in range(GPT_LAYERS)]
+    return {"embed": normal(GPT_VOCAB, w), "positions": normal(GPT_POSITIONS, w), "layers": layers,
+            "final_norm": norm()}
+
+
+def gpt(params: dict[str, Any], ids: Array) -> Array:
+    """The logits ``f32[b, t, vocab]`` of token ids ``int32[b, t]`` (causal self-attention)."""
+    b, t = ids.shape
+    heads, width = GPT_HEADS, GPT_WIDTH
+    h = params["embed"][ids] + params["positions"][:t]
+    causal = jnp.tril(jnp.ones((t, t), bool))
+    for layer in params["layers"]:
+        q, k, v = jnp.split(_layer_norm(h, layer["norm1"]) @ layer["qkv"], 3, axis=-1)
+        q, k, v = (jnp.reshape(a, (b, t, heads, width // heads)).transpose(0, 2, 1, 3) for a in (q, k, v))
+        scores = jnp.where(causal, q @ jnp.swapaxes(k, -1, -2) / np.sqrt(width // heads), -1e9)
+        attended = (jax.nn.softmax(scores, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(b, t, width)
+        h = h + attended @ layer["proj"]
+        h = h + jax.nn.gelu(_layer_norm(h, layer["norm2"]) @ layer["fc"]) @ layer["out"]
+    logits: Array = _layer_norm(h, params["final_norm"]) @ jnp.transpose(params["embed"])
+    return logits

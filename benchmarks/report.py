@@ -93,7 +93,7 @@ def read_groups(report: Any) -> list[Group]:
     for bench in report["benchmarks"]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
-        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES:
+        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES:
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -354,6 +354,49 @@ def bundle_section(groups: Sequence[Group]) -> str:
             "peak = resident memory a load adds in a fresh process\n" + table(headers, rows))
 
 
+IREE_ROLES = ("iree", "iree local-sync")  # with jaxport, jax.export and jax.jit (benchmarks/test_iree.py)
+IREE_FIRST_ANSWER_TARGET = 0.25  # a fresh process's first answer: load_iree / jax.export, JAX's cache warm
+IREE_PEAK_TARGET = 0.3  # its peak resident memory: load_iree / jax.export
+IREE_CALL_TARGET = 1.0  # a call with the weights resident: IREE / jax.jit(f)
+
+
+def _goal(ratio: float | None, target: float) -> str:
+    return "-" if ratio is None else ("yes" if ratio <= target else "NO")
+
+
+def iree_section(groups: Sequence[Group]) -> str:
+    """IREE against JAX, one row per model and quantity: medians, the ratio, the goal and whether it is met."""
+    rows = []
+    for g in groups:
+        info = next(iter(g.info.values()), {})
+        model, quantity = str(info.get("model", g.name)), str(info.get("quantity", ""))
+        if quantity == "first answer":
+            ratio = g.ratio("iree", "jax.export")
+            rows.append([model, "first answer, fresh process", str(g.rounds()), seconds(g.median("iree")),
+                         seconds(g.median("jaxport")), seconds(g.median("jax.export")), "-",
+                         times(ratio), f"<= {IREE_FIRST_ANSWER_TARGET}x jax.export",
+                         _goal(ratio, IREE_FIRST_ANSWER_TARGET)])
+            peaks = [g.info.get(r, {}).get("peak_bytes") for r in ("iree", "jaxport", "jax.export")]
+            peak_ratio = peaks[0] / peaks[2] if isinstance(peaks[0], int) and isinstance(peaks[2], int) \
+                and peaks[2] else None
+            rows.append([model, "peak memory, fresh process", str(g.rounds()), *(mib(p) for p in peaks), "-",
+                         times(peak_ratio), f"<= {IREE_PEAK_TARGET}x jax.export",
+                         _goal(peak_ratio, IREE_PEAK_TARGET)])
+        elif quantity == "per call":
+            for role, what in (("iree", "per call, weights resident"), ("iree local-sync", "  ... local-sync")):
+                ratio = g.ratio(role, "jax.jit")
+                rows.append([model, what, str(g.rounds()), seconds(g.median(role)), "-", "-",
+                             seconds(g.median("jax.jit")), times(ratio), f"<= {IREE_CALL_TARGET}x jax.jit",
+                             _goal(ratio, IREE_CALL_TARGET)])
+        else:
+            rows.append([model, quantity, str(g.rounds()), seconds(g.median("iree")), "-", "-", "-", "-", "-",
+                         "-"])
+    headers = ["model", "quantity", "rounds", "iree", "jaxport", "jax.export", "jax.jit", "iree/peer",
+               "goal", "met"]
+    return ("IREE against JAX (median; fresh process = a whole child process, JAX's persistent "
+            "compilation cache warm for jaxport and jax.export)\n" + table(headers, rows))
+
+
 def verify_section(groups: Sequence[Group]) -> str:
     """Cold loads with and without verification, what verifying adds, and ``import jax``."""
     rows = []
@@ -418,13 +461,16 @@ def render(groups: Sequence[Group]) -> str:
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind and g.kind != "bundle"]
+    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree")]
     if others:
         sections.append(other_section(others))
         ordered += others
     bundles = [g for g in groups if g.kind == "bundle"]
     if bundles:
         sections.append(bundle_section(bundles))
+    ireed = [g for g in groups if g.kind == "iree"]
+    if ireed:
+        sections.append(iree_section(ireed))
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
     compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]

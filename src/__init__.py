@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from .application.artifact_files import save as save
     from .application.inspection import inspect as inspect
     from .application.plain_trees import plain_tree as plain_tree
+    from .application.iree_convert import to_iree as to_iree
+    from .application.iree_load import IreeModel as IreeModel
+    from .application.iree_load import load_iree as load_iree
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
@@ -66,6 +69,9 @@ _LAZY = {
     "load": "jaxport.application.artifact_files",
     "inspect": "jaxport.application.inspection",
     "plain_tree": "jaxport.application.plain_trees",
+    "to_iree": "jaxport.application.iree_convert",
+    "load_iree": "jaxport.application.iree_load",
+    "IreeModel": "jaxport.application.iree_load",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",
     "register_namedtuple_serialization": "jaxport.application.pytree_registration",

@@ -39,6 +39,7 @@ from .domain.errors import (
     UsageError,
     VjpUnavailableError,
 )
+from .domain.runtime_errors import TargetMismatchError, UncompiledSizeError
 from .domain.symbolic.errors import (
     ConstraintError,
     DimensionEvaluationError,
@@ -61,6 +62,7 @@ __all__ = [
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
     "EffectSerializationError", "PartitionerMismatchError",
     "ArgSpecError", "ArrayFileError", "UsageError", "ConversionError", "MissingExtraError",
+    "TargetMismatchError", "UncompiledSizeError",
     "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",
     "UnsolvableDimensionError",

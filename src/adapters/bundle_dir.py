@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..domain.bundle import MANIFEST_FILE, FileDigest, Manifest
-from ..domain.bundle_checks import check_digest, check_files, check_size
+from ..domain.bundle import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
+from ..domain.bundle_checks import (
+    check_digest, check_files, check_header_digest, check_size, check_weight_digest, check_weights_header)
 from ..domain.errors import ArtifactError
 from .atomic_files import fsync_directory
 from .temporary import create_beside, new_directory
@@ -119,7 +120,7 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _entries(path: str | os.PathLike[str]) -> dict[str, int]:
+def entries(path: str | os.PathLike[str]) -> dict[str, int]:
     """The entries of a bundle directory with their sizes (-1 for what is not a regular file).
 
     Raises:
@@ -144,16 +145,16 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
         OSError: ``path`` is not a readable directory.
     """
     root = Path(path)
-    entries = _entries(root)
-    if entries.get(MANIFEST_FILE, -1) < 0:
+    sizes = entries(root)
+    if sizes.get(MANIFEST_FILE, -1) < 0:
         raise ArtifactError(f"{root} is not a bundle: its file {MANIFEST_FILE} is missing")
     manifest = Manifest.from_json((root / MANIFEST_FILE).read_bytes())
-    check_files(manifest, [name for name, size in entries.items() if size >= 0])
-    for name, size in entries.items():
+    check_files(manifest, [name for name, size in sizes.items() if size >= 0])
+    for name, size in sizes.items():
         if size < 0:
             raise ArtifactError(f"The bundle holds {name}, which is not a regular file")
     for name, digest in manifest.files.items():
-        check_size(name, digest, entries[name])
+        check_size(name, digest, sizes[name])
     return manifest
 
 
@@ -166,6 +167,31 @@ def read_function(path: str | os.PathLike[str], manifest: Manifest, file: str) -
     blob = Path(path, file).read_bytes()
     check_digest(file, manifest.files[file], hashlib.sha256(blob).hexdigest())
     return blob
+
+
+def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], header_sha256: str) -> Any:
+    """The weights file in the directory ``path``, memory-mapped, after checking it against
+    the weights' records and the digest of its header (a manifest's).
+
+    The header's digest and each weight's (computed on several threads) cover
+    every byte of the file, as the whole file's digest would, and name the
+    weight that changed.
+
+    Returns:
+        The :class:`~jaxport.adapters.safetensors_file.SafetensorsFile`.
+
+    Raises:
+        ArtifactError: the header or a weight differs from the manifest.
+    """
+    from .safetensors_file import SafetensorsFile  # NumPy: not for the readers of manifests only
+
+    stored = SafetensorsFile(Path(path, WEIGHTS_FILE))
+    check_weights_header(weights, stored.entries, stored.data_size)
+    check_header_digest(header_sha256, hashlib.sha256(stored.header).hexdigest())
+    digests = sha256_many([stored.tensor_bytes(w.name) for w in weights])
+    for weight, digest in zip(weights, digests):
+        check_weight_digest(weight, digest)
+    return stored
 
 
 _RENAME_EXCHANGE = 2

@@ -285,3 +285,19 @@ def is_staging() -> bool:
     """Whether the innermost trace is the one that builds a jaxpr."""
     return isinstance(_core.trace_ctx.trace, _partial_eval.DynamicJaxprTrace)
 
+
+
+# What: shape refinement of a module whose `main` takes static shapes (constants of
+# `jax.global_constant` arguments, such as the platform index, propagated into the callees,
+# symbolic shapes made static, `shape_assertion`s checked and erased), as XLA's path runs it
+# before compiling. Why internal: `refine_polymorphic_shapes` lives in `jax._src.interpreters.mlir`;
+# an ahead-of-time compiler (IREE) needs the refined module, which JAX makes only inside `compile`.
+def refine_polymorphic_shapes(module: Any) -> Any:
+    """The refined copy of ``module`` (an ``ir.Module``, in a new context).
+
+    Raises:
+        ValueError: refinement failed (a shape assertion is false for these shapes).
+    """
+    from jax._src.interpreters import mlir as mlir_internal
+
+    return mlir_internal.refine_polymorphic_shapes(module)

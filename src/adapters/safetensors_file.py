@@ -61,7 +61,8 @@ def encode_header(weights: Sequence[WeightRecord], metadata: Mapping[str, str]) 
         header[w.name] = {"dtype": w.safetensors_dtype, "shape": list(w.data_shape),
                           "data_offsets": [offset, offset + w.nbytes]}
         offset += w.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    # Keys as UTF-8, as the safetensors library writes them (IREE's reader takes no JSON escapes).
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * (-(8 + len(text)) % ALIGNMENT)
     return struct.pack("<Q", len(text)) + text, order
 

@@ -16,14 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..adapters.bundle_dir import read_function, read_manifest, sha256_many
+from ..adapters.bundle_dir import read_function, read_manifest, read_weights
 from ..adapters.atomic_files import fsync_directory
 from ..adapters.flatbuffers_codec import decode_artifact
-from ..adapters.safetensors_file import SafetensorsFile
 from ..adapters.temporary import create_beside, new_directory
 from ..domain.artifact import ArtifactRecord
-from ..domain.bundle_checks import check_header_digest, check_weight_digest, check_weights_header
-from ..domain.bundle import EXAMPLES_FILE, WEIGHTS_FILE, Example, FileDigest, Manifest
+from ..domain.bundle import EXAMPLES_FILE, Example, FileDigest, Manifest
 from ..domain.errors import ArtifactError, VjpUnavailableError
 from ..domain.savedmodel_manifest import EXAMPLES_PATH, JAXPORT_DIR, MANIFEST_PATH, SavedModelManifest, artifact_file
 from ..domain.savedmodel_names import DEFAULT_SIGNATURE
@@ -44,9 +42,10 @@ def to_savedmodel(source: Any, path: str | os.PathLike[str], *, default: str | N
     ``serving_default`` only). A bundle's weights become one ``tf.Variable``
     each; a bundle directory's golden examples go along, for
     :func:`jaxport.check_numerics` (an in-process :class:`~jaxport.Bundle`
-    carries none: its weights may not be those the examples were made with). Where the artifacts carry VJPs, ``tf.GradientTape`` over the loaded
-    object's functions (``tf.saved_model.load(path).predict(x)``) gives JAX's
-    gradients. ``assets.extra/jaxport/`` keeps the artifacts and a manifest,
+    carries none: its weights may not be those the examples were made
+    with). Where the artifacts carry VJPs, ``tf.GradientTape`` over the
+    loaded object's functions (``tf.saved_model.load(path).predict(x)``)
+    gives JAX's gradients. ``assets.extra/jaxport/`` keeps the artifacts and a manifest,
     which ``jaxport inspect`` and ``jaxport run`` read.
 
     Args:
@@ -142,12 +141,7 @@ def _read_bundle_dir(root: Path) -> tuple[_Functions, Manifest, Any]:
     functions = [(e.name, read_function(root, manifest, e.file), e.takes_params) for e in manifest.functions]
 
     def weights() -> list[Any]:
-        stored = SafetensorsFile(root / WEIGHTS_FILE)
-        check_weights_header(manifest.weights, stored.entries, stored.data_size)
-        check_header_digest(manifest.weights_header_sha256, hashlib.sha256(stored.header).hexdigest())
-        for weight, digest in zip(manifest.weights, sha256_many([stored.tensor_bytes(w.name)
-                                                                 for w in manifest.weights])):
-            check_weight_digest(weight, digest)
+        stored = read_weights(root, manifest.weights, manifest.weights_header_sha256)
         return [stored.array(w.name, w.data_dtype) for w in manifest.weights]
 
     return functions, manifest, weights

@@ -369,3 +369,10 @@ class _Reader:
             raise ArtifactError(f"{self.where}: '{key}' is not a list of sizes: {dims}")
         return tuple(dims)
 
+
+
+# Other manifests (of converted directories) read and write JSON with these too.
+#: Typed access to a JSON object with errors that say where.
+JsonReader = _Reader
+#: One weight's record as JSON, and back.
+weight_to_json, weight_from_json = _weight_to_json, _weight_from_json

@@ -61,3 +61,32 @@ def why_not_tf(dtype: DType) -> str | None:
     if dtype in (DType.INT4, DType.UINT4):
         return f"the dtype {dtype.value}, for which TensorFlow's XlaCallModule returns wrong values on CPU"
     return f"the dtype {dtype.value}, which TensorFlow's XlaCallModule cannot carry"
+
+
+#: The dtypes that IREE 3.13 (``llvm-cpu``) holds, measured. Left out: ``int4``/``uint4`` (its
+#: runtime maps no NumPy dtype to them), ``float8_e4m3b11fnuz``, ``float8_e4m3``,
+#: ``float8_e3m4``, ``float4_e2m1fn`` (its HAL has no element type for them),
+#: ``float8_e8m0fnu`` (it compiles, and computes wrong values), ``float0`` and the PRNG key
+#: types (see the module's docstring).
+IREE_DTYPES = frozenset({
+    DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
+    DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64,
+    DType.FLOAT16, DType.FLOAT32, DType.FLOAT64, DType.BFLOAT16,
+    DType.COMPLEX64, DType.COMPLEX128,
+    DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.FLOAT8_E4M3FNUZ, DType.FLOAT8_E5M2FNUZ})
+
+
+def why_not_iree(dtype: DType, *, weight: bool = False) -> str | None:
+    """Why IREE cannot hold ``dtype`` as a caller's array (or, with ``weight``, as a weight), or None.
+
+    >>> why_not_iree(DType.BFLOAT16) is None, why_not_iree(DType.KEY_FRY, weight=True) is None
+    (True, True)
+    >>> why_not_iree(DType.INT4)
+    'the dtype int4, which IREE cannot hold'
+    """
+    if dtype in IREE_DTYPES or (weight and dtype in KEY_DATA):
+        return None
+    if dtype in KEY_DATA:
+        return (f"a PRNG key array ({dtype.value}): export the function taking "
+                f"jax.random.key_data(key), a {KEY_DATA[dtype][0]} array")
+    return f"the dtype {dtype.value}, which IREE cannot hold"

@@ -50,6 +50,13 @@ def _jax(artifact: Path, workdir: Path) -> Callable[..., Any]:
     return RuntimeFunction(decode_artifact(artifact.read_bytes()), jax_runtime())
 
 
+def _iree(artifact: Path, workdir: Path) -> Callable[..., Any]:
+    import jaxport
+
+    jaxport.to_iree(artifact, workdir / "iree", dims={"f": [{"b": 3}, {"b": 5}]})  # the batches of CASES
+    return jaxport.load_iree(workdir / "iree")["f"]
+
+
 def _tf(artifact: Path, workdir: Path) -> Callable[..., Any]:
     import jaxport
     from jaxport.application.savedmodel_load import load_savedmodel
@@ -60,6 +67,7 @@ def _tf(artifact: Path, workdir: Path) -> Callable[..., Any]:
 
 RUNTIMES: dict[str, RuntimeEntry] = {e.name: e for e in (
     RuntimeEntry("jax", _jax),
+    RuntimeEntry("iree", _iree, requires="iree.runtime"),
     RuntimeEntry("tf", _tf, requires="tensorflow", in_process=False),
 )}
 

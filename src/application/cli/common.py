@@ -170,3 +170,25 @@ def _decode(path: str, blob: bytes) -> ArtifactRecord:
         return decode_artifact(blob)
     except ArtifactError as exc:
         raise ArtifactError(f"{path} is not a valid artifact: {exc}") from exc
+
+
+def array_summary(value: Any) -> str:
+    """An array in a few words: ``float32[2,3] min -1 max 2 mean 0.5``, or its values when few."""
+    import numpy as np
+
+    kind = f"{value.dtype}[{','.join(map(str, value.shape))}]"
+    if value.size == 0:
+        return f"{kind} (empty)"
+    if value.size <= 6:
+        return f"{kind} {np.array2string(value.ravel(), precision=4, separator=', ')}"
+    if value.dtype.kind in "biuf" or str(value.dtype) == "bfloat16":
+        as_float = value.astype(np.float64)
+        return (f"{kind} min {as_float.min():.4g} max {as_float.max():.4g} "
+                f"mean {as_float.mean():.4g}")
+    return kind
+
+
+def print_results(leaves: list[tuple[str, Any]]) -> None:
+    """Prints one line per result leaf: its key path (``['y']``), dtype, shape and values."""
+    for path, leaf in leaves:
+        print(f"result{path}: {array_summary(leaf)}")

@@ -12,7 +12,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "run", parents=[common], help="call an artifact or a bundle's function on arrays from .npz/.npy files",
         description="Call the artifact at PATH, or the function FUNCTION of the bundle at PATH "
                     "with the bundle's weights bound (FUNCTION may be left out when the bundle "
-                    "has one function). Inputs come from --input files, in order: an "
+                    "has one function), or of a directory that 'jaxport convert --to iree' wrote "
+                    "(run by IREE, without JAX). Inputs come from --input files, in order: an "
                     ".npy file is the next positional argument; an .npz file gives positional "
                     "arguments as arr_0, arr_1, ... and keyword arguments by name. When the "
                     "function takes nested arguments (a dict of weights), give every leaf in "
@@ -32,12 +33,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_artifact(args: argparse.Namespace) -> int:
     """Calls the artifact and writes or summarizes the results."""
+    from .iree import is_iree_directory, run_iree
+
+    if is_iree_directory(args.path):
+        return run_iree(args)  # without JAX
     from ...adapters.array_files import read_arrays
     from ..savedmodel_load import is_savedmodel
-    from .common import check_writable
+    from .common import check_writable, print_results
 
     if is_savedmodel(args.path):
-        return _run_savedmodel(args)
+        from .run_savedmodel import run_savedmodel
+
+        return run_savedmodel(args)  # through TensorFlow, without JAX
 
     if args.output:
         check_writable(args.output)
@@ -62,29 +69,6 @@ def run_artifact(args: argparse.Namespace) -> int:
         write_arrays(args.output, [np.asarray(leaf) for _, leaf in leaves])
         return 0
     print_results([(jax.tree_util.keystr(path), np.asarray(leaf)) for path, leaf in leaves])
-    return 0
-
-
-def print_results(leaves: list[tuple[str, Any]]) -> None:
-    """Prints one line per result leaf: its key path (``['y']``), dtype, shape and values."""
-    for path, leaf in leaves:
-        print(f"result{path}: {_summary(leaf)}")
-
-
-def _run_savedmodel(args: argparse.Namespace) -> int:
-    """``run`` on a SavedModel that jaxport converted: through TensorFlow, without JAX."""
-    from .common import check_writable
-    from .run_savedmodel import call_savedmodel
-
-    if args.output:
-        check_writable(args.output)
-    leaves = call_savedmodel(args)
-    if args.output:
-        from ...adapters.array_files import write_arrays
-
-        write_arrays(args.output, [leaf for _, leaf in leaves])
-        return 0
-    print_results(leaves)
     return 0
 
 
@@ -151,18 +135,3 @@ def _typed_raw_arrays(target: Any, args: list[Any], kwargs: dict[str, Any]) -> t
              else leaf for leaf, aval in zip(leaves, target.in_avals)]
     new_args, new_kwargs = jax.tree.unflatten(tree, typed)
     return list(new_args), new_kwargs
-
-
-def _summary(value: Any) -> str:
-    import numpy as np
-
-    kind = f"{value.dtype}[{','.join(map(str, value.shape))}]"
-    if value.size == 0:
-        return f"{kind} (empty)"
-    if value.size <= 6:
-        return f"{kind} {np.array2string(value.ravel(), precision=4, separator=', ')}"
-    if value.dtype.kind in "biuf" or str(value.dtype) == "bfloat16":
-        as_float = value.astype(np.float64)
-        return (f"{kind} min {as_float.min():.4g} max {as_float.max():.4g} "
-                f"mean {as_float.mean():.4g}")
-    return kind

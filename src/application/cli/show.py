@@ -20,7 +20,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "importing JAX.")
     show.add_argument("files", nargs="+", metavar="FILE",
                       help="artifact files written by jaxport or jax.export, bundle directories, or "
-                           "SavedModel directories that jaxport converted")
+                           "SavedModel or IREE directories that jaxport converted")
     show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
     show.set_defaults(handler=inspect_files)
     text = commands.add_parser("mlir", parents=[common], help="print the StableHLO module of an artifact",
@@ -37,10 +37,14 @@ def inspect_files(args: argparse.Namespace) -> int:
     from ..inspection import inspect_bundle
     from ..savedmodel_load import inspect_savedmodel, is_savedmodel
     from .common import is_users_error, one_line, read_artifact
+    from .iree import inspect_iree, is_iree_directory
 
     status = 0
     for path in args.files:
         try:
+            if is_iree_directory(path):
+                print(inspect_iree(path, args.json))
+                continue
             if is_savedmodel(path):
                 info: Any = inspect_savedmodel(path)
             else:

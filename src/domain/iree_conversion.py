@@ -1,0 +1,211 @@
+"""What converting a function for IREE requires, decided before anything is compiled or written.
+
+IREE compiles static shapes only: a symbolic function is compiled once per
+binding of its dimension variables that the user names, each binding
+checked against the function's constraints as a call of those shapes would
+be. IREE erases JAX's ``shape_assertion`` custom calls (the loader checks
+every call with jaxport's own code instead) and runs no other custom call:
+not JAX's LAPACK kernels (behind ``jnp.linalg`` on CPU), not host callbacks,
+not the sharding annotations of a module for several devices; nor ordered
+effects (tokens). A multi-platform artifact is compiled from its CPU branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .artifact import ArtifactRecord
+from .custom_calls import CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
+from .errors import ConversionError
+from .runtime_calls import leaf_paths, record_shapes, with_weights_bound
+from .runtime_dtypes import why_not_iree
+from .symbolic import DimExpr, DimSize, ShapeAssertionError, solve_call
+
+#: The runtime, as messages name it.
+RUNTIME_NAME = "IREE"
+#: The custom calls IREE's StableHLO input accepts (it erases them).
+ERASED_CUSTOM_CALLS = frozenset({"shape_assertion"})
+
+
+@dataclass(frozen=True, slots=True)
+class StaticShapes:
+    """One binding of a function's dimension variables and the static shapes it gives.
+
+    Attributes:
+        dims: the variables' values, sorted by name (empty for a static function).
+        in_shapes: one shape per flat input of the function (its weights included).
+        out_shapes: one shape per flat output.
+    """
+
+    dims: tuple[tuple[str, int], ...]
+    in_shapes: tuple[tuple[int, ...], ...]
+    out_shapes: tuple[tuple[int, ...], ...]
+
+
+def check_convertible(name: str, record: ArtifactRecord, *, nr_weights: int) -> None:
+    """Checks what the record alone says: platforms, devices, effects, dtypes.
+
+    Args:
+        name: the function's name in the converted directory.
+        record: its artifact record.
+        nr_weights: how many of its first flat inputs are a bundle's weights
+            (which may be PRNG key arrays, passed as their key data).
+
+    Raises:
+        ConversionError: no CPU platform, several devices, ordered effects, or
+            an argument or a result that IREE cannot hold (named by its path).
+    """
+    if "cpu" not in record.platforms:
+        raise ConversionError(
+            RUNTIME_NAME, name, f"it was exported for {list(record.platforms)} only; IREE compiles the "
+            "CPU branch of an artifact: export it with platforms that include 'cpu'.")
+    if record.nr_devices > 1:
+        raise ConversionError(
+            RUNTIME_NAME, name, f"its module is for {record.nr_devices} devices (sharded); IREE runs "
+            "single-device modules: export it for one device.")
+    if record.ordered_effects:
+        effects = ", ".join(e.type_name for e in record.ordered_effects)
+        raise ConversionError(RUNTIME_NAME, name, f"it has ordered effects ({effects}), which IREE "
+                                                  "cannot run (it has no tokens).")
+    for i, (path, aval) in enumerate(zip(leaf_paths(record.in_tree), record.in_avals)):
+        why = why_not_iree(aval.dtype, weight=i < nr_weights)
+        if why is not None:
+            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {why}", where=path)
+    for i, aval in enumerate(record.out_avals):
+        why = why_not_iree(aval.dtype)
+        if why is not None:
+            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {why}", where=f"flat result {i}")
+
+
+def check_custom_calls(name: str, calls: Sequence[tuple[str, str]]) -> None:
+    """Checks the custom calls of the module that IREE would compile.
+
+    Args:
+        name: the function's name.
+        calls: per custom call, its target and its text with its location.
+
+    Raises:
+        ConversionError: naming the first offending operation and why.
+    """
+    for target, text in calls:
+        if target in ERASED_CUSTOM_CALLS:
+            continue
+        if target in HOST_CALLBACK_TARGETS:
+            why = ("a host callback (jax.debug.print, jax.pure_callback, io_callback), which runs "
+                   "Python code of the exporting process")
+        elif target in CPU_LAPACK_TARGETS:
+            why = "a LAPACK kernel of JAX's CPU runtime (behind jnp.linalg), which IREE does not have"
+        else:
+            why = "a kernel of another runtime, which IREE does not have"
+        raise ConversionError(RUNTIME_NAME, name, f"its module calls the custom call '{target}', {why}: {text}")
+
+
+def check_parameter_names(names: Sequence[str], header: bytes) -> None:
+    """Checks that IREE can find each weight, by its key path, in the weights file with ``header``.
+
+    IREE 3.13 writes a parameter's key into its compiled form without escaping
+    it, so a key with ``"`` or ``\\`` would not read back; and its
+    safetensors reader takes the header's keys as they are written, so a key
+    that the header spells with JSON escapes (``\\u00fc`` for ``ü``, as
+    jaxport wrote them before it wrote UTF-8) is not found.
+
+    Raises:
+        ConversionError: naming the first such weight.
+    """
+    for name in names:
+        if '"' in name or "\\" in name:
+            raise ConversionError(RUNTIME_NAME, None, f"the weight {name!r} has a key with a quote or a backslash, "
+                                                      "which IREE cannot name as a parameter; rename that key")
+        if not name.isascii() and f'"{name}"'.encode("utf-8") not in header:
+            raise ConversionError(RUNTIME_NAME, None, f"the weights file spells the key {name!r} with JSON escapes, "
+                                                      "which IREE's reader does not decode; save the bundle again")
+
+
+def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
+    """The dimension variables of the function's inputs, sorted."""
+    names: set[str] = set()
+    for shape in _input_shapes(record):
+        for d in shape:
+            if isinstance(d, DimExpr):
+                names |= d._get_vars()
+    return tuple(sorted(names))
+
+
+def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None,
+                  *, nr_weights: int = 0) -> list[StaticShapes]:
+    """The static shapes to compile ``record`` for: one per binding (one, unbound, when static).
+
+    Each binding is checked as a call of those shapes would be: the dimension
+    variables solved from the input shapes it gives and every constraint
+    checked, the messages naming the caller's arguments (the ``nr_weights``
+    first flat inputs, a bundle's weights, are bound).
+
+    Raises:
+        ConversionError: a symbolic function without bindings, a static one
+            with some, a binding that names other variables than the
+            function's, gives a value that is not a size, repeats another,
+            or violates the function's constraints.
+    """
+    variables = dimension_variables(record)
+    if not variables:
+        if bindings:
+            raise ConversionError(RUNTIME_NAME, name, "it has no dimension variables; give it no dims")
+        return [_shapes(record, {}, nr_weights)]
+    if not bindings:
+        raise ConversionError(
+            RUNTIME_NAME, name, f"it has symbolic shapes (dimension variables {', '.join(variables)}) and "
+            f"IREE compiles static shapes only: give the sizes to compile for, as dims={{'{name}': "
+            f"[{{{', '.join(repr(v) + ': 8' for v in variables)}}}, ...]}} (on the command line "
+            f"--dims {name}:{','.join(v + '=8' for v in variables)}).")
+    found: list[StaticShapes] = []
+    for binding in bindings:
+        shapes = _checked_binding(name, record, variables, binding, nr_weights)
+        if any(s.dims == shapes.dims for s in found):
+            raise ConversionError(RUNTIME_NAME, name, f"the binding {dict(binding)} is given twice")
+        found.append(shapes)
+    return found
+
+
+def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ...],
+                     binding: Mapping[str, int], nr_weights: int) -> StaticShapes:
+    given = dict(binding)
+    if set(given) != set(variables):
+        extra, lacking = sorted(set(given) - set(variables)), sorted(set(variables) - set(given))
+        what = (f"names {', '.join(extra)}, which {'is' if len(extra) == 1 else 'are'} not among"
+                if extra else f"lacks {', '.join(lacking)}, one of")
+        raise ConversionError(RUNTIME_NAME, name, f"the binding {given} {what} its dimension variables "
+                                             f"({', '.join(variables)})")
+    for var, value in given.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConversionError(RUNTIME_NAME, name, f"the binding {given} gives {var} the value "
+                                                 f"{value!r}, which is not a size")
+    try:
+        return _shapes(record, given, nr_weights)
+    except ShapeAssertionError as exc:
+        raise ConversionError(RUNTIME_NAME, name, f"the binding {given} violates its shape constraints: "
+                                             f"{exc}") from exc
+
+
+def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) -> StaticShapes:
+    exported = _input_shapes(record)
+    concrete = [tuple(_value(d, binding) for d in shape) for shape in exported]
+    callers = record if not nr_weights else with_weights_bound(record, nr_weights)
+    paths = [f"weights[{i}]" for i in range(nr_weights)] + list(leaf_paths(callers.in_tree))
+    solution = solve_call(exported, concrete, paths)
+    outs = record_shapes(record.out_avals, record.constraints)
+    return StaticShapes(tuple(sorted(binding.items())), tuple(concrete),
+                        tuple(tuple(int(solution.evaluate(d)) for d in s) for s in outs))
+
+
+def _value(dim: DimSize, binding: Mapping[str, int]) -> int:
+    return int(dim._evaluate(binding)) if isinstance(dim, DimExpr) else dim
+
+
+def _input_shapes(record: ArtifactRecord) -> list[tuple[DimSize, ...]]:
+    return record_shapes(record.in_avals, record.constraints)
+
+
+def platform_index(record: ArtifactRecord) -> int | None:
+    """The index of the CPU branch in a multi-platform module's ``main`` (None for one platform)."""
+    return record.platforms.index("cpu") if len(record.platforms) > 1 else None

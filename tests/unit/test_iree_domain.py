@@ -1,0 +1,172 @@
+"""What converting for IREE requires, and what an IREE directory's manifest says, on records (no JAX, no IREE)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeSpec
+from jaxport.domain.bundle import FileDigest, WeightRecord
+from jaxport.domain.errors import ArtifactError, ConversionError
+from jaxport.domain.iree_conversion import (
+    check_convertible, check_custom_calls, check_parameter_names, dimension_variables, platform_index,
+    static_shapes)
+from jaxport.domain.iree_manifest import (
+    CompiledModule, IreeFunction, IreeManifest, check_digests, check_listing, module_file)
+from jaxport.domain.iree_target import IreeTarget, check_runs_here
+from jaxport.domain.runtime_errors import TargetMismatchError, UncompiledSizeError
+from jaxport.domain.signature_record import signature
+
+LEAF = TreeSpec.leaf()
+WEIGHTS = TreeSpec.of_dict({"w": LEAF})
+
+
+def record(in_avals: tuple[AvalRecord, ...], *, weights: bool = False, constraints: tuple[str, ...] = (),
+           out: tuple[AvalRecord, ...] = (AvalRecord(("b", "t"), DType.FLOAT32),)) -> ArtifactRecord:
+    args = (WEIGHTS,) * weights + (LEAF,) * (len(in_avals) - weights)
+    return signature("predict", TreeSpec.of_tuple(TreeSpec.of_tuple(*args), TreeSpec.of_dict({})),
+                     in_avals, TreeSpec.of_tuple(*(LEAF,) * len(out)), out, constraints)
+
+
+IDS = record((AvalRecord(("4", "3"), DType.FLOAT32), AvalRecord(("b", "t"), DType.INT32)), weights=True,
+             constraints=("t <= 16",))
+X86 = IreeTarget("host", "host", "znver4", ("+avx2", "+avx512f", "-amx-tile", "+movdir64b", "-movdir64b"),
+                 "x86_64-unknown-unknown-eabi-elf", "embedded-elf-x86_64")
+ARM = IreeTarget("generic", "aarch64-linux-gnu", "generic", ("+reserve-x18",),
+                 "aarch64-unknown-unknown-eabi-elf", "embedded-elf-arm_64")
+
+
+def test_each_binding_gives_the_static_shapes_of_every_input_and_output() -> None:
+    assert dimension_variables(IDS) == ("b", "t")
+    one, two = static_shapes("predict", IDS, [{"b": 1, "t": 4}, {"t": 16, "b": 2}], nr_weights=1)
+    assert (one.dims, one.in_shapes, one.out_shapes) == ((("b", 1), ("t", 4)), ((4, 3), (1, 4)), ((1, 4),))
+    assert two.dims == (("b", 2), ("t", 16))
+
+
+@pytest.mark.parametrize(("bindings", "message"), [
+    (None, r"'predict' to IREE: it has symbolic shapes \(dimension variables b, t\).*--dims predict:b=8,t=8"),
+    ([{"b": 1}], r"the binding \{'b': 1\} lacks t, one of its dimension variables \(b, t\)"),
+    ([{"b": 1, "t": 2, "n": 3}], r"names n, which is not among its dimension variables"),
+    ([{"b": 1, "t": 2.5}], r"gives t the value 2.5, which is not a size"),
+    ([{"b": 1, "t": 17}], r"violates its shape constraints: .*constraint t <= 16.*args\[0\]\.shape = \(b, t\)"),
+    ([{"b": 0, "t": 2}], r"violates its shape constraints: .*Expected value >= 1 for dimension variable 'b'"),
+    ([{"b": 1, "t": 2}, {"t": 2, "b": 1}], r"the binding \{'t': 2, 'b': 1\} is given twice"),
+])
+def test_a_binding_that_does_not_fit_the_function_is_refused_naming_it(bindings: list[dict[str, float]] | None,
+                                                                       message: str) -> None:
+    with pytest.raises(ConversionError, match=message) as info:
+        static_shapes("predict", IDS, bindings, nr_weights=1)  # type: ignore[arg-type]
+    assert info.value.function == "predict"
+
+
+def test_a_static_function_compiles_once_and_takes_no_bindings() -> None:
+    static = record((AvalRecord(("2", "3"), DType.FLOAT32),), out=(AvalRecord(("2",), DType.FLOAT32),))
+    assert [s.in_shapes for s in static_shapes("f", static, None)] == [((2, 3),)]
+    with pytest.raises(ConversionError, match="it has no dimension variables; give it no dims"):
+        static_shapes("f", static, [{"b": 1}])
+
+
+def test_only_shape_assertions_pass_among_custom_calls() -> None:
+    check_custom_calls("f", [("shape_assertion", "stablehlo.custom_call @shape_assertion")])
+    for target, why in [("lapack_sgetrf_ffi", "LAPACK kernel of JAX's CPU runtime"),
+                        ("xla_ffi_python_cpu_callback", "a host callback"),
+                        ("my_kernel", "a kernel of another runtime")]:
+        with pytest.raises(ConversionError, match=f"'f' to IREE: its module calls the custom call '{target}', "
+                                                  f".*{why}.*: op at loc"):
+            check_custom_calls("f", [("shape_assertion", "ok"), (target, "op at loc")])
+
+
+def test_what_the_record_says_that_iree_cannot_run_is_refused() -> None:
+    static = record((AvalRecord(("2",), DType.FLOAT32),), out=(AvalRecord(("2",), DType.FLOAT32),))
+    cases = [
+        (dataclasses.replace(static, platforms=("cuda", "tpu")), r"exported for \['cuda', 'tpu'\] only"),
+        (dataclasses.replace(static, nr_devices=2), "its module is for 2 devices"),
+        (dataclasses.replace(static, ordered_effects=(EffectRecord("Ordered"),)), r"ordered effects \(Ordered\)"),
+        (dataclasses.replace(static, in_avals=(AvalRecord(("2",), DType.INT4),)),
+         r"\(args\[0\]\): int4\[2\] is the dtype int4, which IREE cannot hold"),
+        (dataclasses.replace(static, out_avals=(AvalRecord(("2",), DType.KEY_FRY),)),
+         r"\(flat result 0\): key<fry>\[2\] is a PRNG key array"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(ConversionError, match=message):
+            check_convertible("f", bad, nr_weights=0)
+    keys = dataclasses.replace(static, in_avals=(AvalRecord(("2",), DType.KEY_FRY),))
+    check_convertible("f", keys, nr_weights=1)  # a weight may be a key array, read as its key data
+    with pytest.raises(ConversionError, match="key<fry>"):
+        check_convertible("f", keys, nr_weights=0)
+    assert platform_index(dataclasses.replace(static, platforms=("cuda", "cpu"))) == 1
+    assert platform_index(static) is None
+
+
+def manifest() -> IreeManifest:
+    modules = (CompiledModule(module_file("predict", {"b": 1, "t": 4}), (("b", 1), ("t", 4))),
+               CompiledModule(module_file("predict", {"b": 8, "t": 16}), (("b", 8), ("t", 16))))
+    weights = (WeightRecord("w", "float32", (4, 3), "float32", (4, 3), sha256="ab"),)
+    files = {m.file: FileDigest(100, "00") for m in modules}
+    files["params.safetensors"] = FileDigest(120, "11")
+    return IreeManifest((IreeFunction("predict", IDS, True, modules),), X86, "3.13.0", WEIGHTS, weights, files)
+
+
+def test_the_manifest_round_trips_through_its_json() -> None:
+    m = manifest()
+    assert [f.file for f in m.functions[0].modules] == ["predict.b=1,t=4.vmfb", "predict.b=8,t=16.vmfb"]
+    assert IreeManifest.from_json(m.to_json()) == m
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda text: text.replace('"jaxport-iree"', '"jaxport-bundle"'), "'format' is not 'jaxport-iree'"),
+    (lambda text: text.replace('"format_version": 1', '"format_version": 2'), "format version 2 is not one"),
+    (lambda text: text.replace('"b": 1', '"b": -1'), "the dimension values are not sizes"),
+    (lambda text: text[:50], "is not valid JSON"),
+])
+def test_a_damaged_manifest_is_refused_naming_the_field(edit: object, message: str) -> None:
+    text = manifest().to_json().decode()
+    with pytest.raises(ArtifactError, match=message):
+        IreeManifest.from_json(edit(text).encode())  # type: ignore[operator]
+
+
+def test_a_size_not_compiled_names_the_function_the_variable_and_the_bindings() -> None:
+    function = manifest().functions[0]
+    assert function.module_for({"b": 8, "t": 16}).file == "predict.b=8,t=16.vmfb"
+    with pytest.raises(UncompiledSizeError, match=r"No module of 'predict' was compiled for t = 5; it was "
+                                                  r"compiled for \{b=1, t=4\}, \{b=8, t=16\}") as info:
+        function.module_for({"b": 1, "t": 5})
+    assert (info.value.function, info.value.variable) == ("predict", "t")
+
+
+def test_the_listing_must_hold_exactly_the_manifest_files_at_their_sizes() -> None:
+    m = manifest()
+    good = {"manifest.json": 10, **{name: d.size for name, d in m.files.items()}}
+    check_listing(m, good)
+    for entries, message in [
+        ({**good, "extra.bin": 3}, "does not list: extra.bin"),
+        ({k: v for k, v in good.items() if k != "params.safetensors"}, "params.safetensors is missing"),
+        ({**good, "predict.b=1,t=4.vmfb": 99}, "predict.b=1,t=4.vmfb is truncated: 99 bytes"),
+        ({**good, "params.safetensors": -1}, "params.safetensors is not a regular file"),
+    ]:
+        with pytest.raises(ArtifactError, match=message):
+            check_listing(m, entries)
+    with pytest.raises(ArtifactError, match="predict.b=1,t=4.vmfb does not match its manifest"):
+        check_digests(m, ["predict.b=1,t=4.vmfb"], ["ff"])
+
+
+def test_a_machine_runs_a_directory_of_its_architecture_and_cpu_features() -> None:
+    assert X86.required_features == ("avx2", "avx512f")  # the last mention of a feature decides
+    check_runs_here(X86, "m", "x86_64", {"avx2": True, "avx512f": True, "amx-tile": False})
+    check_runs_here(X86, "m", "AMD64", {})  # features this machine does not report are not checked
+    with pytest.raises(TargetMismatchError, match="m was compiled for x86_64 .*; this CPU lacks avx512f"):
+        check_runs_here(X86, "m", "x86_64", {"avx2": True, "avx512f": False})
+    with pytest.raises(TargetMismatchError, match=r"m was compiled for aarch64 \(CPU generic, triple "
+                                                  r"aarch64-unknown-unknown-eabi-elf\), which this machine "
+                                                  r"\(x86_64\) cannot run"):
+        check_runs_here(ARM, "m", "x86_64", {})
+    check_runs_here(ARM, "m", "arm64", {})
+
+
+def test_iree_finds_a_weight_by_any_key_its_header_spells_in_utf8() -> None:
+    check_parameter_names(["dense/w", "ünï~1côdé"], '{"ünï~1côdé":{}, "dense/w":{}}'.encode())
+    with pytest.raises(ConversionError, match=r"""the weight 'a"b' has a key with a quote"""):
+        check_parameter_names(['a"b'], b"")
+    with pytest.raises(ConversionError, match="spells the key 'ünï' with JSON escapes.*save the bundle again"):
+        check_parameter_names(["ünï"], b'{"\\u00fcn\\u00ef":{}}')
