@@ -157,7 +157,7 @@ def _entry(name: str, value: Any, file: str) -> TensorEntry:
 
 
 def read_small_file(path: str | os.PathLike[str], records: Sequence[WeightRecord], *, file: str,
-                    digest: FileDigest) -> list[np.ndarray]:
+                    digest: FileDigest, owner: str = "bundle") -> list[np.ndarray]:
     """The arrays of a small safetensors file, read whole once its digest and header are checked.
 
     Args:
@@ -165,6 +165,7 @@ def read_small_file(path: str | os.PathLike[str], records: Sequence[WeightRecord
         records: the manifest's records of its arrays; the arrays come back in their order.
         file: the file's name in messages.
         digest: the size and SHA-256 the manifest records for it.
+        owner: what holds it, in messages (``"bundle"``, ``"SavedModel"``).
 
     Raises:
         ArtifactError: naming ``file``, when it changed after it was written or
@@ -172,8 +173,8 @@ def read_small_file(path: str | os.PathLike[str], records: Sequence[WeightRecord
         OSError: it cannot be read.
     """
     data = Path(path).read_bytes()
-    check_size(file, digest, len(data))
-    check_digest(file, digest, hashlib.sha256(data).hexdigest())
+    check_size(file, digest, len(data), owner)
+    check_digest(file, digest, hashlib.sha256(data).hexdigest(), owner)
     entries, _, start = decode_header(memoryview(data), file)
     check_weights_header(records, entries, len(data) - start, file)
     arrays = []

@@ -6,7 +6,9 @@ or the path of an artifact file or a bundle directory (written by jaxport or
 digest checked first: a bundle's files against its manifest, its weights
 header and each weight against theirs. The weights are handed on as a
 writer of the bundle's ``params.safetensors`` (the file itself, for a
-directory), so that a converted directory keeps them as they were saved.
+directory), so that a converted directory keeps them as they were saved; a
+bundle directory's golden examples are handed on as their file's bytes (an
+in-process bundle has none at hand).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from ..adapters.bundle_dir import read_function, read_manifest, read_weights, sha256_many
 from ..adapters.flatbuffers_codec import decode_artifact
 from ..domain.artifact import ArtifactRecord, TreeSpec
-from ..domain.bundle import WeightRecord
+from ..domain.bundle import EXAMPLES_FILE, Example, WeightRecord
 from ..domain.errors import ArtifactError
 
 if TYPE_CHECKING:
@@ -49,6 +51,8 @@ class ConversionSource:
         weights: the weights' table, per leaf in flattening order.
         write_weights: writes the weights' safetensors file (None without weights).
         weights_header: that file's header (its first bytes, up to the data).
+        examples: the golden examples of a bundle directory.
+        examples_blob: their ``examples.safetensors``, its digest checked.
     """
 
     functions: tuple[SourceFunction, ...]
@@ -56,6 +60,8 @@ class ConversionSource:
     weights: tuple[WeightRecord, ...] = ()
     write_weights: Callable[[BinaryIO], object] | None = None
     weights_header: bytes = b""
+    examples: tuple[Example, ...] = ()
+    examples_blob: bytes = b""
 
     @property
     def weights_header_sha256(self) -> str:
@@ -120,8 +126,9 @@ def _bundle_dir(root: Path) -> ConversionSource:
         for start in range(0, len(view), 1 << 24):
             stream.write(view[start:start + (1 << 24)])
 
+    examples = read_function(root, manifest, EXAMPLES_FILE) if manifest.examples else b""
     return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy,
-                            bytes(weights.header))
+                            bytes(weights.header), manifest.examples, examples)
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:

@@ -8,12 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..domain.artifact import ArtifactRecord
-from ..domain.bundle import WEIGHTS_FILE, FileDigest
+from ..domain.bundle import EXAMPLES_FILE, WEIGHTS_FILE, FileDigest
 from ..domain.errors import ConversionError
 from ..domain.iree_conversion import (
     RUNTIME_NAME, StaticShapes, check_convertible, check_custom_calls, check_parameter_names, platform_index,
     static_shapes)
-from ..domain.iree_manifest import CompiledModule, IreeFunction, IreeManifest, module_file
+from ..domain.iree_manifest import (EXAMPLES_FREE_VERSION, FORMAT_VERSION, CompiledModule, IreeFunction, IreeManifest,
+                                    module_file)
 from ..domain.iree_target import HOST, IreeTarget, requested_cpu
 from ..domain.runtime_calls import with_weights_bound
 from ..domain.signature_record import signature
@@ -42,7 +43,9 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     converting imports JAX; :func:`jaxport.load_iree` does not). Every check
     runs before anything is compiled; the directory is written atomically
     (a failed or interrupted conversion leaves nothing at ``path``, or the
-    previous directory as it was).
+    previous directory as it was). A bundle directory's golden examples go
+    along (``examples.safetensors``), for :func:`jaxport.check_numerics`;
+    an example of a size not compiled for fails there.
 
     Args:
         source: an :class:`~jaxport.Exported` (one function, named after the
@@ -71,9 +74,14 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         MissingExtraError: IREE's compiler is not installed.
         FileExistsError: ``path`` exists and is not a converted directory or bundle.
     """
+    return write_iree(read_source(source), path, dims=dims, target_cpu=target_cpu, target_triple=target_triple)
+
+
+def write_iree(src: ConversionSource, path: str | os.PathLike[str], *, dims: Dims | None = None,
+               target_cpu: str = HOST, target_triple: str | None = None) -> IreeManifest:
+    """:func:`to_iree` of what :func:`.conversion_source.read_source` read."""
     from ..adapters import iree_compiler
 
-    src = read_source(source)
     unknown = sorted(set(dims or {}) - {f.name for f in src.functions})
     if unknown:
         raise ConversionError(RUNTIME_NAME, None, f"dims names {unknown}, which the source does not "
@@ -155,13 +163,18 @@ def _write(path: str | os.PathLike[str], src: ConversionSource, functions: tuple
     with_weights = any(f.takes_params for f in functions) and src.write_weights is not None
     if with_weights:
         files[WEIGHTS_FILE] = src.write_weights
+    names = {f.name for f in functions}
+    examples = tuple(e for e in src.examples if e.function in names)
+    if examples:
+        files[EXAMPLES_FILE] = lambda stream: stream.write(src.examples_blob)
     written: list[IreeManifest] = []
 
     def manifest(digests: dict[str, FileDigest]) -> bytes:
         written.append(IreeManifest(functions, target, compiler,
                                     src.params_tree if with_weights else None,
                                     src.weights if with_weights else (), digests,
-                                    weights_header_sha256=src.weights_header_sha256 if with_weights else ""))
+                                    FORMAT_VERSION if examples else EXAMPLES_FREE_VERSION,
+                                    src.weights_header_sha256 if with_weights else "", examples))
         return written[-1].to_json()
 
     write_bundle(path, files, manifest)

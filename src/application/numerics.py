@@ -1,31 +1,36 @@
 """``check_numerics``: a directory's golden examples run again on a runtime and compared with JAX's outputs.
 
 Each kind of directory runs on its own runtime: a bundle on JAX, a
-SavedModel that jaxport converted on TensorFlow. A bundle can be checked on
-another runtime by name: it is converted first, into a temporary directory,
-as ``jaxport convert`` would, and that directory is checked. Each runtime
-is one entry of :data:`RUNTIMES`; the arithmetic of the verdict and the
-report are the domain's (:mod:`jaxport.domain.numerics`).
+SavedModel that jaxport converted on TensorFlow, a directory of IREE modules
+on IREE. A bundle can be checked on another runtime by name: it is converted
+first, into a temporary directory, as ``jaxport convert`` would (for IREE:
+the functions that have examples, compiled for the examples' sizes), and
+that directory is checked. Each runtime is one entry of :data:`RUNTIMES`;
+the arithmetic of the verdict and the report are the domain's
+(:mod:`jaxport.domain.numerics`).
 
-Checking a SavedModel, or a bundle on TensorFlow, imports no JAX.
+Checking a SavedModel or an IREE directory, or a bundle on TensorFlow,
+imports no JAX (converting a bundle for IREE does: JAX refines its shapes).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..adapters.array_compare import compare
+from ..adapters.bundle_dir import read_manifest
 from ..adapters.safetensors_file import read_small_file
 from ..domain.bundle import EXAMPLES_FILE, FORMAT_NAME, MANIFEST_FILE, Example, FileDigest
 from ..domain.errors import ArtifactError, JaxportError, UsageError
+from ..domain.iree_manifest import FORMAT_NAME as IREE_FORMAT, manifest_format
 from ..domain.numerics import NumericsReport, OutputCheck, check_example_fits, tolerance_for
-from ..domain.runtime_calls import caller_tree, result_paths
+from ..domain.runtime_calls import call_signature, caller_tree, result_paths, with_weights_bound
 from ..domain.savedmodel_manifest import EXAMPLES_PATH
 from .runtime_function import RuntimeFunction
 from .savedmodel_load import is_savedmodel
@@ -75,16 +80,17 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
     """Runs the golden examples of a directory again and compares each output with JAX's at save.
 
     A bundle runs on JAX; a SavedModel that jaxport converted runs on
-    TensorFlow. Each output passes when its largest absolute error is at
+    TensorFlow, a directory of IREE modules on IREE (an example of a size
+    that was not compiled fails). Each output passes when its largest absolute error is at
     most ``atol + rtol *`` its largest recorded magnitude; the defaults
     depend on the dtype (``float32``: ``rtol=1e-5, atol=1e-6``; integers,
     booleans and keys exact; the table: :mod:`jaxport.domain.numerics`).
 
     Args:
         path: a bundle saved with ``examples``, or a directory converted from one.
-        runtime: another runtime to check a bundle on (``"tf"``): the bundle is
-            converted into a temporary directory first. None: the
-            directory's own runtime.
+        runtime: another runtime to check a bundle on (``"tf"``, ``"iree"``):
+            the bundle is converted into a temporary directory first. None:
+            the directory's own runtime.
         rtol, atol: the tolerances of floating and complex outputs, instead of
             the defaults (integers, booleans and keys stay exact).
 
@@ -98,6 +104,7 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
         UsageError: ``runtime`` is unknown, or not one this directory can be
             checked on.
         ValueError: ``rtol`` or ``atol`` is negative.
+        ConversionError: the bundle cannot be converted for ``runtime``.
         MissingExtraError: the runtime is not installed.
     """
     tolerance_for("float32", rtol, atol)  # the caller's tolerances are checked before anything runs
@@ -109,6 +116,8 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
     if own.runs != BUNDLE or chosen.convert is None:
         raise UsageError(f"{path} is a {own.runs}: it is checked on {own.name} only (a bundle can be "
                          f"checked on {', '.join(RUNTIMES)})")
+    if not read_manifest(root).examples:  # nothing to run: no conversion either
+        return NumericsReport(os.fspath(path), chosen.name, 0, (), converted=True)
     with tempfile.TemporaryDirectory(prefix="jaxport-numerics-") as tmp:
         converted = Path(tmp, chosen.name)
         chosen.convert(root, converted)
@@ -157,23 +166,25 @@ def _run_examples(path: str, runtime: str, opened: OpenedDirectory, rtol: float 
     return NumericsReport(path, runtime, len(opened.examples), tuple(checks), converted)
 
 
-def _examples_reader(file: Path, name: str, examples: tuple[Example, ...],
-                     digest: FileDigest | None) -> Callable[[], list[Any]]:
+def _examples_reader(root: Path, name: str, examples: tuple[Example, ...], digest: FileDigest | None,
+                     owner: str) -> Callable[[], list[Any]]:
     """Reads the examples' arrays (nothing without examples), checking the file's digest first."""
     def read() -> list[Any]:
         if not examples or digest is None:
             return []
-        return read_small_file(file, [w for e in examples for w in e.arrays], file=name, digest=digest)
+        return read_small_file(root / name, [w for e in examples for w in e.arrays], file=name, digest=digest,
+                               owner=owner)
 
     return read
 
 
-def _is_bundle(root: Path) -> bool:
+def _manifest_names(root: Path, format_name: str) -> bool:
+    """Whether ``root`` has a ``manifest.json`` of that format."""
     try:
-        doc = json.loads((root / MANIFEST_FILE).read_bytes())
-    except (OSError, ValueError):
+        data = (root / MANIFEST_FILE).read_bytes()
+    except OSError:
         return False
-    return isinstance(doc, dict) and doc.get("format") == FORMAT_NAME
+    return manifest_format(data) == format_name
 
 
 def _open_bundle(root: Path) -> OpenedDirectory:
@@ -205,8 +216,8 @@ def _open_bundle(root: Path) -> OpenedDirectory:
         first = weights if takes[example.function] else []
         return functions[example.function].run_flat([*first, *leaves])
 
-    return OpenedDirectory(manifest.examples, _examples_reader(root / EXAMPLES_FILE, EXAMPLES_FILE, manifest.examples,
-                                                               manifest.files.get(EXAMPLES_FILE)), run)
+    return OpenedDirectory(manifest.examples, _examples_reader(root, EXAMPLES_FILE, manifest.examples,
+                                                               manifest.files.get(EXAMPLES_FILE), "bundle"), run)
 
 
 def _open_savedmodel(root: Path) -> OpenedDirectory:
@@ -214,16 +225,21 @@ def _open_savedmodel(root: Path) -> OpenedDirectory:
     from .savedmodel_load import read_savedmodel, savedmodel_functions
 
     manifest, records = read_savedmodel(root)
-    functions = savedmodel_functions(root, manifest, records)
-    for example in manifest.examples:
+    return _weights_held(root, savedmodel_functions(root, manifest, records), manifest.examples, EXAMPLES_PATH,
+                         manifest.files.get(EXAMPLES_PATH), "SavedModel")
+
+
+def _weights_held(root: Path, functions: Mapping[str, RuntimeFunction], examples: tuple[Example, ...],
+                  file: str, digest: FileDigest | None, owner: str) -> OpenedDirectory:
+    """A converted directory, whose runtime holds the weights: each example runs on its inputs alone."""
+    for example in examples:
         record = functions[example.function].record
-        check_example_fits(example, record.in_tree, record.out_tree, EXAMPLES_PATH)
+        check_example_fits(example, record.in_tree, record.out_tree, file)
 
     def run(example: Example, inputs: Sequence[Any]) -> Sequence[Any]:
         return functions[example.function].run_flat(list(inputs))
 
-    return OpenedDirectory(manifest.examples, _examples_reader(root / EXAMPLES_PATH, EXAMPLES_PATH, manifest.examples,
-                                                               manifest.files.get(EXAMPLES_PATH)), run)
+    return OpenedDirectory(examples, _examples_reader(root, file, examples, digest, owner), run)
 
 
 def _to_savedmodel(bundle: Path, out: Path) -> None:
@@ -232,8 +248,38 @@ def _to_savedmodel(bundle: Path, out: Path) -> None:
     to_savedmodel(bundle, out)
 
 
+def _open_iree(root: Path) -> OpenedDirectory:
+    """A directory of IREE modules on IREE: each function called through the runtime port (no JAX)."""
+    from .iree_load import load_iree
+
+    model = load_iree(root)
+    return _weights_held(root, model, model.manifest.examples, EXAMPLES_FILE,
+                         model.manifest.files.get(EXAMPLES_FILE), "directory")
+
+
+def _to_iree(bundle: Path, out: Path) -> None:
+    """Compiles the bundle's functions that have examples, for the sizes of their examples."""
+    from .conversion_source import read_source
+    from .iree_convert import write_iree
+
+    source = read_source(bundle)
+    functions = {f.name: f for f in source.functions}
+    dims: dict[str, list[dict[str, int]]] = {}
+    for example in source.examples:
+        function = functions[example.function]
+        record = with_weights_bound(function.record, len(source.weights)) if function.takes_params \
+            else function.record
+        binding = call_signature(record).check(example.inputs)  # the records' shapes and dtypes
+        if binding and binding not in dims.setdefault(example.function, []):
+            dims[example.function].append(binding)
+    kept = tuple(f for f in source.functions if f.name in {e.function for e in source.examples})
+    write_iree(dataclasses.replace(source, functions=kept), out, dims=dims)
+
+
 #: The runtimes by name, each with the directories it runs and how a bundle is converted for it.
 RUNTIMES: dict[str, NumericsRuntime] = {
-    "jax": NumericsRuntime("jax", BUNDLE, _is_bundle, _open_bundle, None),
+    "jax": NumericsRuntime("jax", BUNDLE, lambda root: _manifest_names(root, FORMAT_NAME), _open_bundle, None),
     "tf": NumericsRuntime("tf", "TensorFlow SavedModel", is_savedmodel, _open_savedmodel, _to_savedmodel),
+    "iree": NumericsRuntime("iree", "directory of IREE modules", lambda root: _manifest_names(root, IREE_FORMAT),
+                            _open_iree, _to_iree),
 }

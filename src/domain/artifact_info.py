@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .artifact import ArtifactRecord, HloShardingRecord, NamedShardingRecord
-from .bundle import Manifest, WeightRecord
+from .bundle import Manifest, WeightRecord, example_counts, examples_line
 from .module_format import stablehlo_version
 from .producer import Producer
 from .signature_text import NamedTree, parameters, signature_text
@@ -160,11 +160,8 @@ class BundleInfo:
         """The summary of a bundle from its manifest and its functions' summaries (by name)."""
         functions = tuple(BundleFunctionInfo(e.name, e.file, e.takes_params, artifacts[e.name])
                           for e in manifest.functions)
-        examples: dict[str, int] = {}
-        for example in manifest.examples:
-            examples[example.function] = examples.get(example.function, 0) + 1
         return BundleInfo(path, manifest.format_version, functions, manifest.weights,
-                          dict(manifest.metadata), manifest.producer, examples)
+                          dict(manifest.metadata), manifest.producer, example_counts(manifest.examples))
 
     def weights_table(self) -> str:
         """The weights as a table: key path, dtype, shape, bytes; then the total."""
@@ -190,8 +187,7 @@ class BundleInfo:
         lines.append("weights:")
         lines.append("  " + self.weights_table().replace("\n", "\n  "))
         if self.examples:
-            lines.append("golden examples: " + ", ".join(f"{name} {count}" for name, count in self.examples.items())
-                         + " (jaxport check --numerics runs them)")
+            lines.append(examples_line(self.examples))
         if self.metadata:
             lines.append(clip(f"metadata: {dict(self.metadata)}"))
         return "\n".join(lines)

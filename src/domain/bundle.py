@@ -136,6 +136,24 @@ class Example:
         return self.inputs + self.outputs
 
 
+def example_counts(examples: Sequence[Example]) -> dict[str, int]:
+    """The number of examples of each function that has some, in order."""
+    counts: dict[str, int] = {}
+    for example in examples:
+        counts[example.function] = counts.get(example.function, 0) + 1
+    return counts
+
+
+def examples_line(counts: Mapping[str, int]) -> str:
+    """What ``jaxport inspect`` says of a directory's examples.
+
+    >>> examples_line({"predict": 2, "loss": 1})
+    'golden examples: predict 2, loss 1 (jaxport check --numerics runs them)'
+    """
+    return ("golden examples: " + ", ".join(f"{name} {count}" for name, count in counts.items())
+            + " (jaxport check --numerics runs them)")
+
+
 def examples_to_json(examples: Sequence[Example], file: str) -> dict[str, Any]:
     """The examples as JSON: ``{"file": ..., "functions": {name: [example, ...]}}``."""
     functions: dict[str, list[Any]] = {}

@@ -134,26 +134,27 @@ def check_files(manifest: Manifest, present: Collection[str]) -> None:
         raise ArtifactError(f"The bundle holds a file that its manifest does not list: {name}")
 
 
-def check_size(file: str, expected: FileDigest, size: int) -> None:
-    """Checks a file's size against the manifest (before reading it).
+def check_size(file: str, expected: FileDigest, size: int, owner: str = "bundle") -> None:
+    """Checks a file's size against the manifest (before reading it); ``owner`` names the
+    directory in the message (``"bundle"``, ``"SavedModel"``).
 
     Raises:
         ArtifactError: the file is truncated or longer than recorded.
     """
     if size != expected.size:
         what = "truncated" if size < expected.size else "longer than recorded"
-        raise ArtifactError(f"The bundle's file {file} is {what}: {size} bytes where the "
+        raise ArtifactError(f"The {owner}'s file {file} is {what}: {size} bytes where the "
                             f"manifest records {expected.size}")
 
 
-def check_digest(file: str, expected: FileDigest, sha256: str) -> None:
-    """Checks a file's SHA-256 digest against the manifest.
+def check_digest(file: str, expected: FileDigest, sha256: str, owner: str = "bundle") -> None:
+    """Checks a file's SHA-256 digest against the manifest (``owner``: as for :func:`check_size`).
 
     Raises:
         ArtifactError: the digests differ (the file was changed after saving).
     """
     if sha256 != expected.sha256:
-        raise ArtifactError(f"The digest of the bundle's file {file} does not match its manifest: "
+        raise ArtifactError(f"The digest of the {owner}'s file {file} does not match its manifest: "
                             f"sha256 {sha256} where {expected.sha256} was recorded")
 
 

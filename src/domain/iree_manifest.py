@@ -4,13 +4,17 @@ A directory holds ``manifest.json``; one compiled module (``.vmfb``) per
 function and binding of its dimension variables (``predict.b=8.vmfb``; a
 static function's is ``predict.vmfb``); and, when a function reads weights,
 the bundle's weights file ``params.safetensors``, which every module reads
-as IREE parameters of scope ``model``, keyed by the weights' key paths. The
+as IREE parameters of scope ``model``, keyed by the weights' key paths;
+and, when the bundle had golden examples, their ``examples.safetensors``. The
 manifest records each function's signature as its callers see it (the
 weights left out), the bindings compiled for, the target, the weights'
-table, and the size and SHA-256 digest of every other file.
+table, the examples (as a bundle's manifest does), and the size and SHA-256
+digest of every other file.
 
 Format versions (``format_version``):
   * 1 (2026-12): the first.
+  * 2 (2026-12-14): golden examples (``examples`` and ``examples.safetensors``);
+    a directory without examples is still written as version 1.
 
 This module reads and writes the JSON and checks a directory's listing
 against it; it opens no file.
@@ -25,15 +29,18 @@ from typing import Any
 
 from .artifact import ArtifactRecord, TreeSpec
 from .bundle import (
-    WEIGHTS_FILE, FileDigest, JsonReader, WeightRecord, tree_from_json, tree_to_json, weight_from_json,
-    weight_to_json)
+    EXAMPLES_FILE, WEIGHTS_FILE, Example, FileDigest, JsonReader, WeightRecord, example_counts,
+    examples_from_json, examples_line, examples_to_json, tree_from_json, tree_to_json, weight_from_json, weight_to_json)
 from .errors import ArtifactError
 from .iree_target import IreeTarget
 from .runtime_errors import UncompiledSizeError
 from .signature_record import signature_from_json, signature_to_json
 
 FORMAT_NAME = "jaxport-iree"
-FORMAT_VERSION = 1
+#: The newest format version this jaxport reads and writes.
+FORMAT_VERSION = 2
+#: The version a directory without examples is written as (older jaxport reads it).
+EXAMPLES_FREE_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 #: The scope of the modules' parameters (``iree-run-module --parameters=model=params.safetensors``).
 PARAMETER_SCOPE = "model"
@@ -113,6 +120,7 @@ class IreeManifest:
         weights_header_sha256: the SHA-256 (hex) of the weights file's header (its
             first bytes up to the data): with each weight's, it covers every byte of the
             file, and the loader checks them on several threads.
+        examples: the golden examples of the bundle converted, in ``examples.safetensors``.
     """
 
     functions: tuple[IreeFunction, ...]
@@ -123,6 +131,7 @@ class IreeManifest:
     files: Mapping[str, FileDigest] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     weights_header_sha256: str = ""
+    examples: tuple[Example, ...] = ()
 
     def function(self, name: str) -> IreeFunction:
         """The function ``name``.
@@ -155,6 +164,8 @@ class IreeManifest:
                 "tree": tree_to_json(self.params_tree), "leaves": [weight_to_json(w) for w in self.weights]},
             "files": {n: {"size": d.size, "sha256": d.sha256} for n, d in sorted(self.files.items())},
         }
+        if self.examples:
+            doc["examples"] = examples_to_json(self.examples, EXAMPLES_FILE)
         return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
 
     @staticmethod
@@ -190,8 +201,13 @@ class IreeManifest:
                 raise ArtifactError(f"{MANIFEST_FILE}: the params tree has {tree.num_leaves} leaves "
                                     f"but {len(weights)} are listed")
         files = {n: FileDigest(d.get("size", int), d.get("sha256", str)) for n, d in r.child("files").items()}
+        examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE) \
+            if version >= 2 and "examples" in r.doc else ()
+        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
+        if unknown:
+            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the directory lacks: {unknown}")
         return IreeManifest(functions, target, r.child("compiler").get("version", str), tree, weights,
-                            files, version, header)
+                            files, version, header, examples)
 
 
 def _load(data: bytes) -> Any:
@@ -235,6 +251,8 @@ def check_listing(manifest: IreeManifest, entries: Mapping[str, int]) -> None:
     listed = {m.file for f in manifest.functions for m in f.modules}
     if manifest.params_tree is not None:
         listed.add(WEIGHTS_FILE)
+    if manifest.examples:
+        listed.add(EXAMPLES_FILE)
     if listed != set(manifest.files):
         raise ArtifactError(f"{MANIFEST_FILE}: the digests list {sorted(manifest.files)} but the "
                             f"directory's files are {sorted(listed)}")
@@ -278,7 +296,7 @@ def manifest_text(manifest: IreeManifest, path: str) -> str:
     >>> m = IreeManifest((IreeFunction("f", sig, False, (CompiledModule("f.b=8.vmfb", (("b", 8),)),)),),
     ...                  target, "3.13.0", files={"f.b=8.vmfb": FileDigest(1200, "00")})
     >>> print(manifest_text(m, "out"))
-    IREE modules out (format 1, compiled by IREE 3.13.0): 1 function, 1 module
+    IREE modules out (format 2, compiled by IREE 3.13.0): 1 function, 1 module
     compiled for x86_64 (CPU znver4, triple x86_64-unknown-unknown-eabi-elf), 1 CPU feature required; asked for CPU host, triple host
     f (float32[b]) -> float32[b]
       b=8: f.b=8.vmfb (1200 bytes)
@@ -300,6 +318,8 @@ def manifest_text(manifest: IreeManifest, path: str) -> str:
         for m in f.modules:
             binding = ",".join(f"{k}={v}" for k, v in m.dims) or "static"
             lines.append(f"  {binding}: {m.file} ({manifest.files[m.file].size} bytes)")
+    if manifest.examples:
+        lines.append(examples_line(example_counts(manifest.examples)))
     first = manifest.functions[0]
     parameters = f" --parameters={PARAMETER_SCOPE}={path}/{WEIGHTS_FILE}" if first.takes_params else ""
     inputs = "".join(f" --input=@ARG{i}.npy" for i in range(len(first.signature.in_avals)))

@@ -13,7 +13,7 @@ from jaxport.domain.iree_conversion import (
     check_convertible, check_custom_calls, check_parameter_names, dimension_variables, platform_index,
     static_shapes)
 from jaxport.domain.iree_manifest import (
-    CompiledModule, IreeFunction, IreeManifest, check_digests, check_listing, module_file)
+    FORMAT_VERSION, CompiledModule, IreeFunction, IreeManifest, check_digests, check_listing, module_file)
 from jaxport.domain.iree_target import IreeTarget, check_runs_here
 from jaxport.domain.runtime_errors import TargetMismatchError, UncompiledSizeError
 from jaxport.domain.signature_record import signature
@@ -116,7 +116,8 @@ def test_the_manifest_round_trips_through_its_json() -> None:
 
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda text: text.replace('"jaxport-iree"', '"jaxport-bundle"'), "'format' is not 'jaxport-iree'"),
-    (lambda text: text.replace('"format_version": 1', '"format_version": 2'), "format version 2 is not one"),
+    (lambda text: text.replace(f'"format_version": {FORMAT_VERSION}', f'"format_version": {FORMAT_VERSION + 1}'),
+     f"format version {FORMAT_VERSION + 1} is not one"),
     (lambda text: text.replace('"b": 1', '"b": -1'), "the dimension values are not sizes"),
     (lambda text: text[:50], "is not valid JSON"),
 ])

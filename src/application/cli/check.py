@@ -30,7 +30,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "version, fields of the format), from jaxport's table of consumers; that "
                     "needs no JAX. With --numerics, run the golden examples that a bundle was saved "
                     "with on the runtime the directory is for (a bundle: JAX; a SavedModel jaxport "
-                    "converted: TensorFlow, without JAX; a bundle on another one with --runtime) and "
+                    "converted: TensorFlow; an IREE directory: IREE; both without JAX; a bundle on "
+                    "another one with --runtime) and "
                     "print, per function and output, the largest absolute and relative errors against "
                     "JAX's outputs at save, the tolerance and the verdict. Exit status: 0 all pass, "
                     "1 some fail, 2 a path cannot be read.")
@@ -42,7 +43,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--numerics", action="store_true",
                      help="run the golden examples of each directory and compare them with JAX's outputs")
     cmd.add_argument("--runtime", metavar="NAME", help="with --numerics: check a bundle on this runtime "
-                     "(tf), converting it into a temporary directory first")
+                     "(tf, iree), converting it into a temporary directory first")
     cmd.add_argument("--rtol", type=float, metavar="X", help="with --numerics: the relative tolerance of "
                      "floating outputs (default: by dtype, float32 1e-5)")
     cmd.add_argument("--atol", type=float, metavar="X", help="with --numerics: the absolute tolerance of "
