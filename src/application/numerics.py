@@ -133,9 +133,11 @@ def _named(runtime: str) -> NumericsRuntime:
 
 
 def _own_runtime(root: Path) -> NumericsRuntime:
+    if not root.exists():
+        raise FileNotFoundError(2, "No such file or directory", os.fspath(root))
     if not root.is_dir():
-        error = NotADirectoryError if root.exists() else FileNotFoundError
-        raise error(2 if error is FileNotFoundError else 20, "Not a directory jaxport wrote", os.fspath(root))
+        raise NotADirectoryError(20, "Not a directory (a bundle or a directory converted from one)",
+                                 os.fspath(root))
     for entry in RUNTIMES.values():
         if entry.is_for(root):
             return entry

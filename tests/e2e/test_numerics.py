@@ -211,3 +211,5 @@ def test_a_runtime_that_is_unknown_or_cannot_run_the_directory_is_a_usage_error(
         jaxport.check_numerics(tmp_path / "other")
     status, _, err = cli("check", "--rtol", "1e-3", str(saved))
     assert status == 2 and "--rtol goes with --numerics" in err
+    status, out, err = cli("check", "--numerics", str(tmp_path / "missing"), str(saved))
+    assert status == 2 and "No such file or directory" in err and f"{saved}: 4 examples" in out
