@@ -70,7 +70,7 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
             raise ArtifactError(f"{entry.file}: {exc}") from exc
     takes = {e.name: e.takes_params for e in manifest.functions}
     try:
-        shardings = weight_shardings(functions, takes, manifest.params_tree, manifest.weights, registry)
+        shardings = weight_shardings(functions, takes, manifest.params_tree, manifest.weights)
     except (BundleMismatchError, ShardingMismatchError) as exc:
         raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
     where = placements(shardings, mesh)

@@ -79,7 +79,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             raise TypeError(f"The function '{name}' is a {type(exp).__name__}, not a jaxport.Exported")
     takes = {name: name not in without_params for name in functions}
     entries = tuple(FunctionEntry(name, function_file(name), takes[name]) for name in functions)
-    weight_shardings(functions, takes, weights_tree, weights, registry)
+    weight_shardings(functions, takes, weights_tree, weights)
     meta = _checked_metadata(metadata)
     blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order) for entry in entries}
 

@@ -9,9 +9,9 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..adapters.jax_params import flatten_params, leaf_specs
-from ..adapters.jax_records import jax_sharding, sharding_record
+from ..adapters.jax_records import jax_sharding
 from ..domain.artifact import NamedShardingRecord, TreeKind, TreeSpec
-from ..domain.bundle_checks import agreed_shardings, check_matches_weights
+from ..domain.bundle_checks import LeafSpec, agreed_shardings, check_matches_weights
 from ..domain.bundle_manifest import WeightRecord
 from ..domain.call_checks import check_shardings_divide
 from ..domain.errors import BundleError, BundleMismatchError
@@ -33,39 +33,38 @@ def tree_spec(registry: PytreeSerializationRegistry, treedef: jax.tree_util.PyTr
         raise BundleError(f"The weights' pytree cannot be saved: {exc}") from exc
 
 
-def check_function(name: str, exp: Exported, weights_tree: TreeSpec, weights: Sequence[WeightRecord],
-                   registry: PytreeSerializationRegistry) -> tuple[NamedShardingRecord | None, ...]:
+def check_function(name: str, exp: Exported, weights_tree: TreeSpec, weights: Sequence[WeightRecord]
+                   ) -> tuple[NamedShardingRecord | None, ...]:
     """Checks that ``exp`` takes the weights first; returns the shardings it records for them.
 
     Raises:
         BundleMismatchError: naming the function and the key path.
     """
-    args = registry.args_spec(exp.in_tree).children[0]
+    record = exp.record
+    args = record.in_tree.children[0]
     if args.kind is not TreeKind.TUPLE or not args.children:
         raise BundleMismatchError(name, "", "the function takes no positional argument; export it "
                                   "with the weights as its first argument, or list it in without_params")
     first = args.children[0]
     count = first.num_leaves
-    check_matches_weights(name, weights_tree, weights, first, leaf_specs(exp.in_avals[:count]))
-    return tuple(_named_record(s) for s in exp.in_shardings[:count])
-
-
-def _named_record(sharding: Any) -> NamedShardingRecord | None:
-    record = sharding_record(sharding) if isinstance(sharding, NamedSharding) else None
-    return record if isinstance(record, NamedShardingRecord) else None
+    check_matches_weights(name, weights_tree, weights, first,
+                          [LeafSpec.of(a) for a in record.in_avals[:count]])
+    return tuple(s if isinstance(s, NamedShardingRecord) else None for s in record.in_shardings[:count])
 
 
 def weight_shardings(functions: Mapping[str, Exported], takes_params: Mapping[str, bool],
-                     weights_tree: TreeSpec, weights: Sequence[WeightRecord],
-                     registry: PytreeSerializationRegistry) -> tuple[NamedShardingRecord | None, ...]:
+                     weights_tree: TreeSpec, weights: Sequence[WeightRecord]
+                     ) -> tuple[NamedShardingRecord | None, ...]:
     """The sharding recorded for each weight, after checking every function that takes the weights.
 
     Raises:
         BundleMismatchError: a function's first argument differs from the
             weights, or two functions record different shardings for a weight.
         ShardingMismatchError: a weight's shape does not split as its sharding says.
+        ValueError, NonStringKeyError: an in-process function's pytrees hold
+            what the artifact format cannot (see :meth:`Exported.serialize`).
     """
-    per_function = {name: check_function(name, exp, weights_tree, weights, registry)
+    per_function = {name: check_function(name, exp, weights_tree, weights)
                     for name, exp in functions.items() if takes_params[name]}
     agreed = agreed_shardings(weights, per_function)
     check_shardings_divide([w.shape for w in weights], agreed, [w.name for w in weights])
