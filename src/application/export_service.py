@@ -110,9 +110,9 @@ class ExportService:
             platforms=lowering.platforms, disabled_checks=checks, calling_convention_version=version,
             module_kept_var_idx=lowering.kept_var_idx, uses_global_constants=lowering.uses_dim_vars)
         return Exported(
-            record, jax_objects=objects,
-            export_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks, export=export),
-            export_batched=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms,
+            record, _jax_objects=objects,
+            _export_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks, export=export),
+            _export_batched=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms,
                                             checks, lowering.in_avals, export=export))
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import jax
@@ -52,6 +53,7 @@ from .pytree_registry import PytreeSerializationRegistry, default_registry
 from .warm import warm
 
 
+@dataclass(frozen=True, eq=False)
 class Exported:
     """A JAX function lowered to StableHLO, with its calling signature.
 
@@ -62,50 +64,41 @@ class Exported:
     ``calling_convention_version``, ``module_kept_var_idx``,
     ``uses_global_constants``...), read from :attr:`record` or from the JAX
     objects made from it, plus the named shardings (``in_shardings``,
-    ``out_shardings``) and :attr:`record` itself.
+    ``out_shardings``). ``Exported(record)`` is the export of a record; the
+    other fields are private, as ``jax.export.Exported._get_vjp`` is
+    (``dataclasses.replace(exp)`` gives a fresh object of the same export).
+
+    Attributes:
+        record: what the export is, in the artifact's terms (runtimes,
+            bundles and tools read it).
     """
 
-    def __init__(self, record: ArtifactRecord, *, registry: PytreeSerializationRegistry | None = None,
-                 jax_objects: JaxObjects | None = None,
-                 export_vjp: Callable[[Exported], Exported] | None = None,
-                 export_batched: Callable[[tuple[bool, ...], int], Exported] | None = None,
-                 vjp_of_arity: int | None = None) -> None:
-        """An export of ``record``.
-
-        Args:
-            record: what the export is.
-            registry: the pytree registry that rebuilds its trees (default: the global one).
-            jax_objects: its JAX objects, when they exist already (an export
-                made in this process); else they are made from ``record`` on
-                first use.
-            export_vjp: exports the VJP of this export (in-process exports);
-                without it, the VJP is ``record.vjp``, if carried.
-            export_batched: exports it vmapped over axis 0 of the flat arguments
-                marked True, for one batch size (in-process exports).
-            vjp_of_arity: set on the VJP of a function with that many flat
-                inputs (see :meth:`vjp`), for forward-mode differentiation.
-        """
-        self._record = record
-        self._registry = registry
-        if jax_objects is not None:
-            self.__dict__["_jax"] = jax_objects
-        self._export_vjp = export_vjp
-        self._export_batched = export_batched
-        self._vjp_of_arity = vjp_of_arity
-
-    @property
-    def record(self) -> ArtifactRecord:
-        """What the export is, in the artifact's terms (runtimes, bundles and tools read it)."""
-        return self._record
+    record: ArtifactRecord
+    _: KW_ONLY
+    #: The pytree registry that rebuilds the trees of a loaded artifact (default: the global one).
+    _registry: PytreeSerializationRegistry | None = None
+    #: The JAX objects when they exist already (in-process exports, or made by
+    #: ``deserialize``); else they are made from ``record`` on first use.
+    _jax_objects: JaxObjects | None = None
+    #: Exports the VJP of this export (in-process exports); without it, the VJP is ``record.vjp``.
+    _export_vjp: Callable[[Exported], Exported] | None = None
+    #: Exports it vmapped over axis 0 of the flat arguments marked True, for one
+    #: batch size (in-process exports).
+    _export_batched: Callable[[tuple[bool, ...], int], Exported] | None = None
+    #: Set on the VJP of a function with that many flat inputs (see :meth:`vjp`),
+    #: for forward-mode differentiation.
+    _vjp_of_arity: int | None = None
 
     @functools.cached_property
     def _jax(self) -> JaxObjects:
-        return jax_objects_of(self._record, self._registry or default_registry())
+        if self._jax_objects is not None:
+            return self._jax_objects
+        return jax_objects_of(self.record, self._registry or default_registry())
 
     @property
     def fun_name(self) -> str:
         """The name of the exported function, for messages."""
-        return self._record.function_name
+        return self.record.function_name
 
     @property
     def in_tree(self) -> jax.tree_util.PyTreeDef:
@@ -150,37 +143,37 @@ class Exported:
     @property
     def nr_devices(self) -> int:
         """The number of devices the module was lowered for."""
-        return self._record.nr_devices
+        return self.record.nr_devices
 
     @property
     def platforms(self) -> tuple[str, ...]:
         """The platforms it was lowered for (``"cpu"``, ``"cuda"``...)."""
-        return self._record.platforms
+        return self.record.platforms
 
     @property
     def disabled_safety_checks(self) -> tuple[DisabledSafetyCheck, ...]:
         """The checks disabled at export."""
-        return self._record.disabled_checks
+        return self.record.disabled_checks
 
     @property
     def mlir_module_serialized(self) -> bytes:
         """The StableHLO portable artifact (made on first read for an in-process export)."""
-        return self._record.mlir_module_serialized
+        return self.record.mlir_module_serialized
 
     @property
     def calling_convention_version(self) -> int:
         """The version of ``main``'s calling convention."""
-        return self._record.calling_convention_version
+        return self.record.calling_convention_version
 
     @property
     def module_kept_var_idx(self) -> tuple[int, ...]:
         """The sorted indices of the flat inputs that ``main`` takes."""
-        return self._record.module_kept_var_idx
+        return self.record.module_kept_var_idx
 
     @property
     def uses_global_constants(self) -> bool:
         """Whether ``main`` needs shape refinement (symbolic dimensions, a platform index)."""
-        return self._record.uses_global_constants
+        return self.record.uses_global_constants
 
     @property
     def lowering_platforms(self) -> tuple[str, ...]:
@@ -243,7 +236,7 @@ class Exported:
             disabled_checks=tuple(disabled_checks), calling_convention_version=calling_convention_version,
             module_kept_var_idx=tuple(range(len(in_avals))),
             uses_global_constants=symbolic or len(plats) > 1)
-        return cls(record, jax_objects=objects)
+        return cls(record, _jax_objects=objects)
 
     def mlir_module(self) -> str:
         """The module as StableHLO text."""
@@ -251,7 +244,7 @@ class Exported:
 
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can provide the exported VJP."""
-        return self._export_vjp is not None or self._record.vjp is not None
+        return self._export_vjp is not None or self.record.vjp is not None
 
     def vjp(self) -> Exported:
         """The exported VJP of this function.
@@ -274,13 +267,11 @@ class Exported:
         """The VJP, exported (in this process) or read from the record, once per object."""
         arity = len(self.in_avals)
         if self._export_vjp is None:
-            assert self._record.vjp is not None
+            assert self.record.vjp is not None
             registry = self._registry or default_registry()
-            return Exported(self._record.vjp, registry=registry, vjp_of_arity=arity,
-                            jax_objects=jax_objects_of(self._record.vjp, registry))
-        vjp = self._export_vjp(self)
-        return Exported(vjp.record, jax_objects=vjp._jax, export_vjp=vjp._export_vjp,
-                        export_batched=vjp._export_batched, vjp_of_arity=arity)
+            return Exported(self.record.vjp, _registry=registry, _vjp_of_arity=arity,
+                            _jax_objects=jax_objects_of(self.record.vjp, registry))
+        return dataclasses.replace(self._export_vjp(self), _vjp_of_arity=arity)
 
     @functools.cached_property
     def in_shardings_hlo(self) -> tuple[Any, ...]:

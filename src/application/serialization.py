@@ -51,4 +51,4 @@ def deserialize(blob: bytes | bytearray | memoryview,
     else:
         record = decode_artifact(blob)
     registry = registry or default_registry()
-    return Exported(record, registry=registry, jax_objects=jax_objects_of(record, registry))
+    return Exported(record, _registry=registry, _jax_objects=jax_objects_of(record, registry))

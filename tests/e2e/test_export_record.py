@@ -68,3 +68,11 @@ def test_an_export_of_a_dtype_the_format_lacks_is_called_but_not_serialized() ->
     np.testing.assert_array_equal(exp.call(x), x)
     with pytest.raises(ValueError, match="The dtype int2 cannot be serialized"):
         exp.serialize()
+
+
+def test_a_replaced_exported_is_a_fresh_object_of_the_same_export() -> None:
+    exp = symbolic()
+    again = dataclasses.replace(exp)  # as with jax.export.Exported: new caches, one record
+    assert again is not exp and again.record is exp.record
+    assert again.call_target is not exp.call_target and again.has_vjp()
+    np.testing.assert_allclose(again.call(X, s=np.float32(2))["y"], np.sin(X) * 2, rtol=1e-6)
