@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from .deferred import DeferredField
 from .safety import DisabledSafetyCheck
@@ -337,10 +337,10 @@ class ArtifactRecord:
 
     def __post_init__(self) -> None:
         for side, shardings in (("in", self.in_shardings), ("out", self.out_shardings)):
-            avals = self._given(f"{side}_avals")
+            avals = DeferredField.made(self, f"{side}_avals")
             if avals is not None and len(avals) != len(shardings):
                 raise ValueError(f"{len(avals)} {side}_avals but {len(shardings)} {side}_shardings")
-            tree = self._given(f"{side}_tree")
+            tree = DeferredField.made(self, f"{side}_tree")
             if tree is not None and tree.num_leaves != len(shardings):
                 raise ValueError(f"{side}_tree has {tree.num_leaves} leaves but there are "
                                  f"{len(shardings)} {side}_avals")
@@ -353,10 +353,6 @@ class ArtifactRecord:
                 f"module_kept_var_idx {kept} is not a sorted list of distinct indices below {nr_in}")
         if self.nr_devices < 0:
             raise ValueError(f"nr_devices is negative: {self.nr_devices}")
-
-    def _given(self, name: str) -> Any:
-        """The field ``name`` if it holds its value already, else None (nothing is made)."""
-        return getattr(self, name) if DeferredField.is_made(self, name) else None
 
     @property
     def uses_hlo_shardings(self) -> bool:

@@ -26,8 +26,8 @@ registered for serialization in between is then found.
 ...     value: DeferredField[int] = DeferredField()
 >>> calls = []
 >>> box = Box(Deferred(lambda: calls.append(1) or 42))
->>> DeferredField.is_made(box, "value"), box.value, box.value, len(calls)
-(False, 42, 42, 1)
+>>> DeferredField.made(box, "value"), box.value, box.value, len(calls)
+(None, 42, 42, 1)
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ class DeferredField(Generic[T]):
         obj.__dict__[self._name] = value
 
     @staticmethod
-    def is_made(obj: Any, name: str) -> bool:
-        """Whether the field ``name`` of ``obj`` holds its value already (given, or read once)."""
-        return type(obj.__dict__[name]) is not Deferred
+    def made(obj: Any, name: str) -> Any:
+        """The value of the field ``name`` of ``obj`` if it is made (given, or read once), else None.
+
+        Nothing is made: a deferred value stays deferred.
+        """
+        value = obj.__dict__[name]
+        return None if type(value) is Deferred else value
