@@ -38,13 +38,14 @@ def vjp_target(target: CallTarget, *, purpose: str, order: int = 1, of: str | No
     Raises:
         VjpUnavailableError: there is none; the message says how to get one.
     """
-    if target.vjp is None:
+    vjp = target.vjp()
+    if vjp is None:
         raise VjpUnavailableError(
             f"{purpose} of the exported function '{of or target.fun_name}' needs its exported "
             f"VJPs up to order {order}, which this object does not carry. Differentiate the "
             "in-process export, or serialize it with a higher vjp_order (exp.serialize(vjp_order=1) "
             "for reverse mode, vjp_order=2 for second order and for forward mode).")
-    return target.vjp()
+    return vjp
 
 
 def _tangent_avals(target: CallTarget, primal_avals: Sequence[Any]) -> list[Any]:
@@ -64,7 +65,7 @@ ad.primitive_jvps[jaxport_call_p] = _call_jvp
 
 
 def _jvp_abstract_eval(*avals: Any, target: CallTarget) -> list[Any]:
-    return _tangent_avals(target, avals[:len(target.in_avals)])
+    return _tangent_avals(target, avals[:len(target.exported.in_avals)])
 
 
 def _zeros(aval: Any) -> Any:
@@ -76,7 +77,7 @@ _FORWARD = "Forward-mode differentiation (jax.jvp, jax.jacfwd, jax.hessian)"
 
 def _jvp_forward(*args: Any, target: CallTarget) -> list[Any]:
     """The JVP ``J(x) t`` of a call, evaluated with exported VJPs."""
-    nr_in = len(target.in_avals)
+    nr_in = len(target.exported.in_avals)
     primals, tangents = args[:nr_in], args[nr_in:]
     if target.vjp_of_arity is not None:
         return _jvp_of_a_vjp(target, target.vjp_of_arity, primals, tangents)
@@ -107,7 +108,7 @@ def _add(a: Any, b: Any) -> Any:
 
 
 def _jvp_transpose(cts: Sequence[Any], *args: Any, target: CallTarget) -> list[Any]:
-    nr_in = len(target.in_avals)
+    nr_in = len(target.exported.in_avals)
     primals, tangents = args[:nr_in], args[nr_in:]
     if any(ad.is_undefined_primal(p) for p in primals):
         raise NotImplementedError("jaxport_call_jvp is linear in its tangents only")

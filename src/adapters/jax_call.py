@@ -3,15 +3,17 @@
 The primitive has an abstract evaluation (the call-side checks and the output
 avals), an eager implementation (a compiled, cached ``jax.jit`` of itself), a
 lowering rule that merges the exported module into the caller's module, and a
-batching rule (a sequential map over the batch).
+batching rule (the export vmapped, for an export made in this process; else a
+sequential map over the batch). Its parameter, a :class:`CallTarget`, refers
+to the export itself (``jaxport.Exported``) and reads its record and its JAX
+objects; nothing of them is copied.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import numpy as np
@@ -23,7 +25,7 @@ from jax.extend.mlir.dialects import func as func_dialect
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import batching, mlir
 
-from ..domain.artifact import NamedShardingRecord
+from ..domain.artifact import ArtifactRecord, NamedShardingRecord
 from ..domain.call_checks import check_arguments, check_shardings_divide
 from ..domain.errors import (
     ArtifactCallError,
@@ -32,54 +34,74 @@ from ..domain.errors import (
     JaxportError,
     PartitionerMismatchError,
 )
-from ..domain.module_bytes import ModuleBytes
 from ..domain.platforms import callee_platform_indices
-from ..domain.safety import DisabledSafetyCheck
 from ..domain.specs import ArraySpec
 from ..domain.symbolic import call_output_shapes
 from . import jax_internals
 from .callee_module import CalleeModule
 from .foreign_dims import mirror_shapes
-from .jax_avals import specs_of
+from .jax_avals import leaf_paths, specs_of
 
 
-@dataclass(frozen=True, eq=False)
-class CallTarget:  # not slots: is_symbolic is a cached property
-    """What the primitive needs of an exported function (hashed by identity).
+class CallableExport(Protocol):
+    """What the primitive reads of an export: its record and its JAX objects (``jaxport.Exported``)."""
 
-    It is a primitive parameter, so it appears in jaxprs: its ``repr`` is short.
+    @property
+    def record(self) -> ArtifactRecord: ...
+    @property
+    def in_tree(self) -> jax.tree_util.PyTreeDef: ...
+    @property
+    def in_avals(self) -> tuple[ShapedArray, ...]: ...
+    @property
+    def out_avals(self) -> tuple[ShapedArray, ...]: ...
+    @property
+    def in_shardings(self) -> tuple[Any, ...]: ...
+    @property
+    def out_shardings(self) -> tuple[Any, ...]: ...
+    @property
+    def ordered_effects(self) -> tuple[Any, ...]: ...
+    @property
+    def unordered_effects(self) -> tuple[Any, ...]: ...
+    @property
+    def call_target(self) -> CallTarget: ...
+    def has_vjp(self) -> bool: ...
+    def vjp(self) -> CallableExport: ...
+
+
+class CallTarget:
+    """The primitive's parameter: one export, hashed by identity, and what the primitive derives from it.
+
+    It reads the export's record (names, platforms, module bytes, kept
+    arguments) and its JAX objects (avals, shardings, effects) and keeps, once
+    per export, what the call-side checks and the lowering compute from them.
+    It appears in jaxprs: its ``repr`` is short.
+
+    Args:
+        exported: the export.
+        vjp_of_arity: for the exported VJP of a function with that many flat
+            inputs: the function is ``(x, ct) -> J(x)^T ct``, which forward mode exploits.
+        batched: the target of the function vmapped over axis 0 of the flat
+            arguments marked True, for a batch size; None when only a
+            sequential map is possible.
     """
 
-    fun_name: str
-    in_avals: tuple[ShapedArray, ...]
-    out_avals: tuple[ShapedArray, ...]
-    in_specs: tuple[ArraySpec, ...]
-    arg_paths: tuple[str, ...]
-    platforms: tuple[str, ...]
-    disabled_checks: tuple[DisabledSafetyCheck, ...]
-    kept_var_idx: tuple[int, ...]
-    uses_global_constants: bool
-    nr_devices: int
-    #: The portable artifact (bytes, or a function that makes them once).
-    module_bytes: ModuleBytes = ModuleBytes()
-    vjp: Callable[[], CallTarget] | None = None
-    #: For the exported VJP of a function with that many flat inputs: the
-    #: function is ``(x, ct) -> J(x)^T ct``, which forward mode exploits.
-    vjp_of_arity: int | None = None
-    #: The target of the function vmapped over axis 0 of the flat arguments
-    #: marked True, for a batch size; None when only a sequential map is possible.
-    batched: Callable[[tuple[bool, ...], int], CallTarget] | None = None
-    #: JAX effect objects; ``main`` threads one token per ordered effect.
-    ordered_effects: tuple[Any, ...] = ()
-    unordered_effects: tuple[Any, ...] = ()
-    #: JAX shardings to constrain arguments and results to (None: unspecified),
-    #: and the same input shardings as domain records, for the call-side checks.
-    in_shardings: tuple[Any, ...] = ()
-    out_shardings: tuple[Any, ...] = ()
-    in_sharding_records: tuple[NamedShardingRecord | None, ...] = ()
+    def __init__(self, exported: CallableExport, *, vjp_of_arity: int | None = None,
+                 batched: Callable[[tuple[bool, ...], int], CallTarget] | None = None) -> None:
+        self.exported = exported
+        self.vjp_of_arity = vjp_of_arity
+        self.batched = batched
 
     def __repr__(self) -> str:
         return f"<exported {self.fun_name}>"
+
+    @property
+    def fun_name(self) -> str:
+        """The exported function's name, for messages."""
+        return self.exported.record.function_name
+
+    def vjp(self) -> CallTarget | None:
+        """The target of the exported VJP, or None when the export carries none."""
+        return self.exported.vjp().call_target if self.exported.has_vjp() else None
 
     def parse_module(self, context: Any) -> Any:
         """The module as a new ``ir.Module`` in ``context``, deserialized once per target.
@@ -93,12 +115,35 @@ class CallTarget:  # not slots: is_symbolic is a cached property
 
     @functools.cached_property
     def _callee(self) -> CalleeModule:
-        return CalleeModule(lambda: self.module_bytes)
+        record = self.exported.record
+        return CalleeModule(lambda: record.mlir_module_serialized)
+
+    @functools.cached_property
+    def in_specs(self) -> tuple[ArraySpec, ...]:
+        """The domain specs of the exported inputs, for the call-side checks."""
+        return specs_of(self.exported.in_avals)
+
+    @functools.cached_property
+    def arg_paths(self) -> tuple[str, ...]:
+        """How each flat argument is named in messages (``args[0]['w']``)."""
+        return leaf_paths(self.exported.in_tree, self.exported.in_avals)
+
+    @functools.cached_property
+    def in_sharding_records(self) -> tuple[NamedShardingRecord | None, ...]:
+        """The recorded named input shardings (None elsewhere), or () when there is none."""
+        named = tuple(s if isinstance(s, NamedShardingRecord) else None
+                      for s in self.exported.record.in_shardings)
+        return named if any(s is not None for s in named) else ()
+
+    @functools.cached_property
+    def effects(self) -> frozenset[Any]:
+        """The effects of a call: the ordered and the unordered ones."""
+        return frozenset(self.exported.ordered_effects) | frozenset(self.exported.unordered_effects)
 
     @functools.cached_property
     def has_custom_calls(self) -> bool:
         """Whether the module calls custom-call targets (LAPACK, ...)."""
-        return b"custom_call" in self.module_bytes
+        return b"custom_call" in self.exported.record.mlir_module_serialized
 
     @functools.cached_property
     def out_avals_are_plain(self) -> tuple[bool, ...]:
@@ -108,7 +153,7 @@ class CallTarget:  # not slots: is_symbolic is a cached property
         shape without ``update``'s sharding checks, which have nothing to check.
         """
         return tuple(ShapedArray(a.shape, a.dtype, a.weak_type, memory_space=a.memory_space) is a
-                     for a in self.out_avals)
+                     for a in self.exported.out_avals)
 
     @functools.cached_property
     def is_symbolic(self) -> bool:
@@ -154,24 +199,25 @@ def bind(target: CallTarget, args_flat: Sequence[Any]) -> list[Any]:
 
 @functools.lru_cache(maxsize=4096)
 def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
-    if len(in_avals) != len(target.in_avals):
-        raise ValueError(f"'{target.fun_name}' takes {len(target.in_avals)} flat arguments, "
+    exported = target.exported
+    if len(in_avals) != len(exported.in_avals):
+        raise ValueError(f"'{target.fun_name}' takes {len(exported.in_avals)} flat arguments, "
                          f"got {len(in_avals)}")
     actual = specs_of(in_avals)
     check_arguments(target.in_specs, actual, target.arg_paths)
     if target.in_sharding_records:
         check_shardings_divide([a.shape for a in actual], target.in_sharding_records, target.arg_paths)
     if not target.is_symbolic:
-        return target.out_avals
+        return exported.out_avals
     actual_shapes, foreign = mirror_shapes([tuple(a.shape) for a in in_avals])
     shapes = call_output_shapes([s.shape for s in target.in_specs],
-                                [tuple(a.shape) for a in target.out_avals],
+                                [tuple(a.shape) for a in exported.out_avals],
                                 actual_shapes, target.arg_paths)
     if foreign is not None:
         shapes = tuple(tuple(foreign.back(d) for d in shape) for shape in shapes)
     return tuple(ShapedArray(shape, a.dtype, a.weak_type, memory_space=a.memory_space) if plain
                  else a.update(shape=shape)
-                 for a, shape, plain in zip(target.out_avals, shapes, target.out_avals_are_plain))
+                 for a, shape, plain in zip(exported.out_avals, shapes, target.out_avals_are_plain))
 
 
 def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
@@ -180,8 +226,7 @@ def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tupl
 
 
 def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[tuple[ShapedArray, ...], set[Any]]:
-    effects = set(target.ordered_effects) | set(target.unordered_effects)
-    return _abstract_eval_cached(target, tuple(in_avals)), effects
+    return _abstract_eval_cached(target, tuple(in_avals)), set(target.effects)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -208,16 +253,17 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
 
 
 def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
+    exported, record = target.exported, target.exported.record
     # Only custom calls need the LAPACK targets; importing them costs ~0.5 s.
-    if "cpu" in target.platforms and not _lapack_ready and target.has_custom_calls:
+    if "cpu" in record.platforms and not _lapack_ready and target.has_custom_calls:
         _initialize_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)
-    if num_devices != target.nr_devices and target.nr_devices != 1:
-        raise DeviceCountError(target.fun_name, target.nr_devices, num_devices)
+    if num_devices != record.nr_devices and record.nr_devices != 1:
+        raise DeviceCountError(target.fun_name, record.nr_devices, num_devices)
     caller_platforms = tuple(ctx.module_context.platforms)
-    branch_of = callee_platform_indices(target.fun_name, target.platforms, caller_platforms,
-                                        target.disabled_checks)
-    if target.uses_global_constants:
+    branch_of = callee_platform_indices(target.fun_name, record.platforms, caller_platforms,
+                                        record.disabled_checks)
+    if record.uses_global_constants:
         ctx.module_context.shape_poly_state.uses_dim_vars = True
     submodule = target.parse_module(ctx.module_context.context)
     symbols = ir.SymbolTable(submodule.operation)
@@ -227,24 +273,25 @@ def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -
     name = mlir.merge_mlir_modules(ctx.module_context.module, f"call_exported_{target.fun_name}",
                                    submodule, dst_symtab=ctx.module_context.symbol_table)
     operands: list[Any] = []
-    if len(target.platforms) > 1:
+    if len(record.platforms) > 1:
         operands.append(_platform_index(ctx, branch_of, callee_type.inputs[0]))
     # The caller's tokens, in the order of the callee's ordered effects.
-    operands.extend(ctx.tokens_in.get(effect) for effect in target.ordered_effects)
+    ordered_effects = exported.ordered_effects
+    operands.extend(ctx.tokens_in.get(effect) for effect in ordered_effects)
     constrained = [_constrain(ctx, a, aval, s) for a, aval, s in
-                   zip(args, ctx.avals_in, target.in_shardings or (None,) * len(args))]
-    kept = [a for i, a in enumerate(constrained) if i in target.kept_var_idx]
+                   zip(args, ctx.avals_in, exported.in_shardings)]
+    kept = [a for i, a in enumerate(constrained) if i in record.module_kept_var_idx]
     # The callee may take less refined (dynamic) types than the caller passes.
     operands.extend(_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):]))
     call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
-    nr_tokens = len(target.ordered_effects)
+    nr_tokens = len(ordered_effects)
     if nr_tokens:
         ctx.set_tokens_out(mlir.TokenSet(
-            {effect: call.results[i] for i, effect in enumerate(target.ordered_effects)}))
+            {effect: call.results[i] for i, effect in enumerate(ordered_effects)}))
     results = [_convert(r, mlir.aval_to_ir_type(ctx.module_context, aval))
                for r, aval in zip(list(call.results)[nr_tokens:], ctx.avals_out)]
     return [_constrain(ctx, r, aval, s) for r, aval, s in
-            zip(results, ctx.avals_out, target.out_shardings or (None,) * len(results))]
+            zip(results, ctx.avals_out, exported.out_shardings)]
 
 
 def _constrain(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, sharding: Any) -> Any:

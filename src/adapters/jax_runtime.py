@@ -23,8 +23,8 @@ class JaxRuntime:
     """Runs exported functions with JAX on this process's default device.
 
     Args:
-        load: makes the ``Exported`` of a record (``from_record`` with the
-            default pytree registry).
+        load: makes the ``Exported`` of a record (``jaxport.Exported`` itself,
+            with the default pytree registry).
     """
 
     name = "jax"

@@ -6,12 +6,10 @@ import jax
 from jaxlib import version as jaxlib_version
 
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
-from ..domain.producer import Producer
+from ..domain.producer import JAXPORT_VERSION, Producer
 
 
 def this_producer() -> Producer:
     """jaxport's, JAX's and jaxlib's versions here, and the StableHLO version jaxport targets."""
-    from .. import __version__
-
-    return Producer(jaxport=__version__, jax=jax.__version__, jaxlib=jaxlib_version.__version__,
+    return Producer(jaxport=JAXPORT_VERSION, jax=jax.__version__, jaxlib=jaxlib_version.__version__,
                     stablehlo=STABLEHLO_TARGET_VERSION)

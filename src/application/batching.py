@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 from jax.extend import core as jex_core
 
 from ..domain.safety import DisabledSafetyCheck
+from .exported import Exported
 from .vjp import Exporter
-
-if TYPE_CHECKING:
-    from .exported import Exported
 
 #: Builds the export of the function mapped over axis 0 of the arguments
 #: marked True, for one batch size.
-BatchedExporter = Callable[[tuple[bool, ...], int], "Exported"]
+BatchedExporter = Callable[[tuple[bool, ...], int], Exported]
 
 
 def batched_exporter(fun_name: str, jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],

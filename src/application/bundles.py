@@ -25,7 +25,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..adapters.bundle_dir import read_function, read_manifest, sha256_many, write_bundle
 from ..adapters.jax_avals import tree_differences
-from ..adapters.jax_records import jax_sharding, sharding_record
+from ..adapters.jax_records import jax_sharding
 from ..adapters.jax_versions import this_producer
 from ..adapters.jax_weights import restore_weight, stored_weight
 from ..adapters.safetensors_file import SafetensorsFile, encode_header, raw_bytes, write_weights
@@ -115,9 +115,9 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             raise TypeError(f"The function '{name}' is a {type(exp).__name__}, not a jaxport.Exported")
     takes = {name: name not in without_params for name in functions}
     entries = tuple(FunctionEntry(name, function_file(name), takes[name]) for name in functions)
-    _weight_shardings(functions, takes, weights_tree, weights, registry)
+    _weight_shardings(functions, takes, weights_tree, weights)
     meta = _checked_metadata(metadata)
-    recorded = record_examples(functions, takes, params, len(weights), examples, registry)
+    recorded = record_examples(functions, takes, params, len(weights), examples)
     blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order) for entry in entries}
 
     header, order = encode_header(weights, {"format": FORMAT_NAME})
@@ -198,7 +198,7 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
             raise ArtifactError(f"{entry.file}: {exc}") from exc
     takes = {e.name: e.takes_params for e in manifest.functions}
     try:
-        shardings = _weight_shardings(functions, takes, manifest.params_tree, manifest.weights, registry)
+        shardings = _weight_shardings(functions, takes, manifest.params_tree, manifest.weights)
     except (BundleMismatchError, ShardingMismatchError) as exc:
         raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
     where = _weight_placements(shardings, mesh)
@@ -343,39 +343,37 @@ def _tree_spec(registry: PytreeSerializationRegistry, treedef: jax.tree_util.PyT
         raise BundleError(f"The weights' pytree cannot be saved: {exc}") from exc
 
 
-def _check_function(name: str, exp: Exported, weights_tree: TreeSpec, weights: Sequence[WeightRecord],
-                   registry: PytreeSerializationRegistry) -> tuple[NamedShardingRecord | None, ...]:
+def _check_function(name: str, exp: Exported, weights_tree: TreeSpec, weights: Sequence[WeightRecord]
+                    ) -> tuple[NamedShardingRecord | None, ...]:
     """Checks that ``exp`` takes the weights first; returns the shardings it records for them.
 
     Raises:
         BundleMismatchError: naming the function and the key path.
     """
-    args = registry.args_spec(exp.in_tree).children[0]
+    record = exp.record
+    args = record.in_tree.children[0]
     if args.kind is not TreeKind.TUPLE or not args.children:
         raise BundleMismatchError(name, "", "the function takes no positional argument; export it "
                                   "with the weights as its first argument, or list it in without_params")
     first = args.children[0]
     count = first.num_leaves
-    check_matches_weights(name, weights_tree, weights, first, [_leaf_spec(x) for x in exp.in_avals[:count]])
-    return tuple(_named_record(s) for s in exp.in_shardings[:count])
-
-
-def _named_record(sharding: Any) -> NamedShardingRecord | None:
-    record = sharding_record(sharding) if isinstance(sharding, NamedSharding) else None
-    return record if isinstance(record, NamedShardingRecord) else None
+    check_matches_weights(name, weights_tree, weights, first, [LeafSpec.of(a) for a in record.in_avals[:count]])
+    return tuple(s if isinstance(s, NamedShardingRecord) else None for s in record.in_shardings[:count])
 
 
 def _weight_shardings(functions: Mapping[str, Exported], takes_params: Mapping[str, bool],
-                     weights_tree: TreeSpec, weights: Sequence[WeightRecord],
-                     registry: PytreeSerializationRegistry) -> tuple[NamedShardingRecord | None, ...]:
+                      weights_tree: TreeSpec, weights: Sequence[WeightRecord]
+                      ) -> tuple[NamedShardingRecord | None, ...]:
     """The sharding recorded for each weight, after checking every function that takes the weights.
 
     Raises:
         BundleMismatchError: a function's first argument differs from the
             weights, or two functions record different shardings for a weight.
         ShardingMismatchError: a weight's shape does not split as its sharding says.
+        ValueError, NonStringKeyError: an in-process function's pytrees hold
+            what the artifact format cannot (see :meth:`Exported.serialize`).
     """
-    per_function = {name: _check_function(name, exp, weights_tree, weights, registry)
+    per_function = {name: _check_function(name, exp, weights_tree, weights)
                     for name, exp in functions.items() if takes_params[name]}
     agreed = agreed_shardings(weights, per_function)
     check_shardings_divide([w.shape for w in weights], agreed, [w.name for w in weights])

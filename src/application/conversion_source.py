@@ -93,10 +93,7 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
 
 
 def _record(exported: Exported) -> ArtifactRecord:
-    from .serialization_write import to_record
-    from .wiring import default_registry
-
-    return to_record(exported, 0, default_registry())
+    return exported.record
 
 
 def _artifact_file(path: Path) -> ConversionSource:

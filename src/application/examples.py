@@ -27,7 +27,6 @@ from ..domain.bundle_names import example_names
 from ..domain.errors import ArtifactError, BundleError, JaxportError
 from ..domain.runtime_calls import caller_tree
 from .exported import Exported
-from .pytree_registry import PytreeSerializationRegistry
 
 #: The ``format`` in the examples file's safetensors metadata.
 EXAMPLES_FORMAT = "jaxport-examples"
@@ -42,8 +41,7 @@ class RecordedExamples:
 
 
 def record_examples(functions: Mapping[str, Exported], takes_params: Mapping[str, bool], params: Any,
-                    weights_count: int, examples: Mapping[str, Any] | None,
-                    registry: PytreeSerializationRegistry) -> RecordedExamples:
+                    weights_count: int, examples: Mapping[str, Any] | None) -> RecordedExamples:
     """Runs every example through its function with JAX and keeps its inputs and outputs.
 
     Args:
@@ -51,7 +49,6 @@ def record_examples(functions: Mapping[str, Exported], takes_params: Mapping[str
         params: the weights, bound as the first argument of those that do.
         weights_count: the number of the weights' leaves.
         examples: function name -> a list of ``(args, kwargs)`` pairs.
-        registry: what names the functions' pytrees.
 
     Raises:
         BundleError: an example names a function that is not in the bundle, is
@@ -68,7 +65,7 @@ def record_examples(functions: Mapping[str, Exported], takes_params: Mapping[str
     arrays: list[np.ndarray] = []
     for name, listed in examples.items():
         exp = functions[name]
-        in_tree, out_tree = _trees(name, exp, weights_count if takes_params[name] else None, registry)
+        in_tree, out_tree = _trees(name, exp, weights_count if takes_params[name] else None)
         if isinstance(listed, (str, bytes)) or not isinstance(listed, Sequence):
             raise BundleError(f"examples[{name!r}] is a {type(listed).__name__}: give a list of "
                               "(args, kwargs) pairs")
@@ -101,15 +98,14 @@ def record_examples(functions: Mapping[str, Exported], takes_params: Mapping[str
     return RecordedExamples(tuple(records), write)
 
 
-def _trees(name: str, exp: Exported, weights_count: int | None,
-           registry: PytreeSerializationRegistry) -> tuple[TreeSpec, TreeSpec]:
+def _trees(name: str, exp: Exported, weights_count: int | None) -> tuple[TreeSpec, TreeSpec]:
     """The caller's ``(args, kwargs)`` tree (the weights left out) and the result's tree."""
-    in_tree = registry.args_spec(exp.in_tree)
+    in_tree = exp.record.in_tree
     try:
         caller = in_tree if weights_count is None else caller_tree(name, in_tree, weights_count)
     except ArtifactError as exc:  # checked against the weights already
         raise BundleError(str(exc)) from exc
-    return caller, registry.to_spec(exp.out_tree, where="result")
+    return caller, exp.record.out_tree
 
 
 def _pair(name: str, index: int, pair: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:

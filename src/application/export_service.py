@@ -17,6 +17,7 @@ from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
 from ..adapters.jax_records import named_shardings_with_abstract_mesh
 from ..adapters.mlir_wrap import wrap_main
 from ..domain import calling_convention
+from ..domain.deferred import Deferred
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.module_policy import ModulePolicy
 from ..domain.platforms import normalize_platforms
@@ -25,8 +26,9 @@ from ..domain.safety import DisabledSafetyCheck
 from ..domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
 from ..domain.symbolic.clipping import clipping_note
 from . import wiring
-from .exported import Exported
 from .batching import batched_exporter
+from .exported import Exported
+from .jax_objects import JaxObjects, in_process_record
 from .vjp import vjp_exporter
 
 
@@ -86,12 +88,7 @@ class ExportService:
                 symbolic_dims=tuple(ArgDim(i, j) for i, a in enumerate(lowering.in_avals)
                                     for j, d in enumerate(a.shape) if isinstance(d, DimExpr)))
         all_shardings = (*lowering.in_shardings, *lowering.out_shardings)
-        # Serialized on first read of exp.mlir_module_serialized (module_bytes.py).
-        module_bytes = functools.partial(
-            self.serializer.serialize, module, target_version=STABLEHLO_TARGET_VERSION,
-            uses_global_constants=lowering.uses_dim_vars)
-        return Exported(
-            fun_name=lowering.fun_name,
+        objects = JaxObjects(
             in_tree=lowering.in_tree,
             in_avals=lowering.in_avals,
             out_tree=lowering.out_tree,
@@ -100,19 +97,22 @@ class ExportService:
                 lowering.in_shardings, [a.ndim for a in lowering.in_avals], all_shardings),
             out_shardings=named_shardings_with_abstract_mesh(
                 lowering.out_shardings, [a.ndim for a in lowering.out_avals], all_shardings),
-            nr_devices=lowering.nr_devices,
-            platforms=lowering.platforms,
             ordered_effects=lowering.ordered_effects,
             unordered_effects=lowering.unordered_effects,
-            disabled_safety_checks=checks,
-            mlir_module_serialized=module_bytes,
-            calling_convention_version=version,
-            module_kept_var_idx=lowering.kept_var_idx,
-            uses_global_constants=lowering.uses_dim_vars,
-            _get_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks, export=export),
-            _batcher=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms, checks,
-                                      lowering.in_avals, export=export),
         )
+        # Serialized on first read of the record's module bytes (domain/deferred.py).
+        module_bytes = Deferred(functools.partial(
+            self.serializer.serialize, module, target_version=STABLEHLO_TARGET_VERSION,
+            uses_global_constants=lowering.uses_dim_vars))
+        record = in_process_record(
+            objects, module_bytes, function_name=lowering.fun_name, nr_devices=lowering.nr_devices,
+            platforms=lowering.platforms, disabled_checks=checks, calling_convention_version=version,
+            module_kept_var_idx=lowering.kept_var_idx, uses_global_constants=lowering.uses_dim_vars)
+        return Exported(
+            record, _jax_objects=objects,
+            _export_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks, export=export),
+            _export_batched=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms,
+                                            checks, lowering.in_avals, export=export))
 
 
 def _note_clipped_dimensions(exc: Exception) -> None:

@@ -1,94 +1,182 @@
-"""The :class:`Exported` object: a lowered function and everything to call it."""
+"""The :class:`Exported` object: one export's record, its JAX objects, and what it can do.
+
+What an export *is* lives in one frozen record,
+:class:`~jaxport.domain.artifact.ArtifactRecord` (:attr:`Exported.record`),
+built once: by :func:`jaxport.export` in this process, or by decoding an
+artifact's bytes. ``Exported`` is that record plus the JAX objects made from
+it on first use (tree definitions, avals, shardings, effects; see
+:mod:`.jax_objects`), which for an in-process export are the very objects of
+its lowering, and every method: calling (the ``jaxport_call`` primitive is
+bound with :attr:`~Exported.call_target`, which refers to this object),
+serializing (the record encoded, then sealed), the VJPs (the record's, for a
+loaded artifact; exported when first asked for, in this process).
+
+An in-process export's record holds its module bytes, and its trees, avals
+and effects in wire terms, as deferred fields (:mod:`jaxport.domain.deferred`)
+made on first read. So an export does not pay for serializing its module
+until the bytes are read (``serialize()``, a call's first lowering), and an
+export that the artifact format cannot hold (a pytree node type not
+registered for serialization, a dtype without a wire code) is exported and
+called like any other: only reading those fields, as serializing does,
+fails. The bytes live in the record rather than beside it so that an export
+has one record, however it was made.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import jax
 from jax.core import ShapedArray
-from jax.sharding import AbstractMesh, Mesh, NamedSharding
+from jax.sharding import AbstractMesh, Mesh
 
-from ..adapters import jax_avals
-from ..adapters.jax_call import CallTarget
+from ..adapters import jax_autodiff  # noqa: F401  (registers the differentiation rules)
+from ..adapters.flatbuffers_codec import encode_artifact
+from ..adapters.jax_avals import tree_differences
+from ..adapters.jax_call import CALLER_ERRORS, CallTarget, bind, call_failure
 from ..adapters.jax_internals import is_staging
-from ..adapters.jax_records import hlo_sharding, sharding_record
+from ..adapters.jax_records import hlo_sharding
+from ..adapters.jax_versions import this_producer
 from ..adapters.mlir_module import StableHloSerializer
-from ..domain.artifact import NamedShardingRecord
-from ..domain.errors import DtypeMismatchError, JaxportError, VjpUnavailableError
+from ..domain.artifact import ArtifactRecord
+from ..domain.errors import DtypeMismatchError, JaxportError, NonStringKeyError, TreeMismatchError, VjpUnavailableError
+from ..domain.integrity import Extension, seal
+from ..domain.module_format import check_portable_artifact
+from ..domain.platforms import normalize_platforms
 from ..domain.safety import DisabledSafetyCheck
 from . import placement
-from ..domain.module_bytes import ModuleBytes
+from .jax_objects import JaxObjects, in_process_record, jax_objects_of
+from .plain_trees import with_plain_library_nodes
+from .pytree_registry import PytreeSerializationRegistry
+from .wiring import default_registry
+from .warm import warm
 
 
 @dataclass(frozen=True, eq=False)
 class Exported:
     """A JAX function lowered to StableHLO, with its calling signature.
 
-    It carries what ``jax.export.Exported`` carries, under the same names.
+    It carries what ``jax.export.Exported`` carries, under the same names
+    (``fun_name``, ``in_tree``, ``in_avals``, ``out_tree``, ``out_avals``,
+    ``in_shardings_hlo``, ``nr_devices``, ``platforms``, ``ordered_effects``,
+    ``disabled_safety_checks``, ``mlir_module_serialized``,
+    ``calling_convention_version``, ``module_kept_var_idx``,
+    ``uses_global_constants``...), read from :attr:`record` or from the JAX
+    objects made from it, plus the named shardings (``in_shardings``,
+    ``out_shardings``). ``Exported(record)`` is the export of a record; the
+    other fields are private, as ``jax.export.Exported._get_vjp`` is
+    (``dataclasses.replace(exp)`` gives a fresh object of the same export).
 
     Attributes:
-        fun_name: the name of the exported function, for messages.
-        in_tree: the pytree of ``(args, kwargs)`` the function was exported for.
-        in_avals: the flat input abstract values.
-        out_tree: the pytree of the results.
-        out_avals: the flat output abstract values.
-        in_shardings: one sharding per flat input (None: unspecified).
-        out_shardings: one sharding per flat output (None: unspecified).
-        nr_devices: the number of devices the module was lowered for.
-        platforms: the platforms it was lowered for (``"cpu"``, ``"cuda"``...).
-        ordered_effects, unordered_effects: the effects of the module.
-        disabled_safety_checks: the checks disabled at export.
-        mlir_module_serialized: the StableHLO portable artifact.
-        calling_convention_version: the version of ``main``'s convention.
-        module_kept_var_idx: the sorted indices of the flat inputs that
-            ``main`` takes; the others were unused and dropped.
-        uses_global_constants: whether ``main`` needs shape refinement
-            (symbolic dimensions or a platform index argument).
+        record: what the export is, in the artifact's terms (runtimes,
+            bundles and tools read it).
     """
 
-    fun_name: str
-    in_tree: jax.tree_util.PyTreeDef
-    in_avals: tuple[ShapedArray, ...]
-    out_tree: jax.tree_util.PyTreeDef
-    out_avals: tuple[ShapedArray, ...]
-    in_shardings: tuple[Any, ...]
-    out_shardings: tuple[Any, ...]
-    nr_devices: int
-    platforms: tuple[str, ...]
-    ordered_effects: tuple[Any, ...]
-    unordered_effects: tuple[Any, ...]
-    disabled_safety_checks: tuple[DisabledSafetyCheck, ...]
-    calling_convention_version: int
-    module_kept_var_idx: tuple[int, ...]
-    uses_global_constants: bool
-    #: Bytes, or (for in-process exports) made on first read: see ``domain.module_bytes``.
-    mlir_module_serialized: ModuleBytes = ModuleBytes()
-    _get_vjp: Callable[[Exported], Exported] | None = field(default=None, repr=False)
-    #: Set on the VJP of a function with that many flat inputs (see ``vjp()``).
-    _vjp_of_arity: int | None = field(default=None, repr=False)
-    #: Exports the function vmapped over some arguments (in-process exports only).
-    _batcher: Callable[[tuple[bool, ...], int], Exported] | None = field(default=None, repr=False)
+    record: ArtifactRecord
+    _: KW_ONLY
+    #: The pytree registry that rebuilds the trees of a loaded artifact (default: the global one).
+    _registry: PytreeSerializationRegistry | None = None
+    #: The JAX objects when they exist already (in-process exports, or made by
+    #: ``deserialize``); else they are made from ``record`` on first use.
+    _jax_objects: JaxObjects | None = None
+    #: Exports the VJP of this export (in-process exports); without it, the VJP is ``record.vjp``.
+    _export_vjp: Callable[[Exported], Exported] | None = None
+    #: Exports it vmapped over axis 0 of the flat arguments marked True, for one
+    #: batch size (in-process exports).
+    _export_batched: Callable[[tuple[bool, ...], int], Exported] | None = None
+    #: Set on the VJP of a function with that many flat inputs (see :meth:`vjp`),
+    #: for forward-mode differentiation.
+    _vjp_of_arity: int | None = None
 
-    @classmethod
-    def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
-                    platforms: Sequence[str], calling_convention_version: int,
-                    nr_devices: int = 1, kwargs_specs: dict[str, Any] | None = None,
-                    fun_name: str = "module",
-                    disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Exported:
-        """An :class:`Exported` for a raw serialized module and its signature.
+    @functools.cached_property
+    def _jax(self) -> JaxObjects:
+        if self._jax_objects is not None:
+            return self._jax_objects
+        return jax_objects_of(self.record, self._registry or default_registry())
 
-        See :func:`jaxport.application.raw_module.exported_from_module`.
-        """
-        from .raw_module import exported_from_module
+    @property
+    def fun_name(self) -> str:
+        """The name of the exported function, for messages."""
+        return self.record.function_name
 
-        return exported_from_module(
-            cls, module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
-            calling_convention_version=calling_convention_version, nr_devices=nr_devices,
-            kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks)
+    @property
+    def in_tree(self) -> jax.tree_util.PyTreeDef:
+        """The pytree of ``(args, kwargs)`` the function was exported for."""
+        return self._jax.in_tree
+
+    @property
+    def in_avals(self) -> tuple[ShapedArray, ...]:
+        """The flat input abstract values."""
+        return self._jax.in_avals
+
+    @property
+    def out_tree(self) -> jax.tree_util.PyTreeDef:
+        """The pytree of the results."""
+        return self._jax.out_tree
+
+    @property
+    def out_avals(self) -> tuple[ShapedArray, ...]:
+        """The flat output abstract values."""
+        return self._jax.out_avals
+
+    @property
+    def in_shardings(self) -> tuple[Any, ...]:
+        """One sharding per flat input (None: unspecified)."""
+        return self._jax.in_shardings
+
+    @property
+    def out_shardings(self) -> tuple[Any, ...]:
+        """One sharding per flat output (None: unspecified)."""
+        return self._jax.out_shardings
+
+    @property
+    def ordered_effects(self) -> tuple[Any, ...]:
+        """The effects that ``main`` threads a token for, in order."""
+        return self._jax.ordered_effects
+
+    @property
+    def unordered_effects(self) -> tuple[Any, ...]:
+        """The other effects of the module."""
+        return self._jax.unordered_effects
+
+    @property
+    def nr_devices(self) -> int:
+        """The number of devices the module was lowered for."""
+        return self.record.nr_devices
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        """The platforms it was lowered for (``"cpu"``, ``"cuda"``...)."""
+        return self.record.platforms
+
+    @property
+    def disabled_safety_checks(self) -> tuple[DisabledSafetyCheck, ...]:
+        """The checks disabled at export."""
+        return self.record.disabled_checks
+
+    @property
+    def mlir_module_serialized(self) -> bytes:
+        """The StableHLO portable artifact (made on first read for an in-process export)."""
+        return self.record.mlir_module_serialized
+
+    @property
+    def calling_convention_version(self) -> int:
+        """The version of ``main``'s calling convention."""
+        return self.record.calling_convention_version
+
+    @property
+    def module_kept_var_idx(self) -> tuple[int, ...]:
+        """The sorted indices of the flat inputs that ``main`` takes."""
+        return self.record.module_kept_var_idx
+
+    @property
+    def uses_global_constants(self) -> bool:
+        """Whether ``main`` needs shape refinement (symbolic dimensions, a platform index)."""
+        return self.record.uses_global_constants
 
     @property
     def lowering_platforms(self) -> tuple[str, ...]:
@@ -107,13 +195,59 @@ class Exported:
         """The 2023 name of :attr:`uses_global_constants`."""
         return self.uses_global_constants
 
+    @classmethod
+    def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
+                    platforms: Sequence[str], calling_convention_version: int,
+                    nr_devices: int = 1, kwargs_specs: dict[str, Any] | None = None,
+                    fun_name: str = "module",
+                    disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Exported:
+        """An :class:`Exported` for a serialized module recorded with its signature.
+
+        This is how JAX's back-compatibility data records modules: the portable
+        artifact, the argument and result specs, the platform and the calling
+        convention. The module's ``main`` must take every argument (none was
+        dropped as unused). The calling-convention version is recorded as given,
+        without the window check that deserialization applies, so that modules
+        recorded with older conventions (6, 7) can still be run.
+
+        Args:
+            module: the StableHLO portable artifact.
+            in_specs: the positional arguments: a pytree of objects with ``shape``
+                and ``dtype`` (``jax.ShapeDtypeStruct``, NumPy arrays).
+            out_specs: the results, a pytree of the same kind.
+            platforms: the platforms the module was lowered for.
+            calling_convention_version: the convention of its ``main``.
+            nr_devices: the number of devices it was lowered for.
+            kwargs_specs: keyword arguments, if ``main`` takes some.
+            fun_name: a name for messages.
+            disabled_checks: safety checks to skip when calling.
+
+        Raises:
+            ArtifactError: ``module`` is not a StableHLO portable artifact.
+        """
+        check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
+        tree_map = jax.tree_util.tree_map
+        in_avals, in_tree = jax.tree_util.tree_flatten(
+            (tuple(tree_map(_aval, tuple(in_specs))), tree_map(_aval, dict(kwargs_specs or {}))))
+        out_avals, out_tree = jax.tree_util.tree_flatten(tree_map(_aval, out_specs))
+        plats = normalize_platforms(platforms)
+        symbolic = any(not all(isinstance(d, int) for d in a.shape) for a in in_avals)
+        objects = JaxObjects(in_tree, tuple(in_avals), out_tree, tuple(out_avals),
+                             (None,) * len(in_avals), (None,) * len(out_avals))
+        record = in_process_record(
+            objects, bytes(module), function_name=fun_name, nr_devices=nr_devices, platforms=plats,
+            disabled_checks=tuple(disabled_checks), calling_convention_version=calling_convention_version,
+            module_kept_var_idx=tuple(range(len(in_avals))),
+            uses_global_constants=symbolic or len(plats) > 1)
+        return cls(record, _jax_objects=objects)
+
     def mlir_module(self) -> str:
         """The module as StableHLO text."""
         return StableHloSerializer.to_text(self.mlir_module_serialized)
 
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can provide the exported VJP."""
-        return self._get_vjp is not None
+        return self._export_vjp is not None or self.record.vjp is not None
 
     def vjp(self) -> Exported:
         """The exported VJP of this function.
@@ -124,12 +258,23 @@ class Exported:
         Raises:
             VjpUnavailableError: this object carries no VJP.
         """
-        if self._get_vjp is None:
+        if not self.has_vjp():
             raise VjpUnavailableError(
                 f"No VJP is available for the exported function '{self.fun_name}'. "
                 "Export it in this process with jaxport.export, or serialize it with "
                 "serialize(vjp_order=1) (or higher) before deserializing.")
-        return self._exported_vjp
+        return self._vjp
+
+    @functools.cached_property
+    def _vjp(self) -> Exported:
+        """The VJP, exported (in this process) or read from the record, once per object."""
+        arity = len(self.in_avals)
+        if self._export_vjp is None:
+            assert self.record.vjp is not None
+            registry = self._registry or default_registry()
+            return Exported(self.record.vjp, _registry=registry, _vjp_of_arity=arity,
+                            _jax_objects=jax_objects_of(self.record.vjp, registry))
+        return dataclasses.replace(self._export_vjp(self), _vjp_of_arity=arity)
 
     @functools.cached_property
     def in_shardings_hlo(self) -> tuple[Any, ...]:
@@ -159,43 +304,68 @@ class Exported:
         """The recorded output shardings over ``mesh`` (see :meth:`in_shardings_jax`)."""
         return placement.for_mesh(self.out_shardings, mesh)
 
-    @functools.cached_property
-    def _exported_vjp(self) -> Exported:
-        """The VJP, exported (or decoded) once per object."""
-        assert self._get_vjp is not None
-        vjp = self._get_vjp(self)
-        return dataclasses.replace(vjp, _vjp_of_arity=len(self.in_avals),
-                                   mlir_module_serialized=_MODULE_BYTES.source(vjp))
-
     def serialize(self, vjp_order: int = 0, *, integrity: bool = True) -> bytearray:
-        """The artifact bytes, in ``jax.export``'s format (jax 0.10.2).
+        """The artifact bytes, in ``jax.export``'s format (jax 0.10.2): the record, encoded, then sealed.
 
         By default the flatbuffer is followed by the jaxport trailer: a digest
         that :func:`jaxport.deserialize` checks before parsing anything, and
-        the symbolic constraints, which ``jax.export``'s format drops.
-        ``jax.export.deserialize`` reads these bytes too (it ignores the trailer).
+        the symbolic constraints, which ``jax.export``'s format drops, and the
+        versions that wrote it. ``jax.export.deserialize`` reads these bytes
+        too (it ignores the trailer).
 
         Args:
             vjp_order: how many orders of VJP to include, for differentiating
                 the deserialized function (2 allows ``jax.grad(jax.grad(f))``).
             integrity: False gives exactly the bytes ``jax.export``'s
-                ``serialize()`` writes: no digest, no constraints.
+                ``serialize()`` writes: no digest, constraints or versions.
 
         Raises:
             VjpUnavailableError: this object cannot provide VJPs of that order.
-            ValueError: its pytrees hold a node type not registered for serialization.
+            ValueError: its pytrees hold a node type not registered for
+                serialization, or an array of a dtype the format cannot hold.
             NonStringKeyError: its pytrees hold a dict with a key that is not a
                 string (a ``TypeError``); the message names the key path.
+            EffectSerializationError: an effect that its class cannot rebuild.
         """
-        from .serialization_write import serialize
+        record = self._record_with_vjps(vjp_order)
+        flatbuffer = encode_artifact(record)
+        if not integrity:
+            return flatbuffer
+        return seal(flatbuffer, Extension(tuple(table.constraints for table in record.chain), this_producer()))
 
-        return serialize(self, vjp_order, integrity=integrity)
+    def _record_with_vjps(self, vjp_order: int) -> ArtifactRecord:
+        """The record with the records of its VJPs up to ``vjp_order`` nested, and no further.
+
+        Raises:
+            VjpUnavailableError: this object cannot provide VJPs of that order.
+        """
+        if vjp_order < 0:
+            raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
+        chain = [self]
+        while len(chain) <= vjp_order:
+            if not chain[-1].has_vjp():
+                raise VjpUnavailableError(
+                    f"Cannot serialize '{self.fun_name}' with vjp_order={vjp_order}: it carries VJPs "
+                    f"up to order {len(chain) - 1} only. Serialize the in-process export, or load an "
+                    "artifact that was serialized with a vjp_order at least that high.")
+            chain.append(chain[-1].vjp())
+        vjp: ArtifactRecord | None = None
+        for link in reversed(chain):
+            record = link.record
+            vjp = record if record.vjp is vjp else _with_vjp(record, vjp)
+        assert vjp is not None
+        return vjp
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Calls the exported function, eagerly or from inside a JAX transformation.
 
         The arguments must have the pytree structure, ranks, dtypes and
-        constant dimensions that the function was exported for.
+        constant dimensions that the function was exported for. An eager call
+        takes JAX's C++ dispatch path (one cache lookup, no Python tracing)
+        after the first call with a given signature; while a jaxpr is being
+        staged (``jax.jit``, ``jax.eval_shape``, export) the primitive joins
+        the caller's trace directly. The primitive's own rules differentiate
+        and batch it (``adapters.jax_autodiff``, ``adapters.jax_call``).
 
         Raises:
             TreeMismatchError, RankMismatchError, DtypeMismatchError,
@@ -207,23 +377,38 @@ class Exported:
                 when XLA raised one).
         """
         try:
-            if is_staging():  # the primitive joins the caller's jaxpr (see calling.py)
-                return self._traced_caller(*args, **kwargs)
+            if is_staging():
+                return self._call_traced(*args, **kwargs)
             return self._caller(*args, **kwargs)
         except TypeError:
             # jax.jit refuses non-array leaves (e.g. a static argument passed
             # again, an array of strings) before the tree check runs: report
             # the tree difference, or the leaf whose dtype differs.
-            from .calling import check_tree
-
-            self._check_dtypes(check_tree(self, args, kwargs))
+            self._check_dtypes(self._flat_arguments(args, kwargs))
             raise
         except Exception as exc:
-            from ..adapters.jax_call import CALLER_ERRORS, call_failure
-
             if isinstance(exc, (JaxportError, *CALLER_ERRORS)):
                 raise
             raise call_failure(self.fun_name, exc) from exc
+
+    def _call_traced(self, *args: Any, **kwargs: Any) -> Any:
+        """The pytree-level call: the tree check, then the primitive bound on the leaves."""
+        return self.out_tree.unflatten(bind(self.call_target, self._flat_arguments(args, kwargs)))
+
+    def _flat_arguments(self, args: Any, kwargs: Any) -> list[Any]:
+        """The flat leaves of ``(args, kwargs)`` if their tree is the exported one.
+
+        Flax and Equinox objects match their plain containers (``plain_trees.py``),
+        which keep their leaves' order: a loaded artifact takes the objects that
+        were exported, an in-process export takes their plain form.
+
+        Raises:
+            TreeMismatchError: listing each structural difference by path.
+        """
+        args_flat, in_tree = jax.tree_util.tree_flatten((args, kwargs))
+        if in_tree != self.in_tree and not _same_plain_structure(in_tree, self.in_tree):
+            raise TreeMismatchError(self.fun_name, tree_differences(in_tree, self.in_tree))
+        return args_flat
 
     def _check_dtypes(self, leaves: Sequence[Any]) -> None:
         """Raises DtypeMismatchError for the first leaf with a dtype other than the exported one."""
@@ -233,40 +418,27 @@ class Exported:
             if dtype is not None and str(dtype) != spec.dtype:
                 raise DtypeMismatchError(path, spec.dtype, str(dtype))
 
-    def __str__(self) -> str:
-        return f"Exported(fun_name={self.fun_name}, ...)"
+    def _jitted_call(self) -> Callable[..., Any]:
+        """A new ``jax.jit`` of :meth:`_call_traced`, named after the function."""
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._call_traced(*args, **kwargs)
 
-    def __repr__(self) -> str:
-        ins = ", ".join(str(a.str_short()) for a in self.in_avals)
-        outs = ", ".join(str(a.str_short()) for a in self.out_avals)
-        return (f"Exported(fun_name={self.fun_name!r}, ({ins}) -> ({outs}), "
-                f"platforms={self.platforms}, nr_devices={self.nr_devices})")
+        call.__name__ = f"call_exported_{self.fun_name}"
+        return jax.jit(call)
+
+    @functools.cached_property
+    def _caller(self) -> Callable[..., Any]:
+        return self._jitted_call()
 
     @functools.cached_property
     def call_target(self) -> CallTarget:
-        """What the ``jaxport_call`` primitive needs to call this function."""
-        return CallTarget(
-            fun_name=self.fun_name,
-            in_avals=self.in_avals,
-            out_avals=self.out_avals,
-            in_specs=jax_avals.specs_of(self.in_avals),
-            arg_paths=jax_avals.leaf_paths(self.in_tree, self.in_avals),
-            platforms=self.platforms,
-            disabled_checks=self.disabled_safety_checks,
-            # Read through this object, which serializes an in-process export once.
-            module_bytes=lambda: self.mlir_module_serialized,
-            kept_var_idx=self.module_kept_var_idx,
-            uses_global_constants=self.uses_global_constants,
-            nr_devices=self.nr_devices,
-            vjp=(lambda: self.vjp().call_target) if self.has_vjp() else None,
-            vjp_of_arity=self._vjp_of_arity,
-            batched=_batched_targets(self._batcher),
-            ordered_effects=self.ordered_effects,
-            unordered_effects=self.unordered_effects,
-            in_shardings=self.in_shardings,
-            out_shardings=self.out_shardings,
-            in_sharding_records=tuple(_named_record(s) for s in self.in_shardings),
-        )
+        """What the ``jaxport_call`` primitive is bound with: this export, hashed by identity."""
+        batched = None if self._export_batched is None else self._batched_target
+        return CallTarget(self, vjp_of_arity=self._vjp_of_arity, batched=batched)
+
+    def _batched_target(self, batched: tuple[bool, ...], size: int) -> CallTarget:
+        assert self._export_batched is not None
+        return self._export_batched(batched, size).call_target
 
     def warm(self, *args_specs: Any, **kwargs_specs: Any) -> str:
         """Compiles the eager call for these specs into JAX's persistent compilation cache.
@@ -295,43 +467,25 @@ class Exported:
             CallError: no specs were given and some exported dimension is symbolic.
             TreeMismatchError, ShapeMismatchError, ...: the specs do not match the export.
         """
-        from .calling import make_caller
-        from .warm import warm
+        return warm(self, self._jitted_call(), args_specs, kwargs_specs)
 
-        return warm(self, make_caller(self), args_specs, kwargs_specs)
+    def __str__(self) -> str:
+        return f"Exported(fun_name={self.fun_name}, ...)"
 
-    @functools.cached_property
-    def _caller(self) -> Callable[..., Any]:
-        from .calling import make_caller
-
-        return make_caller(self)
-
-    @functools.cached_property
-    def _traced_caller(self) -> Callable[..., Any]:
-        from .calling import make_traced_caller
-
-        return make_traced_caller(self)
-
-    def _module_digest(self) -> bytes:
-        """The SHA-256 of the module bytes, computed once and kept (see domain/module_bytes.py)."""
-        return _MODULE_BYTES.digest(self)
+    def __repr__(self) -> str:
+        ins = ", ".join(str(a.str_short()) for a in self.in_avals)
+        outs = ", ".join(str(a.str_short()) for a in self.out_avals)
+        return (f"Exported(fun_name={self.fun_name!r}, ({ins}) -> ({outs}), "
+                f"platforms={self.platforms}, nr_devices={self.nr_devices})")
 
 
-
-_MODULE_BYTES: ModuleBytes = Exported.__dict__["mlir_module_serialized"]
-
-
-def _named_record(sharding: Any) -> NamedShardingRecord | None:
-    record = sharding_record(sharding) if isinstance(sharding, NamedSharding) else None
-    return record if isinstance(record, NamedShardingRecord) else None
+def _aval(spec: Any) -> ShapedArray:
+    return ShapedArray(tuple(spec.shape), spec.dtype)
 
 
-def _batched_targets(
-        batcher: Callable[[tuple[bool, ...], int], Exported] | None
-) -> Callable[[tuple[bool, ...], int], CallTarget] | None:
-    if batcher is None:
-        return None
-    return lambda batched, size: batcher(batched, size).call_target
+def _with_vjp(record: ArtifactRecord, vjp: ArtifactRecord | None) -> ArtifactRecord:
+    """``record`` with ``vjp`` as its VJP table (every field read, deferred ones made)."""
+    return dataclasses.replace(record, vjp=vjp)
 
 
 def call_exported(exported: Exported) -> Callable[..., Any]:
@@ -339,3 +493,10 @@ def call_exported(exported: Exported) -> Callable[..., Any]:
     if not isinstance(exported, Exported):
         raise TypeError(f"call_exported expects a jaxport.Exported, got {type(exported).__name__}")
     return exported.call
+
+
+def _same_plain_structure(a: jax.tree_util.PyTreeDef, b: jax.tree_util.PyTreeDef) -> bool:
+    try:
+        return bool(with_plain_library_nodes(a) == with_plain_library_nodes(b))
+    except NonStringKeyError:
+        return False

@@ -196,15 +196,13 @@ def _open_bundle(root: Path) -> OpenedDirectory:
     from ..adapters.jax_runtime import JaxRuntime
     from ..adapters.jax_weights import restore_weight
     from .bundles import load_bundle
-    from .serialization import to_record
-    from .wiring import default_registry
 
     bundle = load_bundle(root)
     manifest = bundle.manifest
     weights = jax.tree.leaves(bundle.params)
-    records = {name: to_record(exp, 0, default_registry()) for name, exp in bundle.functions.items()}
-    exported = {id(records[name]): exp for name, exp in bundle.functions.items()}
-    runtime = JaxRuntime(lambda record: exported[id(record)])
+    records = {name: exp.record for name, exp in bundle.functions.items()}
+    exported = {id(exp.record): exp for exp in bundle.functions.values()}
+    runtime = JaxRuntime(lambda record: exported[id(record)])  # the bundle's own, made already
     functions = {name: RuntimeFunction(record, runtime) for name, record in records.items()}
     takes = {e.name: e.takes_params for e in manifest.functions}
     for example in manifest.examples:

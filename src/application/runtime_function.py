@@ -69,7 +69,6 @@ class RuntimeFunction:
 def jax_runtime() -> Runtime:
     """The JAX runtime, which runs records through :meth:`jaxport.Exported.call` (imports JAX)."""
     from ..adapters.jax_runtime import JaxRuntime
-    from .wiring import default_registry
-    from .serialization import from_record
+    from .exported import Exported
 
-    return JaxRuntime(lambda record: from_record(record, default_registry()))
+    return JaxRuntime(Exported)

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 from jax.extend import core as jex_core
 
 from ..domain.safety import DisabledSafetyCheck
+from .exported import Exported
 from .placement import default_placements
-
-if TYPE_CHECKING:
-    from .exported import Exported
-
 
 #: ``jaxport.export``'s signature: the export service passes itself in, so this
 #: module does not import it (no import cycle).
-Exporter = Callable[..., Callable[..., "Exported"]]
+Exporter = Callable[..., Callable[..., Exported]]
 
 
 def vjp_exporter(jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],

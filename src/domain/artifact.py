@@ -1,13 +1,20 @@
-"""The serialized form of an export, as plain records.
+"""What an export is, as one frozen record.
 
 An :class:`ArtifactRecord` holds every field that ``jax.export``'s
 ``Exported.serialize()`` (jax 0.10.2) writes, in wire terms: shapes are the
 dimension strings found on the wire (``"4"``, ``"b"``, ``"2*a + b"``), dtypes
 and memory spaces are enums, shardings are abstract meshes with partition
 specs (or, for artifacts written before 2026-01-15, serialized HLO sharding
-protos), effects are the Python type names JAX records. Nothing here knows
-the byte layout (that is the flatbuffers adapter's business) nor JAX's
-objects (that is the application's).
+protos), effects are the Python type names JAX records. It is built once per
+export: by the export (in this process) or by decoding an artifact's bytes.
+``jaxport.Exported`` is this record plus the JAX objects made from it, and
+everything that writes, inspects, verifies or runs an export reads it.
+
+The fields that an export made in this process converts from JAX's objects
+(the trees, the avals, the effects) and its module bytes may be
+:class:`~.deferred.Deferred`: made on first read (see :mod:`.deferred` for
+why). Nothing here knows the byte layout (that is the flatbuffers adapter's
+business) nor JAX's objects (that is the adapters' and the application's).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeAlias
 
+from .deferred import DeferredField
 from .producer import Producer
 from .safety import DisabledSafetyCheck
 
@@ -287,9 +295,9 @@ class EffectRecord:
     type_name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: deferred fields live in the instance dict
 class ArtifactRecord:
-    """Every field of a serialized ``Exported``.
+    """Every field of an export, as ``jax.export``'s ``Exported.serialize()`` writes them.
 
     Attributes:
         function_name: the exported function's name.
@@ -309,7 +317,10 @@ class ArtifactRecord:
             (checked by the application, not here).
         module_kept_var_idx: the sorted indices of the inputs ``main`` keeps.
         uses_global_constants: whether the module needs shape refinement.
-        vjp: the serialized VJP function, if any (recursively, for higher orders).
+        vjp: the record of the VJP function, if carried (recursively, for
+            higher orders): an artifact serialized with ``vjp_order >= 1``
+            carries it; an export made in this process exports its VJPs
+            when asked, and records none here.
         serialization_version: the version number found when reading (jax
             0.10.2 writes 3 whatever it means); ignored when writing.
         constraints: the symbolic constraints of this table's dimensions
@@ -317,49 +328,52 @@ class ArtifactRecord:
             they travel in the jaxport trailer (:mod:`.integrity`).
         producer: the versions that wrote a sealed artifact (from its
             trailer; None for other artifacts and for VJP tables).
+
+    The trees, avals, effects and module bytes may be given as
+    :class:`~.deferred.Deferred` (made on first read); the checks below that
+    need one of them run only when it is given as a value. The shardings,
+    one per flat argument and result, are never deferred.
     """
 
     function_name: str
-    in_tree: TreeSpec
-    in_avals: tuple[AvalRecord, ...]
-    out_tree: TreeSpec
-    out_avals: tuple[AvalRecord, ...]
     in_shardings: tuple[ShardingRecord | None, ...]
     out_shardings: tuple[ShardingRecord | None, ...]
     nr_devices: int
     platforms: tuple[str, ...]
-    ordered_effects: tuple[EffectRecord, ...]
-    unordered_effects: tuple[EffectRecord, ...]
     disabled_checks: tuple[DisabledSafetyCheck, ...]
-    mlir_module_serialized: bytes
     calling_convention_version: int
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
+    # Required too (a DeferredField has no default); after the others, as type
+    # checkers take the descriptor for a default.
+    in_tree: DeferredField[TreeSpec] = DeferredField()
+    in_avals: DeferredField[tuple[AvalRecord, ...]] = DeferredField()
+    out_tree: DeferredField[TreeSpec] = DeferredField()
+    out_avals: DeferredField[tuple[AvalRecord, ...]] = DeferredField()
+    ordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
+    unordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
+    mlir_module_serialized: DeferredField[bytes] = DeferredField()
     vjp: ArtifactRecord | None = None
     serialization_version: int = WRITTEN_SERIALIZATION_VERSION
     constraints: tuple[str, ...] = ()
     producer: Producer | None = None
 
     def __post_init__(self) -> None:
-        for side, avals, shardings, tree in (
-                ("in", self.in_avals, self.in_shardings, self.in_tree),
-                ("out", self.out_avals, self.out_shardings, self.out_tree)):
-            if len(shardings) != len(avals):
-                raise ValueError(
-                    f"{len(avals)} {side}_avals but {len(shardings)} {side}_shardings")
-            if tree.num_leaves != len(avals):
-                raise ValueError(
-                    f"{side}_tree has {tree.num_leaves} leaves but there are "
-                    f"{len(avals)} {side}_avals")
+        for side, shardings in (("in", self.in_shardings), ("out", self.out_shardings)):
+            avals = DeferredField.made(self, f"{side}_avals")
+            if avals is not None and len(avals) != len(shardings):
+                raise ValueError(f"{len(avals)} {side}_avals but {len(shardings)} {side}_shardings")
+            tree = DeferredField.made(self, f"{side}_tree")
+            if tree is not None and tree.num_leaves != len(shardings):
+                raise ValueError(f"{side}_tree has {tree.num_leaves} leaves but there are "
+                                 f"{len(shardings)} {side}_avals")
         kinds = {type(s) for s in self.in_shardings + self.out_shardings if s is not None}
         if len(kinds) > 1:
             raise ValueError("the shardings mix named and HLO shardings")
-        kept = self.module_kept_var_idx
-        if any(b <= a for a, b in zip(kept, kept[1:])) or any(
-                not 0 <= i < len(self.in_avals) for i in kept):
+        kept, nr_in = self.module_kept_var_idx, len(self.in_shardings)
+        if any(b <= a for a, b in zip(kept, kept[1:])) or any(not 0 <= i < nr_in for i in kept):
             raise ValueError(
-                f"module_kept_var_idx {kept} is not a sorted list of distinct "
-                f"indices below {len(self.in_avals)}")
+                f"module_kept_var_idx {kept} is not a sorted list of distinct indices below {nr_in}")
         if self.nr_devices < 0:
             raise ValueError(f"nr_devices is negative: {self.nr_devices}")
 
@@ -370,9 +384,15 @@ class ArtifactRecord:
                    for s in self.in_shardings + self.out_shardings)
 
     @property
+    def chain(self) -> tuple[ArtifactRecord, ...]:
+        """This table and the tables of the VJPs it carries, order 0 first."""
+        tables, vjp = [self], self.vjp
+        while vjp is not None:
+            tables.append(vjp)
+            vjp = vjp.vjp
+        return tuple(tables)
+
+    @property
     def vjp_order(self) -> int:
         """How many orders of VJP the record carries."""
-        order, vjp = 0, self.vjp
-        while vjp is not None:
-            order, vjp = order + 1, vjp.vjp
-        return order
+        return len(self.chain) - 1

@@ -118,7 +118,7 @@ def compare(first: Compared, second: Compared, op_counts: OpCounts) -> Compariso
         return Comparison(tuple(found), None, writers)
     sealed, other = (first, second) if first.sealed else (second, first)
     start = "" if found else "same program; "
-    levels = _constraint_levels(sealed.record)
+    levels = [table.constraints for table in sealed.record.chain]
     if any(levels):
         note = (f"{start}only {sealed.name} has the jaxport trailer, with symbolic constraints "
                 f"that {other.name} cannot record: {_levels_text(levels)}")
@@ -146,14 +146,10 @@ def record_differences(first: ArtifactRecord, second: ArtifactRecord, op_counts:
         constraints: whether to compare the symbolic constraints.
     """
     found: list[Difference] = []
-    a: ArtifactRecord | None = first
-    b: ArtifactRecord | None = second
-    level = 0
-    while a is not None and b is not None:
+    for level, (a, b) in enumerate(zip(first.chain, second.chain)):
         table = _table_differences(a, b, op_counts, constraints)
         found += [Difference(_table_name(level) + d.what, d.first, d.second) for d in table
                   if level == 0 or d.what != _VJP_ORDER]  # said once, at the top
-        a, b, level = a.vjp, b.vjp, level + 1
     return found
 
 
@@ -251,15 +247,6 @@ def _variants_text(avals: tuple[AvalRecord, ...]) -> str:
 def _bytes_text(data: bytes) -> str:
     text = repr(data)
     return text if len(text) <= 40 else f"{len(data)} bytes, {data[:12]!r}..."
-
-
-def _constraint_levels(record: ArtifactRecord) -> list[tuple[str, ...]]:
-    levels = []
-    table: ArtifactRecord | None = record
-    while table is not None:
-        levels.append(table.constraints)
-        table = table.vjp
-    return levels
 
 
 def _levels_text(levels: list[tuple[str, ...]]) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from .artifact import NamedShardingRecord, TreeKind, TreeSpec
+from .artifact import AvalRecord, NamedShardingRecord, TreeKind, TreeSpec
 from .bundle import EXAMPLES_FILE, MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
 from .bundle_names import weight_name
 from .errors import ArtifactError, BundleMismatchError
@@ -32,6 +32,16 @@ class LeafSpec:
 
     shape: tuple[int | str, ...]
     dtype: str
+
+    @staticmethod
+    def of(aval: AvalRecord) -> LeafSpec:
+        """The spec of an artifact's aval (constant dimensions as ints).
+
+        >>> from jaxport.domain.artifact import DType
+        >>> LeafSpec.of(AvalRecord(("b", "4"), DType.FLOAT32))
+        LeafSpec(shape=('b', 4), dtype='float32')
+        """
+        return LeafSpec(tuple(int(d) if d.isdigit() else d for d in aval.shape), aval.dtype.value)
 
 
 def _fmt(shape: Sequence[int | str]) -> str:

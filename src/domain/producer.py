@@ -23,6 +23,10 @@ from typing import Final
 
 #: The longest version text read.
 MAX_VERSION_CHARS: Final = 128
+#: This jaxport's version (``jaxport.__version__`` repeats it, so that
+#: ``import jaxport`` loads none of jaxport's modules; a test keeps the two
+#: and pyproject.toml's version equal).
+JAXPORT_VERSION: Final = "0.1.0"
 
 
 @dataclass(frozen=True, slots=True)

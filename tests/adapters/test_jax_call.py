@@ -7,33 +7,46 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 from jax.core import ShapedArray
-from jax.sharding import AbstractMesh, AxisType, NamedSharding
+from jax.sharding import AbstractMesh, AxisType
 from jax.sharding import PartitionSpec as P
 
 import jaxport
-from jaxport.adapters import jax_call, jax_internals
+from jaxport.adapters import jax_call
+from jaxport.adapters.flatbuffers_codec import encode_artifact
+from jaxport.adapters.jax_records import sharding_record
+from jaxport.application.exported import Exported
 
 
-def symbolic_target() -> jax_call.CallTarget:
+def symbolic_export() -> Exported:
     b, = jaxport.symbolic_shape("b")
-    exp = jaxport.export(jax.jit(lambda x: (jnp.sin(x), x.sum(axis=1))))(
+    return jaxport.export(jax.jit(lambda x: (jnp.sin(x), x.sum(axis=1))))(
         jax.ShapeDtypeStruct((b, 16), jnp.float32))
-    return exp.call_target
 
 
 def test_outputs_without_sharding_are_made_for_the_call_shape() -> None:
-    target = symbolic_target()
-    assert target.out_avals_are_plain == (True, True)
+    exp = symbolic_export()
+    target = exp.call_target
+    assert target.exported is exp and target.out_avals_are_plain == (True, True)
     outs = jax_call.abstract_eval(target, (ShapedArray((5, 16), jnp.float32),))
-    assert outs == tuple(a.update(shape=s) for a, s in zip(target.out_avals, [(5, 16), (5,)]))
+    assert outs == tuple(a.update(shape=s) for a, s in zip(exp.out_avals, [(5, 16), (5,)]))
 
 
 def test_an_output_sharding_is_kept_for_the_call_shape() -> None:
-    target = symbolic_target()
+    record = symbolic_export().record
     mesh = AbstractMesh((1,), ("x",), axis_types=(AxisType.Explicit,))
-    sharded = jax_internals.update_aval_with_sharding(target.out_avals[0], NamedSharding(mesh, P("x", None)))
-    target = dataclasses.replace(target, out_avals=(sharded, target.out_avals[1]))
+    sharded = sharding_record(jax.sharding.NamedSharding(mesh, P("x", None)))
+    exp = jaxport.deserialize(encode_artifact(dataclasses.replace(record, out_shardings=(sharded, None))))
+    target = exp.call_target
     assert target.out_avals_are_plain == (False, True)
     first, second = jax_call.abstract_eval(target, (ShapedArray((7, 16), jnp.float32),))
     assert first.shape == (7, 16) and first.sharding.spec == P("x", None)
     assert first.sharding.mesh == mesh and second.shape == (7,)
+
+
+def test_one_target_per_export_refers_to_it_and_prints_short() -> None:
+    exp = symbolic_export()
+    target = exp.call_target
+    assert exp.call_target is target and target.exported is exp
+    assert repr(target) == "<exported <lambda>>" and target.fun_name == exp.record.function_name
+    assert jax_call.abstract_eval(exp.vjp().call_target, (ShapedArray((3, 16), jnp.float32),) * 2
+                                  + (ShapedArray((3,), jnp.float32),))[0].shape == (3, 16)

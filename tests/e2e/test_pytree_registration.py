@@ -77,3 +77,22 @@ def test_a_dict_with_integer_keys_is_refused_naming_its_key_path_and_what_to_do(
     kw = jaxport.export(jax.jit(lambda *, k: k[7]))(k={7: np.ones(3, np.float32)})
     with pytest.raises(NonStringKeyError, match=re.escape("at kwargs['k'][7]")):
         kw.serialize()
+
+
+class LateNode(collections.namedtuple("LateNode", ("a", "b"))):
+    """A namedtuple registered for serialization only after it was exported."""
+
+
+def test_an_unregistered_node_is_called_under_transformations_and_serializes_once_registered() -> None:
+    x = np.arange(3, dtype=np.float32)
+    exp = jaxport.export(jax.jit(lambda t: t.a * t.b))(LateNode(x, x))
+    np.testing.assert_allclose(exp.call(LateNode(x, x)), x * x)
+    np.testing.assert_allclose(jax.jit(exp.call)(LateNode(x, x)), x * x)
+    np.testing.assert_allclose(jax.grad(lambda t: exp.call(t).sum())(LateNode(x, 2 * x)).a, 2 * x)
+    np.testing.assert_allclose(jax.vmap(exp.call)(LateNode(np.stack([x, x]), np.stack([x, x]))), [x * x] * 2)
+    with pytest.raises(ValueError, match="unregistered type .*LateNode"):
+        exp.serialize()
+    jaxport.register_namedtuple_serialization(LateNode, serialized_name="tests.e2e.LateNode")
+    again = jaxport.deserialize(exp.serialize(vjp_order=1))
+    assert again.in_tree == exp.in_tree
+    np.testing.assert_allclose(jax.grad(lambda t: again.call(t).sum())(LateNode(2 * x, x)).b, 2 * x)

@@ -80,12 +80,12 @@ def raw_module_for(exp: Any, shapes: tuple[tuple[int, ...], ...]) -> jaxport.Exp
     The static specs leave jaxport nothing to check at call time. The module's
     ``main`` takes dynamic shapes, so it needs shape refinement (which JAX runs
     when ``uses_global_constants`` is set): record that, as a consumer of a
-    polymorphic module would.
+    polymorphic module would, in the export's record.
     """
     raw = jaxport.Exported.from_module(
         exp.mlir_module_serialized, in_specs=_zeros(shapes), out_specs=np.zeros((), np.float32),
         platforms=("cpu",), calling_convention_version=exp.calling_convention_version)
-    return dataclasses.replace(raw, uses_global_constants=True)
+    return jaxport.Exported(dataclasses.replace(raw.record, uses_global_constants=True))
 
 
 def messages_of(error: BaseException) -> str:

@@ -50,3 +50,14 @@ def test_every_third_party_module_that_src_imports_is_a_declared_dependency() ->
     undeclared = {top: sorted(paths) for top, paths in imported.items()
                   if not {_normalized(d) for d in distributions.get(top, [top])} & declared}
     assert undeclared == {}
+
+
+def test_the_version_is_the_same_in_pyproject_the_package_and_the_producer_record() -> None:
+    import tomllib
+    from pathlib import Path
+
+    import jaxport
+    from jaxport.domain.producer import JAXPORT_VERSION
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["version"] == jaxport.__version__ == JAXPORT_VERSION

@@ -41,9 +41,12 @@ def record(in_tree: TreeSpec, in_avals: Sequence[AvalRecord], out_tree: TreeSpec
            constraints: tuple[str, ...] = ()) -> ArtifactRecord:
     out_tree = out_tree or TreeSpec.of_dict({"y": LEAF, "z": TreeSpec.of_tuple(LEAF, TreeSpec.none())})
     n_out = out_tree.num_leaves
-    return ArtifactRecord("f", in_tree, tuple(in_avals), out_tree, (AvalRecord(("b",), DType.FLOAT32),) * n_out,
-                          (None,) * len(in_avals), (None,) * n_out, 1, ("cpu",), (), (), (), b"", 10,
-                          tuple(range(len(in_avals))), False, constraints=constraints)
+    return ArtifactRecord(
+        function_name="f", in_tree=in_tree, in_avals=tuple(in_avals), out_tree=out_tree,
+        out_avals=(AvalRecord(("b",), DType.FLOAT32),) * n_out, in_shardings=(None,) * len(in_avals),
+        out_shardings=(None,) * n_out, nr_devices=1, platforms=("cpu",), ordered_effects=(),
+        unordered_effects=(), disabled_checks=(), mlir_module_serialized=b"", calling_convention_version=10,
+        module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=False, constraints=constraints)
 
 
 def args_tree(*args: TreeSpec, **kwargs: TreeSpec) -> TreeSpec:

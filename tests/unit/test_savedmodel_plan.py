@@ -36,9 +36,13 @@ def bytecode(*strings: str, sections_before: bytes = b"") -> bytes:
 def record(*, dtype: DType = DType.FLOAT32, strings: tuple[str, ...] = ("vhlo", "tanh_v2"),
            **changes: object) -> ArtifactRecord:
     in_tree = TreeSpec.of_tuple(TreeSpec.of_tuple(LEAF, TreeSpec.of_dict({"w": LEAF})), TreeSpec.of_dict({}))
-    base = ArtifactRecord("f", in_tree, (AvalRecord(("b", "4"), dtype), AvalRecord(("4",), DType.FLOAT32)),
-                          TreeSpec.of_dict({"y": LEAF}), (AvalRecord(("b",), DType.FLOAT32),), (None, None),
-                          (None,), 1, ("cpu", "cuda"), (), (), (), bytecode(*strings), 10, (0, 1), False)
+    base = ArtifactRecord(
+        function_name="f", in_tree=in_tree,
+        in_avals=(AvalRecord(("b", "4"), dtype), AvalRecord(("4",), DType.FLOAT32)),
+        out_tree=TreeSpec.of_dict({"y": LEAF}), out_avals=(AvalRecord(("b",), DType.FLOAT32),),
+        in_shardings=(None, None), out_shardings=(None,), nr_devices=1, platforms=("cpu", "cuda"),
+        ordered_effects=(), unordered_effects=(), disabled_checks=(), mlir_module_serialized=bytecode(*strings),
+        calling_convention_version=10, module_kept_var_idx=(0, 1), uses_global_constants=False)
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 

@@ -1,0 +1,80 @@
+"""Record fields that may be made on first read (:class:`Deferred`, :class:`DeferredField`).
+
+An export made in this process knows its signature as JAX objects; the
+artifact record holds it in wire terms (tree specs, dimension strings, dtype
+enums, effect names, the module as a StableHLO portable artifact). Two
+conversions must wait until something reads them:
+
+* the module's serialization is most of what an export costs beyond tracing
+  and lowering, and nothing needs the bytes until they are read
+  (``serialize()``, ``save``, the first call);
+* what the artifact format cannot hold (a pytree node type not registered for
+  serialization, a dict key that is not a string, an effect that its class
+  cannot rebuild, a dtype without a wire code) must not stop an export that is
+  only called in this process: only reading the record, which serialization
+  does, fails.
+
+Such a field is given as ``Deferred(make)``. Its first read calls ``make``
+once, keeps the value and drops the function (and what it holds); readers
+always get the value an eager conversion would have given. When ``make``
+raises, nothing is kept: a later read calls it again, so a node type
+registered for serialization in between is then found.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Box:
+...     value: DeferredField[int] = DeferredField()
+>>> calls = []
+>>> box = Box(Deferred(lambda: calls.append(1) or 42))
+>>> DeferredField.made(box, "value"), box.value, box.value, len(calls)
+(None, 42, 42, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred(Generic[T]):
+    """A field's value, made by ``make`` when the field is first read."""
+
+    make: Callable[[], T]
+
+
+class DeferredField(Generic[T]):
+    """A data descriptor for a dataclass field that holds a value or a :class:`Deferred` one.
+
+    The instance keeps the field in its ``__dict__`` (the dataclass has no
+    ``__slots__``). As a dataclass field it has no default: reading it on the
+    class raises ``AttributeError``, which dataclasses take for "no default".
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> T:
+        if obj is None:
+            raise AttributeError(f"{self._name} is a required field")
+        value = obj.__dict__[self._name]
+        if type(value) is Deferred:
+            value = value.make()
+            obj.__dict__[self._name] = value
+        made: T = value
+        return made
+
+    def __set__(self, obj: Any, value: T | Deferred[T]) -> None:
+        obj.__dict__[self._name] = value
+
+    @staticmethod
+    def made(obj: Any, name: str) -> Any:
+        """The value of the field ``name`` of ``obj`` if it is made (given, or read once), else None.
+
+        Nothing is made: a deferred value stays deferred.
+        """
+        value = obj.__dict__[name]
+        return None if type(value) is Deferred else value
