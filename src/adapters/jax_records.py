@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +25,8 @@ from ..domain.artifact import (
     ShardingRecord,
 )
 from ..domain.errors import ArtifactError, EffectSerializationError
-from ..domain.symbolic import ConstraintError, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
+from ..domain.runtime_calls import record_shapes
+from ..domain.symbolic import SymbolicScope
 from . import jax_internals
 from .jax_dims import JaxDim
 
@@ -83,41 +83,13 @@ def aval_record(aval: ShapedArray) -> AvalRecord:
 def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
                  ) -> list[tuple[Any, ...]]:
     """The dimensions of one table's avals; the symbolic ones are ``JaxDim`` expressions
-    that share one fresh scope holding ``constraints``.
+    that share one fresh scope holding ``constraints`` (see
+    :func:`jaxport.domain.runtime_calls.record_shapes`).
 
     Raises:
         ArtifactError: a dimension or a constraint does not parse.
     """
-    try:
-        scope = SymbolicScope(tuple(constraints))
-    except (ConstraintError, ShapeSpecSyntaxError) as exc:
-        raise ArtifactError(f"The artifact's symbolic constraints {list(constraints)} are "
-                            f"invalid: {exc}") from exc
-    shapes: list[tuple[Any, ...]] = []
-    for aval in avals:
-        if all(d.isdigit() for d in aval.shape):
-            shapes.append(tuple(int(d) for d in aval.shape))
-            continue
-        if all(d.isdigit() or _is_variable(d) for d in aval.shape):
-            # What the parser gives for these dimensions, without tokenizing.
-            shapes.append(tuple(int(d) if d.isdigit() else JaxDim.variable(d, scope)
-                                for d in aval.shape))
-            continue
-        try:
-            shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope, expr_class=JaxDim))
-        except ShapeSpecSyntaxError as exc:
-            raise ArtifactError(f"The artifact's shape {aval} does not parse: {exc}") from exc
-    return shapes
-
-
-#: A dimension that is a lone variable name, as the shape parser's NAME token
-#: (and not a name the parser reads as something else: an operation, ``_``).
-_VARIABLE = re.compile(r"[^\W\d]\w*")
-_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
-
-
-def _is_variable(dim: str) -> bool:
-    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
+    return list(record_shapes(avals, constraints, expr_class=JaxDim))
 
 
 def constraints_of(avals: Sequence[ShapedArray]) -> tuple[str, ...]:
