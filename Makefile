@@ -52,10 +52,12 @@ typecheck: install
 	$(PY) -m mypy --strict -p jaxport
 	$(PY) -m mypy --strict tests benchmarks
 
-test: typecheck $(RUNTIME_DEPS)
+# The runtimes' extras first: installing them replaces and then removes the
+# `jaxport` script, which install writes again afterwards.
+test: $(RUNTIME_DEPS) typecheck
 	$(PY) -m pytest -q tests
 
-bench: install $(RUNTIME_DEPS)
+bench: $(RUNTIME_DEPS) install
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json
 	$(PY) benchmarks/report.py build/bench.json
 
