@@ -254,7 +254,7 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
 
 def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
     exported, record = target.exported, target.exported.record
-    # Only custom calls need the LAPACK targets; importing them costs ~0.5 s.
+    # Only custom calls need the LAPACK targets, and importing them is slow.
     if "cpu" in record.platforms and not _lapack_ready and target.has_custom_calls:
         _initialize_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)

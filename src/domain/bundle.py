@@ -15,7 +15,7 @@ Weights are named by their key paths (:mod:`.bundle_names`).
 Format versions (``format_version``):
   * 1 (2026-11-30): the first. Later keys that readers skip when they do not
     know them: ``producer`` (the versions that wrote the bundle, :mod:`.producer`).
-  * 2 (2026-12-14): golden examples (``examples`` and ``examples.safetensors``).
+  * 2 (2026-12-01): golden examples (``examples`` and ``examples.safetensors``).
     A bundle without examples is still written as version 1.
 
 This module reads and writes the JSON and nothing else: no files, no JAX

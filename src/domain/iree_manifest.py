@@ -13,7 +13,7 @@ digest of every other file.
 
 Format versions (``format_version``):
   * 1 (2026-12): the first.
-  * 2 (2026-12-14): golden examples (``examples`` and ``examples.safetensors``);
+  * 2 (2026-12-01): golden examples (``examples`` and ``examples.safetensors``);
     a directory without examples is still written as version 1.
 
 This module reads and writes the JSON and checks a directory's listing
