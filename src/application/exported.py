@@ -9,7 +9,9 @@ it on first use (tree definitions, avals, shardings, effects; see
 its lowering, and every method: calling (the ``jaxport_call`` primitive is
 bound with :attr:`~Exported.call_target`, which refers to this object),
 serializing (the record encoded, then sealed), the VJPs (the record's, for a
-loaded artifact; exported when first asked for, in this process).
+loaded artifact; exported when first asked for, in this process). The
+attributes that ``jax.export`` users read (``fun_name``, ``in_avals``...) are
+its base's, :class:`~.exported_fields.ExportedFields`.
 
 An in-process export's record holds its module bytes, and its trees, avals
 and effects in wire terms, as deferred fields (:mod:`jaxport.domain.deferred`)
@@ -31,33 +33,27 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import jax
-from jax.core import ShapedArray
-from jax.sharding import AbstractMesh, Mesh
 
 from ..adapters import jax_autodiff  # noqa: F401  (registers the differentiation rules)
 from ..adapters.flatbuffers_codec import encode_artifact
-from ..adapters.jax_avals import tree_differences
 from ..adapters.jax_call import CALLER_ERRORS, CallTarget, bind, call_failure
 from ..adapters.jax_internals import is_staging
-from ..adapters.jax_records import hlo_sharding
 from ..adapters.jax_versions import this_producer
-from ..adapters.mlir_module import StableHloSerializer
 from ..domain.artifact import ArtifactRecord
-from ..domain.errors import DtypeMismatchError, JaxportError, NonStringKeyError, TreeMismatchError, VjpUnavailableError
+from ..domain.errors import JaxportError, VjpUnavailableError
 from ..domain.integrity import Extension, seal
-from ..domain.module_format import check_portable_artifact
-from ..domain.platforms import normalize_platforms
 from ..domain.safety import DisabledSafetyCheck
-from . import placement
-from .jax_objects import JaxObjects, in_process_record, jax_objects_of
-from .plain_trees import with_plain_library_nodes
+from .call_arguments import check_dtypes, flat_arguments
+from .exported_fields import ExportedFields
+from .jax_objects import JaxObjects, jax_objects_of
 from .pytree_registry import PytreeSerializationRegistry
+from .recorded_modules import recorded_module
 from .wiring import default_registry
 from .warm import warm
 
 
-@dataclass(frozen=True, eq=False)
-class Exported:
+@dataclass(frozen=True, eq=False, repr=False)
+class Exported(ExportedFields):
     """A JAX function lowered to StableHLO, with its calling signature.
 
     It carries what ``jax.export.Exported`` carries, under the same names
@@ -98,103 +94,6 @@ class Exported:
             return self._jax_objects
         return jax_objects_of(self.record, self._registry or default_registry())
 
-    @property
-    def fun_name(self) -> str:
-        """The name of the exported function, for messages."""
-        return self.record.function_name
-
-    @property
-    def in_tree(self) -> jax.tree_util.PyTreeDef:
-        """The pytree of ``(args, kwargs)`` the function was exported for."""
-        return self._jax.in_tree
-
-    @property
-    def in_avals(self) -> tuple[ShapedArray, ...]:
-        """The flat input abstract values."""
-        return self._jax.in_avals
-
-    @property
-    def out_tree(self) -> jax.tree_util.PyTreeDef:
-        """The pytree of the results."""
-        return self._jax.out_tree
-
-    @property
-    def out_avals(self) -> tuple[ShapedArray, ...]:
-        """The flat output abstract values."""
-        return self._jax.out_avals
-
-    @property
-    def in_shardings(self) -> tuple[Any, ...]:
-        """One sharding per flat input (None: unspecified)."""
-        return self._jax.in_shardings
-
-    @property
-    def out_shardings(self) -> tuple[Any, ...]:
-        """One sharding per flat output (None: unspecified)."""
-        return self._jax.out_shardings
-
-    @property
-    def ordered_effects(self) -> tuple[Any, ...]:
-        """The effects that ``main`` threads a token for, in order."""
-        return self._jax.ordered_effects
-
-    @property
-    def unordered_effects(self) -> tuple[Any, ...]:
-        """The other effects of the module."""
-        return self._jax.unordered_effects
-
-    @property
-    def nr_devices(self) -> int:
-        """The number of devices the module was lowered for."""
-        return self.record.nr_devices
-
-    @property
-    def platforms(self) -> tuple[str, ...]:
-        """The platforms it was lowered for (``"cpu"``, ``"cuda"``...)."""
-        return self.record.platforms
-
-    @property
-    def disabled_safety_checks(self) -> tuple[DisabledSafetyCheck, ...]:
-        """The checks disabled at export."""
-        return self.record.disabled_checks
-
-    @property
-    def mlir_module_serialized(self) -> bytes:
-        """The StableHLO portable artifact (made on first read for an in-process export)."""
-        return self.record.mlir_module_serialized
-
-    @property
-    def calling_convention_version(self) -> int:
-        """The version of ``main``'s calling convention."""
-        return self.record.calling_convention_version
-
-    @property
-    def module_kept_var_idx(self) -> tuple[int, ...]:
-        """The sorted indices of the flat inputs that ``main`` takes."""
-        return self.record.module_kept_var_idx
-
-    @property
-    def uses_global_constants(self) -> bool:
-        """Whether ``main`` needs shape refinement (symbolic dimensions, a platform index)."""
-        return self.record.uses_global_constants
-
-    @property
-    def lowering_platforms(self) -> tuple[str, ...]:
-        """The 2023 name of :attr:`platforms`."""
-        return self.platforms
-
-    @property
-    def mlir_module_serialization_version(self) -> int:
-        """The 2023 name of :attr:`calling_convention_version`."""
-        return self.calling_convention_version
-
-    serialization_version = mlir_module_serialization_version
-
-    @property
-    def uses_shape_polymorphism(self) -> bool:
-        """The 2023 name of :attr:`uses_global_constants`."""
-        return self.uses_global_constants
-
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
                     platforms: Sequence[str], calling_convention_version: int,
@@ -225,25 +124,11 @@ class Exported:
         Raises:
             ArtifactError: ``module`` is not a StableHLO portable artifact.
         """
-        check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
-        tree_map = jax.tree_util.tree_map
-        in_avals, in_tree = jax.tree_util.tree_flatten(
-            (tuple(tree_map(_aval, tuple(in_specs))), tree_map(_aval, dict(kwargs_specs or {}))))
-        out_avals, out_tree = jax.tree_util.tree_flatten(tree_map(_aval, out_specs))
-        plats = normalize_platforms(platforms)
-        symbolic = any(not all(isinstance(d, int) for d in a.shape) for a in in_avals)
-        objects = JaxObjects(in_tree, tuple(in_avals), out_tree, tuple(out_avals),
-                             (None,) * len(in_avals), (None,) * len(out_avals))
-        record = in_process_record(
-            objects, bytes(module), function_name=fun_name, nr_devices=nr_devices, platforms=plats,
-            disabled_checks=tuple(disabled_checks), calling_convention_version=calling_convention_version,
-            module_kept_var_idx=tuple(range(len(in_avals))),
-            uses_global_constants=symbolic or len(plats) > 1)
+        record, objects = recorded_module(
+            module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
+            calling_convention_version=calling_convention_version, nr_devices=nr_devices,
+            kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks)
         return cls(record, _jax_objects=objects)
-
-    def mlir_module(self) -> str:
-        """The module as StableHLO text."""
-        return StableHloSerializer.to_text(self.mlir_module_serialized)
 
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can provide the exported VJP."""
@@ -275,34 +160,6 @@ class Exported:
             return Exported(self.record.vjp, _registry=registry, _vjp_of_arity=arity,
                             _jax_objects=jax_objects_of(self.record.vjp, registry))
         return dataclasses.replace(self._export_vjp(self), _vjp_of_arity=arity)
-
-    @functools.cached_property
-    def in_shardings_hlo(self) -> tuple[Any, ...]:
-        """The flat input shardings as XLA's ``HloSharding``s, None where unspecified.
-
-        As ``jax.export.Exported.in_shardings_hlo`` holds them for a
-        deserialized artifact (an export that ``jax.export`` made in the
-        process leaves them all None). They name neither the mesh nor its
-        devices: to place arguments, use :meth:`in_shardings_jax`.
-        """
-        return tuple(hlo_sharding(s, a.ndim) for s, a in zip(self.in_shardings, self.in_avals))
-
-    @functools.cached_property
-    def out_shardings_hlo(self) -> tuple[Any, ...]:
-        """The flat output shardings as XLA's ``HloSharding``s (see :attr:`in_shardings_hlo`)."""
-        return tuple(hlo_sharding(s, a.ndim) for s, a in zip(self.out_shardings, self.out_avals))
-
-    def in_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
-        """The recorded input shardings over ``mesh``, for ``jax.device_put`` or ``jax.jit``.
-
-        Raises:
-            MeshMismatchError: ``mesh``'s axes differ from the exported mesh's.
-        """
-        return placement.for_mesh(self.in_shardings, mesh)
-
-    def out_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
-        """The recorded output shardings over ``mesh`` (see :meth:`in_shardings_jax`)."""
-        return placement.for_mesh(self.out_shardings, mesh)
 
     def serialize(self, vjp_order: int = 0, *, integrity: bool = True) -> bytearray:
         """The artifact bytes, in ``jax.export``'s format (jax 0.10.2): the record, encoded, then sealed.
@@ -384,7 +241,7 @@ class Exported:
             # jax.jit refuses non-array leaves (e.g. a static argument passed
             # again, an array of strings) before the tree check runs: report
             # the tree difference, or the leaf whose dtype differs.
-            self._check_dtypes(self._flat_arguments(args, kwargs))
+            check_dtypes(self.call_target, flat_arguments(self.fun_name, self.in_tree, args, kwargs))
             raise
         except Exception as exc:
             if isinstance(exc, (JaxportError, *CALLER_ERRORS)):
@@ -393,30 +250,8 @@ class Exported:
 
     def _call_traced(self, *args: Any, **kwargs: Any) -> Any:
         """The pytree-level call: the tree check, then the primitive bound on the leaves."""
-        return self.out_tree.unflatten(bind(self.call_target, self._flat_arguments(args, kwargs)))
-
-    def _flat_arguments(self, args: Any, kwargs: Any) -> list[Any]:
-        """The flat leaves of ``(args, kwargs)`` if their tree is the exported one.
-
-        Flax and Equinox objects match their plain containers (``plain_trees.py``),
-        which keep their leaves' order: a loaded artifact takes the objects that
-        were exported, an in-process export takes their plain form.
-
-        Raises:
-            TreeMismatchError: listing each structural difference by path.
-        """
-        args_flat, in_tree = jax.tree_util.tree_flatten((args, kwargs))
-        if in_tree != self.in_tree and not _same_plain_structure(in_tree, self.in_tree):
-            raise TreeMismatchError(self.fun_name, tree_differences(in_tree, self.in_tree))
-        return args_flat
-
-    def _check_dtypes(self, leaves: Sequence[Any]) -> None:
-        """Raises DtypeMismatchError for the first leaf with a dtype other than the exported one."""
-        target = self.call_target
-        for path, spec, leaf in zip(target.arg_paths, target.in_specs, leaves):
-            dtype = getattr(leaf, "dtype", None)
-            if dtype is not None and str(dtype) != spec.dtype:
-                raise DtypeMismatchError(path, spec.dtype, str(dtype))
+        leaves = flat_arguments(self.fun_name, self.in_tree, args, kwargs)
+        return self.out_tree.unflatten(bind(self.call_target, leaves))
 
     def _jitted_call(self) -> Callable[..., Any]:
         """A new ``jax.jit`` of :meth:`_call_traced`, named after the function."""
@@ -469,19 +304,6 @@ class Exported:
         """
         return warm(self, self._jitted_call(), args_specs, kwargs_specs)
 
-    def __str__(self) -> str:
-        return f"Exported(fun_name={self.fun_name}, ...)"
-
-    def __repr__(self) -> str:
-        ins = ", ".join(str(a.str_short()) for a in self.in_avals)
-        outs = ", ".join(str(a.str_short()) for a in self.out_avals)
-        return (f"Exported(fun_name={self.fun_name!r}, ({ins}) -> ({outs}), "
-                f"platforms={self.platforms}, nr_devices={self.nr_devices})")
-
-
-def _aval(spec: Any) -> ShapedArray:
-    return ShapedArray(tuple(spec.shape), spec.dtype)
-
 
 def _with_vjp(record: ArtifactRecord, vjp: ArtifactRecord | None) -> ArtifactRecord:
     """``record`` with ``vjp`` as its VJP table (every field read, deferred ones made)."""
@@ -493,10 +315,3 @@ def call_exported(exported: Exported) -> Callable[..., Any]:
     if not isinstance(exported, Exported):
         raise TypeError(f"call_exported expects a jaxport.Exported, got {type(exported).__name__}")
     return exported.call
-
-
-def _same_plain_structure(a: jax.tree_util.PyTreeDef, b: jax.tree_util.PyTreeDef) -> bool:
-    try:
-        return bool(with_plain_library_nodes(a) == with_plain_library_nodes(b))
-    except NonStringKeyError:
-        return False

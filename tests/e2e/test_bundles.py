@@ -210,17 +210,17 @@ def test_a_new_save_replaces_the_previous_bundle_but_not_other_directories(tmp_p
 
 def test_an_interrupted_save_leaves_the_previous_bundle_and_no_temporary(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from jaxport.application import bundles
+    from jaxport.application import bundle_save
 
     path = model.save(tmp_path / "m")
     before = {name: (path / name).read_bytes() for name in os.listdir(path)}
-    real = bundles.write_weights  # type: ignore[attr-defined]
+    real = bundle_save.write_weights  # type: ignore[attr-defined]
 
     def write_half_then_fail(stream: Any, *args: Any) -> None:
         real(stream, *args)
         raise KeyboardInterrupt("interrupted while writing the weights")
 
-    monkeypatch.setattr(bundles, "write_weights", write_half_then_fail)
+    monkeypatch.setattr(bundle_save, "write_weights", write_half_then_fail)
     with pytest.raises(KeyboardInterrupt):
         model.save(path, seed=1)
     assert os.listdir(tmp_path) == ["m"]
