@@ -1,4 +1,4 @@
-"""Fixtures of the adapter tests."""
+"""Fixtures of the adapter tests, and JAX's set-up (:func:`~tests.helpers.jax_setup.configure_jax`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import pytest
 
 from jaxport.adapters.flatbuffers_reader import WireReader
 from tests.helpers.artifacts import recorded_readers
+from tests.helpers.jax_setup import configure_jax
+
+configure_jax()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The test tree's own layout: tests/e2e holds end-to-end tests only, and tests share helpers
+"""The test tree's own layout: tests/e2e holds end-to-end tests only (and its conftest), and tests share helpers
 through helper modules (tests/helpers, tests/fuzz, ...), never through another test module or a conftest.
 
 The test reads the sources with :mod:`ast`; it imports nothing.
@@ -47,5 +47,5 @@ def test_no_test_imports_from_a_test_module_or_a_conftest() -> None:
 
 def test_tests_e2e_holds_test_modules_only() -> None:
     others = [p.name for p in sorted((TESTS / "e2e").glob("*.py"))
-              if not p.name.startswith("test_") and p.name != "__init__.py"]
+              if not p.name.startswith("test_") and p.name not in ("__init__.py", "conftest.py")]
     assert others == []
