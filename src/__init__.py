@@ -46,8 +46,9 @@ if TYPE_CHECKING:
     from .application.verification import verify_artifact as verify_artifact
     from .domain.symbolic import SymbolicScope as SymbolicScope
     from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
-
-__version__ = "0.1.0"
+    #: This jaxport's version, read on first use from its one place,
+    #: ``jaxport.domain.producer.JAXPORT_VERSION`` (pyproject.toml reads it there too).
+    __version__: str
 
 _LAZY = {
     # Lazy too, so that `import jaxport` loads none of jaxport's modules.
@@ -110,8 +111,12 @@ def __getattr__(name: str) -> Any:
         return value
     if name == "errors":
         return importlib.import_module("jaxport.errors")
+    if name == "__version__":
+        value = importlib.import_module("jaxport.domain.producer").JAXPORT_VERSION
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})

@@ -23,9 +23,9 @@ from typing import Final
 
 #: The longest version text read.
 MAX_VERSION_CHARS: Final = 128
-#: This jaxport's version (``jaxport.__version__`` repeats it, so that
-#: ``import jaxport`` loads none of jaxport's modules; a test keeps the two
-#: and pyproject.toml's version equal).
+#: This jaxport's version, written here only: ``jaxport.__version__`` reads it
+#: on first use (so ``import jaxport`` still loads none of jaxport's modules),
+#: and pyproject.toml's ``[tool.setuptools.dynamic]`` reads it when building.
 JAXPORT_VERSION: Final = "0.1.0"
 
 

@@ -57,6 +57,11 @@ def test_the_guide_has_every_page_of_the_index() -> None:
     assert linked == {p.name for p in PAGES} - {"index.md"}
 
 
+def test_the_index_numbers_its_pages_one_after_the_other() -> None:
+    numbers = [int(n) for n in re.findall(r"^(\d+)\. \[", (DOCS / "index.md").read_text(), re.M)]
+    assert numbers == list(range(1, len(PAGES))), numbers  # every page but the index itself
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_the_examples_of_a_page_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if "```python" in page.read_text():

@@ -52,12 +52,20 @@ def test_every_third_party_module_that_src_imports_is_a_declared_dependency() ->
     assert undeclared == {}
 
 
-def test_the_version_is_the_same_in_pyproject_the_package_and_the_producer_record() -> None:
+def test_the_version_is_written_once_and_pyproject_the_package_and_the_producer_record_read_it() -> None:
     import tomllib
     from pathlib import Path
+
+    from setuptools.config.expand import read_attr
 
     import jaxport
     from jaxport.domain.producer import JAXPORT_VERSION
 
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
-    assert pyproject["project"]["version"] == jaxport.__version__ == JAXPORT_VERSION
+    root = Path(__file__).resolve().parents[2]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    attr = pyproject["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    # What setuptools writes into the package's metadata when it builds it (read without importing).
+    built = read_attr(attr, package_dir=pyproject["tool"]["setuptools"]["package-dir"], root_dir=root)
+    assert built == jaxport.__version__ == JAXPORT_VERSION
+    assert JAXPORT_VERSION.count(".") == 2
