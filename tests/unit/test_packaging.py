@@ -56,7 +56,7 @@ def test_the_version_is_written_once_and_pyproject_the_package_and_the_producer_
     import tomllib
     from pathlib import Path
 
-    from setuptools.config.expand import read_attr
+    from setuptools.config.expand import read_attr  # type: ignore[import-untyped]  # (no stubs installed)
 
     import jaxport
     from jaxport.domain.producer import JAXPORT_VERSION
