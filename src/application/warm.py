@@ -6,12 +6,15 @@ jaxport keeps no compiled code of its own: the eager call of an exported
 function is a ``jax.jit``, so JAX's persistent compilation cache serves it in
 a later process, as it serves any jitted function. Warming compiles that
 same call for the given specs with JAX and checks, from JAX's monitoring events, that the cache now
-holds it. JAX's settings are read, never changed.
+holds it. :func:`warm` reads JAX's settings and never changes them; a process
+that does nothing but warm (``jaxport warm``) first lowers JAX's write
+thresholds for itself with :func:`keep_every_compilation`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import jax
@@ -79,6 +82,25 @@ def warm(exp: Signature, jitted: Any, args_specs: tuple[Any, ...], kwargs_specs:
         f"{settings.min_entry_size_bytes}). To keep every compilation, set "
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 and JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1 "
         "(or the same through jax.config).")
+
+
+def keep_every_compilation(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """For a process that only warms: JAX's cache writes every compilation, however fast or small.
+
+    By default JAX writes only compilations that took a second or more
+    (``jax_persistent_cache_min_compile_time_secs``), so warming a small
+    function would write nothing; a user who warms asks for the entry. The
+    thresholds that ``environ`` leaves unset (``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``,
+    ``JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES``) are set, in this process only,
+    to keep every compilation; one the environment sets is respected (and
+    :func:`warm` says when it keeps JAX from writing).
+
+    Returns:
+        The names of JAX's settings it changed.
+    """
+    names = tuple(name for name in jax_cache.KEEP_EVERY_COMPILATION if name.upper() not in environ)
+    jax_cache.keep_every_compilation(names)
+    return names
 
 
 def cache_directory(what: str) -> str:

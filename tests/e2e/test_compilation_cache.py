@@ -2,7 +2,8 @@
 
 The children get JAX's cache through their environment, as a deployment
 would set it (``JAX_COMPILATION_CACHE_DIR`` and the two thresholds that keep
-every compilation); what the cache did is read from JAX's monitoring events
+every compilation, which ``jaxport warm`` sets for itself when they are
+unset); what the cache did is read from JAX's monitoring events
 and from the cache directory's entries, never from timings. A tiny function
 keeps each child's compilation short.
 """
@@ -24,6 +25,7 @@ import numpy as np
 import pytest
 
 import jaxport
+from jaxport.application.warm import keep_every_compilation
 from jaxport.errors import CacheConfigError
 
 from tests.helpers.jax_cache import KEEP_EVERY_COMPILATION
@@ -157,6 +159,31 @@ def test_jaxport_warm_says_when_jax_thresholds_keep_it_from_writing(artifact: Pa
     assert "jax_persistent_cache_min_compile_time_secs (now 3600 s)" in done.stderr
     assert "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0" in done.stderr
     assert not _entries(jax_cache)
+
+
+def test_jaxport_warm_writes_a_fast_compilation_under_jax_default_thresholds(artifact: Path,
+                                                                            jax_cache: Path) -> None:
+    env = {k: v for k, v in _env(None).items() if not k.startswith("JAX_PERSISTENT_CACHE_MIN_")}
+    env["JAX_COMPILATION_CACHE_DIR"] = str(jax_cache)  # and nothing else: JAX's default thresholds
+    done = _run(["-m", "jaxport", "warm", str(artifact)], env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(_entries(jax_cache)) == 1
+    later, _ = _call_in_child(artifact, jax_cache)
+    assert HIT in later["events"] and WRITTEN not in later["events"]
+
+
+def test_a_warming_process_keeps_every_compilation_but_where_the_environment_sets_a_threshold() -> None:
+    time_name, size_name = "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes"
+    before = {name: getattr(jax.config, name) for name in (time_name, size_name)}
+    try:
+        assert keep_every_compilation({time_name.upper(): "3600"}) == (size_name,)
+        assert (getattr(jax.config, time_name), getattr(jax.config, size_name)) == (before[time_name], -1)
+        assert keep_every_compilation({}) == (time_name, size_name)
+        assert (getattr(jax.config, time_name), getattr(jax.config, size_name)) == (0.0, -1)
+    finally:
+        for name, value in before.items():
+            jax.config.update(name, value)
+    assert before[time_name] >= 1.0  # JAX's default, which warming a small function would not reach
 
 
 def test_warm_refuses_in_a_process_without_a_cache(artifact: Path) -> None:

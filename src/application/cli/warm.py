@@ -18,9 +18,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "(only FUNCTION when given), for this machine into JAX's persistent "
                     "compilation cache, so that the first call of a later process loads the "
                     "executable instead of compiling. The cache is JAX's, configured by "
-                    "JAX_COMPILATION_CACHE_DIR (with JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 "
-                    "and JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1 to keep every compilation); "
-                    "without one, warm refuses. A static artifact needs no specs; a symbolic "
+                    "JAX_COMPILATION_CACHE_DIR; without one, warm refuses. So that JAX writes "
+                    "every compilation, however fast, this command sets JAX's write thresholds "
+                    "for its own process only (jax_persistent_cache_min_compile_time_secs=0 and "
+                    "jax_persistent_cache_min_entry_size_bytes=-1), unless the environment sets "
+                    "them (JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS, "
+                    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES); the processes that later load "
+                    "the entries need neither. A static artifact needs no specs; a symbolic "
                     "one needs the shapes to serve, as --arg/--kwarg specs with integer "
                     "dimensions (the grammar of jaxport export); for a bundle's function that "
                     "takes the weights, the specs are those of the arguments after the weights. "
@@ -41,7 +45,7 @@ def warm_artifact(args: argparse.Namespace) -> int:
     """Compiles into JAX's cache and prints its directory, one line per artifact or bundle function."""
     import os
 
-    from ..warm import cache_directory
+    from ..warm import cache_directory, keep_every_compilation
     from .common import Progress, UsageError, load_artifact, to_struct
     from .export import specs_of
 
@@ -61,6 +65,7 @@ def warm_artifact(args: argparse.Namespace) -> int:
         if not arg_specs and not kwarg_specs:
             _require_static(name, exported)
     cache_directory(args.path)  # refuses before compiling anything when there is no cache
+    keep_every_compilation(os.environ)  # this process only warms: JAX writes what it compiles
     for name, exported, bound in targets:
         call_args, call_kwargs = specs if arg_specs or kwarg_specs or not bound else _specs_after_weights(exported)
         with progress.phase(f"compiling {name}"):
