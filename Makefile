@@ -55,7 +55,7 @@ typecheck: install
 # The runtimes' extras first: installing them replaces and then removes the
 # `jaxport` script, which install writes again afterwards.
 test: $(RUNTIME_DEPS) typecheck
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 bench: $(RUNTIME_DEPS) install
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json

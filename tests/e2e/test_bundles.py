@@ -273,7 +273,7 @@ def sharded_model() -> tuple[dict[str, jaxport.Exported], dict[str, Any], Any]:
     return {"predict": exp}, params, mesh
 
 
-@pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+@pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/helpers/jax_setup.py)")
 def test_a_sharded_bundle_places_each_weight_as_recorded_over_the_mesh(tmp_path: Path) -> None:
     from jax.sharding import NamedSharding, PartitionSpec as P
 
@@ -290,7 +290,7 @@ def test_a_sharded_bundle_places_each_weight_as_recorded_over_the_mesh(tmp_path:
     assert swapped.params["w"].sharding.is_equivalent_to(NamedSharding(mesh, P(None, "model")), 2)
 
 
-@pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+@pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/helpers/jax_setup.py)")
 def test_functions_that_shard_a_weight_differently_cannot_share_a_bundle(tmp_path: Path) -> None:
     from jax.sharding import NamedSharding, PartitionSpec as P
 

@@ -16,7 +16,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import jaxport
 from jaxport.errors import DeviceCountError, MeshMismatchError, ShardingMismatchError
 
-pytestmark = pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+pytestmark = pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/helpers/jax_setup.py)")
 
 
 def mesh_2x4() -> Mesh:

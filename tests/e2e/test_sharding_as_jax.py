@@ -17,7 +17,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import jaxport
 from jaxport.errors import DeviceCountError, PartitionerMismatchError
 
-pytestmark = pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)")
+pytestmark = pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/helpers/jax_setup.py)")
 
 
 def constrained(devices: int) -> Any:

@@ -14,7 +14,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import jaxport
 from tests.multihost.launcher import launch, local_ports_unavailable
 
-pytestmark = [pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/conftest.py)"),
+pytestmark = [pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 devices (tests/helpers/jax_setup.py)"),
               pytest.mark.skipif(local_ports_unavailable() is not None, reason=str(local_ports_unavailable()))]
 
 

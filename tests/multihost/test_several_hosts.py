@@ -112,7 +112,7 @@ print(json.dumps({
 
 
 def test_an_artifact_exported_on_8_devices_runs_on_two_processes_of_4(tmp_path: Path) -> None:
-    assert jax.device_count() >= 8, "tests/conftest.py gives this process 8 CPU devices"
+    assert jax.device_count() >= 8, "tests/helpers/jax_setup.py gives this process 8 CPU devices"
     mesh = Mesh(np.array(jax.devices()[:8]), ("x",))
     f = jax.jit(lambda x: jnp.sin(x) * 2 + jnp.sum(x, axis=0),
                 in_shardings=NamedSharding(mesh, P("x")), out_shardings=NamedSharding(mesh, P("x")))
