@@ -50,9 +50,10 @@ def _f(x: jax.Array) -> jax.Array:
     return jnp.tanh(x @ jnp.ones((16, 4), jnp.float32)) * 3.0
 
 
-@pytest.fixture
-def artifact(tmp_path: Path) -> Path:
-    path = tmp_path / "f.jaxport"
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``_f`` exported and saved once for the module's tests, which only read it."""
+    path = tmp_path_factory.mktemp("artifact") / "f.jaxport"
     jaxport.save(jaxport.export(jax.jit(_f))(jax.ShapeDtypeStruct((2, 16), jnp.float32)), path)
     return path
 

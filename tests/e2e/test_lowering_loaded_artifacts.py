@@ -28,8 +28,9 @@ def _spec(batch: int) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((batch, 16), jnp.float32)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def blob() -> bytes:
+    """``_f`` for any batch size with its VJP, exported once for the module's tests."""
     b, = jaxport.symbolic_shape("b")
     return bytes(jaxport.export(jax.jit(_f))(jax.ShapeDtypeStruct((b, 16), jnp.float32)).serialize(vjp_order=1))
 
