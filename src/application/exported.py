@@ -284,7 +284,9 @@ class Exported(ExportedFields):
         compilation cache"). The cache is JAX's, configured as JAX users
         configure it (``JAX_COMPILATION_CACHE_DIR``, or
         ``jax.config.update("jax_compilation_cache_dir", ...)`` before the
-        process's first compilation); jaxport changes none of JAX's settings.
+        process's first compilation); this method changes none of JAX's
+        settings (the ``jaxport warm`` command, a process that only warms,
+        lowers JAX's write thresholds for itself: see its help).
 
         Args:
             *args_specs, **kwargs_specs: the arguments to compile for, as
