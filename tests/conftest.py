@@ -1,6 +1,8 @@
 """Test-process setup for every test folder, without JAX (tests/unit runs without it).
 
-Verification verdicts go to a temporary folder of this run, and JAX's
+Verification verdicts and Hypothesis's files go to temporary folders of this
+process (so that pytest-xdist's workers share none, and nothing is written
+in the repository), and JAX's
 persistent compilation cache is off unless a test turns it on in a folder of
 its own (the ``jax_compilation_cache`` fixture of tests/e2e, or a child
 process's environment). The folders that run JAX set it up in their own
@@ -21,3 +23,8 @@ _CACHE_DIR = tempfile.mkdtemp(prefix="jaxport-test-verdicts-")
 os.environ["JAXPORT_CACHE_DIR"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, True)
 os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+# Hypothesis keeps its examples and caches under ./.hypothesis unless told otherwise
+# (read on first use, after this).
+_HYPOTHESIS_DIR = tempfile.mkdtemp(prefix="jaxport-test-hypothesis-")
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_DIR
+atexit.register(shutil.rmtree, _HYPOTHESIS_DIR, True)
