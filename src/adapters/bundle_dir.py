@@ -101,6 +101,11 @@ def _write_file(path: Path, writer: Writer) -> FileDigest:
     return hashing.digest()
 
 
+def replace_directory(tmp: Path, target: Path) -> None:
+    """Moves the directory ``tmp`` to ``target`` in one step; what was at ``target`` is removed."""
+    _swap_into_place(tmp, target)
+
+
 def _swap_into_place(tmp: Path, target: Path) -> None:
     """Moves ``tmp`` to ``target``; afterwards ``tmp`` is gone (holding the old bundle, it is removed)."""
     if not target.exists():
