@@ -24,10 +24,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..domain.artifact import ArtifactRecord
 from ..domain.bundle import EXAMPLES_FILE, FileDigest
@@ -105,7 +104,9 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
     jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), allowed) for f in src.functions)
     weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
         WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
-    return _write_atomically(out, lambda staging: _fill(entry, converter, jobs, src, weights, options, staging))
+    from ..adapters.bundle_dir import write_directory
+
+    return write_directory(out, lambda staging: _fill(entry, converter, jobs, src, weights, options, staging))
 
 
 def _converter(entry: TargetEntry) -> Converter:
@@ -203,26 +204,6 @@ def _digests(root: Path) -> dict[str, FileDigest]:
             digest = hashlib.file_digest(f, "sha256").hexdigest()
         digests[file.relative_to(root).as_posix()] = FileDigest(file.stat().st_size, digest)
     return digests
-
-
-def _write_atomically(out: Path, fill: Any) -> ConvertedManifest:
-    """The directory ``fill`` writes (given a fresh directory beside ``out``), moved to ``out`` in one step."""
-    from ..adapters.atomic_files import fsync_directory
-    from ..adapters.bundle_dir import replace_directory
-    from ..adapters.temporary import create_beside, new_directory
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _, tmp_name = create_beside(out, ".tmp", new_directory)
-    tmp = Path(tmp_name)
-    try:
-        manifest: ConvertedManifest = fill(tmp)
-        fsync_directory(tmp)
-        replace_directory(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    fsync_directory(out.parent)
-    return manifest
 
 
 def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,

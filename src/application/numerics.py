@@ -10,8 +10,7 @@ functions that have examples, compiled for the examples' sizes), and that
 directory is checked. The arithmetic of the verdict and the report are the
 domain's (:mod:`jaxport.domain.numerics`).
 
-Checking a SavedModel or an IREE directory, or a bundle on TensorFlow,
-imports no JAX (converting a bundle for IREE does: JAX refines its shapes).
+Checking a converted directory, or a bundle on TensorFlow, imports no JAX (converting a bundle for IREE does: JAX refines its shapes).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,16 +60,17 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
                    rtol: float | None = None, atol: float | None = None) -> NumericsReport:
     """Runs the golden examples of a directory again and compares each output with JAX's at save.
 
-    A bundle runs on JAX; a SavedModel that jaxport converted runs on
-    TensorFlow, a directory of IREE modules on IREE (an example of a size
-    that was not compiled fails). Each output passes when its largest absolute error is at
+    A bundle runs on JAX; a directory that jaxport converted runs on its
+    target's runtime (a SavedModel on TensorFlow, IREE modules on IREE; an
+    example of a size that was not compiled fails). Each output passes when its largest absolute error is at
     most ``atol + rtol *`` its largest recorded magnitude; the defaults
     depend on the dtype (``float32``: ``rtol=1e-5, atol=1e-6``; integers,
     booleans and keys exact; the table: :mod:`jaxport.domain.numerics`).
 
     Args:
         path: a bundle saved with ``examples``, or a directory converted from one.
-        runtime: another runtime to check a bundle on (``"tf"``, ``"iree"``):
+        runtime: another runtime to check a bundle on, a target's name
+            (``"savedmodel"``, ``"iree"``; :data:`jaxport.domain.targets.TARGETS`):
             the bundle is converted into a temporary directory first. None:
             the directory's own runtime.
         rtol, atol: the tolerances of floating and complex outputs, instead of
