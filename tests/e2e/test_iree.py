@@ -266,3 +266,21 @@ def test_a_directory_compiled_for_another_machine_says_so_and_is_refused_on_this
         pytest.skip("this machine runs aarch64 modules")
     with pytest.raises(TargetMismatchError, match=r"compiled for aarch64 \(CPU generic, triple aarch64-"):
         jaxport.load_iree(out)
+
+
+def test_an_existing_output_path_is_replaced_only_when_asked(tmp_path: Path) -> None:
+    artifact = model.save_stats(tmp_path / "stats.jaxport")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("not jaxport's")
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        jaxport.to_iree(artifact, out)
+    assert sorted(os.listdir(out)) == ["mine.txt"]
+    with pytest.raises(TypeError, match="options for to='iree' are a IreeOptions, not a SavedModelOptions"):
+        jaxport.convert(artifact, out, to="iree", options=jaxport.SavedModelOptions(), overwrite=True)
+    with pytest.raises(ValueError, match="Unknown target 'nope'"):
+        jaxport.convert(artifact, out, to="nope", overwrite=True)
+    manifest = jaxport.convert(artifact, out, to="iree", options=jaxport.IreeOptions(), overwrite=True)
+    assert sorted(os.listdir(out)) == ["manifest.json", "stats.vmfb"] and manifest.target == "iree"
+    assert jaxport_cli("convert", str(artifact), "--to", "iree", "-o", str(out)).returncode == 2
+    assert jaxport_cli("convert", str(artifact), "--to", "iree", "-o", str(out), "--force").returncode == 0
