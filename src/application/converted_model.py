@@ -11,6 +11,7 @@ one bad call gets the same error and message on every target.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import types
@@ -18,7 +19,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..adapters.bundle_dir import sha256_many
 from ..domain.converted import (
     FORMAT_NAME, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format)
 from ..domain.errors import ArtifactError, MissingExtraError
@@ -84,10 +84,11 @@ def _check_files(root: Path, manifest: ConvertedManifest) -> Mapping[str, Any]:
     """Checks every file's digest (the weights file: its header's and each weight's); the weights' views."""
     weights_file = manifest.weights.file if manifest.weights is not None else ""
     names = [n for n in manifest.files if n != weights_file]
-    buffers = []
-    for name in names:
-        buffers.append(memoryview((root / name).read_bytes()))
-    check_digests(manifest, names, sha256_many(buffers))
+    digests = []
+    for name in names:  # streamed: a SavedModel's variables may be large
+        with open(root / name, "rb") as file:
+            digests.append(hashlib.file_digest(file, "sha256").hexdigest())
+    check_digests(manifest, names, digests)
     if manifest.weights is None or not weights_file:
         return {}
     from ..adapters.bundle_dir import read_weights
