@@ -22,6 +22,9 @@ from jaxport.errors import (
     ArtifactError, ConversionError, DtypeMismatchError, RankMismatchError, ShapeAssertionError, ShapeMismatchError,
     TargetMismatchError, TreeMismatchError, UncompiledSizeError)
 from tests.helpers import iree_model as model
+from tests.helpers.extras import requires_iree
+
+pytestmark = requires_iree
 
 DIMS = {"predict": [{"b": 1}, {"b": 3}], "loss": [{"b": 2}]}
 
@@ -90,13 +93,18 @@ def test_the_directory_holds_a_module_per_binding_the_bundles_weights_and_a_mani
                                              "predict.b=1.vmfb", "predict.b=3.vmfb"]
     assert (converted / "params.safetensors").read_bytes() == (bundle / "params.safetensors").read_bytes()
     manifest = json.loads((converted / "manifest.json").read_text())
-    assert manifest["target"]["requested_cpu"] == "host" and manifest["target"]["cpu"] != "host"
-    assert manifest["target"]["triple"].startswith(("x86_64-", "aarch64-"))
+    assert manifest["format"] == "jaxport-converted" and manifest["target"] == "iree"
+    details = manifest["target_details"]
+    assert details["requested_cpu"] == "host" and details["cpu"] != "host"
+    assert details["triple"].startswith(("x86_64-", "aarch64-"))
     predict = manifest["functions"]["predict"]
-    assert predict["modules"] == [{"file": "predict.b=1.vmfb", "dims": {"b": 1}},
-                                  {"file": "predict.b=3.vmfb", "dims": {"b": 3}}]
-    assert predict["signature"]["in_avals"] == [{"shape": ["b", "8"], "dtype": "int32"}]
-    assert predict["signature"]["constraints"] == ["b <= 64"]
+    assert predict["variants"] == [{"file": "predict.b=1.vmfb", "dims": {"b": 1}},
+                                   {"file": "predict.b=3.vmfb", "dims": {"b": 3}}]
+    assert predict["signature"]["inputs"] == [{"name": "arg0", "dtype": "int32", "shape": ["b", "8"],
+                                               "dims": ["b", 8]}]
+    assert predict["signature"]["nr_weights"] == 9
+    assert [c["text"] for c in predict["signature"]["constraints"]] == ["b <= 64"]
+    assert manifest["weights"]["file"] == "params.safetensors"
     assert set(manifest["files"]) == {"loss.b=2.vmfb", "params.safetensors", "predict.b=1.vmfb",
                                       "predict.b=3.vmfb"}
     assert sorted(os.listdir(stats_converted)) == ["manifest.json", "stats.vmfb"]
@@ -210,7 +218,8 @@ def test_the_command_line_converts_runs_and_inspects_without_jax_but_to_convert(
     made = jaxport_cli("convert", str(bundle), "--to", "iree", "-o", str(converted), "--dims", "predict:b=1",
                        "--dims", "loss:b=1")
     assert made.returncode == 0, made.stderr
-    assert made.stdout.startswith(f"wrote {converted}: 2 functions, 2 IREE modules for ")
+    assert made.stdout.startswith(f"wrote {converted}: IREE with 2 functions (predict, loss), 2 variants, "
+                                  "9 weights (")
     refused = jaxport_cli("convert", str(bundle), "--to", "iree", "-o", str(tmp_path / "no"), "--dims", "predict:b=1")
     assert refused.returncode == 2 and "ConversionError: Cannot convert the function 'loss'" in refused.stderr
     ids = model.token_ids(1)
@@ -247,8 +256,9 @@ def test_a_directory_compiled_for_another_machine_says_so_and_is_refused_on_this
     done = jaxport_cli("convert", str(artifact), "--to", "iree", "-o", str(out),
                        "--target-triple", "aarch64-linux-gnu")
     assert done.returncode == 0, done.stderr
-    assert f"wrote {out}: 1 functions, 1 IREE modules for aarch64 (CPU generic" in done.stdout
-    target = json.loads((out / "manifest.json").read_text())["target"]
+    assert f"wrote {out}: IREE with 1 function (stats), 1 variant, " in done.stdout
+    assert "compiled for aarch64 (CPU generic" in done.stdout
+    target = json.loads((out / "manifest.json").read_text())["target_details"]
     assert (target["requested_triple"], target["cpu"], target["triple"]) == (
         "aarch64-linux-gnu", "generic", "aarch64-unknown-unknown-eabi-elf")
     assert "compiled for aarch64 (CPU generic" in jaxport_cli("inspect", str(out)).stdout
@@ -256,3 +266,21 @@ def test_a_directory_compiled_for_another_machine_says_so_and_is_refused_on_this
         pytest.skip("this machine runs aarch64 modules")
     with pytest.raises(TargetMismatchError, match=r"compiled for aarch64 \(CPU generic, triple aarch64-"):
         jaxport.load_iree(out)
+
+
+def test_an_existing_output_path_is_replaced_only_when_asked(tmp_path: Path) -> None:
+    artifact = model.save_stats(tmp_path / "stats.jaxport")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("not jaxport's")
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        jaxport.to_iree(artifact, out)
+    assert sorted(os.listdir(out)) == ["mine.txt"]
+    with pytest.raises(TypeError, match="options for to='iree' are a IreeOptions, not a SavedModelOptions"):
+        jaxport.convert(artifact, out, to="iree", options=jaxport.SavedModelOptions(), overwrite=True)
+    with pytest.raises(ValueError, match="Unknown target 'nope'"):
+        jaxport.convert(artifact, out, to="nope", overwrite=True)
+    manifest = jaxport.convert(artifact, out, to="iree", options=jaxport.IreeOptions(), overwrite=True)
+    assert sorted(os.listdir(out)) == ["manifest.json", "stats.vmfb"] and manifest.target == "iree"
+    assert jaxport_cli("convert", str(artifact), "--to", "iree", "-o", str(out)).returncode == 2
+    assert jaxport_cli("convert", str(artifact), "--to", "iree", "-o", str(out), "--force").returncode == 0
