@@ -34,6 +34,7 @@ _ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorPr
                np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE}
 
 Shape = tuple[int | None, ...]
+_POSITION = re.compile(r'"([^"]+)":(\d+):(\d+)')
 
 
 def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
@@ -63,7 +64,7 @@ def short_location(location: Any) -> str:
     """
     text = str(location)
     name = re.search(r'loc\("([^"]*)"', text)
-    place = re.search(r'"([^"]+)":(\d+):(\d+)', text)
+    place = _POSITION.search(text)
     parts = [name.group(1)] if name else []
     if place:
         parts.append(f"{place.group(1)}:{place.group(2)}:{place.group(3)}")
@@ -83,8 +84,9 @@ class GraphBuilder:
         self.initializers: list[onnx.TensorProto] = []
         self._count = 0
         self._int64_constants: dict[tuple[int, ...], str] = {}
-        #: The operation being translated, for :meth:`refuse`.
+        #: The operation being translated, and the calls it is inlined through, for :meth:`refuse`.
         self.current: ir.Operation | None = None
+        self.call_sites: list[Any] = []
 
     def fresh(self, hint: str) -> str:
         """A new value name."""
@@ -135,15 +137,26 @@ class GraphBuilder:
         op = self.current
         if op is None:
             raise UnsupportedOperationError(TARGET, self.function, "(none)", "(unknown)", detail)
-        raise UnsupportedOperationError(TARGET, self.function, operation_name(op),
-                                        short_location(op.location), detail)
+        raise UnsupportedOperationError(TARGET, self.function, operation_name(op), self._where(op), detail)
+
+    def _where(self, op: Any) -> str:
+        """The operation's location; where it has no source position, the nearest call's that has one."""
+        where = short_location(op.location)
+        if not _POSITION.search(str(op.location)):
+            for site in reversed(self.call_sites):
+                if _POSITION.search(str(site.location)):
+                    return f"{where} (called at {short_location(site.location)})"
+        return where
 
 
 def operation_name(op: ir.Operation | ir.OpView) -> str:
     """An operation's name, with a custom call's target."""
-    if op.name == "stablehlo.custom_call":
-        return f"stablehlo.custom_call @{ir.StringAttr(op.attributes['call_target_name']).value}"
-    return str(op.name)
+    name = str(op.operation.name)  # not op.name: a composite's is its composite name
+    if name == "stablehlo.custom_call":
+        return f"{name} @{ir.StringAttr(op.attributes['call_target_name']).value}"
+    if name == "stablehlo.composite":
+        return f"{name} \"{ir.StringAttr(op.attributes['name']).value}\""
+    return name
 
 
 def tensor_shape(value: Any) -> Shape:

@@ -3,8 +3,8 @@
 Each family of operations lives in its own ``onnx_ops_*`` module with its
 own ``TABLE``; adding a family is adding a module and one line here. An
 operation missing from the table is refused by the translator, by name
-and source location. ``func.call``, ``func.return``, ``stablehlo.return``
-and ``stablehlo.custom_call`` are the translator's own business (they need
+and source location. ``func.call``, ``func.return``, ``stablehlo.return``,
+``stablehlo.composite`` and ``stablehlo.custom_call`` are the translator's own business (they need
 the module, not only the operation).
 """
 
@@ -20,4 +20,9 @@ TRANSLATIONS: Mapping[str, Translation] = {
     **onnx_ops_shape.TABLE,
     **onnx_ops_linalg.TABLE,
     **onnx_ops_gather.TABLE,
+}
+
+#: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
+COMPOSITES: Mapping[str, Translation] = {
+    **onnx_ops_elementwise.COMPOSITES,
 }

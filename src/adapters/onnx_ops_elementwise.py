@@ -189,3 +189,8 @@ TABLE: dict[str, Translation] = {
     "chlo.acos": _float_only("Acos"),
     "chlo.atan": _float_only("Atan"),
 }
+
+#: The composites JAX wraps CHLO operations in (``stablehlo.composite "chlo.erf"``).
+COMPOSITES: dict[str, Translation] = {
+    "chlo.erf": _float_only("Erf"),
+}

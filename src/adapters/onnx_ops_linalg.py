@@ -79,11 +79,11 @@ def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     body = op.regions[0].blocks[0]
     ops = list(body.operations)
     combine = ops[0] if len(ops) == 2 else None
-    if (combine is None or combine.name not in _REDUCTIONS or ops[1].name != "stablehlo.return"
+    if (combine is None or combine.operation.name not in _REDUCTIONS or ops[1].operation.name != "stablehlo.return"
             or {_arg_number(v) for v in combine.operands} != {0, 1}
             or ops[1].operands[0] != combine.results[0]):
         b.refuse("its body is not one add, multiply, maximum, minimum, and or or of its two arguments")
-    reduce_type, binary = _REDUCTIONS[combine.name]
+    reduce_type, binary = _REDUCTIONS[combine.operation.name]
     dtype = tensor_dtype(op.results[0])
     dims = int_list(op.attributes["dimensions"])
     if dtype == np.dtype(np.bool_) and binary not in ("And", "Or"):
@@ -108,7 +108,7 @@ def _arg_number(value: Any) -> int:
 def _is_identity(value: Any, binary: str, dtype: np.dtype[Any]) -> bool:
     """Whether ``value`` is a constant that leaves the reduction's result unchanged."""
     owner: Any = None if isinstance(value, ir.BlockArgument) else value.owner
-    if owner is None or owner.name != "stablehlo.constant":
+    if owner is None or owner.operation.name != "stablehlo.constant":
         return False
     found = np.array(ir.DenseElementsAttr(owner.attributes["value"])).reshape(-1)[0]
     if dtype.kind == "f":

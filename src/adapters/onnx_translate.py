@@ -39,7 +39,7 @@ from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ConversionError
 from . import jaxlib_mlir
 from .onnx_builder import TARGET, GraphBuilder, element_dtype, onnx_type, operation_name
-from .onnx_ops import TRANSLATIONS
+from .onnx_ops import COMPOSITES, TRANSLATIONS
 from .onnx_ops_shape import dimension_value
 from .safetensors_file import decode_header
 
@@ -203,7 +203,7 @@ class _Walker:
         for argument, name in zip(block.arguments, args):
             self.values[argument] = name
         for op in block.operations:
-            if op.name in ("func.return", "stablehlo.return"):
+            if op.operation.name in ("func.return", "stablehlo.return"):
                 return [self.values[v] for v in op.operands]
             self.builder.current = op
             results = self._translate(op)
@@ -214,20 +214,33 @@ class _Walker:
     def _translate(self, op: Any) -> list[str]:
         b = self.builder
         operands = [self.values[v] for v in op.operands]
-        if op.name == "func.call":
-            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            return self.run_block(self.functions[callee].regions[0].blocks[0], operands)
-        if op.name == "stablehlo.custom_call":
+        name = op.operation.name
+        if name == "func.call":
+            return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value, operands)
+        if name == "stablehlo.custom_call":
             if operation_name(op).endswith("@shape_assertion"):
                 return []
             b.refuse("custom calls other than shape_assertion have no ONNX translation")
-        translation = TRANSLATIONS.get(op.name)
+        if name == "stablehlo.composite":
+            translation = COMPOSITES.get(ir.StringAttr(op.attributes["name"]).value)
+            if translation is None:  # its decomposition is what it computes
+                return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value, operands)
+        else:
+            translation = TRANSLATIONS.get(name)
         if translation is None:
             b.refuse()
         for value in (*op.operands, *op.results):
             if not isinstance(value.type, ir.RankedTensorType) or element_dtype(value.type.element_type) is None:
                 b.refuse(f"the type {value.type} has no ONNX Runtime translation here")
         return translation(b, op, operands)
+
+
+    def _inline(self, op: Any, callee: str, operands: list[str]) -> list[str]:
+        self.builder.call_sites.append(op)
+        try:
+            return self.run_block(self.functions[callee].regions[0].blocks[0], operands)
+        finally:
+            self.builder.call_sites.pop()
 
 
 def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_names: Sequence[str],

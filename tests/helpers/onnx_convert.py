@@ -10,6 +10,7 @@ directory issue fixes the rule.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,3 +54,15 @@ def convert(source: Any, directory: Path, **options: Any) -> dict[str, Converted
         converted[function.name] = Converted(path, record, len(names))
     return converted
 
+
+
+def with_module(record: ArtifactRecord, text: str, **changes: Any) -> ArtifactRecord:
+    """``record`` with its module replaced by the StableHLO ``text`` (and other ``changes``)."""
+    from jax.extend import mlir as jex_mlir
+    from jax.extend.mlir import ir
+    from jax.interpreters import mlir
+
+    with mlir.make_ir_context():
+        module = ir.Module.parse(text)
+        blob = bytes(jex_mlir.serialize_portable_artifact(module, "1.15.0", False))
+    return dataclasses.replace(record, mlir_module_serialized=blob, **changes)

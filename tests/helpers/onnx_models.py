@@ -42,13 +42,13 @@ def mlp(params: dict[str, Any], x: jax.Array) -> jax.Array:
     return x
 
 
-def _layer_norm(x: jax.Array, p: dict[str, Any]) -> jax.Array:
+def _layer_norm(x: jax.Array, p: dict[str, Any]) -> Any:
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
     return (x - mean) * jax.lax.rsqrt(var + 1e-5) * p["g"] + p["b"]
 
 
-def _attention(x: jax.Array, p: dict[str, Any], heads: int, mask: jax.Array) -> jax.Array:
+def _attention(x: jax.Array, p: dict[str, Any], heads: int, mask: jax.Array) -> Any:
     b, t, d = x.shape
     qkv = x @ p["qkv"] + p["qkv_b"]
     q, k, v = (a.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3) for a in jnp.split(qkv, 3, axis=-1))
@@ -70,7 +70,7 @@ def transformer_params(seed: int, vocab: int, d: int, layers: int, positions: in
     }
 
 
-def gpt(params: dict[str, Any], tokens: jax.Array) -> jax.Array:
+def gpt(params: dict[str, Any], tokens: jax.Array) -> Any:
     """A GPT-2-like decoder: embeddings, positions, pre-norm blocks, causal attention, tanh GELU, tied logits."""
     t = tokens.shape[1]
     x = params["wte"][tokens] + params["wpe"][:t]
