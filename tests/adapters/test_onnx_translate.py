@@ -250,3 +250,22 @@ def test_names_must_cover_every_input_and_output() -> None:
     record = jaxport.export(jax.jit(jnp.sin))(spec((3,))).record
     with pytest.raises(ConversionError, match="2 input and 1 output names for 1 inputs and 1 outputs"):
         translate(record, input_names=["x", "z"], output_names=["y"])
+
+
+def test_a_module_for_several_platforms_keeps_the_cpu_branch() -> None:
+    record = jaxport.export(jax.jit(lambda x: jnp.sin(x) @ x.T), platforms=("cuda", "cpu"))(spec((3, 3))).record
+    model = translate(record, input_names=["in0"], output_names=["out0"])
+    x = normal(3, 3)
+    np.testing.assert_allclose(run(model, [x])[0], np.sin(x) @ x.T, rtol=1e-5, atol=1e-6)
+
+
+def test_names_of_the_callers_are_never_taken_by_the_graphs_own_values() -> None:
+    record = jaxport.export(jax.jit(lambda x: (jnp.sin(x) + 1, x)))(spec((3,))).record
+    model = translate(record, input_names=["sin_1"], output_names=["add_2", "scalar_3"])
+    x = normal(3)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    y, same = session.run(None, {"sin_1": x})
+    np.testing.assert_allclose(y, np.sin(x) + 1, rtol=1e-6)
+    np.testing.assert_array_equal(same, x)
+    with pytest.raises(ConversionError, match="are not all different"):
+        translate(record, input_names=["x"], output_names=["y", "x"])
