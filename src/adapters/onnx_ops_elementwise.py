@@ -182,15 +182,13 @@ TABLE: dict[str, Translation] = {
     "stablehlo.constant": _constant,
     "stablehlo.iota": _iota,
     "chlo.erf": _float_only("Erf"),
-    "chlo.tan": _float_only("Tan"),
-    "chlo.sinh": _float_only("Sinh"),
-    "chlo.cosh": _float_only("Cosh"),
-    "chlo.asin": _float_only("Asin"),
-    "chlo.acos": _float_only("Acos"),
-    "chlo.atan": _float_only("Atan"),
 }
 
 #: The composites JAX wraps CHLO operations in (``stablehlo.composite "chlo.erf"``).
 COMPOSITES: dict[str, Translation] = {
     "chlo.erf": _float_only("Erf"),
+    "chlo.sinh": _float_only("Sinh"),
+    "chlo.cosh": _float_only("Cosh"),
+    "chlo.asin": _float_only("Asin"),
+    "chlo.acos": _float_only("Acos"),
 }

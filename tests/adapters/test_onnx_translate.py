@@ -159,6 +159,8 @@ ELEMENTWISE: dict[str, Callable[..., Any]] = {
                           jnp.sqrt(jnp.abs(y)), lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(x)),
     "rounding": lambda x, y: (jnp.floor(x), jnp.ceil(x), jnp.round(x * 4), jnp.sign(x), jnp.abs(x)),
     "power and remainder": lambda x, y: (jnp.abs(x) ** y, jnp.fmod(x, y), lax.rem(x, y)),
+    "trigonometric and hyperbolic": lambda x, y: (jnp.tan(x / 4), jnp.sinh(x), jnp.cosh(y), jnp.arcsin(jnp.tanh(x)),
+                                                  jnp.arccos(jnp.tanh(y))),
     "erf and gelu": lambda x, y: (lax.erf(x), jax.nn.gelu(x, approximate=False), jax.nn.gelu(y)),
     "softmax and layer norm": lambda x, y: (jax.nn.softmax(x, axis=-1), jax.nn.standardize(y, axis=-1)),
     "comparisons and select": lambda x, y: (x < y, x <= y, x == y, x != y, x > y, x >= y,
