@@ -156,8 +156,8 @@ def test_gathers_of_take_embedding_and_indexing_equal_jax(case: str) -> None:
 ELEMENTWISE: dict[str, Callable[..., Any]] = {
     "arithmetic": lambda x, y: (x + y, x - y, x * y, x / y, jnp.maximum(x, y), jnp.minimum(x, y), -x),
     "math": lambda x, y: (jnp.exp(x), jnp.log(jnp.abs(x) + 1), jnp.tanh(x), jax.nn.sigmoid(x),
-                          jnp.sqrt(jnp.abs(y)), lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(x)),
-    "rounding": lambda x, y: (jnp.floor(x), jnp.ceil(x), jnp.round(x * 4), jnp.sign(x), jnp.abs(x)),
+                          jnp.sqrt(jnp.abs(y)), lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(x), lax.logistic(x)),
+    "rounding": lambda x, y: (jnp.floor(x), jnp.ceil(x), jnp.round(x * 4), jnp.abs(x)),
     "power and remainder": lambda x, y: (jnp.abs(x) ** y, jnp.fmod(x, y), lax.rem(x, y)),
     "trigonometric and hyperbolic": lambda x, y: (jnp.tan(x / 4), jnp.sinh(x), jnp.cosh(y), jnp.arcsin(jnp.tanh(x)),
                                                   jnp.arccos(jnp.tanh(y))),
@@ -184,8 +184,9 @@ SHAPES: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[lis
                [spec((4, 6))], [[normal(4, 6)]]),
     "symbolic": (lambda x: (x.reshape(-1, 2), jnp.concatenate([x, x], axis=0), x[:, 1:], x.T,
                             jnp.arange(x.shape[0]), jnp.broadcast_to(x[:, :1], x.shape) + x,
-                            jnp.tril(jnp.ones((x.shape[0], x.shape[0]))), x.reshape(x.shape[0], 2, 2)),
-                 [spec((b, 4))], [[normal(1, 4)], [normal(5, 4)]]),
+                            jnp.tril(jnp.ones((x.shape[0], x.shape[0]))), x.reshape(x.shape[0], 2, 2),
+                            x[::2], lax.slice(x, (1, 0), (x.shape[0], 4), (2, 1)), x[:x.shape[0] - 1]),
+                 [spec((b, 4))], [[normal(2, 4)], [normal(5, 4)]]),
     "two symbolic dimensions": (lambda x, y: (x @ y, x.reshape(-1), jnp.concatenate([x, y.T], axis=1)),
                                 [spec((b, t)), spec((t, b))], [[normal(2, 3), normal(3, 2)], [normal(1, 1), normal(1, 1)]]),
 }
@@ -229,8 +230,9 @@ REFUSED: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], str]] =
     "cumulative sum": (lambda x: jnp.cumsum(x), [spec((5,))], "stablehlo.reduce_window"),
     "scatter": (lambda x: x.at[1].add(2.0), [spec((5,))], "stablehlo.scatter"),
     "while": (lambda x: lax.fori_loop(0, 3, lambda i, v: v * 2, x), [spec((2,))], "stablehlo.while"),
-    "integer division": (lambda x: x // 3, [spec((4,), jnp.int32)], "stablehlo.divide"),
+    "integer division": (lambda x, y: x // y, [spec((4,), jnp.int32)] * 2, "stablehlo.divide"),
     "float to int": (lambda x: x.astype(jnp.int32), [spec((4,))], "stablehlo.convert"),
+    "sign of a float": (jnp.sign, [spec((4,))], "stablehlo.sign"),
 }
 
 
@@ -241,6 +243,13 @@ def test_operations_of_the_next_issue_are_refused_with_their_name(case: str) -> 
         to_onnx(function, *specs)
     assert info.value.operation == operation
     assert "test_onnx_translate.py:" in info.value.location
+
+
+def test_integer_division_by_constants_equals_jax() -> None:
+    x = np.array([-7, -1, 0, 5, 9, 2**31 - 1], np.int32)
+    assert_same(lambda x: (x // 3, lax.rem(x, np.int32(3)), lax.div(x, np.int32(-4)), lax.rem(x, np.int32(-4)), x // 2 * 2,
+                           jnp.sign(x)),
+                [spec((6,), jnp.int32)], [x])
 
 
 def test_a_dtype_onnx_runtime_cannot_run_is_refused() -> None:
