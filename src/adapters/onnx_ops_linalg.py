@@ -96,9 +96,22 @@ def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     reduced = b.one(reduce_type, [operand, b.int64s(dims)], keepdims=0)
     if dtype == np.dtype(np.bool_):
         reduced = b.cast(reduced, dtype)
+    if dtype.kind == "f" and binary in ("Max", "Min"):
+        reduced = _with_nan(b, args[0], dims, reduced, dtype)
     if _is_identity(op.operands[1], binary, dtype):
         return [reduced]
     return [b.one(binary, [reduced, args[1]])]
+
+
+def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtype: np.dtype[Any]) -> str:
+    """NaN where a reduced slice holds one, as StableHLO's maximum and minimum propagate it.
+
+    ONNX Runtime's ReduceMax and ReduceMin skip NaNs (its elementwise Max
+    and Min propagate them).
+    """
+    ordered = b.cast(b.one("Equal", [operand, operand]), np.dtype(np.int32))
+    clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), np.dtype(np.bool_))
+    return b.one("Where", [clean, reduced, b.scalar(np.nan, dtype)])
 
 
 def _arg_number(value: Any) -> int:

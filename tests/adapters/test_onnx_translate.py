@@ -126,6 +126,13 @@ def test_reductions_equal_jax(case: str) -> None:
     assert_same(function, [spec((3, 4, 5), dtype)], [x])
 
 
+def test_maximum_and_minimum_propagate_nan_as_xla_does() -> None:
+    x = normal(3, 4)
+    x[1, 2] = np.nan
+    assert_same(lambda x: (x.max(axis=1), x.min(axis=0), x.max(), jax.nn.relu(x), jnp.minimum(x, 0.5)),
+                [spec((3, 4))], [x])
+
+
 def test_reductions_with_a_symbolic_dimension() -> None:
     assert_same(lambda x: (x.sum(0), x.max(1), x.mean()), [spec((b, 4))], [normal(1, 4)], [normal(6, 4)])
 

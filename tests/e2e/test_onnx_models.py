@@ -7,6 +7,8 @@ its symbolic dimensions: the ``.onnx`` keeps them as ``dim_param``s.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,28 @@ def test_a_bert_like_encoder_with_a_padding_mask_equals_jax(bert: Model, b: int,
     _check(bert, models.bert, [tokens, mask])
 
 
+CHILD = """
+import sys
+import numpy as np
+from jaxport.adapters.onnx_runtime import OnnxRuntimeModel
+model, tokens, out = sys.argv[1:]
+np.save(out, OnnxRuntimeModel(model, allowed=["params.safetensors"]).run([np.load(tokens)])[0])
+print(sorted(m for m in ("jax", "jaxlib", "tensorflow") if m in sys.modules))
+"""
+
+
+def test_the_decoder_runs_in_a_process_that_never_imports_jax(gpt: Model, tmp_path: Path) -> None:
+    converted, _, params = gpt
+    tokens = np.random.default_rng(5).integers(0, 97, size=(2, 11)).astype(np.int32)
+    np.save(tmp_path / "tokens.npy", tokens)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(converted.path), str(tmp_path / "tokens.npy"),
+                           str(tmp_path / "out.npy")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), np.asarray(jax.jit(models.gpt)(params, tokens)),
+                               rtol=1e-4, atol=2e-5)
+
+
 def test_symbolic_dimensions_stay_dim_params_named_after_the_variables(gpt: Model) -> None:
     converted, runtime, _ = gpt
     model = onnx.load(str(converted.path), load_external_data=False)
@@ -99,7 +123,7 @@ def test_every_weight_is_external_data_at_its_offset_in_the_safetensors_file(gpt
     converted, _, params = gpt
     model = onnx.load(str(converted.path), load_external_data=False)
     weights = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
-    assert len(weights) == len(jax.tree.leaves(params)) - 0
+    assert len(weights) == len(jax.tree.leaves(params))
     data = (converted.path.parent / WEIGHTS).read_bytes()
     flat = dict(zip([w.name for w in weights], weights))
     wte = flat["wte"]
