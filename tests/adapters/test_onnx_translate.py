@@ -98,6 +98,14 @@ def test_dot_general_of_every_dimension_numbers_equals_jax(case: str) -> None:
     assert expected in ops(model)
 
 
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8, jnp.int16, jnp.int32, jnp.uint32])
+def test_integer_products_and_sums_wrap_as_jax_does(dtype: Any) -> None:
+    x = (np.arange(-30, 30).reshape(6, 10) * 7).astype(dtype)
+    big = np.full((6, 10), np.iinfo(dtype).max - 3, dtype)
+    assert_same(lambda a, c: (a @ c.T, jnp.einsum("ij,ij->i", a, c), a.sum(0, dtype=dtype), c.sum(1, dtype=dtype),
+                              a.max(0), c.min(1)), [spec((6, 10), dtype)] * 2, [x, x[::-1]], [x, big])
+
+
 def test_a_symbolic_batch_keeps_matmul_and_its_dim_param() -> None:
     model = assert_same(lambda x, w: jnp.tanh(x @ w.T), [spec((b, 5)), spec((3, 5))],
                         [normal(1, 5), normal(3, 5)], [normal(7, 5), normal(3, 5)])
@@ -111,6 +119,7 @@ REDUCTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "min": (lambda x: x.min(axis=-1), F32),
     "product": (lambda x: jnp.prod(x, axis=0), F32),
     "integer sum": (lambda x: x.sum(axis=1), jnp.int32),
+    "integer min": (lambda x: x.min(axis=1), jnp.int8),
     "integer max": (lambda x: x.max(axis=(0, 1)), jnp.int32),
     "all": (lambda x: (x > 0).all(axis=1), F32),
     "any": (lambda x: (x > 0).any(axis=(0, 2)), F32),
@@ -240,6 +249,7 @@ REFUSED: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], str]] =
     "integer division": (lambda x, y: x // y, [spec((4,), jnp.int32)] * 2, "stablehlo.divide"),
     "float to int": (lambda x: x.astype(jnp.int32), [spec((4,))], "stablehlo.convert"),
     "sign of a float": (jnp.sign, [spec((4,))], "stablehlo.sign"),
+    "integer product": (lambda x: jnp.prod(x, axis=0), [spec((4, 3), jnp.int32)], "stablehlo.reduce"),
 }
 
 
