@@ -28,8 +28,9 @@ from .onnx_ops_elementwise import Translation
 #: Integers that ONNX Runtime's MatMul, Einsum and reductions do not take are computed in a
 #: signed type they take, which wraps: the result cast back is the same modulo 2**bits as
 #: StableHLO's wrapping one.
-_WIDER = {**{np.dtype(t): np.dtype(np.int32) for t in (np.int8, np.int16, np.uint8, np.uint16)},
-          np.dtype(np.uint32): np.dtype(np.int64), np.dtype(np.uint64): np.dtype(np.int64)}
+_WIDER: dict[np.dtype[Any], np.dtype[Any]] = {
+    **{np.dtype(t): np.dtype(np.int32) for t in (np.int8, np.int16, np.uint8, np.uint16)},
+    np.dtype(np.uint32): np.dtype(np.int64), np.dtype(np.uint64): np.dtype(np.int64)}
 
 
 def _dot_general(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
