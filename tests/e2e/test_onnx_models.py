@@ -24,7 +24,7 @@ import jax.numpy as jnp  # noqa: E402
 import onnx  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
+from jaxport.adapters.onnx_runtime import OnnxRuntimeModel, check_external_data, summary  # noqa: E402
 from jaxport.adapters.onnx_translate import check_file, translate  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from tests.helpers import onnx_models as models  # noqa: E402
@@ -116,7 +116,10 @@ def test_symbolic_dimensions_stay_dim_params_named_after_the_variables(gpt: Mode
             for v in (*model.graph.input, *model.graph.output)]
     assert dims == [["b", "t"], ["b", "t", 97]]
     assert (model.ir_version, [(o.domain, o.version) for o in model.opset_import]) == (10, [("", 21)])
-    assert model.producer_name == "jaxport"
+    assert all(n.domain == "" for n in model.graph.node)
+    found = summary(check_external_data(converted.path, [WEIGHTS]))
+    assert (found.opset, found.ir_version, found.producer, found.dim_params) == (21, 10, "jaxport test", ("b", "t"))
+    assert found.metadata == {"source": "tests"}
 
 
 def test_every_weight_is_external_data_at_its_offset_in_the_safetensors_file(gpt: Model) -> None:
