@@ -158,6 +158,11 @@ GATHERS: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[np
                                   [normal(6, 4), np.array([1, 6, -7], np.int32)]),
     "x[:, 0]": (lambda x: x[:, 0], [spec((3, 5, 2))], [normal(3, 5, 2)]),
     "x[:, -1] symbolic": (lambda x: x[:, -1], [spec((b, t, 2))], [normal(2, 5, 2)]),
+    "x[:, i] with 2-D indices, symbolic": (lambda x, i: x[:, i], [spec((b, t, 5)), spec((2, 2), jnp.int32)],
+                                          [normal(4, 6, 5), np.array([[0, 5], [3, 9]], np.int32)]),
+    "x[..., i]": (lambda x, i: x[..., i], [spec((4, 6, 5)), spec((2, 2), jnp.int32)],
+                  [normal(4, 6, 5), np.array([[0, 4], [3, 1]], np.int32)]),
+    "x[:, -2:] symbolic": (lambda x: x[:, -2:], [spec((b, t, 5))], [normal(3, 4, 5)]),
     "x[:t] of a table": (lambda e, x: e[:x.shape[0]] + x, [spec((8, 3)), spec((short, 3))],
                          [normal(8, 3), normal(5, 3)]),
 }
