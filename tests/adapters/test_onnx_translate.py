@@ -222,19 +222,21 @@ def test_shape_operations_static_and_symbolic_equal_jax(case: str) -> None:
 def test_a_main_that_takes_dimension_values_as_arguments_is_translated() -> None:
     # JAX 0.11 and later: main takes `tensor<i32> {jax.global_constant = "b"}` first, as its callees
     # already do in 0.10: the callee made main gives that module style on this JAX.
-    record = jaxport.export(jax.jit(lambda x, y: (x * x.shape[0], jnp.concatenate([x, y]))))(
-        spec((b, 3)), spec((b, 3))).record
+    record = jaxport.export(jax.jit(lambda x, y: (x * x.shape[0], jnp.concatenate([x, y[None].repeat(x.shape[0], 0)],
+                                                                                   axis=1))))(
+        spec((b, 3)), spec((t,))).record
     text = StableHloSerializer.to_text(record.mlir_module_serialized)
     text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
     text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
-    assert '{jax.global_constant = "b"}' in text.split("@main", 1)[1].split("\n", 1)[0]
+    signature = text.split("@main", 1)[1].split("\n", 1)[0]
+    assert '{jax.global_constant = "b"}' in signature and '{jax.global_constant = "t"}' in signature
     model = translate(with_module(record, text), input_names=["x", "y"], output_names=["p", "c"])
-    for n in (1, 4):
-        x, y = normal(n, 3), normal(n, 3)
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, m in ((1, 2), (4, 1), (3, 5)):
+        x, y = normal(n, 3), normal(m)
         p, c = session.run(None, {"x": x, "y": y})
         np.testing.assert_allclose(p, x * n, rtol=1e-6)
-        np.testing.assert_array_equal(c, np.concatenate([x, y]))
+        np.testing.assert_array_equal(c, np.concatenate([x, np.repeat(y[None], n, 0)], axis=1))
 
 
 def test_the_model_carries_opset_ir_version_producer_and_metadata() -> None:
