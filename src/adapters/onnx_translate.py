@@ -199,7 +199,8 @@ class _Walker:
 
     def __init__(self, builder: GraphBuilder, module: Any) -> None:
         self.builder = builder
-        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations}
+        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+                          if op.operation.name == "func.func"}
         self.values: dict[Any, str] = {}
 
     def run_block(self, block: Any, args: Sequence[str]) -> list[str]:
@@ -222,8 +223,11 @@ class _Walker:
         if name == "func.call":
             return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value, operands)
         if name == "stablehlo.custom_call":
-            if operation_name(op).endswith("@shape_assertion"):
+            target = operation_name(op).rpartition("@")[2]
+            if target == "shape_assertion":
                 return []
+            if target == "Sharding":  # a sharding constraint (GSPMD's): the value, on one device
+                return operands
             b.refuse("custom calls other than shape_assertion have no ONNX translation")
         if name == "stablehlo.case" and operands[0] in b.known:
             # The platform index of a module for several platforms: only the chosen branch runs.
@@ -291,6 +295,8 @@ def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_
     if len({*input_names, *output_names}) != len(input_names) + len(output_names):
         raise ConversionError(TARGET, name, f"the input names {list(input_names)} and output names "
                                             f"{list(output_names)} are not all different")
+    if record.nr_devices != 1:
+        raise ConversionError(TARGET, name, f"its module is for {record.nr_devices} devices; ONNX runs one")
     if record.ordered_effects:
         raise ConversionError(TARGET, name, f"ordered effects {[e.type_name for e in record.ordered_effects]} "
                                             f"have no ONNX counterpart")

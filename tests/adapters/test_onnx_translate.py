@@ -304,3 +304,20 @@ def test_names_of_the_callers_are_never_taken_by_the_graphs_own_values() -> None
     np.testing.assert_array_equal(same, x)
     with pytest.raises(ConversionError, match="are not all different"):
         translate(record, input_names=["x"], output_names=["y", "x"])
+
+
+def test_sharding_constraints_of_a_module_for_one_device_are_their_value() -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:1]), ("x",)), PartitionSpec("x"))
+    model = assert_same(lambda x: lax.with_sharding_constraint(x * 2, sharding) + 1, [spec((4,))], [normal(4)])
+    assert ops(model) <= {"Mul", "Add", "Identity", "Unsqueeze", "Expand"}
+
+
+def test_a_module_for_several_devices_is_refused() -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:2]), ("x",)), PartitionSpec("x"))
+    exp = jaxport.export(jax.jit(lambda x: x * 2, in_shardings=sharding))(spec((4,)))
+    with pytest.raises(ConversionError, match="its module is for 2 devices; ONNX runs one"):
+        translate(exp.record, input_names=["x"], output_names=["y"])
