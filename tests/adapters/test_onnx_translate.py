@@ -239,6 +239,22 @@ def test_a_main_that_takes_dimension_values_as_arguments_is_translated() -> None
         np.testing.assert_array_equal(c, np.concatenate([x, np.repeat(y[None], n, 0)], axis=1))
 
 
+def test_a_variable_of_a_dimension_expression_is_computed_as_jaxports_plan_computes_it() -> None:
+    n, = jaxport.symbolic_shape("n")
+    record = jaxport.export(jax.jit(lambda x: jnp.zeros(((x.shape[0] - 1) // 2, 2)) + x.max()))(
+        spec((2 * n + 1, 3))).record
+    text = StableHloSerializer.to_text(record.mlir_module_serialized)
+    text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
+    text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
+    model = translate(with_module(record, text), input_names=["x"], output_names=["y"])
+    assert [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim] == ["2*n + 1", ""]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for rows in (3, 9):
+        x = normal(rows, 3)
+        (y,) = session.run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.full(((rows - 1) // 2, 2), x.max(), np.float32))
+
+
 def test_the_model_carries_opset_ir_version_producer_and_metadata() -> None:
     record = jaxport.export(jax.jit(jnp.sin))(spec((3,))).record
     model = translate(record, input_names=["x"], output_names=["y"], metadata={"source_sha256": "ab" * 32},
