@@ -46,6 +46,9 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     axis = start_map[0]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
+    index_type = tensor_dtype(op.operands[1])
+    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):  # ONNX's Gather takes these two
+        indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
     others = [d for d in range(len(shape)) if d != axis]
     if sizes is not None:
         short = [d for d in others if shape[d] is None or sizes[d] != shape[d]]
@@ -58,8 +61,8 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     if not collapsed:
         size = b.int64s([sizes[axis]]) if sizes is not None else b.one(
             "Gather", [size_tensor or "", b.int64s([axis])], axis=0)
-        return _window(b, operand, indices, tensor_dtype(op.operands[1]), axis, size)
-    indices = _clamped(b, indices, tensor_dtype(op.operands[1]), operand, axis, shape[axis])
+        return _window(b, operand, indices, index_type, axis, size)
+    indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     gathered = b.one("Gather", [operand, indices], axis=axis)
     onnx_order = ([("o", d) for d in range(axis)] + [("b", k) for k in range(batch_rank)]
                   + [("o", d) for d in range(axis + 1, len(shape))])
