@@ -166,6 +166,12 @@ GATHERS: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[np
     "x[..., i]": (lambda x, i: x[..., i], [spec((4, 6, 5)), spec((2, 2), jnp.int32)],
                   [normal(4, 6, 5), np.array([[0, 4], [3, 1]], np.int32)]),
     "x[:, -2:] symbolic": (lambda x: x[:, -2:], [spec((b, t, 5))], [normal(3, 4, 5)]),
+    "take_along_axis, last axis, symbolic": (lambda x, i: jnp.take_along_axis(x, i[..., None], axis=-1),
+                                             [spec((b, 7, 5)), spec((b, 7), jnp.int32)],
+                                             [normal(2, 7, 5), np.arange(14, dtype=np.int32).reshape(2, 7) % 5]),
+    "take_along_axis, middle axis, clamped": (lambda x, i: jnp.take_along_axis(x, i, axis=1, mode="clip"),
+                                              [spec((3, 7, 5)), spec((3, 2, 5), jnp.int32)],
+                                              [normal(3, 7, 5), np.arange(-8, 22, dtype=np.int32).reshape(3, 2, 5)]),
     "x[:t] of a table": (lambda e, x: e[:x.shape[0]] + x, [spec((8, 3)), spec((short, 3))],
                          [normal(8, 3), normal(5, 3)]),
 }
