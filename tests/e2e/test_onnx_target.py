@@ -28,19 +28,12 @@ import onnx  # noqa: E402
 
 import jaxport  # noqa: E402
 from jaxport.errors import ArtifactError, ConversionError, UnsupportedOperationError  # noqa: E402
-from tests.helpers import iree_model as model  # noqa: E402
-
-
-def examples() -> dict[str, list[tuple[tuple[object, ...], dict[str, object]]]]:
-    ids = {b: model.token_ids(b) for b in (1, 2, 5)}
-    return {"predict": [((ids[1],), {}), ((ids[5],), {})], "loss": [((ids[2], ids[2]), {})]}
+from tests.helpers import golden, iree_model as model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("onnx_target") / "model"
-    jaxport.save_bundle(path, model.exported(), model.make_params(), examples=examples())
-    return path
+    return golden.save_bundle(tmp_path_factory.mktemp("onnx_target") / "model", predict_batches=(1, 5))
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +41,6 @@ def converted(bundle: Path) -> Path:
     path = bundle.parent / "model_onnx"
     jaxport.to_onnx(bundle, path)
     return path
-
-
-CHILD = """
-import json, sys
-from jaxport.application.cli import main
-from jaxport.application.numerics import check_numerics
-report = check_numerics(sys.argv[1])
-status = main(["check", "--numerics", sys.argv[1]])
-print(json.dumps({"report": report.to_json(), "status": status,
-                  "loaded": sorted(n for n in ("jax", "jaxlib", "tensorflow") if n in sys.modules)}))
-"""
 
 
 def test_the_directory_holds_one_model_per_function_and_the_bundles_weights_byte_for_byte(
@@ -74,11 +56,7 @@ def test_the_directory_holds_one_model_per_function_and_the_bundles_weights_byte
 
 
 def test_check_numerics_runs_the_golden_examples_on_onnx_runtime_without_jax(converted: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(converted)], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    *table, last = done.stdout.strip().splitlines()
-    outcome = json.loads(last)
+    table, outcome = golden.check_in_child(converted)
     assert outcome["loaded"] == [] and outcome["status"] == 0
     report = outcome["report"]
     assert report["ok"] and report["runtime"] == "onnx" and report["examples"] == 3
