@@ -249,3 +249,33 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
 
     return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
                    options=IreeOptions(target_cpu, target_triple))
+
+
+def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+            opset: int | None = None, ir_version: int | None = None, overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="onnx", ...)``: one ONNX model per function, for ONNX Runtime and other readers.
+
+    One ``FUNCTION.onnx`` per function (``onnxruntime.InferenceSession(path)``
+    loads it in any language; Netron shows it), of any size: dimension
+    variables stay ``dim_param``s named after them. A bundle's weights stay
+    in ``params.safetensors``, byte for byte, which the models read as ONNX
+    external data at each tensor's offset. Inputs and outputs carry the
+    wire names (``arg0``, ``arg1/dense/w``, ``output_0``). Only the standard
+    ``ai.onnx`` domain is written; an operation without exact translation is
+    refused, by name and source location.
+
+    Args:
+        opset: the ``ai.onnx`` opset (21, the default, to 23).
+        ir_version: the ONNX IR version (10, the default, which onnxruntime-web reads, to 13).
+
+    Raises:
+        As :func:`convert`; ``UnsupportedOperationError`` (a ``ConversionError``)
+        for an operation the translation does not express exactly;
+        ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
+    """
+    from ..domain.target_onnx import OnnxOptions
+
+    defaults = OnnxOptions()
+    return convert(source, path, to="onnx", overwrite=overwrite,
+                   options=OnnxOptions(defaults.opset if opset is None else opset,
+                                       defaults.ir_version if ir_version is None else ir_version))

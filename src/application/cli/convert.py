@@ -27,7 +27,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "bundle's weights as variables (needs pip install 'jaxport[tf]'); iree "
                     "compiles each function ahead of time with IREE: one module per binding of its "
                     "dimension variables (--dims), the weights read from the bundle's safetensors "
-                    "file as IREE parameters (needs pip install 'jaxport[iree]'). Load any of them with "
+                    "file as IREE parameters (needs pip install 'jaxport[iree]'); onnx translates each "
+                    "function into one ONNX model of any size for ONNX Runtime (--opset), the weights "
+                    "read from the bundle's safetensors file as ONNX external data (needs pip install "
+                    "'jaxport[onnx]'). Load any of them with "
                     "jaxport.load_converted (no JAX) or 'jaxport run'. What the runtime cannot run "
                     "is refused before anything is written; a failed conversion leaves nothing at DIR, "
                     "and an existing DIR is replaced only with --force.")
@@ -52,6 +55,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                           "such as x86-64-v3 or cortex-a72")
     cmd.add_argument("--target-triple", metavar="TRIPLE",
                      help="iree: the machine to compile for, e.g. aarch64-linux-gnu (default: this one)")
+    cmd.add_argument("--opset", type=int, metavar="N",
+                     help="onnx: the ai.onnx opset to write (21, the default, to 23)")
     cmd.set_defaults(handler=run_convert)
 
 
@@ -103,12 +108,16 @@ def _options(args: argparse.Namespace) -> object:
         raise UsageError(f"--to {args.to} has no option {unknown[0]!r} (it has {', '.join(sorted(known))})")
     if "allowed_custom_calls" in flags:
         flags["allowed_custom_calls"] = tuple(flags["allowed_custom_calls"])
-    return entry.options(**flags)
+    try:
+        return entry.options(**flags)
+    except (TypeError, ValueError) as exc:  # a value the options class refuses (--opset 20)
+        raise UsageError(f"--to {args.to}: {exc}") from exc
 
 
 #: The targets' own flags: target -> options field -> argparse destination.
 _FLAGS = {"savedmodel": {"default": "default", "allowed_custom_calls": "allow_custom_call"},
-          "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"}}
+          "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"},
+          "onnx": {"opset": "opset"}}
 
 
 def parse_dims(texts: list[str]) -> dict[str, list[dict[str, int]]]:
