@@ -6,13 +6,13 @@ runtime inputs, with BATCH_MATMUL), so a new ``main`` takes the caller's
 flat inputs only and passes the artifact's ``main`` each weight as a
 ``stablehlo.constant`` (and the CPU branch's platform index, for a
 multi-platform module): each model then holds its own copy of the weights.
-For static shapes the artifact is first specialized as for IREE
-(:func:`.jax_specialize.specialize`: JAX's shape refinement); with dynamic
-shapes the symbolic dimensions are left as ``?``, and a ``main`` that takes
-dimension values as leading ``tensor<i32> {jax.global_constant = "b"}``
-arguments (as JAX 0.11 and later write it) gets each from
-``stablehlo.get_dimension_size`` of an input whose dimension is that
-variable. JAX's ``shape_assertion`` custom calls are erased (jaxport checks
+For static shapes the new ``main`` takes static types and JAX's shape
+refinement propagates them (as :mod:`.jax_specialize` does for IREE); with
+dynamic shapes the symbolic dimensions are left as ``?``. A ``main`` that
+takes dimension values as leading ``tensor<i32> {jax.global_constant = "b"}``
+arguments (as JAX 0.11 and later write it) gets each as a constant of the
+binding (static) or from ``stablehlo.get_dimension_size`` of an input that
+has the variable alone as a dimension (dynamic). JAX's ``shape_assertion`` custom calls are erased (jaxport checks
 every call in front of the runtime). The result is a StableHLO portable
 artifact at a version the converter reads.
 """
@@ -29,7 +29,7 @@ from jax.extend.mlir.dialects import func as func_dialect
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
-from ..domain.artifact import ArtifactRecord
+from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ConversionError
 from ..domain.iree_conversion import StaticShapes
 from ..domain.litert_plan import ERASED_CUSTOM_CALLS, RUNTIME_NAME
@@ -39,11 +39,12 @@ from ..domain.runtime_calls import record_shapes
 from ..domain.symbolic import DimExpr
 from . import jax_internals
 from .jax_records import jax_dtype
-from .jax_specialize import _drop_single_device_shardings, specialize
+from .jax_specialize import _drop_single_device_shardings
 from .mlir_module import StableHloSerializer
 
 _CALLEE = "jaxport_litert_callee"
 _DIM_ATTR = "jax.global_constant"
+_PLATFORM_INDEX = "_platform_index"
 
 
 def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray],
@@ -67,39 +68,43 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
             value that ``main`` takes cannot be read from any input's shape.
     """
     context = mlir.make_ir_context()
-    if shapes is not None:
-        try:
-            portable, _ = specialize(record, shapes, platform_index, inspector)
-        except ValueError as exc:
-            raise ConversionError(RUNTIME_NAME, name, f"JAX's shape refinement refused it for "
-                                                      f"{dict(shapes.dims)}: {exc}") from exc
-        callee = StableHloSerializer.deserialize(portable, context)
-        kept: Sequence[int] = range(len(record.in_avals))
-        platform_index = None
-    else:
-        callee = StableHloSerializer.deserialize(record.mlir_module_serialized, context)
-        kept = record.module_kept_var_idx
+    callee = StableHloSerializer.deserialize(record.mlir_module_serialized, context)
     with context, ir.Location.unknown():
         callee_type = ir.FunctionType(ir.TypeAttr(
             ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)
-        dim_names = _dimension_arguments(callee)
+        leading = _leading_arguments(callee)
         module = ir.Module.create()
         callee_name = mlir.merge_mlir_modules(module, _CALLEE, callee)
         nr_weights = len(weights)
-        caller_types = _caller_types(record, shapes)[nr_weights:]
-        out_types = list(callee_type.results)
-        main: Any = func_dialect.FuncOp("main", ir.FunctionType.get(caller_types, out_types))
+        in_types = _caller_types(record, shapes, nr_weights)
+        out_types = list(callee_type.results) if shapes is None else _static_types(record.out_avals, shapes.out_shapes)
+        main: Any = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
         main.attributes["sym_visibility"] = ir.StringAttr.get("public")
         module.body.append(main)
         block = main.add_entry_block()
         with ir.InsertionPoint(block):
-            operands: list[Any] = [] if platform_index is None else [mlir.ir_constant(np.int32(platform_index))]
-            operands += [_convert(_dimension_value(name, record, v, block.arguments, nr_weights), t)
-                         for v, t in zip(dim_names, callee_type.inputs[len(operands):])]
-            for i in kept:
+            operands: list[Any] = []
+            if platform_index is not None and _PLATFORM_INDEX not in leading:
+                operands.append(mlir.ir_constant(np.int32(platform_index)))
+            for variable in leading:
+                if variable == _PLATFORM_INDEX:
+                    operands.append(mlir.ir_constant(np.int32(platform_index or 0)))
+                elif shapes is None:
+                    operands.append(_dimension_value(name, record, variable, block.arguments, nr_weights))
+                else:
+                    operands.append(mlir.ir_constant(np.int32(dict(shapes.dims)[variable])))
+            for i in record.module_kept_var_idx:
                 operands.append(_constant(weights[i]) if i < nr_weights else block.arguments[i - nr_weights])
-            call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(callee_name), operands)
-            func_dialect.ReturnOp(list(call.results))
+            operands = [_convert(v, t) for v, t in zip(operands, callee_type.inputs, strict=True)]
+            call = func_dialect.CallOp(list(callee_type.results), ir.FlatSymbolRefAttr.get(callee_name), operands)
+            func_dialect.ReturnOp([_convert(r, t) for r, t in zip(call.results, out_types)])
+        if shapes is not None:
+            try:
+                module = jax_internals.refine_polymorphic_shapes(module)
+            except ValueError as exc:
+                raise ConversionError(RUNTIME_NAME, name, f"JAX's shape refinement refused it for "
+                                                          f"{dict(shapes.dims)}: {exc}") from exc
+    with module.context, ir.Location.unknown():
         calls = [(site.target or "", site.describe()) for site in inspector.sites(module)]
         _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
         passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
@@ -109,20 +114,29 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
     return portable, calls
 
 
-def _caller_types(record: ArtifactRecord, shapes: StaticShapes | None) -> list[ir.Type]:
-    """The tensor types of every flat input: static for ``shapes``, else ``?`` for each symbolic dimension."""
+def _caller_types(record: ArtifactRecord, shapes: StaticShapes | None, nr_weights: int) -> list[ir.Type]:
+    """The tensor types of the caller's flat inputs: static for ``shapes``, else ``?`` for each symbolic dimension."""
+    avals = record.in_avals[nr_weights:]
     if shapes is not None:
-        sizes: list[Sequence[int]] = [list(s) for s in shapes.in_shapes]
-    else:
-        dynamic = ir.ShapedType.get_dynamic_size()
-        sizes = [[dynamic if isinstance(d, DimExpr) else int(d) for d in s]
-                 for s in record_shapes(record.in_avals, record.constraints)]
-    return [ir.RankedTensorType.get(size, mlir.dtype_to_ir_type(np.dtype(jax_dtype(aval.dtype))))
-            for size, aval in zip(sizes, record.in_avals, strict=True)]
+        return _static_types(avals, shapes.in_shapes[nr_weights:])
+    dynamic = ir.ShapedType.get_dynamic_size()
+    sizes = [[dynamic if isinstance(d, DimExpr) else int(d) for d in s]
+             for s in record_shapes(record.in_avals, record.constraints)[nr_weights:]]
+    return [ir.RankedTensorType.get(size, _element_type(aval)) for size, aval in zip(sizes, avals, strict=True)]
 
 
-def _dimension_arguments(callee: ir.Module) -> list[str]:
-    """The dimension variables that ``main`` takes as leading arguments (JAX 0.11 and later), in order."""
+def _static_types(avals: Sequence[AvalRecord], shapes: Sequence[tuple[int, ...]]) -> list[ir.Type]:
+    return [ir.RankedTensorType.get(shape, _element_type(aval)) for shape, aval in zip(shapes, avals, strict=True)]
+
+
+def _element_type(aval: AvalRecord) -> ir.Type:
+    return mlir.dtype_to_ir_type(np.dtype(jax_dtype(aval.dtype)))
+
+
+def _leading_arguments(callee: ir.Module) -> list[str]:
+    """The names of ``main``'s leading ``jax.global_constant`` arguments, in order: the platform index
+    (``_platform_index``) of a multi-platform module, and each dimension variable that JAX 0.11
+    and later pass as a value."""
     main = ir.SymbolTable(callee.operation)["main"]
     if "arg_attrs" not in main.attributes:
         return []
