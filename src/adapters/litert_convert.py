@@ -74,25 +74,42 @@ def to_tflite(function: str, portable: bytes, input_names: Sequence[str], output
             named = _illegal_operation(diagnostics) or _illegal_operation([str(exc)])
             check_unlegalized(function, [named] if named else ["(unnamed)"], symbolic=symbolic,
                               detail=_first(diagnostics, str(exc)))
-        check_unlegalized(function, _left_operations(module), symbolic=symbolic, detail=_first(diagnostics, ""))
         try:
             return bytes(converter_api_ext.export_flatbuffer_to_bytes(module.operation))
         except ValueError as exc:
+            left = _left_operations(module)
+            check_unlegalized(function, left, symbolic=symbolic, detail=_first(diagnostics, ""))
+            nested = _operations_with_regions(module)
+            what = f" (it holds {', '.join(repr(n) for n in nested)}, whose regions it cannot write)" if nested else ""
             raise ConversionError(RUNTIME_NAME, function, f"LiteRT's flatbuffer exporter refused the converted "
-                                                          f"module: {_first(diagnostics, str(exc))}") from None
+                                                          f"module{what}: {_first(diagnostics, str(exc))}") from None
 
 
 def _left_operations(module: ir.Module) -> list[str]:
-    """The names of the operations outside LiteRT's dialects, sorted."""
+    """The names of the outermost operations outside LiteRT's dialects, sorted."""
     found: set[str] = set()
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         if not op.name.startswith(_LEGAL_DIALECTS) and op.name != "arith.constant":
             found.add(op.name)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return sorted(_public_name(n) for n in found)
+
+
+def _operations_with_regions(module: ir.Module) -> list[str]:
+    """The names of LiteRT operations with regions (control flow: ``tfl.while``), sorted."""
+    found: set[str] = set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name.startswith("tfl.") and len(op.regions):
+            found.add(op.name)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    return sorted(_public_name(n) for n in found)
+    return sorted(found)
 
 
 def _public_name(op: str) -> str:
@@ -137,7 +154,7 @@ def quantize_int8_weights(function: str, model: bytes) -> bytes:
         raise MissingExtraError("ai-edge-quantizer", "litert", exc) from exc
     try:
         result = quantizer.Quantizer(bytearray(model), recipe.dynamic_wi8_afp32()).quantize(
-            enable_progress_report=False)
+            enable_progress_bar=False, enable_progress_report=False)
     except Exception as exc:  # the quantizer raises bare Exceptions, with text
         raise ConversionError(RUNTIME_NAME, function, f"ai-edge-quantizer refused the model: {exc}") from exc
     if result.quantized_model is None:

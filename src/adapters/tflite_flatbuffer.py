@@ -11,6 +11,7 @@ in both LiteRT extras) and the ``flatbuffers`` package it depends on.
 from __future__ import annotations
 
 import functools
+import struct
 from dataclasses import dataclass
 
 from ..domain.errors import MissingExtraError
@@ -67,7 +68,13 @@ def read_flatbuffer(blob: bytes) -> FlatbufferInfo:
     """
     if len(blob) < 8 or blob[4:8] != b"TFL3":
         raise ValueError("not a LiteRT (.tflite) model: its file identifier is not TFL3")
-    model = schema.Model.GetRootAs(blob, 0)
+    try:
+        return _read(schema.Model.GetRootAs(blob, 0))
+    except (struct.error, IndexError, KeyError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not a valid LiteRT (.tflite) model: {type(exc).__name__}: {exc}") from None
+
+
+def _read(model: schema.Model) -> FlatbufferInfo:
     operators = []
     for i in range(model.OperatorCodesLength()):
         code = model.OperatorCodes(i)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 
 import jaxport
+from jaxport.domain.litert_plan import FLOAT32_TOLERANCE
+from jaxport.domain.numerics import Tolerance
 from jaxport.domain.artifact import ArtifactRecord
 from tests.helpers import iree_model
 
@@ -115,9 +117,19 @@ def converted(name: str, quantize: str | None = None) -> list[Any]:
 
 def expected(name: str, *args: Any) -> list[np.ndarray]:
     """``jax.jit`` of the original function on ``args``, flat."""
-    fun, params = {"predict": (iree_model.predict, iree_model.make_params()),
+    table: dict[str, tuple[Callable[..., Any], Any]] = {"predict": (iree_model.predict, iree_model.make_params()),
                    "loss": (iree_model.loss, iree_model.make_params()),
                    "cnn": (cnn, cnn_params()), "mlp": (mlp, mlp_params()),
-                   "stats": (iree_model.stats, None)}[name]
+                   "stats": (iree_model.stats, None)}
+    fun, params = table[name]
     out = jax.jit(fun)(*args) if params is None else jax.jit(fun)(params, *args)
     return [np.asarray(leaf) for leaf in jax.tree.leaves(out)]
+
+
+def assert_close(got: list[np.ndarray], want: list[np.ndarray], tolerance: Tolerance = FLOAT32_TOLERANCE) -> None:
+    """Each output within ``tolerance`` of JAX's, normwise (as jaxport's numerics check compares)."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        error, scale = float(np.max(np.abs(g - w), initial=0.0)), float(np.max(np.abs(w), initial=0.0))
+        assert tolerance.allows(error, scale), f"error {error:g} for values up to {scale:g}, beyond {tolerance}"
