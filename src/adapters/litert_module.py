@@ -34,7 +34,6 @@ from ..domain.errors import ConversionError
 from ..domain.iree_conversion import StaticShapes
 from ..domain.litert_plan import ERASED_CUSTOM_CALLS, RUNTIME_NAME
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
-from ..domain.ports import ModuleInspector
 from ..domain.runtime_calls import record_shapes
 from ..domain.symbolic import DimExpr
 from . import jax_internals
@@ -48,8 +47,7 @@ _PLATFORM_INDEX = "_platform_index"
 
 
 def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray],
-                     shapes: StaticShapes | None, platform_index: int | None,
-                     inspector: ModuleInspector) -> tuple[bytes, list[tuple[str, str]]]:
+                     shapes: StaticShapes | None, platform_index: int | None) -> tuple[bytes, list[tuple[str, str]]]:
     """The portable artifact for LiteRT's converter, and each custom call's target and text.
 
     Args:
@@ -61,7 +59,6 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
             dimensions dynamic.
         platform_index: the CPU branch's index in a multi-platform ``main``; None
             for a single-platform module.
-        inspector: finds the module's custom calls.
 
     Raises:
         ConversionError: JAX's refinement refused the binding, or a dimension
@@ -105,8 +102,7 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
                 raise ConversionError(RUNTIME_NAME, name, f"JAX's shape refinement refused it for "
                                                           f"{dict(shapes.dims)}: {exc}") from exc
     with module.context, ir.Location.unknown():
-        calls = [(site.target or "", site.describe()) for site in inspector.sites(module)]
-        _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
+        calls = _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
         passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
         _drop_single_device_shardings(module)
         portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
@@ -169,14 +165,20 @@ def _convert(value: Any, to_type: ir.Type) -> Any:
     return value if value.type == to_type else hlo.convert(to_type, value)
 
 
-def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> None:
+def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> list[tuple[str, str]]:
+    """Erases the custom calls to ``targets``; returns every custom call's target and text, in order."""
+    found: list[tuple[str, str]] = []
     erase: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value in targets:
-            erase.append(op)
+        if op.name == "stablehlo.custom_call":
+            target = ir.StringAttr(op.attributes["call_target_name"]).value
+            found.append((target, f"{op} at {op.location}"))
+            if target in targets:
+                erase.append(op)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     for op in erase:
         op.erase()
+    return found

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..domain.converted import ConvertedManifest, Variant
 from ..domain.errors import MissingExtraError
 
 try:
@@ -113,3 +114,32 @@ class LiteRtFunction:
         except (ValueError, RuntimeError) as exc:
             raise RuntimeError(f"LiteRT failed to run the model: {' '.join(str(exc).split())}") from exc
         return [np.asarray(results[name]) for name in self._outputs]
+
+
+class LiteRtRuntime:
+    """The LiteRT target's runtime: a converted directory's models, each opened on its first call.
+
+    Satisfies :class:`~jaxport.domain.target_ports.TargetRuntime`: the front has
+    checked every call and chosen the variant; this runs it.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], manifest: ConvertedManifest, *, xnnpack: bool = True) -> None:
+        self._root = os.fspath(root)
+        self._manifest = manifest
+        self._xnnpack = xnnpack
+        self._functions: dict[str, LiteRtFunction] = {}
+
+    def run(self, function: str, variant: Variant, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The flat results of ``variant`` of ``function`` for the caller's flat ``args``."""
+        run = self._functions.get(variant.file)
+        if run is None:
+            signature = self._manifest.function(function).signature
+            model = LiteRtModel(os.path.join(self._root, variant.file), xnnpack=self._xnnpack)
+            run = self._functions[variant.file] = model.function(function, signature.input_names,
+                                                                 signature.output_names)
+        return run(args)
+
+
+def load(root: str, manifest: ConvertedManifest) -> LiteRtRuntime:
+    """The runtime of the LiteRT directory ``root``, whose files matched ``manifest``."""
+    return LiteRtRuntime(root, manifest)

@@ -1,12 +1,9 @@
-"""What converting a function for LiteRT requires, decided before anything is converted or written.
+"""What LiteRT's converter and interpreter refuse, decided before anything is written; its tolerances.
 
 LiteRT (TensorFlow Lite) runs ``.tflite`` flatbuffers of its builtin
-operators. A function converts from its CPU branch, for one device,
-without ordered effects, with arguments and results of a dtype that LiteRT's
-interpreter holds at its boundary (:data:`LITERT_DTYPES`). LiteRT has no
-JAX kernels: the only custom call it accepts is JAX's ``shape_assertion``,
-which the conversion erases (jaxport checks every call in front of the
-runtime instead). The converter itself decides the rest: an operation it
+operators. What the record alone says (platform, devices, effects, the
+dtypes of :data:`LITERT_DTYPES`, custom calls other than ``shape_assertion``)
+is the target plan's (:data:`.target_litert.PLAN`). The converter decides the rest: an operation it
 cannot legalize, an operator it leaves as a custom or Flex (Select TF) op,
 or a builtin that LiteRT's interpreter has no kernel for are each refused
 by name. A symbolic function converts to one model whose symbolic
@@ -22,11 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .artifact import ArtifactRecord, DType
-from .custom_calls import CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
+from .artifact import DType
 from .errors import ConversionError
 from .numerics import DEFAULT_TOLERANCES, Tolerance
-from .runtime_calls import leaf_paths
 
 #: The runtime, as messages name it.
 RUNTIME_NAME = "LiteRT"
@@ -62,69 +57,6 @@ FLOAT32_TOLERANCE = DEFAULT_TOLERANCES["float32"]
 #: entering a fully connected layer too (dynamic range); measured at 0.6-1.2% through two to
 #: four layers.
 INT8_WEIGHTS_TOLERANCE = Tolerance(rtol=0.05, atol=1e-6)
-
-
-def check_convertible(name: str, record: ArtifactRecord, *, nr_weights: int) -> None:
-    """Checks what the record alone says: platforms, devices, effects, dtypes.
-
-    Args:
-        name: the function's name in the converted directory.
-        record: its artifact record.
-        nr_weights: how many of its first flat inputs are a bundle's weights
-            (folded into the model as constants; any dtype the module takes).
-
-    Raises:
-        ConversionError: no CPU platform, several devices, ordered effects, or a
-            caller's argument or a result of a dtype LiteRT cannot hold (named by its path).
-    """
-    if "cpu" not in record.platforms:
-        raise ConversionError(
-            RUNTIME_NAME, name, f"it was exported for {list(record.platforms)} only; LiteRT converts the "
-            "CPU branch of an artifact: export it with platforms that include 'cpu'.")
-    if record.nr_devices > 1:
-        raise ConversionError(
-            RUNTIME_NAME, name, f"its module is for {record.nr_devices} devices (sharded); LiteRT runs "
-            "single-device models: export it for one device.")
-    if record.ordered_effects:
-        effects = ", ".join(e.type_name for e in record.ordered_effects)
-        raise ConversionError(RUNTIME_NAME, name, f"it has ordered effects ({effects}), which LiteRT "
-                                                  "cannot run (it has no tokens).")
-    for i, (path, aval) in enumerate(zip(leaf_paths(record.in_tree), record.in_avals)):
-        if i >= nr_weights and aval.dtype not in LITERT_DTYPES:
-            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {_why_not(aval.dtype)}", where=path)
-    for i, aval in enumerate(record.out_avals):
-        if aval.dtype not in LITERT_DTYPES:
-            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {_why_not(aval.dtype)}", where=f"flat result {i}")
-
-
-def _why_not(dtype: DType) -> str:
-    if dtype.value.startswith("key<"):
-        return (f"a PRNG key array ({dtype.value}), which LiteRT cannot hold: export the function "
-                "taking jax.random.key_data(key), a uint32 array")
-    return f"of dtype {dtype.value}, which LiteRT models cannot take or return"
-
-
-def check_custom_calls(name: str, calls: Sequence[tuple[str, str]]) -> None:
-    """Checks the custom calls of the module that LiteRT's converter would get.
-
-    Args:
-        name: the function's name.
-        calls: per custom call, its target and its text with its location.
-
-    Raises:
-        ConversionError: naming the first custom call other than ``shape_assertion``.
-    """
-    for target, text in calls:
-        if target in ERASED_CUSTOM_CALLS:
-            continue
-        if target in HOST_CALLBACK_TARGETS:
-            why = ("a host callback (jax.debug.print, jax.pure_callback, io_callback), which runs "
-                   "Python code of the exporting process")
-        elif target in CPU_LAPACK_TARGETS:
-            why = "a LAPACK kernel of JAX's CPU runtime (behind jnp.linalg), which LiteRT does not have"
-        else:
-            why = "a kernel of another runtime, which LiteRT does not have"
-        raise ConversionError(RUNTIME_NAME, name, f"its module calls the custom call '{target}', {why}: {text}")
 
 
 def check_unlegalized(name: str, operations: Sequence[str], *, symbolic: Sequence[str],

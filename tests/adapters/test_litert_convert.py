@@ -44,9 +44,9 @@ def with_module(rec: ArtifactRecord, text: str, **changes: Any) -> ArtifactRecor
 
 def convert(rec: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None = None,
             quantize: str | None = None) -> list[Any]:
-    from jaxport.application.litert_conversion import convert_function, default_names
+    from jaxport.adapters.litert_converter import convert_function
 
-    ins, outs = default_names(rec)
+    ins, outs = model.wire_names(rec)
     return convert_function("f", rec, input_names=ins, output_names=outs, bindings=bindings, quantize=quantize)
 
 
@@ -78,7 +78,7 @@ CASES: dict[str, tuple[Callable[[], ArtifactRecord], dict[str, Any], str]] = {
                      r"'f' to LiteRT: LiteRT's flatbuffer exporter refused the converted module "
                      r"\(it holds 'tfl.while'"),
     "lapack": (lambda: record(jnp.linalg.inv, jax.ShapeDtypeStruct((3, 3), jnp.float32)), {},
-               r"'f' to LiteRT: its module calls the custom call 'lapack_sgetrf_ffi', a LAPACK kernel"),
+               r"'f' to LiteRT: its module calls the custom call 'lapack_sgetrf_ffi', a LAPACK kernel of JAX's CPU runtime"),
     "host callback": (lambda: with_module(record(lambda x: x + 1, F32), CALLBACK), {},
                       r"custom call 'xla_ffi_python_cpu_callback', a host callback"),
     "ordered effects": (lambda: dataclasses.replace(record(lambda x: x + 1, F32),
@@ -86,11 +86,11 @@ CASES: dict[str, tuple[Callable[[], ArtifactRecord], dict[str, Any], str]] = {
                         r"'f' to LiteRT: it has ordered effects \(Printing\)"),
     "several devices": (sharded, {}, r"'f' to LiteRT: its module is for 2 devices"),
     "dtype": (lambda: record(lambda x: x.astype(jnp.float32), jax.ShapeDtypeStruct((4,), jnp.int4)), {},
-              r"'f' to LiteRT \(args\[0\]\): int4\[4\] is of dtype int4, which LiteRT models cannot take"),
+              r"'f' to LiteRT \(args\[0\]\): int4\[4\] is the dtype int4, for which LiteRT's interpreter takes no NumPy"),
     "key": (lambda: record(lambda k: jax.random.uniform(k, (3,)), KEY), {},
-            r"\(args\[0\]\): .*a PRNG key array \(key<fry>\)"),
+            r"\(args\[0\]\): key<fry>\[\] is a PRNG key array \(key<fry>\): export the function taking jax.random.key_data"),
     "no cpu platform": (lambda: record(lambda x: x + 1, F32, platforms=("cuda",)), {},
-                        r"exported for \['cuda'\] only"),
+                        r"'f' to LiteRT: it was exported for \['cuda'\] only; export it with platforms that include one of \['cpu'\]"),
     "binding against the constraints": (lambda: model.records()["predict"], {"bindings": [{"b": 65}]},
                                         r"'f' to LiteRT: the binding \{'b': 65\} violates its shape constraints"),
     "binding of another variable": (lambda: model.records()["predict"], {"bindings": [{"n": 2}]},
@@ -103,7 +103,7 @@ def test_what_litert_cannot_run_is_refused_naming_the_function_and_why(case: str
     make, kwargs, message = CASES[case]
     rec = make()
     if case.startswith("binding"):
-        from jaxport.application.litert_conversion import convert_function
+        from jaxport.adapters.litert_converter import convert_function
 
         ins, outs = model.names("predict")
         with pytest.raises(ConversionError, match=message):
@@ -120,12 +120,12 @@ def test_what_cannot_stay_dynamic_converts_for_the_sizes_given() -> None:
     variants = convert(rec, [{"b": 2}, {"b": 3}])
     assert [v.dims for v in variants] == [(("b", 2),), (("b", 3),)]
     x = np.arange(36, dtype=np.float32).reshape(3, 4, 3)
-    [got] = LiteRtModel(variants[1].model).function("f", ["args[0]"], ["out[0]"])([x])
+    [got] = LiteRtModel(variants[1].model).function("f", ["arg0"], ["output_0"])([x])
     np.testing.assert_array_equal(got, x[:, 0] * 2)
 
 
 def test_an_unknown_quantization_and_names_that_do_not_fit_are_value_errors() -> None:
-    from jaxport.application.litert_conversion import convert_function
+    from jaxport.adapters.litert_converter import convert_function
 
     rec = record(lambda x: x + 1, F32)
     with pytest.raises(ValueError, match=r"Unknown quantization 'int4' for LiteRT: give one of \['int8-weights'\]"):
@@ -160,7 +160,7 @@ def test_a_main_that_takes_dimension_values_gets_them_from_the_shapes_or_the_bin
     [variant] = convert(rec, bindings)
     assert variant.info.signatures[0].inputs[0].shape_signature == ((-1, 3) if bindings is None else (2, 3))
     x = np.arange(3 * batch, dtype=np.float32).reshape(batch, 3)
-    [got] = LiteRtModel(variant.model).function("f", ["args[0]"], ["out[0]"])([x])
+    [got] = LiteRtModel(variant.model).function("f", ["arg0"], ["output_0"])([x])
     np.testing.assert_array_equal(got, x * 1.5)
 
 
@@ -179,7 +179,7 @@ def test_a_multi_platform_module_keeps_its_batch_dynamic_from_its_cpu_branch() -
     [variant] = convert(record(lambda x: jnp.sum(x, axis=0) * 2, B3, platforms=("cuda", "cpu")))
     assert variant.dynamic == ("b",)
     x = np.ones((5, 3), np.float32)
-    [got] = LiteRtModel(variant.model).function("f", ["args[0]"], ["out[0]"])([x])
+    [got] = LiteRtModel(variant.model).function("f", ["arg0"], ["output_0"])([x])
     np.testing.assert_array_equal(got, np.full(3, 10.0, np.float32))
 
 

@@ -54,11 +54,11 @@ def test_a_model_names_its_signatures_and_refuses_other_names() -> None:
     from jaxport.adapters.litert_runtime import LiteRtModel
 
     m = LiteRtModel(model.converted("loss")[0].model)
-    assert m.signatures == {"loss": {"inputs": ["args[1]", "args[2]"], "outputs": ["out[0]"]}}
+    assert m.signatures == {"loss": {"inputs": ["arg0", "arg1"], "outputs": ["output_0"]}}
     with pytest.raises(KeyError, match=r"no signature 'predict'; it has \['loss'\]"):
-        m.function("predict", ["args[1]"], ["out[0]"])
-    with pytest.raises(KeyError, match=r"takes \['args\[1\]', 'args\[2\]'\] and returns \['out\[0\]'\], not"):
-        m.function("loss", ["ids", "targets"], ["out[0]"])
+        m.function("predict", ["arg0"], ["output_0"])
+    with pytest.raises(KeyError, match=r"takes \['arg0', 'arg1'\] and returns \['output_0'\], not"):
+        m.function("loss", ["ids", "targets"], ["output_0"])
 
 
 def test_the_signature_order_is_the_callers_not_litrets() -> None:
@@ -66,10 +66,10 @@ def test_the_signature_order_is_the_callers_not_litrets() -> None:
 
     m = LiteRtModel(model.converted("loss")[0].model)
     ids, targets = iree_model.token_ids(2), iree_model.token_ids(2, seed=7)
-    [forward] = m.function("loss", ["args[1]", "args[2]"], ["out[0]"])([ids, targets])
-    [backward] = m.function("loss", ["args[2]", "args[1]"], ["out[0]"])([targets, ids])
+    [forward] = m.function("loss", ["arg0", "arg1"], ["output_0"])([ids, targets])
+    [backward] = m.function("loss", ["arg1", "arg0"], ["output_0"])([targets, ids])
     assert forward == backward
-    [swapped] = m.function("loss", ["args[1]", "args[2]"], ["out[0]"])([targets, ids])
+    [swapped] = m.function("loss", ["arg0", "arg1"], ["output_0"])([targets, ids])
     assert swapped != forward
 
 

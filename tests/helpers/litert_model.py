@@ -26,6 +26,8 @@ import pytest
 import jaxport
 from jaxport.domain.litert_plan import FLOAT32_TOLERANCE
 from jaxport.domain.numerics import Tolerance
+from jaxport.domain.runtime_calls import with_weights_bound
+from jaxport.domain.wire_names import input_wire_names, output_wire_names
 from jaxport.domain.artifact import ArtifactRecord
 from tests.helpers import iree_model
 
@@ -98,16 +100,20 @@ def weights(name: str) -> list[np.ndarray]:
     return [] if params is None else [np.asarray(a) for a in jax.tree.leaves(params())]
 
 
-def names(name: str) -> tuple[list[str], list[str]]:
-    from jaxport.application.litert_conversion import default_names
+def wire_names(record: ArtifactRecord, nr_weights: int = 0) -> tuple[list[str], list[str]]:
+    """The wire names of the caller's flat inputs (the weights left out) and of the flat results."""
+    callers = with_weights_bound(record, nr_weights) if nr_weights else record
+    return list(input_wire_names(callers.in_tree)), list(output_wire_names(record.out_tree))
 
-    return default_names(records()[name], len(weights(name)))
+
+def names(name: str) -> tuple[list[str], list[str]]:
+    return wire_names(records()[name], len(weights(name)))
 
 
 @functools.cache
 def converted(name: str, quantize: str | None = None) -> list[Any]:
     """The LiteRT variants of ``name`` (``loss`` for :data:`LOSS_DIMS`, the others dynamic or static)."""
-    from jaxport.application.litert_conversion import convert_function
+    from jaxport.adapters.litert_converter import convert_function
 
     ins, outs = names(name)
     bindings: Sequence[Mapping[str, int]] | None = LOSS_DIMS if name == "loss" else None

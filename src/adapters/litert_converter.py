@@ -1,35 +1,36 @@
-"""One function of an artifact or a bundle converted to LiteRT models, every refusal before anything is written.
+"""The LiteRT target's converter: each function to ``.tflite`` models, every refusal before anything is written.
 
-What the ``litert`` target's converter calls per function: the domain's
-plan checks the record (platform, devices, effects, dtypes), then each
-variant is built in memory: the StableHLO module with the weights as
-constants (:mod:`..adapters.litert_module`, JAX's MLIR), converted to a
-``.tflite`` flatbuffer (:mod:`..adapters.litert_convert`, litert-converter),
-optionally quantized, its operators checked (no Flex, no custom operator)
-and opened once in LiteRT's interpreter (a builtin without a kernel is
-refused there). Without ``bindings`` a symbolic function becomes one model
-whose symbolic dimensions stay dynamic; with them, one model per binding,
-each checked against the function's constraints. Nothing here writes a
-file: the caller writes the variants it gets, all or none.
+Per function, each variant is built in memory: the StableHLO module with
+the weights as constants (:mod:`.litert_module`, JAX's MLIR), converted to
+a ``.tflite`` flatbuffer (:mod:`.litert_convert`, litert-converter),
+optionally quantized, its operators checked (no Flex, no custom operator:
+:func:`jaxport.domain.litert_plan.check_operators`) and opened once in
+LiteRT's interpreter (a builtin without a kernel is refused there). Without
+bindings a symbolic function becomes one model whose symbolic dimensions
+stay dynamic; with them, one model per binding, each checked against the
+function's constraints. Files are written only once every function of the
+job has converted (:func:`convert`, the target's
+:class:`~jaxport.domain.target_ports.Converter`), each model holding its
+own copy of the weights.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..domain.artifact import ArtifactRecord
+from ..domain.converted import Variant
 from ..domain.errors import ConversionError
 from ..domain.iree_conversion import StaticShapes, dimension_variables, platform_index, static_shapes
-from ..domain.litert_plan import (
-    INT8_WEIGHTS, RUNTIME_NAME, check_convertible, check_custom_calls, check_names, check_operators, check_quantize)
-from ..domain.runtime_calls import leaf_paths
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from ..adapters.tflite_flatbuffer import FlatbufferInfo
+from ..domain.litert_plan import INT8_WEIGHTS, RUNTIME_NAME, check_names, check_operators, check_quantize
+from ..domain.target_litert import PLAN, LiteRtOptions, details_of, model_file
+from ..domain.target_plan import refuse
+from ..domain.target_ports import ConversionJob, ConvertedParts
+from .tflite_flatbuffer import FlatbufferInfo, read_flatbuffer
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,52 @@ class LiteRtVariant:
     info: FlatbufferInfo
 
 
+def convert(job: ConversionJob, staging: str) -> ConvertedParts:
+    """Writes one ``.tflite`` model per function and variant of ``job`` under ``staging``.
+
+    Raises:
+        ConversionError: what LiteRT cannot run, named (nothing is written then).
+        MissingExtraError: litert-converter, ai-edge-litert or ai-edge-quantizer is missing.
+    """
+    options = job.options if isinstance(job.options, LiteRtOptions) else LiteRtOptions()
+    weights = _weights(job)
+    converted: dict[str, list[LiteRtVariant]] = {}
+    for f in job.functions:
+        ins, outs = f.signature.input_names, f.signature.output_names
+        bound = weights[:f.signature.nr_weights]
+        converted[f.name] = convert_function(f.name, f.record, weights=bound, input_names=ins, output_names=outs,
+                                             bindings=[dict(b) for b in f.bindings] or None, quantize=options.quantize)
+    variants: dict[str, tuple[Variant, ...]] = {}
+    models: dict[str, tuple[int, Sequence[str]]] = {}
+    for name, found in converted.items():
+        files = []
+        for v in found:
+            file = model_file(name, dict(v.dims))
+            with open(os.path.join(staging, file), "wb") as stream:
+                stream.write(v.model)
+            files.append(Variant(file, v.dims))
+            models[file] = (v.info.constant_bytes, v.dynamic)
+        variants[name] = tuple(files)
+    from .litert_convert import converter_version
+
+    return ConvertedParts(details_of(converter_version(), options.quantize, models), variants)
+
+
+def _weights(job: ConversionJob) -> list[np.ndarray]:
+    """The weights' values in flattening order (PRNG keys as their key data), memory-mapped."""
+    if job.weights is None or not job.weights_path:
+        return []
+    from .safetensors_file import SafetensorsFile
+
+    stored = SafetensorsFile(job.weights_path)
+    return [stored.array(w.name, w.data_dtype) for w in job.weights.leaves]
+
+
 def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.ndarray] = (),
                      input_names: Sequence[str], output_names: Sequence[str],
                      bindings: Sequence[Mapping[str, int]] | None = None,
                      quantize: str | None = None) -> list[LiteRtVariant]:
-    """The LiteRT models of one function: one dynamic model, or one per binding.
+    """The LiteRT models of one function: one dynamic (or static) model, or one per binding.
 
     Args:
         name: the function's name: each model's signature key.
@@ -78,7 +120,7 @@ def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.
     nr_weights = len(weights)
     check_names(name, "input", input_names, len(record.in_avals) - nr_weights)
     check_names(name, "output", output_names, len(record.out_avals))
-    check_convertible(name, record, nr_weights=nr_weights)
+    refuse(PLAN, name, record, nr_weights=nr_weights, custom_calls=())
     variables = dimension_variables(record)
     plans: list[StaticShapes | None]
     if variables and not bindings:
@@ -95,13 +137,11 @@ def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.
 def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], plan: StaticShapes | None,
              variables: Sequence[str], input_names: Sequence[str], output_names: Sequence[str],
              quantize: str | None) -> LiteRtVariant:
-    from ..adapters import litert_convert
-    from ..adapters.litert_module import converter_module
-    from ..adapters.tflite_flatbuffer import read_flatbuffer
-    from .wiring import module_inspector
+    from . import litert_convert
+    from .litert_module import converter_module
 
-    portable, calls = converter_module(name, record, weights, plan, platform_index(record), module_inspector())
-    check_custom_calls(name, calls)
+    portable, calls = converter_module(name, record, weights, plan, platform_index(record))
+    refuse(PLAN, name, record, nr_weights=len(weights), custom_calls=[target for target, _ in calls])
     dynamic = tuple(variables) if plan is None else ()
     model = litert_convert.to_tflite(name, portable, input_names, output_names, symbolic=dynamic)
     if quantize == INT8_WEIGHTS:
@@ -114,17 +154,10 @@ def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], p
 
 def _check_loads(name: str, model: bytes) -> None:
     """Refuses a model that LiteRT's interpreter cannot prepare (a builtin without a kernel, for one)."""
-    from ..adapters.litert_runtime import LiteRtLoadError, LiteRtModel
+    from .litert_runtime import LiteRtLoadError, LiteRtModel
 
     try:
         LiteRtModel(model, xnnpack=False)
     except LiteRtLoadError as exc:
         raise ConversionError(RUNTIME_NAME, name, f"LiteRT's interpreter cannot run the converted model: "
                                                   f"{exc}") from None
-
-
-def default_names(record: ArtifactRecord, nr_weights: int = 0) -> tuple[list[str], list[str]]:
-    """Provisional wire names until the converted-directory format's rule lands: the caller's
-    flat inputs' key paths (``args[0]``, ``args[1]['x']``) and ``out[i]`` for each flat result."""
-    paths = list(leaf_paths(record.in_tree))[nr_weights:]
-    return paths, [f"out[{i}]" for i in range(len(record.out_avals))]
