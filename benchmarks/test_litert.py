@@ -9,7 +9,8 @@ bundle whose ``predict`` takes ``int32[b, 64]`` token ids, converted for
 * ``first answer``: each round a fresh child process that imports what it
   needs, loads the model and answers one call, timed whole. Roles:
   ``litert`` (the ``.tflite`` file in LiteRT's interpreter through jaxport's
-  runtime adapter: no JAX), ``jaxport`` and ``jax.export`` (as in
+  runtime adapter: no JAX), ``litert builtin`` (the same without XNNPACK,
+  which copies the weights into its own packed form), ``jaxport`` and ``jax.export`` (as in
   ``test_iree.py``, JAX's persistent compilation cache warm). Each child
   reports its peak resident memory (``VmHWM``, Linux only).
 * ``per call``: the call with the weights resident, in this process:
@@ -48,7 +49,7 @@ from .models import GPT_TOKENS, LAYERS_2K, MlpFactory, gpt, gpt_params, input_sp
 
 pytest.importorskip("litert_converter", reason="needs the extra jaxport[litert]")
 
-FRESH_ROLES = ("litert", "jaxport", "jax.export")
+FRESH_ROLES = ("litert", "litert builtin", "jaxport", "jax.export")
 FRESH_ROUNDS = 2
 CALL_ROUNDS = {"MLP 2k": 300, "transformer": 30}
 CHILD = """
@@ -56,10 +57,11 @@ import json, os, sys
 import numpy as np
 model, role, root = sys.argv[1:]
 x = np.ones((8, 16), np.float32) if model == "mlp" else np.zeros((1, 64), np.int32)
-if role == "litert":
+if role.startswith("litert"):
     from jaxport.adapters.litert_runtime import LiteRtModel
     names = json.load(open(root + "/names.json"))
-    result = LiteRtModel(root + "/model.tflite").function(names["key"], names["inputs"], names["outputs"])([x])[0]
+    model = LiteRtModel(root + "/model.tflite", xnnpack=role == "litert")
+    result = model.function(names["key"], names["inputs"], names["outputs"])([x])[0]
 elif role == "jaxport":
     import jaxport
     if model == "mlp":

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .artifact import DType
-from .litert_plan import LITERT_DTYPES, check_quantize
+from .litert_plan import INT8_WEIGHTS, LITERT_DTYPES, QUANTIZATIONS, check_quantize, tolerance
+from .numerics import Tolerance
 from .target_plan import BFloat16, DtypeTable, TargetPlan
 
 #: The model file's suffix.
@@ -86,3 +87,33 @@ def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[
     return {"converter": f"litert-converter {converter}", "quantize": quantize or "none",
             "models": {file: {"constant_bytes": size, "dynamic": list(dynamic)}
                        for file, (size, dynamic) in sorted(models.items())}}
+
+
+def numerics_tolerance(details: Mapping[str, Any]) -> Tolerance:
+    """The tolerance of a LiteRT directory's golden examples: float32's, or ``int8-weights``'s looser one.
+
+    >>> numerics_tolerance({"quantize": "int8-weights"})
+    Tolerance(rtol=0.05, atol=1e-06)
+    """
+    quantize = details.get("quantize")
+    return tolerance(quantize if quantize in QUANTIZATIONS else None)
+
+
+def describe_details(details: Mapping[str, Any]) -> list[str]:
+    """What ``inspect`` says of a LiteRT directory: the converter, the quantization, each model's
+    copy of the weights (its constant bytes) and the dimensions it keeps dynamic.
+
+    >>> for line in describe_details(details_of("0.5.0", None, {"f.tflite": (2_500_000, ["b"])})):
+    ...     print(line)
+    litert-converter 0.5.0, weights float32 (each model holds its own copy)
+    f.tflite: 2.4 MiB of constants, dynamic b
+    """
+    weights = "int8 (dynamic range)" if details.get("quantize") == INT8_WEIGHTS else "float32"
+    lines = [f"{details.get('converter', 'litert-converter')}, weights {weights} (each model holds its own copy)"]
+    models = details.get("models")
+    for file, model in (models.items() if isinstance(models, Mapping) else ()):
+        size = model.get("constant_bytes") if isinstance(model, Mapping) else None
+        dynamic = model.get("dynamic") if isinstance(model, Mapping) else None
+        shown = f"{size / 2**20:.1f} MiB of constants" if isinstance(size, int) else "constants unknown"
+        lines.append(f"{file}: {shown}, " + (f"dynamic {', '.join(dynamic)}" if dynamic else "static shapes"))
+    return lines
