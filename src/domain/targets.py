@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import target_iree, target_savedmodel
+from . import target_iree, target_litert, target_savedmodel
 from .target_plan import TargetPlan
 
 
@@ -63,6 +63,10 @@ TARGETS: Mapping[str, TargetEntry] = MappingProxyType({e.name: e for e in (
                 converter="jaxport.adapters.iree_converter:convert",
                 runtime="jaxport.adapters.iree_runtime:load",
                 extra="iree", host_facts="jaxport.adapters.iree_runtime:host_facts"),
+    TargetEntry("litert", target_litert.PLAN, target_litert.LiteRtOptions,
+                converter="jaxport.adapters.litert_converter:convert",
+                runtime="jaxport.adapters.litert_runtime:load",
+                extra="litert", loads=("ai_edge_litert",)),
 )})
 
 

@@ -96,3 +96,17 @@ def test_options_name_the_target_and_refuse_an_unknown_quantization() -> None:
     assert LiteRtOptions.target == "litert" and LiteRtOptions("int8-weights").quantize == "int8-weights"
     with pytest.raises(ValueError, match="Unknown quantization 'int16'"):
         LiteRtOptions("int16")
+
+
+def test_the_registry_names_the_litert_ports_and_plan() -> None:
+    import importlib
+
+    from jaxport.adapters import litert_converter, litert_runtime
+    from jaxport.domain.target_litert import PLAN
+    from jaxport.domain.targets import target
+
+    entry = target("litert")
+    assert entry.plan is PLAN and entry.options is LiteRtOptions and entry.manifest_path == "manifest.json"
+    found = [getattr(importlib.import_module(ref.split(":")[0]), ref.split(":")[1])
+             for ref in (entry.converter, entry.runtime)]
+    assert found == [litert_converter.convert, litert_runtime.load]
