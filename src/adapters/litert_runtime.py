@@ -21,6 +21,7 @@ kernels alone. Results agree to the tolerance of
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,12 +94,14 @@ class LiteRtModel:
 
 
 class LiteRtFunction:
-    """One signature of a LiteRT model, called on flat arrays."""
+    """One signature of a LiteRT model, called on flat arrays; calls from several threads take turns
+    (LiteRT's interpreter holds one set of tensors)."""
 
     def __init__(self, runner: Any, input_names: tuple[str, ...], output_names: tuple[str, ...]) -> None:
         self._runner = runner
         self._inputs = input_names
         self._outputs = output_names
+        self._lock = threading.Lock()
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The flat results of the signature on the flat ``args`` (checked by jaxport's front).
@@ -110,7 +113,8 @@ class LiteRtFunction:
             raise ValueError(f"{len(self._inputs)} flat arguments expected, {len(args)} given")
         given = {name: np.ascontiguousarray(a) for name, a in zip(self._inputs, args)}
         try:
-            results = self._runner(**given)
+            with self._lock:
+                results = self._runner(**given)
         except (ValueError, RuntimeError) as exc:
             raise RuntimeError(f"LiteRT failed to run the model: {' '.join(str(exc).split())}") from exc
         return [np.asarray(results[name]) for name in self._outputs]
@@ -128,15 +132,17 @@ class LiteRtRuntime:
         self._manifest = manifest
         self._xnnpack = xnnpack
         self._functions: dict[str, LiteRtFunction] = {}
+        self._lock = threading.Lock()
 
     def run(self, function: str, variant: Variant, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The flat results of ``variant`` of ``function`` for the caller's flat ``args``."""
-        run = self._functions.get(variant.file)
-        if run is None:
-            signature = self._manifest.function(function).signature
-            model = LiteRtModel(os.path.join(self._root, variant.file), xnnpack=self._xnnpack)
-            run = self._functions[variant.file] = model.function(function, signature.input_names,
-                                                                 signature.output_names)
+        with self._lock:
+            run = self._functions.get(variant.file)
+            if run is None:
+                signature = self._manifest.function(function).signature
+                model = LiteRtModel(os.path.join(self._root, variant.file), xnnpack=self._xnnpack)
+                run = self._functions[variant.file] = model.function(function, signature.input_names,
+                                                                     signature.output_names)
         return run(args)
 
 

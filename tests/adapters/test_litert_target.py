@@ -84,6 +84,25 @@ def test_load_runs_each_variant_on_the_callers_arrays_equal_to_jax(
     model.assert_close(runtime.run("loss", loss, [ids, targets]), model.expected("loss", ids, targets))
 
 
+def test_threads_calling_one_model_with_other_sizes_take_turns(
+        converted: tuple[Path, ConversionJob, ConvertedParts]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from jaxport.adapters.litert_runtime import load
+
+    staging, the_job, parts = converted
+    manifest = ConvertedManifest("litert", parts.target_details,
+                                 tuple(ConvertedFunction(f.signature, parts.variants[f.name]) for f in the_job.functions))
+    runtime = load(str(staging), manifest)
+    variant = manifest.function("predict").variant_for({"b": 1})
+    batches = [1, 2, 3, 4] * 8
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda b: runtime.run("predict", variant, [iree_model.token_ids(b)])[0], batches))
+    want = {b: model.expected("predict", iree_model.token_ids(b)) for b in set(batches)}
+    for batch, got in zip(batches, results):
+        model.assert_close([got], want[batch])
+
+
 def test_a_function_litert_cannot_convert_leaves_the_staging_directory_empty(bundle: Path, tmp_path: Path) -> None:
     from jaxport.adapters.litert_converter import convert
 
