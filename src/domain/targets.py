@@ -62,7 +62,7 @@ TARGETS: Mapping[str, TargetEntry] = MappingProxyType({e.name: e for e in (
     TargetEntry("iree", target_iree.PLAN, target_iree.IreeOptions,
                 converter="jaxport.adapters.iree_converter:convert",
                 runtime="jaxport.adapters.iree_runtime:load",
-                extra="iree", host_facts="jaxport.adapters.iree_runtime:host_facts"),
+                extra="iree", host_facts="jaxport.adapters.iree_runtime:host_facts", loads=("iree",)),
     TargetEntry("litert", target_litert.PLAN, target_litert.LiteRtOptions,
                 converter="jaxport.adapters.litert_converter:convert",
                 runtime="jaxport.adapters.litert_runtime:load",
