@@ -32,10 +32,12 @@ if TYPE_CHECKING:
     from .application.plain_trees import plain_tree as plain_tree
     from .application.convert import convert as convert
     from .application.convert import to_iree as to_iree
+    from .application.convert import to_litert as to_litert
     from .application.converted_model import ConvertedModel as ConvertedModel
     from .application.converted_model import load_converted as load_converted
     from .application.converted_model import load_iree as load_iree
     from .domain.target_iree import IreeOptions as IreeOptions
+    from .domain.target_litert import LiteRtOptions as LiteRtOptions
     from .domain.target_savedmodel import SavedModelOptions as SavedModelOptions
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
@@ -75,10 +77,12 @@ _LAZY = {
     "plain_tree": "jaxport.application.plain_trees",
     "convert": "jaxport.application.convert",
     "to_iree": "jaxport.application.convert",
+    "to_litert": "jaxport.application.convert",
     "load_converted": "jaxport.application.converted_model",
     "load_iree": "jaxport.application.converted_model",
     "ConvertedModel": "jaxport.application.converted_model",
     "IreeOptions": "jaxport.domain.target_iree",
+    "LiteRtOptions": "jaxport.domain.target_litert",
     "SavedModelOptions": "jaxport.domain.target_savedmodel",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",

@@ -126,10 +126,7 @@ def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.
     if variables and not bindings:
         plans = [None]
     else:
-        try:
-            plans = list(static_shapes(name, record, bindings, nr_weights=nr_weights))
-        except ConversionError as exc:
-            raise ConversionError(RUNTIME_NAME, name, exc.reason, where=exc.where) from None
+        plans = list(static_shapes(name, record, bindings, nr_weights=nr_weights, runtime=RUNTIME_NAME))
     return [_variant(name, record, weights, plan, variables, input_names, output_names, quantize)
             for plan in plans]
 

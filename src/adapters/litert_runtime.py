@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -127,10 +127,12 @@ class LiteRtRuntime:
     checked every call and chosen the variant; this runs it.
     """
 
-    def __init__(self, root: str | os.PathLike[str], manifest: ConvertedManifest, *, xnnpack: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str], manifest: ConvertedManifest, *, xnnpack: bool = True,
+                 num_threads: int | None = None) -> None:
         self._root = os.fspath(root)
         self._manifest = manifest
         self._xnnpack = xnnpack
+        self._num_threads = num_threads
         self._functions: dict[str, LiteRtFunction] = {}
         self._lock = threading.Lock()
 
@@ -140,12 +142,31 @@ class LiteRtRuntime:
             run = self._functions.get(variant.file)
             if run is None:
                 signature = self._manifest.function(function).signature
-                model = LiteRtModel(os.path.join(self._root, variant.file), xnnpack=self._xnnpack)
+                model = LiteRtModel(os.path.join(self._root, variant.file), xnnpack=self._xnnpack,
+                                    num_threads=self._num_threads)
                 run = self._functions[variant.file] = model.function(function, signature.input_names,
                                                                      signature.output_names)
         return run(args)
 
 
-def load(root: str, manifest: ConvertedManifest) -> LiteRtRuntime:
-    """The runtime of the LiteRT directory ``root``, whose files matched ``manifest``."""
-    return LiteRtRuntime(root, manifest)
+def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> LiteRtRuntime:
+    """The runtime of the LiteRT directory ``root``, whose files matched ``manifest`` (the registry's loader).
+
+    Each model is opened (memory-mapped by LiteRT) on its first call.
+
+    Options: ``xnnpack`` (bool, default True: LiteRT's XNNPACK delegate, which
+    keeps a packed copy of the weights; False: LiteRT's builtin kernels, less
+    memory and slower) and ``num_threads`` (int; LiteRT's default otherwise).
+
+    Raises:
+        ValueError: an unknown option, or a value of the wrong type.
+    """
+    unknown = sorted(set(options) - {"xnnpack", "num_threads"})
+    if unknown:
+        raise ValueError(f"LiteRT's runtime takes the options 'xnnpack' and 'num_threads' only, not {unknown}")
+    xnnpack, threads = options.get("xnnpack", True), options.get("num_threads")
+    if not isinstance(xnnpack, bool):
+        raise ValueError(f"xnnpack={xnnpack!r} is not a bool")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise ValueError(f"num_threads={threads!r} is not a positive int")
+    return LiteRtRuntime(root, manifest, xnnpack=xnnpack, num_threads=threads)

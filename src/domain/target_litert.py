@@ -6,8 +6,8 @@ ordered effects, erasing JAX's ``shape_assertion`` (the call front checks
 every call) and running no other custom call; its dtypes are
 :data:`.litert_plan.LITERT_DTYPES`. A symbolic function becomes one model
 whose symbolic dimensions stay dynamic where LiteRT's converter keeps them
-so (``needs_bindings`` is False), or one model per binding the user names
-(``--dims``). Each model holds its own copy of the weights, as constants
+so, or one model per binding the user names (``--dims``: the plan's
+``bindings_optional``). Each model holds its own copy of the weights, as constants
 (:data:`details_of` records each file's constant bytes, which ``inspect``
 shows). What the converter decides (unlegalized operations, Flex or custom
 operators, builtins without a kernel) is :mod:`.litert_plan`'s.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .artifact import DType
-from .litert_plan import INT8_WEIGHTS, LITERT_DTYPES, QUANTIZATIONS, check_quantize, tolerance
+from .litert_plan import INT8_WEIGHTS, LITERT_DTYPES, check_quantize, tolerance
 from .numerics import Tolerance
 from .target_plan import BFloat16, DtypeTable, TargetPlan
 
@@ -57,13 +57,6 @@ _NOTES = {
     DType.UINT4: "the dtype uint4, for which LiteRT's interpreter takes no NumPy array",
 }
 
-PLAN = TargetPlan(
-    runtime="LiteRT",
-    dtypes=DtypeTable(LITERT_DTYPES, keys_as_weights=True, bfloat16=BFloat16.NATIVE, notes=_NOTES),
-    platforms=frozenset({"cpu"}),
-)
-
-
 def model_file(function: str, dims: Mapping[str, int]) -> str:
     """The file name of ``function``'s model for ``dims`` (none: a dynamic or static model).
 
@@ -89,31 +82,41 @@ def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[
                        for file, (size, dynamic) in sorted(models.items())}}
 
 
-def numerics_tolerance(details: Mapping[str, Any]) -> Tolerance:
-    """The tolerance of a LiteRT directory's golden examples: float32's, or ``int8-weights``'s looser one.
+def numerics_tolerance(details: Mapping[str, Any]) -> Tolerance | None:
+    """The tolerance of a LiteRT directory's golden examples: ``int8-weights``'s looser one, or None
+    (float32 models: each dtype's default, which holds on LiteRT's kernels).
 
-    >>> numerics_tolerance({"quantize": "int8-weights"})
-    Tolerance(rtol=0.05, atol=1e-06)
+    >>> numerics_tolerance({"quantize": "int8-weights"}), numerics_tolerance({"quantize": "none"})
+    (Tolerance(rtol=0.05, atol=1e-06), None)
     """
-    quantize = details.get("quantize")
-    return tolerance(quantize if quantize in QUANTIZATIONS else None)
+    return tolerance(INT8_WEIGHTS) if details.get("quantize") == INT8_WEIGHTS else None
 
 
-def describe_details(details: Mapping[str, Any]) -> list[str]:
-    """What ``inspect`` says of a LiteRT directory: the converter, the quantization, each model's
-    copy of the weights (its constant bytes) and the dimensions it keeps dynamic.
+def describe(details: Mapping[str, Any]) -> str:
+    """What ``jaxport convert`` and ``inspect`` say of a LiteRT directory: the converter, the
+    quantization, and each model's copy of the weights (its constant bytes) and dynamic dimensions.
 
-    >>> for line in describe_details(details_of("0.5.0", None, {"f.tflite": (2_500_000, ["b"])})):
-    ...     print(line)
-    litert-converter 0.5.0, weights float32 (each model holds its own copy)
-    f.tflite: 2.4 MiB of constants, dynamic b
+    >>> describe(details_of("0.5.0", None, {"f.tflite": (2_500_000, ["b"]), "g.n=2.tflite": (10, [])}))
+    'converted by litert-converter 0.5.0, weights float32, a copy in each model: f.tflite 2.4 MiB (dynamic b), g.n=2.tflite 0.0 KiB'
     """
     weights = "int8 (dynamic range)" if details.get("quantize") == INT8_WEIGHTS else "float32"
-    lines = [f"{details.get('converter', 'litert-converter')}, weights {weights} (each model holds its own copy)"]
     models = details.get("models")
+    parts = []
     for file, model in (models.items() if isinstance(models, Mapping) else ()):
         size = model.get("constant_bytes") if isinstance(model, Mapping) else None
         dynamic = model.get("dynamic") if isinstance(model, Mapping) else None
-        shown = f"{size / 2**20:.1f} MiB of constants" if isinstance(size, int) else "constants unknown"
-        lines.append(f"{file}: {shown}, " + (f"dynamic {', '.join(dynamic)}" if dynamic else "static shapes"))
-    return lines
+        shown = "?" if not isinstance(size, int) else f"{size / 2**20:.1f} MiB" if size >= 2**20 \
+            else f"{size / 2**10:.1f} KiB"
+        parts.append(f"{file} {shown}" + (f" (dynamic {', '.join(map(str, dynamic))})" if dynamic else ""))
+    return (f"converted by {details.get('converter', 'litert-converter')}, weights {weights}, a copy in each "
+            f"model: {', '.join(parts)}")
+
+
+PLAN = TargetPlan(
+    runtime="LiteRT",
+    dtypes=DtypeTable(LITERT_DTYPES, keys_as_weights=True, bfloat16=BFloat16.NATIVE, notes=_NOTES),
+    platforms=frozenset({"cpu"}),
+    bindings_optional=True,
+    describe=describe,
+    numerics_tolerance=numerics_tolerance,
+)

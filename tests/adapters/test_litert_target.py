@@ -74,7 +74,7 @@ def test_load_runs_each_variant_on_the_callers_arrays_equal_to_jax(
     staging, the_job, parts = converted
     manifest = ConvertedManifest("litert", parts.target_details,
                                  tuple(ConvertedFunction(f.signature, parts.variants[f.name]) for f in the_job.functions))
-    runtime = load(str(staging), manifest)
+    runtime = load(str(staging), manifest, {})
     for batch in (1, 6):
         ids = iree_model.token_ids(batch)
         predict = manifest.function("predict").variant_for({"b": batch})
@@ -93,7 +93,7 @@ def test_threads_calling_one_model_with_other_sizes_take_turns(
     staging, the_job, parts = converted
     manifest = ConvertedManifest("litert", parts.target_details,
                                  tuple(ConvertedFunction(f.signature, parts.variants[f.name]) for f in the_job.functions))
-    runtime = load(str(staging), manifest)
+    runtime = load(str(staging), manifest, {})
     variant = manifest.function("predict").variant_for({"b": 1})
     batches = [1, 2, 3, 4] * 8
     with ThreadPoolExecutor(4) as pool:

@@ -27,7 +27,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "bundle's weights as variables (needs pip install 'jaxport[tf]'); iree "
                     "compiles each function ahead of time with IREE: one module per binding of its "
                     "dimension variables (--dims), the weights read from the bundle's safetensors "
-                    "file as IREE parameters (needs pip install 'jaxport[iree]'). Load any of them with "
+                    "file as IREE parameters (needs pip install 'jaxport[iree]'); litert writes LiteRT "
+                    "(.tflite) models for phones and small devices, the weights as constants of each, "
+                    "a symbolic batch kept dynamic where LiteRT can, else one model per --dims binding "
+                    "(needs pip install 'jaxport[litert]'). Load any of them with "
                     "jaxport.load_converted (no JAX) or 'jaxport run'. What the runtime cannot run "
                     "is refused before anything is written; a failed conversion leaves nothing at DIR, "
                     "and an existing DIR is replaced only with --force.")
@@ -52,6 +55,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                           "such as x86-64-v3 or cortex-a72")
     cmd.add_argument("--target-triple", metavar="TRIPLE",
                      help="iree: the machine to compile for, e.g. aarch64-linux-gnu (default: this one)")
+    cmd.add_argument("--quantize", metavar="KIND", choices=["int8-weights"],
+                     help="litert: int8-weights (weights as int8 per channel, dynamic range; about 4x "
+                          "smaller, within 5%% of the output's magnitude)")
     cmd.set_defaults(handler=run_convert)
 
 
@@ -108,7 +114,8 @@ def _options(args: argparse.Namespace) -> object:
 
 #: The targets' own flags: target -> options field -> argparse destination.
 _FLAGS = {"savedmodel": {"default": "default", "allowed_custom_calls": "allow_custom_call"},
-          "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"}}
+          "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"},
+          "litert": {"quantize": "quantize"}}
 
 
 def parse_dims(texts: list[str]) -> dict[str, list[dict[str, int]]]:
