@@ -157,3 +157,14 @@ def test_a_bundle_is_checked_on_litert_by_name_at_its_examples_sizes(bundle: Pat
     assert report.ok and report.runtime == "litert" and report.examples == 3
     assert [(c.function, c.example, c.passed) for c in report.checks] == [
         ("predict", 0, True), ("predict", 1, True), ("loss", 0, True)]
+
+
+def test_load_converted_takes_litrets_runtime_options_and_refuses_others(converted: Path) -> None:
+    ids = iree_model.token_ids(4)
+    builtin = jaxport.load_converted(converted, xnnpack=False, num_threads=1)
+    model.assert_close([np.asarray(builtin["predict"](ids))], model.expected("predict", ids))
+    with pytest.raises(ValueError, match=r"LiteRT's runtime takes the options 'xnnpack' and 'num_threads' only, "
+                                         r"not \['driver'\]"):
+        jaxport.load_converted(converted, driver="local-sync")
+    with pytest.raises(ValueError, match=r"num_threads=0 is not a positive int"):
+        jaxport.load_converted(converted, num_threads=0)
