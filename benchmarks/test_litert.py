@@ -8,16 +8,18 @@ bundle whose ``predict`` takes ``int32[b, 64]`` token ids, converted for
 
 * ``first answer``: each round a fresh child process that imports what it
   needs, loads the model and answers one call, timed whole. Roles:
-  ``litert`` (the ``.tflite`` file in LiteRT's interpreter through jaxport's
-  runtime adapter: no JAX), ``litert builtin`` (the same without XNNPACK,
+  ``litert`` (``jaxport.load_converted`` of the directory ``to_litert``
+  wrote, its digests checked, and a call through jaxport's call front: no
+  JAX), ``litert builtin`` (the same without XNNPACK,
   which copies the weights into its own packed form), ``jaxport`` and ``jax.export`` (as in
   ``test_iree.py``, JAX's persistent compilation cache warm). Each child
   reports its peak resident memory (``VmHWM``, Linux only).
 * ``per call``: the call with the weights resident, in this process:
-  ``litert`` (XNNPACK, LiteRT's default), ``litert builtin`` (LiteRT's own
-  kernels) and ``jax.jit`` of the original function; results on the host.
-* ``conversion``: the conversion to float32 and to ``int8-weights``; each
-  round's ``extra_info`` has the model's size and its largest error against
+  ``litert`` (a function of ``load_converted``, XNNPACK, LiteRT's default),
+  ``litert builtin`` (LiteRT's own kernels) and ``jax.jit`` of the original
+  function; results on the host.
+* ``conversion``: ``jaxport.to_litert`` in float32 and with ``int8-weights``;
+  ``extra_info`` has the model's size and its largest error against
   ``jax.jit`` (normwise: relative to the output's largest magnitude).
 
 LiteRT's CPU kernels target phones: the report says how far a call is from
@@ -41,8 +43,6 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import jaxport
-from jaxport.domain.runtime_calls import with_weights_bound
-from jaxport.domain.wire_names import input_wire_names, output_wire_names
 
 from .conftest import alternating_chunks
 from .models import GPT_TOKENS, LAYERS_2K, MlpFactory, gpt, gpt_params, input_spec
@@ -58,10 +58,9 @@ import numpy as np
 model, role, root = sys.argv[1:]
 x = np.ones((8, 16), np.float32) if model == "mlp" else np.zeros((1, 64), np.int32)
 if role.startswith("litert"):
-    from jaxport.adapters.litert_runtime import LiteRtModel
-    names = json.load(open(root + "/names.json"))
-    model = LiteRtModel(root + "/model.tflite", xnnpack=role == "litert")
-    result = model.function(names["key"], names["inputs"], names["outputs"])([x])[0]
+    import jaxport
+    functions = jaxport.load_converted(root + "/litert", xnnpack=role == "litert")
+    result = functions[next(iter(functions))](x)
 elif role == "jaxport":
     import jaxport
     if model == "mlp":
@@ -97,24 +96,15 @@ class Model:
     name: str
     kind: str
     root: Path
-    record: Any
-    weights: list[np.ndarray]
-    bindings: list[dict[str, int]] | None
+    source: Path
+    dims: dict[str, list[dict[str, int]]] | None
     function: Any
     args: tuple[Any, ...]
 
-    @property
-    def names(self) -> tuple[list[str], list[str]]:
-        callers = with_weights_bound(self.record, len(self.weights)) if self.weights else self.record
-        return list(input_wire_names(callers.in_tree)), list(output_wire_names(self.record.out_tree))
-
-    def convert(self, quantize: str | None = None) -> bytes:
-        from jaxport.adapters.litert_converter import convert_function
-
-        ins, outs = self.names
-        [variant] = convert_function("predict", self.record, weights=self.weights, input_names=ins,
-                                     output_names=outs, bindings=self.bindings, quantize=quantize)
-        return variant.model
+    def convert(self, path: Path, quantize: str | None = None) -> int:
+        """Converts the source to ``path`` (replacing it); the size of its model, in bytes."""
+        manifest = jaxport.to_litert(self.source, path, dims=self.dims, quantize=quantize, overwrite=True)
+        return sum(d.size for file, d in manifest.files.items() if file.endswith(".tflite"))
 
     def child(self, role: str) -> dict[str, Any]:
         env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(self.root / "jax-cache"), **KEEP_EVERY_COMPILATION}
@@ -128,9 +118,8 @@ class Model:
 
 def _mlp(root: Path) -> Model:
     fun = MlpFactory.with_layers(LAYERS_2K).make()
-    exp = jaxport.export(jax.jit(fun))(input_spec())
-    jaxport.save(exp, root / "mlp.jaxport")
-    return Model("MLP 2k", "mlp", root, exp.record, [], None, jax.jit(fun), (np.ones((8, 16), np.float32),))
+    jaxport.save(jaxport.export(jax.jit(fun))(input_spec()), root / "mlp.jaxport")
+    return Model("MLP 2k", "mlp", root, root / "mlp.jaxport", None, jax.jit(fun), (np.ones((8, 16), np.float32),))
 
 
 def _transformer(root: Path) -> Model:
@@ -139,17 +128,15 @@ def _transformer(root: Path) -> Model:
     spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
     exp = jaxport.export(jax.jit(gpt))(spec, jax.ShapeDtypeStruct((b, GPT_TOKENS), jnp.int32))
     jaxport.save_bundle(root / "bundle", {"predict": exp}, params)
-    return Model("transformer", "transformer", root, exp.record, [np.asarray(a) for a in jax.tree.leaves(params)],
-                 [{"b": 1}], jax.jit(gpt), (jax.device_put(params), np.zeros((1, GPT_TOKENS), np.int32)))
+    return Model("transformer", "transformer", root, root / "bundle", {"predict": [{"b": 1}]}, jax.jit(gpt),
+                 (jax.device_put(params), np.zeros((1, GPT_TOKENS), np.int32)))
 
 
 @pytest.fixture(scope="module", params=["MLP 2k", "transformer"])
 def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Model:
     root = tmp_path_factory.mktemp("litert-bench")
     made = _mlp(root) if request.param == "MLP 2k" else _transformer(root)
-    (root / "model.tflite").write_bytes(made.convert())
-    ins, outs = made.names
-    (root / "names.json").write_text(json.dumps({"key": "predict", "inputs": ins, "outputs": outs}))
+    made.convert(root / "litert")
     for role in ("jaxport", "jax.export"):  # fill JAX's cache for each
         made.child(role)
     return made
@@ -176,13 +163,11 @@ def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Mod
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, ("litert", "litert builtin", "jax.jit")))
 def test_call_with_the_weights_resident(benchmark: BenchmarkFixture, model: Model, chunk: int,
                                         role: str) -> None:
-    from jaxport.adapters.litert_runtime import LiteRtModel
-
     label(benchmark, model, "per call", role, chunk=chunk)
     if role.startswith("litert"):
-        loaded = LiteRtModel(model.root / "model.tflite", xnnpack=role == "litert")
-        function = loaded.function("predict", *model.names)
-        x = [model.args[-1]]
+        functions = jaxport.load_converted(model.root / "litert", xnnpack=role == "litert")
+        function = functions[next(iter(functions))]
+        x = model.args[-1]
 
         def call() -> Any:
             return function(x)
@@ -193,13 +178,14 @@ def test_call_with_the_weights_resident(benchmark: BenchmarkFixture, model: Mode
 
 
 @pytest.mark.parametrize("quantize", [None, "int8-weights"], ids=["float32", "int8-weights"])
-def test_conversion(benchmark: BenchmarkFixture, model: Model, quantize: str | None) -> None:
-    from jaxport.adapters.litert_runtime import LiteRtModel
-
+def test_conversion(benchmark: BenchmarkFixture, model: Model, quantize: str | None, tmp_path: Path) -> None:
     label(benchmark, model, "conversion", quantize or "float32")
-    models: list[bytes] = []
-    benchmark.pedantic(lambda: models.append(model.convert(quantize)), rounds=1, iterations=1, warmup_rounds=0)
-    [got] = LiteRtModel(models[-1]).function("predict", *model.names)([model.args[-1]])
+    sizes: list[int] = []
+    out = tmp_path / "out"
+    benchmark.pedantic(lambda: sizes.append(model.convert(out, quantize)), rounds=1, iterations=1,
+                       warmup_rounds=0)
+    functions = jaxport.load_converted(out)
+    got = np.asarray(functions[next(iter(functions))](model.args[-1]))
     want = np.asarray(model.function(*model.args))
-    benchmark.extra_info.update(model_bytes=len(models[-1]),
+    benchmark.extra_info.update(model_bytes=sizes[-1],
                                 relative_error=float(np.max(np.abs(got - want)) / np.max(np.abs(want))))
