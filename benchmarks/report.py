@@ -93,7 +93,8 @@ def read_groups(report: Any) -> list[Group]:
     for bench in report["benchmarks"]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
-        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES:
+        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES \
+                + LITERT_ROLES:
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -397,6 +398,46 @@ def iree_section(groups: Sequence[Group]) -> str:
             "compilation cache warm for jaxport and jax.export)\n" + table(headers, rows))
 
 
+LITERT_ROLES = ("litert", "litert builtin", "float32", "int8-weights")  # benchmarks/test_litert.py
+
+
+def litert_section(groups: Sequence[Group]) -> str:
+    """LiteRT against JAX, one row per model and quantity (the goals of the first answer and memory as IREE's)."""
+    rows = []
+    for g in groups:
+        info = next(iter(g.info.values()), {})
+        model, quantity = str(info.get("model", g.name)), str(info.get("quantity", ""))
+        if quantity == "first answer":
+            ratio = g.ratio("litert", "jax.export")
+            rows.append([model, "first answer, fresh process", str(g.rounds()), seconds(g.median("litert")),
+                         seconds(g.median("jaxport")), seconds(g.median("jax.export")), "-", times(ratio),
+                         f"<= {IREE_FIRST_ANSWER_TARGET}x jax.export", _goal(ratio, IREE_FIRST_ANSWER_TARGET)])
+            rows.append([model, "  ... builtin kernels", str(g.rounds()), seconds(g.median("litert builtin")),
+                         "-", "-", "-", times(g.ratio("litert builtin", "jax.export")), "", ""])
+            base = g.info.get("jax.export", {}).get("peak_bytes")
+            for role, what in (("litert", "peak memory, fresh process"), ("litert builtin", "  ... builtin kernels")):
+                peaks = [g.info.get(r, {}).get("peak_bytes") for r in (role, "jaxport")] + [base]
+                peak_ratio = peaks[0] / base if isinstance(peaks[0], int) and isinstance(base, int) and base else None
+                rows.append([model, what, str(g.rounds()), *(mib(p) for p in peaks), "-", times(peak_ratio),
+                             f"<= {IREE_PEAK_TARGET}x jax.export", _goal(peak_ratio, IREE_PEAK_TARGET)])
+        elif quantity == "per call":
+            for role, what in (("litert", "per call, XNNPACK"), ("litert builtin", "  ... builtin kernels")):
+                rows.append([model, what, str(g.rounds()), seconds(g.median(role)), "-", "-",
+                             seconds(g.median("jax.jit")), times(g.ratio(role, "jax.jit")), "(reported)", "-"])
+        else:
+            for role in ("float32", "int8-weights"):
+                facts = g.info.get(role, {})
+                error = facts.get("relative_error")
+                rows.append([model, f"conversion, {role}: {mib(facts.get('model_bytes'))}, error "
+                             f"{'-' if error is None else f'{error:.1e}'}", str(g.rounds()), seconds(g.median(role)),
+                             "-", "-", "-", "-", "-", "-"])
+    headers = ["model", "quantity", "rounds", "litert", "jaxport", "jax.export", "jax.jit", "litert/peer",
+               "goal", "met"]
+    return ("LiteRT against JAX (median; fresh process = a whole child process, JAX's persistent "
+            "compilation cache warm for jaxport and jax.export; error = largest difference to jax.jit "
+            "over the output's largest magnitude)\n" + table(headers, rows))
+
+
 def verify_section(groups: Sequence[Group]) -> str:
     """Cold loads with and without verification, what verifying adds, and ``import jax``."""
     rows = []
@@ -461,7 +502,7 @@ def render(groups: Sequence[Group]) -> str:
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree")]
+    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert")]
     if others:
         sections.append(other_section(others))
         ordered += others
@@ -471,6 +512,9 @@ def render(groups: Sequence[Group]) -> str:
     ireed = [g for g in groups if g.kind == "iree"]
     if ireed:
         sections.append(iree_section(ireed))
+    litert = [g for g in groups if g.kind == "litert"]
+    if litert:
+        sections.append(litert_section(litert))
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
     compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]

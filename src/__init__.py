@@ -33,11 +33,13 @@ if TYPE_CHECKING:
     from .application.convert import convert as convert
     from .application.convert import to_iree as to_iree
     from .application.convert import to_onnx as to_onnx
+    from .application.convert import to_litert as to_litert
     from .application.converted_model import ConvertedModel as ConvertedModel
     from .application.converted_model import load_converted as load_converted
     from .application.converted_model import load_iree as load_iree
     from .domain.target_iree import IreeOptions as IreeOptions
     from .domain.target_onnx import OnnxOptions as OnnxOptions
+    from .domain.target_litert import LiteRtOptions as LiteRtOptions
     from .domain.target_savedmodel import SavedModelOptions as SavedModelOptions
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
@@ -79,11 +81,13 @@ _LAZY = {
     "convert": "jaxport.application.convert",
     "to_iree": "jaxport.application.convert",
     "to_onnx": "jaxport.application.convert",
+    "to_litert": "jaxport.application.convert",
     "load_converted": "jaxport.application.converted_model",
     "load_iree": "jaxport.application.converted_model",
     "ConvertedModel": "jaxport.application.converted_model",
     "IreeOptions": "jaxport.domain.target_iree",
     "OnnxOptions": "jaxport.domain.target_onnx",
+    "LiteRtOptions": "jaxport.domain.target_litert",
     "SavedModelOptions": "jaxport.domain.target_savedmodel",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",

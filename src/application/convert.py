@@ -131,7 +131,7 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
            allowed_custom_calls=allowed)
     caller = with_weights_bound(record, nr_weights) if nr_weights else record
     found: tuple[tuple[tuple[str, int], ...], ...] = ()
-    if plan.needs_bindings:
+    if plan.needs_bindings or (plan.bindings_optional and bindings):
         found = tuple(s.dims for s in static_shapes(function.name, record, bindings, nr_weights=nr_weights,
                                                       runtime=plan.runtime))
     elif bindings:
@@ -279,3 +279,26 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     return convert(source, path, to="onnx", overwrite=overwrite,
                    options=OnnxOptions(defaults.opset if opset is None else opset,
                                        defaults.ir_version if ir_version is None else ir_version))
+def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+              dims: Dims | None = None, quantize: str | None = None, overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="litert", ...)``: each function as LiteRT (``.tflite``) models.
+
+    One model per function, its signature named after the function, its
+    inputs and outputs by their wire names; a symbolic function's dimensions
+    stay dynamic where LiteRT's converter keeps them so, else ``dims`` gives
+    the sizes to convert for (one model per binding: ``predict.b=8.tflite``).
+    The weights are constants of each model (LiteRT's fused kernels), so
+    each model holds its own copy. No TensorFlow is imported.
+
+    Args:
+        dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.
+        quantize: None (float32) or ``"int8-weights"`` (dynamic range, about 4x smaller
+            weights, within :data:`jaxport.domain.litert_plan.INT8_WEIGHTS_TOLERANCE`).
+
+    Raises:
+        As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
+        has wheels for Linux x86_64 and macOS arm64).
+    """
+    from ..domain.target_litert import LiteRtOptions
+
+    return convert(source, path, to="litert", dims=dims, overwrite=overwrite, options=LiteRtOptions(quantize))

@@ -29,7 +29,7 @@ from ..adapters.safetensors_file import read_small_file
 from ..domain.bundle import EXAMPLES_FILE, FORMAT_NAME, MANIFEST_FILE, Example, FileDigest
 from ..domain.errors import ArtifactError, JaxportError, UsageError
 from ..domain.converted import manifest_format
-from ..domain.numerics import NumericsReport, OutputCheck, check_example_fits, tolerance_for
+from ..domain.numerics import EXACT, NumericsReport, OutputCheck, Tolerance, check_example_fits, tolerance_for
 from ..domain.runtime_calls import call_signature, result_paths, with_weights_bound
 from ..domain.targets import TARGETS, target
 from .conversion_source import read_source
@@ -49,11 +49,14 @@ class OpenedDirectory:
         examples: the golden examples, in order.
         arrays: reads every example's arrays (its inputs, then its outputs), in order.
         run: runs one example on the runtime.
+        tolerance: the target's tolerance of floating outputs for this directory
+            (LiteRT's int8-weights), where the caller gives none; None: each dtype's default.
     """
 
     examples: tuple[Example, ...]
     arrays: Callable[[], list[Any]]
     run: Run
+    tolerance: Tolerance | None = None
 
 
 def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
@@ -147,7 +150,7 @@ def _run_examples(path: str, runtime: str, opened: OpenedDirectory, rtol: float 
         except JaxportError as exc:
             got, failure = [], f"the call failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
         for i, (record, want, where) in enumerate(zip(example.outputs, wanted, result_paths(example.out_tree))):
-            tolerance = tolerance_for(record.dtype, rtol, atol)
+            tolerance = _tolerance(record.dtype, rtol, atol, opened.tolerance)
             if failure is not None:
                 checks.append(OutputCheck(example.function, example.index, where, record.dtype, tolerance,
                                           problem=failure))
@@ -156,6 +159,14 @@ def _run_examples(path: str, runtime: str, opened: OpenedDirectory, rtol: float 
             checks.append(OutputCheck(example.function, example.index, where, record.dtype, tolerance,
                                       error, reference, problem))
     return NumericsReport(path, runtime, len(opened.examples), tuple(checks), converted)
+
+
+def _tolerance(dtype: str, rtol: float | None, atol: float | None, target: Tolerance | None) -> Tolerance:
+    """The caller's tolerance, else the target's for a floating output, else the dtype's default."""
+    if target is not None and tolerance_for(dtype) != EXACT:
+        rtol = target.rtol if rtol is None else rtol
+        atol = target.atol if atol is None else atol
+    return tolerance_for(dtype, rtol, atol)
 
 
 def _examples_reader(root: Path, name: str, examples: tuple[Example, ...], digest: FileDigest | None,
@@ -204,19 +215,22 @@ def _open_converted(root: Path) -> OpenedDirectory:
     def run(example: Example, inputs: Sequence[Any]) -> Sequence[Any]:
         return model[example.function].run_flat(list(inputs))
 
+    loosest = target(manifest.target).plan.numerics_tolerance
     return OpenedDirectory(manifest.examples, _examples_reader(root, file, manifest.examples,
-                                                               manifest.files.get(file), "directory"), run)
+                                                               manifest.files.get(file), "directory"), run,
+                           None if loosest is None else loosest(manifest.target_details))
 
 
 def _convert(bundle: Path, out: Path, to: str) -> None:
-    """Converts the bundle for ``to``; for a target of static shapes, the functions that have
+    """Converts the bundle for ``to``; for a target of static shapes, or one that takes bindings
+    (LiteRT, whose converter cannot keep every function dynamic), the functions that have
     examples, for the sizes of their examples."""
     from .convert import write_converted
 
     entry = target(to)
     source = read_source(bundle)
     dims: dict[str, list[dict[str, int]]] | None = None
-    if entry.plan.needs_bindings:
+    if entry.plan.needs_bindings or entry.plan.bindings_optional:
         functions = {f.name: f for f in source.functions}
         dims = {}
         for example in source.examples:

@@ -27,6 +27,7 @@ from typing import Any
 from .artifact import ArtifactRecord, DType
 from .custom_calls import ALLOW_ALL, CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
 from .errors import ConversionError
+from .numerics import Tolerance
 from .runtime_calls import leaf_paths
 from .runtime_dtypes import KEY_DATA
 
@@ -78,12 +79,19 @@ class TargetPlan:
         ordered_effects: it runs modules with ordered effects (tokens).
         custom_calls: the custom-call targets it runs (or erases).
         needs_bindings: a symbolic function needs one variant per binding of its variables.
+        bindings_optional: a symbolic function may be given bindings (one variant
+            each); without, it becomes one variant of any size (LiteRT, whose
+            converter keeps most symbolic dimensions dynamic).
         keeps_vjp: the converter carries each function's first VJP (the
             pipeline verifies and walks its module too).
         check_host: the host check (target details, host facts, directory) that
             the loader runs before the runtime loads anything; None: none.
         describe: one line on what the directory was made for, from its
             target details (``jaxport convert`` and ``jaxport inspect`` print it).
+        numerics_tolerance: the tolerance of the golden examples' floating outputs
+            on a directory with these target details, when the caller gives none
+            (None, or a function answering None: each dtype's default). LiteRT's
+            ``int8-weights`` models answer a looser one.
     """
 
     runtime: str
@@ -93,9 +101,11 @@ class TargetPlan:
     ordered_effects: bool = False
     custom_calls: frozenset[str] = frozenset({"shape_assertion"})
     needs_bindings: bool = False
+    bindings_optional: bool = False
     keeps_vjp: bool = False
     check_host: Callable[[Mapping[str, Any], Mapping[str, Any], str], None] | None = None
     describe: Callable[[Mapping[str, Any]], str] | None = None
+    numerics_tolerance: Callable[[Mapping[str, Any]], Tolerance | None] | None = None
 
 
 def refuse(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_weights: int,

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import target_iree, target_onnx, target_savedmodel
+from . import target_iree, target_litert, target_onnx, target_savedmodel
 from .target_plan import TargetPlan
 
 
@@ -67,6 +67,10 @@ TARGETS: Mapping[str, TargetEntry] = MappingProxyType({e.name: e for e in (
                 converter="jaxport.adapters.onnx_converter:convert",
                 runtime="jaxport.adapters.onnx_runtime:load",
                 extra="onnx", loads=("onnx", "onnxruntime")),
+    TargetEntry("litert", target_litert.PLAN, target_litert.LiteRtOptions,
+                converter="jaxport.adapters.litert_converter:convert",
+                runtime="jaxport.adapters.litert_runtime:load",
+                extra="litert", loads=("ai_edge_litert",)),
 )})
 
 

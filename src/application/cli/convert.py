@@ -30,7 +30,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "file as IREE parameters (needs pip install 'jaxport[iree]'); onnx translates each "
                     "function into one ONNX model of any size for ONNX Runtime (--opset), the weights "
                     "read from the bundle's safetensors file as ONNX external data (needs pip install "
-                    "'jaxport[onnx]'). Load any of them with "
+                    "'jaxport[onnx]'); litert writes LiteRT "
+                    "(.tflite) models for phones and small devices, the weights as constants of each, "
+                    "a symbolic batch kept dynamic where LiteRT can, else one model per --dims binding "
+                    "(needs pip install 'jaxport[litert]'). Load any of them with "
                     "jaxport.load_converted (no JAX) or 'jaxport run'. What the runtime cannot run "
                     "is refused before anything is written; a failed conversion leaves nothing at DIR, "
                     "and an existing DIR is replaced only with --force.")
@@ -57,6 +60,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help="iree: the machine to compile for, e.g. aarch64-linux-gnu (default: this one)")
     cmd.add_argument("--opset", type=int, metavar="N",
                      help="onnx: the ai.onnx opset to write (21, the default, to 23)")
+    cmd.add_argument("--quantize", metavar="KIND", choices=["int8-weights"],
+                     help="litert: int8-weights (weights as int8 per channel, dynamic range; about 4x "
+                          "smaller, within 5%% of the output's magnitude)")
     cmd.set_defaults(handler=run_convert)
 
 
@@ -117,7 +123,8 @@ def _options(args: argparse.Namespace) -> object:
 #: The targets' own flags: target -> options field -> argparse destination.
 _FLAGS = {"savedmodel": {"default": "default", "allowed_custom_calls": "allow_custom_call"},
           "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"},
-          "onnx": {"opset": "opset"}}
+          "onnx": {"opset": "opset"},
+          "litert": {"quantize": "quantize"}}
 
 
 def parse_dims(texts: list[str]) -> dict[str, list[dict[str, int]]]:

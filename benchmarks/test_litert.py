@@ -1,0 +1,191 @@
+"""LiteRT against JAX: a fresh process's first answer and peak memory, the time per call, model sizes.
+
+Two models, as in ``test_iree.py``: the MLP of about 2,000 StableHLO
+operations (its weights closed over: constants of its module), as an
+artifact; and the GPT-2-small-sized transformer of ``models.py`` as a
+bundle whose ``predict`` takes ``int32[b, 64]`` token ids, converted for
+``b = 1``. Groups (kind ``"litert"``; ``extra_info`` names the model and the quantity):
+
+* ``first answer``: each round a fresh child process that imports what it
+  needs, loads the model and answers one call, timed whole. Roles:
+  ``litert`` (``jaxport.load_converted`` of the directory ``to_litert``
+  wrote, its digests checked, and a call through jaxport's call front: no
+  JAX), ``litert builtin`` (the same without XNNPACK,
+  which copies the weights into its own packed form), ``jaxport`` and ``jax.export`` (as in
+  ``test_iree.py``, JAX's persistent compilation cache warm). Each child
+  reports its peak resident memory (``VmHWM``, Linux only).
+* ``per call``: the call with the weights resident, in this process:
+  ``litert`` (a function of ``load_converted``, XNNPACK, LiteRT's default),
+  ``litert builtin`` (LiteRT's own kernels) and ``jax.jit`` of the original
+  function; results on the host.
+* ``conversion``: ``jaxport.to_litert`` in float32 and with ``int8-weights``;
+  ``extra_info`` has the model's size and its largest error against
+  ``jax.jit`` (normwise: relative to the output's largest magnitude).
+
+LiteRT's CPU kernels target phones: the report says how far a call is from
+``jax.jit`` (no goal is set for it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import jaxport
+
+from .conftest import alternating_chunks
+from .models import GPT_TOKENS, LAYERS_2K, MlpFactory, gpt, gpt_params, input_spec
+
+pytest.importorskip("litert_converter", reason="needs the extra jaxport[litert]")
+
+FRESH_ROLES = ("litert", "litert builtin", "jaxport", "jax.export")
+FRESH_ROUNDS = 2
+CALL_ROUNDS = {"MLP 2k": 300, "transformer": 30}
+CHILD = """
+import json, os, sys
+import numpy as np
+model, role, root = sys.argv[1:]
+x = np.ones((8, 16), np.float32) if model == "mlp" else np.zeros((1, 64), np.int32)
+if role.startswith("litert"):
+    import jaxport
+    functions = jaxport.load_converted(root + "/litert", xnnpack=role == "litert")
+    result = functions[next(iter(functions))](x)
+elif role == "jaxport":
+    import jaxport
+    if model == "mlp":
+        result = jaxport.load(root + "/mlp.jaxport").call(x)
+    else:
+        result = jaxport.load_bundle(root + "/bundle")["predict"](x)
+else:
+    import jax
+    from jax import export
+    path = root + ("/mlp.jaxport" if model == "mlp" else "/bundle/predict.jaxport")
+    exp = export.deserialize(bytearray(open(path, "rb").read()))
+    if model == "mlp":
+        result = exp.call(x)
+    else:
+        from safetensors.numpy import load_file
+        weights = load_file(root + "/bundle/params.safetensors")
+        names = [leaf["key_path"] for leaf in json.load(open(root + "/bundle/manifest.json"))["params"]["leaves"]]
+        params = jax.tree_util.tree_unflatten(exp.in_tree.children()[0].children()[0], [weights[n] for n in names])
+        result = exp.call(params, x)
+np.asarray(result)
+peak = next((int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+            if os.path.exists("/proc/self/status") else None)
+print(json.dumps({"peak_bytes": peak}))
+"""
+KEEP_EVERY_COMPILATION = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model's files under ``root``, its record and weights, the original function and its input."""
+
+    name: str
+    kind: str
+    root: Path
+    source: Path
+    dims: dict[str, list[dict[str, int]]] | None
+    function: Any
+    args: tuple[Any, ...]
+
+    def convert(self, path: Path, quantize: str | None = None) -> int:
+        """Converts the source to ``path`` (replacing it); the size of its model, in bytes."""
+        manifest = jaxport.to_litert(self.source, path, dims=self.dims, quantize=quantize, overwrite=True)
+        return sum(d.size for file, d in manifest.files.items() if file.endswith(".tflite"))
+
+    def child(self, role: str) -> dict[str, Any]:
+        env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(self.root / "jax-cache"), **KEEP_EVERY_COMPILATION}
+        done = subprocess.run([sys.executable, "-c", CHILD, self.kind, role, str(self.root)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-3000:])
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return result
+
+
+def _mlp(root: Path) -> Model:
+    fun = MlpFactory.with_layers(LAYERS_2K).make()
+    jaxport.save(jaxport.export(jax.jit(fun))(input_spec()), root / "mlp.jaxport")
+    return Model("MLP 2k", "mlp", root, root / "mlp.jaxport", None, jax.jit(fun), (np.ones((8, 16), np.float32),))
+
+
+def _transformer(root: Path) -> Model:
+    params = gpt_params()
+    b, = jaxport.symbolic_shape("b")
+    spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
+    exp = jaxport.export(jax.jit(gpt))(spec, jax.ShapeDtypeStruct((b, GPT_TOKENS), jnp.int32))
+    jaxport.save_bundle(root / "bundle", {"predict": exp}, params)
+    return Model("transformer", "transformer", root, root / "bundle", {"predict": [{"b": 1}]}, jax.jit(gpt),
+                 (jax.device_put(params), np.zeros((1, GPT_TOKENS), np.int32)))
+
+
+@pytest.fixture(scope="module", params=["MLP 2k", "transformer"])
+def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Model:
+    root = tmp_path_factory.mktemp("litert-bench")
+    made = _mlp(root) if request.param == "MLP 2k" else _transformer(root)
+    made.convert(root / "litert")
+    for role in ("jaxport", "jax.export"):  # fill JAX's cache for each
+        made.child(role)
+    return made
+
+
+def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, **extra: object) -> None:
+    """Like conftest's ``label``, with this file's roles."""
+    benchmark.group = f"LiteRT {quantity}: {model.name}"
+    benchmark.extra_info.update(kind="litert", role=role, baseline="-", model=model.name, quantity=quantity,
+                                **extra)
+
+
+@pytest.mark.parametrize("chunk, role", alternating_chunks(2, FRESH_ROLES))
+def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
+                                         role: str) -> None:
+    label(benchmark, model, "first answer", role, chunk=chunk)
+    peaks: list[int | None] = []
+    benchmark.pedantic(lambda: peaks.append(model.child(role)["peak_bytes"]), rounds=FRESH_ROUNDS,
+                       iterations=1, warmup_rounds=0)
+    known = [p for p in peaks if p is not None]
+    benchmark.extra_info["peak_bytes"] = int(np.median(known)) if known else None
+
+
+@pytest.mark.parametrize("chunk, role", alternating_chunks(2, ("litert", "litert builtin", "jax.jit")))
+def test_call_with_the_weights_resident(benchmark: BenchmarkFixture, model: Model, chunk: int,
+                                        role: str) -> None:
+    label(benchmark, model, "per call", role, chunk=chunk)
+    if role.startswith("litert"):
+        functions = jaxport.load_converted(model.root / "litert", xnnpack=role == "litert")
+        function = functions[next(iter(functions))]
+        x = model.args[-1]
+
+        def call() -> Any:
+            return function(x)
+    else:
+        def call() -> Any:
+            return np.asarray(model.function(*model.args))
+    benchmark.pedantic(call, rounds=CALL_ROUNDS[model.name], iterations=1, warmup_rounds=3)
+
+
+@pytest.mark.parametrize("quantize", [None, "int8-weights"], ids=["float32", "int8-weights"])
+def test_conversion(benchmark: BenchmarkFixture, model: Model, quantize: str | None, tmp_path: Path) -> None:
+    label(benchmark, model, "conversion", quantize or "float32")
+    sizes: list[int] = []
+    out = tmp_path / "out"
+    benchmark.pedantic(lambda: sizes.append(model.convert(out, quantize)), rounds=1, iterations=1,
+                       warmup_rounds=0)
+    functions = jaxport.load_converted(out)
+    got = np.asarray(functions[next(iter(functions))](model.args[-1]))
+    want = np.asarray(model.function(*model.args))
+    benchmark.extra_info.update(model_bytes=sizes[-1],
+                                relative_error=float(np.max(np.abs(got - want)) / np.max(np.abs(want))))

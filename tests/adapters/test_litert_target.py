@@ -1,0 +1,131 @@
+"""The LiteRT target's two ports on a saved bundle: ``convert(job, staging)`` writes one model per function and
+variant, ``load(root, manifest)`` runs them; as the conversion pipeline and the loader will call them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jaxport.adapters.bundle_dir import read_function, read_manifest
+from jaxport.adapters.flatbuffers_codec import decode_artifact
+from jaxport.domain.converted import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
+from jaxport.domain.runtime_calls import with_weights_bound
+from jaxport.domain.target_litert import LiteRtOptions
+from jaxport.domain.target_ports import ConversionJob, ConvertedParts, FunctionJob
+from jaxport.errors import ConversionError
+from tests.helpers import iree_model
+from tests.helpers import litert_model as model
+
+pytestmark = model.needs_converter
+
+
+def job(bundle: Path, bindings: dict[str, tuple[tuple[tuple[str, int], ...], ...]],
+        options: LiteRtOptions) -> ConversionJob:
+    manifest = read_manifest(bundle)
+    functions = []
+    for entry in manifest.functions:
+        record = decode_artifact(read_function(bundle, manifest, entry.file))
+        n = len(manifest.weights) if entry.takes_params else 0
+        caller = with_weights_bound(record, n) if n else record
+        signature = Signature(entry.name, caller.in_tree, caller.in_avals, record.out_tree, record.out_avals,
+                              record.constraints, n)
+        functions.append(FunctionJob(entry.name, record, signature, (), bindings.get(entry.name, ())))
+    weights = WeightsTable(manifest.params_tree, manifest.weights, "params.safetensors")
+    return ConversionJob(tuple(functions), weights, str(bundle / "params.safetensors"), options, None)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return iree_model.save_bundle(tmp_path_factory.mktemp("bundle") / "model")
+
+
+@pytest.fixture(scope="module")
+def converted(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ConversionJob, ConvertedParts]:
+    from jaxport.adapters.litert_converter import convert
+
+    staging = tmp_path_factory.mktemp("staging")
+    the_job = job(bundle, {"loss": ((("b", 2),), (("b", 5),))}, LiteRtOptions())
+    return staging, the_job, convert(the_job, str(staging))
+
+
+def test_convert_writes_a_model_per_function_and_binding_and_records_each_ones_weights(
+        converted: tuple[Path, ConversionJob, ConvertedParts]) -> None:
+    staging, _, parts = converted
+    assert sorted(os.listdir(staging)) == ["loss.b=2.tflite", "loss.b=5.tflite", "predict.tflite"]
+    assert {name: [(v.file, v.dims) for v in vs] for name, vs in parts.variants.items()} == {
+        "predict": [("predict.tflite", ())],
+        "loss": [("loss.b=2.tflite", (("b", 2),)), ("loss.b=5.tflite", (("b", 5),))]}
+    assert parts.weights_file == ""
+    details = parts.target_details
+    assert details["converter"].startswith("litert-converter 0.5") and details["quantize"] == "none"
+    weight_bytes = sum(w.nbytes for w in model.transformer_weights())
+    assert details["models"]["predict.tflite"]["dynamic"] == ["b"]
+    assert details["models"]["loss.b=5.tflite"]["dynamic"] == []
+    assert all(m["constant_bytes"] >= weight_bytes for m in details["models"].values())
+
+
+def test_load_runs_each_variant_on_the_callers_arrays_equal_to_jax(
+        converted: tuple[Path, ConversionJob, ConvertedParts]) -> None:
+    from jaxport.adapters.litert_runtime import load
+
+    staging, the_job, parts = converted
+    manifest = ConvertedManifest("litert", parts.target_details,
+                                 tuple(ConvertedFunction(f.signature, parts.variants[f.name]) for f in the_job.functions))
+    runtime = load(str(staging), manifest, {})
+    for batch in (1, 6):
+        ids = iree_model.token_ids(batch)
+        predict = manifest.function("predict").variant_for({"b": batch})
+        model.assert_close(runtime.run("predict", predict, [ids]), model.expected("predict", ids))
+    ids, targets = iree_model.token_ids(5), iree_model.token_ids(5, seed=3)
+    loss = manifest.function("loss").variant_for({"b": 5})
+    model.assert_close(runtime.run("loss", loss, [ids, targets]), model.expected("loss", ids, targets))
+
+
+def test_threads_calling_one_model_with_other_sizes_take_turns(
+        converted: tuple[Path, ConversionJob, ConvertedParts]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from jaxport.adapters.litert_runtime import load
+
+    staging, the_job, parts = converted
+    manifest = ConvertedManifest("litert", parts.target_details,
+                                 tuple(ConvertedFunction(f.signature, parts.variants[f.name]) for f in the_job.functions))
+    runtime = load(str(staging), manifest, {})
+    variant = manifest.function("predict").variant_for({"b": 1})
+    batches = [1, 2, 3, 4] * 8
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda b: runtime.run("predict", variant, [iree_model.token_ids(b)])[0], batches))
+    want = {b: model.expected("predict", iree_model.token_ids(b)) for b in set(batches)}
+    for batch, got in zip(batches, results):
+        model.assert_close([got], want[batch])
+
+
+def test_a_function_litert_cannot_convert_leaves_the_staging_directory_empty(bundle: Path, tmp_path: Path) -> None:
+    from jaxport.adapters.litert_converter import convert
+
+    with pytest.raises(ConversionError, match=r"'loss' to LiteRT: LiteRT's converter cannot legalize the operation"):
+        convert(job(bundle, {}, LiteRtOptions()), str(tmp_path))
+    assert os.listdir(tmp_path) == []
+
+
+def test_options_name_the_target_and_refuse_an_unknown_quantization() -> None:
+    assert LiteRtOptions.target == "litert" and LiteRtOptions("int8-weights").quantize == "int8-weights"
+    with pytest.raises(ValueError, match="Unknown quantization 'int16'"):
+        LiteRtOptions("int16")
+
+
+def test_the_registry_names_the_litert_ports_and_plan() -> None:
+    import importlib
+
+    from jaxport.adapters import litert_converter, litert_runtime
+    from jaxport.domain.target_litert import PLAN
+    from jaxport.domain.targets import target
+
+    entry = target("litert")
+    assert entry.plan is PLAN and entry.options is LiteRtOptions and entry.manifest_path == "manifest.json"
+    found = [getattr(importlib.import_module(ref.split(":")[0]), ref.split(":")[1])
+             for ref in (entry.converter, entry.runtime)]
+    assert found == [litert_converter.convert, litert_runtime.load]
