@@ -36,6 +36,7 @@ from .domain.errors import (
     ShardingPolicyError,
     TreeDifference,
     TreeMismatchError,
+    UnsupportedOperationError,
     UsageError,
     VjpUnavailableError,
 )
@@ -61,7 +62,7 @@ __all__ = [
     "ShapeMismatchError", "ShardingMismatchError", "ShardingPolicyError",
     "TreeDifference", "TreeMismatchError", "VjpUnavailableError",
     "EffectSerializationError", "PartitionerMismatchError",
-    "ArgSpecError", "ArrayFileError", "UsageError", "ConversionError", "MissingExtraError",
+    "ArgSpecError", "ArrayFileError", "UsageError", "ConversionError", "MissingExtraError", "UnsupportedOperationError",
     "TargetMismatchError", "UncompiledSizeError",
     "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",

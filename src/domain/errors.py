@@ -329,6 +329,23 @@ class ConversionError(JaxportError, ValueError):
         super().__init__(f"Cannot convert {subject} to {target}{at}: {reason}")
 
 
+class UnsupportedOperationError(ConversionError):
+    """An operation of the module that the target cannot express exactly (refused, never approximated).
+
+    Attributes (besides :class:`ConversionError`'s): ``operation`` (the
+    operation's name, with a custom call's target: ``stablehlo.custom_call
+    @lapack_sgetrf_ffi``) and ``location`` (its source location in the module).
+    """
+
+    def __init__(self, target: str, function: str | None, operation: str, location: str,
+                 detail: str = "") -> None:
+        self.operation = operation
+        self.location = location
+        why = f": {detail}" if detail else ""
+        super().__init__(target, function, f"the operation {operation} at {location} has no "
+                                           f"translation{why}")
+
+
 class MissingExtraError(JaxportError, ImportError):
     """An optional runtime that jaxport needs for this is not installed (the message names the extra)."""
 

@@ -1,0 +1,28 @@
+"""The table of ONNX translations: StableHLO (and CHLO) operation name -> translation function.
+
+Each family of operations lives in its own ``onnx_ops_*`` module with its
+own ``TABLE``; adding a family is adding a module and one line here. An
+operation missing from the table is refused by the translator, by name
+and source location. ``func.call``, ``func.return``, ``stablehlo.return``,
+``stablehlo.composite`` and ``stablehlo.custom_call`` are the translator's own business (they need
+the module, not only the operation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from . import onnx_ops_elementwise, onnx_ops_gather, onnx_ops_linalg, onnx_ops_shape
+from .onnx_ops_elementwise import Translation
+
+TRANSLATIONS: Mapping[str, Translation] = {
+    **onnx_ops_elementwise.TABLE,
+    **onnx_ops_shape.TABLE,
+    **onnx_ops_linalg.TABLE,
+    **onnx_ops_gather.TABLE,
+}
+
+#: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
+COMPOSITES: Mapping[str, Translation] = {
+    **onnx_ops_elementwise.COMPOSITES,
+}

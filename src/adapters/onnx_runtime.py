@@ -1,0 +1,154 @@
+"""ONNX Runtime behind the runtime port: one ``.onnx`` file run on flat NumPy arrays.
+
+The only module that imports ``onnxruntime`` (the ``jaxport[onnx-runtime]``
+extra); it imports neither JAX nor jaxlib. Before ONNX Runtime opens a
+model, :func:`check_external_data` parses it (``onnx.load`` without its
+external data) and refuses every external-data location that is absolute,
+leaves the model's directory (``..``, a symbolic link pointing out) or names
+a file the caller did not list: ONNX Runtime would otherwise read any file
+the process can. (A lighter check is possible: the few protobuf fields
+that lead to a ``TensorProto``'s ``external_data`` can be read with the
+protobuf wire format alone, without the ``onnx`` package; ``onnx`` is
+used here because it ships with the extra and parses the whole schema.)
+
+Sessions run with ONNX Runtime's graph optimizations on (``"all"``) unless
+asked otherwise; threads, optimization level and execution providers pass
+through to ``SessionOptions``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..domain.errors import ArtifactCallError, ArtifactError, MissingExtraError
+
+try:
+    import onnx
+    import onnxruntime as ort
+except ImportError as exc:  # the extra is not installed
+    raise MissingExtraError("ONNX Runtime (onnxruntime, onnx)", "onnx-runtime", exc) from exc
+
+#: ``optimization`` names -> ONNX Runtime's graph optimization levels.
+OPTIMIZATION_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) -> onnx.ModelProto:
+    """The model at ``path``, parsed without its external data, once every external location is checked.
+
+    Args:
+        path: the ``.onnx`` file.
+        allowed: the file names (relative to the model's directory) that its
+            external data may name.
+
+    Raises:
+        ArtifactError: the file is not an ONNX model, or a tensor's external
+            data is absolute, leaves the directory or names a file not in
+            ``allowed`` (the message names the tensor and the location).
+    """
+    model_path = Path(path)
+    try:
+        model = onnx.load(str(model_path), load_external_data=False)
+    except Exception as exc:  # protobuf's DecodeError and what onnx raises on a damaged file
+        raise ArtifactError(f"{model_path.name} is not a valid ONNX model: {type(exc).__name__}: {exc}") from exc
+    directory = model_path.resolve().parent
+    for tensor in _tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        entries = {e.key: e.value for e in tensor.external_data}
+        location = entries.get("location", "")
+        resolved = (directory / location).resolve()
+        inside = resolved.is_relative_to(directory) and resolved.relative_to(directory).as_posix()
+        if os.path.isabs(location) or not inside or inside != Path(location).as_posix() or inside not in allowed:
+            raise ArtifactError(f"{model_path.name}: the tensor '{tensor.name}' reads its data from "
+                                f"'{location}', which is not one of the files {sorted(allowed)} next to the model")
+    return model
+
+
+def _tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    """Every tensor of the model: initializers, constants in attributes, in subgraphs and functions."""
+    pending: list[Any] = [model.graph]
+    nodes: list[onnx.NodeProto] = [n for f in model.functions for n in f.node]
+    while pending or nodes:
+        if pending:
+            graph = pending.pop()
+            yield from graph.initializer
+            yield from (s.values for s in graph.sparse_initializer)
+            yield from (s.indices for s in graph.sparse_initializer)
+            nodes.extend(graph.node)
+            continue
+        for attribute in nodes.pop().attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            if attribute.HasField("sparse_tensor"):
+                yield attribute.sparse_tensor.values
+            if attribute.HasField("g"):
+                pending.append(attribute.g)
+            pending.extend(attribute.graphs)
+
+
+class OnnxRuntimeModel:
+    """One ``.onnx`` model in an ONNX Runtime session, called on flat NumPy arrays.
+
+    Args:
+        path: the model file; checked by :func:`check_external_data` first.
+        allowed: the files its external data may name (next to it).
+        function: the function's name, for messages.
+        threads: ONNX Runtime's intra-op threads (None: its default, one per core).
+        inter_op_threads: its inter-op threads (None: its default).
+        optimization: one of :data:`OPTIMIZATION_LEVELS`.
+        providers: the execution providers, in order of preference (None: the CPU's).
+
+    Raises:
+        ArtifactError: what :func:`check_external_data` refuses.
+        ArtifactCallError: ONNX Runtime refuses the model.
+        ValueError: an unknown optimization level.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, allowed: Collection[str] = (), function: str = "",
+                 threads: int | None = None, inter_op_threads: int | None = None, optimization: str = "all",
+                 providers: Sequence[str] | None = None) -> None:
+        if optimization not in OPTIMIZATION_LEVELS:
+            raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {optimization!r}")
+        self.function = function or Path(path).stem
+        check_external_data(path, allowed)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization]
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        if inter_op_threads is not None:
+            options.inter_op_num_threads = inter_op_threads
+        options.log_severity_level = 3  # errors only: its warnings are about its own folding
+        try:
+            self._session = ort.InferenceSession(str(path), options,
+                                                 providers=list(providers or ["CPUExecutionProvider"]))
+        except Exception as exc:  # onnxruntime's Fail, InvalidGraph, ... (pybind11 types)
+            raise ArtifactCallError(self.function, exc) from exc
+        self.input_names = [i.name for i in self._session.get_inputs()]
+        self.output_names = [o.name for o in self._session.get_outputs()]
+
+    def run(self, args: Sequence[Any]) -> list[np.ndarray]:
+        """The model's outputs for ``args`` (one array per graph input, in order).
+
+        Raises:
+            ArtifactCallError: ONNX Runtime failed (its message kept).
+        """
+        if len(args) != len(self.input_names):
+            raise ArtifactCallError(self.function, ValueError(
+                f"{len(args)} arrays for the inputs {self.input_names}"))
+        feeds = {n: np.ascontiguousarray(a) for n, a in zip(self.input_names, args)}
+        try:
+            results = self._session.run(self.output_names, feeds)
+        except Exception as exc:  # onnxruntime's pybind11 error types
+            raise ArtifactCallError(self.function, exc) from exc
+        return [np.asarray(r) for r in results]

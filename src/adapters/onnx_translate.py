@@ -1,0 +1,320 @@
+"""One exported function as an ONNX model: a walk of its StableHLO module, one translation per operation.
+
+The module (already verified) is read with jaxlib's MLIR bindings in JAX's
+own context; the walk starts at ``main`` and inlines every ``func.call``.
+Each operation goes through the table of :mod:`.onnx_ops`; an operation
+absent from it, a custom call other than ``shape_assertion`` (whose checks
+jaxport's call front makes before any runtime sees a call) or a type ONNX
+Runtime does not hold is refused with
+:class:`~jaxport.domain.errors.UnsupportedOperationError`, naming the
+operation, the function and its source location: a converted model never
+computes something else.
+
+The model's inputs are the function's flat inputs after its leading
+weights, named as the caller says; the weights become initializers whose
+bytes stay in the safetensors file (ONNX external data at each tensor's
+offset); the module's constants stay in the graph. Dimension variables
+stay symbolic: each input dimension that is a variable is a ``dim_param``
+of that name, and a variable's value, where the module takes it as an
+argument (``jax.global_constant``, as ``main``'s callees do in JAX 0.10
+and ``main`` itself since JAX 0.11), is the size of an input's dimension
+read with ``Shape``. The model is checked with ``onnx.checker`` at full
+strength, and ONNX's shape inference must agree with the signature.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from jaxlib.mlir import ir
+from onnx import TensorProto, helper
+
+from ..domain.artifact import ArtifactRecord, AvalRecord
+from ..domain.errors import ConversionError
+from . import jaxlib_mlir
+from .onnx_builder import TARGET, GraphBuilder, element_dtype, onnx_type, operation_name
+from .onnx_ops import COMPOSITES, TRANSLATIONS
+from .onnx_ops_shape import dimension_value
+from .safetensors_file import decode_header
+
+#: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
+OPSET = 21
+IR_VERSION = 10
+_PLATFORM_INDEX = "_platform_index"
+_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64"}
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalTensor:
+    """Where a weight's bytes are: ``length`` bytes at ``offset`` of the file ``location`` next to the model."""
+
+    location: str
+    offset: int
+    length: int
+
+
+def external_tensors(header: bytes, names: Sequence[str], location: str) -> list[ExternalTensor]:
+    """Each named tensor of a safetensors file, from the file's header (its bytes up to the data).
+
+    Raises:
+        ArtifactError: the header is malformed.
+        KeyError: a name is not in the header.
+    """
+    entries, _, start = decode_header(memoryview(header), location)
+    return [ExternalTensor(location, start + entries[n].begin, entries[n].end - entries[n].begin) for n in names]
+
+
+def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_names: Sequence[str],
+              weights: Sequence[ExternalTensor] = (), metadata: Mapping[str, str] | None = None,
+              producer_version: str = "", opset: int = OPSET, ir_version: int = IR_VERSION,
+              platform_index: int | None = None) -> onnx.ModelProto:
+    """The ONNX model of the exported function ``record``.
+
+    Args:
+        record: the function's record (signature and module).
+        input_names: one name per flat input of ``record``, weights included.
+        output_names: one name per flat output.
+        weights: for each of the leading inputs that are weights, where its
+            bytes are; those inputs become initializers.
+        metadata: the model's ``metadata_props`` (versions, source digest).
+        producer_version: the model's ``producer_version`` (producer: jaxport).
+        opset: the ``ai.onnx`` opset to write (21 or later).
+        ir_version: the ONNX IR version to write.
+        platform_index: the value of ``main``'s platform-index argument, if
+            any: by default the index of ``"cpu"`` in the record's platforms
+            (the branches of the module for other platforms are left out).
+
+    Raises:
+        UnsupportedOperationError: an operation with no exact translation.
+        ConversionError: a signature ONNX cannot carry (a dtype, effects),
+            a weight whose bytes do not fit its shape, or a model that
+            ``onnx.checker`` or ONNX's shape inference refuses.
+    """
+    name = record.function_name
+    _check_signature(record, input_names, output_names, weights)
+    if platform_index is None:
+        platform_index = record.platforms.index("cpu") if "cpu" in record.platforms else 0
+    builder = GraphBuilder(name, reserved=[*input_names, *output_names])
+    context = jaxlib_mlir.make_context()
+    with context, ir.Location.unknown(context):
+        module = jaxlib_mlir.deserialize_portable_artifact(record.mlir_module_serialized, context)
+        walker = _Walker(builder, module)
+        main = walker.functions["main"]
+        block = main.regions[0].blocks[0]
+        args = _main_arguments(builder, record, main, input_names, len(weights), platform_index)
+        results = walker.run_block(block, args)
+    if len(results) != len(record.out_avals):
+        raise ConversionError(TARGET, name, f"main returns {len(results)} values for "
+                                            f"{len(record.out_avals)} outputs (tokens of effects?)")
+    for value, out in zip(results, output_names):
+        builder.nodes.append(helper.make_node("Identity", [value], [out]))
+    nodes, initializers = _prune(builder.nodes, [
+        *(_external(n, a, w) for n, a, w in zip(input_names, record.in_avals, weights)), *builder.initializers],
+        output_names)
+    graph = helper.make_graph(
+        nodes, re.sub(r"\W", "_", name),
+        [_value_info(n, a) for n, a in list(zip(input_names, record.in_avals))[len(weights):]],
+        [_value_info(n, a) for n, a in zip(output_names, record.out_avals)], initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version,
+                              producer_name="jaxport", producer_version=producer_version)
+    helper.set_model_props(model, dict(metadata or {}))
+    check_model(model, name)
+    return model
+
+
+def check_file(path: str | os.PathLike[str], function: str) -> None:
+    """``onnx.checker`` at full strength on a written model, its external data in place next to it.
+
+    Raises:
+        ConversionError: naming what the checker found.
+    """
+    try:
+        onnx.checker.check_model(os.fspath(path), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        raise ConversionError(TARGET, function, f"the ONNX model is invalid: {exc}") from exc
+
+
+def _prune(nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorProto],
+           outputs: Sequence[str]) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """The nodes and initializers the outputs depend on (the shape assertions' arithmetic goes)."""
+    needed = set(outputs)
+    kept = []
+    for node in reversed(nodes):
+        if any(o in needed for o in node.output):
+            kept.append(node)
+            needed.update(i for i in node.input if i)
+    kept.reverse()
+    return kept, [t for t in initializers if t.name in needed]
+
+
+def check_model(model: onnx.ModelProto, function: str) -> None:
+    """``onnx.checker`` at full strength, and ONNX's inferred output shapes against the declared ones.
+
+    The checker wants an external tensor's file on disk: here, before the
+    file is written, the external weights are checked as graph inputs of
+    their type and shape (what the checker and the shape inference look
+    at); :func:`check_file` checks the written file with its data.
+
+    Raises:
+        ConversionError: naming what the checker or the shape inference found.
+    """
+    checkable = onnx.ModelProto()
+    checkable.CopyFrom(model)
+    external = [t for t in checkable.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    for tensor in external:
+        checkable.graph.initializer.remove(tensor)
+        checkable.graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
+    try:
+        onnx.checker.check_model(checkable, full_check=True)
+        inferred = onnx.shape_inference.infer_shapes(checkable, check_type=True, strict_mode=True, data_prop=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        raise ConversionError(TARGET, function, f"the ONNX model is invalid: {exc}") from exc
+    known = {v.name: v for v in (*inferred.graph.value_info, *inferred.graph.output)}
+    sources = {n.output[0]: n.input[0] for n in inferred.graph.node if n.op_type == "Identity"}
+    for output in model.graph.output:
+        found = known.get(sources.get(output.name, ""))
+        if found is None or not found.type.tensor_type.HasField("shape"):
+            continue
+        declared, got = output.type.tensor_type.shape.dim, found.type.tensor_type.shape.dim
+        if len(declared) != len(got) or any(
+                g.HasField("dim_value") and (not d.HasField("dim_value") or d.dim_value != g.dim_value)
+                for d, g in zip(declared, got)):
+            raise ConversionError(TARGET, function, f"ONNX infers the shape {_dims(got)} for the output "
+                                                    f"'{output.name}', declared {_dims(declared)}")
+
+
+def _dims(dims: Any) -> str:
+    return "(" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?" for d in dims) + ")"
+
+
+class _Walker:
+    """Translates blocks in order, mapping each MLIR value to its ONNX name; inlines calls."""
+
+    def __init__(self, builder: GraphBuilder, module: Any) -> None:
+        self.builder = builder
+        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations}
+        self.values: dict[Any, str] = {}
+
+    def run_block(self, block: Any, args: Sequence[str]) -> list[str]:
+        """Translates ``block`` with its arguments named ``args``; the names of what it returns."""
+        for argument, name in zip(block.arguments, args):
+            self.values[argument] = name
+        for op in block.operations:
+            if op.operation.name in ("func.return", "stablehlo.return"):
+                return [self.values[v] for v in op.operands]
+            self.builder.current = op
+            results = self._translate(op)
+            for value, name in zip(op.results, results):
+                self.values[value] = name
+        raise AssertionError("a block without terminator")  # the verifier rules it out
+
+    def _translate(self, op: Any) -> list[str]:
+        b = self.builder
+        operands = [self.values[v] for v in op.operands]
+        name = op.operation.name
+        if name == "func.call":
+            return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value, operands)
+        if name == "stablehlo.custom_call":
+            if operation_name(op).endswith("@shape_assertion"):
+                return []
+            b.refuse("custom calls other than shape_assertion have no ONNX translation")
+        if name == "stablehlo.case" and operands[0] in b.known:
+            # The platform index of a module for several platforms: only the chosen branch runs.
+            index = int(b.known[operands[0]])
+            regions = list(op.regions)
+            branch = regions[index if 0 <= index < len(regions) else -1]
+            return self.run_block(branch.blocks[0], [])
+        if name == "stablehlo.composite":
+            translation = COMPOSITES.get(ir.StringAttr(op.attributes["name"]).value)
+            if translation is None:  # its decomposition is what it computes
+                return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value, operands)
+        else:
+            translation = TRANSLATIONS.get(name)
+        if translation is None:
+            b.refuse()
+        for value in (*op.operands, *op.results):
+            if not isinstance(value.type, ir.RankedTensorType) or element_dtype(value.type.element_type) is None:
+                b.refuse(f"the type {value.type} has no ONNX Runtime translation here")
+        return translation(b, op, operands)
+
+
+    def _inline(self, op: Any, callee: str, operands: list[str]) -> list[str]:
+        self.builder.call_sites.append(op)
+        try:
+            return self.run_block(self.functions[callee].regions[0].blocks[0], operands)
+        finally:
+            self.builder.call_sites.pop()
+
+
+def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_names: Sequence[str],
+                    nr_weights: int, platform_index: int) -> list[str]:
+    """The ONNX names of ``main``'s arguments: kept inputs, and the values of global constants."""
+    kept = iter(record.module_kept_var_idx)
+    attrs = list(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else []
+    block = main.regions[0].blocks[0]
+    names = []
+    for i, argument in enumerate(block.arguments):
+        arg_attrs = ir.DictAttr(attrs[i]) if i < len(attrs) else None
+        if arg_attrs is not None and "jax.global_constant" in arg_attrs:
+            variable = ir.StringAttr(arg_attrs["jax.global_constant"]).value
+            dtype = element_dtype(ir.RankedTensorType(argument.type).element_type)
+            assert dtype is not None  # the calling convention makes it an integer
+            names.append(b.scalar(platform_index, dtype) if variable == _PLATFORM_INDEX else
+                         _global_constant(b, record, variable, dtype, input_names, nr_weights))
+        else:
+            names.append(input_names[next(kept)])
+    return names
+
+
+def _global_constant(b: GraphBuilder, record: ArtifactRecord, variable: str, dtype: np.dtype[Any],
+                     input_names: Sequence[str], nr_weights: int) -> str:
+    for i, aval in enumerate(record.in_avals):
+        if i >= nr_weights and variable in aval.shape:
+            return dimension_value(b, input_names[i], aval.shape.index(variable), dtype)
+    raise ConversionError(TARGET, record.function_name, f"the dimension variable '{variable}' is not a "
+                                                        f"whole dimension of any input")
+
+
+def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_names: Sequence[str],
+                     weights: Sequence[ExternalTensor]) -> None:
+    name = record.function_name
+    if len(input_names) != len(record.in_avals) or len(output_names) != len(record.out_avals):
+        raise ConversionError(TARGET, name, f"{len(input_names)} input and {len(output_names)} output names "
+                                            f"for {len(record.in_avals)} inputs and {len(record.out_avals)} outputs")
+    if len({*input_names, *output_names}) != len(input_names) + len(output_names):
+        raise ConversionError(TARGET, name, f"the input names {list(input_names)} and output names "
+                                            f"{list(output_names)} are not all different")
+    if record.ordered_effects:
+        raise ConversionError(TARGET, name, f"ordered effects {[e.type_name for e in record.ordered_effects]} "
+                                            f"have no ONNX counterpart")
+    for kind, names, avals in (("input", input_names, record.in_avals), ("output", output_names, record.out_avals)):
+        for n, aval in zip(names, avals):
+            if aval.dtype.value not in _DTYPES:
+                raise ConversionError(TARGET, name, f"the dtype {aval.dtype.value} has no ONNX Runtime translation "
+                                                    f"here", where=f"{kind} '{n}'")
+    for n, aval, w in zip(input_names, record.in_avals, weights):
+        expected = int(np.prod([int(d) for d in aval.shape])) * np.dtype(aval.dtype.value).itemsize
+        if w.length != expected:
+            raise ConversionError(TARGET, name, f"the weight holds {w.length} bytes, its shape {aval} "
+                                                f"{expected}", where=f"input '{n}'")
+
+
+def _value_info(name: str, aval: AvalRecord) -> onnx.ValueInfoProto:
+    shape = [int(d) if d.isdigit() else d for d in aval.shape]
+    return helper.make_tensor_value_info(name, onnx_type(np.dtype(aval.dtype.value)), shape)
+
+
+def _external(name: str, aval: AvalRecord, where: ExternalTensor) -> onnx.TensorProto:
+    tensor = TensorProto(name=name, data_type=onnx_type(np.dtype(aval.dtype.value)),
+                         dims=[int(d) for d in aval.shape], data_location=TensorProto.EXTERNAL)
+    for key, value in (("location", where.location), ("offset", str(where.offset)), ("length", str(where.length))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    return tensor
