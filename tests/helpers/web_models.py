@@ -1,0 +1,81 @@
+"""The models of the browser module's tests, saved as bundles with golden examples and converted to ONNX.
+
+* ``mlp``: ``predict(params, x)``, ``x: (b, 16) float32``;
+* ``gpt``: a GPT-2-like decoder (embeddings, positions, layer norm, causal
+  attention, softmax, GELU), ``logits(params, tokens)``, ``tokens: (b, t)
+  int32`` with ``t <= 1024``;
+* ``kw``: ``mix(params, x, *, scale)`` with ``x: (b, h + 1)``, ``scale:
+  {"a": (h,)}``, ``b >= 2`` and dict results: a dimension variable derived
+  with an offset, a keyword argument, a constraint, named outputs.
+
+:func:`build` converts each into ``ROOT/NAME`` (the ONNX files, the
+manifest, the examples and ``jaxport.mjs``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxport
+
+from . import onnx_models as models
+from .web_convert import convert_onnx
+
+MODELS = ("mlp", "gpt", "kw")
+#: The GPT-2-like model's longest sequence (its constraint: ``t <= MAX_T``).
+MAX_T = models.MAX_T
+
+
+def _mlp(path: Path) -> None:
+    params = models.mlp_params()
+    b, = jaxport.symbolic_shape("b")
+    exp = jaxport.export(jax.jit(models.mlp))(models.specs(params), jax.ShapeDtypeStruct((b, 16), jnp.float32))
+    x = np.random.default_rng(3).normal(size=(3, 16)).astype(np.float32)
+    jaxport.save_bundle(path, {"predict": exp}, params, examples={"predict": [((x,), {}), ((x[:1],), {})]})
+
+
+def _gpt(path: Path) -> None:
+    params = models.transformer_params(1, vocab=97, d=32, layers=2, positions=MAX_T)
+    b, t = jaxport.symbolic_shape("b, t", constraints=(f"t <= {MAX_T}",))
+    exp = jaxport.export(jax.jit(models.gpt))(models.specs(params), jax.ShapeDtypeStruct((b, t), jnp.int32))
+    rng = np.random.default_rng(4)
+    examples = [((rng.integers(0, 97, size=shape).astype(np.int32),), {}) for shape in ((1, 8), (2, 5))]
+    jaxport.save_bundle(path, {"logits": exp}, params, examples={"logits": examples})
+
+
+def mix(params: dict[str, Any], x: jax.Array, *, scale: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    """``kw``'s function: row sums scaled per column, and a total."""
+    rows = x.sum(axis=1, keepdims=True) + params["bias"]
+    return {"y": rows * scale["a"][None, :], "total": x.sum()}
+
+
+def _kw(path: Path) -> None:
+    params = {"bias": np.array([0.5], np.float32)}
+    b, h = jaxport.symbolic_shape("b, h", constraints=("b >= 2",))
+    exp = jaxport.export(jax.jit(mix))(
+        models.specs(params), jax.ShapeDtypeStruct((b, h + 1), jnp.float32),
+        scale={"a": jax.ShapeDtypeStruct((h,), jnp.float32)})
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 4)).astype(np.float32)
+    a = rng.normal(size=(3,)).astype(np.float32)
+    jaxport.save_bundle(path, {"mix": exp}, params, examples={"mix": [((x,), {"scale": {"a": a}})]})
+
+
+_SAVE = {"mlp": _mlp, "gpt": _gpt, "kw": _kw}
+
+
+def build(root: Path, names: tuple[str, ...] = MODELS) -> dict[str, Path]:
+    """Each model converted (with ``jaxport.mjs``) into ``root/NAME``; their bundles in ``root/bundles``."""
+    out = {}
+    for name in names:
+        bundle = root / "bundles" / name
+        bundle.parent.mkdir(parents=True, exist_ok=True)
+        _SAVE[name](bundle)
+        convert_onnx(bundle, root / name)
+        out[name] = root / name
+    return out
