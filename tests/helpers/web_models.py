@@ -6,7 +6,9 @@
   int32`` with ``t <= 1024``;
 * ``kw``: ``mix(params, x, *, scale)`` with ``x: (b, h + 1)``, ``scale:
   {"a": (h,)}``, ``b >= 2`` and dict results: a dimension variable derived
-  with an offset, a keyword argument, a constraint, named outputs.
+  with an offset, a keyword argument, a constraint, named outputs;
+* ``bert`` and ``stats``: the ONNX tests' BERT-like encoder (padding mask,
+  ``x[:, 0]`` pooling) and static function with dict outputs, with examples.
 
 :func:`build` converts each into ``ROOT/NAME`` (the ONNX files, the
 manifest, the examples and ``jaxport.mjs``).
@@ -26,7 +28,7 @@ import jaxport
 from . import onnx_models as models
 from .web_convert import convert_onnx
 
-MODELS = ("mlp", "gpt", "kw")
+MODELS = ("mlp", "gpt", "kw", "bert", "stats")
 #: The GPT-2-like model's longest sequence (its constraint: ``t <= MAX_T``).
 MAX_T = models.MAX_T
 
@@ -66,7 +68,33 @@ def _kw(path: Path) -> None:
     jaxport.save_bundle(path, {"mix": exp}, params, examples={"mix": [((x,), {"scale": {"a": a}})]})
 
 
-_SAVE = {"mlp": _mlp, "gpt": _gpt, "kw": _kw}
+def _bert(path: Path) -> None:
+    params = models.transformer_params(2, vocab=101, d=32, layers=2, positions=128)
+    b, t = jaxport.symbolic_shape("b, t", constraints=("t <= 128",))
+    exp = jaxport.export(jax.jit(models.bert))(models.specs(params), jax.ShapeDtypeStruct((b, t), jnp.int32),
+                                               jax.ShapeDtypeStruct((b, t), jnp.int32))
+    rng = np.random.default_rng(6)
+    tokens = rng.integers(0, 101, size=(2, 6)).astype(np.int32)
+    mask = np.array([[1] * 6, [1] * 4 + [0] * 2], np.int32)
+    jaxport.save_bundle(path, {"encode": exp}, params, examples={"encode": [((tokens, mask), {})]})
+
+
+def _stats(path: Path) -> None:
+    arg = jax.ShapeDtypeStruct((5, 3), jnp.float32)
+    exp = jaxport.export(jax.jit(models.stats))(arg, arg)
+    rng = np.random.default_rng(7)
+    x, y = (rng.normal(size=(5, 3)).astype(np.float32) for _ in range(2))
+    jaxport.save_bundle(path, {"stats": exp}, {}, without_params=("stats",), examples={"stats": [((x, y), {})]})
+
+
+_SAVE = {"mlp": _mlp, "gpt": _gpt, "kw": _kw, "bert": _bert, "stats": _stats}
+
+
+def main() -> None:
+    """``python -m tests.helpers.web_models DIR``: the models converted into ``DIR`` (for ``node --test``)."""
+    import sys
+
+    build(Path(sys.argv[1]))
 
 
 def build(root: Path, names: tuple[str, ...] = MODELS) -> dict[str, Path]:
@@ -79,3 +107,7 @@ def build(root: Path, names: tuple[str, ...] = MODELS) -> dict[str, Path]:
         convert_onnx(bundle, root / name)
         out[name] = root / name
     return out
+
+
+if __name__ == "__main__":
+    main()
