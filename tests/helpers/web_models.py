@@ -46,7 +46,7 @@ def _gpt(path: Path) -> None:
     b, t = jaxport.symbolic_shape("b, t", constraints=(f"t <= {MAX_T}",))
     exp = jaxport.export(jax.jit(models.gpt))(models.specs(params), jax.ShapeDtypeStruct((b, t), jnp.int32))
     rng = np.random.default_rng(4)
-    examples = [((rng.integers(0, 97, size=shape).astype(np.int32),), {}) for shape in ((1, 8), (2, 5))]
+    examples: list[tuple[tuple[Any, ...], dict[str, Any]]] = [((rng.integers(0, 97, size=shape).astype(np.int32),), {}) for shape in ((1, 8), (2, 5))]
     jaxport.save_bundle(path, {"logits": exp}, params, examples={"logits": examples})
 
 
