@@ -91,10 +91,10 @@ _SAVE = {"mlp": _mlp, "gpt": _gpt, "kw": _kw, "bert": _bert, "stats": _stats}
 
 
 def main() -> None:
-    """``python -m tests.helpers.web_models DIR``: the models converted into ``DIR`` (for ``node --test``)."""
+    """``python -m tests.helpers.web_models DIR [NAME...]``: the models (all by default) converted into ``DIR``."""
     import sys
 
-    build(Path(sys.argv[1]))
+    build(Path(sys.argv[1]), tuple(sys.argv[2:]) or MODELS)
 
 
 def build(root: Path, names: tuple[str, ...] = MODELS) -> dict[str, Path]:
