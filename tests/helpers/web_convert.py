@@ -12,7 +12,6 @@ the golden examples carried, and, with ``web=True``, the ES module
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ from jaxport.adapters.onnx_translate import external_tensors, translate
 from jaxport.application.conversion_source import read_source
 from jaxport.domain.bundle import EXAMPLES_FILE, FileDigest
 from jaxport.domain.converted import MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Signature, Variant, WeightsTable
+from jaxport.adapters.web_module import copy_module
 from jaxport.domain.runtime_calls import with_weights_bound
-
-from .web_paths import MODULE
+from jaxport.domain.web_boundary import check_web_signature
 
 WEIGHTS = "params.safetensors"
 
@@ -45,6 +44,8 @@ def convert_onnx(source: Any, directory: Path, *, web: bool = True) -> Converted
         caller = with_weights_bound(record, len(names)) if names else record
         sig = Signature(function.name, caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
                         caller.constraints, len(names))
+        if web:
+            check_web_signature(sig)
         model = translate(record, input_names=[*names, *sig.input_names], output_names=list(sig.output_names),
                           weights=external_tensors(src.weights_header, names, WEIGHTS) if names else [],
                           metadata={"producer": "jaxport tests"}, producer_version="tests")
@@ -53,7 +54,7 @@ def convert_onnx(source: Any, directory: Path, *, web: bool = True) -> Converted
     if src.examples:
         (directory / EXAMPLES_FILE).write_bytes(src.examples_blob)
     if web:
-        shutil.copyfile(MODULE, directory / MODULE.name)
+        copy_module(directory)
     files = {p.name: FileDigest(p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest())
              for p in sorted(directory.iterdir())}
     manifest = ConvertedManifest("onnx", {"opset": 21, "ir_version": 10}, tuple(functions), weights,
