@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.domain.artifact import AvalRecord, DType, TreeKind, TreeSpec
+from jaxport.domain.dim_json import constraint_scope, parse_dims, shape_trees
 from jaxport.domain.converted import MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Signature, Variant
 from jaxport.domain.errors import JaxportError
 from jaxport.domain.runtime_calls import call_signature, flatten_call
@@ -59,6 +60,20 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("shapes", "solve", "escaped key, wrong dtype", {"arg0": _a("float32", 2, 7), "opt/layer.2e0": _a("int64", 3, 3)}),
     ("shapes", "solve", "keyword key missing", {"arg0": _a("float32", 2, 7), "opt/layer0": _a("int32", 3, 3)}),
 ]
+
+
+#: Dimensions whose printed form (Python's) ``jaxport.mjs`` must print from their trees alike.
+DIMS = ("3*t*t + floordiv(b, -t)", "max(b, 2*t) - mod(b, 3)", "-h - b + 20", "t*b*2 + b", "min(t, 4)*b - 7",
+        "t*t*t", "2*h + 1", "b")
+
+
+def dims_printed() -> list[dict[str, Any]]:
+    """Each of :data:`DIMS` as Python prints it and as the manifest's tree."""
+    out = []
+    for text in DIMS:
+        (tree,), _ = shape_trees([text], [])
+        out.append({"text": str(parse_dims([text], constraint_scope(()))[0]), "tree": tree})
+    return out
 
 
 def shapes_manifest() -> ConvertedManifest:
@@ -143,7 +158,7 @@ def bad_calls(manifests: dict[str, ConvertedManifest]) -> dict[str, Any]:
                       "error": error, "message": message})
     return {"about": "Bad calls and the error jaxport's Python front raises for each; jaxport.mjs must throw the "
                      "same. Written by python -m tests.helpers.web_bad_calls; do not edit.",
-            "shapes_manifest": json.loads(shapes_manifest().to_json()), "calls": calls}
+            "shapes_manifest": json.loads(shapes_manifest().to_json()), "dims": dims_printed(), "calls": calls}
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import * as ort from "onnxruntime-web";
 import {
-  loadModel, formatShape, formatPoly, evaluateDim, parseWireName, parseSafetensorsHeader, pyRepr, toleranceFor,
+  loadModel, formatShape, formatDim, evaluateDim, parseWireName, parseSafetensorsHeader, pyRepr, toleranceFor,
   leafPaths, resultPaths,
 } from "../../src/adapters/web/jaxport.mjs";
 
@@ -119,28 +119,23 @@ test("shape checks of the Python front, from the manifest alone", async () => {
     { name: "CallError", message: "args[0] is a Array, not an array: a runtime takes arrays (numpy.asarray(value, dtype) makes one)" });
 });
 
-test("constraint differences print as Python prints them", () => {
-  for (const c of BAD_CALLS.shapes_manifest.functions.solve.signature.constraints) {
-    const message = BAD_CALLS.calls.find((call) => call.message.includes(`constraint ${c.text}.`));
-    if (message) assert.ok(message.message.includes(`'${formatPoly(treeToPolyForTest(c.difference))}'`));
+test("dimensions print as Python prints them", async () => {
+  const signatures = [BAD_CALLS.shapes_manifest.functions.solve.signature];
+  if (!NO_FIXTURES) {
+    for (const name of MODELS) {
+      const doc = JSON.parse(await readFile(`${FIXTURES}/${name}/manifest.json`, "utf-8"));
+      signatures.push(...Object.values(doc.functions).map((f) => f.signature));
+    }
   }
+  let symbolic = 0;
+  for (const sig of signatures) for (const array of [...sig.inputs, ...sig.outputs]) {
+    assert.deepEqual(array.dims.map(formatDim), array.shape);
+    symbolic += array.dims.filter((d) => typeof d !== "number").length;
+  }
+  assert.ok(symbolic >= 3);
+  assert.ok(BAD_CALLS.dims.length >= 5);
+  for (const { text, tree } of BAD_CALLS.dims) assert.equal(formatDim(tree), text);
 });
-
-// formatPoly takes the module's polynomial form; build it the way the module does, through a manifest.
-function treeToPolyForTest(tree) {
-  const terms = [];
-  let constant = 0;
-  const args = typeof tree === "object" && tree.op === "+" ? tree.args : [tree];
-  for (const a of args) {
-    if (typeof a === "number") { constant += a; continue; }
-    const items = typeof a === "object" && a.op === "*" ? a.args : [a];
-    let coeff = 1;
-    const factors = [];
-    for (const item of items) if (typeof item === "number") coeff *= item; else factors.push([{ var: item }, 1]);
-    terms.push({ factors, coeff });
-  }
-  return { terms, constant };
-}
 
 for (const name of MODELS) {
   test(`${name}: the golden examples pass on onnxruntime-web (WebAssembly)`, { skip: NO_FIXTURES }, async () => {

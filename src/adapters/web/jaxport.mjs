@@ -325,6 +325,11 @@ function evaluatePoly(poly, env) {
   return value;
 }
 
+/** One of the manifest's dimension trees as jaxport prints the dimension: `4`, `b`, `2*h + 1`. */
+export function formatDim(tree) {
+  return formatPoly(treeToPoly(tree));
+}
+
 /** The value of one of the manifest's dimension trees for the variables' values `env`. */
 export function evaluateDim(tree, env) {
   return evaluatePoly(treeToPoly(tree), env);
@@ -347,11 +352,11 @@ function linearIn(poly, variable) {
 // dimension variables from argument dimensions and assertions, each with its message template.
 function buildPlan(inputs, paths, constraints) {
   const symbolic = (d) => typeof d !== "number";
-  const specs = inputs.map((input, i) => (input.dims.some(symbolic) ? `${paths[i]}.shape = ${formatShape(input.shape)}` : null))
+  const specs = inputs.map((input, i) => (input.dims.some(symbolic) ? `${paths[i]}.shape = ${formatShape(input.dims.map(formatDim))}` : null))
     .filter((s) => s !== null).join(",");
   const equations = [];
   inputs.forEach((input, i) => input.dims.forEach((d, j) => {
-    if (symbolic(d)) equations.push({ source: { arg: i, dim: j }, poly: treeToPoly(d), text: input.shape[j], where: `${paths[i]}.shape[${j}]` });
+    if (symbolic(d)) equations.push({ source: { arg: i, dim: j }, poly: treeToPoly(d), text: formatDim(d), where: `${paths[i]}.shape[${j}]` });
   }));
   const steps = [];
   const derived = new Map();
