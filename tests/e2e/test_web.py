@@ -38,6 +38,7 @@ pytest.importorskip("onnx", reason="the web tests convert to ONNX: they need the
 
 from jaxport.domain.converted import MANIFEST_FILE, ConvertedManifest  # noqa: E402
 from tests.helpers.web_bad_calls import bad_calls  # noqa: E402
+from tests.helpers.web_batch import WebBatch, node_ready  # noqa: E402
 from tests.helpers.web_models import build  # noqa: E402
 from tests.helpers.web_paths import BAD_CALLS, MODULE, ROOT  # noqa: E402
 
@@ -100,6 +101,36 @@ def test_node_unit_tests(converted: dict[str, Path], home: dict[str, str]) -> No
                          timeout=LIMIT_S)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert "# skipped 0" in run.stdout or "skipped 0" in run.stdout, run.stdout[-3000:]
+
+
+#: Sizes beyond the golden examples': model -> (function, input shapes per call).
+SIZES: dict[str, tuple[str, list[list[tuple[int, ...]]]]] = {"gpt": ("logits", [[(1, 1)], [(3, 17)], [(2, 64)]]), "bert": ("encode", [[(1, 3), (1, 3)], [(4, 9), (4, 9)]]),
+         "mlp": ("predict", [[(7, 16)]]), "kw": ("mix", [[(3, 6), (5,)]]), "stats": ("stats", [[(5, 3), (5, 3)]])}
+
+
+def test_models_equal_onnx_runtime_at_other_sizes(converted: dict[str, Path], home: dict[str, str],
+                                                  tmp_path: Path) -> None:
+    """Each model's .onnx, run by onnxruntime-web and by ONNX Runtime for Python on the same inputs, agree."""
+    why = node_ready()
+    if why:
+        pytest.skip(why)
+    import numpy as np
+    import onnxruntime
+
+    rng = np.random.default_rng(8)
+    batch = WebBatch(tmp_path / "batch")
+    for name, (function, calls) in SIZES.items():
+        manifest = ConvertedManifest.from_json((converted[name] / MANIFEST_FILE).read_bytes())
+        sig = manifest.function(function).signature
+        model = converted[name] / f"{function}.onnx"
+        session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        for shapes in calls:
+            inputs = {n: (rng.integers(0, 90, size=s) if a.dtype.value == "int32" else rng.normal(size=s))
+                      .astype(a.dtype.value) for n, a, s in zip(sig.input_names, sig.in_avals, shapes)}
+            expected = dict(zip(sig.output_names, session.run(list(sig.output_names), inputs)))
+            batch.add(f"{name} {shapes}", model.read_bytes(), inputs, expected,
+                      {"params.safetensors": converted[name] / "params.safetensors"} if sig.nr_weights else {})
+    assert batch.run(home) == []
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

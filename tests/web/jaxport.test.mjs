@@ -168,6 +168,18 @@ test("kw: a call's results are what the function computes (keyword, dict results
   assert.deepEqual(model.functions.mix.outputs.map((o) => o.name), ["total", "y"]);
 });
 
+test("a manifest naming a file outside the directory is refused before anything is read", async () => {
+  const doc = structuredClone(BAD_CALLS.shapes_manifest);
+  doc.files = { "../secret.onnx": { size: 1, sha256: "00" }, "/abs.onnx": { size: 1, sha256: "00" } };
+  for (const file of Object.keys(doc.files)) {
+    doc.functions.solve.variants = [{ file, dims: {} }];
+    const model = await manifestOnly(doc);
+    await assert.rejects(model.session("solve"), { name: "ArtifactError", message: `The directory's manifest names a file outside the directory: ${file}` });
+  }
+  doc.functions.solve.variants = [{ file: "solve.onnx", dims: {} }];
+  await assert.rejects((await manifestOnly(doc)).session("solve"), { name: "ArtifactError", message: "The directory's manifest does not list a file solve.onnx" });
+});
+
 test("a file changed after conversion is refused before ONNX Runtime reads it", { skip: NO_FIXTURES }, async () => {
   const dir = `${FIXTURES}/mlp`;
   const flip = (target) => (name, bytes) => {

@@ -527,6 +527,17 @@ export function parseSafetensorsHeader(bytes, file) {
   return { tensors: doc, metadata, start: 8 + length, header: bytes.subarray(0, 8 + length) };
 }
 
+/** Every tensor of a safetensors file's bytes: name -> {dtype, dims, data} (a typed array, copied). */
+export function readTensors(bytes, file) {
+  const parsed = parseSafetensorsHeader(bytes, file);
+  const codes = Object.fromEntries(Object.entries(DTYPES).map(([dtype, [code]]) => [code, dtype]));
+  return Object.fromEntries(Object.entries(parsed.tensors).map(([name, entry]) => {
+    const dtype = codes[entry.dtype];
+    if (!dtype) throw new JaxportError("ArtifactError", `${file}: the tensor '${name}' is ${entry.dtype}, which ONNX Runtime Web has no type for`);
+    return [name, tensorOf(file, bytes, parsed, name, dtype)];
+  }));
+}
+
 // The tensor `name` of a safetensors file as a typed array of `dtype` (copied: offsets need not be aligned).
 function tensorOf(file, bytes, parsed, name, dtype) {
   const entry = parsed.tensors[name];
@@ -614,8 +625,11 @@ class Model {
   file(name) {
     if (!this.files.has(name)) {
       const promise = (async () => {
-        const recorded = this.manifest.files[name];
+        const recorded = Object.hasOwn(this.manifest.files, name) ? this.manifest.files[name] : null;
         if (!recorded) throw new JaxportError("ArtifactError", `The directory's manifest does not list a file ${name}`);
+        if (!/^[^/\\:?#]+(\/[^/\\:?#]+)*$/.test(name) || name.split("/").some((part) => part === "." || part === "..")) {
+          throw new JaxportError("ArtifactError", `The directory's manifest names a file outside the directory: ${name}`);
+        }
         const bytes = await this.read(name);
         if (bytes.length !== recorded.size) {
           const what = bytes.length < recorded.size ? "truncated" : "longer than recorded";
@@ -804,8 +818,11 @@ export function toleranceFor(dtype, rtol, atol) {
   return { rtol: rtol ?? d.rtol, atol: atol ?? d.atol };
 }
 
-// The largest absolute error and the largest finite recorded magnitude (jaxport's adapters/array_compare.py).
-function compare(got, want) {
+/**
+ * An output (an ort.Tensor) against the recorded one ({dtype, dims, data}), as jaxport's numerics check
+ * compares them: {maxAbsError, maxReference} or {problem} (another shape or dtype).
+ */
+export function compare(got, want) {
   if (!got) return { problem: "the runtime returned no such output" };
   const dims = Array.from(got.dims, Number);
   if (dims.join() !== want.dims.join()) {
