@@ -700,7 +700,7 @@ class Model {
     sig.inputs.forEach((expected, i) => {
       const got = arrays[i];
       if (expected.dims.length !== got.dims.length) {
-        throw new JaxportError("RankMismatchError", `Rank mismatch for ${paths[i]}: expected ${formatShape(expected.shape)} and called with ${formatShape(got.dims)}`);
+        throw new JaxportError("RankMismatchError", `Rank mismatch for ${paths[i]}: expected ${formatShape(expected.dims.map(formatDim))} and called with ${formatShape(got.dims)}`);
       }
       if (expected.dtype !== got.dtype) {
         throw new JaxportError("DtypeMismatchError", `Dtype mismatch for ${paths[i]}: expected ${expected.dtype} and called with ${got.dtype}`);
@@ -708,7 +708,7 @@ class Model {
       expected.dims.forEach((d, j) => {
         if (typeof d === "number" && d !== got.dims[j]) {
           throw new JaxportError("ShapeMismatchError", `Shape mismatch for ${paths[i]}.shape[${j}] (expected same constant): ` +
-            `expected ${formatShape(expected.shape)} and called with ${formatShape(got.dims)}`);
+            `expected ${formatShape(expected.dims.map(formatDim))} and called with ${formatShape(got.dims)}`);
         }
       });
       if (got.data && typeof got.data.length === "number" && got.data.length !== elementCount(got.dims)) {
