@@ -19,12 +19,15 @@ through to ``SessionOptions``.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Sequence
+import threading
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..domain.converted import ConvertedManifest, Variant
 from ..domain.errors import ArtifactCallError, ArtifactError, MissingExtraError
 
 try:
@@ -97,6 +100,37 @@ def _tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
             pending.extend(attribute.graphs)
 
 
+@dataclass(frozen=True, slots=True)
+class OnnxSummary:
+    """What ``jaxport inspect`` shows of one ``.onnx`` file (read without its external data).
+
+    Attributes:
+        opset: the ``ai.onnx`` opset it imports.
+        ir_version: its ONNX IR version.
+        producer: ``producer_name producer_version``.
+        dim_params: the symbolic dimensions of its inputs and outputs, in order of appearance.
+        nodes: how many nodes its graph has.
+        metadata: its ``metadata_props``.
+    """
+
+    opset: int
+    ir_version: int
+    producer: str
+    dim_params: tuple[str, ...]
+    nodes: int
+    metadata: Mapping[str, str]
+
+
+def summary(model: onnx.ModelProto) -> OnnxSummary:
+    """The :class:`OnnxSummary` of a model (from :func:`check_external_data`)."""
+    dims: dict[str, None] = {}
+    for value in (*model.graph.input, *model.graph.output):
+        dims.update((d.dim_param, None) for d in value.type.tensor_type.shape.dim if d.dim_param)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return OnnxSummary(opset, model.ir_version, f"{model.producer_name} {model.producer_version}".strip(),
+                       tuple(dims), len(model.graph.node), {p.key: p.value for p in model.metadata_props})
+
+
 class OnnxRuntimeModel:
     """One ``.onnx`` model in an ONNX Runtime session, called on flat NumPy arrays.
 
@@ -152,3 +186,57 @@ class OnnxRuntimeModel:
         except Exception as exc:  # onnxruntime's pybind11 error types
             raise ArtifactCallError(self.function, exc) from exc
         return [np.asarray(r) for r in results]
+
+
+#: The options of :func:`load` (``jaxport.load_converted(path, **options)``), as :class:`OnnxRuntimeModel` takes them.
+LOAD_OPTIONS = ("threads", "inter_op_threads", "optimization", "providers")
+
+
+def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> OnnxTargetRuntime:
+    """The runtime of an ONNX directory whose files were checked (the registry's runtime loader).
+
+    Options: ``threads``, ``inter_op_threads``, ``optimization`` (one of
+    :data:`OPTIMIZATION_LEVELS`, default ``"all"``), ``providers`` (ONNX
+    Runtime's execution providers, default the CPU's).
+
+    Raises:
+        ValueError: an unknown option or optimization level.
+    """
+    unknown = sorted(set(options) - set(LOAD_OPTIONS))
+    if unknown:
+        raise ValueError(f"ONNX Runtime's options are {list(LOAD_OPTIONS)}, not {unknown}")
+    if options.get("optimization", "all") not in OPTIMIZATION_LEVELS:
+        raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {options['optimization']!r}")
+    return OnnxTargetRuntime(root, manifest, dict(options))
+
+
+class OnnxTargetRuntime:
+    """The functions of one converted ONNX directory, each an ONNX Runtime session made on first call.
+
+    Args:
+        root: the directory (its files checked against ``manifest`` by the loader).
+        manifest: its manifest; the files its models may read are those it lists.
+        options: :class:`OnnxRuntimeModel`'s session options.
+    """
+
+    def __init__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> None:
+        self._root = root
+        self._allowed = frozenset(manifest.files)
+        self._options = dict(options)
+        self._models: dict[str, OnnxRuntimeModel] = {}
+        self._lock = threading.Lock()
+
+    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[np.ndarray]:
+        """The flat results of ``variant`` of ``function`` for the caller's flat arrays.
+
+        Raises:
+            ArtifactError: a model's external data is not a file the manifest lists.
+            ArtifactCallError: ONNX Runtime refused the model or failed to run it.
+        """
+        with self._lock:
+            model = self._models.get(variant.file)
+            if model is None:
+                model = self._models[variant.file] = OnnxRuntimeModel(
+                    os.path.join(self._root, variant.file), allowed=self._allowed, function=function,
+                    **self._options)
+        return model.run(args)

@@ -26,7 +26,7 @@ Format versions (``format_version`` of ``"format": "jaxport-converted"``):
     formats ``jaxport-iree`` and ``jaxport-savedmodel``, are not read:
     convert them again.)
 
-This module opens no file.
+This module opens no file (the commands that read it: :mod:`jaxport.application.cli.converted`).
 """
 
 from __future__ import annotations

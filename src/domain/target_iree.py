@@ -39,6 +39,17 @@ class IreeOptions:
     target_triple: str | None = None
 
 
+def module_file(function: str, dims: Mapping[str, int]) -> str:
+    """The file name of ``function``'s module for ``dims`` (function names hold no ``=``).
+
+    >>> module_file("predict", {"t": 16, "b": 1}), module_file("f", {})
+    ('predict.b=1,t=16.vmfb', 'f.vmfb')
+    """
+    if not dims:
+        return f"{function}.vmfb"
+    return f"{function}." + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) + ".vmfb"
+
+
 def details_of(target: IreeTarget, compiler: str) -> dict[str, Any]:
     """The ``target_details`` of a directory compiled for ``target`` by IREE ``compiler``."""
     return {"backend": target.backend, "requested_cpu": target.requested_cpu,
@@ -72,10 +83,21 @@ def check_host(details: Mapping[str, Any], host: Mapping[str, Any], path: str) -
     check_runs_here(target_of(details), path, str(host.get("arch", "")), dict(host.get("cpu_features", {})))
 
 
+def describe(details: Mapping[str, Any]) -> str:
+    """What ``jaxport inspect`` says of the target (``iree-run-module`` takes the weights as
+    ``--parameters=model=params.safetensors``)."""
+    t = target_of(details)
+    n = len(t.required_features)
+    return (f"compiled for {t} by IREE {details.get('compiler', '?')}, {n} CPU feature{'' if n == 1 else 's'} "
+            f"required; asked for CPU {t.requested_cpu}, triple {t.requested_triple}; iree-run-module takes "
+            f"the weights as --parameters={PARAMETER_SCOPE}=params.safetensors")
+
+
 PLAN = TargetPlan(
     runtime="IREE",
     dtypes=DtypeTable(IREE_DTYPES, bfloat16=BFloat16.NATIVE),
     platforms=frozenset({"cpu"}),
     needs_bindings=True,
     check_host=check_host,
+    describe=describe,
 )

@@ -78,8 +78,12 @@ class TargetPlan:
         ordered_effects: it runs modules with ordered effects (tokens).
         custom_calls: the custom-call targets it runs (or erases).
         needs_bindings: a symbolic function needs one variant per binding of its variables.
+        keeps_vjp: the converter carries each function's first VJP (the
+            pipeline verifies and walks its module too).
         check_host: the host check (target details, host facts, directory) that
             the loader runs before the runtime loads anything; None: none.
+        describe: one line on what the directory was made for, from its
+            target details (``jaxport convert`` and ``jaxport inspect`` print it).
     """
 
     runtime: str
@@ -89,7 +93,9 @@ class TargetPlan:
     ordered_effects: bool = False
     custom_calls: frozenset[str] = frozenset({"shape_assertion"})
     needs_bindings: bool = False
+    keeps_vjp: bool = False
     check_host: Callable[[Mapping[str, Any], Mapping[str, Any], str], None] | None = None
+    describe: Callable[[Mapping[str, Any]], str] | None = None
 
 
 def refuse(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_weights: int,

@@ -38,6 +38,7 @@ class FunctionJob:
         bindings: the dimension variables' values to make a variant for (sorted
             pairs); empty: one variant of any size (a static function, or a
             runtime that takes any size).
+        uses_shardy: whether its modules use the Shardy dialect (the walk found ``sdy.`` operations).
     """
 
     name: str
@@ -45,6 +46,7 @@ class FunctionJob:
     signature: Signature
     custom_calls: tuple[str, ...]
     bindings: tuple[tuple[tuple[str, int], ...], ...]
+    uses_shardy: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +110,14 @@ class TargetRuntime(Protocol):
 class RuntimeLoader(Protocol):
     """Opens a checked directory (the registry names it ``"module:attribute"``)."""
 
-    def __call__(self, root: str, manifest: ConvertedManifest) -> TargetRuntime:
+    def __call__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> TargetRuntime:
         """The runtime of the directory ``root``, whose files matched ``manifest`` (digests checked).
 
+        ``options`` are the runtime's own (IREE's ``driver``), as the caller of
+        ``jaxport.load_converted`` gave them.
+
         Raises:
+            ValueError: an option is unknown or has a bad value.
             MissingExtraError: the target's extra is not installed.
         """
         ...

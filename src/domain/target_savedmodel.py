@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .artifact import DType
 from .safety import DisabledSafetyCheck
 from .platforms import callee_platform_indices
 from .runtime_dtypes import TF_DTYPES
@@ -36,11 +37,13 @@ class SavedModelOptions:
 
     Attributes:
         allowed_custom_calls: custom-call targets to carry although TensorFlow's
-            XLA has no handler for them (the serving TensorFlow registers them).
+            XLA has no handler for them (the serving TensorFlow registers them); ``"ALL"``: any.
+        default: the function that ``serving_default`` calls (None: the only one).
     """
 
     target: ClassVar[str] = "savedmodel"
     allowed_custom_calls: tuple[str, ...] = ()
+    default: str | None = None
 
 
 def check_host(details: Mapping[str, Any], host: Mapping[str, Any], path: str) -> None:
@@ -55,11 +58,22 @@ def check_host(details: Mapping[str, Any], host: Mapping[str, Any], path: str) -
         callee_platform_indices(name, list(fn.get("platforms", ())), current, disabled)
 
 
+def describe(details: Mapping[str, Any]) -> str:
+    """What ``jaxport convert`` and ``jaxport inspect`` say of the SavedModel: its default signature."""
+    default = details.get("default")
+    return (f"{DEFAULT_SIGNATURE} calls {default}" if default else f"no {DEFAULT_SIGNATURE}") + \
+        f" (TensorFlow {details.get('tensorflow', '?')})"
+
+
 PLAN = TargetPlan(
     runtime="a TensorFlow SavedModel",
-    dtypes=DtypeTable(frozenset(TF_DTYPES), bfloat16=BFloat16.NATIVE),
+    dtypes=DtypeTable(frozenset(TF_DTYPES), bfloat16=BFloat16.NATIVE, notes={
+        d: f"the dtype {d.value}, for which TensorFlow's XlaCallModule returns wrong values on CPU"
+        for d in (DType.INT4, DType.UINT4)}),
     platforms=frozenset(TF_PLATFORMS),
     ordered_effects=True,
     custom_calls=TF_HANDLED_TARGETS,
+    keeps_vjp=True,
     check_host=check_host,
+    describe=describe,
 )

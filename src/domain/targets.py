@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import target_iree, target_savedmodel
+from . import target_iree, target_onnx, target_savedmodel
 from .target_plan import TargetPlan
 
 
@@ -62,7 +62,11 @@ TARGETS: Mapping[str, TargetEntry] = MappingProxyType({e.name: e for e in (
     TargetEntry("iree", target_iree.PLAN, target_iree.IreeOptions,
                 converter="jaxport.adapters.iree_converter:convert",
                 runtime="jaxport.adapters.iree_runtime:load",
-                extra="iree", host_facts="jaxport.adapters.iree_runtime:host_facts"),
+                extra="iree", host_facts="jaxport.adapters.iree_runtime:host_facts", loads=("iree",)),
+    TargetEntry("onnx", target_onnx.PLAN, target_onnx.OnnxOptions,
+                converter="jaxport.adapters.onnx_converter:convert",
+                runtime="jaxport.adapters.onnx_runtime:load",
+                extra="onnx", loads=("onnx", "onnxruntime")),
 )})
 
 

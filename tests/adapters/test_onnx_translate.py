@@ -98,6 +98,14 @@ def test_dot_general_of_every_dimension_numbers_equals_jax(case: str) -> None:
     assert expected in ops(model)
 
 
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8, jnp.int16, jnp.int32, jnp.uint32])
+def test_integer_products_and_sums_wrap_as_jax_does(dtype: Any) -> None:
+    x = (np.arange(-30, 30).reshape(6, 10) * 7).astype(dtype)
+    big = np.full((6, 10), np.iinfo(dtype).max - 3, dtype)
+    assert_same(lambda a, c: (a @ c.T, jnp.einsum("ij,ij->i", a, c), a.sum(0, dtype=dtype), c.sum(1, dtype=dtype),
+                              a.max(0), c.min(1)), [spec((6, 10), dtype)] * 2, [x, x[::-1]], [x, big])
+
+
 def test_a_symbolic_batch_keeps_matmul_and_its_dim_param() -> None:
     model = assert_same(lambda x, w: jnp.tanh(x @ w.T), [spec((b, 5)), spec((3, 5))],
                         [normal(1, 5), normal(3, 5)], [normal(7, 5), normal(3, 5)])
@@ -111,6 +119,7 @@ REDUCTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "min": (lambda x: x.min(axis=-1), F32),
     "product": (lambda x: jnp.prod(x, axis=0), F32),
     "integer sum": (lambda x: x.sum(axis=1), jnp.int32),
+    "integer min": (lambda x: x.min(axis=1), jnp.int8),
     "integer max": (lambda x: x.max(axis=(0, 1)), jnp.int32),
     "all": (lambda x: (x > 0).all(axis=1), F32),
     "any": (lambda x: (x > 0).any(axis=(0, 2)), F32),
@@ -126,6 +135,13 @@ def test_reductions_equal_jax(case: str) -> None:
     assert_same(function, [spec((3, 4, 5), dtype)], [x])
 
 
+def test_maximum_and_minimum_propagate_nan_as_xla_does() -> None:
+    x = normal(3, 4)
+    x[1, 2] = np.nan
+    assert_same(lambda x: (x.max(axis=1), x.min(axis=0), x.max(), jax.nn.relu(x), jnp.minimum(x, 0.5)),
+                [spec((3, 4))], [x])
+
+
 def test_reductions_with_a_symbolic_dimension() -> None:
     assert_same(lambda x: (x.sum(0), x.max(1), x.mean()), [spec((b, 4))], [normal(1, 4)], [normal(6, 4)])
 
@@ -134,6 +150,9 @@ GATHERS: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[np
     "take along 0, clamped": (lambda x, i: jnp.take(x, i, axis=0, mode="clip"),
                               [spec((6, 4)), spec((3, 2), jnp.int32)],
                               [normal(6, 4), np.array([[0, 5], [-3, 9], [2, 6]], np.int32)]),
+    "take with unsigned and narrow indices": (lambda x, i, j: (jnp.take(x, i, axis=0, mode="clip"), x[j]),
+                                              [spec((6, 4)), spec((3,), jnp.uint32), spec((2,), jnp.int8)],
+                                              [normal(6, 4), np.array([0, 5, 9], np.uint32), np.array([-1, 3], np.int8)]),
     "take along 1": (lambda x, i: jnp.take(x, i, axis=1, mode="clip"),
                      [spec((3, 6, 2)), spec((4,), jnp.int32)], [normal(3, 6, 2), np.array([5, 0, 2, 2], np.int32)]),
     "embedding lookup": (lambda e, i: e[i], [spec((10, 4)), spec((2, 3), jnp.int32)],
@@ -142,6 +161,17 @@ GATHERS: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[np
                                   [normal(6, 4), np.array([1, 6, -7], np.int32)]),
     "x[:, 0]": (lambda x: x[:, 0], [spec((3, 5, 2))], [normal(3, 5, 2)]),
     "x[:, -1] symbolic": (lambda x: x[:, -1], [spec((b, t, 2))], [normal(2, 5, 2)]),
+    "x[:, i] with 2-D indices, symbolic": (lambda x, i: x[:, i], [spec((b, t, 5)), spec((2, 2), jnp.int32)],
+                                          [normal(4, 6, 5), np.array([[0, 5], [3, 9]], np.int32)]),
+    "x[..., i]": (lambda x, i: x[..., i], [spec((4, 6, 5)), spec((2, 2), jnp.int32)],
+                  [normal(4, 6, 5), np.array([[0, 4], [3, 1]], np.int32)]),
+    "x[:, -2:] symbolic": (lambda x: x[:, -2:], [spec((b, t, 5))], [normal(3, 4, 5)]),
+    "take_along_axis, last axis, symbolic": (lambda x, i: jnp.take_along_axis(x, i[..., None], axis=-1),
+                                             [spec((b, 7, 5)), spec((b, 7), jnp.int32)],
+                                             [normal(2, 7, 5), np.arange(14, dtype=np.int32).reshape(2, 7) % 5]),
+    "take_along_axis, middle axis, clamped": (lambda x, i: jnp.take_along_axis(x, i, axis=1, mode="clip"),
+                                              [spec((3, 7, 5)), spec((3, 2, 5), jnp.int32)],
+                                              [normal(3, 7, 5), np.arange(-8, 22, dtype=np.int32).reshape(3, 2, 5)]),
     "x[:t] of a table": (lambda e, x: e[:x.shape[0]] + x, [spec((8, 3)), spec((short, 3))],
                          [normal(8, 3), normal(5, 3)]),
 }
@@ -156,9 +186,11 @@ def test_gathers_of_take_embedding_and_indexing_equal_jax(case: str) -> None:
 ELEMENTWISE: dict[str, Callable[..., Any]] = {
     "arithmetic": lambda x, y: (x + y, x - y, x * y, x / y, jnp.maximum(x, y), jnp.minimum(x, y), -x),
     "math": lambda x, y: (jnp.exp(x), jnp.log(jnp.abs(x) + 1), jnp.tanh(x), jax.nn.sigmoid(x),
-                          jnp.sqrt(jnp.abs(y)), lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(x)),
-    "rounding": lambda x, y: (jnp.floor(x), jnp.ceil(x), jnp.round(x * 4), jnp.sign(x), jnp.abs(x)),
+                          jnp.sqrt(jnp.abs(y)), lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(x), lax.logistic(x)),
+    "rounding": lambda x, y: (jnp.floor(x), jnp.ceil(x), jnp.round(x * 4), jnp.abs(x)),
     "power and remainder": lambda x, y: (jnp.abs(x) ** y, jnp.fmod(x, y), lax.rem(x, y)),
+    "trigonometric and hyperbolic": lambda x, y: (jnp.tan(x / 4), jnp.sinh(x), jnp.cosh(y), jnp.arcsin(jnp.tanh(x)),
+                                                  jnp.arccos(jnp.tanh(y))),
     "erf and gelu": lambda x, y: (lax.erf(x), jax.nn.gelu(x, approximate=False), jax.nn.gelu(y)),
     "softmax and layer norm": lambda x, y: (jax.nn.softmax(x, axis=-1), jax.nn.standardize(y, axis=-1)),
     "comparisons and select": lambda x, y: (x < y, x <= y, x == y, x != y, x > y, x >= y,
@@ -182,8 +214,9 @@ SHAPES: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[lis
                [spec((4, 6))], [[normal(4, 6)]]),
     "symbolic": (lambda x: (x.reshape(-1, 2), jnp.concatenate([x, x], axis=0), x[:, 1:], x.T,
                             jnp.arange(x.shape[0]), jnp.broadcast_to(x[:, :1], x.shape) + x,
-                            jnp.tril(jnp.ones((x.shape[0], x.shape[0]))), x.reshape(x.shape[0], 2, 2)),
-                 [spec((b, 4))], [[normal(1, 4)], [normal(5, 4)]]),
+                            jnp.tril(jnp.ones((x.shape[0], x.shape[0]))), x.reshape(x.shape[0], 2, 2),
+                            x[::2], lax.slice(x, (1, 0), (x.shape[0], 4), (2, 1)), x[:x.shape[0] - 1]),
+                 [spec((b, 4))], [[normal(2, 4)], [normal(5, 4)]]),
     "two symbolic dimensions": (lambda x, y: (x @ y, x.reshape(-1), jnp.concatenate([x, y.T], axis=1)),
                                 [spec((b, t)), spec((t, b))], [[normal(2, 3), normal(3, 2)], [normal(1, 1), normal(1, 1)]]),
 }
@@ -198,19 +231,37 @@ def test_shape_operations_static_and_symbolic_equal_jax(case: str) -> None:
 def test_a_main_that_takes_dimension_values_as_arguments_is_translated() -> None:
     # JAX 0.11 and later: main takes `tensor<i32> {jax.global_constant = "b"}` first, as its callees
     # already do in 0.10: the callee made main gives that module style on this JAX.
-    record = jaxport.export(jax.jit(lambda x, y: (x * x.shape[0], jnp.concatenate([x, y]))))(
-        spec((b, 3)), spec((b, 3))).record
+    record = jaxport.export(jax.jit(lambda x, y: (x * x.shape[0], jnp.concatenate([x, y[None].repeat(x.shape[0], 0)],
+                                                                                   axis=1))))(
+        spec((b, 3)), spec((t,))).record
     text = StableHloSerializer.to_text(record.mlir_module_serialized)
     text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
     text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
-    assert '{jax.global_constant = "b"}' in text.split("@main", 1)[1].split("\n", 1)[0]
+    signature = text.split("@main", 1)[1].split("\n", 1)[0]
+    assert '{jax.global_constant = "b"}' in signature and '{jax.global_constant = "t"}' in signature
     model = translate(with_module(record, text), input_names=["x", "y"], output_names=["p", "c"])
-    for n in (1, 4):
-        x, y = normal(n, 3), normal(n, 3)
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, m in ((1, 2), (4, 1), (3, 5)):
+        x, y = normal(n, 3), normal(m)
         p, c = session.run(None, {"x": x, "y": y})
         np.testing.assert_allclose(p, x * n, rtol=1e-6)
-        np.testing.assert_array_equal(c, np.concatenate([x, y]))
+        np.testing.assert_array_equal(c, np.concatenate([x, np.repeat(y[None], n, 0)], axis=1))
+
+
+def test_a_variable_of_a_dimension_expression_is_computed_as_jaxports_plan_computes_it() -> None:
+    n, = jaxport.symbolic_shape("n")
+    record = jaxport.export(jax.jit(lambda x: jnp.zeros(((x.shape[0] - 1) // 2, 2)) + x.max()))(
+        spec((2 * n + 1, 3))).record
+    text = StableHloSerializer.to_text(record.mlir_module_serialized)
+    text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
+    text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
+    model = translate(with_module(record, text), input_names=["x"], output_names=["y"])
+    assert [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim] == ["2*n + 1", ""]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for rows in (3, 9):
+        x = normal(rows, 3)
+        (y,) = session.run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.full(((rows - 1) // 2, 2), x.max(), np.float32))
 
 
 def test_the_model_carries_opset_ir_version_producer_and_metadata() -> None:
@@ -227,8 +278,10 @@ REFUSED: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], str]] =
     "cumulative sum": (lambda x: jnp.cumsum(x), [spec((5,))], "stablehlo.reduce_window"),
     "scatter": (lambda x: x.at[1].add(2.0), [spec((5,))], "stablehlo.scatter"),
     "while": (lambda x: lax.fori_loop(0, 3, lambda i, v: v * 2, x), [spec((2,))], "stablehlo.while"),
-    "integer division": (lambda x: x // 3, [spec((4,), jnp.int32)], "stablehlo.divide"),
+    "integer division": (lambda x, y: x // y, [spec((4,), jnp.int32)] * 2, "stablehlo.divide"),
     "float to int": (lambda x: x.astype(jnp.int32), [spec((4,))], "stablehlo.convert"),
+    "sign of a float": (jnp.sign, [spec((4,))], "stablehlo.sign"),
+    "integer product": (lambda x: jnp.prod(x, axis=0), [spec((4, 3), jnp.int32)], "stablehlo.reduce"),
 }
 
 
@@ -239,6 +292,13 @@ def test_operations_of_the_next_issue_are_refused_with_their_name(case: str) -> 
         to_onnx(function, *specs)
     assert info.value.operation == operation
     assert "test_onnx_translate.py:" in info.value.location
+
+
+def test_integer_division_by_constants_equals_jax() -> None:
+    x = np.array([-7, -1, 0, 5, 9, 2**31 - 1], np.int32)
+    assert_same(lambda x: (x // 3, lax.rem(x, np.int32(3)), lax.div(x, np.int32(-4)), lax.rem(x, np.int32(-4)), x // 2 * 2,
+                           jnp.sign(x)),
+                [spec((6,), jnp.int32)], [x])
 
 
 def test_a_dtype_onnx_runtime_cannot_run_is_refused() -> None:
@@ -269,3 +329,20 @@ def test_names_of_the_callers_are_never_taken_by_the_graphs_own_values() -> None
     np.testing.assert_array_equal(same, x)
     with pytest.raises(ConversionError, match="are not all different"):
         translate(record, input_names=["x"], output_names=["y", "x"])
+
+
+def test_sharding_constraints_of_a_module_for_one_device_are_their_value() -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:1]), ("x",)), PartitionSpec("x"))
+    model = assert_same(lambda x: lax.with_sharding_constraint(x * 2, sharding) + 1, [spec((4,))], [normal(4)])
+    assert ops(model) <= {"Mul", "Add", "Identity", "Unsqueeze", "Expand"}
+
+
+def test_a_module_for_several_devices_is_refused() -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:2]), ("x",)), PartitionSpec("x"))
+    exp = jaxport.export(jax.jit(lambda x: x * 2, in_shardings=sharding))(spec((4,)))
+    with pytest.raises(ConversionError, match="its module is for 2 devices; ONNX runs one"):
+        translate(exp.record, input_names=["x"], output_names=["y"])

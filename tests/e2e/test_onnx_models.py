@@ -7,6 +7,8 @@ its symbolic dimensions: the ``.onnx`` keeps them as ``dim_param``s.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ import jax.numpy as jnp  # noqa: E402
 import onnx  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
+from jaxport.adapters.onnx_runtime import OnnxRuntimeModel, check_external_data, summary  # noqa: E402
 from jaxport.adapters.onnx_translate import check_file, translate  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from tests.helpers import onnx_models as models  # noqa: E402
@@ -38,9 +40,16 @@ def _load(tmp: Path, saved: tuple[Path, Any]) -> Model:
 
 
 @pytest.fixture(scope="module")
-def mlp(tmp_path_factory: pytest.TempPathFactory) -> Model:
+def mlp_functions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Model]:
     tmp = tmp_path_factory.mktemp("mlp")
-    return _load(tmp, models.save_mlp(tmp / "bundle"))
+    path, params = models.save_mlp(tmp / "bundle")
+    converted = convert(path, tmp / "onnx")
+    return {name: (c, OnnxRuntimeModel(c.path, allowed=[WEIGHTS]), params) for name, c in converted.items()}
+
+
+@pytest.fixture(scope="module")
+def mlp(mlp_functions: dict[str, Model]) -> Model:
+    return mlp_functions["predict"]
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +80,15 @@ def test_an_mlp_with_a_symbolic_batch_equals_jax(mlp: Model, b: int) -> None:
     _check(mlp, models.mlp, [x])
 
 
+@pytest.mark.parametrize("b", [1, 6])
+def test_the_bundles_loss_function_shares_the_weights_file_and_equals_jax(mlp_functions: dict[str, Model],
+                                                                          b: int) -> None:
+    rng = np.random.default_rng(b)
+    x, labels = rng.normal(size=(b, 16)).astype(np.float32), rng.integers(0, 5, size=b).astype(np.int32)
+    _check(mlp_functions["loss"], models.mlp_loss, [x, labels])
+    assert {c.path.parent for c, _, _ in mlp_functions.values()} == {mlp_functions["loss"][0].path.parent}
+
+
 @pytest.mark.parametrize(("b", "t"), [(1, 1), (2, 7), (3, 40)])
 def test_a_gpt2_like_decoder_with_symbolic_batch_and_length_equals_jax(gpt: Model, b: int, t: int) -> None:
     tokens = np.random.default_rng(t).integers(0, 97, size=(b, t)).astype(np.int32)
@@ -85,6 +103,28 @@ def test_a_bert_like_encoder_with_a_padding_mask_equals_jax(bert: Model, b: int,
     _check(bert, models.bert, [tokens, mask])
 
 
+CHILD = """
+import sys
+import numpy as np
+from jaxport.adapters.onnx_runtime import OnnxRuntimeModel
+model, tokens, out = sys.argv[1:]
+np.save(out, OnnxRuntimeModel(model, allowed=["params.safetensors"]).run([np.load(tokens)])[0])
+print(sorted(m for m in ("jax", "jaxlib", "tensorflow") if m in sys.modules))
+"""
+
+
+def test_the_decoder_runs_in_a_process_that_never_imports_jax(gpt: Model, tmp_path: Path) -> None:
+    converted, _, params = gpt
+    tokens = np.random.default_rng(5).integers(0, 97, size=(2, 11)).astype(np.int32)
+    np.save(tmp_path / "tokens.npy", tokens)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(converted.path), str(tmp_path / "tokens.npy"),
+                           str(tmp_path / "out.npy")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), np.asarray(jax.jit(models.gpt)(params, tokens)),
+                               rtol=1e-4, atol=2e-5)
+
+
 def test_symbolic_dimensions_stay_dim_params_named_after_the_variables(gpt: Model) -> None:
     converted, runtime, _ = gpt
     model = onnx.load(str(converted.path), load_external_data=False)
@@ -92,14 +132,17 @@ def test_symbolic_dimensions_stay_dim_params_named_after_the_variables(gpt: Mode
             for v in (*model.graph.input, *model.graph.output)]
     assert dims == [["b", "t"], ["b", "t", 97]]
     assert (model.ir_version, [(o.domain, o.version) for o in model.opset_import]) == (10, [("", 21)])
-    assert model.producer_name == "jaxport"
+    assert all(n.domain == "" for n in model.graph.node)
+    found = summary(check_external_data(converted.path, [WEIGHTS]))
+    assert (found.opset, found.ir_version, found.producer, found.dim_params) == (21, 10, "jaxport test", ("b", "t"))
+    assert found.metadata == {"source": "tests"}
 
 
 def test_every_weight_is_external_data_at_its_offset_in_the_safetensors_file(gpt: Model) -> None:
     converted, _, params = gpt
     model = onnx.load(str(converted.path), load_external_data=False)
     weights = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
-    assert len(weights) == len(jax.tree.leaves(params)) - 0
+    assert len(weights) == len(jax.tree.leaves(params))
     data = (converted.path.parent / WEIGHTS).read_bytes()
     flat = dict(zip([w.name for w in weights], weights))
     wte = flat["wte"]
