@@ -19,6 +19,9 @@ import pytest
 import jaxport
 from jaxport.errors import ArtifactError
 from tests.helpers import bundle_model, iree_model as model
+from tests.helpers.extras import requires_iree
+
+pytestmark = requires_iree
 
 DIMS = {"predict": [{"b": 1}, {"b": 3}], "loss": [{"b": 2}]}
 
