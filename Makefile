@@ -92,12 +92,14 @@ web-node-test: install $(WEB_NPM)
 	$(PY) -m tests.helpers.web_models build/web-fixtures
 	$(WEB_ENV) JAXPORT_WEB_FIXTURES=$(CURDIR)/build/web-fixtures node --test tests/web/
 
-# The demo: the GPT-2-like example converted (with jaxport.mjs) into build/web-demo/gpt, and the
+# The demo: the GPT-2-like example saved as a bundle with golden examples, converted by
+# `jaxport convert --to onnx --web` into build/web-demo/gpt, and the
 # repository served on 127.0.0.1 (docs/web/index.html loads build/web-demo/gpt and
 # node_modules/onnxruntime-web). Open http://127.0.0.1:$(WEB_PORT)/docs/web/index.html
 build/web-demo/gpt/manifest.json: install $(WEB_NPM)
 	rm -rf build/web-demo
-	$(PY) -m tests.helpers.web_models build/web-demo gpt
+	$(PY) -m tests.helpers.web_models --bundles build/web-demo gpt
+	$(PY) -m jaxport convert build/web-demo/bundles/gpt --to onnx --web -o build/web-demo/gpt
 
 web-demo: build/web-demo/gpt/manifest.json
 	@echo "serving the demo at http://127.0.0.1:$(WEB_PORT)/docs/web/index.html (Ctrl-C stops)"

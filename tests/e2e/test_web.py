@@ -77,9 +77,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def test_bad_calls_list_is_what_python_raises(converted: dict[str, Path]) -> None:
-    manifests = {name: ConvertedManifest.from_json((path / MANIFEST_FILE).read_bytes())
-                 for name, path in converted.items()}
-    expected = bad_calls(manifests)
+    expected = bad_calls(converted)
     committed = json.loads(BAD_CALLS.read_text(encoding="utf-8"))
     assert committed == expected, "tests/web/bad_calls.json differs from jaxport's Python errors: " \
                                   "run python -m tests.helpers.web_bad_calls"
@@ -91,6 +89,22 @@ def test_module_is_in_every_converted_directory(converted: dict[str, Path]) -> N
         manifest = ConvertedManifest.from_json((path / MANIFEST_FILE).read_bytes())
         assert MODULE.name in manifest.files
         assert (path / MODULE.name).read_bytes() == MODULE.read_bytes()
+
+
+def test_convert_web_on_the_command_line(converted: dict[str, Path], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxport.application.cli import main
+
+    bundle = converted["mlp"].parent / "bundles" / "mlp"
+    assert main(["convert", str(bundle), "--to", "onnx", "--web", "-o", str(tmp_path / "web")]) == 0
+    assert main(["convert", str(bundle), "--to", "onnx", "-o", str(tmp_path / "plain")]) == 0
+    web = ConvertedManifest.from_json((tmp_path / "web" / MANIFEST_FILE).read_bytes())
+    plain = ConvertedManifest.from_json((tmp_path / "plain" / MANIFEST_FILE).read_bytes())
+    assert set(web.files) - set(plain.files) == {MODULE.name}
+    assert (tmp_path / "web" / MODULE.name).read_bytes() == MODULE.read_bytes()
+    assert main(["convert", str(bundle), "--to", "iree", "--web", "-o", str(tmp_path / "iree")]) == 2
+    assert "--web applies to --to onnx, not to --to iree" in capsys.readouterr().err
+    assert not (tmp_path / "iree").exists()
 
 
 def test_node_unit_tests(converted: dict[str, Path], home: dict[str, str]) -> None:

@@ -4,9 +4,9 @@ Each case names a test model (:mod:`.web_models`, or ``shapes``: a
 manifest alone, whose signature exercises every kind of shape check), a
 function, and the named inputs of the call (wire name -> dtype and shape;
 the values are zeros). The error's class and message are what jaxport's
-Python front raises for the same call: the check that
-``jaxport.load_converted`` makes before any runtime runs (pytree, dtypes,
-ranks, shapes, dimension variables, constraints, compiled variant).
+Python front raises for the same call: ``jaxport.load_converted(DIR)[NAME]``
+called with the same arguments (for ``shapes``, the same front,
+``ConvertedCall``, on its manifest, with no runtime behind it).
 
 ``python -m tests.helpers.web_bad_calls`` writes ``tests/web/bad_calls.json``;
 ``tests/e2e/test_web_bad_calls.py`` checks that the committed file is what
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,10 @@ import numpy as np
 
 from jaxport.domain.artifact import AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.dim_json import constraint_scope, parse_dims, shape_trees
-from jaxport.domain.converted import MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Signature, Variant
+import jaxport
+from jaxport.application.converted_model import ConvertedCall
+from jaxport.domain.converted import ConvertedFunction, ConvertedManifest, Signature, Variant
 from jaxport.domain.errors import JaxportError
-from jaxport.domain.runtime_calls import call_signature, flatten_call
-from jaxport.domain.signature_record import signature
 from jaxport.domain.wire_names import parse_wire_name
 
 from .web_paths import BAD_CALLS
@@ -131,29 +132,35 @@ def _plain(value: Any, spec: TreeSpec | None) -> Any:
     return {k: _plain(v, _child(spec, k)) for k, v in value.items()}
 
 
-def python_error(function: ConvertedFunction, inputs: dict[str, Any]) -> tuple[str, str]:
-    """The class and message of what jaxport's Python front raises for the call (zeros of each given dtype and shape).
+class _NoRuntime:
+    """The runtime behind ``shapes``' front: a bad call never reaches it."""
 
-    The checks are those of ``jaxport.load_converted``'s call, in its order.
-    """
-    sig = function.signature
+    def run(self, function: str, variant: Variant, args: Any) -> list[Any]:
+        raise AssertionError(f"the call of {function} passed jaxport's checks")
+
+
+def python_error(call: Callable[..., Any], function: ConvertedFunction, inputs: dict[str, Any]) -> tuple[str, str]:
+    """The class and message of what ``call`` (a converted directory's function) raises for the named
+    inputs (zeros of each given dtype and shape)."""
     arrays = {n: np.zeros(a["shape"], a["dtype"]) for n, a in inputs.items()}
-    args, kwargs = call_from_names(sig.in_tree, arrays)
-    record = signature(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
+    args, kwargs = call_from_names(function.signature.in_tree, arrays)
     try:
-        leaves = flatten_call(record, args, kwargs, weights_bound=sig.nr_weights > 0)
-        function.variant_for(call_signature(record).check(leaves))
+        call(*args, **kwargs)
     except JaxportError as exc:
         return type(exc).__name__, str(exc)
-    raise AssertionError(f"the call {inputs} of {sig.name} passed jaxport's checks")
+    raise AssertionError(f"the call {inputs} of {function.name} passed jaxport's checks")
 
 
-def bad_calls(manifests: dict[str, ConvertedManifest]) -> dict[str, Any]:
-    """The shared list, for the models' manifests (``shapes`` added)."""
-    manifests = {**manifests, "shapes": shapes_manifest()}
+def bad_calls(directories: dict[str, Path]) -> dict[str, Any]:
+    """The shared list, for the models converted into ``directories`` (``shapes`` added)."""
+    models = {name: jaxport.load_converted(path) for name, path in directories.items()}
+    shapes = shapes_manifest().function("solve")
     calls = []
     for model, function, what, inputs in CASES:
-        error, message = python_error(manifests[model].function(function), inputs)
+        if model == "shapes":
+            error, message = python_error(ConvertedCall(shapes, _NoRuntime()), shapes, inputs)
+        else:
+            error, message = python_error(models[model][function], models[model].functions[function], inputs)
         calls.append({"model": model, "function": function, "what": what, "inputs": inputs,
                       "error": error, "message": message})
     return {"about": "Bad calls and the error jaxport's Python front raises for each; jaxport.mjs must throw the "
@@ -166,9 +173,8 @@ def main() -> None:
     from .web_models import build
 
     with tempfile.TemporaryDirectory() as tmp:
-        built = build(Path(tmp))
-        manifests = {n: ConvertedManifest.from_json((p / MANIFEST_FILE).read_bytes()) for n, p in built.items()}
-        BAD_CALLS.write_text(json.dumps(bad_calls(manifests), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        built = build(Path(tmp), ("mlp", "gpt", "kw"))
+        BAD_CALLS.write_text(json.dumps(bad_calls(built), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {BAD_CALLS}", file=sys.stderr)
 
 

@@ -10,8 +10,9 @@
 * ``bert`` and ``stats``: the ONNX tests' BERT-like encoder (padding mask,
   ``x[:, 0]`` pooling) and static function with dict outputs, with examples.
 
-:func:`build` converts each into ``ROOT/NAME`` (the ONNX files, the
-manifest, the examples and ``jaxport.mjs``).
+:func:`build` saves each bundle into ``ROOT/bundles/NAME`` and converts it
+with ``jaxport.to_onnx(..., web=True)`` into ``ROOT/NAME`` (the ONNX files,
+the manifest, the examples and ``jaxport.mjs``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import numpy as np
 import jaxport
 
 from . import onnx_models as models
-from .web_convert import convert_onnx
 
 MODELS = ("mlp", "gpt", "kw", "bert", "stats")
 #: The GPT-2-like model's longest sequence (its constraint: ``t <= MAX_T``).
@@ -91,20 +91,34 @@ _SAVE = {"mlp": _mlp, "gpt": _gpt, "kw": _kw, "bert": _bert, "stats": _stats}
 
 
 def main() -> None:
-    """``python -m tests.helpers.web_models DIR [NAME...]``: the models (all by default) converted into ``DIR``."""
+    """``python -m tests.helpers.web_models [--bundles] DIR [NAME...]``: the models (all by default)
+    converted into ``DIR``; with ``--bundles``, only their bundles saved into ``DIR/bundles``."""
     import sys
 
-    build(Path(sys.argv[1]), tuple(sys.argv[2:]) or MODELS)
+    args = sys.argv[1:]
+    only_bundles = args[:1] == ["--bundles"]
+    root, names = Path(args[only_bundles]), tuple(args[only_bundles + 1:]) or MODELS
+    for name in names:
+        save(name, root / "bundles" / name)
+    if not only_bundles:
+        build(root, names, saved=True)
 
 
-def build(root: Path, names: tuple[str, ...] = MODELS) -> dict[str, Path]:
-    """Each model converted (with ``jaxport.mjs``) into ``root/NAME``; their bundles in ``root/bundles``."""
+def save(name: str, bundle: Path) -> None:
+    """The bundle of model ``name`` (with its golden examples) at ``bundle``."""
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    _SAVE[name](bundle)
+
+
+def build(root: Path, names: tuple[str, ...] = MODELS, *, saved: bool = False) -> dict[str, Path]:
+    """Each model converted (with ``jaxport.mjs``) into ``root/NAME``; their bundles in ``root/bundles``
+    (``saved``: already there)."""
     out = {}
     for name in names:
         bundle = root / "bundles" / name
-        bundle.parent.mkdir(parents=True, exist_ok=True)
-        _SAVE[name](bundle)
-        convert_onnx(bundle, root / name)
+        if not saved:
+            save(name, bundle)
+        jaxport.to_onnx(bundle, root / name, web=True)
         out[name] = root / name
     return out
 

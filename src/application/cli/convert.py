@@ -57,6 +57,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help="iree: the machine to compile for, e.g. aarch64-linux-gnu (default: this one)")
     cmd.add_argument("--opset", type=int, metavar="N",
                      help="onnx: the ai.onnx opset to write (21, the default, to 23)")
+    cmd.add_argument("--web", action="store_true", default=None,
+                     help="onnx: also write jaxport.mjs, which loads the directory in a web page with "
+                          "ONNX Runtime Web (refuses bfloat16 inputs and outputs)")
     cmd.set_defaults(handler=run_convert)
 
 
@@ -114,7 +117,7 @@ def _options(args: argparse.Namespace) -> object:
 #: The targets' own flags: target -> options field -> argparse destination.
 _FLAGS = {"savedmodel": {"default": "default", "allowed_custom_calls": "allow_custom_call"},
           "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"},
-          "onnx": {"opset": "opset"}}
+          "onnx": {"opset": "opset", "web": "web"}}
 
 
 def parse_dims(texts: list[str]) -> dict[str, list[dict[str, int]]]:
