@@ -55,6 +55,8 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("kw", "mix", "missing keyword's leaf", {"arg0": _a("float32", 2, 4), "scale/b": _a("float32", 3)}),
     ("kw", "mix", "keyword missing", {"arg0": _a("float32", 2, 4)}),
     ("kw", "mix", "derived variable below 1", {"arg0": _a("float32", 2, 1), "scale/a": _a("float32", 0)}),
+    ("dtypes", "step", "int64 given as int32", {"arg0": _a("int32", 3)}),
+    ("dtypes", "half", "float16 given as float32", {"arg0": _a("float32", 2, 3)}),
     ("shapes", "solve", "division with a remainder", {"arg0": _a("float32", 2, 6), "opt/layer.2e0": _a("int32", 2, 3)}),
     ("shapes", "solve", "inconsistent derived variable", {"arg0": _a("float32", 2, 7), "opt/layer.2e0": _a("int32", 2, 3)}),
     ("shapes", "solve", "two-variable constraint", {"arg0": _a("float32", 9, 25), "opt/layer.2e0": _a("int32", 12, 3)}),
@@ -173,7 +175,7 @@ def main() -> None:
     from .web_models import build
 
     with tempfile.TemporaryDirectory() as tmp:
-        built = build(Path(tmp), ("mlp", "gpt", "kw"))
+        built = build(Path(tmp), ("mlp", "gpt", "kw", "dtypes"))
         BAD_CALLS.write_text(json.dumps(bad_calls(built), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {BAD_CALLS}", file=sys.stderr)
 

@@ -8,7 +8,9 @@
   {"a": (h,)}``, ``b >= 2`` and dict results: a dimension variable derived
   with an offset, a keyword argument, a constraint, named outputs;
 * ``bert`` and ``stats``: the ONNX tests' BERT-like encoder (padding mask,
-  ``x[:, 0]`` pooling) and static function with dict outputs, with examples.
+  ``x[:, 0]`` pooling) and static function with dict outputs, with examples;
+* ``dtypes``: two functions without weights, ``step`` on int64 (a page's
+  ``BigInt64Array``) with int64 and bool results, ``half`` on float16.
 
 :func:`build` saves each bundle into ``ROOT/bundles/NAME`` and converts it
 with ``jaxport.to_onnx(..., web=True)`` into ``ROOT/NAME`` (the ONNX files,
@@ -28,7 +30,7 @@ import jaxport
 
 from . import onnx_models as models
 
-MODELS = ("mlp", "gpt", "kw", "bert", "stats")
+MODELS = ("mlp", "gpt", "kw", "bert", "stats", "dtypes")
 #: The GPT-2-like model's longest sequence (its constraint: ``t <= MAX_T``).
 MAX_T = models.MAX_T
 
@@ -87,7 +89,19 @@ def _stats(path: Path) -> None:
     jaxport.save_bundle(path, {"stats": exp}, {}, without_params=("stats",), examples={"stats": [((x, y), {})]})
 
 
-_SAVE = {"mlp": _mlp, "gpt": _gpt, "kw": _kw, "bert": _bert, "stats": _stats}
+def _dtypes(path: Path) -> None:
+    b, = jaxport.symbolic_shape("b")
+    with jax.enable_x64(True):
+        step = jaxport.export(jax.jit(lambda x: {"next": x * 3 + 1, "big": x > 10}))(
+            jax.ShapeDtypeStruct((b,), jnp.int64))
+        half = jaxport.export(jax.jit(lambda x: (x * 2).sum(axis=1)))(jax.ShapeDtypeStruct((b, 3), jnp.float16))
+        ints = np.array([1, 2, 2**40 + 3], np.int64)
+        halves = np.array([[0.5, 1.25, -2.0], [3.0, 0.125, 1.0]], np.float16)
+        jaxport.save_bundle(path, {"step": step, "half": half}, {}, without_params=("step", "half"),
+                            examples={"step": [((ints,), {})], "half": [((halves,), {})]})
+
+
+_SAVE = {"dtypes": _dtypes, "mlp": _mlp, "gpt": _gpt, "kw": _kw, "bert": _bert, "stats": _stats}
 
 
 def main() -> None:

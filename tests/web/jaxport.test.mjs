@@ -19,7 +19,7 @@ const BAD_CALLS = JSON.parse(readFileSync(fileURLToPath(new URL("./bad_calls.jso
 const FIXTURES = process.env.JAXPORT_WEB_FIXTURES || "";
 const NO_FIXTURES = FIXTURES && existsSync(FIXTURES) ? false
   : "no converted models: set JAXPORT_WEB_FIXTURES to a directory made by python -m tests.helpers.web_models DIR";
-const MODELS = ["mlp", "gpt", "kw", "bert", "stats"];
+const MODELS = ["mlp", "gpt", "kw", "bert", "stats", "dtypes"];
 
 ort.env.wasm.numThreads = 1;
 
@@ -178,6 +178,21 @@ test("a manifest naming a file outside the directory is refused before anything 
   }
   doc.functions.solve.variants = [{ file: "solve.onnx", dims: {} }];
   await assert.rejects((await manifestOnly(doc)).session("solve"), { name: "ArtifactError", message: "The directory's manifest does not list a file solve.onnx" });
+});
+
+test("dtypes: int64 as BigInt64Array, bool results, float16 as Uint16Array; two functions, one session each", { skip: NO_FIXTURES }, async () => {
+  const model = await fixture("dtypes");
+  assert.deepEqual(Object.keys(model.functions), ["step", "half"]);
+  const out = await model.call("step", { arg0: BigInt64Array.from([5n, 2n ** 40n]) });
+  assert.equal(out.next.type, "int64");
+  assert.deepEqual(Array.from(out.next.data), [16n, 3n * 2n ** 40n + 1n]);
+  assert.equal(out.big.type, "bool");
+  assert.deepEqual(Array.from(out.big.data), [0, 1]);
+  const half = Uint16Array.from([0x3c00, 0x4000, 0xc000]);  // 1, 2, -2 in float16
+  const sum = await model.call("half", { arg0: { data: half, dims: [1, 3], dtype: "float16" } });
+  assert.equal(sum.output_0.type, "float16");
+  assert.deepEqual(Array.from(sum.output_0.data), [0x4000]);  // 2 * (1 + 2 - 2) = 2
+  assert.notEqual(await model.session("step"), await model.session("half"));
 });
 
 test("a file changed after conversion is refused before ONNX Runtime reads it", { skip: NO_FIXTURES }, async () => {
