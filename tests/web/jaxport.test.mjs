@@ -115,6 +115,8 @@ test("shape checks of the Python front, from the manifest alone", async () => {
   assert.deepEqual(good.dims, { b: 2, h: 3 });
   assert.deepEqual(model.functions.solve.constraints, ["b >= 2", "b + h <= 20"]);
   assert.throws(() => model.check("nope", {}), { name: "KeyError", message: "The directory has no function 'nope'; it has ['solve']" });
+  assert.throws(() => model.check("solve", { arg0: { data: new Float64Array(14), dims: [2, 7], dtype: "float32" }, "opt/layer.2e0": zeros({ dtype: "int32", shape: [3, 3] }) }),
+    { name: "CallError", message: "args[0] holds a Float64Array where its dtype float32 needs a Float32Array" });
   assert.throws(() => model.check("solve", { arg0: [1, 2], "opt/layer.2e0": zeros({ dtype: "int32", shape: [3, 3] }) }),
     { name: "CallError", message: "args[0] is a Array, not an array: a runtime takes arrays (numpy.asarray(value, dtype) makes one)" });
 });

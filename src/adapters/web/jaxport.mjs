@@ -488,6 +488,11 @@ function describe(path, value) {
   if (value && typeof value === "object" && !ArrayBuffer.isView(value) && "data" in value && "dims" in value) {
     const dtype = value.type || value.dtype || ARRAY_DTYPES.get(value.data && value.data.constructor);
     if (typeof dtype === "string" && value.dims && typeof value.dims.length === "number") {
+      const holds = value.data && value.data.constructor;
+      const expected = DTYPES[dtype] && DTYPES[dtype][1];
+      if (!value.type && expected && holds !== expected && !(dtype === "float16" && holds === globalThis.Float16Array)) {
+        throw new JaxportError("CallError", `${path} holds a ${leafTypeName(value.data)} where its dtype ${dtype} needs a ${expected.name}`);
+      }
       return { dtype, dims: Array.from(value.dims, Number), data: value.data, tensor: value.type ? value : null };
     }
   }
