@@ -106,6 +106,19 @@ def test_convert_web_on_the_command_line(converted: dict[str, Path], tmp_path: P
     assert not (tmp_path / "iree").exists()
 
 
+def test_web_refuses_a_bfloat16_boundary_before_writing(tmp_path: Path) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import jaxport
+    from jaxport.errors import ConversionError
+
+    exported = jaxport.export(jax.jit(lambda x: x * 2))(jax.ShapeDtypeStruct((3,), jnp.bfloat16))
+    with pytest.raises(ConversionError, match="bfloat16"):
+        jaxport.to_onnx(exported, tmp_path / "web", web=True)
+    assert not (tmp_path / "web").exists()
+
+
 def test_node_unit_tests(converted: dict[str, Path], home: dict[str, str]) -> None:
     _need_node()
     root = next(iter(converted.values())).parent
