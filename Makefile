@@ -16,7 +16,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test bench typecheck install clean fuzz
+.PHONY: demo test bench typecheck install clean fuzz web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,5 +66,52 @@ bench: $(RUNTIME_DEPS) install
 fuzz: install
 	$(PY) -m tests.fuzz.campaign --mutations 100000 --codec-share 0.2 --jax-export-share 0.08
 
+# ---- The browser (issue 31): ONNX Runtime Web under Node and in Debian's Chromium ----
+# web-deps installs what tests/e2e/test_web.py needs beyond the venv: Debian's chromium
+# (/usr/bin/chromium; playwright-core downloads no browser) and the npm packages of
+# package.json/package-lock.json, exactly (npm ci). HOME and XDG_* point into build/ so that
+# npm writes nothing under the user's home. Without chromium the browser test skips and says so.
+WEB_HOME := $(CURDIR)/build/web-home
+WEB_ENV  := HOME=$(WEB_HOME) XDG_CONFIG_HOME=$(WEB_HOME)/config XDG_CACHE_HOME=$(WEB_HOME)/cache XDG_DATA_HOME=$(WEB_HOME)/data
+WEB_NPM  := node_modules/.package-lock.json
+WEB_PORT ?= 8765
+
+$(WEB_NPM): package.json package-lock.json
+	mkdir -p $(WEB_HOME)
+	$(WEB_ENV) npm ci --no-audit --no-fund
+	touch $(WEB_NPM)
+
+web-deps: $(WEB_NPM)
+	test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		|| echo "web-deps: Debian's chromium could not be installed: the browser test will be skipped"
+
+# jaxport.mjs's unit tests under Node, on the test models converted into build/web-fixtures
+# (pytest's tests/e2e/test_web.py runs the same tests on its own conversions).
+web-node-test: install $(WEB_NPM)
+	rm -rf build/web-fixtures
+	$(PY) -m tests.helpers.web_models build/web-fixtures
+	$(WEB_ENV) JAXPORT_WEB_FIXTURES=$(CURDIR)/build/web-fixtures node --test tests/web/
+
+# The demo: the GPT-2-like example saved as a bundle with golden examples, converted by
+# `jaxport convert --to onnx --web` into build/web-demo/gpt, and the
+# repository served on 127.0.0.1 (docs/web/index.html loads build/web-demo/gpt and
+# node_modules/onnxruntime-web). Open http://127.0.0.1:$(WEB_PORT)/docs/web/index.html
+build/web-demo/gpt/manifest.json: install $(WEB_NPM)
+	rm -rf build/web-demo
+	$(PY) -m tests.helpers.web_models --bundles build/web-demo gpt
+	$(PY) -m jaxport convert build/web-demo/bundles/gpt --to onnx --web -o build/web-demo/gpt
+
+web-demo: build/web-demo/gpt/manifest.json
+	@echo "serving the demo at http://127.0.0.1:$(WEB_PORT)/docs/web/index.html (Ctrl-C stops)"
+	$(PY) -m http.server $(WEB_PORT) --bind 127.0.0.1
+
+# docs/web-demo.png again: the demo page in headless Chromium (tests never write into docs/).
+web-screenshot: build/web-demo/gpt/manifest.json web-deps
+	port=$$($(PY) -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'); \
+		$(PY) -m http.server $$port --bind 127.0.0.1 > /dev/null 2>&1 & server=$$!; \
+		sleep 1; \
+		$(WEB_ENV) node tests/web/browser.mjs "http://127.0.0.1:$$port/docs/web/index.html" docs/web-demo.png > build/web-demo/page.json; \
+		status=$$?; kill $$server; exit $$status
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info node_modules

@@ -1,6 +1,7 @@
 """The ONNX target's converter: one ``FUNCTION.onnx`` per function, the weights file kept as it is.
 
-Every model reads its weights as ONNX external data at their offsets in the
+With ``web``, the directory also gets ``jaxport.mjs`` (:mod:`.web_module`),
+listed in the manifest like every other file. Every model reads its weights as ONNX external data at their offsets in the
 directory's ``params.safetensors`` (a copy of the source's, byte for byte:
 not a hard link, which ``onnx.checker`` refuses as a possible hard-link
 attack); nothing derived from a weight is written. Inputs and outputs carry
@@ -23,6 +24,7 @@ from ..domain.errors import MissingExtraError
 from ..domain.producer import JAXPORT_VERSION
 from ..domain.target_onnx import OnnxOptions, details_of
 from ..domain.target_ports import ConversionJob, ConvertedParts, FunctionJob
+from ..domain.web_boundary import check_web_signature
 
 try:
     import onnx
@@ -31,6 +33,7 @@ except ImportError as exc:  # the extra is not installed
 
 from .onnx_translate import check_file, external_tensors, translate
 from .safetensors_file import SafetensorsFile
+from .web_module import copy_module
 
 
 def convert(job: ConversionJob, staging: str) -> ConvertedParts:
@@ -42,6 +45,9 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         MissingExtraError: the ``onnx`` package is not installed.
     """
     options: OnnxOptions = job.options
+    if options.web:
+        for function in job.functions:
+            check_web_signature(function.signature)
     takes_weights = job.weights is not None and any(f.signature.nr_weights for f in job.functions)
     header = bytes(SafetensorsFile(job.weights_path).header) if takes_weights else b""
     variants: dict[str, tuple[Variant, ...]] = {}
@@ -59,6 +65,8 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         shutil.copyfile(job.weights_path, Path(staging, WEIGHTS_FILE))
     for function in job.functions:  # the weights in place: the checker reads the external data
         check_file(Path(staging, variants[function.name][0].file), function.name)
+    if options.web:
+        copy_module(staging)
     return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params),
                           variants, WEIGHTS_FILE if takes_weights else "")
 

@@ -252,7 +252,8 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
 
 
 def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
-            opset: int | None = None, ir_version: int | None = None, overwrite: bool = False) -> ConvertedManifest:
+            opset: int | None = None, ir_version: int | None = None, web: bool = False,
+            overwrite: bool = False) -> ConvertedManifest:
     """``convert(source, path, to="onnx", ...)``: one ONNX model per function, for ONNX Runtime and other readers.
 
     One ``FUNCTION.onnx`` per function (``onnxruntime.InferenceSession(path)``
@@ -267,6 +268,9 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     Args:
         opset: the ``ai.onnx`` opset (21, the default, to 23).
         ir_version: the ONNX IR version (10, the default, which onnxruntime-web reads, to 13).
+        web: also write ``jaxport.mjs``, which loads the directory in a web page
+            with ONNX Runtime Web (see the guide's page on the browser); a
+            function with a bfloat16 input or output is refused.
 
     Raises:
         As :func:`convert`; ``UnsupportedOperationError`` (a ``ConversionError``)
@@ -278,7 +282,9 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     defaults = OnnxOptions()
     return convert(source, path, to="onnx", overwrite=overwrite,
                    options=OnnxOptions(defaults.opset if opset is None else opset,
-                                       defaults.ir_version if ir_version is None else ir_version))
+                                       defaults.ir_version if ir_version is None else ir_version, web))
+
+
 def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
               dims: Dims | None = None, quantize: str | None = None, overwrite: bool = False) -> ConvertedManifest:
     """``convert(source, path, to="litert", ...)``: each function as LiteRT (``.tflite``) models.

@@ -39,6 +39,9 @@ class OnnxOptions:
     Attributes:
         opset: the ``ai.onnx`` opset of the models (one of :data:`OPSETS`).
         ir_version: their ONNX IR version (one of :data:`IR_VERSIONS`).
+        web: also write ``jaxport.mjs``, the ES module that loads the directory
+            in a web page with ONNX Runtime Web (``convert --web``); refuses a
+            function with a bfloat16 input or output (:mod:`.web_boundary`).
 
     Raises:
         ValueError: an opset or IR version out of range.
@@ -47,8 +50,13 @@ class OnnxOptions:
     target: ClassVar[str] = "onnx"
     opset: int = 21
     ir_version: int = 10
+    web: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.web, str) and self.web.strip().lower() in ("true", "false"):  # from --option web=true
+            object.__setattr__(self, "web", self.web.strip().lower() == "true")
+        if not isinstance(self.web, bool):
+            raise ValueError(f"web {self.web!r} is not True or False")
         for name, allowed in (("opset", OPSETS), ("ir_version", IR_VERSIONS)):
             value = getattr(self, name)
             if isinstance(value, str) and value.strip().isdigit():  # from --option opset=22

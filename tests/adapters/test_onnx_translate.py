@@ -8,7 +8,7 @@ booleans must be equal, floats within float32 rounding.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from jaxport.adapters.mlir_module import StableHloSerializer  # noqa: E402
 from jaxport.adapters.onnx_translate import translate  # noqa: E402
 from jaxport.errors import ConversionError, UnsupportedOperationError  # noqa: E402
 from tests.helpers.onnx_convert import with_module  # noqa: E402
+from tests.helpers.web_batch import WebBatch, node_ready  # noqa: E402
 
 F32 = jnp.float32
 b, t = jaxport.symbolic_shape("b, t")
@@ -44,6 +45,24 @@ def to_onnx(function: Callable[..., Any], *specs: jax.ShapeDtypeStruct) -> onnx.
                      output_names=[f"out{j}" for j in range(len(record.out_avals))])
 
 
+#: The batch of this module's models, with JAX's outputs, to run in onnxruntime-web too (empty: no Node).
+_WEB: list[WebBatch] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every model that a case compares with JAX also runs in onnxruntime-web (WebAssembly, under Node),
+    all in one Node process at the module's end (skipped, silently, where Node or the npm packages are
+    missing: tests/e2e/test_web.py says so)."""
+    if node_ready() is not None:
+        yield
+        return
+    _WEB.append(WebBatch(tmp_path_factory.mktemp("onnxruntime-web")))
+    yield
+    failures = _WEB.pop().run()
+    assert not failures, "onnxruntime-web differs from JAX:\n" + "\n".join(failures)
+
+
 def run(model: onnx.ModelProto, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return [np.asarray(r) for r in session.run(None, {f"in{i}": a for i, a in enumerate(args)})]
@@ -55,6 +74,9 @@ def assert_same(function: Callable[..., Any], specs: Sequence[jax.ShapeDtypeStru
     for args in arg_sets:
         got = run(model, args)
         want = [np.asarray(w) for w in jax.tree.leaves(jax.jit(function)(*args))]
+        if _WEB:
+            _WEB[0].add(getattr(function, "__name__", "case"), model.SerializeToString(),
+                        {f"in{i}": a for i, a in enumerate(args)}, {f"out{j}": w for j, w in enumerate(want)})
         assert [g.shape for g in got] == [w.shape for w in want]
         assert [g.dtype for g in got] == [w.dtype for w in want]
         for g, w in zip(got, want):

@@ -63,6 +63,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--quantize", metavar="KIND", choices=["int8-weights"],
                      help="litert: int8-weights (weights as int8 per channel, dynamic range; about 4x "
                           "smaller, within 5%% of the output's magnitude)")
+    cmd.add_argument("--web", action="store_true", default=None,
+                     help="onnx: also write jaxport.mjs, which loads the directory in a web page with "
+                          "ONNX Runtime Web (refuses bfloat16 inputs and outputs)")
     cmd.set_defaults(handler=run_convert)
 
 
@@ -123,7 +126,7 @@ def _options(args: argparse.Namespace) -> object:
 #: The targets' own flags: target -> options field -> argparse destination.
 _FLAGS = {"savedmodel": {"default": "default", "allowed_custom_calls": "allow_custom_call"},
           "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"},
-          "onnx": {"opset": "opset"},
+          "onnx": {"opset": "opset", "web": "web"},
           "litert": {"quantize": "quantize"}}
 
 
