@@ -54,7 +54,7 @@ typecheck: install
 
 # The runtimes' extras first: installing them replaces and then removes the
 # `jaxport` script, which install writes again afterwards.
-test: $(RUNTIME_DEPS) typecheck
+test: $(RUNTIME_DEPS) typecheck web-deps
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 bench: $(RUNTIME_DEPS) install
