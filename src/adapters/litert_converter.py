@@ -25,7 +25,7 @@ import numpy as np
 from ..domain.artifact import ArtifactRecord
 from ..domain.converted import Variant
 from ..domain.errors import ConversionError
-from ..domain.iree_conversion import StaticShapes, dimension_variables, platform_index, static_shapes
+from ..domain.static_shapes import StaticShapes, dimension_variables, platform_index, static_shapes
 from ..domain.litert_plan import INT8_WEIGHTS, RUNTIME_NAME, check_names, check_operators, check_quantize
 from ..domain.target_litert import PLAN, LiteRtOptions, details_of, model_file
 from ..domain.target_plan import refuse

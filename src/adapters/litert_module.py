@@ -31,7 +31,7 @@ from jax.interpreters import mlir
 
 from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ConversionError
-from ..domain.iree_conversion import StaticShapes
+from ..domain.static_shapes import StaticShapes
 from ..domain.litert_plan import ERASED_CUSTOM_CALLS, RUNTIME_NAME
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.runtime_calls import record_shapes
