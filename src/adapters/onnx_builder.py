@@ -12,7 +12,7 @@ known only at run time).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -82,16 +82,29 @@ class GraphBuilder:
         self.function = function
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
-        self._count = 0
+        self._count = [0]
         self._int64_constants: dict[tuple[int, ...], str] = {}
         #: The operation being translated, and the calls it is inlined through, for :meth:`refuse`.
         self.current: ir.Operation | None = None
         self.call_sites: list[Any] = []
+        #: Set by the walker: translates an MLIR block into a builder (arguments' names -> results' names).
+        self.run_block: Callable[[GraphBuilder, Any, Sequence[str]], list[str]] | None = None
+
+    def child(self) -> GraphBuilder:
+        """A builder for a subgraph (a Loop's body, an If's branch): its own nodes, the rest shared.
+
+        Names stay unique across the model, constants are the outer graph's
+        initializers (a subgraph reads outer names).
+        """
+        sub = GraphBuilder(self.function)
+        sub._count, sub._int64_constants, sub.initializers = self._count, self._int64_constants, self.initializers
+        sub.call_sites, sub.run_block = self.call_sites, self.run_block
+        return sub
 
     def fresh(self, hint: str) -> str:
         """A new value name."""
-        self._count += 1
-        return f"{hint}_{self._count}"
+        self._count[0] += 1
+        return f"{hint}_{self._count[0]}"
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> list[str]:
         """Appends one standard-domain node; returns the names of its outputs."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from . import onnx_ops_elementwise, onnx_ops_gather, onnx_ops_linalg, onnx_ops_shape
+from . import onnx_ops_conv, onnx_ops_window
 from .onnx_ops_elementwise import Translation
 
 TRANSLATIONS: Mapping[str, Translation] = {
@@ -20,6 +21,8 @@ TRANSLATIONS: Mapping[str, Translation] = {
     **onnx_ops_shape.TABLE,
     **onnx_ops_linalg.TABLE,
     **onnx_ops_gather.TABLE,
+    **onnx_ops_window.TABLE,
+    **onnx_ops_conv.TABLE,
 }
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.

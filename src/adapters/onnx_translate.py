@@ -145,9 +145,19 @@ def _prune(nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorPr
     for node in reversed(nodes):
         if any(o in needed for o in node.output):
             kept.append(node)
-            needed.update(i for i in node.input if i)
+            needed.update(_read_names(node))
     kept.reverse()
     return kept, [t for t in initializers if t.name in needed]
+
+
+def _read_names(node: onnx.NodeProto) -> set[str]:
+    """The names a node reads: its inputs, and what the nodes of its subgraphs read (outer names too)."""
+    names = {i for i in node.input if i}
+    for attribute in node.attribute:
+        for graph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+            for inner in graph.node:
+                names |= _read_names(inner)
+    return names
 
 
 def check_model(model: onnx.ModelProto, function: str) -> None:
@@ -197,6 +207,15 @@ class _Walker:
         self.builder = builder
         self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations}
         self.values: dict[Any, str] = {}
+        builder.run_block = self.run_into
+
+    def run_into(self, builder: GraphBuilder, block: Any, args: Sequence[str]) -> list[str]:
+        """Translates ``block`` into ``builder`` (a subgraph's), then returns to the current builder."""
+        saved, self.builder = self.builder, builder
+        try:
+            return self.run_block(block, args)
+        finally:
+            self.builder = saved
 
     def run_block(self, block: Any, args: Sequence[str]) -> list[str]:
         """Translates ``block`` with its arguments named ``args``; the names of what it returns."""

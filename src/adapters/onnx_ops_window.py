@@ -1,0 +1,297 @@
+"""ONNX translations of ``pad``, ``reverse``, ``reduce_window`` and ``select_and_scatter``.
+
+``pad`` is a ``Pad`` for the positive edges, a ``Slice`` for the negative
+ones, and per dimension with interior padding an ``Unsqueeze``, a ``Pad``
+of the new dimension and a ``Reshape`` merging it back (the elements
+interleaved with padding). ``reduce_window`` pads the same way with its
+init value (base dilation is interior padding), then reduces each window:
+with ``MaxPool``/``AveragePool`` over the window dimensions moved last (a
+floating-point max, min or sum over at most three window dimensions), or
+else, for static shapes, by combining one strided ``Slice`` per window
+position (any dtype, exact for integers). ``select_and_scatter`` (the
+gradient of a max or min pool) selects with ``MaxPool``'s indices (the first
+maximum of each window, as StableHLO's ``GE`` selector keeps it) and adds
+the source there with ``ScatterElements``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from onnx import numpy_helper
+
+from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .onnx_ops_elementwise import Translation
+
+_INT64_MIN = np.iinfo(np.int64).min
+#: Dtypes ONNX Runtime's CPU ``Pad``, ``Slice`` arithmetic and ``Max`` do not all take: computed in a wider one.
+_WIDER = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32, np.dtype(np.uint8): np.int32,
+          np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64, np.dtype(np.bool_): np.int32,
+          np.dtype(np.float16): np.float32}
+_REDUCERS = {"stablehlo.add": "Add", "stablehlo.maximum": "Max", "stablehlo.minimum": "Min",
+             "stablehlo.multiply": "Mul", "stablehlo.and": "And", "stablehlo.or": "Or"}
+#: Slices combined per window at most, on the path without pools.
+_MAX_WINDOW = 64
+
+
+def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The dtype ONNX Runtime's CPU kernels compute ``dtype`` in here (itself, or one holding it exactly)."""
+    return np.dtype(_WIDER.get(np.dtype(dtype), dtype))
+
+
+def splat_value(value: Any) -> float | int | bool | None:
+    """The value of a splat ``stablehlo.constant`` producing ``value``, else None."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.constant":
+        return None
+    attr = ir.DenseElementsAttr(owner.attributes["value"])
+    if not attr.is_splat:
+        return None
+    item = np.array(attr).reshape(-1)[0]
+    return item.item() if hasattr(item, "item") else item  # type: ignore[no-any-return]
+
+
+def padding_pairs(op: Any, name: str, rank: int) -> list[tuple[int, int]]:
+    """The (low, high) pairs of an ``[rank, 2]`` padding attribute (zeros where absent)."""
+    if name not in op.attributes:
+        return [(0, 0)] * rank
+    flat = [int(x) for x in np.array(ir.DenseIntElementsAttr(op.attributes[name])).reshape(-1)]
+    return [(flat[2 * i], flat[2 * i + 1]) for i in range(rank)]
+
+
+def ints_or(op: Any, name: str, rank: int, default: int) -> list[int]:
+    """An integer-array attribute, or ``rank`` times ``default`` where absent."""
+    return int_list(op.attributes[name]) if name in op.attributes else [default] * rank
+
+
+def pad_tensor(b: GraphBuilder, x: str, shape: Sequence[int | None], low: Sequence[int], high: Sequence[int],
+               interior: Sequence[int], value: str) -> str:
+    """``x`` padded as StableHLO pads: ``value`` (a 0-D name) at the edges (negative: cut) and between elements."""
+    rank = len(shape)
+    for axis in range(rank):
+        if interior[axis] > 0:
+            x = _interleave(b, x, shape, axis, interior[axis], value)
+    positive = [max(v, 0) for v in low] + [max(v, 0) for v in high]
+    if any(positive):
+        x = b.one("Pad", [x, b.int64s(positive), value], mode="constant")
+    cut = [a for a in range(rank) if low[a] < 0 or high[a] < 0]
+    if cut:
+        starts = [-low[a] if low[a] < 0 else 0 for a in cut]
+        ends = [high[a] if high[a] < 0 else np.iinfo(np.int64).max for a in cut]
+        x = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(cut)])
+    return x
+
+
+def _interleave(b: GraphBuilder, x: str, shape: Sequence[int | None], axis: int, gap: int, value: str) -> str:
+    """``gap`` elements ``value`` between each two of ``x``'s along ``axis``."""
+    rank = len(shape)
+    spread = b.one("Unsqueeze", [x, b.int64s([axis + 1])])
+    pads = [0] * (2 * (rank + 1))
+    pads[rank + 1 + axis + 1] = gap
+    spread = b.one("Pad", [spread, b.int64s(pads), value], mode="constant")
+    full = b.one("Shape", [spread])
+    merged = b.one("Mul", [b.one("Slice", [full, b.int64s([axis]), b.int64s([axis + 1])]),
+                           b.int64s([gap + 1])])
+    parts = [b.one("Slice", [full, b.int64s([0]), b.int64s([axis])]), merged,
+             b.one("Slice", [full, b.int64s([axis + 2]), b.int64s([rank + 1])])]
+    flat = b.one("Reshape", [spread, b.one("Concat", parts, axis=0)], allowzero=1)
+    return b.one("Slice", [flat, b.int64s([0]), b.int64s([-gap]), b.int64s([axis])])
+
+
+def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    wide = wide_dtype(dtype)
+    x, value = (args[0], args[1]) if wide == dtype else (b.cast(args[0], wide), b.cast(args[1], wide))
+    padded = pad_tensor(b, x, tensor_shape(op.operands[0]), int_list(op.attributes["edge_padding_low"]),
+                        int_list(op.attributes["edge_padding_high"]), int_list(op.attributes["interior_padding"]),
+                        value)
+    return [padded if wide == dtype else b.cast(padded, dtype)]
+
+
+def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dims = int_list(op.attributes["dimensions"])
+    if not dims:
+        return [b.one("Identity", args)]
+    n = len(dims)
+    return [b.one("Slice", [args[0], b.int64s([-1] * n), b.int64s([_INT64_MIN] * n), b.int64s(dims),
+                            b.int64s([-1] * n)])]
+
+
+def reducer(op: Any, region: int = 0) -> str | None:
+    """The ONNX operator of a two-argument body ``op.regions[region]`` that is one of :data:`_REDUCERS`."""
+    block = op.regions[region].blocks[0]
+    body = list(block.operations)
+    if len(body) != 2 or len(block.arguments) != 2:
+        return None
+    first, ret = body
+    if list(ret.operands) != list(first.results) or set(first.operands) != set(block.arguments):
+        return None
+    return _REDUCERS.get(first.operation.name)
+
+
+_IDENTITIES: dict[str, Any] = {"Add": 0, "Mul": 1, "And": True, "Or": False}
+
+
+def _is_identity(kind: str, init: Any) -> bool:
+    value = splat_value(init)
+    if value is None:
+        return False
+    if kind == "Max":
+        return bool(value == -np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).min))
+    if kind == "Min":
+        return bool(value == np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).max))
+    return bool(value == _IDENTITIES[kind])
+
+
+def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    if len(op.operands) != 2:
+        b.refuse("a variadic reduce_window (several operands) has no ONNX translation here")
+    kind = reducer(op)
+    if kind is None:
+        b.refuse("a reduce_window body other than one add, max, min, multiply, and, or")
+    shape = tensor_shape(op.operands[0])
+    rank = len(shape)
+    window = int_list(op.attributes["window_dimensions"])
+    strides = ints_or(op, "window_strides", rank, 1)
+    dilations = ints_or(op, "window_dilations", rank, 1)
+    base = ints_or(op, "base_dilations", rank, 1)
+    padding = padding_pairs(op, "padding", rank)
+    dtype = tensor_dtype(op.results[0])
+    wide = wide_dtype(dtype)
+    x, init = args[0], args[1]
+    if wide != dtype:
+        x, init = b.cast(x, wide), b.cast(init, wide)
+    x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
+    padded = [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
+              for s, d, (lo, hi) in zip(shape, base, padding)]
+    wins = [a for a in range(rank) if window[a] > 1 or strides[a] > 1 or dilations[a] > 1]
+    if not wins:
+        result = x
+    elif wide.kind == "f" and kind in ("Max", "Min", "Add") and len(wins) <= 3:
+        result = _pooled(b, x, rank, wins, kind, [window[a] for a in wins], [strides[a] for a in wins],
+                         [dilations[a] for a in wins])
+    else:
+        if None in padded:
+            b.refuse("a reduce_window of integers or booleans over dynamic dimensions")
+        result = _sliced(b, x, padded, window, strides, dilations, kind)
+    if not _is_identity(kind, op.operands[1]):
+        result = b.one(kind, [result, init])
+    return [result if wide == dtype else b.cast(result, dtype)]
+
+
+def to_pool_layout(b: GraphBuilder, x: str, rank: int, wins: Sequence[int]) -> tuple[str, list[int], str]:
+    """``x`` as ``[M, 1, *window dims]``; the permutation and the transposed shape to undo it."""
+    perm = [a for a in range(rank) if a not in wins] + list(wins)
+    moved = b.one("Transpose", [x], perm=perm) if perm != list(range(rank)) else x
+    moved_shape = b.one("Shape", [moved])
+    spatial = b.one("Slice", [moved_shape, b.int64s([rank - len(wins)]), b.int64s([rank])])
+    pooled_in = b.one("Reshape", [moved, b.one("Concat", [b.int64s([-1, 1]), spatial], axis=0)])
+    return pooled_in, perm, moved_shape
+
+
+def from_pool_layout(b: GraphBuilder, y: str, rank: int, wins: Sequence[int], perm: Sequence[int],
+                     moved_shape: str) -> str:
+    """The inverse of :func:`to_pool_layout` for a pooled ``y`` (``[M, 1, *window counts]``)."""
+    lead = b.one("Slice", [moved_shape, b.int64s([0]), b.int64s([rank - len(wins)])])
+    out_spatial = b.one("Slice", [b.one("Shape", [y]), b.int64s([2]), b.int64s([2 + len(wins)])])
+    y = b.one("Reshape", [y, b.one("Concat", [lead, out_spatial], axis=0)], allowzero=1)
+    inverse = [perm.index(a) for a in range(rank)]
+    return b.one("Transpose", [y], perm=inverse) if inverse != list(range(rank)) else y
+
+
+def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
+            strides: list[int], dilations: list[int]) -> str:
+    pooled_in, perm, moved_shape = to_pool_layout(b, x, rank, wins)
+    if kind == "Add":
+        y = b.one("AveragePool", [pooled_in], kernel_shape=kernel, strides=strides, dilations=dilations)
+        y = b.one("Mul", [y, b.constant(np.array(int(np.prod(kernel)), dtype=np.float32))])
+    elif kind == "Max":
+        y = b.one("MaxPool", [pooled_in], kernel_shape=kernel, strides=strides, dilations=dilations)
+    else:
+        y = b.one("Neg", [b.one("MaxPool", [b.one("Neg", [pooled_in])], kernel_shape=kernel, strides=strides,
+                                dilations=dilations)])
+    return from_pool_layout(b, y, rank, wins, perm, moved_shape)
+
+
+def _sliced(b: GraphBuilder, x: str, padded: Sequence[int | None], window: Sequence[int],
+            strides: Sequence[int], dilations: Sequence[int], kind: str) -> str:
+    rank = len(padded)
+    sizes = [int(p or 0) for p in padded]
+    counts = [max(0, (s - ((w - 1) * d + 1)) // st + 1) if s >= (w - 1) * d + 1 else 0
+              for s, w, d, st in zip(sizes, window, dilations, strides)]
+    if int(np.prod(window)) > _MAX_WINDOW:
+        b.refuse(f"a reduce_window of more than {_MAX_WINDOW} elements per window outside ONNX's pools")
+    result = None
+    for offset in itertools.product(*(range(w) for w in window)):
+        starts = [o * d for o, d in zip(offset, dilations)]
+        ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, strides)]
+        part = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))), b.int64s(strides)])
+        result = part if result is None else b.one(kind, [result, part])
+    assert result is not None
+    return result
+
+
+def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    select = list(op.regions[0].blocks[0].operations)
+    direction = None
+    if len(select) == 2 and select[0].operation.name == "stablehlo.compare":
+        first = select[0]
+        block_args = list(op.regions[0].blocks[0].arguments)
+        if list(first.operands) == block_args:
+            direction = str(first.attributes["comparison_direction"]).split()[-1].rstrip(">")
+    if direction not in ("GE", "LE") or reducer(op, 1) != "Add":
+        b.refuse("a select_and_scatter other than a max or min pool's gradient (select GE/LE, scatter add)")
+    shape = tensor_shape(op.operands[0])
+    rank = len(shape)
+    window = int_list(op.attributes["window_dimensions"])
+    strides = ints_or(op, "window_strides", rank, 1)
+    padding = padding_pairs(op, "padding", rank)
+    dtype = tensor_dtype(op.results[0])
+    if dtype.kind != "f" or any(lo < 0 or hi < 0 for lo, hi in padding):
+        b.refuse("a select_and_scatter of integers or with negative padding")
+    wide = wide_dtype(dtype)
+    x, source, init = args
+    if wide != dtype:
+        x, source, init = b.cast(x, wide), b.cast(source, wide), b.cast(init, wide)
+    if direction == "LE":
+        x = b.one("Neg", [x])
+    x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [0] * rank,
+                   b.scalar(-np.inf, wide))
+    wins = [a for a in range(rank) if window[a] > 1 or strides[a] > 1]
+    if len(wins) > 3:
+        b.refuse("a select_and_scatter over more than three window dimensions")
+    if wins:
+        pooled_in, perm, moved_shape = to_pool_layout(b, x, rank, wins)
+        _, indices = b.node("MaxPool", [pooled_in], 2, kernel_shape=[window[a] for a in wins],
+                            strides=[strides[a] for a in wins])
+        moved_source = b.one("Transpose", [source], perm=perm) if perm != list(range(rank)) else source
+        zeros = b.one("ConstantOfShape", [b.one("Reshape", [b.one("Size", [pooled_in]), b.int64s([1])])],
+                      value=numpy_helper.from_array(np.zeros(1, dtype=wide)))
+        scattered = b.one("ScatterElements", [zeros, b.one("Reshape", [indices, b.int64s([-1])]),
+                                              b.one("Reshape", [moved_source, b.int64s([-1])])],
+                          axis=0, reduction="add")
+        spread = b.one("Reshape", [scattered, moved_shape])
+        inverse = [perm.index(a) for a in range(rank)]
+        result = b.one("Transpose", [spread], perm=inverse) if inverse != list(range(rank)) else spread
+    else:
+        result = source
+    cut = [a for a in range(rank) if padding[a] != (0, 0)]
+    if cut:
+        result = b.one("Slice", [result, b.int64s([padding[a][0] for a in cut]),
+                                 b.int64s([-padding[a][1] if padding[a][1] else np.iinfo(np.int64).max
+                                           for a in cut]), b.int64s(cut)])
+    if not _is_identity("Add", op.operands[2]):
+        result = b.one("Add", [result, init])
+    return [result if wide == dtype else b.cast(result, dtype)]
+
+
+TABLE: dict[str, Translation] = {
+    "stablehlo.pad": _pad,
+    "stablehlo.reverse": _reverse,
+    "stablehlo.reduce_window": _reduce_window,
+    "stablehlo.select_and_scatter": _select_and_scatter,
+}

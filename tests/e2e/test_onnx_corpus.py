@@ -1,0 +1,150 @@
+"""The ONNX operation corpus: every case converted, run on ONNX Runtime, compared with ``jax.jit``.
+
+One ONNX Runtime session per case, through jaxport's runtime adapter (which
+imports no JAX: :func:`test_the_runtime_adapter_runs_a_model_in_a_process_without_jax`).
+Every case either matches JAX or is refused with the typed error naming the
+operation the table says: no wrong result, no crash, no untyped error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx", reason="the ONNX tests need the jaxport[onnx] extra (onnx)")
+pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx] extra (onnxruntime)")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+import jaxport  # noqa: E402
+from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
+from jaxport.errors import UnsupportedOperationError  # noqa: E402
+from tests.helpers.onnx_corpus import Case, assert_close, expected, save, spec, to_onnx  # noqa: E402
+
+b, = jaxport.symbolic_shape("b")
+rng = np.random.default_rng(0)
+F32, I32 = np.float32, np.int32
+
+
+def normal(*shape: int, dtype: Any = F32) -> np.ndarray:
+    return rng.normal(size=shape).astype(dtype)
+
+
+def ints(low: int, high: int, *shape: int, dtype: Any = I32) -> np.ndarray:
+    return rng.integers(low, high, size=shape).astype(dtype)
+
+
+def conv(x: jax.Array, w: jax.Array, **kw: Any) -> jax.Array:
+    return lax.conv_general_dilated(x, w, **kw)
+
+
+def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...], padding: Any) -> jax.Array:
+    return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, padding)
+
+
+CASES: list[Case] = [
+    # pad, reverse
+    Case("pad edges and interior", lambda x: lax.pad(x, 0.5, [(1, 2, 1), (0, 1, 2)]), [spec((3, 4))],
+         [[normal(3, 4)]]),
+    Case("pad negative", lambda x: lax.pad(x, 0.0, [(-1, 2, 0), (2, -3, 1)]), [spec((4, 5))], [[normal(4, 5)]]),
+    Case("pad int8 symbolic", lambda x: lax.pad(x, jnp.int8(7), [(0, 0, 0), (1, -1, 1)]),
+         [spec((b, 4), np.int8)], [[ints(-9, 9, 2, 4, dtype=np.int8)], [ints(-9, 9, 5, 4, dtype=np.int8)]]),
+    Case("reverse", lambda x: lax.rev(x, (0, 2)), [spec((b, 3, 4))], [[normal(2, 3, 4)], [normal(1, 3, 4)]]),
+    # convolution
+    Case("conv NCHW strided padded", lambda x, w: conv(x, w, window_strides=(2, 1), padding=((1, 1), (2, 0))),
+         [spec((2, 3, 9, 8)), spec((4, 3, 3, 3))], [[normal(2, 3, 9, 8), normal(4, 3, 3, 3)]]),
+    Case("conv NHWC dilated grouped symbolic",
+         lambda x, w: conv(x, w, window_strides=(1, 1), padding="SAME", rhs_dilation=(2, 2),
+                           dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=2),
+         [spec((b, 8, 8, 4)), spec((3, 3, 2, 6))], [[normal(2, 8, 8, 4), normal(3, 3, 2, 6)],
+                                                    [normal(1, 8, 8, 4), normal(3, 3, 2, 6)]]),
+    Case("conv transpose (lhs dilation) 1-D", lambda x, w: conv(x, w, window_strides=(1,), padding=((2, 2),),
+                                                                 lhs_dilation=(2,)),
+         [spec((2, 3, 7)), spec((5, 3, 3))], [[normal(2, 3, 7), normal(5, 3, 3)]]),
+    Case("conv negative padding 3-D", lambda x, w: conv(x, w, window_strides=(1, 2, 1),
+                                                        padding=((-1, 0), (1, 1), (0, 0))),
+         [spec((1, 2, 5, 6, 4)), spec((3, 2, 2, 3, 2))], [[normal(1, 2, 5, 6, 4), normal(3, 2, 2, 3, 2)]]),
+    Case("conv batch groups (grouped conv weight gradient)",
+         lambda x, w: jax.grad(lambda w: jnp.sum(conv(x, w, window_strides=(1, 1), padding="VALID",
+                                                      feature_group_count=2) ** 2))(w),
+         [spec((2, 4, 6, 6)), spec((6, 2, 3, 3))], [[normal(2, 4, 6, 6), normal(6, 2, 3, 3)]]),
+    Case("conv float16", lambda x, w: conv(x, w, window_strides=(1, 1), padding="SAME"),
+         [spec((1, 2, 5, 5), np.float16), spec((3, 2, 3, 3), np.float16)],
+         [[normal(1, 2, 5, 5, dtype=np.float16), normal(3, 2, 3, 3, dtype=np.float16)]]),
+    Case("conv integer", lambda x, w: conv(x, w, window_strides=(1,), padding="VALID"),
+         [spec((1, 1, 4), I32), spec((1, 1, 2), I32)], [[ints(-3, 3, 1, 1, 4), ints(-3, 3, 1, 1, 2)]],
+         refused="stablehlo.convolution"),
+    # reduce_window
+    Case("max pool strided padded", lambda x: _max_pool(x, (1, 1, 3, 3), (1, 1, 2, 2), "SAME"),
+         [spec((b, 2, 7, 8))], [[normal(2, 2, 7, 8)], [normal(3, 2, 7, 8)]]),
+    Case("max pool dilated NHWC", lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 1, 1, 1),
+                                                              "VALID", window_dilation=(1, 2, 2, 1)),
+         [spec((2, 6, 6, 3))], [[normal(2, 6, 6, 3)]]),
+    Case("min pool base dilation", lambda x: lax.reduce_window(x, jnp.inf, lax.min, (2, 2), (1, 1),
+                                                               ((1, 0), (0, 1)), base_dilation=(2, 1)),
+         [spec((4, 5))], [[normal(4, 5)]]),
+    Case("sum pool", lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 3, 3), (1, 2, 2), "SAME"),
+         [spec((2, 7, 7))], [[normal(2, 7, 7)]]),
+    Case("avg pool", lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 1, 2, 2), (1, 1, 2, 2), "VALID") / 4.0,
+         [spec((1, 3, 6, 6))], [[normal(1, 3, 6, 6)]]),
+    Case("int max pool", lambda x: lax.reduce_window(x, jnp.iinfo(jnp.int32).min, lax.max, (2, 3), (1, 2),
+                                                     "SAME"),
+         [spec((5, 6), I32)], [[ints(-50, 50, 5, 6)]]),
+    Case("cumsum float", lambda x: jnp.cumsum(x, axis=1), [spec((b, 6))], [[normal(3, 6)], [normal(1, 6)]]),
+    Case("cumsum int", lambda x: jnp.cumsum(x), [spec((7,), I32)], [[ints(-100, 100, 7)]]),
+    Case("cummax", lambda x: lax.cummax(x, axis=0), [spec((6, 2))], [[normal(6, 2)]]),
+    Case("cumprod int", lambda x: lax.cumprod(x, axis=0), [spec((5,), I32)], [[ints(-4, 4, 5)]]),
+    # select_and_scatter: the gradient of a max pool
+    Case("max pool gradient", lambda x: jax.grad(lambda x: jnp.sum(_max_pool(x, (1, 1, 2, 2), (1, 1, 2, 2),
+                                                                             "VALID") ** 2))(x),
+         [spec((2, 2, 6, 6))], [[normal(2, 2, 6, 6)]]),
+    Case("max pool gradient padded overlapping", lambda x: jax.grad(
+        lambda x: jnp.sum(jnp.sin(_max_pool(x, (3, 3), (2, 2), "SAME"))))(x), [spec((7, 6))], [[normal(7, 6)]]),
+]
+
+
+def _check(case: Case, directory: Path) -> None:
+    try:
+        model = to_onnx(case)
+    except UnsupportedOperationError as exc:
+        assert case.refused is not None, f"{case.name}: refused {exc}"
+        assert exc.operation == case.refused, str(exc)
+        assert "test_onnx_corpus.py:" in exc.location, exc.location
+        return
+    assert case.refused is None, f"{case.name}: converted, but the table says {case.refused} is refused"
+    runtime = OnnxRuntimeModel(save(model, directory, "case"), threads=1)
+    for args, want in zip(case.args, expected(case)):
+        assert_close(runtime.run(args), want, case.tolerance)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_case_matches_jax_or_is_refused_by_name(case: Case, tmp_path: Path) -> None:
+    _check(case, tmp_path)
+
+
+def test_every_case_is_either_matched_or_refused() -> None:
+    refused = sorted({c.refused for c in CASES if c.refused})
+    assert len({c.name for c in CASES}) == len(CASES)
+    assert all(c.refused is None or c.refused.startswith(("stablehlo.", "chlo.")) for c in CASES), refused
+
+
+def test_the_runtime_adapter_runs_a_model_in_a_process_without_jax(tmp_path: Path) -> None:
+    case = CASES[0]
+    path = save(to_onnx(case), tmp_path, "case")
+    np.save(tmp_path / "x.npy", case.args[0][0])
+    np.save(tmp_path / "want.npy", expected(case)[0][0])
+    code = (
+        "import sys, numpy as np\n"
+        "from jaxport.adapters.onnx_runtime import OnnxRuntimeModel\n"
+        f"got, = OnnxRuntimeModel({str(path)!r}).run([np.load({str(tmp_path / 'x.npy')!r})])\n"
+        f"np.testing.assert_allclose(got, np.load({str(tmp_path / 'want.npy')!r}), rtol=1e-6)\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'tensorflow')]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
