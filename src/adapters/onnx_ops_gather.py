@@ -8,7 +8,7 @@ its result transposed to StableHLO's order (offset dimensions where
 ``offset_dims`` says, batch dimensions elsewhere). The start indices are
 clamped into the operand first, as StableHLO clamps them (ONNX Runtime
 fails on an index out of range instead). Several start dimensions and
-batching dimensions come with the next issue.
+batching dimensions go to :func:`.onnx_ops_scatter.general_gather`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .onnx_ops_elementwise import Translation
+from .onnx_ops_scatter import general_gather
 from .onnx_ops_shape import dimension_value
 
 
@@ -36,13 +37,13 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
           size_tensor: str | None) -> str:
     numbers = stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
     if list(numbers.operand_batching_dims) or list(numbers.start_indices_batching_dims):
-        b.refuse("a gather with batching dimensions comes later")
+        return _general(b, op, operand, indices, sizes)
     start_map, collapsed = list(numbers.start_index_map), list(numbers.collapsed_slice_dims)
     shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
     vector_dim = int(numbers.index_vector_dim)
     batch_rank = len(index_shape) - (vector_dim < len(index_shape))
     if len(start_map) != 1 or collapsed not in ([], start_map) or (not collapsed and batch_rank):
-        b.refuse("only a gather along one dimension (take, embedding lookup, x[:, i], x[:n]) is translated")
+        return _general(b, op, operand, indices, sizes)
     axis = start_map[0]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
@@ -71,6 +72,12 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     if perm != list(range(len(perm))):
         gathered = b.one("Transpose", [gathered], perm=perm)
     return gathered
+
+
+def _general(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None) -> str:
+    if sizes is None:
+        b.refuse("a dynamic_gather other than along one dimension")
+    return general_gather(b, op, operand, indices)
 
 
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:

@@ -107,6 +107,45 @@ CASES: list[Case] = [
          [spec((2, 2, 6, 6))], [[normal(2, 2, 6, 6)]]),
     Case("max pool gradient padded overlapping", lambda x: jax.grad(
         lambda x: jnp.sum(jnp.sin(_max_pool(x, (3, 3), (2, 2), "SAME"))))(x), [spec((7, 6))], [[normal(7, 6)]]),
+    # gather: general forms, out-of-range indices clamped
+    Case("gather 2-D index vectors out of range", lambda x, i, j: x[i, j], [spec((5, 6)), spec((4,), I32),
+                                                                           spec((4,), I32)],
+         [[normal(5, 6), np.array([0, 4, 9, 2], I32), np.array([5, 7, 1, -30], I32)]]),
+    Case("take_along_axis (batching dims)", lambda x, i: jnp.take_along_axis(x, i, axis=1),
+         [spec((b, 5)), spec((b, 3), I32)], [[normal(2, 5), ints(0, 5, 2, 3)], [normal(4, 5), ints(0, 5, 4, 3)]]),
+    Case("gather windows clamped", lambda x, i: lax.gather(
+        x, i, lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0, 1)),
+        slice_sizes=(1, 3), mode=lax.GatherScatterMode.CLIP),
+         [spec((4, 6)), spec((3, 2), I32)], [[normal(4, 6), np.array([[1, 2], [7, 5], [-2, -9]], I32)]]),
+    Case("vmapped dynamic index (gather batching)", jax.vmap(lambda x, i: x[i]), [spec((3, 5, 2)), spec((3,), I32)],
+         [[normal(3, 5, 2), np.array([4, 0, 2], I32)]]),
+    # scatter: update computations, out-of-range updates dropped
+    Case("scatter add out of range dropped", lambda x, i, v: x.at[i].add(v), [spec((6,)), spec((5,), I32),
+                                                                             spec((5,))],
+         [[normal(6), np.array([1, 1, 9, -3, -20], I32), normal(5)]]),
+    Case("scatter set rows", lambda x, i, v: x.at[i, :].set(v), [spec((5, 3)), spec((2,), I32), spec((2, 3))],
+         [[normal(5, 3), np.array([3, 0], I32), normal(2, 3)], [normal(5, 3), np.array([7, 1], I32), normal(2, 3)]]),
+    Case("scatter mul min max int", lambda x, i, v: (x.at[i].multiply(v), x.at[i].min(v), x.at[i].max(v)),
+         [spec((6,), I32), spec((4,), I32), spec((4,), I32)],
+         [[ints(-9, 9, 6), np.array([0, 2, 2, 8], I32), ints(-9, 9, 4)]]),
+    Case("scatter bool and int8", lambda m, x, i: (m.at[i].set(True), x.at[i].add(jnp.int8(100))),
+         [spec((5,), np.bool_), spec((5,), np.int8), spec((3,), I32)],
+         [[np.array([0, 1, 0, 0, 1], bool), ints(-100, 100, 5, dtype=np.int8), np.array([0, 3, 3], I32)]]),
+    Case("scatter symbolic rows", lambda x, i: x.at[i].add(1.0), [spec((b, 3)), spec((2,), I32)],
+         [[normal(4, 3), np.array([1, 9], I32)], [normal(2, 3), np.array([1, 1], I32)]]),
+    Case("vmapped scatter (batching dims)", jax.vmap(lambda x, i, v: x.at[i].set(v)),
+         [spec((3, 5)), spec((3,), I32), spec((3,))], [[normal(3, 5), np.array([4, 0, 2], I32), normal(3)]]),
+    # dynamic_slice / dynamic_update_slice: starts clamped
+    Case("dynamic_slice clamped", lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)),
+         [spec((5, 6)), spec((), I32), spec((), I32)],
+         [[normal(5, 6), np.array(1, I32), np.array(2, I32)], [normal(5, 6), np.array(9, I32), np.array(-4, I32)]]),
+    Case("dynamic_slice symbolic", lambda x, i: lax.dynamic_slice_in_dim(x, i, 2, axis=1),
+         [spec((b, 6)), spec((), I32)], [[normal(3, 6), np.array(5, I32)], [normal(1, 6), np.array(-1, I32)]]),
+    Case("dynamic_update_slice clamped", lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1)),
+         [spec((5, 4), I32), spec((2, 3), I32), spec((), I32)],
+         [[ints(0, 9, 5, 4), ints(10, 20, 2, 3), np.array(2, I32)],
+          [ints(0, 9, 5, 4), ints(10, 20, 2, 3), np.array(17, I32)],
+          [ints(0, 9, 5, 4), ints(10, 20, 2, 3), np.array(-3, I32)]]),
 ]
 
 
