@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from . import onnx_ops_elementwise, onnx_ops_gather, onnx_ops_linalg, onnx_ops_shape
-from . import onnx_ops_conv, onnx_ops_dynamic, onnx_ops_math, onnx_ops_scatter, onnx_ops_window
+from . import onnx_ops_control, onnx_ops_conv, onnx_ops_dynamic, onnx_ops_math, onnx_ops_scatter, onnx_ops_sort
+from . import onnx_ops_window
 from .onnx_ops_elementwise import Translation
 
 TRANSLATIONS: Mapping[str, Translation] = {
@@ -25,6 +26,8 @@ TRANSLATIONS: Mapping[str, Translation] = {
     **onnx_ops_conv.TABLE,
     **onnx_ops_scatter.TABLE,
     **onnx_ops_dynamic.TABLE,
+    **onnx_ops_sort.TABLE,
+    **onnx_ops_control.TABLE,
     # last: its entries replace the ones above with XLA's edge semantics (integer division, NaN, total order)
     **onnx_ops_math.TABLE,
 }
@@ -32,4 +35,5 @@ TRANSLATIONS: Mapping[str, Translation] = {
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
 COMPOSITES: Mapping[str, Translation] = {
     **onnx_ops_elementwise.COMPOSITES,
+    **onnx_ops_sort.COMPOSITES,
 }
