@@ -12,7 +12,7 @@ known only at run time).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -76,14 +76,19 @@ class GraphBuilder:
 
     Args:
         function: the exported function's name, for messages.
+        reserved: the names of the graph's inputs, weights and outputs (no value made here takes one).
     """
 
-    def __init__(self, function: str) -> None:
+    def __init__(self, function: str, reserved: Collection[str] = ()) -> None:
         self.function = function
+        self._reserved = set(reserved)
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
         self._count = [0]
         self._int64_constants: dict[tuple[int, ...], str] = {}
+        self._made: dict[tuple[Any, ...], list[str]] = {}
+        #: The values of the constants made so far, by name (what a translation may fold on).
+        self.known: dict[str, np.ndarray] = {}
         #: The operation being translated, and the calls it is inlined through, for :meth:`refuse`.
         self.current: ir.Operation | None = None
         self.call_sites: list[Any] = []
@@ -96,7 +101,7 @@ class GraphBuilder:
         Names stay unique across the model, constants are the outer graph's
         initializers (a subgraph reads outer names).
         """
-        sub = GraphBuilder(self.function)
+        sub = GraphBuilder(self.function, self._reserved)
         sub._count, sub._int64_constants, sub.initializers = self._count, self._int64_constants, self.initializers
         sub.call_sites, sub.run_block = self.call_sites, self.run_block
         return sub
@@ -104,13 +109,23 @@ class GraphBuilder:
     def fresh(self, hint: str) -> str:
         """A new value name."""
         self._count[0] += 1
-        return f"{hint}_{self._count[0]}"
+        name = f"{hint}_{self._count[0]}"
+        return name if name not in self._reserved else self.fresh(hint)
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> list[str]:
-        """Appends one standard-domain node; returns the names of its outputs."""
-        names = [self.fresh(op_type.lower()) for _ in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
-        return names
+        """Appends one standard-domain node; returns the names of its outputs.
+
+        A node equal to one made before (same operator, inputs and
+        attributes) is not made again: its outputs are returned. Every
+        operator written here is a function of its inputs, and a symbolic
+        module recomputes the same shapes before each operation.
+        """
+        key = (op_type, tuple(inputs), outputs, tuple(sorted((k, repr(v)) for k, v in attrs.items())))
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = [self.fresh(op_type.lower()) for _ in range(outputs)]
+            self.nodes.append(helper.make_node(op_type, list(inputs), made, **attrs))
+        return made
 
     def one(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
         """:meth:`node` with one output, returned as a name."""
@@ -120,6 +135,7 @@ class GraphBuilder:
         """A constant of the module, kept in the graph as an initializer."""
         name = self.fresh(hint)
         self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        self.known[name] = np.asarray(array)
         return name
 
     def int64s(self, values: Sequence[int]) -> str:

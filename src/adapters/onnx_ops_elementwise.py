@@ -36,6 +36,14 @@ def _float_only(op_type: str) -> Translation:
     return translate
 
 
+def _integer_only(op_type: str) -> Translation:
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        if tensor_dtype(op.results[0]).kind not in "iu":
+            b.refuse("defined here for integers only (NaN and signed zeros come later)")
+        return [b.one(op_type, args)]
+    return translate
+
+
 def _logical(bool_op: str) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         if tensor_dtype(op.results[0]) != np.dtype(np.bool_):
@@ -48,15 +56,31 @@ def _rsqrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [b.one("Reciprocal", [b.one("Sqrt", args)])]
 
 
+def _safe_divisor(b: GraphBuilder, op: Any, divisor: str) -> bool:
+    """Whether an integer division by ``divisor`` computes StableHLO's result in ONNX Runtime.
+
+    Integer ``Div`` and ``Mod`` truncate toward zero as StableHLO's do, but
+    fail or overflow where StableHLO defines a result (a zero divisor, the
+    smallest integer by -1): a constant divisor without 0 and -1 (what
+    symbolic shape arithmetic divides by) rules those out; ``Mod`` computes
+    in double precision, exact up to 32-bit integers.
+    """
+    dtype = tensor_dtype(op.results[0])
+    known = b.known.get(divisor)
+    return (known is not None and dtype.itemsize <= 4 and not bool(np.any(known == 0))
+            and (dtype.kind == "u" or not bool(np.any(known == -1))))
+
+
 def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    if tensor_dtype(op.results[0]).kind != "f":
-        b.refuse("integer division (ONNX Runtime fails on a zero divisor where XLA gives -1) comes later")
+    if tensor_dtype(op.results[0]).kind != "f" and not _safe_divisor(b, op, args[1]):
+        b.refuse("integer division by a value that may be 0 or -1 (ONNX Runtime fails where XLA defines "
+                 "a result) comes later")
     return [b.one("Div", args)]
 
 
 def _remainder(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    if tensor_dtype(op.results[0]).kind != "f":
-        b.refuse("integer remainder (ONNX Runtime fails on a zero divisor) comes later")
+    if tensor_dtype(op.results[0]).kind != "f" and not _safe_divisor(b, op, args[1]):
+        b.refuse("integer remainder by a value that may be 0 or -1 comes later")
     return [b.one("Mod", args, fmod=1)]  # C's fmod: the sign of the dividend, as StableHLO's
 
 
@@ -98,7 +122,7 @@ def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     source, target = tensor_dtype(op.operands[0]), tensor_dtype(op.results[0])
     if source == target:
-        return [b.one("Identity", args)]
+        return [args[0]]
     if source.kind == "f" and target.kind in "iu":
         b.refuse("float to integer conversion (StableHLO rounds and saturates) comes later")
     return [b.cast(args[0], target)]
@@ -112,7 +136,9 @@ def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         scalar = b.scalar(value, dtype)
         if not shape:
             return [scalar]
-        return [b.one("Expand", [scalar, b.int64s([d or 0 for d in shape])])]
+        expanded = b.one("Expand", [scalar, b.int64s([d or 0 for d in shape])])
+        b.known[expanded] = np.broadcast_to(b.known[scalar], [d or 0 for d in shape])
+        return [expanded]
     array = np.array(attr)
     if array.dtype != dtype:
         array = array.astype(dtype)
@@ -158,7 +184,7 @@ TABLE: dict[str, Translation] = {
     "stablehlo.power": _float_only("Pow"),
     "stablehlo.abs": _same("Abs"),
     "stablehlo.negate": _same("Neg"),
-    "stablehlo.sign": _float_only("Sign"),
+    "stablehlo.sign": _integer_only("Sign"),
     "stablehlo.exponential": _float_only("Exp"),
     "stablehlo.log": _float_only("Log"),
     "stablehlo.sqrt": _float_only("Sqrt"),
@@ -182,15 +208,13 @@ TABLE: dict[str, Translation] = {
     "stablehlo.constant": _constant,
     "stablehlo.iota": _iota,
     "chlo.erf": _float_only("Erf"),
-    "chlo.tan": _float_only("Tan"),
-    "chlo.sinh": _float_only("Sinh"),
-    "chlo.cosh": _float_only("Cosh"),
-    "chlo.asin": _float_only("Asin"),
-    "chlo.acos": _float_only("Acos"),
-    "chlo.atan": _float_only("Atan"),
 }
 
 #: The composites JAX wraps CHLO operations in (``stablehlo.composite "chlo.erf"``).
 COMPOSITES: dict[str, Translation] = {
     "chlo.erf": _float_only("Erf"),
+    "chlo.sinh": _float_only("Sinh"),
+    "chlo.cosh": _float_only("Cosh"),
+    "chlo.asin": _float_only("Asin"),
+    "chlo.acos": _float_only("Acos"),
 }

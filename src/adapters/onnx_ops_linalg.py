@@ -25,12 +25,26 @@ from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .onnx_ops_elementwise import Translation
 
 
+#: Integers that ONNX Runtime's MatMul, Einsum and reductions do not take are computed in a
+#: signed type they take, which wraps: the result cast back is the same modulo 2**bits as
+#: StableHLO's wrapping one.
+_WIDER: dict[np.dtype[Any], np.dtype[Any]] = {
+    **{np.dtype(t): np.dtype(np.int32) for t in (np.int8, np.int16, np.uint8, np.uint16)},
+    np.dtype(np.uint32): np.dtype(np.int64), np.dtype(np.uint64): np.dtype(np.int64)}
+
+
 def _dot_general(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    wide = _WIDER.get(dtype, dtype)
+    lhs, rhs = (args[i] if tensor_dtype(op.operands[i]) == wide else b.cast(args[i], wide) for i in (0, 1))
+    product = _product(b, op, lhs, rhs)
+    return [product if wide == dtype else b.cast(product, dtype)]
+
+
+def _product(b: GraphBuilder, op: Any, lhs: str, rhs: str) -> str:
     numbers = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
     lb, rb = list(numbers.lhs_batching_dimensions), list(numbers.rhs_batching_dimensions)
     lc, rc = list(numbers.lhs_contracting_dimensions), list(numbers.rhs_contracting_dimensions)
-    dtype = tensor_dtype(op.results[0])
-    lhs, rhs = (args[i] if tensor_dtype(op.operands[i]) == dtype else b.cast(args[i], dtype) for i in (0, 1))
     lrank, rrank = len(tensor_shape(op.operands[0])), len(tensor_shape(op.operands[1]))
     nb = len(lb)
     lfree = [i for i in range(lrank) if i not in lb and i not in lc]
@@ -38,16 +52,14 @@ def _dot_general(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     matmul = (lb == rb == list(range(nb)) and len(lc) == 1 and len(rfree) <= 1
               and (nb == 0 or (len(lfree) == 1 and len(rfree) == 1)))
     if not matmul:
-        return [_einsum(b, lhs, rhs, lrank, rrank, (lb, rb, lc, rc))]
+        return _einsum(b, lhs, rhs, lrank, rrank, (lb, rb, lc, rc))
     if lc[0] != lrank - 1:
         lhs = b.one("Transpose", [lhs], perm=[*range(nb), *lfree, lc[0]])
-    if not rfree:
-        return [b.one("MatMul", [lhs, rhs])]
-    if rc[0] == nb:
-        return [b.one("MatMul", [lhs, rhs])]
+    if not rfree or rc[0] == nb:
+        return b.one("MatMul", [lhs, rhs])
     if nb == 0 and lrank == 2:
-        return [b.one("Gemm", [lhs, rhs], transB=1)]
-    return [b.one("MatMul", [lhs, b.one("Transpose", [rhs], perm=[*range(nb), rc[0], rfree[0]])])]
+        return b.one("Gemm", [lhs, rhs], transB=1)
+    return b.one("MatMul", [lhs, b.one("Transpose", [rhs], perm=[*range(nb), rc[0], rfree[0]])])
 
 
 def _einsum(b: GraphBuilder, lhs: str, rhs: str, lrank: int, rrank: int,
@@ -92,13 +104,48 @@ def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse("bitwise reductions of integers come later")
     if not dims:
         return [b.one(binary, [args[0], args[1]])]
-    operand = args[0] if dtype != np.dtype(np.bool_) else b.cast(args[0], np.dtype(np.int32))
+    wide = _reduction_type(b, dtype, binary)
+    operand = args[0] if wide == dtype else b.cast(args[0], wide)
     reduced = b.one(reduce_type, [operand, b.int64s(dims)], keepdims=0)
-    if dtype == np.dtype(np.bool_):
+    if wide != dtype:
         reduced = b.cast(reduced, dtype)
+    if dtype.kind == "f" and binary in ("Max", "Min"):
+        reduced = _with_nan(b, args[0], dims, reduced, dtype)
     if _is_identity(op.operands[1], binary, dtype):
         return [reduced]
     return [b.one(binary, [reduced, args[1]])]
+
+
+def _reduction_type(b: GraphBuilder, dtype: np.dtype[Any], binary: str) -> np.dtype[Any]:
+    """The type to reduce ``dtype`` in, so that ONNX Runtime gives StableHLO's result cast back.
+
+    ONNX Runtime's integer ReduceSum and ReduceProd saturate where
+    StableHLO's wrap: sums of integers up to 32 bits run in int64 (exact,
+    then wrapped by the cast back); 64-bit sums and integer products are
+    refused.
+    """
+    if dtype == np.dtype(np.bool_):
+        return np.dtype(np.int32)
+    if dtype.kind not in "iu":
+        return dtype
+    if binary == "Mul":
+        b.refuse("integer products (ONNX Runtime's ReduceProd saturates where XLA wraps) come later")
+    if binary == "Add":
+        if dtype.itemsize == 8:
+            b.refuse("64-bit integer sums (ONNX Runtime's ReduceSum saturates where XLA wraps) come later")
+        return np.dtype(np.int64)
+    return dtype if dtype == np.dtype(np.uint64) else _WIDER.get(dtype, dtype)  # keeping the order
+
+
+def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtype: np.dtype[Any]) -> str:
+    """NaN where a reduced slice holds one, as StableHLO's maximum and minimum propagate it.
+
+    ONNX Runtime's ReduceMax and ReduceMin skip NaNs (its elementwise Max
+    and Min propagate them).
+    """
+    ordered = b.cast(b.one("Equal", [operand, operand]), np.dtype(np.int32))
+    clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), np.dtype(np.bool_))
+    return b.one("Where", [clean, reduced, b.scalar(np.nan, dtype)])
 
 
 def _arg_number(value: Any) -> int:

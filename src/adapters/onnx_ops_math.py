@@ -53,22 +53,31 @@ def _back(b: GraphBuilder, name: str, wide: np.dtype[Any], dtype: np.dtype[Any])
     return name if wide == dtype else b.cast(name, dtype)
 
 
+def _known_safe(b: GraphBuilder, divisor: str) -> bool:
+    """Whether ``divisor`` is a constant without 0 and -1 (shape arithmetic's): a plain ``Div`` is exact."""
+    known = b.known.get(divisor)
+    return known is not None and not bool(np.any(known == 0)) and not bool(np.any(known == -1))
+
+
+def _safe_divisor(b: GraphBuilder, x: str, y: str, wide: np.dtype[Any]) -> tuple[str, str]:
+    """The divisor with 0 and -1 replaced by 1 (where ONNX Runtime fails or traps), and where y is 0."""
+    zero = b.one("Equal", [y, b.scalar(0, wide)])
+    unsafe = zero if wide.kind == "u" else b.one("Or", [zero, b.one("Equal", [y, b.scalar(-1, wide)])])
+    return b.one("Where", [unsafe, b.scalar(1, wide), y]), zero
+
+
 def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
-    if dtype.kind == "f":
+    if dtype.kind == "f" or (dtype.itemsize >= 4 and _known_safe(b, args[1])):
         return [b.one("Div", args)]
     (x, y), wide = _widened(b, args, dtype)
-    zero = b.one("Equal", [y, b.scalar(0, wide)])
-    if dtype.kind == "u":
-        safe = b.one("Where", [zero, b.scalar(1, wide), y])
-        quotient = b.one("Where", [zero, b.scalar(np.iinfo(dtype).max, wide), b.one("Div", [x, safe])])
-        return [_back(b, quotient, wide, dtype)]
-    minus_one = b.one("Equal", [y, b.scalar(-1, wide)])
-    safe = b.one("Where", [b.one("Or", [zero, minus_one]), b.scalar(1, wide), y])
-    negated = b.one("Sub", [b.scalar(0, wide), x])  # INT_MIN / -1 wraps to INT_MIN, as in XLA
-    quotient = b.one("Where", [zero, b.scalar(-1, wide), b.one("Where", [minus_one, negated,
-                                                                          b.one("Div", [x, safe])])])
-    return [_back(b, quotient, wide, dtype)]
+    safe, zero = _safe_divisor(b, x, y, wide)
+    quotient = b.one("Div", [x, safe])
+    if dtype.kind == "i":  # x / -1 is -x, INT_MIN / -1 wraps to INT_MIN as in XLA
+        negated = b.one("Sub", [b.scalar(0, wide), x])
+        quotient = b.one("Where", [b.one("Equal", [y, b.scalar(-1, wide)]), negated, quotient])
+    all_ones = -1 if dtype.kind == "i" else np.iinfo(dtype).max
+    return [_back(b, b.one("Where", [zero, b.scalar(all_ones, wide), quotient]), wide, dtype)]
 
 
 def _remainder(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -76,13 +85,10 @@ def _remainder(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if dtype.kind == "f":
         return [b.one("Mod", args, fmod=1)]  # C's fmod: the sign of the dividend, as StableHLO's
     (x, y), wide = _widened(b, args, dtype)
-    unsafe = b.one("Equal", [y, b.scalar(0, wide)])
-    if dtype.kind == "i":
-        unsafe = b.one("Or", [unsafe, b.one("Equal", [y, b.scalar(-1, wide)])])
-    safe = b.one("Where", [unsafe, b.scalar(1, wide), y])
-    remainder = b.one("Mod", [x, safe], fmod=1)
-    zero_divisor = b.one("Equal", [y, b.scalar(0, wide)])
-    return [_back(b, b.one("Where", [zero_divisor, x, remainder]), wide, dtype)]
+    safe, zero = _safe_divisor(b, x, y, wide)
+    # x - trunc(x / y) * y in integers (ONNX Runtime's integer fmod goes through double precision)
+    remainder = b.one("Sub", [x, b.one("Mul", [b.one("Div", [x, safe]), safe])])
+    return [_back(b, b.one("Where", [zero, x, remainder]), wide, dtype)]
 
 
 def _power(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

@@ -42,8 +42,11 @@ def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
     for i, d in enumerate(dims):
         placed[d] = source[i]
     needs_expand = list(result) != placed
-    return [_broadcast(b, args[0], len(source), dims, len(result),
-                       b.int64s([d or 0 for d in result]) if needs_expand else None)]
+    made = _broadcast(b, args[0], len(source), dims, len(result),
+                      b.int64s([d or 0 for d in result]) if needs_expand else None)
+    if args[0] in b.known and not source:  # a scalar constant broadcast (a divisor, say)
+        b.known[made] = np.broadcast_to(b.known[args[0]], [d or 0 for d in result])
+    return [made]
 
 
 def _dynamic_broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -86,7 +89,7 @@ def _real_dynamic_slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
 
 def _concatenate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if len(args) == 1:
-        return [b.one("Identity", args)]
+        return [args[0]]
     return [b.one("Concat", args, axis=ir.IntegerAttr(op.attributes["dimension"]).value)]
 
 

@@ -19,7 +19,8 @@ through to ``SessionOptions``.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,37 @@ def _tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
             if attribute.HasField("g"):
                 pending.append(attribute.g)
             pending.extend(attribute.graphs)
+
+
+@dataclass(frozen=True, slots=True)
+class OnnxSummary:
+    """What ``jaxport inspect`` shows of one ``.onnx`` file (read without its external data).
+
+    Attributes:
+        opset: the ``ai.onnx`` opset it imports.
+        ir_version: its ONNX IR version.
+        producer: ``producer_name producer_version``.
+        dim_params: the symbolic dimensions of its inputs and outputs, in order of appearance.
+        nodes: how many nodes its graph has.
+        metadata: its ``metadata_props``.
+    """
+
+    opset: int
+    ir_version: int
+    producer: str
+    dim_params: tuple[str, ...]
+    nodes: int
+    metadata: Mapping[str, str]
+
+
+def summary(model: onnx.ModelProto) -> OnnxSummary:
+    """The :class:`OnnxSummary` of a model (from :func:`check_external_data`)."""
+    dims: dict[str, None] = {}
+    for value in (*model.graph.input, *model.graph.output):
+        dims.update((d.dim_param, None) for d in value.type.tensor_type.shape.dim if d.dim_param)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return OnnxSummary(opset, model.ir_version, f"{model.producer_name} {model.producer_version}".strip(),
+                       tuple(dims), len(model.graph.node), {p.key: p.value for p in model.metadata_props})
 
 
 class OnnxRuntimeModel:

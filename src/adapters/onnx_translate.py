@@ -74,7 +74,7 @@ def external_tensors(header: bytes, names: Sequence[str], location: str) -> list
 def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_names: Sequence[str],
               weights: Sequence[ExternalTensor] = (), metadata: Mapping[str, str] | None = None,
               producer_version: str = "", opset: int = OPSET, ir_version: int = IR_VERSION,
-              platform_index: int = 0) -> onnx.ModelProto:
+              platform_index: int | None = None) -> onnx.ModelProto:
     """The ONNX model of the exported function ``record``.
 
     Args:
@@ -87,7 +87,9 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         producer_version: the model's ``producer_version`` (producer: jaxport).
         opset: the ``ai.onnx`` opset to write (21 or later).
         ir_version: the ONNX IR version to write.
-        platform_index: the value of ``main``'s platform-index argument, if any.
+        platform_index: the value of ``main``'s platform-index argument, if
+            any: by default the index of ``"cpu"`` in the record's platforms
+            (the branches of the module for other platforms are left out).
 
     Raises:
         UnsupportedOperationError: an operation with no exact translation.
@@ -97,7 +99,9 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     """
     name = record.function_name
     _check_signature(record, input_names, output_names, weights)
-    builder = GraphBuilder(name)
+    if platform_index is None:
+        platform_index = record.platforms.index("cpu") if "cpu" in record.platforms else 0
+    builder = GraphBuilder(name, reserved=[*input_names, *output_names])
     context = jaxlib_mlir.make_context()
     with context, ir.Location.unknown(context):
         module = jaxlib_mlir.deserialize_portable_artifact(record.mlir_module_serialized, context)
@@ -240,6 +244,12 @@ class _Walker:
             if operation_name(op).endswith("@shape_assertion"):
                 return []
             b.refuse("custom calls other than shape_assertion have no ONNX translation")
+        if name == "stablehlo.case" and operands[0] in b.known:
+            # The platform index of a module for several platforms: only the chosen branch runs.
+            index = int(b.known[operands[0]])
+            regions = list(op.regions)
+            branch = regions[index if 0 <= index < len(regions) else -1]
+            return self.run_block(branch.blocks[0], [])
         if name == "stablehlo.composite":
             translation = COMPOSITES.get(ir.StringAttr(op.attributes["name"]).value)
             if translation is None:  # its decomposition is what it computes
@@ -297,6 +307,9 @@ def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_
     if len(input_names) != len(record.in_avals) or len(output_names) != len(record.out_avals):
         raise ConversionError(TARGET, name, f"{len(input_names)} input and {len(output_names)} output names "
                                             f"for {len(record.in_avals)} inputs and {len(record.out_avals)} outputs")
+    if len({*input_names, *output_names}) != len(input_names) + len(output_names):
+        raise ConversionError(TARGET, name, f"the input names {list(input_names)} and output names "
+                                            f"{list(output_names)} are not all different")
     if record.ordered_effects:
         raise ConversionError(TARGET, name, f"ordered effects {[e.type_name for e in record.ordered_effects]} "
                                             f"have no ONNX counterpart")

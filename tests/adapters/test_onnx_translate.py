@@ -98,6 +98,14 @@ def test_dot_general_of_every_dimension_numbers_equals_jax(case: str) -> None:
     assert expected in ops(model)
 
 
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8, jnp.int16, jnp.int32, jnp.uint32])
+def test_integer_products_and_sums_wrap_as_jax_does(dtype: Any) -> None:
+    x = (np.arange(-30, 30).reshape(6, 10) * 7).astype(dtype)
+    big = np.full((6, 10), np.iinfo(dtype).max - 3, dtype)
+    assert_same(lambda a, c: (a @ c.T, jnp.einsum("ij,ij->i", a, c), a.sum(0, dtype=dtype), c.sum(1, dtype=dtype),
+                              a.max(0), c.min(1)), [spec((6, 10), dtype)] * 2, [x, x[::-1]], [x, big])
+
+
 def test_a_symbolic_batch_keeps_matmul_and_its_dim_param() -> None:
     model = assert_same(lambda x, w: jnp.tanh(x @ w.T), [spec((b, 5)), spec((3, 5))],
                         [normal(1, 5), normal(3, 5)], [normal(7, 5), normal(3, 5)])
@@ -111,6 +119,7 @@ REDUCTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "min": (lambda x: x.min(axis=-1), F32),
     "product": (lambda x: jnp.prod(x, axis=0), F32),
     "integer sum": (lambda x: x.sum(axis=1), jnp.int32),
+    "integer min": (lambda x: x.min(axis=1), jnp.int8),
     "integer max": (lambda x: x.max(axis=(0, 1)), jnp.int32),
     "all": (lambda x: (x > 0).all(axis=1), F32),
     "any": (lambda x: (x > 0).any(axis=(0, 2)), F32),
@@ -124,6 +133,13 @@ def test_reductions_equal_jax(case: str) -> None:
     function, dtype = REDUCTIONS[case]
     x = (normal(3, 4, 5) * 3).astype(dtype)
     assert_same(function, [spec((3, 4, 5), dtype)], [x])
+
+
+def test_maximum_and_minimum_propagate_nan_as_xla_does() -> None:
+    x = normal(3, 4)
+    x[1, 2] = np.nan
+    assert_same(lambda x: (x.max(axis=1), x.min(axis=0), x.max(), jax.nn.relu(x), jnp.minimum(x, 0.5)),
+                [spec((3, 4))], [x])
 
 
 def test_reductions_with_a_symbolic_dimension() -> None:
@@ -156,9 +172,11 @@ def test_gathers_of_take_embedding_and_indexing_equal_jax(case: str) -> None:
 ELEMENTWISE: dict[str, Callable[..., Any]] = {
     "arithmetic": lambda x, y: (x + y, x - y, x * y, x / y, jnp.maximum(x, y), jnp.minimum(x, y), -x),
     "math": lambda x, y: (jnp.exp(x), jnp.log(jnp.abs(x) + 1), jnp.tanh(x), jax.nn.sigmoid(x),
-                          jnp.sqrt(jnp.abs(y)), lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(x)),
-    "rounding": lambda x, y: (jnp.floor(x), jnp.ceil(x), jnp.round(x * 4), jnp.sign(x), jnp.abs(x)),
+                          jnp.sqrt(jnp.abs(y)), lax.rsqrt(jnp.abs(y) + 1), jnp.sin(x), jnp.cos(x), lax.logistic(x)),
+    "rounding": lambda x, y: (jnp.floor(x), jnp.ceil(x), jnp.round(x * 4), jnp.abs(x)),
     "power and remainder": lambda x, y: (jnp.abs(x) ** y, jnp.fmod(x, y), lax.rem(x, y)),
+    "trigonometric and hyperbolic": lambda x, y: (jnp.tan(x / 4), jnp.sinh(x), jnp.cosh(y), jnp.arcsin(jnp.tanh(x)),
+                                                  jnp.arccos(jnp.tanh(y))),
     "erf and gelu": lambda x, y: (lax.erf(x), jax.nn.gelu(x, approximate=False), jax.nn.gelu(y)),
     "softmax and layer norm": lambda x, y: (jax.nn.softmax(x, axis=-1), jax.nn.standardize(y, axis=-1)),
     "comparisons and select": lambda x, y: (x < y, x <= y, x == y, x != y, x > y, x >= y,
@@ -182,8 +200,9 @@ SHAPES: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[lis
                [spec((4, 6))], [[normal(4, 6)]]),
     "symbolic": (lambda x: (x.reshape(-1, 2), jnp.concatenate([x, x], axis=0), x[:, 1:], x.T,
                             jnp.arange(x.shape[0]), jnp.broadcast_to(x[:, :1], x.shape) + x,
-                            jnp.tril(jnp.ones((x.shape[0], x.shape[0]))), x.reshape(x.shape[0], 2, 2)),
-                 [spec((b, 4))], [[normal(1, 4)], [normal(5, 4)]]),
+                            jnp.tril(jnp.ones((x.shape[0], x.shape[0]))), x.reshape(x.shape[0], 2, 2),
+                            x[::2], lax.slice(x, (1, 0), (x.shape[0], 4), (2, 1)), x[:x.shape[0] - 1]),
+                 [spec((b, 4))], [[normal(2, 4)], [normal(5, 4)]]),
     "two symbolic dimensions": (lambda x, y: (x @ y, x.reshape(-1), jnp.concatenate([x, y.T], axis=1)),
                                 [spec((b, t)), spec((t, b))], [[normal(2, 3), normal(3, 2)], [normal(1, 1), normal(1, 1)]]),
 }
@@ -225,6 +244,7 @@ def test_the_model_carries_opset_ir_version_producer_and_metadata() -> None:
 REFUSED: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], str]] = {
     "fft": (lambda x: jnp.fft.rfft(x).real, [spec((8,))], "stablehlo.fft"),
     "bitcast": (lambda x: lax.bitcast_convert_type(x, jnp.int32), [spec((4,))], "stablehlo.bitcast_convert"),
+    "integer product": (lambda x: jnp.prod(x, axis=0), [spec((4, 3), jnp.int32)], "stablehlo.reduce"),
 }
 
 
@@ -237,6 +257,13 @@ def test_operations_of_the_next_issue_are_refused_with_their_name(case: str) -> 
     assert "test_onnx_translate.py:" in info.value.location
 
 
+def test_integer_division_by_constants_equals_jax() -> None:
+    x = np.array([-7, -1, 0, 5, 9, 2**31 - 1], np.int32)
+    assert_same(lambda x: (x // 3, lax.rem(x, np.int32(3)), lax.div(x, np.int32(-4)), lax.rem(x, np.int32(-4)), x // 2 * 2,
+                           jnp.sign(x)),
+                [spec((6,), jnp.int32)], [x])
+
+
 def test_a_dtype_onnx_runtime_cannot_run_is_refused() -> None:
     with pytest.raises(ConversionError, match=r"\(input 'in0'\): the dtype bfloat16"):
         to_onnx(lambda x: x * 2, spec((3,), jnp.bfloat16))
@@ -246,3 +273,22 @@ def test_names_must_cover_every_input_and_output() -> None:
     record = jaxport.export(jax.jit(jnp.sin))(spec((3,))).record
     with pytest.raises(ConversionError, match="2 input and 1 output names for 1 inputs and 1 outputs"):
         translate(record, input_names=["x", "z"], output_names=["y"])
+
+
+def test_a_module_for_several_platforms_keeps_the_cpu_branch() -> None:
+    record = jaxport.export(jax.jit(lambda x: jnp.sin(x) @ x.T), platforms=("cuda", "cpu"))(spec((3, 3))).record
+    model = translate(record, input_names=["in0"], output_names=["out0"])
+    x = normal(3, 3)
+    np.testing.assert_allclose(run(model, [x])[0], np.sin(x) @ x.T, rtol=1e-5, atol=1e-6)
+
+
+def test_names_of_the_callers_are_never_taken_by_the_graphs_own_values() -> None:
+    record = jaxport.export(jax.jit(lambda x: (jnp.sin(x) + 1, x)))(spec((3,))).record
+    model = translate(record, input_names=["sin_1"], output_names=["add_2", "scalar_3"])
+    x = normal(3)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    y, same = session.run(None, {"sin_1": x})
+    np.testing.assert_allclose(y, np.sin(x) + 1, rtol=1e-6)
+    np.testing.assert_array_equal(same, x)
+    with pytest.raises(ConversionError, match="are not all different"):
+        translate(record, input_names=["x"], output_names=["y", "x"])
