@@ -25,7 +25,11 @@ from ..domain.errors import UnsupportedOperationError
 #: The name of this target in messages.
 TARGET = "ONNX"
 
-_FLOATS = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+#: float16 and bfloat16 are computed in float32 inside the graph (ONNX Runtime's CPU provider has
+#: kernels for neither but casts), rounded where the module converts to them and at the outputs.
+_FLOATS = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64}
+#: The ONNX types a float16 or bfloat16 value is stored in (weights, outputs, rounding casts).
+NARROW_FLOATS = {"f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 _ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorProto.INT8,
                np.dtype(np.int16): TensorProto.INT16, np.dtype(np.int32): TensorProto.INT32,
                np.dtype(np.int64): TensorProto.INT64, np.dtype(np.uint8): TensorProto.UINT8,
@@ -49,6 +53,16 @@ def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
         if integer.width in (8, 16, 32, 64):
             return np.dtype(f"{'u' if integer.is_unsigned else ''}int{integer.width}")
     return None
+
+
+def narrow_float(value: Any) -> int | None:
+    """The ONNX storage type of a float16 or bfloat16 tensor value (computed in float32 here), else None."""
+    return NARROW_FLOATS.get(str(ir.RankedTensorType(value.type).element_type))
+
+
+def round_to(b: GraphBuilder, name: str, storage: int) -> str:
+    """A float32 ``name`` rounded to float16 or bfloat16 (``storage``) and back, as a conversion rounds."""
+    return b.one("Cast", [b.one("Cast", [name], to=storage)], to=TensorProto.FLOAT)
 
 
 def onnx_type(dtype: np.dtype[Any]) -> int:

@@ -34,14 +34,13 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .onnx_builder import GraphBuilder, int_list, tensor_dtype
+from .onnx_builder import GraphBuilder, int_list, narrow_float, round_to, tensor_dtype
 from .onnx_ops_elementwise import Translation
 from .onnx_ops_linalg import TABLE as _LINALG
 from .onnx_ops_window import splat_value, wide_dtype
 
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)
-_F32 = np.dtype(np.float32)
 
 
 def _widened(b: GraphBuilder, args: Sequence[str], dtype: np.dtype[Any]) -> tuple[list[str], np.dtype[Any]]:
@@ -323,12 +322,14 @@ def _total_order(b: GraphBuilder, direction: str, x: str, y: str, wide: np.dtype
 
 def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     source, target = tensor_dtype(op.operands[0]), tensor_dtype(op.results[0])
+    narrow = narrow_float(op.results[0])
+    if narrow is not None and narrow != narrow_float(op.operands[0]):  # float16/bfloat16: float32 inside
+        return [round_to(b, args[0] if source == target else b.cast(args[0], target), narrow)]
     if source == target:
-        return [b.one("Identity", args)]
+        return [args[0]]
     if source.kind != "f" or target.kind not in "iu":
         return [b.cast(args[0], target)]
-    x = args[0] if source != np.dtype(np.float16) else b.cast(args[0], _F32)
-    wide = _F32 if source == np.dtype(np.float16) else source
+    x, wide = args[0], source
     info = np.iinfo(target)
     high = b.scalar(2.0 ** (target.itemsize * 8 - (target.kind == "i")), wide)
     low = b.scalar(float(info.min), wide)

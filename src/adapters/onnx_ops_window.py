@@ -51,8 +51,11 @@ def splat_value(value: Any) -> float | int | bool | None:
     attr = ir.DenseElementsAttr(owner.attributes["value"])
     if not attr.is_splat:
         return None
-    item = np.array(attr).reshape(-1)[0]
-    return item.item() if hasattr(item, "item") else item  # type: ignore[no-any-return]
+    splat = attr.get_splat_value()
+    if isinstance(splat, ir.FloatAttr) or isinstance(getattr(splat, "type", None), ir.FloatType):
+        return float(ir.FloatAttr(splat).value)
+    number = int(ir.IntegerAttr(splat).value)
+    return bool(number) if tensor_dtype(value) == np.dtype(np.bool_) else number
 
 
 def padding_pairs(op: Any, name: str, rank: int) -> list[tuple[int, int]]:

@@ -38,7 +38,8 @@ from onnx import TensorProto, helper
 from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ConversionError
 from . import jaxlib_mlir
-from .onnx_builder import TARGET, GraphBuilder, element_dtype, onnx_type, operation_name
+from .onnx_builder import (TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, operation_name,
+                           round_to)
 from .onnx_ops import COMPOSITES, TRANSLATIONS
 from .onnx_ops_shape import dimension_value
 from .safetensors_file import decode_header
@@ -48,7 +49,10 @@ OPSET = 21
 IR_VERSION = 10
 _PLATFORM_INDEX = "_platform_index"
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64"}
+           "float16", "bfloat16", "float32", "float64"}
+#: bfloat16 inputs and outputs are float32 at the graph's boundary (ONNX Runtime's Python API takes no
+#: bfloat16 arrays): the runtime adapter converts, and the model lists them in these metadata entries.
+BFLOAT16_INPUTS, BFLOAT16_OUTPUTS = "jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +117,11 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     if len(results) != len(record.out_avals):
         raise ConversionError(TARGET, name, f"main returns {len(results)} values for "
                                             f"{len(record.out_avals)} outputs (tokens of effects?)")
-    for value, out in zip(results, output_names):
+    for value, out, aval in zip(results, output_names, record.out_avals):
+        if aval.dtype.value == "float16":
+            value = builder.one("Cast", [value], to=TensorProto.FLOAT16)
+        elif aval.dtype.value == "bfloat16":
+            value = round_to(builder, value, TensorProto.BFLOAT16)
         builder.nodes.append(helper.make_node("Identity", [value], [out]))
     nodes, initializers = _prune(builder.nodes, [
         *(_external(n, a, w) for n, a, w in zip(input_names, record.in_avals, weights)), *builder.initializers],
@@ -124,7 +132,8 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         [_value_info(n, a) for n, a in zip(output_names, record.out_avals)], initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version,
                               producer_name="jaxport", producer_version=producer_version)
-    helper.set_model_props(model, dict(metadata or {}))
+    helper.set_model_props(model, {**_bfloat16_ports(record, len(weights), input_names, output_names),
+                                   **(metadata or {})})
     check_model(model, name)
     return model
 
@@ -288,8 +297,20 @@ def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_na
             names.append(b.scalar(platform_index, dtype) if variable == _PLATFORM_INDEX else
                          _global_constant(b, record, variable, dtype, input_names, nr_weights))
         else:
-            names.append(input_names[next(kept)])
+            j = next(kept)
+            storage = narrow_float(argument)
+            computed = storage is not None and (j < nr_weights or storage == TensorProto.FLOAT16)
+            names.append(b.cast(input_names[j], np.dtype(np.float32)) if computed else input_names[j])
     return names
+
+
+def _bfloat16_ports(record: ArtifactRecord, nr_weights: int, inputs: Sequence[str],
+                    outputs: Sequence[str]) -> dict[str, str]:
+    """The metadata entries naming the bfloat16 inputs and outputs (float32 at the boundary)."""
+    found = {BFLOAT16_INPUTS: [n for n, a in list(zip(inputs, record.in_avals))[nr_weights:]
+                               if a.dtype.value == "bfloat16"],
+             BFLOAT16_OUTPUTS: [n for n, a in zip(outputs, record.out_avals) if a.dtype.value == "bfloat16"]}
+    return {key: ",".join(names) for key, names in found.items() if names}
 
 
 def _global_constant(b: GraphBuilder, record: ArtifactRecord, variable: str, dtype: np.dtype[Any],
@@ -319,19 +340,28 @@ def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_
                 raise ConversionError(TARGET, name, f"the dtype {aval.dtype.value} has no ONNX Runtime translation "
                                                     f"here", where=f"{kind} '{n}'")
     for n, aval, w in zip(input_names, record.in_avals, weights):
-        expected = int(np.prod([int(d) for d in aval.shape])) * np.dtype(aval.dtype.value).itemsize
+        expected = int(np.prod([int(d) for d in aval.shape])) * _itemsize(aval.dtype.value)
         if w.length != expected:
             raise ConversionError(TARGET, name, f"the weight holds {w.length} bytes, its shape {aval} "
                                                 f"{expected}", where=f"input '{n}'")
 
 
+def _itemsize(dtype: str) -> int:
+    return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+
+
+def _storage_type(dtype: str) -> int:
+    return TensorProto.BFLOAT16 if dtype == "bfloat16" else onnx_type(np.dtype(dtype))
+
+
 def _value_info(name: str, aval: AvalRecord) -> onnx.ValueInfoProto:
     shape = [int(d) if d.isdigit() else d for d in aval.shape]
-    return helper.make_tensor_value_info(name, onnx_type(np.dtype(aval.dtype.value)), shape)
+    boundary = TensorProto.FLOAT if aval.dtype.value == "bfloat16" else _storage_type(aval.dtype.value)
+    return helper.make_tensor_value_info(name, boundary, shape)
 
 
 def _external(name: str, aval: AvalRecord, where: ExternalTensor) -> onnx.TensorProto:
-    tensor = TensorProto(name=name, data_type=onnx_type(np.dtype(aval.dtype.value)),
+    tensor = TensorProto(name=name, data_type=_storage_type(aval.dtype.value),
                          dims=[int(d) for d in aval.shape], data_location=TensorProto.EXTERNAL)
     for key, value in (("location", where.location), ("offset", str(where.offset)), ("length", str(where.length))):
         entry = tensor.external_data.add()

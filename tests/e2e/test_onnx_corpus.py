@@ -229,7 +229,16 @@ CASES: list[Case] = [
          [spec((), I32), spec((3,))], [[np.array(k, I32), normal(3)] for k in (-4, 0, 1, 2, 7)]),
     Case("optimization_barrier", lambda x: lax.optimization_barrier((x * 2.0, x + 1.0)), [spec((3,))],
          [[normal(3)]]),
-    # refused: no exact ONNX form
+    # bfloat16 and float16: float32 inside, rounded where converted and at the outputs
+    Case("bfloat16 arithmetic and conversions", lambda x, y: (
+        x * y + 1, jnp.exp(x), (x.astype(jnp.float32) * 3.3).astype(jnp.bfloat16), x.astype(jnp.int32),
+        jnp.arange(300).astype(jnp.bfloat16), x.astype(jnp.float16), jnp.maximum(x, y), jnp.sort(y)),
+         [spec((b, 4), jnp.bfloat16), spec((b, 4), jnp.bfloat16)],
+         [[normal(3, 4).astype(jnp.bfloat16) * 5, normal(3, 4).astype(jnp.bfloat16)]]),
+    Case("float16 arithmetic and conversions", lambda x, i: (
+        x * x - 1, jnp.tanh(x), x.astype(jnp.int8), i.astype(jnp.float16), jnp.cumsum(x, axis=1), x[:, ::-1],
+        x @ x.T, jnp.array([1.5, 70000.0]).astype(jnp.float16)),
+         [spec((3, 4), np.float16), spec((5,), I32)], [[normal(3, 4, dtype=np.float16) * 8, ints(-70000, 70000, 5)]]),
     Case("cholesky (LAPACK custom call)", lambda x: jnp.linalg.cholesky(x), [spec((3, 3))], [],
          refused="stablehlo.custom_call @lapack_spotrf_ffi"),
     Case("rng_bit_generator (its key bitcast first)", lambda k: lax.rng_bit_generator(k, (4,))[1],
