@@ -40,11 +40,11 @@ def _dynamic_update_slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list
     update_shape = tensor_shape(op.operands[1])
     if not update_shape:
         return [b.one("Identity", [args[1]])]
-    if None in update_shape:
-        b.refuse("a dynamic_update_slice of an update with dynamic dimensions")
     window = [int(d or 0) for d in update_shape]
-    starts = _starts(b, op, args, 2, b.int64s(window), args[0])
-    indices = window_indices(b, starts, 0, window)
+    dynamic = None in update_shape
+    sizes = b.one("Shape", [args[1]]) if dynamic else b.int64s(window)
+    starts = _starts(b, op, args, 2, sizes, args[0])
+    indices = window_indices(b, starts, 0, window, sizes if dynamic else None)
     return [b.one("ScatterND", [args[0], indices, args[1]])]
 
 

@@ -64,12 +64,22 @@ def full_starts(b: GraphBuilder, vectors: str, batch_rank: int, operand_rank: in
     return columns[0] if len(columns) == 1 else b.one("Concat", columns, axis=batch_rank)
 
 
-def window_indices(b: GraphBuilder, starts: str, batch_rank: int, window: Sequence[int]) -> str:
-    """``[batch..., *window, R]``: start plus every coordinate of a static ``window``."""
+def window_indices(b: GraphBuilder, starts: str, batch_rank: int, window: Sequence[int],
+                   window_shape: str | None = None) -> str:
+    """``[batch..., *window, R]``: start plus every coordinate of a ``window`` (static, else ``window_shape``)."""
     rank = len(window)
-    grid = np.moveaxis(np.indices(window, dtype=np.int64), 0, -1)
     spread = b.one("Unsqueeze", [starts, b.int64s(list(range(batch_rank, batch_rank + rank)))])
-    return b.one("Add", [spread, b.constant(grid, "grid")])
+    if window_shape is None:
+        grid = b.constant(np.moveaxis(np.indices(window, dtype=np.int64), 0, -1), "grid")
+    else:
+        axes = []
+        for d in range(rank):
+            size = b.one("Squeeze", [b.one("Slice", [window_shape, b.int64s([d]), b.int64s([d + 1])]), b.int64s([0])])
+            ramp = b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
+            placed = b.one("Reshape", [ramp, b.int64s([-1 if i == d else 1 for i in range(rank)])])
+            axes.append(b.one("Unsqueeze", [b.one("Expand", [placed, window_shape]), b.int64s([rank])]))
+        grid = axes[0] if rank == 1 else b.one("Concat", axes, axis=rank)
+    return b.one("Add", [spread, grid])
 
 
 def general_gather(b: GraphBuilder, op: Any, operand: str, indices: str) -> str:

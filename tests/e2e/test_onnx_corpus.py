@@ -42,11 +42,13 @@ def ints(low: int, high: int, *shape: int, dtype: Any = I32) -> np.ndarray:
 
 
 def conv(x: jax.Array, w: jax.Array, **kw: Any) -> jax.Array:
-    return lax.conv_general_dilated(x, w, **kw)
+    result: jax.Array = lax.conv_general_dilated(x, w, **kw)
+    return result
 
 
 def _max_pool(x: jax.Array, window: tuple[int, ...], strides: tuple[int, ...], padding: Any) -> jax.Array:
-    return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, padding)
+    result: jax.Array = lax.reduce_window(x, -jnp.inf, lax.max, window, strides, padding)
+    return result
 
 
 CASES: list[Case] = [
@@ -146,6 +148,9 @@ CASES: list[Case] = [
          [[ints(0, 9, 5, 4), ints(10, 20, 2, 3), np.array(2, I32)],
           [ints(0, 9, 5, 4), ints(10, 20, 2, 3), np.array(17, I32)],
           [ints(0, 9, 5, 4), ints(10, 20, 2, 3), np.array(-3, I32)]]),
+    Case("dynamic_update_slice symbolic update", lambda x, u, i: lax.dynamic_update_slice(x, u, (0, i)),
+         [spec((b, 6)), spec((b, 2)), spec((), I32)], [[normal(3, 6), normal(3, 2), np.array(5, I32)],
+                                                        [normal(1, 6), normal(1, 2), np.array(2, I32)]]),
     # elementwise with XLA's edges
     Case("integer divide and remainder by zero", lambda x, y: (lax.div(x, y), lax.rem(x, y)),
          [spec((b,), I32), spec((b,), I32)], [[np.array([7, -7, 5, -2147483648, -2147483648, 0, 9], I32),
