@@ -168,6 +168,13 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     x, init = args[0], args[1]
     if wide != dtype:
         x, init = b.cast(x, wide), b.cast(init, wide)
+        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)  # booleans as int32
+    identity = _is_identity(kind, op.operands[1]) or (dtype == np.dtype(np.bool_) and splat_value(
+        op.operands[1]) == (kind == "Min"))
+    cumulative = _cumulative_axis(shape, window, strides, dilations, base, padding)
+    if cumulative is not None:
+        result = _scan(b, x, shape, wide, kind, *cumulative)
+        return [_finish(b, result if identity else b.one(kind, [result, init]), wide, dtype)]
     x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
     padded = [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
               for s, d, (lo, hi) in zip(shape, base, padding)]
@@ -181,9 +188,61 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         if None in padded:
             b.refuse("a reduce_window of integers or booleans over dynamic dimensions")
         result = _sliced(b, x, padded, window, strides, dilations, kind)
-    if not _is_identity(kind, op.operands[1]):
+    if not identity:
         result = b.one(kind, [result, init])
-    return [result if wide == dtype else b.cast(result, dtype)]
+    return [_finish(b, result, wide, dtype)]
+
+
+def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
+    if dtype == np.dtype(np.bool_):
+        return b.one("Not", [b.one("Equal", [result, b.scalar(0, wide)])])
+    return result if wide == dtype else b.cast(result, dtype)
+
+
+def _cumulative_axis(shape: Sequence[int | None], window: Sequence[int], strides: Sequence[int],
+                     dilations: Sequence[int], base: Sequence[int],
+                     padding: Sequence[tuple[int, int]]) -> tuple[int, bool] | None:
+    """The axis and direction of a cumulative reduction (what ``jnp.cumsum`` and the like lower to), else None."""
+    axes = [a for a in range(len(shape)) if window[a] > 1]
+    if len(axes) != 1 or any(v != 1 for v in (*strides, *dilations, *base)):
+        return None
+    a = axes[0]
+    n = shape[a]
+    if n is None or window[a] != n or any(p != (0, 0) for i, p in enumerate(padding) if i != a):
+        return None
+    if padding[a] not in ((n - 1, 0), (0, n - 1)):
+        return None
+    return a, padding[a] == (0, n - 1)
+
+
+def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[Any], kind: str, axis: int,
+          reverse: bool) -> str:
+    """The inclusive prefix reduction of ``x`` along ``axis``: ``CumSum``, or log2(n) doubling steps."""
+    if kind == "Add" and wide in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32),
+                                  np.dtype(np.float64)):
+        return b.one("CumSum", [x, b.scalar(axis, np.dtype(np.int64))], reverse=int(reverse))
+    n = int(shape[axis] or 0)
+    rank = len(shape)
+    neutral = b.scalar(_neutral(kind, wide), wide)
+    step = 1
+    while step < n:
+        pads = [0] * (2 * rank)
+        pads[axis + (rank if reverse else 0)] = step
+        shifted = b.one("Pad", [x, b.int64s(pads), neutral], mode="constant")
+        start, end = (step, step + n) if reverse else (0, n)
+        shifted = b.one("Slice", [shifted, b.int64s([start]), b.int64s([end]), b.int64s([axis])])
+        x = b.one(kind, [x, shifted])
+        step *= 2
+    return x
+
+
+def _neutral(kind: str, dtype: np.dtype[Any]) -> Any:
+    if kind in ("Add", "Mul"):
+        return 0 if kind == "Add" else 1
+    if dtype.kind == "f":
+        return -np.inf if kind == "Max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if kind == "Max" else info.max
 
 
 def to_pool_layout(b: GraphBuilder, x: str, rank: int, wins: Sequence[int]) -> tuple[str, list[int], str]:

@@ -103,6 +103,11 @@ CASES: list[Case] = [
     Case("cumsum int", lambda x: jnp.cumsum(x), [spec((7,), I32)], [[ints(-100, 100, 7)]]),
     Case("cummax", lambda x: lax.cummax(x, axis=0), [spec((6, 2))], [[normal(6, 2)]]),
     Case("cumprod int", lambda x: lax.cumprod(x, axis=0), [spec((5,), I32)], [[ints(-4, 4, 5)]]),
+    Case("long cumulative int8 max, int sum, reverse, bool any", lambda x, i, p: (
+        lax.cummax(x, axis=1), jnp.cumsum(i), lax.cumsum(i, reverse=True), lax.cummin(x, axis=1, reverse=True),
+        jnp.logical_or.accumulate(p)),
+         [spec((2, 300), np.int8), spec((200,), I32), spec((70,), np.bool_)],
+         [[ints(-128, 127, 2, 300, dtype=np.int8), ints(-1000, 1000, 200), rng.random(70) < 0.1]]),
     # select_and_scatter: the gradient of a max pool
     Case("max pool gradient", lambda x: jax.grad(lambda x: jnp.sum(_max_pool(x, (1, 1, 2, 2), (1, 1, 2, 2),
                                                                              "VALID") ** 2))(x),
@@ -250,6 +255,10 @@ CASES: list[Case] = [
          [spec((4,), np.uint32)], [], refused="stablehlo.bitcast_convert"),
     Case("complex numbers", lambda x: jnp.abs(lax.complex(x, x)), [spec((3,))], [], refused="stablehlo.complex"),
     Case("fft", lambda x: jnp.fft.rfft(x).real, [spec((8,))], [], refused="stablehlo.fft"),
+    Case("cumsum along a symbolic dimension (dynamic_reduce_window)", lambda x: jnp.cumsum(x), [spec((b,), I32)], [],
+         refused="stablehlo.custom_call @stablehlo.dynamic_reduce_window"),
+    Case("cumlogsumexp (a reduce_window body of several operations)", lambda x: lax.cumlogsumexp(x), [spec((5,))],
+         [], refused="stablehlo.reduce_window"),
     Case("sort too long for its quadratic form", lambda x: jnp.sort(x), [spec((5000,))], [], refused="stablehlo.sort"),
 ]
 
@@ -275,7 +284,8 @@ def test_the_case_matches_jax_or_is_refused_by_name(case: Case, tmp_path: Path) 
 
 #: Every operation the corpus refuses (the closing note of the issue lists them).
 REFUSED = ["stablehlo.bitcast_convert", "stablehlo.complex", "stablehlo.convolution",
-           "stablehlo.custom_call @lapack_spotrf_ffi", "stablehlo.fft", "stablehlo.sort"]
+           "stablehlo.custom_call @lapack_spotrf_ffi", "stablehlo.custom_call @stablehlo.dynamic_reduce_window",
+           "stablehlo.fft", "stablehlo.reduce_window", "stablehlo.sort"]
 
 
 def test_every_case_is_either_matched_or_refused() -> None:
