@@ -174,7 +174,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     cumulative = _cumulative_axis(shape, window, strides, dilations, base, padding)
     if cumulative is not None:
         result = _scan(b, x, shape, wide, kind, *cumulative)
-        return [_finish(b, result if identity else b.one(kind, [result, init]), wide, dtype)]
+        return [_finish(b, result if identity else combine(b, kind, result, init, wide), wide, dtype)]
     x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
     padded = [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
               for s, d, (lo, hi) in zip(shape, base, padding)]
@@ -183,13 +183,13 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         result = x
     elif wide.kind == "f" and kind in ("Max", "Min", "Add") and len(wins) <= 3:
         result = _pooled(b, x, rank, wins, kind, [window[a] for a in wins], [strides[a] for a in wins],
-                         [dilations[a] for a in wins])
+                         [dilations[a] for a in wins], wide)
     else:
         if None in padded:
             b.refuse("a reduce_window of integers or booleans over dynamic dimensions")
-        result = _sliced(b, x, padded, window, strides, dilations, kind)
+        result = _sliced(b, x, padded, window, strides, dilations, kind, wide)
     if not identity:
-        result = b.one(kind, [result, init])
+        result = combine(b, kind, result, init, wide)
     return [_finish(b, result, wide, dtype)]
 
 
@@ -231,7 +231,7 @@ def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[A
         shifted = b.one("Pad", [x, b.int64s(pads), neutral], mode="constant")
         start, end = (step, step + n) if reverse else (0, n)
         shifted = b.one("Slice", [shifted, b.int64s([start]), b.int64s([end]), b.int64s([axis])])
-        x = b.one(kind, [x, shifted])
+        x = combine(b, kind, x, shifted, wide)
         step *= 2
     return x
 
@@ -265,22 +265,35 @@ def from_pool_layout(b: GraphBuilder, y: str, rank: int, wins: Sequence[int], pe
     return b.one("Transpose", [y], perm=inverse) if inverse != list(range(rank)) else y
 
 
+def combine(b: GraphBuilder, kind: str, x: str, y: str, wide: np.dtype[Any]) -> str:
+    """``kind`` of x and y; a float max or min propagates NaN, as StableHLO's (ONNX Runtime's may not)."""
+    combined = b.one(kind, [x, y])
+    if wide.kind != "f" or kind not in ("Max", "Min"):
+        return combined
+    nan = b.one("Or", [b.one("IsNaN", [x]), b.one("IsNaN", [y])])
+    return b.one("Where", [nan, b.one("Add", [x, y]), combined])
+
+
 def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
-            strides: list[int], dilations: list[int]) -> str:
+            strides: list[int], dilations: list[int], wide: np.dtype[Any]) -> str:
     pooled_in, perm, moved_shape = to_pool_layout(b, x, rank, wins)
     if kind == "Add":
         y = b.one("AveragePool", [pooled_in], kernel_shape=kernel, strides=strides, dilations=dilations)
-        y = b.one("Mul", [y, b.constant(np.array(int(np.prod(kernel)), dtype=np.float32))])
+        y = b.one("Mul", [y, b.scalar(int(np.prod(kernel)), wide)])
     elif kind == "Max":
         y = b.one("MaxPool", [pooled_in], kernel_shape=kernel, strides=strides, dilations=dilations)
     else:
         y = b.one("Neg", [b.one("MaxPool", [b.one("Neg", [pooled_in])], kernel_shape=kernel, strides=strides,
                                 dilations=dilations)])
+    if kind in ("Max", "Min"):  # MaxPool skips NaN, StableHLO's max propagates it
+        nan = b.one("MaxPool", [b.cast(b.one("IsNaN", [pooled_in]), wide)], kernel_shape=kernel, strides=strides,
+                    dilations=dilations)
+        y = b.one("Where", [b.cast(nan, np.dtype(np.bool_)), b.scalar(np.nan, wide), y])
     return from_pool_layout(b, y, rank, wins, perm, moved_shape)
 
 
 def _sliced(b: GraphBuilder, x: str, padded: Sequence[int | None], window: Sequence[int],
-            strides: Sequence[int], dilations: Sequence[int], kind: str) -> str:
+            strides: Sequence[int], dilations: Sequence[int], kind: str, wide: np.dtype[Any]) -> str:
     rank = len(padded)
     sizes = [int(p or 0) for p in padded]
     counts = [max(0, (s - ((w - 1) * d + 1)) // st + 1) if s >= (w - 1) * d + 1 else 0
@@ -292,7 +305,7 @@ def _sliced(b: GraphBuilder, x: str, padded: Sequence[int | None], window: Seque
         starts = [o * d for o, d in zip(offset, dilations)]
         ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, strides)]
         part = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))), b.int64s(strides)])
-        result = part if result is None else b.one(kind, [result, part])
+        result = part if result is None else combine(b, kind, result, part, wide)
     assert result is not None
     return result
 

@@ -86,6 +86,11 @@ CASES: list[Case] = [
     # reduce_window
     Case("max pool strided padded", lambda x: _max_pool(x, (1, 1, 3, 3), (1, 1, 2, 2), "SAME"),
          [spec((b, 2, 7, 8))], [[normal(2, 2, 7, 8)], [normal(3, 2, 7, 8)]]),
+    Case("pools and cummax with NaN", lambda x: (_max_pool(x, (2, 2), (1, 1), "VALID"),
+                                                 lax.reduce_window(x, jnp.inf, lax.min, (2, 2), (2, 2), "SAME"),
+                                                 lax.cummax(x, axis=1), lax.reduce_window(x, 0.0, lax.add, (1, 3),
+                                                                                          (1, 1), "VALID")),
+         [spec((4, 5))], [[np.where(rng.random((4, 5)) < 0.2, np.nan, normal(4, 5)).astype(F32)]]),
     Case("max pool dilated NHWC", lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 1, 1, 1),
                                                               "VALID", window_dilation=(1, 2, 2, 1)),
          [spec((2, 6, 6, 3))], [[normal(2, 6, 6, 3)]]),
