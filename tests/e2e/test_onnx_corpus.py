@@ -219,6 +219,10 @@ CASES: list[Case] = [
     # sort, top_k: NaN and signed zeros in total order, ties stable
     Case("sort with NaN and signed zeros", lambda x: (jnp.sort(x), jnp.argsort(x), jnp.sort(x, descending=True)),
          [spec((9,))], [[np.array([3.0, np.nan, -0.0, 0.0, -np.inf, 1.0, np.nan, -0.0, 1.0], F32)]]),
+    Case("long sort (TopK) with NaN, argsort of ints", lambda x, i: (jnp.sort(x), jnp.argsort(x), jnp.argsort(i)),
+         [spec((3000,)), spec((b,), np.int8)],
+         [[np.where(rng.random(3000) < 0.05, np.nan, np.round(normal(3000), 1)).astype(F32),
+           ints(-5, 5, 40, dtype=np.int8)]]),
     Case("sort rows symbolic", lambda x: (jnp.sort(x, axis=0), jnp.argsort(x, axis=1)), [spec((b, 5))],
          [[normal(3, 5)], [np.round(normal(4, 5))]]),
     Case("sort several operands, two keys", lambda k1, k2, v: lax.sort((k1, k2, v), num_keys=2),
@@ -264,7 +268,8 @@ CASES: list[Case] = [
          refused="stablehlo.custom_call @stablehlo.dynamic_reduce_window"),
     Case("cumlogsumexp (a reduce_window body of several operations)", lambda x: lax.cumlogsumexp(x), [spec((5,))],
          [], refused="stablehlo.reduce_window"),
-    Case("sort too long for its quadratic form", lambda x: jnp.sort(x), [spec((5000,))], [], refused="stablehlo.sort"),
+    Case("two-key sort too long for its quadratic form", lambda x, y: lax.sort((x, y), num_keys=2),
+         [spec((5000,)), spec((5000,))], [], refused="stablehlo.sort"),
 ]
 
 
