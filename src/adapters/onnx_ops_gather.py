@@ -7,8 +7,9 @@ That is ONNX ``Gather(axis=a)`` of the operand sliced to the slice sizes,
 its result transposed to StableHLO's order (offset dimensions where
 ``offset_dims`` says, batch dimensions elsewhere). The start indices are
 clamped into the operand first, as StableHLO clamps them (ONNX Runtime
-fails on an index out of range instead). Several start dimensions and
-batching dimensions go to :func:`.onnx_ops_scatter.general_gather`.
+fails on an index out of range instead). The batched gather of
+``jnp.take_along_axis`` is ``GatherElements``. Several start dimensions and
+other batched gathers go to :func:`.onnx_ops_scatter.general_gather`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
           size_tensor: str | None) -> str:
     numbers = stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
     if list(numbers.operand_batching_dims) or list(numbers.start_indices_batching_dims):
-        return _general(b, op, operand, indices, sizes)
+        return _along_axis(b, op, operand, indices, numbers, sizes)
     start_map, collapsed = list(numbers.start_index_map), list(numbers.collapsed_slice_dims)
     shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
     vector_dim = int(numbers.index_vector_dim)
@@ -47,6 +48,9 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     axis = start_map[0]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
+    index_type = tensor_dtype(op.operands[1])
+    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):  # ONNX's Gather takes these two
+        indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
     others = [d for d in range(len(shape)) if d != axis]
     if sizes is not None:
         short = [d for d in others if shape[d] is None or sizes[d] != shape[d]]
@@ -59,8 +63,8 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     if not collapsed:
         size = b.int64s([sizes[axis]]) if sizes is not None else b.one(
             "Gather", [size_tensor or "", b.int64s([axis])], axis=0)
-        return _window(b, operand, indices, tensor_dtype(op.operands[1]), axis, size)
-    indices = _clamped(b, indices, tensor_dtype(op.operands[1]), operand, axis, shape[axis])
+        return _window(b, operand, indices, index_type, axis, size)
+    indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     gathered = b.one("Gather", [operand, indices], axis=axis)
     onnx_order = ([("o", d) for d in range(axis)] + [("b", k) for k in range(batch_rank)]
                   + [("o", d) for d in range(axis + 1, len(shape))])
@@ -72,6 +76,30 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     if perm != list(range(len(perm))):
         gathered = b.one("Transpose", [gathered], perm=perm)
     return gathered
+
+
+def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: Any, sizes: list[int] | None) -> str:
+    """The gather of ``jnp.take_along_axis``: ONNX ``GatherElements`` along the one dimension not batched.
+
+    Every operand dimension but ``a`` is a batching dimension, at the same
+    position in the indices, and each start index picks one element of ``a``.
+    """
+    shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
+    batching = list(numbers.operand_batching_dims)
+    start_map, vector_dim = list(numbers.start_index_map), int(numbers.index_vector_dim)
+    axis = start_map[0] if len(start_map) == 1 else -1
+    if (len(start_map) != 1 or list(numbers.collapsed_slice_dims) != start_map
+            or list(numbers.start_indices_batching_dims) != batching
+            or sorted([*batching, axis]) != list(range(len(shape)))
+            or len(index_shape) - (vector_dim < len(index_shape)) != len(shape)):
+        return _general(b, op, operand, indices, sizes)
+    if vector_dim < len(index_shape):
+        indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
+    index_type = tensor_dtype(op.operands[1])
+    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):
+        indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
+    indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
+    return b.one("GatherElements", [operand, indices], axis=axis)
 
 
 def _general(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None) -> str:

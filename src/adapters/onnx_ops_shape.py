@@ -112,7 +112,13 @@ def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [iota(b, tensor_dtype(op.results[0]), dimension, rank, size, shape)]
 
 
+def _same_value(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [args[0]]
+
+
 TABLE: dict[str, Translation] = {
+    # A sharding constraint in a module for one device (the translator refuses others): the value.
+    "sdy.sharding_constraint": _same_value,
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
     "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
     "stablehlo.reshape": _reshape,

@@ -19,6 +19,7 @@ through to ``SessionOptions``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ..domain.converted import ConvertedManifest, Variant
 from ..domain.errors import ArtifactCallError, ArtifactError, MissingExtraError
 
 try:
@@ -194,3 +196,57 @@ class OnnxRuntimeModel:
             raise ArtifactCallError(self.function, exc) from exc
         return [np.asarray(r).astype(ml_dtypes.bfloat16) if n in self._bfloat16_outputs else np.asarray(r)
                 for n, r in zip(self.output_names, results)]
+
+
+#: The options of :func:`load` (``jaxport.load_converted(path, **options)``), as :class:`OnnxRuntimeModel` takes them.
+LOAD_OPTIONS = ("threads", "inter_op_threads", "optimization", "providers")
+
+
+def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> OnnxTargetRuntime:
+    """The runtime of an ONNX directory whose files were checked (the registry's runtime loader).
+
+    Options: ``threads``, ``inter_op_threads``, ``optimization`` (one of
+    :data:`OPTIMIZATION_LEVELS`, default ``"all"``), ``providers`` (ONNX
+    Runtime's execution providers, default the CPU's).
+
+    Raises:
+        ValueError: an unknown option or optimization level.
+    """
+    unknown = sorted(set(options) - set(LOAD_OPTIONS))
+    if unknown:
+        raise ValueError(f"ONNX Runtime's options are {list(LOAD_OPTIONS)}, not {unknown}")
+    if options.get("optimization", "all") not in OPTIMIZATION_LEVELS:
+        raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {options['optimization']!r}")
+    return OnnxTargetRuntime(root, manifest, dict(options))
+
+
+class OnnxTargetRuntime:
+    """The functions of one converted ONNX directory, each an ONNX Runtime session made on first call.
+
+    Args:
+        root: the directory (its files checked against ``manifest`` by the loader).
+        manifest: its manifest; the files its models may read are those it lists.
+        options: :class:`OnnxRuntimeModel`'s session options.
+    """
+
+    def __init__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> None:
+        self._root = root
+        self._allowed = frozenset(manifest.files)
+        self._options = dict(options)
+        self._models: dict[str, OnnxRuntimeModel] = {}
+        self._lock = threading.Lock()
+
+    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[np.ndarray]:
+        """The flat results of ``variant`` of ``function`` for the caller's flat arrays.
+
+        Raises:
+            ArtifactError: a model's external data is not a file the manifest lists.
+            ArtifactCallError: ONNX Runtime refused the model or failed to run it.
+        """
+        with self._lock:
+            model = self._models.get(variant.file)
+            if model is None:
+                model = self._models[variant.file] = OnnxRuntimeModel(
+                    os.path.join(self._root, variant.file), allowed=self._allowed, function=function,
+                    **self._options)
+        return model.run(args)

@@ -36,12 +36,13 @@ from jaxlib.mlir import ir
 from onnx import TensorProto, helper
 
 from ..domain.artifact import ArtifactRecord, AvalRecord
-from ..domain.errors import ConversionError
+from ..domain.errors import ArtifactError, ConversionError
+from ..domain.symbolic import UnsolvableDimensionError
 from . import jaxlib_mlir
 from .onnx_builder import (TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, operation_name,
                            round_to)
 from .onnx_ops import COMPOSITES, TRANSLATIONS
-from .onnx_ops_shape import dimension_value
+from .onnx_dims import dimension_variables
 from .safetensors_file import decode_header
 
 #: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
@@ -112,7 +113,7 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         walker = _Walker(builder, module)
         main = walker.functions["main"]
         block = main.regions[0].blocks[0]
-        args = _main_arguments(builder, record, main, input_names, len(weights), platform_index)
+        args = _main_arguments(builder, record, main, input_names, platform_index, len(weights))
         results = walker.run_block(block, args)
     if len(results) != len(record.out_avals):
         raise ConversionError(TARGET, name, f"main returns {len(results)} values for "
@@ -218,7 +219,8 @@ class _Walker:
 
     def __init__(self, builder: GraphBuilder, module: Any) -> None:
         self.builder = builder
-        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations}
+        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+                          if op.operation.name == "func.func"}
         self.values: dict[Any, str] = {}
         builder.run_block = self.run_into
 
@@ -250,8 +252,11 @@ class _Walker:
         if name == "func.call":
             return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value, operands)
         if name == "stablehlo.custom_call":
-            if operation_name(op).endswith("@shape_assertion"):
+            target = operation_name(op).rpartition("@")[2]
+            if target == "shape_assertion":
                 return []
+            if target == "Sharding":  # a sharding constraint (GSPMD's): the value, on one device
+                return operands
             b.refuse("custom calls other than shape_assertion have no ONNX translation")
         if name == "stablehlo.case" and operands[0] in b.known:
             # The platform index of a module for several platforms: only the chosen branch runs.
@@ -282,26 +287,45 @@ class _Walker:
 
 
 def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_names: Sequence[str],
-                    nr_weights: int, platform_index: int) -> list[str]:
+                    platform_index: int, nr_weights: int) -> list[str]:
     """The ONNX names of ``main``'s arguments: kept inputs, and the values of global constants."""
     kept = iter(record.module_kept_var_idx)
     attrs = list(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else []
     block = main.regions[0].blocks[0]
+    variables: dict[str, str] | None = None
     names = []
     for i, argument in enumerate(block.arguments):
         arg_attrs = ir.DictAttr(attrs[i]) if i < len(attrs) else None
-        if arg_attrs is not None and "jax.global_constant" in arg_attrs:
-            variable = ir.StringAttr(arg_attrs["jax.global_constant"]).value
-            dtype = element_dtype(ir.RankedTensorType(argument.type).element_type)
-            assert dtype is not None  # the calling convention makes it an integer
-            names.append(b.scalar(platform_index, dtype) if variable == _PLATFORM_INDEX else
-                         _global_constant(b, record, variable, dtype, input_names, nr_weights))
-        else:
-            j = next(kept)
-            storage = narrow_float(argument)
-            computed = storage is not None and (j < nr_weights or storage == TensorProto.FLOAT16)
-            names.append(b.cast(input_names[j], np.dtype(np.float32)) if computed else input_names[j])
+        if arg_attrs is None or "jax.global_constant" not in arg_attrs:
+            names.append(_input(b, argument, input_names, next(kept), nr_weights))
+            continue
+        variable = ir.StringAttr(arg_attrs["jax.global_constant"]).value
+        dtype = element_dtype(argument.type.element_type)
+        assert dtype is not None  # the calling convention makes it an integer
+        if variable == _PLATFORM_INDEX:
+            names.append(b.scalar(platform_index, dtype))
+            continue
+        if variables is None:
+            variables = _variables(b, record, input_names)
+        if variable not in variables:
+            raise ConversionError(TARGET, record.function_name, f"main takes the dimension variable "
+                                                                f"'{variable}', which no input's shape has")
+        names.append(b.cast(variables[variable], dtype))
     return names
+
+
+def _variables(b: GraphBuilder, record: ArtifactRecord, input_names: Sequence[str]) -> dict[str, str]:
+    try:
+        return dimension_variables(b, record, input_names)
+    except (ArtifactError, UnsolvableDimensionError) as exc:
+        raise ConversionError(TARGET, record.function_name, f"its dimension variables: {exc}") from exc
+
+
+def _input(b: GraphBuilder, argument: Any, input_names: Sequence[str], j: int, nr_weights: int) -> str:
+    """Input ``j``; a float16 one, or a bfloat16 weight, cast to float32 (bfloat16 inputs are float32 already)."""
+    storage = narrow_float(argument)
+    computed = storage is not None and (j < nr_weights or storage == TensorProto.FLOAT16)
+    return b.cast(input_names[j], np.dtype(np.float32)) if computed else input_names[j]
 
 
 def _bfloat16_ports(record: ArtifactRecord, nr_weights: int, inputs: Sequence[str],
@@ -313,15 +337,6 @@ def _bfloat16_ports(record: ArtifactRecord, nr_weights: int, inputs: Sequence[st
     return {key: ",".join(names) for key, names in found.items() if names}
 
 
-def _global_constant(b: GraphBuilder, record: ArtifactRecord, variable: str, dtype: np.dtype[Any],
-                     input_names: Sequence[str], nr_weights: int) -> str:
-    for i, aval in enumerate(record.in_avals):
-        if i >= nr_weights and variable in aval.shape:
-            return dimension_value(b, input_names[i], aval.shape.index(variable), dtype)
-    raise ConversionError(TARGET, record.function_name, f"the dimension variable '{variable}' is not a "
-                                                        f"whole dimension of any input")
-
-
 def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_names: Sequence[str],
                      weights: Sequence[ExternalTensor]) -> None:
     name = record.function_name
@@ -331,6 +346,8 @@ def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_
     if len({*input_names, *output_names}) != len(input_names) + len(output_names):
         raise ConversionError(TARGET, name, f"the input names {list(input_names)} and output names "
                                             f"{list(output_names)} are not all different")
+    if record.nr_devices != 1:
+        raise ConversionError(TARGET, name, f"its module is for {record.nr_devices} devices; ONNX runs one")
     if record.ordered_effects:
         raise ConversionError(TARGET, name, f"ordered effects {[e.type_name for e in record.ordered_effects]} "
                                             f"have no ONNX counterpart")

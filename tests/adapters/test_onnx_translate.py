@@ -150,6 +150,9 @@ GATHERS: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[np
     "take along 0, clamped": (lambda x, i: jnp.take(x, i, axis=0, mode="clip"),
                               [spec((6, 4)), spec((3, 2), jnp.int32)],
                               [normal(6, 4), np.array([[0, 5], [-3, 9], [2, 6]], np.int32)]),
+    "take with unsigned and narrow indices": (lambda x, i, j: (jnp.take(x, i, axis=0, mode="clip"), x[j]),
+                                              [spec((6, 4)), spec((3,), jnp.uint32), spec((2,), jnp.int8)],
+                                              [normal(6, 4), np.array([0, 5, 9], np.uint32), np.array([-1, 3], np.int8)]),
     "take along 1": (lambda x, i: jnp.take(x, i, axis=1, mode="clip"),
                      [spec((3, 6, 2)), spec((4,), jnp.int32)], [normal(3, 6, 2), np.array([5, 0, 2, 2], np.int32)]),
     "embedding lookup": (lambda e, i: e[i], [spec((10, 4)), spec((2, 3), jnp.int32)],
@@ -158,6 +161,17 @@ GATHERS: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], list[np
                                   [normal(6, 4), np.array([1, 6, -7], np.int32)]),
     "x[:, 0]": (lambda x: x[:, 0], [spec((3, 5, 2))], [normal(3, 5, 2)]),
     "x[:, -1] symbolic": (lambda x: x[:, -1], [spec((b, t, 2))], [normal(2, 5, 2)]),
+    "x[:, i] with 2-D indices, symbolic": (lambda x, i: x[:, i], [spec((b, t, 5)), spec((2, 2), jnp.int32)],
+                                          [normal(4, 6, 5), np.array([[0, 5], [3, 9]], np.int32)]),
+    "x[..., i]": (lambda x, i: x[..., i], [spec((4, 6, 5)), spec((2, 2), jnp.int32)],
+                  [normal(4, 6, 5), np.array([[0, 4], [3, 1]], np.int32)]),
+    "x[:, -2:] symbolic": (lambda x: x[:, -2:], [spec((b, t, 5))], [normal(3, 4, 5)]),
+    "take_along_axis, last axis, symbolic": (lambda x, i: jnp.take_along_axis(x, i[..., None], axis=-1),
+                                             [spec((b, 7, 5)), spec((b, 7), jnp.int32)],
+                                             [normal(2, 7, 5), np.arange(14, dtype=np.int32).reshape(2, 7) % 5]),
+    "take_along_axis, middle axis, clamped": (lambda x, i: jnp.take_along_axis(x, i, axis=1, mode="clip"),
+                                              [spec((3, 7, 5)), spec((3, 2, 5), jnp.int32)],
+                                              [normal(3, 7, 5), np.arange(-8, 22, dtype=np.int32).reshape(3, 2, 5)]),
     "x[:t] of a table": (lambda e, x: e[:x.shape[0]] + x, [spec((8, 3)), spec((short, 3))],
                          [normal(8, 3), normal(5, 3)]),
 }
@@ -217,19 +231,37 @@ def test_shape_operations_static_and_symbolic_equal_jax(case: str) -> None:
 def test_a_main_that_takes_dimension_values_as_arguments_is_translated() -> None:
     # JAX 0.11 and later: main takes `tensor<i32> {jax.global_constant = "b"}` first, as its callees
     # already do in 0.10: the callee made main gives that module style on this JAX.
-    record = jaxport.export(jax.jit(lambda x, y: (x * x.shape[0], jnp.concatenate([x, y]))))(
-        spec((b, 3)), spec((b, 3))).record
+    record = jaxport.export(jax.jit(lambda x, y: (x * x.shape[0], jnp.concatenate([x, y[None].repeat(x.shape[0], 0)],
+                                                                                   axis=1))))(
+        spec((b, 3)), spec((t,))).record
     text = StableHloSerializer.to_text(record.mlir_module_serialized)
     text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
     text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
-    assert '{jax.global_constant = "b"}' in text.split("@main", 1)[1].split("\n", 1)[0]
+    signature = text.split("@main", 1)[1].split("\n", 1)[0]
+    assert '{jax.global_constant = "b"}' in signature and '{jax.global_constant = "t"}' in signature
     model = translate(with_module(record, text), input_names=["x", "y"], output_names=["p", "c"])
-    for n in (1, 4):
-        x, y = normal(n, 3), normal(n, 3)
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, m in ((1, 2), (4, 1), (3, 5)):
+        x, y = normal(n, 3), normal(m)
         p, c = session.run(None, {"x": x, "y": y})
         np.testing.assert_allclose(p, x * n, rtol=1e-6)
-        np.testing.assert_array_equal(c, np.concatenate([x, y]))
+        np.testing.assert_array_equal(c, np.concatenate([x, np.repeat(y[None], n, 0)], axis=1))
+
+
+def test_a_variable_of_a_dimension_expression_is_computed_as_jaxports_plan_computes_it() -> None:
+    n, = jaxport.symbolic_shape("n")
+    record = jaxport.export(jax.jit(lambda x: jnp.zeros(((x.shape[0] - 1) // 2, 2)) + x.max()))(
+        spec((2 * n + 1, 3))).record
+    text = StableHloSerializer.to_text(record.mlir_module_serialized)
+    text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
+    text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
+    model = translate(with_module(record, text), input_names=["x"], output_names=["y"])
+    assert [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim] == ["2*n + 1", ""]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for rows in (3, 9):
+        x = normal(rows, 3)
+        (y,) = session.run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.full(((rows - 1) // 2, 2), x.max(), np.float32))
 
 
 def test_the_model_carries_opset_ir_version_producer_and_metadata() -> None:
@@ -292,3 +324,20 @@ def test_names_of_the_callers_are_never_taken_by_the_graphs_own_values() -> None
     np.testing.assert_array_equal(same, x)
     with pytest.raises(ConversionError, match="are not all different"):
         translate(record, input_names=["x"], output_names=["y", "x"])
+
+
+def test_sharding_constraints_of_a_module_for_one_device_are_their_value() -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:1]), ("x",)), PartitionSpec("x"))
+    model = assert_same(lambda x: lax.with_sharding_constraint(x * 2, sharding) + 1, [spec((4,))], [normal(4)])
+    assert ops(model) <= {"Mul", "Add", "Identity", "Unsqueeze", "Expand"}
+
+
+def test_a_module_for_several_devices_is_refused() -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:2]), ("x",)), PartitionSpec("x"))
+    exp = jaxport.export(jax.jit(lambda x: x * 2, in_shardings=sharding))(spec((4,)))
+    with pytest.raises(ConversionError, match="its module is for 2 devices; ONNX runs one"):
+        translate(exp.record, input_names=["x"], output_names=["y"])

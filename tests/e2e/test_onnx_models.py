@@ -40,9 +40,16 @@ def _load(tmp: Path, saved: tuple[Path, Any]) -> Model:
 
 
 @pytest.fixture(scope="module")
-def mlp(tmp_path_factory: pytest.TempPathFactory) -> Model:
+def mlp_functions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Model]:
     tmp = tmp_path_factory.mktemp("mlp")
-    return _load(tmp, models.save_mlp(tmp / "bundle"))
+    path, params = models.save_mlp(tmp / "bundle")
+    converted = convert(path, tmp / "onnx")
+    return {name: (c, OnnxRuntimeModel(c.path, allowed=[WEIGHTS]), params) for name, c in converted.items()}
+
+
+@pytest.fixture(scope="module")
+def mlp(mlp_functions: dict[str, Model]) -> Model:
+    return mlp_functions["predict"]
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +78,15 @@ def _check(model: Model, function: Callable[..., Any], args: list[np.ndarray]) -
 def test_an_mlp_with_a_symbolic_batch_equals_jax(mlp: Model, b: int) -> None:
     x = np.random.default_rng(b).normal(size=(b, 16)).astype(np.float32)
     _check(mlp, models.mlp, [x])
+
+
+@pytest.mark.parametrize("b", [1, 6])
+def test_the_bundles_loss_function_shares_the_weights_file_and_equals_jax(mlp_functions: dict[str, Model],
+                                                                          b: int) -> None:
+    rng = np.random.default_rng(b)
+    x, labels = rng.normal(size=(b, 16)).astype(np.float32), rng.integers(0, 5, size=b).astype(np.int32)
+    _check(mlp_functions["loss"], models.mlp_loss, [x, labels])
+    assert {c.path.parent for c, _, _ in mlp_functions.values()} == {mlp_functions["loss"][0].path.parent}
 
 
 @pytest.mark.parametrize(("b", "t"), [(1, 1), (2, 7), (3, 40)])

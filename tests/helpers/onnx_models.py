@@ -42,6 +42,11 @@ def mlp(params: dict[str, Any], x: jax.Array) -> jax.Array:
     return x
 
 
+def mlp_loss(params: dict[str, Any], x: jax.Array, labels: jax.Array) -> jax.Array:
+    """The mean cross-entropy of :func:`mlp` for integer labels."""
+    return -(jax.nn.one_hot(labels, 5) * mlp(params, x)).sum(-1).mean()
+
+
 def _layer_norm(x: jax.Array, p: dict[str, Any]) -> Any:
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
@@ -104,8 +109,10 @@ def stats(x: jax.Array, y: jax.Array) -> dict[str, Any]:
 def save_mlp(path: Path) -> tuple[Path, dict[str, Any]]:
     params = mlp_params()
     b, = jaxport.symbolic_shape("b")
-    exp = jaxport.export(jax.jit(mlp))(specs(params), jax.ShapeDtypeStruct((b, 16), jnp.float32))
-    jaxport.save_bundle(path, {"predict": exp}, params)
+    x = jax.ShapeDtypeStruct((b, 16), jnp.float32)
+    exp = jaxport.export(jax.jit(mlp))(specs(params), x)
+    loss = jaxport.export(jax.jit(mlp_loss))(specs(params), x, jax.ShapeDtypeStruct((b,), jnp.int32))
+    jaxport.save_bundle(path, {"predict": exp, "loss": loss}, params)
     return path, params
 
 
