@@ -34,7 +34,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .onnx_builder import GraphBuilder, int_list, narrow_float, round_to, tensor_dtype
+from .onnx_builder import NARROW_FLOATS, GraphBuilder, int_list, narrow_float, round_to, tensor_dtype
 from .onnx_ops_elementwise import Translation
 from .onnx_ops_linalg import TABLE as _LINALG
 from .onnx_ops_window import splat_value, wide_dtype
@@ -261,6 +261,33 @@ def _popcnt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [b.cast(total, dtype)]
 
 
+def _count_leading_zeros(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    bits = dtype.itemsize * 8
+    unsigned = _unsigned(dtype)
+    x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
+    length = None  # the bit length: how many shifts leave something
+    for k in range(bits):
+        shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
+        some = b.cast(b.one("Not", [b.one("Equal", [shifted, b.scalar(0, unsigned)])]), _I64)
+        length = some if length is None else b.one("Add", [length, some])
+    assert length is not None
+    return [b.cast(b.one("Sub", [b.scalar(bits, _I64), length]), dtype)]
+
+
+def _reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    exponent = ir.IntegerAttr(op.attributes["exponent_bits"]).value
+    mantissa = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
+    element = str(ir.RankedTensorType(op.operands[0].type).element_type)
+    own = {"f32": (8, 23), "f64": (11, 52), "f16": (5, 10), "bf16": (8, 7)}.get(element)
+    if own is not None and (exponent, mantissa) == own:
+        return [args[0]]
+    if element in ("f32", "f16", "bf16") and (exponent, mantissa) in ((8, 7), (5, 10)):
+        return [round_to(b, args[0], NARROW_FLOATS["bf16" if exponent == 8 else "f16"])]
+    b.refuse(f"reduce_precision to {exponent} exponent and {mantissa} mantissa bits other than a float16, "
+             f"bfloat16 or the operand's own")
+
+
 def _not(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [b.one("Not" if tensor_dtype(op.results[0]) == _BOOL else "BitwiseNot", args)]
 
@@ -356,7 +383,7 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
     if directions[1:] != ["NE", "EQ", "LT"] or directions[0] not in ("GT", "LT"):
         return None
     index = op.operands[1].owner
-    if (not isinstance(index, (ir.Operation, ir.OpView)) or index.name != "stablehlo.iota"
+    if (not isinstance(index, (ir.Operation, ir.OpView)) or index.name not in ("stablehlo.iota", "stablehlo.dynamic_iota")
             or ir.IntegerAttr(index.attributes["iota_dimension"]).value != axis or splat_value(op.operands[3]) != 0):
         return None
     dtype = tensor_dtype(op.operands[0])
@@ -407,6 +434,8 @@ TABLE: dict[str, Translation] = {
     "stablehlo.shift_right_logical": _shift("logical"),
     "stablehlo.shift_right_arithmetic": _shift("arithmetic"),
     "stablehlo.popcnt": _popcnt,
+    "stablehlo.count_leading_zeros": _count_leading_zeros,
+    "stablehlo.reduce_precision": _reduce_precision,
     "stablehlo.compare": _compare,
     "stablehlo.convert": _convert,
     "stablehlo.reduce": _reduce,

@@ -190,6 +190,11 @@ CASES: list[Case] = [
                                              lax.population_count(x)),
          [spec((6,), I32), spec((6,), I32)], [[np.array([-8, 7, -1, 123456, 5, -2147483648], I32),
                                                np.array([1, 31, 32, 40, -1, 3], I32)]]),
+    Case("count leading zeros, reduce_precision", lambda x, u, f: (lax.clz(x), lax.clz(u), lax.reduce_precision(
+        f, 8, 7), lax.reduce_precision(f, 5, 10), lax.reduce_precision(f, 8, 23)),
+         [spec((5,), I32), spec((3,), np.uint8), spec((4,))],
+         [[np.array([0, 1, -1, 65536, 2147483647], I32), np.array([0, 1, 200], np.uint8),
+           np.array([1.00390625, 70000.0, 1e-6, 3.14159], F32)]]),
     Case("uint8 bitwise and bools", lambda x, y, p, q: (x & y, lax.shift_right_arithmetic(x, y), ~x,
                                                          lax.population_count(x), p & q, p | q, p ^ q, ~p),
          [spec((4,), np.uint8), spec((4,), np.uint8), spec((4,), np.bool_), spec((4,), np.bool_)],
@@ -214,6 +219,8 @@ CASES: list[Case] = [
          [spec((3, 4)), spec((3, 4), I32)],
          [[np.array([[1, 5, 5, 2], [np.nan, 1, np.nan, 0], [0, 0, 0, 0]], F32),
            np.array([[1, 5, 5, 2], [3, -1, 7, -1], [0, 9, 0, 0]], I32)]]),
+    Case("argmax symbolic", lambda x: (jnp.argmax(x, axis=1), jnp.argmin(x, axis=0)), [spec((b, 7))],
+         [[normal(3, 7)], [normal(1, 7)]]),
     Case("reduce and or", lambda p: (jnp.all(p, axis=0), jnp.any(p, axis=1)), [spec((b, 3), np.bool_)],
          [[np.array([[1, 0, 1], [1, 1, 0]], bool)]]),
     # sort, top_k: NaN and signed zeros in total order, ties stable
