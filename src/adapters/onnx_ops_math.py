@@ -17,7 +17,9 @@ edges, the translation spells out what XLA computes:
 - ``log_plus_one``, ``exponential_minus_one`` keep their accuracy near 0
   (Goldberg's and Kahan's formulations), ``atan2`` follows C's special cases
   (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
-  from zero, ``sign`` keeps NaN and signed zeros;
+  from zero, ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
+  ``clamp`` of booleans and narrow integers compute in a type ONNX Runtime
+  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do);
 - the argmax/argmin ``reduce`` JAX emits (values and an iota, the body
   picking NaN first and the lowest index on ties) is ``ArgMax``/``ArgMin``.
 
@@ -188,11 +190,8 @@ def _sign(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def _clamp(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     (low, x, high), wide = _widened(b, args, dtype)
-    clamped = b.one("Min", [b.one("Max", [x, low]), high])
-    if dtype.kind == "f":  # NaN propagates from any operand, as XLA's max/min do
-        nan = b.one("Or", [b.one("Or", [b.one("IsNaN", [low]), b.one("IsNaN", [x])]), b.one("IsNaN", [high])])
-        clamped = b.one("Where", [nan, b.scalar(np.nan, wide), clamped])
-    return [_back(b, clamped, wide, dtype)]
+    # ONNX Runtime's Max and Min propagate NaN, as XLA's do (the corpus tests it)
+    return [_back(b, b.one("Min", [b.one("Max", [x, low]), high]), wide, dtype)]
 
 
 def _min_max(op_type: str) -> Translation:
@@ -200,12 +199,8 @@ def _min_max(op_type: str) -> Translation:
         dtype = tensor_dtype(op.results[0])
         if dtype == _BOOL:
             return [b.one("Or" if op_type == "Max" else "And", args)]
-        (x, y), wide = _widened(b, args, dtype)
-        result = b.one(op_type, [x, y])
-        if dtype.kind == "f":  # NaN propagates, as XLA's
-            nan = b.one("Or", [b.one("IsNaN", [x]), b.one("IsNaN", [y])])
-            result = b.one("Where", [nan, b.scalar(np.nan, wide), result])
-        return [_back(b, result, wide, dtype)]
+        (x, y), wide = _widened(b, args, dtype)  # ONNX Runtime's Max and Min propagate NaN, as XLA's
+        return [_back(b, b.one(op_type, [x, y]), wide, dtype)]
     return translate
 
 

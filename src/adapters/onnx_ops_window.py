@@ -174,7 +174,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     cumulative = _cumulative_axis(shape, window, strides, dilations, base, padding)
     if cumulative is not None:
         result = _scan(b, x, shape, wide, kind, *cumulative)
-        return [_finish(b, result if identity else combine(b, kind, result, init, wide), wide, dtype)]
+        return [_finish(b, result if identity else b.one(kind, [result, init]), wide, dtype)]
     x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
     padded = [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
               for s, d, (lo, hi) in zip(shape, base, padding)]
@@ -189,7 +189,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
             b.refuse("a reduce_window of integers or booleans over dynamic dimensions")
         result = _sliced(b, x, padded, window, strides, dilations, kind, wide)
     if not identity:
-        result = combine(b, kind, result, init, wide)
+        result = b.one(kind, [result, init])
     return [_finish(b, result, wide, dtype)]
 
 
@@ -231,7 +231,7 @@ def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[A
         shifted = b.one("Pad", [x, b.int64s(pads), neutral], mode="constant")
         start, end = (step, step + n) if reverse else (0, n)
         shifted = b.one("Slice", [shifted, b.int64s([start]), b.int64s([end]), b.int64s([axis])])
-        x = combine(b, kind, x, shifted, wide)
+        x = b.one(kind, [x, shifted])
         step *= 2
     return x
 
@@ -265,15 +265,6 @@ def from_pool_layout(b: GraphBuilder, y: str, rank: int, wins: Sequence[int], pe
     return b.one("Transpose", [y], perm=inverse) if inverse != list(range(rank)) else y
 
 
-def combine(b: GraphBuilder, kind: str, x: str, y: str, wide: np.dtype[Any]) -> str:
-    """``kind`` of x and y; a float max or min propagates NaN, as StableHLO's (ONNX Runtime's may not)."""
-    combined = b.one(kind, [x, y])
-    if wide.kind != "f" or kind not in ("Max", "Min"):
-        return combined
-    nan = b.one("Or", [b.one("IsNaN", [x]), b.one("IsNaN", [y])])
-    return b.one("Where", [nan, b.one("Add", [x, y]), combined])
-
-
 def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
             strides: list[int], dilations: list[int], wide: np.dtype[Any]) -> str:
     pooled_in, perm, moved_shape = to_pool_layout(b, x, rank, wins)
@@ -305,7 +296,7 @@ def _sliced(b: GraphBuilder, x: str, padded: Sequence[int | None], window: Seque
         starts = [o * d for o, d in zip(offset, dilations)]
         ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, strides)]
         part = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))), b.int64s(strides)])
-        result = part if result is None else combine(b, kind, result, part, wide)
+        result = part if result is None else b.one(kind, [result, part])
     assert result is not None
     return result
 
