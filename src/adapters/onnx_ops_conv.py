@@ -11,8 +11,8 @@ window reversal is a reversed kernel. Feature groups are ``Conv``'s
 fold the batch groups into the features first, as StableHLO's definition
 (split the batch, convolve each part with its share of the output
 features, concatenate) amounts to. ONNX Runtime's CPU ``Conv`` computes in
-float32: float16 operands are cast around it; integer and float64
-convolutions are refused.
+float32 (float16 and bfloat16 are float32 inside the graph); integer and
+float64 convolutions are refused.
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ _INT64_MIN = np.iinfo(np.int64).min
 
 
 def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float16)) or any(
-            tensor_dtype(v) != dtype for v in op.operands):
-        b.refuse(f"ONNX Runtime convolves float32 (and float16 here, in float32), not {dtype}")
+    dtype = tensor_dtype(op.results[0])  # float16 and bfloat16 are float32 inside
+    if dtype != _F32 or any(tensor_dtype(v) != dtype for v in op.operands):
+        b.refuse(f"ONNX Runtime convolves floating-point numbers in float32 (float16, bfloat16 too), not {dtype}")
     numbers = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
     spatial_in = list(numbers.input_spatial_dimensions)
     n = len(spatial_in)
@@ -51,8 +50,6 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if groups > 1 and batch_groups > 1:
         b.refuse("a convolution with both feature and batch groups")
     lhs, rhs = args
-    if dtype != _F32:
-        lhs, rhs = b.cast(lhs, _F32), b.cast(rhs, _F32)
     lhs_perm = [int(numbers.input_batch_dimension), int(numbers.input_feature_dimension), *spatial_in]
     lhs_shape = tensor_shape(op.operands[0])
     lhs = _transposed(b, lhs, lhs_perm)
@@ -73,7 +70,7 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     out = [int(numbers.output_batch_dimension), int(numbers.output_feature_dimension),
            *numbers.output_spatial_dimensions]
     result = _transposed(b, result, [out.index(d) for d in range(n + 2)])
-    return [result if dtype == _F32 else b.cast(result, dtype)]
+    return [result]
 
 
 def _transposed(b: GraphBuilder, x: str, perm: list[int]) -> str:
