@@ -60,6 +60,35 @@ def narrow_float(value: Any) -> int | None:
     return NARROW_FLOATS.get(str(ir.RankedTensorType(value.type).element_type))
 
 
+def bfloat16_values(attr: Any) -> np.ndarray:
+    """The elements of a bfloat16 dense attribute as float32, flat (NumPy's buffer protocol has no bfloat16).
+
+    MLIR prints them as a hex blob of little-endian bits, or as numbers
+    (hex bits for NaN and the infinities).
+
+    Raises:
+        ValueError: a form not read here.
+    """
+    body = str(attr)
+    blob = re.match(r'dense<"0x([0-9A-Fa-f]*)">', body)
+    if blob:
+        bits = np.frombuffer(bytes.fromhex(blob.group(1)), dtype="<u2")
+    else:
+        inner = re.match(r"dense<(.*)>\s*:", body, re.S)
+        if inner is None:
+            raise ValueError(f"unread bfloat16 constant {body[:80]}")
+        tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", inner.group(1))
+        bits = np.array([int(t, 16) if t.startswith("0x") else _bfloat16_bits(float(t)) for t in tokens],
+                        dtype=np.uint16)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _bfloat16_bits(value: float) -> int:
+    """The bits of ``value`` rounded to bfloat16 (to nearest, ties to even)."""
+    word = int(np.array(value, np.float32).view(np.uint32))
+    return ((word + 0x7FFF + ((word >> 16) & 1)) >> 16) & 0xFFFF
+
+
 def round_to(b: GraphBuilder, name: str, storage: int) -> str:
     """A float32 ``name`` rounded to float16 or bfloat16 (``storage``) and back, as a conversion rounds."""
     return b.one("Cast", [b.one("Cast", [name], to=storage)], to=TensorProto.FLOAT)

@@ -258,7 +258,9 @@ CASES: list[Case] = [
     # bfloat16 and float16: float32 inside, rounded where converted and at the outputs
     Case("bfloat16 arithmetic and conversions", lambda x, y: (
         x * y + 1, jnp.exp(x), (x.astype(jnp.float32) * 3.3).astype(jnp.bfloat16), x.astype(jnp.int32),
-        jnp.arange(300).astype(jnp.bfloat16), x.astype(jnp.float16), jnp.maximum(x, y), jnp.sort(y)),
+        jnp.arange(300).astype(jnp.bfloat16), x.astype(jnp.float16), jnp.maximum(x, y), jnp.sort(y),
+        x * jnp.array([1.5, -jnp.inf, jnp.nan, 0.1], jnp.bfloat16),
+        jnp.asarray(np.linspace(-3, 3, 200), jnp.bfloat16) * x[:1, :1]),
          [spec((b, 4), jnp.bfloat16), spec((b, 4), jnp.bfloat16)],
          [[normal(3, 4).astype(jnp.bfloat16) * 5, normal(3, 4).astype(jnp.bfloat16)]]),
     Case("float16 arithmetic and conversions", lambda x, i: (
