@@ -204,72 +204,6 @@ def _min_max(op_type: str) -> Translation:
     return translate
 
 
-def _bitwise(bool_op: str, int_op: str) -> Translation:
-    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-        dtype = tensor_dtype(op.results[0])
-        return [b.one(bool_op if dtype == _BOOL else int_op, args)]
-    return translate
-
-
-def _unsigned(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    return np.dtype(f"uint{dtype.itemsize * 8}")
-
-
-def _signed(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    return np.dtype(f"int{dtype.itemsize * 8}")
-
-
-def _shift(direction: str) -> Translation:
-    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-        dtype = tensor_dtype(op.results[0])
-        if dtype.kind not in "iu":
-            b.refuse("shifts of integers only")
-        bits = dtype.itemsize * 8
-        unsigned = _unsigned(dtype)
-        x, amount = (a if dtype == unsigned else b.cast(a, unsigned) for a in args)
-        beyond = b.one("GreaterOrEqual", [amount, b.scalar(bits, unsigned)])
-        amount = b.one("Min", [amount, b.scalar(bits - 1, unsigned)]) if direction == "arithmetic" else b.one(
-            "Where", [beyond, b.scalar(0, unsigned), amount])
-        if direction == "arithmetic":
-            negative = b.one("Less", [b.cast(x, _signed(dtype)), b.scalar(0, _signed(dtype))])
-            shifted = b.one("Where", [negative, b.one("BitwiseNot", [b.one("BitShift", [b.one("BitwiseNot", [x]), amount],
-                                                                          direction="RIGHT")]),
-                                      b.one("BitShift", [x, amount], direction="RIGHT")])
-        else:
-            shifted = b.one("BitShift", [x, amount], direction="LEFT" if direction == "left" else "RIGHT")
-            shifted = b.one("Where", [beyond, b.scalar(0, unsigned), shifted])
-        return [shifted if dtype == unsigned else b.cast(shifted, dtype)]
-    return translate
-
-
-def _popcnt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    unsigned = _unsigned(dtype)
-    x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
-    one = b.scalar(1, unsigned)
-    total = None
-    for k in range(dtype.itemsize * 8):
-        shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
-        bit = b.cast(b.one("BitwiseAnd", [shifted, one]), _I64)
-        total = bit if total is None else b.one("Add", [total, bit])
-    assert total is not None
-    return [b.cast(total, dtype)]
-
-
-def _count_leading_zeros(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    bits = dtype.itemsize * 8
-    unsigned = _unsigned(dtype)
-    x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
-    length = None  # the bit length: how many shifts leave something
-    for k in range(bits):
-        shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
-        some = b.cast(b.one("Not", [b.one("Equal", [shifted, b.scalar(0, unsigned)])]), _I64)
-        length = some if length is None else b.one("Add", [length, some])
-    assert length is not None
-    return [b.cast(b.one("Sub", [b.scalar(bits, _I64), length]), dtype)]
-
-
 def _reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     exponent = ir.IntegerAttr(op.attributes["exponent_bits"]).value
     mantissa = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
@@ -281,10 +215,6 @@ def _reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
         return [round_to(b, args[0], NARROW_FLOATS["bf16" if exponent == 8 else "f16"])]
     b.refuse(f"reduce_precision to {exponent} exponent and {mantissa} mantissa bits other than a float16, "
              f"bfloat16 or the operand's own")
-
-
-def _not(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Not" if tensor_dtype(op.results[0]) == _BOOL else "BitwiseNot", args)]
 
 
 _ORDERED = {"LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual"}
@@ -378,7 +308,8 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
     if directions[1:] != ["NE", "EQ", "LT"] or directions[0] not in ("GT", "LT"):
         return None
     index = op.operands[1].owner
-    if (not isinstance(index, (ir.Operation, ir.OpView)) or index.name not in ("stablehlo.iota", "stablehlo.dynamic_iota")
+    iotas = ("stablehlo.iota", "stablehlo.dynamic_iota")
+    if (not isinstance(index, (ir.Operation, ir.OpView)) or index.name not in iotas
             or ir.IntegerAttr(index.attributes["iota_dimension"]).value != axis or splat_value(op.operands[3]) != 0):
         return None
     dtype = tensor_dtype(op.operands[0])
@@ -421,15 +352,6 @@ TABLE: dict[str, Translation] = {
     "stablehlo.clamp": _clamp,
     "stablehlo.maximum": _min_max("Max"),
     "stablehlo.minimum": _min_max("Min"),
-    "stablehlo.and": _bitwise("And", "BitwiseAnd"),
-    "stablehlo.or": _bitwise("Or", "BitwiseOr"),
-    "stablehlo.xor": _bitwise("Xor", "BitwiseXor"),
-    "stablehlo.not": _not,
-    "stablehlo.shift_left": _shift("left"),
-    "stablehlo.shift_right_logical": _shift("logical"),
-    "stablehlo.shift_right_arithmetic": _shift("arithmetic"),
-    "stablehlo.popcnt": _popcnt,
-    "stablehlo.count_leading_zeros": _count_leading_zeros,
     "stablehlo.reduce_precision": _reduce_precision,
     "stablehlo.compare": _compare,
     "stablehlo.convert": _convert,

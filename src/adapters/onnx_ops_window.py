@@ -1,22 +1,16 @@
-"""ONNX translations of ``pad``, ``reverse``, ``reduce_window`` and ``select_and_scatter``.
+"""ONNX translations of ``pad``, ``reverse`` and ``select_and_scatter``; what the window operations share.
 
 ``pad`` is a ``Pad`` for the positive edges, a ``Slice`` for the negative
 ones, and per dimension with interior padding an ``Unsqueeze``, a ``Pad``
 of the new dimension and a ``Reshape`` merging it back (the elements
-interleaved with padding). ``reduce_window`` pads the same way with its
-init value (base dilation is interior padding), then reduces each window:
-with ``MaxPool``/``AveragePool`` over the window dimensions moved last (a
-floating-point max, min or sum over at most three window dimensions), or
-else, for static shapes, by combining one strided ``Slice`` per window
-position (any dtype, exact for integers). ``select_and_scatter`` (the
-gradient of a max or min pool) selects with ``MaxPool``'s indices (the first
-maximum of each window, as StableHLO's ``GE`` selector keeps it) and adds
-the source there with ``ScatterElements``.
+interleaved with padding). ``select_and_scatter`` (the gradient of a max
+or min pool) selects with ``MaxPool``'s indices (the first maximum of each
+window, as StableHLO's ``GE`` selector keeps it) and adds the source there
+with ``ScatterElements``. ``reduce_window`` is :mod:`.onnx_ops_pool`'s.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,8 +28,6 @@ _WIDER = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32, np.dtype(np
           np.dtype(np.float16): np.float32}
 _REDUCERS = {"stablehlo.add": "Add", "stablehlo.maximum": "Max", "stablehlo.minimum": "Min",
              "stablehlo.multiply": "Mul", "stablehlo.and": "And", "stablehlo.or": "Or"}
-#: Slices combined per window at most, on the path without pools.
-_MAX_WINDOW = 64
 
 
 def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
@@ -126,7 +118,11 @@ def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 def reducer(op: Any, region: int = 0) -> str | None:
     """The ONNX operator of a two-argument body ``op.regions[region]`` that is one of :data:`_REDUCERS`."""
-    block = op.regions[region].blocks[0]
+    return block_reducer(op.regions[region].blocks[0])
+
+
+def block_reducer(block: Any) -> str | None:
+    """The ONNX operator of a two-argument block that returns one of :data:`_REDUCERS` of its arguments."""
     body = list(block.operations)
     if len(body) != 2 or len(block.arguments) != 2:
         return None
@@ -139,7 +135,7 @@ def reducer(op: Any, region: int = 0) -> str | None:
 _IDENTITIES: dict[str, Any] = {"Add": 0, "Mul": 1, "And": True, "Or": False}
 
 
-def _is_identity(kind: str, init: Any) -> bool:
+def is_identity(kind: str, init: Any) -> bool:
     value = splat_value(init)
     if value is None:
         return False
@@ -148,101 +144,6 @@ def _is_identity(kind: str, init: Any) -> bool:
     if kind == "Min":
         return bool(value == np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).max))
     return bool(value == _IDENTITIES[kind])
-
-
-def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    if len(op.operands) != 2:
-        b.refuse("a variadic reduce_window (several operands) has no ONNX translation here")
-    kind = reducer(op)
-    if kind is None:
-        b.refuse("a reduce_window body other than one add, max, min, multiply, and, or")
-    shape = tensor_shape(op.operands[0])
-    rank = len(shape)
-    window = int_list(op.attributes["window_dimensions"])
-    strides = ints_or(op, "window_strides", rank, 1)
-    dilations = ints_or(op, "window_dilations", rank, 1)
-    base = ints_or(op, "base_dilations", rank, 1)
-    padding = padding_pairs(op, "padding", rank)
-    dtype = tensor_dtype(op.results[0])
-    wide = wide_dtype(dtype)
-    x, init = args[0], args[1]
-    if wide != dtype:
-        x, init = b.cast(x, wide), b.cast(init, wide)
-        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)  # booleans as int32
-    identity = _is_identity(kind, op.operands[1]) or (dtype == np.dtype(np.bool_) and splat_value(
-        op.operands[1]) == (kind == "Min"))
-    cumulative = _cumulative_axis(shape, window, strides, dilations, base, padding)
-    if cumulative is not None:
-        result = _scan(b, x, shape, wide, kind, *cumulative)
-        return [_finish(b, result if identity else b.one(kind, [result, init]), wide, dtype)]
-    x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
-    padded = [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
-              for s, d, (lo, hi) in zip(shape, base, padding)]
-    wins = [a for a in range(rank) if window[a] > 1 or strides[a] > 1 or dilations[a] > 1]
-    if not wins:
-        result = x
-    elif wide.kind == "f" and kind in ("Max", "Min", "Add") and len(wins) <= 3:
-        result = _pooled(b, x, rank, wins, kind, [window[a] for a in wins], [strides[a] for a in wins],
-                         [dilations[a] for a in wins], wide)
-    else:
-        if None in padded:
-            b.refuse("a reduce_window of integers or booleans over dynamic dimensions")
-        result = _sliced(b, x, padded, window, strides, dilations, kind, wide)
-    if not identity:
-        result = b.one(kind, [result, init])
-    return [_finish(b, result, wide, dtype)]
-
-
-def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
-    if dtype == np.dtype(np.bool_):
-        return b.one("Not", [b.one("Equal", [result, b.scalar(0, wide)])])
-    return result if wide == dtype else b.cast(result, dtype)
-
-
-def _cumulative_axis(shape: Sequence[int | None], window: Sequence[int], strides: Sequence[int],
-                     dilations: Sequence[int], base: Sequence[int],
-                     padding: Sequence[tuple[int, int]]) -> tuple[int, bool] | None:
-    """The axis and direction of a cumulative reduction (what ``jnp.cumsum`` and the like lower to), else None."""
-    axes = [a for a in range(len(shape)) if window[a] > 1]
-    if len(axes) != 1 or any(v != 1 for v in (*strides, *dilations, *base)):
-        return None
-    a = axes[0]
-    n = shape[a]
-    if n is None or window[a] != n or any(p != (0, 0) for i, p in enumerate(padding) if i != a):
-        return None
-    if padding[a] not in ((n - 1, 0), (0, n - 1)):
-        return None
-    return a, padding[a] == (0, n - 1)
-
-
-def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[Any], kind: str, axis: int,
-          reverse: bool) -> str:
-    """The inclusive prefix reduction of ``x`` along ``axis``: ``CumSum``, or log2(n) doubling steps."""
-    if kind == "Add" and wide in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32),
-                                  np.dtype(np.float64)):
-        return b.one("CumSum", [x, b.scalar(axis, np.dtype(np.int64))], reverse=int(reverse))
-    n = int(shape[axis] or 0)
-    rank = len(shape)
-    neutral = b.scalar(_neutral(kind, wide), wide)
-    step = 1
-    while step < n:
-        pads = [0] * (2 * rank)
-        pads[axis + (rank if reverse else 0)] = step
-        shifted = b.one("Pad", [x, b.int64s(pads), neutral], mode="constant")
-        start, end = (step, step + n) if reverse else (0, n)
-        shifted = b.one("Slice", [shifted, b.int64s([start]), b.int64s([end]), b.int64s([axis])])
-        x = b.one(kind, [x, shifted])
-        step *= 2
-    return x
-
-
-def _neutral(kind: str, dtype: np.dtype[Any]) -> Any:
-    if kind in ("Add", "Mul"):
-        return 0 if kind == "Add" else 1
-    if dtype.kind == "f":
-        return -np.inf if kind == "Max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if kind == "Max" else info.max
 
 
 def to_pool_layout(b: GraphBuilder, x: str, rank: int, wins: Sequence[int]) -> tuple[str, list[int], str]:
@@ -263,42 +164,6 @@ def from_pool_layout(b: GraphBuilder, y: str, rank: int, wins: Sequence[int], pe
     y = b.one("Reshape", [y, b.one("Concat", [lead, out_spatial], axis=0)], allowzero=1)
     inverse = [perm.index(a) for a in range(rank)]
     return b.one("Transpose", [y], perm=inverse) if inverse != list(range(rank)) else y
-
-
-def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
-            strides: list[int], dilations: list[int], wide: np.dtype[Any]) -> str:
-    pooled_in, perm, moved_shape = to_pool_layout(b, x, rank, wins)
-    if kind == "Add":
-        y = b.one("AveragePool", [pooled_in], kernel_shape=kernel, strides=strides, dilations=dilations)
-        y = b.one("Mul", [y, b.scalar(int(np.prod(kernel)), wide)])
-    elif kind == "Max":
-        y = b.one("MaxPool", [pooled_in], kernel_shape=kernel, strides=strides, dilations=dilations)
-    else:
-        y = b.one("Neg", [b.one("MaxPool", [b.one("Neg", [pooled_in])], kernel_shape=kernel, strides=strides,
-                                dilations=dilations)])
-    if kind in ("Max", "Min"):  # MaxPool skips NaN, StableHLO's max propagates it
-        nan = b.one("MaxPool", [b.cast(b.one("IsNaN", [pooled_in]), wide)], kernel_shape=kernel, strides=strides,
-                    dilations=dilations)
-        y = b.one("Where", [b.cast(nan, np.dtype(np.bool_)), b.scalar(np.nan, wide), y])
-    return from_pool_layout(b, y, rank, wins, perm, moved_shape)
-
-
-def _sliced(b: GraphBuilder, x: str, padded: Sequence[int | None], window: Sequence[int],
-            strides: Sequence[int], dilations: Sequence[int], kind: str, wide: np.dtype[Any]) -> str:
-    rank = len(padded)
-    sizes = [int(p or 0) for p in padded]
-    counts = [max(0, (s - ((w - 1) * d + 1)) // st + 1) if s >= (w - 1) * d + 1 else 0
-              for s, w, d, st in zip(sizes, window, dilations, strides)]
-    if int(np.prod(window)) > _MAX_WINDOW:
-        b.refuse(f"a reduce_window of more than {_MAX_WINDOW} elements per window outside ONNX's pools")
-    result = None
-    for offset in itertools.product(*(range(w) for w in window)):
-        starts = [o * d for o, d in zip(offset, dilations)]
-        ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, strides)]
-        part = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))), b.int64s(strides)])
-        result = part if result is None else b.one(kind, [result, part])
-    assert result is not None
-    return result
 
 
 def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -350,7 +215,7 @@ def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
         result = b.one("Slice", [result, b.int64s([padding[a][0] for a in cut]),
                                  b.int64s([-padding[a][1] if padding[a][1] else np.iinfo(np.int64).max
                                            for a in cut]), b.int64s(cut)])
-    if not _is_identity("Add", op.operands[2]):
+    if not is_identity("Add", op.operands[2]):
         result = b.one("Add", [result, init])
     return [result if wide == dtype else b.cast(result, dtype)]
 
@@ -358,6 +223,5 @@ def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
 TABLE: dict[str, Translation] = {
     "stablehlo.pad": _pad,
     "stablehlo.reverse": _reverse,
-    "stablehlo.reduce_window": _reduce_window,
     "stablehlo.select_and_scatter": _select_and_scatter,
 }

@@ -38,7 +38,8 @@ except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("ONNX Runtime (onnxruntime, onnx)", "onnx-runtime", exc) from exc
 
 #: The metadata entries of a model naming its bfloat16 inputs and outputs (float32 in the graph);
-#: the same as :data:`.onnx_translate.BFLOAT16_INPUTS` and ``BFLOAT16_OUTPUTS`` (not imported: that module needs jaxlib).
+#: the same as :data:`.onnx_translate.BFLOAT16_INPUTS` and ``BFLOAT16_OUTPUTS`` (not imported: that one
+#: needs jaxlib).
 BFLOAT16_PORTS = ("jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs")
 
 #: ``optimization`` names -> ONNX Runtime's graph optimization levels.

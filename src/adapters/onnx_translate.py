@@ -41,7 +41,7 @@ from ..domain.symbolic import UnsolvableDimensionError
 from . import jaxlib_mlir
 from .onnx_builder import (TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, operation_name,
                            round_to)
-from .onnx_ops import COMPOSITES, TRANSLATIONS
+from .onnx_ops import COMPOSITES, CUSTOM_CALLS, TRANSLATIONS
 from .onnx_dims import dimension_variables
 from .safetensors_file import decode_header
 
@@ -257,7 +257,9 @@ class _Walker:
                 return []
             if target == "Sharding":  # a sharding constraint (GSPMD's): the value, on one device
                 return operands
-            b.refuse("custom calls other than shape_assertion have no ONNX translation")
+            translation = CUSTOM_CALLS.get(target)
+            if translation is None:
+                b.refuse("custom calls other than shape_assertion have no ONNX translation")
         if name == "stablehlo.case" and operands[0] in b.known:
             # The platform index of a module for several platforms: only the chosen branch runs.
             index = int(b.known[operands[0]])
@@ -268,7 +270,7 @@ class _Walker:
             translation = COMPOSITES.get(ir.StringAttr(op.attributes["name"]).value)
             if translation is None:  # its decomposition is what it computes
                 return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value, operands)
-        else:
+        elif name != "stablehlo.custom_call":
             translation = TRANSLATIONS.get(name)
         if translation is None:
             b.refuse()

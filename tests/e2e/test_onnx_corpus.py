@@ -28,7 +28,7 @@ from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from tests.helpers.onnx_corpus import Case, assert_close, expected, save, spec, to_onnx  # noqa: E402
 
-b, = jaxport.symbolic_shape("b")
+b, t = jaxport.symbolic_shape("b, t")
 rng = np.random.default_rng(0)
 F32, I32 = np.float32, np.int32
 
@@ -107,6 +107,13 @@ CASES: list[Case] = [
     Case("cumsum float", lambda x: jnp.cumsum(x, axis=1), [spec((b, 6))], [[normal(3, 6)], [normal(1, 6)]]),
     Case("cumsum int", lambda x: jnp.cumsum(x), [spec((7,), I32)], [[ints(-100, 100, 7)]]),
     Case("cummax", lambda x: lax.cummax(x, axis=0), [spec((6, 2))], [[normal(6, 2)]]),
+    Case("cumulative along symbolic dimensions (dynamic_reduce_window)", lambda m, x: (
+        jnp.cumsum(m, axis=1) - 1, lax.cummax(x, axis=0), jnp.cumsum(x, axis=1), lax.cumsum(m, axis=1, reverse=True)),
+         [spec((b, t), I32), spec((b, t))], [[ints(0, 2, 2, 5), normal(2, 5)], [ints(0, 2, 3, 1), normal(3, 1)]]),
+    Case("pools over symbolic spatial dimensions", lambda x: (
+        lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 3), (1, 2, 1), "SAME"),
+        lax.reduce_window(x, 0.0, lax.add, (1, 3, 2), (1, 1, 2), ((0, 0), (1, -1), (2, 0)))),
+         [spec((2, b, t))], [[normal(2, 5, 6)], [normal(2, 1, 2)], [normal(2, 4, 3)]]),
     Case("cumprod int", lambda x: lax.cumprod(x, axis=0), [spec((5,), I32)], [[ints(-4, 4, 5)]]),
     Case("long cumulative int8 max, int sum, reverse, bool any", lambda x, i, p: (
         lax.cummax(x, axis=1), jnp.cumsum(i), lax.cumsum(i, reverse=True), lax.cummin(x, axis=1, reverse=True),
@@ -273,8 +280,6 @@ CASES: list[Case] = [
          [spec((4,), np.uint32)], [], refused="stablehlo.bitcast_convert"),
     Case("complex numbers", lambda x: jnp.abs(lax.complex(x, x)), [spec((3,))], [], refused="stablehlo.complex"),
     Case("fft", lambda x: jnp.fft.rfft(x).real, [spec((8,))], [], refused="stablehlo.fft"),
-    Case("cumsum along a symbolic dimension (dynamic_reduce_window)", lambda x: jnp.cumsum(x), [spec((b,), I32)], [],
-         refused="stablehlo.custom_call @stablehlo.dynamic_reduce_window"),
     Case("cumlogsumexp (a reduce_window body of several operations)", lambda x: lax.cumlogsumexp(x), [spec((5,))],
          [], refused="stablehlo.reduce_window"),
     Case("two-key sort too long for its quadratic form", lambda x, y: lax.sort((x, y), num_keys=2),
@@ -303,7 +308,7 @@ def test_the_case_matches_jax_or_is_refused_by_name(case: Case, tmp_path: Path) 
 
 #: Every operation the corpus refuses (the closing note of the issue lists them).
 REFUSED = ["stablehlo.bitcast_convert", "stablehlo.complex", "stablehlo.convolution",
-           "stablehlo.custom_call @lapack_spotrf_ffi", "stablehlo.custom_call @stablehlo.dynamic_reduce_window",
+           "stablehlo.custom_call @lapack_spotrf_ffi",
            "stablehlo.fft", "stablehlo.reduce_window", "stablehlo.sort"]
 
 

@@ -106,7 +106,8 @@ def histogram(params: dict[str, Any], idx: jax.Array, v: jax.Array) -> jax.Array
 def save_histogram(path: Path) -> Saved:
     params = {"base": _normal(np.random.default_rng(4), 8)}
     b, = jaxport.symbolic_shape("b")
-    return _save(path, histogram, params, jax.ShapeDtypeStruct((b,), jnp.int32), jax.ShapeDtypeStruct((b,), jnp.float32))
+    return _save(path, histogram, params, jax.ShapeDtypeStruct((b,), jnp.int32),
+                 jax.ShapeDtypeStruct((b,), jnp.float32))
 
 
 def mlp(params: dict[str, Any], x: jax.Array) -> jax.Array:
