@@ -27,7 +27,7 @@ from onnx import TensorProto, helper
 from .onnx_builder import GraphBuilder, int_list, onnx_type, tensor_dtype, tensor_shape
 from .onnx_ops_elementwise import Translation
 from .onnx_ops_window import (block_reducer, from_pool_layout, ints_or, is_identity, pad_tensor,
-                              padding_pairs, reducer, splat_value, to_pool_layout, wide_dtype)
+                              padding_pairs, reducer, to_pool_layout, wide_dtype)
 
 #: Slices combined per window at most, on the path without pools.
 MAX_WINDOW = 64
@@ -52,8 +52,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if wide != dtype:
         x, init = b.cast(x, wide), b.cast(init, wide)
         kind = {"And": "Min", "Or": "Max"}.get(kind, kind)  # booleans as int32
-    identity = is_identity(kind, op.operands[1]) or (dtype == np.dtype(np.bool_) and splat_value(
-        op.operands[1]) == (kind == "Min"))
+    identity = is_identity(kind, op.operands[1])
     cumulative = _cumulative_axis(shape, window, strides, dilations, base, padding)
     if cumulative is not None:
         result = _scan(b, x, shape, wide, kind, *cumulative)
@@ -251,6 +250,17 @@ def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> lis
     extent = b.one("Add", [b.one("Mul", [b.one("Sub", [window, one]), dilations]), one])
     reach = b.one("Add", [b.one("Sub", [b.one("Shape", [padded]), extent]), strides])
     counts = b.one("Div", [b.one("Max", [reach, zeros]), strides])  # whole windows, 0 if none
+    result = _window_loop(b, padded, counts, (window, strides, dilations), kind, wide, rank)
+    if not is_identity(kind, op.operands[1]):
+        result = b.one(kind, [result, init])
+    return [_finish(b, result, wide, dtype)]
+
+
+def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilations: tuple[str, str, str],
+                 kind: str, wide: np.dtype[Any], rank: int) -> str:
+    """A ``Loop`` over the window's positions, each combining one strided ``Slice`` of ``padded``."""
+    window, strides, dilations = window_strides_dilations
+    zeros, one = b.int64s([0]), b.int64s([1])
     inner = [b.one("ReduceProd", [b.one("Slice", [window, b.int64s([d + 1]), b.int64s([rank])]), zeros], keepdims=1)
              for d in range(rank)]
     inner_sizes = inner[0] if rank == 1 else b.one("Concat", inner, axis=0)
@@ -271,12 +281,7 @@ def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> lis
          helper.make_tensor_value_info(acc, onnx_type(wide), [None] * rank)],
         [helper.make_tensor_value_info(loop.one("Identity", [condition]), TensorProto.BOOL, []),
          helper.make_tensor_value_info(loop.one("Identity", [combined]), onnx_type(wide), [None] * rank)])
-    result = b.one("Loop", [steps, "", start], body=body)
-    if not (is_identity(kind, op.operands[1]) or (dtype == np.dtype(np.bool_) and splat_value(
-            op.operands[1]) == (kind == "Min"))):
-        result = b.one(kind, [result, init])
-    return [_finish(b, result, wide, dtype)]
-
+    return b.one("Loop", [steps, "", start], body=body)
 
 
 def function_named(op: Any, name: str) -> Any:

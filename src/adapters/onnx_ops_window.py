@@ -136,9 +136,12 @@ _IDENTITIES: dict[str, Any] = {"Add": 0, "Mul": 1, "And": True, "Or": False}
 
 
 def is_identity(kind: str, init: Any) -> bool:
+    """Whether ``init`` is a constant leaving a ``kind`` reduction unchanged (booleans: min is and, max is or)."""
     value = splat_value(init)
     if value is None:
         return False
+    if tensor_dtype(init) == np.dtype(np.bool_):
+        return bool(value) == (kind in ("Min", "And", "Mul"))
     if kind == "Max":
         return bool(value == -np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).min))
     if kind == "Min":

@@ -107,6 +107,11 @@ CASES: list[Case] = [
     Case("cumsum float", lambda x: jnp.cumsum(x, axis=1), [spec((b, 6))], [[normal(3, 6)], [normal(1, 6)]]),
     Case("cumsum int", lambda x: jnp.cumsum(x), [spec((7,), I32)], [[ints(-100, 100, 7)]]),
     Case("cummax", lambda x: lax.cummax(x, axis=0), [spec((6, 2))], [[normal(6, 2)]]),
+    Case("boolean windows (any, all)", lambda p: (
+        lax.reduce_window(p, False, lax.bitwise_or, (1, 3), (1, 1), "SAME"),
+        lax.reduce_window(p, True, lax.bitwise_and, (2, 2), (1, 2), "VALID"),
+        lax.reduce_window(p, False, lax.bitwise_or, (1, 40), (1, 1), ((0, 0), (39, 0)))),
+         [spec((3, 40), np.bool_)], [[rng.random((3, 40)) < 0.3]]),
     Case("cumulative along symbolic dimensions (dynamic_reduce_window)", lambda m, x: (
         jnp.cumsum(m, axis=1) - 1, lax.cummax(x, axis=0), jnp.cumsum(x, axis=1), lax.cumsum(m, axis=1, reverse=True)),
          [spec((b, t), I32), spec((b, t))], [[ints(0, 2, 2, 5), normal(2, 5)], [ints(0, 2, 3, 1), normal(3, 1)]]),
