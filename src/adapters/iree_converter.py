@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..domain.converted import Variant
 from ..domain.errors import ConversionError
-from ..domain.iree_conversion import RUNTIME_NAME, check_parameter_names, platform_index, static_shapes
+from ..domain.static_shapes import platform_index, static_shapes
 from ..domain.iree_target import IreeTarget, requested_cpu
-from ..domain.target_iree import IreeOptions, details_of, module_file
+from ..domain.target_iree import PLAN_NAME, IreeOptions, check_parameter_names, details_of, module_file
 from ..domain.target_ports import ConversionJob, ConvertedParts, FunctionJob
 from . import iree_compiler
 
@@ -64,11 +64,12 @@ def _compile(function: FunctionJob, job: ConversionJob, target: IreeTarget,
     names = [job.weights.leaves[i].name if job.weights is not None and i < nr_weights else None
              for i in range(len(function.record.in_avals))]
     variants = []
-    for shapes in static_shapes(function.name, function.record, bindings, nr_weights=nr_weights):
+    for shapes in static_shapes(function.name, function.record, bindings, nr_weights=nr_weights,
+                                runtime=PLAN_NAME):
         try:
             portable, _ = specialize(function.record, shapes, platform_index(function.record))
         except ValueError as exc:
-            raise ConversionError(RUNTIME_NAME, function.name, f"JAX's shape refinement refused it for "
+            raise ConversionError(PLAN_NAME, function.name, f"JAX's shape refinement refused it for "
                                                                f"{dict(shapes.dims)}: {exc}") from exc
         file = module_file(_file_name(function.name), dict(shapes.dims))
         (staging / file).write_bytes(iree_compiler.compile_module(

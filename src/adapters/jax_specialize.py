@@ -25,7 +25,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
 from ..domain.artifact import ArtifactRecord, AvalRecord
-from ..domain.iree_conversion import StaticShapes
+from ..domain.static_shapes import StaticShapes
 from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.ports import ModuleInspector
 from . import jax_internals

@@ -32,7 +32,7 @@ from ..domain.artifact import ArtifactRecord
 from ..domain.bundle import EXAMPLES_FILE, FileDigest
 from ..domain.converted import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from ..domain.errors import ArtifactError, ConversionError, MissingExtraError
-from ..domain.iree_conversion import static_shapes
+from ..domain.static_shapes import static_shapes
 from ..domain.runtime_calls import with_weights_bound
 from ..domain.target_plan import refuse
 from ..domain.target_ports import ConversionJob, Converter, FunctionJob

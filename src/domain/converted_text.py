@@ -17,10 +17,11 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
     >>> from .converted import ConvertedFunction, Signature, Variant
     >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
     ...                 (AvalRecord(("b",), DType.FLOAT32),), TreeSpec.leaf(), (AvalRecord(("b",), DType.FLOAT32),))
-    >>> m = ConvertedManifest("iree", {"cpu": "znver4"}, (ConvertedFunction(sig, (Variant("f.b=8.vmfb", (("b", 8),)),)),),
+    >>> m = ConvertedManifest("example", {"cpu": "znver4"},  # a target without a registry entry
+    ...                       (ConvertedFunction(sig, (Variant("f.b=8.vmfb", (("b", 8),)),)),),
     ...                       files={"f.b=8.vmfb": FileDigest(1200, "00")})
     >>> print(converted_text(m, "out"))
-    out: IREE, converted by jaxport (format 1): 1 function, 1 variant
+    out: example, converted by jaxport (format 1): 1 function, 1 variant
     target: cpu=znver4
     f (float32[b]) -> float32[b]
       inputs arg0; outputs output_0

@@ -10,15 +10,17 @@ and the compiler's version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .errors import ArtifactError
+from .errors import ArtifactError, ConversionError
 from .iree_target import HOST, IreeTarget, check_runs_here
 from .runtime_dtypes import IREE_DTYPES
 from .target_plan import BFloat16, DtypeTable, TargetPlan
 
+#: The target, as messages name it.
+PLAN_NAME = "IREE"
 #: The scope of the modules' parameters (``iree-run-module --parameters=model=params.safetensors``).
 PARAMETER_SCOPE = "model"
 
@@ -48,6 +50,27 @@ def module_file(function: str, dims: Mapping[str, int]) -> str:
     if not dims:
         return f"{function}.vmfb"
     return f"{function}." + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) + ".vmfb"
+
+
+def check_parameter_names(names: Sequence[str], header: bytes) -> None:
+    """Checks that IREE can find each weight, by its key path, in the weights file with ``header``.
+
+    IREE 3.13 writes a parameter's key into its compiled form without escaping
+    it, so a key with ``"`` or ``\\`` would not read back; and its
+    safetensors reader takes the header's keys as they are written, so a key
+    that the header spells with JSON escapes (``\\u00fc`` for ``ü``, as
+    jaxport wrote them before it wrote UTF-8) is not found.
+
+    Raises:
+        ConversionError: naming the first such weight.
+    """
+    for name in names:
+        if '"' in name or "\\" in name:
+            raise ConversionError(PLAN_NAME, None, f"the weight {name!r} has a key with a quote or a backslash, "
+                                                      "which IREE cannot name as a parameter; rename that key")
+        if not name.isascii() and f'"{name}"'.encode("utf-8") not in header:
+            raise ConversionError(PLAN_NAME, None, f"the weights file spells the key {name!r} with JSON escapes, "
+                                                      "which IREE's reader does not decode; save the bundle again")
 
 
 def details_of(target: IreeTarget, compiler: str) -> dict[str, Any]:
@@ -94,7 +117,7 @@ def describe(details: Mapping[str, Any]) -> str:
 
 
 PLAN = TargetPlan(
-    runtime="IREE",
+    runtime=PLAN_NAME,
     dtypes=DtypeTable(IREE_DTYPES, bfloat16=BFloat16.NATIVE),
     platforms=frozenset({"cpu"}),
     needs_bindings=True,

@@ -6,6 +6,9 @@ import pytest
 
 from jaxport.adapters import iree_compiler
 from jaxport.errors import ConversionError
+from tests.helpers.extras import requires_iree
+
+pytestmark = requires_iree
 
 
 def test_a_generic_x86_64_level_resolves_to_its_features_only() -> None:

@@ -22,6 +22,9 @@ from jaxport.errors import (
     ArtifactError, ConversionError, DtypeMismatchError, RankMismatchError, ShapeAssertionError, ShapeMismatchError,
     TargetMismatchError, TreeMismatchError, UncompiledSizeError)
 from tests.helpers import iree_model as model
+from tests.helpers.extras import requires_iree
+
+pytestmark = requires_iree
 
 DIMS = {"predict": [{"b": 1}, {"b": 3}], "loss": [{"b": 2}]}
 

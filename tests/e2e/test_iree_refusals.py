@@ -20,6 +20,9 @@ import jaxport
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.domain.artifact import EffectRecord
 from jaxport.errors import ConversionError
+from tests.helpers.extras import requires_iree
+
+pytestmark = requires_iree
 
 F32 = jax.ShapeDtypeStruct((4, 3), jnp.float32)
 

@@ -18,21 +18,17 @@ import pytest
 
 import jaxport
 from jaxport.errors import ArtifactError
-from tests.helpers import bundle_model, iree_model as model
+from tests.helpers import bundle_model, golden, iree_model as model
+from tests.helpers.extras import requires_iree
+
+pytestmark = requires_iree
 
 DIMS = {"predict": [{"b": 1}, {"b": 3}], "loss": [{"b": 2}]}
 
 
-def examples() -> dict[str, list[tuple[tuple[object, ...], dict[str, object]]]]:
-    ids = {b: model.token_ids(b) for b in (1, 2, 3)}
-    return {"predict": [((ids[1],), {}), ((ids[3],), {})], "loss": [((ids[2], ids[2]), {})]}
-
-
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("numerics_iree") / "model"
-    jaxport.save_bundle(path, model.exported(), model.make_params(), examples=examples())
-    return path
+    return golden.save_bundle(tmp_path_factory.mktemp("numerics_iree") / "model")
 
 
 @pytest.fixture(scope="module")
@@ -40,17 +36,6 @@ def converted(bundle: Path) -> Path:
     path = bundle.parent / "model_iree"
     jaxport.to_iree(bundle, path, dims=DIMS)
     return path
-
-
-CHILD = """
-import json, sys
-from jaxport.application.cli import main
-from jaxport.application.numerics import check_numerics
-report = check_numerics(sys.argv[1])
-status = main(["check", "--numerics", sys.argv[1]])
-print(json.dumps({"report": report.to_json(), "status": status,
-                  "loaded": sorted(n for n in ("jax", "jaxlib", "tensorflow") if n in sys.modules)}))
-"""
 
 
 def test_to_iree_carries_the_examples_file_and_lists_it_in_the_manifest(bundle: Path, converted: Path) -> None:
@@ -65,11 +50,7 @@ def test_to_iree_carries_the_examples_file_and_lists_it_in_the_manifest(bundle: 
 
 
 def test_check_numerics_runs_an_iree_directorys_examples_without_jax(converted: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(converted)], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    *table, last = done.stdout.strip().splitlines()
-    outcome = json.loads(last)
+    table, outcome = golden.check_in_child(converted)
     assert outcome["loaded"] == [] and outcome["status"] == 0
     report = outcome["report"]
     assert report["ok"] and report["runtime"] == "iree" and report["examples"] == 3

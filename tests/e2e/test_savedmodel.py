@@ -158,9 +158,9 @@ def test_a_bundle_converts_with_one_line_saying_what_was_written(scenario: Scena
 @pytest.mark.parametrize("batch", [3, 5])
 def test_the_converted_bundle_runs_in_tensorflow_as_in_jax(scenario: Scenario, batch: int) -> None:
     got, want = scenario.arrays, scenario.expected
-    for name in ("predict signature", "serving_default", "jaxport predict"):
-        if f"{name} {batch}" in got:
-            np.testing.assert_allclose(got[f"{name} {batch}"], want[f"predict {batch}"], rtol=1e-5, atol=1e-6)
+    names = ["predict signature", "serving_default"] + (["jaxport predict"] if batch == 5 else [])
+    for name in names:  # the scenario calls jaxport's front at batch 5 only
+        np.testing.assert_allclose(got[f"{name} {batch}"], want[f"predict {batch}"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[f"loss {batch}"], want[f"loss {batch}"], rtol=1e-5, atol=1e-6)
 
 

@@ -13,10 +13,9 @@ from jaxport.domain.converted import (
     FORMAT_VERSION, ConvertedFunction, ConvertedManifest, Signature, Variant, WeightsTable, check_digests,
     check_listing)
 from jaxport.domain.runtime_calls import with_weights_bound
-from jaxport.domain.target_iree import PLAN, details_of, module_file, target_of
+from jaxport.domain.target_iree import PLAN, check_parameter_names, details_of, module_file, target_of
 from jaxport.domain.target_plan import refuse
-from jaxport.domain.iree_conversion import (
-    check_parameter_names, dimension_variables, platform_index, static_shapes)
+from jaxport.domain.static_shapes import dimension_variables, platform_index, static_shapes
 from jaxport.domain.iree_target import IreeTarget, check_runs_here
 from jaxport.domain.runtime_errors import TargetMismatchError, UncompiledSizeError
 from jaxport.domain.signature_record import signature
@@ -42,7 +41,7 @@ ARM = IreeTarget("generic", "aarch64-linux-gnu", "generic", ("+reserve-x18",),
 
 def test_each_binding_gives_the_static_shapes_of_every_input_and_output() -> None:
     assert dimension_variables(IDS) == ("b", "t")
-    one, two = static_shapes("predict", IDS, [{"b": 1, "t": 4}, {"t": 16, "b": 2}], nr_weights=1)
+    one, two = static_shapes("predict", IDS, [{"b": 1, "t": 4}, {"t": 16, "b": 2}], nr_weights=1, runtime="IREE")
     assert (one.dims, one.in_shapes, one.out_shapes) == ((("b", 1), ("t", 4)), ((4, 3), (1, 4)), ((1, 4),))
     assert two.dims == (("b", 2), ("t", 16))
 
@@ -59,15 +58,15 @@ def test_each_binding_gives_the_static_shapes_of_every_input_and_output() -> Non
 def test_a_binding_that_does_not_fit_the_function_is_refused_naming_it(bindings: list[dict[str, float]] | None,
                                                                        message: str) -> None:
     with pytest.raises(ConversionError, match=message) as info:
-        static_shapes("predict", IDS, bindings, nr_weights=1)  # type: ignore[arg-type]
+        static_shapes("predict", IDS, bindings, nr_weights=1, runtime="IREE")  # type: ignore[arg-type]
     assert info.value.function == "predict"
 
 
 def test_a_static_function_compiles_once_and_takes_no_bindings() -> None:
     static = record((AvalRecord(("2", "3"), DType.FLOAT32),), out=(AvalRecord(("2",), DType.FLOAT32),))
-    assert [s.in_shapes for s in static_shapes("f", static, None)] == [((2, 3),)]
+    assert [s.in_shapes for s in static_shapes("f", static, None, runtime="IREE")] == [((2, 3),)]
     with pytest.raises(ConversionError, match="it has no dimension variables; give it no dims"):
-        static_shapes("f", static, [{"b": 1}])
+        static_shapes("f", static, [{"b": 1}], runtime="IREE")
 
 
 def test_only_shape_assertions_pass_among_custom_calls() -> None:

@@ -108,7 +108,10 @@ def _options(args: argparse.Namespace) -> object:
         raise UsageError(f"--to {args.to} has no option {unknown[0]!r} (it has {', '.join(sorted(known))})")
     if "allowed_custom_calls" in flags:
         flags["allowed_custom_calls"] = tuple(flags["allowed_custom_calls"])
-    return entry.options(**flags)
+    try:
+        return entry.options(**flags)
+    except (TypeError, ValueError) as exc:  # a value the options class refuses (--opset 20)
+        raise UsageError(f"--to {args.to}: {exc}") from exc
 
 
 #: The targets' own flags: target -> options field -> argparse destination.

@@ -1,8 +1,9 @@
-"""``jaxport run`` on a converted directory: one function called on arrays from files, without JAX.
+"""``jaxport run``: one function called on arrays from files, through the call front.
 
 The function is a :class:`~jaxport.application.converted_model.ConvertedCall`
-of a runtime beyond JAX (a SavedModel's, an IREE directory's): the call is
-checked by jaxport's domain code before the runtime sees it.
+of any runtime (JAX for an artifact or a bundle; a converted directory's
+target, without JAX): the call is checked by jaxport's domain code before
+the runtime sees it, and raw-bytes arrays are typed here, once for every runtime.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def call_converted(args: argparse.Namespace, function: Any) -> int:
         check_writable(args.output)
     inputs = read_arrays(args.input)
     record = function.record
+    if not args.input:
+        _require_inputs(args.path if args.function is None else f"{args.path} {args.function}", function)
     call_args: list[Any] = list(inputs.args)
     if not inputs.kwargs and len(call_args) == len(record.in_avals):
         leaves = [_typed(leaf, numpy_dtype(aval.dtype.value) if aval.dtype.value in _RAW else None)
@@ -59,6 +62,34 @@ def call_converted(args: argparse.Namespace, function: Any) -> int:
         return 0
     print_results(leaves_with_paths)
     return 0
+
+
+def _require_inputs(label: str, function: Any) -> None:
+    """Raises UsageError, saying what the function takes, when it takes arguments.
+
+    The count is the caller's: a bundle's weights are bound, not given.
+    """
+    from ...domain.runtime_calls import leaf_paths
+
+    record = function.record
+    args_tree, kwargs_tree = record.in_tree.children
+    keywords = list(kwargs_tree.children_names)
+    count = len(args_tree.children)
+    if not count and not keywords:
+        return
+    takes = f"{count} argument{'' if count == 1 else 's'}"
+    if keywords:
+        takes += f" and keyword argument{'' if len(keywords) == 1 else 's'} {', '.join(keywords)}"
+    if function.function.signature.nr_weights:
+        takes += " besides the bundle's weights"
+    avals = record.in_avals
+    arrays = (", ".join(f"{p}: {a}" for p, a in zip(leaf_paths(record.in_tree), avals))
+              if len(avals) <= 4 else f"{len(avals)} arrays")
+    by_name = ", keyword arguments by name" if keywords else ""
+    them = "it" if count + len(keywords) == 1 else "them"
+    raise UsageError(f"{label} takes {takes} ({arrays}) but no --input was given: give {them} with "
+                     f"--input FILE.npy (one array each, repeat in order) or --input FILE.npz "
+                     f"(arr_0, arr_1, ...{by_name})")
 
 
 def _typed(leaf: Any, dtype: Any) -> Any:

@@ -1,13 +1,10 @@
-"""What converting a function for IREE requires, decided before anything is compiled or written.
+"""The static shapes of a function for each binding of its dimension variables, for targets that
+compile static shapes only (``TargetPlan.needs_bindings``: IREE, and the next ones).
 
-IREE compiles static shapes only: a symbolic function is compiled once per
-binding of its dimension variables that the user names, each binding
-checked against the function's constraints as a call of those shapes would
-be. IREE erases JAX's ``shape_assertion`` custom calls (the loader checks
-every call with jaxport's own code instead) and runs no other custom call:
-not JAX's LAPACK kernels (behind ``jnp.linalg`` on CPU), not host callbacks,
-not the sharding annotations of a module for several devices; nor ordered
-effects (tokens). A multi-platform artifact is compiled from its CPU branch.
+A symbolic function is compiled once per binding of its dimension variables
+that the user names (``dims=``), each binding checked against the
+function's constraints as a call of those shapes would be; a
+multi-platform artifact is compiled from its CPU branch (:func:`platform_index`).
 """
 
 from __future__ import annotations
@@ -19,10 +16,6 @@ from .artifact import ArtifactRecord
 from .errors import ConversionError
 from .runtime_calls import leaf_paths, record_shapes, with_weights_bound
 from .symbolic import DimExpr, DimSize, ShapeAssertionError, solve_call
-
-#: The runtime, as messages name it.
-RUNTIME_NAME = "IREE"
-
 
 @dataclass(frozen=True, slots=True)
 class StaticShapes:
@@ -39,27 +32,6 @@ class StaticShapes:
     out_shapes: tuple[tuple[int, ...], ...]
 
 
-def check_parameter_names(names: Sequence[str], header: bytes) -> None:
-    """Checks that IREE can find each weight, by its key path, in the weights file with ``header``.
-
-    IREE 3.13 writes a parameter's key into its compiled form without escaping
-    it, so a key with ``"`` or ``\\`` would not read back; and its
-    safetensors reader takes the header's keys as they are written, so a key
-    that the header spells with JSON escapes (``\\u00fc`` for ``ü``, as
-    jaxport wrote them before it wrote UTF-8) is not found.
-
-    Raises:
-        ConversionError: naming the first such weight.
-    """
-    for name in names:
-        if '"' in name or "\\" in name:
-            raise ConversionError(RUNTIME_NAME, None, f"the weight {name!r} has a key with a quote or a backslash, "
-                                                      "which IREE cannot name as a parameter; rename that key")
-        if not name.isascii() and f'"{name}"'.encode("utf-8") not in header:
-            raise ConversionError(RUNTIME_NAME, None, f"the weights file spells the key {name!r} with JSON escapes, "
-                                                      "which IREE's reader does not decode; save the bundle again")
-
-
 def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
     """The dimension variables of the function's inputs, sorted."""
     names: set[str] = set()
@@ -71,7 +43,7 @@ def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
 
 
 def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None,
-                  *, nr_weights: int = 0, runtime: str = RUNTIME_NAME) -> list[StaticShapes]:
+                  *, nr_weights: int = 0, runtime: str) -> list[StaticShapes]:
     """The static shapes to compile ``record`` for: one per binding (one, unbound, when static).
 
     Each binding is checked as a call of those shapes would be: the dimension

@@ -1,0 +1,134 @@
+"""End to end: the ``onnx`` target of the registry (``jaxport.to_onnx``, ``jaxport convert --to onnx``).
+
+A bundle with golden examples is converted once (module fixture); the
+checks of golden examples, ``inspect`` and the loader's refusals run on it.
+The translation's own cases are tests/adapters/test_onnx_translate.py, the
+models' tests/e2e/test_onnx_models.py, the shared bad-call table
+tests/e2e/test_runtime_calls.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnx", reason="the ONNX tests need the jaxport[onnx] extra (onnx)")
+pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx] extra (onnxruntime)")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+
+import jaxport  # noqa: E402
+from jaxport.errors import ArtifactError, ConversionError, UnsupportedOperationError  # noqa: E402
+from tests.helpers import golden, iree_model as model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return golden.save_bundle(tmp_path_factory.mktemp("onnx_target") / "model", predict_batches=(1, 5))
+
+
+@pytest.fixture(scope="module")
+def converted(bundle: Path) -> Path:
+    path = bundle.parent / "model_onnx"
+    jaxport.to_onnx(bundle, path)
+    return path
+
+
+def test_the_directory_holds_one_model_per_function_and_the_bundles_weights_byte_for_byte(
+        bundle: Path, converted: Path) -> None:
+    manifest = json.loads((converted / "manifest.json").read_text())
+    assert manifest["target"] == "onnx"
+    assert sorted(manifest["files"]) == ["examples.safetensors", "loss.onnx", "params.safetensors", "predict.onnx"]
+    assert (converted / "params.safetensors").read_bytes() == (bundle / "params.safetensors").read_bytes()
+    predict = onnx.load(str(converted / "predict.onnx"), load_external_data=False)
+    assert [i.name for i in predict.graph.input] == ["arg0"] and [o.name for o in predict.graph.output] == ["output_0"]
+    assert all(t.data_location == onnx.TensorProto.EXTERNAL for t in predict.graph.initializer
+               if t.name.startswith("weights:"))
+
+
+def test_check_numerics_runs_the_golden_examples_on_onnx_runtime_without_jax(converted: Path) -> None:
+    table, outcome = golden.check_in_child(converted)
+    assert outcome["loaded"] == [] and outcome["status"] == 0
+    report = outcome["report"]
+    assert report["ok"] and report["runtime"] == "onnx" and report["examples"] == 3
+    assert table[0] == f"{converted}: 3 examples of 2 functions on onnx: ok"
+
+
+def test_inspect_shows_the_opset_ir_version_producer_and_dim_params(converted: Path) -> None:
+    shown = subprocess.run([sys.executable, "-m", "jaxport", "inspect", str(converted)], capture_output=True,
+                           text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert (f"target: ONNX opset 21, IR version 10, written by jaxport {jaxport.__version__} with onnx "
+            f"{onnx.__version__}; dim params: predict (b), loss (b)") in shown.stdout.splitlines()
+
+
+def test_convert_on_the_command_line_takes_an_opset(bundle: Path, tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "jaxport", "convert", str(bundle), "--to", "onnx", "--opset",
+                           "22", "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "ONNX opset 22" in done.stdout
+    assert onnx.load(str(tmp_path / "out" / "predict.onnx"), load_external_data=False).opset_import[0].version == 22
+    refused = subprocess.run([sys.executable, "-m", "jaxport", "convert", str(bundle), "--to", "onnx", "--opset",
+                              "20", "-o", str(tmp_path / "old")], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "opset 20 is not one of [21, 22, 23]" in refused.stderr
+    assert not (tmp_path / "old").exists()
+
+
+def test_a_changed_weights_file_is_refused_before_onnx_runtime_opens_anything(converted: Path,
+                                                                           tmp_path: Path) -> None:
+    path = tmp_path / "changed"
+    shutil.copytree(converted, path)
+    data = bytearray((path / "params.safetensors").read_bytes())
+    data[-1] ^= 1
+    (path / "params.safetensors").write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="params.safetensors"):
+        jaxport.load_converted(path)
+
+
+def test_external_data_leaving_the_directory_is_refused_even_under_a_rewritten_manifest(
+        converted: Path, tmp_path: Path) -> None:
+    path = tmp_path / "hostile"
+    shutil.copytree(converted, path)
+    shutil.copyfile(path / "params.safetensors", tmp_path / "params.safetensors")
+    hostile = onnx.load(str(path / "predict.onnx"), load_external_data=False)
+    for tensor in hostile.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = "../params.safetensors"
+    onnx.save(hostile, str(path / "predict.onnx"))
+    manifest = json.loads((path / "manifest.json").read_text())
+    data = (path / "predict.onnx").read_bytes()
+    manifest["files"]["predict.onnx"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    loaded = jaxport.load_converted(path)
+    with pytest.raises(ArtifactError, match="reads its data from '../params.safetensors'"):
+        loaded["predict"](model.token_ids(2))
+
+
+def test_session_options_reach_onnx_runtime_and_unknown_ones_are_refused(converted: Path) -> None:
+    ids = model.token_ids(3)
+    quick = jaxport.load_converted(converted, threads=1, optimization="disable")
+    tuned = jaxport.load_converted(converted)
+    np.testing.assert_allclose(quick["predict"](ids), tuned["predict"](ids), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="ONNX Runtime's options are"):
+        jaxport.load_converted(converted, driver="local-task")
+
+
+def test_what_the_translation_cannot_express_is_refused_naming_the_operation(tmp_path: Path) -> None:
+    image, kernel = jax.ShapeDtypeStruct((1, 3, 8, 8), jnp.float32), jax.ShapeDtypeStruct((4, 3, 3, 3), jnp.float32)
+    conv = jaxport.export(jax.jit(lambda x, k: jax.lax.conv(x, k, (1, 1), "SAME")))(image, kernel)
+    with pytest.raises(UnsupportedOperationError, match=r"the operation stablehlo.convolution at .*test_onnx_target"):
+        jaxport.to_onnx(conv, tmp_path / "conv")
+    inverse = jaxport.export(jax.jit(jnp.linalg.inv))(jax.ShapeDtypeStruct((3, 3), jnp.float32))
+    with pytest.raises(ConversionError, match="custom call 'lapack_sgetrf_ffi'"):
+        jaxport.to_onnx(inverse, tmp_path / "inverse")
+    assert not (tmp_path / "conv").exists() and not (tmp_path / "inverse").exists()
