@@ -38,13 +38,13 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
           size_tensor: str | None) -> str:
     numbers = stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
     if list(numbers.operand_batching_dims) or list(numbers.start_indices_batching_dims):
-        return _along_axis(b, op, operand, indices, numbers, sizes)
+        return _along_axis(b, op, operand, indices, numbers, sizes, size_tensor)
     start_map, collapsed = list(numbers.start_index_map), list(numbers.collapsed_slice_dims)
     shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
     vector_dim = int(numbers.index_vector_dim)
     batch_rank = len(index_shape) - (vector_dim < len(index_shape))
     if len(start_map) != 1 or collapsed not in ([], start_map) or (not collapsed and batch_rank):
-        return _general(b, op, operand, indices, sizes)
+        return _general(b, op, operand, indices, sizes, size_tensor)
     axis = start_map[0]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
@@ -78,7 +78,8 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     return gathered
 
 
-def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: Any, sizes: list[int] | None) -> str:
+def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: Any, sizes: list[int] | None,
+                size_tensor: str | None) -> str:
     """The gather of ``jnp.take_along_axis``: ONNX ``GatherElements`` along the one dimension not batched.
 
     Every operand dimension but ``a`` is a batching dimension, at the same
@@ -92,7 +93,7 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
             or list(numbers.start_indices_batching_dims) != batching
             or sorted([*batching, axis]) != list(range(len(shape)))
             or len(index_shape) - (vector_dim < len(index_shape)) != len(shape)):
-        return _general(b, op, operand, indices, sizes)
+        return _general(b, op, operand, indices, sizes, size_tensor)
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
     index_type = tensor_dtype(op.operands[1])
@@ -102,10 +103,9 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
     return b.one("GatherElements", [operand, indices], axis=axis)
 
 
-def _general(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None) -> str:
-    if sizes is None:
-        b.refuse("a dynamic_gather other than along one dimension")
-    return general_gather(b, op, operand, indices)
+def _general(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
+             size_tensor: str | None) -> str:
+    return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
 
 
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:

@@ -82,11 +82,11 @@ def window_indices(b: GraphBuilder, starts: str, batch_rank: int, window: Sequen
     return b.one("Add", [spread, grid])
 
 
-def general_gather(b: GraphBuilder, op: Any, operand: str, indices: str) -> str:
-    """Any ``gather`` (static slice sizes), indices clamped as StableHLO clamps them."""
+def general_gather(b: GraphBuilder, op: Any, operand: str, indices: str, size_tensor: str | None = None) -> str:
+    """Any ``gather`` (or ``dynamic_gather``, its slice sizes in ``size_tensor``), indices clamped as StableHLO says."""
     numbers = stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
-    sizes = int_list(op.attributes["slice_sizes"])
     shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
+    sizes = int_list(op.attributes["slice_sizes"]) if size_tensor is None else [0] * len(shape)
     rank = len(shape)
     vector_dim = int(numbers.index_vector_dim)
     batch_rank = len(index_shape) - (vector_dim < len(index_shape))
@@ -94,9 +94,10 @@ def general_gather(b: GraphBuilder, op: Any, operand: str, indices: str) -> str:
     index_batching = [d - (d > vector_dim) for d in numbers.start_indices_batching_dims]
     starts = full_starts(b, vectors, batch_rank, rank, list(numbers.start_index_map),
                          list(numbers.operand_batching_dims), index_batching)
-    high = b.one("Sub", [b.one("Shape", [operand]), b.int64s(sizes)])
+    size_value = b.int64s(sizes) if size_tensor is None else size_tensor
+    high = b.one("Sub", [b.one("Shape", [operand]), size_value])
     starts = b.one("Max", [b.one("Min", [starts, high]), b.int64s([0])])
-    gathered = b.one("GatherND", [operand, window_indices(b, starts, batch_rank, sizes)])
+    gathered = b.one("GatherND", [operand, window_indices(b, starts, batch_rank, sizes, size_tensor)])
     dropped = sorted({*numbers.collapsed_slice_dims, *numbers.operand_batching_dims})
     if dropped:
         gathered = b.one("Squeeze", [gathered, b.int64s([batch_rank + d for d in dropped])])

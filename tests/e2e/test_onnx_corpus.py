@@ -141,6 +141,10 @@ CASES: list[Case] = [
         x, i, lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0, 1)),
         slice_sizes=(1, 3), mode=lax.GatherScatterMode.CLIP),
          [spec((4, 6)), spec((3, 2), I32)], [[normal(4, 6), np.array([[1, 2], [7, 5], [-2, -9]], I32)]]),
+    Case("dynamic_gather with symbolic slice sizes", lambda x, i, j: x[i, :, j],
+         [spec((5, b, 3)), spec((4,), I32), spec((4,), I32)],
+         [[normal(5, 2, 3), np.array([0, 4, 7, -9], I32), np.array([2, 0, 5, 1], I32)],
+          [normal(5, 1, 3), np.array([1, 1, 3, 2], I32), np.array([0, 0, 1, 2], I32)]]),
     Case("vmapped dynamic index (gather batching)", jax.vmap(lambda x, i: x[i]), [spec((3, 5, 2)), spec((3,), I32)],
          [[normal(3, 5, 2), np.array([4, 0, 2], I32)]]),
     # scatter: update computations, out-of-range updates dropped
