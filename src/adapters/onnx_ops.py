@@ -5,7 +5,9 @@ own ``TABLE``; adding a family is adding a module and one line here. An
 operation missing from the table is refused by the translator, by name
 and source location. ``func.call``, ``func.return``, ``stablehlo.return``,
 ``stablehlo.composite`` and ``stablehlo.custom_call`` are the translator's own business (they need
-the module, not only the operation).
+the module, not only the operation); it looks composites up in ``COMPOSITES`` and custom calls in
+``CUSTOM_CALLS``. A region of an operation (a loop's body, a branch, a comparator) is translated
+by the same walk, through the builder's ``run_block``.
 """
 
 from __future__ import annotations

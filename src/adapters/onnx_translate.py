@@ -4,7 +4,8 @@ The module (already verified) is read with jaxlib's MLIR bindings in JAX's
 own context; the walk starts at ``main`` and inlines every ``func.call``.
 Each operation goes through the table of :mod:`.onnx_ops`; an operation
 absent from it, a custom call other than ``shape_assertion`` (whose checks
-jaxport's call front makes before any runtime sees a call) or a type ONNX
+jaxport's call front makes before any runtime sees a call) and those of
+``CUSTOM_CALLS`` (``stablehlo.dynamic_reduce_window``) or a type ONNX
 Runtime does not hold is refused with
 :class:`~jaxport.domain.errors.UnsupportedOperationError`, naming the
 operation, the function and its source location: a converted model never
