@@ -12,7 +12,7 @@ known only at run time).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -25,7 +25,11 @@ from ..domain.errors import UnsupportedOperationError
 #: The name of this target in messages.
 TARGET = "ONNX"
 
-_FLOATS = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+#: float16 and bfloat16 are computed in float32 inside the graph (ONNX Runtime's CPU provider has
+#: kernels for neither but casts), rounded where the module converts to them and at the outputs.
+_FLOATS = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64}
+#: The ONNX types a float16 or bfloat16 value is stored in (weights, outputs, rounding casts).
+NARROW_FLOATS = {"f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 _ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorProto.INT8,
                np.dtype(np.int16): TensorProto.INT16, np.dtype(np.int32): TensorProto.INT32,
                np.dtype(np.int64): TensorProto.INT64, np.dtype(np.uint8): TensorProto.UINT8,
@@ -49,6 +53,45 @@ def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
         if integer.width in (8, 16, 32, 64):
             return np.dtype(f"{'u' if integer.is_unsigned else ''}int{integer.width}")
     return None
+
+
+def narrow_float(value: Any) -> int | None:
+    """The ONNX storage type of a float16 or bfloat16 tensor value (computed in float32 here), else None."""
+    return NARROW_FLOATS.get(str(ir.RankedTensorType(value.type).element_type))
+
+
+def bfloat16_values(attr: Any) -> np.ndarray:
+    """The elements of a bfloat16 dense attribute as float32, flat (NumPy's buffer protocol has no bfloat16).
+
+    MLIR prints them as a hex blob of little-endian bits, or as numbers
+    (hex bits for NaN and the infinities).
+
+    Raises:
+        ValueError: a form not read here.
+    """
+    body = str(attr)
+    blob = re.match(r'dense<"0x([0-9A-Fa-f]*)">', body)
+    if blob:
+        bits = np.frombuffer(bytes.fromhex(blob.group(1)), dtype="<u2")
+    else:
+        inner = re.match(r"dense<(.*)>\s*:", body, re.S)
+        if inner is None:
+            raise ValueError(f"unread bfloat16 constant {body[:80]}")
+        tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", inner.group(1))
+        bits = np.array([int(t, 16) if t.startswith("0x") else _bfloat16_bits(float(t)) for t in tokens],
+                        dtype=np.uint16)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _bfloat16_bits(value: float) -> int:
+    """The bits of ``value`` rounded to bfloat16 (to nearest, ties to even)."""
+    word = int(np.array(value, np.float32).view(np.uint32))
+    return ((word + 0x7FFF + ((word >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def round_to(b: GraphBuilder, name: str, storage: int) -> str:
+    """A float32 ``name`` rounded to float16 or bfloat16 (``storage``) and back, as a conversion rounds."""
+    return b.one("Cast", [b.one("Cast", [name], to=storage)], to=TensorProto.FLOAT)
 
 
 def onnx_type(dtype: np.dtype[Any]) -> int:
@@ -84,7 +127,7 @@ class GraphBuilder:
         self._reserved = set(reserved)
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
-        self._count = 0
+        self._count = [0]
         self._int64_constants: dict[tuple[int, ...], str] = {}
         self._made: dict[tuple[Any, ...], list[str]] = {}
         #: The values of the constants made so far, by name (what a translation may fold on).
@@ -92,11 +135,24 @@ class GraphBuilder:
         #: The operation being translated, and the calls it is inlined through, for :meth:`refuse`.
         self.current: ir.Operation | None = None
         self.call_sites: list[Any] = []
+        #: Set by the walker: translates an MLIR block into a builder (arguments' names -> results' names).
+        self.run_block: Callable[[GraphBuilder, Any, Sequence[str]], list[str]] | None = None
+
+    def child(self) -> GraphBuilder:
+        """A builder for a subgraph (a Loop's body, an If's branch): its own nodes, the rest shared.
+
+        Names stay unique across the model, constants are the outer graph's
+        initializers (a subgraph reads outer names).
+        """
+        sub = GraphBuilder(self.function, self._reserved)
+        sub._count, sub._int64_constants, sub.initializers = self._count, self._int64_constants, self.initializers
+        sub.call_sites, sub.run_block = self.call_sites, self.run_block
+        return sub
 
     def fresh(self, hint: str) -> str:
         """A new value name."""
-        self._count += 1
-        name = f"{hint}_{self._count}"
+        self._count[0] += 1
+        name = f"{hint}_{self._count[0]}"
         return name if name not in self._reserved else self.fresh(hint)
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> list[str]:

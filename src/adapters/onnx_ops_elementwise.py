@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
+from onnx import TensorProto
 
-from .onnx_builder import GraphBuilder, tensor_dtype, tensor_shape
+from .onnx_builder import GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
 
 Translation = Callable[[GraphBuilder, Any, Sequence[str]], list[str]]
 
@@ -139,7 +140,7 @@ def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         expanded = b.one("Expand", [scalar, b.int64s([d or 0 for d in shape])])
         b.known[expanded] = np.broadcast_to(b.known[scalar], [d or 0 for d in shape])
         return [expanded]
-    array = np.array(attr)
+    array = bfloat16_values(attr) if narrow_float(op.results[0]) == TensorProto.BFLOAT16 else np.array(attr)
     if array.dtype != dtype:
         array = array.astype(dtype)
     return [b.constant(array.reshape([d or 0 for d in shape]))]

@@ -9,7 +9,7 @@ its result transposed to StableHLO's order (offset dimensions where
 clamped into the operand first, as StableHLO clamps them (ONNX Runtime
 fails on an index out of range instead). The batched gather of
 ``jnp.take_along_axis`` is ``GatherElements``. Several start dimensions and
-other batched gathers come with the next issue.
+other batched gathers go to :func:`.onnx_ops_scatter.general_gather`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .onnx_ops_elementwise import Translation
+from .onnx_ops_scatter import general_gather
 from .onnx_ops_shape import dimension_value
 
 
@@ -37,13 +38,13 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
           size_tensor: str | None) -> str:
     numbers = stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
     if list(numbers.operand_batching_dims) or list(numbers.start_indices_batching_dims):
-        return _along_axis(b, op, operand, indices, numbers)
+        return _along_axis(b, op, operand, indices, numbers, sizes, size_tensor)
     start_map, collapsed = list(numbers.start_index_map), list(numbers.collapsed_slice_dims)
     shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
     vector_dim = int(numbers.index_vector_dim)
     batch_rank = len(index_shape) - (vector_dim < len(index_shape))
     if len(start_map) != 1 or collapsed not in ([], start_map) or (not collapsed and batch_rank):
-        b.refuse("only a gather along one dimension (take, embedding lookup, x[:, i], x[:n]) is translated")
+        return _general(b, op, operand, indices, sizes, size_tensor)
     axis = start_map[0]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
@@ -77,7 +78,8 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     return gathered
 
 
-def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: Any) -> str:
+def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: Any, sizes: list[int] | None,
+                size_tensor: str | None) -> str:
     """The gather of ``jnp.take_along_axis``: ONNX ``GatherElements`` along the one dimension not batched.
 
     Every operand dimension but ``a`` is a batching dimension, at the same
@@ -91,7 +93,7 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
             or list(numbers.start_indices_batching_dims) != batching
             or sorted([*batching, axis]) != list(range(len(shape)))
             or len(index_shape) - (vector_dim < len(index_shape)) != len(shape)):
-        b.refuse("only the batched gather of take_along_axis is translated; other batched gathers come later")
+        return _general(b, op, operand, indices, sizes, size_tensor)
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
     index_type = tensor_dtype(op.operands[1])
@@ -99,6 +101,11 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
         indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
     indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     return b.one("GatherElements", [operand, indices], axis=axis)
+
+
+def _general(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
+             size_tensor: str | None) -> str:
+    return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
 
 
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:

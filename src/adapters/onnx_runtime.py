@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..domain.converted import ConvertedManifest, Variant
@@ -35,6 +36,11 @@ try:
     import onnxruntime as ort
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("ONNX Runtime (onnxruntime, onnx)", "onnx-runtime", exc) from exc
+
+#: The metadata entries of a model naming its bfloat16 inputs and outputs (float32 in the graph);
+#: the same as :data:`.onnx_translate.BFLOAT16_INPUTS` and ``BFLOAT16_OUTPUTS`` (not imported: that one
+#: needs jaxlib).
+BFLOAT16_PORTS = ("jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs")
 
 #: ``optimization`` names -> ONNX Runtime's graph optimization levels.
 OPTIMIZATION_LEVELS = {
@@ -155,7 +161,10 @@ class OnnxRuntimeModel:
         if optimization not in OPTIMIZATION_LEVELS:
             raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {optimization!r}")
         self.function = function or Path(path).stem
-        check_external_data(path, allowed)
+        metadata = {p.key: p.value for p in check_external_data(path, allowed).metadata_props}
+        #: bfloat16 ports, float32 in the graph (see :mod:`.onnx_translate`): converted here.
+        self._bfloat16_inputs, self._bfloat16_outputs = (
+            set(filter(None, metadata.get(key, "").split(","))) for key in BFLOAT16_PORTS)
         options = ort.SessionOptions()
         options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization]
         if threads is not None:
@@ -180,12 +189,14 @@ class OnnxRuntimeModel:
         if len(args) != len(self.input_names):
             raise ArtifactCallError(self.function, ValueError(
                 f"{len(args)} arrays for the inputs {self.input_names}"))
-        feeds = {n: np.ascontiguousarray(a) for n, a in zip(self.input_names, args)}
+        feeds = {n: np.ascontiguousarray(a, dtype=np.float32 if n in self._bfloat16_inputs else None)
+                 for n, a in zip(self.input_names, args)}
         try:
             results = self._session.run(self.output_names, feeds)
         except Exception as exc:  # onnxruntime's pybind11 error types
             raise ArtifactCallError(self.function, exc) from exc
-        return [np.asarray(r) for r in results]
+        return [np.asarray(r).astype(ml_dtypes.bfloat16) if n in self._bfloat16_outputs else np.asarray(r)
+                for n, r in zip(self.output_names, results)]
 
 
 #: The options of :func:`load` (``jaxport.load_converted(path, **options)``), as :class:`OnnxRuntimeModel` takes them.

@@ -4,7 +4,8 @@ The module (already verified) is read with jaxlib's MLIR bindings in JAX's
 own context; the walk starts at ``main`` and inlines every ``func.call``.
 Each operation goes through the table of :mod:`.onnx_ops`; an operation
 absent from it, a custom call other than ``shape_assertion`` (whose checks
-jaxport's call front makes before any runtime sees a call) or a type ONNX
+jaxport's call front makes before any runtime sees a call) and those of
+``CUSTOM_CALLS`` (``stablehlo.dynamic_reduce_window``) or a type ONNX
 Runtime does not hold is refused with
 :class:`~jaxport.domain.errors.UnsupportedOperationError`, naming the
 operation, the function and its source location: a converted model never
@@ -39,8 +40,9 @@ from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, ConversionError
 from ..domain.symbolic import UnsolvableDimensionError
 from . import jaxlib_mlir
-from .onnx_builder import TARGET, GraphBuilder, element_dtype, onnx_type, operation_name
-from .onnx_ops import COMPOSITES, TRANSLATIONS
+from .onnx_builder import (TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, operation_name,
+                           round_to)
+from .onnx_ops import COMPOSITES, CUSTOM_CALLS, TRANSLATIONS
 from .onnx_dims import dimension_variables
 from .safetensors_file import decode_header
 
@@ -49,7 +51,10 @@ OPSET = 21
 IR_VERSION = 10
 _PLATFORM_INDEX = "_platform_index"
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64"}
+           "float16", "bfloat16", "float32", "float64"}
+#: bfloat16 inputs and outputs are float32 at the graph's boundary (ONNX Runtime's Python API takes no
+#: bfloat16 arrays): the runtime adapter converts, and the model lists them in these metadata entries.
+BFLOAT16_INPUTS, BFLOAT16_OUTPUTS = "jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +114,16 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         walker = _Walker(builder, module)
         main = walker.functions["main"]
         block = main.regions[0].blocks[0]
-        args = _main_arguments(builder, record, main, input_names, platform_index)
+        args = _main_arguments(builder, record, main, input_names, platform_index, len(weights))
         results = walker.run_block(block, args)
     if len(results) != len(record.out_avals):
         raise ConversionError(TARGET, name, f"main returns {len(results)} values for "
                                             f"{len(record.out_avals)} outputs (tokens of effects?)")
-    for value, out in zip(results, output_names):
+    for value, out, aval in zip(results, output_names, record.out_avals):
+        if aval.dtype.value == "float16":
+            value = builder.one("Cast", [value], to=TensorProto.FLOAT16)
+        elif aval.dtype.value == "bfloat16":
+            value = round_to(builder, value, TensorProto.BFLOAT16)
         builder.nodes.append(helper.make_node("Identity", [value], [out]))
     nodes, initializers = _prune(builder.nodes, [
         *(_external(n, a, w) for n, a, w in zip(input_names, record.in_avals, weights)), *builder.initializers],
@@ -125,7 +134,8 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         [_value_info(n, a) for n, a in zip(output_names, record.out_avals)], initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version,
                               producer_name="jaxport", producer_version=producer_version)
-    helper.set_model_props(model, dict(metadata or {}))
+    helper.set_model_props(model, {**_bfloat16_ports(record, len(weights), input_names, output_names),
+                                   **(metadata or {})})
     check_model(model, name)
     return model
 
@@ -150,9 +160,19 @@ def _prune(nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorPr
     for node in reversed(nodes):
         if any(o in needed for o in node.output):
             kept.append(node)
-            needed.update(i for i in node.input if i)
+            needed.update(_read_names(node))
     kept.reverse()
     return kept, [t for t in initializers if t.name in needed]
+
+
+def _read_names(node: onnx.NodeProto) -> set[str]:
+    """The names a node reads: its inputs, and what the nodes of its subgraphs read (outer names too)."""
+    names = {i for i in node.input if i}
+    for attribute in node.attribute:
+        for graph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+            for inner in graph.node:
+                names |= _read_names(inner)
+    return names
 
 
 def check_model(model: onnx.ModelProto, function: str) -> None:
@@ -203,6 +223,15 @@ class _Walker:
         self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
                           if op.operation.name == "func.func"}
         self.values: dict[Any, str] = {}
+        builder.run_block = self.run_into
+
+    def run_into(self, builder: GraphBuilder, block: Any, args: Sequence[str]) -> list[str]:
+        """Translates ``block`` into ``builder`` (a subgraph's), then returns to the current builder."""
+        saved, self.builder = self.builder, builder
+        try:
+            return self.run_block(block, args)
+        finally:
+            self.builder = saved
 
     def run_block(self, block: Any, args: Sequence[str]) -> list[str]:
         """Translates ``block`` with its arguments named ``args``; the names of what it returns."""
@@ -229,7 +258,9 @@ class _Walker:
                 return []
             if target == "Sharding":  # a sharding constraint (GSPMD's): the value, on one device
                 return operands
-            b.refuse("custom calls other than shape_assertion have no ONNX translation")
+            translation = CUSTOM_CALLS.get(target)
+            if translation is None:
+                b.refuse("custom calls other than shape_assertion have no ONNX translation")
         if name == "stablehlo.case" and operands[0] in b.known:
             # The platform index of a module for several platforms: only the chosen branch runs.
             index = int(b.known[operands[0]])
@@ -240,7 +271,7 @@ class _Walker:
             translation = COMPOSITES.get(ir.StringAttr(op.attributes["name"]).value)
             if translation is None:  # its decomposition is what it computes
                 return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value, operands)
-        else:
+        elif name != "stablehlo.custom_call":
             translation = TRANSLATIONS.get(name)
         if translation is None:
             b.refuse()
@@ -259,7 +290,7 @@ class _Walker:
 
 
 def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_names: Sequence[str],
-                    platform_index: int) -> list[str]:
+                    platform_index: int, nr_weights: int) -> list[str]:
     """The ONNX names of ``main``'s arguments: kept inputs, and the values of global constants."""
     kept = iter(record.module_kept_var_idx)
     attrs = list(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else []
@@ -269,7 +300,7 @@ def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_na
     for i, argument in enumerate(block.arguments):
         arg_attrs = ir.DictAttr(attrs[i]) if i < len(attrs) else None
         if arg_attrs is None or "jax.global_constant" not in arg_attrs:
-            names.append(input_names[next(kept)])
+            names.append(_input(b, argument, input_names, next(kept), nr_weights))
             continue
         variable = ir.StringAttr(arg_attrs["jax.global_constant"]).value
         dtype = element_dtype(argument.type.element_type)
@@ -293,6 +324,22 @@ def _variables(b: GraphBuilder, record: ArtifactRecord, input_names: Sequence[st
         raise ConversionError(TARGET, record.function_name, f"its dimension variables: {exc}") from exc
 
 
+def _input(b: GraphBuilder, argument: Any, input_names: Sequence[str], j: int, nr_weights: int) -> str:
+    """Input ``j``; a float16 one, or a bfloat16 weight, cast to float32 (bfloat16 inputs are float32 already)."""
+    storage = narrow_float(argument)
+    computed = storage is not None and (j < nr_weights or storage == TensorProto.FLOAT16)
+    return b.cast(input_names[j], np.dtype(np.float32)) if computed else input_names[j]
+
+
+def _bfloat16_ports(record: ArtifactRecord, nr_weights: int, inputs: Sequence[str],
+                    outputs: Sequence[str]) -> dict[str, str]:
+    """The metadata entries naming the bfloat16 inputs and outputs (float32 at the boundary)."""
+    found = {BFLOAT16_INPUTS: [n for n, a in list(zip(inputs, record.in_avals))[nr_weights:]
+                               if a.dtype.value == "bfloat16"],
+             BFLOAT16_OUTPUTS: [n for n, a in zip(outputs, record.out_avals) if a.dtype.value == "bfloat16"]}
+    return {key: ",".join(names) for key, names in found.items() if names}
+
+
 def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_names: Sequence[str],
                      weights: Sequence[ExternalTensor]) -> None:
     name = record.function_name
@@ -313,19 +360,28 @@ def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_
                 raise ConversionError(TARGET, name, f"the dtype {aval.dtype.value} has no ONNX Runtime translation "
                                                     f"here", where=f"{kind} '{n}'")
     for n, aval, w in zip(input_names, record.in_avals, weights):
-        expected = int(np.prod([int(d) for d in aval.shape])) * np.dtype(aval.dtype.value).itemsize
+        expected = int(np.prod([int(d) for d in aval.shape])) * _itemsize(aval.dtype.value)
         if w.length != expected:
             raise ConversionError(TARGET, name, f"the weight holds {w.length} bytes, its shape {aval} "
                                                 f"{expected}", where=f"input '{n}'")
 
 
+def _itemsize(dtype: str) -> int:
+    return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+
+
+def _storage_type(dtype: str) -> int:
+    return TensorProto.BFLOAT16 if dtype == "bfloat16" else onnx_type(np.dtype(dtype))
+
+
 def _value_info(name: str, aval: AvalRecord) -> onnx.ValueInfoProto:
     shape = [int(d) if d.isdigit() else d for d in aval.shape]
-    return helper.make_tensor_value_info(name, onnx_type(np.dtype(aval.dtype.value)), shape)
+    boundary = TensorProto.FLOAT if aval.dtype.value == "bfloat16" else _storage_type(aval.dtype.value)
+    return helper.make_tensor_value_info(name, boundary, shape)
 
 
 def _external(name: str, aval: AvalRecord, where: ExternalTensor) -> onnx.TensorProto:
-    tensor = TensorProto(name=name, data_type=onnx_type(np.dtype(aval.dtype.value)),
+    tensor = TensorProto(name=name, data_type=_storage_type(aval.dtype.value),
                          dims=[int(d) for d in aval.shape], data_location=TensorProto.EXTERNAL)
     for key, value in (("location", where.location), ("offset", str(where.offset)), ("length", str(where.length))):
         entry = tensor.external_data.add()
