@@ -6,8 +6,10 @@ ONNX cannot state), read by ONNX Runtime on the CPU. The translation runs a
 multi-platform artifact's CPU branch, erases JAX's ``shape_assertion`` (and
 GSPMD's ``Sharding`` constraint of a module for one device) and refuses
 every other custom call, ordered effects, modules for several devices, and
-the dtypes ONNX Runtime's CPU kernels do not compute (bfloat16, complex,
-float8, int4) until the next ONNX issue widens them; an operation without
+the dtypes ONNX cannot hold (complex, float8, int4); bfloat16 is computed
+in float32 inside the graph (ONNX Runtime's CPU provider has no bfloat16
+kernels), as XLA does on the CPU, and the caller passes and gets bfloat16
+arrays. An operation without
 exact translation is refused by the converter, by name and source location.
 Its ``target_details`` are the opset, the IR version, the producer, the
 ``onnx`` version that wrote the files and each function's dim params.
@@ -29,7 +31,7 @@ IR_VERSIONS = range(10, 14)
 
 ONNX_DTYPES = frozenset({
     DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16,
-    DType.UINT32, DType.UINT64, DType.FLOAT16, DType.FLOAT32, DType.FLOAT64})
+    DType.UINT32, DType.UINT64, DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,7 @@ def describe(details: Mapping[str, Any]) -> str:
 
 PLAN = TargetPlan(
     runtime="ONNX",
-    dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.REFUSED),
+    dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
     platforms=frozenset({"cpu"}),
     # GSPMD's sharding constraint, in a module for one device, is its operand's value.
     custom_calls=frozenset({"shape_assertion", "Sharding"}),

@@ -132,3 +132,20 @@ def test_what_the_translation_cannot_express_is_refused_naming_the_operation(tmp
     with pytest.raises(ConversionError, match="custom call 'lapack_sgetrf_ffi'"):
         jaxport.to_onnx(inverse, tmp_path / "inverse")
     assert not (tmp_path / "conv").exists() and not (tmp_path / "inverse").exists()
+
+
+def test_a_bfloat16_function_is_computed_in_float32_and_takes_and_gives_bfloat16(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    def f(x: jax.Array, w: jax.Array) -> jax.Array:
+        return jnp.tanh(x @ w) + 1
+
+    bf16 = jnp.bfloat16
+    exported = jaxport.export(jax.jit(f))(jax.ShapeDtypeStruct((2, 3), bf16), jax.ShapeDtypeStruct((3, 4), bf16))
+    jaxport.to_onnx(exported, tmp_path / "bf16")
+    rng = np.random.default_rng(0)
+    x, w = (rng.normal(size=s).astype(ml_dtypes.bfloat16) for s in ((2, 3), (3, 4)))
+    got = jaxport.load_converted(tmp_path / "bf16")[exported.fun_name](x, w)
+    want = np.asarray(jax.jit(f)(x, w))
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
