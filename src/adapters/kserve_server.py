@@ -54,7 +54,7 @@ try:  # KServe reads its options from sys.argv at import: give it none of ours.
     import uvicorn
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, ORJSONResponse
+    from fastapi.responses import JSONResponse
     from kserve import Model
     from kserve.errors import InvalidInput, ModelNotFound, ModelNotReady, ServerNotReady
     from kserve.model_repository import ModelRepository
@@ -118,8 +118,7 @@ class _FunctionModel(Model):  # type: ignore[misc]
             results = await self._run(leaves)
         except JaxportError as exc:
             raise InvalidInput(self._metrics.refused(self.function.name, exc)) from exc
-        outputs = [InferOutput(name=t.name, shape=list(np.shape(r)), datatype=t.datatype, data=_encode(t, r))
-                   for t, r in zip(signature.outputs, results)]
+        outputs = [_output(t, r, raw=payload.from_grpc) for t, r in zip(signature.outputs, results)]
         return InferResponse(response_id=payload.id or str(uuid.uuid4()), model_name=self.function.name, infer_outputs=outputs,
                              use_binary_outputs=payload.from_grpc or payload.use_binary_outputs,
                              requested_outputs=payload.request_outputs)
@@ -147,9 +146,17 @@ def _decode(tensor: WireTensor, given: InferInput) -> Any:
     return array
 
 
-def _encode(tensor: WireTensor, result: Any) -> Any:
+def _output(tensor: WireTensor, result: Any, *, raw: bool) -> InferOutput:
+    """A result as the protocol's output; ``raw``: as bytes already (gRPC's ``raw_output_contents``;
+    KServe's gRPC encoder cannot take a NumPy array)."""
     array = np.asarray(result)
-    return array.astype(np.float32) if tensor.widened else array
+    if tensor.widened:  # bfloat16 travels as FP32, widened exactly
+        array = array.astype(np.float32)
+    output = InferOutput(name=tensor.name, shape=list(array.shape), datatype=tensor.datatype,
+                         data=None if raw else array)
+    if raw:
+        output.set_data_from_numpy(np.require(array, requirements="C"), binary_data=True)
+    return output
 
 
 class _GrpcServicer(InferenceServicer):  # type: ignore[misc]
@@ -228,8 +235,7 @@ def _model_of(path: str) -> str:
 
 def _app(dataplane: Any, extension: Any, metrics: ServingMetrics) -> FastAPI:
     """KServe's v2 routes and metrics, with errors answered as the protocol says (400, 404, 503)."""
-    app = FastAPI(title="jaxport serve", docs_url=None, redoc_url=None, openapi_url=None,
-                  default_response_class=ORJSONResponse)
+    app = FastAPI(title="jaxport serve", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_api_route("/metrics", metrics_handler, methods=["GET"])
     register_v2_endpoints(app, dataplane, extension)
 
