@@ -22,20 +22,14 @@ from tritonclient.utils import InferenceServerException
 
 import jaxport
 from tests.helpers import iree_model as model
-from tests.helpers.serving import JSON, Server, grpc_input, http_input, infer_grpc, infer_http
+from tests.helpers.serving import JSON, make_directories, Server, grpc_input, http_input, infer_grpc, infer_http
 
 LIMIT = 64 * 1024
 
 
 @pytest.fixture(scope="module")
 def directories(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("serve")
-    ids1, ids2 = model.token_ids(1), model.token_ids(2)
-    jaxport.save_bundle(root / "bundle", model.exported(), model.make_params(),
-                        examples={"predict": [((ids1,), {})], "loss": [((ids2, ids2), {})]})
-    jaxport.to_iree(root / "bundle", root / "iree", dims={"predict": [{"b": 1}, {"b": 4}, {"b": 8}],
-                                                          "loss": [{"b": 2}]})
-    return root / "bundle", root / "iree"
+    return make_directories(tmp_path_factory.mktemp("serve"))
 
 
 @pytest.fixture(scope="module")

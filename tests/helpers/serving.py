@@ -25,6 +25,20 @@ JSON = {"Content-Type": "application/json"}
 START_TIMEOUT_S = 120.0
 
 
+def make_directories(root: Path) -> tuple[Path, Path]:
+    """A bundle with golden examples, and the IREE directory converted from it (``predict`` at b = 1, 4, 8;
+    ``loss`` at b = 2)."""
+    import jaxport
+    from tests.helpers import iree_model as model
+
+    ids1, ids2 = model.token_ids(1), model.token_ids(2)
+    jaxport.save_bundle(root / "bundle", model.exported(), model.make_params(),
+                        examples={"predict": [((ids1,), {})], "loss": [((ids2, ids2), {})]})
+    jaxport.to_iree(root / "bundle", root / "iree", dims={"predict": [{"b": 1}, {"b": 4}, {"b": 8}],
+                                                          "loss": [{"b": 2}]})
+    return root / "bundle", root / "iree"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
