@@ -22,14 +22,14 @@ from tritonclient.utils import InferenceServerException
 
 import jaxport
 from tests.helpers import iree_model as model
-from tests.helpers.serving import JSON, make_directories, Server, grpc_input, http_input, infer_grpc, infer_http
+from tests.helpers.serving import JSON, Server, grpc_input, http_input, infer_grpc, infer_http
 
 LIMIT = 64 * 1024
 
 
 @pytest.fixture(scope="module")
-def directories(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return make_directories(tmp_path_factory.mktemp("serve"))
+def directories(serve_directories: tuple[Path, Path]) -> tuple[Path, Path]:
+    return serve_directories
 
 
 @pytest.fixture(scope="module")

@@ -22,14 +22,14 @@ import pytest
 
 import jaxport
 from tests.helpers import iree_model as model
-from tests.helpers.serving import Server, infer_http, make_directories
+from tests.helpers.serving import Server, infer_http
 
 HELD = ("--batch", "predict", "--max-batch-size", "3", "--max-batch-delay-ms", "600000")
 
 
 @pytest.fixture(scope="module")
-def iree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_directories(tmp_path_factory.mktemp("batching"))[1]
+def iree(serve_directories: tuple[Path, Path]) -> Path:
+    return serve_directories[1]
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +67,10 @@ def row(seed: int) -> np.ndarray:
 def test_requests_held_behind_a_barrier_run_as_one_padded_call_and_each_gets_its_own_rows(
         server: Server, iree: Path) -> None:
     seeds = (11, 12, 13)
-    results = together([lambda s=s: infer_http(server, "predict", {"arg0": row(s)}, ["output_0"], binary=s % 2 == 0)
-                        for s in seeds])
+    def call(seed: int) -> Callable[[], Any]:
+        return lambda: infer_http(server, "predict", {"arg0": row(seed)}, ["output_0"], binary=seed % 2 == 0)
+
+    results = together([call(s) for s in seeds])
     own = jaxport.load_iree(iree)["predict"]
     for seed, result in zip(seeds, results):
         assert isinstance(result, dict), result
