@@ -117,7 +117,7 @@ class _FunctionModel(Model):  # type: ignore[misc]
             leaves = [_decode(tensor, given_input) for tensor, given_input in zip(signature.inputs, given)]
             results = await self._run(leaves)
         except JaxportError as exc:
-            raise InvalidInput(self._metrics.refused(self.function.name, exc)) from exc
+            raise _Refused(self._metrics.refused(self.function.name, exc)) from exc
         outputs = [_output(t, r, raw=payload.from_grpc) for t, r in zip(signature.outputs, results)]
         return InferResponse(response_id=payload.id or str(uuid.uuid4()), model_name=self.function.name, infer_outputs=outputs,
                              use_binary_outputs=payload.from_grpc or payload.use_binary_outputs,
@@ -159,6 +159,28 @@ def _output(tensor: WireTensor, result: Any, *, raw: bool) -> InferOutput:
     return output
 
 
+class _Refused(InvalidInput):  # type: ignore[misc]
+    """A request refused by jaxport: counted and logged already (KServe's own refusals are not)."""
+
+
+class _StatusInterceptor(ExceptionToStatusInterceptor):  # type: ignore[misc]
+    """KServe's mapping of errors to gRPC status codes, with one log line per refusal (not a traceback)."""
+
+    def __init__(self, metrics: ServingMetrics) -> None:
+        super().__init__()
+        self._metrics = metrics
+
+    async def handle_exception(self, ex: Exception, request: Any, context: Any, method_name: str) -> None:
+        if isinstance(ex, InvalidInput):
+            reason = str(ex.reason) if isinstance(ex, _Refused) else self._metrics.refused(
+                getattr(request, "model_name", ""), ex, kind="InvalidInput")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)
+        elif isinstance(ex, ModelNotFound):
+            await context.abort(grpc.StatusCode.NOT_FOUND, ex.reason)
+        else:
+            await super().handle_exception(ex, request, context, method_name)
+
+
 class _GrpcServicer(InferenceServicer):  # type: ignore[misc]
     """KServe's servicer, refusing a message over the limit with INVALID_ARGUMENT."""
 
@@ -170,8 +192,8 @@ class _GrpcServicer(InferenceServicer):  # type: ignore[misc]
     async def ModelInfer(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
         size = request.ByteSize()
         if size > self._max_bytes:
-            raise InvalidInput(self._metrics.refused(request.model_name, _too_large(size, self._max_bytes),
-                                                      kind="RequestTooLarge"))
+            raise _Refused(self._metrics.refused(request.model_name, _too_large(size, self._max_bytes),
+                                                 kind="RequestTooLarge"))
         return await super().ModelInfer(request, context)
 
 
@@ -256,7 +278,12 @@ def _app(dataplane: Any, extension: Any, metrics: ServingMetrics) -> FastAPI:
         return JSONResponse(status_code=500, content={"error": f"{type(exc).__name__}: {exc}"})
 
     app.add_exception_handler(RequestValidationError, malformed)
-    app.add_exception_handler(InvalidInput, error(400))
+    async def invalid(request: Request, exc: Exception) -> Response:
+        message = str(exc) if isinstance(exc, _Refused) else metrics.refused(
+            request.path_params.get("model_name", ""), exc, kind="InvalidInput")
+        return JSONResponse(status_code=400, content={"error": message})
+
+    app.add_exception_handler(InvalidInput, invalid)
     app.add_exception_handler(ModelNotFound, error(404))
     app.add_exception_handler(ModelNotReady, error(503))
     app.add_exception_handler(ServerNotReady, error(503))
@@ -328,7 +355,7 @@ class KServeServer:
         app = _BodyLimit(_app(dataplane, extension, self.metrics), options.max_request_bytes, self.metrics)
         http = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                        timeout_graceful_shutdown=30))
-        rpc = grpc.aio.server(interceptors=(ExceptionToStatusInterceptor(),), options=[
+        rpc = grpc.aio.server(interceptors=(_StatusInterceptor(self.metrics),), options=[
             ("grpc.max_receive_message_length", options.max_request_bytes + GRPC_SLACK_BYTES),
             ("grpc.max_send_message_length", -1)])
         grpc_predict_v2_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(

@@ -60,7 +60,7 @@ class ServingMetrics:
         kind = kind or type(error).__name__
         self.refusals.labels(function, kind).inc()
         message = f"{type(error).__name__}: {error}"
-        logger.warning("refused a request to %r: %s", function, " ".join(message.split())[:500])
+        logger.warning("refused a request to %r (%s): %s", function, kind, " ".join(message.split())[:500])
         return message
 
 

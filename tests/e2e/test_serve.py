@@ -77,6 +77,17 @@ def test_results_equal_the_models_own_over_json_binary_and_grpc(
     np.testing.assert_allclose(loss, model.exported()["loss"].call(model.make_params(), ids2, ids2), rtol=1e-5)
 
 
+def test_bfloat16_travels_as_fp32_rounded_in_and_widened_out(bundle_server: Server) -> None:
+    import ml_dtypes
+
+    x = np.array([[1.1, -2.3, 3.0, 1e-3], [0.5, 7.7, -0.1, 2.0]], np.float32)
+    assert bundle_server.http().get_model_metadata("double")["inputs"][0]["datatype"] == "FP32"
+    expected = (x.astype(ml_dtypes.bfloat16) * 2).astype(np.float32)
+    for got in (infer_http(bundle_server, "double", {"arg0": x}, ["output_0"], binary=False),
+                infer_grpc(bundle_server, "double", {"arg0": x}, ["output_0"])):
+        np.testing.assert_array_equal(got["output_0"], expected)
+
+
 def post(server: Server, path: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, str]:
     request = urllib.request.Request(f"http://{server.url}{path}", data=body, method="POST",
                                      headers=headers if headers is not None else JSON)

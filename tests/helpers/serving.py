@@ -32,11 +32,23 @@ def make_directories(root: Path) -> tuple[Path, Path]:
     from tests.helpers import iree_model as model
 
     ids1, ids2 = model.token_ids(1), model.token_ids(2)
-    jaxport.save_bundle(root / "bundle", model.exported(), model.make_params(),
+    jaxport.save_bundle(root / "bundle", {**model.exported(), "double": double()}, model.make_params(),
+                        without_params=["double"],
                         examples={"predict": [((ids1,), {})], "loss": [((ids2, ids2), {})]})
     jaxport.to_iree(root / "bundle", root / "iree", dims={"predict": [{"b": 1}, {"b": 4}, {"b": 8}],
-                                                          "loss": [{"b": 2}]})
+                                                          "loss": [{"b": 2}], "double": [{"b": 2}]})
     return root / "bundle", root / "iree"
+
+
+def double() -> Any:
+    """``x * 2`` on ``bfloat16[b, 4]`` (served as FP32)."""
+    import jax
+    import jax.numpy as jnp
+
+    import jaxport
+
+    b, = jaxport.symbolic_shape("b")
+    return jaxport.export(jax.jit(lambda x: x * 2))(jax.ShapeDtypeStruct((b, 4), jnp.bfloat16))
 
 
 def free_port() -> int:
