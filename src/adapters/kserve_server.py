@@ -10,9 +10,9 @@ itself:
 * it listens before the functions are loaded and answers not-ready until they
   are and their golden examples passed (``ModelServer`` registers only models
   already ready);
-* KServe parses ``sys.argv`` when it is imported (its ``model_server``
-  module): the import below runs with an empty command line, so that
-  ``jaxport serve``'s options never reach it;
+* KServe parses ``sys.argv`` when it is imported: :mod:`.kserve_model`
+  imports it first, with an empty command line, so that ``jaxport serve``'s
+  options never reach it;
 * a request that does not match (malformed JSON too, which FastAPI answers
   with 422, and a body over the limit, which KServe does not limit) gets HTTP
   400 / gRPC ``INVALID_ARGUMENT`` with jaxport's message; an unknown model
@@ -35,39 +35,33 @@ import contextlib
 import logging
 import signal
 import socket
-import sys
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..domain.errors import CallError, DtypeMismatchError, JaxportError
+from ..domain.errors import CallError
 from ..domain.serve_options import ServeOptions
-from ..domain.serving import ServedFunction, WireTensor, batch_variable
+from ..domain.serving import ServedFunction, batch_variable
 from .asyncio_batcher import AsyncioBatcher, BatchReport
 from .serving_metrics import ServingMetrics
 
-_argv, sys.argv = sys.argv, sys.argv[:1]
-try:  # KServe reads its options from sys.argv at import: give it none of ours.
-    import grpc
-    import uvicorn
-    from fastapi import FastAPI, Request, Response
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
-    from kserve import Model
-    from kserve.errors import InvalidInput, ModelNotFound, ModelNotReady, ServerNotReady
-    from kserve.model_repository import ModelRepository
-    from kserve.protocol.dataplane import DataPlane
-    from kserve.protocol.grpc import grpc_predict_v2_pb2_grpc
-    from kserve.protocol.grpc.interceptors import ExceptionToStatusInterceptor
-    from kserve.protocol.grpc.servicer import InferenceServicer
-    from kserve.protocol.infer_type import InferInput, InferOutput, InferRequest, InferResponse
-    from kserve.protocol.model_repository_extension import ModelRepositoryExtension
-    from kserve.protocol.rest.server import metrics_handler
-    from kserve.protocol.rest.v2_endpoints import register_v2_endpoints
-finally:
-    sys.argv = _argv
+from .kserve_model import FunctionModel, Refused, too_large  # first: it imports KServe with an empty sys.argv
+
+import grpc
+import uvicorn
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from kserve.errors import InvalidInput, ModelNotFound, ModelNotReady, ServerNotReady
+from kserve.model_repository import ModelRepository
+from kserve.protocol.dataplane import DataPlane
+from kserve.protocol.grpc import grpc_predict_v2_pb2_grpc
+from kserve.protocol.grpc.interceptors import ExceptionToStatusInterceptor
+from kserve.protocol.grpc.servicer import InferenceServicer
+from kserve.protocol.model_repository_extension import ModelRepositoryExtension
+from kserve.protocol.rest.server import metrics_handler
+from kserve.protocol.rest.v2_endpoints import register_v2_endpoints
 
 logger = logging.getLogger("jaxport.serve")
 
@@ -93,76 +87,6 @@ class _DataPlane(DataPlane):  # type: ignore[misc]
         return self._state.ready
 
 
-class _FunctionModel(Model):  # type: ignore[misc]
-    """One function as one protocol model: decode by its wire signature, run, encode."""
-
-    def __init__(self, function: ServedFunction, run: Callable[[list[Any]], Any],
-                 metrics: ServingMetrics) -> None:
-        super().__init__(function.name)
-        self.function = function
-        self._run = run
-        self._metrics = metrics
-        self.ready = True
-
-    def get_input_types(self) -> list[dict[str, object]]:
-        return [t.metadata() for t in self.function.signature.inputs]
-
-    def get_output_types(self) -> list[dict[str, object]]:
-        return [t.metadata() for t in self.function.signature.outputs]
-
-    async def predict(self, payload: InferRequest, headers: Any = None) -> InferResponse:
-        signature = self.function.signature
-        try:
-            given = signature.order_inputs([(i.name, i) for i in payload.inputs])
-            leaves = [_decode(tensor, given_input) for tensor, given_input in zip(signature.inputs, given)]
-            results = await self._run(leaves)
-        except JaxportError as exc:
-            raise _Refused(self._metrics.refused(self.function.name, exc)) from exc
-        outputs = [_output(t, r, raw=payload.from_grpc) for t, r in zip(signature.outputs, results)]
-        return InferResponse(response_id=payload.id or str(uuid.uuid4()), model_name=self.function.name, infer_outputs=outputs,
-                             use_binary_outputs=payload.from_grpc or payload.use_binary_outputs,
-                             requested_outputs=payload.request_outputs)
-
-
-def _decode(tensor: WireTensor, given: InferInput) -> Any:
-    """A request's tensor as the host array the function takes.
-
-    Raises:
-        DtypeMismatchError: its datatype is not the input's.
-        CallError: its data does not fill its shape.
-    """
-    where = f"input '{tensor.name}' ({tensor.path})"
-    if given.datatype != tensor.datatype:
-        raise DtypeMismatchError(where, tensor.datatype, str(given.datatype))
-    try:
-        array = given.as_numpy()
-    except (ValueError, TypeError, InvalidInput) as exc:
-        raise CallError(f"The data of {where} does not fill its shape {list(given.shape)} of "
-                        f"{given.datatype}: {exc}") from exc
-    if tensor.widened:  # bfloat16 travels as FP32: rounded to nearest even here
-        import ml_dtypes
-
-        array = array.astype(ml_dtypes.bfloat16)
-    return array
-
-
-def _output(tensor: WireTensor, result: Any, *, raw: bool) -> InferOutput:
-    """A result as the protocol's output; ``raw``: as bytes already (gRPC's ``raw_output_contents``;
-    KServe's gRPC encoder cannot take a NumPy array)."""
-    array = np.asarray(result)
-    if tensor.widened:  # bfloat16 travels as FP32, widened exactly
-        array = array.astype(np.float32)
-    output = InferOutput(name=tensor.name, shape=list(array.shape), datatype=tensor.datatype,
-                         data=None if raw else array)
-    if raw:
-        output.set_data_from_numpy(np.require(array, requirements="C"), binary_data=True)
-    return output
-
-
-class _Refused(InvalidInput):  # type: ignore[misc]
-    """A request refused by jaxport: counted and logged already (KServe's own refusals are not)."""
-
-
 class _StatusInterceptor(ExceptionToStatusInterceptor):  # type: ignore[misc]
     """KServe's mapping of errors to gRPC status codes, with one log line per refusal (not a traceback)."""
 
@@ -172,7 +96,7 @@ class _StatusInterceptor(ExceptionToStatusInterceptor):  # type: ignore[misc]
 
     async def handle_exception(self, ex: Exception, request: Any, context: Any, method_name: str) -> None:
         if isinstance(ex, InvalidInput):
-            reason = str(ex.reason) if isinstance(ex, _Refused) else self._metrics.refused(
+            reason = str(ex.reason) if isinstance(ex, Refused) else self._metrics.refused(
                 getattr(request, "model_name", ""), ex, kind="InvalidInput")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)
         elif isinstance(ex, ModelNotFound):
@@ -192,15 +116,9 @@ class _GrpcServicer(InferenceServicer):  # type: ignore[misc]
     async def ModelInfer(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
         size = request.ByteSize()
         if size > self._max_bytes:
-            raise _Refused(self._metrics.refused(request.model_name, _too_large(size, self._max_bytes),
+            raise Refused(self._metrics.refused(request.model_name, too_large(size, self._max_bytes),
                                                  kind="RequestTooLarge"))
         return await super().ModelInfer(request, context)
-
-
-def _too_large(size: int | None, limit: int) -> CallError:
-    """The error of a request larger than ``--max-request-bytes``."""
-    got = f"of {size} bytes" if size is not None else "larger than that"
-    return CallError(f"The request body {got} is over the limit of {limit} bytes (--max-request-bytes)")
 
 
 class _BodyLimit:
@@ -233,7 +151,7 @@ class _BodyLimit:
                        send)
 
     async def _refuse(self, scope: Any, send: Any, size: int | None) -> None:
-        message = self.metrics.refused(_model_of(scope.get("path", "")), _too_large(size, self.limit),
+        message = self.metrics.refused(_model_of(scope.get("path", "")), too_large(size, self.limit),
                                       kind="RequestTooLarge")
         await JSONResponse(status_code=400, content={"error": message})(scope, _replay([]), send)
 
@@ -279,7 +197,7 @@ def _app(dataplane: Any, extension: Any, metrics: ServingMetrics) -> FastAPI:
 
     app.add_exception_handler(RequestValidationError, malformed)
     async def invalid(request: Request, exc: Exception) -> Response:
-        message = str(exc) if isinstance(exc, _Refused) else metrics.refused(
+        message = str(exc) if isinstance(exc, Refused) else metrics.refused(
             request.path_params.get("model_name", ""), exc, kind="InvalidInput")
         return JSONResponse(status_code=400, content={"error": message})
 
@@ -372,7 +290,7 @@ class KServeServer:
                     options.host, self.http_port, self.grpc_port)
         try:
             for function in await asyncio.to_thread(load):
-                registry.update(_FunctionModel(function, self._runner(function), self.metrics))
+                registry.update(FunctionModel(function, self._runner(function), self.metrics))
             self._state.ready = not self._stop.is_set()
             if self._state.ready:
                 logger.info("ready: %s", ", ".join(registry.get_models()))
