@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -176,3 +178,15 @@ def test_eight_concurrent_clients_of_two_hundred_requests_each_all_get_their_own
     for t in threads:
         t.join(120)
     assert not any(t.is_alive() for t in threads) and failures == []
+
+
+def test_kserve_reads_none_of_the_command_line_when_jaxport_imports_it() -> None:
+    probe = ("import sys\n"
+             "sys.argv = ['jaxport', '--http_port', '1', '--workers', '9', '--enable_grpc', 'false']\n"
+             "import jaxport.adapters.kserve_server\n"
+             "from kserve import model_server\n"
+             "print(model_server.args.http_port, model_server.args.workers, model_server.args.enable_grpc,"
+             " sys.argv[1:3])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "8080 1 True ['--http_port', '1']"
