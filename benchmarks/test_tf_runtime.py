@@ -6,7 +6,7 @@ block, attention, layer norm and a GELU MLP, exported for a symbolic batch
 and saved as a bundle, so that its SavedModel holds the weights as
 variables), each with four roles: ``jax.jit`` (``jax.jit(f)`` of the
 original on device arrays, the baseline), ``jaxport on JAX``
-(``RuntimeFunction(record, jax_runtime())``: the domain's checks, then
+(``jax_model(source)[name]``: the call front's checks, then
 ``Exported.call``, NumPy results), ``TF SavedModel`` (the loaded
 SavedModel's signature called by TensorFlow, as a server would) and
 ``jaxport on TF`` (the same signature through the runtime port, checks
@@ -38,9 +38,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import jaxport
-from jaxport.adapters.flatbuffers_codec import decode_artifact
-from jaxport.application.runtime_function import RuntimeFunction, jax_runtime
-from jaxport.application.savedmodel_load import load_savedmodel
+from jaxport.application.jax_model import jax_model
 
 from .conftest import alternating_chunks
 from .models import (
@@ -80,9 +78,8 @@ def _mlp(root: Path) -> RuntimeCase:
     exp = jaxport.export(jax.jit(f))(input_spec())
     jaxport.save(exp, root / "mlp.jaxport")
     jaxport.to_savedmodel(root / "mlp.jaxport", root / "mlp_tf")
-    record = decode_artifact((root / "mlp.jaxport").read_bytes())
-    return _case("MLP 2k ops", root / "mlp_tf", "serving_default", f, (x,),
-                 RuntimeFunction(record, jax_runtime()), np.asarray(x))
+    on_jax = jax_model(jaxport.load(root / "mlp.jaxport"))[exp.fun_name]
+    return _case("MLP 2k ops", root / "mlp_tf", exp.fun_name, f, (x,), on_jax, np.asarray(x))
 
 
 def _block(root: Path) -> RuntimeCase:
@@ -93,22 +90,20 @@ def _block(root: Path) -> RuntimeCase:
         specs, jax.ShapeDtypeStruct((b, BLOCK_SEQ, BLOCK_WIDTH), jnp.float32))
     jaxport.save_bundle(root / "block", {"predict": exp}, params)
     jaxport.to_savedmodel(root / "block", root / "block_tf")
-    record = decode_artifact((root / "block" / "predict.jaxport").read_bytes())
     device_params = jax.device_put(params)
     x = transformer_input(BATCH)
-    on_jax = RuntimeFunction(record, jax_runtime())
+    on_jax = jax_model(jaxport.load_bundle(root / "block"))["predict"]  # the weights bound, as on TF
     return _case("transformer block, b=8", root / "block_tf", "predict",
-                 transformer_block, (device_params, jax.device_put(x)),
-                 lambda x: on_jax(device_params, x), x)
+                 transformer_block, (device_params, jax.device_put(x)), on_jax, x)
 
 
-def _case(name: str, savedmodel: Path, signature: str, jitted: Callable[..., Any], jax_args: tuple[Any, ...],
+def _case(name: str, savedmodel: Path, function: str, jitted: Callable[..., Any], jax_args: tuple[Any, ...],
           on_jax: Callable[[Any], Any], x: np.ndarray) -> RuntimeCase:
     import tensorflow as tf  # loaded by the conversion already
 
     compiled = jax.jit(jitted)
-    served = tf.saved_model.load(str(savedmodel)).signatures[signature]
-    on_tf = load_savedmodel(savedmodel)[signature]
+    served = tf.saved_model.load(str(savedmodel)).signatures["serving_default"]
+    on_tf = jaxport.load_converted(savedmodel)[function]
     x_tf = tf.constant(x)
     calls: dict[str, Callable[[], Any]] = {
         "jax.jit": lambda: compiled(*jax_args).block_until_ready(),

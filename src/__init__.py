@@ -30,14 +30,18 @@ if TYPE_CHECKING:
     from .application.artifact_files import save as save
     from .application.inspection import inspect as inspect
     from .application.plain_trees import plain_tree as plain_tree
-    from .application.iree_convert import to_iree as to_iree
-    from .application.iree_load import IreeModel as IreeModel
-    from .application.iree_load import load_iree as load_iree
+    from .application.convert import convert as convert
+    from .application.convert import to_iree as to_iree
+    from .application.converted_model import ConvertedModel as ConvertedModel
+    from .application.converted_model import load_converted as load_converted
+    from .application.converted_model import load_iree as load_iree
+    from .domain.target_iree import IreeOptions as IreeOptions
+    from .domain.target_savedmodel import SavedModelOptions as SavedModelOptions
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
     from .application.serialization import deserialize as deserialize
-    from .application.savedmodel_convert import to_savedmodel as to_savedmodel
+    from .application.convert import to_savedmodel as to_savedmodel
     from .application.serving import serve as serve
     from .application.symbolic import poly_spec as poly_spec
     from .application.symbolic import poly_specs as poly_specs
@@ -70,13 +74,17 @@ _LAZY = {
     "load": "jaxport.application.artifact_files",
     "inspect": "jaxport.application.inspection",
     "plain_tree": "jaxport.application.plain_trees",
-    "to_iree": "jaxport.application.iree_convert",
-    "load_iree": "jaxport.application.iree_load",
-    "IreeModel": "jaxport.application.iree_load",
+    "convert": "jaxport.application.convert",
+    "to_iree": "jaxport.application.convert",
+    "load_converted": "jaxport.application.converted_model",
+    "load_iree": "jaxport.application.converted_model",
+    "ConvertedModel": "jaxport.application.converted_model",
+    "IreeOptions": "jaxport.domain.target_iree",
+    "SavedModelOptions": "jaxport.domain.target_savedmodel",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",
     "register_namedtuple_serialization": "jaxport.application.pytree_registration",
-    "to_savedmodel": "jaxport.application.savedmodel_convert",
+    "to_savedmodel": "jaxport.application.convert",
     "serve": "jaxport.application.serving",
     "symbolic_shape": "jaxport.application.symbolic",
     "symbolic_args_specs": "jaxport.application.symbolic",

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from ..domain.bundle import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
 from ..domain.bundle_checks import (
@@ -32,6 +32,8 @@ from ..domain.bundle_checks import (
 from ..domain.errors import ArtifactError
 from .atomic_files import fsync_directory
 from .temporary import create_beside, new_directory
+
+_T = TypeVar("_T")
 
 Writer = Callable[[BinaryIO], object]
 
@@ -78,18 +80,34 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, Writer],
     if target.exists() and not (target / MANIFEST_FILE).is_file():
         raise FileExistsError(f"{target} exists and is not a bundle directory (it has no "
                               f"{MANIFEST_FILE}); not replacing it")
-    _, tmp_name = create_beside(target, ".tmp", new_directory)
-    tmp = Path(tmp_name)
-    try:
+
+    def fill(tmp: Path) -> None:
         digests = {name: _write_file(tmp / name, writer) for name, writer in files.items()}
         data = manifest(digests)
         _write_file(tmp / MANIFEST_FILE, lambda s: s.write(data))
+
+    write_directory(target, fill)
+
+
+def write_directory(target: Path, fill: Callable[[Path], _T]) -> _T:
+    """What ``fill`` returns, after it wrote a fresh directory beside ``target`` that then replaces
+    ``target`` in one step (a failed or interrupted ``fill`` leaves ``target`` as it was).
+
+    The caller decides whether ``target`` may be replaced (bundles: a bundle;
+    converted directories: ``overwrite=True``).
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _, tmp_name = create_beside(target, ".tmp", new_directory)
+    tmp = Path(tmp_name)
+    try:
+        result = fill(tmp)
         fsync_directory(tmp)
         _swap_into_place(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     fsync_directory(target.parent)
+    return result
 
 
 def _write_file(path: Path, writer: Writer) -> FileDigest:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..domain.iree_manifest import PARAMETER_SCOPE
+from ..domain.target_iree import PARAMETER_SCOPE
 from ..domain.iree_target import HOST, IreeTarget
 from ..domain.errors import ConversionError, MissingExtraError
 

@@ -17,15 +17,16 @@ import os
 import platform
 import subprocess
 import threading
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..domain.artifact import ArtifactRecord
+from ..domain.converted import ConvertedManifest, Variant
 from ..domain.errors import ArtifactCallError, MissingExtraError
-from ..domain.iree_manifest import PARAMETER_SCOPE, IreeManifest
 from ..domain.runtime_errors import TargetMismatchError
+from ..domain.target_iree import PARAMETER_SCOPE, target_of
 
 try:
     import iree.runtime as rt
@@ -37,8 +38,37 @@ except ImportError as exc:  # the extra is not installed
 DRIVERS = ("local-task", "local-sync")
 
 
+def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> IreeRuntime:
+    """The runtime of an IREE directory whose files were checked (the registry's runtime loader).
+
+    Options: ``driver``, one of :data:`DRIVERS`.
+
+    Raises:
+        ValueError: an unknown option or driver.
+    """
+    from .safetensors_file import SafetensorsFile
+
+    unknown = sorted(set(options) - {"driver"})
+    if unknown:
+        raise ValueError(f"IREE's runtime takes the option 'driver' only, not {unknown}")
+    driver = str(options.get("driver", DRIVERS[0]))
+    if driver not in DRIVERS:
+        raise ValueError(f"driver={driver!r} is not one of IREE's CPU drivers {DRIVERS}")
+    modules = {v.file: Path(root, v.file).read_bytes()
+               for f in manifest.functions for v in f.variants}
+    weights = None
+    if manifest.weights is not None and manifest.weights.file:
+        weights = SafetensorsFile(Path(root, manifest.weights.file)).buffer  # checked by the loader
+    return IreeRuntime(manifest, modules, weights, root, driver)
+
+
+def host_facts() -> dict[str, Any]:
+    """This machine's architecture and CPU features, for the IREE plan's host check."""
+    return {"arch": host_arch(), "cpu_features": host_cpu_features()}
+
+
 class IreeRuntime:
-    """Runs the functions of one converted directory (see :mod:`jaxport.domain.runtime`).
+    """Runs the variants of one converted directory (a :class:`~jaxport.domain.target_ports.TargetRuntime`).
 
     Args:
         manifest: the directory's manifest.
@@ -51,7 +81,7 @@ class IreeRuntime:
 
     name = "iree"
 
-    def __init__(self, manifest: IreeManifest, modules: Mapping[str, bytes],
+    def __init__(self, manifest: ConvertedManifest, modules: Mapping[str, bytes],
                  weights: Any | None, where: str, driver: str = DRIVERS[0]) -> None:
         self._manifest = manifest
         self._modules = dict(modules)
@@ -66,21 +96,18 @@ class IreeRuntime:
         self._loaded: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
 
-    def run(self, function: ArtifactRecord, args: Sequence[Any], dims: Mapping[str, int]) -> list[Any]:
-        """The results of the module of ``function`` compiled for ``dims``, as NumPy arrays.
+    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[Any]:
+        """The results of ``variant`` of ``function``, as NumPy arrays.
 
         Raises:
-            UncompiledSizeError: no module of the function was compiled for ``dims``.
             TargetMismatchError: IREE finds the module incompatible with this machine.
             ArtifactCallError: IREE failed to run it (the message keeps IREE's).
         """
-        entry = self._manifest.function(function.function_name)
-        file = entry.module_for(dims).file
-        call = self._function(function.function_name, file)
+        call = self._function(function, variant.file)
         try:
             results = call(*[np.asarray(a, order="C") for a in args])
         except Exception as exc:  # IREE's status, as RuntimeError, ValueError, IndexError...
-            raise ArtifactCallError(function.function_name, exc) from exc
+            raise ArtifactCallError(function, exc) from exc
         if results is None:
             return []
         results = results if isinstance(results, tuple) else (results,)
@@ -103,7 +130,7 @@ class IreeRuntime:
             context = rt.SystemContext(vm_modules=[*extra, module], config=self._config)
         except RuntimeError as exc:
             if "INCOMPATIBLE" in str(exc):
-                raise TargetMismatchError(f"{self._where}/{file}", str(self._manifest.target),
+                raise TargetMismatchError(f"{self._where}/{file}", str(target_of(self._manifest.target_details)),
                                           host_arch()) from exc
             raise ArtifactCallError(name, exc) from exc
         main: Callable[..., Any] = context.modules[module.name]["main"]

@@ -36,7 +36,7 @@ _CALLEE = "jaxport_exported_main"
 
 
 def specialize(record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None,
-               inspector: ModuleInspector) -> tuple[bytes, list[tuple[str, str]]]:
+               inspector: ModuleInspector | None = None) -> tuple[bytes, list[tuple[str, str]]]:
     """The portable artifact of ``record``'s module for ``shapes``, taking every flat input,
     and the target and text (with its location) of each custom call it makes.
 
@@ -45,7 +45,8 @@ def specialize(record: ArtifactRecord, shapes: StaticShapes, platform_index: int
         shapes: the static shapes of every flat input and output.
         platform_index: the index of the branch to keep in a multi-platform
             module's ``main``; None for a single-platform module.
-        inspector: finds the custom calls of the specialised module.
+        inspector: finds the custom calls of the specialised module (None: none are looked for;
+            the conversion pipeline has its custom calls from the verifying child's walk).
 
     Raises:
         ValueError: JAX's refinement refused the module for these shapes.
@@ -74,7 +75,8 @@ def specialize(record: ArtifactRecord, shapes: StaticShapes, platform_index: int
     with module.context:
         passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
         _drop_single_device_shardings(module)
-        calls = [(site.target or "", _clipped(site.describe())) for site in inspector.sites(module)]
+        calls = [] if inspector is None else \
+            [(site.target or "", _clipped(site.describe())) for site in inspector.sites(module)]
         portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
                                                               jax_internals.backend_serializes_with_sdy()))
     return portable, calls

@@ -95,6 +95,19 @@ def _limit_cpu(seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (spent + seconds, resource.RLIM_INFINITY))
 
 
+def _uses_shardy(op: Any) -> bool:
+    """Whether ``op`` is of the Shardy dialect or carries one of its attributes (a custom call's
+    ``sdy.sharding_rule``, an argument's ``sdy.sharding``)."""
+    if op.name.startswith("sdy."):
+        return True
+    attributes = op.attributes
+    for name in attributes:
+        key = name if isinstance(name, str) else name.name
+        if key.startswith("sdy.") or (key in ("arg_attrs", "res_attrs") and "sdy." in str(attributes[key])):
+            return True
+    return False
+
+
 def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
     """Parses, verifies and re-serializes one module, as JAX would, without importing JAX.
 
@@ -138,15 +151,18 @@ def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
             return MlirType(text, None)
 
         targets: list[str] = []
+        shardy: list[bool] = []
 
         def visit(op: Any) -> Any:
             if op.name == "stablehlo.custom_call":
                 targets.append(ir.StringAttr(op.attributes["call_target_name"]).value)
+            if not shardy and _uses_shardy(op):
+                shardy.append(True)
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
         facts = ModuleFacts(tuple(describe(t) for t in ftype.inputs),
-                            tuple(describe(t) for t in ftype.results), tuple(targets))
+                            tuple(describe(t) for t in ftype.results), tuple(targets), bool(shardy))
         version = stablehlo_version(module_bytes[:300]) or "1.0.0"
         again = jaxlib_mlir.serialize_portable_artifact(module, version, sdy)
     return facts.to_json(), again

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from ..adapters.bundle_dir import read_function, read_manifest, read_weights, sha256_many
 from ..adapters.flatbuffers_codec import decode_artifact
 from ..domain.artifact import ArtifactRecord, TreeSpec
-from ..domain.bundle import EXAMPLES_FILE, Example, WeightRecord
+from ..domain.bundle import EXAMPLES_FILE, WEIGHTS_FILE, Example, WeightRecord
 from ..domain.errors import ArtifactError
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ class ConversionSource:
         weights_header: that file's header (its first bytes, up to the data).
         examples: the golden examples of a bundle directory.
         examples_blob: their ``examples.safetensors``, its digest checked.
+        weights_file: the path of a bundle directory's weights file (checked), ``""`` otherwise.
     """
 
     functions: tuple[SourceFunction, ...]
@@ -62,6 +63,7 @@ class ConversionSource:
     weights_header: bytes = b""
     examples: tuple[Example, ...] = ()
     examples_blob: bytes = b""
+    weights_file: str = ""
 
     @property
     def weights_header_sha256(self) -> str:
@@ -125,7 +127,7 @@ def _bundle_dir(root: Path) -> ConversionSource:
 
     examples = read_function(root, manifest, EXAMPLES_FILE) if manifest.examples else b""
     return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy,
-                            bytes(weights.header), manifest.examples, examples)
+                            bytes(weights.header), manifest.examples, examples, str(root / WEIGHTS_FILE))
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:

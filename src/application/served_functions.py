@@ -7,10 +7,9 @@ flat host arrays: ``check`` (jaxport's call front: ranks, dtypes, shapes,
 dimension variables, constraints, raising :mod:`jaxport.errors`) and ``run``
 (checks, then runs on the directory's runtime).
 
-:func:`load_served` opens a bundle (run on JAX), a directory of IREE
-modules (run on IREE, no JAX) or a SavedModel that jaxport wrote (run on
-TensorFlow). When the converted-directory format lands, its loader replaces
-the three branches; the rest of the server is unchanged.
+:func:`load_served` opens a bundle (run on JAX) or any directory that
+jaxport converted (:func:`jaxport.load_converted`: IREE, a SavedModel, and
+every target registered later, each on its own runtime, without JAX).
 """
 
 from __future__ import annotations
@@ -22,10 +21,12 @@ from typing import Any
 
 from ..domain.artifact import ArtifactRecord
 from ..domain.bundle import FORMAT_NAME as BUNDLE_FORMAT, MANIFEST_FILE
+from ..domain.converted import manifest_format
 from ..domain.errors import ArtifactError
-from ..domain.iree_manifest import FORMAT_NAME as IREE_FORMAT, manifest_format
-from ..domain.runtime_calls import call_signature, leaf_paths, result_paths, with_weights_bound
+from ..domain.runtime_calls import call_signature, leaf_paths, result_paths
 from ..domain.serving import FlatCall, ServedFunction, served_signature
+from .converted_model import ConvertedModel, is_converted, load_converted, read_converted
+
 
 def _served(name: str, record: ArtifactRecord, run: FlatCall, runtime: str,
             compiled: Sequence[dict[str, int]] = ()) -> ServedFunction:
@@ -40,74 +41,51 @@ def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
         ArtifactError: ``path`` is not a directory that jaxport wrote, or is damaged.
         ConversionError: a function has an input or output the protocol cannot carry.
         MissingExtraError: the directory's runtime is not installed.
-        TargetMismatchError: IREE modules compiled for another machine.
+        TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
     """
     root = Path(path)
     if not root.is_dir():
         raise ArtifactError(f"{root} is not a directory (serve a bundle or a directory converted from one)")
-    kind = _kind(root)
-    if kind == BUNDLE_FORMAT:
+    if _is_bundle(root):
         return _bundle(root)
-    if kind == IREE_FORMAT:
-        return _iree(root)
-    from .savedmodel_load import is_savedmodel
-
-    if is_savedmodel(root):
-        return _savedmodel(root)
+    if is_converted(root):
+        return _converted(root)
     raise ArtifactError(f"{root} is not a bundle or a directory converted from one by jaxport: it has "
                         "none of their manifests")
 
 
-def _kind(root: Path) -> str | None:
+def has_examples(path: str | os.PathLike[str]) -> bool:
+    """Whether the bundle or converted directory at ``path`` carries golden examples (reads its manifest)."""
+    root = Path(path)
+    if _is_bundle(root):
+        from ..adapters.bundle_dir import read_manifest
+
+        return bool(read_manifest(root).examples)
+    return bool(read_converted(root)[0].examples)
+
+
+def _is_bundle(root: Path) -> bool:
     try:
-        return manifest_format((root / MANIFEST_FILE).read_bytes())
+        return manifest_format((root / MANIFEST_FILE).read_bytes()) == BUNDLE_FORMAT
     except OSError:
-        return None
+        return False
 
 
 def _bundle(root: Path) -> list[ServedFunction]:
-    """A bundle on JAX: each function through the runtime port, its weights bound first."""
-    import jax
-
-    from ..adapters.jax_runtime import JaxRuntime
+    """A bundle on JAX, through the same call front as every converted target, its weights bound."""
     from .bundles import load_bundle
+    from .jax_model import jax_model
 
-    bundle = load_bundle(root)
-    weights = jax.tree.leaves(bundle.params)
-    exported = {id(exp.record): exp for exp in bundle.functions.values()}
-    runtime = JaxRuntime(lambda record: exported[id(record)])  # the bundle's own, made already
-    served = []
-    for entry in bundle.manifest.functions:
-        record = bundle.functions[entry.name].record
-        caller = with_weights_bound(record, len(weights)) if entry.takes_params else record
-        first = list(weights) if entry.takes_params else []
-        served.append(_served(entry.name, caller, _bundle_call(runtime, record, caller, first), runtime.name))
-    return served
+    return _functions(jax_model(load_bundle(root)))
 
 
-def _bundle_call(runtime: Any, record: ArtifactRecord, caller: ArtifactRecord, first: list[Any]) -> FlatCall:
-    check = call_signature(caller).check
-
-    def run(leaves: list[Any]) -> list[Any]:
-        dims = check(leaves)
-        return list(runtime.run(record, [*first, *leaves], dims))
-
-    return run
+def _converted(root: Path) -> list[ServedFunction]:
+    """A converted directory (any target) on its runtime, at the sizes it was compiled for."""
+    return _functions(load_converted(root))
 
 
-def _iree(root: Path) -> list[ServedFunction]:
-    """A directory of IREE modules: each function on IREE, at the sizes it was compiled for."""
-    from .iree_load import load_iree
-
-    model = load_iree(root)
-    return [_served(name, model[name].record, model[name].run_flat, "iree",
-                    [dict(m.dims) for m in model.functions[name].modules])
+def _functions(model: ConvertedModel) -> list[ServedFunction]:
+    """The functions of ``model`` (the front's checked flat call), with the sizes of their variants."""
+    return [_served(name, model[name].record, model[name].run_flat, model.target,
+                    [v.binding for v in model.functions[name].variants])
             for name in model]
-
-
-def _savedmodel(root: Path) -> list[ServedFunction]:
-    """A SavedModel that jaxport wrote: each signature on TensorFlow."""
-    from .savedmodel_load import load_savedmodel
-
-    return [_served(name, function.record, function.run_flat, "tf")
-            for name, function in load_savedmodel(root).items()]

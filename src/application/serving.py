@@ -14,13 +14,11 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..domain.bundle import EXAMPLES_FILE
 from ..domain.errors import ArtifactError, MissingExtraError
-from ..domain.savedmodel_manifest import EXAMPLES_PATH
 from ..domain.serve_options import (DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES,
                                     ServeOptions)
 from ..domain.serving import ServedFunction, batch_variable
-from .served_functions import load_served
+from .served_functions import has_examples, load_served
 
 
 def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
@@ -43,8 +41,8 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
     travel as ``FP32`` (see :mod:`jaxport.domain.serving`).
 
     Args:
-        path: a bundle (run on JAX), a directory of IREE modules (on IREE) or a
-            SavedModel that jaxport wrote (on TensorFlow).
+        path: a bundle (run on JAX) or a directory that jaxport converted
+            (:func:`jaxport.load_converted`: IREE, a SavedModel, any registered target).
         host: the address both servers bind (``0.0.0.0`` to accept other machines).
         http_port, grpc_port: the REST and gRPC ports.
         batch: functions whose concurrent requests are joined into one call
@@ -101,7 +99,7 @@ def _check_examples(path: Path) -> None:
     """
     from .numerics import check_numerics
 
-    if not any((path / name).exists() for name in (EXAMPLES_FILE, EXAMPLES_PATH)):
+    if not has_examples(path):
         return  # none: loading the directory again to learn so would cost a second load
     report = check_numerics(path)
     if report.examples and not report.ok:

@@ -16,16 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .artifact import ArtifactRecord
-from .custom_calls import CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
 from .errors import ConversionError
 from .runtime_calls import leaf_paths, record_shapes, with_weights_bound
-from .runtime_dtypes import why_not_iree
 from .symbolic import DimExpr, DimSize, ShapeAssertionError, solve_call
 
 #: The runtime, as messages name it.
 RUNTIME_NAME = "IREE"
-#: The custom calls IREE's StableHLO input accepts (it erases them).
-ERASED_CUSTOM_CALLS = frozenset({"shape_assertion"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,64 +37,6 @@ class StaticShapes:
     dims: tuple[tuple[str, int], ...]
     in_shapes: tuple[tuple[int, ...], ...]
     out_shapes: tuple[tuple[int, ...], ...]
-
-
-def check_convertible(name: str, record: ArtifactRecord, *, nr_weights: int) -> None:
-    """Checks what the record alone says: platforms, devices, effects, dtypes.
-
-    Args:
-        name: the function's name in the converted directory.
-        record: its artifact record.
-        nr_weights: how many of its first flat inputs are a bundle's weights
-            (which may be PRNG key arrays, passed as their key data).
-
-    Raises:
-        ConversionError: no CPU platform, several devices, ordered effects, or
-            an argument or a result that IREE cannot hold (named by its path).
-    """
-    if "cpu" not in record.platforms:
-        raise ConversionError(
-            RUNTIME_NAME, name, f"it was exported for {list(record.platforms)} only; IREE compiles the "
-            "CPU branch of an artifact: export it with platforms that include 'cpu'.")
-    if record.nr_devices > 1:
-        raise ConversionError(
-            RUNTIME_NAME, name, f"its module is for {record.nr_devices} devices (sharded); IREE runs "
-            "single-device modules: export it for one device.")
-    if record.ordered_effects:
-        effects = ", ".join(e.type_name for e in record.ordered_effects)
-        raise ConversionError(RUNTIME_NAME, name, f"it has ordered effects ({effects}), which IREE "
-                                                  "cannot run (it has no tokens).")
-    for i, (path, aval) in enumerate(zip(leaf_paths(record.in_tree), record.in_avals)):
-        why = why_not_iree(aval.dtype, weight=i < nr_weights)
-        if why is not None:
-            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {why}", where=path)
-    for i, aval in enumerate(record.out_avals):
-        why = why_not_iree(aval.dtype)
-        if why is not None:
-            raise ConversionError(RUNTIME_NAME, name, f"{aval} is {why}", where=f"flat result {i}")
-
-
-def check_custom_calls(name: str, calls: Sequence[tuple[str, str]]) -> None:
-    """Checks the custom calls of the module that IREE would compile.
-
-    Args:
-        name: the function's name.
-        calls: per custom call, its target and its text with its location.
-
-    Raises:
-        ConversionError: naming the first offending operation and why.
-    """
-    for target, text in calls:
-        if target in ERASED_CUSTOM_CALLS:
-            continue
-        if target in HOST_CALLBACK_TARGETS:
-            why = ("a host callback (jax.debug.print, jax.pure_callback, io_callback), which runs "
-                   "Python code of the exporting process")
-        elif target in CPU_LAPACK_TARGETS:
-            why = "a LAPACK kernel of JAX's CPU runtime (behind jnp.linalg), which IREE does not have"
-        else:
-            why = "a kernel of another runtime, which IREE does not have"
-        raise ConversionError(RUNTIME_NAME, name, f"its module calls the custom call '{target}', {why}: {text}")
 
 
 def check_parameter_names(names: Sequence[str], header: bytes) -> None:
@@ -133,7 +71,7 @@ def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
 
 
 def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None,
-                  *, nr_weights: int = 0) -> list[StaticShapes]:
+                  *, nr_weights: int = 0, runtime: str = RUNTIME_NAME) -> list[StaticShapes]:
     """The static shapes to compile ``record`` for: one per binding (one, unbound, when static).
 
     Each binding is checked as a call of those shapes would be: the dimension
@@ -150,40 +88,40 @@ def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[
     variables = dimension_variables(record)
     if not variables:
         if bindings:
-            raise ConversionError(RUNTIME_NAME, name, "it has no dimension variables; give it no dims")
+            raise ConversionError(runtime, name, "it has no dimension variables; give it no dims")
         return [_shapes(record, {}, nr_weights)]
     if not bindings:
         raise ConversionError(
-            RUNTIME_NAME, name, f"it has symbolic shapes (dimension variables {', '.join(variables)}) and "
-            f"IREE compiles static shapes only: give the sizes to compile for, as dims={{'{name}': "
+            runtime, name, f"it has symbolic shapes (dimension variables {', '.join(variables)}) and "
+            f"{runtime} compiles static shapes only: give the sizes to compile for, as dims={{'{name}': "
             f"[{{{', '.join(repr(v) + ': 8' for v in variables)}}}, ...]}} (on the command line "
             f"--dims {name}:{','.join(v + '=8' for v in variables)}).")
     found: list[StaticShapes] = []
     for binding in bindings:
-        shapes = _checked_binding(name, record, variables, binding, nr_weights)
+        shapes = _checked_binding(name, record, variables, binding, nr_weights, runtime)
         if any(s.dims == shapes.dims for s in found):
-            raise ConversionError(RUNTIME_NAME, name, f"the binding {dict(binding)} is given twice")
+            raise ConversionError(runtime, name, f"the binding {dict(binding)} is given twice")
         found.append(shapes)
     return found
 
 
 def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ...],
-                     binding: Mapping[str, int], nr_weights: int) -> StaticShapes:
+                     binding: Mapping[str, int], nr_weights: int, runtime: str) -> StaticShapes:
     given = dict(binding)
     if set(given) != set(variables):
         extra, lacking = sorted(set(given) - set(variables)), sorted(set(variables) - set(given))
         what = (f"names {', '.join(extra)}, which {'is' if len(extra) == 1 else 'are'} not among"
                 if extra else f"lacks {', '.join(lacking)}, one of")
-        raise ConversionError(RUNTIME_NAME, name, f"the binding {given} {what} its dimension variables "
+        raise ConversionError(runtime, name, f"the binding {given} {what} its dimension variables "
                                              f"({', '.join(variables)})")
     for var, value in given.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConversionError(RUNTIME_NAME, name, f"the binding {given} gives {var} the value "
+            raise ConversionError(runtime, name, f"the binding {given} gives {var} the value "
                                                  f"{value!r}, which is not a size")
     try:
         return _shapes(record, given, nr_weights)
     except ShapeAssertionError as exc:
-        raise ConversionError(RUNTIME_NAME, name, f"the binding {given} violates its shape constraints: "
+        raise ConversionError(runtime, name, f"the binding {given} violates its shape constraints: "
                                              f"{exc}") from exc
 
 

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from .artifact import ArtifactRecord, AvalRecord, DType
 from .errors import CallError, ConversionError, UsageError
-from .savedmodel_names import input_names, output_names
+from .wire_names import input_wire_names, output_wire_names
 
 #: What the protocol calls this target in refusals.
 OIP = "the Open Inference Protocol"
@@ -45,18 +45,15 @@ OIP_DATATYPES: Mapping[DType, str] = MappingProxyType({
 T = TypeVar("T")
 
 
-def wire_names(function: str, record: ArtifactRecord) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def wire_names(record: ArtifactRecord) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The protocol names of the flat inputs and outputs of ``record`` (the caller's view).
 
-    The one place that names tensors on the wire. Until the converted-directory
-    format fixes its own rule, it is the SavedModel naming
-    (:mod:`jaxport.domain.savedmodel_names`): ``arg0``, ``arg1/dense/w``,
-    keyword names; ``output_0`` or a dict result's key paths.
-
-    Raises:
-        ConversionError: two leaves get one name.
+    The one place that names tensors on the wire: the converted-directory rule
+    (:mod:`jaxport.domain.wire_names`): ``arg0``, ``arg1/dense/w``, keyword
+    names; ``output_0`` or a dict result's key paths; other characters escaped
+    as ``.XX``, so that no two leaves share a name.
     """
-    return input_names(function, record.in_tree), output_names(function, record.out_tree)
+    return input_wire_names(record.in_tree), output_wire_names(record.out_tree)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,10 +134,9 @@ def served_signature(function: str, record: ArtifactRecord, in_paths: Sequence[s
         in_paths, out_paths: each flat input's and output's pytree path, for messages.
 
     Raises:
-        ConversionError: an input or output has a dtype the protocol cannot
-            carry, or two leaves get one wire name.
+        ConversionError: an input or output has a dtype the protocol cannot carry.
     """
-    ins, outs = wire_names(function, record)
+    ins, outs = wire_names(record)
     return ServedSignature(function, _tensors(function, ins, in_paths, record.in_avals),
                            _tensors(function, outs, out_paths, record.out_avals))
 

@@ -87,18 +87,21 @@ class ModuleFacts:
     Attributes:
         inputs, results: the types of ``main``.
         custom_call_targets: the target of every custom call, in walk order.
+        uses_shardy: whether an operation of the Shardy dialect (``sdy.``) is there.
     """
 
     inputs: tuple[MlirType, ...]
     results: tuple[MlirType, ...]
     custom_call_targets: tuple[str, ...]
+    uses_shardy: bool = False
 
     def to_json(self) -> bytes:
         """The facts as JSON (what the verifying process sends)."""
         def types(ts: Sequence[MlirType]) -> list[Any]:
             return [[t.element, None if t.shape is None else list(t.shape)] for t in ts]
         return json.dumps({"inputs": types(self.inputs), "results": types(self.results),
-                           "custom_calls": list(self.custom_call_targets)}).encode()
+                           "custom_calls": list(self.custom_call_targets),
+                           "uses_shardy": self.uses_shardy}).encode()
 
     @staticmethod
     def from_json(data: bytes) -> ModuleFacts:
@@ -119,7 +122,7 @@ class ModuleFacts:
                 raise ValueError("custom_calls must be a list of strings")
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise ArtifactError(f"the verifier's report is malformed: {exc}") from None
-        return ModuleFacts(inputs, results, tuple(targets))
+        return ModuleFacts(inputs, results, tuple(targets), value.get("uses_shardy") is True)
 
 
 def _types(value: Any) -> tuple[MlirType, ...]:

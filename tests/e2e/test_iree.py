@@ -90,13 +90,18 @@ def test_the_directory_holds_a_module_per_binding_the_bundles_weights_and_a_mani
                                              "predict.b=1.vmfb", "predict.b=3.vmfb"]
     assert (converted / "params.safetensors").read_bytes() == (bundle / "params.safetensors").read_bytes()
     manifest = json.loads((converted / "manifest.json").read_text())
-    assert manifest["target"]["requested_cpu"] == "host" and manifest["target"]["cpu"] != "host"
-    assert manifest["target"]["triple"].startswith(("x86_64-", "aarch64-"))
+    assert manifest["format"] == "jaxport-converted" and manifest["target"] == "iree"
+    details = manifest["target_details"]
+    assert details["requested_cpu"] == "host" and details["cpu"] != "host"
+    assert details["triple"].startswith(("x86_64-", "aarch64-"))
     predict = manifest["functions"]["predict"]
-    assert predict["modules"] == [{"file": "predict.b=1.vmfb", "dims": {"b": 1}},
-                                  {"file": "predict.b=3.vmfb", "dims": {"b": 3}}]
-    assert predict["signature"]["in_avals"] == [{"shape": ["b", "8"], "dtype": "int32"}]
-    assert predict["signature"]["constraints"] == ["b <= 64"]
+    assert predict["variants"] == [{"file": "predict.b=1.vmfb", "dims": {"b": 1}},
+                                   {"file": "predict.b=3.vmfb", "dims": {"b": 3}}]
+    assert predict["signature"]["inputs"] == [{"name": "arg0", "dtype": "int32", "shape": ["b", "8"],
+                                               "dims": ["b", 8]}]
+    assert predict["signature"]["nr_weights"] == 9
+    assert [c["text"] for c in predict["signature"]["constraints"]] == ["b <= 64"]
+    assert manifest["weights"]["file"] == "params.safetensors"
     assert set(manifest["files"]) == {"loss.b=2.vmfb", "params.safetensors", "predict.b=1.vmfb",
                                       "predict.b=3.vmfb"}
     assert sorted(os.listdir(stats_converted)) == ["manifest.json", "stats.vmfb"]
@@ -210,7 +215,8 @@ def test_the_command_line_converts_runs_and_inspects_without_jax_but_to_convert(
     made = jaxport_cli("convert", str(bundle), "--to", "iree", "-o", str(converted), "--dims", "predict:b=1",
                        "--dims", "loss:b=1")
     assert made.returncode == 0, made.stderr
-    assert made.stdout.startswith(f"wrote {converted}: 2 functions, 2 IREE modules for ")
+    assert made.stdout.startswith(f"wrote {converted}: IREE with 2 functions (predict, loss), 2 variants, "
+                                  "9 weights (")
     refused = jaxport_cli("convert", str(bundle), "--to", "iree", "-o", str(tmp_path / "no"), "--dims", "predict:b=1")
     assert refused.returncode == 2 and "ConversionError: Cannot convert the function 'loss'" in refused.stderr
     ids = model.token_ids(1)
@@ -247,8 +253,9 @@ def test_a_directory_compiled_for_another_machine_says_so_and_is_refused_on_this
     done = jaxport_cli("convert", str(artifact), "--to", "iree", "-o", str(out),
                        "--target-triple", "aarch64-linux-gnu")
     assert done.returncode == 0, done.stderr
-    assert f"wrote {out}: 1 functions, 1 IREE modules for aarch64 (CPU generic" in done.stdout
-    target = json.loads((out / "manifest.json").read_text())["target"]
+    assert f"wrote {out}: IREE with 1 function (stats), 1 variant, " in done.stdout
+    assert "compiled for aarch64 (CPU generic" in done.stdout
+    target = json.loads((out / "manifest.json").read_text())["target_details"]
     assert (target["requested_triple"], target["cpu"], target["triple"]) == (
         "aarch64-linux-gnu", "generic", "aarch64-unknown-unknown-eabi-elf")
     assert "compiled for aarch64 (CPU generic" in jaxport_cli("inspect", str(out)).stdout

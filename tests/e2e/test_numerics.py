@@ -204,7 +204,7 @@ def test_examples_that_cannot_be_run_are_refused_before_anything_is_written(
 
 
 def test_a_runtime_that_is_unknown_or_cannot_run_the_directory_is_a_usage_error(saved: Path, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="There is no runtime 'nope' to check numerics on; there are jax, tf, iree"):
+    with pytest.raises(UsageError, match="There is no runtime 'nope' to check numerics on; there are jax, savedmodel, iree"):
         jaxport.check_numerics(saved, runtime="nope")
     (tmp_path / "other").mkdir()
     with pytest.raises(ArtifactError, match="is not a bundle or a directory converted from one"):

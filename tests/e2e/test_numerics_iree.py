@@ -56,7 +56,7 @@ print(json.dumps({"report": report.to_json(), "status": status,
 def test_to_iree_carries_the_examples_file_and_lists_it_in_the_manifest(bundle: Path, converted: Path) -> None:
     assert (converted / "examples.safetensors").read_bytes() == (bundle / "examples.safetensors").read_bytes()
     manifest = json.loads((converted / "manifest.json").read_text())
-    assert manifest["format_version"] == 2 and "examples.safetensors" in manifest["files"]
+    assert manifest["format_version"] == 1 and "examples.safetensors" in manifest["files"]
     assert manifest["examples"] == json.loads((bundle / "manifest.json").read_text())["examples"]
     assert [e.function for e in jaxport.load_iree(converted).manifest.examples] == ["predict", "predict", "loss"]
     shown = subprocess.run([sys.executable, "-m", "jaxport", "inspect", str(converted)], capture_output=True,

@@ -146,8 +146,9 @@ def test_a_bundle_converts_with_one_line_saying_what_was_written(scenario: Scena
     result = scenario.outcome["convert bundle"]
     assert result["status"] == 0, result["stderr"]
     assert result["stdout"].startswith(
-        f"wrote {scenario.root / 'model_tf'}: a TensorFlow SavedModel with 3 functions (predict, loss, init; "
-        "serving_default: predict), 6 weights as variables (80 bytes), saved_model.pb ")
+        f"wrote {scenario.root / 'model_tf'}: a TensorFlow SavedModel with 3 functions (predict, loss, init), "
+        "3 variants, 6 weights (80 bytes), ")
+    assert "serving_default calls predict" in result["stdout"]
     assert result["stdout"].count("\n") == 1
     assert scenario.outcome["signatures"] == ["init", "loss", "predict", "serving_default"]
     assert scenario.outcome["variables"] == sorted(
@@ -200,14 +201,13 @@ def test_jaxport_run_calls_a_savedmodel_through_tensorflow(scenario: Scenario) -
 
 
 REASONS = {
-    "custom call": "custom-call targets ['lapack_sgetrf_ffi', 'lapack_strsm_ffi'], which TensorFlow's XLA has no handler",
-    "several devices": "lowered for 2 devices",
-    "dtype": "(args[0]): it is the dtype int4",
-    "prng key argument": "(args[0]): it is a PRNG key array (key<fry>)",
+    "custom call": "its module calls the custom call 'lapack_sgetrf_ffi', a LAPACK kernel of JAX's CPU runtime",
+    "several devices": "its module is for 2 devices",
+    "dtype": "(args[0]): int4[3] is the dtype int4, for which TensorFlow's XlaCallModule returns wrong values",
+    "prng key argument": "(args[0]): key<fry>[] is a PRNG key array (key<fry>)",
     "calling convention": "calling convention version 11 is outside [4..10]",
-    "platform": "the platforms ['metal'] are not ones TensorFlow knows",
-    "stablehlo version": "written for StableHLO 9.99.0 and TensorFlow 2.21",
-    "names": "two inputs get the name 'arg0/a_b'",
+    "platform": "it was exported for ['metal'] only",
+    "stablehlo version": "its module does not verify",
     "default": "default='nope' names no function",
 }
 
@@ -230,7 +230,15 @@ def test_a_multi_platform_artifact_keeps_its_platforms_and_runs_on_this_cpu(scen
     assert scenario.outcome["convert multi-platform"]["status"] == 0
     np.testing.assert_allclose(scenario.arrays["multi-platform"], np.sin(np.ones(3, np.float32)), rtol=1e-6)
     doc = json.loads((scenario.root / "multi_tf" / "assets.extra" / "jaxport" / "manifest.json").read_text())
-    assert list(doc["signatures"]) == ["serving_default"]
+    assert list(doc["functions"]) == ["sin"] and doc["target_details"]["default"] == "sin"
+    assert doc["target_details"]["functions"]["sin"]["platforms"] == ["cuda", "cpu"]
+
+
+def test_keys_that_the_old_naming_merged_get_two_wire_names(scenario: Scenario) -> None:
+    assert scenario.outcome["convert keys that TensorFlow's old naming merged"]["status"] == 0
+    doc = json.loads((scenario.root / "colliding_tf" / "assets.extra" / "jaxport" / "manifest.json").read_text())
+    (function,) = doc["functions"].values()
+    assert [i["name"] for i in function["signature"]["inputs"]] == ["arg0/a.20b", "arg0/a_b"]
 
 
 def test_an_allowed_custom_call_converts_and_fails_at_the_first_call_here(scenario: Scenario) -> None:
@@ -246,11 +254,14 @@ def test_converting_and_serving_never_import_jax(scenario: Scenario) -> None:
 def test_the_manifest_in_assets_extra_names_what_jaxport_wrote(scenario: Scenario) -> None:
     root = scenario.root / "model_tf"
     doc = json.loads((root / "assets.extra" / "jaxport" / "manifest.json").read_text())
-    assert doc["default"] == "predict" and list(doc["signatures"]) == ["predict", "loss", "init"]
-    assert doc["signatures"]["loss"]["inputs"] == [{"name": "arg0", "dtype": "float32", "shape": [None, 4]},
-                                                   {"name": "arg1", "dtype": "float32", "shape": [None, 3]}]
-    assert {"saved_model.pb", "assets.extra/jaxport/predict.jaxport", "assets.extra/jaxport/examples.safetensors"
-            } <= set(doc["files"])
+    assert doc["target"] == "savedmodel" and doc["target_details"]["default"] == "predict"
+    assert list(doc["functions"]) == ["predict", "loss", "init"]
+    assert doc["functions"]["loss"]["signature"]["inputs"] == [
+        {"name": "arg0", "dtype": "float32", "shape": ["b", "4"], "dims": ["b", 4]},
+        {"name": "arg1", "dtype": "float32", "shape": ["b", "3"], "dims": ["b", 3]}]
+    assert doc["functions"]["loss"]["variants"] == [{"file": "saved_model.pb", "dims": {}}]
+    assert {"saved_model.pb", "assets.extra/jaxport/examples.safetensors"} <= set(doc["files"])
+    assert all(not name.startswith("assets.extra/jaxport/manifest") for name in doc["files"])
     assert doc["examples"]["file"] == "assets.extra/jaxport/examples.safetensors"
     assert list(doc["examples"]["functions"]) == ["predict", "loss", "init"]
     assert doc["files"]["saved_model.pb"]["size"] == (root / "saved_model.pb").stat().st_size
@@ -260,13 +271,13 @@ def test_check_numerics_runs_a_savedmodels_golden_examples_on_tensorflow(scenari
     result = scenario.outcome["numerics savedmodel"]
     assert result["status"] == 0, result
     lines = result["stdout"].splitlines()
-    assert lines[0] == f"{scenario.root / 'model_tf'}: 4 examples of 3 functions on tf: ok"
+    assert lines[0] == f"{scenario.root / 'model_tf'}: 4 examples of 3 functions on savedmodel: ok"
     assert [line.split()[0] for line in lines[2:]] == ["predict", "loss", "init"]
 
 
 def test_a_bundle_is_checked_on_tensorflow_by_name_through_a_conversion(scenario: Scenario) -> None:
     report = scenario.outcome["numerics bundle on tf"]
-    assert report["ok"] and report["runtime"] == "tf" and report["converted"] and report["examples"] == 4
+    assert report["ok"] and report["runtime"] == "savedmodel" and report["converted"] and report["examples"] == 4
     assert all(c["max_abs_error"] <= 1e-6 for c in report["checks"])
 
 
@@ -303,17 +314,18 @@ def test_jaxport_inspect_reads_a_savedmodel_without_tensorflow_or_jax(scenario: 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1] == "0 []"
-    assert "a TensorFlow SavedModel written by jaxport, 3 signatures, 6 weights as variables (80 bytes)" in lines[0]
-    assert "  signature predict (serving_default): platforms cpu, with gradients" in lines
-    assert "    inputs:  arg0: float32[?,4], arg1: float32[?,3]" in lines
+    assert "a TensorFlow SavedModel, converted by jaxport (format 1): 3 functions, 3 variants, weights 6 arrays " \
+        "(80 bytes) in the target's own form" in lines[0]
+    assert "loss (reads the weights) (float32[b,4], float32[b,3]) -> float32[]" in lines
+    assert "  inputs arg0, arg1; outputs output_0" in lines
 
 
 INTERRUPTED = """
 import sys
-from jaxport.adapters import tf_runtime
+from jaxport.adapters import savedmodel_writer
 from jaxport.application import cli
 
-write = tf_runtime.write_savedmodel
+write = savedmodel_writer.write_savedmodel
 
 
 def interrupted(*args, **kwargs):
@@ -321,7 +333,7 @@ def interrupted(*args, **kwargs):
     raise KeyboardInterrupt
 
 
-tf_runtime.write_savedmodel = interrupted
+savedmodel_writer.write_savedmodel = interrupted
 sys.exit(cli.main(["convert", sys.argv[1], "--to", "savedmodel", "-o", sys.argv[2]]))
 """
 
@@ -343,12 +355,11 @@ exp = jaxport.export(jax.jit(jnp.tanh))(jax.ShapeDtypeStruct((3,), jnp.float32))
 jaxport.to_savedmodel(exp, {out!r} + "/exp")
 bundle = jaxport.load_bundle({bundle!r})
 manifest = jaxport.to_savedmodel(bundle, {out!r} + "/bundle", default="predict")
-from jaxport.application.savedmodel_load import load_savedmodel
 x = np.asarray(bundle_model.inputs(4)[0])
-got = load_savedmodel({out!r} + "/bundle")["predict"](x)
-tanh = load_savedmodel({out!r} + "/exp")["serving_default"](np.ones(3, np.float32))
+got = jaxport.load_converted({out!r} + "/bundle")["predict"](x)
+tanh = jaxport.load_converted({out!r} + "/exp")["tanh"](np.ones(3, np.float32))
 print(json.dumps([float(np.abs(got - np.asarray(bundle["predict"](x))).max()),
-                  float(np.abs(tanh - np.tanh(1.0)).max()), [s.name for s in manifest.signatures]]))
+                  float(np.abs(tanh - np.tanh(1.0)).max()), [f.name for f in manifest.functions]]))
 """
 
 

@@ -1,12 +1,13 @@
-"""The runtimes that the shared call-check tests go through, and the calls they make.
+"""The runtimes that the shared call-check table goes through, and the calls it makes.
 
-A runtime joins the shared tests (tests/e2e/test_runtime_calls.py) by adding a
-:class:`RuntimeEntry` to :data:`RUNTIMES`: how to make the callable function
-from an artifact file (converting it where the runtime needs that). A runtime
-whose import is slow runs its cases in one child process
-(``python -m tests.helpers.runtimes NAME ARTIFACT WORKDIR OUT.json``), which
-writes each case's outcome as JSON. Nothing here imports JAX at module level,
-so a child process for another runtime never loads it.
+Every target of jaxport's registry (:data:`jaxport.domain.targets.TARGETS`)
+joins by being registered: tests/e2e/test_runtime_calls.py converts one
+bundle for each target (``python -m tests.helpers.runtimes convert TARGET
+BUNDLE DIR``, in a child process), then loads and calls the converted
+directory in another child (``python -m tests.helpers.runtimes call DIR
+OUT.json``), which writes each case's outcome and the heavy modules it
+imported. JAX runs the same table on the bundle itself, in the test process.
+Nothing here imports JAX at module level, so a child that calls never loads it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,56 +24,14 @@ import numpy as np
 #: What each case's call passes: (args, kwargs).
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 
-
-@dataclass(frozen=True)
-class RuntimeEntry:
-    """A runtime of the shared tests.
-
-    Attributes:
-        name: the runtime's name (the test ids use it).
-        make: the callable function of an artifact file; the second argument
-            is a fresh directory for what the runtime needs to write.
-        requires: a module that must be importable, else the runtime's tests skip.
-        in_process: whether the cases run in the test process (else in one child).
-    """
-
-    name: str
-    make: Callable[[Path, Path], Callable[..., Any]]
-    requires: str | None = None
-    in_process: bool = True
-
-
-def _jax(artifact: Path, workdir: Path) -> Callable[..., Any]:
-    from jaxport.adapters.flatbuffers_codec import decode_artifact
-    from jaxport.application.runtime_function import RuntimeFunction, jax_runtime
-
-    return RuntimeFunction(decode_artifact(artifact.read_bytes()), jax_runtime())
-
-
-def _iree(artifact: Path, workdir: Path) -> Callable[..., Any]:
-    import jaxport
-
-    jaxport.to_iree(artifact, workdir / "iree", dims={"f": [{"b": 3}, {"b": 5}]})  # the batches of CASES
-    return jaxport.load_iree(workdir / "iree")["f"]
-
-
-def _tf(artifact: Path, workdir: Path) -> Callable[..., Any]:
-    import jaxport
-    from jaxport.application.savedmodel_load import load_savedmodel
-
-    jaxport.to_savedmodel(artifact, workdir / "model_tf")
-    return load_savedmodel(workdir / "model_tf")["serving_default"]
-
-
-RUNTIMES: dict[str, RuntimeEntry] = {e.name: e for e in (
-    RuntimeEntry("jax", _jax),
-    RuntimeEntry("iree", _iree, requires="iree.runtime"),
-    RuntimeEntry("tf", _tf, requires="tensorflow", in_process=False),
-)}
-
-# The function under test (see tests/e2e/test_runtime_calls.py):
-# f(x: f32[b, 4], extra={"y": f32[b]}) with the constraint b >= 2.
+# The function under test (see tests/e2e/test_runtime_calls.py): a bundle's
+# f(params, x: f32[b, 4], extra={"y": f32[b]}) with the constraint b >= 2,
+# its weights bound; the targets of static shapes compile it for b = 3 and b = 5.
 FEATURES = 4
+#: The bindings that targets of static shapes (IREE) compile for.
+DIMS = {"f": [{"b": 3}, {"b": 5}]}
+#: The modules a child that calls a converted directory must not import (besides the target's own).
+HEAVY = ("jax", "jaxlib", "tensorflow")
 
 
 def inputs(batch: int, *, y_batch: int | None = None, x_dtype: str = "float32",
@@ -85,6 +43,8 @@ def inputs(batch: int, *, y_batch: int | None = None, x_dtype: str = "float32",
     return (x, {"y": y}), {}
 
 
+#: Each case: the call, and the error every runtime raises (None: it runs). "uncompiled size"
+#: raises ``UncompiledSizeError`` where a target compiles static shapes, and runs elsewhere.
 CASES: dict[str, tuple[Call, str | None]] = {
     "wrong tree": (((inputs(3)[0][0],), {}), "TreeMismatchError"),
     "wrong dtype": (inputs(3, x_dtype="int32"), "DtypeMismatchError"),
@@ -92,6 +52,7 @@ CASES: dict[str, tuple[Call, str | None]] = {
     "wrong constant dim": (inputs(3, x_shape=(3, 5)), "ShapeMismatchError"),
     "inconsistent symbolic dims": (inputs(3, y_batch=5), "ShapeAssertionError"),
     "violated constraint": (inputs(1), "ShapeAssertionError"),
+    "uncompiled size": (inputs(7), "UncompiledSizeError"),
     "batch 3": (inputs(3), None),
     "batch 5": (inputs(5), None),
 }
@@ -107,19 +68,32 @@ def run_cases(function: Callable[..., Any]) -> dict[str, dict[str, Any]]:
             outcomes[name] = {"error": type(exc).__name__, "message": str(exc),
                               "traceback": traceback.format_exc()}
             continue
-        outcomes[name] = {"result": {key: np.asarray(value).tolist() for key, value in result.items()}}
+        outcomes[name] = {"result": {"out": np.asarray(result["out"]).tolist(),
+                                     "total": [np.asarray(t).tolist() for t in result["total"]]}}
     return outcomes
 
 
-def main(argv: list[str]) -> int:
-    """``NAME ARTIFACT WORKDIR OUT``: runs the cases through runtime NAME, writes OUT (JSON)."""
-    name, artifact, workdir, out = argv
-    function = RUNTIMES[name].make(Path(artifact), Path(workdir))
-    outcomes = run_cases(function)
-    outcomes["jax imported"] = {"result": "jax" in sys.modules}
+def convert(target: str, bundle: str, out: str) -> None:
+    """Converts the bundle for ``target`` (with :data:`DIMS` where it compiles static shapes)."""
+    import jaxport
+    from jaxport.domain.targets import target as entry
+
+    needs = entry(target).plan.needs_bindings
+    jaxport.convert(bundle, out, to=target, dims=DIMS if needs else None)
+
+
+def call(directory: str, out: str) -> None:
+    """Loads the converted directory, runs every case, writes the outcomes and the heavy modules imported."""
+    import jaxport
+
+    outcomes: dict[str, Any] = run_cases(jaxport.load_converted(directory)["f"])
+    outcomes["imported"] = sorted(m for m in HEAVY if m in sys.modules)
     Path(out).write_text(json.dumps(outcomes))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    command, *rest = sys.argv[1:]
+    if command == "convert":
+        convert(*rest)
+    else:
+        call(*rest)

@@ -32,7 +32,6 @@ REFUSALS: dict[str, tuple[str, tuple[str, ...]]] = {
     "calling convention": ("version11.jaxport", ()),
     "platform": ("metal.jaxport", ()),
     "stablehlo version": ("newer_stablehlo.jaxport", ()),
-    "names": ("colliding.jaxport", ()),
     "default": ("model", ("--default", "nope")),
 }
 
@@ -89,6 +88,8 @@ def main(workdir: Path) -> None:
     out["convert allowed custom call"] = convert(workdir / "lapack.jaxport", workdir / "lapack_tf",
                                                  "--allow-custom-call", "lapack_sgetrf_ffi",
                                                  "--allow-custom-call", "lapack_strsm_ffi")
+    out["convert keys that TensorFlow's old naming merged"] = convert(workdir / "colliding.jaxport",
+                                                                      workdir / "colliding_tf")
     for name, (source, extra) in REFUSALS.items():
         target = workdir / f"refused_{name.replace(' ', '_')}"
         result = convert(workdir / source, target, *extra)
@@ -123,15 +124,20 @@ def main(workdir: Path) -> None:
         arrays[f"jax.export {batch}"] = jax_export.signatures["serving_default"](
             arg0=tf.constant(inputs[f"jx{batch}"]))["output_0"].numpy()
 
-    from jaxport.application.savedmodel_load import load_savedmodel
+    from jaxport import load_converted
 
-    functions = load_savedmodel(workdir / "model_tf")
+    def only(path: Path) -> Any:
+        """The one function of a SavedModel converted from an artifact."""
+        model = load_converted(path)
+        return model[next(iter(model))]
+
+    functions = load_converted(workdir / "model_tf")
     arrays["jaxport predict 5"] = functions["predict"](inputs["x5"])
     out["wrong shape in jaxport"] = outcome_of(lambda: functions["predict"](np.zeros((3, 5), np.float32)))
     out["wrong tree in jaxport"] = outcome_of(lambda: functions["loss"](inputs["x3"]))
-    out["cuda only"] = outcome_of(lambda: load_savedmodel(workdir / "cuda_tf")["serving_default"](np.ones(3, np.float32)))
-    arrays["multi-platform"] = load_savedmodel(workdir / "multi_tf")["serving_default"](np.ones(3, np.float32))
-    lapack = load_savedmodel(workdir / "lapack_tf")["serving_default"]
+    out["cuda only"] = outcome_of(lambda: only(workdir / "cuda_tf")(np.ones(3, np.float32)))
+    arrays["multi-platform"] = only(workdir / "multi_tf")(np.ones(3, np.float32))
+    lapack = only(workdir / "lapack_tf")
     out["allowed custom call"] = outcome_of(lambda: lapack(np.eye(3, dtype=np.float32), np.ones(3, np.float32)))
     np.save(workdir / "x3.npy", inputs["x3"])
     np.save(workdir / "y3.npy", inputs["y3"])
@@ -141,8 +147,8 @@ def main(workdir: Path) -> None:
     out["numerics savedmodel"] = check_numerics_command(workdir / "model_tf")
     from jaxport.application.numerics import check_numerics
 
-    out["numerics bundle on tf"] = check_numerics(workdir / "model", runtime="tf").to_json()
-    out["numerics swapped on tf"] = check_numerics(workdir / "swapped", runtime="tf").to_json()
+    out["numerics bundle on tf"] = check_numerics(workdir / "model", runtime="savedmodel").to_json()
+    out["numerics swapped on tf"] = check_numerics(workdir / "swapped", runtime="savedmodel").to_json()
     out["jax imported"] = "jax" in sys.modules
     (workdir / "outcome.json").write_text(json.dumps(out, default=str))
     np.savez(workdir / "arrays.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub: kwargs of bool

@@ -9,11 +9,14 @@ import pytest
 from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeSpec
 from jaxport.domain.bundle import FileDigest, WeightRecord
 from jaxport.domain.errors import ArtifactError, ConversionError
+from jaxport.domain.converted import (
+    FORMAT_VERSION, ConvertedFunction, ConvertedManifest, Signature, Variant, WeightsTable, check_digests,
+    check_listing)
+from jaxport.domain.runtime_calls import with_weights_bound
+from jaxport.domain.target_iree import PLAN, details_of, module_file, target_of
+from jaxport.domain.target_plan import refuse
 from jaxport.domain.iree_conversion import (
-    check_convertible, check_custom_calls, check_parameter_names, dimension_variables, platform_index,
-    static_shapes)
-from jaxport.domain.iree_manifest import (
-    FORMAT_VERSION, CompiledModule, IreeFunction, IreeManifest, check_digests, check_listing, module_file)
+    check_parameter_names, dimension_variables, platform_index, static_shapes)
 from jaxport.domain.iree_target import IreeTarget, check_runs_here
 from jaxport.domain.runtime_errors import TargetMismatchError, UncompiledSizeError
 from jaxport.domain.signature_record import signature
@@ -68,13 +71,15 @@ def test_a_static_function_compiles_once_and_takes_no_bindings() -> None:
 
 
 def test_only_shape_assertions_pass_among_custom_calls() -> None:
-    check_custom_calls("f", [("shape_assertion", "stablehlo.custom_call @shape_assertion")])
+    static = record((AvalRecord(("2",), DType.FLOAT32),), out=(AvalRecord(("2",), DType.FLOAT32),))
+    refuse(PLAN, "f", static, nr_weights=0, custom_calls=["shape_assertion"])
     for target, why in [("lapack_sgetrf_ffi", "LAPACK kernel of JAX's CPU runtime"),
                         ("xla_ffi_python_cpu_callback", "a host callback"),
                         ("my_kernel", "a kernel of another runtime")]:
         with pytest.raises(ConversionError, match=f"'f' to IREE: its module calls the custom call '{target}', "
-                                                  f".*{why}.*: op at loc"):
-            check_custom_calls("f", [("shape_assertion", "ok"), (target, "op at loc")])
+                                                  f".*{why}"):
+            refuse(PLAN, "f", static, nr_weights=0, custom_calls=["shape_assertion", target])
+    refuse(PLAN, "f", static, nr_weights=0, custom_calls=["my_kernel"], allowed_custom_calls=["my_kernel"])
 
 
 def test_what_the_record_says_that_iree_cannot_run_is_refused() -> None:
@@ -90,56 +95,62 @@ def test_what_the_record_says_that_iree_cannot_run_is_refused() -> None:
     ]
     for bad, message in cases:
         with pytest.raises(ConversionError, match=message):
-            check_convertible("f", bad, nr_weights=0)
+            refuse(PLAN, "f", bad, nr_weights=0, custom_calls=())
     keys = dataclasses.replace(static, in_avals=(AvalRecord(("2",), DType.KEY_FRY),))
-    check_convertible("f", keys, nr_weights=1)  # a weight may be a key array, read as its key data
+    refuse(PLAN, "f", keys, nr_weights=1, custom_calls=())  # a weight may be a key array, read as its key data
     with pytest.raises(ConversionError, match="key<fry>"):
-        check_convertible("f", keys, nr_weights=0)
+        refuse(PLAN, "f", keys, nr_weights=0, custom_calls=())
     assert platform_index(dataclasses.replace(static, platforms=("cuda", "cpu"))) == 1
     assert platform_index(static) is None
 
 
-def manifest() -> IreeManifest:
-    modules = (CompiledModule(module_file("predict", {"b": 1, "t": 4}), (("b", 1), ("t", 4))),
-               CompiledModule(module_file("predict", {"b": 8, "t": 16}), (("b", 8), ("t", 16))))
+def manifest() -> ConvertedManifest:
+    variants = (Variant(module_file("predict", {"b": 1, "t": 4}), (("b", 1), ("t", 4))),
+                Variant(module_file("predict", {"b": 8, "t": 16}), (("b", 8), ("t", 16))))
     weights = (WeightRecord("w", "float32", (4, 3), "float32", (4, 3), sha256="ab"),)
-    files = {m.file: FileDigest(100, "00") for m in modules}
+    files = {v.file: FileDigest(100, "00") for v in variants}
     files["params.safetensors"] = FileDigest(120, "11")
-    return IreeManifest((IreeFunction("predict", IDS, True, modules),), X86, "3.13.0", WEIGHTS, weights, files)
+    caller = with_weights_bound(IDS, 1)
+    sig = Signature("predict", caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
+                    caller.constraints, 1)
+    return ConvertedManifest("iree", details_of(X86, "3.13.0"), (ConvertedFunction(sig, variants),),
+                             WeightsTable(WEIGHTS, weights, "params.safetensors", "cd"), files=files)
 
 
 def test_the_manifest_round_trips_through_its_json() -> None:
     m = manifest()
-    assert [f.file for f in m.functions[0].modules] == ["predict.b=1,t=4.vmfb", "predict.b=8,t=16.vmfb"]
-    assert IreeManifest.from_json(m.to_json()) == m
+    assert [v.file for v in m.functions[0].variants] == ["predict.b=1,t=4.vmfb", "predict.b=8,t=16.vmfb"]
+    assert ConvertedManifest.from_json(m.to_json()) == m
+    assert target_of(m.target_details) == X86
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda text: text.replace('"jaxport-iree"', '"jaxport-bundle"'), "'format' is not 'jaxport-iree'"),
+    (lambda text: text.replace('"jaxport-converted"', '"jaxport-bundle"'), "the format 'jaxport-bundle' is not"),
+    (lambda text: text.replace('"jaxport-converted"', '"jaxport-iree"'), "an older jaxport converted: convert"),
     (lambda text: text.replace(f'"format_version": {FORMAT_VERSION}', f'"format_version": {FORMAT_VERSION + 1}'),
-     f"format version {FORMAT_VERSION + 1} is not one"),
+     f"format version {FORMAT_VERSION + 1} is newer than {FORMAT_VERSION}"),
     (lambda text: text.replace('"b": 1', '"b": -1'), "the dimension values are not sizes"),
     (lambda text: text[:50], "is not valid JSON"),
 ])
 def test_a_damaged_manifest_is_refused_naming_the_field(edit: object, message: str) -> None:
     text = manifest().to_json().decode()
     with pytest.raises(ArtifactError, match=message):
-        IreeManifest.from_json(edit(text).encode())  # type: ignore[operator]
+        ConvertedManifest.from_json(edit(text).encode())  # type: ignore[operator]
 
 
 def test_a_size_not_compiled_names_the_function_the_variable_and_the_bindings() -> None:
     function = manifest().functions[0]
-    assert function.module_for({"b": 8, "t": 16}).file == "predict.b=8,t=16.vmfb"
+    assert function.variant_for({"b": 8, "t": 16}).file == "predict.b=8,t=16.vmfb"
     with pytest.raises(UncompiledSizeError, match=r"No module of 'predict' was compiled for t = 5; it was "
                                                   r"compiled for \{b=1, t=4\}, \{b=8, t=16\}") as info:
-        function.module_for({"b": 1, "t": 5})
+        function.variant_for({"b": 1, "t": 5})
     assert (info.value.function, info.value.variable) == ("predict", "t")
 
 
 def test_the_listing_must_hold_exactly_the_manifest_files_at_their_sizes() -> None:
     m = manifest()
     good = {"manifest.json": 10, **{name: d.size for name, d in m.files.items()}}
-    check_listing(m, good)
+    check_listing(m, good, "manifest.json")
     for entries, message in [
         ({**good, "extra.bin": 3}, "does not list: extra.bin"),
         ({k: v for k, v in good.items() if k != "params.safetensors"}, "params.safetensors is missing"),
@@ -147,7 +158,7 @@ def test_the_listing_must_hold_exactly_the_manifest_files_at_their_sizes() -> No
         ({**good, "params.safetensors": -1}, "params.safetensors is not a regular file"),
     ]:
         with pytest.raises(ArtifactError, match=message):
-            check_listing(m, entries)
+            check_listing(m, entries, "manifest.json")
     with pytest.raises(ArtifactError, match="predict.b=1,t=4.vmfb does not match its manifest"):
         check_digests(m, ["predict.b=1,t=4.vmfb"], ["ff"])
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from jaxport.application.runtime_function import RuntimeFunction
+from jaxport.application.converted_model import ConvertedCall
+from jaxport.domain.converted import ConvertedFunction, Signature, Variant
 from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.errors import (
     ArtifactError,
@@ -19,6 +20,7 @@ from jaxport.domain.errors import (
     TreeMismatchError,
 )
 from jaxport.domain.runtime import HostArray
+from jaxport.domain.runtime_errors import UncompiledSizeError
 from jaxport.domain.runtime_calls import (
     check_call,
     flatten_call,
@@ -141,21 +143,21 @@ def test_with_weights_bound_the_caller_gives_the_other_arguments_only() -> None:
 
 
 class FakeRuntime:
-    """Records what it is asked to run and answers with arrays of the results' count."""
-
-    name = "fake"
+    """Records what it is asked to run and answers with arrays of the results' count (the runtime port)."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[int, dict[str, int]]] = []
+        self.calls: list[tuple[str, Variant, int]] = []
 
-    def run(self, function: ArtifactRecord, args: Sequence[HostArray], dims: Mapping[str, int]) -> list[HostArray]:
-        self.calls.append((len(args), dict(dims)))
-        return [FakeArray((dims["b"],)) for _ in function.out_avals]
+    def run(self, function: str, variant: Variant, args: Sequence[HostArray]) -> list[HostArray]:
+        self.calls.append((function, variant, len(args)))
+        return [FakeArray((variant.binding["b"],)) for _ in F.out_avals]
 
 
-def test_a_runtime_function_checks_before_the_runtime_runs_anything() -> None:
+def test_the_front_checks_a_call_and_picks_its_variant_before_the_runtime_runs_anything() -> None:
     runtime = FakeRuntime()
-    f = RuntimeFunction(F, runtime)
+    variants = (Variant("f.b=5", (("b", 5),)), Variant("f.b=8", (("b", 8),)))
+    f = ConvertedCall(ConvertedFunction(Signature("f", F.in_tree, F.in_avals, F.out_tree, F.out_avals,
+                                                  F.constraints), variants), runtime)
     args, kwargs = good_call(5)
     out = f(*args, **kwargs)
     assert out == {"y": FakeArray((5,)), "z": (FakeArray((5,)), None)}
@@ -164,5 +166,7 @@ def test_a_runtime_function_checks_before_the_runtime_runs_anything() -> None:
         f(*bad_args, **kwargs)
     with pytest.raises(TreeMismatchError):
         f(*args)
-    assert runtime.calls == [(4, {"b": 5})]
-    assert repr(f) == "RuntimeFunction('f', runtime='fake')"
+    with pytest.raises(UncompiledSizeError, match="No module of 'f' was compiled for b = 3"):
+        f(*good_call(3)[0], **kwargs)
+    assert runtime.calls == [("f", variants[0], 4)]
+    assert repr(f) == "ConvertedCall('f')"

@@ -43,7 +43,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--numerics", action="store_true",
                      help="run the golden examples of each directory and compare them with JAX's outputs")
     cmd.add_argument("--runtime", metavar="NAME", help="with --numerics: check a bundle on this runtime "
-                     "(tf, iree), converting it into a temporary directory first")
+                     "(a target: savedmodel, iree), converting it into a temporary directory first")
     cmd.add_argument("--rtol", type=float, metavar="X", help="with --numerics: the relative tolerance of "
                      "floating outputs (default: by dtype, float32 1e-5)")
     cmd.add_argument("--atol", type=float, metavar="X", help="with --numerics: the absolute tolerance of "

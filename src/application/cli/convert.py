@@ -1,8 +1,12 @@
-"""``jaxport convert SOURCE --to savedmodel|iree -o DIR``: an artifact or a bundle for another runtime."""
+"""``jaxport convert SOURCE --to TARGET -o DIR``: an artifact or a bundle for another runtime (any registered target).
+
+The conversion itself is :mod:`jaxport.application.convert`'s.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 from typing import Any
@@ -11,34 +15,38 @@ from .common import UsageError
 
 _BINDING = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*):(.+)")
 _VALUE = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\d+)\s*")
-#: The options that only one target takes (their argparse destinations).
-_ONLY_FOR = {"savedmodel": ("default", "allow_custom_call"), "iree": ("dims", "target_cpu", "target_triple")}
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``convert`` to ``commands``."""
     cmd = commands.add_parser(
-        "convert", parents=[common], help="convert an artifact or a bundle for TensorFlow Serving or IREE",
+        "convert", parents=[common], help="convert an artifact or a bundle for another runtime",
         description="Write SOURCE (an artifact file or a bundle directory, by jaxport or jax.export) "
-                    "for another runtime. --to savedmodel writes a TensorFlow SavedModel for "
+                    "for another runtime (--to): savedmodel writes a TensorFlow SavedModel for "
                     "TensorFlow Serving, without importing JAX: one signature per function, the "
-                    "bundle's weights as variables (needs pip install 'jaxport[tf]'). --to iree "
+                    "bundle's weights as variables (needs pip install 'jaxport[tf]'); iree "
                     "compiles each function ahead of time with IREE: one module per binding of its "
                     "dimension variables (--dims), the weights read from the bundle's safetensors "
-                    "file as IREE parameters; load it with jaxport.load_iree (no JAX) or run it with "
-                    "iree-run-module (needs pip install 'jaxport[iree]'). What the runtime cannot run "
-                    "is refused before anything is written; a failed conversion leaves nothing at DIR.")
+                    "file as IREE parameters (needs pip install 'jaxport[iree]'). Load any of them with "
+                    "jaxport.load_converted (no JAX) or 'jaxport run'. What the runtime cannot run "
+                    "is refused before anything is written; a failed conversion leaves nothing at DIR, "
+                    "and an existing DIR is replaced only with --force.")
     cmd.add_argument("source", metavar="SOURCE", help="an artifact file or a bundle directory")
-    cmd.add_argument("--to", required=True, choices=("savedmodel", "iree"), help="the format to write")
-    cmd.add_argument("-o", "--output", required=True, metavar="DIR", help="the directory to create")
+    cmd.add_argument("--to", required=True, metavar="TARGET",
+                     help="the runtime target: savedmodel, iree, or another of jaxport's registry")
+    cmd.add_argument("-o", "--output", required=True, metavar="DIR", help="the directory to write")
+    cmd.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    cmd.add_argument("--dims", action="append", default=[], metavar="NAME:VAR=V[,VAR=V...]",
+                     help="for a target that compiles static shapes (iree): a binding of the dimension "
+                          "variables of function NAME to compile for (repeat: --dims predict:b=1 "
+                          "--dims predict:b=8,t=128)")
+    cmd.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                     help="a field of the target's options class (repeat), e.g. --option target_cpu=generic")
     cmd.add_argument("--default", metavar="NAME", help="savedmodel: the function that serving_default "
                      "calls (default: the only one)")
     cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
                      help="savedmodel: carry this custom-call target although TensorFlow's XLA lacks a "
                           "handler for it (repeat)")
-    cmd.add_argument("--dims", action="append", default=[], metavar="NAME:VAR=V[,VAR=V...]",
-                     help="iree: a binding of the dimension variables of function NAME to compile for "
-                          "(repeat: --dims predict:b=1 --dims predict:b=8,t=128)")
     cmd.add_argument("--target-cpu", metavar="CPU",
                      help="iree: the CPU to compile for: host (default), generic, or an LLVM CPU name "
                           "such as x86-64-v3 or cortex-a72")
@@ -49,42 +57,58 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_convert(args: argparse.Namespace) -> int:
     """Converts and prints one line: what was written."""
+    from ...domain.targets import TARGETS
+    from ..convert import convert
+
     if not os.path.exists(args.source):
         raise UsageError(f"{args.source} does not exist")
-    for target, options in _ONLY_FOR.items():
-        given = [o for o in options if getattr(args, o) not in (None, [])]
-        if target != args.to and given:
-            flag = "--" + given[0].replace("_", "-")
-            raise UsageError(f"{flag} applies to --to {target}, not to --to {args.to}")
-    return _to_iree(args) if args.to == "iree" else _to_savedmodel(args)
-
-
-def _to_savedmodel(args: argparse.Namespace) -> int:
-    from ..savedmodel_convert import to_savedmodel
-
-    manifest = to_savedmodel(args.source, args.output, default=args.default,
-                             allowed_custom_calls=args.allow_custom_call)
-    names = [s.name for s in manifest.signatures]
-    default = f"; serving_default: {manifest.default}" if manifest.default not in (None, "serving_default") else ""
-    graph = manifest.files["saved_model.pb"].size
-    print(f"wrote {args.output}: a TensorFlow SavedModel with {len(names)} "
-          f"function{'' if len(names) == 1 else 's'} ({', '.join(names)}{default}), "
-          f"{len(manifest.weights)} weight{'' if len(manifest.weights) == 1 else 's'} as variables "
-          f"({manifest.total_weight_bytes} bytes), saved_model.pb {graph} bytes")
-    return 0
-
-
-def _to_iree(args: argparse.Namespace) -> int:
-    from ..iree_convert import to_iree
-
-    manifest = to_iree(args.source, args.output, dims=parse_dims(args.dims), target_cpu=args.target_cpu or "host",
-                       target_triple=args.target_triple)
-    modules = sum(len(f.modules) for f in manifest.functions)
+    if args.to not in TARGETS:
+        raise UsageError(f"--to {args.to!r} is not a target: the targets are {', '.join(sorted(TARGETS))}")
+    manifest = convert(args.source, args.output, to=args.to, options=_options(args),
+                       dims=parse_dims(args.dims) or None, overwrite=args.force)
+    names = [f.name for f in manifest.functions]
+    variants = sum(len(f.variants) for f in manifest.functions)
     total = sum(d.size for d in manifest.files.values())
-    weights = f", weights {len(manifest.weights)} arrays" if manifest.params_tree is not None else ""
-    print(f"wrote {args.output}: {len(manifest.functions)} functions, {modules} IREE modules for "
-          f"{manifest.target}{weights}, {total} bytes")
+    weights = "" if manifest.weights is None else \
+        f", {len(manifest.weights.leaves)} weights ({sum(w.nbytes for w in manifest.weights.leaves)} bytes)"
+    from ...domain.targets import target
+
+    plan = target(args.to).plan
+    made_for = f"; {plan.describe(manifest.target_details)}" if plan.describe is not None else ""
+    print(f"wrote {args.output}: {plan.runtime} with {len(names)} "
+          f"function{'' if len(names) == 1 else 's'} ({', '.join(names)}), {variants} "
+          f"variant{'' if variants == 1 else 's'}{weights}, {total} bytes{made_for}")
     return 0
+
+
+def _options(args: argparse.Namespace) -> object:
+    """The target's options from the command line: its own flags, then ``--option NAME=VALUE``."""
+    from ...domain.targets import target
+
+    entry = target(args.to)
+    flags = {name: getattr(args, dest) for name, dest in _FLAGS.get(args.to, {}).items()
+             if getattr(args, dest) not in (None, [])}
+    for other, dests in _FLAGS.items():
+        given = [dest for dest in dests.values() if getattr(args, dest) not in (None, [])]
+        if other != args.to and given:
+            raise UsageError(f"--{given[0].replace('_', '-')} applies to --to {other}, not to --to {args.to}")
+    for text in args.option:
+        name, equals, value = text.partition("=")
+        if not equals:
+            raise UsageError(f"--option {text!r} is not NAME=VALUE")
+        flags[name.strip()] = value
+    known = {f.name for f in dataclasses.fields(entry.options)}
+    unknown = sorted(set(flags) - known)
+    if unknown:
+        raise UsageError(f"--to {args.to} has no option {unknown[0]!r} (it has {', '.join(sorted(known))})")
+    if "allowed_custom_calls" in flags:
+        flags["allowed_custom_calls"] = tuple(flags["allowed_custom_calls"])
+    return entry.options(**flags)
+
+
+#: The targets' own flags: target -> options field -> argparse destination.
+_FLAGS = {"savedmodel": {"default": "default", "allowed_custom_calls": "allow_custom_call"},
+          "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"}}
 
 
 def parse_dims(texts: list[str]) -> dict[str, list[dict[str, int]]]:

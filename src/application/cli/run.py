@@ -12,15 +12,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "run", parents=[common], help="call an artifact or a bundle's function on arrays from .npz/.npy files",
         description="Call the artifact at PATH, or the function FUNCTION of the bundle at PATH "
                     "with the bundle's weights bound (FUNCTION may be left out when the bundle "
-                    "has one function), or of a directory that 'jaxport convert --to iree' wrote "
-                    "(run by IREE, without JAX). Inputs come from --input files, in order: an "
+                    "has one function), or of a directory that 'jaxport convert' wrote "
+                    "(run by its target's runtime, without JAX). Inputs come from --input files, in order: an "
                     ".npy file is the next positional argument; an .npz file gives positional "
                     "arguments as arr_0, arr_1, ... and keyword arguments by name. When the "
                     "function takes nested arguments (a dict of weights), give every leaf in "
                     "flattening order as arr_0, arr_1, ... bfloat16 and float8 arrays, which NumPy "
                     "stores as raw bytes (|V2, |V1), are read as the dtype the artifact expects.")
-    cmd.add_argument("path", metavar="PATH", help="an artifact file, a bundle directory or a SavedModel "
-                     "directory that jaxport converted (run through TensorFlow)")
+    cmd.add_argument("path", metavar="PATH", help="an artifact file, a bundle directory or a directory "
+                     "that jaxport converted (run by its target's runtime)")
     cmd.add_argument("function", metavar="FUNCTION", nargs="?", help="the function of a bundle to call")
     cmd.add_argument("--input", action="append", default=[], metavar="FILE",
                      help="an .npz or .npy file of inputs (repeat, in order)")
@@ -33,18 +33,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_artifact(args: argparse.Namespace) -> int:
     """Calls the artifact and writes or summarizes the results."""
-    from .iree import is_iree_directory, run_iree
+    from .converted import is_converted_directory, run_converted_directory
 
-    if is_iree_directory(args.path):
-        return run_iree(args)  # without JAX
+    if is_converted_directory(args.path):
+        return run_converted_directory(args)  # through the target's runtime, without JAX
     from ...adapters.array_files import read_arrays
-    from ..savedmodel_load import is_savedmodel
     from .common import check_writable, print_results
-
-    if is_savedmodel(args.path):
-        from .run_savedmodel import run_savedmodel
-
-        return run_savedmodel(args)  # through TensorFlow, without JAX
 
     if args.output:
         check_writable(args.output)

@@ -1,6 +1,6 @@
 """``jaxport run`` on a converted directory: one function called on arrays from files, without JAX.
 
-The function is a :class:`~jaxport.application.runtime_function.RuntimeFunction`
+The function is a :class:`~jaxport.application.converted_model.ConvertedCall`
 of a runtime beyond JAX (a SavedModel's, an IREE directory's): the call is
 checked by jaxport's domain code before the runtime sees it.
 """

@@ -20,7 +20,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "importing JAX.")
     show.add_argument("files", nargs="+", metavar="FILE",
                       help="artifact files written by jaxport or jax.export, bundle directories, or "
-                           "SavedModel or IREE directories that jaxport converted")
+                           "directories that jaxport converted (any target)")
     show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
     show.set_defaults(handler=inspect_files)
     text = commands.add_parser("mlir", parents=[common], help="print the StableHLO module of an artifact",
@@ -35,20 +35,16 @@ def inspect_files(args: argparse.Namespace) -> int:
 
     from ...domain.artifact_info import ArtifactInfo
     from ..inspection import inspect_bundle
-    from ..savedmodel_load import inspect_savedmodel, is_savedmodel
     from .common import is_users_error, one_line, read_artifact
-    from .iree import inspect_iree, is_iree_directory
+    from .converted import inspect_converted, is_converted_directory
 
     status = 0
     for path in args.files:
         try:
-            if is_iree_directory(path):
-                print(inspect_iree(path, args.json))
+            if is_converted_directory(path):
+                print(inspect_converted(path, args.json))
                 continue
-            if is_savedmodel(path):
-                info: Any = inspect_savedmodel(path)
-            else:
-                info = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
+            info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
         except Exception as exc:
             if getattr(args, "debug", False) or not is_users_error(exc):
                 raise
