@@ -8,7 +8,8 @@ constant. This module also decides which functions may have requests joined
 into one call (:func:`batch_variable`) and maps a request's named tensors onto
 the function's flat inputs (:meth:`ServedSignature.order_inputs`).
 
-It knows no server, no array library and no runtime.
+It knows no server, no array library and no runtime
+(:mod:`jaxport.application.serving` serves a directory with it).
 
 ``bfloat16`` has no datatype in the protocol (its JSON and gRPC codecs have
 none): a ``bfloat16`` input or output is served as ``FP32``. An ``FP32``

@@ -20,18 +20,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tritonclient.utils import InferenceServerException
 
 import jaxport
 from tests.helpers import iree_model as model
-from tests.helpers.serving import JSON, Server, grpc_input, http_input, infer_grpc, infer_http
+from tests.helpers.serving import JSON, Server, http_input, infer_grpc, infer_http, shared_directories
 
 LIMIT = 64 * 1024
 
 
 @pytest.fixture(scope="module")
-def directories(serve_directories: tuple[Path, Path]) -> tuple[Path, Path]:
-    return serve_directories
+def directories(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return shared_directories(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +54,10 @@ def test_metadata_names_each_function_with_minus_one_for_the_batch_dimension(ire
     assert (meta["inputs"], meta["outputs"]) == (
         [{"name": "arg0", "datatype": "INT32", "shape": [-1, 8]}],
         [{"name": "output_0", "datatype": "FP32", "shape": [-1, 8, 32]}])
-    loss = iree_server.grpc().get_model_metadata("loss", as_json=True)
+    loss, ready = iree_server.grpc([{"op": "metadata", "model": "loss"}, {"op": "ready"}])
     assert [(t["name"], t["shape"]) for t in loss["inputs"]] == [("arg0", ["-1", "8"]), ("arg1", ["-1", "8"])]
     assert loss["outputs"] == [{"name": "output_0", "datatype": "FP32"}]  # a scalar: no shape
-    assert iree_server.http().is_model_ready("loss") and iree_server.grpc().is_server_ready()
+    assert iree_server.http().is_model_ready("loss") and ready
 
 
 @pytest.mark.parametrize("kind", ["iree", "bundle"])
@@ -140,16 +139,13 @@ def test_a_bad_request_gets_400_with_jaxports_message_and_the_server_keeps_servi
 
 def test_grpc_refuses_bad_requests_with_invalid_argument_and_unknown_models_with_not_found(
         iree_server: Server) -> None:
-    client = iree_server.grpc()
-    cases = [("predict", [grpc_input("arg0", model.token_ids(1).astype(np.int64))], "INVALID_ARGUMENT",
-              "DtypeMismatchError"),
-             ("predict", [grpc_input("arg0", np.zeros((LIMIT // 8, 8), np.int32))], "INVALID_ARGUMENT",
-              "over the limit"),
-             ("nope", [grpc_input("arg0", model.token_ids(1))], "NOT_FOUND", "nope")]
-    for name, inputs, status, text in cases:
-        with pytest.raises(InferenceServerException) as caught:
-            client.infer(name, inputs)
-        assert status in str(caught.value.status()) and text in caught.value.message()
+    cases = [("predict", {"arg0": model.token_ids(1).astype(np.int64)}, "INVALID_ARGUMENT", "DtypeMismatchError"),
+             ("predict", {"arg0": np.zeros((LIMIT // 8, 8), np.int32)}, "INVALID_ARGUMENT", "over the limit"),
+             ("nope", {"arg0": model.token_ids(1)}, "NOT_FOUND", "nope")]
+    answers = iree_server.grpc([{"op": "infer", "model": name, "inputs": inputs, "outputs": ["output_0"]}
+                                for name, inputs, _, _ in cases])
+    for (_, _, status, text), answer in zip(cases, answers):
+        assert answer[0] == "error" and status in answer[1] and text in answer[2], answer
     assert post(iree_server, "/v2/models/nope/infer", request_body("arg0", model.token_ids(1)))[0] == 404
     assert iree_server.metric("jaxport_refused_requests_total", function="predict", error="RequestTooLarge") >= 2
 

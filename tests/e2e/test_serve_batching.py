@@ -22,14 +22,14 @@ import pytest
 
 import jaxport
 from tests.helpers import iree_model as model
-from tests.helpers.serving import Server, infer_http
+from tests.helpers.serving import Server, infer_http, shared_directories
 
 HELD = ("--batch", "predict", "--max-batch-size", "3", "--max-batch-delay-ms", "600000")
 
 
 @pytest.fixture(scope="module")
-def iree(serve_directories: tuple[Path, Path]) -> Path:
-    return serve_directories[1]
+def iree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_directories(tmp_path_factory)[1]
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tritonclient.grpc as grpcclient
+import pytest
 import tritonclient.http as httpclient
 
 HOST = "127.0.0.1"
@@ -23,6 +25,17 @@ HOST = "127.0.0.1"
 JSON = {"Content-Type": "application/json"}
 #: How long a server may take to load and report ready.
 START_TIMEOUT_S = 120.0
+
+
+_MADE: dict[Path, tuple[Path, Path]] = {}
+
+
+def shared_directories(factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """:func:`make_directories` once per test session (under its base temporary directory)."""
+    base = factory.getbasetemp()
+    if base not in _MADE:
+        _MADE[base] = make_directories(factory.mktemp("serve"))
+    return _MADE[base]
 
 
 def make_directories(root: Path) -> tuple[Path, Path]:
@@ -99,8 +112,9 @@ class Server:
         return httpclient.InferenceServerClient(self.url, concurrency=concurrency, network_timeout=60.0,
                                                 connection_timeout=60.0)
 
-    def grpc(self) -> Any:
-        return grpcclient.InferenceServerClient(f"{HOST}:{self.grpc_port}")
+    def grpc(self, calls: list[dict[str, Any]]) -> list[Any]:
+        """The answers to ``calls`` made with ``tritonclient.grpc`` from a child process (see grpc_child)."""
+        return grpc_calls(self.grpc_port, calls)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-5000:] if self.log.exists() else ""
@@ -137,12 +151,6 @@ def http_input(name: str, array: np.ndarray, *, binary: bool) -> Any:
     return tensor
 
 
-def grpc_input(name: str, array: np.ndarray) -> Any:
-    tensor = grpcclient.InferInput(name, list(array.shape), _datatype(array))
-    tensor.set_data_from_numpy(array)
-    return tensor
-
-
 def _datatype(array: np.ndarray) -> str:
     return {"float32": "FP32", "int32": "INT32", "int64": "INT64", "float64": "FP64"}[str(array.dtype)]
 
@@ -156,6 +164,28 @@ def infer_http(server: Server, model: str, inputs: dict[str, np.ndarray], output
 
 
 def infer_grpc(server: Server, model: str, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
-    result = server.grpc().infer(model, [grpc_input(n, a) for n, a in inputs.items()],
-                                 outputs=[grpcclient.InferRequestedOutput(n) for n in outputs])
-    return {n: result.as_numpy(n) for n in outputs}
+    answer = server.grpc([{"op": "infer", "model": model, "inputs": inputs, "outputs": outputs}])[0]
+    assert isinstance(answer, dict), answer
+    return answer
+
+
+def grpc_calls(port: int, calls: list[dict[str, Any]]) -> list[Any]:
+    """Runs ``calls`` against the gRPC port in a child process.
+
+    ``tritonclient.grpc`` and KServe register protobuf messages of one package
+    (``inference``) in the default descriptor pool: one process cannot import
+    both, and the test process may have imported jaxport's KServe adapter
+    (the doctests do). Each call is ``{"op": "infer", "model", "inputs":
+    {name: array}, "outputs": [names]}``, ``{"op": "metadata", "model"}`` or
+    ``{"op": "ready"}``; each answer is the outputs by name, the metadata as
+    JSON, the readiness, or the error as ``("error", status, message)``.
+    """
+    with tempfile.TemporaryDirectory(prefix="jaxport-grpc-") as tmp:
+        request, answers = Path(tmp, "calls.pickle"), Path(tmp, "answers.pickle")
+        request.write_bytes(pickle.dumps((f"{HOST}:{port}", calls)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        done = subprocess.run([sys.executable, "-m", "tests.helpers.grpc_child", str(request), str(answers)],
+                              capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        result: list[Any] = pickle.loads(answers.read_bytes())
+        return result
