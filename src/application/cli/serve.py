@@ -22,8 +22,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "that does not match its function gets HTTP 400 / gRPC INVALID_ARGUMENT with "
                     "jaxport's message. SIGTERM drains: waiting batches run, requests in flight are "
                     "answered, then the command exits. bfloat16 travels as FP32.")
-    cmd.add_argument("path", metavar="PATH", help="a bundle, a directory of IREE modules, or a SavedModel "
-                                                   "that jaxport wrote")
+    cmd.add_argument("path", metavar="PATH", help="a bundle, or a directory that jaxport converted "
+                                                   "(any target: IREE, a SavedModel, ...)")
     cmd.add_argument("--host", default="127.0.0.1",
                      help="the address to bind (default 127.0.0.1; 0.0.0.0 in a container)")
     cmd.add_argument("--http-port", type=int, default=8080, help="the REST port (default 8080)")
