@@ -139,7 +139,7 @@ class _BodyLimit:
         while more:
             message = await receive()
             if message["type"] != "http.request":
-                await self.app(scope, _replay([message]), send)
+                await self.app(scope, _replay([message], receive), send)
                 return
             chunks.append(message.get("body", b""))
             total += len(chunks[-1])
@@ -147,8 +147,8 @@ class _BodyLimit:
             if total > self.limit:
                 await self._refuse(scope, send, None)
                 return
-        await self.app(scope, _replay([{"type": "http.request", "body": b"".join(chunks), "more_body": False}]),
-                       send)
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([body], receive), send)
 
     async def _refuse(self, scope: Any, send: Any, size: int | None) -> None:
         message = self.metrics.refused(_model_of(scope.get("path", "")), too_large(size, self.limit),
@@ -156,15 +156,19 @@ class _BodyLimit:
         await JSONResponse(status_code=400, content={"error": message})(scope, _replay([]), send)
 
 
-def _replay(messages: list[dict[str, Any]]) -> Callable[[], Any]:
+def _replay(messages: list[dict[str, Any]], receive: Any = None) -> Callable[[], Any]:
+    """An ASGI ``receive`` that gives ``messages`` first, then what ``receive`` gives (a disconnect without one)."""
     pending = list(messages)
 
-    async def receive() -> dict[str, Any]:
+    async def replay() -> dict[str, Any]:
         if pending:
             return pending.pop(0)
+        if receive is not None:
+            message: dict[str, Any] = await receive()
+            return message
         return {"type": "http.disconnect"}
 
-    return receive
+    return replay
 
 
 def _model_of(path: str) -> str:
