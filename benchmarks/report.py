@@ -93,8 +93,8 @@ def read_groups(report: Any) -> list[Group]:
     for bench in report["benchmarks"]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
-        if role not in ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES \
-                + LITERT_ROLES:
+        if role not in (ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES
+                        + LITERT_ROLES + SERVING_ROLES):
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -356,6 +356,8 @@ def bundle_section(groups: Sequence[Group]) -> str:
 
 
 IREE_ROLES = ("iree", "iree local-sync")  # with jaxport, jax.export and jax.jit (benchmarks/test_iree.py)
+#: The role of the serving benchmarks (``benchmarks/test_serving.py``).
+SERVING_ROLES = ("serve",)
 IREE_FIRST_ANSWER_TARGET = 0.25  # a fresh process's first answer: load_iree / jax.export, JAX's cache warm
 IREE_PEAK_TARGET = 0.3  # its peak resident memory: load_iree / jax.export
 IREE_CALL_TARGET = 1.0  # a call with the weights resident: IREE / jax.jit(f)
@@ -485,6 +487,39 @@ def savedmodel_section(groups: Sequence[Group]) -> str:
     return "Conversion to a TensorFlow SavedModel (median)\n" + table(headers, rows)
 
 
+#: The serving goals: the server's p50 at one client at most the runtime's own b=1 call plus this,
+#: and the batched requests per second at 32 clients at least this share of the ideal gain.
+SERVE_LATENCY_ALLOWANCE_S = 1e-3
+SERVE_GAIN_SHARE = 0.5
+
+
+def serving_section(groups: Sequence[Group]) -> str:
+    """``jaxport serve`` under load: requests per second, p50 and p99 per model, clients and batching,
+    with the goals where they apply."""
+    infos = [next(iter(g.info.values()), {}) for g in groups]
+    rps = {(i.get("model"), i.get("clients"), i.get("batching")): i.get("rps") for i in infos}
+    rows = []
+    for info in sorted(infos, key=lambda i: (str(i.get("model")), str(i.get("batching")), int(i.get("clients", 0)))):
+        model, clients, batching = info.get("model"), info.get("clients"), info.get("batching")
+        call_b1, call_b32 = info.get("call_b1_s"), info.get("call_b32_s")
+        goal, met = "-", "-"
+        if clients == 1 and isinstance(call_b1, float) and isinstance(info.get("p50_s"), float):
+            goal = f"p50 <= call b=1 ({seconds(call_b1)}) + 1 ms"
+            met = "yes" if info["p50_s"] <= call_b1 + SERVE_LATENCY_ALLOWANCE_S else "NO"
+        one = rps.get((model, 1, "off"))
+        if clients == 32 and batching == "on" and isinstance(call_b1, float) and isinstance(call_b32, float) \
+                and isinstance(one, float) and isinstance(info.get("rps"), float):
+            ideal = 32 * call_b1 / call_b32
+            gain = info["rps"] / one
+            goal = f"gain {gain:.1f}x >= {SERVE_GAIN_SHARE:.0%} of ideal {ideal:.1f}x"
+            met = "yes" if gain >= SERVE_GAIN_SHARE * ideal else "NO"
+        rows.append([str(model), str(clients), str(batching), f"{info.get('rps', 0):.0f}",
+                     seconds(info.get("p50_s")), seconds(info.get("p99_s")), goal, met])
+    headers = ["model", "clients", "batching", "requests/s", "p50", "p99", "goal", "met"]
+    return "jaxport serve (IREE, one-row requests, tritonclient HTTP binary in its own process)\n" + \
+        table(headers, rows)
+
+
 def render(groups: Sequence[Group]) -> str:
     """The report: one table per kind of group, then a summary of the ratios.
 
@@ -502,7 +537,7 @@ def render(groups: Sequence[Group]) -> str:
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert")]
+    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert", "serving")]
     if others:
         sections.append(other_section(others))
         ordered += others
@@ -515,6 +550,9 @@ def render(groups: Sequence[Group]) -> str:
     litert = [g for g in groups if g.kind == "litert"]
     if litert:
         sections.append(litert_section(litert))
+    served = [g for g in groups if g.kind == "serving"]
+    if served:
+        sections.append(serving_section(served))
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
     compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]

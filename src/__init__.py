@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
     from .application.serialization import deserialize as deserialize
     from .application.convert import to_savedmodel as to_savedmodel
+    from .application.serving import serve as serve
     from .application.symbolic import poly_spec as poly_spec
     from .application.symbolic import poly_specs as poly_specs
     from .application.symbolic import symbolic_args_specs as symbolic_args_specs
@@ -93,6 +94,7 @@ _LAZY = {
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",
     "register_namedtuple_serialization": "jaxport.application.pytree_registration",
     "to_savedmodel": "jaxport.application.convert",
+    "serve": "jaxport.application.serving",
     "symbolic_shape": "jaxport.application.symbolic",
     "symbolic_args_specs": "jaxport.application.symbolic",
     "poly_spec": "jaxport.application.symbolic",

@@ -16,10 +16,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import check, convert, diff, export, run, show, warm
+from . import check, convert, diff, export, run, serve, show, warm
 from .common import is_users_error, one_line
 
-_COMMANDS = (export, convert, run, check, warm, diff, show)
+_COMMANDS = (export, convert, run, check, warm, diff, show, serve)
 #: The subcommands that give the user's program or arrays to JAX (see :func:`is_users_error`).
 _FEED_JAX = frozenset({"export", "run", "warm"})
 #: The exit status of an error that is a bug in jaxport (``EX_SOFTWARE`` of sysexits.h).
