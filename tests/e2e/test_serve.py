@@ -42,6 +42,17 @@ def iree_server(directories: tuple[Path, Path]) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
+def onnx_server(directories: tuple[Path, Path]) -> Iterator[Server]:
+    pytest.importorskip("onnxruntime", reason="serving an ONNX directory needs the jaxport[onnx] extra")
+    onnx = directories[0].parent / "onnx"
+    if not onnx.exists():
+        jaxport.to_onnx(directories[0], onnx)
+    server = Server(onnx, (), onnx.parent / "onnx.log").start()
+    yield server
+    assert server.stop() == 0, server.output()
+
+
+@pytest.fixture(scope="module")
 def bundle_server(directories: tuple[Path, Path]) -> Iterator[Server]:
     bundle = directories[0]
     server = Server(bundle, (), bundle.parent / "bundle.log").start()
@@ -60,13 +71,15 @@ def test_metadata_names_each_function_with_minus_one_for_the_batch_dimension(ire
     assert iree_server.http().is_model_ready("loss") and ready
 
 
-@pytest.mark.parametrize("kind", ["iree", "bundle"])
+@pytest.mark.parametrize("kind", ["iree", "onnx", "bundle"])
 def test_results_equal_the_models_own_over_json_binary_and_grpc(
         kind: str, directories: tuple[Path, Path], request: pytest.FixtureRequest) -> None:
     server: Server = request.getfixturevalue(f"{kind}_server")
     ids = model.token_ids(4, seed=7)
     if kind == "iree":
         expected = jaxport.load_iree(directories[1])["predict"](ids)
+    elif kind == "onnx":
+        expected = jaxport.load_converted(directories[0].parent / "onnx")["predict"](ids)
     else:
         expected = np.asarray(model.exported()["predict"].call(model.make_params(), ids))
     for got in (infer_http(server, "predict", {"arg0": ids}, ["output_0"], binary=False),
