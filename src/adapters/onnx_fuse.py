@@ -65,9 +65,16 @@ class _Graph:
         return found
 
     def scalar(self, name: str) -> float | None:
-        """The value of a constant holding one element, else None."""
+        """The value of a constant whose elements are all that one value (a scalar broadcast), else None.
+
+        A matcher that reads one checks that the fused node's output has the
+        chain's shape (a constant can only have widened it).
+        """
         value = self.constants.get(name)
-        return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+        if value is None or value.size == 0 or value.dtype.kind != "f":
+            return None
+        first = value.reshape(-1)[0]
+        return float(first) if bool(np.all((value == first) | (np.isnan(value) & np.isnan(first)))) else None
 
     def ints(self, name: str) -> list[int] | None:
         value = self.constants.get(name)
@@ -159,6 +166,8 @@ def _softmax(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[
     reduce = g.made(top, "ReduceMax")
     if reduce is None or reduce.input[0] != x or g.ints(reduce.input[1]) != axes or _keepdims(reduce) != 0:
         return None
+    if shapes.get(x) is None or shapes.get(x) != shapes.get(node.output[0]):
+        return None
     return [helper.make_node("Softmax", [x], [node.output[0]], axis=axes[0])]
 
 
@@ -194,7 +203,8 @@ def _gelu(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[onn
         cube_out = _pair(g, cubic, 0.044715) if cubic is not None else None
         cube = g.made(cube_out, "Mul") if cube_out else None
         square = g.made(cube.input[0], "Mul") if cube is not None else None
-        if square is not None and cube is not None and list(square.input) == [x, x] and cube.input[1] == x:
+        if (square is not None and cube is not None and list(square.input) == [x, x] and cube.input[1] == x
+                and shapes.get(x) is not None and shapes.get(x) == shapes.get(node.output[0])):
             return [helper.make_node("Gelu", [x], [node.output[0]], approximate="tanh")]
     return None
 

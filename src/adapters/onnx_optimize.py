@@ -36,8 +36,9 @@ from .onnx_shapes import BROADCASTING, ShapeTable, broadcast
 #: Operators never folded: random ones, and those whose result is not a function of the inputs' values.
 _NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                          "Bernoulli"})
-#: A folded constant up to this size is written even where it is larger than the node's inputs.
-SMALL_BYTES = 4096
+#: A folded constant up to this size (a shape vector) is written even where it is larger than the node's
+#: inputs; a larger broadcast of a constant stays a node, which the broadcasting operators then skip.
+SMALL_BYTES = 64
 
 
 def optimize(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -109,6 +109,9 @@ class ShapeTable:
             shape = (*shapes[0][:axis], *shapes[1], *shapes[0][axis + 1:])
         elif op == "Slice" and shapes[0] is not None and all(v is not None for v in vals[1:]):
             shape = _sliced(shapes[0], [v for v in vals[1:] if v is not None])
+        elif op == "Range" and all(v is not None and len(v) == 1 and isinstance(v[0], int) for v in vals):
+            start, limit, delta = (int(v[0]) for v in vals if v is not None)
+            shape = (len(range(start, limit, delta)),) if delta else None
         if shape is not None:
             self.shapes[out] = shape
         if value is not None and len(value) <= 16:
