@@ -155,6 +155,12 @@ CASES: list[Case] = [
     Case("scatter bool and int8", lambda m, x, i: (m.at[i].set(True), x.at[i].add(jnp.int8(100))),
          [spec((5,), np.bool_), spec((5,), np.int8), spec((3,), I32)],
          [[np.array([0, 1, 0, 0, 1], bool), ints(-100, 100, 5, dtype=np.int8), np.array([0, 3, 3], I32)]]),
+    Case("scatter windows partly out of range", lambda x, i, u: lax.scatter_add(
+        x, i, u, lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                             scatter_dims_to_operand_dims=(0, 1)),
+        mode=lax.GatherScatterMode.FILL_OR_DROP),
+         [spec((5, 4)), spec((3, 2), I32), spec((3, 3))],
+         [[normal(5, 4), np.array([[1, 0], [2, 2], [4, 1]], I32), normal(3, 3)]]),
     Case("scatter symbolic rows", lambda x, i: x.at[i].add(1.0), [spec((b, 3)), spec((2,), I32)],
          [[normal(4, 3), np.array([1, 9], I32)], [normal(2, 3), np.array([1, 1], I32)]]),
     Case("vmapped scatter (batching dims)", jax.vmap(lambda x, i, v: x.at[i].set(v)),

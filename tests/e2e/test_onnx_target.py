@@ -124,7 +124,7 @@ def test_session_options_reach_onnx_runtime_and_unknown_ones_are_refused(convert
 
 
 def test_what_the_translation_cannot_express_is_refused_naming_the_operation(tmp_path: Path) -> None:
-    image, kernel = jax.ShapeDtypeStruct((1, 3, 8, 8), jnp.float32), jax.ShapeDtypeStruct((4, 3, 3, 3), jnp.float32)
+    image, kernel = jax.ShapeDtypeStruct((1, 3, 8, 8), jnp.int32), jax.ShapeDtypeStruct((4, 3, 3, 3), jnp.int32)
     conv = jaxport.export(jax.jit(lambda x, k: jax.lax.conv(x, k, (1, 1), "SAME")))(image, kernel)
     with pytest.raises(UnsupportedOperationError, match=r"the operation stablehlo.convolution at .*test_onnx_target"):
         jaxport.to_onnx(conv, tmp_path / "conv")
