@@ -48,7 +48,7 @@ class _Graph:
     def __init__(self, graph: onnx.GraphProto) -> None:
         self.graph = graph
         self.producer = {o: n for n in graph.node for o in n.output}
-        self.readers: Counter[str] = Counter(i for n in graph.node for i in _reads(n))
+        self.readers: Counter[str] = Counter(i for n in graph.node for i in read_names(n))
         self.readers.update(o.name for o in graph.output)
         self.constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer
                           if t.data_location != TensorProto.EXTERNAL}
@@ -85,6 +85,9 @@ def fuse(graph: onnx.GraphProto) -> None:
     """Replaces each chain that is exactly JAX's layer norm, softmax or GELU by the ONNX operator.
 
     ``graph`` is changed in place; the nodes of a replaced chain stay, unread, for pruning.
+    Each matcher reads the graph as it was before its pass (the fusions are
+    exact, so the values are the same): a layer norm without scale and bias
+    inside one with them fuses too, unread, and goes with the pruning.
     """
     shapes = ShapeTable(graph).shapes  # the fused nodes keep their outputs' names and shapes
     for matcher in (_softmax, _gelu, _layer_norm):
@@ -103,12 +106,13 @@ def _replace(graph: onnx.GraphProto, last: onnx.NodeProto, made: list[onnx.NodeP
         graph.node.insert(index + offset, node)
 
 
-def _reads(node: onnx.NodeProto) -> list[str]:
+def read_names(node: onnx.NodeProto) -> list[str]:
+    """The names a node reads: its inputs, and what the nodes of its subgraphs read (outer names too)."""
     names = [i for i in node.input if i]
     for attribute in node.attribute:
         for sub in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
             for inner in sub.node:
-                names.extend(_reads(inner))
+                names.extend(read_names(inner))
     return names
 
 

@@ -24,13 +24,13 @@ Nothing derived from a weight is written: folding stops at external data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from .onnx_fuse import fuse
+from .onnx_fuse import fuse, read_names
 from .onnx_shapes import BROADCASTING, ShapeTable, broadcast
 
 #: Operators never folded: random ones, and those whose result is not a function of the inputs' values.
@@ -150,19 +150,10 @@ def prune(graph: onnx.GraphProto) -> None:
     for node in reversed(graph.node):
         if any(o in needed for o in node.output):
             kept.append(node)
-            needed.update(_read_names(node))
+            needed.update(read_names(node))
     kept.reverse()
     del graph.node[:]
     graph.node.extend(kept)
     initializers = [t for t in graph.initializer if t.name in needed]
     del graph.initializer[:]
     graph.initializer.extend(initializers)
-
-
-def _read_names(node: onnx.NodeProto) -> Iterable[str]:
-    """The names a node reads: its inputs, and what the nodes of its subgraphs read."""
-    yield from (i for i in node.input if i)
-    for attribute in node.attribute:
-        for graph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-            for inner in graph.node:
-                yield from _read_names(inner)

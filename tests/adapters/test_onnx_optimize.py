@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import jaxport  # noqa: E402
 from jaxport.adapters.onnx_optimize import optimize  # noqa: E402
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
+from jaxport.adapters.onnx_runtime import OnnxRuntimeModel, machine_threads  # noqa: E402
 from tests.helpers import onnx_models as models  # noqa: E402
 from tests.helpers.onnx_convert import WEIGHTS, convert  # noqa: E402
 
@@ -127,3 +128,13 @@ def test_a_broadcast_that_grows_the_result_stays() -> None:
     assert readers["grown"][0] == "e" and readers["same"][0] == "x"
     for got, want in zip(_run(model, feeds), before):
         np.testing.assert_array_equal(got, want)
+
+
+def test_sessions_run_on_the_machines_cores_and_spinning_is_an_option(tmp_path: Path) -> None:
+    x = np.random.default_rng(2).normal(size=(2, 3, 8)).astype(np.float32)
+    exp = jaxport.export(jax.jit(_exact))(jax.ShapeDtypeStruct(x.shape, jnp.float32))
+    (converted,) = convert(exp, tmp_path).values()
+    assert 1 <= machine_threads() <= (os.cpu_count() or 1)
+    quiet, spinning = OnnxRuntimeModel(converted.path), OnnxRuntimeModel(converted.path, spinning=True, threads=1)
+    for a, b in zip(quiet.run([x]), spinning.run([x])):
+        np.testing.assert_array_equal(a, b)
