@@ -77,6 +77,9 @@ def _fold(node: onnx.NodeProto, values: dict[str, np.ndarray],
             or not all(i in values for i in node.input if i)):
         return None
     inputs = [values[i] for i in node.input if i]
+    if node.op_type == "Cast" and inputs[0].dtype.kind == "f" and not any(
+            a.name == "to" and helper.tensor_dtype_to_np_dtype(a.i).kind == "f" for a in node.attribute):
+        return None  # float to integer: NaN and out-of-range values are ONNX Runtime's to decide at run time
     graph = helper.make_graph(
         [node], "fold", [helper.make_tensor_value_info(i, helper.np_dtype_to_tensor_dtype(values[i].dtype), None)
                          for i in node.input if i],
