@@ -94,7 +94,7 @@ def read_groups(report: Any) -> list[Group]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
         if role not in (ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES
-                        + LITERT_ROLES + SERVING_ROLES):
+                        + LITERT_ROLES + SERVING_ROLES + ONNX_ROLES):
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -440,6 +440,48 @@ def litert_section(groups: Sequence[Group]) -> str:
             "over the output's largest magnitude)\n" + table(headers, rows))
 
 
+ONNX_ROLES = ("onnx",)  # with iree, jax.export and jax.jit (benchmarks/test_onnx.py)
+ONNX_FIRST_ANSWER_TARGET = 0.25  # a fresh process's first answer: load_converted / jax.export, JAX's cache warm
+ONNX_PEAK_TARGET = 0.35  # its peak resident memory: load_converted / jax.export
+ONNX_CALL_TARGET = 1.0  # a call with the weights resident: ONNX Runtime / jax.jit(f)
+
+
+def onnx_section(groups: Sequence[Group]) -> str:
+    """ONNX Runtime against JAX and IREE: medians, ratios, the goal, whether it is met, the load average."""
+    rows = []
+    for g in groups:
+        info = g.info.get("onnx", {})
+        model, quantity = str(info.get("model", g.name)), str(info.get("quantity", ""))
+        load = "/".join(str(g.info.get(r, {}).get("load", "-")) for r in g.info)
+        weights = info.get("weights_bytes")
+        if quantity == "first answer":
+            ratio = g.ratio("onnx", "jax.export")
+            rows.append([model, "first answer, fresh process", str(g.rounds()),
+                         *(seconds(g.median(r)) for r in ("onnx", "iree", "jax.export")), "-",
+                         times(ratio), times(g.ratio("onnx", "iree")), f"<= {ONNX_FIRST_ANSWER_TARGET}x",
+                         _goal(ratio, ONNX_FIRST_ANSWER_TARGET), load])
+            peaks = [g.info.get(r, {}).get("peak_bytes") for r in ("onnx", "iree", "jax.export")]
+            ratios = [peaks[0] / p if isinstance(peaks[0], int) and isinstance(p, int) and p else None
+                      for p in (peaks[2], peaks[1], weights)]
+            rows.append([model, f"peak memory, fresh process ({times(ratios[2])} the weights)", str(g.rounds()),
+                         *(mib(p) for p in peaks), "-", times(ratios[0]), times(ratios[1]),
+                         f"<= {ONNX_PEAK_TARGET}x", _goal(ratios[0], ONNX_PEAK_TARGET), load])
+        elif quantity == "per call":
+            ratio = g.ratio("onnx", "jax.jit")
+            rows.append([f"{model} b={info.get('batch', '-')}", "per call, weights resident", str(g.rounds()),
+                         seconds(g.median("onnx")), seconds(g.median("iree")), "-", seconds(g.median("jax.jit")),
+                         times(ratio), times(g.ratio("onnx", "iree")), f"<= {ONNX_CALL_TARGET}x",
+                         _goal(ratio, ONNX_CALL_TARGET), load])
+        else:
+            rows.append([model, f"{quantity} (.onnx {_bytes(info.get('onnx_bytes'))}, weights {mib(weights)})",
+                         str(g.rounds()), seconds(g.median("onnx")), "-", "-", "-", "-", "-", "-", "-", load])
+    headers = ["model", "quantity", "rounds", "onnx", "iree", "jax.export", "jax.jit", "onnx/jax", "onnx/iree",
+               "goal", "met", "load avg"]
+    return ("ONNX Runtime against JAX and IREE (median; onnx/jax: against jax.export for a fresh process, "
+            "JAX's persistent compilation cache warm, against jax.jit per call; load avg: the machine's "
+            "1-minute load as each role ran)\n" + table(headers, rows))
+
+
 def verify_section(groups: Sequence[Group]) -> str:
     """Cold loads with and without verification, what verifying adds, and ``import jax``."""
     rows = []
@@ -537,7 +579,7 @@ def render(groups: Sequence[Group]) -> str:
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert", "serving")]
+    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert", "serving", "onnx")]
     if others:
         sections.append(other_section(others))
         ordered += others
@@ -553,6 +595,9 @@ def render(groups: Sequence[Group]) -> str:
     served = [g for g in groups if g.kind == "serving"]
     if served:
         sections.append(serving_section(served))
+    onnxed = [g for g in groups if g.kind == "onnx"]
+    if onnxed:
+        sections.append(onnx_section(onnxed))
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
     compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]

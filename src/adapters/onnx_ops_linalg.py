@@ -1,7 +1,8 @@
 """ONNX translations of ``dot_general`` and ``reduce``.
 
-``dot_general`` becomes ``MatMul`` (or ``Gemm`` with ``transB`` for a 2-D
-product with a transposed right side) wherever its dimension numbers are a
+``dot_general`` becomes ``MatMul`` (or ``Gemm`` with ``transB`` for a
+product with a transposed 2-D right side, on the rows of a left side of
+any rank) wherever its dimension numbers are a
 matrix product, possibly batched over leading dimensions; a weight is never
 transposed at conversion (the graph transposes it, and ONNX Runtime folds
 that into its kernels or its initializers at load). Every other combination
@@ -59,7 +60,22 @@ def _product(b: GraphBuilder, op: Any, lhs: str, rhs: str) -> str:
         return b.one("MatMul", [lhs, rhs])
     if nb == 0 and lrank == 2:
         return b.one("Gemm", [lhs, rhs], transB=1)
+    if nb == 0 and rrank == 2:
+        return _gemm_rows(b, op, lhs, rhs, lrank)
     return b.one("MatMul", [lhs, b.one("Transpose", [rhs], perm=[*range(nb), rc[0], rfree[0]])])
+
+
+def _gemm_rows(b: GraphBuilder, op: Any, lhs: str, rhs: str, lrank: int) -> str:
+    """``lhs[..., k] @ rhs[n, k]^T`` as ``Gemm`` with ``transB`` on the rows of ``lhs`` (no transposed weight)."""
+    k, n = tensor_shape(op.operands[1])[1], tensor_shape(op.results[0])[-1]
+    out = tensor_shape(op.results[0])
+    rows = b.one("Reshape", [lhs, b.int64s([-1, -1 if k is None else k])])
+    product = b.one("Gemm", [rows, rhs], transB=1)
+    if None not in out:
+        return b.one("Reshape", [product, b.int64s([int(d) for d in out if d is not None])])
+    leading = b.one("Shape", [lhs], start=0, end=lrank - 1)
+    columns = b.int64s([-1 if n is None else n])
+    return b.one("Reshape", [product, b.one("Concat", [leading, columns], axis=0)])
 
 
 def _einsum(b: GraphBuilder, lhs: str, rhs: str, lrank: int, rrank: int,

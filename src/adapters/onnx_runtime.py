@@ -11,9 +11,15 @@ that lead to a ``TensorProto``'s ``external_data`` can be read with the
 protobuf wire format alone, without the ``onnx`` package; ``onnx`` is
 used here because it ships with the extra and parses the whole schema.)
 
-Sessions run with ONNX Runtime's graph optimizations on (``"all"``) unless
-asked otherwise; threads, optimization level and execution providers pass
-through to ``SessionOptions``.
+Sessions are tuned by default (each overridable; see docs/onnx.md, "Speed
+and memory"): ONNX Runtime's graph optimizations all on (``"all"``); as many
+intra-op threads as this process may run on (:func:`machine_threads`, the
+CPU affinity, not the machine's whole count); the thread pool's spinning
+off (``spinning=False``: a waiting thread sleeps instead of holding a core,
+which on a loaded or shared machine costs other work more than it saves);
+the model opened from its path, so that ONNX Runtime reads the external
+weights from the file itself (it maps them where the platform allows)
+instead of a copy of the bytes in Python.
 """
 
 from __future__ import annotations
@@ -49,6 +55,12 @@ OPTIMIZATION_LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
+
+
+def machine_threads() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells it, else the machine's)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
 
 
 def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) -> onnx.ModelProto:
@@ -144,9 +156,11 @@ class OnnxRuntimeModel:
         path: the model file; checked by :func:`check_external_data` first.
         allowed: the files its external data may name (next to it).
         function: the function's name, for messages.
-        threads: ONNX Runtime's intra-op threads (None: its default, one per core).
+        threads: ONNX Runtime's intra-op threads (None: :func:`machine_threads`; 0: ONNX Runtime's own
+            default, one per physical core).
         inter_op_threads: its inter-op threads (None: its default).
         optimization: one of :data:`OPTIMIZATION_LEVELS`.
+        spinning: whether idle threads of the pool spin waiting for work (ONNX Runtime's default) or sleep.
         providers: the execution providers, in order of preference (None: the CPU's).
 
     Raises:
@@ -157,7 +171,7 @@ class OnnxRuntimeModel:
 
     def __init__(self, path: str | os.PathLike[str], *, allowed: Collection[str] = (), function: str = "",
                  threads: int | None = None, inter_op_threads: int | None = None, optimization: str = "all",
-                 providers: Sequence[str] | None = None) -> None:
+                 providers: Sequence[str] | None = None, spinning: bool = False) -> None:
         if optimization not in OPTIMIZATION_LEVELS:
             raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {optimization!r}")
         self.function = function or Path(path).stem
@@ -167,10 +181,11 @@ class OnnxRuntimeModel:
             set(filter(None, metadata.get(key, "").split(","))) for key in BFLOAT16_PORTS)
         options = ort.SessionOptions()
         options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization]
-        if threads is not None:
-            options.intra_op_num_threads = threads
+        options.intra_op_num_threads = machine_threads() if threads is None else threads
         if inter_op_threads is not None:
             options.inter_op_num_threads = inter_op_threads
+        for pool in ("intra_op", "inter_op"):
+            options.add_session_config_entry(f"session.{pool}.allow_spinning", "1" if spinning else "0")
         options.log_severity_level = 3  # errors only: its warnings are about its own folding
         try:
             self._session = ort.InferenceSession(str(path), options,
@@ -200,15 +215,16 @@ class OnnxRuntimeModel:
 
 
 #: The options of :func:`load` (``jaxport.load_converted(path, **options)``), as :class:`OnnxRuntimeModel` takes them.
-LOAD_OPTIONS = ("threads", "inter_op_threads", "optimization", "providers")
+LOAD_OPTIONS = ("threads", "inter_op_threads", "optimization", "providers", "spinning")
 
 
 def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> OnnxTargetRuntime:
     """The runtime of an ONNX directory whose files were checked (the registry's runtime loader).
 
-    Options: ``threads``, ``inter_op_threads``, ``optimization`` (one of
-    :data:`OPTIMIZATION_LEVELS`, default ``"all"``), ``providers`` (ONNX
-    Runtime's execution providers, default the CPU's).
+    Options: ``threads`` (default :func:`machine_threads`), ``inter_op_threads``,
+    ``optimization`` (one of :data:`OPTIMIZATION_LEVELS`, default ``"all"``),
+    ``providers`` (ONNX Runtime's execution providers, default the CPU's),
+    ``spinning`` (default False).
 
     Raises:
         ValueError: an unknown option or optimization level.

@@ -40,6 +40,7 @@ from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, ConversionError
 from ..domain.symbolic import UnsolvableDimensionError
 from . import jaxlib_mlir
+from .onnx_optimize import optimize
 from .onnx_builder import (TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, operation_name,
                            round_to)
 from .onnx_ops import COMPOSITES, CUSTOM_CALLS, TRANSLATIONS
@@ -136,6 +137,7 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
                               producer_name="jaxport", producer_version=producer_version)
     helper.set_model_props(model, {**_bfloat16_ports(record, len(weights), input_names, output_names),
                                    **(metadata or {})})
+    optimize(model)
     check_model(model, name)
     return model
 

@@ -101,7 +101,7 @@ def normal(*shape: int) -> np.ndarray:
 DOTS: dict[str, tuple[str, tuple[int, ...], tuple[int, ...], str]] = {
     "matmul": ("ij,jk->ik", (4, 5), (5, 3), "MatMul"),
     "transposed right side, 2-D": ("ij,kj->ik", (4, 5), (3, 5), "Gemm"),
-    "transposed right side, 3-D": ("bij,kj->bik", (2, 4, 5), (3, 5), "MatMul"),
+    "transposed right side, 3-D": ("bij,kj->bik", (2, 4, 5), (3, 5), "Gemm"),
     "batched": ("bij,bjk->bik", (2, 4, 5), (2, 5, 3), "MatMul"),
     "attention scores": ("bhtd,bhsd->bhts", (2, 3, 4, 5), (2, 3, 6, 5), "MatMul"),
     "contraction first on the left": ("ki,kj->ij", (5, 4), (5, 3), "MatMul"),
