@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
-# The optional runtimes' extras (TensorFlow for SavedModels, IREE, ONNX, LiteRT): the tests and benchmarks run
+# The optional runtimes' extras (TensorFlow for SavedModels, IREE, ONNX, LiteRT, KServe): the tests and benchmarks run
 # them, the demo needs none.
 RUNTIME_DEPS := $(VENV)/.deps-runtimes-installed
 # src/ is the import package `jaxport`. For development the venv imports it
@@ -26,7 +26,7 @@ $(DEPS): pyproject.toml
 	touch $(DEPS)
 
 $(RUNTIME_DEPS): $(DEPS)
-	$(PY) -m pip install --quiet ".[dev,tf,iree,onnx,litert]"
+	$(PY) -m pip install --quiet ".[dev,tf,iree,onnx,litert,serve]"
 	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(RUNTIME_DEPS)
 
