@@ -5,11 +5,11 @@ from __future__ import annotations
 import jax
 from jaxlib import version as jaxlib_version
 
-from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.producer import JAXPORT_VERSION, Producer
+from .jaxlib_mlir import export_target_version
 
 
 def this_producer() -> Producer:
     """jaxport's, JAX's and jaxlib's versions here, and the StableHLO version jaxport targets."""
     return Producer(jaxport=JAXPORT_VERSION, jax=jax.__version__, jaxlib=jaxlib_version.__version__,
-                    stablehlo=STABLEHLO_TARGET_VERSION)
+                    stablehlo=export_target_version())

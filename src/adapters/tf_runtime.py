@@ -87,6 +87,14 @@ def check_readable(function: str, call: ModuleCall) -> None:
                               f"StableHLO {stablehlo.get_current_version()} cannot read it: {exc}") from exc
 
 
+def reads_stablehlo() -> str:
+    """The StableHLO version of the installed TensorFlow (the newest target it reads)."""
+    _tf()
+    from tensorflow.compiler.mlir.stablehlo import stablehlo
+
+    return str(stablehlo.get_current_version())
+
+
 def _call_module(call: ModuleCall, flat: Sequence[Any]) -> list[Any]:
     tf = _tf()
     results = _xla().call_module(

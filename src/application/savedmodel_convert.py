@@ -19,6 +19,7 @@ from typing import Any
 from ..adapters.bundle_dir import read_function, read_manifest, read_weights
 from ..adapters.atomic_files import fsync_directory
 from ..adapters.flatbuffers_codec import decode_artifact
+from ..adapters.mlir_dimension_args import standard_record
 from ..adapters.temporary import create_beside, new_directory
 from ..domain.artifact import ArtifactRecord
 from ..domain.bundle import EXAMPLES_FILE, Example, FileDigest, Manifest
@@ -75,7 +76,10 @@ def to_savedmodel(source: Any, path: str | os.PathLike[str], *, default: str | N
         raise FileExistsError(f"{target} exists; a SavedModel is written to a new directory "
                               "(TensorFlow Serving reads one per version: model/1, model/2, ...)")
     functions, manifest, weights = _read_source(source)
-    records = {name: _decode(source, name, blob) for name, blob, _ in functions}
+    # One form of `main`, written for a StableHLO that TensorFlow reads (adapters/mlir_dimension_args.py).
+    reads = tf_runtime.reads_stablehlo()
+    records = {name: standard_record(_decode(source, name, blob), newest_readable=reads)
+               for name, blob, _ in functions}
     examples: tuple[Example, ...] = ()
     examples_blob = b""
     if manifest is not None and manifest.examples and isinstance(source, (str, os.PathLike)):
