@@ -31,7 +31,7 @@ X = np.linspace(-1, 1, 15, dtype=np.float32).reshape(3, 5)
 Y = np.linspace(0, 2, 10, dtype=np.float32).reshape(2, 5)
 
 
-def f(x: jax.Array, y: jax.Array) -> jax.Array:
+def f(x: Any, y: Any) -> Any:
     return jnp.sin(x).sum(axis=1) * y[0, 0] + x.shape[1]
 
 
@@ -40,7 +40,7 @@ def blob() -> bytes:
     """``f`` exported by jax.export over jaxport's dimensions ``b, h`` with ``h >= 2``."""
     b, h = jaxport.symbolic_shape("b, h", constraints=("h >= 2",))
     specs = (jax.ShapeDtypeStruct((b, h), jnp.float32), jax.ShapeDtypeStruct((2, h), jnp.float32))
-    blob: bytes = jax.export.export(jax.jit(f))(*specs).serialize(vjp_order=2)
+    blob = bytes(jax.export.export(jax.jit(f))(*specs).serialize(vjp_order=2))
     return blob
 
 
