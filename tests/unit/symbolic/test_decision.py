@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from jaxport.domain.jax_docs import PAGES, follow_jax
+
 import re
 from collections.abc import Iterator
 
@@ -16,6 +20,15 @@ from jaxport.domain.symbolic import (
 from jaxport.domain.symbolic.errors import InconclusiveFactory
 
 from .shapes import dims, sym, syms
+
+@pytest.fixture(autouse=True)
+def pages_of_jax_0_10() -> Iterator[None]:
+    """The domain's own messages cite JAX 0.10's pages (another test may have imported JAX 0.12)."""
+    saved = (PAGES.export, PAGES.shape_poly)
+    follow_jax((0, 10, 2))
+    yield
+    PAGES.export, PAGES.shape_poly = saved
+
 
 
 def test_variables_are_at_least_one() -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from jaxport.domain.jax_docs import PAGES, follow_jax
+
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +32,15 @@ from jaxport.domain.symbolic import (
 )
 
 DOC = "https://docs.jax.dev/en/latest/export/shape_poly.html"
+
+@pytest.fixture(autouse=True)
+def pages_of_jax_0_10() -> Iterator[None]:
+    """The domain's own messages cite JAX 0.10's pages (another test may have imported JAX 0.12)."""
+    saved = (PAGES.export, PAGES.shape_poly)
+    follow_jax((0, 10, 2))
+    yield
+    PAGES.export, PAGES.shape_poly = saved
+
 SEE = f" Please see {DOC}#shape-assertion-errors for more details."
 MISMATCH = "Input shapes do not match the polymorphic shapes specification. "
 
