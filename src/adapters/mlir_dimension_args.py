@@ -44,7 +44,7 @@ def dimension_arguments(module: Any) -> tuple[str, ...]:
     Empty for the standard form (only the platform index, if any, is a
     ``jax.global_constant`` argument of ``main``).
     """
-    from jax.extend.mlir import ir
+    from jaxlib.mlir import ir  # what jax.extend.mlir re-exports; reading needs no JAX import
 
     main = ir.SymbolTable(module.operation)["main"]
     if "arg_attrs" not in main.attributes:
@@ -108,41 +108,73 @@ def standard_record(record: ArtifactRecord, *, newest_readable: str | None = Non
     version it was written for. Records that need neither are returned as they are.
 
     Raises:
-        ArtifactError: the record's dimensions do not parse, ``main`` takes a
-            dimension variable that no input shape holds, or the module cannot be
-            written for ``newest_readable`` (it uses something newer).
+        ArtifactError: the record's dimensions do not parse, or ``main`` takes a
+            dimension variable that no input shape holds. (A module that cannot be
+            written for ``newest_readable`` is left as it is, for the runtime's own
+            check to refuse.)
     """
     vjp = standard_record(record.vjp, newest_readable=newest_readable) if record.vjp is not None else None
     module_bytes = record.mlir_module_serialized
     target = stablehlo_version(module_bytes[:300]) or STABLEHLO_TARGET_VERSION
     older = newest_readable is not None and _key(target) > _key(newest_readable)
     symbolic = any(not d.isdigit() for a in record.in_avals for d in a.shape)
-    if not older and not (symbolic and MARKER in module_bytes):
-        return record if vjp is record.vjp else dataclasses.replace(record, vjp=vjp)
+    unchanged = record if vjp is record.vjp else dataclasses.replace(record, vjp=vjp)
+    if symbolic and MARKER in module_bytes:
+        rewritten = _standard_bytes(record, target, newest_readable if older else None)
+    elif older and newest_readable is not None:
+        rewritten = _retargeted(module_bytes, newest_readable)
+    else:
+        return unchanged
+    if rewritten is None:
+        return unchanged
+    return dataclasses.replace(record, mlir_module_serialized=rewritten, vjp=vjp)
+
+
+def _retargeted(module_bytes: bytes, version: str) -> bytes | None:
+    """The module written for the older StableHLO ``version``, with jaxlib alone (no JAX import:
+    converting to a SavedModel imports none); None when this jaxlib cannot do it (the
+    runtime's own check then refuses the module with its reason)."""
+    from . import jaxlib_mlir
+
+    try:
+        context = jaxlib_mlir.make_context()
+        module = jaxlib_mlir.deserialize_portable_artifact(module_bytes, context)
+        with context:
+            return jaxlib_mlir.serialize_portable_artifact(module, version, True)
+    except Exception:  # a module newer than this jaxlib, or one using newer operations
+        return None
+
+
+def _standard_bytes(record: ArtifactRecord, target: str, older: str | None) -> bytes | None:
+    """The module of the dimension-argument form, wrapped and written for ``older`` or ``target``."""
+    from . import jaxlib_mlir
+
+    # JAX is imported only for a module of that form (converting to a SavedModel imports none).
+    module = jaxlib_mlir.deserialize_portable_artifact(record.mlir_module_serialized,
+                                                       jaxlib_mlir.make_context())
+    if not dimension_arguments(module):
+        return _retargeted(record.mlir_module_serialized, older) if older is not None else None
     from jax.extend import mlir as jex_mlir
 
     from . import jax_internals
-    from .mlir_module import StableHloSerializer
 
-    module = StableHloSerializer.deserialize(module_bytes)
     try:
         standard = standard_form(module, tuple(record_shapes(record.in_avals, record.constraints)),
                                  leaf_paths(record.in_tree), nr_tokens=len(record.ordered_effects),
-                                 kept_var_idx=record.module_kept_var_idx) if symbolic else None
+                                 kept_var_idx=record.module_kept_var_idx)
     except ValueError as exc:
         raise ArtifactError(f"function '{record.function_name}': {exc}") from exc
-    if standard is None and not older:
-        return record if vjp is record.vjp else dataclasses.replace(record, vjp=vjp)
-    module = standard if standard is not None else module
-    version = newest_readable if older and newest_readable is not None else target
-    try:
-        with module.context:
-            rewritten = bytes(jex_mlir.serialize_portable_artifact(
-                module, version, jax_internals.backend_serializes_with_sdy()))
-    except Exception as exc:  # the serializer's own refusal (an op newer than the target)
-        raise ArtifactError(f"function '{record.function_name}': its module, written for StableHLO "
-                            f"{target}, cannot be written for StableHLO {version}: {exc}") from exc
-    return dataclasses.replace(record, mlir_module_serialized=rewritten, vjp=vjp)
+    if standard is None:
+        return _retargeted(record.mlir_module_serialized, older) if older is not None else None
+    for version in ((older, target) if older is not None else (target,)):
+        try:
+            with standard.context:
+                return bytes(jex_mlir.serialize_portable_artifact(
+                    standard, version, jax_internals.backend_serializes_with_sdy()))
+        except Exception:  # newer operations than `older` reads: the runtime's check refuses it
+            continue
+    raise ArtifactError(f"function '{record.function_name}': its module, wrapped to compute its "
+                        f"dimension arguments, cannot be written for StableHLO {target}")
 
 
 def _key(version: str) -> tuple[int, ...]:
