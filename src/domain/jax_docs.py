@@ -26,15 +26,21 @@ class DocPages:
 PAGES = DocPages()
 
 
-def follow_jax(release: tuple[int, ...]) -> None:
-    """Cites the pages where JAX ``release`` (``(0, 12, 0)``) cites them.
+def pages_for(release: tuple[int, ...]) -> DocPages:
+    """Where JAX ``release`` (``(0, 12, 0)``) cites the pages.
 
-    >>> follow_jax((0, 12, 0)); PAGES.shape_poly
+    >>> pages_for((0, 12, 0)).shape_poly
     'https://docs.jax.dev/en/latest/501/shape-polymorphism.html'
-    >>> follow_jax((0, 10, 2)); PAGES.shape_poly
+    >>> pages_for((0, 10, 2)).shape_poly
     'https://docs.jax.dev/en/latest/export/shape_poly.html'
     """
     moved = release >= (0, 12)
     base = "https://docs.jax.dev/en/latest/"
-    PAGES.export = base + ("501/export.html" if moved else "export/export.html")
-    PAGES.shape_poly = base + ("501/shape-polymorphism.html" if moved else "export/shape_poly.html")
+    return DocPages(base + ("501/export.html" if moved else "export/export.html"),
+                    base + ("501/shape-polymorphism.html" if moved else "export/shape_poly.html"))
+
+
+def follow_jax(release: tuple[int, ...]) -> None:
+    """Cites the pages where JAX ``release`` cites them, from now on."""
+    pages = pages_for(release)
+    PAGES.export, PAGES.shape_poly = pages.export, pages.shape_poly
