@@ -4,8 +4,10 @@
 #   tools/jax_conformance.sh PATH_TO_JAX_REPO [export_test|shape_poly_test|export_serialization_back_compat_test] [PYTEST_ARGS...]
 #
 # PATH_TO_JAX_REPO is a clone of github.com/jax-ml/jax: a work tree or a bare
-# git directory. The test file is read at tag $JAX_TAG (default jax-v0.10.2,
-# the installed jax), copied to a temporary folder, and its import of
+# git directory. The test file is read at the newest tag jax-vX.Y.Z at or below
+# the JAX version $JAX_VERSION (default: the installed jax's; jax 0.12.0.1 reads
+# jax-v0.11.0 where the clone ends there, since the 0.12 sdist ships no tests),
+# or at tag $JAX_TAG when given; copied to a temporary folder, and its import of
 # jax.export is swapped for jaxport:
 #   from jax import export               -> import jaxport as export
 #   from jax._src.export import _export  -> import jaxport as _export
@@ -26,7 +28,6 @@ fi
 REPO=$1
 NAME=${2:-export_test}
 shift $(( $# >= 2 ? 2 : 1 ))
-TAG=${JAX_TAG:-jax-v0.10.2}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=${JAXPORT_PYTHON:-$ROOT/.venv/bin/python}
 
@@ -38,6 +39,19 @@ if [[ ! -x $PY ]]; then
   echo "no Python at $PY: run 'make install' first (or set JAXPORT_PYTHON)" >&2
   exit 2
 fi
+
+if [[ -z ${JAX_TAG:-} ]]; then
+  VERSION=${JAX_VERSION:-$("$PY" -c 'import jax; print(jax.__version__)')}
+  # The newest tag at or below VERSION, comparing versions as sort -V does.
+  JAX_TAG=$( { git -C "$REPO" tag -l 'jax-v[0-9]*' | grep -E '^jax-v[0-9]+(\.[0-9]+)*$'; echo "jax-v$VERSION=" ; } \
+             | sed 's/=$/ ~/' | sort -V | sed -n '/ ~$/q;p' | tail -n 1)
+  if [[ -z $JAX_TAG ]]; then
+    echo "no tag jax-v* at or below $VERSION in '$REPO'" >&2
+    exit 2
+  fi
+fi
+TAG=$JAX_TAG
+echo "JAX tests of $TAG (JAX ${VERSION:-as tagged}), run against jaxport" >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/jaxport-conformance.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

@@ -28,6 +28,7 @@ from typing import Any
 
 from jax.extend.mlir import ir
 
+from .mlir_dimension_args import MARKER
 from .mlir_module import StableHloSerializer
 
 
@@ -36,10 +37,15 @@ class CalleeModule:
 
     Args:
         portable: the StableHLO portable artifact (called once, when first needed).
+        standard_form: given the deserialized module, the module with a ``main``
+            of the standard form, or None when it has that form already (see
+            :mod:`~jaxport.adapters.mlir_dimension_args`).
     """
 
-    def __init__(self, portable: Callable[[], bytes]) -> None:
+    def __init__(self, portable: Callable[[], bytes],
+                 standard_form: Callable[[Any], Any | None] | None = None) -> None:
         self._portable = portable
+        self._standard_form = standard_form
         self._lock = threading.Lock()
         self._plain: bytes | None = None
 
@@ -48,7 +54,13 @@ class CalleeModule:
         with self._lock:
             if self._plain is not None:
                 return ir.Module.parse(self._plain, context=context)
-            module = StableHloSerializer.deserialize(self._portable(), context)
+            portable = self._portable()
+            module = StableHloSerializer.deserialize(portable, context)
+            if self._standard_form is not None and MARKER in portable:
+                standard = self._standard_form(module)
+                if standard is not None:
+                    self._plain = _bytecode(standard.operation)
+                    return ir.Module.parse(self._plain, context=context)
             self._plain = _bytecode(module.operation)
             return module
 

@@ -154,6 +154,7 @@ def _exported(t: TableView, depth: int) -> ArtifactRecord:
     if vjp_table is not None and depth >= MAX_VJP_DEPTH:
         raise t.fail("vjp", f"VJP tables nest deeper than {MAX_VJP_DEPTH}")
     vjp = None if vjp_table is None else _exported(vjp_table, depth + 1)
+    jax_version = t.string(E.JAX_VERSION, "jax_version")
     try:
         return ArtifactRecord(
             function_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
@@ -163,7 +164,7 @@ def _exported(t: TableView, depth: int) -> ArtifactRecord:
             mlir_module_serialized=module,
             calling_convention_version=calling_convention_version,
             module_kept_var_idx=kept_var_idx, uses_global_constants=uses_global_constants,
-            vjp=vjp, serialization_version=version)
+            vjp=vjp, serialization_version=version, jax_version=jax_version)
     except ValueError as exc:  # the record's own invariants (kept_var_idx, ...)
         raise ArtifactError(f"table Exported at offset {t.pos}: {exc}") from None
 

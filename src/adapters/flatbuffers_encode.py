@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar
 import flatbuffers  # type: ignore[import-untyped]
 
 from ..domain.artifact import (
-    WRITTEN_SERIALIZATION_VERSION, AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord,
+    JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord,
     AvalRecord, EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord,
     ShardingRecord, TreeKind, TreeSpec)
 from ..domain.safety import DisabledSafetyCheck, SafetyCheckKind
@@ -60,8 +60,10 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     """Writes ``record`` in the format of ``jax.export``'s ``Exported.serialize()``.
 
     Args:
-        record: the artifact; its ``serialization_version`` is ignored (3 is
-            written, as jax 0.10.2 does) and its VJP chain is written in full.
+        record: the artifact; without a ``jax_version`` it is written as jax
+            0.10.2 writes (``serialization_version`` 3), with one as jax 0.11.2
+            and later write (generation 12: the version number and the JAX
+            version). Its VJP chain is written in full.
 
     Returns:
         The artifact's bytes (for a record read from jax 0.10.2's bytes, the
@@ -126,9 +128,12 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     out_avals_idxs = _uints(b, [uniques.avals[a] for a in rec.out_avals], 4)
     in_shardings_idxs = _uints(b, _sharding_idxs(rec.in_shardings, uniques), 4)
     out_shardings_idxs = _uints(b, _sharding_idxs(rec.out_shardings, uniques), 4)
+    # Generation 12 (jax 0.11.2 and later) writes its version number and the JAX version last.
+    jax_version = b.CreateString(rec.jax_version) if rec.jax_version is not None else None
 
-    b.StartObject(E.NUM_SLOTS)
-    b.PrependUint16Slot(E.SERIALIZATION_VERSION, WRITTEN_SERIALIZATION_VERSION, 0)
+    b.StartObject(E.NUM_SLOTS if jax_version is not None else E.NUM_SLOTS_11)
+    b.PrependUint16Slot(E.SERIALIZATION_VERSION, WRITTEN_SERIALIZATION_VERSION if jax_version is None
+                        else max(rec.serialization_version, JAX_VERSION_GENERATION), 0)
     b.PrependUOffsetTRelativeSlot(E.FUNCTION_NAME, function_name, 0)
     b.PrependUOffsetTRelativeSlot(E.IN_TREE, in_tree, 0)
     b.PrependUOffsetTRelativeSlot(E.IN_AVALS, in_avals, 0)
@@ -154,6 +159,8 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     b.PrependUOffsetTRelativeSlot(E.OUT_AVALS_IDXS, out_avals_idxs, 0)
     b.PrependUOffsetTRelativeSlot(E.IN_SHARDINGS_IDXS, in_shardings_idxs, 0)
     b.PrependUOffsetTRelativeSlot(E.OUT_SHARDINGS_IDXS, out_shardings_idxs, 0)
+    if jax_version is not None:
+        b.PrependUOffsetTRelativeSlot(E.JAX_VERSION, jax_version, 0)
     return b.EndObject()
 
 

@@ -30,7 +30,9 @@ PORTABLE_ARTIFACT_MAGIC: Final = b"ML\xefR"
 class Root:
     """Slots of the root table (``Exported`` in the schema)."""
 
-    NUM_SLOTS: Final = 26
+    NUM_SLOTS: Final = 27
+    #: The slots of format generations 11 and older (without ``jax_version``).
+    NUM_SLOTS_11: Final = 26
     SERIALIZATION_VERSION: Final = 0
     FUNCTION_NAME: Final = 1
     IN_TREE: Final = 2
@@ -57,6 +59,7 @@ class Root:
     OUT_AVALS_IDXS: Final = 23
     IN_SHARDINGS_IDXS: Final = 24
     OUT_SHARDINGS_IDXS: Final = 25
+    JAX_VERSION: Final = 26
 
 
 class Tree:

@@ -40,6 +40,7 @@ from ..domain.symbolic import call_output_shapes
 from . import jax_internals
 from .callee_module import CalleeModule
 from .foreign_dims import mirror_shapes
+from .mlir_dimension_args import standard_form
 from .jax_avals import leaf_paths, specs_of
 
 
@@ -116,7 +117,13 @@ class CallTarget:
     @functools.cached_property
     def _callee(self) -> CalleeModule:
         record = self.exported.record
-        return CalleeModule(lambda: record.mlir_module_serialized)
+
+        def standard(module: Any) -> Any | None:
+            return standard_form(module, tuple(tuple(a.shape) for a in self.exported.in_avals),
+                                 self.arg_paths, nr_tokens=len(self.exported.ordered_effects),
+                                 kept_var_idx=record.module_kept_var_idx)
+
+        return CalleeModule(lambda: record.mlir_module_serialized, standard if self.is_symbolic else None)
 
     @functools.cached_property
     def in_specs(self) -> tuple[ArraySpec, ...]:

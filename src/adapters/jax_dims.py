@@ -14,6 +14,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex_core
@@ -26,6 +27,7 @@ from ..domain.symbolic import (
     PythonOps,
     set_inconclusive_factory,
 )
+from ..domain.jax_docs import follow_jax
 from . import jax_internals
 
 
@@ -131,3 +133,5 @@ dim_as_value_p.def_impl(_dim_as_value_impl)
 mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)
 jax_internals.register_dimension_type(JaxDim)
 set_inconclusive_factory(JaxInconclusiveDimensionError)
+# jaxport's messages cite JAX's pages where the installed JAX cites them (JAX 0.12 moved them).
+follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()))

@@ -5,11 +5,27 @@ from __future__ import annotations
 import jax
 from jaxlib import version as jaxlib_version
 
-from ..domain.module_format import STABLEHLO_TARGET_VERSION
+from ..domain.artifact import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION
 from ..domain.producer import JAXPORT_VERSION, Producer
+from .jaxlib_mlir import export_target_version
+
+
+def written_format() -> tuple[int, str | None]:
+    """The ``(serialization_version, jax_version)`` that ``jax.export`` here writes.
+
+    JAX 0.11.2 (format generation 12) writes its generation and its own version;
+    older releases write 3 and no version.
+    """
+    if _release(jax.__version__) >= (0, 11, 2):
+        return JAX_VERSION_GENERATION, jax.__version__
+    return WRITTEN_SERIALIZATION_VERSION, None
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
 
 
 def this_producer() -> Producer:
     """jaxport's, JAX's and jaxlib's versions here, and the StableHLO version jaxport targets."""
     return Producer(jaxport=JAXPORT_VERSION, jax=jax.__version__, jaxlib=jaxlib_version.__version__,
-                    stablehlo=STABLEHLO_TARGET_VERSION)
+                    stablehlo=export_target_version())

@@ -72,6 +72,17 @@ def deserialize_portable_artifact(blob: bytes, context: ir.Context) -> Any:
     return _jax.mlir.deserialize_portable_artifact(blob, context)
 
 
+@functools.cache  # fixed for the process's jaxlib
+def export_target_version() -> str:
+    """The StableHLO version that ``jax.export`` targets with this jaxlib ("4 weeks old").
+
+    jax 0.10.2 targets 1.15.0, 0.11.0 1.16.1, 0.11.2 and 0.12.0.1 1.18.0: writing
+    for the same target is what keeps jaxport's module bytes equal to jax.export's.
+    """
+    requirement = stablehlo.StablehloCompatibilityRequirement.WEEK_4
+    return str(stablehlo.get_version_from_compatibility_requirement(requirement))
+
+
 def serialize_portable_artifact(module: Any, target_version: str, mixed: bool) -> bytes:
     """``module`` as a portable artifact for ``target_version`` (``mixed``: keep Shardy ops)."""
     return bytes(_jax.mlir.serialize_portable_artifact(module, target_version, mixed))

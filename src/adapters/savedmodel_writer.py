@@ -24,7 +24,9 @@ from ..domain.savedmodel_names import DEFAULT_SIGNATURE, SAVEDMODEL, signature_n
 from ..domain.savedmodel_plan import FunctionPlan, ModuleCall, SavedModelPlan, TensorPlan, plan_function
 from ..domain.target_ports import ConversionJob, ConvertedParts
 from ..domain.target_savedmodel import SavedModelOptions
+from .mlir_dimension_args import standard_record
 from .tensorflow_import import tf as _tf, xla as _xla
+from .tf_runtime import reads_stablehlo
 
 #: The oldest calling convention XlaCallModule accepts (``kVersionMinimumSupported``).
 _OLDEST_VERSION = 4
@@ -50,7 +52,11 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         default = names[0]
     versions = calling_convention_versions()
     signatures = {f.name: signature_name(f.name) for f in job.functions}
-    plans = tuple(plan_function(signatures[f.name], f.record, f.signature, uses_shardy=f.uses_shardy,
+    # Each module written for a StableHLO that this TensorFlow reads, where it uses nothing newer
+    # (JAX 0.11.2 and later write 1.18.0; TensorFlow 2.21 reads up to 1.13.7).
+    reads = reads_stablehlo()
+    records = {f.name: standard_record(f.record, newest_readable=reads) for f in job.functions}
+    plans = tuple(plan_function(signatures[f.name], records[f.name], f.signature, uses_shardy=f.uses_shardy,
                                 versions=versions) for f in job.functions)
     for fn in plans:
         for call in (fn.call, fn.vjp):

@@ -38,6 +38,14 @@ def host_facts() -> dict[str, Any]:
     return {"platforms": list(_platforms())}
 
 
+def reads_stablehlo() -> str:
+    """The StableHLO version of the installed TensorFlow (the newest target it reads)."""
+    _tf()
+    from tensorflow.compiler.mlir.stablehlo import stablehlo
+
+    return str(stablehlo.get_current_version())
+
+
 class TfRuntime:
     """Runs the signatures of one SavedModel (a :class:`~jaxport.domain.target_ports.TargetRuntime`)."""
 

@@ -15,10 +15,10 @@ from ..adapters.jax_avals import args_kwargs_path, leaf_paths
 from ..adapters.jax_dims import JaxDim
 from ..adapters.jax_lowering import JaxLowerer, JaxLowering, as_jitted
 from ..adapters.jax_records import named_shardings_with_abstract_mesh
+from ..adapters.jaxlib_mlir import export_target_version
 from ..adapters.mlir_wrap import wrap_main
 from ..domain import calling_convention
 from ..domain.deferred import Deferred
-from ..domain.module_format import STABLEHLO_TARGET_VERSION
 from ..domain.module_policy import ModulePolicy
 from ..domain.platforms import normalize_platforms
 from ..domain.ports import ModuleInspector, ModuleSerializer
@@ -102,7 +102,7 @@ class ExportService:
         )
         # Serialized on first read of the record's module bytes (domain/deferred.py).
         module_bytes = Deferred(functools.partial(
-            self.serializer.serialize, module, target_version=STABLEHLO_TARGET_VERSION,
+            self.serializer.serialize, module, target_version=export_target_version(),
             uses_global_constants=lowering.uses_dim_vars))
         record = in_process_record(
             objects, module_bytes, function_name=lowering.fun_name, nr_devices=lowering.nr_devices,

@@ -31,6 +31,7 @@ from ..adapters.jax_records import (
     sharding_record,
 )
 from ..adapters.mlir_module import StableHloSerializer
+from ..adapters.jax_versions import written_format
 from ..domain import calling_convention
 from ..domain.artifact import ArtifactRecord
 from ..domain.deferred import Deferred
@@ -80,6 +81,7 @@ def in_process_record(jax_objects: JaxObjects, module: bytes | Deferred[bytes], 
     the export or its calls.
     """
     j = jax_objects
+    serialization_version, jax_version = written_format()
     return ArtifactRecord(
         function_name=function_name,
         in_tree=Deferred(lambda: default_registry().args_spec(j.in_tree)),
@@ -98,6 +100,8 @@ def in_process_record(jax_objects: JaxObjects, module: bytes | Deferred[bytes], 
         module_kept_var_idx=module_kept_var_idx,
         uses_global_constants=uses_global_constants,
         constraints=constraints_of(j.in_avals),
+        serialization_version=serialization_version,
+        jax_version=jax_version,
     )
 
 

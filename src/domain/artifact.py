@@ -31,6 +31,9 @@ from .safety import DisabledSafetyCheck
 #: The ``serialization_version`` that jax 0.10.2 writes into every artifact
 #: (it keeps writing 3 so that readers from before 2025-11 accept the bytes).
 WRITTEN_SERIALIZATION_VERSION = 3
+#: The format generation from which writers record their number and the JAX version
+#: (jax 0.11.2 and later: ``serialization_version`` 12 and ``jax_version``).
+JAX_VERSION_GENERATION = 12
 
 
 class TreeKind(Enum):
@@ -328,6 +331,10 @@ class ArtifactRecord:
             they travel in the jaxport trailer (:mod:`.integrity`).
         producer: the versions that wrote a sealed artifact (from its
             trailer; None for other artifacts and for VJP tables).
+        jax_version: the JAX version that format generation 12 records
+            (``jax.export`` its own; jaxport the installed JAX's, as
+            ``jax.export`` there writes); None for the older layout, which
+            records ``serialization_version`` 3.
 
     The trees, avals, effects and module bytes may be given as
     :class:`~.deferred.Deferred` (made on first read); the checks below that
@@ -357,6 +364,7 @@ class ArtifactRecord:
     serialization_version: int = WRITTEN_SERIALIZATION_VERSION
     constraints: tuple[str, ...] = ()
     producer: Producer | None = None
+    jax_version: str | None = None
 
     def __post_init__(self) -> None:
         for side, shardings in (("in", self.in_shardings), ("out", self.out_shardings)):

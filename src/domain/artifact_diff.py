@@ -53,7 +53,7 @@ COMPARED_FIELDS = frozenset({
     "disabled_checks", "mlir_module_serialized", "calling_convention_version", "vjp",
     "constraints", *(name for _, name in _RECORD_FIELDS)})
 #: The fields that are never a difference (who wrote the bytes, not what the program is).
-NOT_COMPARED = frozenset({"producer"})
+NOT_COMPARED = frozenset({"producer", "jax_version"})
 
 
 @dataclass(frozen=True, slots=True)

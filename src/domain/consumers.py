@@ -131,6 +131,11 @@ CONSUMERS: tuple[Consumer, ...] = (
     _jax("0.10.0", "1.16.0", 10, "loads"),
     _jax("0.10.1", "1.17.0", 11, "loads"),
     _jax("0.10.2", "1.17.0", 11, "loads"),
+    # JAX 0.11 and 0.12 need Python 3.12. Their own jax.export targets 1.16.1 (0.11.0) and
+    # 1.18.0 (0.11.2, 0.12.0.1), which jaxlib 0.10.2 (1.17.0) does not read past 1.16.1.
+    _jax("0.11.0", "1.18.0", 11, "loads"),
+    _jax("0.11.2", "1.20.0", 12, "loads"),
+    _jax("0.12.0.1", "1.22.0", 12, "loads"),
     _tf("2.18.0", 9, False),
     _tf("2.19.0", 9, False),
     _tf("2.20.0", 10, True),

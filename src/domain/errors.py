@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+from .jax_docs import PAGES
 
 #: Where users import jaxport's errors from, and so the module that each names as its own.
 PUBLIC_MODULE = "jaxport.errors"
@@ -74,7 +75,7 @@ class DisallowedCustomCallError(ExportError):
         super().__init__(
             "Cannot serialize code with custom calls whose targets have no "
             "compatibility guarantees. "
-            "See https://docs.jax.dev/en/latest/export/export.html#compatibility-guarantees-for-custom-calls. "
+            f"See {PAGES.export}#compatibility-guarantees-for-custom-calls. "
             f"Examples are:\n{listing}.\n"
             "To export anyway, pass disabled_checks=[jaxport.DisabledSafetyCheck.custom_call(target)] "
             "for each target, after making sure that the consumer will have that target."

@@ -35,6 +35,7 @@ from .artifact import ArtifactRecord, AvalRecord, DType
 from .calling_convention import MainArguments
 from .custom_calls import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
 from .errors import ArtifactError
+from .runtime_calls import record_shapes
 
 #: Bumped when the checks change, so that remembered verdicts are not reused.
 VERIFIER_VERSION: Final = 1
@@ -200,9 +201,33 @@ def expected_signature(record: ArtifactRecord) -> tuple[tuple[MlirType, ...], tu
     return inputs, results
 
 
+def dimension_argument_count(record: ArtifactRecord) -> int:
+    """How many dimension variables the record's input shapes hold.
+
+    ``main`` of a module that ``jax.export`` wrote for dimensions it does not
+    know (jaxport's) takes that many ``tensor<i32>`` arguments, one per
+    variable, after the platform index (see ``adapters/mlir_dimension_args.py``).
+    """
+    try:
+        shapes = record_shapes(record.in_avals, record.constraints)
+    except ArtifactError:
+        return 0
+    return len({v for shape in shapes for d in shape if not isinstance(d, int) for v in d._get_vars()})
+
+
 def check_signature(record: ArtifactRecord, facts: ModuleFacts) -> tuple[str, ...]:
-    """Every difference between ``main``'s types and those ``record`` implies."""
+    """Every difference between ``main``'s types and those ``record`` implies.
+
+    ``main`` may take the dimension variables as leading ``tensor<i32>``
+    arguments (after the platform index): both forms are read alike.
+    """
     inputs, results = expected_signature(record)
+    extra = len(facts.inputs) - len(inputs)
+    if extra > 0 and record.uses_global_constants and extra == dimension_argument_count(record):
+        start = int(len(record.platforms) > 1)
+        dims = facts.inputs[start:start + extra]
+        if all(d == MlirType("i32", ()) for d in dims):
+            inputs = inputs[:start] + tuple(dims) + inputs[start:]
     nr_prefix = len(inputs) - len(record.module_kept_var_idx)
     keys = [False] * nr_prefix + [record.in_avals[i].dtype in _KEY_TYPES
                                   for i in record.module_kept_var_idx]

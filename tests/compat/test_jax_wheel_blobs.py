@@ -48,7 +48,8 @@ BLOB_PARAMS = [pytest.param(blob, id=f"{name}-v{version}") for name, version, bl
 
 
 def test_the_wheel_ships_seventeen_blobs() -> None:
-    assert len(BLOBS) == 17
+    # jax 0.11.2 and later: 16 (generation 12 added, the HLO-sharding generations 4 and 5 dropped).
+    assert len(BLOBS) == (16 if tuple(int(p) for p in jax.__version__.split(".")[:3]) >= (0, 11, 2) else 17)
     assert {name for name, _, _ in BLOBS} == set(MODULES)
 
 

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxport.adapters.jaxlib_mlir import export_target_version
 from jaxport.adapters.jax_lowering import JaxLowerer
 from jaxport.application import wiring
 from jaxport.application.export_service import ExportService, default_service
@@ -56,7 +57,7 @@ def test_the_service_checks_what_the_inspector_reports_and_keeps_the_serializers
     assert serializer.calls == []  # the module is serialized on first read of its bytes
     assert getattr(exp, "mlir_module_serialized") == b"ML\xefR fake module"
     assert getattr(exp, "mlir_module_serialized") == b"ML\xefR fake module"
-    assert serializer.calls == [("1.15.0", True)]  # two platforms: a platform index argument
+    assert serializer.calls == [(export_target_version(), True)]  # two platforms: a platform index argument
 
 
 def test_a_disallowed_site_reported_by_the_inspector_stops_the_export() -> None:

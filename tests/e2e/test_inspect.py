@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import jaxport
+from jaxport.adapters.jaxlib_mlir import export_target_version
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.domain.artifact import EffectRecord
 from jaxport.errors import ArtifactError
@@ -62,7 +63,7 @@ def test_inspect_summarizes_name_signature_platforms_and_versions() -> None:
     assert info.ordered_effects == () and info.unordered_effects == ()
     assert info.disabled_checks == ("custom_call:my_target", "platform")
     assert info.module_size == len(exported().mlir_module_serialized)
-    assert info.stablehlo_version == "1.15.0"
+    assert info.stablehlo_version == export_target_version()
     assert (info.vjp_order, info.has_vjp) == (0, False)
 
 
@@ -87,7 +88,7 @@ def test_the_text_form_lists_everything_on_a_few_lines() -> None:
     text = str(jaxport.inspect(blob()))
     assert text.splitlines()[0] == "f" + jaxport.inspect(blob()).signature
     assert "platforms: cpu, tpu; devices: 1; calling convention: 10" in text
-    assert f"module: {len(exported().mlir_module_serialized)} bytes, StableHLO 1.15.0" in text
+    assert f"module: {len(exported().mlir_module_serialized)} bytes, StableHLO {export_target_version()}" in text
     assert "disabled checks: custom_call:my_target, platform" in text
 
 

@@ -28,6 +28,7 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec
 
 import jaxport
+from jaxport.adapters.jaxlib_mlir import export_target_version
 from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from tests.helpers import bundle_model
 from tests.helpers.tf_scenario import REFUSALS
@@ -116,7 +117,7 @@ def _export_refused(root: Path, static: jaxport.Exported) -> None:
         # A module of a future StableHLO: its header says so and it uses an operation version
         # that TensorFlow's StableHLO does not have.
         "newer_stablehlo": dataclasses.replace(record, mlir_module_serialized=record.mlir_module_serialized
-                                               .replace(b"StableHLO_v1.15.0", b"StableHLO_v9.99.0", 1)
+                                               .replace(b"StableHLO_v" + export_target_version().encode(), b"StableHLO_v9.99.0", 1)
                                                .replace(b"tanh_v2", b"tanh_v9")),
     }
     for name, crafted_record in crafted.items():

@@ -21,6 +21,8 @@ import pytest
 from jax.extend import core as jex_core
 
 import jaxport
+import jaxport.adapters.jax_dims  # noqa: F401  (the pages of the installed JAX)
+from jaxport.domain.jax_docs import PAGES
 from jaxport.domain.symbolic import (
     ConstraintError,
     InconclusiveDimensionError,
@@ -343,7 +345,7 @@ def test_arithmetic_across_scopes_is_refused_as_in_jax(operation: str, what: str
 # --------------------------------------------------------------------------
 
 PREFIX = "Input shapes do not match the polymorphic shapes specification. "
-SUFFIX = " Please see https://docs.jax.dev/en/latest/export/shape_poly.html#shape-assertion-errors for more details."
+SUFFIX = f" Please see {PAGES.shape_poly}#shape-assertion-errors for more details."
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ import pytest
 import jaxport
 from jaxport.application.cli import main
 from jaxport.domain.integrity import Extension, seal, unseal
+from jaxport.adapters.jaxlib_mlir import export_target_version
 from jaxport.domain.producer import Producer
 from jaxport.errors import UsageError
 
 SPEC = jax.ShapeDtypeStruct((3,), jnp.float32)
-HERE = Producer(jaxport.__version__, jax.__version__, jaxlib.version.__version__, "1.15.0")
+HERE = Producer(jaxport.__version__, jax.__version__, jaxlib.version.__version__, export_target_version())
 
 
 @pytest.fixture(scope="module")
@@ -74,18 +75,27 @@ def test_diff_does_not_count_a_different_producer_as_a_difference(
         f"{resealed}: {older}"]
 
 
+#: On jax 0.11.2 and later jaxport writes StableHLO 1.18.0, which JAX 0.10.2 and older
+#: and TensorFlow 2.21 do not read; on jax 0.10.2, 1.15.0, which they read.
+NEW_TARGET = export_target_version() != "1.15.0"
+YES = (("jax==0.11.2", "JAX 0.11.2"), ("jax==0.12.0.1", "JAX 0.12.0.1")) if NEW_TARGET else (
+    ("jax==0.8.3", "JAX 0.8.3"), ("jax==0.9.2", "JAX 0.9.2"), ("tf==2.21", "TensorFlow 2.21.0"))
+
+
 @pytest.mark.parametrize("path", ["sealed", "unsealed", "jax_export", "bundle"])
 def test_the_consumer_check_says_yes_for_jax_0_8_3_and_0_9_2_and_no_for_0_7_2_with_its_reasons(
         files: dict[str, Path], path: str, capsys: pytest.CaptureFixture[str]) -> None:
     target = str(files[path])
-    assert main(["check", target, "--consumer", "jax==0.8.3", "--consumer", "jax==0.9.2",
-                 "--consumer", "tf==2.21"]) == 0
+    assert main(["check", target, *[a for spec, _ in YES for a in ("--consumer", spec)]]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(": ", 2)[1] for line in lines] == ["JAX 0.8.3", "JAX 0.9.2", "TensorFlow 2.21.0"]
+    assert [line.split(": ", 2)[1] for line in lines] == [name for _, name in YES]
     assert all(line.split(": ", 3)[2].startswith("yes") for line in lines)
     assert main(["check", target, "--consumer", "jax==0.7.2"]) == 1
     no = capsys.readouterr().out
     assert f"{target}: JAX 0.7.2: no: " in no and "0 devices" in no and "source: " in no
+    if NEW_TARGET:
+        assert main(["check", target, "--consumer", "jax==0.10.2"]) == 1
+        assert "the module targets StableHLO 1.18.0, and it reads StableHLO up to 1.17.0" in capsys.readouterr().out
     assert main(["check", target, "--json", "--consumer", "tf==2.19"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is False and any("window [4, 9]" in r for r in doc["reasons"])
@@ -93,8 +103,9 @@ def test_the_consumer_check_says_yes_for_jax_0_8_3_and_0_9_2_and_no_for_0_7_2_wi
 
 def test_the_python_api_and_a_consumer_the_table_lacks(files: dict[str, Path],
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    verdict = jaxport.check_consumer(files["sealed"].read_bytes(), "jax==0.9.2")
-    assert verdict.ok and str(verdict.consumer) == "JAX 0.9.2"
+    spec, name = YES[1]
+    verdict = jaxport.check_consumer(files["sealed"].read_bytes(), spec)
+    assert verdict.ok and str(verdict.consumer) == name
     assert not jaxport.check_consumer(files["bundle"], "jax==0.7.2").ok
     with pytest.raises(UsageError, match="knows no jax 0.4.30"):
         jaxport.check_consumer(files["sealed"], "jax==0.4.30")
@@ -109,7 +120,7 @@ def test_loading_keeps_working_whatever_the_producer_says(files: dict[str, Path]
 
 def test_the_consumer_check_imports_no_jax(files: dict[str, Path]) -> None:
     probe = ("import sys\nfrom jaxport.application.cli import main\n"
-             f"status = main(['check', {str(files['bundle'])!r}, '--consumer', 'jax==0.9.2'])\n"
+             f"status = main(['check', {str(files['bundle'])!r}, '--consumer', {YES[1][0]!r}])\n"
              "print(status, sorted(m for m in sys.modules if m in ('jax', 'jaxlib', 'numpy')))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 COMPAT_DIR = ROOT / "build" / "compat"
 #: The older releases the matrix runs against.
-VERSIONS = ("0.8.3", "0.9.2")
+VERSIONS = ("0.8.3", "0.9.2", "0.10.2", "0.11.2", "0.12.0.1")
 _READY = "jaxport-compat-ready"
 
 

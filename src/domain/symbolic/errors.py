@@ -14,17 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..errors import JaxportError
+from ..jax_docs import PAGES
 
-_SHAPE_POLY_DOC = "https://docs.jax.dev/en/latest/export/shape_poly.html"
 
-INCONCLUSIVE_EXPLANATION = (
-    "This error arises for comparison operations with shapes that\n"
-    "are non-constant, and the result of the operation cannot be represented as\n"
-    "a boolean value for all values of the symbolic dimensions involved.\n"
-    "\n"
-    f"Please see {_SHAPE_POLY_DOC}#comparison-of-symbolic-dimensions-is-partially-supported\n"
-    "for more details.\n"
-)
+
+def inconclusive_explanation() -> str:
+    """The explanation that ends an inconclusive comparison's message (as in jax.export)."""
+    return ("This error arises for comparison operations with shapes that\n"
+            "are non-constant, and the result of the operation cannot be represented as\n"
+            "a boolean value for all values of the symbolic dimensions involved.\n"
+            "\n"
+            f"Please see {PAGES.shape_poly}#comparison-of-symbolic-dimensions-is-partially-supported\n"
+            "for more details.\n")
 
 
 class InconclusiveDimensionError(JaxportError, ValueError):
@@ -69,7 +70,7 @@ class ScopeMixingError(JaxportError, ValueError):
             f"Invalid mixing of symbolic scopes {operation}.\n"
             f"Expected {expected_from}scope {expected}\n"
             f"and found for '{culprit}' ({culprit_from}) scope {found}\n"
-            f"See {_SHAPE_POLY_DOC}#user-specified-symbolic-constraints."
+            f"See {PAGES.shape_poly}#user-specified-symbolic-constraints."
         )
 
 
@@ -108,7 +109,7 @@ class DimensionEvaluationError(JaxportError, ValueError):
             f"Encountered dimension variable '{var}' that is not appearing in the shapes "
             "of the function arguments.\nThe following dimension variables are appearing "
             f"in the shapes of the function arguments: {list(known)}.\nPlease see "
-            "https://docs.jax.dev/en/latest/export/shape_poly.html"
+            f"{PAGES.shape_poly}"
             "#dimension-variables-must-be-solvable-from-the-input-shapes for more details.")
 
 

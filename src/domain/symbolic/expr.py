@@ -43,7 +43,7 @@ from typing_extensions import Self
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
 from .decision import BoundsDecider
 from .division import divide
-from .errors import INCONCLUSIVE_EXPLANATION, DimensionPowerError, ScopeMixingError, inconclusive
+from .errors import DimensionPowerError, ScopeMixingError, inconclusive, inconclusive_explanation
 from .ops import PYTHON_OPS, DimOps, evaluate
 
 #: A dimension of a shape: an int or a symbolic expression.
@@ -372,7 +372,7 @@ class DimExpr:
         scope = f"Using symbolic scope {self._scope}\n" if self._scope.constraints else ""
         return (
             f"Symbolic dimension comparison '{self}' {relation} '{other}' is inconclusive.\n"
-            f"{scope}{INCONCLUSIVE_EXPLANATION}"
+            f"{scope}{inconclusive_explanation()}"
             f"If it holds for all the shapes you intend to use, consider adding the "
             f"constraint '{suggestion}' to the SymbolicScope.\n"
         )
@@ -380,7 +380,7 @@ class DimExpr:
     def __int__(self) -> int:
         raise inconclusive(
             f"Symbolic dimension '{self}' used in a context that requires a constant\n"
-            + INCONCLUSIVE_EXPLANATION
+            + inconclusive_explanation()
         )
 
     # ---- misc ----------------------------------------------------------------

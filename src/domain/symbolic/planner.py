@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from ..jax_docs import PAGES
 from .core import Factor, Poly
 from .errors import DimensionEvaluationError, ScopeMixingError, UnsolvableDimensionError
 from .expr import Comparison, DimExpr, DimSize, Scope
 from .ops import POLY_OPS, evaluate
 from .plan import ArgDim, PlanValue, Remainder, ShapeAssertion, ShapePlan, VarDerivation, format_shape
 
-_DOC: Final = "https://docs.jax.dev/en/latest/export/shape_poly.html"
 _MISMATCH: Final = "Input shapes do not match the polymorphic shapes specification. "
 
 Shape = tuple[DimSize, ...]
@@ -121,7 +121,7 @@ class _Planner:
         return (
             f"{head} Using the following polymorphic shapes specifications: {self.specs}. "
             f"Obtained dimension variables: {listing}. "
-            f"Please see {_DOC}#shape-assertion-errors for more details."
+            f"Please see {PAGES.shape_poly}#shape-assertion-errors for more details."
         )
 
     def _assert(self, lhs: PlanValue, comparison: Comparison, rhs: PlanValue,
@@ -191,7 +191,7 @@ class _Planner:
             "We can only solve linear uni-variate constraints. "
             f"Using the following polymorphic shapes specifications: {self.specs}. "
             f"Unprocessed specifications: {unprocessed}. "
-            f"Please see {_DOC}#dimension-variables-must-be-solvable-from-the-input-shapes "
+            f"Please see {PAGES.shape_poly}#dimension-variables-must-be-solvable-from-the-input-shapes "
             "for more details."
         )
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+
+from jaxport.domain.jax_docs import follow_jax
+
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +33,17 @@ from jaxport.domain.symbolic import (
 )
 
 DOC = "https://docs.jax.dev/en/latest/export/shape_poly.html"
+
+@pytest.fixture(autouse=True)
+def pages_of_jax_0_10() -> Iterator[None]:
+    """The domain's own messages cite JAX 0.10's pages (another test may have imported JAX 0.12)."""
+    follow_jax((0, 10, 2))
+    yield
+    # Back to the installed JAX's pages once its adapter has chosen them (it may have been
+    # imported during the test), else to the default ones.
+    jax = sys.modules.get("jax") if "jaxport.adapters.jax_dims" in sys.modules else None
+    follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 10, 2))
+
 SEE = f" Please see {DOC}#shape-assertion-errors for more details."
 MISMATCH = "Input shapes do not match the polymorphic shapes specification. "
 
