@@ -15,6 +15,11 @@ from jax.extend import core as jex_core
 from ..domain.errors import HostCallbackError
 from . import jax_internals
 
+#: A lowered function's closed jaxpr: ``jax.extend.core.ClosedJaxpr`` up to JAX 0.11; JAX 0.12 merged
+#: it into ``Jaxpr`` (its ``ClosedJaxpr`` is an alias that type checkers do not see), so the
+#: annotation names neither.
+ClosedJaxpr = Any
+
 # Source locations in exported modules should point at the user's code, not
 # at jaxport's frames between the user and JAX (as with jax.export).
 jax.extend.source_info_util.register_exclusion(
@@ -45,7 +50,7 @@ class JaxLowering:
     dim_vars: tuple[str, ...]
     in_shardings: tuple[Any, ...]
     out_shardings: tuple[Any, ...]
-    jaxpr: jex_core.ClosedJaxpr
+    jaxpr: ClosedJaxpr
 
 
 def as_jitted(fun: Callable[..., Any]) -> jax.stages.Wrapped:

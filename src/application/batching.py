@@ -8,6 +8,7 @@ from typing import Any
 import jax
 from jax.extend import core as jex_core
 
+from ..adapters.jax_lowering import ClosedJaxpr
 from ..domain.safety import DisabledSafetyCheck
 from .exported import Exported
 from .vjp import Exporter
@@ -17,7 +18,7 @@ from .vjp import Exporter
 BatchedExporter = Callable[[tuple[bool, ...], int], Exported]
 
 
-def batched_exporter(fun_name: str, jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],
+def batched_exporter(fun_name: str, jaxpr: ClosedJaxpr, platforms: tuple[str, ...],
                      disabled_checks: Sequence[DisabledSafetyCheck],
                      in_avals: Sequence[Any], *, export: Exporter) -> BatchedExporter:
     """A function that exports, with ``export``, ``jax.vmap`` of the primal whose jaxpr is ``jaxpr``.

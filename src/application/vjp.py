@@ -8,6 +8,7 @@ from typing import Any
 import jax
 from jax.extend import core as jex_core
 
+from ..adapters.jax_lowering import ClosedJaxpr
 from ..domain.safety import DisabledSafetyCheck
 from .exported import Exported
 from .placement import default_placements
@@ -17,7 +18,7 @@ from .placement import default_placements
 Exporter = Callable[..., Callable[..., Exported]]
 
 
-def vjp_exporter(jaxpr: jex_core.ClosedJaxpr, platforms: tuple[str, ...],
+def vjp_exporter(jaxpr: ClosedJaxpr, platforms: tuple[str, ...],
                  disabled_checks: Sequence[DisabledSafetyCheck], *,
                  export: Exporter) -> Callable[[Exported], Exported]:
     """A function that exports, with ``export``, the VJP of the primal whose jaxpr is ``jaxpr``.

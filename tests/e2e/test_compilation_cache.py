@@ -188,7 +188,7 @@ def test_a_warming_process_keeps_every_compilation_but_where_the_environment_set
 
 
 def test_warm_refuses_in_a_process_without_a_cache(artifact: Path) -> None:
-    assert jax.config.jax_compilation_cache_dir is None  # type: ignore[attr-defined]
+    assert getattr(jax.config, "jax_compilation_cache_dir") is None
     with pytest.raises(CacheConfigError, match="Cannot warm '_f': no JAX compilation cache is configured"):
         jaxport.load(artifact).warm()
 
