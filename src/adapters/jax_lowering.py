@@ -10,7 +10,6 @@ from typing import Any
 import jax
 import jax.extend.source_info_util
 from jax.core import ShapedArray
-from jax.extend import core as jex_core
 
 from ..domain.errors import HostCallbackError
 from . import jax_internals
