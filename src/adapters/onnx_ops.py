@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from . import onnx_ops_bits, onnx_ops_control, onnx_ops_conv, onnx_ops_dynamic, onnx_ops_elementwise
 from . import onnx_ops_gather, onnx_ops_linalg, onnx_ops_math, onnx_ops_pool, onnx_ops_reduce
 from . import onnx_ops_scatter, onnx_ops_shape, onnx_ops_sort, onnx_ops_window
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 
 
 def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Translation]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .onnx_builder import GraphBuilder, tensor_dtype
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)

@@ -12,7 +12,7 @@ every table entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,9 +20,7 @@ from jaxlib.mlir import ir
 from onnx import TensorProto
 
 from .onnx_builder import GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
-
-Translation = Callable[[GraphBuilder, Any, Sequence[str]], list[str]]
-
+from .onnx_ops_common import Translation
 
 def _same(op_type: str) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

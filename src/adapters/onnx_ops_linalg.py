@@ -19,7 +19,7 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 
 
 #: Integers that ONNX Runtime's MatMul, Einsum and reductions (onnx_ops_reduce) do not take are computed in a

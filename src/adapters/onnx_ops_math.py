@@ -33,8 +33,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
-from .onnx_ops_elementwise import Translation
-from .onnx_ops_window import splat_value, wide_dtype
+from .onnx_ops_common import Translation, splat_value, wide_dtype
 
 _BOOL = np.dtype(np.bool_)
 

@@ -18,27 +18,22 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, int_list, tensor_dtype
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation, is_identity, reducer, splat_value, wide_dtype
 from .onnx_ops_linalg import INTEGER_WIDER
-from .onnx_ops_window import splat_value, wide_dtype
 
 
-_REDUCTIONS = {"stablehlo.add": ("ReduceSum", "Add"), "stablehlo.multiply": ("ReduceProd", "Mul"),
-               "stablehlo.maximum": ("ReduceMax", "Max"), "stablehlo.minimum": ("ReduceMin", "Min"),
-               "stablehlo.and": ("ReduceMin", "And"), "stablehlo.or": ("ReduceMax", "Or")}
+#: The reducer body's operator -> the ONNX reduction (booleans reduce as int32: and is min, or is max).
+_REDUCTIONS = {"Add": "ReduceSum", "Mul": "ReduceProd", "Max": "ReduceMax", "Min": "ReduceMin",
+               "And": "ReduceMin", "Or": "ReduceMax"}
 
 
 def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if len(op.results) != 1:
         b.refuse("a reduction of several operands (argmax, argmin) comes later")
-    body = op.regions[0].blocks[0]
-    ops = list(body.operations)
-    combine = ops[0] if len(ops) == 2 else None
-    if (combine is None or combine.operation.name not in _REDUCTIONS or ops[1].operation.name != "stablehlo.return"
-            or {_arg_number(v) for v in combine.operands} != {0, 1}
-            or ops[1].operands[0] != combine.results[0]):
+    binary = reducer(op)
+    if binary is None:
         b.refuse("its body is not one add, multiply, maximum, minimum, and or or of its two arguments")
-    reduce_type, binary = _REDUCTIONS[combine.operation.name]
+    reduce_type = _REDUCTIONS[binary]
     dtype = tensor_dtype(op.results[0])
     dims = int_list(op.attributes["dimensions"])
     if dtype == np.dtype(np.bool_) and binary not in ("And", "Or"):
@@ -54,7 +49,7 @@ def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         reduced = b.cast(reduced, dtype)
     if dtype.kind == "f" and binary in ("Max", "Min"):
         reduced = _with_nan(b, args[0], dims, reduced, dtype)
-    if _is_identity(op.operands[1], binary, dtype):
+    if is_identity(binary, op.operands[1]):
         return [reduced]
     return [b.one(binary, [reduced, args[1]])]
 
@@ -89,26 +84,6 @@ def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtyp
     ordered = b.cast(b.one("Equal", [operand, operand]), np.dtype(np.int32))
     clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), np.dtype(np.bool_))
     return b.one("Where", [clean, reduced, b.scalar(np.nan, dtype)])
-
-
-def _arg_number(value: Any) -> int:
-    return value.arg_number if isinstance(value, ir.BlockArgument) else -1
-
-
-def _is_identity(value: Any, binary: str, dtype: np.dtype[Any]) -> bool:
-    """Whether ``value`` is a constant that leaves the reduction's result unchanged."""
-    owner: Any = None if isinstance(value, ir.BlockArgument) else value.owner
-    if owner is None or owner.operation.name != "stablehlo.constant":
-        return False
-    found = np.array(ir.DenseElementsAttr(owner.attributes["value"])).reshape(-1)[0]
-    if dtype.kind == "f":
-        low, high = -np.inf, np.inf
-    elif dtype.kind in "iu":
-        low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
-    else:
-        low, high = False, True
-    identity = {"Add": 0, "Mul": 1, "Max": low, "Min": high, "And": True, "Or": False}[binary]
-    return bool(found == identity)
 
 
 def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | None:

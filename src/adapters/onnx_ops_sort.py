@@ -33,8 +33,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
-from .onnx_ops_window import splat_value, wide_dtype
+from .onnx_ops_common import Translation, splat_value, wide_dtype
 
 #: The longest sorted dimension translated (its comparison matrix is n * n per row).
 MAX_SORTED = 4096
