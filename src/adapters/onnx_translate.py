@@ -40,7 +40,7 @@ from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, ConversionError
 from ..domain.symbolic import UnsolvableDimensionError
 from . import jaxlib_mlir
-from .onnx_optimize import optimize
+from .onnx_optimize import optimize, prune
 from .onnx_builder import TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
 from .onnx_check import check_model
 from .onnx_dims import dimension_variables
@@ -126,13 +126,13 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         elif aval.dtype.value == "bfloat16":
             value = round_to(builder, value, TensorProto.BFLOAT16)
         builder.nodes.append(helper.make_node("Identity", [value], [out]))
-    nodes, initializers = _prune(builder.nodes, [
-        *(_external(n, a, w) for n, a, w in zip(input_names, record.in_avals, weights)), *builder.initializers],
-        output_names)
+    initializers = [*(_external(n, a, w) for n, a, w in zip(input_names, record.in_avals, weights)),
+                    *builder.initializers]
     graph = helper.make_graph(
-        nodes, re.sub(r"\W", "_", name),
+        builder.nodes, re.sub(r"\W", "_", name),
         [_value_info(n, a) for n, a in list(zip(input_names, record.in_avals))[len(weights):]],
         [_value_info(n, a) for n, a in zip(output_names, record.out_avals)], initializer=initializers)
+    prune(graph)  # the shape assertions' arithmetic goes before folding
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version,
                               producer_name="jaxport", producer_version=producer_version)
     helper.set_model_props(model, {**_bfloat16_ports(record, len(weights), input_names, output_names),
@@ -140,29 +140,6 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     optimize(model)
     check_model(model, name)
     return model
-
-
-def _prune(nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorProto],
-           outputs: Sequence[str]) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
-    """The nodes and initializers the outputs depend on (the shape assertions' arithmetic goes)."""
-    needed = set(outputs)
-    kept = []
-    for node in reversed(nodes):
-        if any(o in needed for o in node.output):
-            kept.append(node)
-            needed.update(_read_names(node))
-    kept.reverse()
-    return kept, [t for t in initializers if t.name in needed]
-
-
-def _read_names(node: onnx.NodeProto) -> set[str]:
-    """The names a node reads: its inputs, and what the nodes of its subgraphs read (outer names too)."""
-    names = {i for i in node.input if i}
-    for attribute in node.attribute:
-        for graph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-            for inner in graph.node:
-                names |= _read_names(inner)
-    return names
 
 
 def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_names: Sequence[str],
