@@ -1,4 +1,4 @@
-"""ONNX translations of ``pad``, ``reverse`` and ``select_and_scatter``; the padding and layout window operations share.
+"""ONNX translations of ``pad``, ``reverse``, ``select_and_scatter``; padding and layout helpers for windows.
 
 ``pad`` is a ``Pad`` for the positive edges, a ``Slice`` for the negative
 ones, and per dimension with interior padding an ``Unsqueeze``, a ``Pad``
