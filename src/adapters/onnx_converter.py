@@ -31,7 +31,8 @@ try:
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("The ONNX converter (onnx)", "onnx", exc) from exc
 
-from .onnx_translate import check_file, external_tensors, translate
+from .onnx_check import check_file
+from .onnx_translate import external_tensors, translate
 from .safetensors_file import SafetensorsFile
 from .web_module import copy_module
 

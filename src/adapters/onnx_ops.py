@@ -1,7 +1,9 @@
 """The table of ONNX translations: StableHLO (and CHLO) operation name -> translation function.
 
 Each family of operations lives in its own ``onnx_ops_*`` module with its
-own ``TABLE``; adding a family is adding a module and one line here. An
+own ``TABLE``; adding a family is adding a module and its name here. Each
+operation name is registered by exactly one module (``merged`` refuses a
+second registration). An
 operation missing from the table is refused by the translator, by name
 and source location. ``func.call``, ``func.return``, ``stablehlo.return``,
 ``stablehlo.composite`` and ``stablehlo.custom_call`` are the translator's own business (they need
@@ -14,35 +16,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import onnx_ops_elementwise, onnx_ops_gather, onnx_ops_linalg, onnx_ops_shape
-from . import onnx_ops_control, onnx_ops_conv, onnx_ops_dynamic, onnx_ops_math, onnx_ops_scatter, onnx_ops_sort
-from . import onnx_ops_bits, onnx_ops_pool, onnx_ops_window
-from .onnx_ops_elementwise import Translation
+from . import onnx_ops_bits, onnx_ops_control, onnx_ops_conv, onnx_ops_dynamic, onnx_ops_elementwise
+from . import onnx_ops_gather, onnx_ops_linalg, onnx_ops_math, onnx_ops_pool, onnx_ops_reduce
+from . import onnx_ops_scatter, onnx_ops_shape, onnx_ops_sort, onnx_ops_window
+from .onnx_ops_common import Translation
 
-TRANSLATIONS: Mapping[str, Translation] = {
-    **onnx_ops_elementwise.TABLE,
-    **onnx_ops_shape.TABLE,
-    **onnx_ops_linalg.TABLE,
-    **onnx_ops_gather.TABLE,
-    **onnx_ops_window.TABLE,
-    **onnx_ops_pool.TABLE,
-    **onnx_ops_conv.TABLE,
-    **onnx_ops_scatter.TABLE,
-    **onnx_ops_dynamic.TABLE,
-    **onnx_ops_sort.TABLE,
-    **onnx_ops_control.TABLE,
-    # last: its entries replace the ones above with XLA's edge semantics (integer division, NaN, total order)
-    **onnx_ops_math.TABLE,
-    **onnx_ops_bits.TABLE,
-}
+
+def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Translation]:
+    """One table of ``tables`` (module name -> its table); a name two modules register is an error.
+
+    Raises ValueError naming the operation and both modules, so that no
+    module silently replaces another's translation.
+    """
+    merged_table: dict[str, Translation] = {}
+    owner: dict[str, str] = {}
+    for module, table in tables.items():
+        for name, translation in table.items():
+            if name in owner:
+                raise ValueError(f"{name} is registered by both {owner[name]} and {module}")
+            owner[name] = module
+            merged_table[name] = translation
+    return merged_table
+
+
+TRANSLATIONS: Mapping[str, Translation] = merged({
+    module.__name__: module.TABLE for module in (
+        onnx_ops_elementwise, onnx_ops_math, onnx_ops_bits, onnx_ops_shape, onnx_ops_linalg, onnx_ops_reduce,
+        onnx_ops_gather, onnx_ops_window, onnx_ops_pool, onnx_ops_conv, onnx_ops_scatter, onnx_ops_dynamic,
+        onnx_ops_sort, onnx_ops_control)})
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
-COMPOSITES: Mapping[str, Translation] = {
-    **onnx_ops_elementwise.COMPOSITES,
-    **onnx_ops_sort.COMPOSITES,
-}
+COMPOSITES: Mapping[str, Translation] = merged({
+    module.__name__: module.COMPOSITES for module in (onnx_ops_elementwise, onnx_ops_sort)})
 
 #: ``stablehlo.custom_call`` target -> translation (``shape_assertion`` and ``Sharding`` are the walk's own).
-CUSTOM_CALLS: Mapping[str, Translation] = {
-    **onnx_ops_pool.CUSTOM_CALLS,
-}
+CUSTOM_CALLS: Mapping[str, Translation] = dict(onnx_ops_pool.CUSTOM_CALLS)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .onnx_builder import GraphBuilder, tensor_dtype
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)
@@ -29,15 +29,12 @@ def _bitwise(bool_op: str, int_op: str) -> Translation:
     return translate
 
 
-
-def unsigned_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
+def _unsigned_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(f"uint{dtype.itemsize * 8}")
 
 
-
-def signed_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
+def _signed_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(f"int{dtype.itemsize * 8}")
-
 
 
 def _shift(direction: str) -> Translation:
@@ -46,13 +43,13 @@ def _shift(direction: str) -> Translation:
         if dtype.kind not in "iu":
             b.refuse("shifts of integers only")
         bits = dtype.itemsize * 8
-        unsigned = unsigned_of(dtype)
+        unsigned = _unsigned_of(dtype)
         x, amount = (a if dtype == unsigned else b.cast(a, unsigned) for a in args)
         beyond = b.one("GreaterOrEqual", [amount, b.scalar(bits, unsigned)])
         amount = b.one("Min", [amount, b.scalar(bits - 1, unsigned)]) if direction == "arithmetic" else b.one(
             "Where", [beyond, b.scalar(0, unsigned), amount])
         if direction == "arithmetic":
-            negative = b.one("Less", [b.cast(x, signed_of(dtype)), b.scalar(0, signed_of(dtype))])
+            negative = b.one("Less", [b.cast(x, _signed_of(dtype)), b.scalar(0, _signed_of(dtype))])
             filled = b.one("BitShift", [b.one("BitwiseNot", [x]), amount], direction="RIGHT")
             shifted = b.one("Where", [negative, b.one("BitwiseNot", [filled]),
                                       b.one("BitShift", [x, amount], direction="RIGHT")])
@@ -63,10 +60,9 @@ def _shift(direction: str) -> Translation:
     return translate
 
 
-
 def _popcnt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
-    unsigned = unsigned_of(dtype)
+    unsigned = _unsigned_of(dtype)
     x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
     one = b.scalar(1, unsigned)
     total = None
@@ -78,11 +74,10 @@ def _popcnt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [b.cast(total, dtype)]
 
 
-
 def _count_leading_zeros(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     bits = dtype.itemsize * 8
-    unsigned = unsigned_of(dtype)
+    unsigned = _unsigned_of(dtype)
     x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
     length = None  # the bit length: how many shifts leave something
     for k in range(bits):
@@ -91,7 +86,6 @@ def _count_leading_zeros(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[
         length = some if length is None else b.one("Add", [length, some])
     assert length is not None
     return [b.cast(b.one("Sub", [b.scalar(bits, _I64), length]), dtype)]
-
 
 
 def _not(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

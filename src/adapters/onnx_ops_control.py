@@ -21,7 +21,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from .onnx_builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 
 
 def value_info(name: str, value: Any) -> onnx.ValueInfoProto:

@@ -24,7 +24,7 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 from .onnx_ops_window import ints_or, padding_pairs, pad_tensor
 
 _F32 = np.dtype(np.float32)

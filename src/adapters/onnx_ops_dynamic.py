@@ -14,7 +14,7 @@ from typing import Any
 
 
 from .onnx_builder import GraphBuilder, int_list, tensor_shape
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 from .onnx_ops_scatter import window_indices
 
 

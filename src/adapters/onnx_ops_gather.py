@@ -21,7 +21,7 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation
 from .onnx_ops_scatter import general_gather
 from .onnx_ops_shape import dimension_value
 

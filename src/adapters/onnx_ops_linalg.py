@@ -1,4 +1,4 @@
-"""ONNX translations of ``dot_general`` and ``reduce``.
+"""ONNX translation of ``dot_general``.
 
 ``dot_general`` becomes ``MatMul`` (or ``Gemm`` with ``transB`` for a
 product with a transposed 2-D right side, on the rows of a left side of
@@ -6,10 +6,7 @@ any rank) wherever its dimension numbers are a
 matrix product, possibly batched over leading dimensions; a weight is never
 transposed at conversion (the graph transposes it, and ONNX Runtime folds
 that into its kernels or its initializers at load). Every other combination
-of dimension numbers becomes one ``Einsum``. ``reduce`` with a body of one
-``add``, ``multiply``, ``maximum``, ``minimum``, ``and`` or ``or`` becomes the
-matching ONNX reduction, combined with the init value unless that is the
-operation's identity.
+of dimension numbers becomes one ``Einsum``.
 """
 
 from __future__ import annotations
@@ -19,24 +16,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
+from .onnx_builder import GraphBuilder, tensor_dtype, tensor_shape
+from .onnx_ops_common import Translation
 
 
-#: Integers that ONNX Runtime's MatMul, Einsum and reductions do not take are computed in a
+#: Integers that ONNX Runtime's MatMul, Einsum and reductions (onnx_ops_reduce) do not take are computed in a
 #: signed type they take, which wraps: the result cast back is the same modulo 2**bits as
 #: StableHLO's wrapping one.
-_WIDER: dict[np.dtype[Any], np.dtype[Any]] = {
+INTEGER_WIDER: dict[np.dtype[Any], np.dtype[Any]] = {
     **{np.dtype(t): np.dtype(np.int32) for t in (np.int8, np.int16, np.uint8, np.uint16)},
     np.dtype(np.uint32): np.dtype(np.int64), np.dtype(np.uint64): np.dtype(np.int64)}
 
 
 def _dot_general(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
-    wide = _WIDER.get(dtype, dtype)
+    wide = INTEGER_WIDER.get(dtype, dtype)
     lhs, rhs = (args[i] if tensor_dtype(op.operands[i]) == wide else b.cast(args[i], wide) for i in (0, 1))
     product = _product(b, op, lhs, rhs)
     return [product if wide == dtype else b.cast(product, dtype)]
@@ -96,95 +92,6 @@ def _einsum(b: GraphBuilder, lhs: str, rhs: str, lrank: int, rrank: int,
     return b.one("Einsum", [lhs, rhs], equation=f"{''.join(left)},{''.join(right)}->{''.join(out)}")
 
 
-_REDUCTIONS = {"stablehlo.add": ("ReduceSum", "Add"), "stablehlo.multiply": ("ReduceProd", "Mul"),
-               "stablehlo.maximum": ("ReduceMax", "Max"), "stablehlo.minimum": ("ReduceMin", "Min"),
-               "stablehlo.and": ("ReduceMin", "And"), "stablehlo.or": ("ReduceMax", "Or")}
-
-
-def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    if len(op.results) != 1:
-        b.refuse("a reduction of several operands (argmax, argmin) comes later")
-    body = op.regions[0].blocks[0]
-    ops = list(body.operations)
-    combine = ops[0] if len(ops) == 2 else None
-    if (combine is None or combine.operation.name not in _REDUCTIONS or ops[1].operation.name != "stablehlo.return"
-            or {_arg_number(v) for v in combine.operands} != {0, 1}
-            or ops[1].operands[0] != combine.results[0]):
-        b.refuse("its body is not one add, multiply, maximum, minimum, and or or of its two arguments")
-    reduce_type, binary = _REDUCTIONS[combine.operation.name]
-    dtype = tensor_dtype(op.results[0])
-    dims = int_list(op.attributes["dimensions"])
-    if dtype == np.dtype(np.bool_) and binary not in ("And", "Or"):
-        b.refuse("a reduction of booleans other than and/or")
-    if dtype != np.dtype(np.bool_) and binary in ("And", "Or"):
-        b.refuse("bitwise reductions of integers come later")
-    if not dims:
-        return [b.one(binary, [args[0], args[1]])]
-    wide = _reduction_type(b, dtype, binary)
-    operand = args[0] if wide == dtype else b.cast(args[0], wide)
-    reduced = b.one(reduce_type, [operand, b.int64s(dims)], keepdims=0)
-    if wide != dtype:
-        reduced = b.cast(reduced, dtype)
-    if dtype.kind == "f" and binary in ("Max", "Min"):
-        reduced = _with_nan(b, args[0], dims, reduced, dtype)
-    if _is_identity(op.operands[1], binary, dtype):
-        return [reduced]
-    return [b.one(binary, [reduced, args[1]])]
-
-
-def _reduction_type(b: GraphBuilder, dtype: np.dtype[Any], binary: str) -> np.dtype[Any]:
-    """The type to reduce ``dtype`` in, so that ONNX Runtime gives StableHLO's result cast back.
-
-    ONNX Runtime's integer ReduceSum and ReduceProd saturate where
-    StableHLO's wrap: sums of integers up to 32 bits run in int64 (exact,
-    then wrapped by the cast back); 64-bit sums and integer products are
-    refused.
-    """
-    if dtype == np.dtype(np.bool_):
-        return np.dtype(np.int32)
-    if dtype.kind not in "iu":
-        return dtype
-    if binary == "Mul":
-        b.refuse("integer products (ONNX Runtime's ReduceProd saturates where XLA wraps) come later")
-    if binary == "Add":
-        if dtype.itemsize == 8:
-            b.refuse("64-bit integer sums (ONNX Runtime's ReduceSum saturates where XLA wraps) come later")
-        return np.dtype(np.int64)
-    return dtype if dtype == np.dtype(np.uint64) else _WIDER.get(dtype, dtype)  # keeping the order
-
-
-def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtype: np.dtype[Any]) -> str:
-    """NaN where a reduced slice holds one, as StableHLO's maximum and minimum propagate it.
-
-    ONNX Runtime's ReduceMax and ReduceMin skip NaNs (its elementwise Max
-    and Min propagate them).
-    """
-    ordered = b.cast(b.one("Equal", [operand, operand]), np.dtype(np.int32))
-    clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), np.dtype(np.bool_))
-    return b.one("Where", [clean, reduced, b.scalar(np.nan, dtype)])
-
-
-def _arg_number(value: Any) -> int:
-    return value.arg_number if isinstance(value, ir.BlockArgument) else -1
-
-
-def _is_identity(value: Any, binary: str, dtype: np.dtype[Any]) -> bool:
-    """Whether ``value`` is a constant that leaves the reduction's result unchanged."""
-    owner: Any = None if isinstance(value, ir.BlockArgument) else value.owner
-    if owner is None or owner.operation.name != "stablehlo.constant":
-        return False
-    found = np.array(ir.DenseElementsAttr(owner.attributes["value"])).reshape(-1)[0]
-    if dtype.kind == "f":
-        low, high = -np.inf, np.inf
-    elif dtype.kind in "iu":
-        low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
-    else:
-        low, high = False, True
-    identity = {"Add": 0, "Mul": 1, "Max": low, "Min": high, "And": True, "Or": False}[binary]
-    return bool(found == identity)
-
-
 TABLE: dict[str, Translation] = {
     "stablehlo.dot_general": _dot_general,
-    "stablehlo.reduce": _reduce,
 }

@@ -12,16 +12,12 @@ edges, the translation spells out what XLA computes:
   everything; ONNX cannot read a NaN's sign, so it is translated only where
   its operands went through JAX's canonicalization for sorting (NaNs made
   positive), and refused elsewhere;
-- ``shift_*`` by an amount of at least the bit width gives 0 (or the sign
-  for an arithmetic right shift); ``popcnt`` counts bit by bit;
 - ``log_plus_one``, ``exponential_minus_one`` keep their accuracy near 0
   (Goldberg's and Kahan's formulations), ``atan2`` follows C's special cases
   (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
   from zero, ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
   ``clamp`` of booleans and narrow integers compute in a type ONNX Runtime
-  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do);
-- the argmax/argmin ``reduce`` JAX emits (values and an iota, the body
-  picking NaN first and the lowest index on ties) is ``ArgMax``/``ArgMin``.
+  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do).
 
 Integer operations ONNX Runtime's CPU provider has no kernel for (8- and
 16-bit types) compute in int32 and cast back (wrapping as XLA does).
@@ -36,17 +32,14 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .onnx_builder import NARROW_FLOATS, GraphBuilder, int_list, narrow_float, round_to, tensor_dtype
-from .onnx_ops_elementwise import Translation
-from .onnx_ops_linalg import TABLE as _LINALG
-from .onnx_ops_window import splat_value, wide_dtype
+from .onnx_builder import NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
+from .onnx_ops_common import Translation, splat_value, wide_dtype
 
 _BOOL = np.dtype(np.bool_)
-_I64 = np.dtype(np.int64)
 
 
 def _widened(b: GraphBuilder, args: Sequence[str], dtype: np.dtype[Any]) -> tuple[list[str], np.dtype[Any]]:
-    wide = wide_dtype(dtype) if dtype != _BOOL else np.dtype(np.int32)
+    wide = wide_dtype(dtype)  # booleans: int32
     return ([b.cast(a, wide) for a in args] if wide != dtype else list(args)), wide
 
 
@@ -294,50 +287,6 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [value if cast_to == target else b.cast(value, target)]
 
 
-def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | None:
-    """The argmax/argmin reduce JAX emits as ``ArgMax``/``ArgMin``, or None for another body."""
-    if len(op.operands) != 4 or len(int_list(op.attributes["dimensions"])) != 1:
-        return None
-    axis = int_list(op.attributes["dimensions"])[0]
-    body = list(op.regions[0].blocks[0].operations)
-    names = [o.operation.name.split(".")[-1] for o in body]
-    if names != ["compare", "compare", "or", "compare", "compare", "and", "or", "select", "select", "return"]:
-        return None
-    directions = [stablehlo.ComparisonDirectionAttr(body[i].attributes["comparison_direction"]).value
-                  for i in (0, 1, 3, 4)]
-    if directions[1:] != ["NE", "EQ", "LT"] or directions[0] not in ("GT", "LT"):
-        return None
-    index = op.operands[1].owner
-    iotas = ("stablehlo.iota", "stablehlo.dynamic_iota")
-    if (not isinstance(index, (ir.Operation, ir.OpView)) or index.name not in iotas
-            or ir.IntegerAttr(index.attributes["iota_dimension"]).value != axis or splat_value(op.operands[3]) != 0):
-        return None
-    dtype = tensor_dtype(op.operands[0])
-    (x,), wide = _widened(b, args[:1], dtype)
-    largest = directions[0] == "GT"
-    picked = x
-    if wide.kind == "f":
-        picked = b.one("Where", [b.one("IsNaN", [x]), b.scalar(-np.inf if largest else np.inf, wide), x])
-    position = b.one("ArgMax" if largest else "ArgMin", [picked], axis=axis, keepdims=1, select_last_index=0)
-    if wide.kind == "f":
-        nan = b.cast(b.one("IsNaN", [x]), np.dtype(np.int32))
-        first_nan = b.one("ArgMax", [nan], axis=axis, keepdims=1, select_last_index=0)
-        any_nan = b.cast(b.one("ReduceMax", [nan, b.int64s([axis])], keepdims=1), _BOOL)
-        position = b.one("Where", [any_nan, first_nan, position])
-    value = b.one("Squeeze", [b.one("GatherElements", [args[0], position], axis=axis), b.int64s([axis])])
-    index_dtype = tensor_dtype(op.results[1])
-    return [value, b.cast(b.one("Squeeze", [position, b.int64s([axis])]), index_dtype)]
-
-
-def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    if len(op.results) == 2:
-        found = _argminmax(b, op, args)
-        if found is not None:
-            return found
-        b.refuse("a reduction of several operands other than JAX's argmax/argmin")
-    return _LINALG["stablehlo.reduce"](b, op, args)
-
-
 TABLE: dict[str, Translation] = {
     "stablehlo.divide": _divide,
     "stablehlo.remainder": _remainder,
@@ -355,5 +304,4 @@ TABLE: dict[str, Translation] = {
     "stablehlo.reduce_precision": _reduce_precision,
     "stablehlo.compare": _compare,
     "stablehlo.convert": _convert,
-    "stablehlo.reduce": _reduce,
 }

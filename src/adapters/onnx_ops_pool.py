@@ -25,9 +25,8 @@ from jaxlib.mlir import ir
 from onnx import TensorProto, helper
 
 from .onnx_builder import GraphBuilder, int_list, onnx_type, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
-from .onnx_ops_window import (block_reducer, from_pool_layout, ints_or, is_identity, pad_tensor,
-                              padding_pairs, reducer, to_pool_layout, wide_dtype)
+from .onnx_ops_common import Translation, block_reducer, is_identity, reducer, wide_dtype
+from .onnx_ops_window import from_pool_layout, ints_or, pad_tensor, padding_pairs, to_pool_layout
 
 #: Slices combined per window at most, on the path without pools.
 MAX_WINDOW = 64

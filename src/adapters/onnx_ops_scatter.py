@@ -26,8 +26,7 @@ from jaxlib.mlir.dialects import stablehlo
 from onnx import numpy_helper
 
 from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
-from .onnx_ops_window import reducer
+from .onnx_ops_common import Translation, reducer
 
 _I64 = np.dtype(np.int64)
 _SCATTER_REDUCTIONS = {"Add": "add", "Mul": "mul", "Max": "max", "Min": "min", "Or": "max", "And": "min"}

@@ -18,7 +18,8 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation, iota
+from .onnx_ops_common import Translation
+from .onnx_ops_elementwise import iota
 
 
 def _broadcast(b: GraphBuilder, operand: str, operand_rank: int, dims: Sequence[int], rank: int,

@@ -33,8 +33,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from .onnx_builder import GraphBuilder, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
-from .onnx_ops_window import splat_value, wide_dtype
+from .onnx_ops_common import Translation, splat_value, wide_dtype
 
 #: The longest sorted dimension translated (its comparison matrix is n * n per row).
 MAX_SORTED = 4096
@@ -133,7 +132,7 @@ def _ascending_key(b: GraphBuilder, op: Any, x: str) -> str | None:
         return b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, _F64), key])
     if dtype == np.dtype(np.uint64):
         return None
-    wide = np.dtype(np.int32) if dtype == np.dtype(np.bool_) else wide_dtype(dtype)
+    wide = wide_dtype(dtype)  # booleans: int32
     return x if wide == dtype else b.cast(x, wide)
 
 
@@ -154,7 +153,7 @@ def _top_k(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, _F64)]), key])
         key = b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, _F64), key])
     else:
-        wide = wide_dtype(dtype) if dtype != np.dtype(np.bool_) else np.dtype(np.int32)
+        wide = wide_dtype(dtype)  # booleans: int32
         key = x if wide == dtype else b.cast(x, wide)
     _, indices = b.node("TopK", [key, b.int64s([k])], 2, axis=rank - 1, largest=1, sorted=1)
     values = b.one("GatherElements", [x, indices], axis=rank - 1)

@@ -1,4 +1,4 @@
-"""ONNX translations of ``pad``, ``reverse`` and ``select_and_scatter``; what the window operations share.
+"""ONNX translations of ``pad``, ``reverse``, ``select_and_scatter``; padding and layout helpers for windows.
 
 ``pad`` is a ``Pad`` for the positive edges, a ``Slice`` for the negative
 ones, and per dimension with interior padding an ``Unsqueeze``, a ``Pad``
@@ -19,37 +19,9 @@ from jaxlib.mlir import ir
 from onnx import numpy_helper
 
 from .onnx_builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .onnx_ops_elementwise import Translation
+from .onnx_ops_common import Translation, is_identity, reducer, wide_dtype
 
 _INT64_MIN = np.iinfo(np.int64).min
-#: Dtypes ONNX Runtime's CPU ``Pad``, ``Slice`` arithmetic and ``Max`` do not all take: computed in a wider one.
-_WIDER = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32, np.dtype(np.uint8): np.int32,
-          np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64, np.dtype(np.bool_): np.int32,
-          np.dtype(np.float16): np.float32}
-_REDUCERS = {"stablehlo.add": "Add", "stablehlo.maximum": "Max", "stablehlo.minimum": "Min",
-             "stablehlo.multiply": "Mul", "stablehlo.and": "And", "stablehlo.or": "Or"}
-
-
-def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    """The dtype ONNX Runtime's CPU kernels compute ``dtype`` in here (itself, or one holding it exactly)."""
-    return np.dtype(_WIDER.get(np.dtype(dtype), dtype))
-
-
-def splat_value(value: Any) -> float | int | bool | None:
-    """The value of a splat ``stablehlo.constant`` producing ``value``, else None."""
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.constant":
-        return None
-    attr = ir.DenseElementsAttr(owner.attributes["value"])
-    if not attr.is_splat:
-        return None
-    splat = attr.get_splat_value()
-    if isinstance(splat, ir.FloatAttr) or isinstance(getattr(splat, "type", None), ir.FloatType):
-        return float(ir.FloatAttr(splat).value)
-    number = int(ir.IntegerAttr(splat).value)
-    return bool(number) if tensor_dtype(value) == np.dtype(np.bool_) else number
-
-
 def padding_pairs(op: Any, name: str, rank: int) -> list[tuple[int, int]]:
     """The (low, high) pairs of an ``[rank, 2]`` padding attribute (zeros where absent)."""
     if name not in op.attributes:
@@ -114,39 +86,6 @@ def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     n = len(dims)
     return [b.one("Slice", [args[0], b.int64s([-1] * n), b.int64s([_INT64_MIN] * n), b.int64s(dims),
                             b.int64s([-1] * n)])]
-
-
-def reducer(op: Any, region: int = 0) -> str | None:
-    """The ONNX operator of a two-argument body ``op.regions[region]`` that is one of :data:`_REDUCERS`."""
-    return block_reducer(op.regions[region].blocks[0])
-
-
-def block_reducer(block: Any) -> str | None:
-    """The ONNX operator of a two-argument block that returns one of :data:`_REDUCERS` of its arguments."""
-    body = list(block.operations)
-    if len(body) != 2 or len(block.arguments) != 2:
-        return None
-    first, ret = body
-    if list(ret.operands) != list(first.results) or set(first.operands) != set(block.arguments):
-        return None
-    return _REDUCERS.get(first.operation.name)
-
-
-_IDENTITIES: dict[str, Any] = {"Add": 0, "Mul": 1, "And": True, "Or": False}
-
-
-def is_identity(kind: str, init: Any) -> bool:
-    """Whether ``init`` is a constant leaving a ``kind`` reduction unchanged (booleans: min is and, max is or)."""
-    value = splat_value(init)
-    if value is None:
-        return False
-    if tensor_dtype(init) == np.dtype(np.bool_):
-        return bool(value) == (kind in ("Min", "And", "Mul"))
-    if kind == "Max":
-        return bool(value == -np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).min))
-    if kind == "Min":
-        return bool(value == np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).max))
-    return bool(value == _IDENTITIES[kind])
 
 
 def to_pool_layout(b: GraphBuilder, x: str, rank: int, wins: Sequence[int]) -> tuple[str, list[int], str]:

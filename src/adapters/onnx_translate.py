@@ -20,12 +20,12 @@ of that name, and a variable's value, where the module takes it as an
 argument (``jax.global_constant``, as ``main``'s callees do in JAX 0.10
 and ``main`` itself since JAX 0.11), is the size of an input's dimension
 read with ``Shape``. The model is checked with ``onnx.checker`` at full
-strength, and ONNX's shape inference must agree with the signature.
+strength, and ONNX's shape inference must agree with the signature (:mod:`.onnx_check`);
+the walk over the operations is :mod:`.onnx_walk`'s.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,11 +40,11 @@ from ..domain.artifact import ArtifactRecord, AvalRecord
 from ..domain.errors import ArtifactError, ConversionError
 from ..domain.symbolic import UnsolvableDimensionError
 from . import jaxlib_mlir
-from .onnx_optimize import optimize
-from .onnx_builder import (TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, operation_name,
-                           round_to)
-from .onnx_ops import COMPOSITES, CUSTOM_CALLS, TRANSLATIONS
+from .onnx_optimize import optimize, prune
+from .onnx_builder import TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
+from .onnx_check import check_model
 from .onnx_dims import dimension_variables
+from .onnx_walk import Walker
 from .safetensors_file import decode_header
 
 #: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
@@ -112,7 +112,7 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     context = jaxlib_mlir.make_context()
     with context, ir.Location.unknown(context):
         module = jaxlib_mlir.deserialize_portable_artifact(record.mlir_module_serialized, context)
-        walker = _Walker(builder, module)
+        walker = Walker(builder, module)
         main = walker.functions["main"]
         block = main.regions[0].blocks[0]
         args = _main_arguments(builder, record, main, input_names, platform_index, len(weights))
@@ -126,13 +126,13 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         elif aval.dtype.value == "bfloat16":
             value = round_to(builder, value, TensorProto.BFLOAT16)
         builder.nodes.append(helper.make_node("Identity", [value], [out]))
-    nodes, initializers = _prune(builder.nodes, [
-        *(_external(n, a, w) for n, a, w in zip(input_names, record.in_avals, weights)), *builder.initializers],
-        output_names)
+    initializers = [*(_external(n, a, w) for n, a, w in zip(input_names, record.in_avals, weights)),
+                    *builder.initializers]
     graph = helper.make_graph(
-        nodes, re.sub(r"\W", "_", name),
+        builder.nodes, re.sub(r"\W", "_", name),
         [_value_info(n, a) for n, a in list(zip(input_names, record.in_avals))[len(weights):]],
         [_value_info(n, a) for n, a in zip(output_names, record.out_avals)], initializer=initializers)
+    prune(graph)  # the shape assertions' arithmetic goes before folding
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version,
                               producer_name="jaxport", producer_version=producer_version)
     helper.set_model_props(model, {**_bfloat16_ports(record, len(weights), input_names, output_names),
@@ -140,155 +140,6 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     optimize(model)
     check_model(model, name)
     return model
-
-
-def check_file(path: str | os.PathLike[str], function: str) -> None:
-    """``onnx.checker`` at full strength on a written model, its external data in place next to it.
-
-    Raises:
-        ConversionError: naming what the checker found.
-    """
-    try:
-        onnx.checker.check_model(os.fspath(path), full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-        raise ConversionError(TARGET, function, f"the ONNX model is invalid: {exc}") from exc
-
-
-def _prune(nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorProto],
-           outputs: Sequence[str]) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
-    """The nodes and initializers the outputs depend on (the shape assertions' arithmetic goes)."""
-    needed = set(outputs)
-    kept = []
-    for node in reversed(nodes):
-        if any(o in needed for o in node.output):
-            kept.append(node)
-            needed.update(_read_names(node))
-    kept.reverse()
-    return kept, [t for t in initializers if t.name in needed]
-
-
-def _read_names(node: onnx.NodeProto) -> set[str]:
-    """The names a node reads: its inputs, and what the nodes of its subgraphs read (outer names too)."""
-    names = {i for i in node.input if i}
-    for attribute in node.attribute:
-        for graph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-            for inner in graph.node:
-                names |= _read_names(inner)
-    return names
-
-
-def check_model(model: onnx.ModelProto, function: str) -> None:
-    """``onnx.checker`` at full strength, and ONNX's inferred output shapes against the declared ones.
-
-    The checker wants an external tensor's file on disk: here, before the
-    file is written, the external weights are checked as graph inputs of
-    their type and shape (what the checker and the shape inference look
-    at); :func:`check_file` checks the written file with its data.
-
-    Raises:
-        ConversionError: naming what the checker or the shape inference found.
-    """
-    checkable = onnx.ModelProto()
-    checkable.CopyFrom(model)
-    external = [t for t in checkable.graph.initializer if t.data_location == TensorProto.EXTERNAL]
-    for tensor in external:
-        checkable.graph.initializer.remove(tensor)
-        checkable.graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
-    try:
-        onnx.checker.check_model(checkable, full_check=True)
-        inferred = onnx.shape_inference.infer_shapes(checkable, check_type=True, strict_mode=True, data_prop=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-        raise ConversionError(TARGET, function, f"the ONNX model is invalid: {exc}") from exc
-    known = {v.name: v for v in (*inferred.graph.value_info, *inferred.graph.output)}
-    sources = {n.output[0]: n.input[0] for n in inferred.graph.node if n.op_type == "Identity"}
-    for output in model.graph.output:
-        found = known.get(sources.get(output.name, ""))
-        if found is None or not found.type.tensor_type.HasField("shape"):
-            continue
-        declared, got = output.type.tensor_type.shape.dim, found.type.tensor_type.shape.dim
-        if len(declared) != len(got) or any(
-                g.HasField("dim_value") and (not d.HasField("dim_value") or d.dim_value != g.dim_value)
-                for d, g in zip(declared, got)):
-            raise ConversionError(TARGET, function, f"ONNX infers the shape {_dims(got)} for the output "
-                                                    f"'{output.name}', declared {_dims(declared)}")
-
-
-def _dims(dims: Any) -> str:
-    return "(" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?" for d in dims) + ")"
-
-
-class _Walker:
-    """Translates blocks in order, mapping each MLIR value to its ONNX name; inlines calls."""
-
-    def __init__(self, builder: GraphBuilder, module: Any) -> None:
-        self.builder = builder
-        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
-                          if op.operation.name == "func.func"}
-        self.values: dict[Any, str] = {}
-        builder.run_block = self.run_into
-
-    def run_into(self, builder: GraphBuilder, block: Any, args: Sequence[str]) -> list[str]:
-        """Translates ``block`` into ``builder`` (a subgraph's), then returns to the current builder."""
-        saved, self.builder = self.builder, builder
-        try:
-            return self.run_block(block, args)
-        finally:
-            self.builder = saved
-
-    def run_block(self, block: Any, args: Sequence[str]) -> list[str]:
-        """Translates ``block`` with its arguments named ``args``; the names of what it returns."""
-        for argument, name in zip(block.arguments, args):
-            self.values[argument] = name
-        for op in block.operations:
-            if op.operation.name in ("func.return", "stablehlo.return"):
-                return [self.values[v] for v in op.operands]
-            self.builder.current = op
-            results = self._translate(op)
-            for value, name in zip(op.results, results):
-                self.values[value] = name
-        raise AssertionError("a block without terminator")  # the verifier rules it out
-
-    def _translate(self, op: Any) -> list[str]:
-        b = self.builder
-        operands = [self.values[v] for v in op.operands]
-        name = op.operation.name
-        if name == "func.call":
-            return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value, operands)
-        if name == "stablehlo.custom_call":
-            target = operation_name(op).rpartition("@")[2]
-            if target == "shape_assertion":
-                return []
-            if target == "Sharding":  # a sharding constraint (GSPMD's): the value, on one device
-                return operands
-            translation = CUSTOM_CALLS.get(target)
-            if translation is None:
-                b.refuse("custom calls other than shape_assertion have no ONNX translation")
-        if name == "stablehlo.case" and operands[0] in b.known:
-            # The platform index of a module for several platforms: only the chosen branch runs.
-            index = int(b.known[operands[0]])
-            regions = list(op.regions)
-            branch = regions[index if 0 <= index < len(regions) else -1]
-            return self.run_block(branch.blocks[0], [])
-        if name == "stablehlo.composite":
-            translation = COMPOSITES.get(ir.StringAttr(op.attributes["name"]).value)
-            if translation is None:  # its decomposition is what it computes
-                return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value, operands)
-        elif name != "stablehlo.custom_call":
-            translation = TRANSLATIONS.get(name)
-        if translation is None:
-            b.refuse()
-        for value in (*op.operands, *op.results):
-            if not isinstance(value.type, ir.RankedTensorType) or element_dtype(value.type.element_type) is None:
-                b.refuse(f"the type {value.type} has no ONNX Runtime translation here")
-        return translation(b, op, operands)
-
-
-    def _inline(self, op: Any, callee: str, operands: list[str]) -> list[str]:
-        self.builder.call_sites.append(op)
-        try:
-            return self.run_block(self.functions[callee].regions[0].blocks[0], operands)
-        finally:
-            self.builder.call_sites.pop()
 
 
 def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_names: Sequence[str],

@@ -25,7 +25,8 @@ import onnx  # noqa: E402
 
 import jaxport  # noqa: E402
 from jaxport.adapters.onnx_runtime import OnnxRuntimeModel, check_external_data, summary  # noqa: E402
-from jaxport.adapters.onnx_translate import check_file, translate  # noqa: E402
+from jaxport.adapters.onnx_check import check_file  # noqa: E402
+from jaxport.adapters.onnx_translate import translate  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from tests.helpers import onnx_models as models  # noqa: E402
 from tests.helpers.onnx_convert import WEIGHTS, Converted, convert, with_module  # noqa: E402

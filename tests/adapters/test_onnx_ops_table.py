@@ -1,0 +1,40 @@
+"""The ONNX translation table: every ``onnx_ops_*`` family registered, each operation by exactly one.
+
+``onnx_ops_common`` holds what the families share, no table.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("onnx", reason="the ONNX tests need the jaxport[onnx] extra (onnx)")
+
+import jaxport.adapters  # noqa: E402
+from jaxport.adapters import onnx_ops  # noqa: E402
+
+
+def _translation(b: Any, op: Any, args: Sequence[str]) -> list[str]:
+    return list(args)
+
+
+def test_a_name_registered_by_two_modules_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match=r"stablehlo\.add is registered by both first and second"):
+        onnx_ops.merged({"first": {"stablehlo.add": _translation}, "second": {"stablehlo.add": _translation}})
+
+
+def test_every_family_table_is_in_the_translations_once() -> None:
+    names = [m.name for m in pkgutil.iter_modules(jaxport.adapters.__path__)
+             if m.name.startswith("onnx_ops_") and m.name != "onnx_ops_common"]
+    families = [importlib.import_module(f"jaxport.adapters.{name}") for name in names]
+    registered: dict[str, str] = {}
+    for family in families:
+        for name, translation in family.TABLE.items():
+            assert name not in registered, f"{name}: {registered.get(name)} and {family.__name__}"
+            registered[name] = family.__name__
+            assert onnx_ops.TRANSLATIONS[name] is translation
+    assert set(registered) == set(onnx_ops.TRANSLATIONS)
