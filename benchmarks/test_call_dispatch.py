@@ -10,6 +10,11 @@ before timing, and each timed call waits for its result
 benchmarks, each of the three runs in ``CHUNKS`` interleaved benchmarks that
 the report pools. The report shows each call's ratio to the jitted original
 and whether jaxport's is within the goal of 1.5x.
+
+A third group times a bundle's call, its weights bound: ``jax.jit(f)(W, x)``,
+``jaxport.load_bundle(path)["f"](x)`` and ``jax.export``'s ``exp.call(W, x)``
+for ``f(W, x) = sin(x) @ W`` (a refused call is checked again by the call
+front, so a good one should cost what ``Exported.call`` costs).
 """
 
 from __future__ import annotations
@@ -17,7 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import functools
+from pathlib import Path
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import export as jax_export
@@ -26,7 +35,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 import jaxport
 
 from .conftest import ROLES, Label, Role
-from .models import LAYERS_2K, Array, Fun, MlpFactory, SinMatmulFactory, input_array, input_spec
+from .models import FEATURES, LAYERS_2K, Array, Fun, MlpFactory, SinMatmulFactory, input_array, input_spec
 
 BASELINE = "jax.jit(f)(x)"
 CHUNKS = 5
@@ -100,3 +109,40 @@ def test_call_dispatch(benchmark: BenchmarkFixture, label: Label,
 
     benchmark.pedantic(one_call, rounds=model.rounds, iterations=model.iterations,
                        warmup_rounds=1)
+
+
+def _weighted_sin_matmul(params: dict[str, Array], x: Array) -> Array:
+    return jnp.sin(x) @ params["w"]
+
+
+@pytest.fixture(scope="module")
+def bundle_case(tmp_path_factory: pytest.TempPathFactory) -> DispatchCase:
+    """A bundle of ``f(W, x)`` saved and loaded, its three warmed-up calls checked against the jitted one."""
+    params = {"w": jax.device_put(np.random.default_rng(0).standard_normal((FEATURES, FEATURES),
+                                                                          dtype=np.float32))}
+    specs = {"w": jax.ShapeDtypeStruct((FEATURES, FEATURES), np.float32)}
+    path: Path = tmp_path_factory.mktemp("dispatch-bundle") / "model"
+    jaxport.save_bundle(path, {"f": jaxport.export(jax.jit(_weighted_sin_matmul))(specs, input_spec())},
+                        params)
+    theirs = jax_export.export(jax.jit(_weighted_sin_matmul))(specs, input_spec())
+    model = DispatchModel("bundle sin(x) @ W", lambda: SinMatmulFactory.create().make(), iterations=200)
+    x = input_array()
+    calls: dict[Role, Callable[[Array], Array]] = {
+        "baseline": functools.partial(jax.jit(_weighted_sin_matmul), params),
+        "jaxport": jaxport.load_bundle(path)["f"],
+        "jax.export": functools.partial(theirs.call, params),
+    }
+    expected = np.asarray(calls["baseline"](x))
+    for role, call in calls.items():
+        for _ in range(WARMUP_CALLS):
+            y = call(x).block_until_ready()
+        np.testing.assert_allclose(np.asarray(y), expected, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{role} computes something else")
+    return DispatchCase(model, x, calls)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("chunk", range(1, CHUNKS + 1), ids=lambda c: f"chunk{c}")
+def test_bundle_call_dispatch(benchmark: BenchmarkFixture, label: Label,
+                              bundle_case: DispatchCase, chunk: int, role: Role) -> None:
+    test_call_dispatch(benchmark, label, bundle_case, chunk, role)

@@ -10,9 +10,10 @@ from typing import Any
 import jax
 from jax.core import ShapedArray
 
-from ..adapters.jax_avals import tree_differences
 from ..domain.bundle import Manifest
-from ..domain.errors import TreeMismatchError
+from ..domain.errors import CallError
+from ..domain.runtime_calls import CallSignature, call_signature, flatten_call, with_weights_bound
+from ..domain.symbolic import ShapeAssertionError
 from .bundle_placement import placed_leaves
 from .exported import Exported
 
@@ -49,21 +50,43 @@ class BoundFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calls the function with the weights bound.
 
+        A bad eager call raises what the call front of every target raises
+        for it (:class:`~jaxport.application.converted_model.ConvertedCall`,
+        :func:`~jaxport.application.jax_model.jax_model`): the same type and
+        message, naming the caller's arguments only (``args[0]`` is the first
+        one after the weights). Under a JAX transformation, JAX's checks.
+
         Raises:
-            TreeMismatchError: the arguments' pytree differs from the caller's
-                part of the exported one; the message counts and names the
-                caller's arguments only. And what :meth:`Exported.call` raises.
+            TreeMismatchError, RankMismatchError, DtypeMismatchError,
+                ShapeMismatchError, ShapeAssertionError: the call does not
+                match the export. And what :meth:`Exported.call` raises.
         """
-        if not self.takes_params:
-            return self.exported.call(*args, **kwargs)
         try:
+            if not self.takes_params:
+                return self.exported.call(*args, **kwargs)
             return self.exported.call(self.params, *args, **kwargs)
-        except TreeMismatchError:
-            actual = jax.tree_util.tree_structure((args, kwargs))
-            if actual == self.in_tree:
-                raise  # the difference is not the caller's
-            raise TreeMismatchError(self.exported.fun_name, tree_differences(actual, self.in_tree),
-                                    weights_bound=True) from None
+        except (CallError, ShapeAssertionError):
+            # A good call pays nothing for this: only a refused one is checked again by the front.
+            self._check_eager(args, kwargs)
+            raise
+
+    @functools.cached_property
+    def _front(self) -> tuple[Any, CallSignature]:
+        """The caller's record (the weights left out) and its parsed checks, as the call front has them."""
+        record = self.exported.record
+        if self.takes_params:
+            record = with_weights_bound(record, len(jax.tree_util.tree_leaves(self.params)))
+        return record, call_signature(record)
+
+    def _check_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Raises the call front's error for a call's tree, and for an eager call of arrays the
+        front's other checks (the leaves of a traced call are tracers: JAX's error stands)."""
+        record, check = self._front
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        if tree != self.in_tree:
+            leaves = flatten_call(record, args, kwargs, weights_bound=self.takes_params)
+        if not any(isinstance(leaf, jax.core.Tracer) or not hasattr(leaf, "dtype") for leaf in leaves):
+            check.check(leaves)
 
     def __repr__(self) -> str:
         return f"BoundFunction({self.exported!r}, takes_params={self.takes_params})"

@@ -1,7 +1,8 @@
 """One table of bad calls through every runtime: the same typed errors, the same messages, the same results.
 
-A bundle is saved once here (with JAX) and called through JAX (its
-functions as the call front sees them, the weights bound); for every target
+A bundle is saved once here (with JAX) and called through JAX twice: its
+functions as the call front sees them, the weights bound ("jax"), and the
+bundle's own ``load_bundle(path)[name]`` ("bundle"); for every target
 of the registry, a child process converts it and another loads and calls the
 converted directory, never importing JAX, jaxlib (nor TensorFlow unless the
 target is TensorFlow's). A new target joins the table by being registered.
@@ -28,7 +29,9 @@ from jaxport.domain.targets import TARGETS
 from tests.helpers.runtimes import CASES, FEATURES, HEAVY, run_cases
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIMES = ["jax", *TARGETS]
+#: The runtimes run in this process, on the bundle itself.
+IN_PROCESS = ("jax", "bundle")
+RUNTIMES = [*IN_PROCESS, *TARGETS]
 
 
 def f(params: dict[str, jax.Array], x: jax.Array, extra: dict[str, jax.Array]) -> dict[str, Any]:
@@ -66,13 +69,15 @@ class Outcomes:
         self.by_runtime: dict[str, dict[str, Any]] = {}
 
     def of(self, name: str) -> dict[str, Any]:
-        if name != "jax":
+        if name not in IN_PROCESS:
             missing = [m for m in TARGETS[name].loads if importlib.util.find_spec(m) is None]
             if missing:
                 pytest.skip(f"{missing[0]} is not installed (pip install 'jaxport[{TARGETS[name].extra}]')")
         if name not in self.by_runtime:
             if name == "jax":
                 self.by_runtime[name] = run_cases(jax_model(jaxport.load_bundle(self.bundle))["f"])
+            elif name == "bundle":
+                self.by_runtime[name] = run_cases(jaxport.load_bundle(self.bundle)["f"])
             else:
                 converted, out = self.root / name, self.root / f"{name}.json"
                 _child("convert", name, str(self.bundle), str(converted))
@@ -87,7 +92,7 @@ def outcomes(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Outcomes
 
 
 def _compiles_static_shapes(runtime: str) -> bool:
-    return runtime != "jax" and TARGETS[runtime].plan.needs_bindings
+    return runtime not in IN_PROCESS and TARGETS[runtime].plan.needs_bindings
 
 
 @pytest.mark.parametrize("case", list(CASES))
