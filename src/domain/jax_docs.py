@@ -6,7 +6,9 @@ where the installed JAX cites them. JAX 0.12 moved them: ``export/export.html``
 became ``501/export.html`` and ``export/shape_poly.html``
 ``501/shape-polymorphism.html``. The domain knows no JAX version: the adapter
 that registers jaxport's dimensions with JAX calls :func:`follow_jax` once
-(``adapters/jax_dims.py``); without JAX, the older addresses are cited.
+(``adapters/jax_dims.py``); without JAX (a converted model's process, the
+browser's ``jaxport.mjs``), the addresses that ``docs.jax.dev/en/latest``
+serves today, JAX 0.12's, are cited.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from dataclasses import dataclass
 class DocPages:
     """The addresses of the pages, without anchors."""
 
-    export: str = "https://docs.jax.dev/en/latest/export/export.html"
-    shape_poly: str = "https://docs.jax.dev/en/latest/export/shape_poly.html"
+    export: str = "https://docs.jax.dev/en/latest/501/export.html"
+    shape_poly: str = "https://docs.jax.dev/en/latest/501/shape-polymorphism.html"
 
 
 #: The addresses in use (changed only by :func:`follow_jax`).

@@ -91,9 +91,11 @@ def test_converted_to_a_savedmodel_and_run_without_jax(blob: bytes, tmp_path: Pa
     np.save(tmp_path / "x.npy", X)
     np.save(tmp_path / "y.npy", Y)
     code = ("import sys, numpy as np\n"
-            "from jaxport.application.savedmodel_load import load_savedmodel\n"
+            "from jaxport import load_converted\n"
             f"d = {str(tmp_path)!r}\n"
-            "out = load_savedmodel(d + '/sm')['serving_default'](np.load(d + '/x.npy'), np.load(d + '/y.npy'))\n"
+            "m = load_converted(d + '/sm')\n"
+            "(name,) = m.functions\n"
+            "out = m[name](np.load(d + '/x.npy'), np.load(d + '/y.npy'))\n"
             "np.save(d + '/out.npy', np.asarray(out))\n"
             "assert 'jax' not in sys.modules\n")
     env: dict[str, Any] = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",

@@ -20,7 +20,7 @@
 const FORMAT_NAME = "jaxport-converted";
 const FORMAT_VERSION = 1;
 const MANIFEST_FILE = "manifest.json";
-const SHAPE_POLY_DOC = "https://docs.jax.dev/en/latest/export/shape_poly.html";
+const SHAPE_POLY_DOC = "https://docs.jax.dev/en/latest/501/shape-polymorphism.html";
 const MISMATCH = "Input shapes do not match the polymorphic shapes specification. ";
 
 /** The default tolerances of jaxport's numerics check by dtype (every other dtype is exact). */

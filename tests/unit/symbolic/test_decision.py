@@ -23,14 +23,15 @@ from jaxport.domain.symbolic.errors import InconclusiveFactory
 from .shapes import dims, sym, syms
 
 @pytest.fixture(autouse=True)
-def pages_of_jax_0_10() -> Iterator[None]:
-    """The domain's own messages cite JAX 0.10's pages (another test may have imported JAX 0.12)."""
-    follow_jax((0, 10, 2))
+def pages_of_jax_0_12() -> Iterator[None]:
+    """The domain's own messages cite the pages where docs.jax.dev serves them now, JAX 0.12's
+    (another test may have imported JAX 0.10, whose adapter cites its own)."""
+    follow_jax((0, 12))
     yield
     # Back to the installed JAX's pages once its adapter has chosen them (it may have been
     # imported during the test), else to the default ones.
     jax = sys.modules.get("jax") if "jaxport.adapters.jax_dims" in sys.modules else None
-    follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 10, 2))
+    follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 12))
 
 
 
@@ -60,7 +61,7 @@ def test_the_inconclusive_message_follows_jax_and_suggests_a_constraint() -> Non
         "are non-constant, and the result of the operation cannot be represented as\n"
         "a boolean value for all values of the symbolic dimensions involved.\n"
         "\n"
-        "Please see https://docs.jax.dev/en/latest/export/shape_poly.html"
+        "Please see https://docs.jax.dev/en/latest/501/shape-polymorphism.html"
         "#comparison-of-symbolic-dimensions-is-partially-supported\n"
         "for more details.\n"
         "If it holds for all the shapes you intend to use, consider adding the "

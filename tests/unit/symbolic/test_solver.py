@@ -32,17 +32,18 @@ from jaxport.domain.symbolic import (
     solve_call,
 )
 
-DOC = "https://docs.jax.dev/en/latest/export/shape_poly.html"
+DOC = "https://docs.jax.dev/en/latest/501/shape-polymorphism.html"
 
 @pytest.fixture(autouse=True)
-def pages_of_jax_0_10() -> Iterator[None]:
-    """The domain's own messages cite JAX 0.10's pages (another test may have imported JAX 0.12)."""
-    follow_jax((0, 10, 2))
+def pages_of_jax_0_12() -> Iterator[None]:
+    """The domain's own messages cite the pages where docs.jax.dev serves them now, JAX 0.12's
+    (another test may have imported JAX 0.10, whose adapter cites its own)."""
+    follow_jax((0, 12))
     yield
     # Back to the installed JAX's pages once its adapter has chosen them (it may have been
     # imported during the test), else to the default ones.
     jax = sys.modules.get("jax") if "jaxport.adapters.jax_dims" in sys.modules else None
-    follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 10, 2))
+    follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 12))
 
 SEE = f" Please see {DOC}#shape-assertion-errors for more details."
 MISMATCH = "Input shapes do not match the polymorphic shapes specification. "
