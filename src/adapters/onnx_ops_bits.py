@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .onnx_builder import GraphBuilder, tensor_dtype
-from .onnx_ops_common import Translation
+from .onnx_ops_common import Translation, where
 
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)
@@ -46,16 +46,16 @@ def _shift(direction: str) -> Translation:
         unsigned = _unsigned_of(dtype)
         x, amount = (a if dtype == unsigned else b.cast(a, unsigned) for a in args)
         beyond = b.one("GreaterOrEqual", [amount, b.scalar(bits, unsigned)])
-        amount = b.one("Min", [amount, b.scalar(bits - 1, unsigned)]) if direction == "arithmetic" else b.one(
-            "Where", [beyond, b.scalar(0, unsigned), amount])
+        amount = b.one("Min", [amount, b.scalar(bits - 1, unsigned)]) if direction == "arithmetic" else where(
+            b, beyond, b.scalar(0, unsigned), amount, unsigned)
         if direction == "arithmetic":
             negative = b.one("Less", [b.cast(x, _signed_of(dtype)), b.scalar(0, _signed_of(dtype))])
             filled = b.one("BitShift", [b.one("BitwiseNot", [x]), amount], direction="RIGHT")
-            shifted = b.one("Where", [negative, b.one("BitwiseNot", [filled]),
-                                      b.one("BitShift", [x, amount], direction="RIGHT")])
+            shifted = where(b, negative, b.one("BitwiseNot", [filled]),
+                            b.one("BitShift", [x, amount], direction="RIGHT"), unsigned)
         else:
             shifted = b.one("BitShift", [x, amount], direction="LEFT" if direction == "left" else "RIGHT")
-            shifted = b.one("Where", [beyond, b.scalar(0, unsigned), shifted])
+            shifted = where(b, beyond, b.scalar(0, unsigned), shifted, unsigned)
         return [shifted if dtype == unsigned else b.cast(shifted, dtype)]
     return translate
 

@@ -33,6 +33,29 @@ def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(_WIDER.get(np.dtype(dtype), dtype))
 
 
+#: Where's types in the CPU kernels of both ONNX Runtime and onnxruntime-web (WebAssembly, which lacks
+#: int8, int16, uint16, uint32, uint64 and bool); the others select in a wider type that holds them exactly
+#: (uint64 in int64: a cast between integers of one width keeps the bits, as the shifts rely on too).
+_WHERE_TYPES = {np.dtype(t) for t in (np.uint8, np.int32, np.int64, np.float32, np.float64)}
+_WHERE_WIDER = {np.dtype(np.bool_): np.uint8, np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32,
+                np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64, np.dtype(np.uint64): np.int64,
+                np.dtype(np.float16): np.float32}
+
+
+def where_selects(dtype: np.dtype[Any]) -> bool:
+    """Whether :func:`where` can select ``dtype`` in a type both runtimes' ``Where`` takes."""
+    return np.dtype(dtype) in _WHERE_TYPES or np.dtype(dtype) in _WHERE_WIDER
+
+
+def where(b: GraphBuilder, condition: str, x: str, y: str, dtype: np.dtype[Any]) -> str:
+    """``Where(condition, x, y)`` of ``dtype`` tensors, selected in a type both runtimes' kernels take."""
+    dtype = np.dtype(dtype)
+    if dtype in _WHERE_TYPES or dtype not in _WHERE_WIDER:
+        return b.one("Where", [condition, x, y])
+    wide = np.dtype(_WHERE_WIDER[dtype])
+    return b.cast(b.one("Where", [condition, b.cast(x, wide), b.cast(y, wide)]), dtype)
+
+
 def splat_value(value: Any) -> float | int | bool | None:
     """The value of a splat ``stablehlo.constant`` producing ``value``, else None."""
     owner = value.owner

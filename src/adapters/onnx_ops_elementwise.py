@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from onnx import TensorProto
 
 from .onnx_builder import GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
-from .onnx_ops_common import Translation
+from .onnx_ops_common import Translation, where, where_selects
 
 def _same(op_type: str) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -44,20 +44,11 @@ def _is_finite(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])]
 
 
-#: Where's types in ONNX Runtime's CPU kernels; the others select in a wider type that holds them exactly.
-_WHERE_TYPES = {np.dtype(t) for t in (np.uint8, np.int32, np.int64, np.float32, np.float64)}
-_WHERE_WIDER = {np.dtype(np.bool_): np.uint8, np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32,
-                np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64, np.dtype(np.float16): np.float32}
-
-
 def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
-    if dtype in _WHERE_TYPES:
-        return [b.one("Where", args)]
-    if dtype not in _WHERE_WIDER:
+    if not where_selects(dtype):
         b.refuse(f"ONNX Runtime has no Where for {dtype}")
-    wide = np.dtype(_WHERE_WIDER[dtype])
-    return [b.cast(b.one("Where", [args[0], b.cast(args[1], wide), b.cast(args[2], wide)]), dtype)]
+    return [where(b, args[0], args[1], args[2], dtype)]
 
 
 def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

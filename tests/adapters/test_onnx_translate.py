@@ -28,7 +28,7 @@ from jaxport.adapters.mlir_module import StableHloSerializer  # noqa: E402
 from jaxport.adapters.onnx_translate import translate  # noqa: E402
 from jaxport.errors import ConversionError, UnsupportedOperationError  # noqa: E402
 from tests.helpers.onnx_convert import with_module  # noqa: E402
-from tests.helpers.web_batch import WebBatch, node_ready  # noqa: E402
+from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
 
 F32 = jnp.float32
 b, t = jaxport.symbolic_shape("b, t")
@@ -54,13 +54,7 @@ def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every model that a case compares with JAX also runs in onnxruntime-web (WebAssembly, under Node),
     all in one Node process at the module's end (skipped, silently, where Node or the npm packages are
     missing: tests/e2e/test_web.py says so)."""
-    if node_ready() is not None:
-        yield
-        return
-    _WEB.append(WebBatch(tmp_path_factory.mktemp("onnxruntime-web")))
-    yield
-    failures = _WEB.pop().run()
-    assert not failures, "onnxruntime-web differs from JAX:\n" + "\n".join(failures)
+    yield from module_batch(_WEB, tmp_path_factory.mktemp("onnxruntime-web"))
 
 
 def run(model: onnx.ModelProto, args: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -363,3 +357,18 @@ def test_a_module_for_several_devices_is_refused() -> None:
     exp = jaxport.export(jax.jit(lambda x: x * 2, in_shardings=sharding))(spec((4,)))
     with pytest.raises(ConversionError, match="its module is for 2 devices; ONNX runs one"):
         translate(exp.record, input_names=["x"], output_names=["y"])
+
+
+def test_uint64_shifts_and_selects_are_exact_in_a_where_both_runtimes_have() -> None:
+    # onnxruntime-web has Where for neither uint64 nor uint32, int8, int16, uint16, bool: the translation
+    # selects those in a type it has (the module's batch runs this model in onnxruntime-web too).
+    with jax.enable_x64(True):
+        u64 = np.uint64
+        model = assert_same(
+            lambda x, y, p: (lax.shift_left(x, y), lax.shift_right_logical(x, y), lax.shift_right_arithmetic(x, y),
+                             jnp.where(p, x, y)),
+            [spec((4,), u64), spec((4,), u64), spec((4,), np.bool_)],
+            [np.array([1, 2**63 + 5, 2**64 - 1, 7], u64), np.array([1, 63, 64, 70], u64),
+             np.array([True, False, True, False])])
+    typed = {v.name: v.type.tensor_type.elem_type for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
+    assert {typed.get(n.output[0]) for n in model.graph.node if n.op_type == "Where"} == {onnx.TensorProto.INT64}

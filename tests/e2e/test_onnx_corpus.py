@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ from jax import lax  # noqa: E402
 import jaxport  # noqa: E402
 from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
-from tests.helpers.onnx_corpus import Case, assert_close, expected, save, spec, to_onnx  # noqa: E402
+from tests.helpers.onnx_corpus import TOLERANCES, Case, assert_close, expected, save, spec, to_onnx  # noqa: E402
+from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
 
 b, t = jaxport.symbolic_shape("b, t")
 rng = np.random.default_rng(0)
@@ -302,6 +304,17 @@ CASES: list[Case] = [
 ]
 
 
+#: The batch of this module's models, with JAX's outputs, to run in onnxruntime-web too (empty: no Node).
+_WEB: list[WebBatch] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every case that converts also runs in onnxruntime-web (WebAssembly, under Node) at the module's end,
+    compared with the same outputs of ``jax.jit`` and the same tolerances."""
+    yield from module_batch(_WEB, tmp_path_factory.mktemp("onnxruntime-web"))
+
+
 def _check(case: Case, directory: Path) -> None:
     try:
         model = to_onnx(case)
@@ -311,8 +324,12 @@ def _check(case: Case, directory: Path) -> None:
         assert "test_onnx_corpus.py:" in exc.location, exc.location
         return
     assert case.refused is None, f"{case.name}: converted, but the table says {case.refused} is refused"
-    runtime = OnnxRuntimeModel(save(model, directory, "case"), threads=1)
-    for args, want in zip(case.args, expected(case)):
+    path = save(model, directory, "case")
+    runtime = OnnxRuntimeModel(path, threads=1)
+    for i, (args, want) in enumerate(zip(case.args, expected(case))):
+        if _WEB:
+            tol = case.tolerance or max((TOLERANCES.get(str(w.dtype), 0.0) for w in want), default=0.0)
+            _WEB[0].add_file(f"{case.name} #{i}", path, args, want, (tol, tol))
         assert_close(runtime.run(args), want, case.tolerance)
 
 

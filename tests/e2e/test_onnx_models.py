@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,19 @@ from jaxport.adapters.onnx_translate import translate  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from tests.helpers import onnx_models as models  # noqa: E402
 from tests.helpers.onnx_convert import WEIGHTS, Converted, convert, with_module  # noqa: E402
+from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
 
 Model = tuple[Converted, OnnxRuntimeModel, Any]
+
+#: The batch of this module's models, with JAX's outputs, to run in onnxruntime-web too (empty: no Node).
+_WEB: list[WebBatch] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every model this module compares with JAX also runs in onnxruntime-web (WebAssembly, under Node) at the
+    module's end, compared with the same outputs of ``jax.jit`` and the same tolerances."""
+    yield from module_batch(_WEB, tmp_path_factory.mktemp("onnxruntime-web"))
 
 
 def _load(tmp: Path, saved: tuple[Path, Any]) -> Model:
@@ -69,6 +80,9 @@ def _check(model: Model, function: Callable[..., Any], args: list[np.ndarray]) -
     converted, runtime, params = model
     got = runtime.run(args)
     want = jax.tree.leaves(jax.jit(function)(params, *args))
+    if _WEB:
+        _WEB[0].add_file(f"{function.__name__} {[a.shape for a in args]}", converted.path, args,
+                         [np.asarray(w) for w in want], (1e-4, 2e-5))
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype
@@ -163,6 +177,8 @@ def test_a_static_function_with_dict_outputs_equals_jax(tmp_path: Path) -> None:
     x, y = (rng.normal(size=(5, 3)).astype(np.float32) for _ in range(2))
     got = runtime.run([x, y])
     want = jax.tree.leaves(jax.jit(models.stats)(x, y))
+    if _WEB:
+        _WEB[0].add_file("stats", converted.path, [x, y], [np.asarray(w) for w in want], (1e-6, 1e-6))
     assert [g.dtype for g in got] == [np.asarray(w).dtype for w in want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6, atol=1e-6)

@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,17 @@ import onnx  # noqa: E402
 import jaxport  # noqa: E402
 from jaxport.errors import ArtifactError, ConversionError, UnsupportedOperationError  # noqa: E402
 from tests.helpers import golden, iree_model as model  # noqa: E402
+from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
+
+#: The batch of this module's models, with JAX's outputs, to run in onnxruntime-web too (empty: no Node).
+_WEB: list[WebBatch] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The converted directories' models also run in onnxruntime-web (WebAssembly, under Node) at the module's
+    end, compared with the same outputs of JAX and the same tolerances."""
+    yield from module_batch(_WEB, tmp_path_factory.mktemp("onnxruntime-web"))
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +73,14 @@ def test_check_numerics_runs_the_golden_examples_on_onnx_runtime_without_jax(con
     report = outcome["report"]
     assert report["ok"] and report["runtime"] == "onnx" and report["examples"] == 3
     assert table[0] == f"{converted}: 3 examples of 2 functions on onnx: ok"
+    if _WEB:  # the golden examples (JAX's outputs at save), under the numerics check's tolerances by dtype
+        params = model.make_params()
+        for b in (1, 5):
+            ids = model.token_ids(b)
+            _WEB[0].add_file(f"predict b={b}", converted / "predict.onnx", [ids],
+                             [np.asarray(jax.jit(model.predict)(params, ids))])
+        ids = model.token_ids(2)
+        _WEB[0].add_file("loss", converted / "loss.onnx", [ids, ids], [np.asarray(jax.jit(model.loss)(params, ids, ids))])
 
 
 def test_inspect_shows_the_opset_ir_version_producer_and_dim_params(converted: Path) -> None:
@@ -149,3 +169,6 @@ def test_a_bfloat16_function_is_computed_in_float32_and_takes_and_gives_bfloat16
     want = np.asarray(jax.jit(f)(x, w))
     assert got.dtype == ml_dtypes.bfloat16
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+    if _WEB:  # its bfloat16 ports are float32 in the graph; --web refuses them (tests/e2e/test_web.py)
+        (path,) = (tmp_path / "bf16").glob("*.onnx")
+        _WEB[0].add_file("bfloat16", path, [x, w], [want], (1e-2, 1e-2))

@@ -159,6 +159,36 @@ def test_models_equal_onnx_runtime_at_other_sizes(converted: dict[str, Path], ho
     assert batch.run(home) == []
 
 
+def test_the_batch_reports_a_value_outside_the_tolerance_and_a_missing_kernel(home: dict[str, str],
+                                                                            tmp_path: Path) -> None:
+    """What the ONNX tests' batches check: element by element with a test's tolerance, and a kernel that
+    onnxruntime-web lacks (Where on uint32, which ONNX Runtime for Python has) fails the case."""
+    why = node_ready()
+    if why:
+        pytest.skip(why)
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    def where(dtype: int) -> bytes:
+        ports = [helper.make_tensor_value_info(n, TensorProto.BOOL if n == "c" else dtype, [3]) for n in "cxyz"]
+        graph = helper.make_graph([helper.make_node("Where", ["c", "x", "y"], ["z"])], "g", ports[:3], ports[3:])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+        return bytes(model.SerializeToString())
+
+    c, x, y = np.array([True, False, True]), np.array([1.0, 2.0, 3.0], np.float32), np.zeros(3, np.float32)
+    batch = WebBatch(tmp_path / "batch")
+    batch.add("exact", where(TensorProto.FLOAT), {"c": c, "x": x, "y": y}, {"z": np.array([1, 0, 3], np.float32)},
+              tolerance=(1e-6, 0.0))
+    batch.add("off", where(TensorProto.FLOAT), {"c": c, "x": x, "y": y}, {"z": np.array([1, 0, 3.001], np.float32)},
+              tolerance=(1e-6, 0.0))
+    batch.add("uint32", where(TensorProto.UINT32), {"c": c, "x": x.astype(np.uint32), "y": y.astype(np.uint32)},
+              {"z": np.array([1, 0, 3], np.uint32)})
+    failures = batch.run(home)
+    assert len(failures) == 2, failures
+    assert failures[0].startswith("off: z: element 2 is 3 where 3.00") and "rtol 0.000001" in failures[0]
+    assert failures[1].startswith("uint32: ") and "Could not find an implementation for Where" in failures[1]
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass

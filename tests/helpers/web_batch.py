@@ -18,10 +18,11 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 from .web_paths import ROOT
 
@@ -54,6 +55,26 @@ def write_safetensors(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     path.write_bytes(len(text).to_bytes(8, "little") + text + b"".join(blobs))
 
 
+def _web_dtype(array: np.ndarray) -> np.ndarray:
+    array = np.asarray(array)
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array
+
+
+def module_batch(batches: list[WebBatch], directory: Path) -> Iterator[None]:
+    """The body of a module-scoped fixture: while the module's tests run, ``batches`` holds one batch that
+    they add their models to (none where Node or the npm packages are missing: tests/e2e/test_web.py says
+    so); at the module's end every case runs in one Node process, and any difference fails the module."""
+    if node_ready() is not None:
+        yield
+        return
+    batches.append(WebBatch(directory))
+    yield
+    batch = batches.pop()
+    failures = batch.run()
+    assert not failures, f"onnxruntime-web differs from ONNX Runtime's expected values in {len(failures)} of " \
+                         f"{batch.count} cases:\n" + "\n".join(failures)
+
+
 class WebBatch:
     """ONNX models to check in onnxruntime-web, written under ``directory``."""
 
@@ -62,16 +83,34 @@ class WebBatch:
         self.count = 0
 
     def add(self, name: str, model: bytes, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
-            external: Mapping[str, Path] | None = None) -> None:
+            external: Mapping[str, Path] | None = None, tolerance: tuple[float, float] | None = None) -> None:
         """One case: the model's bytes, its inputs and expected outputs by name, its external-data files
-        (location in the model -> file)."""
+        (location in the model -> file); with ``tolerance`` (rtol, atol) floats are compared element by
+        element as ``np.testing.assert_allclose`` does (NaN equal to NaN), else by jaxport's numerics
+        check of the dtype. Integers and booleans are always compared exactly."""
         case = self.directory / f"{self.count:04d}"
         self.count += 1
         case.mkdir(parents=True)
         (case / "model.onnx").write_bytes(model)
         write_safetensors(case / "io.safetensors", {**{f"in/{k}": np.asarray(v) for k, v in inputs.items()},
                                                     **{f"out/{k}": np.asarray(v) for k, v in expected.items()}})
-        (case / "case.json").write_text(json.dumps({"name": name, "external": {k: str(v) for k, v in (external or {}).items()}}))
+        (case / "case.json").write_text(json.dumps({"name": name, "external": {k: str(v) for k, v in (external or {}).items()},
+                                                   "tolerance": list(tolerance) if tolerance else None}))
+
+    def add_file(self, name: str, path: Path, args: Sequence[np.ndarray], expected: Sequence[np.ndarray],
+                 tolerance: tuple[float, float] | None = None) -> None:
+        """One case from an ONNX file (its external data beside it), fed ``args`` in the order of the graph's
+        inputs and expecting ``expected`` in the order of its outputs. A bfloat16 port is float32 in the graph
+        (the ONNX target's rule, converted by jaxport's Python runtime): fed and compared as float32 here."""
+        model = onnx.load(str(path), load_external_data=False)
+        external = {entry.value: path.parent / entry.value for tensor in model.graph.initializer
+                    if tensor.data_location == onnx.TensorProto.EXTERNAL
+                    for entry in tensor.external_data if entry.key == "location"}
+        inputs = [i.name for i in model.graph.input]
+        outputs = [o.name for o in model.graph.output]
+        assert len(inputs) == len(args) and len(outputs) == len(expected), (name, inputs, outputs)
+        self.add(name, path.read_bytes(), {n: _web_dtype(a) for n, a in zip(inputs, args)},
+                 {n: _web_dtype(w) for n, w in zip(outputs, expected)}, external, tolerance)
 
     def run(self, env: Mapping[str, str] | None = None, timeout: float = 300) -> list[str]:
         """Runs every case; returns one line per case that failed (its name and why)."""

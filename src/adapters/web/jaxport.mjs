@@ -852,7 +852,8 @@ export function compare(got, want) {
   return { maxAbsError, maxReference };
 }
 
-function fromHalf(bits) {
+/** A float16 from its bits (a Uint16Array element), as a Number. */
+export function fromHalf(bits) {
   const sign = bits & 0x8000 ? -1 : 1;
   const exponent = (bits >> 10) & 0x1f;
   const fraction = bits & 0x3ff;
