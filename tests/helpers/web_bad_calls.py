@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxport.domain.jax_docs import DocPages, pages_for
 from jaxport.domain.artifact import AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.dim_json import constraint_scope, parse_dims, shape_trees
 import jaxport
@@ -153,6 +154,13 @@ def python_error(call: Callable[..., Any], function: ConvertedFunction, inputs: 
     raise AssertionError(f"the call {inputs} of {function.name} passed jaxport's checks")
 
 
+def pages_without_jax(message: str) -> str:
+    """``message`` citing JAX's pages as a process without JAX does (``jaxport.mjs``'s case): this
+    process may have imported a JAX that cites them at its own, older addresses."""
+    older, now = pages_for((0, 10)), DocPages()
+    return message.replace(older.export, now.export).replace(older.shape_poly, now.shape_poly)
+
+
 def bad_calls(directories: dict[str, Path]) -> dict[str, Any]:
     """The shared list, for the models converted into ``directories`` (``shapes`` added)."""
     models = {name: jaxport.load_converted(path) for name, path in directories.items()}
@@ -164,7 +172,7 @@ def bad_calls(directories: dict[str, Path]) -> dict[str, Any]:
         else:
             error, message = python_error(models[model][function], models[model].functions[function], inputs)
         calls.append({"model": model, "function": function, "what": what, "inputs": inputs,
-                      "error": error, "message": message})
+                      "error": error, "message": pages_without_jax(message)})
     return {"about": "Bad calls and the error jaxport's Python front raises for each; jaxport.mjs must throw the "
                      "same. Written by python -m tests.helpers.web_bad_calls; do not edit.",
             "shapes_manifest": json.loads(shapes_manifest().to_json()), "dims": dims_printed(), "calls": calls}
