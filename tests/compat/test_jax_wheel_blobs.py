@@ -133,7 +133,7 @@ def test_the_cpu_blobs_called_on_two_devices_give_what_jax_export_gives() -> Non
                           capture_output=True, text=True, env=env, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(results) == 10
+    assert len(results) == sum(name in CALLED_ON_TWO_CPUS for name, _, _ in BLOBS)  # 10; 8 on jax 0.11.2+
     for result in results:
         assert result["equal"] and result["doubled"], result["blob"]
         ours, theirs = result["shards"]

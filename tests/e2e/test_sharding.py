@@ -185,7 +185,11 @@ def test_hlo_shardings_are_those_jax_export_reads_from_the_artifact(make: Callab
     f, args = make()
     ours = jaxport.export(f)(*args)
     theirs = jax.export.deserialize(jax.export.export(f)(*args).serialize())
-    assert any(s is not None for s in theirs.in_shardings_hlo)
+    # JAX 0.11.2 and later no longer use the HLO shardings: all None (older: the named ones' HLO).
+    if tuple(int(p) for p in jax.__version__.split(".")[:3]) >= (0, 11, 2):
+        assert all(s is None for s in (*theirs.in_shardings_hlo, *theirs.out_shardings_hlo))
+    else:
+        assert any(s is not None for s in theirs.in_shardings_hlo)
     for exp in (ours, jaxport.deserialize(ours.serialize()), jaxport.deserialize(theirs.serialize())):
         assert exp.in_shardings_hlo == tuple(theirs.in_shardings_hlo)
         assert exp.out_shardings_hlo == tuple(theirs.out_shardings_hlo)
