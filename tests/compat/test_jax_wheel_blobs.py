@@ -27,6 +27,7 @@ import jax
 import pytest
 
 import jaxport
+from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
 from jaxport.domain.artifact import HloShardingRecord
 
 DATA = "jax._src.internal_test_util.export_back_compat_test_data"
@@ -138,3 +139,10 @@ def test_the_cpu_blobs_called_on_two_devices_give_what_jax_export_gives() -> Non
         assert result["equal"] and result["doubled"], result["blob"]
         ours, theirs = result["shards"]
         assert ours == theirs and len(ours) == 2, result["blob"]
+
+
+@pytest.mark.parametrize("blob", [p for p, (_, version, _) in zip(BLOB_PARAMS, BLOBS) if version >= 11])
+def test_a_blob_of_the_newest_layouts_re_encodes_byte_for_byte(blob: bytes) -> None:
+    """Versions 11 and 12 (the unique mesh and sharding tables, the abstract device's platform, the
+    JAX version): the record re-encodes to the very bytes; older layouts re-encode to the newest."""
+    assert bytes(encode_artifact(decode_artifact(blob))) == blob
