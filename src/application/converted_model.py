@@ -22,6 +22,7 @@ from typing import Any
 from ..domain.converted import (
     FORMAT_NAME, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format)
 from ..domain.errors import ArtifactError, MissingExtraError
+from ..domain.jax_docs import follow_exporter
 from ..domain.runtime_calls import call_signature, flatten_call, unflatten_results
 from ..domain.signature_record import signature
 from ..domain.target_ports import HostFacts, RuntimeLoader, TargetRuntime
@@ -209,6 +210,8 @@ def load_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Conv
     root = Path(path)
     manifest, entry = read_converted(root)
     params = _check_files(root, manifest)
+    if manifest.jax_version is not None:
+        follow_exporter(manifest.jax_version)
     if entry.plan.check_host is not None and entry.host_facts is not None:
         facts: HostFacts = _attribute(entry, entry.host_facts)
         entry.plan.check_host(manifest.target_details, facts(), str(root))

@@ -6,7 +6,9 @@ where the installed JAX cites them. JAX 0.12 moved them: ``export/export.html``
 became ``501/export.html`` and ``export/shape_poly.html``
 ``501/shape-polymorphism.html``. The domain knows no JAX version: the adapter
 that registers jaxport's dimensions with JAX calls :func:`follow_jax` once
-(``adapters/jax_dims.py``); without JAX, the older addresses are cited.
+(``adapters/jax_dims.py``). Without JAX (a converted directory's calls), the
+pages of the JAX that exported the directory's source are cited
+(:func:`follow_exporter`), else the older addresses.
 """
 
 from __future__ import annotations
@@ -41,6 +43,40 @@ def pages_for(release: tuple[int, ...]) -> DocPages:
 
 
 def follow_jax(release: tuple[int, ...]) -> None:
-    """Cites the pages where JAX ``release`` cites them, from now on."""
-    pages = pages_for(release)
+    """Cites the pages where JAX ``release`` cites them, from now on (the JAX of this process)."""
+    global _FOLLOWS_JAX
+    _FOLLOWS_JAX = True
+    _cite(pages_for(release))
+
+
+def follow_exporter(version: str) -> None:
+    """Cites the pages where JAX ``version`` (``"0.12.0.1"``) cites them, unless this process runs JAX.
+
+    For a converted directory's calls, which run without JAX: their messages
+    are those of the JAX that exported the source. With JAX in the process,
+    its own pages stay (:func:`follow_jax`).
+    """
+    if not _FOLLOWS_JAX:
+        _cite(pages_for(release_of(version)))
+
+
+def release_of(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version.
+
+    >>> release_of("0.12.0.1"), release_of("0.11.2rc1")
+    ((0, 12, 0), (0, 11))
+    """
+    release: list[int] = []
+    for part in version.split(".")[:3]:
+        if not part.isdigit():
+            break
+        release.append(int(part))
+    return tuple(release)
+
+
+#: Whether :func:`follow_jax` set the pages (JAX runs in this process).
+_FOLLOWS_JAX = False
+
+
+def _cite(pages: DocPages) -> None:
     PAGES.export, PAGES.shape_poly = pages.export, pages.shape_poly
