@@ -241,7 +241,12 @@ def gspmd_as_named_sharding(sharding: Any, ndim: int, mesh: Any | None) -> Any:
     if not hlo.is_tile_assignment_iota():
         raise TypeError(f"Cannot convert GSPMDSharding {sharding} into NamedSharding.")
     sizes = tuple(hlo.get_axis_sizes())
-    abstract = mesh_lib.AbstractMesh(sizes, tuple(f"_axis_{i}" for i in range(len(sizes))))
+    names = tuple(f"_axis_{i}" for i in range(len(sizes)))
+    # JAX 0.12 (`mesh.abstract_device_from`) records in this mesh the abstract device of the
+    # sharding's first device (kind, cores, platform); JAX 0.10 records none.
+    device_from = getattr(mesh_lib, "abstract_device_from", None)
+    abstract = (mesh_lib.AbstractMesh(sizes, names) if device_from is None else
+                mesh_lib.AbstractMesh(sizes, names, abstract_device=device_from(sharding._device_assignment[0])))
     return sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, abstract)
 
 

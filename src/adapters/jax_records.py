@@ -27,7 +27,7 @@ from ..domain.artifact import (
 from ..domain.errors import ArtifactError, EffectSerializationError
 from ..domain.runtime_calls import record_shapes
 from ..domain.symbolic import SymbolicScope
-from . import jax_internals
+from . import jax_internals, jax_versions
 from .jax_dims import JaxDim
 
 _KEY_IMPLS = {DType.KEY_FRY: "threefry2x32", DType.KEY_RBG: "rbg", DType.KEY_UNSAFE_RBG: "unsafe_rbg"}
@@ -206,7 +206,10 @@ def _axis_type_record(axis_type: Any) -> AxisTypeRecord:
 
 
 def hlo_sharding(sharding: NamedSharding | HloShardingRecord | None, ndim: int) -> Any:
-    """An exported value's sharding as XLA's ``HloSharding`` (None stays None).
+    """An exported value's sharding as XLA's ``HloSharding``, as ``jax.export`` here gives it.
+
+    None stays None, and so does a named sharding on JAX 0.11.2 and later
+    (:func:`.jax_versions.hlo_shardings_from_named`).
 
     Args:
         sharding: a named sharding, or a legacy HLO sharding record of an
@@ -217,6 +220,8 @@ def hlo_sharding(sharding: NamedSharding | HloShardingRecord | None, ndim: int) 
         return None
     if isinstance(sharding, HloShardingRecord):
         return jax_internals.hlo_sharding_from_proto(sharding.proto)
+    if not jax_versions.hlo_shardings_from_named():
+        return None
     return jax_internals.named_as_hlo_sharding(sharding, ndim)
 
 

@@ -21,6 +21,17 @@ def written_format() -> tuple[int, str | None]:
     return WRITTEN_SERIALIZATION_VERSION, None
 
 
+def hlo_shardings_from_named() -> bool:
+    """Whether ``jax.export`` here gives ``in_shardings_hlo``/``out_shardings_hlo`` for named shardings.
+
+    JAX 0.11.2 stopped using them ("Not used anymore starting 3/17/2026"): its
+    exports and the artifacts it reads hold NamedShardings only
+    (``_in_named_shardings``) and leave both all None; older releases give each
+    named sharding's ``HloSharding``.
+    """
+    return _release(jax.__version__) < (0, 11, 2)
+
+
 def _release(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
 

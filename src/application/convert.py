@@ -191,7 +191,7 @@ def _fill(entry: TargetEntry, converter: Converter, jobs: tuple[FunctionJob, ...
                                weights.header_sha256 if parts.weights_file else "")
     functions = tuple(ConvertedFunction(j.signature, parts.variants[j.name]) for j in jobs)
     manifest = ConvertedManifest(entry.name, parts.target_details, functions, weights, examples, examples_file,
-                                 _digests(staging))
+                                 _digests(staging), jax_version=jobs[0].record.jax_version)
     (staging / entry.manifest_path).parent.mkdir(parents=True, exist_ok=True)
     (staging / entry.manifest_path).write_bytes(manifest.to_json())
     return manifest

@@ -158,8 +158,10 @@ class ExportedFields:
         """The flat output shardings as XLA's ``HloSharding``s (see :attr:`in_shardings_hlo`)."""
         return tuple(hlo_sharding(s, a.ndim) for s, a in zip(self.out_shardings, self.out_avals))
 
-    def in_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
+    def in_shardings_jax(self, mesh: Mesh | AbstractMesh | None = None) -> tuple[Any, ...]:
         """The recorded input shardings over ``mesh``, for ``jax.device_put`` or ``jax.jit``.
+
+        Without ``mesh``, the recorded ones over their abstract mesh (as JAX 0.12's).
 
         Raises:
             MeshMismatchError: ``mesh``'s axes differ from the exported mesh's.

@@ -12,8 +12,8 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from ..domain.errors import DeviceCountError, MeshMismatchError
 
 
-def for_mesh(shardings: Sequence[Any], mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
-    """The recorded named shardings rebuilt over ``mesh`` (None stays None).
+def for_mesh(shardings: Sequence[Any], mesh: Mesh | AbstractMesh | None) -> tuple[Any, ...]:
+    """The recorded named shardings rebuilt over ``mesh`` (None stays None; no mesh: as recorded).
 
     Raises:
         MeshMismatchError: ``mesh`` has other axis names, sizes or types than
@@ -23,6 +23,9 @@ def for_mesh(shardings: Sequence[Any], mesh: Mesh | AbstractMesh) -> tuple[Any, 
     for sharding in shardings:
         if not isinstance(sharding, NamedSharding):
             result.append(None)
+            continue
+        if mesh is None:
+            result.append(sharding)
             continue
         recorded = sharding.mesh
         given = mesh.abstract_mesh if isinstance(mesh, Mesh) else mesh

@@ -16,7 +16,10 @@ folder alone; see :data:`.targets.TargetEntry.manifest_dir`). It records:
   size);
 * the weights' table, the golden examples, and the size and SHA-256 of every
   file of the directory but the manifest (paths relative to the
-  directory's root, ``/``-separated). A directory holds no other file.
+  directory's root, ``/``-separated). A directory holds no other file;
+* ``jax_version``, where the source records the JAX that exported it
+  (serialization version 12): the call checks cite JAX's documentation as
+  that JAX does.
 
 One version rule: readers skip keys they do not know; a newer
 ``format_version`` is refused with a message naming both versions.
@@ -210,6 +213,8 @@ class ConvertedManifest:
         weights: the weights bound (None without weights).
         examples: the golden examples carried, and their file.
         files: every file of the directory but the manifest -> its size and digest.
+        jax_version: the version of the JAX that exported the source (what
+            serialization version 12 records; None before it), for the reader.
     """
 
     target: str
@@ -220,6 +225,7 @@ class ConvertedManifest:
     examples_file: str = ""
     files: Mapping[str, FileDigest] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    jax_version: str | None = None
 
     def function(self, name: str) -> ConvertedFunction:
         """The function ``name``.
@@ -247,6 +253,8 @@ class ConvertedManifest:
         }
         if self.examples:
             doc["examples"] = examples_to_json(self.examples, self.examples_file)
+        if self.jax_version is not None:
+            doc["jax_version"] = self.jax_version
         return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
 
     @staticmethod
@@ -289,8 +297,11 @@ class ConvertedManifest:
         unknown = sorted({e.function for e in examples} - {f.name for f in functions})
         if unknown:
             raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the directory lacks: {unknown}")
+        jax_version = r.doc.get("jax_version")
+        if jax_version is not None and not isinstance(jax_version, str):
+            raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
         return ConvertedManifest(r.get("target", str), r.get("target_details", dict), functions, weights,
-                                 examples, examples_file, files, version)
+                                 examples, examples_file, files, version, jax_version)
 
 
 def _str(r: JsonReader, key: str) -> str:

@@ -43,6 +43,6 @@ def pages_for(release: tuple[int, ...]) -> DocPages:
 
 
 def follow_jax(release: tuple[int, ...]) -> None:
-    """Cites the pages where JAX ``release`` cites them, from now on."""
+    """Cites the pages where JAX ``release`` cites them, from now on (the JAX of this process)."""
     pages = pages_for(release)
     PAGES.export, PAGES.shape_poly = pages.export, pages.shape_poly

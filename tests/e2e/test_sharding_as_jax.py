@@ -53,6 +53,7 @@ def test_gspmd_in_and_out_shardings_export_and_run() -> None:
     theirs = jax.export.export(f)(x, x)
     assert [str(s) for s in ours.in_shardings] == [str(s) for s in theirs._in_named_shardings]
     assert [str(s) for s in ours.out_shardings] == [str(s) for s in theirs._out_named_shardings]
+    assert bytes(ours.serialize(integrity=False)) == bytes(theirs.serialize())
     with jax.set_mesh(mesh):
         got = jaxport.deserialize(ours.serialize()).call(x, x)
     np.testing.assert_allclose(got[1], 2 * x)

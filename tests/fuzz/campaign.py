@@ -68,11 +68,20 @@ class Counts:
         return "\n".join(lines)
 
 
-def build_corpus(folder: Path) -> None:
-    """Writes the seeds to ``folder`` (in this process: it needs 8 CPU devices)."""
-    from .corpus import build, save
+#: Builds the corpus in a child process with 8 CPU devices.
+_BUILD = ("import sys; from pathlib import Path; from tests.helpers.jax_setup import configure_jax; "
+          "configure_jax(); from tests.fuzz.corpus import build, save; save(build(), Path(sys.argv[1]))")
 
-    save(build(), folder)
+
+def build_corpus(folder: Path) -> None:
+    """Writes the seeds to ``folder``, built in a child process.
+
+    JAX 0.12 records the Python call stack of the lowering in the module's
+    locations: built in this process, the seeds' bytes (and so where each seeded
+    mutation lands) would depend on how the campaign was started (pytest,
+    pytest-xdist, ``make fuzz``). A child's stack is always the same.
+    """
+    subprocess.run([sys.executable, "-c", _BUILD, str(folder)], cwd=ROOT, check=True, timeout=600)
 
 
 def run_batch(corpus: Path, campaign: int, start: int, count: int, codec_share: float,
