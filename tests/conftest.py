@@ -28,3 +28,9 @@ os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
 _HYPOTHESIS_DIR = tempfile.mkdtemp(prefix="jaxport-test-hypothesis-")
 os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_DIR
 atexit.register(shutil.rmtree, _HYPOTHESIS_DIR, True)
+# The runtimes write under the home when first imported: ONNX Runtime a device id under
+# $XDG_CACHE_HOME (default ~/.cache/Microsoft), Keras (with TensorFlow) ~/.keras/keras.json.
+_HOME_FILES_DIR = tempfile.mkdtemp(prefix="jaxport-test-home-files-")
+os.environ["XDG_CACHE_HOME"] = os.path.join(_HOME_FILES_DIR, "cache")
+os.environ["KERAS_HOME"] = os.path.join(_HOME_FILES_DIR, "keras")
+atexit.register(shutil.rmtree, _HOME_FILES_DIR, True)
