@@ -54,7 +54,7 @@ $(LINK):
 	ln -sfn ../../src $(LINK)
 
 $(SCRIPT): $(DEPS)
-	printf '#!%s\nimport sys\nfrom jaxport.application.cli import main\nif __name__ == "__main__":\n    sys.exit(main())\n' "$(abspath $(PY))" > $@
+	printf '#!%s\nimport sys\nfrom jaxport.application.cli.main import main\nif __name__ == "__main__":\n    sys.exit(main())\n' "$(abspath $(PY))" > $@
 	chmod +x $@
 
 # install also byte-compiles src/, as `pip install` does for users (and did for

@@ -21,7 +21,7 @@ the call (a new MLIR context, tracing, merging, verifying the merged module
 and running ``sdy-lift-inlined-meshes`` on it), so its ratio stays near 1.
 jaxport also writes the module once as plain MLIR bytecode on that path,
 which is what makes the second group's later lowerings cheaper (see
-``jaxport.adapters.callee_module``).
+``jaxport.adapters.mlir.callee``).
 """
 
 from __future__ import annotations

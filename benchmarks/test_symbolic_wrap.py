@@ -43,9 +43,9 @@ from jax.extend.mlir import ir
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import jaxport
-from jaxport.adapters.jax_avals import leaf_paths
-from jaxport.adapters.jax_lowering import JaxLowerer, JaxLowering
-from jaxport.adapters.mlir_wrap import wrap_main
+from jaxport.adapters.jax.avals import leaf_paths
+from jaxport.adapters.jax.lowering import JaxLowerer, JaxLowering
+from jaxport.adapters.mlir.wrap import wrap_main
 from jaxport.domain.symbolic import build_plan
 
 from .conftest import ROLES, Label, Role, alternating_chunks

@@ -2,7 +2,7 @@
 
 import sys
 
-from jaxport.application.cli import main
+from jaxport.application.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

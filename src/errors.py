@@ -40,7 +40,7 @@ from .domain.errors import (
     UsageError,
     VjpUnavailableError,
 )
-from .domain.runtime_errors import TargetMismatchError, UncompiledSizeError
+from jaxport.domain.calls.errors import TargetMismatchError, UncompiledSizeError
 from .domain.symbolic.errors import (
     ConstraintError,
     DimensionEvaluationError,

@@ -2,7 +2,7 @@
 
 :func:`compare` finds the largest absolute difference and the largest
 recorded magnitude; the verdict from them is the domain's
-(:mod:`jaxport.domain.numerics`). Every dtype is compared in float64 or
+(:mod:`jaxport.domain.converted.numerics`). Every dtype is compared in float64 or
 complex128 (bfloat16 and float8 through ml_dtypes); integers that differ
 count as at least 1 apart, whatever rounding to float64 does to them.
 """

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ..adapters.atomic_files import write_atomically
+from jaxport.adapters.storage.atomic_files import write_atomically
 from ..domain.errors import ArtifactError
-from .exported import Exported
-from .serialization import deserialize
+from jaxport.application.export.exported import Exported
+from jaxport.application.export.serialization import deserialize
 
 
 def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0) -> None:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 
-from ..adapters.flatbuffers_codec import decode_artifact
-from ..adapters.flatbuffers_decode import records_short_device_count
-from ..domain.consumers import Consumer, Verdict, find_consumer, verdict
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.flatbuffers.decode import records_short_device_count
+from jaxport.domain.artifact.consumers import Consumer, Verdict, find_consumer, verdict
 
 
 def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, consumer: str) -> Verdict:
     """Whether ``consumer`` (``"jax==0.9.2"``, ``"tf==2.21"``) can read and run an artifact or a bundle.
 
     The answer comes from jaxport's table of consumers' windows
-    (:mod:`jaxport.domain.consumers`): calling convention, StableHLO target
+    (:mod:`jaxport.domain.artifact.consumers`): calling convention, StableHLO target
     and, for JAX, the fields of ``jax.export``'s format the artifact needs.
     Loads neither JAX nor jaxlib. For a bundle directory every function is
     checked; a reason names the function's file.
@@ -34,7 +34,7 @@ def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, con
     if isinstance(path_or_blob, (bytes, bytearray)):
         return _artifact_verdict(bytes(path_or_blob), who)
     if os.path.isdir(path_or_blob):
-        from ..adapters.bundle_dir import read_function, read_manifest
+        from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
 
         manifest = read_manifest(path_or_blob)
         reasons, notes = [], []

@@ -18,7 +18,7 @@ import numpy as np
 
 import jaxport
 
-from ..adapters.mlir_module import StableHloSerializer
+from jaxport.adapters.mlir.module import StableHloSerializer
 
 Params = dict[str, list[dict[str, jax.Array]]]
 
@@ -43,7 +43,7 @@ def mlp(params: Params, x: jax.Array) -> jax.Array:
 
 def signature(exp: jaxport.Exported) -> str:
     """The exported signature, one flat argument per line, by pytree path."""
-    from ..adapters.jax_avals import leaf_paths
+    from jaxport.adapters.jax.avals import leaf_paths
 
     lines = [f"{path}: {aval.str_short()}" for path, aval in zip(leaf_paths(exp.in_tree), exp.in_avals)]
     lines.append("-> " + ", ".join(a.str_short() for a in exp.out_avals))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import overload
 
-from ..adapters.flatbuffers_codec import decode_artifact
-from ..domain.artifact_info import ArtifactInfo, BundleInfo, weights_argument
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.domain.artifact.info import ArtifactInfo, BundleInfo, weights_argument
 from ..domain.errors import ArtifactError
 
 
@@ -53,7 +53,7 @@ def inspect_bundle(path: str | os.PathLike[str]) -> BundleInfo:
     """
     # Imported here: what the directory adapter imports (ctypes, shutil, threads) would double
     # the time that inspecting an artifact file takes.
-    from ..adapters.bundle_dir import read_function, read_manifest
+    from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
 
     manifest = read_manifest(path)
     records = {}

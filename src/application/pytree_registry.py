@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import jax
 from jax.tree_util import PyTreeDef
 
-from ..adapters import jax_internals
-from ..domain.artifact import TreeKind, TreeSpec
+from jaxport.adapters.jax import internals as jax_internals
+from jaxport.domain.artifact.record import TreeKind, TreeSpec
 from ..domain.errors import ArtifactError, NonStringKeyError
 from .plain_trees import is_library_type, plain_structure
 

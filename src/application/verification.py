@@ -1,7 +1,7 @@
 """Verifying artifacts from elsewhere before anything in this process parses a module.
 
 One idea at two levels: this service gathers the facts and runs the checks;
-what an artifact must satisfy is :mod:`jaxport.domain.verification` (the policy
+what an artifact must satisfy is :mod:`jaxport.domain.artifact.verification` (the policy
 of the same name).
 
 :func:`verify_artifact` is the one entry point (``jaxport.load`` and
@@ -9,17 +9,17 @@ of the same name).
 checker). In order:
 
 1. the jaxport trailer's digest, when there is one, and every field of the
-   flatbuffer, bounds-checked (:func:`~jaxport.adapters.flatbuffers_codec.decode_artifact`);
+   flatbuffer, bounds-checked (:func:`~jaxport.adapters.flatbuffers.codec.decode_artifact`);
 2. a remembered verdict for these bytes and this allowlist, if any;
 3. each module of the VJP chain, parsed, verified and re-serialized by the
-   verifying process (:mod:`~jaxport.adapters.module_worker`), under time and
+   verifying process (:mod:`~jaxport.adapters.mlir.worker`), under time and
    memory limits; a crash or a hang there refuses the artifact;
 4. ``main``'s signature against the record, and every custom call against
    JAX's stable targets plus the caller's ``allowed_custom_calls``
-   (:mod:`jaxport.domain.verification`).
+   (:mod:`jaxport.domain.artifact.verification`).
 
 A verdict is remembered per SHA-256 of the bytes (and allowlist) in the
-verdict directory (:mod:`~jaxport.adapters.verdict_store`), unless the
+verdict directory (:mod:`~jaxport.adapters.storage.verdict_store`), unless the
 verifying process died (that may not happen again) or re-serialization
 changed the module.
 """
@@ -32,15 +32,15 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..adapters import jax_internals
-from ..adapters.flatbuffers_codec import decode_artifact
-from ..adapters.mlir_module import StableHloSerializer
-from ..adapters.module_worker import ModuleWorker
-from ..domain.artifact import ArtifactRecord
+from jaxport.adapters.jax import internals as jax_internals
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.worker import ModuleWorker
+from jaxport.domain.artifact.record import ArtifactRecord
 from ..domain.errors import ArtifactError
-from ..domain.integrity import is_sealed
-from ..domain.module_format import check_portable_artifact
-from ..domain.verification import ModuleFacts, Verdict, verdict, verdict_key
+from jaxport.domain.artifact.integrity import is_sealed
+from jaxport.domain.artifact.module_format import check_portable_artifact
+from jaxport.domain.artifact.verification import ModuleFacts, Verdict, verdict, verdict_key
 from . import wiring
 
 

@@ -6,7 +6,7 @@ process:
 
 * the export service's ports: the JAX lowerer, the MLIR module inspector and
   the StableHLO serializer (the export service, one module up, is made from
-  them: :func:`jaxport.application.export_service.default_service`);
+  them: :func:`jaxport.application.export.service.default_service`);
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
 * the store of verification verdicts;
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from ..adapters.jax_lowering import JaxLowerer
-    from ..adapters.module_worker import ModuleWorker
-    from ..adapters.verdict_store import FileVerdictStore
+    from jaxport.adapters.jax.lowering import JaxLowerer
+    from jaxport.adapters.mlir.worker import ModuleWorker
+    from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from ..domain.ports import ModuleInspector, ModuleSerializer
     from .pytree_registry import PytreeSerializationRegistry
 
@@ -52,7 +52,7 @@ def _built_once(build: Callable[[], _T]) -> Callable[[], _T]:
 @_built_once
 def lowerer() -> JaxLowerer:
     """What traces and lowers functions for the export service."""
-    from ..adapters.jax_lowering import JaxLowerer
+    from jaxport.adapters.jax.lowering import JaxLowerer
 
     return JaxLowerer()
 
@@ -60,7 +60,7 @@ def lowerer() -> JaxLowerer:
 @_built_once
 def module_inspector() -> ModuleInspector:
     """What reports the operations of a lowered module to the export policy."""
-    from ..adapters.mlir_module import MlirModuleInspector
+    from jaxport.adapters.mlir.module import MlirModuleInspector
 
     return MlirModuleInspector()
 
@@ -68,7 +68,7 @@ def module_inspector() -> ModuleInspector:
 @_built_once
 def module_serializer() -> ModuleSerializer:
     """What writes lowered modules as StableHLO portable artifacts."""
-    from ..adapters.mlir_module import StableHloSerializer
+    from jaxport.adapters.mlir.module import StableHloSerializer
 
     return StableHloSerializer()
 
@@ -76,7 +76,7 @@ def module_serializer() -> ModuleSerializer:
 @_built_once
 def module_worker() -> ModuleWorker:
     """The process-wide verifying process (it starts on its first request)."""
-    from ..adapters.module_worker import DEFAULT_CPU_SECONDS, DEFAULT_TIMEOUT_SECONDS, ModuleWorker
+    from jaxport.adapters.mlir.worker import DEFAULT_CPU_SECONDS, DEFAULT_TIMEOUT_SECONDS, ModuleWorker
 
     return ModuleWorker(
         cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
@@ -86,7 +86,7 @@ def module_worker() -> ModuleWorker:
 @_built_once
 def verdict_store() -> FileVerdictStore:
     """Where verification verdicts are remembered (the directory is read on each use)."""
-    from ..adapters.verdict_store import FileVerdictStore
+    from jaxport.adapters.storage.verdict_store import FileVerdictStore
 
     return FileVerdictStore()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from .module_policy import OpSite
+from jaxport.domain.artifact.module_policy import OpSite
 
 
 class ModuleInspector(Protocol):

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from jaxport.adapters.flatbuffers_reader import WireReader
+from jaxport.adapters.flatbuffers.reader import WireReader
 from tests.helpers.artifacts import recorded_readers
 from tests.helpers.jax_setup import configure_jax
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from jaxport.adapters.array_files import read_arrays, read_named_arrays, write_arrays
+from jaxport.adapters.storage.array_files import read_arrays, read_named_arrays, write_arrays
 from jaxport.errors import ArrayFileError
 
 

@@ -18,11 +18,11 @@ from typing import Any
 import flatbuffers  # type: ignore[import-untyped]
 import pytest
 
-from jaxport.adapters import flatbuffers_wire as W
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.domain.artifact import ArtifactRecord, AxisType, DType, MemorySpace, TreeKind
+from jaxport.adapters.flatbuffers import wire as W
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.domain.artifact.record import ArtifactRecord, AxisType, DType, MemorySpace, TreeKind
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.safety import SafetyCheckKind
+from jaxport.domain.artifact.safety import SafetyCheckKind
 from tests.helpers.artifacts import (
     field_target, hlo_record, leaf_node, patched, raw_exported, rich_record, shipped_blobs)
 

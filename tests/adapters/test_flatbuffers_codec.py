@@ -30,15 +30,14 @@ from jax._src.export import serialization_generated as jax_fb
 from jax._src.lib import xla_client  # type: ignore[attr-defined]
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
-from jaxport.adapters import flatbuffers_wire as W
-from jaxport.adapters.flatbuffers_codec import (
-    FlatbuffersArtifactCodec, decode_artifact, encode_artifact)
-from jaxport.domain.artifact import (
-    AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType as WireAxisType,
-    DType, EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, TreeKind,
-    TreeSpec)
+from jaxport.adapters.flatbuffers import wire as W
+from jaxport.adapters.flatbuffers.codec import FlatbuffersArtifactCodec, decode_artifact, encode_artifact
+from jaxport.domain.artifact.record import (
+    AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType as WireAxisType, DType,
+    EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, TreeKind, TreeSpec
+)
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.safety import DisabledSafetyCheck
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
 
 DATA = Path(jax.__file__).parent / "_src/internal_test_util/export_back_compat_test_data"
 
@@ -475,7 +474,7 @@ def test_jax_reads_every_field_jaxport_writes(hlo: bool) -> None:
 def test_decoding_imports_neither_jax_nor_numpy_nor_flatbuffers() -> None:
     script = (
         "import sys, runpy\n"
-        "from jaxport.adapters.flatbuffers_codec import decode_artifact\n"
+        "from jaxport.adapters.flatbuffers.codec import decode_artifact\n"
         f"blob = runpy.run_path({str(DATA / 'export_with_multiple_meshes.py')!r})"
         "['serializations'][-1]['exported_serialized']\n"
         "assert decode_artifact(blob).function_name == 'f'\n"

@@ -14,13 +14,13 @@ from dataclasses import replace
 import flatbuffers  # type: ignore[import-untyped]
 import pytest
 
-from jaxport.adapters import flatbuffers_wire as W
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.adapters.flatbuffers_decode import MAX_DIM_CHARS, MAX_RANK, MAX_TREE_DEPTH, MAX_VJP_DEPTH
-from jaxport.adapters.flatbuffers_reader import MAX_STRING_BYTES, WireReader
-from jaxport.domain.artifact import AvalRecord, DType, TreeKind
+from jaxport.adapters.flatbuffers import wire as W
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.adapters.flatbuffers.decode import MAX_DIM_CHARS, MAX_RANK, MAX_TREE_DEPTH, MAX_VJP_DEPTH
+from jaxport.adapters.flatbuffers.reader import MAX_STRING_BYTES, WireReader
+from jaxport.domain.artifact.record import AvalRecord, DType, TreeKind
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.integrity import FOOTER_SIZE, Extension, seal
+from jaxport.domain.artifact.integrity import FOOTER_SIZE, Extension, seal
 from tests.helpers.artifacts import (
     deep_tree, leaf_node, linear_work, newer_schema, patched, raw_exported, rich_record,
     root_vtable, shared_string, shared_tree, shared_vtable)

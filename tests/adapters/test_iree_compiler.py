@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.adapters import iree_compiler
+from jaxport.adapters.iree import compiler as iree_compiler
 from jaxport.errors import ConversionError
 from tests.helpers.extras import requires_iree
 

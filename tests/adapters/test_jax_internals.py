@@ -1,4 +1,4 @@
-"""The contract of each JAX internal that jaxport uses (src/adapters/jax_internals.py).
+"""The contract of each JAX internal that jaxport uses (src/adapters/jax/internals.py).
 
 A JAX release that renames or changes one of them fails here, by name, before
 the end-to-end tests fail in harder-to-read ways. The four helpers that only
@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxport.adapters import jax_internals
-from jaxport.adapters.jax_dims import JaxDim
+from jaxport.adapters.jax import internals as jax_internals
+from jaxport.adapters.jax.dims import JaxDim
 from jaxport.domain.symbolic import SymbolicScope, parse_shape_spec
 
 

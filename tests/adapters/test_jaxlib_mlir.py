@@ -1,6 +1,6 @@
 """The verifying process parses and writes modules as JAX does, without importing JAX.
 
-:func:`~jaxport.adapters.module_worker_main.check_module` runs here, in the
+:func:`~jaxport.adapters.mlir.worker_main.check_module` runs here, in the
 test process, on modules exported by jaxport and by ``jax.export`` (with
 custom calls, Shardy shardings, symbolic shapes, VJP chains) and on the
 older modules of JAX's own back-compat data; its bytes must equal those that
@@ -28,12 +28,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
 from jaxport import DisabledSafetyCheck
-from jaxport.adapters.flatbuffers_codec import decode_artifact
-from jaxport.adapters.mlir_module import StableHloSerializer
-from jaxport.adapters.module_worker_main import check_module, read_frame, write_frames
-from jaxport.domain.artifact import ArtifactRecord
-from jaxport.domain.module_format import stablehlo_version
-from jaxport.domain.verification import ModuleFacts
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.worker_main import check_module, read_frame, write_frames
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.artifact.module_format import stablehlo_version
+from jaxport.domain.artifact.verification import ModuleFacts
 
 SPEC = jax.ShapeDtypeStruct((4,), jnp.float32)
 BACK_COMPAT = "jax._src.internal_test_util.export_back_compat_test_data"
@@ -144,8 +144,8 @@ def test_the_verifying_process_writes_the_bytes_that_jax_writes(name: str, modul
 
 PROBE = """
 import json, sys
-from jaxport.adapters import module_worker_main
-status = module_worker_main.main(["module_worker_main", "0", "60"])
+from jaxport.adapters.mlir import worker_main
+status = worker_main.main(["worker_main", "0", "60"])
 imported = sorted(name for name in sys.modules if name == "jax" or name.startswith("jax."))
 print(json.dumps({"status": status, "jax": imported}))
 """

@@ -20,7 +20,7 @@ from jax.interpreters import mlir
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
-from jaxport.domain.artifact import ArtifactRecord, EffectRecord
+from jaxport.domain.artifact.record import ArtifactRecord, EffectRecord
 from jaxport.errors import ConversionError
 from tests.helpers import litert_model as model
 
@@ -44,7 +44,7 @@ def with_module(rec: ArtifactRecord, text: str, **changes: Any) -> ArtifactRecor
 
 def convert(rec: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None = None,
             quantize: str | None = None) -> list[Any]:
-    from jaxport.adapters.litert_converter import convert_function
+    from jaxport.adapters.litert.converter import convert_function
 
     ins, outs = model.wire_names(rec)
     return convert_function("f", rec, input_names=ins, output_names=outs, bindings=bindings, quantize=quantize)
@@ -103,7 +103,7 @@ def test_what_litert_cannot_run_is_refused_naming_the_function_and_why(case: str
     make, kwargs, message = CASES[case]
     rec = make()
     if case.startswith("binding"):
-        from jaxport.adapters.litert_converter import convert_function
+        from jaxport.adapters.litert.converter import convert_function
 
         ins, outs = model.names("predict")
         with pytest.raises(ConversionError, match=message):
@@ -114,7 +114,7 @@ def test_what_litert_cannot_run_is_refused_naming_the_function_and_why(case: str
 
 
 def test_what_cannot_stay_dynamic_converts_for_the_sizes_given() -> None:
-    from jaxport.adapters.litert_runtime import LiteRtModel
+    from jaxport.adapters.litert.runtime import LiteRtModel
 
     rec = record(lambda x: x[:, 0] * 2, jax.ShapeDtypeStruct(jaxport.symbolic_shape("b, 4, 3"), jnp.float32))
     variants = convert(rec, [{"b": 2}, {"b": 3}])
@@ -125,7 +125,7 @@ def test_what_cannot_stay_dynamic_converts_for_the_sizes_given() -> None:
 
 
 def test_an_unknown_quantization_and_names_that_do_not_fit_are_value_errors() -> None:
-    from jaxport.adapters.litert_converter import convert_function
+    from jaxport.adapters.litert.converter import convert_function
 
     rec = record(lambda x: x + 1, F32)
     with pytest.raises(ValueError, match=r"Unknown quantization 'int4' for LiteRT: give one of \['int8-weights'\]"):
@@ -154,7 +154,7 @@ DIMS_AS_ARGUMENTS = """module @jit_f attributes {jax.uses_shape_polymorphism = t
 @pytest.mark.parametrize("bindings, batch", [(None, 4), ([{"b": 2}], 2)], ids=["dynamic", "specialized"])
 def test_a_main_that_takes_dimension_values_gets_them_from_the_shapes_or_the_binding(
         bindings: list[dict[str, int]] | None, batch: int) -> None:
-    from jaxport.adapters.litert_runtime import LiteRtModel
+    from jaxport.adapters.litert.runtime import LiteRtModel
 
     rec = with_module(record(lambda x: x * 1.5, B3), DIMS_AS_ARGUMENTS)
     [variant] = convert(rec, bindings)
@@ -174,7 +174,7 @@ def test_a_dimension_value_with_no_input_to_read_it_from_asks_for_dims() -> None
 
 
 def test_a_multi_platform_module_keeps_its_batch_dynamic_from_its_cpu_branch() -> None:
-    from jaxport.adapters.litert_runtime import LiteRtModel
+    from jaxport.adapters.litert.runtime import LiteRtModel
 
     [variant] = convert(record(lambda x: jnp.sum(x, axis=0) * 2, B3, platforms=("cuda", "cpu")))
     assert variant.dynamic == ("b",)
@@ -191,8 +191,8 @@ import numpy as np, tensorflow as tf
 from jax.extend import mlir as jex_mlir
 from jax.extend.mlir import ir
 from jax.interpreters import mlir
-from jaxport.adapters.litert_convert import to_tflite
-from jaxport.adapters.litert_runtime import LiteRtModel
+from jaxport.adapters.litert.stablehlo_to_tflite import to_tflite
+from jaxport.adapters.litert.runtime import LiteRtModel
 with mlir.make_ir_context():
     module = ir.Module.parse(sys.stdin.read())
     portable = bytes(jex_mlir.serialize_portable_artifact(module, "1.15.0", False))

@@ -19,7 +19,7 @@ pytestmark = model.needs_converter
 CHILD = """
 import json, sys
 import numpy as np
-from jaxport.adapters.litert_runtime import LiteRtModel
+from jaxport.adapters.litert.runtime import LiteRtModel
 predict, stats, out = sys.argv[1:4]
 names = json.loads(sys.argv[4])
 run = LiteRtModel(predict).function("predict", *names["predict"])
@@ -51,7 +51,7 @@ def test_a_child_runs_tflite_files_without_jax_jaxlib_or_tensorflow_equal_to_jax
 
 
 def test_a_model_names_its_signatures_and_refuses_other_names() -> None:
-    from jaxport.adapters.litert_runtime import LiteRtModel
+    from jaxport.adapters.litert.runtime import LiteRtModel
 
     m = LiteRtModel(model.converted("loss")[0].model)
     assert m.signatures == {"loss": {"inputs": ["arg0", "arg1"], "outputs": ["output_0"]}}
@@ -62,7 +62,7 @@ def test_a_model_names_its_signatures_and_refuses_other_names() -> None:
 
 
 def test_the_signature_order_is_the_callers_not_litrets() -> None:
-    from jaxport.adapters.litert_runtime import LiteRtModel
+    from jaxport.adapters.litert.runtime import LiteRtModel
 
     m = LiteRtModel(model.converted("loss")[0].model)
     ids, targets = iree_model.token_ids(2), iree_model.token_ids(2, seed=7)
@@ -74,8 +74,8 @@ def test_the_signature_order_is_the_callers_not_litrets() -> None:
 
 
 def test_bytes_that_are_not_a_model_are_refused_by_the_reader_and_by_litert(tmp_path: Path) -> None:
-    from jaxport.adapters.litert_runtime import LiteRtLoadError, LiteRtModel
-    from jaxport.adapters.tflite_flatbuffer import read_flatbuffer
+    from jaxport.adapters.litert.runtime import LiteRtLoadError, LiteRtModel
+    from jaxport.adapters.litert.tflite_file import read_flatbuffer
 
     blob = model.converted("stats")[0].model
     with pytest.raises(ValueError, match="not a LiteRT"):

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from jaxport.adapters.bundle_dir import read_function, read_manifest
-from jaxport.adapters.flatbuffers_codec import decode_artifact
-from jaxport.domain.converted import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
-from jaxport.domain.runtime_calls import with_weights_bound
-from jaxport.domain.target_litert import LiteRtOptions
-from jaxport.domain.target_ports import ConversionJob, ConvertedParts, FunctionJob
+from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
+from jaxport.domain.calls.front import with_weights_bound
+from jaxport.domain.targets.litert import LiteRtOptions
+from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
 from jaxport.errors import ConversionError
 from tests.helpers import iree_model
 from tests.helpers import litert_model as model
@@ -44,7 +44,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def converted(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ConversionJob, ConvertedParts]:
-    from jaxport.adapters.litert_converter import convert
+    from jaxport.adapters.litert.converter import convert
 
     staging = tmp_path_factory.mktemp("staging")
     the_job = job(bundle, {"loss": ((("b", 2),), (("b", 5),))}, LiteRtOptions())
@@ -69,7 +69,7 @@ def test_convert_writes_a_model_per_function_and_binding_and_records_each_ones_w
 
 def test_load_runs_each_variant_on_the_callers_arrays_equal_to_jax(
         converted: tuple[Path, ConversionJob, ConvertedParts]) -> None:
-    from jaxport.adapters.litert_runtime import load
+    from jaxport.adapters.litert.runtime import load
 
     staging, the_job, parts = converted
     manifest = ConvertedManifest("litert", parts.target_details,
@@ -88,7 +88,7 @@ def test_threads_calling_one_model_with_other_sizes_take_turns(
         converted: tuple[Path, ConversionJob, ConvertedParts]) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from jaxport.adapters.litert_runtime import load
+    from jaxport.adapters.litert.runtime import load
 
     staging, the_job, parts = converted
     manifest = ConvertedManifest("litert", parts.target_details,
@@ -104,7 +104,7 @@ def test_threads_calling_one_model_with_other_sizes_take_turns(
 
 
 def test_a_function_litert_cannot_convert_leaves_the_staging_directory_empty(bundle: Path, tmp_path: Path) -> None:
-    from jaxport.adapters.litert_converter import convert
+    from jaxport.adapters.litert.converter import convert
 
     with pytest.raises(ConversionError, match=r"'loss' to LiteRT: LiteRT's converter cannot legalize the operation"):
         convert(job(bundle, {}, LiteRtOptions()), str(tmp_path))
@@ -120,9 +120,9 @@ def test_options_name_the_target_and_refuse_an_unknown_quantization() -> None:
 def test_the_registry_names_the_litert_ports_and_plan() -> None:
     import importlib
 
-    from jaxport.adapters import litert_converter, litert_runtime
-    from jaxport.domain.target_litert import PLAN
-    from jaxport.domain.targets import target
+    from jaxport.adapters.litert import converter as litert_converter, runtime as litert_runtime
+    from jaxport.domain.targets.litert import PLAN
+    from jaxport.domain.targets.registry import target
 
     entry = target("litert")
     assert entry.plan is PLAN and entry.options is LiteRtOptions and entry.manifest_path == "manifest.json"

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("onnx", reason="the ONNX tests need the jaxport[onnx] extra (onnx)")
 
-import jaxport.adapters  # noqa: E402
-from jaxport.adapters import onnx_ops  # noqa: E402
+import jaxport.adapters.onnx.ops  # noqa: E402
+from jaxport.adapters.onnx.ops import table as onnx_ops  # noqa: E402
 
 
 def _translation(b: Any, op: Any, args: Sequence[str]) -> list[str]:
@@ -28,9 +28,9 @@ def test_a_name_registered_by_two_modules_is_refused_naming_both() -> None:
 
 
 def test_every_family_table_is_in_the_translations_once() -> None:
-    names = [m.name for m in pkgutil.iter_modules(jaxport.adapters.__path__)
-             if m.name.startswith("onnx_ops_") and m.name != "onnx_ops_common"]
-    families = [importlib.import_module(f"jaxport.adapters.{name}") for name in names]
+    names = [m.name for m in pkgutil.iter_modules(jaxport.adapters.onnx.ops.__path__)
+             if m.name not in ("common", "table")]
+    families = [importlib.import_module(f"jaxport.adapters.onnx.ops.{name}") for name in names]
     registered: dict[str, str] = {}
     for family in families:
         for name, translation in family.TABLE.items():

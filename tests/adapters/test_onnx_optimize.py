@@ -1,4 +1,4 @@
-"""The rewrites of :mod:`jaxport.adapters.onnx_optimize`: they fire where exact, stay away where not, and equal JAX."""
+"""The rewrites of :mod:`jaxport.adapters.onnx.optimize`: they fire where exact, stay away where not, and equal JAX."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.onnx_optimize import optimize  # noqa: E402
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel, machine_threads  # noqa: E402
+from jaxport.adapters.onnx.optimize import optimize  # noqa: E402
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel, machine_threads  # noqa: E402
 from tests.helpers import onnx_models as models  # noqa: E402
 from tests.helpers.onnx_convert import WEIGHTS, convert  # noqa: E402
 

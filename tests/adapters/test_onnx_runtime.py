@@ -20,7 +20,7 @@ pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx]
 import onnx  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel, check_external_data  # noqa: E402
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel, check_external_data  # noqa: E402
 from jaxport.errors import ArtifactCallError, ArtifactError  # noqa: E402
 
 WEIGHTS = np.arange(4, dtype=np.float32)
@@ -99,7 +99,7 @@ def test_session_options_pass_through_and_are_checked(tmp_path: Path) -> None:
 CHILD = """
 import sys
 import numpy as np
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel
 (y,) = OnnxRuntimeModel(sys.argv[1], allowed=["params.safetensors"]).run([np.ones(4, np.float32)])
 assert (y == np.arange(4) + 1).all(), y
 print(sorted(m for m in ("jax", "jaxlib", "tensorflow") if m in sys.modules))

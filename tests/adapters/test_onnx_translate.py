@@ -24,8 +24,8 @@ import onnxruntime as ort  # noqa: E402
 from jax import lax  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.mlir_module import StableHloSerializer  # noqa: E402
-from jaxport.adapters.onnx_translate import translate  # noqa: E402
+from jaxport.adapters.mlir.module import StableHloSerializer  # noqa: E402
+from jaxport.adapters.onnx.translate import translate  # noqa: E402
 from jaxport.errors import ConversionError, UnsupportedOperationError  # noqa: E402
 from tests.helpers.onnx_convert import with_module  # noqa: E402
 from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxport.adapters.verdict_store import MAX_VERDICT_BYTES, FileVerdictStore, verdict_dir
-from jaxport.domain.verification import Verdict, verdict_key
+from jaxport.adapters.storage.verdict_store import MAX_VERDICT_BYTES, FileVerdictStore, verdict_dir
+from jaxport.domain.artifact.verification import Verdict, verdict_key
 
 
 @pytest.fixture

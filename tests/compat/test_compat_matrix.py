@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.flatbuffers_codec import decode_artifact
-from jaxport.domain.consumers import find_consumer, verdict
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.domain.artifact.consumers import find_consumer, verdict
 from tests.helpers.compat_venvs import VERSIONS, venv_python
 
 pytestmark = pytest.mark.compat_matrix

@@ -27,8 +27,8 @@ import jax
 import pytest
 
 import jaxport
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.domain.artifact import HloShardingRecord
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.domain.artifact.record import HloShardingRecord
 
 DATA = "jax._src.internal_test_util.export_back_compat_test_data"
 MODULES = ("export_with_specified_sharding", "export_with_unspecified_sharding",

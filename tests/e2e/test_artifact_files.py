@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters import atomic_files
+from jaxport.adapters.storage import atomic_files
 from jaxport.errors import ArtifactError
 
 X = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters import flatbuffers_wire as W
-from jaxport.domain.integrity import FOOTER_SIZE, is_sealed, unseal
+from jaxport.adapters.flatbuffers import wire as W
+from jaxport.domain.artifact.integrity import FOOTER_SIZE, is_sealed, unseal
 from jaxport.errors import ArtifactError
 from tests.helpers.artifacts import field_target, patched
 
@@ -113,8 +113,8 @@ def test_without_the_trailer_the_constraint_is_lost_as_in_jax_export() -> None:
 def test_a_sharding_over_an_axis_the_mesh_lacks_is_an_artifact_error() -> None:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-    from jaxport.domain.artifact import NamedShardingRecord, PartitionSpecRecord
+    from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+    from jaxport.domain.artifact.record import NamedShardingRecord, PartitionSpecRecord
 
     mesh = Mesh(np.array(jax.devices()[:8]), ("d",))
     f = jax.jit(jnp.sin, in_shardings=NamedSharding(mesh, P("d")))

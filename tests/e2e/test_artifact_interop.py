@@ -30,7 +30,7 @@ import pytest
 from jax import lax
 
 import jaxport
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
 from jaxport.errors import ArtifactError, VjpUnavailableError
 
 RNG = np.random.default_rng(20240604)

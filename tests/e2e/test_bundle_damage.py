@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import jaxport
-from jaxport.domain.bundle import FORMAT_VERSION
+from jaxport.domain.bundle.manifest import FORMAT_VERSION
 from jaxport.errors import ArtifactError
 from tests.helpers import bundle_model as model
 

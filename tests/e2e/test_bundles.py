@@ -210,7 +210,7 @@ def test_a_new_save_replaces_the_previous_bundle_but_not_other_directories(tmp_p
 
 def test_an_interrupted_save_leaves_the_previous_bundle_and_no_temporary(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from jaxport.application import bundle_save
+    from jaxport.application.bundles import save as bundle_save
 
     path = model.save(tmp_path / "m")
     before = {name: (path / name).read_bytes() for name in os.listdir(path)}
@@ -303,7 +303,7 @@ def test_functions_that_shard_a_weight_differently_cannot_share_a_bundle(tmp_pat
 
 
 def test_the_command_line_inspects_a_bundle(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from jaxport.application import cli
+    from jaxport.application.cli import main as cli
 
     assert cli.main(["inspect", str(saved)]) == 0
     out = capsys.readouterr().out
@@ -330,7 +330,7 @@ def test_the_function_files_do_not_grow_with_the_weights(tmp_path: Path) -> None
 
 def test_inspect_of_a_large_bundle_keeps_every_line_short_and_json_whole(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from jaxport.application import cli
+    from jaxport.application.cli import main as cli
 
     params = {"blocks": [{"attn": {"w": jnp.ones((4, 4)), "b": jnp.zeros(4)},
                           "mlp": {"w": jnp.ones((4, 4)), "b": jnp.zeros(4)}} for _ in range(50)]}

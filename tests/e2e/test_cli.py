@@ -216,7 +216,7 @@ def test_diff_of_different_artifacts_lists_the_differences_with_status_1(ws: Wor
 def test_diff_of_a_file_whose_module_does_not_parse_is_bad_input_with_status_2(ws: Workspace) -> None:
     import dataclasses
 
-    from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
+    from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
 
     record = decode_artifact(ws.g.read_bytes())
     module = bytearray(record.mlir_module_serialized)
@@ -254,7 +254,7 @@ def test_diff_of_a_jaxport_file_and_a_jax_export_file_of_one_export_names_the_tr
 
 
 def test_diff_of_two_sealed_files_whose_constraints_differ_names_them_with_status_1(ws: Workspace) -> None:
-    from jaxport.domain.integrity import Extension, seal, unseal
+    from jaxport.domain.artifact.integrity import Extension, seal, unseal
 
     flatbuffer = unseal(ws.f.read_bytes()).flatbuffer
     (ws.root / "f_b3.jaxport").write_bytes(seal(flatbuffer, Extension((("b >= 3",), ("b >= 3",)))))

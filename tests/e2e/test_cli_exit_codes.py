@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxport.application import cli
+from jaxport.application.cli import main as cli
 from jaxport.application.cli import common
 
 BUG_LINE = "jaxport: this is a bug in jaxport; please report it with the traceback below"
@@ -40,7 +40,8 @@ def uneven_reshape(x):
 def test_an_unexpected_exception_exits_70_with_the_bug_line_and_the_traceback(tmp_path: Path) -> None:
     script = textwrap.dedent('''
         import sys
-        from jaxport.application.cli import common, main
+        from jaxport.application.cli import common
+        from jaxport.application.cli.main import main
 
         def read_artifact(path):
             raise RuntimeError("a defect deep inside jaxport")
@@ -86,7 +87,7 @@ def test_a_builtin_error_from_jaxport_itself_is_a_bug_even_of_a_type_that_jax_ra
 
 def test_an_error_of_jaxport_while_exporting_is_a_bug_although_export_runs_the_users_code(
         workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from jaxport.application import export_service
+    from jaxport.application.export import service as export_service
 
     monkeypatch.setattr(export_service, "export", raising(RuntimeError("lowering went wrong")))
     assert cli.main(["export", f"{USER_MODULE}:ident", "--arg", "f32[3]", "-o", "x.jaxport"]) == 70

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxport
-from jaxport.application.cli import main
+from jaxport.application.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_a_missing_source_or_an_existing_target_is_the_users_mistake(
 
 def test_without_tensorflow_the_conversion_names_the_extra_to_install(artifact: Path, tmp_path: Path) -> None:
     probe = ("import sys\nsys.modules['tensorflow'] = None  # as if it were not installed\n"
-             "from jaxport.application.cli import main\n"
+             "from jaxport.application.cli.main import main\n"
              f"sys.exit(main(['convert', {str(artifact)!r}, '--to', 'savedmodel', '-o', {str(tmp_path / 'out')!r}]))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})

@@ -2,7 +2,7 @@
 
 ``jax.export.export`` given jaxport's symbolic dimensions (JAX 0.10 through
 0.12 alike) leaves ``main``'s leading ``tensor<i32> {jax.global_constant =
-"b"}`` arguments in place (see ``adapters/mlir_dimension_args.py``);
+"b"}`` arguments in place (see ``adapters/mlir/dimension_args.py``);
 ``jax.export`` cannot call its own artifact then. jaxport reads, calls
 (eagerly, under ``jit``, ``grad``, ``vmap`` and ``jvp``), verifies, inspects
 and converts it (SavedModel, IREE) like an artifact of the standard form.

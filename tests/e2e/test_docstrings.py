@@ -16,7 +16,7 @@ MODULES = sorted(["jaxport", *(m.name for m in pkgutil.walk_packages(jaxport.__p
 
 
 def test_the_walk_finds_the_modules_of_every_layer() -> None:
-    assert {"jaxport.domain.symbolic.expr", "jaxport.adapters.mlir_module",
+    assert {"jaxport.domain.symbolic.expr", "jaxport.adapters.mlir.module",
             "jaxport.application.cli.export", "jaxport.errors"} <= set(MODULES)
 
 

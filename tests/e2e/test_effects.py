@@ -14,8 +14,8 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
 import jaxport
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.domain.artifact import EffectRecord
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.domain.artifact.record import EffectRecord
 from jaxport.errors import ArtifactError, EffectSerializationError
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.flatbuffers_codec import decode_artifact
-from jaxport.domain.artifact import ArtifactRecord
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.errors import ArtifactError
 
 X = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(4, 3)

@@ -8,12 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxport.adapters.jaxlib_mlir import export_target_version
-from jaxport.adapters.jax_lowering import JaxLowerer
+from jaxport.adapters.mlir.bindings import export_target_version
+from jaxport.adapters.jax.lowering import JaxLowerer
 from jaxport.application import wiring
-from jaxport.application.export_service import ExportService, default_service
-from jaxport.domain.module_policy import OpKind, OpSite
-from jaxport.domain.safety import DisabledSafetyCheck
+from jaxport.application.export.service import ExportService, default_service
+from jaxport.domain.artifact.module_policy import OpKind, OpSite
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.errors import DisallowedCustomCallError
 
 

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.array_files import write_arrays
-from jaxport.adapters.verdict_store import FileVerdictStore
-from jaxport.domain.verification import Verdict
-from jaxport.adapters.atomic_files import write_atomically
+from jaxport.adapters.storage.array_files import write_arrays
+from jaxport.adapters.storage.verdict_store import FileVerdictStore
+from jaxport.domain.artifact.verification import Verdict
+from jaxport.adapters.storage.atomic_files import write_atomically
 
 PARAMS = {"w": np.full((3,), 0.5, np.float32)}
 X = np.ones((2, 3), np.float32)

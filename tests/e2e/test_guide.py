@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxport.application.cli import parser
+from jaxport.application.cli.main import parser
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.jaxlib_mlir import export_target_version
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.domain.artifact import EffectRecord
+from jaxport.adapters.mlir.bindings import export_target_version
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.domain.artifact.record import EffectRecord
 from jaxport.errors import ArtifactError
 
 DATA = "jax._src.internal_test_util.export_back_compat_test_data"
@@ -199,7 +199,7 @@ def test_inspect_loads_neither_jax_nor_jaxlib(tmp_path: Path) -> None:
 
 CLI_INSPECT_IN_A_FRESH_PROCESS = """
 import sys
-from jaxport.application.cli import main
+from jaxport.application.cli.main import main
 status = main(["inspect", sys.argv[1]])
 print(status, sorted(m for m in sys.modules if m in ("jax", "jaxlib", "numpy")))
 """

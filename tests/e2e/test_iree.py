@@ -160,7 +160,7 @@ def test_a_damaged_module_or_weights_file_is_refused_before_iree_reads_it(conver
 
 
 def test_an_interrupted_conversion_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jaxport.adapters import bundle_dir
+    from jaxport.adapters.storage import bundle_dir
 
     def interrupted(path: object) -> None:
         raise KeyboardInterrupt("interrupted after writing every file")
@@ -206,7 +206,7 @@ def test_iree_run_module_runs_a_converted_function_without_python(converted: Pat
 
 
 def jaxport_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    probe = ("import sys\nfrom jaxport.application.cli import main\nstatus = main(sys.argv[1:])\n"
+    probe = ("import sys\nfrom jaxport.application.cli.main import main\nstatus = main(sys.argv[1:])\n"
              "print('jax loaded' if 'jax' in sys.modules or 'jaxlib' in sys.modules else 'no jax')\n"
              "sys.exit(status)")
     return subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=300)

@@ -17,8 +17,8 @@ from jax.interpreters import mlir
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.domain.artifact import EffectRecord
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.domain.artifact.record import EffectRecord
 from jaxport.errors import ConversionError
 from tests.helpers.extras import requires_iree
 

@@ -2,9 +2,9 @@
 
 Each model converts once per test process (``tests.helpers.litert_model``
 caches the conversions). The float32 tolerance is the documented
-:data:`jaxport.domain.litert_plan.FLOAT32_TOLERANCE`, which holds with and
+:data:`jaxport.domain.targets.litert.FLOAT32_TOLERANCE`, which holds with and
 without XNNPACK (which picks its kernels by the CPU's instruction set); the
-quantized model's is :data:`jaxport.domain.litert_plan.INT8_WEIGHTS_TOLERANCE`.
+quantized model's is :data:`jaxport.domain.targets.litert.INT8_WEIGHTS_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxport.domain.litert_plan import INT8_WEIGHTS_TOLERANCE
+from jaxport.domain.targets.litert import INT8_WEIGHTS_TOLERANCE
 from tests.helpers import iree_model
 from tests.helpers import litert_model as model
 from tests.helpers.litert_model import assert_close
@@ -22,7 +22,7 @@ pytestmark = model.needs_converter
 
 def run(name: str, *args: np.ndarray, variant: int = 0, quantize: str | None = None,
         xnnpack: bool = True) -> list[np.ndarray]:
-    from jaxport.adapters.litert_runtime import LiteRtModel
+    from jaxport.adapters.litert.runtime import LiteRtModel
 
     ins, outs = model.names(name)
     converted = model.converted(name, quantize)[variant]

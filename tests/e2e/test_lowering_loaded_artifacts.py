@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.mlir_module import StableHloSerializer
+from jaxport.adapters.mlir.module import StableHloSerializer
 
 
 def _f(x: jax.Array) -> jax.Array:

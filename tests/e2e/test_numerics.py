@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.application.cli import main
+from jaxport.application.cli.main import main
 from jaxport.errors import ArtifactError, BundleError, UsageError
 from tests.helpers import bundle_model as model
 

@@ -25,7 +25,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from tests.helpers.onnx_corpus import TOLERANCES, Case, assert_close, expected, save, spec, to_onnx  # noqa: E402
 from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
@@ -357,7 +357,7 @@ def test_the_runtime_adapter_runs_a_model_in_a_process_without_jax(tmp_path: Pat
     np.save(tmp_path / "want.npy", expected(case)[0][0])
     code = (
         "import sys, numpy as np\n"
-        "from jaxport.adapters.onnx_runtime import OnnxRuntimeModel\n"
+        "from jaxport.adapters.onnx.runtime import OnnxRuntimeModel\n"
         f"got, = OnnxRuntimeModel({str(path)!r}).run([np.load({str(tmp_path / 'x.npy')!r})])\n"
         f"np.testing.assert_allclose(got, np.load({str(tmp_path / 'want.npy')!r}), rtol=1e-6)\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'tensorflow')]\n"

@@ -24,9 +24,9 @@ import jax.numpy as jnp  # noqa: E402
 import onnx  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel, check_external_data, summary  # noqa: E402
-from jaxport.adapters.onnx_check import check_file  # noqa: E402
-from jaxport.adapters.onnx_translate import translate  # noqa: E402
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel, check_external_data, summary  # noqa: E402
+from jaxport.adapters.onnx.check import check_file  # noqa: E402
+from jaxport.adapters.onnx.translate import translate  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from tests.helpers import onnx_models as models  # noqa: E402
 from tests.helpers.onnx_convert import WEIGHTS, Converted, convert, with_module  # noqa: E402
@@ -121,7 +121,7 @@ def test_a_bert_like_encoder_with_a_padding_mask_equals_jax(bert: Model, b: int,
 CHILD = """
 import sys
 import numpy as np
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel
 model, tokens, out = sys.argv[1:]
 np.save(out, OnnxRuntimeModel(model, allowed=["params.safetensors"]).run([np.load(tokens)])[0])
 print(sorted(m for m in ("jax", "jaxlib", "tensorflow") if m in sys.modules))

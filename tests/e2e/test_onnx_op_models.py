@@ -22,7 +22,7 @@ pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx]
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from jaxport.adapters.onnx_runtime import OnnxRuntimeModel  # noqa: E402
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel  # noqa: E402
 from tests.helpers import onnx_op_models as models  # noqa: E402
 from tests.helpers.onnx_convert import WEIGHTS, convert  # noqa: E402
 from tests.helpers.onnx_corpus import assert_close  # noqa: E402

@@ -25,8 +25,8 @@ import pytest
 
 import jaxport
 from jaxport.domain.jax_docs import pages_for
-from jaxport.application.jax_model import jax_model
-from jaxport.domain.targets import TARGETS
+from jaxport.application.converted.jax_model import jax_model
+from jaxport.domain.targets.registry import TARGETS
 from tests.helpers.runtimes import CASES, FEATURES, HEAVY, run_cases
 
 ROOT = Path(__file__).resolve().parents[2]

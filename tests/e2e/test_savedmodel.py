@@ -28,8 +28,8 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec
 
 import jaxport
-from jaxport.adapters.jaxlib_mlir import export_target_version
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
+from jaxport.adapters.mlir.bindings import export_target_version
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
 from tests.helpers import bundle_model
 from tests.helpers.tf_scenario import REFUSALS
 
@@ -308,7 +308,7 @@ def test_saved_model_cli_lists_the_signatures_and_runs_one(scenario: Scenario) -
 
 
 def test_jaxport_inspect_reads_a_savedmodel_without_tensorflow_or_jax(scenario: Scenario) -> None:
-    probe = ("import sys\nfrom jaxport.application.cli import main\n"
+    probe = ("import sys\nfrom jaxport.application.cli.main import main\n"
              f"status = main(['inspect', {str(scenario.root / 'model_tf')!r}])\n"
              "print(status, sorted(m for m in ('jax', 'tensorflow') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True, timeout=120)
@@ -323,8 +323,8 @@ def test_jaxport_inspect_reads_a_savedmodel_without_tensorflow_or_jax(scenario: 
 
 INTERRUPTED = """
 import sys
-from jaxport.adapters import savedmodel_writer
-from jaxport.application import cli
+from jaxport.adapters.savedmodel import converter as savedmodel_writer
+from jaxport.application.cli import main as cli
 
 write = savedmodel_writer.write_savedmodel
 

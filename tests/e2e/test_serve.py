@@ -192,7 +192,7 @@ def test_eight_concurrent_clients_of_two_hundred_requests_each_all_get_their_own
 def test_kserve_reads_none_of_the_command_line_when_jaxport_imports_it() -> None:
     probe = ("import sys\n"
              "sys.argv = ['jaxport', '--http_port', '1', '--workers', '9', '--enable_grpc', 'false']\n"
-             "import jaxport.adapters.kserve_server\n"
+             "import jaxport.adapters.kserve.server\n"
              "from kserve import model_server\n"
              "print(model_server.args.http_port, model_server.args.workers, model_server.args.enable_grpc,"
              " sys.argv[1:3])")

@@ -17,8 +17,8 @@ from jaxlib import version as jaxlib_version
 
 import jaxport
 from jaxport import DisabledSafetyCheck
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact
-from jaxport.adapters.module_worker import ModuleWorker
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.adapters.mlir.worker import ModuleWorker
 from jaxport.application.verification import verify_artifact
 from jaxport.errors import ArtifactCallError, ArtifactError
 

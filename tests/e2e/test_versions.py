@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.application.cli import main
-from jaxport.domain.integrity import Extension, seal, unseal
-from jaxport.adapters.jaxlib_mlir import export_target_version
-from jaxport.domain.producer import Producer
+from jaxport.application.cli.main import main
+from jaxport.domain.artifact.integrity import Extension, seal, unseal
+from jaxport.adapters.mlir.bindings import export_target_version
+from jaxport.domain.artifact.producer import Producer
 from jaxport.errors import UsageError
 
 SPEC = jax.ShapeDtypeStruct((3,), jnp.float32)
@@ -119,7 +119,7 @@ def test_loading_keeps_working_whatever_the_producer_says(files: dict[str, Path]
 
 
 def test_the_consumer_check_imports_no_jax(files: dict[str, Path]) -> None:
-    probe = ("import sys\nfrom jaxport.application.cli import main\n"
+    probe = ("import sys\nfrom jaxport.application.cli.main import main\n"
              f"status = main(['check', {str(files['bundle'])!r}, '--consumer', {YES[1][0]!r}])\n"
              "print(status, sorted(m for m in sys.modules if m in ('jax', 'jaxlib', 'numpy')))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)

@@ -36,7 +36,7 @@ import pytest
 
 pytest.importorskip("onnx", reason="the web tests convert to ONNX: they need the jaxport[onnx] extra (onnx)")
 
-from jaxport.domain.converted import MANIFEST_FILE, ConvertedManifest  # noqa: E402
+from jaxport.domain.converted.manifest import MANIFEST_FILE, ConvertedManifest  # noqa: E402
 from tests.helpers.web_bad_calls import bad_calls  # noqa: E402
 from tests.helpers.web_batch import WebBatch, node_ready  # noqa: E402
 from tests.helpers.web_models import build  # noqa: E402
@@ -93,7 +93,7 @@ def test_module_is_in_every_converted_directory(converted: dict[str, Path]) -> N
 
 def test_convert_web_on_the_command_line(converted: dict[str, Path], tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from jaxport.application.cli import main
+    from jaxport.application.cli.main import main
 
     bundle = converted["mlp"].parent / "bundles" / "mlp"
     assert main(["convert", str(bundle), "--to", "onnx", "--web", "-o", str(tmp_path / "web")]) == 0

@@ -45,9 +45,9 @@ jax.config.update("jax_num_cpu_devices", 8)
 import numpy as np  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.flatbuffers_codec import decode_artifact, encode_artifact  # noqa: E402
-from jaxport.adapters.flatbuffers_reader import WireReader  # noqa: E402
-from jaxport.domain.integrity import unseal  # noqa: E402
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact  # noqa: E402
+from jaxport.adapters.flatbuffers.reader import WireReader  # noqa: E402
+from jaxport.domain.artifact.integrity import unseal  # noqa: E402
 from jaxport.errors import ArtifactError, JaxportError  # noqa: E402
 from tests.helpers.artifacts import linear_work, recorded_readers  # noqa: E402
 

@@ -21,15 +21,15 @@ from typing import Any
 
 import flatbuffers  # type: ignore[import-untyped]
 
-from jaxport.adapters import flatbuffers_decode
-from jaxport.adapters import flatbuffers_wire as W
-from jaxport.adapters.flatbuffers_decode import MAX_TREE_DEPTH
-from jaxport.adapters.flatbuffers_reader import WORK_CONSTANT, WORK_PER_BYTE, WireReader
-from jaxport.domain.artifact import (
-    AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType,
-    EffectRecord, HloShardingRecord, MemorySpace, NamedShardingRecord, PartitionSpecRecord,
-    TreeKind, TreeSpec)
-from jaxport.domain.safety import DisabledSafetyCheck
+from jaxport.adapters.flatbuffers import decode as flatbuffers_decode
+from jaxport.adapters.flatbuffers import wire as W
+from jaxport.adapters.flatbuffers.decode import MAX_TREE_DEPTH
+from jaxport.adapters.flatbuffers.reader import WORK_CONSTANT, WORK_PER_BYTE, WireReader
+from jaxport.domain.artifact.record import (
+    AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, EffectRecord,
+    HloShardingRecord, MemorySpace, NamedShardingRecord, PartitionSpecRecord, TreeKind, TreeSpec
+)
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
 
 #: Module bytes that pass the codec's check (a StableHLO portable artifact's header).
 MODULE = b"ML\xefR\x01StableHLO_v1.15.0" + bytes(range(64))

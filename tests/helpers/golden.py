@@ -20,8 +20,8 @@ from tests.helpers import iree_model as model
 #: ``check_numerics`` and ``jaxport check --numerics`` of ``sys.argv[1]``, with the heavy modules loaded.
 CHILD = """
 import json, sys
-from jaxport.application.cli import main
-from jaxport.application.numerics import check_numerics
+from jaxport.application.cli.main import main
+from jaxport.application.converted.numerics import check_numerics
 report = check_numerics(sys.argv[1])
 status = main(["check", "--numerics", sys.argv[1]])
 print(json.dumps({"report": report.to_json(), "status": status,

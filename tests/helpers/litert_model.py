@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.domain.litert_plan import FLOAT32_TOLERANCE
-from jaxport.domain.numerics import Tolerance
-from jaxport.domain.runtime_calls import with_weights_bound
-from jaxport.domain.wire_names import input_wire_names, output_wire_names
-from jaxport.domain.artifact import ArtifactRecord
+from jaxport.domain.targets.litert import FLOAT32_TOLERANCE
+from jaxport.domain.converted.numerics import Tolerance
+from jaxport.domain.calls.front import with_weights_bound
+from jaxport.domain.converted.wire_names import input_wire_names, output_wire_names
+from jaxport.domain.artifact.record import ArtifactRecord
 from tests.helpers import iree_model
 
 HAS_CONVERTER = all(importlib.util.find_spec(m) is not None
@@ -113,7 +113,7 @@ def names(name: str) -> tuple[list[str], list[str]]:
 @functools.cache
 def converted(name: str, quantize: str | None = None) -> list[Any]:
     """The LiteRT variants of ``name`` (``loss`` for :data:`LOSS_DIMS`, the others dynamic or static)."""
-    from jaxport.adapters.litert_converter import convert_function
+    from jaxport.adapters.litert.converter import convert_function
 
     ins, outs = names(name)
     bindings: Sequence[Mapping[str, int]] | None = LOSS_DIMS if name == "loss" else None

@@ -17,9 +17,9 @@ from typing import Any
 
 import onnx
 
-from jaxport.adapters.onnx_translate import external_tensors, translate
-from jaxport.application.conversion_source import read_source
-from jaxport.domain.artifact import ArtifactRecord
+from jaxport.adapters.onnx.translate import external_tensors, translate
+from jaxport.application.conversion.source import read_source
+from jaxport.domain.artifact.record import ArtifactRecord
 
 WEIGHTS = "params.safetensors"
 

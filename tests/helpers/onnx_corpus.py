@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 import jaxport
-from jaxport.adapters.onnx_translate import translate
+from jaxport.adapters.onnx.translate import translate
 
 #: Relative and absolute tolerance by dtype name.
 TOLERANCES = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}

@@ -1,6 +1,6 @@
 """The runtimes that the shared call-check table goes through, and the calls it makes.
 
-Every target of jaxport's registry (:data:`jaxport.domain.targets.TARGETS`)
+Every target of jaxport's registry (:data:`jaxport.domain.targets.registry.TARGETS`)
 joins by being registered: tests/e2e/test_runtime_calls.py converts one
 bundle for each target (``python -m tests.helpers.runtimes convert TARGET
 BUNDLE DIR``, in a child process), then loads and calls the converted
@@ -76,7 +76,7 @@ def run_cases(function: Callable[..., Any]) -> dict[str, dict[str, Any]]:
 def convert(target: str, bundle: str, out: str) -> None:
     """Converts the bundle for ``target`` (with :data:`DIMS` where it compiles static shapes)."""
     import jaxport
-    from jaxport.domain.targets import target as entry
+    from jaxport.domain.targets.registry import target as entry
 
     needs = entry(target).plan.needs_bindings
     jaxport.convert(bundle, out, to=target, dims=DIMS if needs else None)

@@ -38,7 +38,7 @@ REFUSALS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def convert(source: Path, out: Path, *extra: str) -> dict[str, Any]:
     """``jaxport convert`` in this process: its exit status, output and error lines."""
-    from jaxport.application.cli import main
+    from jaxport.application.cli.main import main
 
     stdout, stderr = io.StringIO(), io.StringIO()
     start = time.perf_counter()
@@ -50,7 +50,7 @@ def convert(source: Path, out: Path, *extra: str) -> dict[str, Any]:
 
 def run_command(path: Path, function: str, *inputs: Path, output: Path) -> dict[str, Any]:
     """``jaxport run PATH FUNCTION --input ... --output OUT`` in this process."""
-    from jaxport.application.cli import main
+    from jaxport.application.cli.main import main
 
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr):
@@ -60,7 +60,7 @@ def run_command(path: Path, function: str, *inputs: Path, output: Path) -> dict[
 
 def check_numerics_command(path: Path) -> dict[str, Any]:
     """``jaxport check --numerics PATH`` in this process: its exit status and output."""
-    from jaxport.application.cli import main
+    from jaxport.application.cli.main import main
 
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
@@ -145,7 +145,7 @@ def main(workdir: Path) -> None:
                                      output=workdir / "run_loss.npz")
     arrays["jaxport run loss 3"] = np.load(workdir / "run_loss.npz")["arr_0"]
     out["numerics savedmodel"] = check_numerics_command(workdir / "model_tf")
-    from jaxport.application.numerics import check_numerics
+    from jaxport.application.converted.numerics import check_numerics
 
     out["numerics bundle on tf"] = check_numerics(workdir / "model", runtime="savedmodel").to_json()
     out["numerics swapped on tf"] = check_numerics(workdir / "swapped", runtime="savedmodel").to_json()

@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 
 from jaxport.domain.jax_docs import DocPages, pages_for
-from jaxport.domain.artifact import AvalRecord, DType, TreeKind, TreeSpec
-from jaxport.domain.dim_json import constraint_scope, parse_dims, shape_trees
+from jaxport.domain.artifact.record import AvalRecord, DType, TreeKind, TreeSpec
+from jaxport.domain.symbolic.json_trees import constraint_scope, parse_dims, shape_trees
 import jaxport
-from jaxport.application.converted_model import ConvertedCall
-from jaxport.domain.converted import ConvertedFunction, ConvertedManifest, Signature, Variant
+from jaxport.application.converted.model import ConvertedCall
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, Variant
 from jaxport.domain.errors import JaxportError
-from jaxport.domain.wire_names import parse_wire_name
+from jaxport.domain.converted.wire_names import parse_wire_name
 
 from .web_paths import BAD_CALLS
 

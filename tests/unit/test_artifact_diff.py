@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxport.domain.artifact import (
+from jaxport.domain.artifact.record import (
     AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
-    PartitionSpecRecord, TreeKind, TreeSpec)
-from jaxport.domain.artifact_diff import (
-    COMPARED_FIELDS, NOT_COMPARED, Compared, Difference, compare, info_differences, op_count_differences)
-from jaxport.domain.artifact_info import ArtifactInfo
+    PartitionSpecRecord, TreeKind, TreeSpec
+)
+from jaxport.domain.artifact.diff import (
+    COMPARED_FIELDS, NOT_COMPARED, Compared, Difference, compare, info_differences, op_count_differences
+)
+from jaxport.domain.artifact.info import ArtifactInfo
 
 INFO = ArtifactInfo(
     fun_name="f", signature="(float32[3]) -> float32[3]", platforms=("cpu",),
@@ -140,7 +142,7 @@ def test_modules_of_other_bytes_and_the_same_operations_are_said_to_differ() -> 
 
 
 def test_different_producers_are_no_difference_of_the_program_and_a_note_says_so() -> None:
-    from jaxport.domain.producer import Producer
+    from jaxport.domain.artifact.producer import Producer
 
     old = Producer("0.1.0", "0.9.2", "0.9.2", "1.14.0")
     new = Producer("0.2.0", "0.10.2", "0.10.2", "1.15.0")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxport.domain.artifact import (
+from jaxport.domain.artifact.record import (
     AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
-    PartitionSpecRecord, TreeSpec)
-from jaxport.domain.artifact_info import WIDTH, ArtifactInfo
-from jaxport.domain.signature_text import NamedTree, signature_text
+    PartitionSpecRecord, TreeSpec
+)
+from jaxport.domain.artifact.info import WIDTH, ArtifactInfo
+from jaxport.domain.artifact.signature_text import NamedTree, signature_text
 
 LEAF = AvalRecord(("8", "8"), DType.FLOAT32)
 

@@ -8,27 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxport.domain.artifact import (
-    AbstractMeshRecord,
-    AxisType,
-    NamedShardingRecord,
-    PartitionSpecRecord,
-    TreeKind,
-    TreeSpec,
+from jaxport.domain.artifact.record import (
+    AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord, TreeKind, TreeSpec
 )
-from jaxport.domain.bundle_checks import (
-    LeafSpec,
-    TensorEntry,
-    agreed_shardings,
-    check_digest,
-    check_files,
-    check_matches_weights,
-    check_size,
-    check_weights_header,
-    tree_difference,
+from jaxport.domain.bundle.checks import (
+    LeafSpec, TensorEntry, agreed_shardings, check_digest, check_files, check_matches_weights, check_size,
+    check_weights_header, tree_difference
 )
-from jaxport.domain.bundle import FORMAT_VERSION, FileDigest, FunctionEntry, Manifest, WeightRecord
-from jaxport.domain.bundle_names import check_weight_names, function_file, name_entries, weight_name
+from jaxport.domain.bundle.manifest import FORMAT_VERSION, FileDigest, FunctionEntry, Manifest, WeightRecord
+from jaxport.domain.bundle.names import check_weight_names, function_file, name_entries, weight_name
 from jaxport.domain.errors import ArtifactError, BundleError, BundleMismatchError
 
 LEAF = TreeSpec.leaf()
@@ -180,17 +168,17 @@ def test_weight_names_round_trip_and_tell_distinct_key_paths_apart(a: list[str],
     assert (weight_name(a) == weight_name(b)) == (a == b)
 
 
-@pytest.mark.parametrize("name", ["bundle", "bundle_checks"])
+@pytest.mark.parametrize("name", ["manifest", "checks"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module(f"jaxport.domain.{name}"))
+    result = doctest.testmod(importlib.import_module(f"jaxport.domain.bundle.{name}"))
     assert result.attempted > 0 and result.failed == 0
 
 
 def test_the_bundle_summary_keeps_long_key_paths_and_metadata_within_a_line() -> None:
-    from jaxport.domain.artifact_info import ArtifactInfo, BundleFunctionInfo, BundleInfo
+    from jaxport.domain.artifact.info import ArtifactInfo, BundleFunctionInfo, BundleInfo
 
     info = ArtifactInfo(
         fun_name="f", signature="(float32[3]) -> float32[3]", platforms=("cpu",), calling_convention_version=10,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain import calling_convention as cc
+from jaxport.domain.artifact import calling_convention as cc
 from jaxport.domain.errors import CallingConventionError
 
 

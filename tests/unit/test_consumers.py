@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from jaxport.domain.artifact import (
+from jaxport.domain.artifact.record import (
     AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
-    PartitionSpecRecord, TreeSpec)
-from jaxport.domain.consumers import CONSUMERS, find_consumer, verdict
+    PartitionSpecRecord, TreeSpec
+)
+from jaxport.domain.artifact.consumers import CONSUMERS, find_consumer, verdict
 from jaxport.domain.errors import UsageError
 
 

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.integrity import (
-    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, is_sealed, seal, trailer_remains, unseal)
+from jaxport.domain.artifact.integrity import (
+    FOOTER_SIZE, MAGIC, MAX_EXTENSION_BYTES, Extension, is_sealed, seal, trailer_remains, unseal
+)
 
 BODY = bytes(range(256)) * 3
 EXT = Extension(constraints=(("n >= 16", "h == 2*w"), ()))

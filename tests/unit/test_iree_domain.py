@@ -6,19 +6,20 @@ import dataclasses
 
 import pytest
 
-from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeSpec
-from jaxport.domain.bundle import FileDigest, WeightRecord
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeSpec
+from jaxport.domain.bundle.manifest import FileDigest, WeightRecord
 from jaxport.domain.errors import ArtifactError, ConversionError
-from jaxport.domain.converted import (
+from jaxport.domain.converted.manifest import (
     FORMAT_VERSION, ConvertedFunction, ConvertedManifest, Signature, Variant, WeightsTable, check_digests,
-    check_listing)
-from jaxport.domain.runtime_calls import with_weights_bound
-from jaxport.domain.target_iree import PLAN, check_parameter_names, details_of, module_file, target_of
-from jaxport.domain.target_plan import refuse
-from jaxport.domain.static_shapes import dimension_variables, platform_index, static_shapes
-from jaxport.domain.iree_target import IreeTarget, check_runs_here
-from jaxport.domain.runtime_errors import TargetMismatchError, UncompiledSizeError
-from jaxport.domain.signature_record import signature
+    check_listing
+)
+from jaxport.domain.calls.front import with_weights_bound
+from jaxport.domain.targets.iree import PLAN, check_parameter_names, details_of, module_file, target_of
+from jaxport.domain.targets.plan import refuse
+from jaxport.domain.converted.static_shapes import dimension_variables, platform_index, static_shapes
+from jaxport.domain.targets.iree import IreeTarget, check_runs_here
+from jaxport.domain.calls.errors import TargetMismatchError, UncompiledSizeError
+from jaxport.domain.calls.signature import signature
 
 LEAF = TreeSpec.leaf()
 WEIGHTS = TreeSpec.of_dict({"w": LEAF})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from jaxport.domain.errors import ConversionError
-from jaxport.domain.litert_plan import (
-    FLOAT32_TOLERANCE, INT8_WEIGHTS_TOLERANCE, check_names, check_operators, check_unlegalized, tolerance)
+from jaxport.domain.targets.litert import (
+    FLOAT32_TOLERANCE, INT8_WEIGHTS_TOLERANCE, check_names, check_operators, check_unlegalized, tolerance
+)
 
 
 def test_builtin_operators_pass_and_flex_or_custom_ones_are_refused_by_name() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.module_format import check_portable_artifact, read_producer, stablehlo_version
+from jaxport.domain.artifact.module_format import check_portable_artifact, read_producer, stablehlo_version
 
 CURRENT = b"ML\xefR\rStableHLO_v1.15.0\x00\x01\x02"
 

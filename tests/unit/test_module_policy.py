@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jaxport.domain.errors import DisallowedCustomCallError, HostCallbackError
-from jaxport.domain.module_policy import ModulePolicy, OpKind, OpSite
-from jaxport.domain.safety import DisabledSafetyCheck
+from jaxport.domain.artifact.module_policy import ModulePolicy, OpKind, OpSite
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
 
 
 def call(target: str, where: str = "loc(x.py:1)") -> OpSite:

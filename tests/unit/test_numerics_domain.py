@@ -8,14 +8,17 @@ import math
 
 import pytest
 
-from jaxport.domain.artifact import TreeSpec
-from jaxport.domain.bundle import (EXAMPLES_FILE, Example, FileDigest, FunctionEntry, Manifest, WeightRecord,
-                                   examples_from_json, examples_to_json)
-from jaxport.domain.bundle_checks import check_files
-from jaxport.domain.bundle_names import example_names
+from jaxport.domain.artifact.record import TreeSpec
+from jaxport.domain.bundle.manifest import (
+    EXAMPLES_FILE, Example, FileDigest, FunctionEntry, Manifest, WeightRecord, examples_from_json,
+    examples_to_json
+)
+from jaxport.domain.bundle.checks import check_files
+from jaxport.domain.bundle.names import example_names
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.numerics import (DEFAULT_TOLERANCES, EXACT, NumericsReport, OutputCheck, Tolerance,
-                                     check_example_fits, tolerance_for)
+from jaxport.domain.converted.numerics import (
+    DEFAULT_TOLERANCES, EXACT, NumericsReport, OutputCheck, Tolerance, check_example_fits, tolerance_for
+)
 
 LEAF = TreeSpec.leaf()
 ARGS = TreeSpec.of_tuple(TreeSpec.of_tuple(LEAF), TreeSpec.of_dict({"y": LEAF}))

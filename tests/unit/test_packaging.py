@@ -59,7 +59,7 @@ def test_the_version_is_written_once_and_pyproject_the_package_and_the_producer_
     from setuptools.config.expand import read_attr  # type: ignore[import-untyped]  # (no stubs installed)
 
     import jaxport
-    from jaxport.domain.producer import JAXPORT_VERSION
+    from jaxport.domain.artifact.producer import JAXPORT_VERSION
 
     root = Path(__file__).resolve().parents[2]
     pyproject = tomllib.loads((root / "pyproject.toml").read_text())

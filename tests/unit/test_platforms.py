@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jaxport.domain.errors import PlatformMismatchError
-from jaxport.domain.platforms import callee_platform_indices, normalize_platforms
-from jaxport.domain.safety import DisabledSafetyCheck
+from jaxport.domain.artifact.platforms import callee_platform_indices, normalize_platforms
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
 
 
 def test_platform_names_are_normalized() -> None:

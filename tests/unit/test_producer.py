@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from jaxport.domain.artifact import TreeSpec
-from jaxport.domain.bundle import FunctionEntry, Manifest
-from jaxport.domain.integrity import Extension, seal, unseal
-from jaxport.domain.producer import Producer
+from jaxport.domain.artifact.record import TreeSpec
+from jaxport.domain.bundle.manifest import FunctionEntry, Manifest
+from jaxport.domain.artifact.integrity import Extension, seal, unseal
+from jaxport.domain.artifact.producer import Producer
 
 PRODUCER = Producer(jaxport="0.1.0", jax="0.10.2", jaxlib="0.10.2", stablehlo="1.15.0")
 

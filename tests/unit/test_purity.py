@@ -52,12 +52,12 @@ def test_importing_jaxport_loads_none_of_its_modules_and_every_public_name_resol
 
 def test_the_command_line_help_loads_neither_jax_nor_what_only_some_commands_need() -> None:
     probe = ("import sys\n"
-             "from jaxport.application.cli import main\n"
+             "from jaxport.application.cli.main import main\n"
              "try:\n"
              "    main(['--help'])\n"
              "except SystemExit:\n"
              "    pass\n"
              "print(sorted(m for m in sys.modules if m in ('jax', 'jaxlib', 'numpy',"
-             " 'jaxport.domain.artifact')))")
+             " 'jaxport.domain.artifact.record')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:] + out.stderr

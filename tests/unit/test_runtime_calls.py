@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from jaxport.application.converted_model import ConvertedCall
-from jaxport.domain.converted import ConvertedFunction, Signature, Variant
-from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, TreeKind, TreeSpec
+from jaxport.application.converted.model import ConvertedCall
+from jaxport.domain.converted.manifest import ConvertedFunction, Signature, Variant
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.errors import (
     ArtifactError,
     CallError,
@@ -19,14 +19,10 @@ from jaxport.domain.errors import (
     ShapeMismatchError,
     TreeMismatchError,
 )
-from jaxport.domain.runtime import HostArray
-from jaxport.domain.runtime_errors import UncompiledSizeError
-from jaxport.domain.runtime_calls import (
-    check_call,
-    flatten_call,
-    leaf_paths,
-    unflatten_results,
-    with_weights_bound,
+from jaxport.domain.calls.host_arrays import HostArray
+from jaxport.domain.calls.errors import UncompiledSizeError
+from jaxport.domain.calls.front import (
+    check_call, flatten_call, leaf_paths, unflatten_results, with_weights_bound
 )
 from jaxport.domain.symbolic import ShapeAssertionError
 

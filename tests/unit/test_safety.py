@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain.safety import DisabledSafetyCheck, SafetyCheckKind
+from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
 
 
 def test_each_kind_has_the_wire_form_jax_uses() -> None:

@@ -6,14 +6,14 @@ import dataclasses
 
 import pytest
 
-from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, TreeSpec
-from jaxport.domain.converted import Signature
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeSpec
+from jaxport.domain.converted.manifest import Signature
 from jaxport.domain.errors import ConversionError
-from jaxport.domain.runtime_calls import with_weights_bound
-from jaxport.domain.savedmodel_names import signature_name, tf_name
-from jaxport.domain.savedmodel_plan import plan_function
-from jaxport.domain.target_plan import refuse
-from jaxport.domain.target_savedmodel import PLAN, check_host
+from jaxport.domain.calls.front import with_weights_bound
+from jaxport.domain.targets.savedmodel import signature_name, tf_name
+from jaxport.domain.targets.savedmodel import plan_function
+from jaxport.domain.targets.plan import refuse
+from jaxport.domain.targets.savedmodel import PLAN, check_host
 
 LEAF = TreeSpec.leaf()
 VERSIONS = (4, 10)

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, strategies as st
 
-from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, TreeSpec
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeSpec
 from jaxport.domain.errors import CallError, ConversionError, UsageError
-from jaxport.domain.request_batching import largest_group, padded_rows, plan_groups, row_slices
-from jaxport.domain.runtime_calls import leaf_paths, result_paths
-from jaxport.domain.serve_options import ServeOptions
-from jaxport.domain.serving import ServedSignature, batch_variable, served_signature
+from jaxport.domain.serving.batching import largest_group, padded_rows, plan_groups, row_slices
+from jaxport.domain.calls.front import leaf_paths, result_paths
+from jaxport.domain.serving.options import ServeOptions
+from jaxport.domain.serving.protocol import ServedSignature, batch_variable, served_signature
 
 LEAF = TreeSpec.leaf()
 

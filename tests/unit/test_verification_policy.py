@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain.artifact import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeSpec
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeSpec
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.safety import DisabledSafetyCheck
-from jaxport.domain.verification import (
-    TOKEN, MlirType, ModuleFacts, Verdict, check_custom_calls, check_signature,
-    expected_signature, verdict, verdict_key)
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
+from jaxport.domain.artifact.verification import (
+    TOKEN, MlirType, ModuleFacts, Verdict, check_custom_calls, check_signature, expected_signature, verdict,
+    verdict_key
+)
 
 
 def record(*, platforms: tuple[str, ...] = ("cpu",), effects: int = 0,

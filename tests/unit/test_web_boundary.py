@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain.artifact import AvalRecord, DType, TreeSpec
-from jaxport.domain.converted import Signature
-from jaxport.domain.web_boundary import check_web_signature
+from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
+from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.targets.onnx import check_web_signature
 from jaxport.errors import ConversionError
 
 LEAF = TreeSpec.leaf()

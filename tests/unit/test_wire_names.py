@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain.artifact import TreeSpec
-from jaxport.domain.dim_json import evaluate, shape_trees
-from jaxport.domain.wire_names import (
-    input_index, input_wire_names, output_wire_names, parse_wire_name, wire_name)
+from jaxport.domain.artifact.record import TreeSpec
+from jaxport.domain.symbolic.json_trees import evaluate, shape_trees
+from jaxport.domain.converted.wire_names import (
+    input_index, input_wire_names, output_wire_names, parse_wire_name, wire_name
+)
 
 TABLE: list[tuple[tuple[str | int, ...], str]] = [
     ((0,), "arg0"),

@@ -102,7 +102,7 @@ def _each_path(args: argparse.Namespace, check: Callable[[str], bool]) -> int:
 
 def check_consumers(args: argparse.Namespace) -> int:
     """Prints, per path and consumer, whether the consumer can read and run it."""
-    from ...domain.consumers import find_consumer
+    from jaxport.domain.artifact.consumers import find_consumer
     from ..consumer_check import check_consumer
 
     for spec in args.consumer:
@@ -127,8 +127,8 @@ def check_consumers(args: argparse.Namespace) -> int:
 def check_numerics(args: argparse.Namespace) -> int:
     """Prints, per directory, the table of its golden examples run again."""
     from ...domain.errors import ArtifactError
-    from ...domain.numerics import tolerance_for
-    from ..numerics import check_numerics as run_examples
+    from jaxport.domain.converted.numerics import tolerance_for
+    from jaxport.application.converted.numerics import check_numerics as run_examples
     from .common import UsageError
 
     try:
@@ -162,10 +162,10 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
     from ...domain.errors import JaxportError
 
     if os.path.isdir(path):
-        from ..bundles import load_bundle
+        from jaxport.application.bundles.api import load_bundle
 
-        from ...adapters.bundle_dir import read_function
-        from ...domain.bundle import EXAMPLES_FILE
+        from jaxport.adapters.storage.bundle_dir import read_function
+        from jaxport.domain.bundle.manifest import EXAMPLES_FILE
 
         try:
             bundle = load_bundle(path, verify=True, allowed_custom_calls=allowed)

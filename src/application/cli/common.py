@@ -14,8 +14,8 @@ from ...domain.errors import UsageError as UsageError  # the subcommands import 
 
 if TYPE_CHECKING:
     from ...domain.specs import ArraySpec
-    from ...domain.artifact import ArtifactRecord
-    from ..exported import Exported
+    from jaxport.domain.artifact.record import ArtifactRecord
+    from jaxport.application.export.exported import Exported
 
 
 def is_users_error(exc: BaseException, *, fed_to_jax: bool = False) -> bool:
@@ -114,7 +114,7 @@ def load_artifact(path: str, *, allowed_custom_calls: Sequence[str] = ()) -> Exp
     """
     blob = _read_bytes(path)
     _decode(path, blob)  # bad bytes fail here, before JAX loads
-    from ..serialization import deserialize
+    from jaxport.application.export.serialization import deserialize
 
     try:
         return deserialize(blob, verify=True, allowed_custom_calls=allowed_custom_calls)
@@ -150,7 +150,7 @@ def read_artifact_and_trailer(path: str) -> tuple[ArtifactRecord, bool]:
     Raises:
         UsageError, ArtifactError, OSError: as :func:`read_artifact`.
     """
-    from ...domain.integrity import is_sealed
+    from jaxport.domain.artifact.integrity import is_sealed
 
     blob = _read_bytes(path)
     return _decode(path, blob), is_sealed(blob)
@@ -164,7 +164,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _decode(path: str, blob: bytes) -> ArtifactRecord:
-    from ...adapters.flatbuffers_codec import decode_artifact
+    from jaxport.adapters.flatbuffers.codec import decode_artifact
 
     try:
         return decode_artifact(blob)

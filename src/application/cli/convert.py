@@ -1,6 +1,6 @@
 """``jaxport convert SOURCE --to TARGET -o DIR``: an artifact or a bundle for another runtime (any registered target).
 
-The conversion itself is :mod:`jaxport.application.convert`'s.
+The conversion itself is :mod:`jaxport.application.conversion.pipeline`'s.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_convert(args: argparse.Namespace) -> int:
     """Converts and prints one line: what was written."""
-    from ...domain.targets import TARGETS
-    from ..convert import convert
+    from jaxport.domain.targets.registry import TARGETS
+    from jaxport.application.conversion.pipeline import convert
 
     if not os.path.exists(args.source):
         raise UsageError(f"{args.source} does not exist")
@@ -85,7 +85,7 @@ def run_convert(args: argparse.Namespace) -> int:
     total = sum(d.size for d in manifest.files.values())
     weights = "" if manifest.weights is None else \
         f", {len(manifest.weights.leaves)} weights ({sum(w.nbytes for w in manifest.weights.leaves)} bytes)"
-    from ...domain.targets import target
+    from jaxport.domain.targets.registry import target
 
     plan = target(args.to).plan
     made_for = f"; {plan.describe(manifest.target_details)}" if plan.describe is not None else ""
@@ -97,7 +97,7 @@ def run_convert(args: argparse.Namespace) -> int:
 
 def _options(args: argparse.Namespace) -> object:
     """The target's options from the command line: its own flags, then ``--option NAME=VALUE``."""
-    from ...domain.targets import target
+    from jaxport.domain.targets.registry import target
 
     entry = target(args.to)
     flags = {name: getattr(args, dest) for name, dest in _FLAGS.get(args.to, {}).items()

@@ -25,7 +25,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def diff_artifacts(args: argparse.Namespace) -> int:
     """Prints one line (or three) per difference, then the note on the trailer if any."""
-    from ...domain.artifact_diff import Compared, compare
+    from jaxport.domain.artifact.diff import Compared, compare
     from .common import read_artifact_and_trailer
 
     first, second = (Compared(path, *read_artifact_and_trailer(path)) for path in (args.first, args.second))
@@ -44,9 +44,9 @@ def _op_counts(module: bytes) -> dict[str, int]:
     """
     from collections import Counter
 
-    from ...adapters import jax_internals
-    from ...adapters.mlir_module import StableHloSerializer
-    from ...domain.module_format import check_portable_artifact
+    from jaxport.adapters.jax import internals as jax_internals
+    from jaxport.adapters.mlir.module import StableHloSerializer
+    from jaxport.domain.artifact.module_format import check_portable_artifact
     from .. import wiring
 
     check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())

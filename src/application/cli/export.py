@@ -132,8 +132,8 @@ def run_export(args: argparse.Namespace) -> int:
         fun = import_function(args.target)
     import jax
 
-    from ...adapters.jax_dims import JaxDim
-    from ..export_service import export
+    from jaxport.adapters.jax.dims import JaxDim
+    from jaxport.application.export.service import export
 
     arg_specs, kwarg_specs = specs_of(args.arg, args.kwarg, args.constraint, expr_class=JaxDim)
     leading = [] if params is None else [jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)]
@@ -146,7 +146,7 @@ def run_export(args: argparse.Namespace) -> int:
 
             save(exported, args.output, vjp_order=args.vjp_order)
         else:
-            from ..bundles import save_bundle
+            from jaxport.application.bundles.api import save_bundle
 
             name = args.target.partition(":")[2].rsplit(".", 1)[-1]
             save_bundle(args.output, {name: exported}, params, vjp_order=args.vjp_order)
@@ -161,8 +161,8 @@ def read_params(path: str) -> dict[str, Any]:
         ArrayFileError: the file cannot be read.
         UsageError: a name is both a weight and a prefix of another (``a`` and ``a/b``).
     """
-    from ...adapters.array_files import read_named_arrays
-    from ...domain.bundle_names import name_entries
+    from jaxport.adapters.storage.array_files import read_named_arrays
+    from jaxport.domain.bundle.names import name_entries
 
     params: dict[str, Any] = {}
     for name, array in sorted(read_named_arrays(path).items()):

@@ -1,9 +1,18 @@
-"""``jaxport run PATH --input FILE``: call an artifact on arrays from NumPy files."""
+"""``jaxport run PATH [FUNCTION] --input FILE``: one function called on arrays from files, through the call front.
+
+The function is a :class:`~jaxport.application.converted.model.ConvertedCall`
+of any runtime (JAX for an artifact or a bundle; a converted directory's
+target, without JAX): the call is checked by jaxport's domain code before
+the runtime sees it, and raw-bytes arrays are typed here, once for every runtime.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+from .common import UsageError, check_writable, print_results
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -33,23 +42,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_artifact(args: argparse.Namespace) -> int:
     """Calls the function of an artifact, a bundle or a converted directory through the call front
-    (:class:`~jaxport.application.converted_model.ConvertedCall`) and writes or summarizes the results.
+    (:class:`~jaxport.application.converted.model.ConvertedCall`) and writes or summarizes the results.
 
     An artifact or a bundle runs on JAX (its model from
-    :func:`~jaxport.application.jax_model.jax_model`, a bundle's weights
+    :func:`~jaxport.application.converted.jax_model.jax_model`, a bundle's weights
     bound); a converted directory on its target's runtime, without JAX.
     """
     import os
 
-    from .converted import is_converted_directory
-    from .run_converted import call_converted, pick
+    from jaxport.application.converted.model import is_converted, load_converted
 
-    if is_converted_directory(args.path):
-        from ..converted_model import load_converted
+    if is_converted(args.path):
 
         return call_converted(args, pick(load_converted(args.path), args.function, args.path))
-    from ..jax_model import jax_model
-    from .common import UsageError, load_artifact
+    from jaxport.application.converted.jax_model import jax_model
+    from .common import load_artifact
 
     if not os.path.isdir(args.path):
         if args.function is not None:
@@ -57,7 +64,106 @@ def run_artifact(args: argparse.Namespace) -> int:
                              f"({args.function!r})")
         model = jax_model(load_artifact(args.path, allowed_custom_calls=args.allow_custom_call))
         return call_converted(args, pick(model, None, args.path))
-    from ..bundles import load_bundle
+    from jaxport.application.bundles.api import load_bundle
 
     model = jax_model(load_bundle(args.path, allowed_custom_calls=args.allow_custom_call))
     return call_converted(args, pick(model, args.function, f"bundle {args.path}"))
+
+
+#: The dtypes NumPy stores as raw bytes (``|V2``, ``|V1``) in .npy files.
+_RAW = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
+def pick(functions: Mapping[str, Any], name: str | None, what: str) -> Any:
+    """The function ``name`` of ``functions`` (the only one when ``name`` is None).
+
+    Raises:
+        UsageError: there is no such function, or several and none is named.
+    """
+    if name is None:
+        if len(functions) != 1:
+            raise UsageError(f"{what} has functions {', '.join(functions)}: name one")
+        name = next(iter(functions))
+    if name not in functions:
+        raise UsageError(f"{what} has no function {name!r} (it has {', '.join(sorted(functions))})")
+    return functions[name]
+
+
+def call_converted(args: argparse.Namespace, function: Any) -> int:
+    """Calls ``function`` on the arrays of ``args.input``; writes them to ``args.output`` or prints them.
+
+    The inputs are the caller's arguments (``arr_0``, ``arr_1``, ... and keyword
+    arrays by name), or every leaf in flattening order (nested arguments, as
+    for JAX); raw-bytes arrays are viewed as the dtype the function expects.
+    """
+    from jaxport.adapters.storage.array_files import read_arrays, write_arrays
+    from jaxport.adapters.storage.safetensors_file import numpy_dtype
+
+    if args.output:
+        check_writable(args.output)
+    inputs = read_arrays(args.input)
+    record = function.record
+    if not args.input:
+        _require_inputs(args.path if args.function is None else f"{args.path} {args.function}", function)
+    call_args: list[Any] = list(inputs.args)
+    if not inputs.kwargs and len(call_args) == len(record.in_avals):
+        leaves = [_typed(leaf, numpy_dtype(aval.dtype.value) if aval.dtype.value in _RAW else None)
+                  for leaf, aval in zip(call_args, record.in_avals)]
+        results = function.call_flat(leaves)
+    else:
+        results = function(*call_args, **inputs.kwargs)
+    leaves_with_paths = list(_with_paths(results, ""))
+    if args.output:
+        write_arrays(args.output, [leaf for _, leaf in leaves_with_paths])
+        return 0
+    print_results(leaves_with_paths)
+    return 0
+
+
+def _require_inputs(label: str, function: Any) -> None:
+    """Raises UsageError, saying what the function takes, when it takes arguments.
+
+    The count is the caller's: a bundle's weights are bound, not given.
+    """
+    from jaxport.domain.calls.front import leaf_paths
+
+    record = function.record
+    args_tree, kwargs_tree = record.in_tree.children
+    keywords = list(kwargs_tree.children_names)
+    count = len(args_tree.children)
+    if not count and not keywords:
+        return
+    takes = f"{count} argument{'' if count == 1 else 's'}"
+    if keywords:
+        takes += f" and keyword argument{'' if len(keywords) == 1 else 's'} {', '.join(keywords)}"
+    if function.function.signature.nr_weights:
+        takes += " besides the bundle's weights"
+    avals = record.in_avals
+    arrays = (", ".join(f"{p}: {a}" for p, a in zip(leaf_paths(record.in_tree), avals))
+              if len(avals) <= 4 else f"{len(avals)} arrays")
+    by_name = ", keyword arguments by name" if keywords else ""
+    them = "it" if count + len(keywords) == 1 else "them"
+    raise UsageError(f"{label} takes {takes} ({arrays}) but no --input was given: give {them} with "
+                     f"--input FILE.npy (one array each, repeat in order) or --input FILE.npz "
+                     f"(arr_0, arr_1, ...{by_name})")
+
+
+def _typed(leaf: Any, dtype: Any) -> Any:
+    """A raw-bytes array viewed as ``dtype`` (when the sizes agree)."""
+    if dtype is not None and leaf.dtype.kind == "V" and leaf.dtype.itemsize == dtype.itemsize:
+        return leaf.view(dtype)
+    return leaf
+
+
+def _with_paths(tree: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """The leaves of a result pytree of plain containers with JAX's key paths (``['y']``, ``[0]``)."""
+    if tree is None:
+        return
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _with_paths(value, f"{path}[{key!r}]")
+    elif isinstance(tree, (tuple, list)):
+        for i, value in enumerate(tree):
+            yield from _with_paths(value, f"{path}[{i}]")
+    else:
+        yield path, tree

@@ -1,13 +1,15 @@
 """``jaxport serve PATH``: serve a bundle or a converted directory over the Open Inference Protocol.
 
-The command over :func:`jaxport.serve` (:mod:`jaxport.application.serving`)."""
+The command over :func:`jaxport.serve` (:mod:`jaxport.application.serving.service`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from ...domain.serve_options import DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES
+from jaxport.domain.serving.options import (
+    DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES
+)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -44,7 +46,7 @@ def serve_directory(args: argparse.Namespace) -> int:
     """Serves until SIGTERM or SIGINT; 0 once drained."""
     import logging
 
-    from ..serving import serve
+    from jaxport.application.serving.service import serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     serve(args.path, host=args.host, http_port=args.http_port, grpc_port=args.grpc_port, batch=args.batch,

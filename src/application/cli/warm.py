@@ -1,7 +1,7 @@
 """``jaxport warm PATH [FUNCTION] [--arg SPEC...]``: compile an artifact, or a bundle's
 functions, for this machine into JAX's persistent compilation cache.
 
-The command over :mod:`jaxport.application.warm` (the service of the same name)."""
+The command over :mod:`jaxport.application.export.warm` (the service of the same name)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def warm_artifact(args: argparse.Namespace) -> int:
     """Compiles into JAX's cache and prints its directory, one line per artifact or bundle function."""
     import os
 
-    from ..warm import cache_directory, keep_every_compilation
+    from jaxport.application.export.warm import cache_directory, keep_every_compilation
     from .common import Progress, UsageError, load_artifact, to_struct
     from .export import specs_of
 
@@ -78,7 +78,7 @@ def _bundle_targets(path: str, function: str | None, allowed: list[str],
                     has_specs: bool) -> list[tuple[str, Any, list[Any]]]:
     """``(label, Exported, arguments bound before the specs)`` for each function of the
     bundle at ``path`` to warm: ``function`` only, or all of them."""
-    from ..bundles import load_bundle
+    from jaxport.application.bundles.api import load_bundle
     from .common import UsageError, bundle_function
 
     bundle = load_bundle(path, allowed_custom_calls=allowed)

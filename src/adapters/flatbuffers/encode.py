@@ -1,0 +1,317 @@
+"""Writing an :class:`ArtifactRecord` as the bytes jax 0.10.2's ``Exported.serialize()`` writes.
+
+Byte identity with ``jax.export`` follows from doing what its writer does with
+a ``flatbuffers.Builder``, in the same order: every sub-object is built
+bottom-up before the table that refers to it, vectors of tables are built
+element by element and then prepended in reverse, fields are added in the
+order below (``nr_devices`` right after ``out_avals``), scalars equal to their
+default are left out, and the builder shares equal vtables. The root table
+carries ``serialization_version`` 3, the legacy per-input vectors that older
+readers need, and the de-duplicated ``unique_*`` tables with their index
+vectors. Each VJP table is written, with its own unique tables, between
+``module_kept_var_idx`` and the unique tables of the table that holds it.
+
+A record with legacy HLO shardings (read from an artifact before 2026-01-15)
+is written with ``Sharding.hlo_sharding_proto`` in the legacy vectors and
+empty sharding index vectors, which jax 0.10.2 reads back the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+import flatbuffers  # type: ignore[import-untyped]
+
+from jaxport.domain.artifact.record import (
+    JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, AbstractDeviceRecord, AbstractMeshRecord,
+    ArtifactRecord, AvalRecord, EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord,
+    ShardingRecord, TreeKind, TreeSpec
+)
+from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
+from . import wire as W
+
+_T = TypeVar("_T")
+
+
+class ArtifactBuilder(Protocol):
+    """The operations of ``flatbuffers.Builder`` (an untyped package) that the writer uses."""
+
+    def StartObject(self, numfields: int) -> None: ...
+    def EndObject(self) -> int: ...
+    def CreateString(self, s: str) -> int: ...
+    def CreateByteVector(self, x: bytes) -> int: ...
+    def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int: ...
+    def EndVector(self) -> int: ...
+    def PrependUOffsetTRelative(self, off: int) -> None: ...
+    def PrependUint8(self, x: int) -> None: ...
+    def PrependUint16(self, x: int) -> None: ...
+    def PrependUint32(self, x: int) -> None: ...
+    def PrependUOffsetTRelativeSlot(self, o: int, x: int, d: int) -> None: ...
+    def PrependInt8Slot(self, o: int, x: int, d: int) -> None: ...
+    def PrependUint16Slot(self, o: int, x: int, d: int) -> None: ...
+    def PrependUint32Slot(self, o: int, x: int, d: int | None) -> None: ...
+    def PrependBoolSlot(self, o: int, x: bool, d: bool) -> None: ...
+    def Finish(self, rootTable: int) -> int: ...
+    def Output(self) -> bytearray: ...
+
+
+def encode_artifact(record: ArtifactRecord) -> bytearray:
+    """Writes ``record`` in the format of ``jax.export``'s ``Exported.serialize()``.
+
+    Args:
+        record: the artifact; without a ``jax_version`` it is written as jax
+            0.10.2 writes (``serialization_version`` 3), with one as jax 0.11.2
+            and later write (generation 12: the version number and the JAX
+            version). Its VJP chain is written in full.
+
+    Returns:
+        The artifact's bytes (for a record read from jax 0.10.2's bytes, the
+        same bytes).
+    """
+    size = 1024  # room for the modules and their tables, so that the buffer rarely grows
+    vjp: ArtifactRecord | None = record
+    while vjp is not None:
+        size += len(vjp.mlir_module_serialized) + 1024
+        vjp = vjp.vjp
+    builder: ArtifactBuilder = flatbuffers.Builder(size)
+    builder.Finish(_exported(builder, record))
+    return builder.Output()
+
+
+@dataclass(slots=True)
+class _Uniques:
+    """The de-duplicated tables of one Exported, each in order of first use."""
+
+    avals: dict[AvalRecord, int] = field(default_factory=dict)
+    meshes: dict[AbstractMeshRecord, int] = field(default_factory=dict)
+    named: dict[NamedShardingRecord, int] = field(default_factory=dict)
+
+    @staticmethod
+    def of(record: ArtifactRecord) -> _Uniques:
+        uniques = _Uniques()
+        for aval in record.in_avals + record.out_avals:
+            uniques.avals.setdefault(aval, len(uniques.avals))
+        for sharding in record.in_shardings + record.out_shardings:
+            if isinstance(sharding, NamedShardingRecord):
+                uniques.meshes.setdefault(sharding.mesh, len(uniques.meshes))
+                uniques.named.setdefault(sharding, len(uniques.named))
+        return uniques
+
+    def sharding_idx(self, sharding: ShardingRecord | None) -> int:
+        """0 for unspecified, 1 + the unique index of a named sharding."""
+        return 1 + self.named[sharding] if isinstance(sharding, NamedShardingRecord) else 0
+
+
+def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
+    """The Exported table of ``rec``."""
+    E = W.Root
+    uniques = _Uniques.of(rec)
+    function_name = b.CreateString(rec.function_name)
+    in_tree = _tree(b, rec.in_tree)
+    in_avals = _tables(b, _aval, rec.in_avals)
+    out_tree = _tree(b, rec.out_tree)
+    out_avals = _tables(b, _aval, rec.out_avals)
+    in_shardings = _tables(b, lambda b, s: _sharding(b, s, uniques), rec.in_shardings)
+    out_shardings = _tables(b, lambda b, s: _sharding(b, s, uniques), rec.out_shardings)
+    ordered_effects = _tables(b, _effect, rec.ordered_effects)
+    unordered_effects = _tables(b, _effect, rec.unordered_effects)
+    disabled_checks = _tables(b, _disabled_check, rec.disabled_checks)
+    platforms = _strings(b, rec.platforms)
+    module = b.CreateByteVector(rec.mlir_module_serialized)
+    kept_var_idx = _uints(b, rec.module_kept_var_idx, 2)
+    vjp = _exported(b, rec.vjp) if rec.vjp is not None else None
+    unique_avals = _tables(b, _aval, uniques.avals)
+    unique_meshes = _tables(b, _mesh, uniques.meshes)
+    unique_named = _tables(b, lambda b, s: _named_sharding(b, s, uniques), uniques.named)
+    in_avals_idxs = _uints(b, [uniques.avals[a] for a in rec.in_avals], 4)
+    out_avals_idxs = _uints(b, [uniques.avals[a] for a in rec.out_avals], 4)
+    in_shardings_idxs = _uints(b, _sharding_idxs(rec.in_shardings, uniques), 4)
+    out_shardings_idxs = _uints(b, _sharding_idxs(rec.out_shardings, uniques), 4)
+    # Generation 12 (jax 0.11.2 and later) writes its version number and the JAX version last.
+    jax_version = b.CreateString(rec.jax_version) if rec.jax_version is not None else None
+
+    b.StartObject(E.NUM_SLOTS if jax_version is not None else E.NUM_SLOTS_11)
+    b.PrependUint16Slot(E.SERIALIZATION_VERSION, WRITTEN_SERIALIZATION_VERSION if jax_version is None
+                        else max(rec.serialization_version, JAX_VERSION_GENERATION), 0)
+    b.PrependUOffsetTRelativeSlot(E.FUNCTION_NAME, function_name, 0)
+    b.PrependUOffsetTRelativeSlot(E.IN_TREE, in_tree, 0)
+    b.PrependUOffsetTRelativeSlot(E.IN_AVALS, in_avals, 0)
+    b.PrependUOffsetTRelativeSlot(E.OUT_TREE, out_tree, 0)
+    b.PrependUOffsetTRelativeSlot(E.OUT_AVALS, out_avals, 0)
+    b.PrependUint32Slot(E.NR_DEVICES, rec.nr_devices, 0)
+    b.PrependUOffsetTRelativeSlot(E.IN_SHARDINGS, in_shardings, 0)
+    b.PrependUOffsetTRelativeSlot(E.OUT_SHARDINGS, out_shardings, 0)
+    b.PrependUOffsetTRelativeSlot(E.PLATFORMS, platforms, 0)
+    b.PrependUOffsetTRelativeSlot(E.ORDERED_EFFECTS, ordered_effects, 0)
+    b.PrependUOffsetTRelativeSlot(E.UNORDERED_EFFECTS, unordered_effects, 0)
+    b.PrependUOffsetTRelativeSlot(E.DISABLED_CHECKS, disabled_checks, 0)
+    b.PrependUOffsetTRelativeSlot(E.MLIR_MODULE, module, 0)
+    b.PrependUint16Slot(E.CALLING_CONVENTION_VERSION, rec.calling_convention_version, 0)
+    b.PrependUOffsetTRelativeSlot(E.MODULE_KEPT_VAR_IDX, kept_var_idx, 0)
+    b.PrependBoolSlot(E.USES_GLOBAL_CONSTANTS, rec.uses_global_constants, False)
+    if vjp is not None:
+        b.PrependUOffsetTRelativeSlot(E.VJP, vjp, 0)
+    b.PrependUOffsetTRelativeSlot(E.UNIQUE_AVALS, unique_avals, 0)
+    b.PrependUOffsetTRelativeSlot(E.UNIQUE_ABSTRACT_MESHES, unique_meshes, 0)
+    b.PrependUOffsetTRelativeSlot(E.UNIQUE_NAMED_SHARDINGS, unique_named, 0)
+    b.PrependUOffsetTRelativeSlot(E.IN_AVALS_IDXS, in_avals_idxs, 0)
+    b.PrependUOffsetTRelativeSlot(E.OUT_AVALS_IDXS, out_avals_idxs, 0)
+    b.PrependUOffsetTRelativeSlot(E.IN_SHARDINGS_IDXS, in_shardings_idxs, 0)
+    b.PrependUOffsetTRelativeSlot(E.OUT_SHARDINGS_IDXS, out_shardings_idxs, 0)
+    if jax_version is not None:
+        b.PrependUOffsetTRelativeSlot(E.JAX_VERSION, jax_version, 0)
+    return b.EndObject()
+
+
+def _sharding_idxs(shardings: Sequence[ShardingRecord | None], uniques: _Uniques) -> list[int]:
+    if any(isinstance(s, HloShardingRecord) for s in shardings):
+        return []  # readers then take the legacy vector, which holds the protos
+    return [uniques.sharding_idx(s) for s in shardings]
+
+
+def _tables(b: ArtifactBuilder, write_one: Callable[[ArtifactBuilder, _T], int],
+            items: Iterable[_T]) -> int:
+    """A vector of tables: the tables first, then their offsets."""
+    return _offsets(b, [write_one(b, item) for item in items])
+
+
+def _strings(b: ArtifactBuilder, items: Sequence[str]) -> int:
+    return _offsets(b, [b.CreateString(s) for s in items])
+
+
+def _offsets(b: ArtifactBuilder, offsets: Sequence[int]) -> int:
+    """A vector of offsets, prepended in reverse order."""
+    b.StartVector(4, len(offsets), 4)
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def _uints(b: ArtifactBuilder, values: Sequence[int], width: int) -> int:
+    """A vector of ``uint8`` (width 1), ``uint16`` (2) or ``uint32`` (4), laid out
+    as jax.export's ``CreateNumpyVector`` (or its ``PrependByte`` loop) lays it out."""
+    prepend = {1: b.PrependUint8, 2: b.PrependUint16, 4: b.PrependUint32}[width]
+    b.StartVector(width, len(values), width)
+    for value in reversed(values):
+        prepend(value)
+    return b.EndVector()
+
+
+def _tree(b: ArtifactBuilder, tree: TreeSpec) -> int:
+    S = W.Tree
+    children = _tables(b, _tree, tree.children) if tree.children else 0
+    names = _strings(b, tree.children_names) if tree.kind is TreeKind.DICT else 0
+    custom_name = custom_auxdata = 0
+    if tree.custom_name is not None:
+        custom_name = b.CreateString(tree.custom_name)
+        custom_auxdata = b.CreateByteVector(tree.custom_auxdata)
+    b.StartObject(S.NUM_SLOTS)
+    b.PrependInt8Slot(S.KIND, W.TREE_KIND_CODES[tree.kind], 0)
+    b.PrependUOffsetTRelativeSlot(S.CHILDREN, children, 0)
+    b.PrependUOffsetTRelativeSlot(S.CHILDREN_NAMES, names, 0)
+    b.PrependUOffsetTRelativeSlot(S.CUSTOM_NAME, custom_name, 0)
+    b.PrependUOffsetTRelativeSlot(S.CUSTOM_AUXDATA, custom_auxdata, 0)
+    return b.EndObject()
+
+
+def _aval(b: ArtifactBuilder, aval: AvalRecord) -> int:
+    S = W.Aval
+    shape = _strings(b, aval.shape)
+    b.StartObject(S.NUM_SLOTS)
+    b.PrependInt8Slot(S.KIND, W.AVAL_KIND_SHAPED_ARRAY, 0)
+    b.PrependUOffsetTRelativeSlot(S.SHAPE, shape, 0)
+    b.PrependInt8Slot(S.DTYPE, W.DTYPE_CODES[aval.dtype], 0)
+    b.PrependInt8Slot(S.MEMORY_SPACE, W.MEMORY_SPACE_CODES[aval.memory_space], 0)
+    return b.EndObject()
+
+
+def _device(b: ArtifactBuilder, device: AbstractDeviceRecord) -> int:
+    S = W.AbstractDevice
+    device_kind = b.CreateString(device.device_kind)
+    platform = b.CreateString(device.platform)
+    b.StartObject(S.NUM_SLOTS)
+    b.PrependUOffsetTRelativeSlot(S.DEVICE_KIND, device_kind, 0)
+    if device.num_cores is not None:
+        b.PrependUint32Slot(S.NUM_CORES, device.num_cores, None)
+    b.PrependUOffsetTRelativeSlot(S.PLATFORM, platform, 0)
+    return b.EndObject()
+
+
+def _mesh(b: ArtifactBuilder, mesh: AbstractMeshRecord) -> int:
+    S = W.AbstractMesh
+    sizes = _uints(b, mesh.axis_sizes, 4)
+    names = _strings(b, mesh.axis_names)
+    types = _uints(b, [W.AXIS_TYPE_CODES[t] for t in mesh.axis_types], 1)
+    device = _device(b, mesh.abstract_device) if mesh.abstract_device is not None else 0
+    b.StartObject(S.NUM_SLOTS)
+    b.PrependUOffsetTRelativeSlot(S.AXIS_SIZES, sizes, 0)
+    b.PrependUOffsetTRelativeSlot(S.AXIS_NAMES, names, 0)
+    b.PrependUOffsetTRelativeSlot(S.AXIS_TYPES, types, 0)
+    b.PrependUOffsetTRelativeSlot(S.ABSTRACT_DEVICE, device, 0)
+    return b.EndObject()
+
+
+def _one_axis(b: ArtifactBuilder, axes: tuple[str, ...]) -> int:
+    names = _strings(b, axes)
+    b.StartObject(W.PartitionSpecOneAxis.NUM_SLOTS)
+    b.PrependUOffsetTRelativeSlot(W.PartitionSpecOneAxis.AXES, names, 0)
+    return b.EndObject()
+
+
+def _partition_spec(b: ArtifactBuilder, spec: PartitionSpecRecord) -> int:
+    S = W.PartitionSpec
+    partitions = _tables(b, _one_axis, spec.partitions)
+    reduced = _strings(b, spec.reduced)
+    unreduced = _strings(b, spec.unreduced)
+    b.StartObject(S.NUM_SLOTS)
+    b.PrependUOffsetTRelativeSlot(S.PARTITIONS, partitions, 0)
+    b.PrependUOffsetTRelativeSlot(S.REDUCED, reduced, 0)
+    b.PrependUOffsetTRelativeSlot(S.UNREDUCED, unreduced, 0)
+    return b.EndObject()
+
+
+def _named_sharding(b: ArtifactBuilder, sharding: NamedShardingRecord, uniques: _Uniques) -> int:
+    S = W.NamedSharding
+    mesh = _mesh(b, sharding.mesh)  # still written in full, for readers before 2026-04-04
+    spec = _partition_spec(b, sharding.spec)
+    memory_kind = b.CreateString(sharding.memory_kind) if sharding.memory_kind is not None else 0
+    b.StartObject(S.NUM_SLOTS)
+    b.PrependUOffsetTRelativeSlot(S.MESH, mesh, 0)
+    b.PrependUOffsetTRelativeSlot(S.SPEC, spec, 0)
+    b.PrependUOffsetTRelativeSlot(S.MEMORY_KIND, memory_kind, 0)
+    b.PrependUint32Slot(S.ABSTRACT_MESH_IDX, uniques.meshes[sharding.mesh], 0)
+    return b.EndObject()
+
+
+def _sharding(b: ArtifactBuilder, sharding: ShardingRecord | None, uniques: _Uniques) -> int:
+    S = W.Sharding
+    named = proto = 0
+    if isinstance(sharding, NamedShardingRecord):
+        named = _named_sharding(b, sharding, uniques)
+    elif isinstance(sharding, HloShardingRecord):
+        proto = b.CreateByteVector(sharding.proto)
+    b.StartObject(S.NUM_SLOTS)
+    if proto:
+        b.PrependInt8Slot(S.KIND, S.KIND_HLO_SHARDING, 0)
+    b.PrependUOffsetTRelativeSlot(S.HLO_SHARDING_PROTO, proto, 0)
+    b.PrependUOffsetTRelativeSlot(S.NAMED_SHARDING, named, 0)
+    return b.EndObject()
+
+
+def _effect(b: ArtifactBuilder, effect: EffectRecord) -> int:
+    type_name = b.CreateString(effect.type_name)
+    b.StartObject(W.Effect.NUM_SLOTS)
+    b.PrependUOffsetTRelativeSlot(W.Effect.TYPE_NAME, type_name, 0)
+    return b.EndObject()
+
+
+def _disabled_check(b: ArtifactBuilder, check: DisabledSafetyCheck) -> int:
+    S = W.DisabledCheck
+    target = b.CreateString(check.target) if check.target is not None else 0
+    b.StartObject(S.NUM_SLOTS)
+    b.PrependInt8Slot(S.KIND, W.SAFETY_CHECK_CODES[check.kind], 0)
+    if check.kind is SafetyCheckKind.CUSTOM_CALL:
+        b.PrependUOffsetTRelativeSlot(S.CUSTOM_CALL_TARGET, target, 0)
+    return b.EndObject()

@@ -1,0 +1,160 @@
+"""IREE's runtime behind the runtime port: compiled ``.vmfb`` modules called on NumPy arrays.
+
+The only module that imports ``iree.runtime`` (the ``iree-base-runtime``
+package of the ``jaxport[iree]`` extra); it needs neither JAX nor IREE's
+compiler. Each compiled module gets its own context on first use, with the
+weights' parameters: IREE reads them from the weights file's memory, mapped
+once for every module, and keeps them on the device (host memory, for the
+CPU) for the context's life, so a call passes only the caller's arrays.
+The bytes given here have been checked against the directory's digests;
+IREE reads exactly those bytes, not the files again.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+import threading
+from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxport.domain.converted.manifest import ConvertedManifest, Variant
+from jaxport.domain.errors import ArtifactCallError, MissingExtraError
+from jaxport.domain.calls.errors import TargetMismatchError
+from jaxport.domain.targets.iree import PARAMETER_SCOPE, target_of
+
+try:
+    import iree.runtime as rt
+except ImportError as exc:  # the extra is not installed
+    raise MissingExtraError("IREE's runtime (iree-base-runtime)", "iree", exc) from exc
+
+#: IREE's CPU drivers: ``local-task`` runs each call's work on a pool of threads (one per core);
+#: ``local-sync`` runs it on the calling thread, without the pool's hand-offs.
+DRIVERS = ("local-task", "local-sync")
+
+
+def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> IreeRuntime:
+    """The runtime of an IREE directory whose files were checked (the registry's runtime loader).
+
+    Options: ``driver``, one of :data:`DRIVERS`.
+
+    Raises:
+        ValueError: an unknown option or driver.
+    """
+    from jaxport.adapters.storage.safetensors_file import SafetensorsFile
+
+    unknown = sorted(set(options) - {"driver"})
+    if unknown:
+        raise ValueError(f"IREE's runtime takes the option 'driver' only, not {unknown}")
+    driver = str(options.get("driver", DRIVERS[0]))
+    if driver not in DRIVERS:
+        raise ValueError(f"driver={driver!r} is not one of IREE's CPU drivers {DRIVERS}")
+    modules = {v.file: Path(root, v.file).read_bytes()
+               for f in manifest.functions for v in f.variants}
+    weights = None
+    if manifest.weights is not None and manifest.weights.file:
+        weights = SafetensorsFile(Path(root, manifest.weights.file)).buffer  # checked by the loader
+    return IreeRuntime(manifest, modules, weights, root, driver)
+
+
+def host_facts() -> dict[str, Any]:
+    """This machine's architecture and CPU features, for the IREE plan's host check."""
+    return {"arch": host_arch(), "cpu_features": host_cpu_features()}
+
+
+class IreeRuntime:
+    """Runs the variants of one converted directory (a :class:`~jaxport.domain.targets.ports.TargetRuntime`).
+
+    Args:
+        manifest: the directory's manifest.
+        modules: each compiled module's file name -> its bytes (checked).
+        weights: the weights file's bytes (checked; a memory map), or None
+            when no function reads weights.
+        where: the directory, for messages.
+        driver: one of :data:`DRIVERS`.
+    """
+
+    name = "iree"
+
+    def __init__(self, manifest: ConvertedManifest, modules: Mapping[str, bytes],
+                 weights: Any | None, where: str, driver: str = DRIVERS[0]) -> None:
+        self._manifest = manifest
+        self._modules = dict(modules)
+        self._where = where
+        self._config = rt.Config(driver)
+        self._parameters: Any = None
+        if weights is not None:
+            index = rt.ParameterIndex()
+            index.load_from_file_handle(rt.FileHandle.wrap_memory(weights), "safetensors")
+            self._parameters = rt.create_io_parameters_module(
+                self._config.vm_instance, index.create_provider(scope=PARAMETER_SCOPE))
+        self._loaded: dict[str, Callable[..., Any]] = {}
+        self._lock = threading.Lock()
+
+    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[Any]:
+        """The results of ``variant`` of ``function``, as NumPy arrays.
+
+        Raises:
+            TargetMismatchError: IREE finds the module incompatible with this machine.
+            ArtifactCallError: IREE failed to run it (the message keeps IREE's).
+        """
+        call = self._function(function, variant.file)
+        try:
+            results = call(*[np.asarray(a, order="C") for a in args])
+        except Exception as exc:  # IREE's status, as RuntimeError, ValueError, IndexError...
+            raise ArtifactCallError(function, exc) from exc
+        if results is None:
+            return []
+        results = results if isinstance(results, tuple) else (results,)
+        return [np.asarray(r.to_host()) for r in results]
+
+    def _function(self, name: str, file: str) -> Callable[..., Any]:
+        with self._lock:
+            loaded = self._loaded.get(file)
+            if loaded is None:
+                loaded = self._load(name, file)
+                self._loaded[file] = loaded
+            return loaded
+
+    def _load(self, name: str, file: str) -> Callable[..., Any]:
+        """``main`` of the module in ``file``, in a new context (its parameters read there)."""
+        instance = self._config.vm_instance
+        module = rt.VmModule.copy_buffer(instance, self._modules[file])
+        extra = [] if self._parameters is None else [self._parameters]
+        try:
+            context = rt.SystemContext(vm_modules=[*extra, module], config=self._config)
+        except RuntimeError as exc:
+            if "INCOMPATIBLE" in str(exc):
+                raise TargetMismatchError(f"{self._where}/{file}", str(target_of(self._manifest.target_details)),
+                                          host_arch()) from exc
+            raise ArtifactCallError(name, exc) from exc
+        main: Callable[..., Any] = context.modules[module.name]["main"]
+        return main
+
+
+def host_arch() -> str:
+    """This machine's architecture, as Python names it (``"x86_64"``, ``"arm64"``)."""
+    return platform.machine()
+
+
+@functools.cache
+def host_cpu_features() -> dict[str, bool]:
+    """The CPU features that IREE's ``iree-cpuinfo`` reports for this machine (empty if it cannot)."""
+    from iree import _runtime_libs  # where iree-base-runtime keeps its native tools
+
+    tool = os.path.join(list(_runtime_libs.__path__)[0], "iree-cpuinfo")
+    try:
+        done = subprocess.run([tool], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    features: dict[str, bool] = {}
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1] in ("0", "1"):
+            features[parts[0]] = parts[1] == "1"
+    return features

@@ -1,0 +1,42 @@
+"""The versions of the software in this process, as a :class:`Producer` record."""
+
+from __future__ import annotations
+
+import jax
+from jaxlib import version as jaxlib_version
+
+from jaxport.domain.artifact.record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION
+from jaxport.domain.artifact.producer import JAXPORT_VERSION, Producer
+from jaxport.adapters.mlir.bindings import export_target_version
+
+
+def written_format() -> tuple[int, str | None]:
+    """The ``(serialization_version, jax_version)`` that ``jax.export`` here writes.
+
+    JAX 0.11.2 (format generation 12) writes its generation and its own version;
+    older releases write 3 and no version.
+    """
+    if _release(jax.__version__) >= (0, 11, 2):
+        return JAX_VERSION_GENERATION, jax.__version__
+    return WRITTEN_SERIALIZATION_VERSION, None
+
+
+def hlo_shardings_from_named() -> bool:
+    """Whether ``jax.export`` here gives ``in_shardings_hlo``/``out_shardings_hlo`` for named shardings.
+
+    JAX 0.11.2 stopped using them ("Not used anymore starting 3/17/2026"): its
+    exports and the artifacts it reads hold NamedShardings only
+    (``_in_named_shardings``) and leave both all None; older releases give each
+    named sharding's ``HloSharding``.
+    """
+    return _release(jax.__version__) < (0, 11, 2)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
+
+
+def this_producer() -> Producer:
+    """jaxport's, JAX's and jaxlib's versions here, and the StableHLO version jaxport targets."""
+    return Producer(jaxport=JAXPORT_VERSION, jax=jax.__version__, jaxlib=jaxlib_version.__version__,
+                    stablehlo=export_target_version())

@@ -1,0 +1,164 @@
+"""The LiteRT target's converter: each function to ``.tflite`` models, every refusal before anything is written.
+
+Per function, each variant is built in memory: the StableHLO module with
+the weights as constants (:mod:`.litert_module`, JAX's MLIR), converted to
+a ``.tflite`` flatbuffer (:mod:`.litert_convert`, litert-converter),
+optionally quantized, its operators checked (no Flex, no custom operator:
+:func:`jaxport.domain.targets.litert.check_operators`) and opened once in
+LiteRT's interpreter (a builtin without a kernel is refused there). Without
+bindings a symbolic function becomes one model whose symbolic dimensions
+stay dynamic; with them, one model per binding, each checked against the
+function's constraints. Files are written only once every function of the
+job has converted (:func:`convert`, the target's
+:class:`~jaxport.domain.targets.ports.Converter`), each model holding its
+own copy of the weights.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.converted.manifest import Variant
+from jaxport.domain.errors import ConversionError
+from jaxport.domain.converted.static_shapes import (
+    StaticShapes, dimension_variables, platform_index, static_shapes
+)
+from jaxport.domain.targets.litert import (
+    INT8_WEIGHTS, RUNTIME_NAME, check_names, check_operators, check_quantize
+)
+from jaxport.domain.targets.litert import PLAN, LiteRtOptions, details_of, model_file
+from jaxport.domain.targets.plan import refuse
+from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
+from .tflite_file import FlatbufferInfo, read_flatbuffer
+
+
+@dataclass(frozen=True)
+class LiteRtVariant:
+    """One converted model of a function.
+
+    Attributes:
+        dims: the binding of the dimension variables it was converted for, sorted
+            by name; empty for a static function or a dynamic model.
+        dynamic: the dimension variables the model keeps dynamic (``-1`` in its
+            shape signatures); empty for static shapes.
+        model: the ``.tflite`` flatbuffer (it holds its own copy of the weights).
+        info: its operators, signature and constant bytes.
+    """
+
+    dims: tuple[tuple[str, int], ...]
+    dynamic: tuple[str, ...]
+    model: bytes
+    info: FlatbufferInfo
+
+
+def convert(job: ConversionJob, staging: str) -> ConvertedParts:
+    """Writes one ``.tflite`` model per function and variant of ``job`` under ``staging``.
+
+    Raises:
+        ConversionError: what LiteRT cannot run, named (nothing is written then).
+        MissingExtraError: litert-converter, ai-edge-litert or ai-edge-quantizer is missing.
+    """
+    options = job.options if isinstance(job.options, LiteRtOptions) else LiteRtOptions()
+    weights = _weights(job)
+    converted: dict[str, list[LiteRtVariant]] = {}
+    for f in job.functions:
+        ins, outs = f.signature.input_names, f.signature.output_names
+        bound = weights[:f.signature.nr_weights]
+        converted[f.name] = convert_function(f.name, f.record, weights=bound, input_names=ins, output_names=outs,
+                                             bindings=[dict(b) for b in f.bindings] or None, quantize=options.quantize)
+    variants: dict[str, tuple[Variant, ...]] = {}
+    models: dict[str, tuple[int, Sequence[str]]] = {}
+    for name, found in converted.items():
+        files = []
+        for v in found:
+            file = model_file(name, dict(v.dims))
+            with open(os.path.join(staging, file), "wb") as stream:
+                stream.write(v.model)
+            files.append(Variant(file, v.dims))
+            models[file] = (v.info.constant_bytes, v.dynamic)
+        variants[name] = tuple(files)
+    from .stablehlo_to_tflite import converter_version
+
+    return ConvertedParts(details_of(converter_version(), options.quantize, models), variants)
+
+
+def _weights(job: ConversionJob) -> list[np.ndarray]:
+    """The weights' values in flattening order (PRNG keys as their key data), memory-mapped."""
+    if job.weights is None or not job.weights_path:
+        return []
+    from jaxport.adapters.storage.safetensors_file import SafetensorsFile
+
+    stored = SafetensorsFile(job.weights_path)
+    return [stored.array(w.name, w.data_dtype) for w in job.weights.leaves]
+
+
+def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.ndarray] = (),
+                     input_names: Sequence[str], output_names: Sequence[str],
+                     bindings: Sequence[Mapping[str, int]] | None = None,
+                     quantize: str | None = None) -> list[LiteRtVariant]:
+    """The LiteRT models of one function: one dynamic (or static) model, or one per binding.
+
+    Args:
+        name: the function's name: each model's signature key.
+        record: its artifact record (its module verified by the caller).
+        weights: the values of its first flat inputs (a bundle's weights, in
+            flattening order; PRNG keys as their key data), folded into each model.
+        input_names: the wire name of each of the caller's flat inputs (the weights' excluded).
+        output_names: the wire name of each flat result.
+        bindings: the sizes to convert a symbolic function for
+            (``[{"b": 1}, {"b": 8}]``); None to keep its dimensions dynamic.
+        quantize: None (float32) or ``"int8-weights"``.
+
+    Raises:
+        ConversionError: what LiteRT cannot run, named (see :mod:`jaxport.domain.targets.litert`);
+            a binding that violates the function's constraints.
+        ValueError: an unknown ``quantize``, or names that do not fit the function.
+        MissingExtraError: litert-converter, ai-edge-litert or ai-edge-quantizer is missing.
+    """
+    check_quantize(quantize)
+    nr_weights = len(weights)
+    check_names(name, "input", input_names, len(record.in_avals) - nr_weights)
+    check_names(name, "output", output_names, len(record.out_avals))
+    refuse(PLAN, name, record, nr_weights=nr_weights, custom_calls=())
+    variables = dimension_variables(record)
+    plans: list[StaticShapes | None]
+    if variables and not bindings:
+        plans = [None]
+    else:
+        plans = list(static_shapes(name, record, bindings, nr_weights=nr_weights, runtime=RUNTIME_NAME))
+    return [_variant(name, record, weights, plan, variables, input_names, output_names, quantize)
+            for plan in plans]
+
+
+def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], plan: StaticShapes | None,
+             variables: Sequence[str], input_names: Sequence[str], output_names: Sequence[str],
+             quantize: str | None) -> LiteRtVariant:
+    from . import stablehlo_to_tflite as litert_convert
+    from .module import converter_module
+
+    portable, calls = converter_module(name, record, weights, plan, platform_index(record))
+    refuse(PLAN, name, record, nr_weights=len(weights), custom_calls=[target for target, _ in calls])
+    dynamic = tuple(variables) if plan is None else ()
+    model = litert_convert.to_tflite(name, portable, input_names, output_names, symbolic=dynamic)
+    if quantize == INT8_WEIGHTS:
+        model = litert_convert.quantize_int8_weights(name, model)
+    info = read_flatbuffer(model)
+    check_operators(name, info.operators)
+    _check_loads(name, model)
+    return LiteRtVariant(plan.dims if plan is not None else (), dynamic, model, info)
+
+
+def _check_loads(name: str, model: bytes) -> None:
+    """Refuses a model that LiteRT's interpreter cannot prepare (a builtin without a kernel, for one)."""
+    from .runtime import LiteRtLoadError, LiteRtModel
+
+    try:
+        LiteRtModel(model, xnnpack=False)
+    except LiteRtLoadError as exc:
+        raise ConversionError(RUNTIME_NAME, name, f"LiteRT's interpreter cannot run the converted model: "
+                                                  f"{exc}") from None

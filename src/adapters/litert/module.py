@@ -1,0 +1,184 @@
+"""The StableHLO module that LiteRT's converter gets: the caller's inputs only, the weights as constants.
+
+LiteRT's converter fuses a ``dot_general`` into its FULLY_CONNECTED kernel
+only when the weights are constants (weights passed as arguments stay
+runtime inputs, with BATCH_MATMUL), so a new ``main`` takes the caller's
+flat inputs only and passes the artifact's ``main`` each weight as a
+``stablehlo.constant`` (and the CPU branch's platform index, for a
+multi-platform module): each model then holds its own copy of the weights.
+For static shapes the new ``main`` takes static types and JAX's shape
+refinement propagates them (as :mod:`.jax_specialize` does for IREE); with
+dynamic shapes the symbolic dimensions are left as ``?``. A ``main`` that
+takes dimension values as leading ``tensor<i32> {jax.global_constant = "b"}``
+arguments (as JAX 0.11 and later write it) gets each as a constant of the
+binding (static) or from ``stablehlo.get_dimension_size`` of an input that
+has the variable alone as a dimension (dynamic). JAX's ``shape_assertion`` custom calls are erased (jaxport checks
+every call in front of the runtime). The result is a StableHLO portable
+artifact at a version the converter reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jax.extend import mlir as jex_mlir
+from jax.extend.mlir import ir, passmanager
+from jax.extend.mlir.dialects import func as func_dialect
+from jax.extend.mlir.dialects import stablehlo as hlo
+from jax.interpreters import mlir
+
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
+from jaxport.domain.errors import ConversionError
+from jaxport.domain.converted.static_shapes import StaticShapes
+from jaxport.domain.targets.litert import ERASED_CUSTOM_CALLS, RUNTIME_NAME
+from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
+from jaxport.domain.calls.front import record_shapes
+from jaxport.domain.symbolic import DimExpr
+from jaxport.adapters.jax import internals as jax_internals
+from jaxport.adapters.jax.records import jax_dtype
+from jaxport.adapters.mlir.specialize import _drop_single_device_shardings
+from jaxport.adapters.mlir.module import StableHloSerializer
+
+_CALLEE = "jaxport_litert_callee"
+_DIM_ATTR = "jax.global_constant"
+_PLATFORM_INDEX = "_platform_index"
+
+
+def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray],
+                     shapes: StaticShapes | None, platform_index: int | None) -> tuple[bytes, list[tuple[str, str]]]:
+    """The portable artifact for LiteRT's converter, and each custom call's target and text.
+
+    Args:
+        name: the function's name, for messages.
+        record: the function (its module, avals, kept inputs, platforms).
+        weights: the values of its first flat inputs (a bundle's weights, PRNG
+            keys as their key data), folded in as constants.
+        shapes: the static shapes to specialize for; None to keep the symbolic
+            dimensions dynamic.
+        platform_index: the CPU branch's index in a multi-platform ``main``; None
+            for a single-platform module.
+
+    Raises:
+        ConversionError: JAX's refinement refused the binding, or a dimension
+            value that ``main`` takes cannot be read from any input's shape.
+    """
+    context = mlir.make_ir_context()
+    callee = StableHloSerializer.deserialize(record.mlir_module_serialized, context)
+    with context, ir.Location.unknown():
+        callee_type = ir.FunctionType(ir.TypeAttr(
+            ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)
+        leading = _leading_arguments(callee)
+        module = ir.Module.create()
+        callee_name = mlir.merge_mlir_modules(module, _CALLEE, callee)
+        nr_weights = len(weights)
+        in_types = _caller_types(record, shapes, nr_weights)
+        out_types = list(callee_type.results) if shapes is None else _static_types(record.out_avals, shapes.out_shapes)
+        main: Any = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
+        main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+        module.body.append(main)
+        block = main.add_entry_block()
+        with ir.InsertionPoint(block):
+            operands: list[Any] = []
+            if platform_index is not None and _PLATFORM_INDEX not in leading:
+                operands.append(mlir.ir_constant(np.int32(platform_index)))
+            for variable in leading:
+                if variable == _PLATFORM_INDEX:
+                    operands.append(mlir.ir_constant(np.int32(platform_index or 0)))
+                elif shapes is None:
+                    operands.append(_dimension_value(name, record, variable, block.arguments, nr_weights))
+                else:
+                    operands.append(mlir.ir_constant(np.int32(dict(shapes.dims)[variable])))
+            for i in record.module_kept_var_idx:
+                operands.append(_constant(weights[i]) if i < nr_weights else block.arguments[i - nr_weights])
+            operands = [_convert(v, t) for v, t in zip(operands, callee_type.inputs, strict=True)]
+            call = func_dialect.CallOp(list(callee_type.results), ir.FlatSymbolRefAttr.get(callee_name), operands)
+            func_dialect.ReturnOp([_convert(r, t) for r, t in zip(call.results, out_types)])
+        if shapes is not None:
+            try:
+                module = jax_internals.refine_polymorphic_shapes(module)
+            except ValueError as exc:
+                raise ConversionError(RUNTIME_NAME, name, f"JAX's shape refinement refused it for "
+                                                          f"{dict(shapes.dims)}: {exc}") from exc
+    with module.context, ir.Location.unknown():
+        calls = _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
+        passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
+        _drop_single_device_shardings(module)
+        portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
+                                                              jax_internals.backend_serializes_with_sdy()))
+    return portable, calls
+
+
+def _caller_types(record: ArtifactRecord, shapes: StaticShapes | None, nr_weights: int) -> list[ir.Type]:
+    """The tensor types of the caller's flat inputs: static for ``shapes``, else ``?`` for each symbolic dimension."""
+    avals = record.in_avals[nr_weights:]
+    if shapes is not None:
+        return _static_types(avals, shapes.in_shapes[nr_weights:])
+    dynamic = ir.ShapedType.get_dynamic_size()
+    sizes = [[dynamic if isinstance(d, DimExpr) else int(d) for d in s]
+             for s in record_shapes(record.in_avals, record.constraints)[nr_weights:]]
+    return [ir.RankedTensorType.get(size, _element_type(aval)) for size, aval in zip(sizes, avals, strict=True)]
+
+
+def _static_types(avals: Sequence[AvalRecord], shapes: Sequence[tuple[int, ...]]) -> list[ir.Type]:
+    return [ir.RankedTensorType.get(shape, _element_type(aval)) for shape, aval in zip(shapes, avals, strict=True)]
+
+
+def _element_type(aval: AvalRecord) -> ir.Type:
+    return mlir.dtype_to_ir_type(np.dtype(jax_dtype(aval.dtype)))
+
+
+def _leading_arguments(callee: ir.Module) -> list[str]:
+    """The names of ``main``'s leading ``jax.global_constant`` arguments, in order: the platform index
+    (``_platform_index``) of a multi-platform module, and each dimension variable that JAX 0.11
+    and later pass as a value."""
+    main = ir.SymbolTable(callee.operation)["main"]
+    if "arg_attrs" not in main.attributes:
+        return []
+    names = []
+    for attrs in ir.ArrayAttr(main.attributes["arg_attrs"]):
+        entries = ir.DictAttr(attrs)
+        if _DIM_ATTR not in entries:
+            break
+        names.append(ir.StringAttr(entries[_DIM_ATTR]).value)
+    return names
+
+
+def _dimension_value(name: str, record: ArtifactRecord, variable: str, arguments: Any, nr_weights: int) -> Any:
+    """``variable``'s value as a ``tensor<i32>``, read from the first caller's input that has it as a dimension."""
+    shapes = record_shapes(record.in_avals, record.constraints)
+    for i, shape in enumerate(shapes[nr_weights:]):
+        for axis, d in enumerate(shape):
+            if isinstance(d, DimExpr) and str(d) == variable:
+                return hlo.get_dimension_size(arguments[i], axis)
+    raise ConversionError(RUNTIME_NAME, name, f"its module takes the dimension variable {variable} as a value, "
+                                              "and no input has it alone as a dimension to read it from: give "
+                                              "the sizes to convert for (dims)")
+
+
+def _constant(value: np.ndarray) -> Any:
+    return mlir.ir_constant(np.ascontiguousarray(value))
+
+
+def _convert(value: Any, to_type: ir.Type) -> Any:
+    return value if value.type == to_type else hlo.convert(to_type, value)
+
+
+def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> list[tuple[str, str]]:
+    """Erases the custom calls to ``targets``; returns every custom call's target and text, in order."""
+    found: list[tuple[str, str]] = []
+    erase: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "stablehlo.custom_call":
+            target = ir.StringAttr(op.attributes["call_target_name"]).value
+            found.append((target, f"{op} at {op.location}"))
+            if target in targets:
+                erase.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in erase:
+        op.erase()
+    return found

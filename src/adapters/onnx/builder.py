@@ -1,0 +1,250 @@
+"""The small builder that the ONNX translations of StableHLO operations write through.
+
+A translation (see :mod:`.onnx_ops`) receives a :class:`GraphBuilder`, the
+MLIR operation and the ONNX names of its operands, and returns the ONNX
+names of its results. The builder only appends: nodes, constant
+initializers, fresh names; it holds no state a translation could depend on
+besides what it was given. Types are read from the MLIR values here, so
+that translations speak NumPy dtypes and shapes (``None`` for a dimension
+known only at run time).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+import onnx
+from jaxlib.mlir import ir
+from onnx import TensorProto, helper, numpy_helper
+
+from jaxport.domain.errors import UnsupportedOperationError
+
+#: The name of this target in messages.
+TARGET = "ONNX"
+
+#: float16 and bfloat16 are computed in float32 inside the graph (ONNX Runtime's CPU provider has
+#: kernels for neither but casts), rounded where the module converts to them and at the outputs.
+_FLOATS = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64}
+#: The ONNX types a float16 or bfloat16 value is stored in (weights, outputs, rounding casts).
+NARROW_FLOATS = {"f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
+_ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorProto.INT8,
+               np.dtype(np.int16): TensorProto.INT16, np.dtype(np.int32): TensorProto.INT32,
+               np.dtype(np.int64): TensorProto.INT64, np.dtype(np.uint8): TensorProto.UINT8,
+               np.dtype(np.uint16): TensorProto.UINT16, np.dtype(np.uint32): TensorProto.UINT32,
+               np.dtype(np.uint64): TensorProto.UINT64, np.dtype(np.float16): TensorProto.FLOAT16,
+               np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE}
+
+Shape = tuple[int | None, ...]
+_POSITION = re.compile(r'"([^"]+)":(\d+):(\d+)')
+
+
+def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
+    """The NumPy dtype of an MLIR element type, or None for one ONNX Runtime has no NumPy type for."""
+    text = str(element)
+    if text in _FLOATS:
+        return np.dtype(_FLOATS[text])
+    if isinstance(element, ir.IntegerType):
+        integer = ir.IntegerType(element)
+        if integer.width == 1:
+            return np.dtype(np.bool_)
+        if integer.width in (8, 16, 32, 64):
+            return np.dtype(f"{'u' if integer.is_unsigned else ''}int{integer.width}")
+    return None
+
+
+def narrow_float(value: Any) -> int | None:
+    """The ONNX storage type of a float16 or bfloat16 tensor value (computed in float32 here), else None."""
+    return NARROW_FLOATS.get(str(ir.RankedTensorType(value.type).element_type))
+
+
+def bfloat16_values(attr: Any) -> np.ndarray:
+    """The elements of a bfloat16 dense attribute as float32, flat (NumPy's buffer protocol has no bfloat16).
+
+    MLIR prints them as a hex blob of little-endian bits, or as numbers
+    (hex bits for NaN and the infinities).
+
+    Raises:
+        ValueError: a form not read here.
+    """
+    body = str(attr)
+    blob = re.match(r'dense<"0x([0-9A-Fa-f]*)">', body)
+    if blob:
+        bits = np.frombuffer(bytes.fromhex(blob.group(1)), dtype="<u2")
+    else:
+        inner = re.match(r"dense<(.*)>\s*:", body, re.S)
+        if inner is None:
+            raise ValueError(f"unread bfloat16 constant {body[:80]}")
+        tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", inner.group(1))
+        bits = np.array([int(t, 16) if t.startswith("0x") else _bfloat16_bits(float(t)) for t in tokens],
+                        dtype=np.uint16)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _bfloat16_bits(value: float) -> int:
+    """The bits of ``value`` rounded to bfloat16 (to nearest, ties to even)."""
+    word = int(np.array(value, np.float32).view(np.uint32))
+    return ((word + 0x7FFF + ((word >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def round_to(b: GraphBuilder, name: str, storage: int) -> str:
+    """A float32 ``name`` rounded to float16 or bfloat16 (``storage``) and back, as a conversion rounds."""
+    return b.one("Cast", [b.one("Cast", [name], to=storage)], to=TensorProto.FLOAT)
+
+
+def onnx_type(dtype: np.dtype[Any]) -> int:
+    """The ``TensorProto`` element type of a NumPy dtype."""
+    return _ONNX_TYPES[np.dtype(dtype)]
+
+
+def short_location(location: Any) -> str:
+    """A source location as a reader finds it: the operation's name and the first file position.
+
+    >>> short_location('loc("jit(f)/gather"(callsite("f"("m.py":5:8 to :37) at "<module>")))')
+    'jit(f)/gather at m.py:5:8'
+    """
+    text = str(location)
+    name = re.search(r'loc\("([^"]*)"', text)
+    place = _POSITION.search(text)
+    parts = [name.group(1)] if name else []
+    if place:
+        parts.append(f"{place.group(1)}:{place.group(2)}:{place.group(3)}")
+    return " at ".join(parts) if parts else text
+
+
+class GraphBuilder:
+    """Nodes and constants of one ONNX graph, written by the translations in order.
+
+    Args:
+        function: the exported function's name, for messages.
+        reserved: the names of the graph's inputs, weights and outputs (no value made here takes one).
+    """
+
+    def __init__(self, function: str, reserved: Collection[str] = ()) -> None:
+        self.function = function
+        self._reserved = set(reserved)
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self._count = [0]
+        self._int64_constants: dict[tuple[int, ...], str] = {}
+        self._made: dict[tuple[Any, ...], list[str]] = {}
+        #: The values of the constants made so far, by name (what a translation may fold on).
+        self.known: dict[str, np.ndarray] = {}
+        #: The operation being translated, and the calls it is inlined through, for :meth:`refuse`.
+        self.current: ir.Operation | None = None
+        self.call_sites: list[Any] = []
+        #: Set by the walker: translates an MLIR block into a builder (arguments' names -> results' names).
+        self.run_block: Callable[[GraphBuilder, Any, Sequence[str]], list[str]] | None = None
+
+    def child(self) -> GraphBuilder:
+        """A builder for a subgraph (a Loop's body, an If's branch): its own nodes, the rest shared.
+
+        Names stay unique across the model, constants are the outer graph's
+        initializers (a subgraph reads outer names).
+        """
+        sub = GraphBuilder(self.function, self._reserved)
+        sub._count, sub._int64_constants, sub.initializers = self._count, self._int64_constants, self.initializers
+        sub.call_sites, sub.run_block = self.call_sites, self.run_block
+        return sub
+
+    def fresh(self, hint: str) -> str:
+        """A new value name."""
+        self._count[0] += 1
+        name = f"{hint}_{self._count[0]}"
+        return name if name not in self._reserved else self.fresh(hint)
+
+    def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> list[str]:
+        """Appends one standard-domain node; returns the names of its outputs.
+
+        A node equal to one made before (same operator, inputs and
+        attributes) is not made again: its outputs are returned. Every
+        operator written here is a function of its inputs, and a symbolic
+        module recomputes the same shapes before each operation.
+        """
+        key = (op_type, tuple(inputs), outputs, tuple(sorted((k, repr(v)) for k, v in attrs.items())))
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = [self.fresh(op_type.lower()) for _ in range(outputs)]
+            self.nodes.append(helper.make_node(op_type, list(inputs), made, **attrs))
+        return made
+
+    def one(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
+        """:meth:`node` with one output, returned as a name."""
+        return self.node(op_type, inputs, **attrs)[0]
+
+    def constant(self, array: np.ndarray, hint: str = "const") -> str:
+        """A constant of the module, kept in the graph as an initializer."""
+        name = self.fresh(hint)
+        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        self.known[name] = np.asarray(array)
+        return name
+
+    def int64s(self, values: Sequence[int]) -> str:
+        """A 1-D int64 constant (shapes, axes, starts), one initializer per distinct value."""
+        key = tuple(int(v) for v in values)
+        if key not in self._int64_constants:
+            self._int64_constants[key] = self.constant(np.array(key, dtype=np.int64), "ints")
+        return self._int64_constants[key]
+
+    def scalar(self, value: Any, dtype: np.dtype[Any]) -> str:
+        """A 0-D constant of ``dtype``."""
+        return self.constant(np.array(value, dtype=dtype), "scalar")
+
+    def cast(self, name: str, dtype: np.dtype[Any]) -> str:
+        """``name`` cast to ``dtype``."""
+        return self.one("Cast", [name], to=onnx_type(dtype))
+
+    def as_int64(self, name: str, value: Any) -> str:
+        """A shape or index operand as int64 (ONNX's shape and index type)."""
+        return self.as_int64_name(name, tensor_dtype(value))
+
+    def as_int64_name(self, name: str, dtype: np.dtype[Any]) -> str:
+        """``name``, of ``dtype``, as int64."""
+        return name if dtype == np.dtype(np.int64) else self.cast(name, np.dtype(np.int64))
+
+    def refuse(self, detail: str = "") -> NoReturn:
+        """Raises the typed error naming the current operation, the function and the location."""
+        op = self.current
+        if op is None:
+            raise UnsupportedOperationError(TARGET, self.function, "(none)", "(unknown)", detail)
+        raise UnsupportedOperationError(TARGET, self.function, operation_name(op), self._where(op), detail)
+
+    def _where(self, op: Any) -> str:
+        """The operation's location; where it has no source position, the nearest call's that has one."""
+        where = short_location(op.location)
+        if not _POSITION.search(str(op.location)):
+            for site in reversed(self.call_sites):
+                if _POSITION.search(str(site.location)):
+                    return f"{where} (called at {short_location(site.location)})"
+        return where
+
+
+def operation_name(op: ir.Operation | ir.OpView) -> str:
+    """An operation's name, with a custom call's target."""
+    name = str(op.operation.name)  # not op.name: a composite's is its composite name
+    if name == "stablehlo.custom_call":
+        return f"{name} @{ir.StringAttr(op.attributes['call_target_name']).value}"
+    if name == "stablehlo.composite":
+        return f"{name} \"{ir.StringAttr(op.attributes['name']).value}\""
+    return name
+
+
+def tensor_shape(value: Any) -> Shape:
+    """The shape of a ranked tensor value, None for a dynamic dimension."""
+    ranked = ir.RankedTensorType(value.type)
+    return tuple(None if ranked.is_dynamic_dim(i) else int(d) for i, d in enumerate(ranked.shape))
+
+
+def tensor_dtype(value: Any) -> np.dtype[Any]:
+    """The NumPy dtype of a tensor value (callers refuse first what :func:`element_dtype` cannot name)."""
+    dtype = element_dtype(ir.RankedTensorType(value.type).element_type)
+    if dtype is None:
+        raise TypeError(f"no NumPy dtype for {value.type}")
+    return dtype
+
+
+def int_list(attr: Any) -> list[int]:
+    """The integers of a dense array or dense elements attribute."""
+    return [int(x) for x in attr]

@@ -1,0 +1,86 @@
+"""The ONNX target's converter: one ``FUNCTION.onnx`` per function, the weights file kept as it is.
+
+With ``web``, the directory also gets ``jaxport.mjs`` (:mod:`.web_module`),
+listed in the manifest like every other file. Every model reads its weights as ONNX external data at their offsets in the
+directory's ``params.safetensors`` (a copy of the source's, byte for byte:
+not a hard link, which ``onnx.checker`` refuses as a possible hard-link
+attack); nothing derived from a weight is written. Inputs and outputs carry
+the converted directory's wire names; a weight's initializer is named
+``weights:KEY`` (``:`` never occurs in a wire name). Each model is checked
+with ``onnx.checker`` at full strength where it is written, its external
+data in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+from jaxport.domain.bundle.manifest import WEIGHTS_FILE
+from jaxport.domain.converted.manifest import Variant
+from jaxport.domain.errors import MissingExtraError
+from jaxport.domain.artifact.producer import JAXPORT_VERSION
+from jaxport.domain.targets.onnx import OnnxOptions, details_of
+from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
+from jaxport.domain.targets.onnx import check_web_signature
+
+try:
+    import onnx
+except ImportError as exc:  # the extra is not installed
+    raise MissingExtraError("The ONNX converter (onnx)", "onnx", exc) from exc
+
+from .check import check_file
+from .translate import external_tensors, translate
+from jaxport.adapters.storage.safetensors_file import SafetensorsFile
+from jaxport.adapters.web.module import copy_module
+
+
+def convert(job: ConversionJob, staging: str) -> ConvertedParts:
+    """Writes each function of ``job`` as ONNX under ``staging`` (see the module's docstring).
+
+    Raises:
+        UnsupportedOperationError: an operation without exact translation (named, with its location).
+        ConversionError: a signature ONNX cannot carry, or a model ONNX's checker refuses.
+        MissingExtraError: the ``onnx`` package is not installed.
+    """
+    options: OnnxOptions = job.options
+    if options.web:
+        for function in job.functions:
+            check_web_signature(function.signature)
+    takes_weights = job.weights is not None and any(f.signature.nr_weights for f in job.functions)
+    header = bytes(SafetensorsFile(job.weights_path).header) if takes_weights else b""
+    variants: dict[str, tuple[Variant, ...]] = {}
+    dim_params: dict[str, list[str]] = {}
+    for function in job.functions:
+        model = _translate(function, job, header, options)
+        file = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', function.name)}.onnx"
+        path = Path(staging) / file
+        onnx.save(model, str(path))
+        variants[function.name] = (Variant(file),)
+        dim_params[function.name] = list(dict.fromkeys(
+            d.dim_param for v in (*model.graph.input, *model.graph.output)
+            for d in v.type.tensor_type.shape.dim if d.dim_param))
+    if takes_weights:
+        shutil.copyfile(job.weights_path, Path(staging, WEIGHTS_FILE))
+    for function in job.functions:  # the weights in place: the checker reads the external data
+        check_file(Path(staging, variants[function.name][0].file), function.name)
+    if options.web:
+        copy_module(staging)
+    return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params),
+                          variants, WEIGHTS_FILE if takes_weights else "")
+
+
+def _translate(function: FunctionJob, job: ConversionJob, header: bytes, options: OnnxOptions) -> onnx.ModelProto:
+    count = function.signature.nr_weights
+    leaves = job.weights.leaves[:count] if job.weights is not None and count else ()
+    weights = external_tensors(header, [w.name for w in leaves], WEIGHTS_FILE) if leaves else []
+    metadata = {"jaxport.function": function.name,
+                "jaxport.module_sha256": hashlib.sha256(function.record.mlir_module_serialized).hexdigest()}
+    if job.weights is not None and leaves:
+        metadata["jaxport.weights_header_sha256"] = job.weights.header_sha256
+    return translate(function.record,
+                     input_names=[*(f"weights:{w.name}" for w in leaves), *function.signature.input_names],
+                     output_names=list(function.signature.output_names), weights=weights, metadata=metadata,
+                     producer_version=JAXPORT_VERSION, opset=options.opset, ir_version=options.ir_version)

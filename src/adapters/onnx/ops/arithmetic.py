@@ -1,0 +1,307 @@
+"""ONNX translations of the elementwise operations with XLA's edge semantics.
+
+Where ONNX has no operator or ONNX Runtime computes something else at the
+edges, the translation spells out what XLA computes:
+
+- integer ``divide`` by zero gives -1 (the unsigned maximum), ``INT_MIN / -1``
+  gives ``INT_MIN``; integer ``remainder`` by zero gives the dividend (ONNX
+  Runtime fails or traps on both);
+- ``convert`` from float to integer truncates, saturates at the type's
+  bounds and maps NaN to 0;
+- ``compare`` with ``TOTALORDER`` orders ``-0 < +0`` and NaN above
+  everything; ONNX cannot read a NaN's sign, so it is translated only where
+  its operands went through JAX's canonicalization for sorting (NaNs made
+  positive), and refused elsewhere;
+- ``log_plus_one``, ``exponential_minus_one`` keep their accuracy near 0
+  (Goldberg's and Kahan's formulations), ``atan2`` follows C's special cases
+  (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
+  from zero, ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
+  ``clamp`` of booleans and narrow integers compute in a type ONNX Runtime
+  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do).
+
+Integer operations ONNX Runtime's CPU provider has no kernel for (8- and
+16-bit types) compute in int32 and cast back (wrapping as XLA does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
+from .common import Translation, splat_value, wide_dtype
+
+_BOOL = np.dtype(np.bool_)
+
+
+def _widened(b: GraphBuilder, args: Sequence[str], dtype: np.dtype[Any]) -> tuple[list[str], np.dtype[Any]]:
+    wide = wide_dtype(dtype)  # booleans: int32
+    return ([b.cast(a, wide) for a in args] if wide != dtype else list(args)), wide
+
+
+def _back(b: GraphBuilder, name: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
+    return name if wide == dtype else b.cast(name, dtype)
+
+
+def _known_safe(b: GraphBuilder, divisor: str) -> bool:
+    """Whether ``divisor`` is a constant without 0 and -1 (shape arithmetic's): a plain ``Div`` is exact."""
+    known = b.known.get(divisor)
+    return known is not None and not bool(np.any(known == 0)) and not bool(np.any(known == -1))
+
+
+def _safe_divisor(b: GraphBuilder, x: str, y: str, wide: np.dtype[Any]) -> tuple[str, str]:
+    """The divisor with 0 and -1 replaced by 1 (where ONNX Runtime fails or traps), and where y is 0."""
+    zero = b.one("Equal", [y, b.scalar(0, wide)])
+    unsafe = zero if wide.kind == "u" else b.one("Or", [zero, b.one("Equal", [y, b.scalar(-1, wide)])])
+    return b.one("Where", [unsafe, b.scalar(1, wide), y]), zero
+
+
+def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    if dtype.kind == "f" or (dtype.itemsize >= 4 and _known_safe(b, args[1])):
+        return [b.one("Div", args)]
+    (x, y), wide = _widened(b, args, dtype)
+    safe, zero = _safe_divisor(b, x, y, wide)
+    quotient = b.one("Div", [x, safe])
+    if dtype.kind == "i":  # x / -1 is -x, INT_MIN / -1 wraps to INT_MIN as in XLA
+        negated = b.one("Sub", [b.scalar(0, wide), x])
+        quotient = b.one("Where", [b.one("Equal", [y, b.scalar(-1, wide)]), negated, quotient])
+    all_ones = -1 if dtype.kind == "i" else np.iinfo(dtype).max
+    return [_back(b, b.one("Where", [zero, b.scalar(all_ones, wide), quotient]), wide, dtype)]
+
+
+def _remainder(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    if dtype.kind == "f":
+        return [b.one("Mod", args, fmod=1)]  # C's fmod: the sign of the dividend, as StableHLO's
+    (x, y), wide = _widened(b, args, dtype)
+    safe, zero = _safe_divisor(b, x, y, wide)
+    # x - trunc(x / y) * y in integers (ONNX Runtime's integer fmod goes through double precision)
+    remainder = b.one("Sub", [x, b.one("Mul", [b.one("Div", [x, safe]), safe])])
+    return [_back(b, b.one("Where", [zero, x, remainder]), wide, dtype)]
+
+
+def _power(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    if dtype.kind != "f":
+        b.refuse("integer power (XLA wraps on overflow, gives 0 for negative exponents) has no exact ONNX form")
+    (x, y), wide = _widened(b, args, dtype)
+    return [_back(b, b.one("Pow", [x, y]), wide, dtype)]
+
+
+def _float_unary(b: GraphBuilder, op: Any, args: Sequence[str]) -> tuple[str, np.dtype[Any], np.dtype[Any]]:
+    dtype = tensor_dtype(op.results[0])
+    if dtype.kind != "f":
+        b.refuse("defined for floating-point operands only")
+    (x,), wide = _widened(b, args, dtype)
+    return x, wide, dtype
+
+
+def _log_plus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    x, wide, dtype = _float_unary(b, op, args)
+    u = b.one("Add", [x, b.scalar(1, wide)])
+    one = b.one("Equal", [u, b.scalar(1, wide)])
+    inf = b.one("IsInf", [u])
+    scaled = b.one("Div", [b.one("Mul", [b.one("Log", [u]), x]), b.one("Sub", [u, b.scalar(1, wide)])])
+    result = b.one("Where", [one, x, b.one("Where", [inf, u, scaled])])
+    return [_back(b, result, wide, dtype)]
+
+
+def _exponential_minus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    x, wide, dtype = _float_unary(b, op, args)
+    u = b.one("Exp", [x])
+    um1 = b.one("Sub", [u, b.scalar(1, wide)])
+    one = b.one("Equal", [u, b.scalar(1, wide)])
+    scaled = b.one("Div", [b.one("Mul", [um1, x]), b.one("Log", [u])])
+    edge = b.one("Or", [b.one("IsInf", [u]), b.one("Equal", [um1, b.scalar(-1, wide)])])
+    result = b.one("Where", [one, x, b.one("Where", [edge, um1, scaled])])
+    return [_back(b, result, wide, dtype)]
+
+
+def _negative(b: GraphBuilder, x: str, wide: np.dtype[Any]) -> str:
+    """Whether the sign bit of ``x`` is set, for every value but NaN (``-0`` included)."""
+    zero = b.scalar(0, wide)
+    return b.one("Or", [b.one("Less", [x, zero]), b.one("And", [b.one("Equal", [x, zero]), b.one(
+        "Less", [b.one("Reciprocal", [x]), zero])])])
+
+
+def _atan2(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    if dtype.kind != "f":
+        b.refuse("defined for floating-point operands only")
+    (y, x), wide = _widened(b, args, dtype)
+    pi = b.scalar(np.pi, wide)
+    x_neg, y_neg = _negative(b, x, wide), _negative(b, y, wide)
+    zero = b.scalar(0, wide)
+    base = b.one("Atan", [b.one("Div", [y, x])])
+    turned = b.one("Add", [base, b.one("Where", [y_neg, b.one("Neg", [pi]), pi])])
+    general = b.one("Where", [x_neg, turned, base])
+    y_sign = b.one("Where", [y_neg, b.scalar(-1, wide), b.scalar(1, wide)])
+    zeros = b.one("Mul", [b.one("Where", [x_neg, pi, zero]), y_sign])
+    both_zero = b.one("And", [b.one("Equal", [x, zero]), b.one("Equal", [y, zero])])
+    infinities = b.one("Mul", [b.one("Where", [x_neg, b.scalar(3 * np.pi / 4, wide), b.scalar(np.pi / 4, wide)]),
+                               y_sign])
+    both_inf = b.one("And", [b.one("IsInf", [x]), b.one("IsInf", [y])])
+    result = b.one("Where", [both_zero, zeros, b.one("Where", [both_inf, infinities, general])])
+    return [_back(b, result, wide, dtype)]
+
+
+def _cbrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    x, wide, dtype = _float_unary(b, op, args)
+    root = b.one("Pow", [b.one("Abs", [x]), b.scalar(1 / 3, wide)])
+    return [_back(b, b.one("Where", [_negative(b, x, wide), b.one("Neg", [root]), root]), wide, dtype)]
+
+
+def _round_afz(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    x, wide, dtype = _float_unary(b, op, args)
+    sign = b.one("Sign", [x])
+    truncated = b.one("Mul", [sign, b.one("Floor", [b.one("Abs", [x])])])
+    fraction = b.one("Abs", [b.one("Sub", [x, truncated])])
+    half = b.one("GreaterOrEqual", [fraction, b.scalar(0.5, wide)])
+    return [_back(b, b.one("Where", [half, b.one("Add", [truncated, sign]), truncated]), wide, dtype)]
+
+
+def _round_even(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    x, wide, dtype = _float_unary(b, op, args)
+    return [_back(b, b.one("Round", [x]), wide, dtype)]
+
+
+def _sign(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    (x,), wide = _widened(b, args, dtype)
+    sign = b.one("Sign", [x])
+    if dtype.kind == "f":  # NaN stays NaN, -0 stays -0
+        keep = b.one("Or", [b.one("IsNaN", [x]), b.one("Equal", [x, b.scalar(0, wide)])])
+        sign = b.one("Where", [keep, x, sign])
+    return [_back(b, sign, wide, dtype)]
+
+
+def _clamp(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    (low, x, high), wide = _widened(b, args, dtype)
+    # ONNX Runtime's Max and Min propagate NaN, as XLA's do (the corpus tests it)
+    return [_back(b, b.one("Min", [b.one("Max", [x, low]), high]), wide, dtype)]
+
+
+def _min_max(op_type: str) -> Translation:
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        dtype = tensor_dtype(op.results[0])
+        if dtype == _BOOL:
+            return [b.one("Or" if op_type == "Max" else "And", args)]
+        (x, y), wide = _widened(b, args, dtype)  # ONNX Runtime's Max and Min propagate NaN, as XLA's
+        return [_back(b, b.one(op_type, [x, y]), wide, dtype)]
+    return translate
+
+
+def _reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    exponent = ir.IntegerAttr(op.attributes["exponent_bits"]).value
+    mantissa = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
+    element = str(ir.RankedTensorType(op.operands[0].type).element_type)
+    own = {"f32": (8, 23), "f64": (11, 52), "f16": (5, 10), "bf16": (8, 7)}.get(element)
+    if own is not None and (exponent, mantissa) == own:
+        return [args[0]]
+    if element in ("f32", "f16", "bf16") and (exponent, mantissa) in ((8, 7), (5, 10)):
+        return [round_to(b, args[0], NARROW_FLOATS["bf16" if exponent == 8 else "f16"])]
+    b.refuse(f"reduce_precision to {exponent} exponent and {mantissa} mantissa bits other than a float16, "
+             f"bfloat16 or the operand's own")
+
+
+_ORDERED = {"LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual"}
+
+
+def _compare(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    direction = stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
+    kind = (stablehlo.ComparisonTypeAttr(op.attributes["compare_type"]).value
+            if "compare_type" in op.attributes else "")
+    dtype = tensor_dtype(op.operands[0])
+    (x, y), wide = _widened(b, args, dtype)
+    if kind == "TOTALORDER" and dtype.kind == "f":
+        if not all(_canonical_nan(v) for v in op.operands):
+            b.refuse("a total-order comparison of NaNs whose sign ONNX cannot read (only JAX's sort "
+                     "comparator, whose NaNs are made positive first, is translated)")
+        return [_total_order(b, direction, x, y, wide)]
+    if direction == "EQ":
+        return [b.one("Equal", [x, y])]
+    if direction == "NE":
+        return [b.one("Not", [b.one("Equal", [x, y])])]
+    return [b.one(_ORDERED[direction], [x, y])]
+
+
+def _canonical_nan(value: Any) -> bool:
+    """Whether ``value`` is ``select(isnan(v), NaN, w)``: JAX's canonicalization of NaNs for sorting."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.select":
+        return False
+    nan = splat_value(owner.operands[1])
+    return nan is not None and isinstance(nan, float) and np.isnan(nan) and not np.signbit(nan)
+
+
+def _total_order(b: GraphBuilder, direction: str, x: str, y: str, wide: np.dtype[Any]) -> str:
+    def less(p: str, q: str) -> str:
+        p_nan, q_nan = b.one("IsNaN", [p]), b.one("IsNaN", [q])
+        zeros = b.one("And", [b.one("And", [b.one("Equal", [p, b.scalar(0, wide)]),
+                                            b.one("Equal", [q, b.scalar(0, wide)])]),
+                              b.one("And", [_negative(b, p, wide), b.one("Not", [_negative(b, q, wide)])])])
+        return b.one("Or", [b.one("Or", [b.one("Less", [p, q]), zeros]),
+                            b.one("And", [b.one("Not", [p_nan]), q_nan])])
+
+    def equal() -> str:
+        same_sign = b.one("Equal", [_negative(b, x, wide), _negative(b, y, wide)])
+        return b.one("Or", [b.one("And", [b.one("Equal", [x, y]), same_sign]),
+                            b.one("And", [b.one("IsNaN", [x]), b.one("IsNaN", [y])])])
+
+    if direction == "LT":
+        return less(x, y)
+    if direction == "GT":
+        return less(y, x)
+    if direction == "LE":
+        return b.one("Or", [less(x, y), equal()])
+    if direction == "GE":
+        return b.one("Or", [less(y, x), equal()])
+    return equal() if direction == "EQ" else b.one("Not", [equal()])
+
+
+def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    source, target = tensor_dtype(op.operands[0]), tensor_dtype(op.results[0])
+    narrow = narrow_float(op.results[0])
+    if narrow is not None and narrow != narrow_float(op.operands[0]):  # float16/bfloat16: float32 inside
+        return [round_to(b, args[0] if source == target else b.cast(args[0], target), narrow)]
+    if source == target:
+        return [args[0]]
+    if source.kind != "f" or target.kind not in "iu":
+        return [b.cast(args[0], target)]
+    x, wide = args[0], source
+    info = np.iinfo(target)
+    high = b.scalar(2.0 ** (target.itemsize * 8 - (target.kind == "i")), wide)
+    low = b.scalar(float(info.min), wide)
+    inside = b.one("And", [b.one("Less", [x, high]), b.one("Greater", [x, low])])
+    safe = b.one("Where", [b.one("And", [inside, b.one("Not", [b.one("IsNaN", [x])])]), x, b.scalar(0, wide)])
+    cast_to = target if target.itemsize >= 4 else np.dtype(np.int32)
+    value = b.cast(safe, cast_to)
+    value = b.one("Where", [b.one("GreaterOrEqual", [x, high]), b.scalar(info.max, cast_to),
+                            b.one("Where", [b.one("LessOrEqual", [x, low]), b.scalar(info.min, cast_to), value])])
+    return [value if cast_to == target else b.cast(value, target)]
+
+
+TABLE: dict[str, Translation] = {
+    "stablehlo.divide": _divide,
+    "stablehlo.remainder": _remainder,
+    "stablehlo.power": _power,
+    "stablehlo.log_plus_one": _log_plus_one,
+    "stablehlo.exponential_minus_one": _exponential_minus_one,
+    "stablehlo.atan2": _atan2,
+    "stablehlo.cbrt": _cbrt,
+    "stablehlo.round_nearest_afz": _round_afz,
+    "stablehlo.round_nearest_even": _round_even,
+    "stablehlo.sign": _sign,
+    "stablehlo.clamp": _clamp,
+    "stablehlo.maximum": _min_max("Max"),
+    "stablehlo.minimum": _min_max("Min"),
+    "stablehlo.reduce_precision": _reduce_precision,
+    "stablehlo.compare": _compare,
+    "stablehlo.convert": _convert,
+}

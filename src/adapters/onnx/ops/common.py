@@ -1,0 +1,109 @@
+"""What the ONNX translation families share: the ``Translation`` type, compute dtypes, constants, reducer bodies.
+
+A translation takes the graph builder, the StableHLO operation and the ONNX
+names of its operands, and returns the ONNX names of its results. The
+helpers read what several families ask of an operation: the dtype ONNX
+Runtime's CPU kernels compute a dtype in, the value of a splat constant,
+the ONNX operator a two-argument reducer body (``reduce``,
+``reduce_window``, ``scatter``, ``select_and_scatter``) applies, and
+whether an init value is that operator's identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype
+
+Translation = Callable[[GraphBuilder, Any, Sequence[str]], list[str]]
+
+#: Dtypes ONNX Runtime's CPU kernels (``Pad``, ``Slice`` arithmetic, ``Max``, ...) do not all take:
+#: computed in a wider one.
+_WIDER = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32, np.dtype(np.uint8): np.int32,
+          np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64, np.dtype(np.bool_): np.int32,
+          np.dtype(np.float16): np.float32}
+
+
+def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The dtype ONNX Runtime's CPU kernels compute ``dtype`` in here (itself, or one holding it exactly)."""
+    return np.dtype(_WIDER.get(np.dtype(dtype), dtype))
+
+
+#: Where's types in the CPU kernels of both ONNX Runtime and onnxruntime-web (WebAssembly, which lacks
+#: int8, int16, uint16, uint32, uint64 and bool); the others select in a wider type that holds them exactly
+#: (uint64 in int64: a cast between integers of one width keeps the bits, as the shifts rely on too).
+_WHERE_TYPES = {np.dtype(t) for t in (np.uint8, np.int32, np.int64, np.float32, np.float64)}
+_WHERE_WIDER = {np.dtype(np.bool_): np.uint8, np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32,
+                np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64, np.dtype(np.uint64): np.int64,
+                np.dtype(np.float16): np.float32}
+
+
+def where_selects(dtype: np.dtype[Any]) -> bool:
+    """Whether :func:`where` can select ``dtype`` in a type both runtimes' ``Where`` takes."""
+    return np.dtype(dtype) in _WHERE_TYPES or np.dtype(dtype) in _WHERE_WIDER
+
+
+def where(b: GraphBuilder, condition: str, x: str, y: str, dtype: np.dtype[Any]) -> str:
+    """``Where(condition, x, y)`` of ``dtype`` tensors, selected in a type both runtimes' kernels take."""
+    dtype = np.dtype(dtype)
+    if dtype in _WHERE_TYPES or dtype not in _WHERE_WIDER:
+        return b.one("Where", [condition, x, y])
+    wide = np.dtype(_WHERE_WIDER[dtype])
+    return b.cast(b.one("Where", [condition, b.cast(x, wide), b.cast(y, wide)]), dtype)
+
+
+def splat_value(value: Any) -> float | int | bool | None:
+    """The value of a splat ``stablehlo.constant`` producing ``value``, else None."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.constant":
+        return None
+    attr = ir.DenseElementsAttr(owner.attributes["value"])
+    if not attr.is_splat:
+        return None
+    splat = attr.get_splat_value()
+    if isinstance(splat, ir.FloatAttr) or isinstance(getattr(splat, "type", None), ir.FloatType):
+        return float(ir.FloatAttr(splat).value)
+    number = int(ir.IntegerAttr(splat).value)
+    return bool(number) if tensor_dtype(value) == np.dtype(np.bool_) else number
+
+
+#: The reducer bodies' operations, as ONNX's elementwise operator of the same meaning.
+_REDUCERS = {"stablehlo.add": "Add", "stablehlo.maximum": "Max", "stablehlo.minimum": "Min",
+             "stablehlo.multiply": "Mul", "stablehlo.and": "And", "stablehlo.or": "Or"}
+
+
+def reducer(op: Any, region: int = 0) -> str | None:
+    """The ONNX operator of a two-argument body ``op.regions[region]`` that is one of :data:`_REDUCERS`."""
+    return block_reducer(op.regions[region].blocks[0])
+
+
+def block_reducer(block: Any) -> str | None:
+    """The ONNX operator of a two-argument block that returns one of :data:`_REDUCERS` of its arguments."""
+    body = list(block.operations)
+    if len(body) != 2 or len(block.arguments) != 2:
+        return None
+    first, ret = body
+    if list(ret.operands) != list(first.results) or set(first.operands) != set(block.arguments):
+        return None
+    return _REDUCERS.get(first.operation.name)
+
+
+_IDENTITIES: dict[str, Any] = {"Add": 0, "Mul": 1, "And": True, "Or": False}
+
+
+def is_identity(kind: str, init: Any) -> bool:
+    """Whether ``init`` is a constant leaving a ``kind`` reduction unchanged (booleans: min is and, max is or)."""
+    value = splat_value(init)
+    if value is None:
+        return False
+    if tensor_dtype(init) == np.dtype(np.bool_):
+        return bool(value) == (kind in ("Min", "And", "Mul"))
+    if kind == "Max":
+        return bool(value == -np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).min))
+    if kind == "Min":
+        return bool(value == np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).max))
+    return bool(value == _IDENTITIES[kind])

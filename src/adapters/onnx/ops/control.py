@@ -1,0 +1,104 @@
+"""ONNX translations of ``while`` (``Loop``), ``case`` and ``if`` (``If``) and ``optimization_barrier``.
+
+A region becomes an ONNX subgraph translated by the same walk (values of
+the enclosing graph are read by name, as ONNX lets a subgraph do). A
+``while`` is a ``Loop`` without trip count whose condition input is the
+condition region on the initial values, and whose body computes the body
+region and then the condition region on its results. A ``case`` is a chain
+of ``If``s on ``index == k``; an index out of range takes the last branch,
+as StableHLO says. ``optimization_barrier`` is an ``Identity`` per operand
+(ONNX Runtime has no reordering across it to prevent that matters for
+results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
+from .common import Translation
+
+
+def value_info(name: str, value: Any) -> onnx.ValueInfoProto:
+    """The ONNX type of an MLIR tensor value, dynamic dimensions left unknown."""
+    return helper.make_tensor_value_info(name, onnx_type(tensor_dtype(value)), list(tensor_shape(value)))
+
+
+def _run(b: GraphBuilder, child: GraphBuilder, block: Any, args: Sequence[str]) -> list[str]:
+    assert b.run_block is not None  # set by the walker
+    return b.run_block(child, block, args)
+
+
+def _outputs(child: GraphBuilder, results: Sequence[str], values: Sequence[Any]) -> list[onnx.ValueInfoProto]:
+    """The subgraph's outputs: each result through an ``Identity`` of its own (outer names too)."""
+    return [value_info(child.one("Identity", [r]), v) for r, v in zip(results, values)]
+
+
+def _branch(b: GraphBuilder, region: Any, values: Sequence[Any], name: str) -> onnx.GraphProto:
+    child = b.child()
+    results = _run(b, child, region.blocks[0], [])
+    outputs = _outputs(child, results, values)
+    return helper.make_graph(child.nodes, b.fresh(name), [], outputs)
+
+
+def _while(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    cond_block, body_block = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    first = _run(b, b, cond_block, args)[0]
+    child = b.child()
+    iteration, condition = child.fresh("iteration"), child.fresh("condition")
+    carried = [child.fresh("carried") for _ in args]
+    results = _run(b, child, body_block, carried)
+    again = _run(b, child, cond_block, results)[0]
+    outputs = [helper.make_tensor_value_info(child.one("Identity", [again]), TensorProto.BOOL, []),
+               *_outputs(child, results, list(op.results))]
+    inputs = [helper.make_tensor_value_info(iteration, TensorProto.INT64, []),
+              helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
+              *(value_info(n, v) for n, v in zip(carried, op.operands))]
+    body = helper.make_graph(child.nodes, b.fresh("loop_body"), inputs, outputs)
+    return b.node("Loop", ["", first, *args], len(args), body=body)
+
+
+def _if(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    results = list(op.results)
+    return b.node("If", [args[0]], len(results), then_branch=_branch(b, op.regions[0], results, "then"),
+                  else_branch=_branch(b, op.regions[1], results, "else"))
+
+
+def _case(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    results = list(op.results)
+    regions = list(op.regions)
+    index = b.as_int64(args[0], op.operands[0])
+    if len(regions) == 1:
+        child_results = _run(b, b, regions[0].blocks[0], [])
+        return [b.one("Identity", [r]) for r in child_results]
+
+    def chain(builder: GraphBuilder, k: int) -> list[str]:
+        """Branch k if index == k, else the chain from k + 1 (the last branch for every other index)."""
+        if k == len(regions) - 1:
+            return _run(b, builder, regions[k].blocks[0], [])
+        rest = builder.child()
+        rest_results = chain(rest, k + 1)
+        rest_graph = helper.make_graph(rest.nodes, b.fresh("case_else"), [], _outputs(rest, rest_results, results))
+        is_k = builder.one("Equal", [index, builder.scalar(k, np.dtype(np.int64))])
+        return builder.node("If", [is_k], len(results), then_branch=_branch(b, regions[k], results, "case"),
+                            else_branch=rest_graph)
+
+    return chain(b, 0)
+
+
+def _optimization_barrier(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [b.one("Identity", [a]) for a in args]
+
+
+TABLE: dict[str, Translation] = {
+    "stablehlo.while": _while,
+    "stablehlo.if": _if,
+    "stablehlo.case": _case,
+    "stablehlo.optimization_barrier": _optimization_barrier,
+}
+

@@ -1,0 +1,132 @@
+"""ONNX translations of the elementwise operations that map one to one, constants and iota.
+
+StableHLO's elementwise operations take operands of one shape (no implicit
+broadcasting), so each maps to the ONNX operator of the same meaning
+without broadcasting concerns. Only operations whose ONNX counterpart
+computes the same values, edges included, are here; those that need XLA's
+edge semantics spelled out (``divide``, ``compare``, ``convert``, ``sign``,
+``maximum``, ...) are in ``onnx_ops_math``, the bitwise and logical ones in
+``onnx_ops_bits``. The module also defines ``Translation``, the type of
+every table entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from onnx import TensorProto
+
+from jaxport.adapters.onnx.builder import (
+    GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
+)
+from .common import Translation, where, where_selects
+
+def _same(op_type: str) -> Translation:
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        return [b.one(op_type, args)]
+    return translate
+
+
+def _float_only(op_type: str) -> Translation:
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        if tensor_dtype(op.results[0]).kind != "f":
+            b.refuse("defined here for floating-point operands only")
+        return [b.one(op_type, args)]
+    return translate
+
+
+def _rsqrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [b.one("Reciprocal", [b.one("Sqrt", args)])]
+
+
+def _is_finite(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])]
+
+
+def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    if not where_selects(dtype):
+        b.refuse(f"ONNX Runtime has no Where for {dtype}")
+    return [where(b, args[0], args[1], args[2], dtype)]
+
+
+def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    attr = ir.DenseElementsAttr(op.attributes["value"])
+    dtype, shape = tensor_dtype(op.results[0]), tensor_shape(op.results[0])
+    if attr.is_splat:
+        value = _splat_value(attr.get_splat_value(), dtype)
+        scalar = b.scalar(value, dtype)
+        if not shape:
+            return [scalar]
+        expanded = b.one("Expand", [scalar, b.int64s([d or 0 for d in shape])])
+        b.known[expanded] = np.broadcast_to(b.known[scalar], [d or 0 for d in shape])
+        return [expanded]
+    array = bfloat16_values(attr) if narrow_float(op.results[0]) == TensorProto.BFLOAT16 else np.array(attr)
+    if array.dtype != dtype:
+        array = array.astype(dtype)
+    return [b.constant(array.reshape([d or 0 for d in shape]))]
+
+
+def _splat_value(attr: ir.Attribute, dtype: np.dtype[Any]) -> Any:
+    if dtype.kind == "f":
+        return ir.FloatAttr(attr).value
+    value = ir.IntegerAttr(attr).value
+    return value != 0 if dtype == np.dtype(np.bool_) else value
+
+
+def _iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dimension = ir.IntegerAttr(op.attributes["iota_dimension"]).value
+    shape = tensor_shape(op.results[0])
+    if None in shape:
+        b.refuse("a static iota with a dynamic result type")
+    return [iota(b, tensor_dtype(op.results[0]), dimension, len(shape),
+                 b.int64s([shape[dimension] or 0]), b.int64s([d or 0 for d in shape]))]
+
+
+def iota(b: GraphBuilder, dtype: np.dtype[Any], dimension: int, rank: int, size: str, shape: str) -> str:
+    """0, 1, ... along ``dimension`` of a ``shape`` (a 1-D int64 value) of ``rank``; ``size``: [n]."""
+    count = b.one("Squeeze", [size, b.int64s([0])])
+    ramp = b.one("Range", [b.scalar(0, np.dtype(np.int64)), count, b.scalar(1, np.dtype(np.int64))])
+    if dtype != np.dtype(np.int64):
+        ramp = b.cast(ramp, dtype)
+    others = [i for i in range(rank) if i != dimension]
+    if others:
+        ramp = b.one("Unsqueeze", [ramp, b.int64s(others)])
+    return b.one("Expand", [ramp, shape])
+
+
+TABLE: dict[str, Translation] = {
+    "stablehlo.add": _same("Add"),
+    "stablehlo.subtract": _same("Sub"),
+    "stablehlo.multiply": _same("Mul"),
+    "stablehlo.abs": _same("Abs"),
+    "stablehlo.negate": _same("Neg"),
+    "stablehlo.exponential": _float_only("Exp"),
+    "stablehlo.log": _float_only("Log"),
+    "stablehlo.sqrt": _float_only("Sqrt"),
+    "stablehlo.rsqrt": _rsqrt,
+    "stablehlo.tanh": _float_only("Tanh"),
+    "stablehlo.logistic": _float_only("Sigmoid"),
+    "stablehlo.sine": _float_only("Sin"),
+    "stablehlo.cosine": _float_only("Cos"),
+    "stablehlo.tan": _float_only("Tan"),
+    "stablehlo.floor": _float_only("Floor"),
+    "stablehlo.ceil": _float_only("Ceil"),
+    "stablehlo.is_finite": _is_finite,
+    "stablehlo.select": _select,
+    "stablehlo.constant": _constant,
+    "stablehlo.iota": _iota,
+    "chlo.erf": _float_only("Erf"),
+}
+
+#: The composites JAX wraps CHLO operations in (``stablehlo.composite "chlo.erf"``).
+COMPOSITES: dict[str, Translation] = {
+    "chlo.erf": _float_only("Erf"),
+    "chlo.sinh": _float_only("Sinh"),
+    "chlo.cosh": _float_only("Cosh"),
+    "chlo.asin": _float_only("Asin"),
+    "chlo.acos": _float_only("Acos"),
+}

@@ -1,0 +1,305 @@
+"""ONNX translations of ``reduce_window`` (pools, cumulative reductions) and ``stablehlo.dynamic_reduce_window``.
+
+The operand is padded as StableHLO pads it (with the init value; base
+dilation is interior padding), then each window is reduced: with
+``MaxPool``/``AveragePool`` over the window dimensions moved last (a
+floating-point max, min or sum over at most three window dimensions;
+``MaxPool`` skips NaN where StableHLO's max propagates it, so windows
+holding a NaN are NaN by a second pool of ``IsNaN``), or else, for static
+shapes, by combining one strided ``Slice`` per window position (any dtype,
+exact for integers). A cumulative reduction (what ``jnp.cumsum``,
+``lax.cummax`` and the like lower to: one window dimension as long as the
+operand's, padded on one side) is ``CumSum`` or log2(n) doubling steps.
+The ``stablehlo.dynamic_reduce_window`` custom call (a reduce_window over
+symbolic dimensions) is an ONNX ``Loop`` over the window's positions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from onnx import TensorProto, helper
+
+from jaxport.adapters.onnx.builder import GraphBuilder, int_list, onnx_type, tensor_dtype, tensor_shape
+from .common import Translation, block_reducer, is_identity, reducer, wide_dtype
+from .window import from_pool_layout, ints_or, pad_tensor, padding_pairs, to_pool_layout
+
+#: Slices combined per window at most, on the path without pools.
+MAX_WINDOW = 64
+
+
+def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    if len(op.operands) != 2:
+        b.refuse("a variadic reduce_window (several operands) has no ONNX translation here")
+    kind = reducer(op)
+    if kind is None:
+        b.refuse("a reduce_window body other than one add, max, min, multiply, and, or")
+    shape = tensor_shape(op.operands[0])
+    rank = len(shape)
+    window = int_list(op.attributes["window_dimensions"])
+    strides = ints_or(op, "window_strides", rank, 1)
+    dilations = ints_or(op, "window_dilations", rank, 1)
+    base = ints_or(op, "base_dilations", rank, 1)
+    padding = padding_pairs(op, "padding", rank)
+    dtype = tensor_dtype(op.results[0])
+    wide = wide_dtype(dtype)
+    x, init = args[0], args[1]
+    if wide != dtype:
+        x, init = b.cast(x, wide), b.cast(init, wide)
+        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)  # booleans as int32
+    identity = is_identity(kind, op.operands[1])
+    cumulative = _cumulative_axis(shape, window, strides, dilations, base, padding)
+    if cumulative is not None:
+        result = _scan(b, x, shape, wide, kind, *cumulative)
+        return [_finish(b, result if identity else b.one(kind, [result, init]), wide, dtype)]
+    x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
+    padded = [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
+              for s, d, (lo, hi) in zip(shape, base, padding)]
+    wins = [a for a in range(rank) if window[a] > 1 or strides[a] > 1 or dilations[a] > 1]
+    if not wins:
+        result = x
+    elif wide.kind == "f" and kind in ("Max", "Min", "Add") and len(wins) <= 3:
+        result = _pooled(b, x, rank, wins, kind, [window[a] for a in wins], [strides[a] for a in wins],
+                         [dilations[a] for a in wins], wide, [padded[a] for a in wins])
+    else:
+        if None in padded:
+            b.refuse("a reduce_window of integers or booleans over dynamic dimensions")
+        result = _sliced(b, x, padded, window, strides, dilations, kind, wide)
+    if not identity:
+        result = b.one(kind, [result, init])
+    return [_finish(b, result, wide, dtype)]
+
+
+
+def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
+    if dtype == np.dtype(np.bool_):
+        return b.one("Not", [b.one("Equal", [result, b.scalar(0, wide)])])
+    return result if wide == dtype else b.cast(result, dtype)
+
+
+
+def _cumulative_axis(shape: Sequence[int | None], window: Sequence[int], strides: Sequence[int],
+                     dilations: Sequence[int], base: Sequence[int],
+                     padding: Sequence[tuple[int, int]]) -> tuple[int, bool] | None:
+    """The axis and direction of a cumulative reduction (what ``jnp.cumsum`` and the like lower to), else None."""
+    axes = [a for a in range(len(shape)) if window[a] > 1]
+    if len(axes) != 1 or any(v != 1 for v in (*strides, *dilations, *base)):
+        return None
+    a = axes[0]
+    n = shape[a]
+    if n is None or window[a] != n or any(p != (0, 0) for i, p in enumerate(padding) if i != a):
+        return None
+    if padding[a] not in ((n - 1, 0), (0, n - 1)):
+        return None
+    return a, padding[a] == (0, n - 1)
+
+
+
+def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[Any], kind: str, axis: int,
+          reverse: bool) -> str:
+    """The inclusive prefix reduction of ``x`` along ``axis``: ``CumSum``, or log2(n) doubling steps."""
+    if kind == "Add" and wide in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32),
+                                  np.dtype(np.float64)):
+        return b.one("CumSum", [x, b.scalar(axis, np.dtype(np.int64))], reverse=int(reverse))
+    n = int(shape[axis] or 0)
+    rank = len(shape)
+    neutral = b.scalar(_neutral(kind, wide), wide)
+    step = 1
+    while step < n:
+        pads = [0] * (2 * rank)
+        pads[axis + (rank if reverse else 0)] = step
+        shifted = b.one("Pad", [x, b.int64s(pads), neutral], mode="constant")
+        start, end = (step, step + n) if reverse else (0, n)
+        shifted = b.one("Slice", [shifted, b.int64s([start]), b.int64s([end]), b.int64s([axis])])
+        x = b.one(kind, [x, shifted])
+        step *= 2
+    return x
+
+
+
+def _neutral(kind: str, dtype: np.dtype[Any]) -> Any:
+    if kind in ("Add", "Mul"):
+        return 0 if kind == "Add" else 1
+    if dtype.kind == "f":
+        return -np.inf if kind == "Max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if kind == "Max" else info.max
+
+
+
+def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
+            strides: list[int], dilations: list[int], wide: np.dtype[Any], sizes: Sequence[int | None]) -> str:
+    """The windows reduced by ONNX pools over the window dimensions moved last.
+
+    Where a window dimension may be shorter than a window (a symbolic
+    size), the pools would fail: the input grows by a window's extent less
+    one, and the result is cut to the count of whole windows (0 included).
+    """
+    pooled_in, perm, moved_shape = to_pool_layout(b, x, rank, wins)
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    guarded = any(n is None or n < e for n, e in zip(sizes, extents))
+    counts = ""
+    if guarded:
+        spatial = b.one("Slice", [b.one("Shape", [pooled_in]), b.int64s([2]), b.int64s([2 + len(wins)])])
+        reach = b.one("Add", [spatial, b.int64s([s - e for s, e in zip(strides, extents)])])
+        counts = b.one("Div", [b.one("Max", [reach, b.int64s([0])]), b.int64s(strides)])
+
+    def pool(op_type: str, tensor: str, pad_value: Any) -> str:
+        if guarded:
+            pads = [0] * (2 * (2 + len(wins)))
+            for i, e in enumerate(extents):
+                pads[2 + len(wins) + 2 + i] = e - 1
+            tensor = b.one("Pad", [tensor, b.int64s(pads), b.scalar(pad_value, wide)], mode="constant")
+        pooled = b.one(op_type, [tensor], kernel_shape=kernel, strides=strides, dilations=dilations)
+        if guarded:
+            axes = b.int64s(list(range(2, 2 + len(wins))))
+            pooled = b.one("Slice", [pooled, b.int64s([0] * len(wins)), counts, axes])
+        return pooled
+
+    if kind == "Add":
+        y = b.one("Mul", [pool("AveragePool", pooled_in, 0), b.scalar(int(np.prod(kernel)), wide)])
+    elif kind == "Max":
+        y = pool("MaxPool", pooled_in, -np.inf)
+    else:
+        y = b.one("Neg", [pool("MaxPool", b.one("Neg", [pooled_in]), -np.inf)])
+    if kind in ("Max", "Min"):  # MaxPool skips NaN, StableHLO's max propagates it
+        nan = pool("MaxPool", b.cast(b.one("IsNaN", [pooled_in]), wide), 0)
+        y = b.one("Where", [b.cast(nan, np.dtype(np.bool_)), b.scalar(np.nan, wide), y])
+    return from_pool_layout(b, y, rank, wins, perm, moved_shape)
+
+
+
+def _sliced(b: GraphBuilder, x: str, padded: Sequence[int | None], window: Sequence[int],
+            strides: Sequence[int], dilations: Sequence[int], kind: str, wide: np.dtype[Any]) -> str:
+    rank = len(padded)
+    sizes = [int(p or 0) for p in padded]
+    counts = [max(0, (s - ((w - 1) * d + 1)) // st + 1) if s >= (w - 1) * d + 1 else 0
+              for s, w, d, st in zip(sizes, window, dilations, strides)]
+    if int(np.prod(window)) > MAX_WINDOW:
+        b.refuse(f"a reduce_window of more than {MAX_WINDOW} elements per window outside ONNX's pools")
+    result = None
+    for offset in itertools.product(*(range(w) for w in window)):
+        starts = [o * d for o, d in zip(offset, dilations)]
+        ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, strides)]
+        part = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))), b.int64s(strides)])
+        result = part if result is None else b.one(kind, [result, part])
+    assert result is not None
+    return result
+
+
+
+def static_ints(value: Any) -> list[int] | None:
+    """The integers of a value made of constants (``constant``, ``concatenate``, ``reshape``, ``convert``)."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return None
+    if owner.name == "stablehlo.constant":
+        return [int(v) for v in np.array(ir.DenseElementsAttr(owner.attributes["value"])).reshape(-1)]
+    if owner.name in ("stablehlo.reshape", "stablehlo.convert"):
+        return static_ints(owner.operands[0])
+    if owner.name == "stablehlo.concatenate":
+        parts = [static_ints(v) for v in owner.operands]
+        return None if any(p is None for p in parts) else [i for p in parts for i in p or []]
+    return None
+
+
+
+def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    """``stablehlo.dynamic_reduce_window`` (a reduce_window over symbolic dimensions): an ONNX ``Loop``.
+
+    Window sizes, strides, dilations and padding are tensors computed from
+    the dimensions; each step of the loop combines one window position, a
+    strided ``Slice`` of the padded operand, into the result (exact for
+    every dtype and any values; as many steps as the window has elements).
+    """
+    if len(op.operands) != 7 or len(op.results) != 1:
+        b.refuse("a variadic dynamic_reduce_window")
+    called = ir.ArrayAttr(op.attributes["called_computations"])
+    function = function_named(op, ir.FlatSymbolRefAttr(called[0]).value)
+    kind = block_reducer(function.regions[0].blocks[0]) if function is not None else None
+    if kind is None:
+        b.refuse("a dynamic_reduce_window body other than one add, max, min, multiply, and, or")
+    base = static_ints(op.operands[4])
+    if base is None or any(d != 1 for d in base):
+        b.refuse("a dynamic_reduce_window with base dilations not all 1 at conversion")
+    shape = tensor_shape(op.operands[0])
+    rank = len(shape)
+    dtype = tensor_dtype(op.results[0])
+    wide = wide_dtype(dtype)
+    x, init = args[0], args[1]
+    if wide != dtype:
+        x, init = b.cast(x, wide), b.cast(init, wide)
+        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)
+    window, strides, dilations = (b.as_int64(args[i], op.operands[i]) for i in (2, 3, 5))
+    padding = b.as_int64(args[6], op.operands[6])
+    low = b.one("Reshape", [b.one("Slice", [padding, b.int64s([0]), b.int64s([1]), b.int64s([1])]), b.int64s([-1])])
+    high = b.one("Reshape", [b.one("Slice", [padding, b.int64s([1]), b.int64s([2]), b.int64s([1])]), b.int64s([-1])])
+    zeros = b.int64s([0])
+    grown = b.one("Pad", [x, b.one("Concat", [b.one("Max", [low, zeros]), b.one("Max", [high, zeros])], axis=0),
+                          init], mode="constant")
+    grown_shape = b.one("Shape", [grown])
+    cut_low = b.one("Max", [b.one("Neg", [low]), zeros])
+    padded = b.one("Slice", [grown, cut_low, b.one("Sub", [grown_shape, b.one("Max", [b.one("Neg", [high]), zeros])]),
+                             b.int64s(list(range(rank)))])
+    one = b.int64s([1])
+    extent = b.one("Add", [b.one("Mul", [b.one("Sub", [window, one]), dilations]), one])
+    reach = b.one("Add", [b.one("Sub", [b.one("Shape", [padded]), extent]), strides])
+    counts = b.one("Div", [b.one("Max", [reach, zeros]), strides])  # whole windows, 0 if none
+    result = _window_loop(b, padded, counts, (window, strides, dilations), kind, wide, rank)
+    if not is_identity(kind, op.operands[1]):
+        result = b.one(kind, [result, init])
+    return [_finish(b, result, wide, dtype)]
+
+
+def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilations: tuple[str, str, str],
+                 kind: str, wide: np.dtype[Any], rank: int) -> str:
+    """A ``Loop`` over the window's positions, each combining one strided ``Slice`` of ``padded``."""
+    window, strides, dilations = window_strides_dilations
+    zeros, one = b.int64s([0]), b.int64s([1])
+    inner = [b.one("ReduceProd", [b.one("Slice", [window, b.int64s([d + 1]), b.int64s([rank])]), zeros], keepdims=1)
+             for d in range(rank)]
+    inner_sizes = inner[0] if rank == 1 else b.one("Concat", inner, axis=0)
+    steps = b.one("ReduceProd", [window, zeros], keepdims=0)
+    start = b.one("Expand", [b.scalar(_neutral(kind, wide), wide), counts])
+    loop = b.child()
+    step, condition, acc = loop.fresh("step"), loop.fresh("condition"), loop.fresh("acc")
+    offset = loop.one("Mod", [loop.one("Div", [step, inner_sizes]), window])
+    first = loop.one("Mul", [offset, dilations])
+    last = loop.one("Max", [loop.one("Add", [first, loop.one("Add", [loop.one("Mul", [
+        loop.one("Sub", [counts, one]), strides]), one])]), first])
+    part = loop.one("Slice", [padded, first, last, b.int64s(list(range(rank))), strides])
+    combined = loop.one(kind, [acc, part])
+    body = helper.make_graph(
+        loop.nodes, b.fresh("window_body"),
+        [helper.make_tensor_value_info(step, TensorProto.INT64, []),
+         helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
+         helper.make_tensor_value_info(acc, onnx_type(wide), [None] * rank)],
+        [helper.make_tensor_value_info(loop.one("Identity", [condition]), TensorProto.BOOL, []),
+         helper.make_tensor_value_info(loop.one("Identity", [combined]), onnx_type(wide), [None] * rank)])
+    return b.one("Loop", [steps, "", start], body=body)
+
+
+def function_named(op: Any, name: str) -> Any:
+    """The ``func.func`` named ``name`` in the module holding ``op``."""
+    parent = op.operation.parent
+    while parent is not None and parent.name != "builtin.module":
+        parent = parent.parent
+    if parent is None:
+        return None
+    for candidate in parent.regions[0].blocks[0].operations:
+        if "sym_name" in candidate.attributes and ir.StringAttr(candidate.attributes["sym_name"]).value == name:
+            return candidate
+    return None
+
+
+CUSTOM_CALLS: dict[str, Translation] = {
+    "stablehlo.dynamic_reduce_window": _dynamic_reduce_window,
+}
+
+TABLE: dict[str, Translation] = {
+    "stablehlo.reduce_window": _reduce_window,
+}

@@ -1,0 +1,173 @@
+"""ONNX translations of ``gather`` and ``scatter`` in their general forms.
+
+Both compute, for each position of the index tensor's batch dimensions,
+the full start index into the operand (``start_index_map`` /
+``scatter_dims_to_operand_dims`` from the index vector, the iota of the
+paired index dimension for a batching dimension, 0 elsewhere), then the
+index of every element of the window (start plus the window's own
+coordinates). A gather clamps each start into ``[0, dim - slice size]``
+as StableHLO does, reads with ``GatherND``, drops the collapsed and
+batching dimensions and puts batch and offset dimensions where the
+dimension numbers say. A scatter skips a window that does not lie inside
+the operand (what XLA does; ONNX Runtime would fail instead): its elements
+are sent to one extra element past the flattened operand, cut off after a
+``ScatterElements`` with the update computation's reduction (none for
+set, add, mul, min, max). The simple gathers (``jnp.take``, embeddings,
+``x[:, i]``) stay with :mod:`.onnx_ops_gather`, which hands the others here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir.dialects import stablehlo
+from onnx import numpy_helper
+
+from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import Translation, reducer
+
+_I64 = np.dtype(np.int64)
+_SCATTER_REDUCTIONS = {"Add": "add", "Mul": "mul", "Max": "max", "Min": "min", "Or": "max", "And": "min"}
+
+
+def index_vectors(b: GraphBuilder, indices: str, dtype: np.dtype[Any], rank: int, vector_dim: int) -> str:
+    """The indices as int64 ``[batch..., K]``: the index vector dimension moved last (added if absent)."""
+    indices = b.as_int64_name(indices, dtype)
+    if vector_dim == rank:
+        return b.one("Unsqueeze", [indices, b.int64s([rank])])
+    perm = [d for d in range(rank) if d != vector_dim] + [vector_dim]
+    return b.one("Transpose", [indices], perm=perm) if perm != list(range(rank)) else indices
+
+
+def full_starts(b: GraphBuilder, vectors: str, batch_rank: int, operand_rank: int, index_map: Sequence[int],
+                operand_batching: Sequence[int], index_batching: Sequence[int]) -> str:
+    """``[batch..., operand_rank]`` int64: each position's start index into the operand (unclamped)."""
+    column_shape = b.one("Concat", [b.one("Shape", [vectors], start=0, end=batch_rank), b.int64s([1])], axis=0)
+    columns = []
+    for d in range(operand_rank):
+        if d in index_map:
+            k = list(index_map).index(d)
+            columns.append(b.one("Slice", [vectors, b.int64s([k]), b.int64s([k + 1]), b.int64s([batch_rank])]))
+        elif d in operand_batching:
+            axis = index_batching[list(operand_batching).index(d)]
+            size = b.one("Shape", [vectors], start=axis, end=axis + 1)
+            ramp = b.one("Range", [b.scalar(0, _I64), b.one("Squeeze", [size, b.int64s([0])]), b.scalar(1, _I64)])
+            shape = [1] * (batch_rank + 1)
+            shape[axis] = -1
+            columns.append(b.one("Expand", [b.one("Reshape", [ramp, b.int64s(shape)]), column_shape]))
+        else:
+            columns.append(b.one("ConstantOfShape", [column_shape], value=numpy_helper.from_array(
+                np.zeros(1, dtype=np.int64))))
+    return columns[0] if len(columns) == 1 else b.one("Concat", columns, axis=batch_rank)
+
+
+def window_indices(b: GraphBuilder, starts: str, batch_rank: int, window: Sequence[int],
+                   window_shape: str | None = None) -> str:
+    """``[batch..., *window, R]``: start plus every coordinate of a ``window`` (static, else ``window_shape``)."""
+    rank = len(window)
+    spread = b.one("Unsqueeze", [starts, b.int64s(list(range(batch_rank, batch_rank + rank)))])
+    if window_shape is None:
+        grid = b.constant(np.moveaxis(np.indices(window, dtype=np.int64), 0, -1), "grid")
+    else:
+        axes = []
+        for d in range(rank):
+            size = b.one("Squeeze", [b.one("Slice", [window_shape, b.int64s([d]), b.int64s([d + 1])]), b.int64s([0])])
+            ramp = b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
+            placed = b.one("Reshape", [ramp, b.int64s([-1 if i == d else 1 for i in range(rank)])])
+            axes.append(b.one("Unsqueeze", [b.one("Expand", [placed, window_shape]), b.int64s([rank])]))
+        grid = axes[0] if rank == 1 else b.one("Concat", axes, axis=rank)
+    return b.one("Add", [spread, grid])
+
+
+def general_gather(b: GraphBuilder, op: Any, operand: str, indices: str, size_tensor: str | None = None) -> str:
+    """Any ``gather`` (or ``dynamic_gather``, its slice sizes in ``size_tensor``), indices clamped as StableHLO says."""
+    numbers = stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
+    shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
+    sizes = int_list(op.attributes["slice_sizes"]) if size_tensor is None else [0] * len(shape)
+    rank = len(shape)
+    vector_dim = int(numbers.index_vector_dim)
+    batch_rank = len(index_shape) - (vector_dim < len(index_shape))
+    vectors = index_vectors(b, indices, tensor_dtype(op.operands[1]), len(index_shape), vector_dim)
+    index_batching = [d - (d > vector_dim) for d in numbers.start_indices_batching_dims]
+    starts = full_starts(b, vectors, batch_rank, rank, list(numbers.start_index_map),
+                         list(numbers.operand_batching_dims), index_batching)
+    size_value = b.int64s(sizes) if size_tensor is None else size_tensor
+    high = b.one("Sub", [b.one("Shape", [operand]), size_value])
+    starts = b.one("Max", [b.one("Min", [starts, high]), b.int64s([0])])
+    gathered = b.one("GatherND", [operand, window_indices(b, starts, batch_rank, sizes, size_tensor)])
+    dropped = sorted({*numbers.collapsed_slice_dims, *numbers.operand_batching_dims})
+    if dropped:
+        gathered = b.one("Squeeze", [gathered, b.int64s([batch_rank + d for d in dropped])])
+    offset_dims = set(int_list(numbers.offset_dims))
+    result_rank = batch_rank + rank - len(dropped)
+    batches, offsets = iter(range(batch_rank)), iter(range(batch_rank, result_rank))
+    perm = [next(offsets) if i in offset_dims else next(batches) for i in range(result_rank)]
+    return b.one("Transpose", [gathered], perm=perm) if perm != list(range(result_rank)) else gathered
+
+
+def _scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    if len(op.operands) != 3:
+        b.refuse("a variadic scatter (several operands) has no ONNX translation here")
+    block = op.regions[0].blocks[0]
+    body = list(block.operations)
+    if len(body) == 1 and list(body[0].operands) == [block.arguments[1]]:
+        reduction = "none"
+    else:
+        kind = reducer(op)
+        if kind is None or kind not in _SCATTER_REDUCTIONS:
+            b.refuse("a scatter whose update computation is not set, add, multiply, min, max, and, or")
+        reduction = _SCATTER_REDUCTIONS[kind]
+    numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+    shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
+    update_shape = tensor_shape(op.operands[2])
+    rank = len(shape)
+    vector_dim = int(numbers.index_vector_dim)
+    batch_rank = len(index_shape) - (vector_dim < len(index_shape))
+    window_dims = int_list(numbers.update_window_dims)
+    inserted = sorted({*numbers.inserted_window_dims, *numbers.input_batching_dims})
+    window = [1] * rank
+    for d, u in zip([d for d in range(rank) if d not in inserted], window_dims):
+        size = update_shape[u]
+        if size is None:
+            b.refuse("a scatter with dynamic window sizes")
+        window[d] = size
+    operand, indices, updates = args
+    dtype = tensor_dtype(op.results[0])
+    computed = dtype
+    if dtype == np.dtype(np.bool_) or (reduction != "none" and dtype.itemsize < 4):
+        computed = np.dtype(np.float32) if dtype.kind == "f" else np.dtype(np.int32)
+        operand, updates = b.cast(operand, computed), b.cast(updates, computed)
+    vectors = index_vectors(b, indices, tensor_dtype(op.operands[1]), len(index_shape), vector_dim)
+    index_batching = [d - (d > vector_dim) for d in numbers.scatter_indices_batching_dims]
+    starts = full_starts(b, vectors, batch_rank, rank, list(numbers.scattered_dims_to_operand_dims),
+                         list(numbers.input_batching_dims), index_batching)
+    operand_shape = b.one("Shape", [operand])
+    inside = b.one("And", [b.one("GreaterOrEqual", [starts, b.int64s([0])]),
+                           b.one("LessOrEqual", [starts, b.one("Sub", [operand_shape, b.int64s(window)])])])
+    inside = b.one("Cast", [b.one("ReduceMin", [b.cast(inside, np.dtype(np.int32)), b.int64s([batch_rank])],
+                                  keepdims=0)], to=9)  # BOOL
+    strides = [b.one("ReduceProd", [b.one("Slice", [operand_shape, b.int64s([d + 1]), b.int64s([rank])]),
+                                    b.int64s([0])], keepdims=1) for d in range(rank)]
+    stride = strides[0] if rank == 1 else b.one("Concat", strides, axis=0)
+    linear = b.one("ReduceSum", [b.one("Mul", [window_indices(b, starts, batch_rank, window), stride]),
+                                 b.int64s([-1])], keepdims=0)
+    total = b.one("Size", [operand])
+    inside = b.one("Unsqueeze", [inside, b.int64s(list(range(batch_rank, batch_rank + rank)))])
+    linear = b.one("Where", [inside, linear, total])
+    update_scatter = [d for d in range(len(update_shape)) if d not in window_dims]
+    moved = b.one("Transpose", [updates], perm=update_scatter + window_dims) if (
+        update_scatter + window_dims != list(range(len(update_shape)))) else updates
+    flat_operand = b.one("Concat", [b.one("Reshape", [operand, b.int64s([-1])]), b.one(
+        "ConstantOfShape", [b.int64s([1])], value=numpy_helper.from_array(np.zeros(1, dtype=computed)))], axis=0)
+    scattered = b.one("ScatterElements", [flat_operand, b.one("Reshape", [linear, b.int64s([-1])]),
+                                          b.one("Reshape", [moved, b.int64s([-1])])], axis=0, reduction=reduction)
+    result = b.one("Reshape", [b.one("Slice", [scattered, b.int64s([0]), b.one("Reshape", [total, b.int64s([1])])]),
+                               operand_shape], allowzero=1)
+    return [result if computed == dtype else b.cast(result, dtype)]
+
+
+TABLE: dict[str, Translation] = {
+    "stablehlo.scatter": _scatter,
+}

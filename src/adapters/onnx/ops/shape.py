@@ -1,0 +1,133 @@
+"""ONNX translations of StableHLO's shape operations, static and dynamic.
+
+The dynamic ones (``dynamic_broadcast_in_dim``, ``dynamic_reshape``,
+``real_dynamic_slice``, ``dynamic_iota``, ``get_dimension_size``) are what a
+symbolic module computes its shapes with: their shape operands are int32
+tensors computed in the graph from the inputs' dimensions, and become
+int64 shape tensors for ONNX's ``Expand``, ``Reshape`` and ``Slice``. ONNX
+``Reshape`` runs with ``allowzero=1``, so that a zero in a computed shape is
+a zero (StableHLO's meaning), never "copy the input's dimension".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import Translation
+from .elementwise import iota
+
+
+def _broadcast(b: GraphBuilder, operand: str, operand_rank: int, dims: Sequence[int], rank: int,
+               shape: str | None) -> str:
+    """The operand's dimension i put at result dimension ``dims[i]``, then expanded to ``shape``."""
+    order = sorted(range(operand_rank), key=lambda i: dims[i])
+    if order != list(range(operand_rank)):
+        operand = b.one("Transpose", [operand], perm=order)
+    new_axes = [i for i in range(rank) if i not in set(dims)]
+    if new_axes:
+        operand = b.one("Unsqueeze", [operand, b.int64s(new_axes)])
+    return operand if shape is None else b.one("Expand", [operand, shape])
+
+
+def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dims = int_list(op.attributes["broadcast_dimensions"])
+    source, result = tensor_shape(op.operands[0]), tensor_shape(op.results[0])
+    if None in result:
+        b.refuse("a static broadcast with a dynamic result type")
+    placed: list[int | None] = [1] * len(result)
+    for i, d in enumerate(dims):
+        placed[d] = source[i]
+    needs_expand = list(result) != placed
+    made = _broadcast(b, args[0], len(source), dims, len(result),
+                      b.int64s([d or 0 for d in result]) if needs_expand else None)
+    if args[0] in b.known and not source:  # a scalar constant broadcast (a divisor, say)
+        b.known[made] = np.broadcast_to(b.known[args[0]], [d or 0 for d in result])
+    return [made]
+
+
+def _dynamic_broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dims = int_list(op.attributes["broadcast_dimensions"])
+    rank = len(tensor_shape(op.results[0]))
+    shape = b.as_int64(args[1], op.operands[1])
+    return [_broadcast(b, args[0], len(tensor_shape(op.operands[0])), dims, rank, shape)]
+
+
+def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    result = tensor_shape(op.results[0])
+    if result.count(None) > 1:
+        b.refuse("a static reshape to more than one dynamic dimension")
+    if None in result:
+        return [b.one("Reshape", [args[0], b.int64s([-1 if d is None else d for d in result])])]
+    return [b.one("Reshape", [args[0], b.int64s([d or 0 for d in result])], allowzero=1)]
+
+
+def _dynamic_reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [b.one("Reshape", [args[0], b.as_int64(args[1], op.operands[1])], allowzero=1)]
+
+
+def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [b.one("Transpose", args, perm=int_list(op.attributes["permutation"]))]
+
+
+def _slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    starts = int_list(op.attributes["start_indices"])
+    limits = int_list(op.attributes["limit_indices"])
+    strides = int_list(op.attributes["strides"])
+    axes = list(range(len(starts)))
+    return [b.one("Slice", [args[0], b.int64s(starts), b.int64s(limits), b.int64s(axes), b.int64s(strides)])]
+
+
+def _real_dynamic_slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    starts, limits, strides = (b.as_int64(args[i], op.operands[i]) for i in (1, 2, 3))
+    axes = b.int64s(list(range(len(tensor_shape(op.operands[0])))))
+    return [b.one("Slice", [args[0], starts, limits, axes, strides])]
+
+
+def _concatenate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    if len(args) == 1:
+        return [args[0]]
+    return [b.one("Concat", args, axis=ir.IntegerAttr(op.attributes["dimension"]).value)]
+
+
+def _get_dimension_size(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dimension = ir.IntegerAttr(op.attributes["dimension"]).value
+    return [dimension_value(b, args[0], dimension, tensor_dtype(op.results[0]))]
+
+
+def dimension_value(b: GraphBuilder, tensor: str, dimension: int, dtype: np.dtype[Any]) -> str:
+    """The size of ``tensor``'s ``dimension`` as a 0-D tensor of ``dtype``."""
+    size = b.one("Shape", [tensor], start=dimension, end=dimension + 1)
+    return b.cast(b.one("Squeeze", [size, b.int64s([0])]), dtype)
+
+
+def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dimension = ir.IntegerAttr(op.attributes["iota_dimension"]).value
+    shape = b.as_int64(args[0], op.operands[0])
+    size = b.one("Slice", [shape, b.int64s([dimension]), b.int64s([dimension + 1])])
+    rank = len(tensor_shape(op.results[0]))
+    return [iota(b, tensor_dtype(op.results[0]), dimension, rank, size, shape)]
+
+
+def _same_value(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [args[0]]
+
+
+TABLE: dict[str, Translation] = {
+    # A sharding constraint in a module for one device (the translator refuses others): the value.
+    "sdy.sharding_constraint": _same_value,
+    "stablehlo.broadcast_in_dim": _broadcast_in_dim,
+    "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
+    "stablehlo.reshape": _reshape,
+    "stablehlo.dynamic_reshape": _dynamic_reshape,
+    "stablehlo.transpose": _transpose,
+    "stablehlo.slice": _slice,
+    "stablehlo.real_dynamic_slice": _real_dynamic_slice,
+    "stablehlo.concatenate": _concatenate,
+    "stablehlo.get_dimension_size": _get_dimension_size,
+    "stablehlo.dynamic_iota": _dynamic_iota,
+}

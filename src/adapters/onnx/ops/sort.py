@@ -1,0 +1,169 @@
+"""ONNX translations of ``sort`` (any comparator) and of the ``chlo.top_k`` composite.
+
+JAX's comparator for one key (``LT`` of the first operand, floats with
+their zeros and NaNs made canonical) is ONNX ``TopK`` (smallest first, the
+lower index first among equals) on a key ordering as the comparator does,
+the operands gathered in its order. ONNX has no sort with another
+comparator, so any other ``sort`` is a ranking: the
+comparator region, translated once on the operands broadcast against
+themselves (``[..., n, 1, ...]`` against ``[..., 1, n, ...]``), gives for
+every pair whether one element goes before the other; an element's place
+is the number of elements before it plus the number of equivalent ones
+at lower positions (a stable sort, which every strict weak order gives
+the same result for), and each operand is scattered to those places. It
+is exact for every comparator the walk translates (JAX's, with NaNs and
+signed zeros in total order, included), and quadratic in the sorted
+dimension's length: a static length above :data:`MAX_SORTED` is refused.
+
+``chlo.top_k`` is ONNX ``TopK`` (largest first, the lower index first
+among equals) on a key that orders values as XLA's total order does:
+float32 values widened to float64 with ``-0`` just below ``+0``, the
+infinities at float64's bounds and NaN above everything. ONNX cannot
+read a NaN's sign bit, so a NaN with its sign set (what ``0/0`` gives on
+x86) is ordered as a positive NaN here, where XLA orders it last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from .common import Translation, splat_value, wide_dtype
+
+#: The longest sorted dimension translated (its comparison matrix is n * n per row).
+MAX_SORTED = 4096
+_I64 = np.dtype(np.int64)
+_F64 = np.dtype(np.float64)
+
+
+def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    axis = ir.IntegerAttr(op.attributes["dimension"]).value
+    shape = tensor_shape(op.operands[0])
+    axis = axis % len(shape)
+    key = _ascending_key(b, op, args[0]) if _is_jax_single_key(op) else None
+    if key is not None:
+        count = b.one("Shape", [args[0]], start=axis, end=axis + 1)
+        _, order = b.node("TopK", [key, count], 2, axis=axis, largest=0, sorted=1)
+        return [b.one("GatherElements", [a, order], axis=axis) for a in args]
+    length = shape[axis]
+    if length is not None and length > MAX_SORTED:
+        b.refuse(f"a sort of more than {MAX_SORTED} elements along its dimension (its ONNX form is quadratic)")
+    assert b.run_block is not None  # set by the walker
+    pairs = []
+    for name in args:
+        pairs += [b.one("Unsqueeze", [name, b.int64s([axis + 1])]), b.one("Unsqueeze", [name, b.int64s([axis])])]
+    before = b.run_block(b, op.regions[0].blocks[0], pairs)[0]  # [..., j, k, ...]: element j goes before k
+    swapped = list(range(len(shape) + 1))
+    swapped[axis], swapped[axis + 1] = axis + 1, axis
+    after = b.one("Transpose", [before], perm=swapped)  # element k goes before j
+    smaller = b.one("ReduceSum", [b.cast(before, _I64), b.int64s([axis])], keepdims=0)  # [.., k, ..]: count before k
+    equivalent = b.one("Not", [b.one("Or", [before, after])])
+    size = b.one("Squeeze", [b.one("Shape", [args[0]], start=axis, end=axis + 1), b.int64s([0])])
+    ramp = b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
+    lower = b.one("Less", [b.one("Unsqueeze", [ramp, b.int64s([0])]), b.one("Unsqueeze", [ramp, b.int64s([1])])])
+    trailing = len(shape) - axis - 1
+    if trailing:
+        lower = b.one("Unsqueeze", [lower, b.int64s(list(range(2, 2 + trailing)))])
+    ties = b.one("ReduceSum", [b.cast(b.one("And", [equivalent, lower]), _I64), b.int64s([axis + 1])], keepdims=0)
+    place = b.one("Add", [smaller, ties])
+    return [b.one("ScatterElements", [a, place, a], axis=axis) for a in args]
+
+
+def _is_jax_single_key(op: Any) -> bool:
+    """Whether the comparator is JAX's for one key: ``LT`` of the first operand's pair (floats made canonical)."""
+    block = op.regions[0].blocks[0]
+    ops = [o for o in block.operations if o.operation.name != "stablehlo.constant"]
+    names = [o.operation.name.split(".")[-1] for o in ops]
+    if names not in (["compare", "return"], _CANONICAL):
+        return False
+    last = ops[-2]
+    if (stablehlo.ComparisonDirectionAttr(last.attributes["comparison_direction"]).value != "LT"
+            or list(ops[-1].operands) != list(last.results)):
+        return False
+    first, second = block.arguments[0], block.arguments[1]
+    if len(ops) == 2:
+        return list(last.operands) == [first, second]
+    kind = stablehlo.ComparisonTypeAttr(last.attributes["compare_type"]).value
+    return kind == "TOTALORDER" and [_canonicalized(v) for v in last.operands] == [first, second]
+
+
+#: The operations (constants aside) of JAX's comparator for one float key: zeros and NaNs of both sides
+#: made canonical, then LT.
+_CANONICAL = ["compare", "select", "compare", "select"] * 2 + ["compare", "return"]
+
+
+def _canonicalized(value: Any) -> Any:
+    """``x`` where ``value`` is ``select(x != x, +NaN, select(x == 0, 0, x))``, else None."""
+    outer = value.owner
+    if outer.name != "stablehlo.select" or not _is_constant(outer.operands[1], "nan"):
+        return None
+    inner = outer.operands[2].owner
+    if not isinstance(inner, (ir.Operation, ir.OpView)) or inner.name != "stablehlo.select" or not _is_constant(
+            inner.operands[1], "zero"):
+        return None
+    x = inner.operands[2]
+    nan_test, zero_test = outer.operands[0].owner, inner.operands[0].owner
+    if list(nan_test.operands) != [x, x] or not zero_test.operands[0] == x:
+        return None
+    return x
+
+
+def _is_constant(value: Any, which: str) -> bool:
+    found = splat_value(value)
+    if not isinstance(found, float):
+        return False
+    return bool(np.isnan(found) and not np.signbit(found)) if which == "nan" else found == 0.0
+
+
+def _ascending_key(b: GraphBuilder, op: Any, x: str) -> str | None:
+    """A key ``TopK`` orders as the comparator orders the first operand (ties: equal keys), else None."""
+    dtype = tensor_dtype(op.operands[0])
+    if dtype.kind == "f":
+        if dtype == _F64:
+            return None
+        key = b.cast(x, _F64)
+        big = float(np.finfo(np.float64).max)
+        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, _F64)]), key])
+        return b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, _F64), key])
+    if dtype == np.dtype(np.uint64):
+        return None
+    wide = wide_dtype(dtype)  # booleans: int32
+    return x if wide == dtype else b.cast(x, wide)
+
+
+def _top_k(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    attrs = ir.DictAttr(op.attributes["composite_attributes"])
+    k = ir.IntegerAttr(attrs["k"]).value
+    dtype = tensor_dtype(op.operands[0])
+    rank = len(tensor_shape(op.operands[0]))
+    x = args[0]
+    if dtype.kind == "f":
+        if dtype == _F64:
+            b.refuse("a top_k of float64 (its total-order key needs a wider float)")
+        key = b.cast(x, _F64)
+        zero = b.scalar(0, _F64)
+        negative_zero = b.one("And", [b.one("Equal", [key, zero]), b.one("Less", [b.one("Reciprocal", [key]), zero])])
+        key = b.one("Where", [negative_zero, b.scalar(-1e-300, _F64), key])
+        big = float(np.finfo(np.float64).max)
+        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, _F64)]), key])
+        key = b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, _F64), key])
+    else:
+        wide = wide_dtype(dtype)  # booleans: int32
+        key = x if wide == dtype else b.cast(x, wide)
+    _, indices = b.node("TopK", [key, b.int64s([k])], 2, axis=rank - 1, largest=1, sorted=1)
+    values = b.one("GatherElements", [x, indices], axis=rank - 1)
+    return [values, b.cast(indices, tensor_dtype(op.results[1]))]
+
+
+TABLE: dict[str, Translation] = {
+    "stablehlo.sort": _sort,
+}
+
+COMPOSITES: dict[str, Translation] = {
+    "chlo.top_k": _top_k,
+}

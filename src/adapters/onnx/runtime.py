@@ -1,0 +1,269 @@
+"""ONNX Runtime behind the runtime port: one ``.onnx`` file run on flat NumPy arrays.
+
+The only module that imports ``onnxruntime`` (the ``jaxport[onnx-runtime]``
+extra); it imports neither JAX nor jaxlib. Before ONNX Runtime opens a
+model, :func:`check_external_data` parses it (``onnx.load`` without its
+external data) and refuses every external-data location that is absolute,
+leaves the model's directory (``..``, a symbolic link pointing out) or names
+a file the caller did not list: ONNX Runtime would otherwise read any file
+the process can. (A lighter check is possible: the few protobuf fields
+that lead to a ``TensorProto``'s ``external_data`` can be read with the
+protobuf wire format alone, without the ``onnx`` package; ``onnx`` is
+used here because it ships with the extra and parses the whole schema.)
+
+Sessions are tuned by default (each overridable; see docs/onnx.md, "Speed
+and memory"): ONNX Runtime's graph optimizations all on (``"all"``); as many
+intra-op threads as this process may run on (:func:`machine_threads`, the
+CPU affinity, not the machine's whole count); the thread pool's spinning
+off (``spinning=False``: a waiting thread sleeps instead of holding a core,
+which on a loaded or shared machine costs other work more than it saves);
+the model opened from its path, so that ONNX Runtime reads the external
+weights from the file itself (it maps them where the platform allows)
+instead of a copy of the bytes in Python.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from jaxport.domain.converted.manifest import ConvertedManifest, Variant
+from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError
+
+try:
+    import onnx
+    import onnxruntime as ort
+except ImportError as exc:  # the extra is not installed
+    raise MissingExtraError("ONNX Runtime (onnxruntime, onnx)", "onnx-runtime", exc) from exc
+
+#: The metadata entries of a model naming its bfloat16 inputs and outputs (float32 in the graph);
+#: the same as :data:`.onnx_translate.BFLOAT16_INPUTS` and ``BFLOAT16_OUTPUTS`` (not imported: that one
+#: needs jaxlib).
+BFLOAT16_PORTS = ("jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs")
+
+#: ``optimization`` names -> ONNX Runtime's graph optimization levels.
+OPTIMIZATION_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def machine_threads() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells it, else the machine's)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
+
+
+def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) -> onnx.ModelProto:
+    """The model at ``path``, parsed without its external data, once every external location is checked.
+
+    Args:
+        path: the ``.onnx`` file.
+        allowed: the file names (relative to the model's directory) that its
+            external data may name.
+
+    Raises:
+        ArtifactError: the file is not an ONNX model, or a tensor's external
+            data is absolute, leaves the directory or names a file not in
+            ``allowed`` (the message names the tensor and the location).
+    """
+    model_path = Path(path)
+    try:
+        model = onnx.load(str(model_path), load_external_data=False)
+    except Exception as exc:  # protobuf's DecodeError and what onnx raises on a damaged file
+        raise ArtifactError(f"{model_path.name} is not a valid ONNX model: {type(exc).__name__}: {exc}") from exc
+    directory = model_path.resolve().parent
+    for tensor in _tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        entries = {e.key: e.value for e in tensor.external_data}
+        location = entries.get("location", "")
+        resolved = (directory / location).resolve()
+        inside = resolved.is_relative_to(directory) and resolved.relative_to(directory).as_posix()
+        if os.path.isabs(location) or not inside or inside != Path(location).as_posix() or inside not in allowed:
+            raise ArtifactError(f"{model_path.name}: the tensor '{tensor.name}' reads its data from "
+                                f"'{location}', which is not one of the files {sorted(allowed)} next to the model")
+    return model
+
+
+def _tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    """Every tensor of the model: initializers, constants in attributes, in subgraphs and functions."""
+    pending: list[Any] = [model.graph]
+    nodes: list[onnx.NodeProto] = [n for f in model.functions for n in f.node]
+    while pending or nodes:
+        if pending:
+            graph = pending.pop()
+            yield from graph.initializer
+            yield from (s.values for s in graph.sparse_initializer)
+            yield from (s.indices for s in graph.sparse_initializer)
+            nodes.extend(graph.node)
+            continue
+        for attribute in nodes.pop().attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            if attribute.HasField("sparse_tensor"):
+                yield attribute.sparse_tensor.values
+            if attribute.HasField("g"):
+                pending.append(attribute.g)
+            pending.extend(attribute.graphs)
+
+
+@dataclass(frozen=True, slots=True)
+class OnnxSummary:
+    """What ``jaxport inspect`` shows of one ``.onnx`` file (read without its external data).
+
+    Attributes:
+        opset: the ``ai.onnx`` opset it imports.
+        ir_version: its ONNX IR version.
+        producer: ``producer_name producer_version``.
+        dim_params: the symbolic dimensions of its inputs and outputs, in order of appearance.
+        nodes: how many nodes its graph has.
+        metadata: its ``metadata_props``.
+    """
+
+    opset: int
+    ir_version: int
+    producer: str
+    dim_params: tuple[str, ...]
+    nodes: int
+    metadata: Mapping[str, str]
+
+
+def summary(model: onnx.ModelProto) -> OnnxSummary:
+    """The :class:`OnnxSummary` of a model (from :func:`check_external_data`)."""
+    dims: dict[str, None] = {}
+    for value in (*model.graph.input, *model.graph.output):
+        dims.update((d.dim_param, None) for d in value.type.tensor_type.shape.dim if d.dim_param)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return OnnxSummary(opset, model.ir_version, f"{model.producer_name} {model.producer_version}".strip(),
+                       tuple(dims), len(model.graph.node), {p.key: p.value for p in model.metadata_props})
+
+
+class OnnxRuntimeModel:
+    """One ``.onnx`` model in an ONNX Runtime session, called on flat NumPy arrays.
+
+    Args:
+        path: the model file; checked by :func:`check_external_data` first.
+        allowed: the files its external data may name (next to it).
+        function: the function's name, for messages.
+        threads: ONNX Runtime's intra-op threads (None: :func:`machine_threads`; 0: ONNX Runtime's own
+            default, one per physical core).
+        inter_op_threads: its inter-op threads (None: its default).
+        optimization: one of :data:`OPTIMIZATION_LEVELS`.
+        spinning: whether idle threads of the pool spin waiting for work (ONNX Runtime's default) or sleep.
+        providers: the execution providers, in order of preference (None: the CPU's).
+
+    Raises:
+        ArtifactError: what :func:`check_external_data` refuses.
+        ArtifactCallError: ONNX Runtime refuses the model.
+        ValueError: an unknown optimization level.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, allowed: Collection[str] = (), function: str = "",
+                 threads: int | None = None, inter_op_threads: int | None = None, optimization: str = "all",
+                 providers: Sequence[str] | None = None, spinning: bool = False) -> None:
+        if optimization not in OPTIMIZATION_LEVELS:
+            raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {optimization!r}")
+        self.function = function or Path(path).stem
+        metadata = {p.key: p.value for p in check_external_data(path, allowed).metadata_props}
+        #: bfloat16 ports, float32 in the graph (see :mod:`.onnx_translate`): converted here.
+        self._bfloat16_inputs, self._bfloat16_outputs = (
+            set(filter(None, metadata.get(key, "").split(","))) for key in BFLOAT16_PORTS)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization]
+        options.intra_op_num_threads = machine_threads() if threads is None else threads
+        if inter_op_threads is not None:
+            options.inter_op_num_threads = inter_op_threads
+        for pool in ("intra_op", "inter_op"):
+            options.add_session_config_entry(f"session.{pool}.allow_spinning", "1" if spinning else "0")
+        options.log_severity_level = 3  # errors only: its warnings are about its own folding
+        try:
+            self._session = ort.InferenceSession(str(path), options,
+                                                 providers=list(providers or ["CPUExecutionProvider"]))
+        except Exception as exc:  # onnxruntime's Fail, InvalidGraph, ... (pybind11 types)
+            raise ArtifactCallError(self.function, exc) from exc
+        self.input_names = [i.name for i in self._session.get_inputs()]
+        self.output_names = [o.name for o in self._session.get_outputs()]
+
+    def run(self, args: Sequence[Any]) -> list[np.ndarray]:
+        """The model's outputs for ``args`` (one array per graph input, in order).
+
+        Raises:
+            ArtifactCallError: ONNX Runtime failed (its message kept).
+        """
+        if len(args) != len(self.input_names):
+            raise ArtifactCallError(self.function, ValueError(
+                f"{len(args)} arrays for the inputs {self.input_names}"))
+        feeds = {n: np.ascontiguousarray(a, dtype=np.float32 if n in self._bfloat16_inputs else None)
+                 for n, a in zip(self.input_names, args)}
+        try:
+            results = self._session.run(self.output_names, feeds)
+        except Exception as exc:  # onnxruntime's pybind11 error types
+            raise ArtifactCallError(self.function, exc) from exc
+        return [np.asarray(r).astype(ml_dtypes.bfloat16) if n in self._bfloat16_outputs else np.asarray(r)
+                for n, r in zip(self.output_names, results)]
+
+
+#: The options of :func:`load` (``jaxport.load_converted(path, **options)``), as :class:`OnnxRuntimeModel` takes them.
+LOAD_OPTIONS = ("threads", "inter_op_threads", "optimization", "providers", "spinning")
+
+
+def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> OnnxTargetRuntime:
+    """The runtime of an ONNX directory whose files were checked (the registry's runtime loader).
+
+    Options: ``threads`` (default :func:`machine_threads`), ``inter_op_threads``,
+    ``optimization`` (one of :data:`OPTIMIZATION_LEVELS`, default ``"all"``),
+    ``providers`` (ONNX Runtime's execution providers, default the CPU's),
+    ``spinning`` (default False).
+
+    Raises:
+        ValueError: an unknown option or optimization level.
+    """
+    unknown = sorted(set(options) - set(LOAD_OPTIONS))
+    if unknown:
+        raise ValueError(f"ONNX Runtime's options are {list(LOAD_OPTIONS)}, not {unknown}")
+    if options.get("optimization", "all") not in OPTIMIZATION_LEVELS:
+        raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {options['optimization']!r}")
+    return OnnxTargetRuntime(root, manifest, dict(options))
+
+
+class OnnxTargetRuntime:
+    """The functions of one converted ONNX directory, each an ONNX Runtime session made on first call.
+
+    Args:
+        root: the directory (its files checked against ``manifest`` by the loader).
+        manifest: its manifest; the files its models may read are those it lists.
+        options: :class:`OnnxRuntimeModel`'s session options.
+    """
+
+    def __init__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> None:
+        self._root = root
+        self._allowed = frozenset(manifest.files)
+        self._options = dict(options)
+        self._models: dict[str, OnnxRuntimeModel] = {}
+        self._lock = threading.Lock()
+
+    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[np.ndarray]:
+        """The flat results of ``variant`` of ``function`` for the caller's flat arrays.
+
+        Raises:
+            ArtifactError: a model's external data is not a file the manifest lists.
+            ArtifactCallError: ONNX Runtime refused the model or failed to run it.
+        """
+        with self._lock:
+            model = self._models.get(variant.file)
+            if model is None:
+                model = self._models[variant.file] = OnnxRuntimeModel(
+                    os.path.join(self._root, variant.file), allowed=self._allowed, function=function,
+                    **self._options)
+        return model.run(args)

@@ -1,0 +1,230 @@
+"""A bundle directory on disk: written atomically, a level up from :mod:`.atomic_files`.
+
+The files go to a temporary directory beside the target (same parent, so the
+same file system), each flushed and fsync'ed while its SHA-256 is computed;
+then the manifest; then the temporary directory takes the target's place:
+on Linux by exchanging the two names in one step (``renameat2`` with
+``RENAME_EXCHANGE``), elsewhere by two renames. A failure at any point
+removes the temporary directory and leaves the previous bundle as it was.
+
+The directory and its files get the permissions that ``os.makedirs`` and
+``open()`` would give them (0755 and 0644 under umask 022), so that another
+user (a service account, a container's user) can serve the bundle.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+
+from jaxport.domain.bundle.manifest import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
+from jaxport.domain.bundle.checks import (
+    check_digest, check_files, check_header_digest, check_size, check_weight_digest, check_weights_header
+)
+from jaxport.domain.errors import ArtifactError
+from .atomic_files import fsync_directory
+from .temporary import create_beside, new_directory
+
+_T = TypeVar("_T")
+
+Writer = Callable[[BinaryIO], object]
+
+
+class _HashingWriter:
+    """A binary stream that passes bytes on and keeps their size and SHA-256."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        self._hash.update(data)
+        self.size += memoryview(data).nbytes
+        self._stream.write(data)
+        return memoryview(data).nbytes
+
+    def digest(self) -> FileDigest:
+        return FileDigest(self.size, self._hash.hexdigest())
+
+
+def sha256_many(buffers: Sequence[memoryview]) -> list[str]:
+    """The SHA-256 (hex) of each buffer, computed on several threads (hashlib releases the GIL)."""
+    if len(buffers) <= 1:
+        return [hashlib.sha256(b).hexdigest() for b in buffers]
+    with ThreadPoolExecutor(max_workers=min(len(buffers), os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda b: hashlib.sha256(b).hexdigest(), buffers))
+
+
+def write_bundle(path: str | os.PathLike[str], files: Mapping[str, Writer],
+                 manifest: Callable[[dict[str, FileDigest]], bytes]) -> None:
+    """Writes a bundle at ``path`` atomically.
+
+    Args:
+        path: the bundle directory; a previous bundle there is replaced.
+        files: each file's name and the function that writes its bytes.
+        manifest: makes ``manifest.json``'s bytes from the files' digests.
+
+    Raises:
+        FileExistsError: ``path`` exists and is not a bundle (no manifest).
+    """
+    target = Path(path)
+    if target.exists() and not (target / MANIFEST_FILE).is_file():
+        raise FileExistsError(f"{target} exists and is not a bundle directory (it has no "
+                              f"{MANIFEST_FILE}); not replacing it")
+
+    def fill(tmp: Path) -> None:
+        digests = {name: _write_file(tmp / name, writer) for name, writer in files.items()}
+        data = manifest(digests)
+        _write_file(tmp / MANIFEST_FILE, lambda s: s.write(data))
+
+    write_directory(target, fill)
+
+
+def write_directory(target: Path, fill: Callable[[Path], _T]) -> _T:
+    """What ``fill`` returns, after it wrote a fresh directory beside ``target`` that then replaces
+    ``target`` in one step (a failed or interrupted ``fill`` leaves ``target`` as it was).
+
+    The caller decides whether ``target`` may be replaced (bundles: a bundle;
+    converted directories: ``overwrite=True``).
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _, tmp_name = create_beside(target, ".tmp", new_directory)
+    tmp = Path(tmp_name)
+    try:
+        result = fill(tmp)
+        fsync_directory(tmp)
+        _swap_into_place(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    fsync_directory(target.parent)
+    return result
+
+
+def _write_file(path: Path, writer: Writer) -> FileDigest:
+    with open(path, "xb") as f:
+        hashing = _HashingWriter(f)
+        writer(hashing)  # type: ignore[arg-type]
+        f.flush()
+        os.fsync(f.fileno())
+    return hashing.digest()
+
+
+def _swap_into_place(tmp: Path, target: Path) -> None:
+    """Moves ``tmp`` to ``target``; afterwards ``tmp`` is gone (holding the old bundle, it is removed)."""
+    if not target.exists():
+        os.rename(tmp, target)
+        return
+    if _exchange(tmp, target):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    os.rename(target, old / "bundle")
+    try:
+        os.rename(tmp, target)
+    except BaseException:
+        os.rename(old / "bundle", target)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def entries(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The entries of a bundle directory with their sizes (-1 for what is not a regular file).
+
+    Raises:
+        OSError: ``path`` is not a readable directory.
+    """
+    found: dict[str, int] = {}
+    with os.scandir(path) as it:
+        for entry in it:
+            found[entry.name] = entry.stat().st_size if entry.is_file() else -1
+    return found
+
+
+def read_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """The manifest of the bundle at ``path``, after checking the directory against it.
+
+    The directory must hold exactly the manifest's files, each a regular
+    file of the recorded size; nothing but the manifest is read.
+
+    Raises:
+        ArtifactError: the manifest is missing or damaged, of a newer format,
+            or a file is missing, extra, truncated or longer than recorded.
+        OSError: ``path`` is not a readable directory.
+    """
+    root = Path(path)
+    sizes = entries(root)
+    if sizes.get(MANIFEST_FILE, -1) < 0:
+        raise ArtifactError(f"{root} is not a bundle: its file {MANIFEST_FILE} is missing")
+    manifest = Manifest.from_json((root / MANIFEST_FILE).read_bytes())
+    check_files(manifest, [name for name, size in sizes.items() if size >= 0])
+    for name, size in sizes.items():
+        if size < 0:
+            raise ArtifactError(f"The bundle holds {name}, which is not a regular file")
+    for name, digest in manifest.files.items():
+        check_size(name, digest, sizes[name])
+    return manifest
+
+
+def read_function(path: str | os.PathLike[str], manifest: Manifest, file: str) -> bytes:
+    """The bytes of one function file of the bundle at ``path``, after checking its digest.
+
+    Raises:
+        ArtifactError: the digest differs from the manifest's.
+    """
+    blob = Path(path, file).read_bytes()
+    check_digest(file, manifest.files[file], hashlib.sha256(blob).hexdigest())
+    return blob
+
+
+def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], header_sha256: str) -> Any:
+    """The weights file in the directory ``path``, memory-mapped, after checking it against
+    the weights' records and the digest of its header (a manifest's).
+
+    The header's digest and each weight's (computed on several threads) cover
+    every byte of the file, as the whole file's digest would, and name the
+    weight that changed.
+
+    Returns:
+        The :class:`~jaxport.adapters.storage.safetensors_file.SafetensorsFile`.
+
+    Raises:
+        ArtifactError: the header or a weight differs from the manifest.
+    """
+    from .safetensors_file import SafetensorsFile  # NumPy: not for the readers of manifests only
+
+    stored = SafetensorsFile(Path(path, WEIGHTS_FILE))
+    check_weights_header(weights, stored.entries, stored.data_size)
+    check_header_digest(header_sha256, hashlib.sha256(stored.header).hexdigest())
+    digests = sha256_many([stored.tensor_bytes(w.name) for w in weights])
+    for weight, digest in zip(weights, digests):
+        check_weight_digest(weight, digest)
+    return stored
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swaps the names ``a`` and ``b`` in one step; False where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return bool(result == 0)

@@ -1,0 +1,21 @@
+"""Bundles: :func:`save_bundle`, :func:`load_bundle` and the :class:`Bundle` it gives back.
+
+A bundle is several exported functions that share weights, saved as one
+directory (its format: :mod:`jaxport.domain.bundle.manifest`). Saving checks every
+function against the weights before anything is written
+(:mod:`.bundle_save`); loading checks every file before anything is made
+(:mod:`.bundle_load`) and places the weights (:mod:`.bundle_placement`);
+:mod:`.loaded_bundle` holds the loaded model's types, :mod:`.bundle_weights`
+the checks of functions against weights that both sides run. This module
+gathers the public names.
+"""
+
+from __future__ import annotations
+
+from .load import load_bundle as load_bundle
+from .save import save_bundle as save_bundle
+from .weights import flatten_params as flatten_params
+from .loaded import BoundFunction as BoundFunction
+from .loaded import Bundle as Bundle
+
+__all__ = ["BoundFunction", "Bundle", "flatten_params", "load_bundle", "save_bundle"]

@@ -1,0 +1,97 @@
+"""Loading a bundle: :func:`load_bundle` checks every file before anything is made."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from jax.sharding import Mesh
+
+from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, sha256_many
+from jaxport.adapters.jax.weights import restore_weight
+from jaxport.adapters.storage.safetensors_file import SafetensorsFile
+from jaxport.domain.bundle.manifest import WEIGHTS_FILE, Manifest
+from jaxport.domain.bundle.checks import check_header_digest, check_weight_digest, check_weights_header
+from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
+from .placement import placed_leaves, weight_placements
+from .weights import weight_shardings
+from jaxport.application.export.exported import Exported
+from .loaded import Bundle
+from jaxport.application.export.serialization import deserialize
+from jaxport.application.wiring import default_registry
+
+
+def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
+                verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
+    """Loads the bundle that :func:`jaxport.save_bundle` wrote at ``path``.
+
+    Every file is checked before the :class:`Bundle` is made (its size and
+    digest, the manifest's format version, the weights' header against the
+    manifest, each function against the weights): a damaged bundle raises,
+    it never loads in part. The weights file is read once, memory-mapped;
+    on one CPU device the weights are used in place, without a copy.
+
+    Args:
+        path: the bundle directory.
+        params: weights to use instead of the bundle's (checked like
+            :meth:`Bundle.with_params`); the weights file is then not read.
+        mesh: a mesh of the axes the functions were exported with: each
+            weight is placed with its recorded sharding over it (replicated
+            where none is recorded), in one process or across the processes
+            of JAX's distributed runtime (each reads only its devices'
+            slices). Without a mesh, weights with recorded shardings go to
+            this process's first devices, the others to the default device.
+        verify: verify each function's artifact as :func:`jaxport.load` does
+            (its modules parsed in a separate process, ``main``'s signature and
+            custom calls checked); verdicts are remembered per digest.
+        allowed_custom_calls: custom-call targets to accept besides those JAX
+            guarantees stable; the artifacts' own disabled checks do not count.
+
+    Raises:
+        ArtifactError: a file is missing, extra, truncated or changed, a
+            weight's dtype or shape differs from the manifest, the manifest
+            is of a newer format; the message names the file and the key.
+        BundleMismatchError: ``params`` differ from the bundle's weights.
+        MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
+        OSError: ``path`` is not a readable directory.
+    """
+    root = Path(path)
+    manifest = read_manifest(root)
+    registry = default_registry()
+    functions: dict[str, Exported] = {}
+    for entry in manifest.functions:
+        blob = read_function(root, manifest, entry.file)
+        try:
+            functions[entry.name] = deserialize(blob, registry, verify=verify,
+                                                allowed_custom_calls=allowed_custom_calls)
+        except ArtifactError as exc:
+            raise ArtifactError(f"{entry.file}: {exc}") from exc
+    takes = {e.name: e.takes_params for e in manifest.functions}
+    try:
+        shardings = weight_shardings(functions, takes, manifest.params_tree, manifest.weights)
+    except (BundleMismatchError, ShardingMismatchError) as exc:
+        raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
+    where = weight_placements(shardings, mesh)
+    leaves = _read_weights(root, manifest, where) if params is None else placed_leaves(manifest, params, where)
+    tree = registry.to_treedef(manifest.params_tree, leaves)
+    return Bundle(manifest, functions, tree.unflatten(leaves), where)
+
+
+def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...]) -> list[Any]:
+    """The weights, memory-mapped, after checking the header and every weight's digest.
+
+    The header's digest and each weight's (computed on several threads) cover
+    every byte of the file, as the whole file's digest would, and name the
+    weight that changed.
+    """
+    weights = SafetensorsFile(root / WEIGHTS_FILE)
+    check_weights_header(manifest.weights, weights.entries, weights.data_size)
+    check_header_digest(manifest.weights_header_sha256, hashlib.sha256(weights.header).hexdigest())
+    digests = sha256_many([weights.tensor_bytes(w.name) for w in manifest.weights])
+    for weight, digest in zip(manifest.weights, digests):
+        check_weight_digest(weight, digest)
+    return [restore_weight(w, weights.array(w.name, w.data_dtype), s)
+            for w, s in zip(manifest.weights, where, strict=True)]

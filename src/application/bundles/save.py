@@ -1,0 +1,135 @@
+"""Saving a bundle: :func:`save_bundle` checks every function against the weights, then writes.
+
+The directory's format is :mod:`jaxport.domain.bundle.manifest`'s; it is written
+atomically by :func:`jaxport.adapters.storage.bundle_dir.write_bundle`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, BinaryIO
+
+from jaxport.adapters.storage.bundle_dir import sha256_many, write_bundle
+from jaxport.adapters.jax.versions import this_producer
+from jaxport.adapters.jax.weights import stored_weight
+from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
+from jaxport.domain.bundle.manifest import (
+    EXAMPLES_FILE, EXAMPLES_FREE_VERSION, FORMAT_NAME, FORMAT_VERSION, WEIGHTS_FILE, FileDigest,
+    FunctionEntry, Manifest
+)
+from jaxport.domain.bundle.names import check_weight_names, function_file
+from jaxport.domain.errors import BundleError
+from jaxport.application.artifact_files import artifact_bytes
+from .weights import flatten_params, weight_shardings, weights_tree_spec
+from .examples import record_examples
+from jaxport.application.export.exported import Exported
+from jaxport.application.wiring import default_registry
+
+
+def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported], params: Any, *,
+                vjp_order: int = 0, metadata: Mapping[str, Any] | None = None,
+                without_params: Collection[str] = (),
+                examples: Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]] | None = None) -> None:
+    """Saves a model: functions that share weights, and the weights, as a bundle directory.
+
+    The directory holds ``manifest.json`` (format version, functions and their
+    files, the weights' pytree with each leaf's key path, dtype and shape,
+    ``metadata``, the size and SHA-256 of every other file), one artifact per
+    function, ``NAME.jaxport`` (the bytes :func:`jaxport.save` writes; read by
+    :func:`jaxport.load` and ``jax.export.deserialize``), and the weights in
+    ``params.safetensors``, keyed by key path (``dense/w``; see
+    :mod:`jaxport.domain.bundle.names`). With ``examples``, each function
+    is called on each of its examples here, with JAX, and
+    ``examples.safetensors`` keeps the inputs and the outputs
+    (``predict/0/args/0``, ``predict/0/out``), which
+    :func:`jaxport.check_numerics` runs again on another machine or runtime.
+
+    Every check runs before anything is written. The directory is written
+    atomically: a temporary directory beside ``path`` takes its place at the
+    end, so a failed save leaves the previous bundle intact and no temporary
+    behind.
+
+    Args:
+        path: the bundle directory (a previous bundle there is replaced).
+        functions: names (letters, digits, ``_ . -``) -> exported functions,
+            each exported with the weights' structure (arrays or
+            ``jax.ShapeDtypeStruct``s) as its first positional argument.
+        params: the weights: a pytree (dicts, lists, tuples, None,
+            namedtuples and custom nodes registered for serialization; a
+            Flax NNX state or an Equinox module's arrays, stored as the plain
+            containers of :func:`jaxport.plain_tree`) of arrays of float, int
+            or bool dtypes, or PRNG key arrays.
+        vjp_order: the orders of VJP to include in each artifact (1 allows
+            ``jax.grad`` of the loaded functions, also with respect to the weights).
+        metadata: JSON-serializable data stored in the manifest.
+        without_params: names of functions that take no weights: they are
+            stored as they are (``takes_params: false`` in the manifest) and
+            the loaded bundle calls them without binding.
+        examples: golden examples: function name -> a list of ``(args,
+            kwargs)`` pairs of the caller's arguments (the weights are bound
+            as when calling the loaded bundle), e.g. ``{"predict": [((x,), {})]}``.
+
+    Raises:
+        BundleMismatchError: a function's first argument differs from the
+            weights (tree, shape, dtype) or two functions record different
+            shardings for a weight; the message names the function and key path.
+        BundleError: a bad function name, a weight that cannot be stored,
+            metadata that is not JSON, an example that its function refuses
+            (the message names the function and the example).
+        VjpUnavailableError: a function cannot provide VJPs of ``vjp_order``.
+        FileExistsError: ``path`` exists and is not a bundle.
+    """
+    registry = default_registry()
+    treedef, names, leaves = flatten_params(params)
+    check_weight_names(names)
+    weights_tree = weights_tree_spec(registry, treedef)
+    stored = [stored_weight(name, leaf) for name, leaf in zip(names, leaves)]
+    data = [raw_bytes(host) for _, host in stored]
+    weights = tuple(dataclasses.replace(record, sha256=digest)
+                    for (record, _), digest in zip(stored, sha256_many(data)))
+    unknown = sorted(set(without_params) - set(functions))
+    if unknown:
+        raise BundleError(f"without_params names functions that are not in the bundle: {unknown}")
+    for name, exp in functions.items():
+        if not isinstance(exp, Exported):
+            raise TypeError(f"The function '{name}' is a {type(exp).__name__}, not a jaxport.Exported")
+    takes = {name: name not in without_params for name in functions}
+    entries = tuple(FunctionEntry(name, function_file(name), takes[name]) for name in functions)
+    weight_shardings(functions, takes, weights_tree, weights)
+    meta = _checked_metadata(metadata)
+    recorded = record_examples(functions, takes, params, len(weights), examples)
+    blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order) for entry in entries}
+
+    header, order = encode_header(weights, {"format": FORMAT_NAME})
+
+    def manifest(digests: dict[str, FileDigest]) -> bytes:
+        version = FORMAT_VERSION if recorded.examples else EXAMPLES_FREE_VERSION
+        return Manifest(entries, weights_tree, weights, meta, digests, version,
+                        weights_header_sha256=hashlib.sha256(header).hexdigest(),
+                        producer=this_producer(), examples=recorded.examples).to_json()
+
+    def write_params(stream: BinaryIO) -> None:
+        write_weights(stream, header, order, data)
+
+    files = {file: _writer(blob) for file, blob in blobs.items()}
+    files[WEIGHTS_FILE] = write_params
+    if recorded.write is not None:
+        files[EXAMPLES_FILE] = recorded.write
+    write_bundle(path, files, manifest)
+
+
+def _writer(blob: bytes | bytearray) -> Any:
+    return lambda stream: stream.write(blob)
+
+
+def _checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    try:
+        return dict(json.loads(json.dumps(dict(metadata), allow_nan=False)))
+    except (TypeError, ValueError) as exc:
+        raise BundleError(f"The bundle's metadata must be JSON-serializable with string keys: {exc}") from exc

@@ -1,0 +1,81 @@
+"""``jaxport inspect PATH...``: what artifacts, bundles and converted directories hold, read without JAX."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from dataclasses import asdict
+from typing import Any
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Adds ``inspect`` to ``commands``."""
+    show = commands.add_parser(
+        "inspect", parents=[common], help="print the signature and metadata of artifacts and bundles (no JAX needed)",
+        description="Print each artifact's signature, platforms, versions, shardings, effects "
+                    "and disabled checks, and the versions of jaxport, JAX, jaxlib and StableHLO "
+                    "that wrote it (sealed artifacts and bundles record them); for a bundle "
+                    "directory, each function's and the weights' table. Reads the files without "
+                    "importing JAX.")
+    show.add_argument("files", nargs="+", metavar="FILE",
+                      help="artifact files written by jaxport or jax.export, bundle directories, or "
+                           "directories that jaxport converted (any target)")
+    show.add_argument("--json", action="store_true", help="print one JSON object per artifact")
+    show.set_defaults(handler=inspect_files)
+
+
+def inspect_files(args: argparse.Namespace) -> int:
+    """Prints the summary of each file; a bad file is reported and the others still shown."""
+    import os
+
+    from jaxport.domain.artifact.info import ArtifactInfo
+    from jaxport.application.inspection import inspect_bundle
+    from .common import is_users_error, one_line, read_artifact
+    from jaxport.application.converted.model import is_converted
+
+    status = 0
+    for path in args.files:
+        try:
+            if is_converted(path):
+                print(inspect_converted(path, args.json))
+                continue
+            info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
+        except Exception as exc:
+            if getattr(args, "debug", False) or not is_users_error(exc):
+                raise
+            print(f"jaxport inspect: {one_line(exc)}", file=sys.stderr)
+            status = 2
+            continue
+        if args.json:
+            print(json.dumps({"file": path, **_known(asdict(info))}, default=str))
+        else:
+            print(info if os.path.isdir(path) else f"{path}:\n{info}")
+    return status
+
+
+def _known(value: Any) -> Any:
+    """A summary as JSON, without the ``producer`` that an unsealed or ``jax.export`` file lacks."""
+    if isinstance(value, dict):
+        return {k: _known(v) for k, v in value.items() if not (k == "producer" and v is None)}
+    if isinstance(value, (list, tuple)):
+        return [_known(v) for v in value]
+    return value
+
+
+def inspect_converted(path: str, as_json: bool) -> str:
+    """The text (or, with ``as_json``, the manifest's JSON on one line) that ``jaxport inspect`` prints.
+
+    Raises:
+        ArtifactError: the manifest is damaged.
+    """
+    from jaxport.domain.converted.manifest import ConvertedManifest
+    from jaxport.domain.converted.text import converted_text
+    from jaxport.application.converted.model import manifest_path_of
+
+    data = Path(path, manifest_path_of(path) or "manifest.json").read_bytes()
+    manifest = ConvertedManifest.from_json(data)
+    if as_json:
+        return json.dumps({"file": path, **json.loads(data)})
+    return converted_text(manifest, path)

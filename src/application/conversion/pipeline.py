@@ -1,0 +1,310 @@
+"""``jaxport.convert``: the one conversion pipeline, for every runtime target of the registry.
+
+(The command ``jaxport convert`` is :mod:`jaxport.application.cli.convert`.)
+
+In order, for any target (:mod:`jaxport.domain.targets.registry`):
+
+1. read the source (:func:`.conversion_source.read_source`: an ``Exported``,
+   a ``Bundle``, or the path of an artifact or bundle by jaxport or
+   ``jax.export``; a lone artifact becomes one function named after the
+   exported function);
+2. verify each module in the verifying child process, which also walks it
+   for its custom calls (the one parse of the bytes before a converter's);
+3. the target's refusal plan (:func:`~jaxport.domain.targets.plan.refuse`)
+   and, for a target that compiles static shapes, the bindings of ``dims``
+   checked against each function's constraints;
+4. the target's converter writes its files into a fresh directory beside
+   ``path``; the examples and the manifest (every file's size and digest) are
+   added, and the directory is moved into place in one step. An existing
+   ``path`` is refused with ``FileExistsError`` unless ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FileDigest
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
+from jaxport.domain.errors import ArtifactError, ConversionError, MissingExtraError
+from jaxport.domain.converted.static_shapes import static_shapes
+from jaxport.domain.calls.front import with_weights_bound
+from jaxport.domain.targets.plan import refuse
+from jaxport.domain.targets.ports import ConversionJob, Converter, FunctionJob
+from jaxport.domain.targets.registry import TargetEntry, target
+from jaxport.domain.artifact.verification import check_signature
+from .source import ConversionSource, SourceFunction, read_source
+
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
+    from jaxport.application.export.exported import Exported
+
+#: dims: function name -> the bindings of its dimension variables to make a variant for.
+Dims = Mapping[str, Sequence[Mapping[str, int]]]
+
+
+def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *, to: str,
+            options: object | None = None, dims: Dims | None = None,
+            overwrite: bool = False) -> ConvertedManifest:
+    """Converts every function of ``source`` for the runtime target ``to`` into the directory ``path``.
+
+    Args:
+        source: an :class:`~jaxport.Exported` (one function, named after the
+            exported function), a :class:`~jaxport.Bundle`, or the path of an
+            artifact file or a bundle directory (by jaxport or ``jax.export``).
+        path: the directory to write.
+        to: the target's name: ``"savedmodel"``, ``"iree"`` (``jaxport.TARGETS`` lists them).
+        options: the target's options (:class:`~jaxport.SavedModelOptions`,
+            :class:`~jaxport.IreeOptions`); None: the defaults.
+        dims: for a target that compiles static shapes (IREE), the bindings
+            of each symbolic function's dimension variables to compile for:
+            ``{"predict": [{"b": 1}, {"b": 8}]}``.
+        overwrite: replace what is at ``path`` (else it must not exist).
+
+    Returns:
+        The manifest written.
+
+    Raises:
+        ConversionError: what the target cannot run, a symbolic function
+            without dims, a binding that violates its constraints; the message
+            names the function, the argument and the reason. Raised before
+            anything is written.
+        ArtifactError: a source file is not a valid artifact or bundle, or a
+            module fails verification.
+        MissingExtraError: the target's extra is not installed.
+        FileExistsError: ``path`` exists and ``overwrite`` is False.
+        TypeError: ``options`` are another target's.
+        ValueError: ``to`` names no target.
+    """
+    entry = target(to)
+    if options is None:
+        options = entry.options()
+    if type(options) is not entry.options:
+        raise TypeError(f"options for to={to!r} are a {entry.options.__name__}, not a {type(options).__name__}")
+    out = Path(path)
+    if os.path.lexists(out) and not overwrite:
+        raise FileExistsError(f"{out} exists: pass overwrite=True (jaxport convert --force) to replace it")
+    return write_converted(read_source(source), out, entry, options, dims)
+
+
+def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, options: object,
+                    dims: Dims | None) -> ConvertedManifest:
+    """:func:`convert` of what :func:`.conversion_source.read_source` read (``out`` may be replaced)."""
+    unknown = sorted(set(dims or {}) - {f.name for f in src.functions})
+    if unknown:
+        raise ConversionError(entry.plan.runtime, None, f"dims names {unknown}, which the source does not "
+                                                        f"have (it has {[f.name for f in src.functions]})")
+    converter = _converter(entry)
+    allowed = tuple(getattr(options, "allowed_custom_calls", ()))
+    jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), allowed) for f in src.functions)
+    weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
+        WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
+    from jaxport.adapters.storage.bundle_dir import write_directory
+
+    return write_directory(out, lambda staging: _fill(entry, converter, jobs, src, weights, options, staging))
+
+
+def _converter(entry: TargetEntry) -> Converter:
+    module, _, attribute = entry.converter.partition(":")
+    try:
+        converter: Converter = getattr(importlib.import_module(module), attribute)
+    except MissingExtraError:
+        raise
+    except ImportError as exc:
+        raise MissingExtraError(f"The converter for {entry.plan.runtime}", entry.extra, exc) from exc
+    return converter
+
+
+def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
+         bindings: Sequence[Mapping[str, int]] | None, allowed: Iterable[str]) -> FunctionJob:
+    plan = entry.plan
+    nr_weights = len(src.weights) if function.takes_params else 0
+    record = function.record
+    refuse(plan, function.name, record, nr_weights=nr_weights, custom_calls=())  # what the record says
+    custom_calls, shardy = _walk(plan.runtime, function.name, record, with_vjp=plan.keeps_vjp)
+    refuse(plan, function.name, record, nr_weights=nr_weights, custom_calls=custom_calls,
+           allowed_custom_calls=allowed)
+    caller = with_weights_bound(record, nr_weights) if nr_weights else record
+    found: tuple[tuple[tuple[str, int], ...], ...] = ()
+    if plan.needs_bindings or (plan.bindings_optional and bindings):
+        found = tuple(s.dims for s in static_shapes(function.name, record, bindings, nr_weights=nr_weights,
+                                                      runtime=plan.runtime))
+    elif bindings:
+        raise ConversionError(plan.runtime, function.name, "the target runs any size: give it no dims")
+    signature = Signature(function.name, caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
+                          caller.constraints, nr_weights)
+    return FunctionJob(function.name, record, signature, custom_calls, found, shardy)
+
+
+def _walk(runtime: str, name: str, record: ArtifactRecord, *, with_vjp: bool) -> tuple[tuple[str, ...], bool]:
+    """The custom calls of the module (and of its first VJP) and whether it uses Shardy, as the
+    verifying child finds them after it parsed and verified the module.
+
+    Raises:
+        ConversionError: the module does not verify or does not match its record.
+    """
+    from jaxport.application import wiring
+
+    worker = wiring.module_worker()
+    calls: list[str] = []
+    shardy = False
+    for one in (record, record.vjp) if with_vjp and record.vjp is not None else (record,):
+        try:
+            facts = worker.check(one.mlir_module_serialized, sdy=False).facts
+        except ArtifactError as exc:
+            raise ConversionError(runtime, name, f"its module does not verify: {exc}") from exc
+        problems = check_signature(one, facts)
+        if problems:
+            raise ConversionError(runtime, name, "its module does not match its record: " + "; ".join(problems))
+        calls.extend(c for c in facts.custom_call_targets if c not in calls)
+        shardy = shardy or facts.uses_shardy
+    return tuple(calls), shardy
+
+
+def _fill(entry: TargetEntry, converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
+          weights: WeightsTable | None, options: object, staging: Path) -> ConvertedManifest:
+    weights_path = src.weights_file
+    temporary = None
+    if weights is not None and not weights_path and src.write_weights is not None:
+        temporary = staging / ".weights.safetensors"
+        with open(temporary, "xb") as stream:
+            src.write_weights(stream)
+        weights_path = str(temporary)
+    job = ConversionJob(jobs, weights, weights_path, options, jobs[0].name if len(jobs) == 1 else None)
+    parts = converter(job, str(staging))
+    if temporary is not None:
+        temporary.unlink()
+    names = {j.name for j in jobs}
+    examples = tuple(e for e in src.examples if e.function in names) if src.examples_blob else ()
+    examples_file = ""
+    if examples:
+        examples_file = f"{entry.manifest_dir}/{EXAMPLES_FILE}" if entry.manifest_dir else EXAMPLES_FILE
+        (staging / examples_file).parent.mkdir(parents=True, exist_ok=True)
+        (staging / examples_file).write_bytes(src.examples_blob)
+    if weights is not None:
+        weights = WeightsTable(weights.tree, weights.leaves, parts.weights_file,
+                               weights.header_sha256 if parts.weights_file else "")
+    functions = tuple(ConvertedFunction(j.signature, parts.variants[j.name]) for j in jobs)
+    manifest = ConvertedManifest(entry.name, parts.target_details, functions, weights, examples, examples_file,
+                                 _digests(staging), jax_version=jobs[0].record.jax_version)
+    (staging / entry.manifest_path).parent.mkdir(parents=True, exist_ok=True)
+    (staging / entry.manifest_path).write_bytes(manifest.to_json())
+    return manifest
+
+
+def _digests(root: Path) -> dict[str, FileDigest]:
+    digests = {}
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        with open(file, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        digests[file.relative_to(root).as_posix()] = FileDigest(file.stat().st_size, digest)
+    return digests
+
+
+def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+                  default: str | None = None, allowed_custom_calls: Iterable[str] = (),
+                  overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="savedmodel", ...)``: a TensorFlow SavedModel for TensorFlow Serving.
+
+    One signature per function, named after it, with the caller's arguments
+    as inputs named by :mod:`jaxport.domain.converted.wire_names` (``arg0``,
+    ``arg1/dense/w``, keywords by name); ``serving_default`` calls the
+    function ``default`` names, or the only one. A bundle's weights become
+    one ``tf.Variable`` each. Where the artifacts carry VJPs,
+    ``tf.GradientTape`` over the loaded object's functions gives JAX's
+    gradients. ``assets.extra/jaxport/`` keeps the manifest.
+
+    Raises:
+        As :func:`convert`; ``MissingExtraError`` without TensorFlow (``jaxport[tf]``).
+    """
+    from jaxport.domain.targets.savedmodel import SavedModelOptions
+
+    return convert(source, path, to="savedmodel", overwrite=overwrite,
+                   options=SavedModelOptions(tuple(allowed_custom_calls), default))
+
+
+def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+            dims: Dims | None = None, target_cpu: str = "host", target_triple: str | None = None,
+            overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="iree", ...)``: each function compiled ahead of time by IREE.
+
+    One ``.vmfb`` module per function and binding of its dimension
+    variables (``predict.b=8.vmfb``), the bundle's weights file
+    ``params.safetensors`` shared by all of them as IREE parameters.
+
+    Args:
+        dims: for each symbolic function, the bindings to compile for.
+        target_cpu: ``"host"``, an LLVM CPU name (``"x86-64-v3"``), ``"generic"``.
+        target_triple: the machine to compile for (``"aarch64-linux-gnu"``); None for this one.
+
+    Raises:
+        As :func:`convert`; ``MissingExtraError`` without IREE's compiler (``jaxport[iree]``).
+    """
+    from jaxport.domain.targets.iree import IreeOptions
+
+    return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
+                   options=IreeOptions(target_cpu, target_triple))
+
+
+def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+            opset: int | None = None, ir_version: int | None = None, web: bool = False,
+            overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="onnx", ...)``: one ONNX model per function, for ONNX Runtime and other readers.
+
+    One ``FUNCTION.onnx`` per function (``onnxruntime.InferenceSession(path)``
+    loads it in any language; Netron shows it), of any size: dimension
+    variables stay ``dim_param``s named after them. A bundle's weights stay
+    in ``params.safetensors``, byte for byte, which the models read as ONNX
+    external data at each tensor's offset. Inputs and outputs carry the
+    wire names (``arg0``, ``arg1/dense/w``, ``output_0``). Only the standard
+    ``ai.onnx`` domain is written; an operation without exact translation is
+    refused, by name and source location.
+
+    Args:
+        opset: the ``ai.onnx`` opset (21, the default, to 23).
+        ir_version: the ONNX IR version (10, the default, which onnxruntime-web reads, to 13).
+        web: also write ``jaxport.mjs``, which loads the directory in a web page
+            with ONNX Runtime Web (see the guide's page on the browser); a
+            function with a bfloat16 input or output is refused.
+
+    Raises:
+        As :func:`convert`; ``UnsupportedOperationError`` (a ``ConversionError``)
+        for an operation the translation does not express exactly;
+        ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
+    """
+    from jaxport.domain.targets.onnx import OnnxOptions
+
+    defaults = OnnxOptions()
+    return convert(source, path, to="onnx", overwrite=overwrite,
+                   options=OnnxOptions(defaults.opset if opset is None else opset,
+                                       defaults.ir_version if ir_version is None else ir_version, web))
+
+
+def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+              dims: Dims | None = None, quantize: str | None = None, overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="litert", ...)``: each function as LiteRT (``.tflite``) models.
+
+    One model per function, its signature named after the function, its
+    inputs and outputs by their wire names; a symbolic function's dimensions
+    stay dynamic where LiteRT's converter keeps them so, else ``dims`` gives
+    the sizes to convert for (one model per binding: ``predict.b=8.tflite``).
+    The weights are constants of each model (LiteRT's fused kernels), so
+    each model holds its own copy. No TensorFlow is imported.
+
+    Args:
+        dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.
+        quantize: None (float32) or ``"int8-weights"`` (dynamic range, about 4x smaller
+            weights, within :data:`jaxport.domain.targets.litert.INT8_WEIGHTS_TOLERANCE`).
+
+    Raises:
+        As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
+        has wheels for Linux x86_64 and macOS arm64).
+    """
+    from jaxport.domain.targets.litert import LiteRtOptions
+
+    return convert(source, path, to="litert", dims=dims, overwrite=overwrite, options=LiteRtOptions(quantize))

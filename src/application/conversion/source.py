@@ -1,0 +1,160 @@
+"""What a converter reads: the functions and weights of an ``Exported``, a ``Bundle``, or their files.
+
+A converter takes an :class:`~jaxport.Exported`, a :class:`~jaxport.Bundle`,
+or the path of an artifact file or a bundle directory (written by jaxport or
+``jax.export``). Files are read with jaxport's own JAX-free readers, every
+digest checked first: a bundle's files against its manifest, its weights
+header and each weight against theirs. The weights are handed on as a
+writer of the bundle's ``params.safetensors`` (the file itself, for a
+directory), so that a converted directory keeps them as they were saved; a
+bundle directory's golden examples are handed on as their file's bytes (an
+in-process bundle has none at hand).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights, sha256_many
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.mlir.dimension_args import standard_record
+from jaxport.domain.artifact.record import ArtifactRecord, TreeSpec
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE, WEIGHTS_FILE, Example, WeightRecord
+from jaxport.domain.errors import ArtifactError
+
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
+    from jaxport.application.export.exported import Exported
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFunction:
+    """One function to convert: its name, its record, whether its first argument is the weights."""
+
+    name: str
+    record: ArtifactRecord
+    takes_params: bool = False
+
+
+@dataclass(frozen=True)
+class ConversionSource:
+    """The functions and the weights of what is converted.
+
+    Attributes:
+        functions: in the source's order.
+        params_tree: the weights' pytree structure (None without weights).
+        weights: the weights' table, per leaf in flattening order.
+        write_weights: writes the weights' safetensors file (None without weights).
+        weights_header: that file's header (its first bytes, up to the data).
+        examples: the golden examples of a bundle directory.
+        examples_blob: their ``examples.safetensors``, its digest checked.
+        weights_file: the path of a bundle directory's weights file (checked), ``""`` otherwise.
+    """
+
+    functions: tuple[SourceFunction, ...]
+    params_tree: TreeSpec | None = None
+    weights: tuple[WeightRecord, ...] = ()
+    write_weights: Callable[[BinaryIO], object] | None = None
+    weights_header: bytes = b""
+    examples: tuple[Example, ...] = ()
+    examples_blob: bytes = b""
+    weights_file: str = ""
+
+    @property
+    def weights_header_sha256(self) -> str:
+        """The SHA-256 (hex) of the weights file's header."""
+        return hashlib.sha256(self.weights_header).hexdigest()
+
+
+def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> ConversionSource:
+    """The functions and weights of ``source``.
+
+    Raises:
+        ArtifactError: a file is not a valid artifact or bundle, or was changed
+            after it was written (the message names it).
+        TypeError: ``source`` is none of the accepted kinds.
+        OSError: a file cannot be read.
+    """
+    read = _read_source(source)
+    # One form of `main` for every converter: one that takes its dimension variables as
+    # `jax.global_constant` arguments is wrapped to compute them (adapters/mlir/dimension_args.py).
+    functions = tuple(dataclasses.replace(f, record=standard_record(f.record)) for f in read.functions)
+    return dataclasses.replace(read, functions=functions)
+
+
+def _read_source(source: Exported | Bundle | str | os.PathLike[str]) -> ConversionSource:
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        return _bundle_dir(path) if path.is_dir() else _artifact_file(path)
+    from jaxport.application.bundles.api import Bundle
+    from jaxport.application.export.exported import Exported
+
+    if isinstance(source, Exported):
+        return ConversionSource((SourceFunction(source.fun_name, _record(source)),))
+    if isinstance(source, Bundle):
+        return _bundle(source)
+    raise TypeError(f"Cannot convert a {type(source).__name__}: give a jaxport.Exported, a "
+                    "jaxport.Bundle, or the path of an artifact file or a bundle directory")
+
+
+def _record(exported: Exported) -> ArtifactRecord:
+    return exported.record
+
+
+def _artifact_file(path: Path) -> ConversionSource:
+    with open(path, "rb") as file:
+        blob = file.read()
+    try:
+        record = decode_artifact(blob)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{path} is not a valid artifact: {exc}") from exc
+    return ConversionSource((SourceFunction(record.function_name, record),))
+
+
+def _bundle_dir(root: Path) -> ConversionSource:
+    manifest = read_manifest(root)
+    functions = []
+    for entry in manifest.functions:
+        try:
+            record = decode_artifact(read_function(root, manifest, entry.file))
+        except ArtifactError as exc:
+            raise ArtifactError(f"{root / entry.file}: {exc}") from exc
+        functions.append(SourceFunction(entry.name, record, entry.takes_params))
+    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256)
+    mapped = weights.buffer
+
+    def copy(stream: BinaryIO) -> None:
+        view = memoryview(mapped)
+        for start in range(0, len(view), 1 << 24):
+            stream.write(view[start:start + (1 << 24)])
+
+    examples = read_function(root, manifest, EXAMPLES_FILE) if manifest.examples else b""
+    return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy,
+                            bytes(weights.header), manifest.examples, examples, str(root / WEIGHTS_FILE))
+
+
+def _bundle(bundle: Bundle) -> ConversionSource:
+    from jaxport.adapters.jax.weights import stored_weight
+    from jaxport.application.bundles.api import flatten_params
+    from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
+    from jaxport.domain.bundle.manifest import FORMAT_NAME
+
+    manifest = bundle.manifest
+    functions = tuple(SourceFunction(e.name, _record(bundle.functions[e.name]), e.takes_params)
+                      for e in manifest.functions)
+    _, names, leaves = flatten_params(bundle.params)
+    data = [raw_bytes(host) for _, host in (stored_weight(n, leaf) for n, leaf in zip(names, leaves))]
+    # The weights may be other than the bundle's saved ones (Bundle.with_params): digest these.
+    weights = tuple(dataclasses.replace(w, sha256=d) for w, d in zip(manifest.weights, sha256_many(data)))
+    header, order = encode_header(weights, {"format": FORMAT_NAME})
+
+    def write(stream: BinaryIO) -> None:
+        write_weights(stream, header, order, data)
+
+    return ConversionSource(functions, manifest.params_tree, weights, write, header)

@@ -1,0 +1,232 @@
+"""``jaxport.load_converted``: any directory jaxport converted, ready to call, one model type for every target.
+
+Loading reads the manifest (no runtime yet), checks the directory against
+it (exactly its files, each of the recorded size and digest; the weights
+file by its header's digest and each weight's), runs the target's host
+check (IREE's CPU features and triple, a SavedModel's platforms), and only
+then opens the target's runtime, which imports neither JAX nor jaxlib.
+Every call is checked in front of the runtime (:class:`ConvertedCall`), so
+one bad call gets the same error and message on every target.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import types
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from jaxport.domain.converted.manifest import (
+    FORMAT_NAME, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format
+)
+from jaxport.domain.errors import ArtifactError, MissingExtraError
+from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
+from jaxport.domain.calls.signature import signature
+from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime
+from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
+
+#: The formats of the directories that jaxport wrote before one format served every target.
+_OLD_FORMATS = ("jaxport-iree", "jaxport-savedmodel")
+
+
+def manifest_path_of(path: str | os.PathLike[str]) -> str | None:
+    """The path (relative to ``path``) of the converted-directory manifest there, or None."""
+    root = Path(path)
+    for candidate in dict.fromkeys(["manifest.json", *(e.manifest_path for e in TARGETS.values())]):
+        file = root / candidate
+        if file.is_file() and manifest_format(file.read_bytes()) in (FORMAT_NAME, *_OLD_FORMATS):
+            return candidate
+    return None
+
+
+def is_converted(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a directory that jaxport converted (for any target)."""
+    return Path(path).is_dir() and manifest_path_of(path) is not None
+
+
+def read_converted(path: str | os.PathLike[str]) -> tuple[ConvertedManifest, TargetEntry]:
+    """The manifest of the converted directory at ``path`` and its target, its listing checked.
+
+    Raises:
+        ArtifactError: no manifest, a damaged one, an older or newer format, or
+            a file missing, extra, truncated or longer than recorded.
+        OSError: ``path`` is not a readable directory.
+    """
+    root = Path(path)
+    where = manifest_path_of(root)
+    if where is None:
+        raise ArtifactError(f"{root} is not a directory that jaxport converted: it has no manifest.json "
+                            f"(nor {', '.join(e.manifest_path for e in TARGETS.values() if e.manifest_dir)})")
+    manifest = ConvertedManifest.from_json((root / where).read_bytes())
+    try:
+        entry = target(manifest.target)
+    except ValueError as exc:
+        raise ArtifactError(f"{root}: {exc} (a newer jaxport wrote it?)") from None
+    if entry.manifest_path != where:
+        raise ArtifactError(f"{root}: a {entry.name} directory keeps its manifest at {entry.manifest_path}")
+    check_listing(manifest, _entries(root), where)
+    return manifest, entry
+
+
+def _entries(root: Path) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+            full = os.path.join(dirpath, name)
+            relative = Path(full).relative_to(root).as_posix()
+            found[relative] = os.stat(full).st_size if os.path.isfile(full) and not os.path.islink(full) else -1
+    return found
+
+
+def _check_files(root: Path, manifest: ConvertedManifest) -> Mapping[str, Any]:
+    """Checks every file's digest (the weights file: its header's and each weight's); the weights' views."""
+    weights_file = manifest.weights.file if manifest.weights is not None else ""
+    names = [n for n in manifest.files if n != weights_file]
+    digests = []
+    for name in names:  # streamed: a SavedModel's variables may be large
+        with open(root / name, "rb") as file:
+            digests.append(hashlib.file_digest(file, "sha256").hexdigest())
+    check_digests(manifest, names, digests)
+    if manifest.weights is None or not weights_file:
+        return {}
+    from jaxport.adapters.storage.bundle_dir import read_weights
+
+    stored = read_weights(root, manifest.weights.leaves, manifest.weights.header_sha256)
+    return {w.name: stored.array(w.name, w.data_dtype) for w in manifest.weights.leaves}
+
+
+def _attribute(entry: TargetEntry, spec: str) -> Any:
+    module, _, attribute = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except MissingExtraError:
+        raise
+    except ImportError as exc:
+        raise MissingExtraError(f"The runtime of {entry.plan.runtime}", entry.extra, exc) from exc
+
+
+class ConvertedCall:
+    """One function of a converted directory: ``model["predict"](x)``.
+
+    Each call is checked first (pytree, dtypes, ranks, shapes, dimension
+    variables, constraints, the compiled variant) with the errors of
+    :mod:`jaxport.errors`; the runtime only runs. Results are NumPy arrays in
+    the function's result pytree (a custom node comes back as a tuple).
+    """
+
+    def __init__(self, function: ConvertedFunction, runtime: TargetRuntime) -> None:
+        sig = function.signature
+        self.function = function
+        self.runtime = runtime
+        self.record = signature(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
+        self._check = call_signature(self.record)
+        self.__name__ = sig.name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The function's result for ``args`` and ``kwargs``.
+
+        Raises:
+            TreeMismatchError, RankMismatchError, DtypeMismatchError,
+            ShapeMismatchError, ShapeAssertionError, UncompiledSizeError: the
+                call does not match the export or no variant was made for its sizes.
+            JaxportError: the runtime failed (the subclass says why).
+        """
+        leaves = flatten_call(self.record, args, kwargs, weights_bound=self.function.signature.nr_weights > 0)
+        return unflatten_results(self.record, self.run_flat(leaves))
+
+    def call_flat(self, leaves: list[Any]) -> Any:
+        """The result pytree for the caller's flat arrays, checked as :meth:`__call__` does."""
+        return unflatten_results(self.record, self.run_flat(leaves))
+
+    def run_flat(self, leaves: list[Any]) -> list[Any]:
+        """The flat results for the caller's flat arrays, checked as :meth:`__call__` does."""
+        variant = self.function.variant_for(self._check.check(leaves))
+        return list(self.runtime.run(self.function.name, variant, leaves))
+
+    def __repr__(self) -> str:
+        return f"ConvertedCall({self.function.name!r})"
+
+
+class ConvertedModel(Mapping[str, ConvertedCall]):
+    """The functions of a converted directory, the same type for every target.
+
+    Attributes:
+        target: the target's name (``"savedmodel"``, ``"iree"``).
+        functions: names -> what was converted of each (signature, variants).
+        params: the weights by key path (``"dense/w"``), read-only NumPy views
+            of the weights file, where the directory keeps one (IREE); empty
+            where the target holds them in its own form (a SavedModel's variables).
+        manifest: the directory's manifest.
+    """
+
+    def __init__(self, manifest: ConvertedManifest, runtime: TargetRuntime, params: Mapping[str, Any]) -> None:
+        self.manifest = manifest
+        self.target = manifest.target
+        self.functions: Mapping[str, ConvertedFunction] = types.MappingProxyType(
+            {f.name: f for f in manifest.functions})
+        self.params: Mapping[str, Any] = types.MappingProxyType(dict(params))
+        self._calls = {f.name: ConvertedCall(f, runtime) for f in manifest.functions}
+
+    def __getitem__(self, name: str) -> ConvertedCall:
+        try:
+            return self._calls[name]
+        except KeyError:
+            raise KeyError(f"The directory has no function {name!r}; it has {sorted(self._calls)}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._calls)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def __repr__(self) -> str:
+        return f"ConvertedModel(target={self.target!r}, functions={list(self._calls)})"
+
+
+def load_converted(path: str | os.PathLike[str], **runtime_options: Any) -> ConvertedModel:
+    """The functions of the directory that :func:`jaxport.convert` wrote at ``path``, for any target.
+
+    Before the runtime reads anything, the directory is checked against its
+    manifest (exactly its files, each of the recorded size and SHA-256
+    digest) and its target against this machine. Compiled code (a
+    ``.vmfb``) is native code: load only directories you trust; the digests
+    detect damage, not malice.
+
+    Args:
+        path: the directory.
+        runtime_options: the runtime's own options (IREE: ``driver="local-sync"``).
+
+    Raises:
+        ArtifactError: the manifest is missing, damaged or of another format,
+            or a file is missing, extra, truncated or changed (the message names it).
+        TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
+        MissingExtraError: the target's runtime is not installed (the message names the extra).
+        ValueError: an unknown runtime option.
+        OSError: ``path`` is not a readable directory.
+    """
+    root = Path(path)
+    manifest, entry = read_converted(root)
+    params = _check_files(root, manifest)
+    if entry.plan.check_host is not None and entry.host_facts is not None:
+        facts: HostFacts = _attribute(entry, entry.host_facts)
+        entry.plan.check_host(manifest.target_details, facts(), str(root))
+    loader: RuntimeLoader = _attribute(entry, entry.runtime)
+    return ConvertedModel(manifest, loader(str(root), manifest, runtime_options), params)
+
+
+def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task") -> ConvertedModel:
+    """``load_converted(path, driver=driver)`` for a directory that :func:`jaxport.to_iree` wrote.
+
+    ``driver``: IREE's CPU driver: ``"local-task"`` runs a call's work on a
+    pool of threads, one per core; ``"local-sync"`` on the calling thread.
+
+    Raises:
+        As :func:`load_converted`; ``ArtifactError`` when the directory is another target's.
+    """
+    manifest, _ = read_converted(path)
+    if manifest.target != "iree":
+        raise ArtifactError(f"{path} is a {manifest.target} directory, not IREE's: use jaxport.load_converted")
+    return load_converted(path, driver=driver)

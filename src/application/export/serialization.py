@@ -1,0 +1,55 @@
+"""Reading an :class:`Exported` from bytes in jax.export's artifact format.
+
+Deserialization checks, then decodes: the jaxport trailer's digest, when
+there is one, before any parser sees the bytes, then the flatbuffer, every
+field bounds-checked, into the export's record
+(:func:`~jaxport.adapters.flatbuffers.codec.decode_artifact`). The
+:class:`Exported` of that record makes its JAX objects here, so that what this
+process cannot call (a calling convention outside its window, a pytree node
+type or effect not registered here) is refused by ``deserialize`` itself; the
+VJPs' are made when :meth:`Exported.vjp` is first called. (Writing is
+:meth:`Exported.serialize`: the record encoded, then sealed.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from jaxport.adapters.flatbuffers.codec import decode_artifact
+from .exported import Exported
+from .jax_objects import jax_objects_of
+from jaxport.application.pytree_registry import PytreeSerializationRegistry
+from jaxport.application.wiring import default_registry
+
+
+def deserialize(blob: bytes | bytearray | memoryview,
+                registry: PytreeSerializationRegistry | None = None, *,
+                verify: bool = False, allowed_custom_calls: Iterable[str] = ()) -> Exported:
+    """An :class:`Exported` from bytes written by jaxport or ``jax.export``.
+
+    The jaxport trailer's digest, when present, is checked before anything
+    else, and its symbolic constraints are restored.
+
+    Args:
+        blob: the artifact's bytes.
+        registry: the pytree serialization registry (default: the global one).
+        verify: also parse and check every module in a separate process
+            first (see :func:`jaxport.application.verification.verify_artifact`);
+            use it for bytes from a source you do not control.
+        allowed_custom_calls: with ``verify``, the custom-call targets to accept
+            besides those JAX guarantees stable; the artifact's own disabled
+            safety checks are not trusted for that.
+
+    Raises:
+        ArtifactError: the bytes are not a valid artifact, fail verification,
+            or use a version, pytree node type or effect that this process
+            does not support.
+    """
+    if verify:
+        from jaxport.application.verification import verify_artifact
+
+        record = verify_artifact(blob, allowed_custom_calls=allowed_custom_calls).raise_if_failed()
+    else:
+        record = decode_artifact(blob)
+    registry = registry or default_registry()
+    return Exported(record, _registry=registry, _jax_objects=jax_objects_of(record, registry))

@@ -1,0 +1,1 @@
+"""jaxport.application.serving."""

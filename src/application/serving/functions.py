@@ -1,0 +1,91 @@
+"""The functions of a directory, as a server needs them: wire signature, compiled sizes, checked flat calls.
+
+:class:`~jaxport.domain.serving.protocol.ServedFunction` is the narrow interface between what jaxport loads
+and the protocol server (:mod:`jaxport.adapters.kserve.server`): a name, the
+signature on the wire, the sizes a target was compiled for, and two calls on
+flat host arrays: ``check`` (jaxport's call front: ranks, dtypes, shapes,
+dimension variables, constraints, raising :mod:`jaxport.errors`) and ``run``
+(checks, then runs on the directory's runtime).
+
+:func:`load_served` opens a bundle (run on JAX) or any directory that
+jaxport converted (:func:`jaxport.load_converted`: IREE, a SavedModel, and
+every target registered later, each on its own runtime, without JAX).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.bundle.manifest import FORMAT_NAME as BUNDLE_FORMAT, MANIFEST_FILE
+from jaxport.domain.converted.manifest import manifest_format
+from jaxport.domain.errors import ArtifactError
+from jaxport.domain.calls.front import call_signature, leaf_paths, result_paths
+from jaxport.domain.serving.protocol import FlatCall, ServedFunction, served_signature
+from jaxport.application.converted.model import ConvertedModel, is_converted, load_converted, read_converted
+
+
+def _served(name: str, record: ArtifactRecord, run: FlatCall, runtime: str,
+            compiled: Sequence[dict[str, int]] = ()) -> ServedFunction:
+    signature = served_signature(name, record, leaf_paths(record.in_tree), result_paths(record.out_tree))
+    return ServedFunction(name, record, signature, tuple(compiled), call_signature(record).check, run, runtime)
+
+
+def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
+    """Every function of the directory at ``path``, loaded and ready to run.
+
+    Raises:
+        ArtifactError: ``path`` is not a directory that jaxport wrote, or is damaged.
+        ConversionError: a function has an input or output the protocol cannot carry.
+        MissingExtraError: the directory's runtime is not installed.
+        TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise ArtifactError(f"{root} is not a directory (serve a bundle or a directory converted from one)")
+    if _is_bundle(root):
+        return _bundle(root)
+    if is_converted(root):
+        return _converted(root)
+    raise ArtifactError(f"{root} is not a bundle or a directory converted from one by jaxport: it has "
+                        "none of their manifests")
+
+
+def has_examples(path: str | os.PathLike[str]) -> bool:
+    """Whether the bundle or converted directory at ``path`` carries golden examples (reads its manifest)."""
+    root = Path(path)
+    if _is_bundle(root):
+        from jaxport.adapters.storage.bundle_dir import read_manifest
+
+        return bool(read_manifest(root).examples)
+    return bool(read_converted(root)[0].examples)
+
+
+def _is_bundle(root: Path) -> bool:
+    try:
+        return manifest_format((root / MANIFEST_FILE).read_bytes()) == BUNDLE_FORMAT
+    except OSError:
+        return False
+
+
+def _bundle(root: Path) -> list[ServedFunction]:
+    """A bundle on JAX, through the same call front as every converted target, its weights bound."""
+    from jaxport.application.bundles.api import load_bundle
+    from jaxport.application.converted.jax_model import jax_model
+
+    return _functions(jax_model(load_bundle(root)))
+
+
+def _converted(root: Path) -> list[ServedFunction]:
+    """A converted directory (any target) on its runtime, at the sizes it was compiled for."""
+    return _functions(load_converted(root))
+
+
+def _functions(model: ConvertedModel) -> list[ServedFunction]:
+    """The functions of ``model`` (the front's checked flat call), with the sizes of their variants."""
+    return [_served(name, model[name].record, model[name].run_flat, model.target,
+                    [v.binding for v in model.functions[name].variants])
+            for name in model]

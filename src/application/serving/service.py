@@ -1,0 +1,108 @@
+"""``serve``: a bundle or a converted directory served over the Open Inference Protocol (REST and gRPC).
+
+Every function of the directory becomes one protocol model, named after it,
+whose metadata comes from jaxport's signature (wire names, datatypes, ``-1``
+for symbolic dimensions: :mod:`jaxport.domain.serving.protocol`) and whose requests go
+through jaxport's call front before the runtime runs them. The protocol
+stack is KServe's (:mod:`jaxport.adapters.kserve.server`); KServe is the
+``serve`` extra, imported only here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from jaxport.domain.errors import ArtifactError, MissingExtraError
+from jaxport.domain.serving.options import (
+    DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES, ServeOptions
+)
+from jaxport.domain.serving.protocol import ServedFunction, batch_variable
+from .functions import has_examples, load_served
+
+
+def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
+          grpc_port: int = 8081, batch: Iterable[str] = (), max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+          max_batch_delay_ms: float = DEFAULT_MAX_BATCH_DELAY_MS,
+          max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+    """Serves every function of ``path`` over REST and gRPC until SIGTERM or SIGINT.
+
+    The servers listen at once and report not ready (``/v2/health/ready``)
+    until every function is loaded and the directory's golden examples (when
+    it has some) passed on this machine. On SIGTERM the server turns not
+    ready, runs the requests its batcher holds, stops accepting, answers every
+    request in flight, and returns.
+
+    A request that does not match its function (an unknown or missing input,
+    another datatype, a wrong shape, a violated constraint), malformed JSON
+    and a body over ``max_request_bytes`` get HTTP 400 / gRPC
+    ``INVALID_ARGUMENT`` with jaxport's message (``DtypeMismatchError: ...``);
+    an unknown model 404 / ``NOT_FOUND``. ``bfloat16`` inputs and outputs
+    travel as ``FP32`` (see :mod:`jaxport.domain.serving.protocol`).
+
+    Args:
+        path: a bundle (run on JAX) or a directory that jaxport converted
+            (:func:`jaxport.load_converted`: IREE, a SavedModel, any registered target).
+        host: the address both servers bind (``0.0.0.0`` to accept other machines).
+        http_port, grpc_port: the REST and gRPC ports.
+        batch: functions whose concurrent requests are joined into one call
+            along their batch dimension (each input and output must lead with
+            the same dimension variable). A target compiled per size runs a
+            joined call at the nearest compiled size, padded with copies of a
+            real row that are dropped from the results.
+        max_batch_size: the most rows of one joined call.
+        max_batch_delay_ms: how long a request waits for others to join it.
+        max_request_bytes: the largest request body (default 64 MiB).
+
+    Raises:
+        UsageError: an option is out of range, ``batch`` names a function that
+            is not served or whose inputs and outputs do not all lead with one
+            batch dimension variable.
+        ArtifactError: ``path`` is not a directory jaxport wrote, is damaged,
+            or its golden examples fail here.
+        ConversionError: a function has an input or output that the protocol
+            cannot carry (complex, 8-bit floats, PRNG keys).
+        MissingExtraError: KServe (``jaxport[serve]``) or the directory's runtime is not installed.
+        OSError: a port cannot be bound.
+    """
+    options = ServeOptions(host, http_port, grpc_port, tuple(batch), max_batch_size, max_batch_delay_ms,
+                           max_request_bytes)
+    try:
+        from jaxport.adapters.kserve.server import KServeServer
+        from jaxport.adapters.kserve.metrics import serving_metrics
+    except ImportError as exc:
+        raise MissingExtraError("KServe, which serves the Open Inference Protocol,", "serve", exc) from exc
+    KServeServer(options, serving_metrics()).run(lambda: load_checked(Path(path), options))
+
+
+def load_checked(path: Path, options: ServeOptions) -> Sequence[ServedFunction]:
+    """The functions of ``path``, after checking the options against them and running the golden examples.
+
+    Raises:
+        UsageError: ``options.batch`` names a function that is not served, or cannot be joined.
+        ArtifactError: a golden example fails on this machine (the message holds the report).
+    """
+    functions = load_served(path)
+    options.check_batch([f.name for f in functions])
+    for function in functions:
+        if function.name in options.batch:
+            batch_variable(function.signature)
+    _check_examples(path)
+    return functions
+
+
+def _check_examples(path: Path) -> None:
+    """Runs the directory's golden examples, when it has some, on its own runtime.
+
+    Raises:
+        ArtifactError: an example fails (the message holds the report).
+    """
+    from jaxport.application.converted.numerics import check_numerics
+
+    if not has_examples(path):
+        return  # none: loading the directory again to learn so would cost a second load
+    report = check_numerics(path)
+    if report.examples and not report.ok:
+        raise ArtifactError(f"The golden examples of {path} fail on this machine, so it is not served:\n"
+                            f"{report}")

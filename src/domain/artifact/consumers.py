@@ -1,0 +1,245 @@
+"""Which consumers can read and run an artifact: a table of JAX and TensorFlow releases and their windows.
+
+A consumer reads an artifact when three things hold:
+
+* its calling-convention window holds the artifact's version (``main``'s
+  convention, :mod:`.calling_convention`);
+* it reads StableHLO portable artifacts of the module's target version.
+  StableHLO promises that a consumer reads every target up to its own
+  version; a module for a newer target may still load when it uses nothing
+  newer, and the table records where that was measured;
+* (JAX only) its ``jax.export`` reader knows every field the artifact needs.
+  JAX numbers its format's generations (``jax/_src/export/serialization.py``):
+  2 float0, 3 custom pytree nodes, 4 PRNG key dtypes, 5 memory spaces and the
+  32-bit device count, 6 shardings as ``NamedSharding``. A reader older than
+  generation 5 reads the device count from the 16-bit field only, which
+  jax.export 0.9.1 and later, and jaxport, no longer write: it sees "0
+  devices" and refuses the call. Fields that an older reader skips without
+  changing the call (the mesh's abstract device, the deduplicated tables that
+  are written beside the legacy vectors) do not count.
+
+Each row names its sources: *documented* facts come from JAX's sources at the
+release's tag and TensorFlow's ``XlaCallModule``; *measured* ones from running
+the release in a virtual environment of its own (``jax.export.deserialize``
+and a call, or ``tf.XlaCallModule``, of a jaxport artifact targeting
+StableHLO 1.15.0). The tests in ``tests/compat`` keep the JAX 0.8.3 and 0.9.2
+rows measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .record import ArtifactRecord, DType, MemorySpace, NamedShardingRecord, TreeKind, TreeSpec
+from jaxport.domain.errors import UsageError
+from .module_format import stablehlo_version
+
+#: The names a consumer is given by (``jax==0.9.2``, ``tf==2.21``), by runtime.
+RUNTIME_NAMES = {"jax": "jax", "tf": "tf", "tensorflow": "tf"}
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """One release of a runtime that reads artifacts, and what it reads.
+
+    Attributes:
+        runtime: ``"jax"`` (``jax.export.deserialize``) or ``"tf"`` (``tf.XlaCallModule``).
+        version: the release (``"0.9.2"``).
+        calling_conventions: the lowest and highest calling-convention version it reads.
+        stablehlo: its own StableHLO version, when known: it reads every target up to it.
+        loads_stablehlo: a newer target that was measured to load there, if any.
+        serialization: (JAX) the newest generation of ``jax.export``'s format its reader knows.
+        source: where the row's facts come from.
+    """
+
+    runtime: str
+    version: str
+    calling_conventions: tuple[int, int]
+    stablehlo: str | None
+    loads_stablehlo: str | None
+    serialization: int | None
+    source: str
+
+    def __str__(self) -> str:
+        return f"{'JAX' if self.runtime == 'jax' else 'TensorFlow'} {self.version}"
+
+    @property
+    def reads_stablehlo(self) -> str | None:
+        """The newest StableHLO target known to load: its own version, or a newer one measured."""
+        known = [v for v in (self.stablehlo, self.loads_stablehlo) if v is not None]
+        return max(known, key=_version_key) if known else None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a consumer can read and run an artifact, and why not.
+
+    Attributes:
+        consumer: the consumer asked about.
+        reasons: why it cannot (empty when it can).
+        notes: what holds although it can (a target newer than StableHLO promises).
+    """
+
+    consumer: Consumer
+    reasons: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether the consumer can read and run the artifact."""
+        return not self.reasons
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"{self.consumer}: yes" + "".join(f"; note: {n}" for n in self.notes)
+        return f"{self.consumer}: no: {'; '.join(self.reasons)} (source: {self.consumer.source})"
+
+
+def _jax(version: str, stablehlo: str, serialization: int, measured: str) -> Consumer:
+    return Consumer("jax", version, (9, 10), stablehlo, "1.15.0" if measured == "loads" else None,
+                    serialization,
+                    f"calling conventions 9-10 and format generation {serialization}: "
+                    f"jax/_src/export/_export.py and serialization.py at tag jax-v{version} "
+                    f"(documented); StableHLO {stablehlo}: stablehlo.get_current_version() of jaxlib "
+                    f"{version} (measured); a jaxport artifact targeting StableHLO 1.15.0 "
+                    + ("was read and called (measured)" if measured == "loads" else
+                       "was refused: 'exported for 0 devices' (measured)"))
+
+
+def _tf(version: str, highest: int, loads: bool) -> Consumer:
+    outcome = ("ran it (measured)" if loads else
+               "did not deserialize it: 'Cannot deserialize computation' (measured)")
+    return Consumer("tf", version, (4, highest), None, "1.15.0" if loads else None, None,
+                    f"calling conventions 4-{highest}: kVersionMinimumSupported in TensorFlow's "
+                    "xla_call_module_loader.cc (documented) and "
+                    f"tfxla.call_module_maximum_supported_version() = {highest} (measured); "
+                    f"tf.XlaCallModule of a jaxport module targeting StableHLO 1.15.0 {outcome}")
+
+
+#: The consumers ``jaxport check --consumer`` knows, oldest first per runtime.
+CONSUMERS: tuple[Consumer, ...] = (
+    _jax("0.7.0", "1.12.1", 4, "refused"),
+    _jax("0.7.1", "1.13.0", 4, "refused"),
+    _jax("0.7.2", "1.13.0", 4, "refused"),
+    _jax("0.8.0", "1.13.1", 4, "refused"),
+    _jax("0.8.1", "1.13.3", 4, "refused"),
+    _jax("0.8.2", "1.13.5", 5, "loads"),
+    _jax("0.8.3", "1.13.5", 5, "loads"),
+    _jax("0.9.0", "1.13.7", 6, "loads"),
+    _jax("0.9.1", "1.13.8", 6, "loads"),
+    _jax("0.9.2", "1.14.0", 8, "loads"),
+    _jax("0.10.0", "1.16.0", 10, "loads"),
+    _jax("0.10.1", "1.17.0", 11, "loads"),
+    _jax("0.10.2", "1.17.0", 11, "loads"),
+    # JAX 0.11 and 0.12 need Python 3.12. Their own jax.export targets 1.16.1 (0.11.0) and
+    # 1.18.0 (0.11.2, 0.12.0.1), which jaxlib 0.10.2 (1.17.0) does not read past 1.16.1.
+    _jax("0.11.0", "1.18.0", 11, "loads"),
+    _jax("0.11.2", "1.20.0", 12, "loads"),
+    _jax("0.12.0.1", "1.22.0", 12, "loads"),
+    _tf("2.18.0", 9, False),
+    _tf("2.19.0", 9, False),
+    _tf("2.20.0", 10, True),
+    _tf("2.21.0", 10, True),
+)
+
+
+def find_consumer(spec: str) -> Consumer:
+    """The consumer that ``spec`` names: ``RUNTIME==VERSION`` (``jax==0.9.2``, ``tf==2.21``).
+
+    Versions compare as pip compares them: ``2.21`` is ``2.21.0``.
+
+    Raises:
+        UsageError: ``spec`` is not of that form, or the table has no such consumer
+            (the message lists the versions it has).
+
+    >>> str(find_consumer("tensorflow==2.21"))
+    'TensorFlow 2.21.0'
+    """
+    name, sep, version = spec.strip().partition("==")
+    runtime = RUNTIME_NAMES.get(name.strip().lower())
+    if not sep or runtime is None or not version.strip():
+        raise UsageError(f"A consumer is written RUNTIME==VERSION, with RUNTIME one of "
+                         f"{sorted(RUNTIME_NAMES)} (for instance jax==0.9.2), not {spec!r}")
+    for consumer in CONSUMERS:
+        if consumer.runtime == runtime and _version_key(consumer.version) == _version_key(version):
+            return consumer
+    known = ", ".join(c.version for c in CONSUMERS if c.runtime == runtime)
+    raise UsageError(f"jaxport knows no {runtime} {version.strip()}: its table of consumers has "
+                     f"{runtime} {known}")
+
+
+def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: bool) -> Verdict:
+    """Whether ``consumer`` can read and run the artifact ``record``, and why not.
+
+    Args:
+        record: the artifact, its VJP chain included.
+        consumer: the release asked about.
+        short_device_count: whether the artifact also records its device count
+            in the 16-bit field that readers before format generation 5 read.
+    """
+    reasons: list[str] = []
+    notes: list[str] = []
+    low, high = consumer.calling_conventions
+    for table in _tables(record):
+        version = table.calling_convention_version
+        if not low <= version <= high:
+            reasons.append(f"calling convention {version} is outside {consumer}'s window [{low}, {high}]")
+            break
+    if consumer.serialization is not None:
+        for generation, field in _fields_needed(record, short_device_count):
+            if generation > consumer.serialization:
+                reasons.append(f"{consumer}'s reader knows the format's generations up to "
+                               f"{consumer.serialization}, and the artifact needs generation {generation} "
+                               f"for {field}")
+    target = max((v for v in (stablehlo_version(t.mlir_module_serialized[:300]) for t in _tables(record))
+                  if v is not None), key=_version_key, default=None)
+    reads = consumer.reads_stablehlo
+    if target is not None and (reads is None or _version_key(target) > _version_key(reads)):
+        newest = f"it reads StableHLO up to {reads}" if reads else "the StableHLO versions it reads are not known"
+        reasons.append(f"the module targets StableHLO {target}, and {newest}")
+    elif target is not None and consumer.stablehlo is not None and \
+            _version_key(target) > _version_key(consumer.stablehlo):
+        notes.append(f"the module targets StableHLO {target}, newer than {consumer}'s own "
+                     f"{consumer.stablehlo}: outside StableHLO's promise, but measured to load")
+    return Verdict(consumer, tuple(reasons), tuple(notes))
+
+
+def _tables(record: ArtifactRecord) -> list[ArtifactRecord]:
+    tables = []
+    table: ArtifactRecord | None = record
+    while table is not None:
+        tables.append(table)
+        table = table.vjp
+    return tables
+
+
+def _fields_needed(record: ArtifactRecord, short_device_count: bool) -> list[tuple[int, str]]:
+    """The fields of the artifact that need a reader of some format generation, oldest first."""
+    tables = _tables(record)
+    avals = [a for t in tables for a in t.in_avals + t.out_avals]
+    dtypes = {a.dtype for a in avals}
+    needed = []
+    if DType.FLOAT0 in dtypes:
+        needed.append((2, "float0 arrays"))
+    if any(_has_custom_node(t.in_tree) or _has_custom_node(t.out_tree) for t in tables):
+        needed.append((3, "custom pytree nodes"))
+    if dtypes & {DType.KEY_FRY, DType.KEY_RBG, DType.KEY_UNSAFE_RBG}:
+        needed.append((4, "PRNG key arrays"))
+    if not short_device_count:
+        needed.append((5, "its device count, written in the 32-bit field only (older readers see 0 devices)"))
+    if any(a.memory_space is not MemorySpace.DEVICE for a in avals):
+        needed.append((5, "memory spaces other than the device's"))
+    if any(isinstance(s, NamedShardingRecord) for t in tables for s in t.in_shardings + t.out_shardings):
+        needed.append((6, "shardings as NamedSharding"))
+    return needed
+
+
+def _has_custom_node(spec: TreeSpec) -> bool:
+    return spec.kind is TreeKind.CUSTOM or any(_has_custom_node(c) for c in spec.children)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    parts = [int(p) if p.isdigit() else -1 for p in version.strip().split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)

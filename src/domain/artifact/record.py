@@ -1,0 +1,406 @@
+"""What an export is, as one frozen record.
+
+An :class:`ArtifactRecord` holds every field that ``jax.export``'s
+``Exported.serialize()`` (jax 0.10.2) writes, in wire terms: shapes are the
+dimension strings found on the wire (``"4"``, ``"b"``, ``"2*a + b"``), dtypes
+and memory spaces are enums, shardings are abstract meshes with partition
+specs (or, for artifacts written before 2026-01-15, serialized HLO sharding
+protos), effects are the Python type names JAX records. It is built once per
+export: by the export (in this process) or by decoding an artifact's bytes.
+``jaxport.Exported`` is this record plus the JAX objects made from it, and
+everything that writes, inspects, verifies or runs an export reads it.
+
+The fields that an export made in this process converts from JAX's objects
+(the trees, the avals, the effects) and its module bytes may be
+:class:`~.deferred.Deferred`: made on first read (see :mod:`.deferred` for
+why). Nothing here knows the byte layout (that is the flatbuffers adapter's
+business) nor JAX's objects (that is the adapters' and the application's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import TypeAlias
+
+from jaxport.domain.deferred import DeferredField
+from .producer import Producer
+from .safety import DisabledSafetyCheck
+
+#: The ``serialization_version`` that jax 0.10.2 writes into every artifact
+#: (it keeps writing 3 so that readers from before 2025-11 accept the bytes).
+WRITTEN_SERIALIZATION_VERSION = 3
+#: The format generation from which writers record their number and the JAX version
+#: (jax 0.11.2 and later: ``serialization_version`` 12 and ``jax_version``).
+JAX_VERSION_GENERATION = 12
+
+
+class TreeKind(Enum):
+    """The kind of one pytree node."""
+
+    LEAF = "leaf"
+    NONE = "none"
+    TUPLE = "tuple"
+    LIST = "list"
+    DICT = "dict"
+    CUSTOM = "custom"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeSpec:
+    """The structure of a pytree, without its leaves.
+
+    Attributes:
+        kind: the node kind.
+        children: the child nodes, in flattening order.
+        children_names: the keys of a ``DICT`` node, one per child (sorted
+            order, as JAX flattens dicts); empty for other kinds.
+        custom_name: the serialized name of a ``CUSTOM`` node's type
+            (``"collections.OrderedDict"``, a namedtuple's registered name).
+        custom_auxdata: the serialized auxiliary data of a ``CUSTOM`` node.
+
+    >>> spec = TreeSpec.of_tuple(TreeSpec.leaf(), TreeSpec.of_dict({"b": TreeSpec.leaf()}))
+    >>> spec.num_leaves
+    2
+    """
+
+    kind: TreeKind
+    children: tuple[TreeSpec, ...] = ()
+    children_names: tuple[str, ...] = ()
+    custom_name: str | None = None
+    custom_auxdata: bytes = b""
+
+    def __post_init__(self) -> None:
+        if self.kind in (TreeKind.LEAF, TreeKind.NONE) and self.children:
+            raise ValueError(f"a {self.kind.value} pytree node has no children")
+        if self.kind is TreeKind.DICT and len(self.children_names) != len(self.children):
+            raise ValueError(
+                f"a dict pytree node has {len(self.children)} children but "
+                f"{len(self.children_names)} keys")
+        if self.kind is not TreeKind.DICT and self.children_names:
+            raise ValueError(f"a {self.kind.value} pytree node has no keys")
+        if (self.kind is TreeKind.CUSTOM) != (self.custom_name is not None):
+            raise ValueError("a custom pytree node, and only a custom one, has a custom_name")
+        if self.kind is not TreeKind.CUSTOM and self.custom_auxdata:
+            raise ValueError(f"a {self.kind.value} pytree node has no auxdata")
+
+    @staticmethod
+    def leaf() -> TreeSpec:
+        """A leaf (one array)."""
+        return TreeSpec(TreeKind.LEAF)
+
+    @staticmethod
+    def none() -> TreeSpec:
+        """A ``None`` node (no leaves)."""
+        return TreeSpec(TreeKind.NONE)
+
+    @staticmethod
+    def of_tuple(*children: TreeSpec) -> TreeSpec:
+        """A tuple node."""
+        return TreeSpec(TreeKind.TUPLE, children)
+
+    @staticmethod
+    def of_list(*children: TreeSpec) -> TreeSpec:
+        """A list node."""
+        return TreeSpec(TreeKind.LIST, children)
+
+    @staticmethod
+    def of_dict(entries: dict[str, TreeSpec]) -> TreeSpec:
+        """A dict node; its entries are ordered by sorted key, as JAX flattens dicts."""
+        keys = tuple(sorted(entries))
+        return TreeSpec(TreeKind.DICT, tuple(entries[k] for k in keys), keys)
+
+    @property
+    def num_leaves(self) -> int:
+        """The number of leaves under this node (iterative: safe for deep trees)."""
+        count = 0
+        pending: list[TreeSpec] = [self]
+        while pending:
+            node = pending.pop()
+            count += node.kind is TreeKind.LEAF
+            pending.extend(node.children)
+        return count
+
+    def leaf_keys(self) -> tuple[tuple[str | int, ...], ...]:
+        """The key path of each leaf, in flattening order: dict keys, and indices of the other nodes.
+
+        >>> TreeSpec.of_tuple(TreeSpec.leaf(), TreeSpec.of_dict({"w": TreeSpec.leaf()})).leaf_keys()
+        ((0,), (1, 'w'))
+        """
+        keys: list[tuple[str | int, ...]] = []
+        pending: list[tuple[TreeSpec, tuple[str | int, ...]]] = [(self, ())]
+        while pending:
+            node, path = pending.pop()
+            if node.kind is TreeKind.LEAF:
+                keys.append(path)
+                continue
+            entries: Sequence[str | int] = node.children_names or range(len(node.children))
+            pending.extend((child, (*path, entry)) for child, entry in
+                           reversed(list(zip(node.children, entries))))
+        return tuple(keys)
+
+
+class DType(Enum):
+    """Every element type the artifact format knows; values are JAX's dtype names."""
+
+    BOOL = "bool"
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    UINT8 = "uint8"
+    UINT16 = "uint16"
+    UINT32 = "uint32"
+    UINT64 = "uint64"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+    COMPLEX64 = "complex64"
+    COMPLEX128 = "complex128"
+    BFLOAT16 = "bfloat16"
+    INT4 = "int4"
+    UINT4 = "uint4"
+    FLOAT8_E4M3B11FNUZ = "float8_e4m3b11fnuz"
+    FLOAT8_E4M3FN = "float8_e4m3fn"
+    FLOAT8_E4M3FNUZ = "float8_e4m3fnuz"
+    FLOAT8_E5M2 = "float8_e5m2"
+    FLOAT8_E5M2FNUZ = "float8_e5m2fnuz"
+    FLOAT0 = "float0"
+    FLOAT8_E4M3 = "float8_e4m3"
+    FLOAT8_E3M4 = "float8_e3m4"
+    FLOAT8_E8M0FNU = "float8_e8m0fnu"
+    FLOAT4_E2M1FN = "float4_e2m1fn"
+    KEY_FRY = "key<fry>"
+    KEY_RBG = "key<rbg>"
+    KEY_UNSAFE_RBG = "key<urbg>"
+
+
+class MemorySpace(Enum):
+    """Where an array lives (artifacts from before 2025-11 record none: device)."""
+
+    DEVICE = "device"
+    HOST = "host"
+    ANY = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class AvalRecord:
+    """The abstract value of one flat argument or result.
+
+    Attributes:
+        shape: one string per dimension, as on the wire: ``("4", "b", "2*a + b")``.
+        dtype: the element type.
+        memory_space: where the array lives.
+        variant: tells apart avals that are equal on the wire but that the
+            writer kept as separate entries of its table of unique avals
+            (JAX does so for a weak-typed and a strong-typed ``f32[]``, and for
+            avals that carry different explicit shardings). The writer
+            de-duplicates whole records, so avals with different variants get
+            separate entries; the reader numbers wire-equal entries 0, 1, ...
+            in table order (the order of first use), so that writing a record
+            read from bytes reproduces the same bytes. 0 otherwise.
+
+    >>> str(AvalRecord(("b", "4"), DType.FLOAT32))
+    'float32[b,4]'
+    """
+
+    shape: tuple[str, ...]
+    dtype: DType
+    memory_space: MemorySpace = MemorySpace.DEVICE
+    variant: int = 0
+
+    def __str__(self) -> str:
+        space = "" if self.memory_space is MemorySpace.DEVICE else f"<{self.memory_space.value}>"
+        return f"{self.dtype.value}{space}[{','.join(self.shape)}]"
+
+
+class AxisType(Enum):
+    """How a mesh axis is partitioned."""
+
+    AUTO = "Auto"
+    EXPLICIT = "Explicit"
+    MANUAL = "Manual"
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractDeviceRecord:
+    """The kind of device an abstract mesh was made for.
+
+    Attributes:
+        device_kind: the device kind string (``"cpu"``, ``"TPU v5 lite"``).
+        num_cores: cores per device, when recorded.
+        platform: ``"cpu"``, ``"gpu"``, ``"tpu"``, ...
+    """
+
+    device_kind: str
+    num_cores: int | None
+    platform: str
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractMeshRecord:
+    """A device mesh by its axes only (no concrete devices)."""
+
+    axis_sizes: tuple[int, ...]
+    axis_names: tuple[str, ...]
+    axis_types: tuple[AxisType, ...]
+    abstract_device: AbstractDeviceRecord | None = None
+
+    def __post_init__(self) -> None:
+        if not len(self.axis_sizes) == len(self.axis_names) == len(self.axis_types):
+            raise ValueError(
+                f"an abstract mesh has {len(self.axis_sizes)} axis sizes, "
+                f"{len(self.axis_names)} axis names and {len(self.axis_types)} axis types")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSpecRecord:
+    """How each dimension of an array is split over mesh axes.
+
+    Attributes:
+        partitions: per dimension, the mesh axes it is split over: ``()`` for
+            ``None`` (replicated), ``("x",)`` for ``'x'``, ``("x", "y")`` for
+            ``('x', 'y')``.
+        reduced: the ``reduced`` axes, in wire order.
+        unreduced: the ``unreduced`` axes, in wire order.
+    """
+
+    partitions: tuple[tuple[str, ...], ...]
+    reduced: tuple[str, ...] = ()
+    unreduced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NamedShardingRecord:
+    """A sharding over an abstract mesh (artifacts since 2026-01-15)."""
+
+    mesh: AbstractMeshRecord
+    spec: PartitionSpecRecord
+    memory_kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HloShardingRecord:
+    """A legacy sharding: a serialized ``xla.OpSharding`` protocol buffer."""
+
+    proto: bytes
+
+
+#: One flat argument's or result's sharding; ``None`` stands for unspecified.
+ShardingRecord: TypeAlias = NamedShardingRecord | HloShardingRecord
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord:
+    """An effect, by the ``str()`` of its Python class, as JAX records it."""
+
+    type_name: str
+
+
+@dataclass(frozen=True)  # no slots: deferred fields live in the instance dict
+class ArtifactRecord:
+    """Every field of an export, as ``jax.export``'s ``Exported.serialize()`` writes them.
+
+    Attributes:
+        function_name: the exported function's name.
+        in_tree: the structure of ``(args, kwargs)``.
+        in_avals: one per flat input.
+        out_tree: the structure of the result.
+        out_avals: one per flat output.
+        in_shardings: one per flat input; ``None`` is unspecified.
+        out_shardings: one per flat output; ``None`` is unspecified.
+        nr_devices: the number of devices the module was lowered for.
+        platforms: the lowering platforms (``"cpu"``, ``"cuda"``, ``"tpu"``...).
+        ordered_effects: effects that ``main`` threads tokens for.
+        unordered_effects: the other effects.
+        disabled_checks: the safety checks the export turned off.
+        mlir_module_serialized: the StableHLO portable artifact.
+        calling_convention_version: the calling convention of ``main``
+            (checked by the application, not here).
+        module_kept_var_idx: the sorted indices of the inputs ``main`` keeps.
+        uses_global_constants: whether the module needs shape refinement.
+        vjp: the record of the VJP function, if carried (recursively, for
+            higher orders): an artifact serialized with ``vjp_order >= 1``
+            carries it; an export made in this process exports its VJPs
+            when asked, and records none here.
+        serialization_version: the version number found when reading (jax
+            0.10.2 writes 3 whatever it means); ignored when writing.
+        constraints: the symbolic constraints of this table's dimensions
+            (``"n >= 16"``); ``jax.export``'s format has no place for them, so
+            they travel in the jaxport trailer (:mod:`.integrity`).
+        producer: the versions that wrote a sealed artifact (from its
+            trailer; None for other artifacts and for VJP tables).
+        jax_version: the JAX version that format generation 12 records
+            (``jax.export`` its own; jaxport the installed JAX's, as
+            ``jax.export`` there writes); None for the older layout, which
+            records ``serialization_version`` 3.
+
+    The trees, avals, effects and module bytes may be given as
+    :class:`~.deferred.Deferred` (made on first read); the checks below that
+    need one of them run only when it is given as a value. The shardings,
+    one per flat argument and result, are never deferred.
+    """
+
+    function_name: str
+    in_shardings: tuple[ShardingRecord | None, ...]
+    out_shardings: tuple[ShardingRecord | None, ...]
+    nr_devices: int
+    platforms: tuple[str, ...]
+    disabled_checks: tuple[DisabledSafetyCheck, ...]
+    calling_convention_version: int
+    module_kept_var_idx: tuple[int, ...]
+    uses_global_constants: bool
+    # Required too (a DeferredField has no default); after the others, as type
+    # checkers take the descriptor for a default.
+    in_tree: DeferredField[TreeSpec] = DeferredField()
+    in_avals: DeferredField[tuple[AvalRecord, ...]] = DeferredField()
+    out_tree: DeferredField[TreeSpec] = DeferredField()
+    out_avals: DeferredField[tuple[AvalRecord, ...]] = DeferredField()
+    ordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
+    unordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
+    mlir_module_serialized: DeferredField[bytes] = DeferredField()
+    vjp: ArtifactRecord | None = None
+    serialization_version: int = WRITTEN_SERIALIZATION_VERSION
+    constraints: tuple[str, ...] = ()
+    producer: Producer | None = None
+    jax_version: str | None = None
+
+    def __post_init__(self) -> None:
+        for side, shardings in (("in", self.in_shardings), ("out", self.out_shardings)):
+            avals = DeferredField.made(self, f"{side}_avals")
+            if avals is not None and len(avals) != len(shardings):
+                raise ValueError(f"{len(avals)} {side}_avals but {len(shardings)} {side}_shardings")
+            tree = DeferredField.made(self, f"{side}_tree")
+            if tree is not None and tree.num_leaves != len(shardings):
+                raise ValueError(f"{side}_tree has {tree.num_leaves} leaves but there are "
+                                 f"{len(shardings)} {side}_avals")
+        kinds = {type(s) for s in self.in_shardings + self.out_shardings if s is not None}
+        if len(kinds) > 1:
+            raise ValueError("the shardings mix named and HLO shardings")
+        kept, nr_in = self.module_kept_var_idx, len(self.in_shardings)
+        if any(b <= a for a, b in zip(kept, kept[1:])) or any(not 0 <= i < nr_in for i in kept):
+            raise ValueError(
+                f"module_kept_var_idx {kept} is not a sorted list of distinct indices below {nr_in}")
+        if self.nr_devices < 0:
+            raise ValueError(f"nr_devices is negative: {self.nr_devices}")
+
+    @property
+    def uses_hlo_shardings(self) -> bool:
+        """Whether the shardings are legacy HLO shardings (artifacts before 2026-01-15)."""
+        return any(isinstance(s, HloShardingRecord)
+                   for s in self.in_shardings + self.out_shardings)
+
+    @property
+    def chain(self) -> tuple[ArtifactRecord, ...]:
+        """This table and the tables of the VJPs it carries, order 0 first."""
+        tables, vjp = [self], self.vjp
+        while vjp is not None:
+            tables.append(vjp)
+            vjp = vjp.vjp
+        return tuple(tables)
+
+    @property
+    def vjp_order(self) -> int:
+        """How many orders of VJP the record carries."""
+        return len(self.chain) - 1

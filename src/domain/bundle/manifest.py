@@ -1,0 +1,396 @@
+"""What a bundle is: its files and its manifest, as records and JSON.
+
+A bundle is a directory with ``manifest.json``, one artifact per function
+(``NAME.jaxport``), the weights (``params.safetensors``) and, when it was
+saved with golden examples, their arrays (``examples.safetensors``). The
+manifest names the functions and their files, says whether each takes the
+weights as its first argument, records the weights' pytree structure and,
+per leaf in flattening order, its key path, dtype and shape, the user's
+metadata, the examples (per function: the pytrees of the caller's inputs and
+of the outputs, and each array's name, dtype and shape), and the size and
+SHA-256 digest of every other file.
+
+Weights are named by their key paths (:mod:`.bundle_names`).
+
+Format versions (``format_version``):
+  * 1 (2026-11-30): the first. Later keys that readers skip when they do not
+    know them: ``producer`` (the versions that wrote the bundle, :mod:`.producer`).
+  * 2 (2026-12-01): golden examples (``examples`` and ``examples.safetensors``).
+    A bundle without examples is still written as version 1.
+
+This module reads and writes the JSON and nothing else: no files, no JAX
+(the adapters turn JAX's key entries into the texts used here). A manifest
+that does not decode raises ``ArtifactError`` naming ``manifest.json`` and
+the field.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxport.domain.artifact.record import TreeKind, TreeSpec
+from jaxport.domain.errors import ArtifactError
+from jaxport.domain.artifact.producer import Producer
+
+#: The newest format version this jaxport reads and writes.
+FORMAT_VERSION = 2
+#: The version a bundle without examples is written as (older jaxport reads it).
+EXAMPLES_FREE_VERSION = 1
+FORMAT_NAME = "jaxport-bundle"
+MANIFEST_FILE = "manifest.json"
+WEIGHTS_FILE = "params.safetensors"
+EXAMPLES_FILE = "examples.safetensors"
+
+#: The stored dtypes a bundle supports: NumPy-style name -> (safetensors code, bytes per element).
+SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
+    "bool": ("BOOL", 1), "int8": ("I8", 1), "int16": ("I16", 2), "int32": ("I32", 4),
+    "int64": ("I64", 8), "uint8": ("U8", 1), "uint16": ("U16", 2), "uint32": ("U32", 4),
+    "uint64": ("U64", 8), "float16": ("F16", 2), "bfloat16": ("BF16", 2),
+    "float32": ("F32", 4), "float64": ("F64", 8), "float8_e4m3fn": ("F8_E4M3", 1),
+    "float8_e5m2": ("F8_E5M2", 1),
+}
+
+@dataclass(frozen=True, slots=True)
+class FileDigest:
+    """The size and SHA-256 digest (hex) of one file of a bundle."""
+
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class WeightRecord:
+    """One leaf of the weights.
+
+    Attributes:
+        name: the key path (see :mod:`jaxport.domain.bundle.manifest`).
+        dtype: the leaf's dtype as JAX names it (``"float32"``, ``"key<fry>"``).
+        shape: the leaf's shape.
+        data_dtype: the dtype stored in the weights file (a key array stores
+            its key data, ``"uint32"``; otherwise ``dtype``).
+        data_shape: the stored shape (a key array's shape plus the key's).
+        key_impl: the PRNG implementation of a key array (``"threefry2x32"``), else None.
+        sha256: the SHA-256 (hex) of the stored bytes, so that a changed
+            weight is found, and named, without hashing the whole file.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    data_dtype: str
+    data_shape: tuple[int, ...]
+    key_impl: str | None = None
+    sha256: str = ""
+
+    @property
+    def nbytes(self) -> int:
+        """The stored size in bytes."""
+        count = 1
+        for d in self.data_shape:
+            count *= d
+        return count * SAFETENSORS_DTYPES[self.data_dtype][1]
+
+    @property
+    def safetensors_dtype(self) -> str:
+        """The dtype code of the stored data in the safetensors header (``"BF16"``)."""
+        return SAFETENSORS_DTYPES[self.data_dtype][0]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionEntry:
+    """One function of a bundle: its name, its file and whether it takes the weights first."""
+
+    name: str
+    file: str
+    takes_params: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One golden example of a function: the caller's inputs and the outputs JAX computed at save.
+
+    Attributes:
+        function: the function's name.
+        index: the example's place among the function's examples (from 0).
+        in_tree: the pytree of the caller's ``(args, kwargs)`` (without the
+            bundle's weights, for a function that takes them).
+        out_tree: the pytree of the results.
+        inputs, outputs: one record per flat input and output, in flattening
+            order, named as :func:`.bundle_names.example_names` says.
+    """
+
+    function: str
+    index: int
+    in_tree: TreeSpec
+    out_tree: TreeSpec
+    inputs: tuple[WeightRecord, ...]
+    outputs: tuple[WeightRecord, ...]
+
+    @property
+    def arrays(self) -> tuple[WeightRecord, ...]:
+        """The inputs, then the outputs: the example's arrays in its file."""
+        return self.inputs + self.outputs
+
+
+def example_counts(examples: Sequence[Example]) -> dict[str, int]:
+    """The number of examples of each function that has some, in order."""
+    counts: dict[str, int] = {}
+    for example in examples:
+        counts[example.function] = counts.get(example.function, 0) + 1
+    return counts
+
+
+def examples_line(counts: Mapping[str, int]) -> str:
+    """What ``jaxport inspect`` says of a directory's examples.
+
+    >>> examples_line({"predict": 2, "loss": 1})
+    'golden examples: predict 2, loss 1 (jaxport check --numerics runs them)'
+    """
+    return ("golden examples: " + ", ".join(f"{name} {count}" for name, count in counts.items())
+            + " (jaxport check --numerics runs them)")
+
+
+def examples_to_json(examples: Sequence[Example], file: str) -> dict[str, Any]:
+    """The examples as JSON: ``{"file": ..., "functions": {name: [example, ...]}}``."""
+    functions: dict[str, list[Any]] = {}
+    for e in examples:
+        functions.setdefault(e.function, []).append({
+            "in_tree": tree_to_json(e.in_tree), "out_tree": tree_to_json(e.out_tree),
+            "inputs": [_weight_to_json(w) for w in e.inputs],
+            "outputs": [_weight_to_json(w) for w in e.outputs]})
+    return {"file": file, "functions": functions}
+
+
+def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
+    """The examples that :func:`examples_to_json` wrote, stored in ``file``.
+
+    Raises:
+        ArtifactError: naming ``where``, when ``doc`` is not such a table.
+    """
+    r = _Reader(doc, where)
+    if r.get("file", str) != file:
+        raise ArtifactError(f"{where}: 'file' is not {file!r}")
+    examples: list[Example] = []
+    for function, listed in r.get("functions", dict).items():
+        if not isinstance(listed, list):
+            raise ArtifactError(f"{where}: functions.{function} is not a list of examples")
+        for index, item in enumerate(listed):
+            e = _Reader(item, f"{where}: functions.{function}[{index}]")
+            at = e.where
+            in_tree = tree_from_json(e.get("in_tree", dict), f"{at}: in_tree")
+            out_tree = tree_from_json(e.get("out_tree", dict), f"{at}: out_tree")
+            inputs = tuple(_weight_from_json(x) for x in e.child_list("inputs"))
+            outputs = tuple(_weight_from_json(x) for x in e.child_list("outputs"))
+            if (in_tree.num_leaves, out_tree.num_leaves) != (len(inputs), len(outputs)):
+                raise ArtifactError(f"{at}: its trees have {in_tree.num_leaves} inputs and "
+                                    f"{out_tree.num_leaves} outputs, {len(inputs)} and {len(outputs)} are listed")
+            examples.append(Example(function, index, in_tree, out_tree, inputs, outputs))
+    names = [w.name for e in examples for w in e.arrays]
+    if len(set(names)) != len(names):
+        raise ArtifactError(f"{where}: two arrays of the examples have the same name")
+    return tuple(examples)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything ``manifest.json`` says.
+
+    >>> m = Manifest((FunctionEntry("f", "f.jaxport"),), TreeSpec.of_dict({"w": TreeSpec.leaf()}),
+    ...              (WeightRecord("w", "float32", (2,), "float32", (2,)),), {"epoch": 3},
+    ...              {"f.jaxport": FileDigest(10, "00"), "params.safetensors": FileDigest(72, "11")})
+    >>> Manifest.from_json(m.to_json()) == m
+    True
+    """
+
+    functions: tuple[FunctionEntry, ...]
+    params_tree: TreeSpec
+    weights: tuple[WeightRecord, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    files: Mapping[str, FileDigest] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+    #: The SHA-256 (hex) of the weights file's header (its first bytes up to the data).
+    weights_header_sha256: str = ""
+    #: The versions that wrote the bundle (None in bundles written before jaxport recorded them).
+    producer: Producer | None = None
+    #: The golden examples, stored in ``examples.safetensors`` (none: the bundle has no such file).
+    examples: tuple[Example, ...] = ()
+
+    @property
+    def total_weight_bytes(self) -> int:
+        """The stored size of all weights."""
+        return sum(w.nbytes for w in self.weights)
+
+    def function(self, name: str) -> FunctionEntry:
+        """The entry of function ``name``.
+
+        Raises:
+            KeyError: no function has that name.
+        """
+        for entry in self.functions:
+            if entry.name == name:
+                return entry
+        raise KeyError(f"The bundle has no function {name!r}; it has "
+                       f"{[e.name for e in self.functions]}")
+
+    def to_json(self) -> bytes:
+        """The manifest as indented UTF-8 JSON."""
+        doc = {
+            "format": FORMAT_NAME,
+            "format_version": self.format_version,
+            "functions": {e.name: {"file": e.file, "takes_params": e.takes_params}
+                          for e in self.functions},
+            "params": {"file": WEIGHTS_FILE, "header_sha256": self.weights_header_sha256,
+                       "tree": tree_to_json(self.params_tree),
+                       "leaves": [_weight_to_json(w) for w in self.weights]},
+            "metadata": dict(self.metadata),
+            "files": {name: {"size": d.size, "sha256": d.sha256} for name, d in sorted(self.files.items())},
+        }
+        if self.producer is not None:
+            doc["producer"] = self.producer.to_json()
+        if self.examples:
+            doc["examples"] = examples_to_json(self.examples, EXAMPLES_FILE)
+        return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
+
+    @staticmethod
+    def from_json(data: bytes) -> Manifest:
+        """The manifest that ``data`` holds.
+
+        Raises:
+            ArtifactError: it is not JSON, is of a newer format version than
+                this jaxport reads, or a field is missing or of the wrong type.
+        """
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ArtifactError(f"{MANIFEST_FILE} is not valid JSON: {exc}") from exc
+        r = _Reader(doc, MANIFEST_FILE)
+        if r.get("format", str) != FORMAT_NAME:
+            raise ArtifactError(f"{MANIFEST_FILE}: 'format' is not {FORMAT_NAME!r}")
+        version = r.get("format_version", int)
+        if version > FORMAT_VERSION:
+            raise ArtifactError(
+                f"{MANIFEST_FILE}: the bundle has format version {version}, newer than the "
+                f"newest this jaxport reads ({FORMAT_VERSION}); upgrade jaxport to load it.")
+        if version < 1:
+            raise ArtifactError(f"{MANIFEST_FILE}: format version {version} does not exist")
+        functions = tuple(
+            FunctionEntry(name, f.get("file", str), f.get("takes_params", bool))
+            for name, f in r.child("functions").items())
+        params = r.child("params")
+        if params.get("file", str) != WEIGHTS_FILE:
+            raise ArtifactError(f"{MANIFEST_FILE}: 'params.file' is not {WEIGHTS_FILE!r}")
+        tree = tree_from_json(params.get("tree", dict), f"{MANIFEST_FILE}: params.tree")
+        weights = tuple(_weight_from_json(leaf) for leaf in params.child_list("leaves"))
+        if tree.num_leaves != len(weights):
+            raise ArtifactError(f"{MANIFEST_FILE}: the params tree has {tree.num_leaves} leaves "
+                                f"but {len(weights)} are listed")
+        files = {name: FileDigest(d.get("size", int), d.get("sha256", str))
+                 for name, d in r.child("files").items()}
+        examples = examples_from_json(doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE) \
+            if version >= 2 and "examples" in doc else ()
+        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
+        if unknown:
+            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the bundle lacks: {unknown}")
+        return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
+                        params.get("header_sha256", str), Producer.from_json(doc.get("producer")), examples)
+
+
+def _weight_to_json(w: WeightRecord) -> dict[str, Any]:
+    doc: dict[str, Any] = {"key_path": w.name, "dtype": w.dtype, "shape": list(w.shape), "sha256": w.sha256}
+    if w.key_impl is not None:
+        doc["key_impl"] = w.key_impl
+    if (w.data_dtype, w.data_shape) != (w.dtype, w.shape):
+        doc["stored_as"] = {"dtype": w.data_dtype, "shape": list(w.data_shape)}
+    return doc
+
+
+def _weight_from_json(r: _Reader) -> WeightRecord:
+    name = r.get("key_path", str)
+    shape = r.shape("shape")
+    dtype = r.get("dtype", str)
+    stored = r.child("stored_as") if "stored_as" in r.doc else r
+    data_dtype = stored.get("dtype", str)
+    if data_dtype not in SAFETENSORS_DTYPES:
+        raise ArtifactError(f"{r.where}: the weight '{name}' has the unsupported dtype {data_dtype!r}")
+    key_impl = r.get("key_impl", str) if "key_impl" in r.doc else None
+    return WeightRecord(name, dtype, shape, data_dtype, stored.shape("shape"), key_impl, r.get("sha256", str))
+
+
+def tree_to_json(spec: TreeSpec) -> dict[str, Any]:
+    """A pytree structure as JSON: ``{"kind": "dict", "keys": [...], "children": [...]}``."""
+    doc: dict[str, Any] = {"kind": spec.kind.value}
+    if spec.children:
+        doc["children"] = [tree_to_json(c) for c in spec.children]
+    if spec.kind is TreeKind.DICT:
+        doc["keys"] = list(spec.children_names)
+    if spec.kind is TreeKind.CUSTOM:
+        doc["name"] = spec.custom_name
+        doc["auxdata"] = base64.b64encode(spec.custom_auxdata).decode("ascii")
+    return doc
+
+
+def tree_from_json(doc: dict[str, Any], where: str) -> TreeSpec:
+    """The structure :func:`tree_to_json` wrote.
+
+    Raises:
+        ArtifactError: naming ``where``, when ``doc`` is not such a structure.
+    """
+    r = _Reader(doc, where)
+    try:
+        kind = TreeKind(r.get("kind", str))
+        children = tuple(tree_from_json(c.doc, where) for c in r.child_list("children")) \
+            if "children" in doc else ()
+        keys = tuple(r.get("keys", list)) if kind is TreeKind.DICT else ()
+        if not all(isinstance(k, str) for k in keys):
+            raise ArtifactError(f"{where}: a dict key is not a string")
+        if kind is TreeKind.CUSTOM:
+            auxdata = base64.b64decode(r.get("auxdata", str), validate=True)
+            return TreeSpec(kind, children, custom_name=r.get("name", str), custom_auxdata=auxdata)
+        return TreeSpec(kind, children, keys)
+    except (ValueError, TypeError) as exc:
+        if isinstance(exc, ArtifactError):
+            raise
+        raise ArtifactError(f"{where}: not a pytree structure: {exc}") from exc
+
+
+class _Reader:
+    """Typed access to one JSON object, with errors that say where."""
+
+    def __init__(self, doc: Any, where: str) -> None:
+        if not isinstance(doc, dict):
+            raise ArtifactError(f"{where}: expected a JSON object, found {type(doc).__name__}")
+        self.doc: dict[str, Any] = doc
+        self.where = where
+
+    def get(self, key: str, kind: type[Any]) -> Any:
+        value = self.doc.get(key)
+        if value is None or not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ArtifactError(f"{self.where}: the field '{key}' is missing or not a {kind.__name__}")
+        return value
+
+    def child(self, key: str) -> _Reader:
+        return _Reader(self.get(key, dict), f"{self.where}: {key}")
+
+    def child_list(self, key: str) -> list[_Reader]:
+        return [_Reader(v, f"{self.where}: {key}[{i}]") for i, v in enumerate(self.get(key, list))]
+
+    def items(self) -> list[tuple[str, _Reader]]:
+        return [(k, _Reader(v, f"{self.where}.{k}")) for k, v in self.doc.items()]
+
+    def shape(self, key: str) -> tuple[int, ...]:
+        dims = self.get(key, list)
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+            raise ArtifactError(f"{self.where}: '{key}' is not a list of sizes: {dims}")
+        return tuple(dims)
+
+
+
+# Other manifests (of converted directories) read and write JSON with these too.
+#: Typed access to a JSON object with errors that say where.
+JsonReader = _Reader
+#: One weight's record as JSON, and back.
+weight_to_json, weight_from_json = _weight_to_json, _weight_from_json

@@ -1,0 +1,378 @@
+"""The manifest of every directory jaxport converts to, whatever the target: records and JSON.
+
+A converted directory holds the target's own files (a SavedModel's
+``saved_model.pb`` and ``variables/``, IREE's ``.vmfb`` modules, an ONNX
+model...) and one ``manifest.json``: at the directory's root, or in
+``assets.extra/jaxport/`` for a SavedModel (TensorFlow Serving leaves that
+folder alone; see :data:`.targets.TargetEntry.manifest_dir`). It records:
+
+* ``target`` (``"savedmodel"``, ``"iree"``, ...) and ``target_details``, an
+  opaque JSON object the target owns (IREE's triple and CPU features);
+* per function, its :class:`Signature` (the caller's trees, each flat
+  input's and output's wire name, dtype and shape as text and as an
+  expression tree, the constraints, how many weights the directory binds)
+  and its variants: a file and the binding of dimension variables it was
+  compiled for (one variant with no binding for a runtime that takes any
+  size);
+* the weights' table, the golden examples, and the size and SHA-256 of every
+  file of the directory but the manifest (paths relative to the
+  directory's root, ``/``-separated). A directory holds no other file;
+* ``jax_version``, where the source records the JAX that exported it
+  (serialization version 12): the call checks cite JAX's documentation as
+  that JAX does.
+
+One version rule: readers skip keys they do not know; a newer
+``format_version`` is refused with a message naming both versions.
+
+Format versions (``format_version`` of ``"format": "jaxport-converted"``):
+  * 1 (2026-12-01): the first. (Directories written before it, with the
+    formats ``jaxport-iree`` and ``jaxport-savedmodel``, are not read:
+    convert them again.)
+
+This module opens no file (the commands that read it: :mod:`jaxport.application.cli.run`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
+from jaxport.domain.bundle.manifest import (
+    Example, FileDigest, JsonReader, WeightRecord, examples_from_json, examples_to_json, tree_from_json,
+    tree_to_json, weight_from_json, weight_to_json
+)
+from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
+from jaxport.domain.errors import ArtifactError
+from jaxport.domain.calls.errors import UncompiledSizeError
+from .wire_names import input_wire_names, output_wire_names
+
+FORMAT_NAME = "jaxport-converted"
+#: The newest format version this jaxport reads and writes.
+FORMAT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What a caller of one converted function gives and gets.
+
+    Attributes:
+        name: the function's name.
+        in_tree: the caller's ``(args, kwargs)`` pytree (the bound weights left out).
+        in_avals, out_avals: each flat input's and output's dtype and shape
+            (dimensions as text: ``"b"``, ``"2*h + 1"``, ``"4"``).
+        out_tree: the result's pytree.
+        constraints: the symbolic constraints (``"b >= 16"``).
+        nr_weights: how many leading flat inputs of the exported function are
+            the bundle's weights, bound by the directory (0: none).
+    """
+
+    name: str
+    in_tree: TreeSpec
+    in_avals: tuple[AvalRecord, ...]
+    out_tree: TreeSpec
+    out_avals: tuple[AvalRecord, ...]
+    constraints: tuple[str, ...] = ()
+    nr_weights: int = 0
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The wire name of each flat input (:mod:`.wire_names`)."""
+        return input_wire_names(self.in_tree)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """The wire name of each flat output (:mod:`.wire_names`)."""
+        return output_wire_names(self.out_tree)
+
+    @property
+    def is_symbolic(self) -> bool:
+        """Whether a dimension of an input is symbolic."""
+        return any(not d.isdigit() for a in self.in_avals for d in a.shape)
+
+    def to_json(self) -> dict[str, Any]:
+        """The signature as a JSON object (see the module's docstring)."""
+        scope = constraint_scope(self.constraints)
+
+        def arrays(names: Sequence[str], avals: Sequence[AvalRecord]) -> list[Any]:
+            return [{"name": n, "dtype": a.dtype.value, "shape": list(a.shape),
+                     "dims": [dim_tree(d) for d in parse_dims(a.shape, scope)]} for n, a in zip(names, avals)]
+
+        return {"in_tree": tree_to_json(self.in_tree), "out_tree": tree_to_json(self.out_tree),
+                "inputs": arrays(self.input_names, self.in_avals),
+                "outputs": arrays(self.output_names, self.out_avals),
+                "constraints": constraint_trees(scope), "nr_weights": self.nr_weights}
+
+    @staticmethod
+    def from_json(name: str, r: JsonReader) -> Signature:
+        """The signature :meth:`to_json` wrote (the trees are only for readers in other languages).
+
+        Raises:
+            ArtifactError: naming where, when ``r`` is not such a signature.
+        """
+        constraints = tuple(c.get("text", str) for c in r.child_list("constraints"))
+        nr_weights = r.get("nr_weights", int)
+        try:
+            sig = Signature(name, tree_from_json(r.get("in_tree", dict), r.where),
+                            tuple(_aval(a) for a in r.child_list("inputs")),
+                            tree_from_json(r.get("out_tree", dict), r.where),
+                            tuple(_aval(a) for a in r.child_list("outputs")), constraints, nr_weights)
+        except ValueError as exc:
+            if isinstance(exc, ArtifactError):
+                raise
+            raise ArtifactError(f"{r.where}: inconsistent signature: {exc}") from exc
+        if (sig.in_tree.num_leaves, sig.out_tree.num_leaves) != (len(sig.in_avals), len(sig.out_avals)):
+            raise ArtifactError(f"{r.where}: the trees' leaves and the arrays listed differ in number")
+        return sig
+
+
+def _aval(r: JsonReader) -> AvalRecord:
+    shape = r.get("shape", list)
+    if not all(isinstance(d, str) and d for d in shape):
+        raise ArtifactError(f"{r.where}: 'shape' is not a list of dimension strings")
+    try:
+        return AvalRecord(tuple(shape), DType(r.get("dtype", str)))
+    except ValueError:
+        raise ArtifactError(f"{r.where}: unknown dtype {r.doc.get('dtype')!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One compiled form of a function: its file, and the dimension variables' values it was made
+    for (none: it takes any size the signature allows)."""
+
+    file: str
+    dims: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def binding(self) -> dict[str, int]:
+        """The dimension variables' values."""
+        return dict(self.dims)
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedFunction:
+    """One function of a converted directory: its signature and its variants (at least one)."""
+
+    signature: Signature
+    variants: tuple[Variant, ...]
+
+    @property
+    def name(self) -> str:
+        """The function's name."""
+        return self.signature.name
+
+    def variant_for(self, dims: Mapping[str, int]) -> Variant:
+        """The variant that runs a call whose dimension variables take the values ``dims``.
+
+        Raises:
+            UncompiledSizeError: none does; the message names the function, a
+                variable whose value no closest variant has, and every binding compiled.
+        """
+        wanted = dict(dims)
+        best: list[str] = []
+        for variant in self.variants:
+            if not variant.dims or variant.binding == wanted:
+                return variant
+            differ = sorted(k for k in wanted if variant.binding.get(k) != wanted[k])
+            if not best or len(differ) < len(best):
+                best = differ
+        variable = best[0] if best else next(iter(sorted(wanted)), "")
+        raise UncompiledSizeError(self.name, variable, wanted.get(variable, 0),
+                                  [v.binding for v in self.variants])
+
+
+@dataclass(frozen=True, slots=True)
+class WeightsTable:
+    """The weights a directory binds: their pytree, each leaf's record, and where they are.
+
+    Attributes:
+        tree: the weights' pytree structure.
+        leaves: per leaf in flattening order (with each one's digest).
+        file: the safetensors file holding them (``params.safetensors``), or
+            ``""`` where the target keeps them in its own form (a SavedModel's variables).
+        header_sha256: the SHA-256 (hex) of that file's header, ``""`` without a file.
+    """
+
+    tree: TreeSpec
+    leaves: tuple[WeightRecord, ...]
+    file: str = ""
+    header_sha256: str = ""
+
+
+@dataclass(frozen=True)
+class ConvertedManifest:
+    """Everything a converted directory's ``manifest.json`` says.
+
+    Attributes:
+        target: the target's registry name (:mod:`.targets`).
+        target_details: what the target records of itself (opaque JSON object).
+        functions: in the source's order.
+        weights: the weights bound (None without weights).
+        examples: the golden examples carried, and their file.
+        files: every file of the directory but the manifest -> its size and digest.
+        jax_version: the version of the JAX that exported the source (what
+            serialization version 12 records; None before it), for the reader.
+    """
+
+    target: str
+    target_details: Mapping[str, Any]
+    functions: tuple[ConvertedFunction, ...]
+    weights: WeightsTable | None = None
+    examples: tuple[Example, ...] = ()
+    examples_file: str = ""
+    files: Mapping[str, FileDigest] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+    jax_version: str | None = None
+
+    def function(self, name: str) -> ConvertedFunction:
+        """The function ``name``.
+
+        Raises:
+            KeyError: there is none; the message lists those there are.
+        """
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(f"The directory has no function {name!r}; it has {[f.name for f in self.functions]}")
+
+    def to_json(self) -> bytes:
+        """The manifest as indented UTF-8 JSON."""
+        doc: dict[str, Any] = {
+            "format": FORMAT_NAME, "format_version": self.format_version,
+            "target": self.target, "target_details": dict(self.target_details),
+            "functions": {f.name: {"signature": f.signature.to_json(),
+                                   "variants": [{"file": v.file, "dims": dict(v.dims)} for v in f.variants]}
+                          for f in self.functions},
+            "weights": None if self.weights is None else {
+                "file": self.weights.file, "header_sha256": self.weights.header_sha256,
+                "tree": tree_to_json(self.weights.tree), "leaves": [weight_to_json(w) for w in self.weights.leaves]},
+            "files": {n: {"size": d.size, "sha256": d.sha256} for n, d in sorted(self.files.items())},
+        }
+        if self.examples:
+            doc["examples"] = examples_to_json(self.examples, self.examples_file)
+        if self.jax_version is not None:
+            doc["jax_version"] = self.jax_version
+        return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
+
+    @staticmethod
+    def from_json(data: bytes) -> ConvertedManifest:
+        """The manifest that ``data`` holds.
+
+        Raises:
+            ArtifactError: it is not JSON, not a converted directory's manifest
+                (an older jaxport's: convert again), of a newer format version,
+                or a field is missing or of the wrong type.
+        """
+        r = JsonReader(_load(data), MANIFEST_FILE)
+        fmt = r.get("format", str)
+        if fmt != FORMAT_NAME:
+            raise ArtifactError(f"{MANIFEST_FILE}: the format {fmt!r} is not {FORMAT_NAME!r}"
+                                + (" (a directory that an older jaxport converted: convert the source again)"
+                                   if fmt in ("jaxport-iree", "jaxport-savedmodel") else ""))
+        version = r.get("format_version", int)
+        if not 1 <= version <= FORMAT_VERSION:
+            raise ArtifactError(f"{MANIFEST_FILE}: format version {version} is newer than {FORMAT_VERSION}, "
+                                "the newest this jaxport reads: upgrade jaxport to load it.")
+        functions = tuple(_function(name, f) for name, f in r.child("functions").items())
+        if not functions:
+            raise ArtifactError(f"{MANIFEST_FILE}: the directory has no function")
+        weights = None
+        if r.doc.get("weights") is not None:
+            w = r.child("weights")
+            tree = tree_from_json(w.get("tree", dict), f"{MANIFEST_FILE}: weights.tree")
+            leaves = tuple(weight_from_json(leaf) for leaf in w.child_list("leaves"))
+            if tree.num_leaves != len(leaves):
+                raise ArtifactError(f"{MANIFEST_FILE}: the weights tree has {tree.num_leaves} leaves "
+                                    f"but {len(leaves)} are listed")
+            weights = WeightsTable(tree, leaves, _str(w, "file"), _str(w, "header_sha256"))
+        files = {n: FileDigest(d.get("size", int), d.get("sha256", str)) for n, d in r.child("files").items()}
+        examples: tuple[Example, ...] = ()
+        examples_file = ""
+        if r.doc.get("examples") is not None:
+            examples_file = r.child("examples").get("file", str)
+            examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", examples_file)
+        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
+        if unknown:
+            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the directory lacks: {unknown}")
+        jax_version = r.doc.get("jax_version")
+        if jax_version is not None and not isinstance(jax_version, str):
+            raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
+        return ConvertedManifest(r.get("target", str), r.get("target_details", dict), functions, weights,
+                                 examples, examples_file, files, version, jax_version)
+
+
+def _str(r: JsonReader, key: str) -> str:
+    value = r.doc.get(key, "")
+    if not isinstance(value, str):
+        raise ArtifactError(f"{r.where}: the field '{key}' is not a str")
+    return value
+
+
+def _load(data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"{MANIFEST_FILE} is not valid JSON: {exc}") from exc
+
+
+def _function(name: str, r: JsonReader) -> ConvertedFunction:
+    variants = []
+    for v in r.child_list("variants"):
+        dims = v.child("dims")
+        values = tuple(sorted(dims.doc.items()))
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for _, x in values):
+            raise ArtifactError(f"{dims.where}: the dimension values are not sizes")
+        variants.append(Variant(v.get("file", str), values))
+    if not variants:
+        raise ArtifactError(f"{r.where}: the function has no variant")
+    return ConvertedFunction(Signature.from_json(name, r.child("signature")), tuple(variants))
+
+
+def manifest_format(data: bytes) -> str | None:
+    """The ``format`` that a ``manifest.json`` names (``"jaxport-converted"``), None when it names none."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    value = doc.get("format") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def check_listing(manifest: ConvertedManifest, entries: Mapping[str, int], manifest_path: str) -> None:
+    """Checks a directory's files (relative path -> size, -1 for what is not a regular file) against
+    ``manifest``, whose own path is ``manifest_path``.
+
+    Raises:
+        ArtifactError: a file is missing, extra, not a regular file, truncated
+            or longer than recorded.
+    """
+    for name in sorted(set(entries) - set(manifest.files) - {manifest_path}):
+        raise ArtifactError(f"The directory holds a file that its manifest does not list: {name}")
+    for name, digest in sorted(manifest.files.items()):
+        size = entries.get(name)
+        if size is None:
+            raise ArtifactError(f"The directory's file {name} is missing")
+        if size < 0:
+            raise ArtifactError(f"The directory's {name} is not a regular file")
+        if size != digest.size:
+            what = "truncated" if size < digest.size else "longer than recorded"
+            raise ArtifactError(f"The directory's file {name} is {what}: {size} bytes where the "
+                                f"manifest records {digest.size}")
+
+
+def check_digests(manifest: ConvertedManifest, names: Sequence[str], digests: Sequence[str]) -> None:
+    """Checks files' SHA-256 digests (hex) against the manifest, before anything reads them.
+
+    Raises:
+        ArtifactError: a file changed after it was written (the message names it).
+    """
+    for name, digest in zip(names, digests, strict=True):
+        if digest != manifest.files[name].sha256:
+            raise ArtifactError(
+                f"The digest of the directory's file {name} does not match its manifest (sha256 "
+                f"{digest} where {manifest.files[name].sha256} was recorded): the file was damaged "
+                "or changed after jaxport wrote it; convert the source again.")

@@ -1,0 +1,71 @@
+"""How ``jaxport serve`` listens and joins requests: its options, their defaults and their checks.
+
+Imports nothing beyond the errors, so that ``jaxport --help`` can show the defaults cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from jaxport.domain.errors import UsageError
+
+
+#: The largest request body the server reads, unless told otherwise (64 MiB).
+DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: The most rows a joined call holds, unless told otherwise.
+DEFAULT_MAX_BATCH_SIZE = 32
+#: How long the first waiting request of a batch waits for others, unless told otherwise.
+DEFAULT_MAX_BATCH_DELAY_MS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """How ``jaxport serve`` listens and joins requests.
+
+    Attributes:
+        host: the address both servers bind (``127.0.0.1``: this machine only;
+            ``0.0.0.0`` in a container).
+        http_port, grpc_port: the REST and gRPC ports (0: any free port).
+        batch: the functions whose concurrent requests are joined into one call.
+        max_batch_size: the most rows of one joined call.
+        max_batch_delay_ms: how long a request waits for others to join it.
+        max_request_bytes: the largest request body (REST) or message (gRPC) read.
+
+    Raises:
+        UsageError: a port, size, delay or limit is out of range, or two ports are one.
+    """
+
+    host: str = "127.0.0.1"
+    http_port: int = 8080
+    grpc_port: int = 8081
+    batch: tuple[str, ...] = ()
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    max_batch_delay_ms: float = DEFAULT_MAX_BATCH_DELAY_MS
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+
+    def __post_init__(self) -> None:
+        for name, port in (("http_port", self.http_port), ("grpc_port", self.grpc_port)):
+            if not 0 <= port <= 65535:
+                raise UsageError(f"{name} {port} is not a port number (0 to 65535)")
+        if self.http_port == self.grpc_port != 0:
+            raise UsageError(f"The REST and gRPC servers cannot share the port {self.http_port}")
+        if self.max_batch_size < 1:
+            raise UsageError(f"max_batch_size must be at least 1, not {self.max_batch_size}")
+        if not 0 <= self.max_batch_delay_ms <= 60 * 60 * 1000:
+            raise UsageError(f"max_batch_delay_ms must be between 0 and an hour, not {self.max_batch_delay_ms}")
+        if self.max_request_bytes < 1024:
+            raise UsageError(f"max_request_bytes must be at least 1024, not {self.max_request_bytes}")
+        if not self.host:
+            raise UsageError("host is empty: give an address to bind, such as 127.0.0.1")
+
+    def check_batch(self, functions: Sequence[str]) -> None:
+        """Checks that ``batch`` names only ``functions``.
+
+        Raises:
+            UsageError: naming the unknown functions and the known ones.
+        """
+        unknown = sorted(set(self.batch) - set(functions))
+        if unknown:
+            raise UsageError(f"--batch names functions that are not served: {unknown}; the functions "
+                             f"are {sorted(functions)}")

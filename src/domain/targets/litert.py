@@ -1,0 +1,247 @@
+"""The LiteRT target: what it refuses, its options, and what its directory records of itself.
+
+LiteRT (TensorFlow Lite) runs ``.tflite`` models on phones and small
+devices. A function converts from its CPU branch, for one device, without
+ordered effects, erasing JAX's ``shape_assertion`` (the call front checks
+every call) and running no other custom call; its dtypes are
+:data:`LITERT_DTYPES`. A symbolic function becomes one model
+whose symbolic dimensions stay dynamic where LiteRT's converter keeps them
+so, or one model per binding the user names (``--dims``: the plan's
+``bindings_optional``). Each model holds its own copy of the weights, as constants
+(:data:`details_of` records each file's constant bytes, which ``inspect``
+shows). What the converter decides (unlegalized operations, Flex or custom
+operators, builtins without a kernel) is refused here too, by name.
+
+bfloat16: LiteRT models take and return bfloat16 arrays, and its converter
+legalizes few operations on them (an addition, for one, is refused by
+name), so the policy is native: a function that widens its bfloat16 inputs
+to float32 first converts; one that computes in bfloat16 is refused.
+
+This module knows no MLIR and no flatbuffer: the adapters report operation
+and operator names, this module says which it refuses and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from jaxport.domain.artifact.record import DType
+from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
+from jaxport.domain.errors import ConversionError
+from .plan import BFloat16, DtypeTable, TargetPlan
+
+
+#: The runtime, as messages name it.
+RUNTIME_NAME = "LiteRT"
+#: The custom calls the conversion erases.
+ERASED_CUSTOM_CALLS = frozenset({"shape_assertion"})
+#: The one quantization a conversion offers: weights as int8 (dynamic range), activations float32.
+INT8_WEIGHTS = "int8-weights"
+QUANTIZATIONS = (INT8_WEIGHTS,)
+
+#: The dtypes that cross a LiteRT model's boundary (litert-converter 0.5 and ai-edge-litert 2.3),
+#: measured by converting and running a conversion from and to float32 for each. Left out:
+#: ``uint64`` and ``complex128`` (the converter cannot legalize a cast from or to them),
+#: the ``float8`` dtypes (the flatbuffer exporter refuses them), ``int4``/``uint4`` (the
+#: interpreter takes no NumPy array for them), ``float0`` and PRNG key arrays (export the
+#: function taking ``jax.random.key_data(key)``). An operation on a dtype in the table may still
+#: lack a LiteRT operator (``int8`` addition, for one): the converter names it.
+LITERT_DTYPES = frozenset({
+    DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
+    DType.UINT8, DType.UINT16, DType.UINT32,
+    DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64, DType.COMPLEX64})
+
+#: Operators of the converted model that LiteRT's interpreter cannot run without TensorFlow.
+FLEX_PREFIX = "Flex"
+
+#: The tolerance of a float32 conversion against JAX, normwise as :mod:`.numerics` compares
+#: (``err <= atol + rtol * ref``, ``ref`` the output's largest magnitude): float32's default.
+#: LiteRT's kernels (XNNPACK's, picked by the CPU's instruction set, or its builtin ones) sum in
+#: other orders than XLA's and fuse GELU and layer norms: measured within 3e-7 of the output's
+#: magnitude, with XNNPACK and without.
+FLOAT32_TOLERANCE = DEFAULT_TOLERANCES["float32"]
+#: The tolerance of an ``int8-weights`` conversion, normwise: 5% of the output's largest
+#: magnitude. Each weight is rounded to one of 255 levels per output channel and each activation
+#: entering a fully connected layer too (dynamic range); measured at 0.6-1.2% through two to
+#: four layers.
+INT8_WEIGHTS_TOLERANCE = Tolerance(rtol=0.05, atol=1e-6)
+
+
+def check_unlegalized(name: str, operations: Sequence[str], *, symbolic: Sequence[str],
+                      detail: str = "") -> None:
+    """Refuses a module in which the converter left operations of other dialects than LiteRT's.
+
+    Args:
+        name: the function's name.
+        operations: the names of the operations left (``stablehlo.dynamic_gather``), sorted.
+        symbolic: the function's dimension variables when it was converted with
+            dynamic shapes (empty for static shapes), for the advice to give ``dims``.
+        detail: the converter's first diagnostic, if any.
+
+    Raises:
+        ConversionError: when ``operations`` is not empty.
+    """
+    if not operations:
+        return
+    listed = ", ".join(f"'{op}'" for op in operations)
+    said = f" ({detail})" if detail else ""
+    if symbolic:
+        variables = ", ".join(symbolic)
+        advice = (f"; with symbolic shapes (dimension variables {variables}) LiteRT's converter may "
+                  f"legalize it for static ones: give the sizes to convert for, as dims={{'{name}': "
+                  f"[{{{', '.join(repr(v) + ': 8' for v in symbolic)}}}, ...]}} (on the command line "
+                  f"--dims {name}:{','.join(v + '=8' for v in symbolic)})")
+    else:
+        advice = ""
+    raise ConversionError(RUNTIME_NAME, name, f"LiteRT's converter cannot legalize the operation(s) {listed}"
+                                              f"{said}{advice}.")
+
+
+def check_operators(name: str, operators: Sequence[tuple[str, str]]) -> None:
+    """Refuses a converted model with operators that LiteRT runs only with TensorFlow or a custom kernel.
+
+    Args:
+        name: the function's name.
+        operators: per operator code of the model, its builtin name and (for ``CUSTOM``) its custom code.
+
+    Raises:
+        ConversionError: naming the first Flex (Select TF) or custom operator.
+    """
+    for builtin, custom in operators:
+        if builtin != "CUSTOM":
+            continue
+        if custom.startswith(FLEX_PREFIX):
+            raise ConversionError(RUNTIME_NAME, name, f"the converted model needs the TensorFlow operator "
+                                                      f"'{custom.removeprefix(FLEX_PREFIX)}' (a Flex op), which "
+                                                      "LiteRT's interpreter (ai-edge-litert) cannot run")
+        raise ConversionError(RUNTIME_NAME, name, f"the converted model calls the custom operator "
+                                                  f"'{custom}', which LiteRT's builtin interpreter does not have")
+
+
+def check_quantize(quantize: str | None) -> None:
+    """Checks the name of a quantization.
+
+    >>> check_quantize(None); check_quantize("int8-weights")
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones).
+    """
+    if quantize is not None and quantize not in QUANTIZATIONS:
+        raise ValueError(f"Unknown quantization {quantize!r} for LiteRT: give one of {list(QUANTIZATIONS)} or None")
+
+
+def check_names(name: str, kind: str, names: Sequence[str], count: int) -> None:
+    """Checks the wire names of a model's inputs or outputs: one per flat value, distinct.
+
+    Raises:
+        ValueError: a wrong count or a repeated name.
+    """
+    if len(names) != count:
+        raise ValueError(f"'{name}' has {count} flat {kind}s, and {len(names)} {kind} names were given")
+    if len(set(names)) != len(names):
+        repeated = sorted({n for n in names if list(names).count(n) > 1})
+        raise ValueError(f"'{name}' was given the {kind} names {repeated} more than once")
+
+
+def tolerance(quantize: str | None) -> Tolerance:
+    """The tolerance of a conversion against JAX, for its floating outputs (the others are exact).
+
+    >>> tolerance(None), tolerance("int8-weights")
+    (Tolerance(rtol=1e-05, atol=1e-06), Tolerance(rtol=0.05, atol=1e-06))
+    """
+    return INT8_WEIGHTS_TOLERANCE if quantize == INT8_WEIGHTS else FLOAT32_TOLERANCE
+
+
+#: The model file's suffix.
+SUFFIX = ".tflite"
+
+
+@dataclass(frozen=True, slots=True)
+class LiteRtOptions:
+    """How to convert for LiteRT.
+
+    Attributes:
+        quantize: None (float32 weights) or ``"int8-weights"`` (dynamic range:
+            weights as int8 per channel, activations quantized on the fly;
+            about 4x smaller, within :data:`INT8_WEIGHTS_TOLERANCE`).
+    """
+
+    target: ClassVar[str] = "litert"
+    quantize: str | None = None
+
+    def __post_init__(self) -> None:
+        check_quantize(self.quantize)
+
+
+_NOTES = {
+    DType.UINT64: "the dtype uint64, which LiteRT's converter cannot cast from or to",
+    DType.COMPLEX128: "the dtype complex128, which LiteRT's converter cannot cast from or to",
+    DType.INT4: "the dtype int4, for which LiteRT's interpreter takes no NumPy array",
+    DType.UINT4: "the dtype uint4, for which LiteRT's interpreter takes no NumPy array",
+}
+
+def model_file(function: str, dims: Mapping[str, int]) -> str:
+    """The file name of ``function``'s model for ``dims`` (none: a dynamic or static model).
+
+    >>> model_file("predict", {"t": 16, "b": 1}), model_file("f", {})
+    ('predict.b=1,t=16.tflite', 'f.tflite')
+    """
+    if not dims:
+        return f"{function}{SUFFIX}"
+    return f"{function}." + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) + SUFFIX
+
+
+def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[int, Sequence[str]]]) -> dict[str, Any]:
+    """The ``target_details`` of a LiteRT directory.
+
+    Args:
+        converter: the converter's version (``"0.5.0"``).
+        quantize: the options' quantization.
+        models: per model file, its constant bytes (its copy of the weights) and
+            the dimension variables it keeps dynamic.
+    """
+    return {"converter": f"litert-converter {converter}", "quantize": quantize or "none",
+            "models": {file: {"constant_bytes": size, "dynamic": list(dynamic)}
+                       for file, (size, dynamic) in sorted(models.items())}}
+
+
+def numerics_tolerance(details: Mapping[str, Any]) -> Tolerance | None:
+    """The tolerance of a LiteRT directory's golden examples: ``int8-weights``'s looser one, or None
+    (float32 models: each dtype's default, which holds on LiteRT's kernels).
+
+    >>> numerics_tolerance({"quantize": "int8-weights"}), numerics_tolerance({"quantize": "none"})
+    (Tolerance(rtol=0.05, atol=1e-06), None)
+    """
+    return tolerance(INT8_WEIGHTS) if details.get("quantize") == INT8_WEIGHTS else None
+
+
+def describe(details: Mapping[str, Any]) -> str:
+    """What ``jaxport convert`` and ``inspect`` say of a LiteRT directory: the converter, the
+    quantization, and each model's copy of the weights (its constant bytes) and dynamic dimensions.
+
+    >>> describe(details_of("0.5.0", None, {"f.tflite": (2_500_000, ["b"]), "g.n=2.tflite": (10, [])}))
+    'converted by litert-converter 0.5.0, weights float32, a copy in each model: f.tflite 2.4 MiB (dynamic b), g.n=2.tflite 0.0 KiB'
+    """
+    weights = "int8 (dynamic range)" if details.get("quantize") == INT8_WEIGHTS else "float32"
+    models = details.get("models")
+    parts = []
+    for file, model in (models.items() if isinstance(models, Mapping) else ()):
+        size = model.get("constant_bytes") if isinstance(model, Mapping) else None
+        dynamic = model.get("dynamic") if isinstance(model, Mapping) else None
+        shown = "?" if not isinstance(size, int) else f"{size / 2**20:.1f} MiB" if size >= 2**20 \
+            else f"{size / 2**10:.1f} KiB"
+        parts.append(f"{file} {shown}" + (f" (dynamic {', '.join(map(str, dynamic))})" if dynamic else ""))
+    return (f"converted by {details.get('converter', 'litert-converter')}, weights {weights}, a copy in each "
+            f"model: {', '.join(parts)}")
+
+
+PLAN = TargetPlan(
+    runtime="LiteRT",
+    dtypes=DtypeTable(LITERT_DTYPES, keys_as_weights=True, bfloat16=BFloat16.NATIVE, notes=_NOTES),
+    platforms=frozenset({"cpu"}),
+    bindings_optional=True,
+    describe=describe,
+    numerics_tolerance=numerics_tolerance,
+)

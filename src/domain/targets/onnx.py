@@ -1,0 +1,130 @@
+"""The ONNX target: what it refuses, and its options.
+
+A function becomes one ``FUNCTION.onnx`` of any size (its dimension
+variables stay ``dim_param``s; the call front checks the constraints, which
+ONNX cannot state), read by ONNX Runtime on the CPU. The translation runs a
+multi-platform artifact's CPU branch, erases JAX's ``shape_assertion`` (and
+GSPMD's ``Sharding`` constraint of a module for one device) and refuses
+every other custom call, ordered effects, modules for several devices, and
+the dtypes ONNX cannot hold (complex, float8, int4); bfloat16 is computed
+in float32 inside the graph (ONNX Runtime's CPU provider has no bfloat16
+kernels), as XLA does on the CPU, and the caller passes and gets bfloat16
+arrays. An operation without
+exact translation is refused by the converter, by name and source location.
+Its ``target_details`` are the opset, the IR version, the producer, the
+``onnx`` version that wrote the files and each function's dim params.
+
+ONNX Runtime Web (``convert --web``) has a tensor type for every dtype the
+ONNX target writes but ``bfloat16``: a page could neither pass nor read one.
+``--web`` refuses a function with a ``bfloat16`` input or output before
+anything is written, naming the argument or result; inside a function
+``bfloat16`` is the ONNX target's business (computed in float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from jaxport.domain.artifact.record import DType
+from jaxport.domain.calls.front import leaf_paths, result_paths
+from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.errors import ConversionError
+from .plan import BFloat16, DtypeTable, TargetPlan
+
+
+#: The opsets the translation writes: 21 (the default, what onnxruntime-web reads) to 23.
+OPSETS = range(21, 24)
+#: The ONNX IR versions it writes: 10 (the default; onnxruntime-web 1.30 reads up to 13).
+IR_VERSIONS = range(10, 14)
+
+ONNX_DTYPES = frozenset({
+    DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16,
+    DType.UINT32, DType.UINT64, DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64})
+
+
+@dataclass(frozen=True, slots=True)
+class OnnxOptions:
+    """How to write ONNX.
+
+    Attributes:
+        opset: the ``ai.onnx`` opset of the models (one of :data:`OPSETS`).
+        ir_version: their ONNX IR version (one of :data:`IR_VERSIONS`).
+        web: also write ``jaxport.mjs``, the ES module that loads the directory
+            in a web page with ONNX Runtime Web (``convert --web``); refuses a
+            function with a bfloat16 input or output (:mod:`.web_boundary`).
+
+    Raises:
+        ValueError: an opset or IR version out of range.
+    """
+
+    target: ClassVar[str] = "onnx"
+    opset: int = 21
+    ir_version: int = 10
+    web: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.web, str) and self.web.strip().lower() in ("true", "false"):  # from --option web=true
+            object.__setattr__(self, "web", self.web.strip().lower() == "true")
+        if not isinstance(self.web, bool):
+            raise ValueError(f"web {self.web!r} is not True or False")
+        for name, allowed in (("opset", OPSETS), ("ir_version", IR_VERSIONS)):
+            value = getattr(self, name)
+            if isinstance(value, str) and value.strip().isdigit():  # from --option opset=22
+                object.__setattr__(self, name, value := int(value))
+            if isinstance(value, bool) or value not in allowed:
+                raise ValueError(f"{name} {value!r} is not one of {list(allowed)}")
+
+
+def details_of(options: OnnxOptions, onnx_version: str, producer: str,
+               dim_params: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """The ``target_details`` of a directory written with ``options`` by ``onnx_version``."""
+    return {"opset": options.opset, "ir_version": options.ir_version, "onnx": onnx_version,
+            "producer": producer, "dim_params": {f: list(p) for f, p in dim_params.items()}}
+
+
+def describe(details: Mapping[str, Any]) -> str:
+    """What ``jaxport inspect`` and ``jaxport convert`` say of an ONNX directory.
+
+    >>> describe({"opset": 21, "ir_version": 10, "onnx": "1.23.2", "producer": "jaxport 0.1.0",
+    ...           "dim_params": {"predict": ["b"], "loss": []}})
+    'ONNX opset 21, IR version 10, written by jaxport 0.1.0 with onnx 1.23.2; dim params: predict (b), loss (none)'
+    """
+    params = details.get("dim_params", {})
+    dims = ", ".join(f"{f} ({', '.join(p) or 'none'})" for f, p in params.items()) if isinstance(params, dict) else "?"
+    return (f"ONNX opset {details.get('opset', '?')}, IR version {details.get('ir_version', '?')}, written by "
+            f"{details.get('producer', '?')} with onnx {details.get('onnx', '?')}; dim params: {dims or 'none'}")
+
+
+PLAN = TargetPlan(
+    runtime="ONNX",
+    dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
+    platforms=frozenset({"cpu"}),
+    # GSPMD's sharding constraint, in a module for one device, is its operand's value.
+    custom_calls=frozenset({"shape_assertion", "Sharding"}),
+    describe=describe,
+)
+
+
+#: The name refusals give the target.
+WEB_TARGET = "ONNX Runtime Web"
+#: The ES module that ``--web`` adds to a directory (listed in its manifest).
+WEB_MODULE = "jaxport.mjs"
+
+
+def check_web_signature(signature: Signature) -> None:
+    """Checks that a page can pass every input and read every output of ``signature``.
+
+    Raises:
+        ConversionError: an input or output is ``bfloat16``; the message names
+            the function and the argument (``args[0]``) or result (``out['y']``).
+    """
+    arrays = [*zip(leaf_paths(signature.in_tree), signature.in_avals),
+              *zip(result_paths(signature.out_tree), signature.out_avals)]
+    for where, aval in arrays:
+        if aval.dtype is DType.BFLOAT16:
+            raise ConversionError(
+                WEB_TARGET, signature.name,
+                "it is bfloat16, for which onnxruntime-web has no tensor type: export the function with "
+                "float32 there (cast to bfloat16 inside it), or convert without --web", where=where)

@@ -1,0 +1,157 @@
+"""What a runtime target refuses, decided before anything is written: one plan shape for every target.
+
+A target's plan says which dtypes it holds (with its bfloat16 policy), which
+platforms it runs a module of, whether it takes several devices or ordered
+effects, which custom calls it runs, whether it needs a variant per binding
+of the dimension variables, and how it checks a host before loading.
+:func:`refuse` runs them all on one function, with the custom calls that
+the verifying child's walk of the module found: every target refuses the
+same things with the same words.
+
+bfloat16 policy: at the boundary, a caller always passes and gets
+``bfloat16`` arrays (``ml_dtypes.bfloat16``) where the export says
+``bfloat16``, on every target. Inside, a target either computes in
+bfloat16 as XLA does (``NATIVE``: TensorFlow's XLA, IREE), or computes in
+float32 and rounds each result to bfloat16 (``FLOAT32_INSIDE``: the
+converter widens, for runtimes without bfloat16 kernels, as XLA does on
+CPU), or refuses the dtype (``REFUSED``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from jaxport.domain.artifact.record import ArtifactRecord, DType
+from jaxport.domain.artifact.custom_calls import ALLOW_ALL, CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
+from jaxport.domain.errors import ConversionError
+from jaxport.domain.converted.numerics import Tolerance
+from jaxport.domain.calls.front import leaf_paths
+from .dtypes import KEY_DATA
+
+
+class BFloat16(Enum):
+    """How a target computes with bfloat16 (the boundary is bfloat16 on every target)."""
+
+    NATIVE = "native"
+    FLOAT32_INSIDE = "float32 inside"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class DtypeTable:
+    """The dtypes a target holds at its boundary.
+
+    Attributes:
+        dtypes: those it holds as a caller's array and as a weight.
+        keys_as_weights: a PRNG key array as a weight travels as its key data.
+        bfloat16: its bfloat16 policy (``REFUSED``: bfloat16 is not in ``dtypes``).
+        notes: why a dtype left out is left out, where it is not obvious.
+    """
+
+    dtypes: frozenset[DType]
+    keys_as_weights: bool = True
+    bfloat16: BFloat16 = BFloat16.NATIVE
+    notes: Mapping[DType, str] = field(default_factory=dict)
+
+    def why_not(self, dtype: DType, runtime: str, *, weight: bool = False) -> str | None:
+        """Why ``runtime`` cannot hold ``dtype`` as a caller's array (or a weight), or None."""
+        if dtype in self.dtypes or (weight and self.keys_as_weights and dtype in KEY_DATA):
+            return None
+        if dtype in KEY_DATA:
+            return (f"a PRNG key array ({dtype.value}): export the function taking "
+                    f"jax.random.key_data(key), a {KEY_DATA[dtype][0]} array")
+        return self.notes.get(dtype, f"the dtype {dtype.value}, which {runtime} cannot hold")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetPlan:
+    """What one target refuses.
+
+    Attributes:
+        runtime: the target as messages name it (``"IREE"``, ``"a TensorFlow SavedModel"``).
+        dtypes: its dtype table.
+        platforms: the lowering platforms it runs a module of (one must be
+            among the artifact's); empty: any.
+        several_devices: it runs modules for several devices.
+        ordered_effects: it runs modules with ordered effects (tokens).
+        custom_calls: the custom-call targets it runs (or erases).
+        needs_bindings: a symbolic function needs one variant per binding of its variables.
+        bindings_optional: a symbolic function may be given bindings (one variant
+            each); without, it becomes one variant of any size (LiteRT, whose
+            converter keeps most symbolic dimensions dynamic).
+        keeps_vjp: the converter carries each function's first VJP (the
+            pipeline verifies and walks its module too).
+        check_host: the host check (target details, host facts, directory) that
+            the loader runs before the runtime loads anything; None: none.
+        describe: one line on what the directory was made for, from its
+            target details (``jaxport convert`` and ``jaxport inspect`` print it).
+        numerics_tolerance: the tolerance of the golden examples' floating outputs
+            on a directory with these target details, when the caller gives none
+            (None, or a function answering None: each dtype's default). LiteRT's
+            ``int8-weights`` models answer a looser one.
+    """
+
+    runtime: str
+    dtypes: DtypeTable
+    platforms: frozenset[str] = frozenset()
+    several_devices: bool = False
+    ordered_effects: bool = False
+    custom_calls: frozenset[str] = frozenset({"shape_assertion"})
+    needs_bindings: bool = False
+    bindings_optional: bool = False
+    keeps_vjp: bool = False
+    check_host: Callable[[Mapping[str, Any], Mapping[str, Any], str], None] | None = None
+    describe: Callable[[Mapping[str, Any]], str] | None = None
+    numerics_tolerance: Callable[[Mapping[str, Any]], Tolerance | None] | None = None
+
+
+def refuse(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_weights: int,
+           custom_calls: Sequence[str], allowed_custom_calls: Iterable[str] = ()) -> None:
+    """Refuses a function that ``plan``'s target cannot run (its VJP is not converted).
+
+    Args:
+        name: the function's name in the directory.
+        record: its record (weights included).
+        nr_weights: how many leading flat inputs are weights.
+        custom_calls: the targets the verifying child's walk found.
+        allowed_custom_calls: targets the user names as provided by the
+            serving runtime (``"ALL"``: any).
+
+    Raises:
+        ConversionError: naming the function, the argument and the reason.
+    """
+    if plan.platforms and not plan.platforms & set(record.platforms):
+        raise ConversionError(plan.runtime, name, f"it was exported for {list(record.platforms)} only; "
+                              f"export it with platforms that include one of {sorted(plan.platforms)}.")
+    if record.nr_devices > 1 and not plan.several_devices:
+        raise ConversionError(plan.runtime, name, f"its module is for {record.nr_devices} devices "
+                              "(sharded); export it for one device.")
+    if record.ordered_effects and not plan.ordered_effects:
+        effects = ", ".join(e.type_name for e in record.ordered_effects)
+        raise ConversionError(plan.runtime, name, f"it has ordered effects ({effects}), which "
+                              f"{plan.runtime} cannot run (it has no tokens).")
+    for i, (path, aval) in enumerate(zip(leaf_paths(record.in_tree), record.in_avals)):
+        why = plan.dtypes.why_not(aval.dtype, plan.runtime, weight=i < nr_weights)
+        if why is not None:
+            raise ConversionError(plan.runtime, name, f"{aval} is {why}", where=path)
+    for i, aval in enumerate(record.out_avals):
+        why = plan.dtypes.why_not(aval.dtype, plan.runtime)
+        if why is not None:
+            raise ConversionError(plan.runtime, name, f"{aval} is {why}", where=f"flat result {i}")
+    allowed = frozenset(allowed_custom_calls)
+    if ALLOW_ALL in allowed:
+        return
+    for target in custom_calls:
+        if target in plan.custom_calls or target in allowed:
+            continue
+        if target in HOST_CALLBACK_TARGETS:
+            why = ("a host callback (jax.debug.print, jax.pure_callback, io_callback), which runs "
+                   "Python code of the exporting process")
+        elif target in CPU_LAPACK_TARGETS:
+            why = f"a LAPACK kernel of JAX's CPU runtime (behind jnp.linalg), which {plan.runtime} does not have"
+        else:
+            why = f"a kernel of another runtime, which {plan.runtime} does not have"
+        raise ConversionError(plan.runtime, name, f"its module calls the custom call '{target}', {why}")

@@ -1,0 +1,131 @@
+"""The two ports of a runtime target: its converter and its runtime, and what travels through them.
+
+A runtime target (TensorFlow SavedModels, IREE, ONNX Runtime, LiteRT...) is
+a converter adapter, a runtime adapter, a small domain plan of what it
+refuses (:class:`~.plan.TargetPlan`) and one registry entry
+(:mod:`.targets`). The conversion pipeline reads the source, verifies every
+module (in the verifying child, which also walks it for custom calls), runs
+the plan's refusals, then hands the converter a :class:`ConversionJob` and a
+fresh, empty staging directory; it writes the manifest, digests every file
+and moves the directory into place. The loader checks the directory against
+its manifest and the host against the plan, then opens the runtime; the
+call front checks every call (tree, dtypes, ranks, shapes, dimension
+variables, constraints, the variant) before the runtime runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.converted.manifest import ConvertedManifest, Signature, Variant, WeightsTable
+from jaxport.domain.calls.host_arrays import HostArray
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionJob:
+    """One function to convert.
+
+    Attributes:
+        name: its name in the directory (a lone artifact's is the exported function's).
+        record: its verified record, weights included (modules as the
+            verifying child re-serialized them; ``record.vjp`` may be there).
+        signature: what its callers give and get (the bound weights left out).
+        custom_calls: the custom-call targets of its module, found by the
+            verifying child's walk of the parsed module.
+        bindings: the dimension variables' values to make a variant for (sorted
+            pairs); empty: one variant of any size (a static function, or a
+            runtime that takes any size).
+        uses_shardy: whether its modules use the Shardy dialect (the walk found ``sdy.`` operations).
+    """
+
+    name: str
+    record: ArtifactRecord
+    signature: Signature
+    custom_calls: tuple[str, ...]
+    bindings: tuple[tuple[tuple[str, int], ...], ...]
+    uses_shardy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConversionJob:
+    """Everything a converter writes from.
+
+    Attributes:
+        functions: in the source's order.
+        weights: the weights the functions bind (None without).
+        weights_path: a safetensors file holding them, ``""`` without; the
+            converter copies it or reads it (memory-mapped), never changes it.
+        options: the target's options (its class is the registry entry's).
+        default: the function a runtime calls when a request names none.
+    """
+
+    functions: tuple[FunctionJob, ...]
+    weights: WeightsTable | None
+    weights_path: str
+    options: Any
+    default: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedParts:
+    """What a converter wrote: the manifest's target-owned parts.
+
+    Attributes:
+        target_details: what the target records of itself (a JSON object).
+        variants: function name -> its variants (files relative to the directory's root).
+        weights_file: the weights' safetensors file if the directory keeps it as
+            one (``params.safetensors``), ``""`` when the target holds them in its own form.
+    """
+
+    target_details: Mapping[str, Any]
+    variants: Mapping[str, tuple[Variant, ...]]
+    weights_file: str = ""
+
+
+class Converter(Protocol):
+    """Writes a target's files for a job (the registry names it ``"module:attribute"``)."""
+
+    def __call__(self, job: ConversionJob, staging: str) -> ConvertedParts:
+        """Writes the files of ``job`` under ``staging`` (an empty directory) and says what it wrote.
+
+        Raises:
+            ConversionError: the target's own tool refused a function (naming it).
+            MissingExtraError: the target's extra is not installed.
+        """
+        ...
+
+
+class TargetRuntime(Protocol):
+    """Runs the variants of a loaded directory on flat host arrays; checks nothing (the front did)."""
+
+    def run(self, function: str, variant: Variant, args: Sequence[HostArray]) -> list[HostArray]:
+        """The flat results of ``variant`` of ``function`` for the caller's flat arrays ``args``
+        (the bound weights are the runtime's), in the exported dtypes (bfloat16 as bfloat16)."""
+        ...
+
+
+class RuntimeLoader(Protocol):
+    """Opens a checked directory (the registry names it ``"module:attribute"``)."""
+
+    def __call__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> TargetRuntime:
+        """The runtime of the directory ``root``, whose files matched ``manifest`` (digests checked).
+
+        ``options`` are the runtime's own (IREE's ``driver``), as the caller of
+        ``jaxport.load_converted`` gave them.
+
+        Raises:
+            ValueError: an option is unknown or has a bad value.
+            MissingExtraError: the target's extra is not installed.
+        """
+        ...
+
+
+class HostFacts(Protocol):
+    """What a runtime adapter says of this machine for its plan's host check (module:attribute)."""
+
+    def __call__(self) -> Mapping[str, Any]:
+        """Facts by name (``{"arch": "x86_64", "cpu_features": {"avx2": True}}``)."""
+        ...

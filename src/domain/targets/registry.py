@@ -1,0 +1,86 @@
+"""The registry of runtime targets: one entry per target, adapters named as strings.
+
+A target is a converter adapter, a runtime adapter, a domain plan of what it
+refuses (:class:`~.plan.TargetPlan`, with its options class) and one
+entry here. The public API (``jaxport.convert``, ``jaxport.load_converted``),
+the CLI (``convert``, ``run``, ``inspect``, ``check --numerics``) and the
+numerics check dispatch through this table; they import an adapter only
+when they use it (``"module:attribute"``), so that loading a converted
+directory imports only its runtime (never jaxlib).
+
+Each entry names:
+
+* ``converter``: a :class:`~.ports.Converter` (imports JAX or the
+  target's tools on use);
+* ``runtime``: a :class:`~.ports.RuntimeLoader` (imports neither JAX
+  nor jaxlib);
+* ``host_facts``: a :class:`~.ports.HostFacts` for the plan's host
+  check (None without one);
+* ``manifest_dir``: where the manifest goes in the directory (``""``: its root);
+* ``extra``: the pip extra that installs the target (``jaxport[iree]``);
+* ``loads``: the top-level modules that loading may import besides the
+  standard library, NumPy and jaxport (``("tensorflow",)`` for a SavedModel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from . import iree, litert, onnx, savedmodel
+from .plan import TargetPlan
+
+
+@dataclass(frozen=True, slots=True)
+class TargetEntry:
+    """One runtime target (see the module's docstring)."""
+
+    name: str
+    plan: TargetPlan
+    options: type
+    converter: str
+    runtime: str
+    extra: str
+    host_facts: str | None = None
+    manifest_dir: str = ""
+    loads: tuple[str, ...] = ()
+
+    @property
+    def manifest_path(self) -> str:
+        """The manifest's path relative to the directory's root."""
+        return f"{self.manifest_dir}/manifest.json" if self.manifest_dir else "manifest.json"
+
+
+#: Every target, by name (the ``to=`` of ``jaxport.convert``, the manifest's ``target``).
+TARGETS: Mapping[str, TargetEntry] = MappingProxyType({e.name: e for e in (
+    TargetEntry("savedmodel", savedmodel.PLAN, savedmodel.SavedModelOptions,
+                converter="jaxport.adapters.savedmodel.converter:convert",
+                runtime="jaxport.adapters.savedmodel.runtime:load",
+                extra="tf", host_facts="jaxport.adapters.savedmodel.runtime:host_facts",
+                manifest_dir=savedmodel.JAXPORT_DIR, loads=("tensorflow",)),
+    TargetEntry("iree", iree.PLAN, iree.IreeOptions,
+                converter="jaxport.adapters.iree.converter:convert",
+                runtime="jaxport.adapters.iree.runtime:load",
+                extra="iree", host_facts="jaxport.adapters.iree.runtime:host_facts", loads=("iree",)),
+    TargetEntry("onnx", onnx.PLAN, onnx.OnnxOptions,
+                converter="jaxport.adapters.onnx.converter:convert",
+                runtime="jaxport.adapters.onnx.runtime:load",
+                extra="onnx", loads=("onnx", "onnxruntime")),
+    TargetEntry("litert", litert.PLAN, litert.LiteRtOptions,
+                converter="jaxport.adapters.litert.converter:convert",
+                runtime="jaxport.adapters.litert.runtime:load",
+                extra="litert", loads=("ai_edge_litert",)),
+)})
+
+
+def target(name: str) -> TargetEntry:
+    """The entry of target ``name``.
+
+    Raises:
+        ValueError: there is none (the message lists the targets).
+    """
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"Unknown target {name!r}: the targets are {sorted(TARGETS)}") from None

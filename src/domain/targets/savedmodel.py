@@ -1,0 +1,275 @@
+"""The SavedModel target (TensorFlow's ``XlaCallModule``): what it refuses, its host check, its options.
+
+A SavedModel runs any size the signature allows (one variant, the
+SavedModel itself), ordered effects (tokens), JAX's ``shape_assertion`` and
+the sharding annotations of single-device modules, on the platforms
+TensorFlow knows. Its ``target_details`` map each function to its
+signature's name and its platforms, and name the default signature
+(``serving_default``, TensorFlow Serving's default key). Its manifest lives
+in ``assets.extra/jaxport/``, a folder TensorFlow Serving leaves alone.
+
+Names: inputs and outputs are named by the rule of every target
+(:mod:`jaxport.domain.converted.wire_names`). A signature is named after its
+function; a function whose name TensorFlow does not accept as an attribute
+and signature name gets the name escaped as a wire name's first segment
+(``<lambda>`` is ``.3clambda.3e``). ``serving_default`` (TensorFlow
+Serving's default key) calls the function named as the default, or the only
+one. A weight's variable is named by its key path, the characters
+TensorFlow refuses written ``_``.
+
+The build plan (:class:`SavedModelPlan`): what each signature takes, returns
+and hands ``XlaCallModule``. What only it can refuse runs before anything
+is written, with a :class:`ConversionError` naming the function, the
+argument and the reason: a calling-convention version outside the installed
+TensorFlow's window, a platform TensorFlow does not know, a VJP's cotangent
+of a dtype TensorFlow cannot carry. (Whether TensorFlow's StableHLO reads
+the module is asked of TensorFlow itself, by the adapter.) The module goes
+to the op unchanged, with only its kept arguments; the platforms
+upper-cased as TensorFlow names them, all of them (the op selects one at
+run time).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from jaxport.domain.artifact.platforms import callee_platform_indices
+from jaxport.domain.artifact.record import DType, ArtifactRecord, AvalRecord
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
+from jaxport.domain.bundle.manifest import WeightRecord
+from jaxport.domain.calls.front import leaf_paths, with_weights_bound
+from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.converted.wire_names import escape_segment
+from jaxport.domain.errors import ConversionError
+from .dtypes import TF_DTYPES, DIFFERENTIABLE, KEY_DATA, why_not_tf
+from .plan import BFloat16, DtypeTable, TargetPlan
+
+
+#: What the converter names its refusals' target.
+SAVEDMODEL = "a TensorFlow SavedModel"
+#: The signature TensorFlow Serving calls when a request names none.
+DEFAULT_SIGNATURE = "serving_default"
+
+_REFUSED = re.compile(r"[^A-Za-z0-9_.\-/>]")
+_FIRST = re.compile(r"[A-Za-z0-9.]")
+_SIGNATURE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def tf_name(name: str) -> str:
+    """``name`` as TensorFlow accepts it for a variable.
+
+    >>> tf_name("arg1/dense/w"), tf_name("a~1b"), tf_name("_private"), tf_name("")
+    ('arg1/dense/w', 'a_1b', 'x_private', 'x')
+    """
+    escaped = _REFUSED.sub("_", name)
+    return escaped if _FIRST.match(escaped) else "x" + escaped
+
+
+def signature_name(function: str) -> str:
+    """The signature (and the saved object's attribute) of ``function``.
+
+    >>> signature_name("predict"), signature_name("<lambda>"), signature_name("serving_default")
+    ('predict', '.3clambda.3e', 'serving_default_')
+    """
+    if function == DEFAULT_SIGNATURE:
+        return function + "_"
+    return function if _SIGNATURE.fullmatch(function) else escape_segment(function, first=True)
+
+
+#: The lowering platforms TensorFlow knows, by TensorFlow's names for them.
+TF_PLATFORMS = {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCM", "tpu": "TPU"}
+#: Custom-call targets that TensorFlow's XLA (or XlaCallModule itself) handles.
+TF_HANDLED_TARGETS = frozenset({"shape_assertion", "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+#: Where the manifest and jaxport's other files go, relative to the SavedModel directory.
+JAXPORT_DIR = "assets.extra/jaxport"
+
+
+@dataclass(frozen=True, slots=True)
+class SavedModelOptions:
+    """How to write a SavedModel.
+
+    Attributes:
+        allowed_custom_calls: custom-call targets to carry although TensorFlow's
+            XLA has no handler for them (the serving TensorFlow registers them); ``"ALL"``: any.
+        default: the function that ``serving_default`` calls (None: the only one).
+    """
+
+    target: ClassVar[str] = "savedmodel"
+    allowed_custom_calls: tuple[str, ...] = ()
+    default: str | None = None
+
+
+def check_host(details: Mapping[str, Any], host: Mapping[str, Any], path: str) -> None:
+    """Checks that TensorFlow here (``{"platforms": ["cpu"]}``) runs every function's module.
+
+    Raises:
+        PlatformMismatchError: a function was exported for none of this machine's platforms.
+    """
+    current = list(host.get("platforms", ()))
+    for name, fn in dict(details.get("functions", {})).items():
+        disabled = (DisabledSafetyCheck.platform(),) if fn.get("platform_check_disabled") else ()
+        callee_platform_indices(name, list(fn.get("platforms", ())), current, disabled)
+
+
+def describe(details: Mapping[str, Any]) -> str:
+    """What ``jaxport convert`` and ``jaxport inspect`` say of the SavedModel: its default signature."""
+    default = details.get("default")
+    return (f"{DEFAULT_SIGNATURE} calls {default}" if default else f"no {DEFAULT_SIGNATURE}") + \
+        f" (TensorFlow {details.get('tensorflow', '?')})"
+
+
+PLAN = TargetPlan(
+    runtime="a TensorFlow SavedModel",
+    dtypes=DtypeTable(frozenset(TF_DTYPES), bfloat16=BFloat16.NATIVE, notes={
+        d: f"the dtype {d.value}, for which TensorFlow's XlaCallModule returns wrong values on CPU"
+        for d in (DType.INT4, DType.UINT4)}),
+    platforms=frozenset(TF_PLATFORMS),
+    ordered_effects=True,
+    custom_calls=TF_HANDLED_TARGETS,
+    keeps_vjp=True,
+    check_host=check_host,
+    describe=describe,
+)
+
+
+#: XLA lowers ``float0`` (the cotangent of an integer) to ``bool``.
+_FLOAT0 = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorPlan:
+    """One tensor of a signature: its name, TensorFlow dtype and shape (None: symbolic)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleCall:
+    """The attributes of one ``XlaCallModule`` op and which flat inputs it is given."""
+
+    module: bytes
+    version: int
+    platforms: tuple[str, ...]
+    disabled_checks: tuple[str, ...]
+    has_token_input_output: bool
+    use_shardy_partitioner: bool
+    kept: tuple[int, ...]
+    out_dtypes: tuple[str, ...]
+    out_shapes: tuple[tuple[int | None, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionPlan:
+    """One function of the SavedModel.
+
+    Attributes:
+        name: the signature's name (and the loaded object's attribute).
+        record: the function's full record (weights included).
+        caller: the record as the caller sees it (the weights bound).
+        weights: the number of leading flat inputs that are the weights' variables.
+        inputs, outputs: the signature's tensors, in flattening order.
+        call: the forward module's op.
+        vjp: the VJP module's op (inputs: the flat inputs, then one cotangent
+            per output), or None without VJP.
+        differentiable: per flat input (weights first), whether it has a gradient.
+        output_differentiable: per flat output, whether its cotangent is a real one
+            (else ``float0``, passed as ``bool`` zeros).
+    """
+
+    name: str
+    record: ArtifactRecord
+    caller: ArtifactRecord
+    weights: int
+    inputs: tuple[TensorPlan, ...]
+    outputs: tuple[TensorPlan, ...]
+    call: ModuleCall
+    vjp: ModuleCall | None
+    differentiable: tuple[bool, ...]
+    output_differentiable: tuple[bool, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SavedModelPlan:
+    """The whole SavedModel: functions, the default signature and the weights' variables."""
+
+    functions: tuple[FunctionPlan, ...]
+    default: str | None
+    weights: tuple[WeightRecord, ...]
+
+
+def _shape(aval: AvalRecord) -> tuple[int | None, ...]:
+    return tuple(int(d) if d.isdigit() else None for d in aval.shape)
+
+
+def _module_call(name: str, record: ArtifactRecord, paths: Sequence[str], versions: tuple[int, int],
+                 uses_shardy: bool, *, keys_ok: int = 0) -> ModuleCall:
+    """The op of one table; ``keys_ok``: the leading inputs that may be key data (weights)."""
+    lowest, highest = versions
+    if record.nr_devices > 1:
+        raise ConversionError(SAVEDMODEL, name, f"the module was lowered for {record.nr_devices} "
+                              "devices; XlaCallModule runs single-device modules only")
+    if not lowest <= record.calling_convention_version <= highest:
+        raise ConversionError(SAVEDMODEL, name, f"the calling convention version "
+                              f"{record.calling_convention_version} is outside [{lowest}..{highest}], "
+                              "the versions that the installed TensorFlow's XlaCallModule accepts")
+    unknown = [p for p in record.platforms if p not in TF_PLATFORMS]
+    if unknown:
+        raise ConversionError(SAVEDMODEL, name, f"the platforms {unknown} are not ones TensorFlow "
+                              f"knows ({sorted(TF_PLATFORMS)})")
+    for i, (path, aval) in enumerate(zip(paths, record.in_avals)):
+        reason = None if (i < keys_ok and aval.dtype in KEY_DATA) else why_not_tf(aval.dtype)
+        if reason is not None and aval.dtype is not DType.FLOAT0:
+            raise ConversionError(SAVEDMODEL, name, f"it is {reason}", where=path)
+    out_dtypes = []
+    for i, aval in enumerate(record.out_avals):
+        if aval.dtype is DType.FLOAT0:
+            out_dtypes.append(_FLOAT0)
+            continue
+        reason = why_not_tf(aval.dtype)
+        if reason is not None:
+            raise ConversionError(SAVEDMODEL, name, f"it is {reason}", where=f"result {i}")
+        out_dtypes.append(TF_DTYPES[aval.dtype])
+    return ModuleCall(
+        module=record.mlir_module_serialized, version=record.calling_convention_version,
+        platforms=tuple(TF_PLATFORMS[p] for p in record.platforms),
+        disabled_checks=tuple(str(c) for c in record.disabled_checks),
+        # Calling convention 9 and later pass tokens without the flag (as jax2tf does).
+        has_token_input_output=bool(record.ordered_effects) and record.calling_convention_version < 9,
+        use_shardy_partitioner=uses_shardy,
+        kept=record.module_kept_var_idx, out_dtypes=tuple(out_dtypes),
+        out_shapes=tuple(_shape(a) for a in record.out_avals))
+
+
+def plan_function(name: str, record: ArtifactRecord, signature: Signature, *, uses_shardy: bool,
+                  versions: tuple[int, int]) -> FunctionPlan:
+    """The plan of one function whose first ``signature.nr_weights`` flat inputs are the weights' variables.
+
+    Args:
+        name: the signature's name (and the saved object's attribute).
+        record: the function's verified record (weights included, its VJP if any).
+        signature: what its callers give and get (the wire names of its tensors).
+        uses_shardy: whether its modules use the Shardy dialect (the verifying walk's finding).
+        versions: the calling-convention versions the installed TensorFlow accepts.
+
+    Raises:
+        ConversionError: the function cannot be converted (see the module's docstring).
+    """
+    weights = signature.nr_weights
+    caller = with_weights_bound(record, weights) if weights else record
+    paths = leaf_paths(record.in_tree)[:weights] + leaf_paths(caller.in_tree)
+    call = _module_call(name, record, paths, versions, uses_shardy, keys_ok=weights)
+    vjp = None
+    if record.vjp is not None:
+        vjp_paths = [*paths, *(f"the cotangent of result {i}" for i in range(len(record.out_avals)))]
+        vjp = _module_call(name, record.vjp, vjp_paths, versions, uses_shardy, keys_ok=weights)
+    inputs = tuple(TensorPlan(n, TF_DTYPES[a.dtype], _shape(a)) for n, a in zip(signature.input_names, caller.in_avals))
+    outputs = tuple(TensorPlan(n, dtype, shape) for n, dtype, shape in
+                    zip(signature.output_names, call.out_dtypes, call.out_shapes))
+    return FunctionPlan(name, record, caller, weights, inputs, outputs, call, vjp,
+                        tuple(a.dtype in DIFFERENTIABLE for a in record.in_avals),
+                        tuple(a.dtype in DIFFERENTIABLE for a in record.out_avals))
