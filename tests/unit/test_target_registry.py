@@ -95,3 +95,13 @@ def test_the_targets_extra_and_adapter_folder_are_packaged(name: str) -> None:
         assert spec.rpartition(".")[0] in config["tool"]["setuptools"]["packages"], spec
     installs = re.findall(r"pip install --quiet \"\.\[([\w,-]+)\]\"", (ROOT / "Makefile").read_text(encoding="utf-8"))
     assert installs and all(entry.extra in extras.split(",") for extras in installs if "dev," in extras), installs
+
+
+def test_every_file_that_adding_a_target_names_exists_for_every_target() -> None:
+    # docs/developers/adding-a-target.md is true of the targets there are: each src/ path it names
+    # (with NAME the target's name) and each file it says a new target edits exists.
+    page = (DOCS / "developers" / "adding-a-target.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:src|tests|docs)/[\w/.-]+|pyproject\.toml|Makefile|CHANGELOG\.md)`", page))
+    paths = {p.replace("NAME", name) for p in named if p.startswith("src/") or "NAME" not in p
+             for name in TARGETS if "PAGE" not in p}
+    assert len(paths) > 10 and sorted(p for p in paths if not (ROOT / p).exists()) == []
