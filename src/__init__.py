@@ -31,21 +31,22 @@ if TYPE_CHECKING:
     from .application.inspection import inspect as inspect
     from .application.plain_trees import plain_tree as plain_tree
     from jaxport.application.conversion.pipeline import convert as convert
-    from jaxport.application.conversion.pipeline import to_iree as to_iree
-    from jaxport.application.conversion.pipeline import to_onnx as to_onnx
-    from jaxport.application.conversion.pipeline import to_litert as to_litert
-    from jaxport.application.converted.model import ConvertedModel as ConvertedModel
-    from jaxport.application.converted.model import load_converted as load_converted
-    from jaxport.application.converted.model import load_iree as load_iree
+    from jaxport.domain.targets.registry import TARGETS as TARGETS
+    from jaxport.application.conversion.targets import to_savedmodel as to_savedmodel
+    from jaxport.application.conversion.targets import to_iree as to_iree
+    from jaxport.application.conversion.targets import to_onnx as to_onnx
+    from jaxport.application.conversion.targets import to_litert as to_litert
+    from jaxport.domain.targets.savedmodel import SavedModelOptions as SavedModelOptions
     from jaxport.domain.targets.iree import IreeOptions as IreeOptions
     from jaxport.domain.targets.onnx import OnnxOptions as OnnxOptions
     from jaxport.domain.targets.litert import LiteRtOptions as LiteRtOptions
-    from jaxport.domain.targets.savedmodel import SavedModelOptions as SavedModelOptions
+    from jaxport.application.converted.model import ConvertedModel as ConvertedModel
+    from jaxport.application.converted.model import load_converted as load_converted
+    from jaxport.application.converted.model import load_iree as load_iree
     from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
     from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
     from jaxport.application.export.serialization import deserialize as deserialize
-    from jaxport.application.conversion.pipeline import to_savedmodel as to_savedmodel
     from jaxport.application.serving.service import serve as serve
     from jaxport.application.export.symbolic import poly_spec as poly_spec
     from jaxport.application.export.symbolic import poly_specs as poly_specs
@@ -80,20 +81,22 @@ _LAZY = {
     "inspect": "jaxport.application.inspection",
     "plain_tree": "jaxport.application.plain_trees",
     "convert": "jaxport.application.conversion.pipeline",
-    "to_iree": "jaxport.application.conversion.pipeline",
-    "to_onnx": "jaxport.application.conversion.pipeline",
-    "to_litert": "jaxport.application.conversion.pipeline",
-    "load_converted": "jaxport.application.converted.model",
-    "load_iree": "jaxport.application.converted.model",
-    "ConvertedModel": "jaxport.application.converted.model",
+    # One to_NAME and one options class per entry of TARGETS (tests/unit/test_target_registry.py checks).
+    "TARGETS": "jaxport.domain.targets.registry",
+    "to_savedmodel": "jaxport.application.conversion.targets",
+    "to_iree": "jaxport.application.conversion.targets",
+    "to_onnx": "jaxport.application.conversion.targets",
+    "to_litert": "jaxport.application.conversion.targets",
+    "SavedModelOptions": "jaxport.domain.targets.savedmodel",
     "IreeOptions": "jaxport.domain.targets.iree",
     "OnnxOptions": "jaxport.domain.targets.onnx",
     "LiteRtOptions": "jaxport.domain.targets.litert",
-    "SavedModelOptions": "jaxport.domain.targets.savedmodel",
+    "load_converted": "jaxport.application.converted.model",
+    "load_iree": "jaxport.application.converted.model",
+    "ConvertedModel": "jaxport.application.converted.model",
     "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
     "register_pytree_node_serialization": "jaxport.application.pytree_registration",
     "register_namedtuple_serialization": "jaxport.application.pytree_registration",
-    "to_savedmodel": "jaxport.application.conversion.pipeline",
     "serve": "jaxport.application.serving.service",
     "symbolic_shape": "jaxport.application.export.symbolic",
     "symbolic_args_specs": "jaxport.application.export.symbolic",

@@ -11,7 +11,12 @@ process:
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
 * the store of verification verdicts;
 * the pytree serialization registry that ``jaxport.serialize``,
-  ``jaxport.deserialize`` and the bundles use by default.
+  ``jaxport.deserialize`` and the bundles use by default;
+* each target's adapters, which the targets' registry
+  (:mod:`jaxport.domain.targets.registry`) names as ``"module:attribute"``
+  strings: :func:`target_adapter` imports them. It lives here, not beside the
+  registry in the domain, because the strings name adapters: resolving them
+  in the domain would make the domain import adapters at run time.
 
 Importing this module builds nothing and imports neither JAX nor any adapter
 (each is imported when first asked for), so it sits below every service:
@@ -21,16 +26,20 @@ nothing here imports a service.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jaxport.domain.errors import MissingExtraError
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering import JaxLowerer
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from ..domain.ports import ModuleInspector, ModuleSerializer
+    from jaxport.domain.targets.registry import TargetEntry
     from .pytree_registry import PytreeSerializationRegistry
 
 _T = TypeVar("_T")
@@ -97,3 +106,24 @@ def default_registry() -> PytreeSerializationRegistry:
     from .pytree_registry import PytreeSerializationRegistry
 
     return PytreeSerializationRegistry()
+
+
+def target_adapter(entry: TargetEntry, spec: str, what: str) -> Any:
+    """The adapter that ``spec`` (``"module:attribute"``, one of ``entry``'s) names, its module imported now.
+
+    Args:
+        entry: the target whose converter, runtime or host facts ``spec`` is.
+        spec: ``"jaxport.adapters.iree.runtime:load"``.
+        what: what needs the extra, for the error (``"The runtime of IREE"``).
+
+    Raises:
+        MissingExtraError: the module (or a package it imports) is not installed:
+            the message names ``entry``'s extra.
+    """
+    module, _, attribute = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except MissingExtraError:
+        raise
+    except ImportError as exc:
+        raise MissingExtraError(what, entry.extra, exc) from exc

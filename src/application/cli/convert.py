@@ -1,6 +1,8 @@
 """``jaxport convert SOURCE --to TARGET -o DIR``: an artifact or a bundle for another runtime (any registered target).
 
-The conversion itself is :mod:`jaxport.application.conversion.pipeline`'s.
+The conversion itself is :mod:`jaxport.application.conversion.pipeline`'s; ``--to`` takes the
+registry's names (:data:`jaxport.domain.targets.registry.TARGETS`), and what ``--help`` says of each
+target and its own flags are :data:`jaxport.application.conversion.targets.COMMAND_LINE`'s.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import re
 from typing import Any
 
+from jaxport.application.conversion.targets import COMMAND_LINE, Flag
 from .common import UsageError
 
 _BINDING = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*):(.+)")
@@ -22,21 +25,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd = commands.add_parser(
         "convert", parents=[common], help="convert an artifact or a bundle for another runtime",
         description="Write SOURCE (an artifact file or a bundle directory, by jaxport or jax.export) "
-                    "for another runtime (--to): savedmodel writes a TensorFlow SavedModel for "
-                    "TensorFlow Serving, without importing JAX: one signature per function, the "
-                    "bundle's weights as variables (needs pip install 'jaxport[tf]'); iree "
-                    "compiles each function ahead of time with IREE: one module per binding of its "
-                    "dimension variables (--dims), the weights read from the bundle's safetensors "
-                    "file as IREE parameters (needs pip install 'jaxport[iree]'); onnx translates each "
-                    "function into one ONNX model of any size for ONNX Runtime (--opset), the weights "
-                    "read from the bundle's safetensors file as ONNX external data (needs pip install "
-                    "'jaxport[onnx]'); litert writes LiteRT "
-                    "(.tflite) models for phones and small devices, the weights as constants of each, "
-                    "a symbolic batch kept dynamic where LiteRT can, else one model per --dims binding "
-                    "(needs pip install 'jaxport[litert]'). Load any of them with "
-                    "jaxport.load_converted (no JAX) or 'jaxport run'. What the runtime cannot run "
-                    "is refused before anything is written; a failed conversion leaves nothing at DIR, "
-                    "and an existing DIR is replaced only with --force.")
+                    "for another runtime (--to): "
+                    + "; ".join(f"{name} {line.summary}" for name, line in COMMAND_LINE.items())
+                    + ". Load any of them with jaxport.load_converted (no JAX) or 'jaxport run'. What the "
+                    "runtime cannot run is refused before anything is written; a failed conversion leaves "
+                    "nothing at DIR, and an existing DIR is replaced only with --force.")
     cmd.add_argument("source", metavar="SOURCE", help="an artifact file or a bundle directory")
     cmd.add_argument("--to", required=True, metavar="TARGET",
                      help="the runtime target: savedmodel, iree, or another of jaxport's registry")
@@ -48,25 +41,23 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                           "--dims predict:b=8,t=128)")
     cmd.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                      help="a field of the target's options class (repeat), e.g. --option target_cpu=generic")
-    cmd.add_argument("--default", metavar="NAME", help="savedmodel: the function that serving_default "
-                     "calls (default: the only one)")
-    cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
-                     help="savedmodel: carry this custom-call target although TensorFlow's XLA lacks a "
-                          "handler for it (repeat)")
-    cmd.add_argument("--target-cpu", metavar="CPU",
-                     help="iree: the CPU to compile for: host (default), generic, or an LLVM CPU name "
-                          "such as x86-64-v3 or cortex-a72")
-    cmd.add_argument("--target-triple", metavar="TRIPLE",
-                     help="iree: the machine to compile for, e.g. aarch64-linux-gnu (default: this one)")
-    cmd.add_argument("--opset", type=int, metavar="N",
-                     help="onnx: the ai.onnx opset to write (21, the default, to 23)")
-    cmd.add_argument("--quantize", metavar="KIND", choices=["int8-weights"],
-                     help="litert: int8-weights (weights as int8 per channel, dynamic range; about 4x "
-                          "smaller, within 5%% of the output's magnitude)")
-    cmd.add_argument("--web", action="store_true", default=None,
-                     help="onnx: also write jaxport.mjs, which loads the directory in a web page with "
-                          "ONNX Runtime Web (refuses bfloat16 inputs and outputs)")
+    for name, line in COMMAND_LINE.items():
+        for flag in line.flags:
+            _add_flag(cmd, name, flag)
     cmd.set_defaults(handler=run_convert)
+
+
+def _add_flag(cmd: argparse.ArgumentParser, target: str, flag: Flag) -> None:
+    """Adds one of ``target``'s own flags; its help begins with the target's name."""
+    how: dict[str, Any] = {}
+    if flag.switch:
+        how = {"action": "store_true", "default": None}  # None: not given (False would be an option)
+    elif flag.repeat:
+        how = {"action": "append", "default": []}
+    for key in ("metavar", "type", "choices"):
+        if getattr(flag, key) is not None:
+            how[key] = getattr(flag, key)
+    cmd.add_argument(flag.flag, dest=flag.dest, help=f"{target}: {flag.help}", **how)
 
 
 def run_convert(args: argparse.Namespace) -> int:
@@ -100,12 +91,12 @@ def _options(args: argparse.Namespace) -> object:
     from jaxport.domain.targets.registry import target
 
     entry = target(args.to)
-    flags = {name: getattr(args, dest) for name, dest in _FLAGS.get(args.to, {}).items()
-             if getattr(args, dest) not in (None, [])}
-    for other, dests in _FLAGS.items():
-        given = [dest for dest in dests.values() if getattr(args, dest) not in (None, [])]
+    own = COMMAND_LINE[args.to].flags if args.to in COMMAND_LINE else ()
+    flags = {f.field: getattr(args, f.dest) for f in own if getattr(args, f.dest) not in (None, [])}
+    for other, line in COMMAND_LINE.items():
+        given = [f.flag for f in line.flags if getattr(args, f.dest) not in (None, [])]
         if other != args.to and given:
-            raise UsageError(f"--{given[0].replace('_', '-')} applies to --to {other}, not to --to {args.to}")
+            raise UsageError(f"{given[0]} applies to --to {other}, not to --to {args.to}")
     for text in args.option:
         name, equals, value = text.partition("=")
         if not equals:
@@ -115,19 +106,13 @@ def _options(args: argparse.Namespace) -> object:
     unknown = sorted(set(flags) - known)
     if unknown:
         raise UsageError(f"--to {args.to} has no option {unknown[0]!r} (it has {', '.join(sorted(known))})")
-    if "allowed_custom_calls" in flags:
-        flags["allowed_custom_calls"] = tuple(flags["allowed_custom_calls"])
+    for flag in own:
+        if flag.repeat and flag.field in flags:
+            flags[flag.field] = tuple(flags[flag.field])
     try:
         return entry.options(**flags)
     except (TypeError, ValueError) as exc:  # a value the options class refuses (--opset 20)
         raise UsageError(f"--to {args.to}: {exc}") from exc
-
-
-#: The targets' own flags: target -> options field -> argparse destination.
-_FLAGS = {"savedmodel": {"default": "default", "allowed_custom_calls": "allow_custom_call"},
-          "iree": {"target_cpu": "target_cpu", "target_triple": "target_triple"},
-          "onnx": {"opset": "opset", "web": "web"},
-          "litert": {"quantize": "quantize"}}
 
 
 def parse_dims(texts: list[str]) -> dict[str, list[dict[str, int]]]:

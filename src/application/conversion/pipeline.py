@@ -22,7 +22,6 @@ In order, for any target (:mod:`jaxport.domain.targets.registry`):
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FileDigest
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
-from jaxport.domain.errors import ArtifactError, ConversionError, MissingExtraError
+from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.converted.static_shapes import static_shapes
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.plan import refuse
@@ -110,13 +109,9 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
 
 
 def _converter(entry: TargetEntry) -> Converter:
-    module, _, attribute = entry.converter.partition(":")
-    try:
-        converter: Converter = getattr(importlib.import_module(module), attribute)
-    except MissingExtraError:
-        raise
-    except ImportError as exc:
-        raise MissingExtraError(f"The converter for {entry.plan.runtime}", entry.extra, exc) from exc
+    from jaxport.application.wiring import target_adapter
+
+    converter: Converter = target_adapter(entry, entry.converter, f"The converter for {entry.plan.runtime}")
     return converter
 
 
@@ -205,106 +200,3 @@ def _digests(root: Path) -> dict[str, FileDigest]:
         digests[file.relative_to(root).as_posix()] = FileDigest(file.stat().st_size, digest)
     return digests
 
-
-def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
-                  default: str | None = None, allowed_custom_calls: Iterable[str] = (),
-                  overwrite: bool = False) -> ConvertedManifest:
-    """``convert(source, path, to="savedmodel", ...)``: a TensorFlow SavedModel for TensorFlow Serving.
-
-    One signature per function, named after it, with the caller's arguments
-    as inputs named by :mod:`jaxport.domain.converted.wire_names` (``arg0``,
-    ``arg1/dense/w``, keywords by name); ``serving_default`` calls the
-    function ``default`` names, or the only one. A bundle's weights become
-    one ``tf.Variable`` each. Where the artifacts carry VJPs,
-    ``tf.GradientTape`` over the loaded object's functions gives JAX's
-    gradients. ``assets.extra/jaxport/`` keeps the manifest.
-
-    Raises:
-        As :func:`convert`; ``MissingExtraError`` without TensorFlow (``jaxport[tf]``).
-    """
-    from jaxport.domain.targets.savedmodel import SavedModelOptions
-
-    return convert(source, path, to="savedmodel", overwrite=overwrite,
-                   options=SavedModelOptions(tuple(allowed_custom_calls), default))
-
-
-def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
-            dims: Dims | None = None, target_cpu: str = "host", target_triple: str | None = None,
-            overwrite: bool = False) -> ConvertedManifest:
-    """``convert(source, path, to="iree", ...)``: each function compiled ahead of time by IREE.
-
-    One ``.vmfb`` module per function and binding of its dimension
-    variables (``predict.b=8.vmfb``), the bundle's weights file
-    ``params.safetensors`` shared by all of them as IREE parameters.
-
-    Args:
-        dims: for each symbolic function, the bindings to compile for.
-        target_cpu: ``"host"``, an LLVM CPU name (``"x86-64-v3"``), ``"generic"``.
-        target_triple: the machine to compile for (``"aarch64-linux-gnu"``); None for this one.
-
-    Raises:
-        As :func:`convert`; ``MissingExtraError`` without IREE's compiler (``jaxport[iree]``).
-    """
-    from jaxport.domain.targets.iree import IreeOptions
-
-    return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
-                   options=IreeOptions(target_cpu, target_triple))
-
-
-def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
-            opset: int | None = None, ir_version: int | None = None, web: bool = False,
-            overwrite: bool = False) -> ConvertedManifest:
-    """``convert(source, path, to="onnx", ...)``: one ONNX model per function, for ONNX Runtime and other readers.
-
-    One ``FUNCTION.onnx`` per function (``onnxruntime.InferenceSession(path)``
-    loads it in any language; Netron shows it), of any size: dimension
-    variables stay ``dim_param``s named after them. A bundle's weights stay
-    in ``params.safetensors``, byte for byte, which the models read as ONNX
-    external data at each tensor's offset. Inputs and outputs carry the
-    wire names (``arg0``, ``arg1/dense/w``, ``output_0``). Only the standard
-    ``ai.onnx`` domain is written; an operation without exact translation is
-    refused, by name and source location.
-
-    Args:
-        opset: the ``ai.onnx`` opset (21, the default, to 23).
-        ir_version: the ONNX IR version (10, the default, which onnxruntime-web reads, to 13).
-        web: also write ``jaxport.mjs``, which loads the directory in a web page
-            with ONNX Runtime Web (see the guide's page on the browser); a
-            function with a bfloat16 input or output is refused.
-
-    Raises:
-        As :func:`convert`; ``UnsupportedOperationError`` (a ``ConversionError``)
-        for an operation the translation does not express exactly;
-        ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
-    """
-    from jaxport.domain.targets.onnx import OnnxOptions
-
-    defaults = OnnxOptions()
-    return convert(source, path, to="onnx", overwrite=overwrite,
-                   options=OnnxOptions(defaults.opset if opset is None else opset,
-                                       defaults.ir_version if ir_version is None else ir_version, web))
-
-
-def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
-              dims: Dims | None = None, quantize: str | None = None, overwrite: bool = False) -> ConvertedManifest:
-    """``convert(source, path, to="litert", ...)``: each function as LiteRT (``.tflite``) models.
-
-    One model per function, its signature named after the function, its
-    inputs and outputs by their wire names; a symbolic function's dimensions
-    stay dynamic where LiteRT's converter keeps them so, else ``dims`` gives
-    the sizes to convert for (one model per binding: ``predict.b=8.tflite``).
-    The weights are constants of each model (LiteRT's fused kernels), so
-    each model holds its own copy. No TensorFlow is imported.
-
-    Args:
-        dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.
-        quantize: None (float32) or ``"int8-weights"`` (dynamic range, about 4x smaller
-            weights, within :data:`jaxport.domain.targets.litert.INT8_WEIGHTS_TOLERANCE`).
-
-    Raises:
-        As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
-        has wheels for Linux x86_64 and macOS arm64).
-    """
-    from jaxport.domain.targets.litert import LiteRtOptions
-
-    return convert(source, path, to="litert", dims=dims, overwrite=overwrite, options=LiteRtOptions(quantize))

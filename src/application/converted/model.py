@@ -12,7 +12,6 @@ one bad call gets the same error and message on every target.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import types
 from collections.abc import Iterator, Mapping
@@ -22,11 +21,12 @@ from typing import Any
 from jaxport.domain.converted.manifest import (
     FORMAT_NAME, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format
 )
-from jaxport.domain.errors import ArtifactError, MissingExtraError
+from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
 from jaxport.domain.calls.signature import signature
 from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
+from jaxport.application.wiring import target_adapter
 
 #: The formats of the directories that jaxport wrote before one format served every target.
 _OLD_FORMATS = ("jaxport-iree", "jaxport-savedmodel")
@@ -96,16 +96,6 @@ def _check_files(root: Path, manifest: ConvertedManifest) -> Mapping[str, Any]:
 
     stored = read_weights(root, manifest.weights.leaves, manifest.weights.header_sha256)
     return {w.name: stored.array(w.name, w.data_dtype) for w in manifest.weights.leaves}
-
-
-def _attribute(entry: TargetEntry, spec: str) -> Any:
-    module, _, attribute = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attribute)
-    except MissingExtraError:
-        raise
-    except ImportError as exc:
-        raise MissingExtraError(f"The runtime of {entry.plan.runtime}", entry.extra, exc) from exc
 
 
 class ConvertedCall:
@@ -211,9 +201,9 @@ def load_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Conv
     manifest, entry = read_converted(root)
     params = _check_files(root, manifest)
     if entry.plan.check_host is not None and entry.host_facts is not None:
-        facts: HostFacts = _attribute(entry, entry.host_facts)
+        facts: HostFacts = target_adapter(entry, entry.host_facts, f"The runtime of {entry.plan.runtime}")
         entry.plan.check_host(manifest.target_details, facts(), str(root))
-    loader: RuntimeLoader = _attribute(entry, entry.runtime)
+    loader: RuntimeLoader = target_adapter(entry, entry.runtime, f"The runtime of {entry.plan.runtime}")
     return ConvertedModel(manifest, loader(str(root), manifest, runtime_options), params)
 
 

@@ -20,6 +20,14 @@ Each entry names:
 * ``extra``: the pip extra that installs the target (``jaxport[iree]``);
 * ``loads``: the top-level modules that loading may import besides the
   standard library, NumPy and jaxport (``("tensorflow",)`` for a SavedModel).
+
+The application imports the adapters that the strings name
+(:func:`jaxport.application.wiring.target_adapter`); what this table cannot
+hold, each target's ``jaxport.to_NAME`` and its part of ``jaxport convert``'s
+help and flags, is listed beside it, once, in
+:mod:`jaxport.application.conversion.targets`. ``TARGETS`` is public as
+``jaxport.TARGETS``. docs/developers/adding-a-target.md lists every file a
+new target adds or edits.
 """
 
 from __future__ import annotations

@@ -1,0 +1,218 @@
+"""Each target's public spellings, listed beside the registry: ``jaxport.to_NAME`` and ``convert --to NAME``'s flags.
+
+The registry (:data:`jaxport.domain.targets.registry.TARGETS`, also
+``jaxport.TARGETS``) names each target's plan, options class, converter and
+runtime; ``jaxport convert``'s ``--to`` accepts exactly its names. What the
+registry cannot hold is here, once per target, in the registry's order:
+
+* :data:`COMMAND_LINE`: what ``jaxport convert --help`` says of the target
+  and the flags that set fields of its options class (``--target-cpu``).
+  It is plain data, so that ``jaxport --help`` builds the parser without
+  importing the registry (whose plans import the symbolic-shape machinery);
+* ``to_NAME``: ``convert(source, path, to="NAME", options=NAMEOptions(...))``
+  with the options' fields as keywords. Each is written out, not generated
+  from the options class: mypy --strict and readers see its parameters,
+  their types and defaults, and its docstring says what the target writes.
+
+``tests/unit/test_target_registry.py`` checks this module, the facade and the
+guide's index against the registry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
+    from jaxport.application.export.exported import Exported
+    from jaxport.domain.converted.manifest import ConvertedManifest
+    from .pipeline import Dims
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One flag of ``jaxport convert`` that sets the field ``field`` of a target's options class.
+
+    Attributes:
+        field: the options field it sets.
+        flag: its spelling (``"--target-cpu"``).
+        help: what it does (``--help`` prefixes the target's name).
+        metavar: the value's name in ``--help``.
+        type: what reads the value (None: the text itself).
+        choices: the values allowed (None: any).
+        switch: a flag without a value (True when given, else unset).
+        repeat: given any number of times; the field gets the values as a tuple.
+    """
+
+    field: str
+    flag: str
+    help: str
+    metavar: str | None = None
+    type: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+    switch: bool = False
+    repeat: bool = False
+
+    @property
+    def dest(self) -> str:
+        """Its attribute of the parsed arguments (argparse's own name for it)."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetCommandLine:
+    """What ``jaxport convert`` says of one target and the flags of its options.
+
+    Attributes:
+        summary: the sentence of ``convert --help`` after the target's name,
+            ending with the extra to install.
+        flags: the flags that set fields of its options class (any other
+            field is set with ``--option FIELD=VALUE``).
+    """
+
+    summary: str
+    flags: tuple[Flag, ...] = ()
+
+
+#: Each target's part of ``jaxport convert``, by the registry's name, in the registry's order.
+COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
+    "savedmodel": TargetCommandLine(
+        "writes a TensorFlow SavedModel for TensorFlow Serving, without importing JAX: one signature per "
+        "function, the bundle's weights as variables (needs pip install 'jaxport[tf]')",
+        (Flag("default", "--default", "the function that serving_default calls (default: the only one)",
+              metavar="NAME"),
+         Flag("allowed_custom_calls", "--allow-custom-call", "carry this custom-call target although "
+              "TensorFlow's XLA lacks a handler for it (repeat)", metavar="TARGET", repeat=True))),
+    "iree": TargetCommandLine(
+        "compiles each function ahead of time with IREE: one module per binding of its dimension variables "
+        "(--dims), the weights read from the bundle's safetensors file as IREE parameters (needs pip install "
+        "'jaxport[iree]')",
+        (Flag("target_cpu", "--target-cpu", "the CPU to compile for: host (default), generic, or an LLVM CPU "
+              "name such as x86-64-v3 or cortex-a72", metavar="CPU"),
+         Flag("target_triple", "--target-triple", "the machine to compile for, e.g. aarch64-linux-gnu "
+              "(default: this one)", metavar="TRIPLE"))),
+    "onnx": TargetCommandLine(
+        "translates each function into one ONNX model of any size for ONNX Runtime (--opset), the weights "
+        "read from the bundle's safetensors file as ONNX external data (needs pip install 'jaxport[onnx]')",
+        (Flag("opset", "--opset", "the ai.onnx opset to write (21, the default, to 23)", metavar="N", type=int),
+         Flag("web", "--web", "also write jaxport.mjs, which loads the directory in a web page with ONNX "
+              "Runtime Web (refuses bfloat16 inputs and outputs)", switch=True))),
+    "litert": TargetCommandLine(
+        "writes LiteRT (.tflite) models for phones and small devices, the weights as constants of each, a "
+        "symbolic batch kept dynamic where LiteRT can, else one model per --dims binding (needs pip install "
+        "'jaxport[litert]')",
+        (Flag("quantize", "--quantize", "int8-weights (weights as int8 per channel, dynamic range; about 4x "
+              "smaller, within 5%% of the output's magnitude)", metavar="KIND", choices=("int8-weights",)),)),
+})
+
+
+def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+                  default: str | None = None, allowed_custom_calls: Iterable[str] = (),
+                  overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="savedmodel", ...)``: a TensorFlow SavedModel for TensorFlow Serving.
+
+    One signature per function, named after it, with the caller's arguments
+    as inputs named by :mod:`jaxport.domain.converted.wire_names` (``arg0``,
+    ``arg1/dense/w``, keywords by name); ``serving_default`` calls the
+    function ``default`` names, or the only one. A bundle's weights become
+    one ``tf.Variable`` each. Where the artifacts carry VJPs,
+    ``tf.GradientTape`` over the loaded object's functions gives JAX's
+    gradients. ``assets.extra/jaxport/`` keeps the manifest.
+
+    Raises:
+        As :func:`convert`; ``MissingExtraError`` without TensorFlow (``jaxport[tf]``).
+    """
+    from jaxport.domain.targets.savedmodel import SavedModelOptions
+    from .pipeline import convert
+
+    return convert(source, path, to="savedmodel", overwrite=overwrite,
+                   options=SavedModelOptions(tuple(allowed_custom_calls), default))
+
+
+def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+            dims: Dims | None = None, target_cpu: str = "host", target_triple: str | None = None,
+            overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="iree", ...)``: each function compiled ahead of time by IREE.
+
+    One ``.vmfb`` module per function and binding of its dimension
+    variables (``predict.b=8.vmfb``), the bundle's weights file
+    ``params.safetensors`` shared by all of them as IREE parameters.
+
+    Args:
+        dims: for each symbolic function, the bindings to compile for.
+        target_cpu: ``"host"``, an LLVM CPU name (``"x86-64-v3"``), ``"generic"``.
+        target_triple: the machine to compile for (``"aarch64-linux-gnu"``); None for this one.
+
+    Raises:
+        As :func:`convert`; ``MissingExtraError`` without IREE's compiler (``jaxport[iree]``).
+    """
+    from jaxport.domain.targets.iree import IreeOptions
+    from .pipeline import convert
+
+    return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
+                   options=IreeOptions(target_cpu, target_triple))
+
+
+def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+            opset: int | None = None, ir_version: int | None = None, web: bool = False,
+            overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="onnx", ...)``: one ONNX model per function, for ONNX Runtime and other readers.
+
+    One ``FUNCTION.onnx`` per function (``onnxruntime.InferenceSession(path)``
+    loads it in any language; Netron shows it), of any size: dimension
+    variables stay ``dim_param``s named after them. A bundle's weights stay
+    in ``params.safetensors``, byte for byte, which the models read as ONNX
+    external data at each tensor's offset. Inputs and outputs carry the
+    wire names (``arg0``, ``arg1/dense/w``, ``output_0``). Only the standard
+    ``ai.onnx`` domain is written; an operation without exact translation is
+    refused, by name and source location.
+
+    Args:
+        opset: the ``ai.onnx`` opset (21, the default, to 23).
+        ir_version: the ONNX IR version (10, the default, which onnxruntime-web reads, to 13).
+        web: also write ``jaxport.mjs``, which loads the directory in a web page
+            with ONNX Runtime Web (see the guide's page on the browser); a
+            function with a bfloat16 input or output is refused.
+
+    Raises:
+        As :func:`convert`; ``UnsupportedOperationError`` (a ``ConversionError``)
+        for an operation the translation does not express exactly;
+        ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
+    """
+    from jaxport.domain.targets.onnx import OnnxOptions
+    from .pipeline import convert
+
+    defaults = OnnxOptions()
+    return convert(source, path, to="onnx", overwrite=overwrite,
+                   options=OnnxOptions(defaults.opset if opset is None else opset,
+                                       defaults.ir_version if ir_version is None else ir_version, web))
+
+
+def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+              dims: Dims | None = None, quantize: str | None = None, overwrite: bool = False) -> ConvertedManifest:
+    """``convert(source, path, to="litert", ...)``: each function as LiteRT (``.tflite``) models.
+
+    One model per function, its signature named after the function, its
+    inputs and outputs by their wire names; a symbolic function's dimensions
+    stay dynamic where LiteRT's converter keeps them so, else ``dims`` gives
+    the sizes to convert for (one model per binding: ``predict.b=8.tflite``).
+    The weights are constants of each model (LiteRT's fused kernels), so
+    each model holds its own copy. No TensorFlow is imported.
+
+    Args:
+        dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.
+        quantize: None (float32) or ``"int8-weights"`` (dynamic range, about 4x smaller
+            weights, within :data:`jaxport.domain.targets.litert.INT8_WEIGHTS_TOLERANCE`).
+
+    Raises:
+        As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
+        has wheels for Linux x86_64 and macOS arm64).
+    """
+    from jaxport.domain.targets.litert import LiteRtOptions
+    from .pipeline import convert
+
+    return convert(source, path, to="litert", dims=dims, overwrite=overwrite, options=LiteRtOptions(quantize))

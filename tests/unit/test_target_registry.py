@@ -1,0 +1,107 @@
+"""Every target of the registry reaches every place that names targets: the CLI, the facade, the guide, packaging.
+
+A target is one domain module, one adapter folder and one registry entry
+(docs/developers/adding-a-target.md); its public spellings (``jaxport.to_NAME``,
+``convert --to NAME``'s help and flags) are listed beside the registry, in
+:mod:`jaxport.application.conversion.targets`. These tests fail, naming the
+place, when a target is missing from one of them or one of them names a
+target the registry lacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import jaxport
+from jaxport.application.cli.main import parser
+from jaxport.application.conversion.targets import COMMAND_LINE
+from jaxport.domain.targets.registry import TARGETS
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+
+def _convert_parser() -> argparse.ArgumentParser:
+    commands = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = commands.choices["convert"]
+    return found
+
+
+def test_the_command_line_lists_exactly_the_registrys_targets_in_its_order() -> None:
+    assert list(COMMAND_LINE) == list(TARGETS)
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_convert_help_describes_the_target_and_offers_its_flags(name: str) -> None:
+    entry, line = TARGETS[name], COMMAND_LINE[name]
+    assert f"(needs pip install 'jaxport[{entry.extra}]')" in line.summary
+    convert = _convert_parser()
+    assert f"{name} {line.summary}" in (convert.description or "")
+    by_flag = {s: a for a in convert._actions for s in a.option_strings}
+    fields = {f.name for f in dataclasses.fields(entry.options)}
+    for flag in line.flags:
+        assert flag.field in fields, f"{flag.flag} sets {flag.field}, which {entry.options.__name__} lacks"
+        action = by_flag[flag.flag]
+        assert action.dest == flag.dest and (action.help or "").startswith(f"{name}: ")
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_the_facade_has_the_targets_function_and_options_class(name: str) -> None:
+    entry = TARGETS[name]
+    assert jaxport.TARGETS is TARGETS and "TARGETS" in jaxport.__all__
+    function = getattr(jaxport, f"to_{name}")
+    assert f"to_{name}" in jaxport.__all__
+    assert (function.__doc__ or "").startswith(f'``convert(source, path, to="{name}", ...)``')
+    keywords = {p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY}
+    # Each field of the options is a keyword of to_NAME (dims and overwrite are convert's own).
+    assert keywords - {"dims", "overwrite"} == {f.name for f in dataclasses.fields(entry.options)}
+    assert getattr(jaxport, entry.options.__name__) is entry.options
+    assert entry.options.__name__ in jaxport.__all__
+
+
+def test_the_facade_has_no_to_function_for_a_target_the_registry_lacks() -> None:
+    assert sorted(n for n in jaxport.__all__ if n.startswith("to_")) == sorted(f"to_{n}" for n in TARGETS)
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_the_guides_index_links_the_targets_page(name: str) -> None:
+    # The target's page is the one that shows jaxport.convert(..., to="NAME").
+    linked = re.findall(r"\]\(([\w-]+\.md)\)", (DOCS / "index.md").read_text(encoding="utf-8"))
+    pages = [page for page in linked if f'to="{name}"' in (DOCS / page).read_text(encoding="utf-8")]
+    assert pages, f"docs/index.md links no page that shows to={name!r}"
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_the_command_reference_has_the_targets_row_with_its_flags(name: str) -> None:
+    rows = [line for line in (DOCS / "cli.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith(f"| `jaxport convert SOURCE --to {name} ")]
+    assert len(rows) == 1, f"docs/cli.md's table has {len(rows)} rows for --to {name}"
+    assert [f.flag for f in COMMAND_LINE[name].flags if f.flag not in rows[0]] == []
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_the_targets_extra_and_adapter_folder_are_packaged(name: str) -> None:
+    entry = TARGETS[name]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert entry.extra in config["project"]["optional-dependencies"]
+    for spec in (entry.converter, entry.runtime):
+        assert spec.rpartition(".")[0] in config["tool"]["setuptools"]["packages"], spec
+    installs = re.findall(r"pip install --quiet \"\.\[([\w,-]+)\]\"", (ROOT / "Makefile").read_text(encoding="utf-8"))
+    assert installs and all(entry.extra in extras.split(",") for extras in installs if "dev," in extras), installs
+
+
+def test_every_file_that_adding_a_target_names_exists_for_every_target() -> None:
+    # docs/developers/adding-a-target.md is true of the targets there are: each src/ path it names
+    # (with NAME the target's name) and each file it says a new target edits exists.
+    page = (DOCS / "developers" / "adding-a-target.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:src|tests|docs)/[\w/.-]+|pyproject\.toml|Makefile|CHANGELOG\.md)`", page))
+    paths = {p.replace("NAME", name) for p in named if p.startswith("src/") or "NAME" not in p
+             for name in TARGETS if "PAGE" not in p}
+    assert len(paths) > 10 and sorted(p for p in paths if not (ROOT / p).exists()) == []
