@@ -4,7 +4,7 @@ Each is a port because the service is tested with a fake of it
 (tests/e2e/test_export_service.py) as well as wired with its MLIR adapter
 (:mod:`jaxport.application.wiring`). Modules travel through them as opaque
 objects: only the adapter that made one knows what it is. The runtime port is
-:mod:`.runtime`.
+:mod:`jaxport.domain.calls.host_arrays`.
 """
 
 from __future__ import annotations

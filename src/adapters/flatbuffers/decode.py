@@ -13,7 +13,7 @@ artifacts the same way:
   space reads as device; a missing ``AbstractDevice.platform`` is inferred
   from the device kind.
 
-Everything is validated before use (see :mod:`.flatbuffers_reader`); trees
+Everything is validated before use (see :mod:`jaxport.adapters.flatbuffers.reader`); trees
 and VJP tables may nest only so deep. Every problem is an
 :class:`ArtifactError`.
 """

@@ -200,7 +200,7 @@ def hlo_sharding(sharding: NamedSharding | HloShardingRecord | None, ndim: int) 
     """An exported value's sharding as XLA's ``HloSharding``, as ``jax.export`` here gives it.
 
     None stays None, and so does a named sharding on JAX 0.11.2 and later
-    (:func:`.jax_versions.hlo_shardings_from_named`).
+    (:func:`jaxport.adapters.jax.versions.hlo_shardings_from_named`).
 
     Args:
         sharding: a named sharding, or a legacy HLO sharding record of an

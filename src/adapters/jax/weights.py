@@ -1,6 +1,6 @@
 """Weights as JAX arrays: what a bundle stores of a leaf, and the array made back from it.
 
-The JAX side of :mod:`.safetensors_file`, which reads and writes the file
+The JAX side of :mod:`jaxport.adapters.storage.safetensors_file`, which reads and writes the file
 without importing JAX (converters and the IREE loader read weights there).
 """
 

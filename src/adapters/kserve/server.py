@@ -10,7 +10,7 @@ itself:
 * it listens before the functions are loaded and answers not-ready until they
   are and their golden examples passed (``ModelServer`` registers only models
   already ready);
-* KServe parses ``sys.argv`` when it is imported: :mod:`.kserve_model`
+* KServe parses ``sys.argv`` when it is imported: :mod:`jaxport.adapters.kserve.model`
   imports it first, with an empty command line, so that ``jaxport serve``'s
   options never reach it;
 * a request that does not match (malformed JSON too, which FastAPI answers

@@ -1,8 +1,8 @@
 """The LiteRT target's converter: each function to ``.tflite`` models, every refusal before anything is written.
 
 Per function, each variant is built in memory: the StableHLO module with
-the weights as constants (:mod:`.litert_module`, JAX's MLIR), converted to
-a ``.tflite`` flatbuffer (:mod:`.litert_convert`, litert-converter),
+the weights as constants (:mod:`jaxport.adapters.litert.module`, JAX's MLIR), converted to
+a ``.tflite`` flatbuffer (:mod:`jaxport.adapters.litert.stablehlo_to_tflite`, litert-converter),
 optionally quantized, its operators checked (no Flex, no custom operator:
 :func:`jaxport.domain.targets.litert.check_operators`) and opened once in
 LiteRT's interpreter (a builtin without a kernel is refused there). Without

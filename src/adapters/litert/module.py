@@ -7,7 +7,7 @@ flat inputs only and passes the artifact's ``main`` each weight as a
 ``stablehlo.constant`` (and the CPU branch's platform index, for a
 multi-platform module): each model then holds its own copy of the weights.
 For static shapes the new ``main`` takes static types and JAX's shape
-refinement propagates them (as :mod:`.jax_specialize` does for IREE); with
+refinement propagates them (as :mod:`jaxport.adapters.mlir.specialize` does for IREE); with
 dynamic shapes the symbolic dimensions are left as ``?``. A ``main`` that
 takes dimension values as leading ``tensor<i32> {jax.global_constant = "b"}``
 arguments (as JAX 0.11 and later write it) gets each as a constant of the

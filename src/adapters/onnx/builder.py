@@ -1,6 +1,6 @@
 """The small builder that the ONNX translations of StableHLO operations write through.
 
-A translation (see :mod:`.onnx_ops`) receives a :class:`GraphBuilder`, the
+A translation (see :mod:`jaxport.adapters.onnx.ops.table`) receives a :class:`GraphBuilder`, the
 MLIR operation and the ONNX names of its operands, and returns the ONNX
 names of its results. The builder only appends: nodes, constant
 initializers, fresh names; it holds no state a translation could depend on

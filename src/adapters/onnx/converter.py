@@ -1,6 +1,6 @@
 """The ONNX target's converter: one ``FUNCTION.onnx`` per function, the weights file kept as it is.
 
-With ``web``, the directory also gets ``jaxport.mjs`` (:mod:`.web_module`),
+With ``web``, the directory also gets ``jaxport.mjs`` (:mod:`jaxport.adapters.web.module`),
 listed in the manifest like every other file. Every model reads its weights as ONNX external data at their offsets in the
 directory's ``params.safetensors`` (a copy of the source's, byte for byte:
 not a hard link, which ``onnx.checker`` refuses as a possible hard-link

@@ -12,9 +12,9 @@ weights external initializers) and, in order:
 2. **drops broadcasts that an operator's own broadcasting makes**: an
    ``Expand`` read by an elementwise operator is skipped where the operator's
    result keeps its shape without it (the same dimensions, a symbolic one by
-   the same ``dim_param``, as :class:`.onnx_shapes.ShapeTable` finds them):
+   the same ``dim_param``, as :class:`jaxport.adapters.onnx.shapes.ShapeTable` finds them):
    the result is the same array, without materializing the copy;
-3. **fuses** the chains of :mod:`.onnx_fuse` (layer norm, softmax, GELU) into
+3. **fuses** the chains of :mod:`jaxport.adapters.onnx.fuse` (layer norm, softmax, GELU) into
    ``LayerNormalization``, ``Softmax`` and ``Gelu`` where a chain is exactly
    what JAX lowers them to;
 4. **prunes** what no output reads any more.

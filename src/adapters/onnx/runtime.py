@@ -44,7 +44,7 @@ except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("ONNX Runtime (onnxruntime, onnx)", "onnx-runtime", exc) from exc
 
 #: The metadata entries of a model naming its bfloat16 inputs and outputs (float32 in the graph);
-#: the same as :data:`.onnx_translate.BFLOAT16_INPUTS` and ``BFLOAT16_OUTPUTS`` (not imported: that one
+#: the same as :data:`jaxport.adapters.onnx.translate.BFLOAT16_INPUTS` and ``BFLOAT16_OUTPUTS`` (not imported: that one
 #: needs jaxlib).
 BFLOAT16_PORTS = ("jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs")
 
@@ -176,7 +176,7 @@ class OnnxRuntimeModel:
             raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {optimization!r}")
         self.function = function or Path(path).stem
         metadata = {p.key: p.value for p in check_external_data(path, allowed).metadata_props}
-        #: bfloat16 ports, float32 in the graph (see :mod:`.onnx_translate`): converted here.
+        #: bfloat16 ports, float32 in the graph (see :mod:`jaxport.adapters.onnx.translate`): converted here.
         self._bfloat16_inputs, self._bfloat16_outputs = (
             set(filter(None, metadata.get(key, "").split(","))) for key in BFLOAT16_PORTS)
         options = ort.SessionOptions()

@@ -2,7 +2,7 @@
 
 The module (already verified) is read with jaxlib's MLIR bindings in JAX's
 own context; the walk starts at ``main`` and inlines every ``func.call``.
-Each operation goes through the table of :mod:`.onnx_ops`; an operation
+Each operation goes through the table of :mod:`jaxport.adapters.onnx.ops.table`; an operation
 absent from it, a custom call other than ``shape_assertion`` (whose checks
 jaxport's call front makes before any runtime sees a call) and those of
 ``CUSTOM_CALLS`` (``stablehlo.dynamic_reduce_window``) or a type ONNX
@@ -20,8 +20,8 @@ of that name, and a variable's value, where the module takes it as an
 argument (``jax.global_constant``, as ``main``'s callees do in JAX 0.10
 and ``main`` itself since JAX 0.11), is the size of an input's dimension
 read with ``Shape``. The model is checked with ``onnx.checker`` at full
-strength, and ONNX's shape inference must agree with the signature (:mod:`.onnx_check`);
-the walk over the operations is :mod:`.onnx_walk`'s.
+strength, and ONNX's shape inference must agree with the signature (:mod:`jaxport.adapters.onnx.check`);
+the walk over the operations is :mod:`jaxport.adapters.onnx.walk`'s.
 """
 
 from __future__ import annotations

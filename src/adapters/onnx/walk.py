@@ -3,7 +3,7 @@
 ``Walker`` maps each MLIR value to its ONNX name, inlines ``func.call``
 and composites without a translation of their own, keeps only the chosen
 branch of a platform-index ``case``, and looks every other operation up in
-:mod:`.onnx_ops` (``TRANSLATIONS``, ``COMPOSITES``, ``CUSTOM_CALLS``),
+:mod:`jaxport.adapters.onnx.ops.table` (``TRANSLATIONS``, ``COMPOSITES``, ``CUSTOM_CALLS``),
 refusing one absent from it or of a type ONNX Runtime does not hold.
 """
 

@@ -3,9 +3,9 @@
 A bundle is several exported functions that share weights, saved as one
 directory (its format: :mod:`jaxport.domain.bundle.manifest`). Saving checks every
 function against the weights before anything is written
-(:mod:`.bundle_save`); loading checks every file before anything is made
-(:mod:`.bundle_load`) and places the weights (:mod:`.bundle_placement`);
-:mod:`.loaded_bundle` holds the loaded model's types, :mod:`.bundle_weights`
+(:mod:`jaxport.application.bundles.save`); loading checks every file before anything is made
+(:mod:`jaxport.application.bundles.load`) and places the weights (:mod:`jaxport.application.bundles.placement`);
+:mod:`jaxport.application.bundles.loaded` holds the loaded model's types, :mod:`jaxport.application.bundles.weights`
 the checks of functions against weights that both sides run. This module
 gathers the public names.
 """

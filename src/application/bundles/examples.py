@@ -6,7 +6,7 @@ that takes them) in the saving process, and keeps the caller's inputs and the
 outputs as the arrays of ``examples.safetensors`` (see
 :mod:`jaxport.domain.bundle.manifest` for the records, :mod:`jaxport.domain.bundle.names`
 for their names). A numerics check runs them again elsewhere
-(:mod:`.numerics`).
+(:mod:`jaxport.application.converted.numerics`).
 """
 
 from __future__ import annotations

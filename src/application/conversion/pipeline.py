@@ -4,7 +4,7 @@
 
 In order, for any target (:mod:`jaxport.domain.targets.registry`):
 
-1. read the source (:func:`.conversion_source.read_source`: an ``Exported``,
+1. read the source (:func:`jaxport.application.conversion.source.read_source`: an ``Exported``,
    a ``Bundle``, or the path of an artifact or bundle by jaxport or
    ``jax.export``; a lone artifact becomes one function named after the
    exported function);
@@ -93,7 +93,7 @@ def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
 
 def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, options: object,
                     dims: Dims | None) -> ConvertedManifest:
-    """:func:`convert` of what :func:`.conversion_source.read_source` read (``out`` may be replaced)."""
+    """:func:`convert` of what :func:`~jaxport.application.conversion.source.read_source` read (``out`` replaceable)."""
     unknown = sorted(set(dims or {}) - {f.name for f in src.functions})
     if unknown:
         raise ConversionError(entry.plan.runtime, None, f"dims names {unknown}, which the source does not "

@@ -1,6 +1,6 @@
 """An artifact or a bundle as a model of the call front, run by JAX: the same checks as every target.
 
-``jax_model(exported_or_bundle)`` gives the :class:`~.converted_model.ConvertedModel`
+``jax_model(exported_or_bundle)`` gives the :class:`~jaxport.application.converted.model.ConvertedModel`
 that :func:`jaxport.load_converted` gives for a converted directory, with
 target ``"jax"``: one variant of any size per function, a bundle's weights
 bound by the runtime. So one bad call gets the same typed error and message

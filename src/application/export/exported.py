@@ -11,7 +11,7 @@ bound with :attr:`~Exported.call_target`, which refers to this object),
 serializing (the record encoded, then sealed), the VJPs (the record's, for a
 loaded artifact; exported when first asked for, in this process). The
 attributes that ``jax.export`` users read (``fun_name``, ``in_avals``...) are
-its base's, :class:`~.exported_fields.ExportedFields`.
+its base's, :class:`~jaxport.application.export.fields.ExportedFields`.
 
 An in-process export's record holds its module bytes, and its trees, avals
 and effects in wire terms, as deferred fields (:mod:`jaxport.domain.deferred`)

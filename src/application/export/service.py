@@ -148,7 +148,7 @@ def default_export_platform() -> str:
 
 
 def default_service() -> ExportService:
-    """The service on the adapters of the composition root (:mod:`.wiring`)."""
+    """The service on the adapters of the composition root (:mod:`jaxport.application.wiring`)."""
     return ExportService(wiring.lowerer(), wiring.module_inspector(), wiring.module_serializer())
 
 

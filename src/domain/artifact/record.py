@@ -12,7 +12,7 @@ everything that writes, inspects, verifies or runs an export reads it.
 
 The fields that an export made in this process converts from JAX's objects
 (the trees, the avals, the effects) and its module bytes may be
-:class:`~.deferred.Deferred`: made on first read (see :mod:`.deferred` for
+:class:`~jaxport.domain.deferred.Deferred`: made on first read (see :mod:`jaxport.domain.deferred` for
 why). Nothing here knows the byte layout (that is the flatbuffers adapter's
 business) nor JAX's objects (that is the adapters' and the application's).
 """
@@ -337,7 +337,7 @@ class ArtifactRecord:
             records ``serialization_version`` 3.
 
     The trees, avals, effects and module bytes may be given as
-    :class:`~.deferred.Deferred` (made on first read); the checks below that
+    :class:`~jaxport.domain.deferred.Deferred` (made on first read); the checks below that
     need one of them run only when it is given as a value. The shardings,
     one per flat argument and result, are never deferred.
     """

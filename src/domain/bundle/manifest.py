@@ -10,11 +10,11 @@ metadata, the examples (per function: the pytrees of the caller's inputs and
 of the outputs, and each array's name, dtype and shape), and the size and
 SHA-256 digest of every other file.
 
-Weights are named by their key paths (:mod:`.bundle_names`).
+Weights are named by their key paths (:mod:`jaxport.domain.bundle.names`).
 
 Format versions (``format_version``):
   * 1 (2026-11-30): the first. Later keys that readers skip when they do not
-    know them: ``producer`` (the versions that wrote the bundle, :mod:`.producer`).
+    know them: ``producer`` (the versions that wrote the bundle, :mod:`jaxport.domain.artifact.producer`).
   * 2 (2026-12-01): golden examples (``examples`` and ``examples.safetensors``).
     A bundle without examples is still written as version 1.
 
@@ -120,7 +120,7 @@ class Example:
             bundle's weights, for a function that takes them).
         out_tree: the pytree of the results.
         inputs, outputs: one record per flat input and output, in flattening
-            order, named as :func:`.bundle_names.example_names` says.
+            order, named as :func:`jaxport.domain.bundle.names.example_names` says.
     """
 
     function: str

@@ -1,6 +1,6 @@
 """The arrays that runtimes take and give: host arrays, as the runtime port speaks them.
 
-The runtime port itself is :class:`~.target_ports.TargetRuntime` (function
+The runtime port itself is :class:`~jaxport.domain.targets.ports.TargetRuntime` (function
 names, variants and flat arrays): one adapter per technology
 (``adapters/jax/runtime.py``, ``adapters/savedmodel/runtime.py``,
 ``adapters/iree/runtime.py``), each the only file that imports its

@@ -1,8 +1,8 @@
 """A converted function's signature as the call checks read it: a domain record without a module.
 
 The call front (:mod:`.front`) checks calls against an
-:class:`~.artifact.ArtifactRecord`; a converted directory's
-:class:`~.converted.Signature` becomes one here, its module not kept (the
+:class:`~jaxport.domain.artifact.record.ArtifactRecord`; a converted directory's
+:class:`~jaxport.domain.converted.manifest.Signature` becomes one here, its module not kept (the
 directory holds compiled code instead), the weights already left out.
 """
 

@@ -4,7 +4,7 @@ A converted directory holds the target's own files (a SavedModel's
 ``saved_model.pb`` and ``variables/``, IREE's ``.vmfb`` modules, an ONNX
 model...) and one ``manifest.json``: at the directory's root, or in
 ``assets.extra/jaxport/`` for a SavedModel (TensorFlow Serving leaves that
-folder alone; see :data:`.targets.TargetEntry.manifest_dir`). It records:
+folder alone; see :data:`jaxport.domain.targets.registry.TargetEntry.manifest_dir`). It records:
 
 * ``target`` (``"savedmodel"``, ``"iree"``, ...) and ``target_details``, an
   opaque JSON object the target owns (IREE's triple and CPU features);
@@ -208,7 +208,7 @@ class ConvertedManifest:
     """Everything a converted directory's ``manifest.json`` says.
 
     Attributes:
-        target: the target's registry name (:mod:`.targets`).
+        target: the target's registry name (:mod:`jaxport.domain.targets.registry`).
         target_details: what the target records of itself (opaque JSON object).
         functions: in the source's order.
         weights: the weights bound (None without weights).

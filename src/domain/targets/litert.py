@@ -56,7 +56,7 @@ LITERT_DTYPES = frozenset({
 #: Operators of the converted model that LiteRT's interpreter cannot run without TensorFlow.
 FLEX_PREFIX = "Flex"
 
-#: The tolerance of a float32 conversion against JAX, normwise as :mod:`.numerics` compares
+#: The tolerance of a float32 conversion against JAX, normwise as :mod:`jaxport.domain.converted.numerics` compares
 #: (``err <= atol + rtol * ref``, ``ref`` the output's largest magnitude): float32's default.
 #: LiteRT's kernels (XNNPACK's, picked by the CPU's instruction set, or its builtin ones) sum in
 #: other orders than XLA's and fuse GELU and layer norms: measured within 3e-7 of the output's

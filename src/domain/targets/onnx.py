@@ -53,7 +53,7 @@ class OnnxOptions:
         ir_version: their ONNX IR version (one of :data:`IR_VERSIONS`).
         web: also write ``jaxport.mjs``, the ES module that loads the directory
             in a web page with ONNX Runtime Web (``convert --web``); refuses a
-            function with a bfloat16 input or output (:mod:`.web_boundary`).
+            function with a bfloat16 input or output (:mod:`jaxport.domain.targets.onnx`).
 
     Raises:
         ValueError: an opset or IR version out of range.

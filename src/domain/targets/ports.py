@@ -3,7 +3,7 @@
 A runtime target (TensorFlow SavedModels, IREE, ONNX Runtime, LiteRT...) is
 a converter adapter, a runtime adapter, a small domain plan of what it
 refuses (:class:`~.plan.TargetPlan`) and one registry entry
-(:mod:`.targets`). The conversion pipeline reads the source, verifies every
+(:mod:`jaxport.domain.targets.registry`). The conversion pipeline reads the source, verifies every
 module (in the verifying child, which also walks it for custom calls), runs
 the plan's refusals, then hands the converter a :class:`ConversionJob` and a
 fresh, empty staging directory; it writes the manifest, digests every file

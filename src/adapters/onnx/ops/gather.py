@@ -9,7 +9,7 @@ its result transposed to StableHLO's order (offset dimensions where
 clamped into the operand first, as StableHLO clamps them (ONNX Runtime
 fails on an index out of range instead). The batched gather of
 ``jnp.take_along_axis`` is ``GatherElements``. Several start dimensions and
-other batched gathers go to :func:`.onnx_ops_scatter.general_gather`.
+other batched gathers go to :func:`jaxport.adapters.onnx.ops.scatter.general_gather`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ the operand (what XLA does; ONNX Runtime would fail instead): its elements
 are sent to one extra element past the flattened operand, cut off after a
 ``ScatterElements`` with the update computation's reduction (none for
 set, add, mul, min, max). The simple gathers (``jnp.take``, embeddings,
-``x[:, i]``) stay with :mod:`.onnx_ops_gather`, which hands the others here.
+``x[:, i]``) stay with :mod:`jaxport.adapters.onnx.ops.gather`, which hands the others here.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ of the new dimension and a ``Reshape`` merging it back (the elements
 interleaved with padding). ``select_and_scatter`` (the gradient of a max
 or min pool) selects with ``MaxPool``'s indices (the first maximum of each
 window, as StableHLO's ``GE`` selector keeps it) and adds the source there
-with ``ScatterElements``. ``reduce_window`` is :mod:`.onnx_ops_pool`'s.
+with ``ScatterElements``. ``reduce_window`` is :mod:`jaxport.adapters.onnx.ops.pool`'s.
 """
 
 from __future__ import annotations
