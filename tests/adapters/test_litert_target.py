@@ -11,6 +11,7 @@ import pytest
 
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
 from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.mlir.worker import ChildModuleForms, ModuleWorker
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.litert import LiteRtOptions
@@ -34,7 +35,8 @@ def job(bundle: Path, bindings: dict[str, tuple[tuple[tuple[str, int], ...], ...
                               record.constraints, n)
         functions.append(FunctionJob(entry.name, record, signature, (), bindings.get(entry.name, ())))
     weights = WeightsTable(manifest.params_tree, manifest.weights, "params.safetensors")
-    return ConversionJob(tuple(functions), weights, str(bundle / "params.safetensors"), options, None)
+    return ConversionJob(tuple(functions), weights, str(bundle / "params.safetensors"), options, None,
+                         ChildModuleForms(ModuleWorker()))
 
 
 @pytest.fixture(scope="module")

@@ -73,13 +73,17 @@ def run_cases(function: Callable[..., Any]) -> dict[str, dict[str, Any]]:
     return outcomes
 
 
-def convert(target: str, bundle: str, out: str) -> None:
-    """Converts the bundle for ``target`` (with :data:`DIMS` where it compiles static shapes)."""
+def convert(target: str, bundle: str, out: str, report: str = "") -> None:
+    """Converts the bundle (or artifact) for ``target`` (with :data:`DIMS` where it compiles static
+    shapes); with ``report``, writes there the modules of JAX and jaxlib the conversion left loaded."""
     import jaxport
     from jaxport.domain.targets.registry import target as entry
+    from tests.helpers.loaded_modules import WATCHED
 
     needs = entry(target).plan.needs_bindings
     jaxport.convert(bundle, out, to=target, dims=DIMS if needs else None)
+    if report:
+        Path(report).write_text(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in WATCHED)))
 
 
 def call(directory: str, out: str) -> None:

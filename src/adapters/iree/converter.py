@@ -1,7 +1,8 @@
 """The IREE converter (the registry's converter of ``"iree"``): one ``.vmfb`` per function and binding.
 
 Each binding is refined to static shapes first as XLA refines them (JAX's
-own pass, so converting imports JAX; loading does not), then compiled by
+own pass, run by the verifying child: the converting process imports neither
+JAX nor jaxlib), then compiled by
 IREE's compiler with the weights as parameters of scope ``model``, read
 from ``params.safetensors``, which the directory keeps as the bundle wrote
 it (``iree-run-module --parameters=model=params.safetensors``).
@@ -57,8 +58,6 @@ def _header(path: str) -> bytes:
 
 def _compile(function: FunctionJob, job: ConversionJob, target: IreeTarget,
              staging: Path) -> list[Variant]:
-    from jaxport.adapters.mlir.specialize import specialize
-
     nr_weights = function.signature.nr_weights
     bindings = [dict(b) for b in function.bindings if b] or None
     names = [job.weights.leaves[i].name if job.weights is not None and i < nr_weights else None
@@ -67,7 +66,7 @@ def _compile(function: FunctionJob, job: ConversionJob, target: IreeTarget,
     for shapes in static_shapes(function.name, function.record, bindings, nr_weights=nr_weights,
                                 runtime=PLAN_NAME):
         try:
-            portable, _ = specialize(function.record, shapes, platform_index(function.record))
+            portable = job.forms.specialized(function.record, shapes, platform_index(function.record))
         except ValueError as exc:
             raise ConversionError(PLAN_NAME, function.name, f"JAX's shape refinement refused it for "
                                                                f"{dict(shapes.dims)}: {exc}") from exc

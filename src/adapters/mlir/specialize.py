@@ -24,10 +24,9 @@ from jax.extend.mlir.dialects import func as func_dialect
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
-from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
+from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
-from jaxport.domain.ports import ModuleInspector
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
 from .module import StableHloSerializer
@@ -35,56 +34,52 @@ from .module import StableHloSerializer
 _CALLEE = "jaxport_exported_main"
 
 
-def specialize(record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None,
-               inspector: ModuleInspector | None = None) -> tuple[bytes, list[tuple[str, str]]]:
-    """The portable artifact of ``record``'s module for ``shapes``, taking every flat input,
-    and the target and text (with its location) of each custom call it makes.
+def specialize(module: bytes, in_dtypes: Sequence[DType], out_dtypes: Sequence[DType],
+               kept_var_idx: Sequence[int], shapes: StaticShapes, platform_index: int | None, *,
+               refine: bool) -> bytes:
+    """The portable artifact of an exported module for ``shapes``, taking every flat input.
+
+    Runs in the verifying process (:mod:`.rewrite`), on a module it has verified.
 
     Args:
-        record: the function (its module, kept inputs, platforms).
+        module: the function's module (a portable artifact).
+        in_dtypes: the dtype of each flat input of the function (its weights included).
+        out_dtypes: the dtype of each flat output.
+        kept_var_idx: the flat inputs that the module's ``main`` takes.
         shapes: the static shapes of every flat input and output.
         platform_index: the index of the branch to keep in a multi-platform
             module's ``main``; None for a single-platform module.
-        inspector: finds the custom calls of the specialised module (None: none are looked for;
-            the conversion pipeline has its custom calls from the verifying child's walk).
+        refine: whether ``main`` needs shape refinement (the record's ``uses_global_constants``).
 
     Raises:
         ValueError: JAX's refinement refused the module for these shapes.
     """
     context = mlir.make_ir_context()
-    callee = StableHloSerializer.deserialize(record.mlir_module_serialized, context)
+    callee = StableHloSerializer.deserialize(module, context)
     with context, ir.Location.unknown():
         callee_type = ir.FunctionType(ir.TypeAttr(
             ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)
-        module = ir.Module.create()
-        name = mlir.merge_mlir_modules(module, _CALLEE, callee)
-        in_types = _types(record.in_avals, shapes.in_shapes)
-        out_types = _types(record.out_avals, shapes.out_shapes)
+        wrapper = ir.Module.create()
+        name = mlir.merge_mlir_modules(wrapper, _CALLEE, callee)
+        in_types = _types(in_dtypes, shapes.in_shapes)
+        out_types = _types(out_dtypes, shapes.out_shapes)
         main: Any = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
         main.attributes["sym_visibility"] = ir.StringAttr.get("public")
-        module.body.append(main)
+        wrapper.body.append(main)
         block = main.add_entry_block()
         with ir.InsertionPoint(block):
             operands = [] if platform_index is None else [mlir.ir_constant(np.int32(platform_index))]
-            kept = [block.arguments[i] for i in record.module_kept_var_idx]
+            kept = [block.arguments[i] for i in kept_var_idx]
             operands += [_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):])]
             call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
             func_dialect.ReturnOp([_convert(r, t) for r, t in zip(call.results, out_types)])
-        if record.uses_global_constants or platform_index is not None:
-            module = jax_internals.refine_polymorphic_shapes(module)
-    with module.context:
-        passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
-        _drop_single_device_shardings(module)
-        calls = [] if inspector is None else \
-            [(site.target or "", _clipped(site.describe())) for site in inspector.sites(module)]
-        portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
-                                                              jax_internals.backend_serializes_with_sdy()))
-    return portable, calls
-
-
-def _clipped(text: str) -> str:
-    """A long operation's text cut in the middle (its start names it, its end gives its location)."""
-    return text if len(text) <= 400 else f"{text[:250]} ... {text[-120:]}"
+        if refine or platform_index is not None:
+            wrapper = jax_internals.refine_polymorphic_shapes(wrapper)
+    with wrapper.context:
+        passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(wrapper.operation)
+        _drop_single_device_shardings(wrapper)
+        return bytes(jex_mlir.serialize_portable_artifact(wrapper, STABLEHLO_TARGET_VERSION,
+                                                          jax_internals.backend_serializes_with_sdy()))
 
 
 def _drop_single_device_shardings(module: ir.Module) -> None:
@@ -118,11 +113,11 @@ def _named_attributes(attr: ir.Attribute) -> list[Any]:
     return list(entries)
 
 
-def _types(avals: Sequence[AvalRecord], shapes: Sequence[tuple[int, ...]]) -> list[ir.Type]:
-    """The static tensor types of ``avals`` (a PRNG key array as its key data, as JAX lowers it)."""
+def _types(dtypes: Sequence[DType], shapes: Sequence[tuple[int, ...]]) -> list[ir.Type]:
+    """The static tensor types of arrays (a PRNG key array as its key data, as JAX lowers it)."""
     types: list[ir.Type] = []
-    for aval, shape in zip(avals, shapes, strict=True):
-        data = jax.ShapeDtypeStruct(shape, jax_dtype(aval.dtype))
+    for dtype, shape in zip(dtypes, shapes, strict=True):
+        data = jax.ShapeDtypeStruct(shape, jax_dtype(dtype))
         if jax.numpy.issubdtype(data.dtype, jax.dtypes.prng_key):
             data = jax.eval_shape(jax.random.key_data, data)
         types.append(ir.RankedTensorType.get(data.shape, mlir.dtype_to_ir_type(np.dtype(data.dtype))))

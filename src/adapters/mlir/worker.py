@@ -20,10 +20,14 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import IO, Final
+from collections.abc import Mapping
+from typing import IO, Any, Final
 
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.verification import ModuleFacts
+from .rewrite import MIXED_SERIALIZATION, specialize_request, written_after
 from .worker_main import write_frames
 
 #: Default limits of the verifying process (each request also gets one CPU
@@ -43,7 +47,8 @@ class Checked:
 
     Attributes:
         facts: ``main``'s types and the custom-call targets.
-        reserialized: the module as the serializer wrote it after parsing.
+        reserialized: the module as the serializer wrote it after parsing (or the
+            form of it that the request asked for).
     """
 
     facts: ModuleFacts
@@ -84,12 +89,22 @@ class ModuleWorker:
         process = self._process
         return None if process is None or process.poll() is not None else process.pid
 
-    def check(self, module: bytes, *, sdy: bool) -> Checked:
+    def check(self, module: bytes, *, sdy: bool, form: Mapping[str, Any] | None = None) -> Checked:
         """Parses, verifies and re-serializes ``module`` in the verifying process.
+
+        Args:
+            module: the module's bytes (a StableHLO portable artifact).
+            sdy: whether to re-serialize with Shardy's ops kept.
+            form: at most one of ``{"standard": ...}``, ``{"version": ...}``,
+                ``{"specialize": ...}`` (:mod:`.rewrite`): ``reserialized`` is then
+                that form of the module, made by the verifying process once it
+                has verified the module (or the plain re-serialization, when the
+                module has that form already).
 
         Raises:
             ArtifactError: the module does not parse or verify, or the process
                 died or timed out on it.
+            ValueError: JAX's refinement refused the shapes of a ``specialize`` form.
         """
         with self._lock:
             process = self._ensure()
@@ -98,15 +113,17 @@ class ModuleWorker:
             self._fresh = False
             assert process.stdin is not None and process.stdout is not None
             try:
-                write_frames(process.stdin, json.dumps({"sdy": sdy}).encode(), module)
+                write_frames(process.stdin, json.dumps({"sdy": sdy, **(form or {})}).encode(), module)
                 header = self._read(process.stdout, deadline, 64 << 20)
                 again = self._read(process.stdout, deadline, 4 * len(module) + (1 << 20))
             except (OSError, _Died) as exc:
                 self._kill()
                 raise ArtifactError(self._death_message(process, exc)) from None
-        value = json.loads(header) if header.startswith(b'{"error"') else None
+        value = json.loads(header) if header.startswith((b'{"error"', b'{"refused"')) else None
         if isinstance(value, dict) and "error" in value:
             raise ArtifactError(f"The module does not parse: {value['error']}")
+        if isinstance(value, dict) and "refused" in value:
+            raise ValueError(value["refused"])
         return Checked(ModuleFacts.from_json(header), again)
 
     def close(self) -> None:
@@ -182,6 +199,25 @@ class ModuleWorker:
             how = f"it exited with status {code}"
         return (f"The module could not be verified: the verifying process stopped while "
                 f"parsing it ({how}). The artifact is refused; this process is unaffected.")
+
+
+@dataclass(frozen=True, slots=True)
+class ChildModuleForms:
+    """The verifying process's forms of a module, for a converter (a
+    :class:`~jaxport.domain.targets.ports.ModuleForms`)."""
+
+    worker: ModuleWorker
+
+    def for_version(self, module: bytes, version: str) -> bytes:
+        """``module`` written for the older StableHLO ``version`` (see the port)."""
+        if not written_after(module, version):
+            return module
+        return self.worker.check(module, sdy=MIXED_SERIALIZATION, form={"version": version}).reserialized
+
+    def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
+        """``record``'s module for ``shapes``, refined (see the port)."""
+        form = {"specialize": specialize_request(record, shapes, platform_index)}
+        return self.worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
 
 class _Died(Exception):

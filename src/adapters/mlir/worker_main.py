@@ -9,13 +9,17 @@ given seconds plus one per MiB of module), then serves requests on stdin
 until it closes. Each message is frames of a 4-byte little-endian length and
 that many bytes; no pickle, no code from the other side:
 
-* request: a JSON header ``{"sdy": bool}``, then the module bytes;
+* request: a JSON header ``{"sdy": bool}``, with at most one of ``"standard"``,
+  ``"version"`` or ``"specialize"`` (a form of the module to make after verifying
+  it: :mod:`~jaxport.adapters.mlir.rewrite`), then the module bytes;
 * response: a JSON header (:class:`~jaxport.domain.artifact.verification.ModuleFacts`,
-  or ``{"error": message}``), then the re-serialized module (empty on error).
+  ``{"error": message}``, or ``{"refused": message}`` when JAX's refinement refused
+  the shapes), then the module re-serialized, or the form asked for (empty on error).
 
 A module that crashes the MLIR reader kills only this process; its parent
 sees the pipe close and refuses the artifact. The process imports jaxlib's
-MLIR bindings but not ``jax`` (:mod:`~jaxport.adapters.mlir.bindings`).
+MLIR bindings (:mod:`~jaxport.adapters.mlir.bindings`), and ``jax`` only for
+a request whose form needs it (the standard form, a specialisation).
 """
 
 from __future__ import annotations
@@ -178,6 +182,7 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     from . import bindings as jaxlib_mlir  # noqa: F401  (import before the first request's clock)
+    from .rewrite import RefinementRefused, rewrite
 
     while True:
         header = read_frame(stdin, 1 << 16)
@@ -186,10 +191,17 @@ def main(argv: list[str]) -> int:
         module_bytes = read_frame(stdin, 1 << 34)
         if module_bytes is None:
             return 1
+        request = json.loads(header)
+        if "standard" in request or "specialize" in request:
+            import jax  # noqa: F401  (these forms need JAX: import it before the request's limits)
         _limit_cpu(cpu_seconds + (len(module_bytes) >> 20))
         _limit_memory(len(module_bytes))
         try:
-            facts, again = check_module(module_bytes, bool(json.loads(header).get("sdy", False)))
+            facts, again = check_module(module_bytes, bool(request.get("sdy", False)))
+            again = rewrite(module_bytes, request) or again
+        except RefinementRefused as exc:
+            write_frames(stdout, json.dumps({"refused": str(exc)[:4000]}).encode(), b"")
+            continue
         except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's
             write_frames(stdout, json.dumps({"error": f"{type(exc).__name__}: {exc}"[:4000]}).encode(), b"")
             continue

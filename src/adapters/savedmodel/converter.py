@@ -5,11 +5,13 @@ constants; one serving signature per function, with flat tensors named by
 :mod:`jaxport.domain.converted.wire_names`; one function per signature on the saved
 object, taking and returning the function's pytrees, with a gradient from
 the exported VJP module, as ``jax2tf`` gives it. The converting process
-imports TensorFlow, never JAX.
+imports TensorFlow, never JAX nor jaxlib: the verifying child writes each
+module for the StableHLO that TensorFlow reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,9 +26,9 @@ from jaxport.domain.targets.savedmodel import DEFAULT_SIGNATURE, SAVEDMODEL, sig
 from jaxport.domain.targets.savedmodel import (
     FunctionPlan, ModuleCall, SavedModelPlan, TensorPlan, plan_function
 )
-from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, ModuleForms
 from jaxport.domain.targets.savedmodel import SavedModelOptions
-from jaxport.adapters.mlir.dimension_args import standard_record
 from .tensorflow_import import tf as _tf, xla as _xla
 from .runtime import reads_stablehlo
 
@@ -55,9 +57,9 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     versions = calling_convention_versions()
     signatures = {f.name: signature_name(f.name) for f in job.functions}
     # Each module written for a StableHLO that this TensorFlow reads, where it uses nothing newer
-    # (JAX 0.11.2 and later write 1.18.0; TensorFlow 2.21 reads up to 1.13.7).
+    # (JAX 0.11.2 and later write 1.18.0; TensorFlow 2.21 reads up to 1.13.7), by the verifying child.
     reads = reads_stablehlo()
-    records = {f.name: standard_record(f.record, newest_readable=reads) for f in job.functions}
+    records = {f.name: _for_version(f.record, reads, job.forms) for f in job.functions}
     plans = tuple(plan_function(signatures[f.name], records[f.name], f.signature, uses_shardy=f.uses_shardy,
                                 versions=versions) for f in job.functions)
     for fn in plans:
@@ -80,6 +82,13 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
                                           DisabledSafetyCheck.platform() in f.record.disabled_checks}
                              for f in job.functions}}
     return ConvertedParts(details, {f.name: (Variant(GRAPH_FILE),) for f in job.functions})
+
+
+def _for_version(record: ArtifactRecord, version: str, forms: ModuleForms) -> ArtifactRecord:
+    """``record`` with its modules (its VJP's too) written for the StableHLO ``version``."""
+    vjp = None if record.vjp is None else _for_version(record.vjp, version, forms)
+    return dataclasses.replace(record, mlir_module_serialized=forms.for_version(record.mlir_module_serialized, version),
+                               vjp=vjp)
 
 
 def calling_convention_versions() -> tuple[int, int]:

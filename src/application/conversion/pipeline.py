@@ -9,7 +9,9 @@ In order, for any target (:mod:`jaxport.domain.targets.registry`):
    ``jax.export``; a lone artifact becomes one function named after the
    exported function);
 2. verify each module in the verifying child process, which also walks it
-   for its custom calls (the one parse of the bytes before a converter's);
+   for its custom calls and hands it back written again, in the standard form
+   of dimension arguments: the converter gets those bytes only, and asks the
+   child for any other form (:class:`~jaxport.domain.targets.ports.ModuleForms`);
 3. the target's refusal plan (:func:`~jaxport.domain.targets.plan.refuse`)
    and, for a target that compiles static shapes, the bindings of ``dims``
    checked against each function's constraints;
@@ -21,6 +23,7 @@ In order, for any target (:mod:`jaxport.domain.targets.registry`):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -121,7 +124,7 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     nr_weights = len(src.weights) if function.takes_params else 0
     record = function.record
     refuse(plan, function.name, record, nr_weights=nr_weights, custom_calls=())  # what the record says
-    custom_calls, shardy = _walk(plan.runtime, function.name, record, with_vjp=plan.keeps_vjp)
+    record, custom_calls, shardy = _verified(plan.runtime, function.name, record, with_vjp=plan.keeps_vjp)
     refuse(plan, function.name, record, nr_weights=nr_weights, custom_calls=custom_calls,
            allowed_custom_calls=allowed)
     caller = with_weights_bound(record, nr_weights) if nr_weights else record
@@ -136,29 +139,40 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     return FunctionJob(function.name, record, signature, custom_calls, found, shardy)
 
 
-def _walk(runtime: str, name: str, record: ArtifactRecord, *, with_vjp: bool) -> tuple[tuple[str, ...], bool]:
-    """The custom calls of the module (and of its first VJP) and whether it uses Shardy, as the
-    verifying child finds them after it parsed and verified the module.
+def _verified(runtime: str, name: str, record: ArtifactRecord, *,
+              with_vjp: bool) -> tuple[ArtifactRecord, tuple[str, ...], bool]:
+    """The record as the verifying child hands it back, the custom calls of its module (and of its
+    first VJP) and whether it uses Shardy: the child parses and verifies each module, walks it,
+    and writes it again, in the standard form of dimension arguments. The record holds those
+    modules only (its first VJP's for a target that keeps it, else none): nothing in this
+    process parses bytes the child has not accepted.
 
     Raises:
         ConversionError: the module does not verify or does not match its record.
     """
+    from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
     from jaxport.application import wiring
 
     worker = wiring.module_worker()
     calls: list[str] = []
     shardy = False
+    modules: list[bytes] = []
     for one in (record, record.vjp) if with_vjp and record.vjp is not None else (record,):
+        form = standard_request(one)
         try:
-            facts = worker.check(one.mlir_module_serialized, sdy=False).facts
+            checked = worker.check(one.mlir_module_serialized, sdy=MIXED_SERIALIZATION,
+                                   form=None if form is None else {"standard": form})
         except ArtifactError as exc:
             raise ConversionError(runtime, name, f"its module does not verify: {exc}") from exc
-        problems = check_signature(one, facts)
+        problems = check_signature(one, checked.facts)
         if problems:
             raise ConversionError(runtime, name, "its module does not match its record: " + "; ".join(problems))
-        calls.extend(c for c in facts.custom_call_targets if c not in calls)
-        shardy = shardy or facts.uses_shardy
-    return tuple(calls), shardy
+        calls.extend(c for c in checked.facts.custom_call_targets if c not in calls)
+        shardy = shardy or checked.facts.uses_shardy
+        modules.append(checked.reserialized)
+    vjp = None if len(modules) == 1 or record.vjp is None else \
+        dataclasses.replace(record.vjp, mlir_module_serialized=modules[1], vjp=None)
+    return dataclasses.replace(record, mlir_module_serialized=modules[0], vjp=vjp), tuple(calls), shardy
 
 
 def _fill(entry: TargetEntry, converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
@@ -170,7 +184,11 @@ def _fill(entry: TargetEntry, converter: Converter, jobs: tuple[FunctionJob, ...
         with open(temporary, "xb") as stream:
             src.write_weights(stream)
         weights_path = str(temporary)
-    job = ConversionJob(jobs, weights, weights_path, options, jobs[0].name if len(jobs) == 1 else None)
+    from jaxport.adapters.mlir.worker import ChildModuleForms
+    from jaxport.application import wiring
+
+    job = ConversionJob(jobs, weights, weights_path, options, jobs[0].name if len(jobs) == 1 else None,
+                        ChildModuleForms(wiring.module_worker()))
     parts = converter(job, str(staging))
     if temporary is not None:
         temporary.unlink()

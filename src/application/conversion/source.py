@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights, sha256_many
 from jaxport.adapters.flatbuffers.codec import decode_artifact
-from jaxport.adapters.mlir.dimension_args import standard_record
 from jaxport.domain.artifact.record import ArtifactRecord, TreeSpec
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE, WEIGHTS_FILE, Example, WeightRecord
 from jaxport.domain.errors import ArtifactError
@@ -81,14 +80,6 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
         TypeError: ``source`` is none of the accepted kinds.
         OSError: a file cannot be read.
     """
-    read = _read_source(source)
-    # One form of `main` for every converter: one that takes its dimension variables as
-    # `jax.global_constant` arguments is wrapped to compute them (adapters/mlir/dimension_args.py).
-    functions = tuple(dataclasses.replace(f, record=standard_record(f.record)) for f in read.functions)
-    return dataclasses.replace(read, functions=functions)
-
-
-def _read_source(source: Exported | Bundle | str | os.PathLike[str]) -> ConversionSource:
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         return _bundle_dir(path) if path.is_dir() else _artifact_file(path)

@@ -10,7 +10,7 @@ functions that have examples, compiled for the examples' sizes), and that
 directory is checked. The arithmetic of the verdict and the report are the
 domain's (:mod:`jaxport.domain.converted.numerics`).
 
-Checking a converted directory, or a bundle on TensorFlow, imports no JAX (converting a bundle for IREE does: JAX refines its shapes).
+Checking a converted directory, or a bundle on TensorFlow or IREE, imports no JAX (the verifying child refines shapes for IREE).
 """
 
 from __future__ import annotations

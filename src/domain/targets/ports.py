@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import ConvertedManifest, Signature, Variant, WeightsTable
 from jaxport.domain.calls.host_arrays import HostArray
+from jaxport.domain.converted.static_shapes import StaticShapes
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,8 @@ class ConversionJob:
             converter copies it or reads it (memory-mapped), never changes it.
         options: the target's options (its class is the registry entry's).
         default: the function a runtime calls when a request names none.
+        forms: the other forms of a module a converter may need, made by the
+            verifying child (the converting process parses no module itself).
     """
 
     functions: tuple[FunctionJob, ...]
@@ -67,6 +70,34 @@ class ConversionJob:
     weights_path: str
     options: Any
     default: str | None
+    forms: ModuleForms
+
+
+class ModuleForms(Protocol):
+    """What a converter asks of the verifying child: another form of a module of its job.
+
+    The child verifies the bytes it is given before it makes anything of them.
+    """
+
+    def for_version(self, module: bytes, version: str) -> bytes:
+        """``module`` written for the StableHLO ``version`` when it was written for a newer one
+        (as it is when it is not, or when it uses operations newer than ``version``: the
+        runtime's own check then refuses it with its reason).
+
+        Raises:
+            ArtifactError: the module does not verify, or the child stopped.
+        """
+        ...
+
+    def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
+        """``record``'s module for the static ``shapes``, taking every flat input, refined by JAX
+        (its CPU branch kept, for a multi-platform module): a portable artifact.
+
+        Raises:
+            ValueError: JAX's refinement refused the module for these shapes.
+            ArtifactError: the module does not verify, or the child stopped.
+        """
+        ...
 
 
 @dataclass(frozen=True, slots=True)

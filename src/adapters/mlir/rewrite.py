@@ -1,0 +1,132 @@
+"""What the verifying process makes of a module it has just parsed and verified.
+
+A request to the verifying process (:mod:`.worker_main`) may ask, besides the
+facts, for one form of the module; the process makes it from the bytes it
+accepted, so the calling process never parses a module to get it:
+
+* ``standard``: a ``main`` that takes its dimension variables as
+  ``jax.global_constant`` arguments wrapped to compute them
+  (:func:`~.dimension_args.standard_form`; the request describes the
+  record: :func:`standard_request`);
+* ``version``: the module written for an older StableHLO (what a
+  converter's runtime reads: TensorFlow's, for a SavedModel);
+* ``specialize``: the module specialised to static shapes and refined by
+  JAX (:func:`~.specialize.specialize`, for IREE; :func:`specialize_request`).
+
+Only the first and the last import JAX, and only in the verifying process.
+The request builders here are pure: the calling process imports this module
+without jaxlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION, stablehlo_version
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
+from jaxport.domain.calls.front import leaf_paths, record_shapes
+from jaxport.domain.converted.static_shapes import StaticShapes
+from .dimension_args import MARKER
+
+#: Whether modules are written with Shardy's ops kept (``use_mixed_serialization``), as JAX's
+#: CPU backend writes them; the verifying process does not start a backend to ask.
+MIXED_SERIALIZATION = True
+
+
+def standard_request(record: ArtifactRecord) -> dict[str, Any] | None:
+    """What the verifying process needs to give ``record``'s module the standard form, or None
+    when the module cannot take dimension arguments (static inputs, or no marker in its bytes)."""
+    if MARKER not in record.mlir_module_serialized or all(d.isdigit() for a in record.in_avals for d in a.shape):
+        return None
+    return {"function": record.function_name, "shapes": [list(a.shape) for a in record.in_avals],
+            "constraints": list(record.constraints), "arg_paths": list(leaf_paths(record.in_tree)),
+            "nr_tokens": len(record.ordered_effects), "kept_var_idx": list(record.module_kept_var_idx)}
+
+
+def specialize_request(record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> dict[str, Any]:
+    """What the verifying process needs to specialise ``record``'s module to ``shapes``."""
+    return {"in": [a.dtype.value for a in record.in_avals], "out": [a.dtype.value for a in record.out_avals],
+            "in_shapes": [list(s) for s in shapes.in_shapes], "out_shapes": [list(s) for s in shapes.out_shapes],
+            "kept_var_idx": list(record.module_kept_var_idx), "refine": record.uses_global_constants,
+            "platform_index": platform_index}
+
+
+def rewrite(module_bytes: bytes, request: Mapping[str, Any]) -> bytes | None:
+    """The form of the (verified) module that ``request`` asks for, or None when it asks for none
+    or the module has it already (then the plain re-serialization is the answer).
+
+    Raises:
+        ValueError: the record's shapes do not hold ``main``'s dimension arguments.
+        RefinementRefused: JAX's refinement refused the shapes.
+    """
+    if "standard" in request:
+        return _standard_bytes(module_bytes, request["standard"])
+    if "version" in request:
+        return _written_for(module_bytes, str(request["version"]))
+    if "specialize" in request:
+        return _specialized(module_bytes, request["specialize"])
+    return None
+
+
+class RefinementRefused(Exception):
+    """JAX's shape refinement refused a module for the requested shapes."""
+
+
+def _written_for(module_bytes: bytes, version: str) -> bytes | None:
+    """The module written for the older StableHLO ``version``; None when it is not older or this
+    jaxlib cannot write it so (the runtime's own check then refuses the module with its reason)."""
+    from . import bindings as jaxlib_mlir
+
+    if not written_after(module_bytes, version):
+        return None
+    try:
+        context = jaxlib_mlir.make_context()
+        module = jaxlib_mlir.deserialize_portable_artifact(module_bytes, context)
+        with context:
+            return jaxlib_mlir.serialize_portable_artifact(module, version, MIXED_SERIALIZATION)
+    except Exception:  # a module using operations newer than `version`
+        return None
+
+
+def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | None:
+    """The module of the dimension-argument form wrapped (written for its own version), else None."""
+    from jax.extend import mlir as jex_mlir
+
+    from .dimension_args import standard_form
+    from .module import StableHloSerializer
+
+    module = StableHloSerializer.deserialize(module_bytes)
+    avals = [AvalRecord(tuple(s), DType.FLOAT32) for s in form["shapes"]]
+    try:
+        standard = standard_form(module, tuple(tuple(s) for s in record_shapes(avals, form["constraints"])),
+                                 tuple(form["arg_paths"]), nr_tokens=int(form["nr_tokens"]),
+                                 kept_var_idx=tuple(form["kept_var_idx"]))
+    except ValueError as exc:
+        raise ValueError(f"function '{form['function']}': {exc}") from exc
+    if standard is None:
+        return None
+    version = stablehlo_version(module_bytes[:300]) or STABLEHLO_TARGET_VERSION
+    with standard.context:
+        return bytes(jex_mlir.serialize_portable_artifact(standard, version, MIXED_SERIALIZATION))
+
+
+def _specialized(module_bytes: bytes, spec: Mapping[str, Any]) -> bytes:
+    from .specialize import specialize
+
+    shapes = StaticShapes((), tuple(tuple(s) for s in spec["in_shapes"]), tuple(tuple(s) for s in spec["out_shapes"]))
+    try:
+        return specialize(module_bytes, tuple(DType(d) for d in spec["in"]), tuple(DType(d) for d in spec["out"]),
+                          tuple(spec["kept_var_idx"]), shapes, spec["platform_index"], refine=bool(spec["refine"]))
+    except ValueError as exc:
+        raise RefinementRefused(str(exc)) from exc
+
+
+def written_after(module_bytes: bytes, version: str) -> bool:
+    """Whether the portable artifact ``module_bytes`` was written for a StableHLO newer than ``version``."""
+    written = stablehlo_version(module_bytes[:300])
+    return written is not None and _key(written) > _key(version)
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
