@@ -84,7 +84,8 @@ class TfRuntime:
         functions = manifest.target_details.get("functions", {})
         self._signatures = {f.name: functions.get(f.name, {}).get("signature") for f in manifest.functions}
         self._names = {f.name: (f.signature.input_names, f.signature.output_names) for f in manifest.functions}
-        with _tensorflow_errors(path=path):
+        graphs = sorted({v.file for f in manifest.functions for v in f.variants})  # saved_model.pb
+        with _tensorflow_errors(path=f"{path} ({', '.join(graphs)})"):
             #: The object ``tf.saved_model.load`` gives.
             self.loaded: Any = _tf().saved_model.load(path)
         for name, key in self._signatures.items():
@@ -98,10 +99,11 @@ class TfRuntime:
                                 f"'{function}'; it has {sorted(self.loaded.signatures)}")
         inputs, outputs = self._names[function]
         with _tensorflow_errors(path=self.path):
-            given, returned = sorted(found.structured_input_signature[1]), sorted(found.structured_outputs)
-        if given != sorted(inputs) or returned != sorted(outputs):
-            raise ArtifactError(f"{self.path}: the signature {key!r} takes {given} and returns {returned}, "
-                                f"not the manifest's {sorted(inputs)} and {sorted(outputs)}")
+            # Input names by count: TensorFlow spells the keyword of ``arg1/y`` as ``arg1_y`` here.
+            given, returned = len(found.structured_input_signature[1]), sorted(found.structured_outputs)
+        if given != len(inputs) or returned != sorted(outputs):
+            raise ArtifactError(f"{self.path}: the signature {key!r} takes {given} inputs and returns "
+                                f"{returned}, not the manifest's {len(inputs)} and {sorted(outputs)}")
 
     def run(self, function: str, variant: Variant, args: Sequence[HostArray]) -> list[HostArray]:
         """The flat results of ``function``'s signature for the caller's flat arrays.
