@@ -299,7 +299,8 @@ class PartitionerMismatchError(JaxportError, ValueError):
 
 
 class UsageError(JaxportError, ValueError):
-    """A command-line argument names something that does not exist or does not fit."""
+    """An argument or option (of a command, or of a call such as ``load_converted``'s runtime
+    options) names something that does not exist or does not fit."""
 
 
 class ArrayFileError(JaxportError, ValueError):

@@ -52,12 +52,13 @@ def test_a_child_runs_tflite_files_without_jax_jaxlib_or_tensorflow_equal_to_jax
 
 def test_a_model_names_its_signatures_and_refuses_other_names() -> None:
     from jaxport.adapters.litert.runtime import LiteRtModel
+    from jaxport.errors import ArtifactError
 
     m = LiteRtModel(model.converted("loss")[0].model)
     assert m.signatures == {"loss": {"inputs": ["arg0", "arg1"], "outputs": ["output_0"]}}
-    with pytest.raises(KeyError, match=r"no signature 'predict'; it has \['loss'\]"):
+    with pytest.raises(ArtifactError, match=r"no signature 'predict'; it has \['loss'\]"):
         m.function("predict", ["arg0"], ["output_0"])
-    with pytest.raises(KeyError, match=r"takes \['arg0', 'arg1'\] and returns \['output_0'\], not"):
+    with pytest.raises(ArtifactError, match=r"takes \['arg0', 'arg1'\] and returns \['output_0'\], not"):
         m.function("loss", ["ids", "targets"], ["output_0"])
 
 
@@ -76,6 +77,7 @@ def test_the_signature_order_is_the_callers_not_litrets() -> None:
 def test_bytes_that_are_not_a_model_are_refused_by_the_reader_and_by_litert(tmp_path: Path) -> None:
     from jaxport.adapters.litert.runtime import LiteRtLoadError, LiteRtModel
     from jaxport.adapters.litert.tflite_file import read_flatbuffer
+    from jaxport.errors import ArtifactError
 
     blob = model.converted("stats")[0].model
     with pytest.raises(ValueError, match="not a LiteRT"):
@@ -84,5 +86,6 @@ def test_bytes_that_are_not_a_model_are_refused_by_the_reader_and_by_litert(tmp_
         read_flatbuffer(b"\xff\xff\xff\x0f" + blob[4:])
     with pytest.raises(LiteRtLoadError, match="LiteRT cannot open the model"):
         LiteRtModel(blob[: len(blob) // 3])
-    with pytest.raises(LiteRtLoadError, match="LiteRT cannot open the model"):
+    with pytest.raises(LiteRtLoadError, match="LiteRT cannot open the model") as refused:
         LiteRtModel(tmp_path / "missing.tflite")
+    assert isinstance(refused.value, ArtifactError) and type(refused.value).__name__ == "ArtifactError"

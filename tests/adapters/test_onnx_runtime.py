@@ -21,7 +21,7 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
 from jaxport.adapters.onnx.runtime import OnnxRuntimeModel, check_external_data  # noqa: E402
-from jaxport.errors import ArtifactCallError, ArtifactError  # noqa: E402
+from jaxport.errors import ArtifactCallError, ArtifactError, UsageError  # noqa: E402
 
 WEIGHTS = np.arange(4, dtype=np.float32)
 
@@ -79,6 +79,14 @@ def test_a_listed_name_that_is_a_link_out_of_the_directory_is_refused(tmp_path: 
         OnnxRuntimeModel(path, allowed=["params.safetensors"])
 
 
+def test_a_location_that_is_not_utf8_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = write_model(tmp_path / "model", "weights-XX.bin")
+    path.write_bytes(path.read_bytes().replace(b"weights-XX.bin", b"weights-\xff\xfe.bin"))
+    with pytest.raises(ArtifactError, match=r"f.onnx: the tensor 'w' reads its data from "
+                                            r"'weights-\\xff\\xfe.bin', which is not valid UTF-8"):
+        OnnxRuntimeModel(path, allowed=["params.safetensors"])
+
+
 def test_a_damaged_model_file_is_refused(tmp_path: Path) -> None:
     path = write_model(tmp_path / "model", "params.safetensors")
     path.write_bytes(path.read_bytes()[:-7] + b"\xff" * 7)
@@ -86,10 +94,18 @@ def test_a_damaged_model_file_is_refused(tmp_path: Path) -> None:
         OnnxRuntimeModel(path, allowed=["params.safetensors"])
 
 
+@pytest.mark.parametrize("option, message", [
+    ({"optimization": "fastest"}, "optimization is one of"), ({"threads": 1.5}, "threads=1.5 is not an int >= 0"),
+    ({"inter_op_threads": True}, "inter_op_threads=True is not"), ({"spinning": "no"}, "spinning='no' is not a bool"),
+    ({"providers": []}, r"providers=\[\] is not a list")])
+def test_bad_session_options_are_usage_errors(tmp_path: Path, option: dict[str, object], message: str) -> None:
+    path = write_model(tmp_path / "model", "params.safetensors")
+    with pytest.raises(UsageError, match=message):
+        OnnxRuntimeModel(path, allowed=["params.safetensors"], **option)  # type: ignore[arg-type]
+
+
 def test_session_options_pass_through_and_are_checked(tmp_path: Path) -> None:
     path = write_model(tmp_path / "model", "params.safetensors")
-    with pytest.raises(ValueError, match="optimization is one of"):
-        OnnxRuntimeModel(path, allowed=["params.safetensors"], optimization="fastest")
     model = OnnxRuntimeModel(path, allowed=["params.safetensors"], threads=2, inter_op_threads=1,
                              optimization="basic", providers=["CPUExecutionProvider"])
     with pytest.raises(ArtifactCallError, match="Calling the exported function 'f' failed"):

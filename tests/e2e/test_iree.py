@@ -20,7 +20,7 @@ import pytest
 import jaxport
 from jaxport.errors import (
     ArtifactError, ConversionError, DtypeMismatchError, RankMismatchError, ShapeAssertionError, ShapeMismatchError,
-    TargetMismatchError, TreeMismatchError, UncompiledSizeError)
+    TargetMismatchError, TreeMismatchError, UncompiledSizeError, UsageError)
 from tests.helpers import iree_model as model
 from tests.helpers.extras import requires_iree
 
@@ -132,7 +132,7 @@ def test_both_cpu_drivers_give_the_same_answer(converted: Path) -> None:
     ids = model.token_ids(3)
     threaded = jaxport.load_iree(converted)["predict"](ids)
     np.testing.assert_array_equal(jaxport.load_iree(converted, driver="local-sync")["predict"](ids), threaded)
-    with pytest.raises(ValueError, match="driver='gpu' is not one of IREE's CPU drivers"):
+    with pytest.raises(UsageError, match="driver='gpu' is not one of IREE's CPU drivers"):
         jaxport.load_iree(converted, driver="gpu")
 
 

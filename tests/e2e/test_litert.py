@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.errors import ArtifactError, ConversionError
+from jaxport.errors import ArtifactError, ConversionError, UsageError
 from tests.helpers import iree_model
 from tests.helpers import litert_model as model
 
@@ -163,8 +163,8 @@ def test_load_converted_takes_litrets_runtime_options_and_refuses_others(convert
     ids = iree_model.token_ids(4)
     builtin = jaxport.load_converted(converted, xnnpack=False, num_threads=1)
     model.assert_close([np.asarray(builtin["predict"](ids))], model.expected("predict", ids))
-    with pytest.raises(ValueError, match=r"LiteRT's runtime takes the options 'xnnpack' and 'num_threads' only, "
+    with pytest.raises(UsageError, match=r"LiteRT's runtime takes the options 'xnnpack' and 'num_threads' only, "
                                          r"not \['driver'\]"):
         jaxport.load_converted(converted, driver="local-sync")
-    with pytest.raises(ValueError, match=r"num_threads=0 is not a positive int"):
+    with pytest.raises(UsageError, match=r"num_threads=0 is not a positive int"):
         jaxport.load_converted(converted, num_threads=0)

@@ -9,8 +9,8 @@ tests/e2e/test_runtime_calls.py.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -28,8 +28,8 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.errors import ArtifactError, ConversionError, UnsupportedOperationError  # noqa: E402
-from tests.helpers import golden, iree_model as model  # noqa: E402
+from jaxport.errors import ArtifactError, ConversionError, UnsupportedOperationError, UsageError  # noqa: E402
+from tests.helpers import golden, iree_model as model, resealed  # noqa: E402
 from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
 
 #: The batch of this module's models, with JAX's outputs, to run in onnxruntime-web too (empty: no Node).
@@ -114,8 +114,9 @@ def test_a_changed_weights_file_is_refused_before_onnx_runtime_opens_anything(co
         jaxport.load_converted(path)
 
 
-def test_external_data_leaving_the_directory_is_refused_even_under_a_rewritten_manifest(
-        converted: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("location", ["../params.safetensors", b"params\xff.safetensors"])
+def test_external_data_leaving_the_directory_or_not_utf8_is_refused_at_load_under_a_rewritten_manifest(
+        converted: Path, tmp_path: Path, location: str | bytes) -> None:
     path = tmp_path / "hostile"
     shutil.copytree(converted, path)
     shutil.copyfile(path / "params.safetensors", tmp_path / "params.safetensors")
@@ -123,24 +124,31 @@ def test_external_data_leaving_the_directory_is_refused_even_under_a_rewritten_m
     for tensor in hostile.graph.initializer:
         for entry in tensor.external_data:
             if entry.key == "location":
-                entry.value = "../params.safetensors"
-    onnx.save(hostile, str(path / "predict.onnx"))
-    manifest = json.loads((path / "manifest.json").read_text())
-    data = (path / "predict.onnx").read_bytes()
-    manifest["files"]["predict.onnx"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    loaded = jaxport.load_converted(path)
-    with pytest.raises(ArtifactError, match="reads its data from '../params.safetensors'"):
-        loaded["predict"](model.token_ids(2))
+                entry.value = "X" * len(location)
+    # protobuf writes only UTF-8: the bytes that are not go in after it serialized them.
+    data = hostile.SerializeToString().replace(b"X" * len(location), location if isinstance(location, bytes)
+                                               else location.encode())
+    resealed.rewrite(path, "predict.onnx", data)
+    shown = location.decode(errors="backslashreplace") if isinstance(location, bytes) else location
+    with pytest.raises(ArtifactError, match=re.escape("predict.onnx: the tensor '") + ".*"
+                       + re.escape(f"' reads its data from '{shown}'")):
+        jaxport.load_converted(path)
 
 
-def test_session_options_reach_onnx_runtime_and_unknown_ones_are_refused(converted: Path) -> None:
+def test_session_options_reach_onnx_runtime_and_bad_ones_are_refused(converted: Path) -> None:
     ids = model.token_ids(3)
     quick = jaxport.load_converted(converted, threads=1, optimization="disable")
     tuned = jaxport.load_converted(converted)
     np.testing.assert_allclose(quick["predict"](ids), tuned["predict"](ids), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="ONNX Runtime's options are"):
+    with pytest.raises(UsageError, match="ONNX Runtime's options are"):
         jaxport.load_converted(converted, driver="local-task")
+    with pytest.raises(UsageError, match=r"optimization is one of \['all', 'basic', 'disable', 'extended'\], "
+                                         "not 'fastest'"):
+        jaxport.load_converted(converted, optimization="fastest")
+    with pytest.raises(UsageError, match="threads=-1 is not an int >= 0"):
+        jaxport.load_converted(converted, threads=-1)
+    with pytest.raises(UsageError, match="providers='CPUExecutionProvider' is not a list"):
+        jaxport.load_converted(converted, providers="CPUExecutionProvider")
 
 
 def test_what_the_translation_cannot_express_is_refused_naming_the_operation(tmp_path: Path) -> None:

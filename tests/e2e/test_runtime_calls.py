@@ -129,6 +129,14 @@ def test_calling_a_converted_directory_imports_neither_jax_nor_another_targets_r
     assert [m for m in outcomes.of(runtime)["imported"] if m not in allowed] == []
 
 
+@pytest.mark.parametrize("runtime", list(TARGETS))
+def test_every_runtime_refuses_at_load_a_damaged_model_under_a_resealed_manifest_and_a_bad_option(
+        runtime: str, outcomes: Outcomes) -> None:
+    damaged, option = outcomes.of(runtime)["damaged model"], outcomes.of(runtime)["bad option"]
+    assert damaged.get("error") == "ArtifactError" and damaged["file"] in damaged["message"], damaged
+    assert option.get("error") == "UsageError" and "no_such_option" in option["message"], option
+
+
 def test_the_errors_name_the_argument_and_both_values(outcomes: Outcomes) -> None:
     jax_outcomes = outcomes.of("jax")
     assert "args[0].shape[1] (expected same constant): expected (b, 4) and called with (3, 5)" in \

@@ -87,12 +87,38 @@ def convert(target: str, bundle: str, out: str, report: str = "") -> None:
 
 
 def call(directory: str, out: str) -> None:
-    """Loads the converted directory, runs every case, writes the outcomes and the heavy modules imported."""
+    """Loads the converted directory, runs every case, writes the outcomes, the refusals of
+    :func:`load_refusals` and the heavy modules imported."""
     import jaxport
 
     outcomes: dict[str, Any] = run_cases(jaxport.load_converted(directory)["f"])
+    outcomes.update(load_refusals(directory, Path(out).with_suffix(".damaged")))
     outcomes["imported"] = sorted(m for m in HEAVY if m in sys.modules)
     Path(out).write_text(json.dumps(outcomes))
+
+
+def load_refusals(directory: str, copy: Path) -> dict[str, dict[str, str]]:
+    """How loading refuses the directory with an option no runtime takes ("bad option") and,
+    in ``copy``, with its model file truncated under a re-sealed manifest ("damaged model")."""
+    import shutil
+
+    import jaxport
+    from jaxport.domain.converted.manifest import ConvertedManifest
+    from jaxport.application.converted.model import manifest_path_of
+    from tests.helpers.resealed import truncate
+
+    shutil.copytree(directory, copy)
+    manifest = ConvertedManifest.from_json((copy / str(manifest_path_of(copy))).read_bytes())
+    file = manifest.function("f").variants[0].file
+    truncate(copy, file)
+    refusals: dict[str, dict[str, str]] = {}
+    for case, path, options in (("bad option", directory, {"no_such_option": 1}), ("damaged model", copy, {})):
+        try:
+            jaxport.load_converted(path, **options)
+            refusals[case] = {"file": file}
+        except Exception as exc:  # noqa: BLE001 - the outcome is the error's type and message
+            refusals[case] = {"error": type(exc).__name__, "message": str(exc), "file": file}
+    return refusals
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ weights' parameters: IREE reads them from the weights file's memory, mapped
 once for every module, and keeps them on the device (host memory, for the
 CPU) for the context's life, so a call passes only the caller's arrays.
 The bytes given here have been checked against the directory's digests;
-IREE reads exactly those bytes, not the files again.
+IREE reads exactly those bytes, not the files again. Loading has IREE read
+every module (it verifies the bytecode) and finds its ``main`` before the
+first call. IREE's errors become jaxport's here, in :func:`_iree_errors`;
+a bad option is a ``UsageError``.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ import os
 import platform
 import subprocess
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import ArtifactCallError, MissingExtraError
+from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
 from jaxport.domain.calls.errors import TargetMismatchError
 from jaxport.domain.targets.iree import PARAMETER_SCOPE, target_of
 
@@ -44,22 +48,49 @@ def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> 
     Options: ``driver``, one of :data:`DRIVERS`.
 
     Raises:
-        ValueError: an unknown option or driver.
+        UsageError: an unknown option or driver.
+        ArtifactError: IREE cannot read a module or the weights, or a module has no ``main``.
     """
     from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 
     unknown = sorted(set(options) - {"driver"})
     if unknown:
-        raise ValueError(f"IREE's runtime takes the option 'driver' only, not {unknown}")
+        raise UsageError(f"IREE's runtime takes the option 'driver' only, not {unknown}")
     driver = str(options.get("driver", DRIVERS[0]))
     if driver not in DRIVERS:
-        raise ValueError(f"driver={driver!r} is not one of IREE's CPU drivers {DRIVERS}")
+        raise UsageError(f"driver={driver!r} is not one of IREE's CPU drivers {DRIVERS}")
     modules = {v.file: Path(root, v.file).read_bytes()
                for f in manifest.functions for v in f.variants}
     weights = None
     if manifest.weights is not None and manifest.weights.file:
         weights = SafetensorsFile(Path(root, manifest.weights.file)).buffer  # checked by the loader
     return IreeRuntime(manifest, modules, weights, root, driver)
+
+
+@contextmanager
+def _iree_errors(function: str | None = None, *, file: str = "",
+                 mismatch: TargetMismatchError | None = None) -> Iterator[None]:
+    """IREE's errors (its status as ``RuntimeError``, ``ValueError``, ``IndexError``...) as jaxport's,
+    IREE's words kept.
+
+    Args:
+        function: the function being called; None while a directory's files are read.
+        file: the file (or directory) being read, for the message.
+        mismatch: what to raise when IREE finds a module ``INCOMPATIBLE`` with this machine.
+
+    Raises:
+        TargetMismatchError: ``mismatch``, when IREE says so.
+        ArtifactError: reading ``file`` failed.
+        ArtifactCallError: calling ``function`` failed.
+    """
+    try:
+        yield
+    except Exception as exc:  # IREE's Python bindings raise builtin types for every status
+        if mismatch is not None and "INCOMPATIBLE" in str(exc):
+            raise mismatch from exc
+        if function is not None:
+            raise ArtifactCallError(function, exc) from exc
+        raise ArtifactError(f"IREE cannot read {file}: {type(exc).__name__}: {exc}") from exc
 
 
 def host_facts() -> dict[str, Any]:
@@ -84,15 +115,23 @@ class IreeRuntime:
     def __init__(self, manifest: ConvertedManifest, modules: Mapping[str, bytes],
                  weights: Any | None, where: str, driver: str = DRIVERS[0]) -> None:
         self._manifest = manifest
-        self._modules = dict(modules)
         self._where = where
-        self._config = rt.Config(driver)
+        with _iree_errors(file=where):
+            self._config = rt.Config(driver)
+        instance = self._config.vm_instance
         self._parameters: Any = None
         if weights is not None:
-            index = rt.ParameterIndex()
-            index.load_from_file_handle(rt.FileHandle.wrap_memory(weights), "safetensors")
-            self._parameters = rt.create_io_parameters_module(
-                self._config.vm_instance, index.create_provider(scope=PARAMETER_SCOPE))
+            with _iree_errors(file=manifest.weights.file if manifest.weights is not None else "the weights"):
+                index = rt.ParameterIndex()
+                index.load_from_file_handle(rt.FileHandle.wrap_memory(weights), "safetensors")
+                self._parameters = rt.create_io_parameters_module(
+                    instance, index.create_provider(scope=PARAMETER_SCOPE))
+        self._modules: dict[str, Any] = {}
+        for file, data in modules.items():
+            with _iree_errors(file=file):
+                self._modules[file] = rt.VmModule.copy_buffer(instance, data)  # IREE verifies the bytecode
+            if self._modules[file].lookup_function("main") is None:
+                raise ArtifactError(f"{file} has no function 'main': it is not a module that jaxport compiled")
         self._loaded: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
 
@@ -104,14 +143,12 @@ class IreeRuntime:
             ArtifactCallError: IREE failed to run it (the message keeps IREE's).
         """
         call = self._function(function, variant.file)
-        try:
+        with _iree_errors(function):
             results = call(*[np.asarray(a, order="C") for a in args])
-        except Exception as exc:  # IREE's status, as RuntimeError, ValueError, IndexError...
-            raise ArtifactCallError(function, exc) from exc
-        if results is None:
-            return []
-        results = results if isinstance(results, tuple) else (results,)
-        return [np.asarray(r.to_host()) for r in results]
+            if results is None:
+                return []
+            results = results if isinstance(results, tuple) else (results,)
+            return [np.asarray(r.to_host()) for r in results]
 
     def _function(self, name: str, file: str) -> Callable[..., Any]:
         with self._lock:
@@ -123,16 +160,12 @@ class IreeRuntime:
 
     def _load(self, name: str, file: str) -> Callable[..., Any]:
         """``main`` of the module in ``file``, in a new context (its parameters read there)."""
-        instance = self._config.vm_instance
-        module = rt.VmModule.copy_buffer(instance, self._modules[file])
+        module = self._modules[file]
         extra = [] if self._parameters is None else [self._parameters]
-        try:
+        mismatch = TargetMismatchError(f"{self._where}/{file}", str(target_of(self._manifest.target_details)),
+                                       host_arch())
+        with _iree_errors(name, mismatch=mismatch):
             context = rt.SystemContext(vm_modules=[*extra, module], config=self._config)
-        except RuntimeError as exc:
-            if "INCOMPATIBLE" in str(exc):
-                raise TargetMismatchError(f"{self._where}/{file}", str(target_of(self._manifest.target_details)),
-                                          host_arch()) from exc
-            raise ArtifactCallError(name, exc) from exc
         main: Callable[..., Any] = context.modules[module.name]["main"]
         return main
 

@@ -9,8 +9,15 @@ flat arrays in the order of the wire names it was converted with, and
 answering its flat results in theirs. A dynamic dimension (``-1`` in the
 model's shape signature) takes the size of the array given: the signature
 runner resizes its inputs and allocates its tensors on every call. The
-shapes, dtypes and constraints are jaxport's front's to check, before a
-call reaches this module.
+argument count, shapes, dtypes and constraints are jaxport's front's to
+check, before a call reaches this module.
+
+Loading opens every model of the directory and checks its signature
+against the manifest (what the front cannot know); LiteRT allocates a
+model's tensors, and XNNPACK packs its weights, at its first call. LiteRT's
+errors become jaxport's here, in :func:`_litert_errors`: ``ArtifactError``
+when a model cannot be opened, ``ArtifactCallError`` when a call fails; a
+bad option is a ``UsageError``.
 
 XNNPACK: LiteRT applies its XNNPACK delegate by default, which picks kernels
 by the CPU's instruction set; ``xnnpack=False`` runs LiteRT's builtin
@@ -22,13 +29,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import MissingExtraError
+from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
 
 try:
     from ai_edge_litert import interpreter as litert
@@ -36,8 +44,31 @@ except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("LiteRT's runtime (ai-edge-litert)", "litert-runtime", exc) from exc
 
 
-class LiteRtLoadError(RuntimeError):
-    """LiteRT's interpreter cannot open a model or prepare its operators (a kernel it lacks, for one)."""
+class LiteRtLoadError(ArtifactError, presents_as=ArtifactError):
+    """LiteRT's interpreter cannot open a model or prepare its operators (a kernel it lacks, for one).
+
+    An :class:`~jaxport.errors.ArtifactError` (it prints and pickles as one); the converter
+    catches it by this name to refuse a model that LiteRT cannot run.
+    """
+
+
+@contextmanager
+def _litert_errors(function: str | None = None) -> Iterator[None]:
+    """LiteRT's errors (``ValueError``, ``RuntimeError``) as jaxport's, LiteRT's words kept.
+
+    Args:
+        function: the function being called; None while a model is opened.
+
+    Raises:
+        LiteRtLoadError: opening a model failed.
+        ArtifactCallError: calling ``function`` failed.
+    """
+    try:
+        yield
+    except (ValueError, RuntimeError) as exc:
+        if function is not None:
+            raise ArtifactCallError(function, exc) from exc
+        raise LiteRtLoadError(f"LiteRT cannot open the model: {' '.join(str(exc).split())}") from exc
 
 
 def runtime_version() -> str:
@@ -48,12 +79,15 @@ def runtime_version() -> str:
 
 
 class LiteRtModel:
-    """One ``.tflite`` model, opened in LiteRT's interpreter, its tensors allocated.
+    """One ``.tflite`` model, opened in LiteRT's interpreter.
 
     Args:
         source: the model file's path, or its bytes.
         xnnpack: whether LiteRT may apply its default XNNPACK delegate.
         num_threads: the interpreter's threads (None: LiteRT's default).
+        prepare: whether to allocate its tensors now (LiteRT prepares every
+            operator, and applies XNNPACK, then); otherwise at the first call
+            of one of its functions.
 
     Raises:
         LiteRtLoadError: LiteRT refused the model (the message keeps its text, which
@@ -61,16 +95,39 @@ class LiteRtModel:
     """
 
     def __init__(self, source: str | os.PathLike[str] | bytes, *, xnnpack: bool = True,
-                 num_threads: int | None = None) -> None:
+                 num_threads: int | None = None, prepare: bool = True) -> None:
         resolver = litert.OpResolverType.AUTO if xnnpack else litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         where: dict[str, Any] = ({"model_content": bytes(source)} if isinstance(source, (bytes, bytearray))
                                  else {"model_path": os.fspath(source)})
-        try:
+        with _litert_errors():
             self._interpreter = litert.Interpreter(**where, num_threads=num_threads,
                                                    experimental_op_resolver_type=resolver)
-            self._interpreter.allocate_tensors()
-        except (ValueError, RuntimeError) as exc:
-            raise LiteRtLoadError(f"LiteRT cannot open the model: {' '.join(str(exc).split())}") from exc
+        self._prepared = False
+        self._lock = threading.Lock()
+        if prepare:
+            self.prepare()
+
+    def prepare(self) -> None:
+        """Allocates the model's tensors once (LiteRT's default delegate is applied then).
+
+        Raises:
+            LiteRtLoadError: LiteRT cannot prepare an operator.
+        """
+        with self._lock:
+            if not self._prepared:
+                with _litert_errors():
+                    self._interpreter.allocate_tensors()
+                self._prepared = True
+
+    def runner(self, key: str) -> Any:
+        """LiteRT's runner of the signature ``key``, the model prepared first.
+
+        Raises:
+            LiteRtLoadError: LiteRT cannot prepare the model.
+        """
+        self.prepare()
+        with _litert_errors():
+            return self._interpreter.get_signature_runner(key)
 
     @property
     def signatures(self) -> dict[str, dict[str, list[str]]]:
@@ -82,91 +139,96 @@ class LiteRtModel:
         """The signature ``key``, called with flat arrays in the order of ``input_names``.
 
         Raises:
-            KeyError: the model has no such signature, or names other inputs or outputs.
+            ArtifactError: the model has no such signature, or names other inputs or outputs.
         """
         listed = self.signatures.get(key)
         if listed is None:
-            raise KeyError(f"The LiteRT model has no signature {key!r}; it has {sorted(self.signatures)}")
+            raise ArtifactError(f"The LiteRT model has no signature {key!r}; it has {sorted(self.signatures)}")
         if sorted(listed["inputs"]) != sorted(input_names) or sorted(listed["outputs"]) != sorted(output_names):
-            raise KeyError(f"The LiteRT signature {key!r} takes {listed['inputs']} and returns "
-                           f"{listed['outputs']}, not {list(input_names)} and {list(output_names)}")
-        return LiteRtFunction(self._interpreter.get_signature_runner(key), tuple(input_names), tuple(output_names))
+            raise ArtifactError(f"The LiteRT signature {key!r} takes {listed['inputs']} and returns "
+                                f"{listed['outputs']}, not {list(input_names)} and {list(output_names)}")
+        return LiteRtFunction(self, key, tuple(input_names), tuple(output_names))
 
 
 class LiteRtFunction:
     """One signature of a LiteRT model, called on flat arrays; calls from several threads take turns
     (LiteRT's interpreter holds one set of tensors)."""
 
-    def __init__(self, runner: Any, input_names: tuple[str, ...], output_names: tuple[str, ...]) -> None:
-        self._runner = runner
+    def __init__(self, model: LiteRtModel, key: str, input_names: tuple[str, ...],
+                 output_names: tuple[str, ...]) -> None:
+        self._model = model
+        self._key = key
+        self._runner: Any = None
         self._inputs = input_names
         self._outputs = output_names
         self._lock = threading.Lock()
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """The flat results of the signature on the flat ``args`` (checked by jaxport's front).
+        """The flat results of the signature on the flat ``args`` (one per input name; jaxport's front
+        checked their count, shapes and dtypes against the signature that loading matched to this model).
 
         Raises:
-            RuntimeError: LiteRT failed while running (the message keeps its text).
+            LiteRtLoadError: at the first call, LiteRT cannot prepare the model.
+            ArtifactCallError: LiteRT failed while running (the message keeps its text).
         """
-        if len(args) != len(self._inputs):
-            raise ValueError(f"{len(self._inputs)} flat arguments expected, {len(args)} given")
         given = {name: np.ascontiguousarray(a) for name, a in zip(self._inputs, args)}
-        try:
-            with self._lock:
+        with self._lock:
+            if self._runner is None:
+                self._runner = self._model.runner(self._key)
+            with _litert_errors(self._key):
                 results = self._runner(**given)
-        except (ValueError, RuntimeError) as exc:
-            raise RuntimeError(f"LiteRT failed to run the model: {' '.join(str(exc).split())}") from exc
         return [np.asarray(results[name]) for name in self._outputs]
 
 
 class LiteRtRuntime:
-    """The LiteRT target's runtime: a converted directory's models, each opened on its first call.
+    """The LiteRT target's runtime: a converted directory's models, each opened and checked at load.
 
     Satisfies :class:`~jaxport.domain.targets.ports.TargetRuntime`: the front has
     checked every call and chosen the variant; this runs it.
+
+    Raises:
+        ArtifactError: a model cannot be opened, or its signature is not the manifest's.
     """
 
     def __init__(self, root: str | os.PathLike[str], manifest: ConvertedManifest, *, xnnpack: bool = True,
                  num_threads: int | None = None) -> None:
-        self._root = os.fspath(root)
-        self._manifest = manifest
-        self._xnnpack = xnnpack
-        self._num_threads = num_threads
         self._functions: dict[str, LiteRtFunction] = {}
-        self._lock = threading.Lock()
+        for function in manifest.functions:
+            signature = function.signature
+            for variant in function.variants:
+                path = os.path.join(os.fspath(root), variant.file)
+                try:
+                    model = LiteRtModel(path, xnnpack=xnnpack, num_threads=num_threads, prepare=False)
+                    self._functions[variant.file] = model.function(function.name, signature.input_names,
+                                                                   signature.output_names)
+                except ArtifactError as exc:
+                    raise ArtifactError(f"{variant.file}: {exc}") from exc
 
     def run(self, function: str, variant: Variant, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The flat results of ``variant`` of ``function`` for the caller's flat ``args``."""
-        with self._lock:
-            run = self._functions.get(variant.file)
-            if run is None:
-                signature = self._manifest.function(function).signature
-                model = LiteRtModel(os.path.join(self._root, variant.file), xnnpack=self._xnnpack,
-                                    num_threads=self._num_threads)
-                run = self._functions[variant.file] = model.function(function, signature.input_names,
-                                                                     signature.output_names)
-        return run(args)
+        return self._functions[variant.file](args)
 
 
 def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> LiteRtRuntime:
     """The runtime of the LiteRT directory ``root``, whose files matched ``manifest`` (the registry's loader).
 
-    Each model is opened (memory-mapped by LiteRT) on its first call.
+    Each model is opened (memory-mapped by LiteRT) and its signature checked
+    here; its tensors are allocated at its first call.
 
     Options: ``xnnpack`` (bool, default True: LiteRT's XNNPACK delegate, which
     keeps a packed copy of the weights; False: LiteRT's builtin kernels, less
     memory and slower) and ``num_threads`` (int; LiteRT's default otherwise).
 
     Raises:
-        ValueError: an unknown option, or a value of the wrong type.
+        UsageError: an unknown option, or a value of the wrong type.
+        ArtifactError: a model cannot be opened, or its signature is not the manifest's.
     """
     unknown = sorted(set(options) - {"xnnpack", "num_threads"})
     if unknown:
-        raise ValueError(f"LiteRT's runtime takes the options 'xnnpack' and 'num_threads' only, not {unknown}")
+        raise UsageError(f"LiteRT's runtime takes the options 'xnnpack' and 'num_threads' only, not {unknown}")
     xnnpack, threads = options.get("xnnpack", True), options.get("num_threads")
     if not isinstance(xnnpack, bool):
-        raise ValueError(f"xnnpack={xnnpack!r} is not a bool")
+        raise UsageError(f"xnnpack={xnnpack!r} is not a bool")
     if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-        raise ValueError(f"num_threads={threads!r} is not a positive int")
+        raise UsageError(f"num_threads={threads!r} is not a positive int")
     return LiteRtRuntime(root, manifest, xnnpack=xnnpack, num_threads=threads)

@@ -3,10 +3,14 @@
 The only module that imports ``onnxruntime`` (the ``jaxport[onnx-runtime]``
 extra); it imports neither JAX nor jaxlib. Before ONNX Runtime opens a
 model, :func:`check_external_data` parses it (``onnx.load`` without its
-external data) and refuses every external-data location that is absolute,
-leaves the model's directory (``..``, a symbolic link pointing out) or names
-a file the caller did not list: ONNX Runtime would otherwise read any file
-the process can. (A lighter check is possible: the few protobuf fields
+external data) and refuses every external-data location that is not valid
+UTF-8, is absolute, leaves the model's directory (``..``), passes through a
+symbolic link or names a file the caller did not list: ONNX Runtime would
+otherwise read any file the process can. Loading a directory runs that
+check, and matches each model's inputs and outputs to its manifest, for
+every model before the first call; ONNX Runtime's session is made at the
+model's first call. ONNX Runtime's errors become jaxport's here, in
+:func:`_onnx_runtime_errors`; a bad session option is a ``UsageError``. (A lighter check is possible: the few protobuf fields
 that lead to a ``TensorProto``'s ``external_data`` can be read with the
 protobuf wire format alone, without the ``onnx`` package; ``onnx`` is
 used here because it ships with the extra and parses the whole schema.)
@@ -27,6 +31,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +40,7 @@ import ml_dtypes
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError
+from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
 
 try:
     import onnx
@@ -73,8 +78,9 @@ def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) 
 
     Raises:
         ArtifactError: the file is not an ONNX model, or a tensor's external
-            data is absolute, leaves the directory or names a file not in
-            ``allowed`` (the message names the tensor and the location).
+            data is not valid UTF-8, is absolute, leaves the directory, passes
+            through a symbolic link or names a file not in ``allowed`` (the
+            message names the file, the tensor and the location).
     """
     model_path = Path(path)
     try:
@@ -85,14 +91,30 @@ def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) 
     for tensor in _tensors(model):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
-        entries = {e.key: e.value for e in tensor.external_data}
-        location = entries.get("location", "")
-        resolved = (directory / location).resolve()
-        inside = resolved.is_relative_to(directory) and resolved.relative_to(directory).as_posix()
-        if os.path.isabs(location) or not inside or inside != Path(location).as_posix() or inside not in allowed:
+        location = {e.key: e.value for e in tensor.external_data}.get("location", "")
+        why = _refusal(directory, location, allowed)
+        if why:
+            shown = location.decode("utf-8", "backslashreplace") if isinstance(location, bytes) else location
             raise ArtifactError(f"{model_path.name}: the tensor '{tensor.name}' reads its data from "
-                                f"'{location}', which is not one of the files {sorted(allowed)} next to the model")
+                                f"'{shown}', {why}")
     return model
+
+
+def _refusal(directory: Path, location: str | bytes, allowed: Collection[str]) -> str:
+    """Why an external-data location may not be read (``""``: it may)."""
+    if isinstance(location, bytes):  # protobuf hands a string field that is not UTF-8 over as bytes
+        return "which is not valid UTF-8"
+    if "\0" in location:
+        return "which holds a NUL character"
+    if os.path.isabs(location):
+        return "which is an absolute path"
+    if ".." in Path(location).parts:
+        return "which leaves the model's directory (..)"
+    if Path(location).as_posix() not in allowed:
+        return f"which is not one of the files {sorted(allowed)} next to the model"
+    if os.path.realpath(directory / location) != os.path.normpath(directory / location):
+        return "which is or passes through a symbolic link"
+    return ""
 
 
 def _tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
@@ -149,8 +171,56 @@ def summary(model: onnx.ModelProto) -> OnnxSummary:
                        tuple(dims), len(model.graph.node), {p.key: p.value for p in model.metadata_props})
 
 
+@contextmanager
+def _onnx_runtime_errors(function: str) -> Iterator[None]:
+    """ONNX Runtime's errors (its pybind11 types: ``Fail``, ``InvalidGraph``, ...) as
+    :class:`~jaxport.errors.ArtifactCallError` naming ``function``, ONNX Runtime's words kept."""
+    try:
+        yield
+    except Exception as exc:  # pybind11's types have no common base below Exception
+        raise ArtifactCallError(function, exc) from exc
+
+
+def session_options(*, threads: int | None = None, inter_op_threads: int | None = None,
+                    optimization: str = "all", spinning: bool = False) -> ort.SessionOptions:
+    """ONNX Runtime's session options for :class:`OnnxRuntimeModel`'s arguments of the same names.
+
+    Raises:
+        UsageError: a value of the wrong type or out of range.
+    """
+    if optimization not in OPTIMIZATION_LEVELS:
+        raise UsageError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {optimization!r}")
+    for name, value in (("threads", threads), ("inter_op_threads", inter_op_threads)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise UsageError(f"{name}={value!r} is not an int >= 0")
+    if not isinstance(spinning, bool):
+        raise UsageError(f"spinning={spinning!r} is not a bool")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization]
+    options.intra_op_num_threads = machine_threads() if threads is None else threads
+    if inter_op_threads is not None:
+        options.inter_op_num_threads = inter_op_threads
+    for pool in ("intra_op", "inter_op"):
+        options.add_session_config_entry(f"session.{pool}.allow_spinning", "1" if spinning else "0")
+    options.log_severity_level = 3  # errors only: its warnings are about its own folding
+    return options
+
+
+def _providers(providers: Sequence[str] | None) -> list[str]:
+    """The execution providers to ask for (an unavailable one: ONNX Runtime warns and falls back).
+
+    Raises:
+        UsageError: not a list of names.
+    """
+    if providers is None:
+        return ["CPUExecutionProvider"]
+    if isinstance(providers, str) or not all(isinstance(p, str) for p in providers) or not providers:
+        raise UsageError(f"providers={providers!r} is not a list of ONNX Runtime's execution provider names")
+    return list(providers)
+
+
 class OnnxRuntimeModel:
-    """One ``.onnx`` model in an ONNX Runtime session, called on flat NumPy arrays.
+    """One ``.onnx`` model, checked now, run in an ONNX Runtime session made at its first call.
 
     Args:
         path: the model file; checked by :func:`check_external_data` first.
@@ -163,53 +233,46 @@ class OnnxRuntimeModel:
         spinning: whether idle threads of the pool spin waiting for work (ONNX Runtime's default) or sleep.
         providers: the execution providers, in order of preference (None: the CPU's).
 
+    Attributes:
+        input_names, output_names: the graph's inputs (its initializers left out) and outputs, in order.
+
     Raises:
+        UsageError: a bad session option.
         ArtifactError: what :func:`check_external_data` refuses.
-        ArtifactCallError: ONNX Runtime refuses the model.
-        ValueError: an unknown optimization level.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, allowed: Collection[str] = (), function: str = "",
                  threads: int | None = None, inter_op_threads: int | None = None, optimization: str = "all",
                  providers: Sequence[str] | None = None, spinning: bool = False) -> None:
-        if optimization not in OPTIMIZATION_LEVELS:
-            raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {optimization!r}")
+        self._options = session_options(threads=threads, inter_op_threads=inter_op_threads,
+                                        optimization=optimization, spinning=spinning)
+        self._providers = _providers(providers)
+        self._path = os.fspath(path)
         self.function = function or Path(path).stem
-        metadata = {p.key: p.value for p in check_external_data(path, allowed).metadata_props}
+        model = check_external_data(path, allowed)
+        metadata = {p.key: p.value for p in model.metadata_props}
         #: bfloat16 ports, float32 in the graph (see :mod:`jaxport.adapters.onnx.translate`): converted here.
         self._bfloat16_inputs, self._bfloat16_outputs = (
             set(filter(None, metadata.get(key, "").split(","))) for key in BFLOAT16_PORTS)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization]
-        options.intra_op_num_threads = machine_threads() if threads is None else threads
-        if inter_op_threads is not None:
-            options.inter_op_num_threads = inter_op_threads
-        for pool in ("intra_op", "inter_op"):
-            options.add_session_config_entry(f"session.{pool}.allow_spinning", "1" if spinning else "0")
-        options.log_severity_level = 3  # errors only: its warnings are about its own folding
-        try:
-            self._session = ort.InferenceSession(str(path), options,
-                                                 providers=list(providers or ["CPUExecutionProvider"]))
-        except Exception as exc:  # onnxruntime's Fail, InvalidGraph, ... (pybind11 types)
-            raise ArtifactCallError(self.function, exc) from exc
-        self.input_names = [i.name for i in self._session.get_inputs()]
-        self.output_names = [o.name for o in self._session.get_outputs()]
+        initializers = {i.name for i in model.graph.initializer}
+        self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
+        self.output_names = [o.name for o in model.graph.output]
+        self._session: Any = None
+        self._lock = threading.Lock()
 
     def run(self, args: Sequence[Any]) -> list[np.ndarray]:
-        """The model's outputs for ``args`` (one array per graph input, in order).
+        """The model's outputs for ``args`` (one array per graph input, in order; the front checked them).
 
         Raises:
-            ArtifactCallError: ONNX Runtime failed (its message kept).
+            ArtifactCallError: ONNX Runtime refused the model or failed to run it (its message kept).
         """
-        if len(args) != len(self.input_names):
-            raise ArtifactCallError(self.function, ValueError(
-                f"{len(args)} arrays for the inputs {self.input_names}"))
         feeds = {n: np.ascontiguousarray(a, dtype=np.float32 if n in self._bfloat16_inputs else None)
                  for n, a in zip(self.input_names, args)}
-        try:
+        with _onnx_runtime_errors(self.function):
+            with self._lock:
+                if self._session is None:
+                    self._session = ort.InferenceSession(self._path, self._options, providers=self._providers)
             results = self._session.run(self.output_names, feeds)
-        except Exception as exc:  # onnxruntime's pybind11 error types
-            raise ArtifactCallError(self.function, exc) from exc
         return [np.asarray(r).astype(ml_dtypes.bfloat16) if n in self._bfloat16_outputs else np.asarray(r)
                 for n, r in zip(self.output_names, results)]
 
@@ -227,43 +290,47 @@ def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> 
     ``spinning`` (default False).
 
     Raises:
-        ValueError: an unknown option or optimization level.
+        UsageError: an unknown option or a bad value.
+        ArtifactError: a model is not valid ONNX, reads external data from a
+            file the manifest does not list, or its inputs or outputs are not
+            the manifest's.
     """
     unknown = sorted(set(options) - set(LOAD_OPTIONS))
     if unknown:
-        raise ValueError(f"ONNX Runtime's options are {list(LOAD_OPTIONS)}, not {unknown}")
-    if options.get("optimization", "all") not in OPTIMIZATION_LEVELS:
-        raise ValueError(f"optimization is one of {sorted(OPTIMIZATION_LEVELS)}, not {options['optimization']!r}")
+        raise UsageError(f"ONNX Runtime's options are {list(LOAD_OPTIONS)}, not {unknown}")
     return OnnxTargetRuntime(root, manifest, dict(options))
 
 
 class OnnxTargetRuntime:
-    """The functions of one converted ONNX directory, each an ONNX Runtime session made on first call.
+    """The functions of one converted ONNX directory: every model checked at load, run in a session
+    made on its first call.
 
     Args:
         root: the directory (its files checked against ``manifest`` by the loader).
         manifest: its manifest; the files its models may read are those it lists.
         options: :class:`OnnxRuntimeModel`'s session options.
+
+    Raises:
+        UsageError, ArtifactError: as :func:`load`.
     """
 
     def __init__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> None:
-        self._root = root
-        self._allowed = frozenset(manifest.files)
-        self._options = dict(options)
+        allowed = frozenset(manifest.files)
         self._models: dict[str, OnnxRuntimeModel] = {}
-        self._lock = threading.Lock()
+        for function in manifest.functions:
+            names = (list(function.signature.input_names), list(function.signature.output_names))
+            for variant in function.variants:
+                model = OnnxRuntimeModel(os.path.join(root, variant.file), allowed=allowed,
+                                         function=function.name, **options)
+                if (model.input_names, model.output_names) != names:
+                    raise ArtifactError(f"{variant.file} takes {model.input_names} and returns "
+                                        f"{model.output_names}, not the manifest's {names[0]} and {names[1]}")
+                self._models[variant.file] = model
 
     def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[np.ndarray]:
         """The flat results of ``variant`` of ``function`` for the caller's flat arrays.
 
         Raises:
-            ArtifactError: a model's external data is not a file the manifest lists.
             ArtifactCallError: ONNX Runtime refused the model or failed to run it.
         """
-        with self._lock:
-            model = self._models.get(variant.file)
-            if model is None:
-                model = self._models[variant.file] = OnnxRuntimeModel(
-                    os.path.join(self._root, variant.file), allowed=self._allowed, function=function,
-                    **self._options)
-        return model.run(args)
+        return self._models[variant.file].run(args)

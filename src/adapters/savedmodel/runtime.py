@@ -1,21 +1,23 @@
 """TensorFlow's runtime behind the runtime port: a SavedModel that jaxport wrote, its signatures called.
 
 Imports TensorFlow (``pip install 'jaxport[tf]'``) and never JAX. The
-SavedModel is loaded once, at the first call; each function runs its
-serving signature with the caller's flat arrays as named tensors
-(:mod:`jaxport.domain.converted.wire_names`). The writer is
+SavedModel is loaded once, at load, and each function's serving signature
+checked against the manifest (its name, its inputs' and outputs' names);
+each call runs the signature with the caller's flat arrays as named tensors
+(:mod:`jaxport.domain.converted.wire_names`). TensorFlow's errors become
+jaxport's here, in :func:`_tensorflow_errors`. The writer is
 :mod:`jaxport.adapters.savedmodel.converter`.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import ArtifactCallError, JaxportError
+from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, UsageError
 from jaxport.domain.calls.host_arrays import HostArray
 from .tensorflow_import import tf as _tf
 
@@ -24,11 +26,12 @@ def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> 
     """The runtime of a SavedModel directory whose files were checked (the registry's runtime loader).
 
     Raises:
-        ValueError: an option (TensorFlow's runtime takes none).
+        UsageError: an option (TensorFlow's runtime takes none).
         MissingExtraError: TensorFlow is not installed.
+        ArtifactError: TensorFlow cannot load the SavedModel, or a signature is not the manifest's.
     """
     if options:
-        raise ValueError(f"TensorFlow's runtime takes no options, not {sorted(options)}")
+        raise UsageError(f"TensorFlow's runtime takes no options, not {sorted(options)}")
     _tf()
     return TfRuntime(root, manifest)
 
@@ -46,24 +49,61 @@ def reads_stablehlo() -> str:
     return str(stablehlo.get_current_version())
 
 
+@contextmanager
+def _tensorflow_errors(function: str | None = None, *, path: str = "") -> Iterator[None]:
+    """TensorFlow's errors as jaxport's, TensorFlow's words kept (jaxport's own pass through).
+
+    Args:
+        function: the function being called; None while the SavedModel at ``path`` is loaded.
+        path: the SavedModel's directory, for the message.
+
+    Raises:
+        ArtifactError: loading failed.
+        ArtifactCallError: calling ``function`` failed (its module failed in TensorFlow).
+    """
+    try:
+        yield
+    except JaxportError:
+        raise
+    except Exception as exc:  # TensorFlow's OpError family, and what its loader raises on bad protos
+        if function is not None:
+            raise ArtifactCallError(function, exc) from exc
+        raise ArtifactError(f"TensorFlow cannot load the SavedModel {path}: {type(exc).__name__}: {exc}") from exc
+
+
 class TfRuntime:
-    """Runs the signatures of one SavedModel (a :class:`~jaxport.domain.targets.ports.TargetRuntime`)."""
+    """Runs the signatures of one SavedModel (a :class:`~jaxport.domain.targets.ports.TargetRuntime`).
+
+    Raises:
+        ArtifactError: TensorFlow cannot load the SavedModel, or it lacks a
+            function's signature or names other inputs or outputs than the manifest.
+    """
 
     def __init__(self, path: str, manifest: ConvertedManifest) -> None:
         self.path = path
         functions = manifest.target_details.get("functions", {})
-        self._signatures = {f.name: str(functions[f.name]["signature"]) for f in manifest.functions}
+        self._signatures = {f.name: functions.get(f.name, {}).get("signature") for f in manifest.functions}
         self._names = {f.name: (f.signature.input_names, f.signature.output_names) for f in manifest.functions}
-        self._lock = threading.Lock()
-        self._loaded: Any = None
+        graphs = sorted({v.file for f in manifest.functions for v in f.variants})  # saved_model.pb
+        with _tensorflow_errors(path=f"{path} ({', '.join(graphs)})"):
+            #: The object ``tf.saved_model.load`` gives.
+            self.loaded: Any = _tf().saved_model.load(path)
+        for name, key in self._signatures.items():
+            self._check_signature(name, key)
 
-    @property
-    def loaded(self) -> Any:
-        """The object ``tf.saved_model.load`` gives (loaded at the first call)."""
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = _tf().saved_model.load(self.path)
-            return self._loaded
+    def _check_signature(self, function: str, key: Any) -> None:
+        """Checks that the SavedModel's signature ``key`` takes and gives ``function``'s wire names."""
+        found = self.loaded.signatures.get(key) if isinstance(key, str) else None
+        if found is None:
+            raise ArtifactError(f"{self.path}: the SavedModel has no signature {key!r} for the function "
+                                f"'{function}'; it has {sorted(self.loaded.signatures)}")
+        inputs, outputs = self._names[function]
+        with _tensorflow_errors(path=self.path):
+            # Input names by count: TensorFlow spells the keyword of ``arg1/y`` as ``arg1_y`` here.
+            given, returned = len(found.structured_input_signature[1]), sorted(found.structured_outputs)
+        if given != len(inputs) or returned != sorted(outputs):
+            raise ArtifactError(f"{self.path}: the signature {key!r} takes {given} inputs and returns "
+                                f"{returned}, not the manifest's {len(inputs)} and {sorted(outputs)}")
 
     def run(self, function: str, variant: Variant, args: Sequence[HostArray]) -> list[HostArray]:
         """The flat results of ``function``'s signature for the caller's flat arrays.
@@ -72,13 +112,9 @@ class TfRuntime:
             ArtifactCallError: TensorFlow failed to run it (the message keeps TensorFlow's).
         """
         inputs, outputs = self._names[function]
-        try:
+        with _tensorflow_errors(function):
             results = self.loaded.signatures[self._signatures[function]](**dict(zip(inputs, args)))
             return [results[name].numpy() for name in outputs]
-        except JaxportError:
-            raise
-        except Exception as exc:  # TensorFlow's errors: the function's module failed in TensorFlow
-            raise ArtifactCallError(function, exc) from exc
 
 
 @functools.cache

@@ -191,10 +191,11 @@ def load_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Conv
 
     Raises:
         ArtifactError: the manifest is missing, damaged or of another format,
-            or a file is missing, extra, truncated or changed (the message names it).
+            or a file is missing, extra, truncated or changed, or the runtime
+            cannot open it or finds in it another signature (the message names it).
         TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
         MissingExtraError: the target's runtime is not installed (the message names the extra).
-        ValueError: an unknown runtime option.
+        UsageError: an unknown runtime option, or a bad value.
         OSError: ``path`` is not a readable directory.
     """
     root = Path(path)

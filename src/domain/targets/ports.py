@@ -130,11 +130,21 @@ class Converter(Protocol):
 
 
 class TargetRuntime(Protocol):
-    """Runs the variants of a loaded directory on flat host arrays; checks nothing (the front did)."""
+    """Runs the variants of a loaded directory on flat host arrays; checks nothing (the front did).
+
+    The front has checked the call against the manifest's signature (count,
+    dtypes, ranks, shapes, constraints) and picked the variant; the loader
+    has checked the directory's files against that same signature, so a
+    runtime only translates its library's errors (at its edge, once).
+    """
 
     def run(self, function: str, variant: Variant, args: Sequence[HostArray]) -> list[HostArray]:
         """The flat results of ``variant`` of ``function`` for the caller's flat arrays ``args``
-        (the bound weights are the runtime's), in the exported dtypes (bfloat16 as bfloat16)."""
+        (the bound weights are the runtime's), in the exported dtypes (bfloat16 as bfloat16).
+
+        Raises:
+            ArtifactCallError: the runtime's library failed (its message kept).
+        """
         ...
 
 
@@ -145,10 +155,15 @@ class RuntimeLoader(Protocol):
         """The runtime of the directory ``root``, whose files matched ``manifest`` (digests checked).
 
         ``options`` are the runtime's own (IREE's ``driver``), as the caller of
-        ``jaxport.load_converted`` gave them.
+        ``jaxport.load_converted`` gave them. Every check of the files that
+        the runtime's library makes possible (that each model opens, holds
+        the manifest's signature, reads only the directory's files) runs
+        here, before the first call.
 
         Raises:
-            ValueError: an option is unknown or has a bad value.
+            UsageError: an option is unknown or has a bad value.
+            ArtifactError: the runtime's library cannot open a file, or a file
+                does not hold what the manifest says (the message names it).
             MissingExtraError: the target's extra is not installed.
         """
         ...
