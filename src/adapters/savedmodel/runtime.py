@@ -47,13 +47,15 @@ def reads_stablehlo() -> str:
 
 
 class TfRuntime:
-    """Runs the signatures of one SavedModel (a :class:`~jaxport.domain.targets.ports.TargetRuntime`)."""
+    """Runs the signatures of one SavedModel (a :class:`~jaxport.domain.targets.ports.TargetRuntime`) and
+    reads its weights back (a :class:`~jaxport.domain.targets.ports.WeightsRuntime`)."""
 
     def __init__(self, path: str, manifest: ConvertedManifest) -> None:
         self.path = path
         functions = manifest.target_details.get("functions", {})
         self._signatures = {f.name: str(functions[f.name]["signature"]) for f in manifest.functions}
         self._names = {f.name: (f.signature.input_names, f.signature.output_names) for f in manifest.functions}
+        self._weights = tuple(w.name for w in manifest.weights.leaves) if manifest.weights is not None else ()
         self._lock = threading.Lock()
         self._loaded: Any = None
 
@@ -64,6 +66,15 @@ class TfRuntime:
             if self._loaded is None:
                 self._loaded = _tf().saved_model.load(self.path)
             return self._loaded
+
+    def params(self) -> dict[str, HostArray]:
+        """The weights by key path, in the manifest's order, read from the SavedModel's variables (loading it)."""
+        if not self._weights:
+            return {}
+        params = {name: variable.numpy() for name, variable in zip(self._weights, self.loaded.jaxport_weights, strict=True)}
+        for array in params.values():
+            array.flags.writeable = False  # read-only, as the other targets' views of their weights file
+        return params
 
     def run(self, function: str, variant: Variant, args: Sequence[HostArray]) -> list[HostArray]:
         """The flat results of ``function``'s signature for the caller's flat arrays.
