@@ -28,65 +28,26 @@ under 1.0x of ``jax.jit``'s.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
+from typing_extensions import Self
 
 import jaxport
 
 from .conftest import alternating_chunks
-from .models import GPT_TOKENS, LAYERS_2K, MlpFactory, gpt, gpt_params, input_spec
+from .fresh_process import child_script, run_child, save_mlp, save_transformer, time_first_answers
 
 FRESH_ROLES = ("iree", "jaxport", "jax.export")
-FRESH_ROUNDS = 2
 CALL_ROUNDS = {"MLP 2k": 300, "transformer": 30}
-CHILD = """
-import json, os, sys
-import numpy as np
-model, role, root = sys.argv[1:]
-x = np.ones((8, 16), np.float32) if model == "mlp" else np.zeros((1, 64), np.int32)
-if role == "iree":
-    import jaxport
-    functions = jaxport.load_iree(root + "/iree")
-    result = functions[next(iter(functions))](x)
-elif role == "jaxport":
-    import jaxport
-    if model == "mlp":
-        result = jaxport.load(root + "/mlp.jaxport").call(x)
-    else:
-        result = jaxport.load_bundle(root + "/bundle")["predict"](x)
-else:
-    import jax
-    from jax import export
-    path = root + ("/mlp.jaxport" if model == "mlp" else "/bundle/predict.jaxport")
-    exp = export.deserialize(bytearray(open(path, "rb").read()))
-    if model == "mlp":
-        result = exp.call(x)
-    else:
-        from safetensors.numpy import load_file
-        weights = load_file(root + "/bundle/params.safetensors")
-        names = [leaf["key_path"] for leaf in json.load(open(root + "/bundle/manifest.json"))["params"]["leaves"]]
-        params = jax.tree_util.tree_unflatten(exp.in_tree.children()[0].children()[0], [weights[n] for n in names])
-        result = exp.call(params, x)
-np.asarray(result)
-# The peak of this process's own memory (ru_maxrss would count the parent's: it survives exec).
-peak = next((int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-            if os.path.exists("/proc/self/status") else None)
-print(json.dumps({"peak_bytes": peak}))
-"""
-#: JAX's settings, as environment variables, of a cache that keeps every compilation.
-KEEP_EVERY_COMPILATION = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-                          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+#: The role of IREE's child: the condition on ``role`` -> how it loads the directory.
+IREE_ROLE = {'role == "iree"': 'jaxport.load_iree(root + "/iree")'}
+CHILD = child_script(IREE_ROLE)
 
 
 @dataclass(frozen=True)
@@ -101,38 +62,31 @@ class Model:
     function: Any
     args: tuple[Any, ...]
     cache: Path
+    #: The child's script (a benchmark with more roles names its own).
+    script: ClassVar[str] = CHILD
+
+    @classmethod
+    def mlp(cls, root: Path) -> Self:
+        """The MLP, saved under ``root``."""
+        source, function, args = save_mlp(root)
+        return cls("MLP 2k", "mlp", root, source, {}, function, args, root / "jax-cache")
+
+    @classmethod
+    def transformer(cls, root: Path, batches: Sequence[int]) -> Self:
+        """The transformer, saved under ``root``, to be compiled for each of ``batches``."""
+        source, function, args = save_transformer(root)
+        return cls("transformer", "transformer", root, source, {"predict": [{"b": b} for b in batches]},
+                   function, args, root / "jax-cache")
 
     def child(self, role: str) -> dict[str, Any]:
-        env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(self.cache), **KEEP_EVERY_COMPILATION}
-        done = subprocess.run([sys.executable, "-c", CHILD, self.kind, role, str(self.root)], env=env,
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-3000:])
-        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-        return result
-
-
-def _mlp(root: Path) -> Model:
-    fun = MlpFactory.with_layers(LAYERS_2K).make()
-    jaxport.save(jaxport.export(jax.jit(fun))(input_spec()), root / "mlp.jaxport")
-    return Model("MLP 2k", "mlp", root, root / "mlp.jaxport", {}, jax.jit(fun),
-                 (np.ones((8, 16), np.float32),), root / "jax-cache")
-
-
-def _transformer(root: Path) -> Model:
-    params = gpt_params()
-    b, = jaxport.symbolic_shape("b")
-    spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
-    exp = jaxport.export(jax.jit(gpt))(spec, jax.ShapeDtypeStruct((b, GPT_TOKENS), jnp.int32))
-    jaxport.save_bundle(root / "bundle", {"predict": exp}, params)
-    return Model("transformer", "transformer", root, root / "bundle", {"predict": [{"b": 1}]},
-                 jax.jit(gpt), (jax.device_put(params), np.zeros((1, GPT_TOKENS), np.int32)), root / "jax-cache")
+        """What a fresh process of ``role`` reports (``peak_bytes``)."""
+        return run_child(self.script, self.kind, role, self.root, self.cache)
 
 
 @pytest.fixture(scope="module", params=["MLP 2k", "transformer"])
 def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Model:
     root = tmp_path_factory.mktemp("iree-bench")
-    made = _mlp(root) if request.param == "MLP 2k" else _transformer(root)
+    made = Model.mlp(root) if request.param == "MLP 2k" else Model.transformer(root, [1])
     jaxport.to_iree(made.source, root / "iree", dims=made.dims)
     for role in ("jaxport", "jax.export"):  # fill JAX's cache for each
         made.child(role)
@@ -150,11 +104,7 @@ def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, *
 def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
                                          role: str) -> None:
     label(benchmark, model, "first answer", role, chunk=chunk)
-    peaks: list[int | None] = []
-    benchmark.pedantic(lambda: peaks.append(model.child(role)["peak_bytes"]), rounds=FRESH_ROUNDS,
-                       iterations=1, warmup_rounds=0)
-    known = [p for p in peaks if p is not None]
-    benchmark.extra_info["peak_bytes"] = int(np.median(known)) if known else None
+    time_first_answers(benchmark, lambda: model.child(role))
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, ("iree", "iree local-sync", "jax.jit")))

@@ -28,16 +28,10 @@ LiteRT's CPU kernels target phones: the report says how far a call is from
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
@@ -45,48 +39,13 @@ from pytest_benchmark.fixture import BenchmarkFixture
 import jaxport
 
 from .conftest import alternating_chunks
-from .models import GPT_TOKENS, LAYERS_2K, MlpFactory, gpt, gpt_params, input_spec
+from .fresh_process import child_script, run_child, save_mlp, save_transformer, time_first_answers
 
 pytest.importorskip("litert_converter", reason="needs the extra jaxport[litert]")
 
 FRESH_ROLES = ("litert", "litert builtin", "jaxport", "jax.export")
-FRESH_ROUNDS = 2
 CALL_ROUNDS = {"MLP 2k": 300, "transformer": 30}
-CHILD = """
-import json, os, sys
-import numpy as np
-model, role, root = sys.argv[1:]
-x = np.ones((8, 16), np.float32) if model == "mlp" else np.zeros((1, 64), np.int32)
-if role.startswith("litert"):
-    import jaxport
-    functions = jaxport.load_converted(root + "/litert", xnnpack=role == "litert")
-    result = functions[next(iter(functions))](x)
-elif role == "jaxport":
-    import jaxport
-    if model == "mlp":
-        result = jaxport.load(root + "/mlp.jaxport").call(x)
-    else:
-        result = jaxport.load_bundle(root + "/bundle")["predict"](x)
-else:
-    import jax
-    from jax import export
-    path = root + ("/mlp.jaxport" if model == "mlp" else "/bundle/predict.jaxport")
-    exp = export.deserialize(bytearray(open(path, "rb").read()))
-    if model == "mlp":
-        result = exp.call(x)
-    else:
-        from safetensors.numpy import load_file
-        weights = load_file(root + "/bundle/params.safetensors")
-        names = [leaf["key_path"] for leaf in json.load(open(root + "/bundle/manifest.json"))["params"]["leaves"]]
-        params = jax.tree_util.tree_unflatten(exp.in_tree.children()[0].children()[0], [weights[n] for n in names])
-        result = exp.call(params, x)
-np.asarray(result)
-peak = next((int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-            if os.path.exists("/proc/self/status") else None)
-print(json.dumps({"peak_bytes": peak}))
-"""
-KEEP_EVERY_COMPILATION = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-                          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+CHILD = child_script({'role.startswith("litert")': 'jaxport.load_converted(root + "/litert", xnnpack=role == "litert")'})
 
 
 @dataclass(frozen=True)
@@ -107,29 +66,18 @@ class Model:
         return sum(d.size for file, d in manifest.files.items() if file.endswith(".tflite"))
 
     def child(self, role: str) -> dict[str, Any]:
-        env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(self.root / "jax-cache"), **KEEP_EVERY_COMPILATION}
-        done = subprocess.run([sys.executable, "-c", CHILD, self.kind, role, str(self.root)], env=env,
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-3000:])
-        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-        return result
+        """What a fresh process of ``role`` reports (``peak_bytes``)."""
+        return run_child(CHILD, self.kind, role, self.root, self.root / "jax-cache")
 
 
 def _mlp(root: Path) -> Model:
-    fun = MlpFactory.with_layers(LAYERS_2K).make()
-    jaxport.save(jaxport.export(jax.jit(fun))(input_spec()), root / "mlp.jaxport")
-    return Model("MLP 2k", "mlp", root, root / "mlp.jaxport", None, jax.jit(fun), (np.ones((8, 16), np.float32),))
+    source, function, args = save_mlp(root)
+    return Model("MLP 2k", "mlp", root, source, None, function, args)
 
 
 def _transformer(root: Path) -> Model:
-    params = gpt_params()
-    b, = jaxport.symbolic_shape("b")
-    spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
-    exp = jaxport.export(jax.jit(gpt))(spec, jax.ShapeDtypeStruct((b, GPT_TOKENS), jnp.int32))
-    jaxport.save_bundle(root / "bundle", {"predict": exp}, params)
-    return Model("transformer", "transformer", root, root / "bundle", {"predict": [{"b": 1}]}, jax.jit(gpt),
-                 (jax.device_put(params), np.zeros((1, GPT_TOKENS), np.int32)))
+    source, function, args = save_transformer(root)
+    return Model("transformer", "transformer", root, source, {"predict": [{"b": 1}]}, function, args)
 
 
 @pytest.fixture(scope="module", params=["MLP 2k", "transformer"])
@@ -153,11 +101,7 @@ def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, *
 def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
                                          role: str) -> None:
     label(benchmark, model, "first answer", role, chunk=chunk)
-    peaks: list[int | None] = []
-    benchmark.pedantic(lambda: peaks.append(model.child(role)["peak_bytes"]), rounds=FRESH_ROUNDS,
-                       iterations=1, warmup_rounds=0)
-    known = [p for p in peaks if p is not None]
-    benchmark.extra_info["peak_bytes"] = int(np.median(known)) if known else None
+    time_first_answers(benchmark, lambda: model.child(role))
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, ("litert", "litert builtin", "jax.jit")))

@@ -30,13 +30,12 @@ The report prints them with the goals: a call at or under 1.0x of
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
@@ -44,23 +43,17 @@ from pytest_benchmark.fixture import BenchmarkFixture
 import jaxport
 
 from .conftest import alternating_chunks
-from .models import GPT_TOKENS, LAYERS_2K, MlpFactory, gpt, gpt_params, input_spec
-from .test_iree import CHILD as IREE_CHILD
+from .fresh_process import child_script, time_first_answers
+from .models import GPT_TOKENS
+from .test_iree import IREE_ROLE
 from .test_iree import Model as IreeModel
 
 FRESH_ROLES = ("onnx", "iree", "jax.export")
-FRESH_ROUNDS = 2
 CALL_ROLES = ("onnx", "iree", "jax.jit")
 #: (model, batch) -> rounds of a per-call benchmark.
 CALLS = {("MLP 2k", 8): 300, ("transformer", 1): 30, ("transformer", 8): 10}
-ONNX_ROLE = """
-if role == "onnx":
-    import jaxport
-    functions = jaxport.load_converted(root + "/onnx")
-    result = functions[next(iter(functions))](x)
-"""
-#: test_iree's child, with ONNX Runtime as one more role (before its JAX branches).
-CHILD = IREE_CHILD.replace('if role == "iree":', ONNX_ROLE.strip() + '\nelif role == "iree":', 1)
+#: test_iree's child, with ONNX Runtime as one more role.
+CHILD = child_script({'role == "onnx"': 'jaxport.load_converted(root + "/onnx")', **IREE_ROLE})
 
 
 @dataclass(frozen=True)
@@ -68,53 +61,20 @@ class Model(IreeModel):
     """test_iree's model, with its ONNX directory ``root/onnx`` and what its weights take."""
 
     weights_bytes: int = 0
-
-
-def _mlp(root: Path) -> Model:
-    fun = MlpFactory.with_layers(LAYERS_2K).make()
-    jaxport.save(jaxport.export(jax.jit(fun))(input_spec()), root / "mlp.jaxport")
-    return Model("MLP 2k", "mlp", root, root / "mlp.jaxport", {}, jax.jit(fun),
-                 (np.ones((8, 16), np.float32),), root / "jax-cache")
-
-
-def _transformer(root: Path) -> Model:
-    params = gpt_params()
-    b, = jaxport.symbolic_shape("b")
-    spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
-    exp = jaxport.export(jax.jit(gpt))(spec, jax.ShapeDtypeStruct((b, GPT_TOKENS), jnp.int32))
-    jaxport.save_bundle(root / "bundle", {"predict": exp}, params)
-    return Model("transformer", "transformer", root, root / "bundle", {"predict": [{"b": 1}, {"b": 8}]},
-                 jax.jit(gpt), (jax.device_put(params), np.zeros((1, GPT_TOKENS), np.int32)), root / "jax-cache")
-
-
-def _child(model: Model, role: str) -> dict[str, Any]:
-    """One fresh process of ``role`` (test_iree's runner, with this file's child script)."""
-    import json
-    import subprocess
-    import sys
-
-    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(model.cache),
-           "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
-    done = subprocess.run([sys.executable, "-c", CHILD, model.kind, role, str(model.root)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-3000:])
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    script: ClassVar[str] = CHILD
 
 
 @pytest.fixture(scope="module", params=["MLP 2k", "transformer"])
 def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Model:
     root = tmp_path_factory.mktemp("onnx-bench")
-    made = _mlp(root) if request.param == "MLP 2k" else _transformer(root)
+    made = Model.mlp(root) if request.param == "MLP 2k" else Model.transformer(root, [1, 8])
     jaxport.to_onnx(made.source, root / "onnx")
     jaxport.to_iree(made.source, root / "iree", dims=made.dims)
     files = [p for p in (root / "onnx").iterdir() if p.suffix in (".onnx", ".safetensors")]
     weights = sum(p.stat().st_size for p in files if p.suffix == ".safetensors") or sum(
         p.stat().st_size for p in files)  # the MLP's weights are constants inside its .onnx
-    _child(made, "jax.export")  # fills JAX's cache
-    return Model(made.name, made.kind, made.root, made.source, made.dims, made.function, made.args, made.cache,
-                 weights)
+    made.child("jax.export")  # fills JAX's cache
+    return dataclasses.replace(made, weights_bytes=weights)
 
 
 def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, **extra: object) -> None:
@@ -151,11 +111,7 @@ def test_call_with_the_weights_resident(benchmark: BenchmarkFixture, model: Mode
 def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
                                          role: str) -> None:
     label(benchmark, model, "first answer", role, chunk=chunk)
-    peaks: list[int | None] = []
-    benchmark.pedantic(lambda: peaks.append(_child(model, role)["peak_bytes"]), rounds=FRESH_ROUNDS,
-                       iterations=1, warmup_rounds=0)
-    known = [p for p in peaks if p is not None]
-    benchmark.extra_info["peak_bytes"] = int(np.median(known)) if known else None
+    time_first_answers(benchmark, lambda: model.child(role))
 
 
 def test_conversion(benchmark: BenchmarkFixture, model: Model, tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ import pytest
 
 from jaxport.adapters.flatbuffers import wire as W
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
-from jaxport.domain.artifact.record import ArtifactRecord, AxisType, DType, MemorySpace, TreeKind
+from jaxport.domain.artifact.record import ArtifactRecord, DType, MemorySpace, TreeKind
+from jaxport.domain.artifact.sharding import AxisType
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.safety import SafetyCheckKind
 from tests.helpers.artifacts import (

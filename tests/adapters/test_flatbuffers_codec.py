@@ -32,9 +32,9 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 from jaxport.adapters.flatbuffers import wire as W
 from jaxport.adapters.flatbuffers.codec import FlatbuffersArtifactCodec, decode_artifact, encode_artifact
-from jaxport.domain.artifact.record import (
-    AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType as WireAxisType, DType,
-    EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, TreeKind, TreeSpec
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeKind, TreeSpec
+from jaxport.domain.artifact.sharding import (
+    AbstractDeviceRecord, AbstractMeshRecord, AxisType as WireAxisType, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.safety import DisabledSafetyCheck

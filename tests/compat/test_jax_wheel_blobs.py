@@ -28,7 +28,7 @@ import pytest
 
 import jaxport
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
-from jaxport.domain.artifact.record import HloShardingRecord
+from jaxport.domain.artifact.sharding import HloShardingRecord
 
 DATA = "jax._src.internal_test_util.export_back_compat_test_data"
 MODULES = ("export_with_specified_sharding", "export_with_unspecified_sharding",

@@ -114,7 +114,7 @@ def test_a_sharding_over_an_axis_the_mesh_lacks_is_an_artifact_error() -> None:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
     from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
-    from jaxport.domain.artifact.record import NamedShardingRecord, PartitionSpecRecord
+    from jaxport.domain.artifact.sharding import NamedShardingRecord, PartitionSpecRecord
 
     mesh = Mesh(np.array(jax.devices()[:8]), ("d",))
     f = jax.jit(jnp.sin, in_shardings=NamedSharding(mesh, P("d")))

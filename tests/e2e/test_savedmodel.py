@@ -30,6 +30,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 import jaxport
 from jaxport.adapters.mlir.bindings import export_target_version
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.domain.bundle.manifest import Manifest
 from tests.helpers import bundle_model
 from tests.helpers.tf_scenario import REFUSALS
 
@@ -154,6 +155,13 @@ def test_a_bundle_converts_with_one_line_saying_what_was_written(scenario: Scena
     assert scenario.outcome["signatures"] == ["init", "loss", "predict", "serving_default"]
     assert scenario.outcome["variables"] == sorted(
         ["dense/w:0", "dense/b:0", "layers/0/scale:0", "mask:0", "offset:0", "rng:0"])
+
+
+def test_the_loaded_savedmodel_gives_its_weights_as_params_as_every_target_does(scenario: Scenario) -> None:
+    manifest = Manifest.from_json((scenario.root / "model" / "manifest.json").read_bytes())
+    assert scenario.outcome["params"] == {
+        w.name: {"dtype": w.data_dtype, "shape": list(w.data_shape), "writeable": False, "sha256": w.sha256}
+        for w in manifest.weights}
 
 
 @pytest.mark.parametrize("batch", [3, 5])

@@ -26,8 +26,10 @@ from jaxport.adapters.flatbuffers import wire as W
 from jaxport.adapters.flatbuffers.decode import MAX_TREE_DEPTH
 from jaxport.adapters.flatbuffers.reader import WORK_CONSTANT, WORK_PER_BYTE, WireReader
 from jaxport.domain.artifact.record import (
-    AbstractDeviceRecord, AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, EffectRecord,
-    HloShardingRecord, MemorySpace, NamedShardingRecord, PartitionSpecRecord, TreeKind, TreeSpec
+    ArtifactRecord, AvalRecord, DType, EffectRecord, MemorySpace, TreeKind, TreeSpec
+)
+from jaxport.domain.artifact.sharding import (
+    AbstractDeviceRecord, AbstractMeshRecord, AxisType, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 

@@ -14,6 +14,7 @@ it is installed.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import sys
@@ -132,6 +133,9 @@ def main(workdir: Path) -> None:
         return model[next(iter(model))]
 
     functions = load_converted(workdir / "model_tf")
+    out["params"] = {name: {"dtype": str(a.dtype), "shape": list(a.shape), "writeable": a.flags.writeable,
+                            "sha256": hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()}
+                     for name, a in functions.params.items()}
     arrays["jaxport predict 5"] = functions["predict"](inputs["x5"])
     out["wrong shape in jaxport"] = outcome_of(lambda: functions["predict"](np.zeros((3, 5), np.float32)))
     out["wrong tree in jaxport"] = outcome_of(lambda: functions["loss"](inputs["x3"]))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxport.domain.artifact.record import (
-    AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
-    PartitionSpecRecord, TreeKind, TreeSpec
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeKind, TreeSpec
+from jaxport.domain.artifact.sharding import (
+    AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.artifact.diff import (
     COMPARED_FIELDS, NOT_COMPARED, Compared, Difference, compare, info_differences, op_count_differences

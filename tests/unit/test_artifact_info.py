@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxport.domain.artifact.record import (
-    AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
-    PartitionSpecRecord, TreeSpec
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeSpec
+from jaxport.domain.artifact.sharding import (
+    AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.artifact.info import WIDTH, ArtifactInfo
 from jaxport.domain.artifact.signature_text import NamedTree, signature_text

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxport.domain.artifact.record import (
-    AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord, TreeKind, TreeSpec
+from jaxport.domain.artifact.record import TreeKind, TreeSpec
+from jaxport.domain.artifact.sharding import (
+    AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.bundle.checks import (
     LeafSpec, TensorEntry, agreed_shardings, check_digest, check_files, check_matches_weights, check_size,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from jaxport.domain.artifact.record import (
-    AbstractMeshRecord, ArtifactRecord, AvalRecord, AxisType, DType, NamedShardingRecord,
-    PartitionSpecRecord, TreeSpec
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeSpec
+from jaxport.domain.artifact.sharding import (
+    AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.artifact.consumers import CONSUMERS, find_consumer, verdict
 from jaxport.domain.errors import UsageError

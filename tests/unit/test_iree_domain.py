@@ -14,9 +14,9 @@ from jaxport.domain.converted.manifest import (
     check_listing
 )
 from jaxport.domain.calls.front import with_weights_bound
-from jaxport.domain.targets.iree import PLAN, check_parameter_names, details_of, module_file, target_of
+from jaxport.domain.targets.iree import PLAN, SUFFIX, check_parameter_names, details_of, target_of
 from jaxport.domain.targets.plan import refuse
-from jaxport.domain.converted.static_shapes import dimension_variables, platform_index, static_shapes
+from jaxport.domain.converted.static_shapes import dimension_variables, platform_index, static_shapes, variant_file
 from jaxport.domain.targets.iree import IreeTarget, check_runs_here
 from jaxport.domain.calls.errors import TargetMismatchError, UncompiledSizeError
 from jaxport.domain.calls.signature import signature
@@ -105,8 +105,8 @@ def test_what_the_record_says_that_iree_cannot_run_is_refused() -> None:
 
 
 def manifest() -> ConvertedManifest:
-    variants = (Variant(module_file("predict", {"b": 1, "t": 4}), (("b", 1), ("t", 4))),
-                Variant(module_file("predict", {"b": 8, "t": 16}), (("b", 8), ("t", 16))))
+    variants = (Variant(variant_file("predict", {"b": 1, "t": 4}, SUFFIX), (("b", 1), ("t", 4))),
+                Variant(variant_file("predict", {"b": 8, "t": 16}, SUFFIX), (("b", 8), ("t", 16))))
     weights = (WeightRecord("w", "float32", (4, 3), "float32", (4, 3), sha256="ab"),)
     files = {v.file: FileDigest(100, "00") for v in variants}
     files["params.safetensors"] = FileDigest(120, "11")

@@ -25,9 +25,10 @@ from typing import Protocol, TypeVar
 import flatbuffers  # type: ignore[import-untyped]
 
 from jaxport.domain.artifact.record import (
-    JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, AbstractDeviceRecord, AbstractMeshRecord,
-    ArtifactRecord, AvalRecord, EffectRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord,
-    ShardingRecord, TreeKind, TreeSpec
+    JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord, EffectRecord, TreeKind, TreeSpec
+)
+from jaxport.domain.artifact.sharding import (
+    AbstractDeviceRecord, AbstractMeshRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, ShardingRecord
 )
 from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import wire as W

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Final, TypeVar
 
-from jaxport.domain.artifact.record import AxisType, DType, MemorySpace, TreeKind
+from jaxport.domain.artifact.record import DType, MemorySpace, TreeKind
+from jaxport.domain.artifact.sharding import AxisType
 from jaxport.domain.artifact.safety import SafetyCheckKind
 
 #: The first bytes of every StableHLO portable artifact (MLIR bytecode).

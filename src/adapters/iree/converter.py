@@ -14,16 +14,15 @@ import re
 import shutil
 from pathlib import Path
 
+from jaxport.adapters.storage.safetensors_file import SafetensorsFile
+from jaxport.domain.bundle.manifest import WEIGHTS_FILE
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import ConversionError
-from jaxport.domain.converted.static_shapes import platform_index, static_shapes
+from jaxport.domain.converted.static_shapes import platform_index, static_shapes, variant_file
 from jaxport.domain.targets.iree import IreeTarget, requested_cpu
-from jaxport.domain.targets.iree import PLAN_NAME, IreeOptions, check_parameter_names, details_of, module_file
+from jaxport.domain.targets.iree import PLAN_NAME, SUFFIX, IreeOptions, check_parameter_names, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
 from . import compiler as iree_compiler
-
-#: The weights file a directory keeps.
-WEIGHTS_FILE = "params.safetensors"
 
 
 def convert(job: ConversionJob, staging: str) -> ConvertedParts:
@@ -37,7 +36,7 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     options: IreeOptions = job.options
     takes_weights = job.weights is not None and any(f.signature.nr_weights for f in job.functions)
     if takes_weights and job.weights is not None:
-        check_parameter_names([w.name for w in job.weights.leaves], _header(job.weights_path))
+        check_parameter_names([w.name for w in job.weights.leaves], bytes(SafetensorsFile(job.weights_path).header))
     target = iree_compiler.resolve_target(requested_cpu(options.target_cpu, options.target_triple),
                                           options.target_triple)
     variants: dict[str, tuple[Variant, ...]] = {}
@@ -47,13 +46,6 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         shutil.copyfile(job.weights_path, Path(staging, WEIGHTS_FILE))
     return ConvertedParts(details_of(target, iree_compiler.compiler_version()), variants,
                           WEIGHTS_FILE if takes_weights else "")
-
-
-def _header(path: str) -> bytes:
-    """The JSON header of the safetensors file at ``path``."""
-    with open(path, "rb") as file:
-        size = int.from_bytes(file.read(8), "little")
-        return file.read(size)
 
 
 def _compile(function: FunctionJob, job: ConversionJob, target: IreeTarget,
@@ -70,7 +62,7 @@ def _compile(function: FunctionJob, job: ConversionJob, target: IreeTarget,
         except ValueError as exc:
             raise ConversionError(PLAN_NAME, function.name, f"JAX's shape refinement refused it for "
                                                                f"{dict(shapes.dims)}: {exc}") from exc
-        file = module_file(_file_name(function.name), dict(shapes.dims))
+        file = variant_file(_file_name(function.name), dict(shapes.dims), SUFFIX)
         (staging / file).write_bytes(iree_compiler.compile_module(
             function.name, portable, names, _module_name(file), target))
         variants.append(Variant(file, shapes.dims))
@@ -84,4 +76,4 @@ def _file_name(function: str) -> str:
 
 def _module_name(file: str) -> str:
     """The name of the VM module in ``file``."""
-    return re.sub(r"\W", "_", file.removesuffix(".vmfb"))
+    return re.sub(r"\W", "_", file.removesuffix(SUFFIX))

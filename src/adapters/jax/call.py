@@ -25,7 +25,8 @@ from jax.extend.mlir.dialects import func as func_dialect
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import batching, mlir
 
-from jaxport.domain.artifact.record import ArtifactRecord, NamedShardingRecord
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.calls.checks import check_arguments, check_shardings_divide
 from jaxport.domain.errors import (
     ArtifactCallError, ArtifactCallValueError, DeviceCountError, JaxportError, PartitionerMismatchError

@@ -11,9 +11,10 @@ import jax.numpy as jnp
 from jax.core import ShapedArray
 from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 
-from jaxport.domain.artifact.record import (
-    AbstractDeviceRecord, AbstractMeshRecord, AvalRecord, AxisType as AxisTypeRecord, DType, EffectRecord,
-    HloShardingRecord, MemorySpace, NamedShardingRecord, PartitionSpecRecord, ShardingRecord
+from jaxport.domain.artifact.record import AvalRecord, DType, EffectRecord, MemorySpace
+from jaxport.domain.artifact.sharding import (
+    AbstractDeviceRecord, AbstractMeshRecord, AxisType as AxisTypeRecord, HloShardingRecord, NamedShardingRecord,
+    PartitionSpecRecord, ShardingRecord
 )
 from jaxport.domain.errors import ArtifactError, EffectSerializationError
 from jaxport.domain.calls.front import record_shapes

@@ -26,12 +26,12 @@ from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.static_shapes import (
-    StaticShapes, dimension_variables, platform_index, static_shapes
+    StaticShapes, dimension_variables, platform_index, static_shapes, variant_file
 )
 from jaxport.domain.targets.litert import (
     INT8_WEIGHTS, RUNTIME_NAME, check_names, check_operators, check_quantize
 )
-from jaxport.domain.targets.litert import PLAN, LiteRtOptions, details_of, model_file
+from jaxport.domain.targets.litert import PLAN, SUFFIX, LiteRtOptions, details_of
 from jaxport.domain.targets.plan import refuse
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from .tflite_file import FlatbufferInfo, read_flatbuffer
@@ -76,7 +76,7 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     for name, found in converted.items():
         files = []
         for v in found:
-            file = model_file(name, dict(v.dims))
+            file = variant_file(name, dict(v.dims), SUFFIX)
             with open(os.path.join(staging, file), "wb") as stream:
                 stream.write(v.model)
             files.append(Variant(file, v.dims))

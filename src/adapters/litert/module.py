@@ -29,6 +29,7 @@ from jax.extend.mlir.dialects import func as func_dialect
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
+from jaxport.domain.artifact.calling_convention import GLOBAL_CONSTANT_ATTR, PLATFORM_INDEX
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.static_shapes import StaticShapes
@@ -42,8 +43,6 @@ from jaxport.adapters.mlir.specialize import _drop_single_device_shardings
 from jaxport.adapters.mlir.module import StableHloSerializer
 
 _CALLEE = "jaxport_litert_callee"
-_DIM_ATTR = "jax.global_constant"
-_PLATFORM_INDEX = "_platform_index"
 
 
 def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray],
@@ -81,10 +80,10 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
         block = main.add_entry_block()
         with ir.InsertionPoint(block):
             operands: list[Any] = []
-            if platform_index is not None and _PLATFORM_INDEX not in leading:
+            if platform_index is not None and PLATFORM_INDEX not in leading:
                 operands.append(mlir.ir_constant(np.int32(platform_index)))
             for variable in leading:
-                if variable == _PLATFORM_INDEX:
+                if variable == PLATFORM_INDEX:
                     operands.append(mlir.ir_constant(np.int32(platform_index or 0)))
                 elif shapes is None:
                     operands.append(_dimension_value(name, record, variable, block.arguments, nr_weights))
@@ -139,9 +138,9 @@ def _leading_arguments(callee: ir.Module) -> list[str]:
     names = []
     for attrs in ir.ArrayAttr(main.attributes["arg_attrs"]):
         entries = ir.DictAttr(attrs)
-        if _DIM_ATTR not in entries:
+        if GLOBAL_CONSTANT_ATTR not in entries:
             break
-        names.append(ir.StringAttr(entries[_DIM_ATTR]).value)
+        names.append(ir.StringAttr(entries[GLOBAL_CONSTANT_ATTR]).value)
     return names
 
 

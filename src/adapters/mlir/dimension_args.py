@@ -23,15 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from jaxport.domain.artifact.calling_convention import GLOBAL_CONSTANT_ATTR, PLATFORM_INDEX
 from jaxport.domain.symbolic import ArgDim, DimExpr, build_plan
 
 # JAX's MLIR bindings are imported inside the functions: the calling process imports this
 # module for MARKER (:mod:`.rewrite`), and only a module of the dimension-argument form needs them.
 
-#: The ``jax.global_constant`` name of the platform-index argument.
-PLATFORM_INDEX = "_platform_index"
 #: A cheap test on the module bytes: modules without it need no parsing.
-MARKER = b"jax.global_constant"
+MARKER = GLOBAL_CONSTANT_ATTR.encode()
 
 
 def dimension_arguments(module: Any) -> tuple[str, ...]:
@@ -48,9 +47,9 @@ def dimension_arguments(module: Any) -> tuple[str, ...]:
     names: list[str] = []
     for attrs in ir.ArrayAttr(main.attributes["arg_attrs"]):
         entries = ir.DictAttr(attrs)
-        if "jax.global_constant" not in entries:
+        if GLOBAL_CONSTANT_ATTR not in entries:
             break
-        name = ir.StringAttr(entries["jax.global_constant"]).value
+        name = ir.StringAttr(entries[GLOBAL_CONSTANT_ATTR]).value
         if name != PLATFORM_INDEX:
             names.append(name)
     return tuple(names)
@@ -84,7 +83,7 @@ def standard_form(module: Any, in_shapes: tuple[tuple[Any, ...], ...], arg_paths
                          f"arguments, but the input shapes do not hold {', '.join(missing)}")
     main = ir.SymbolTable(module.operation)["main"]
     first = ir.DictAttr(ir.ArrayAttr(main.attributes["arg_attrs"])[0])
-    has_platform_index = ir.StringAttr(first["jax.global_constant"]).value == PLATFORM_INDEX
+    has_platform_index = ir.StringAttr(first[GLOBAL_CONSTANT_ATTR]).value == PLATFORM_INDEX
     return wrap_main(module, plan=build_plan(in_shapes, arg_paths), dim_vars=names,
                      has_platform_index=has_platform_index, nr_tokens=nr_tokens,
                      kept_var_idx=kept_var_idx, shape_assertions=True,

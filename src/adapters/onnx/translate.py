@@ -36,9 +36,11 @@ import onnx
 from jaxlib.mlir import ir
 from onnx import TensorProto, helper
 
+from jaxport.domain.artifact.calling_convention import GLOBAL_CONSTANT_ATTR, PLATFORM_INDEX
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.symbolic import UnsolvableDimensionError
+from jaxport.domain.targets.onnx import DEFAULT_IR_VERSION, DEFAULT_OPSET
 from jaxport.adapters.mlir import bindings as jaxlib_mlir
 from .optimize import optimize, prune
 from .builder import TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
@@ -47,10 +49,6 @@ from .dims import dimension_variables
 from .walk import Walker
 from jaxport.adapters.storage.safetensors_file import decode_header
 
-#: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
-OPSET = 21
-IR_VERSION = 10
-_PLATFORM_INDEX = "_platform_index"
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32", "float64"}
 #: bfloat16 inputs and outputs are float32 at the graph's boundary (ONNX Runtime's Python API takes no
@@ -80,7 +78,7 @@ def external_tensors(header: bytes, names: Sequence[str], location: str) -> list
 
 def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_names: Sequence[str],
               weights: Sequence[ExternalTensor] = (), metadata: Mapping[str, str] | None = None,
-              producer_version: str = "", opset: int = OPSET, ir_version: int = IR_VERSION,
+              producer_version: str = "", opset: int = DEFAULT_OPSET, ir_version: int = DEFAULT_IR_VERSION,
               platform_index: int | None = None) -> onnx.ModelProto:
     """The ONNX model of the exported function ``record``.
 
@@ -152,13 +150,13 @@ def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_na
     names = []
     for i, argument in enumerate(block.arguments):
         arg_attrs = ir.DictAttr(attrs[i]) if i < len(attrs) else None
-        if arg_attrs is None or "jax.global_constant" not in arg_attrs:
+        if arg_attrs is None or GLOBAL_CONSTANT_ATTR not in arg_attrs:
             names.append(_input(b, argument, input_names, next(kept), nr_weights))
             continue
-        variable = ir.StringAttr(arg_attrs["jax.global_constant"]).value
+        variable = ir.StringAttr(arg_attrs[GLOBAL_CONSTANT_ATTR]).value
         dtype = element_dtype(argument.type.element_type)
         assert dtype is not None  # the calling convention makes it an integer
-        if variable == _PLATFORM_INDEX:
+        if variable == PLATFORM_INDEX:
             names.append(b.scalar(platform_index, dtype))
             continue
         if variables is None:

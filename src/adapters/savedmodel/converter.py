@@ -192,7 +192,7 @@ def write_savedmodel(plan: SavedModelPlan, weights: Sequence[np.ndarray], direct
         signature = _signature_function(fn, function).get_concrete_function()
         signatures[fn.name] = signature
         if fn.name == plan.default:
-            signatures["serving_default"] = signature
+            signatures[DEFAULT_SIGNATURE] = signature
     tf.saved_model.save(root, directory, signatures=signatures,
                         options=tf.saved_model.SaveOptions(experimental_custom_gradients=True))
 

@@ -72,7 +72,8 @@ def _tensorflow_errors(function: str | None = None, *, path: str = "") -> Iterat
 
 
 class TfRuntime:
-    """Runs the signatures of one SavedModel (a :class:`~jaxport.domain.targets.ports.TargetRuntime`).
+    """Runs the signatures of one SavedModel (a :class:`~jaxport.domain.targets.ports.TargetRuntime`) and
+    reads its weights back (a :class:`~jaxport.domain.targets.ports.WeightsRuntime`).
 
     Raises:
         ArtifactError: TensorFlow cannot load the SavedModel, or it lacks a
@@ -84,6 +85,7 @@ class TfRuntime:
         functions = manifest.target_details.get("functions", {})
         self._signatures = {f.name: functions.get(f.name, {}).get("signature") for f in manifest.functions}
         self._names = {f.name: (f.signature.input_names, f.signature.output_names) for f in manifest.functions}
+        self._weights = tuple(w.name for w in manifest.weights.leaves) if manifest.weights is not None else ()
         graphs = sorted({v.file for f in manifest.functions for v in f.variants})  # saved_model.pb
         with _tensorflow_errors(path=f"{path} ({', '.join(graphs)})"):
             #: The object ``tf.saved_model.load`` gives.
@@ -104,6 +106,16 @@ class TfRuntime:
         if given != len(inputs) or returned != sorted(outputs):
             raise ArtifactError(f"{self.path}: the signature {key!r} takes {given} inputs and returns "
                                 f"{returned}, not the manifest's {len(inputs)} and {sorted(outputs)}")
+
+    def params(self) -> dict[str, HostArray]:
+        """The weights by key path, in the manifest's order, read from the SavedModel's variables."""
+        if not self._weights:
+            return {}
+        variables = self.loaded.jaxport_weights
+        params = {name: variable.numpy() for name, variable in zip(self._weights, variables, strict=True)}
+        for array in params.values():
+            array.flags.writeable = False  # read-only, as the other targets' views of their weights file
+        return params
 
     def run(self, function: str, variant: Variant, args: Sequence[HostArray]) -> list[HostArray]:
         """The flat results of ``function``'s signature for the caller's flat arrays.

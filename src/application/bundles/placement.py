@@ -9,7 +9,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxport.adapters.jax.records import jax_sharding
-from jaxport.domain.artifact.record import NamedShardingRecord
+from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.bundle.checks import check_matches_weights
 from jaxport.application.export import placement

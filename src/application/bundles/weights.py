@@ -13,7 +13,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxport.domain.artifact.record import NamedShardingRecord, TreeKind, TreeSpec
+from jaxport.domain.artifact.record import TreeKind, TreeSpec
+from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.bundle.manifest import WeightRecord
 from jaxport.domain.bundle.checks import LeafSpec, agreed_shardings, check_matches_weights
 from jaxport.domain.bundle.names import weight_name

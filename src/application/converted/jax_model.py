@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
     from jaxport.application.export.exported import Exported
 
-#: The target name of a model run by JAX (not a converted directory's).
+#: The target name of a model run by JAX, the runtime of bundles (not a converted directory's; the others
+#: are the registry's targets, :mod:`jaxport.domain.targets.registry`).
 JAX = "jax"
 
 

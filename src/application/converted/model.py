@@ -24,7 +24,7 @@ from jaxport.domain.converted.manifest import (
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
 from jaxport.domain.calls.signature import signature
-from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime
+from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime, WeightsRuntime
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.application.wiring import target_adapter
 
@@ -146,9 +146,10 @@ class ConvertedModel(Mapping[str, ConvertedCall]):
     Attributes:
         target: the target's name (``"savedmodel"``, ``"iree"``).
         functions: names -> what was converted of each (signature, variants).
-        params: the weights by key path (``"dense/w"``), read-only NumPy views
-            of the weights file, where the directory keeps one (IREE); empty
-            where the target holds them in its own form (a SavedModel's variables).
+        params: the weights by key path (``"dense/w"``): read-only NumPy views
+            of the weights file where the directory keeps one (IREE, ONNX); where
+            the target holds them in its own form, what its runtime reads back (a
+            SavedModel's variables); empty where they are constants of each model (LiteRT).
         manifest: the directory's manifest.
     """
 
@@ -205,7 +206,10 @@ def load_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Conv
         facts: HostFacts = target_adapter(entry, entry.host_facts, f"The runtime of {entry.plan.runtime}")
         entry.plan.check_host(manifest.target_details, facts(), str(root))
     loader: RuntimeLoader = target_adapter(entry, entry.runtime, f"The runtime of {entry.plan.runtime}")
-    return ConvertedModel(manifest, loader(str(root), manifest, runtime_options), params)
+    runtime = loader(str(root), manifest, runtime_options)
+    if not params and isinstance(runtime, WeightsRuntime):
+        params = runtime.params()
+    return ConvertedModel(manifest, runtime, params)
 
 
 def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task") -> ConvertedModel:

@@ -35,10 +35,9 @@ from jaxport.domain.converted.numerics import (
 from jaxport.domain.calls.front import call_signature, result_paths, with_weights_bound
 from jaxport.domain.targets.registry import TARGETS, target
 from jaxport.application.conversion.source import read_source
+from .jax_model import JAX
 from .model import is_converted, load_converted, read_converted
 
-#: The runtime of bundles; the others are the registry's targets (:mod:`jaxport.domain.targets.registry`).
-JAX = "jax"
 #: Runs one example's function on its flat inputs; gives the flat outputs as host arrays.
 Run = Callable[[Example, Sequence[Any]], Sequence[Any]]
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .record import ArtifactRecord, DType, MemorySpace, NamedShardingRecord, TreeKind, TreeSpec
+from .record import ArtifactRecord, DType, MemorySpace, TreeKind, TreeSpec
+from .sharding import NamedShardingRecord
 from jaxport.domain.errors import UsageError
 from .module_format import stablehlo_version
 

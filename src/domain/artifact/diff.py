@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .record import ArtifactRecord, AvalRecord, HloShardingRecord, ShardingRecord, TreeSpec
+from .record import ArtifactRecord, AvalRecord, TreeSpec
+from .sharding import HloShardingRecord, ShardingRecord
 from .info import ArtifactInfo, sharding_text
 
 #: Reads a module's bytes and counts its operations by name.

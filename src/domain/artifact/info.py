@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .record import ArtifactRecord, HloShardingRecord, NamedShardingRecord
+from .record import ArtifactRecord
+from .sharding import HloShardingRecord, NamedShardingRecord
 from jaxport.domain.bundle.manifest import Manifest, WeightRecord, example_counts, examples_line
 from .module_format import stablehlo_version
 from .producer import Producer

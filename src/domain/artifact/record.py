@@ -9,6 +9,7 @@ protos), effects are the Python type names JAX records. It is built once per
 export: by the export (in this process) or by decoding an artifact's bytes.
 ``jaxport.Exported`` is this record plus the JAX objects made from it, and
 everything that writes, inspects, verifies or runs an export reads it.
+The sharding records are :mod:`.sharding`'s.
 
 The fields that an export made in this process converts from JAX's objects
 (the trees, the avals, the effects) and its module bytes may be
@@ -22,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeAlias
 
 from jaxport.domain.deferred import DeferredField
 from .producer import Producer
 from .safety import DisabledSafetyCheck
+from .sharding import HloShardingRecord, ShardingRecord
 
 #: The ``serialization_version`` that jax 0.10.2 writes into every artifact
 #: (it keeps writing 3 so that readers from before 2025-11 accept the bytes).
@@ -213,82 +214,6 @@ class AvalRecord:
     def __str__(self) -> str:
         space = "" if self.memory_space is MemorySpace.DEVICE else f"<{self.memory_space.value}>"
         return f"{self.dtype.value}{space}[{','.join(self.shape)}]"
-
-
-class AxisType(Enum):
-    """How a mesh axis is partitioned."""
-
-    AUTO = "Auto"
-    EXPLICIT = "Explicit"
-    MANUAL = "Manual"
-
-
-@dataclass(frozen=True, slots=True)
-class AbstractDeviceRecord:
-    """The kind of device an abstract mesh was made for.
-
-    Attributes:
-        device_kind: the device kind string (``"cpu"``, ``"TPU v5 lite"``).
-        num_cores: cores per device, when recorded.
-        platform: ``"cpu"``, ``"gpu"``, ``"tpu"``, ...
-    """
-
-    device_kind: str
-    num_cores: int | None
-    platform: str
-
-
-@dataclass(frozen=True, slots=True)
-class AbstractMeshRecord:
-    """A device mesh by its axes only (no concrete devices)."""
-
-    axis_sizes: tuple[int, ...]
-    axis_names: tuple[str, ...]
-    axis_types: tuple[AxisType, ...]
-    abstract_device: AbstractDeviceRecord | None = None
-
-    def __post_init__(self) -> None:
-        if not len(self.axis_sizes) == len(self.axis_names) == len(self.axis_types):
-            raise ValueError(
-                f"an abstract mesh has {len(self.axis_sizes)} axis sizes, "
-                f"{len(self.axis_names)} axis names and {len(self.axis_types)} axis types")
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionSpecRecord:
-    """How each dimension of an array is split over mesh axes.
-
-    Attributes:
-        partitions: per dimension, the mesh axes it is split over: ``()`` for
-            ``None`` (replicated), ``("x",)`` for ``'x'``, ``("x", "y")`` for
-            ``('x', 'y')``.
-        reduced: the ``reduced`` axes, in wire order.
-        unreduced: the ``unreduced`` axes, in wire order.
-    """
-
-    partitions: tuple[tuple[str, ...], ...]
-    reduced: tuple[str, ...] = ()
-    unreduced: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class NamedShardingRecord:
-    """A sharding over an abstract mesh (artifacts since 2026-01-15)."""
-
-    mesh: AbstractMeshRecord
-    spec: PartitionSpecRecord
-    memory_kind: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HloShardingRecord:
-    """A legacy sharding: a serialized ``xla.OpSharding`` protocol buffer."""
-
-    proto: bytes
-
-
-#: One flat argument's or result's sharding; ``None`` stands for unspecified.
-ShardingRecord: TypeAlias = NamedShardingRecord | HloShardingRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from jaxport.domain.artifact.record import AvalRecord, NamedShardingRecord, TreeKind, TreeSpec
+from jaxport.domain.artifact.record import AvalRecord, TreeKind, TreeSpec
+from jaxport.domain.artifact.sharding import NamedShardingRecord
 from .manifest import EXAMPLES_FILE, MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
 from .names import weight_name
 from jaxport.domain.errors import ArtifactError, BundleMismatchError

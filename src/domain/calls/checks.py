@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxport.domain.artifact.record import NamedShardingRecord
+from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.errors import (
     DtypeMismatchError, RankMismatchError, ShapeMismatchError, ShardingMismatchError
 )

@@ -116,6 +116,19 @@ def _input_shapes(record: ArtifactRecord) -> list[tuple[DimSize, ...]]:
     return record_shapes(record.in_avals, record.constraints)
 
 
+def variant_file(function: str, dims: Mapping[str, int], suffix: str) -> str:
+    """The file name of ``function``'s variant for ``dims`` (none: a dynamic or static one).
+
+    Function names hold no ``=``, so the names of two bindings never meet.
+
+    >>> variant_file("predict", {"t": 16, "b": 1}, ".vmfb"), variant_file("f", {}, ".tflite")
+    ('predict.b=1,t=16.vmfb', 'f.tflite')
+    """
+    if not dims:
+        return f"{function}{suffix}"
+    return f"{function}." + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) + suffix
+
+
 def platform_index(record: ArtifactRecord) -> int | None:
     """The index of the CPU branch in a multi-platform module's ``main`` (None for one platform)."""
     return record.platforms.index("cpu") if len(record.platforms) > 1 else None

@@ -11,7 +11,8 @@ checking, see tests/unit/test_import_graph.py):
 * ``decision``: the bounds decision procedure;
 * ``expr``: :class:`DimExpr` and ``max``/``min``, the user's :class:`Constraint` records and
   the :class:`Scope` protocol, what an expression asks of its scope; ``division``: the
-  ``floordiv``/``mod`` rules;
+  ``floordiv``/``mod`` rules; ``sizes``: ``dim_max``, ``dim_floordiv``... on an int or an
+  expression, for the parser and the solver;
 * ``scope``: :class:`SymbolicScope`, which parses the user's constraints;
 * ``ops``: evaluation over pluggable operations (:class:`DimOps`);
 * ``parser``: the grammar, :func:`parse_constraint` (which ``scope`` uses);
@@ -41,12 +42,6 @@ from .expr import (
     DimExpr as DimExpr,
     DimSize as DimSize,
     Scope as Scope,
-    dim_floordiv as dim_floordiv,
-    dim_max as dim_max,
-    dim_min as dim_min,
-    dim_mod as dim_mod,
-    is_nonnegative as is_nonnegative,
-    is_symbolic_dim as is_symbolic_dim,
 )
 from .ops import PYTHON_OPS as PYTHON_OPS, DimOps as DimOps, PythonOps as PythonOps
 from .parser import parse_constraint as parse_constraint
@@ -61,6 +56,14 @@ from .plan import (
 )
 from .planner import build_plan as build_plan
 from .scope import SymbolicScope as SymbolicScope
+from .sizes import (
+    dim_floordiv as dim_floordiv,
+    dim_max as dim_max,
+    dim_min as dim_min,
+    dim_mod as dim_mod,
+    is_nonnegative as is_nonnegative,
+    is_symbolic_dim as is_symbolic_dim,
+)
 from .shape_spec import parse_shape_spec as parse_shape_spec
 from .solve import (
     CallSolution as CallSolution,

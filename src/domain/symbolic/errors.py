@@ -28,6 +28,27 @@ def inconclusive_explanation() -> str:
             "for more details.\n")
 
 
+def inconclusive_comparison(comparison: str, suggestion: str, scope: str | None) -> str:
+    """The message of an inconclusive comparison (``"'b' >= '4'"``), as jax.export words it.
+
+    Args:
+        comparison: the comparison, its operands quoted.
+        suggestion: the constraint that would decide it.
+        scope: the scope's text when it holds constraints, else None.
+    """
+    used = f"Using symbolic scope {scope}\n" if scope is not None else ""
+    return (f"Symbolic dimension comparison {comparison} is inconclusive.\n"
+            f"{used}{inconclusive_explanation()}"
+            f"If it holds for all the shapes you intend to use, consider adding the "
+            f"constraint '{suggestion}' to the SymbolicScope.\n")
+
+
+def not_constant(dim: str) -> str:
+    """The message of a symbolic dimension used where a constant is required (``int(b)``)."""
+    return (f"Symbolic dimension '{dim}' used in a context that requires a constant\n"
+            + inconclusive_explanation())
+
+
 class InconclusiveDimensionError(JaxportError, ValueError):
     """A comparison or a conversion to ``int`` that symbolic reasoning cannot decide."""
 

@@ -18,6 +18,8 @@ An expression knows its scope only as a :class:`Scope`: what it asks of one
 implementation, :class:`~.scope.SymbolicScope`, parses its constraint texts
 into expressions, so it sits above this module and the parser; the user
 constraints it holds, :class:`Constraint`, are expressions and live here.
+The functions on a size that may be an int or an expression (``dim_max``,
+``dim_floordiv``...) are :mod:`.sizes`'s.
 
 >>> from jaxport.domain.symbolic import parse_shape_spec
 >>> b, h = parse_shape_spec("b, h")
@@ -43,7 +45,7 @@ from typing_extensions import Self
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
 from .decision import BoundsDecider
 from .division import divide
-from .errors import DimensionPowerError, ScopeMixingError, inconclusive, inconclusive_explanation
+from .errors import DimensionPowerError, ScopeMixingError, inconclusive, inconclusive_comparison, not_constant
 from .ops import PYTHON_OPS, DimOps, evaluate
 
 #: A dimension of a shape: an int or a symbolic expression.
@@ -174,48 +176,38 @@ class DimExpr:
     def __add__(self, other: object) -> Any:
         if type(other) is int:  # fast path: a constant cannot trigger a rewriting rule
             return type(self)(self._poly.add_constant(other), self._scope) if other else self
-        p = self._operand(other, "for linear combination")
-        if p is None:
-            return self._nonsymbolic_operand("add", other, reflected=False)
-        return self._new(self._poly + p)
+        return self._combine(other, "add", reflected=False)
 
     def __radd__(self, other: object) -> Any:
         if type(other) is int:
             return type(self)(self._poly.add_constant(other), self._scope) if other else self
-        p = self._operand(other, "for linear combination")
-        if p is None:
-            return self._nonsymbolic_operand("add", other, reflected=True)
-        return self._new(p + self._poly)
+        return self._combine(other, "add", reflected=True)
 
     def __sub__(self, other: object) -> Any:
         if type(other) is int:
             return type(self)(self._poly.add_constant(-other), self._scope) if other else self
-        p = self._operand(other, "for linear combination")
-        if p is None:
-            return self._nonsymbolic_operand("sub", other, reflected=False)
-        return self._new(self._poly - p)
+        return self._combine(other, "sub", reflected=False)
 
     def __rsub__(self, other: object) -> Any:
-        p = self._operand(other, "for linear combination")
-        if p is None:
-            return self._nonsymbolic_operand("sub", other, reflected=True)
-        return self._new(p - self._poly)
+        return self._combine(other, "sub", reflected=True)
 
     def __mul__(self, other: object) -> Any:
         if type(other) is int:
             return self._new(self._poly.scale(other)) if other != 1 else self
-        p = self._operand(other, "for operation mul")
-        if p is None:
-            return self._nonsymbolic_operand("mul", other, reflected=False)
-        return self._new(self._poly * p)
+        return self._combine(other, "mul", reflected=False)
 
     def __rmul__(self, other: object) -> Any:
         if type(other) is int:
             return self._new(self._poly.scale(other)) if other != 1 else self
-        p = self._operand(other, "for operation mul")
+        return self._combine(other, "mul", reflected=True)
+
+    def _combine(self, other: object, op: str, *, reflected: bool) -> Any:
+        """``self op other`` (``other op self`` when ``reflected``) for add, sub and mul."""
+        p = self._operand(other, "for operation mul" if op == "mul" else "for linear combination")
         if p is None:
-            return self._nonsymbolic_operand("mul", other, reflected=True)
-        return self._new(p * self._poly)
+            return self._nonsymbolic_operand(op, other, reflected=reflected)
+        left, right = (p, self._poly) if reflected else (self._poly, p)
+        return self._new(left + right if op == "add" else left - right if op == "sub" else left * right)
 
     def __neg__(self) -> Self | int:
         return self._new(-self._poly)
@@ -293,19 +285,19 @@ class DimExpr:
 
     def max(self, other: DimSize) -> DimSize:
         """``max(self, other)`` (``core.max_dim`` calls this)."""
-        return dim_max(self, other)
+        return _extremum(self, other, MAX)
 
     def rmax(self, other: DimSize) -> DimSize:
         """``max(other, self)``, for an int ``other``."""
-        return dim_max(other, self)
+        return _extremum(other, self, MAX)
 
     def min(self, other: DimSize) -> DimSize:
         """``min(self, other)`` (``core.min_dim`` calls this)."""
-        return dim_min(self, other)
+        return _extremum(self, other, MIN)
 
     def rmin(self, other: DimSize) -> DimSize:
         """``min(other, self)``, for an int ``other``."""
-        return dim_min(other, self)
+        return _extremum(other, self, MIN)
 
     # ---- comparisons ---------------------------------------------------------
 
@@ -369,19 +361,11 @@ class DimExpr:
             suggestion = f"{self} <= {other - 1}"  # type: ignore[operator]
         else:
             suggestion = f"{self} {relation} {other}"
-        scope = f"Using symbolic scope {self._scope}\n" if self._scope.constraints else ""
-        return (
-            f"Symbolic dimension comparison '{self}' {relation} '{other}' is inconclusive.\n"
-            f"{scope}{inconclusive_explanation()}"
-            f"If it holds for all the shapes you intend to use, consider adding the "
-            f"constraint '{suggestion}' to the SymbolicScope.\n"
-        )
+        scope = str(self._scope) if self._scope.constraints else None
+        return inconclusive_comparison(f"'{self}' {relation} '{other}'", suggestion, scope)
 
     def __int__(self) -> int:
-        raise inconclusive(
-            f"Symbolic dimension '{self}' used in a context that requires a constant\n"
-            + inconclusive_explanation()
-        )
+        raise inconclusive(not_constant(str(self)))
 
     # ---- misc ----------------------------------------------------------------
 
@@ -397,62 +381,18 @@ class DimExpr:
         return self
 
 
-def _leader_and_polys(a: DimSize, b: DimSize, operation: str) -> tuple[DimExpr, Poly, Poly]:
+def _extremum(a: DimSize, b: DimSize, op: str) -> DimSize:
+    """``op`` (max or min) of ``a`` and ``b``, one of them a :class:`DimExpr`: decided when the
+    bounds allow, else the symbolic ``max(a, b)``/``min(a, b)``."""
     leader = a if isinstance(a, DimExpr) else b
     assert isinstance(leader, DimExpr)
+    operation = f"for operation {op}"
     pa, pb = leader._operand(a, operation), leader._operand(b, operation)
     if pa is None or pb is None:
         raise TypeError(f"Unsupported operand for symbolic {operation}: {a!r}, {b!r}")
-    return leader, pa, pb
-
-
-def _extremum(a: DimSize, b: DimSize, op: str) -> DimSize:
-    leader, pa, pb = _leader_and_polys(a, b, f"for operation {op}")
     lo, hi = leader.scope.decider.bounds(pa - pb)
     if lo >= 0:
         return a if op == MAX else b
     if hi <= 0:
         return b if op == MAX else a
     return type(leader).from_poly(Poly.of_factor(Factor.operation(op, pa, pb)), leader.scope)
-
-
-def dim_max(a: DimSize, b: DimSize) -> DimSize:
-    """``max(a, b)``, decided when the bounds allow, else the symbolic ``max(a, b)``."""
-    if isinstance(a, int) and isinstance(b, int):
-        return max(a, b)
-    return _extremum(a, b, MAX)
-
-
-def dim_min(a: DimSize, b: DimSize) -> DimSize:
-    """``min(a, b)``, decided when the bounds allow, else the symbolic ``min(a, b)``."""
-    if isinstance(a, int) and isinstance(b, int):
-        return min(a, b)
-    return _extremum(a, b, MIN)
-
-
-def dim_floordiv(a: DimSize, b: DimSize) -> DimSize:
-    """``a // b`` with Python's floor semantics."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a // b
-    leader, pa, pb = _leader_and_polys(a, b, "for operation floordiv")
-    return type(leader).from_poly(divide(pa, pb, FLOORDIV), leader.scope)
-
-
-def dim_mod(a: DimSize, b: DimSize) -> DimSize:
-    """``a % b`` with Python's semantics (the sign of the divisor)."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a % b
-    leader, pa, pb = _leader_and_polys(a, b, "for operation mod")
-    return type(leader).from_poly(divide(pa, pb, MOD), leader.scope)
-
-
-def is_symbolic_dim(x: object) -> bool:
-    """Whether ``x`` is a symbolic dimension (not an int)."""
-    return isinstance(x, DimExpr)
-
-
-def is_nonnegative(x: DimSize) -> bool | None:
-    """Decides ``x >= 0``: True, False, or None when the bounds are inconclusive."""
-    if isinstance(x, int):
-        return x >= 0
-    return x.scope.decider.is_nonnegative(x.poly)

@@ -22,7 +22,8 @@ from typing import Final, NamedTuple
 
 from .core import FLOORDIV, MAX, MIN, MOD
 from .errors import ConstraintError, ShapeSpecSyntaxError
-from .expr import DimExpr, DimSize, Scope, dim_floordiv, dim_max, dim_min, dim_mod
+from .expr import DimExpr, DimSize, Scope
+from .sizes import dim_floordiv, dim_max, dim_min, dim_mod
 
 _TOKEN_RE: Final = re.compile(
     r"(?P<space>\s+)|(?P<ELLIPSIS>\.\.\.)|(?P<NUMBER>\d\w*(?:\.\w*)?)|(?P<NAME>[^\W\d]\w*)"

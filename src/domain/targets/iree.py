@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from jaxport.domain.bundle.manifest import WEIGHTS_FILE
 from jaxport.domain.calls.errors import TargetMismatchError
 from jaxport.domain.errors import ArtifactError, ConversionError
 from .dtypes import IREE_DTYPES
@@ -132,6 +133,8 @@ def check_runs_here(target: IreeTarget, path: str, host_arch: str,
 PLAN_NAME = "IREE"
 #: The scope of the modules' parameters (``iree-run-module --parameters=model=params.safetensors``).
 PARAMETER_SCOPE = "model"
+#: The module files' suffix (their names: :func:`~jaxport.domain.converted.static_shapes.variant_file`).
+SUFFIX = ".vmfb"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,17 +151,6 @@ class IreeOptions:
     target: ClassVar[str] = "iree"
     target_cpu: str = HOST
     target_triple: str | None = None
-
-
-def module_file(function: str, dims: Mapping[str, int]) -> str:
-    """The file name of ``function``'s module for ``dims`` (function names hold no ``=``).
-
-    >>> module_file("predict", {"t": 16, "b": 1}), module_file("f", {})
-    ('predict.b=1,t=16.vmfb', 'f.vmfb')
-    """
-    if not dims:
-        return f"{function}.vmfb"
-    return f"{function}." + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) + ".vmfb"
 
 
 def check_parameter_names(names: Sequence[str], header: bytes) -> None:
@@ -222,7 +214,7 @@ def describe(details: Mapping[str, Any]) -> str:
     n = len(t.required_features)
     return (f"compiled for {t} by IREE {details.get('compiler', '?')}, {n} CPU feature{'' if n == 1 else 's'} "
             f"required; asked for CPU {t.requested_cpu}, triple {t.requested_triple}; iree-run-module takes "
-            f"the weights as --parameters={PARAMETER_SCOPE}=params.safetensors")
+            f"the weights as --parameters={PARAMETER_SCOPE}={WEIGHTS_FILE}")
 
 
 PLAN = TargetPlan(

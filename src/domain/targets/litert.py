@@ -154,7 +154,7 @@ def tolerance(quantize: str | None) -> Tolerance:
     return INT8_WEIGHTS_TOLERANCE if quantize == INT8_WEIGHTS else FLOAT32_TOLERANCE
 
 
-#: The model file's suffix.
+#: The model files' suffix (their names: :func:`~jaxport.domain.converted.static_shapes.variant_file`).
 SUFFIX = ".tflite"
 
 
@@ -181,16 +181,6 @@ _NOTES = {
     DType.INT4: "the dtype int4, for which LiteRT's interpreter takes no NumPy array",
     DType.UINT4: "the dtype uint4, for which LiteRT's interpreter takes no NumPy array",
 }
-
-def model_file(function: str, dims: Mapping[str, int]) -> str:
-    """The file name of ``function``'s model for ``dims`` (none: a dynamic or static model).
-
-    >>> model_file("predict", {"t": 16, "b": 1}), model_file("f", {})
-    ('predict.b=1,t=16.tflite', 'f.tflite')
-    """
-    if not dims:
-        return f"{function}{SUFFIX}"
-    return f"{function}." + ",".join(f"{k}={v}" for k, v in sorted(dims.items())) + SUFFIX
 
 
 def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[int, Sequence[str]]]) -> dict[str, Any]:

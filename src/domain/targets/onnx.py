@@ -38,6 +38,8 @@ from .plan import BFloat16, DtypeTable, TargetPlan
 OPSETS = range(21, 24)
 #: The ONNX IR versions it writes: 10 (the default; onnxruntime-web 1.30 reads up to 13).
 IR_VERSIONS = range(10, 14)
+#: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
+DEFAULT_OPSET, DEFAULT_IR_VERSION = 21, 10
 
 ONNX_DTYPES = frozenset({
     DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16,
@@ -60,8 +62,8 @@ class OnnxOptions:
     """
 
     target: ClassVar[str] = "onnx"
-    opset: int = 21
-    ir_version: int = 10
+    opset: int = DEFAULT_OPSET
+    ir_version: int = DEFAULT_IR_VERSION
     web: bool = False
 
     def __post_init__(self) -> None:

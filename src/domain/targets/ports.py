@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import ConvertedManifest, Signature, Variant, WeightsTable
@@ -145,6 +145,16 @@ class TargetRuntime(Protocol):
         Raises:
             ArtifactCallError: the runtime's library failed (its message kept).
         """
+        ...
+
+
+@runtime_checkable
+class WeightsRuntime(Protocol):
+    """A runtime whose target holds the weights in its own form (a SavedModel's variables), not in a
+    weights file: it reads them back, so that a loaded directory's ``params`` are the same on every target."""
+
+    def params(self) -> dict[str, HostArray]:
+        """The weights by key path (``"dense/w"``), in the manifest's order, as stored (a PRNG key as its key data)."""
         ...
 
 

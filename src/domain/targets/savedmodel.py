@@ -48,7 +48,7 @@ from .dtypes import TF_DTYPES, DIFFERENTIABLE, KEY_DATA, why_not_tf
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
-#: What the converter names its refusals' target.
+#: The target, as messages name it (the plan's ``runtime``, the converter's refusals).
 SAVEDMODEL = "a TensorFlow SavedModel"
 #: The signature TensorFlow Serving calls when a request names none.
 DEFAULT_SIGNATURE = "serving_default"
@@ -122,7 +122,7 @@ def describe(details: Mapping[str, Any]) -> str:
 
 
 PLAN = TargetPlan(
-    runtime="a TensorFlow SavedModel",
+    runtime=SAVEDMODEL,
     dtypes=DtypeTable(frozenset(TF_DTYPES), bfloat16=BFloat16.NATIVE, notes={
         d: f"the dtype {d.value}, for which TensorFlow's XlaCallModule returns wrong values on CPU"
         for d in (DType.INT4, DType.UINT4)}),

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["clipping", "expr", "parser", "scope", "shape_spec"]
+MODULES = ["clipping", "expr", "parser", "scope", "shape_spec", "sizes"]
 
 
 @pytest.mark.parametrize("name", MODULES)

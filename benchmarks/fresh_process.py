@@ -1,0 +1,139 @@
+"""What the runtime benchmarks (``test_iree.py``, ``test_litert.py``, ``test_onnx.py``) share.
+
+Their two models: the MLP of about 2,000 StableHLO operations (its weights
+closed over: constants of its module), as an artifact, and the
+GPT-2-small-sized transformer of ``models.py`` as a bundle whose ``predict``
+takes ``int32[b, 64]`` token ids for a symbolic ``b``. And their "first
+answer" benchmark: a fresh child process that imports what it needs, loads
+one model, answers one call and reports its peak resident memory (``VmHWM``,
+Linux only). Each benchmark names its targets' roles (how the child loads
+the target's directory); every child also knows JAX's two roles,
+``jaxport`` (``jaxport.load`` or ``load_bundle`` and a call) and
+``jax.export`` (``jax.export.deserialize``, the weights read from the
+bundle's safetensors file, a call), both with JAX's persistent compilation
+cache kept in the folder the caller names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import jaxport
+
+from .models import GPT_TOKENS, LAYERS_2K, MlpFactory, gpt, gpt_params, input_spec
+
+#: How many fresh processes one "first answer" benchmark times.
+FRESH_ROUNDS = 2
+#: JAX's settings, as environment variables, of a cache that keeps every compilation.
+KEEP_EVERY_COMPILATION = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+
+_OPENING = """
+import json, os, sys
+import numpy as np
+model, role, root = sys.argv[1:]
+x = np.ones((8, 16), np.float32) if model == "mlp" else np.zeros((1, 64), np.int32)
+"""
+_TARGET = """
+{keyword} {condition}:
+    import jaxport
+    functions = {load}
+    result = functions[next(iter(functions))](x)
+"""
+_JAX = """
+elif role == "jaxport":
+    import jaxport
+    if model == "mlp":
+        result = jaxport.load(root + "/mlp.jaxport").call(x)
+    else:
+        result = jaxport.load_bundle(root + "/bundle")["predict"](x)
+else:
+    import jax
+    from jax import export
+    path = root + ("/mlp.jaxport" if model == "mlp" else "/bundle/predict.jaxport")
+    exp = export.deserialize(bytearray(open(path, "rb").read()))
+    if model == "mlp":
+        result = exp.call(x)
+    else:
+        from safetensors.numpy import load_file
+        weights = load_file(root + "/bundle/params.safetensors")
+        names = [leaf["key_path"] for leaf in json.load(open(root + "/bundle/manifest.json"))["params"]["leaves"]]
+        params = jax.tree_util.tree_unflatten(exp.in_tree.children()[0].children()[0], [weights[n] for n in names])
+        result = exp.call(params, x)
+"""
+_CLOSING = """
+np.asarray(result)
+# The peak of this process's own memory (ru_maxrss would count the parent's: it survives exec).
+peak = next((int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+            if os.path.exists("/proc/self/status") else None)
+print(json.dumps({"peak_bytes": peak}))
+"""
+
+
+def child_script(targets: Mapping[str, str]) -> str:
+    """The child's script: ``python -c SCRIPT KIND ROLE ROOT`` (``KIND``: ``mlp`` or ``transformer``).
+
+    Args:
+        targets: for each target role, a condition on ``role`` (``'role == "iree"'``) -> the
+            expression that loads the target's directory under ``root`` (``'jaxport.load_iree(root + "/iree")'``).
+            The other roles are JAX's.
+    """
+    branches = [_TARGET.format(keyword="if" if i == 0 else "elif", condition=condition, load=load).strip()
+                for i, (condition, load) in enumerate(targets.items())]
+    return "\n".join([_OPENING.strip(), *branches, _JAX.strip(), _CLOSING.strip()]) + "\n"
+
+
+def run_child(script: str, kind: str, role: str, root: Path, cache: Path) -> dict[str, Any]:
+    """Runs ``script`` (from :func:`child_script`) in a fresh process; what it reports (``peak_bytes``).
+
+    Args:
+        kind: ``"mlp"`` or ``"transformer"``.
+        role: the role the child plays.
+        root: the folder of the model's files.
+        cache: JAX's persistent compilation cache, which keeps every compilation.
+    """
+    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(cache), **KEEP_EVERY_COMPILATION}
+    done = subprocess.run([sys.executable, "-c", script, kind, role, str(root)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def time_first_answers(benchmark: BenchmarkFixture, child: Callable[[], dict[str, Any]]) -> None:
+    """Times :data:`FRESH_ROUNDS` fresh children; records their median peak memory as ``peak_bytes``."""
+    peaks: list[int | None] = []
+    benchmark.pedantic(lambda: peaks.append(child()["peak_bytes"]), rounds=FRESH_ROUNDS,
+                       iterations=1, warmup_rounds=0)
+    known = [p for p in peaks if p is not None]
+    benchmark.extra_info["peak_bytes"] = int(np.median(known)) if known else None
+
+
+def save_mlp(root: Path) -> tuple[Path, Any, tuple[Any, ...]]:
+    """Saves the MLP as ``root/mlp.jaxport``; its path, the original function (jitted) and its arguments."""
+    fun = MlpFactory.with_layers(LAYERS_2K).make()
+    jaxport.save(jaxport.export(jax.jit(fun))(input_spec()), root / "mlp.jaxport")
+    return root / "mlp.jaxport", jax.jit(fun), (np.ones((8, 16), np.float32),)
+
+
+def save_transformer(root: Path) -> tuple[Path, Any, tuple[Any, ...]]:
+    """Saves the transformer as the bundle ``root/bundle``; its path, the original function (jitted) and
+    its arguments at ``b = 1`` (the weights on the device)."""
+    params = gpt_params()
+    b, = jaxport.symbolic_shape("b")
+    spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
+    exp = jaxport.export(jax.jit(gpt))(spec, jax.ShapeDtypeStruct((b, GPT_TOKENS), jnp.int32))
+    jaxport.save_bundle(root / "bundle", {"predict": exp}, params)
+    return root / "bundle", jax.jit(gpt), (jax.device_put(params), np.zeros((1, GPT_TOKENS), np.int32))
