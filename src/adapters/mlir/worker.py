@@ -1,6 +1,6 @@
 """Parsing untrusted modules in a separate, limited, long-lived process.
 
-:class:`ModuleWorker` starts ``module_worker_main`` on first use and keeps it
+:class:`ModuleWorker` starts :mod:`.worker_main` on first use and keeps it
 for later requests; when it dies (a crash of the MLIR reader, a memory or CPU
 limit) or does not answer in time (it is then killed), the request fails
 with :class:`ArtifactError` and the next request starts a new process. The
@@ -28,7 +28,7 @@ from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.verification import ModuleFacts
 from .rewrite import MIXED_SERIALIZATION, specialize_request, written_after
-from .worker_main import write_frames
+from . import worker_main
 
 #: Default limits of the verifying process (each request also gets one CPU
 #: second and three wall seconds per MiB of module). The environment variables
@@ -113,7 +113,7 @@ class ModuleWorker:
             self._fresh = False
             assert process.stdin is not None and process.stdout is not None
             try:
-                write_frames(process.stdin, json.dumps({"sdy": sdy, **(form or {})}).encode(), module)
+                worker_main.write_frames(process.stdin, json.dumps({"sdy": sdy, **(form or {})}).encode(), module)
                 header = self._read(process.stdout, deadline, 64 << 20)
                 again = self._read(process.stdout, deadline, 4 * len(module) + (1 << 20))
             except (OSError, _Died) as exc:
@@ -144,7 +144,7 @@ class ModuleWorker:
         if self._process is not None and self._process.poll() is None:
             return self._process
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "jaxport.adapters.mlir.worker_main",
+            [sys.executable, "-m", worker_main.__name__,
              str(self._limits[0]), str(self._limits[1])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._fresh = True
