@@ -41,6 +41,7 @@ import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
 from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
+from jaxport.domain.targets.onnx import BFLOAT16_INPUTS, BFLOAT16_OUTPUTS
 
 try:
     import onnx
@@ -48,10 +49,6 @@ try:
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("ONNX Runtime (onnxruntime, onnx)", "onnx-runtime", exc) from exc
 
-#: The metadata entries of a model naming its bfloat16 inputs and outputs (float32 in the graph);
-#: the same as :data:`jaxport.adapters.onnx.translate.BFLOAT16_INPUTS` and ``BFLOAT16_OUTPUTS`` (not imported: that one
-#: needs jaxlib).
-BFLOAT16_PORTS = ("jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs")
 
 #: ``optimization`` names -> ONNX Runtime's graph optimization levels.
 OPTIMIZATION_LEVELS = {
@@ -253,7 +250,7 @@ class OnnxRuntimeModel:
         metadata = {p.key: p.value for p in model.metadata_props}
         #: bfloat16 ports, float32 in the graph (see :mod:`jaxport.adapters.onnx.translate`): converted here.
         self._bfloat16_inputs, self._bfloat16_outputs = (
-            set(filter(None, metadata.get(key, "").split(","))) for key in BFLOAT16_PORTS)
+            set(filter(None, metadata.get(key, "").split(","))) for key in (BFLOAT16_INPUTS, BFLOAT16_OUTPUTS))
         initializers = {i.name for i in model.graph.initializer}
         self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
         self.output_names = [o.name for o in model.graph.output]

@@ -40,7 +40,7 @@ from jaxport.domain.artifact.calling_convention import GLOBAL_CONSTANT_ATTR, PLA
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.symbolic import UnsolvableDimensionError
-from jaxport.domain.targets.onnx import DEFAULT_IR_VERSION, DEFAULT_OPSET
+from jaxport.domain.targets.onnx import BFLOAT16_INPUTS, BFLOAT16_OUTPUTS, DEFAULT_IR_VERSION, DEFAULT_OPSET
 from jaxport.adapters.mlir import bindings as jaxlib_mlir
 from .optimize import optimize, prune
 from .builder import TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
@@ -51,9 +51,6 @@ from jaxport.adapters.storage.safetensors_file import decode_header
 
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32", "float64"}
-#: bfloat16 inputs and outputs are float32 at the graph's boundary (ONNX Runtime's Python API takes no
-#: bfloat16 arrays): the runtime adapter converts, and the model lists them in these metadata entries.
-BFLOAT16_INPUTS, BFLOAT16_OUTPUTS = "jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs"
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,9 @@ OPSETS = range(21, 24)
 IR_VERSIONS = range(10, 14)
 #: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
 DEFAULT_OPSET, DEFAULT_IR_VERSION = 21, 10
+#: The metadata entries of a model naming its bfloat16 inputs and outputs: float32 at the graph's
+#: boundary (ONNX Runtime's Python API takes no bfloat16 arrays), converted by the runtime adapter.
+BFLOAT16_INPUTS, BFLOAT16_OUTPUTS = "jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs"
 
 ONNX_DTYPES = frozenset({
     DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16,
