@@ -22,7 +22,6 @@ from jax.interpreters import mlir
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
-from jaxport.adapters.flatbuffers.codec import encode_artifact
 from jaxport.domain.artifact.record import ArtifactRecord, EffectRecord
 from jaxport.errors import ConversionError
 from tests.helpers import litert_model as model
@@ -102,11 +101,10 @@ CASES: dict[str, tuple[Callable[[], ArtifactRecord], dict[str, Any], str]] = {
 @pytest.mark.parametrize("case", CASES)
 def test_what_litert_cannot_run_is_refused_naming_the_function_and_why(case: str, tmp_path: Path) -> None:
     make, kwargs, message = CASES[case]
-    artifact = tmp_path / "f.jaxport"
-    artifact.write_bytes(encode_artifact(dataclasses.replace(make(), function_name="f")))
+    exported = jaxport.Exported(dataclasses.replace(make(), function_name="f"))
     dims = {"f": kwargs["bindings"]} if "bindings" in kwargs else None
     with pytest.raises(ConversionError, match=message):
-        jaxport.convert(artifact, tmp_path / "out", to="litert", dims=dims)
+        jaxport.convert(exported, tmp_path / "out", to="litert", dims=dims)
     assert not (tmp_path / "out").exists()
 
 
