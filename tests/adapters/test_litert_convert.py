@@ -1,5 +1,6 @@
 """What LiteRT cannot run is refused before anything is written, each with a typed error naming the function
-and the operation; and what the converter gets from a module in either of JAX's calling styles.
+and the operation (the plan's refusals by the pipeline, before the converter; the rest by LiteRT's tools); and
+what the converter gets from a module in either of JAX's calling styles.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -44,10 +46,8 @@ def with_module(rec: ArtifactRecord, text: str, **changes: Any) -> ArtifactRecor
 
 def convert(rec: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None = None,
             quantize: str | None = None) -> list[Any]:
-    from jaxport.adapters.litert.converter import convert_function
-
     ins, outs = model.wire_names(rec)
-    return convert_function("f", rec, input_names=ins, output_names=outs, bindings=bindings, quantize=quantize)
+    return model.convert_function("f", rec, input_names=ins, output_names=outs, bindings=bindings, quantize=quantize)
 
 
 CALLBACK = """module @jit_f {
@@ -99,18 +99,13 @@ CASES: dict[str, tuple[Callable[[], ArtifactRecord], dict[str, Any], str]] = {
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_what_litert_cannot_run_is_refused_naming_the_function_and_why(case: str) -> None:
+def test_what_litert_cannot_run_is_refused_naming_the_function_and_why(case: str, tmp_path: Path) -> None:
     make, kwargs, message = CASES[case]
-    rec = make()
-    if case.startswith("binding"):
-        from jaxport.adapters.litert.converter import convert_function
-
-        ins, outs = model.names("predict")
-        with pytest.raises(ConversionError, match=message):
-            convert_function("f", rec, weights=model.weights("predict"), input_names=ins, output_names=outs, **kwargs)
-        return
+    exported = jaxport.Exported(dataclasses.replace(make(), function_name="f"))
+    dims = {"f": kwargs["bindings"]} if "bindings" in kwargs else None
     with pytest.raises(ConversionError, match=message):
-        convert(rec, **kwargs)
+        jaxport.convert(exported, tmp_path / "out", to="litert", dims=dims)
+    assert not (tmp_path / "out").exists()
 
 
 def test_what_cannot_stay_dynamic_converts_for_the_sizes_given() -> None:
@@ -126,10 +121,11 @@ def test_what_cannot_stay_dynamic_converts_for_the_sizes_given() -> None:
 
 def test_an_unknown_quantization_and_names_that_do_not_fit_are_value_errors() -> None:
     from jaxport.adapters.litert.converter import convert_function
+    from jaxport.domain.targets.litert import LiteRtOptions
 
     rec = record(lambda x: x + 1, F32)
     with pytest.raises(ValueError, match=r"Unknown quantization 'int4' for LiteRT: give one of \['int8-weights'\]"):
-        convert(rec, quantize="int4")
+        LiteRtOptions(quantize="int4")  # checked once, by the options, before any conversion
     with pytest.raises(ValueError, match=r"'f' has 1 flat inputs, and 2 input names were given"):
         convert_function("f", rec, input_names=["a", "b"], output_names=["y"])
     with pytest.raises(ValueError, match=r"'f' was given the output names \['y'\] more than once"):

@@ -14,7 +14,8 @@ from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.mlir.worker import ChildModuleForms, ModuleWorker
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from jaxport.domain.calls.front import with_weights_bound
-from jaxport.domain.targets.litert import LiteRtOptions
+from jaxport.domain.targets.litert import PLAN, LiteRtOptions
+from jaxport.domain.targets.plan import variant_shapes
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
 from jaxport.errors import ConversionError
 from tests.helpers import iree_model
@@ -23,8 +24,7 @@ from tests.helpers import litert_model as model
 pytestmark = model.needs_converter
 
 
-def job(bundle: Path, bindings: dict[str, tuple[tuple[tuple[str, int], ...], ...]],
-        options: LiteRtOptions) -> ConversionJob:
+def job(bundle: Path, bindings: dict[str, list[dict[str, int]]], options: LiteRtOptions) -> ConversionJob:
     manifest = read_manifest(bundle)
     functions = []
     for entry in manifest.functions:
@@ -33,7 +33,8 @@ def job(bundle: Path, bindings: dict[str, tuple[tuple[tuple[str, int], ...], ...
         caller = with_weights_bound(record, n) if n else record
         signature = Signature(entry.name, caller.in_tree, caller.in_avals, record.out_tree, record.out_avals,
                               record.constraints, n)
-        functions.append(FunctionJob(entry.name, record, signature, (), bindings.get(entry.name, ())))
+        shapes = variant_shapes(PLAN, entry.name, record, bindings.get(entry.name), nr_weights=n)  # as the pipeline
+        functions.append(FunctionJob(entry.name, record, signature, (), shapes))
     weights = WeightsTable(manifest.params_tree, manifest.weights, "params.safetensors")
     return ConversionJob(tuple(functions), weights, str(bundle / "params.safetensors"), options, None,
                          ChildModuleForms(ModuleWorker()))
@@ -49,7 +50,7 @@ def converted(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     from jaxport.adapters.litert.converter import convert
 
     staging = tmp_path_factory.mktemp("staging")
-    the_job = job(bundle, {"loss": ((("b", 2),), (("b", 5),))}, LiteRtOptions())
+    the_job = job(bundle, {"loss": [{"b": 2}, {"b": 5}]}, LiteRtOptions())
     return staging, the_job, convert(the_job, str(staging))
 
 

@@ -162,6 +162,31 @@ def test_what_the_translation_cannot_express_is_refused_naming_the_operation(tmp
     assert not (tmp_path / "conv").exists() and not (tmp_path / "inverse").exists()
 
 
+WEB_WITHOUT_ONNX = """
+import sys
+sys.modules["onnx"] = None  # as if it were not installed: importing it raises ImportError
+import jaxport
+from jaxport.errors import ConversionError
+try:
+    jaxport.to_onnx(sys.argv[1], sys.argv[2], web=True)
+except ConversionError as exc:
+    print(f"{type(exc).__name__}: {exc}")
+print("imported:", sorted(m for m in sys.modules if m.startswith("jaxport.adapters.onnx")))
+"""
+
+
+def test_the_web_refusal_comes_from_the_plan_before_anything_imports_onnx(tmp_path: Path) -> None:
+    artifact = tmp_path / "half.jaxport"
+    jaxport.save(jaxport.export(jax.jit(lambda x: x * 2))(jax.ShapeDtypeStruct((3,), jnp.bfloat16)), artifact)
+    done = subprocess.run([sys.executable, "-c", WEB_WITHOUT_ONNX, str(artifact), str(tmp_path / "web")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, imported = done.stdout.strip().splitlines()[-2:]
+    assert first.startswith("ConversionError: Cannot convert the function '<lambda>' to ONNX Runtime Web (args[0]): "
+                            "it is bfloat16, for which onnxruntime-web has no tensor type"), done.stdout
+    assert imported == "imported: []" and not (tmp_path / "web").exists()
+
+
 def test_a_bfloat16_function_is_computed_in_float32_and_takes_and_gives_bfloat16(tmp_path: Path) -> None:
     import ml_dtypes
 

@@ -110,11 +110,23 @@ def names(name: str) -> tuple[list[str], list[str]]:
     return wire_names(records()[name], len(weights(name)))
 
 
+def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.ndarray] = (),
+                     input_names: Sequence[str], output_names: Sequence[str],
+                     bindings: Sequence[Mapping[str, int]] | None = None, quantize: str | None = None) -> list[Any]:
+    """LiteRT's ``convert_function`` given the static shapes the pipeline would give it for ``bindings``
+    (the plan's binding checks run here, as in the pipeline; its other refusals are the pipeline's)."""
+    from jaxport.adapters.litert.converter import convert_function
+    from jaxport.domain.targets.litert import PLAN
+    from jaxport.domain.targets.plan import variant_shapes
+
+    shapes = variant_shapes(PLAN, name, record, bindings, nr_weights=len(weights))
+    return convert_function(name, record, weights=weights, input_names=input_names, output_names=output_names,
+                            shapes=shapes, quantize=quantize)
+
+
 @functools.cache
 def converted(name: str, quantize: str | None = None) -> list[Any]:
     """The LiteRT variants of ``name`` (``loss`` for :data:`LOSS_DIMS`, the others dynamic or static)."""
-    from jaxport.adapters.litert.converter import convert_function
-
     ins, outs = names(name)
     bindings: Sequence[Mapping[str, int]] | None = LOSS_DIMS if name == "loss" else None
     return convert_function(name, records()[name], weights=weights(name), input_names=ins, output_names=outs,

@@ -12,8 +12,8 @@ from jaxport.domain.errors import ConversionError
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.savedmodel import signature_name, tf_name
 from jaxport.domain.targets.savedmodel import plan_function
-from jaxport.domain.targets.plan import refuse
-from jaxport.domain.targets.savedmodel import PLAN, check_host
+from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record
+from jaxport.domain.targets.savedmodel import PLAN, SavedModelOptions, check_host
 
 LEAF = TreeSpec.leaf()
 VERSIONS = (4, 10)
@@ -39,7 +39,12 @@ def signature_of(r: ArtifactRecord, nr_weights: int = 0) -> Signature:
 
 def plan(r: ArtifactRecord, nr_weights: int = 0, *, custom_calls: tuple[str, ...] = (),
          allowed: tuple[str, ...] = ()) -> object:
-    refuse(PLAN, "f", r, nr_weights=nr_weights, custom_calls=custom_calls, allowed_custom_calls=allowed)
+    """The plan's refusals in the pipeline's order, then the build plan."""
+    options = SavedModelOptions(allowed_custom_calls=allowed)
+    refuse_record(PLAN, "f", r, nr_weights=nr_weights)
+    assert PLAN.refuse_function is not None
+    PLAN.refuse_function(signature_of(r, nr_weights), r, options)
+    refuse_custom_calls(PLAN, "f", custom_calls, PLAN.allowed_custom_calls(options))
     return plan_function("f", r, signature_of(r, nr_weights), uses_shardy=False, versions=VERSIONS)
 
 

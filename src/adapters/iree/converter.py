@@ -1,9 +1,9 @@
 """The IREE converter (the registry's converter of ``"iree"``): one ``.vmfb`` per function and binding.
 
-Each binding is refined to static shapes first as XLA refines them (JAX's
-own pass, run by the verifying child: the converting process imports neither
-JAX nor jaxlib), then compiled by
-IREE's compiler with the weights as parameters of scope ``model``, read
+Each binding (checked by the pipeline, with the plan's refusals) is refined
+to static shapes first as XLA refines them (JAX's own pass, run by the
+verifying child: the converting process imports neither JAX nor jaxlib),
+then compiled by IREE's compiler with the weights as parameters of scope ``model``, read
 from ``params.safetensors``, which the directory keeps as the bundle wrote
 it (``iree-run-module --parameters=model=params.safetensors``).
 """
@@ -18,7 +18,7 @@ from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 from jaxport.domain.bundle.manifest import WEIGHTS_FILE
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import ConversionError
-from jaxport.domain.converted.static_shapes import platform_index, static_shapes, variant_file
+from jaxport.domain.converted.static_shapes import platform_index, variant_file
 from jaxport.domain.targets.iree import IreeTarget, requested_cpu
 from jaxport.domain.targets.iree import PLAN_NAME, SUFFIX, IreeOptions, check_parameter_names, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
@@ -51,12 +51,10 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
 def _compile(function: FunctionJob, job: ConversionJob, target: IreeTarget,
              staging: Path) -> list[Variant]:
     nr_weights = function.signature.nr_weights
-    bindings = [dict(b) for b in function.bindings if b] or None
     names = [job.weights.leaves[i].name if job.weights is not None and i < nr_weights else None
              for i in range(len(function.record.in_avals))]
     variants = []
-    for shapes in static_shapes(function.name, function.record, bindings, nr_weights=nr_weights,
-                                runtime=PLAN_NAME):
+    for shapes in function.shapes:  # one per binding, checked by the pipeline (one for a static function)
         try:
             portable = job.forms.specialized(function.record, shapes, platform_index(function.record))
         except ValueError as exc:

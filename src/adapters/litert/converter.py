@@ -1,15 +1,18 @@
 """The LiteRT target's converter: each function to ``.tflite`` models, every refusal before anything is written.
 
-Per function, each variant is built in memory: the StableHLO module with
-the weights as constants (:mod:`jaxport.adapters.litert.module`, JAX's MLIR), converted to
-a ``.tflite`` flatbuffer (:mod:`jaxport.adapters.litert.stablehlo_to_tflite`, litert-converter),
-optionally quantized, its operators checked (no Flex, no custom operator:
-:func:`jaxport.domain.targets.litert.check_operators`) and opened once in
-LiteRT's interpreter (a builtin without a kernel is refused there). Without
-bindings a symbolic function becomes one model whose symbolic dimensions
-stay dynamic; with them, one model per binding, each checked against the
-function's constraints. Files are written only once every function of the
-job has converted (:func:`convert`, the target's
+The plan's refusals and the bindings were checked by the pipeline
+(:data:`jaxport.domain.targets.litert.PLAN`); what is refused here is what
+only LiteRT's tools decide. Per function, each variant is built in memory:
+the StableHLO module with the weights as constants
+(:mod:`jaxport.adapters.litert.module`, JAX's MLIR), converted to a
+``.tflite`` flatbuffer (:mod:`jaxport.adapters.litert.stablehlo_to_tflite`,
+litert-converter), optionally quantized, its operators checked (no Flex, no
+custom operator: :func:`jaxport.domain.targets.litert.check_operators`) and
+opened once in LiteRT's interpreter (a builtin without a kernel is refused
+there). Without bindings a symbolic function becomes one model whose
+symbolic dimensions stay dynamic; with them, one model per binding (the
+static shapes the pipeline checked against the function's constraints).
+Files are written only once every function of the job has converted (:func:`convert`, the target's
 :class:`~jaxport.domain.targets.ports.Converter`), each model holding its
 own copy of the weights.
 """
@@ -17,7 +20,7 @@ own copy of the weights.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,14 +28,9 @@ import numpy as np
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import ConversionError
-from jaxport.domain.converted.static_shapes import (
-    StaticShapes, dimension_variables, platform_index, static_shapes, variant_file
-)
-from jaxport.domain.targets.litert import (
-    INT8_WEIGHTS, RUNTIME_NAME, check_names, check_operators, check_quantize
-)
-from jaxport.domain.targets.litert import PLAN, SUFFIX, LiteRtOptions, details_of
-from jaxport.domain.targets.plan import refuse
+from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, platform_index, variant_file
+from jaxport.domain.targets.litert import INT8_WEIGHTS, RUNTIME_NAME, SUFFIX, check_names, check_operators
+from jaxport.domain.targets.litert import LiteRtOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from .tflite_file import FlatbufferInfo, read_flatbuffer
 
@@ -70,7 +68,7 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         ins, outs = f.signature.input_names, f.signature.output_names
         bound = weights[:f.signature.nr_weights]
         converted[f.name] = convert_function(f.name, f.record, weights=bound, input_names=ins, output_names=outs,
-                                             bindings=[dict(b) for b in f.bindings] or None, quantize=options.quantize)
+                                             shapes=f.shapes, quantize=options.quantize)
     variants: dict[str, tuple[Variant, ...]] = {}
     models: dict[str, tuple[int, Sequence[str]]] = {}
     for name, found in converted.items():
@@ -99,38 +97,33 @@ def _weights(job: ConversionJob) -> list[np.ndarray]:
 
 def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.ndarray] = (),
                      input_names: Sequence[str], output_names: Sequence[str],
-                     bindings: Sequence[Mapping[str, int]] | None = None,
-                     quantize: str | None = None) -> list[LiteRtVariant]:
-    """The LiteRT models of one function: one dynamic (or static) model, or one per binding.
+                     shapes: Sequence[StaticShapes] = (), quantize: str | None = None) -> list[LiteRtVariant]:
+    """The LiteRT models of one function: one dynamic model, or one per static shapes.
 
     Args:
         name: the function's name: each model's signature key.
-        record: its artifact record (its module verified by the caller).
+        record: its artifact record, its module verified and the plan's refusals
+            passed (:func:`jaxport.domain.targets.plan.refuse`).
         weights: the values of its first flat inputs (a bundle's weights, in
             flattening order; PRNG keys as their key data), folded into each model.
         input_names: the wire name of each of the caller's flat inputs (the weights' excluded).
         output_names: the wire name of each flat result.
-        bindings: the sizes to convert a symbolic function for
-            (``[{"b": 1}, {"b": 8}]``); None to keep its dimensions dynamic.
-        quantize: None (float32) or ``"int8-weights"``.
+        shapes: the static shapes of each model to make, as the plan gives them
+            (:func:`jaxport.domain.targets.plan.variant_shapes`: one per binding of
+            a symbolic function, one for a static function); empty: one model whose
+            symbolic dimensions stay dynamic.
+        quantize: None (float32) or ``"int8-weights"`` (the options checked it).
 
     Raises:
-        ConversionError: what LiteRT cannot run, named (see :mod:`jaxport.domain.targets.litert`);
-            a binding that violates the function's constraints.
-        ValueError: an unknown ``quantize``, or names that do not fit the function.
+        ConversionError: what LiteRT's tools cannot convert or run, named
+            (see :mod:`jaxport.domain.targets.litert`).
+        ValueError: names that do not fit the function.
         MissingExtraError: litert-converter, ai-edge-litert or ai-edge-quantizer is missing.
     """
-    check_quantize(quantize)
-    nr_weights = len(weights)
-    check_names(name, "input", input_names, len(record.in_avals) - nr_weights)
+    check_names(name, "input", input_names, len(record.in_avals) - len(weights))
     check_names(name, "output", output_names, len(record.out_avals))
-    refuse(PLAN, name, record, nr_weights=nr_weights, custom_calls=())
     variables = dimension_variables(record)
-    plans: list[StaticShapes | None]
-    if variables and not bindings:
-        plans = [None]
-    else:
-        plans = list(static_shapes(name, record, bindings, nr_weights=nr_weights, runtime=RUNTIME_NAME))
+    plans: list[StaticShapes | None] = list(shapes) or [None]
     return [_variant(name, record, weights, plan, variables, input_names, output_names, quantize)
             for plan in plans]
 
@@ -141,8 +134,7 @@ def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], p
     from . import stablehlo_to_tflite as litert_convert
     from .module import converter_module
 
-    portable, calls = converter_module(name, record, weights, plan, platform_index(record))
-    refuse(PLAN, name, record, nr_weights=len(weights), custom_calls=[target for target, _ in calls])
+    portable = converter_module(name, record, weights, plan, platform_index(record))
     dynamic = tuple(variables) if plan is None else ()
     model = litert_convert.to_tflite(name, portable, input_names, output_names, symbolic=dynamic)
     if quantize == INT8_WEIGHTS:

@@ -46,8 +46,8 @@ _CALLEE = "jaxport_litert_callee"
 
 
 def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray],
-                     shapes: StaticShapes | None, platform_index: int | None) -> tuple[bytes, list[tuple[str, str]]]:
-    """The portable artifact for LiteRT's converter, and each custom call's target and text.
+                     shapes: StaticShapes | None, platform_index: int | None) -> bytes:
+    """The portable artifact for LiteRT's converter.
 
     Args:
         name: the function's name, for messages.
@@ -101,12 +101,12 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
                 raise ConversionError(RUNTIME_NAME, name, f"JAX's shape refinement refused it for "
                                                           f"{dict(shapes.dims)}: {exc}") from exc
     with module.context, ir.Location.unknown():
-        calls = _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
+        _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
         passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
         _drop_single_device_shardings(module)
         portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
                                                               jax_internals.backend_serializes_with_sdy()))
-    return portable, calls
+    return portable
 
 
 def _caller_types(record: ArtifactRecord, shapes: StaticShapes | None, nr_weights: int) -> list[ir.Type]:
@@ -164,20 +164,15 @@ def _convert(value: Any, to_type: ir.Type) -> Any:
     return value if value.type == to_type else hlo.convert(to_type, value)
 
 
-def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> list[tuple[str, str]]:
-    """Erases the custom calls to ``targets``; returns every custom call's target and text, in order."""
-    found: list[tuple[str, str]] = []
+def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> None:
+    """Erases the custom calls to ``targets`` (the plan refused every other one before)."""
     erase: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.custom_call":
-            target = ir.StringAttr(op.attributes["call_target_name"]).value
-            found.append((target, f"{op} at {op.location}"))
-            if target in targets:
-                erase.append(op)
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value in targets:
+            erase.append(op)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     for op in erase:
         op.erase()
-    return found

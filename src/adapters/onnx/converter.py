@@ -24,7 +24,6 @@ from jaxport.domain.errors import MissingExtraError
 from jaxport.domain.artifact.producer import JAXPORT_VERSION
 from jaxport.domain.targets.onnx import OnnxOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
-from jaxport.domain.targets.onnx import check_web_signature
 
 try:
     import onnx
@@ -42,13 +41,10 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
 
     Raises:
         UnsupportedOperationError: an operation without exact translation (named, with its location).
-        ConversionError: a signature ONNX cannot carry, or a model ONNX's checker refuses.
+        ConversionError: a model ONNX's checker refuses.
         MissingExtraError: the ``onnx`` package is not installed.
     """
     options: OnnxOptions = job.options
-    if options.web:
-        for function in job.functions:
-            check_web_signature(function.signature)
     takes_weights = job.weights is not None and any(f.signature.nr_weights for f in job.functions)
     header = bytes(SafetensorsFile(job.weights_path).header) if takes_weights else b""
     variants: dict[str, tuple[Variant, ...]] = {}

@@ -94,21 +94,50 @@ def write_directory(target: Path, fill: Callable[[Path], _T]) -> _T:
     """What ``fill`` returns, after it wrote a fresh directory beside ``target`` that then replaces
     ``target`` in one step (a failed or interrupted ``fill`` leaves ``target`` as it was).
 
-    The caller decides whether ``target`` may be replaced (bundles: a bundle;
-    converted directories: ``overwrite=True``).
+    The caller decides whether ``target`` may be replaced. A caller in another
+    layer calls the steps themselves: :func:`new_directory_beside`, then
+    :func:`move_into_place` (or :func:`discard` on failure).
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _, tmp_name = create_beside(target, ".tmp", new_directory)
-    tmp = Path(tmp_name)
+    tmp = new_directory_beside(target)
     try:
         result = fill(tmp)
-        fsync_directory(tmp)
-        _swap_into_place(tmp, target)
+        move_into_place(tmp, target)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard(tmp)
         raise
-    fsync_directory(target.parent)
     return result
+
+
+def new_directory_beside(target: Path) -> Path:
+    """A fresh, empty directory beside ``target`` (same parent, so the same file system) to fill and
+    then :func:`move_into_place`; ``target``'s parent is made if missing."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _, tmp_name = create_beside(target, ".tmp", new_directory)
+    return Path(tmp_name)
+
+
+def move_into_place(tmp: Path, target: Path) -> None:
+    """Makes the filled directory ``tmp`` (from :func:`new_directory_beside`) take ``target``'s place
+    in one step; whatever was at ``target`` is removed. On failure ``target`` is as it was, and the
+    caller removes ``tmp`` with :func:`discard`."""
+    fsync_directory(tmp)
+    _swap_into_place(tmp, target)
+    fsync_directory(target.parent)
+
+
+def discard(tmp: Path) -> None:
+    """Removes a directory from :func:`new_directory_beside` that will not take its place."""
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def file_digests(root: Path) -> dict[str, FileDigest]:
+    """The size and SHA-256 of every file under ``root``, by its path relative to ``root`` (``/``-separated)."""
+    digests = {}
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        with open(file, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        digests[file.relative_to(root).as_posix()] = FileDigest(file.stat().st_size, digest)
+    return digests
 
 
 def _write_file(path: Path, writer: Writer) -> FileDigest:

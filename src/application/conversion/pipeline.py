@@ -8,36 +8,39 @@ In order, for any target (:mod:`jaxport.domain.targets.registry`):
    a ``Bundle``, or the path of an artifact or bundle by jaxport or
    ``jax.export``; a lone artifact becomes one function named after the
    exported function);
-2. verify each module in the verifying child process, which also walks it
+2. the target's plan, once, for every function, before any converter is
+   imported: what the record says (:func:`~jaxport.domain.targets.plan.refuse_record`,
+   and the target's own refusals given its options, ONNX's ``web`` for one);
+   each module verified in the verifying child process, which also walks it
    for its custom calls and hands it back written again, in the standard form
-   of dimension arguments: the converter gets those bytes only, and asks the
-   child for any other form (:class:`~jaxport.domain.targets.ports.ModuleForms`);
-3. the target's refusal plan (:func:`~jaxport.domain.targets.plan.refuse`)
-   and, for a target that compiles static shapes, the bindings of ``dims``
-   checked against each function's constraints;
-4. the target's converter writes its files into a fresh directory beside
-   ``path``; the examples and the manifest (every file's size and digest) are
-   added, and the directory is moved into place in one step. An existing
-   ``path`` is refused with ``FileExistsError`` unless ``overwrite=True``.
+   of dimension arguments (the converter gets those bytes only, and asks the
+   child for any other form: :class:`~jaxport.domain.targets.ports.ModuleForms`),
+   and those custom calls refused (:func:`~jaxport.domain.targets.plan.refuse_custom_calls`);
+   the bindings of ``dims`` checked against each function's constraints
+   (:func:`~jaxport.domain.targets.plan.variant_shapes`);
+3. one step after another, each one layer down: a fresh directory beside
+   ``path``; the target's converter writes its files there (and repeats none
+   of the plan's checks); the examples and the manifest (every file's size
+   and digest) are added; the directory is moved into place in one step (or,
+   on any failure or interruption, removed). An existing ``path`` is refused
+   with ``FileExistsError`` unless ``overwrite=True``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FileDigest
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from jaxport.domain.errors import ArtifactError, ConversionError
-from jaxport.domain.converted.static_shapes import static_shapes
 from jaxport.domain.calls.front import with_weights_bound
-from jaxport.domain.targets.plan import refuse
-from jaxport.domain.targets.ports import ConversionJob, Converter, FunctionJob
+from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, variant_shapes
+from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converter, FunctionJob
 from jaxport.domain.targets.registry import TargetEntry, target
 from jaxport.domain.artifact.verification import check_signature
 from .source import ConversionSource, SourceFunction, read_source
@@ -101,14 +104,21 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
     if unknown:
         raise ConversionError(entry.plan.runtime, None, f"dims names {unknown}, which the source does not "
                                                         f"have (it has {[f.name for f in src.functions]})")
-    converter = _converter(entry)
-    allowed = tuple(getattr(options, "allowed_custom_calls", ()))
-    jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), allowed) for f in src.functions)
+    jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), options) for f in src.functions)
     weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
         WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
-    from jaxport.adapters.storage.bundle_dir import write_directory
+    converter = _converter(entry)  # imported once every function passed the plan
+    from jaxport.adapters.storage import bundle_dir
 
-    return write_directory(out, lambda staging: _fill(entry, converter, jobs, src, weights, options, staging))
+    staging = bundle_dir.new_directory_beside(out)
+    try:
+        parts = _fill(converter, jobs, src, weights, options, staging)
+        manifest = _seal(entry, parts, jobs, src, weights, staging)
+        bundle_dir.move_into_place(staging, out)
+    except BaseException:
+        bundle_dir.discard(staging)
+        raise
+    return manifest
 
 
 def _converter(entry: TargetEntry) -> Converter:
@@ -119,24 +129,22 @@ def _converter(entry: TargetEntry) -> Converter:
 
 
 def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
-         bindings: Sequence[Mapping[str, int]] | None, allowed: Iterable[str]) -> FunctionJob:
+         bindings: Sequence[Mapping[str, int]] | None, options: object) -> FunctionJob:
+    """The plan's checks of one function, each once, in order: the record (and the target's own
+    refusals), the module (verified and walked in the verifying child) and its custom calls, the bindings."""
     plan = entry.plan
     nr_weights = len(src.weights) if function.takes_params else 0
     record = function.record
-    refuse(plan, function.name, record, nr_weights=nr_weights, custom_calls=())  # what the record says
-    record, custom_calls, shardy = _verified(plan.runtime, function.name, record, with_vjp=plan.keeps_vjp)
-    refuse(plan, function.name, record, nr_weights=nr_weights, custom_calls=custom_calls,
-           allowed_custom_calls=allowed)
     caller = with_weights_bound(record, nr_weights) if nr_weights else record
-    found: tuple[tuple[tuple[str, int], ...], ...] = ()
-    if plan.needs_bindings or (plan.bindings_optional and bindings):
-        found = tuple(s.dims for s in static_shapes(function.name, record, bindings, nr_weights=nr_weights,
-                                                      runtime=plan.runtime))
-    elif bindings:
-        raise ConversionError(plan.runtime, function.name, "the target runs any size: give it no dims")
     signature = Signature(function.name, caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
                           caller.constraints, nr_weights)
-    return FunctionJob(function.name, record, signature, custom_calls, found, shardy)
+    refuse_record(plan, function.name, record, nr_weights=nr_weights)
+    if plan.refuse_function is not None:
+        plan.refuse_function(signature, record, options)
+    record, custom_calls, shardy = _verified(plan.runtime, function.name, record, with_vjp=plan.keeps_vjp)
+    refuse_custom_calls(plan, function.name, custom_calls, plan.allowed_custom_calls(options))
+    shapes = variant_shapes(plan, function.name, record, bindings, nr_weights=nr_weights)
+    return FunctionJob(function.name, record, signature, custom_calls, shapes, shardy)
 
 
 def _verified(runtime: str, name: str, record: ArtifactRecord, *,
@@ -175,8 +183,9 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
     return dataclasses.replace(record, mlir_module_serialized=modules[0], vjp=vjp), tuple(calls), shardy
 
 
-def _fill(entry: TargetEntry, converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
-          weights: WeightsTable | None, options: object, staging: Path) -> ConvertedManifest:
+def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
+          weights: WeightsTable | None, options: object, staging: Path) -> ConvertedParts:
+    """The converter's step: the target's files written into ``staging``."""
     weights_path = src.weights_file
     temporary = None
     if weights is not None and not weights_path and src.write_weights is not None:
@@ -192,6 +201,14 @@ def _fill(entry: TargetEntry, converter: Converter, jobs: tuple[FunctionJob, ...
     parts = converter(job, str(staging))
     if temporary is not None:
         temporary.unlink()
+    return parts
+
+
+def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ...], src: ConversionSource,
+          weights: WeightsTable | None, staging: Path) -> ConvertedManifest:
+    """The manifest's step: the examples added, every file digested, ``manifest.json`` written."""
+    from jaxport.adapters.storage.bundle_dir import file_digests
+
     names = {j.name for j in jobs}
     examples = tuple(e for e in src.examples if e.function in names) if src.examples_blob else ()
     examples_file = ""
@@ -204,17 +221,7 @@ def _fill(entry: TargetEntry, converter: Converter, jobs: tuple[FunctionJob, ...
                                weights.header_sha256 if parts.weights_file else "")
     functions = tuple(ConvertedFunction(j.signature, parts.variants[j.name]) for j in jobs)
     manifest = ConvertedManifest(entry.name, parts.target_details, functions, weights, examples, examples_file,
-                                 _digests(staging), jax_version=jobs[0].record.jax_version)
+                                 file_digests(staging), jax_version=jobs[0].record.jax_version)
     (staging / entry.manifest_path).parent.mkdir(parents=True, exist_ok=True)
     (staging / entry.manifest_path).write_bytes(manifest.to_json())
     return manifest
-
-
-def _digests(root: Path) -> dict[str, FileDigest]:
-    digests = {}
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
-        with open(file, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
-        digests[file.relative_to(root).as_posix()] = FileDigest(file.stat().st_size, digest)
-    return digests
-

@@ -45,24 +45,6 @@ DIFFERENTIABLE = frozenset({
     DType.FLOAT8_E4M3B11FNUZ})
 
 
-def why_not_tf(dtype: DType) -> str | None:
-    """Why TensorFlow's ``XlaCallModule`` cannot carry ``dtype`` as a caller's array, or None.
-
-    >>> why_not_tf(DType.BFLOAT16) is None
-    True
-    >>> why_not_tf(DType.KEY_FRY)
-    'a PRNG key array (key<fry>): export the function taking jax.random.key_data(key), a uint32 array'
-    """
-    if dtype in TF_DTYPES:
-        return None
-    if dtype in KEY_DATA:
-        return (f"a PRNG key array ({dtype.value}): export the function taking "
-                f"jax.random.key_data(key), a {KEY_DATA[dtype][0]} array")
-    if dtype in (DType.INT4, DType.UINT4):
-        return f"the dtype {dtype.value}, for which TensorFlow's XlaCallModule returns wrong values on CPU"
-    return f"the dtype {dtype.value}, which TensorFlow's XlaCallModule cannot carry"
-
-
 #: The dtypes that IREE 3.13 (``llvm-cpu``) holds, measured. Left out: ``int4``/``uint4`` (its
 #: runtime maps no NumPy dtype to them), ``float8_e4m3b11fnuz``, ``float8_e4m3``,
 #: ``float8_e3m4``, ``float4_e2m1fn`` (its HAL has no element type for them),

@@ -17,7 +17,8 @@ Its ``target_details`` are the opset, the IR version, the producer, the
 ONNX Runtime Web (``convert --web``) has a tensor type for every dtype the
 ONNX target writes but ``bfloat16``: a page could neither pass nor read one.
 ``--web`` refuses a function with a ``bfloat16`` input or output before
-anything is written, naming the argument or result; inside a function
+anything is written (the plan's refusal, run by the pipeline before the
+converter imports ``onnx``), naming the argument or result; inside a function
 ``bfloat16`` is the ONNX target's business (computed in float32).
 """
 
@@ -27,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from jaxport.domain.artifact.record import DType
+from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.calls.front import leaf_paths, result_paths
 from jaxport.domain.converted.manifest import Signature
 from jaxport.domain.errors import ConversionError
@@ -58,7 +59,7 @@ class OnnxOptions:
         ir_version: their ONNX IR version (one of :data:`IR_VERSIONS`).
         web: also write ``jaxport.mjs``, the ES module that loads the directory
             in a web page with ONNX Runtime Web (``convert --web``); refuses a
-            function with a bfloat16 input or output (:mod:`jaxport.domain.targets.onnx`).
+            function with a bfloat16 input or output (:func:`check_web_signature`).
 
     Raises:
         ValueError: an opset or IR version out of range.
@@ -102,16 +103,6 @@ def describe(details: Mapping[str, Any]) -> str:
             f"{details.get('producer', '?')} with onnx {details.get('onnx', '?')}; dim params: {dims or 'none'}")
 
 
-PLAN = TargetPlan(
-    runtime="ONNX",
-    dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
-    platforms=frozenset({"cpu"}),
-    # GSPMD's sharding constraint, in a module for one device, is its operand's value.
-    custom_calls=frozenset({"shape_assertion", "Sharding"}),
-    describe=describe,
-)
-
-
 #: The name refusals give the target.
 WEB_TARGET = "ONNX Runtime Web"
 #: The ES module that ``--web`` adds to a directory (listed in its manifest).
@@ -133,3 +124,24 @@ def check_web_signature(signature: Signature) -> None:
                 WEB_TARGET, signature.name,
                 "it is bfloat16, for which onnxruntime-web has no tensor type: export the function with "
                 "float32 there (cast to bfloat16 inside it), or convert without --web", where=where)
+
+
+def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxOptions) -> None:
+    """ONNX's own refusal (the plan's ``refuse_function``): with ``web``, :func:`check_web_signature`.
+
+    Raises:
+        ConversionError: as :func:`check_web_signature`.
+    """
+    if options.web:
+        check_web_signature(signature)
+
+
+PLAN = TargetPlan(
+    runtime="ONNX",
+    dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
+    platforms=frozenset({"cpu"}),
+    # GSPMD's sharding constraint, in a module for one device, is its operand's value.
+    custom_calls=frozenset({"shape_assertion", "Sharding"}),
+    describe=describe,
+    refuse_function=refuse_function,
+)

@@ -4,9 +4,12 @@ A target's plan says which dtypes it holds (with its bfloat16 policy), which
 platforms it runs a module of, whether it takes several devices or ordered
 effects, which custom calls it runs, whether it needs a variant per binding
 of the dimension variables, and how it checks a host before loading.
-:func:`refuse` runs them all on one function, with the custom calls that
-the verifying child's walk of the module found: every target refuses the
-same things with the same words.
+The conversion pipeline runs them once, before any converter, on each
+function: :func:`refuse_record` (what the record says, and the target's own
+refusals given its options), :func:`refuse_custom_calls` (the custom calls
+that the verifying child's walk of the module found) and
+:func:`variant_shapes` (the static shapes of each variant): every target
+refuses the same things with the same words, and its converter repeats none.
 
 bfloat16 policy: at the boundary, a caller always passes and gets
 ``bfloat16`` arrays (``ml_dtypes.bfloat16``) where the export says
@@ -27,7 +30,9 @@ from typing import Any
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.artifact.custom_calls import ALLOW_ALL, CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ConversionError
+from jaxport.domain.converted.manifest import Signature
 from jaxport.domain.converted.numerics import Tolerance
+from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, static_shapes
 from jaxport.domain.calls.front import leaf_paths
 from .dtypes import KEY_DATA
 
@@ -92,6 +97,11 @@ class TargetPlan:
             on a directory with these target details, when the caller gives none
             (None, or a function answering None: each dtype's default). LiteRT's
             ``int8-weights`` models answer a looser one.
+        refuse_function: the target's own refusals of one function (its caller's
+            signature, its record, the target's options), beyond those every
+            target makes; None: none. ONNX's ``web`` refuses a bfloat16 input or output.
+        options_allow: the custom calls the target's options let through besides
+            ``custom_calls`` (a SavedModel's ``allowed_custom_calls``); None: none.
     """
 
     runtime: str
@@ -106,22 +116,37 @@ class TargetPlan:
     check_host: Callable[[Mapping[str, Any], Mapping[str, Any], str], None] | None = None
     describe: Callable[[Mapping[str, Any]], str] | None = None
     numerics_tolerance: Callable[[Mapping[str, Any]], Tolerance | None] | None = None
+    refuse_function: Callable[[Signature, ArtifactRecord, Any], None] | None = None
+    options_allow: Callable[[Any], Iterable[str]] | None = None
+
+    def allowed_custom_calls(self, options: Any) -> tuple[str, ...]:
+        """The custom calls that ``options`` (the target's) let through besides the plan's own."""
+        return () if self.options_allow is None else tuple(self.options_allow(options))
 
 
 def refuse(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_weights: int,
-           custom_calls: Sequence[str], allowed_custom_calls: Iterable[str] = ()) -> None:
-    """Refuses a function that ``plan``'s target cannot run (its VJP is not converted).
+           custom_calls: Sequence[str] = (), allowed_custom_calls: Iterable[str] = ()) -> None:
+    """Refuses a function that ``plan``'s target cannot run: :func:`refuse_record`, then
+    :func:`refuse_custom_calls` (without the target's own refusals, which need its options).
+
+    Raises:
+        ConversionError: naming the function, the argument and the reason.
+    """
+    refuse_record(plan, name, record, nr_weights=nr_weights)
+    refuse_custom_calls(plan, name, custom_calls, allowed_custom_calls)
+
+
+def refuse_record(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_weights: int) -> None:
+    """Refuses a function whose record says that ``plan``'s target cannot run it (its VJP is not converted).
 
     Args:
         name: the function's name in the directory.
         record: its record (weights included).
         nr_weights: how many leading flat inputs are weights.
-        custom_calls: the targets the verifying child's walk found.
-        allowed_custom_calls: targets the user names as provided by the
-            serving runtime (``"ALL"``: any).
 
     Raises:
-        ConversionError: naming the function, the argument and the reason.
+        ConversionError: naming the function, the argument and the reason: its
+            platforms, its devices, its ordered effects, a dtype.
     """
     if plan.platforms and not plan.platforms & set(record.platforms):
         raise ConversionError(plan.runtime, name, f"it was exported for {list(record.platforms)} only; "
@@ -141,6 +166,21 @@ def refuse(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_weights: i
         why = plan.dtypes.why_not(aval.dtype, plan.runtime)
         if why is not None:
             raise ConversionError(plan.runtime, name, f"{aval} is {why}", where=f"flat result {i}")
+
+
+def refuse_custom_calls(plan: TargetPlan, name: str, custom_calls: Sequence[str],
+                        allowed_custom_calls: Iterable[str] = ()) -> None:
+    """Refuses a function whose module calls a custom call that ``plan``'s target does not run.
+
+    Args:
+        name: the function's name in the directory.
+        custom_calls: the targets the verifying child's walk found.
+        allowed_custom_calls: targets the user names as provided by the
+            serving runtime (``"ALL"``: any).
+
+    Raises:
+        ConversionError: naming the function, the custom call and why.
+    """
     allowed = frozenset(allowed_custom_calls)
     if ALLOW_ALL in allowed:
         return
@@ -155,3 +195,24 @@ def refuse(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_weights: i
         else:
             why = f"a kernel of another runtime, which {plan.runtime} does not have"
         raise ConversionError(plan.runtime, name, f"its module calls the custom call '{target}', {why}")
+
+
+def variant_shapes(plan: TargetPlan, name: str, record: ArtifactRecord,
+                   bindings: Sequence[Mapping[str, int]] | None, *, nr_weights: int) -> tuple[StaticShapes, ...]:
+    """The static shapes of each variant to make of a function, each binding checked once, here.
+
+    A target that compiles static shapes (``needs_bindings``) gets one per
+    binding (one, unbound, for a static function); one that may take
+    bindings (``bindings_optional``) gets one per binding, or one for a
+    static function, or none: one variant whose symbolic dimensions stay
+    dynamic. Any other target gets none: one variant of any size.
+
+    Raises:
+        ConversionError: as :func:`~jaxport.domain.converted.static_shapes.static_shapes`,
+            or bindings for a target that runs any size.
+    """
+    if plan.needs_bindings or (plan.bindings_optional and (bindings or not dimension_variables(record))):
+        return tuple(static_shapes(name, record, bindings, nr_weights=nr_weights, runtime=plan.runtime))
+    if bindings:
+        raise ConversionError(plan.runtime, name, "the target runs any size: give it no dims")
+    return ()

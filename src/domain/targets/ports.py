@@ -5,8 +5,9 @@ a converter adapter, a runtime adapter, a small domain plan of what it
 refuses (:class:`~.plan.TargetPlan`) and one registry entry
 (:mod:`jaxport.domain.targets.registry`). The conversion pipeline reads the source, verifies every
 module (in the verifying child, which also walks it for custom calls), runs
-the plan's refusals, then hands the converter a :class:`ConversionJob` and a
-fresh, empty staging directory; it writes the manifest, digests every file
+the plan's refusals and checks the bindings once, then hands the converter a
+:class:`ConversionJob` and a fresh, empty staging directory (the converter
+repeats no check of the plan); it digests every file, writes the manifest
 and moves the directory into place. The loader checks the directory against
 its manifest and the host against the plan, then opens the runtime; the
 call front checks every call (tree, dtypes, ranks, shapes, dimension
@@ -36,9 +37,10 @@ class FunctionJob:
         signature: what its callers give and get (the bound weights left out).
         custom_calls: the custom-call targets of its module, found by the
             verifying child's walk of the parsed module.
-        bindings: the dimension variables' values to make a variant for (sorted
-            pairs); empty: one variant of any size (a static function, or a
-            runtime that takes any size).
+        shapes: the static shapes of each variant to make, one per binding of the
+            dimension variables (one, unbound, for a static function), each binding
+            checked by the pipeline (:func:`~.plan.variant_shapes`); empty: one
+            variant of any size (a runtime that takes any size, or LiteRT's dynamic model).
         uses_shardy: whether its modules use the Shardy dialect (the walk found ``sdy.`` operations).
     """
 
@@ -46,7 +48,7 @@ class FunctionJob:
     record: ArtifactRecord
     signature: Signature
     custom_calls: tuple[str, ...]
-    bindings: tuple[tuple[tuple[str, int], ...], ...]
+    shapes: tuple[StaticShapes, ...]
     uses_shardy: bool = False
 
 

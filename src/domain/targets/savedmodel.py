@@ -17,12 +17,13 @@ Serving's default key) calls the function named as the default, or the only
 one. A weight's variable is named by its key path, the characters
 TensorFlow refuses written ``_``.
 
-The build plan (:class:`SavedModelPlan`): what each signature takes, returns
-and hands ``XlaCallModule``. What only it can refuse runs before anything
-is written, with a :class:`ConversionError` naming the function, the
-argument and the reason: a calling-convention version outside the installed
-TensorFlow's window, a platform TensorFlow does not know, a VJP's cotangent
-of a dtype TensorFlow cannot carry. (Whether TensorFlow's StableHLO reads
+The plan's refusals (:data:`PLAN`, run once by the pipeline) include the
+SavedModel's own: a module for several platforms one of which TensorFlow
+does not know (the op carries them all). The build plan
+(:class:`SavedModelPlan`): what each signature takes, returns and hands
+``XlaCallModule``; what only it can refuse, with a :class:`ConversionError`
+naming the function and the reason, is a calling-convention version outside
+the installed TensorFlow's window. (Whether TensorFlow's StableHLO reads
 the module is asked of TensorFlow itself, by the adapter.) The module goes
 to the op unchanged, with only its kept arguments; the platforms
 upper-cased as TensorFlow names them, all of them (the op selects one at
@@ -32,7 +33,7 @@ run time).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,11 +41,11 @@ from jaxport.domain.artifact.platforms import callee_platform_indices
 from jaxport.domain.artifact.record import DType, ArtifactRecord, AvalRecord
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.domain.bundle.manifest import WeightRecord
-from jaxport.domain.calls.front import leaf_paths, with_weights_bound
+from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.converted.manifest import Signature
 from jaxport.domain.converted.wire_names import escape_segment
 from jaxport.domain.errors import ConversionError
-from .dtypes import TF_DTYPES, DIFFERENTIABLE, KEY_DATA, why_not_tf
+from .dtypes import TF_DTYPES, DIFFERENTIABLE
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -121,6 +122,23 @@ def describe(details: Mapping[str, Any]) -> str:
         f" (TensorFlow {details.get('tensorflow', '?')})"
 
 
+def refuse_function(signature: Signature, record: ArtifactRecord, options: SavedModelOptions) -> None:
+    """The SavedModel's own refusal (the plan's ``refuse_function``): a platform TensorFlow does not know.
+
+    Raises:
+        ConversionError: one of the module's platforms is not one of :data:`TF_PLATFORMS`.
+    """
+    unknown = [p for p in record.platforms if p not in TF_PLATFORMS]
+    if unknown:
+        raise ConversionError(SAVEDMODEL, signature.name, f"the platforms {unknown} are not ones TensorFlow "
+                              f"knows ({sorted(TF_PLATFORMS)})")
+
+
+def options_allow(options: SavedModelOptions) -> tuple[str, ...]:
+    """The custom calls the options let through (the plan's ``options_allow``)."""
+    return options.allowed_custom_calls
+
+
 PLAN = TargetPlan(
     runtime=SAVEDMODEL,
     dtypes=DtypeTable(frozenset(TF_DTYPES), bfloat16=BFloat16.NATIVE, notes={
@@ -132,6 +150,8 @@ PLAN = TargetPlan(
     keeps_vjp=True,
     check_host=check_host,
     describe=describe,
+    refuse_function=refuse_function,
+    options_allow=options_allow,
 )
 
 
@@ -206,34 +226,14 @@ def _shape(aval: AvalRecord) -> tuple[int | None, ...]:
     return tuple(int(d) if d.isdigit() else None for d in aval.shape)
 
 
-def _module_call(name: str, record: ArtifactRecord, paths: Sequence[str], versions: tuple[int, int],
-                 uses_shardy: bool, *, keys_ok: int = 0) -> ModuleCall:
-    """The op of one table; ``keys_ok``: the leading inputs that may be key data (weights)."""
+def _module_call(name: str, record: ArtifactRecord, versions: tuple[int, int], uses_shardy: bool) -> ModuleCall:
+    """The op of one module (its dtypes and platforms were refused by the plan: :data:`PLAN`)."""
     lowest, highest = versions
-    if record.nr_devices > 1:
-        raise ConversionError(SAVEDMODEL, name, f"the module was lowered for {record.nr_devices} "
-                              "devices; XlaCallModule runs single-device modules only")
     if not lowest <= record.calling_convention_version <= highest:
         raise ConversionError(SAVEDMODEL, name, f"the calling convention version "
                               f"{record.calling_convention_version} is outside [{lowest}..{highest}], "
                               "the versions that the installed TensorFlow's XlaCallModule accepts")
-    unknown = [p for p in record.platforms if p not in TF_PLATFORMS]
-    if unknown:
-        raise ConversionError(SAVEDMODEL, name, f"the platforms {unknown} are not ones TensorFlow "
-                              f"knows ({sorted(TF_PLATFORMS)})")
-    for i, (path, aval) in enumerate(zip(paths, record.in_avals)):
-        reason = None if (i < keys_ok and aval.dtype in KEY_DATA) else why_not_tf(aval.dtype)
-        if reason is not None and aval.dtype is not DType.FLOAT0:
-            raise ConversionError(SAVEDMODEL, name, f"it is {reason}", where=path)
-    out_dtypes = []
-    for i, aval in enumerate(record.out_avals):
-        if aval.dtype is DType.FLOAT0:
-            out_dtypes.append(_FLOAT0)
-            continue
-        reason = why_not_tf(aval.dtype)
-        if reason is not None:
-            raise ConversionError(SAVEDMODEL, name, f"it is {reason}", where=f"result {i}")
-        out_dtypes.append(TF_DTYPES[aval.dtype])
+    out_dtypes = tuple(_FLOAT0 if a.dtype is DType.FLOAT0 else TF_DTYPES[a.dtype] for a in record.out_avals)
     return ModuleCall(
         module=record.mlir_module_serialized, version=record.calling_convention_version,
         platforms=tuple(TF_PLATFORMS[p] for p in record.platforms),
@@ -241,7 +241,7 @@ def _module_call(name: str, record: ArtifactRecord, paths: Sequence[str], versio
         # Calling convention 9 and later pass tokens without the flag (as jax2tf does).
         has_token_input_output=bool(record.ordered_effects) and record.calling_convention_version < 9,
         use_shardy_partitioner=uses_shardy,
-        kept=record.module_kept_var_idx, out_dtypes=tuple(out_dtypes),
+        kept=record.module_kept_var_idx, out_dtypes=out_dtypes,
         out_shapes=tuple(_shape(a) for a in record.out_avals))
 
 
@@ -251,7 +251,8 @@ def plan_function(name: str, record: ArtifactRecord, signature: Signature, *, us
 
     Args:
         name: the signature's name (and the saved object's attribute).
-        record: the function's verified record (weights included, its VJP if any).
+        record: the function's verified record (weights included, its VJP if any),
+            which :data:`PLAN`'s refusals let through.
         signature: what its callers give and get (the wire names of its tensors).
         uses_shardy: whether its modules use the Shardy dialect (the verifying walk's finding).
         versions: the calling-convention versions the installed TensorFlow accepts.
@@ -261,12 +262,8 @@ def plan_function(name: str, record: ArtifactRecord, signature: Signature, *, us
     """
     weights = signature.nr_weights
     caller = with_weights_bound(record, weights) if weights else record
-    paths = leaf_paths(record.in_tree)[:weights] + leaf_paths(caller.in_tree)
-    call = _module_call(name, record, paths, versions, uses_shardy, keys_ok=weights)
-    vjp = None
-    if record.vjp is not None:
-        vjp_paths = [*paths, *(f"the cotangent of result {i}" for i in range(len(record.out_avals)))]
-        vjp = _module_call(name, record.vjp, vjp_paths, versions, uses_shardy, keys_ok=weights)
+    call = _module_call(name, record, versions, uses_shardy)
+    vjp = None if record.vjp is None else _module_call(name, record.vjp, versions, uses_shardy)
     inputs = tuple(TensorPlan(n, TF_DTYPES[a.dtype], _shape(a)) for n, a in zip(signature.input_names, caller.in_avals))
     outputs = tuple(TensorPlan(n, dtype, shape) for n, dtype, shape in
                     zip(signature.output_names, call.out_dtypes, call.out_shapes))
