@@ -70,11 +70,11 @@ def inspect_converted(path: str, as_json: bool) -> str:
     Raises:
         ArtifactError: the manifest is damaged.
     """
-    from jaxport.domain.converted.manifest import ConvertedManifest
+    from jaxport.domain.converted.manifest import MANIFEST_FILE, ConvertedManifest
     from jaxport.domain.converted.text import converted_text
     from jaxport.application.converted.model import manifest_path_of
 
-    data = Path(path, manifest_path_of(path) or "manifest.json").read_bytes()
+    data = Path(path, manifest_path_of(path) or MANIFEST_FILE).read_bytes()
     manifest = ConvertedManifest.from_json(data)
     if as_json:
         return json.dumps({"file": path, **json.loads(data)})

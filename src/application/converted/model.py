@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport.domain.converted.manifest import (
-    FORMAT_NAME, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format
+    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format
 )
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
@@ -35,7 +35,7 @@ _OLD_FORMATS = ("jaxport-iree", "jaxport-savedmodel")
 def manifest_path_of(path: str | os.PathLike[str]) -> str | None:
     """The path (relative to ``path``) of the converted-directory manifest there, or None."""
     root = Path(path)
-    for candidate in dict.fromkeys(["manifest.json", *(e.manifest_path for e in TARGETS.values())]):
+    for candidate in dict.fromkeys([MANIFEST_FILE, *(e.manifest_path for e in TARGETS.values())]):
         file = root / candidate
         if file.is_file() and manifest_format(file.read_bytes()) in (FORMAT_NAME, *_OLD_FORMATS):
             return candidate

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from jaxport.domain.converted.manifest import MANIFEST_FILE
 from . import iree, litert, onnx, savedmodel
 from .plan import TargetPlan
 
@@ -57,7 +58,7 @@ class TargetEntry:
     @property
     def manifest_path(self) -> str:
         """The manifest's path relative to the directory's root."""
-        return f"{self.manifest_dir}/manifest.json" if self.manifest_dir else "manifest.json"
+        return f"{self.manifest_dir}/{MANIFEST_FILE}" if self.manifest_dir else MANIFEST_FILE
 
 
 #: Every target, by name (the ``to=`` of ``jaxport.convert``, the manifest's ``target``).
