@@ -23,7 +23,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
 from jaxport.domain.artifact.record import ArtifactRecord, EffectRecord
-from jaxport.errors import ConversionError
+from jaxport.errors import ConversionError, UsageError
 from tests.helpers import litert_model as model
 
 pytestmark = model.needs_converter
@@ -119,16 +119,16 @@ def test_what_cannot_stay_dynamic_converts_for_the_sizes_given() -> None:
     np.testing.assert_array_equal(got, x[:, 0] * 2)
 
 
-def test_an_unknown_quantization_and_names_that_do_not_fit_are_value_errors() -> None:
+def test_an_unknown_quantization_and_names_that_do_not_fit_are_usage_errors() -> None:
     from jaxport.adapters.litert.converter import convert_function
     from jaxport.domain.targets.litert import LiteRtOptions
 
     rec = record(lambda x: x + 1, F32)
-    with pytest.raises(ValueError, match=r"Unknown quantization 'int4' for LiteRT: give one of \['int8-weights'\]"):
+    with pytest.raises(UsageError, match=r"Unknown quantization 'int4' for LiteRT: give one of \['int8-weights'\]"):
         LiteRtOptions(quantize="int4")  # checked once, by the options, before any conversion
-    with pytest.raises(ValueError, match=r"'f' has 1 flat inputs, and 2 input names were given"):
+    with pytest.raises(UsageError, match=r"'f' has 1 flat inputs, and 2 input names were given"):
         convert_function("f", rec, input_names=["a", "b"], output_names=["y"])
-    with pytest.raises(ValueError, match=r"'f' was given the output names \['y'\] more than once"):
+    with pytest.raises(UsageError, match=r"'f' was given the output names \['y'\] more than once"):
         convert_function("f", record(lambda x: (x, x), F32), input_names=["a"], output_names=["y", "y"])
 
 

@@ -17,7 +17,7 @@ from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.litert import PLAN, LiteRtOptions
 from jaxport.domain.targets.plan import variant_shapes
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
-from jaxport.errors import ConversionError
+from jaxport.errors import ConversionError, UsageError
 from tests.helpers import iree_model
 from tests.helpers import litert_model as model
 
@@ -116,7 +116,7 @@ def test_a_function_litert_cannot_convert_leaves_the_staging_directory_empty(bun
 
 def test_options_name_the_target_and_refuse_an_unknown_quantization() -> None:
     assert LiteRtOptions.target == "litert" and LiteRtOptions("int8-weights").quantize == "int8-weights"
-    with pytest.raises(ValueError, match="Unknown quantization 'int16'"):
+    with pytest.raises(UsageError, match="Unknown quantization 'int16'"):
         LiteRtOptions("int16")
 
 

@@ -278,7 +278,7 @@ def test_an_existing_output_path_is_replaced_only_when_asked(tmp_path: Path) -> 
     assert sorted(os.listdir(out)) == ["mine.txt"]
     with pytest.raises(TypeError, match="options for to='iree' are a IreeOptions, not a SavedModelOptions"):
         jaxport.convert(artifact, out, to="iree", options=jaxport.SavedModelOptions(), overwrite=True)
-    with pytest.raises(ValueError, match="Unknown target 'nope'"):
+    with pytest.raises(UsageError, match="Unknown target 'nope'"):
         jaxport.convert(artifact, out, to="nope", overwrite=True)
     manifest = jaxport.convert(artifact, out, to="iree", options=jaxport.IreeOptions(), overwrite=True)
     assert sorted(os.listdir(out)) == ["manifest.json", "stats.vmfb"] and manifest.target == "iree"

@@ -100,7 +100,9 @@ def test_convert_on_the_command_line_takes_an_opset(bundle: Path, tmp_path: Path
     refused = subprocess.run([sys.executable, "-m", "jaxport", "convert", str(bundle), "--to", "onnx", "--opset",
                               "20", "-o", str(tmp_path / "old")], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "opset 20 is not one of [21, 22, 23]" in refused.stderr
-    assert not (tmp_path / "old").exists()
+    assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "old").exists()
+    with pytest.raises(UsageError, match=r"^ir_version 9 is not one of \[10, 11, 12, 13\]$"):
+        jaxport.OnnxOptions(ir_version=9)
 
 
 def test_a_changed_weights_file_is_refused_before_onnx_runtime_opens_anything(converted: Path,
@@ -160,6 +162,21 @@ def test_what_the_translation_cannot_express_is_refused_naming_the_operation(tmp
     with pytest.raises(ConversionError, match="custom call 'lapack_sgetrf_ffi'"):
         jaxport.to_onnx(inverse, tmp_path / "inverse")
     assert not (tmp_path / "conv").exists() and not (tmp_path / "inverse").exists()
+
+
+def test_what_the_plan_refuses_is_refused_before_the_translation(tmp_path: Path) -> None:
+    # The ONNX target's plan (the pipeline's, once): the translation repeats none of its refusals.
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    eight = jaxport.export(jax.jit(lambda x: x * 2))(jax.ShapeDtypeStruct((3,), jnp.float8_e4m3fn))
+    with pytest.raises(ConversionError, match=r"^Cannot convert the function '<lambda>' to ONNX \(args\[0\]\): "
+                                              r"\S+ is the dtype float8_e4m3fn, which ONNX cannot hold$"):
+        jaxport.to_onnx(eight, tmp_path / "eight")
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:2]), ("x",)), PartitionSpec("x"))
+    sharded = jaxport.export(jax.jit(lambda x: x * 2, in_shardings=sharding))(jax.ShapeDtypeStruct((4,), jnp.float32))
+    with pytest.raises(ConversionError, match=r"to ONNX: its module is for 2 devices \(sharded\); export it for one"):
+        jaxport.convert(sharded, tmp_path / "sharded", to="onnx")
+    assert not (tmp_path / "eight").exists() and not (tmp_path / "sharded").exists()
 
 
 WEB_WITHOUT_ONNX = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain.errors import ConversionError
+from jaxport.domain.errors import ConversionError, UsageError
 from jaxport.domain.targets.litert import (
     FLOAT32_TOLERANCE, INT8_WEIGHTS_TOLERANCE, check_names, check_operators, check_unlegalized, tolerance
 )
@@ -31,7 +31,7 @@ def test_unlegalized_operations_are_named_with_advice_to_give_dims_only_when_sym
 
 def test_names_are_one_per_flat_value_and_distinct() -> None:
     check_names("f", "input", ["x", "y"], 2)
-    with pytest.raises(ValueError, match="'f' has 1 flat outputs, and 0 output names were given"):
+    with pytest.raises(UsageError, match="'f' has 1 flat outputs, and 0 output names were given"):
         check_names("f", "output", [], 1)
 
 

@@ -117,7 +117,7 @@ def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.
     Raises:
         ConversionError: what LiteRT's tools cannot convert or run, named
             (see :mod:`jaxport.domain.targets.litert`).
-        ValueError: names that do not fit the function.
+        UsageError: names that do not fit the function.
         MissingExtraError: litert-converter, ai-edge-litert or ai-edge-quantizer is missing.
     """
     check_names(name, "input", input_names, len(record.in_avals) - len(weights))

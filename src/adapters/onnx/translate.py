@@ -49,10 +49,6 @@ from .dims import dimension_variables
 from .walk import Walker
 from jaxport.adapters.storage.safetensors_file import decode_header
 
-_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "bfloat16", "float32", "float64"}
-
-
 @dataclass(frozen=True, slots=True)
 class ExternalTensor:
     """Where a weight's bytes are: ``length`` bytes at ``offset`` of the file ``location`` next to the model."""
@@ -93,11 +89,15 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
             any: by default the index of ``"cpu"`` in the record's platforms
             (the branches of the module for other platforms are left out).
 
+    ``record`` has passed the ONNX target's plan
+    (:data:`jaxport.domain.targets.onnx.PLAN`: one device, no ordered
+    effects, the dtypes of ``ONNX_DTYPES``), which the translation does not repeat.
+
     Raises:
         UnsupportedOperationError: an operation with no exact translation.
-        ConversionError: a signature ONNX cannot carry (a dtype, effects),
-            a weight whose bytes do not fit its shape, or a model that
-            ``onnx.checker`` or ONNX's shape inference refuses.
+        ConversionError: names that do not fit the signature, a weight whose
+            bytes do not fit its shape, or a model that ``onnx.checker`` or
+            ONNX's shape inference refuses.
     """
     name = record.function_name
     _check_signature(record, input_names, output_names, weights)
@@ -190,6 +190,8 @@ def _bfloat16_ports(record: ArtifactRecord, nr_weights: int, inputs: Sequence[st
 
 def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_names: Sequence[str],
                      weights: Sequence[ExternalTensor]) -> None:
+    """What only the translation knows: the names it was given and the weights' bytes (the target's plan,
+    devices, effects and dtypes, ran once in the pipeline before the converter was imported)."""
     name = record.function_name
     if len(input_names) != len(record.in_avals) or len(output_names) != len(record.out_avals):
         raise ConversionError(TARGET, name, f"{len(input_names)} input and {len(output_names)} output names "
@@ -197,16 +199,6 @@ def _check_signature(record: ArtifactRecord, input_names: Sequence[str], output_
     if len({*input_names, *output_names}) != len(input_names) + len(output_names):
         raise ConversionError(TARGET, name, f"the input names {list(input_names)} and output names "
                                             f"{list(output_names)} are not all different")
-    if record.nr_devices != 1:
-        raise ConversionError(TARGET, name, f"its module is for {record.nr_devices} devices; ONNX runs one")
-    if record.ordered_effects:
-        raise ConversionError(TARGET, name, f"ordered effects {[e.type_name for e in record.ordered_effects]} "
-                                            f"have no ONNX counterpart")
-    for kind, names, avals in (("input", input_names, record.in_avals), ("output", output_names, record.out_avals)):
-        for n, aval in zip(names, avals):
-            if aval.dtype.value not in _DTYPES:
-                raise ConversionError(TARGET, name, f"the dtype {aval.dtype.value} has no ONNX Runtime translation "
-                                                    f"here", where=f"{kind} '{n}'")
     for n, aval, w in zip(input_names, record.in_avals, weights):
         expected = int(np.prod([int(d) for d in aval.shape])) * _itemsize(aval.dtype.value)
         if w.length != expected:

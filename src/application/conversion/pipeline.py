@@ -84,7 +84,7 @@ def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         MissingExtraError: the target's extra is not installed.
         FileExistsError: ``path`` exists and ``overwrite`` is False.
         TypeError: ``options`` are another target's.
-        ValueError: ``to`` names no target.
+        UsageError: ``to`` names no target.
     """
     entry = target(to)
     if options is None:

@@ -21,7 +21,7 @@ from typing import Any
 from jaxport.domain.converted.manifest import (
     FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format
 )
-from jaxport.domain.errors import ArtifactError
+from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
 from jaxport.domain.calls.signature import signature
 from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime, WeightsRuntime
@@ -63,7 +63,7 @@ def read_converted(path: str | os.PathLike[str]) -> tuple[ConvertedManifest, Tar
     manifest = ConvertedManifest.from_json((root / where).read_bytes())
     try:
         entry = target(manifest.target)
-    except ValueError as exc:
+    except UsageError as exc:
         raise ArtifactError(f"{root}: {exc} (a newer jaxport wrote it?)") from None
     if entry.manifest_path != where:
         raise ArtifactError(f"{root}: a {entry.name} directory keeps its manifest at {entry.manifest_path}")

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
-from jaxport.domain.errors import ConversionError
+from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -126,23 +126,23 @@ def check_quantize(quantize: str | None) -> None:
     >>> check_quantize(None); check_quantize("int8-weights")
 
     Raises:
-        ValueError: an unknown name (the message lists the known ones).
+        UsageError: an unknown name (the message lists the known ones).
     """
     if quantize is not None and quantize not in QUANTIZATIONS:
-        raise ValueError(f"Unknown quantization {quantize!r} for LiteRT: give one of {list(QUANTIZATIONS)} or None")
+        raise UsageError(f"Unknown quantization {quantize!r} for LiteRT: give one of {list(QUANTIZATIONS)} or None")
 
 
 def check_names(name: str, kind: str, names: Sequence[str], count: int) -> None:
     """Checks the wire names of a model's inputs or outputs: one per flat value, distinct.
 
     Raises:
-        ValueError: a wrong count or a repeated name.
+        UsageError: a wrong count or a repeated name.
     """
     if len(names) != count:
-        raise ValueError(f"'{name}' has {count} flat {kind}s, and {len(names)} {kind} names were given")
+        raise UsageError(f"'{name}' has {count} flat {kind}s, and {len(names)} {kind} names were given")
     if len(set(names)) != len(names):
         repeated = sorted({n for n in names if list(names).count(n) > 1})
-        raise ValueError(f"'{name}' was given the {kind} names {repeated} more than once")
+        raise UsageError(f"'{name}' was given the {kind} names {repeated} more than once")
 
 
 def tolerance(quantize: str | None) -> Tolerance:

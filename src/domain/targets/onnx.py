@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.calls.front import leaf_paths, result_paths
 from jaxport.domain.converted.manifest import Signature
-from jaxport.domain.errors import ConversionError
+from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -62,7 +62,7 @@ class OnnxOptions:
             function with a bfloat16 input or output (:func:`check_web_signature`).
 
     Raises:
-        ValueError: an opset or IR version out of range.
+        UsageError: an opset or IR version out of range, or ``web`` not a boolean.
     """
 
     target: ClassVar[str] = "onnx"
@@ -74,13 +74,13 @@ class OnnxOptions:
         if isinstance(self.web, str) and self.web.strip().lower() in ("true", "false"):  # from --option web=true
             object.__setattr__(self, "web", self.web.strip().lower() == "true")
         if not isinstance(self.web, bool):
-            raise ValueError(f"web {self.web!r} is not True or False")
+            raise UsageError(f"web {self.web!r} is not True or False")
         for name, allowed in (("opset", OPSETS), ("ir_version", IR_VERSIONS)):
             value = getattr(self, name)
             if isinstance(value, str) and value.strip().isdigit():  # from --option opset=22
                 object.__setattr__(self, name, value := int(value))
             if isinstance(value, bool) or value not in allowed:
-                raise ValueError(f"{name} {value!r} is not one of {list(allowed)}")
+                raise UsageError(f"{name} {value!r} is not one of {list(allowed)}")
 
 
 def details_of(options: OnnxOptions, onnx_version: str, producer: str,

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from jaxport.domain.converted.manifest import MANIFEST_FILE
+from jaxport.domain.errors import UsageError
 from . import iree, litert, onnx, savedmodel
 from .plan import TargetPlan
 
@@ -87,9 +88,9 @@ def target(name: str) -> TargetEntry:
     """The entry of target ``name``.
 
     Raises:
-        ValueError: there is none (the message lists the targets).
+        UsageError: there is none (the message lists the targets).
     """
     try:
         return TARGETS[name]
     except KeyError:
-        raise ValueError(f"Unknown target {name!r}: the targets are {sorted(TARGETS)}") from None
+        raise UsageError(f"Unknown target {name!r}: the targets are {sorted(TARGETS)}") from None

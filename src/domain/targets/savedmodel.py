@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from jaxport.domain.artifact.platforms import callee_platform_indices
@@ -45,7 +46,7 @@ from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.converted.manifest import Signature
 from jaxport.domain.converted.wire_names import escape_segment
 from jaxport.domain.errors import ConversionError
-from .dtypes import TF_DTYPES, DIFFERENTIABLE
+from .dtypes import DIFFERENTIABLE
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -53,6 +54,21 @@ from .plan import BFloat16, DtypeTable, TargetPlan
 SAVEDMODEL = "a TensorFlow SavedModel"
 #: The signature TensorFlow Serving calls when a request names none.
 DEFAULT_SIGNATURE = "serving_default"
+
+#: The dtypes that TensorFlow's ``XlaCallModule`` carries, by TensorFlow's name for them.
+#: Left out: ``int4``/``uint4`` (TensorFlow 2.21 has the dtypes, but XlaCallModule on CPU
+#: returns wrong values for them), ``float4_e2m1fn`` (no CPU kernel takes it),
+#: ``float8_e4m3``, ``float8_e3m4``, ``float8_e8m0fnu`` (TensorFlow has no such dtype),
+#: ``float0`` and the PRNG key types (:mod:`jaxport.domain.targets.dtypes`).
+TF_DTYPES = MappingProxyType({
+    d: d.value for d in (
+        DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
+        DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64,
+        DType.FLOAT16, DType.FLOAT32, DType.FLOAT64, DType.BFLOAT16,
+        DType.COMPLEX64, DType.COMPLEX128,
+        DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.FLOAT8_E4M3FNUZ,
+        DType.FLOAT8_E5M2FNUZ, DType.FLOAT8_E4M3B11FNUZ)
+})
 
 _REFUSED = re.compile(r"[^A-Za-z0-9_.\-/>]")
 _FIRST = re.compile(r"[A-Za-z0-9.]")
