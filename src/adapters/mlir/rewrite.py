@@ -23,6 +23,7 @@ without jaxlib.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -100,8 +101,17 @@ def _written_for(module_bytes: bytes, version: str, *, strict: bool = False) -> 
             return jaxlib_mlir.serialize_portable_artifact(module, version, MIXED_SERIALIZATION)
     except Exception as exc:  # a module using operations newer than `version`
         if strict:
-            raise VersionRefused(f"StableHLO {version} cannot express the module: {exc}") from None
+            raise VersionRefused(_refusal(str(exc), version)) from None
         return None
+
+
+def _refusal(message: str, version: str) -> str:
+    """StableHLO's refusal to write a module for ``version``, shortened to the operation it names."""
+    found = re.search(r"failed to legalize operation '(vhlo\.([a-z_0-9]+?)_v\d+)'", message)
+    if found is None:
+        return f"StableHLO {version} cannot express the module: {message.strip()[:600]}"
+    return (f"the operation stablehlo.{found.group(2)} as the module uses it ({found.group(1)}, its "
+            f"attributes included) does not exist in StableHLO {version}")
 
 
 def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | None:

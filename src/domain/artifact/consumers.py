@@ -246,8 +246,7 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
                 raise
             except ValueError as exc:
                 raise ConsumerMismatchError(str(consumer), record.function_name, (
-                    f"the module uses an operation that StableHLO {target}, which {consumer} reads, "
-                    f"does not have: {exc}",)) from None
+                    f"{exc} (the StableHLO that {consumer} reads)",)) from None
         if old_format:
             table = replace(table, serialization_version=WRITTEN_SERIALIZATION_VERSION, jax_version=None)
         return replace(table, mlir_module_serialized=module, vjp=vjp)
