@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -139,3 +140,25 @@ def test_an_operation_the_consumers_stablehlo_lacks_is_named_and_nothing_is_writ
     assert not path.exists()
     jaxport.save(jaxport.export(jax.jit(jnp.exp))(SPEC), path, consumer="jax==0.0.1")  # the default accuracy is
     assert modules(path.read_bytes()) == ["1.0.0"]  # written for 1.0.0
+
+
+def test_tensorflow_2_21s_xla_call_module_runs_what_was_written_for_it(exp: jaxport.Exported) -> None:
+    pytest.importorskip("tensorflow")
+    from jaxport.adapters.savedmodel.tensorflow_import import tf, xla
+
+    if not tf().__version__.startswith("2.21."):
+        pytest.skip(f"TensorFlow {tf().__version__}, not 2.21")
+    record = jaxport.deserialize(exp.serialize(consumer="tf==2.21")).record
+    assert stablehlo_version(record.mlir_module_serialized[:300]) == "1.15.0"
+    w, x = np.full(3, 0.5, np.float32), np.arange(3.0, dtype=np.float32)
+    flat = [w, x]
+
+    @tf().function(jit_compile=True)
+    def run() -> Any:
+        return xla().call_module([flat[i] for i in record.module_kept_var_idx],
+                                 version=record.calling_convention_version,
+                                 module=record.mlir_module_serialized, Tout=[tf().float32], Sout=[[3]],
+                                 platforms=["CPU"], disabled_checks=[], has_token_input_output=False,
+                                 use_shardy_partitioner=True)
+
+    np.testing.assert_allclose(np.asarray(run()[0]), np.tanh(x * w), rtol=1e-6)
