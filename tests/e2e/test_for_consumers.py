@@ -153,12 +153,12 @@ def test_tensorflow_2_21s_xla_call_module_runs_what_was_written_for_it(exp: jaxp
     w, x = np.full(3, 0.5, np.float32), np.arange(3.0, dtype=np.float32)
     flat = [w, x]
 
-    @tf().function(jit_compile=True)
-    def run() -> Any:
+    def body() -> Any:
         return xla().call_module([flat[i] for i in record.module_kept_var_idx],
                                  version=record.calling_convention_version,
                                  module=record.mlir_module_serialized, Tout=[tf().float32], Sout=[[3]],
                                  platforms=["CPU"], disabled_checks=[], has_token_input_output=False,
                                  use_shardy_partitioner=True)
 
+    run = tf().function(body, jit_compile=True)
     np.testing.assert_allclose(np.asarray(run()[0]), np.tanh(x * w), rtol=1e-6)
