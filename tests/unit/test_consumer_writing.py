@@ -10,7 +10,7 @@ from jaxport.domain.artifact.consumers import find_consumer, stablehlo_for, verd
 from jaxport.domain.artifact.module_format import stablehlo_version
 from jaxport.domain.artifact.record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord
 from jaxport.domain.errors import ArtifactError, ConsumerMismatchError, UsageError
-from tests.unit.test_consumers import module, record
+from tests.helpers.consumer_records import module, record
 
 
 class Writer:
