@@ -14,6 +14,7 @@ from .domain.errors import (
     ArtifactError,
     CallError,
     CallingConventionError,
+    ConsumerMismatchError,
     ConversionError,
     DeviceCountError,
     DisallowedCustomCallError,
@@ -55,7 +56,8 @@ from .domain.symbolic.errors import (
 
 __all__ = [
     "ArtifactCallError", "ArtifactCallValueError",
-    "ArtifactError", "CacheConfigError", "CallError", "CallingConventionError", "DeviceCountError",
+    "ArtifactError", "CacheConfigError", "CallError", "CallingConventionError", "ConsumerMismatchError",
+    "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "NonStringKeyError",
     "PlatformMismatchError", "RankMismatchError",

@@ -11,24 +11,29 @@ from jaxport.application.export.exported import Exported
 from jaxport.application.export.serialization import deserialize
 
 
-def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0) -> None:
-    """Writes ``exported.serialize(vjp_order)`` to ``path`` atomically.
+def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0,
+         consumer: str | None = None) -> None:
+    """Writes ``exported.serialize(vjp_order, consumer=consumer)`` to ``path`` atomically.
 
     The file always carries the jaxport trailer (a digest checked on load, and
     the symbolic constraints); ``jax.export.deserialize`` reads it too.
 
+    With ``consumer`` (``"jax==0.9.2"``, ``"tf==2.21"``) the file holds what that
+    release reads (see :meth:`Exported.serialize`); a consumer that would not
+    read it raises (``UsageError``, ``ConsumerMismatchError``) before anything is written.
+
     A failure at any point (serialization, a full disk, an interrupt) leaves
     the file that was at ``path`` intact and no temporary file behind.
     """
-    write_atomically(path, artifact_bytes(exported, vjp_order))
+    write_atomically(path, artifact_bytes(exported, vjp_order, consumer))
 
 
-def artifact_bytes(exported: Exported, vjp_order: int = 0) -> bytes | bytearray:
+def artifact_bytes(exported: Exported, vjp_order: int = 0, consumer: str | None = None) -> bytes | bytearray:
     """The bytes that :func:`save` writes for ``exported`` (bundles write the same per function).
 
     Always sealed with the jaxport trailer (digest and symbolic constraints).
     """
-    return exported.serialize(vjp_order, integrity=True)
+    return exported.serialize(vjp_order, integrity=True, consumer=consumer)
 
 
 def load(path: str | os.PathLike[str], *, verify: bool = True,

@@ -303,6 +303,22 @@ class UsageError(JaxportError, ValueError):
     options) names something that does not exist or does not fit."""
 
 
+class ConsumerMismatchError(JaxportError, ValueError):
+    """An artifact cannot be written for the consumer asked (``consumer="jax==0.9.2"``): the
+    consumer would not read or run what it needs (an operation its StableHLO lacks, a calling
+    convention outside its window, a field of the format its reader does not know).
+
+    Raised before anything is written. Attributes: ``consumer`` (``"JAX 0.9.2"``),
+    ``function`` (the function's name) and ``reasons`` (why, one per thing).
+    """
+
+    def __init__(self, consumer: str, function: str, reasons: Sequence[str]) -> None:
+        self.consumer = consumer
+        self.function = function
+        self.reasons = tuple(reasons)
+        super().__init__(f"Cannot write the function '{function}' for {consumer}: {'; '.join(self.reasons)}")
+
+
 class ArrayFileError(JaxportError, ValueError):
     """An array file cannot be read or does not hold what ``jaxport run`` expects."""
 class CacheConfigError(JaxportError, ValueError):

@@ -8,7 +8,9 @@ jaxport wrote (sealed and unsealed, with a symbolic dimension, an
 differentiates through), or, where ``jaxport check --consumer`` says that
 release's jaxlib reads no StableHLO as new as the module's (JAX 0.10.2 and
 older, for an artifact exported on JAX 0.11.2 or 0.12), refuses them while
-deserializing; and that release's ``jax.export`` writes artifacts
+deserializing; every release reads, calls and differentiates the artifact
+written for it (``jaxport.save(..., consumer="jax==VERSION")``, its modules for
+the release's StableHLO), whichever JAX wrote it; and that release's ``jax.export`` writes artifacts
 (with ``vjp_order=1``) that jaxport, in this process, reads, calls and
 differentiates. ``pytest -m "not compat_matrix"`` leaves these tests out.
 """
@@ -55,7 +57,7 @@ work = Path(sys.argv[1])
 params = collections.OrderedDict((k, jnp.asarray(v)) for k, v in np.load(work / "params.npz").items())
 x = jnp.asarray(np.load(work / "x.npy"))
 out = {"jax": jax.__version__, "read": {}}
-for name in ("sealed.jaxport", "unsealed.jaxport"):
+for name in ("sealed.jaxport", "unsealed.jaxport", "consumer.jaxport"):
     try:
         exp = export.deserialize(bytearray((work / name).read_bytes()))
         y = exp.call(params, x)
@@ -88,6 +90,8 @@ def exchanged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     exp = jaxport.export(jax.jit(f))(specs, jax.ShapeDtypeStruct((b, 3), jnp.float32))
     (work / "sealed.jaxport").write_bytes(exp.serialize(vjp_order=1))
     (work / "unsealed.jaxport").write_bytes(exp.serialize(vjp_order=1, integrity=False))
+    # Written for this release (consumer=): what it reads, whatever JAX this process has.
+    jaxport.save(exp, work / "consumer.jaxport", vjp_order=1, consumer=f"jax=={version}")
     np.savez(work / "params.npz", weight=PARAMS["weight"], bias=PARAMS["bias"])
     np.save(work / "x.npy", X)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
@@ -119,6 +123,15 @@ def test_older_jax_export_reads_calls_and_differentiates_jaxports_artifacts(
     for name in ("sealed.jaxport", "unsealed.jaxport"):
         np.testing.assert_allclose(out["read"][name]["y"], y, rtol=1e-5, err_msg=name)
         np.testing.assert_allclose(out["read"][name]["dweight"], dweight, rtol=1e-5, err_msg=name)
+
+
+def test_each_release_reads_calls_and_differentiates_what_was_written_for_it(
+        exchanged: tuple[str, Path, dict[str, Any]]) -> None:
+    version, work, out = exchanged
+    y, dweight = _expected()
+    assert jaxport.check_consumer(work / "consumer.jaxport", f"jax=={version}").ok
+    np.testing.assert_allclose(out["read"]["consumer.jaxport"]["y"], y, rtol=1e-5)
+    np.testing.assert_allclose(out["read"]["consumer.jaxport"]["dweight"], dweight, rtol=1e-5)
 
 
 def test_jaxport_reads_calls_and_differentiates_what_older_jax_export_wrote(

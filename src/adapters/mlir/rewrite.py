@@ -9,7 +9,10 @@ accepted, so the calling process never parses a module to get it:
   (:func:`~.dimension_args.standard_form`; the request describes the
   record: :func:`standard_request`);
 * ``version``: the module written for an older StableHLO (what a
-  converter's runtime reads: TensorFlow's, for a SavedModel);
+  converter's runtime reads: TensorFlow's, for a SavedModel); with
+  ``"strict": true`` (an artifact written for a consumer, ``consumer=``) a
+  module that cannot be written so is refused (:class:`VersionRefused`)
+  instead of left as it is;
 * ``specialize``: the module specialised to static shapes and refined by
   JAX (:func:`~.specialize.specialize`, for IREE; :func:`specialize_request`).
 
@@ -20,6 +23,7 @@ without jaxlib.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,7 +67,7 @@ def rewrite(module_bytes: bytes, request: Mapping[str, Any]) -> bytes | None:
     if "standard" in request:
         return _standard_bytes(module_bytes, request["standard"])
     if "version" in request:
-        return _written_for(module_bytes, str(request["version"]))
+        return _written_for(module_bytes, str(request["version"]), strict=bool(request.get("strict", False)))
     if "specialize" in request:
         return _specialized(module_bytes, request["specialize"])
     return None
@@ -73,9 +77,19 @@ class RefinementRefused(Exception):
     """JAX's shape refinement refused a module for the requested shapes."""
 
 
-def _written_for(module_bytes: bytes, version: str) -> bytes | None:
-    """The module written for the older StableHLO ``version``; None when it is not older or this
-    jaxlib cannot write it so (the runtime's own check then refuses the module with its reason)."""
+class VersionRefused(Exception):
+    """A strict ``version`` request: the module uses an operation (or an attribute of one) that the
+    older StableHLO lacks; the message is StableHLO's, naming it."""
+
+
+def _written_for(module_bytes: bytes, version: str, *, strict: bool = False) -> bytes | None:
+    """The module written for the older StableHLO ``version``; None when it is not older or (not
+    ``strict``) this jaxlib cannot write it so (the runtime's own check then refuses the module with
+    its reason).
+
+    Raises:
+        VersionRefused: ``strict``, and the module cannot be written for ``version``.
+    """
     from . import bindings as jaxlib_mlir
 
     if not written_after(module_bytes, version):
@@ -85,8 +99,19 @@ def _written_for(module_bytes: bytes, version: str) -> bytes | None:
         module = jaxlib_mlir.deserialize_portable_artifact(module_bytes, context)
         with context:
             return jaxlib_mlir.serialize_portable_artifact(module, version, MIXED_SERIALIZATION)
-    except Exception:  # a module using operations newer than `version`
+    except Exception as exc:  # a module using operations newer than `version`
+        if strict:
+            raise VersionRefused(_refusal(str(exc), version)) from None
         return None
+
+
+def _refusal(message: str, version: str) -> str:
+    """StableHLO's refusal to write a module for ``version``, shortened to the operation it names."""
+    found = re.search(r"failed to legalize operation '(vhlo\.([a-z_0-9]+?)_v\d+)'", message)
+    if found is None:
+        return f"StableHLO {version} cannot express the module: {message.strip()[:600]}"
+    return (f"the operation stablehlo.{found.group(2)} as the module uses it ({found.group(1)}, its "
+            f"attributes included) does not exist in StableHLO {version}")
 
 
 def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | None:

@@ -214,6 +214,19 @@ class ChildModuleForms:
             return module
         return self.worker.check(module, sdy=MIXED_SERIALIZATION, form={"version": version}).reserialized
 
+    def written_for(self, module: bytes, version: str) -> bytes:
+        """``module`` written for the older StableHLO ``version`` (itself when it is not newer),
+        for a consumer that reads that version.
+
+        Raises:
+            ValueError: ``version`` lacks an operation the module uses (StableHLO's message names it).
+            ArtifactError: the module does not parse or verify.
+        """
+        if not written_after(module, version):
+            return module
+        form = {"version": version, "strict": True}
+        return self.worker.check(module, sdy=MIXED_SERIALIZATION, form=form).reserialized
+
     def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
         """``record``'s module for ``shapes``, refined (see the port)."""
         form = {"specialize": specialize_request(record, shapes, platform_index)}

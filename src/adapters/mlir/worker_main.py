@@ -14,7 +14,7 @@ that many bytes; no pickle, no code from the other side:
   it: :mod:`~jaxport.adapters.mlir.rewrite`), then the module bytes;
 * response: a JSON header (:class:`~jaxport.domain.artifact.verification.ModuleFacts`,
   ``{"error": message}``, or ``{"refused": message}`` when JAX's refinement refused
-  the shapes), then the module re-serialized, or the form asked for (empty on error).
+  the shapes or a strict ``version`` cannot express the module), then the module re-serialized, or the form asked for (empty on error).
 
 A module that crashes the MLIR reader kills only this process; its parent
 sees the pipe close and refuses the artifact. The process imports jaxlib's
@@ -182,7 +182,7 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     from . import bindings as jaxlib_mlir  # noqa: F401  (import before the first request's clock)
-    from .rewrite import RefinementRefused, rewrite
+    from .rewrite import RefinementRefused, VersionRefused, rewrite
 
     while True:
         header = read_frame(stdin, 1 << 16)
@@ -199,7 +199,7 @@ def main(argv: list[str]) -> int:
         try:
             facts, again = check_module(module_bytes, bool(request.get("sdy", False)))
             again = rewrite(module_bytes, request) or again
-        except RefinementRefused as exc:
+        except (RefinementRefused, VersionRefused) as exc:
             write_frames(stdout, json.dumps({"refused": str(exc)[:4000]}).encode(), b"")
             continue
         except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's

@@ -21,6 +21,7 @@ from jaxport.domain.bundle.manifest import (
     EXAMPLES_FILE, EXAMPLES_FREE_VERSION, FORMAT_NAME, FORMAT_VERSION, WEIGHTS_FILE, FileDigest,
     FunctionEntry, Manifest
 )
+from jaxport.domain.artifact.consumers import find_consumer
 from jaxport.domain.bundle.names import check_weight_names, function_file
 from jaxport.domain.errors import BundleError
 from jaxport.application.artifact_files import artifact_bytes
@@ -33,7 +34,8 @@ from jaxport.application.wiring import default_registry
 def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported], params: Any, *,
                 vjp_order: int = 0, metadata: Mapping[str, Any] | None = None,
                 without_params: Collection[str] = (),
-                examples: Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]] | None = None) -> None:
+                examples: Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]] | None = None,
+                consumer: str | None = None) -> None:
     """Saves a model: functions that share weights, and the weights, as a bundle directory.
 
     The directory holds ``manifest.json`` (format version, functions and their
@@ -72,6 +74,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
         examples: golden examples: function name -> a list of ``(args,
             kwargs)`` pairs of the caller's arguments (the weights are bound
             as when calling the loaded bundle), e.g. ``{"predict": [((x,), {})]}``.
+        consumer: ``RUNTIME==VERSION`` (``"jax==0.9.2"``): each artifact holds what
+            that release reads (see :meth:`Exported.serialize`).
 
     Raises:
         BundleMismatchError: a function's first argument differs from the
@@ -82,7 +86,11 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             (the message names the function and the example).
         VjpUnavailableError: a function cannot provide VJPs of ``vjp_order``.
         FileExistsError: ``path`` exists and is not a bundle.
+        UsageError: ``consumer`` is malformed or not in jaxport's table of consumers.
+        ConsumerMismatchError: that consumer would not read or run a function.
     """
+    if consumer is not None:
+        find_consumer(consumer)  # a malformed or unknown consumer, before any other work
     registry = default_registry()
     treedef, names, leaves = flatten_params(params)
     check_weight_names(names)
@@ -102,7 +110,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     weight_shardings(functions, takes, weights_tree, weights)
     meta = _checked_metadata(metadata)
     recorded = record_examples(functions, takes, params, len(weights), examples)
-    blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order) for entry in entries}
+    blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order, consumer) for entry in entries}
 
     header, order = encode_header(weights, {"format": FORMAT_NAME})
 

@@ -43,6 +43,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--params", metavar="FILE",
                      help="weights (.safetensors or .npz, names like dense/w): the function takes them "
                           "as its first argument, a dict nested by the names' '/', and PATH is a bundle")
+    cmd.add_argument("--consumer", metavar="RUNTIME==VERSION",
+                     help="write what that JAX or TensorFlow release reads (e.g. jax==0.9.2, tf==2.21): "
+                          "modules for its StableHLO, the format version its reader knows; "
+                          "refused, with the reason, when it would not read the function")
     cmd.add_argument("-o", "--output", required=True, metavar="PATH",
                      help="the artifact file to write (a bundle directory with --params)")
     cmd.set_defaults(handler=run_export)
@@ -123,6 +127,10 @@ def run_export(args: argparse.Namespace) -> int:
     if args.vjp_order < 0:
         raise UsageError(f"--vjp-order must be 0 or more, got {args.vjp_order}")
     specs_of(args.arg, args.kwarg, args.constraint)  # bad specs fail before anything loads
+    if args.consumer is not None:
+        from jaxport.domain.artifact.consumers import find_consumer
+
+        find_consumer(args.consumer)  # so does a consumer the table does not know
     check_writable(args.output, directory_ok=args.params is not None)
     params = None
     if args.params is not None:
@@ -144,12 +152,13 @@ def run_export(args: argparse.Namespace) -> int:
         if params is None:
             from ..artifact_files import save
 
-            save(exported, args.output, vjp_order=args.vjp_order)
+            save(exported, args.output, vjp_order=args.vjp_order, consumer=args.consumer)
         else:
             from jaxport.application.bundles.api import save_bundle
 
             name = args.target.partition(":")[2].rsplit(".", 1)[-1]
-            save_bundle(args.output, {name: exported}, params, vjp_order=args.vjp_order)
+            save_bundle(args.output, {name: exported}, params, vjp_order=args.vjp_order,
+                        consumer=args.consumer)
     progress.say(f"wrote {args.output}")
     return 0
 

@@ -161,7 +161,7 @@ class Exported(ExportedFields):
                             _jax_objects=jax_objects_of(self.record.vjp, registry))
         return dataclasses.replace(self._export_vjp(self), _vjp_of_arity=arity)
 
-    def serialize(self, vjp_order: int = 0, *, integrity: bool = True) -> bytearray:
+    def serialize(self, vjp_order: int = 0, *, integrity: bool = True, consumer: str | None = None) -> bytearray:
         """The artifact bytes, in ``jax.export``'s format (jax 0.10.2): the record, encoded, then sealed.
 
         By default the flatbuffer is followed by the jaxport trailer: a digest
@@ -175,6 +175,10 @@ class Exported(ExportedFields):
                 the deserialized function (2 allows ``jax.grad(jax.grad(f))``).
             integrity: False gives exactly the bytes ``jax.export``'s
                 ``serialize()`` writes: no digest, constraints or versions.
+            consumer: ``RUNTIME==VERSION`` (``"jax==0.9.2"``, ``"tf==2.21"``): write
+                what that release reads (each module for its StableHLO, by the
+                verifying process; the format version its reader knows), so that
+                ``jaxport check --consumer`` accepts the bytes. None: as JAX here writes.
 
         Raises:
             VjpUnavailableError: this object cannot provide VJPs of that order.
@@ -183,8 +187,14 @@ class Exported(ExportedFields):
             NonStringKeyError: its pytrees hold a dict with a key that is not a
                 string (a ``TypeError``); the message names the key path.
             EffectSerializationError: an effect that its class cannot rebuild.
+            UsageError: ``consumer`` is malformed or not in jaxport's table of consumers.
+            ConsumerMismatchError: that consumer would not read or run the artifact.
         """
         record = self._record_with_vjps(vjp_order)
+        if consumer is not None:
+            from .for_consumer import record_for_consumer
+
+            record = record_for_consumer(record, consumer)
         flatbuffer = encode_artifact(record)
         if not integrity:
             return flatbuffer

@@ -28,11 +28,12 @@ rows measured.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-from .record import ArtifactRecord, DType, MemorySpace, TreeKind, TreeSpec
+from .record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, DType, MemorySpace, TreeKind, TreeSpec
 from .sharding import NamedShardingRecord
-from jaxport.domain.errors import UsageError
+from jaxport.domain.errors import ConsumerMismatchError, JaxportError, UsageError
 from .module_format import stablehlo_version
 
 #: The names a consumer is given by (``jax==0.9.2``, ``tf==2.21``), by runtime.
@@ -203,6 +204,59 @@ def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: b
         notes.append(f"the module targets StableHLO {target}, newer than {consumer}'s own "
                      f"{consumer.stablehlo}: outside StableHLO's promise, but measured to load")
     return Verdict(consumer, tuple(reasons), tuple(notes))
+
+
+def stablehlo_for(consumer: Consumer) -> str | None:
+    """The StableHLO version to write modules for ``consumer``: its own (StableHLO's promise), else
+    the newest measured to load there (TensorFlow's rows); None when none is known."""
+    return consumer.stablehlo or consumer.reads_stablehlo
+
+
+def written_for(record: ArtifactRecord, consumer: Consumer,
+                write_module: Callable[[bytes, str], bytes]) -> ArtifactRecord:
+    """``record`` (its VJP chain included) as ``consumer`` reads it, or why that cannot be.
+
+    Each module newer than :func:`stablehlo_for` is written for that version by
+    ``write_module``; a consumer whose reader predates format generation 12 gets
+    the format version it reads (no JAX version recorded). The result must then
+    pass :func:`verdict`, the same decision ``jaxport check --consumer`` makes,
+    so what is written for a consumer is what the check accepts.
+
+    Args:
+        record: the artifact.
+        consumer: the release to write for.
+        write_module: ``(module, version) -> module`` written for that older StableHLO;
+            raises ``ValueError`` when the version lacks an operation the module uses.
+
+    Raises:
+        ConsumerMismatchError: the consumer would not read or run the artifact; the
+            reasons name what (operation, calling convention, field) and why.
+    """
+    target = stablehlo_for(consumer)
+    old_format = consumer.serialization is not None and consumer.serialization < JAX_VERSION_GENERATION
+
+    def one(table: ArtifactRecord) -> ArtifactRecord:
+        vjp = None if table.vjp is None else one(table.vjp)
+        module = table.mlir_module_serialized
+        written = stablehlo_version(module[:300])
+        if target is not None and written is not None and _version_key(written) > _version_key(target):
+            try:
+                module = write_module(module, target)
+            except JaxportError:
+                raise
+            except ValueError as exc:
+                raise ConsumerMismatchError(str(consumer), record.function_name, (
+                    f"{exc} (the StableHLO that {consumer} reads)",)) from None
+        if old_format:
+            table = replace(table, serialization_version=WRITTEN_SERIALIZATION_VERSION, jax_version=None)
+        return replace(table, mlir_module_serialized=module, vjp=vjp)
+
+    written_record = one(record)
+    found = verdict(written_record, consumer, short_device_count=False)
+    if not found.ok:
+        raise ConsumerMismatchError(str(consumer), record.function_name,
+                                    found.reasons + (f"source: {consumer.source}",))
+    return written_record
 
 
 def _tables(record: ArtifactRecord) -> list[ArtifactRecord]:
