@@ -34,18 +34,18 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest bench typecheck install clean fuzz web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-runtime-only bench typecheck install clean fuzz web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
 	test -x $(PY) && $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet ".[dev]"
+	$(PY) -m pip install --quiet ".[jax,dev]"
 	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(DEPS)
 
 $(RUNTIME_DEPS): $(DEPS)
-	$(PY) -m pip install --quiet ".[dev,tf,iree,onnx,litert,serve]"
+	$(PY) -m pip install --quiet ".[jax,dev,tf,iree,onnx,litert,serve]"
 	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(RUNTIME_DEPS)
 
@@ -76,18 +76,45 @@ typecheck: install
 test: $(RUNTIME_DEPS) typecheck web-deps
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
 	$(MAKE) test-oldest
+	$(MAKE) test-runtime-only
 
 $(OLDEST)/.deps-installed: pyproject.toml
 	@test -n "$(OLDEST_PYTHON)" || { echo "make: no Python 3.11 found for the oldest JAX (python3.11, $(PYENV_ROOT)/versions/3.11*): install it or run make OLDEST_PYTHON=/path/to/python3.11" >&2; exit 1; }
 	test -x $(OLDEST)/bin/python || $(OLDEST_PYTHON) -m venv $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(OLDEST)/bin/python -m pip install --quiet ".[dev,tf,iree,onnx,litert]" "jax==0.10.2" "jaxlib==0.10.2"
+	$(OLDEST)/bin/python -m pip install --quiet ".[jax,dev,tf,iree,onnx,litert]" "jax==0.10.2" "jaxlib==0.10.2"
 	$(OLDEST)/bin/python -m pip uninstall --quiet --yes jaxport
 	touch $@
 
 # The oldest JAX of the range (0.10.2, Python 3.11) on export, serialization, calls and conversions.
 test-oldest: $(OLDEST)/.deps-installed $(LINK)
 	PYTHONPATH=$(CURDIR)/build/importroot $(OLDEST)/bin/python -m pytest -q -n 2 $(OLDEST_TESTS)
+
+# ---- The runtime-only install (issue 36): the runtime extras without JAX ----
+# A third venv holds only what running converted directories needs (jaxport's runtime extras,
+# pytest); tests/runtime_only runs there on the directories that the main venv converts into
+# build/runtime-only-fixtures. Making it also checks that pip, resolving `.[onnx-runtime]` as for an
+# empty venv, would install no jax or jaxlib.
+RUNTIME_ONLY := build/venv-runtime-only
+RUNTIME_ONLY_EXTRAS := onnx-runtime,litert-runtime,iree-runtime,serve
+RUNTIME_ONLY_FIXTURES := build/runtime-only-fixtures
+
+$(RUNTIME_ONLY)/.deps-installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found: run make PYTHON=/path/to/python3.12" >&2; exit 1; }
+	test -x $(RUNTIME_ONLY)/bin/python || $(PYTHON) -m venv $(RUNTIME_ONLY)
+	$(RUNTIME_ONLY)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(RUNTIME_ONLY)/bin/python -m pip install --quiet ".[$(RUNTIME_ONLY_EXTRAS)]" "pytest>=8"
+	$(RUNTIME_ONLY)/bin/python -m pip uninstall --quiet --yes jaxport
+	$(RUNTIME_ONLY)/bin/python -m pip install --quiet --dry-run --ignore-installed \
+		--report $(RUNTIME_ONLY)/onnx-runtime-report.json ".[onnx-runtime]"
+	$(RUNTIME_ONLY)/bin/python -c 'import json, sys; names = {i["metadata"]["name"].lower() for i in json.load(open(sys.argv[1]))["install"]}; bad = names & {"jax", "jaxlib"}; sys.exit(f"pip would install {sorted(bad)} with jaxport[onnx-runtime]" if bad else 0)' $(RUNTIME_ONLY)/onnx-runtime-report.json
+	touch $@
+
+# The runtime-only tests: converted with the main venv, run in the one without JAX.
+test-runtime-only: $(RUNTIME_ONLY)/.deps-installed $(RUNTIME_DEPS) $(LINK)
+	PYTHONPATH=$(CURDIR)/build/importroot $(PY) -m tests.helpers.runtime_only_fixtures $(RUNTIME_ONLY_FIXTURES)
+	JAXPORT_RUNTIME_ONLY_FIXTURES=$(CURDIR)/$(RUNTIME_ONLY_FIXTURES) PYTHONPATH=$(CURDIR)/build/importroot \
+		$(RUNTIME_ONLY)/bin/python -m pytest -q tests/runtime_only
 
 bench: $(RUNTIME_DEPS) install
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json

@@ -122,7 +122,7 @@ __all__ = sorted(["errors", *_LAZY_CONSTANTS, *_LAZY])
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(_import(_LAZY[name]), name)
         globals()[name] = value
         return value
     if name in _LAZY_CONSTANTS:
@@ -137,6 +137,20 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
+
+
+def _import(module: str) -> Any:
+    """``module``, imported; without JAX (or with one outside the tested range) a name that needs it
+    raises ``MissingExtraError`` naming ``jaxport[jax]``."""
+    try:
+        return importlib.import_module(module)
+    except (ImportError, AttributeError) as exc:
+        from jaxport.adapters.jax.installed import as_missing_jax
+
+        missing = as_missing_jax(exc)
+        if missing is None:
+            raise
+        raise missing from exc
 
 
 def __dir__() -> list[str]:

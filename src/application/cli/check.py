@@ -35,7 +35,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "print, per function and output, the largest absolute and relative errors against "
                     "JAX's outputs at save, the tolerance and the verdict. Exit status: 0 all pass, "
                     "1 some fail, 2 a path cannot be read.")
-    cmd.add_argument("paths", nargs="+", metavar="PATH", help="artifact files or bundle directories")
+    cmd.add_argument("paths", nargs="+", metavar="PATH", help="artifact files, bundle directories or directories that jaxport converted")
     cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
                      help="accept this custom-call target too (repeat)")
     cmd.add_argument("--consumer", action="append", default=[], metavar="RUNTIME==VERSION",
@@ -152,7 +152,8 @@ def check_numerics(args: argparse.Namespace) -> int:
 def _summary(detail: dict[str, Any]) -> str:
     if "functions" in detail:
         count = detail["functions"]
-        return f"bundle of {count} function{'s' if count != 1 else ''}"
+        what = f"directory converted for {detail['target']}" if "target" in detail else "bundle"
+        return f"{what} of {count} function{'s' if count != 1 else ''}"
     sealed = "sealed" if detail["sealed"] else "no digest: not written by jaxport"
     return f"{sealed}; sha256 {detail['sha256'][:16]}"
 
@@ -161,6 +162,16 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
     """(passed, the reasons why not, details to show) for one artifact file or bundle directory."""
     from ...domain.errors import JaxportError
 
+    from jaxport.application.converted.model import is_converted
+
+    if is_converted(path):  # needs the target's runtime, not JAX
+        from jaxport.application.converted.model import load_converted
+
+        try:
+            model = load_converted(path)
+        except JaxportError as exc:
+            return False, (str(exc),), {}
+        return True, (), {"functions": len(model), "target": model.manifest.target}
     if os.path.isdir(path):
         from jaxport.application.bundles.api import load_bundle
 

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from jaxport.adapters.jax.installed import require_jax
 from .common import Progress, UsageError, check_writable, to_struct
 
 if TYPE_CHECKING:  # the symbolic-shape modules load when a spec is parsed, not for --help
@@ -123,6 +124,7 @@ def raised_in_target(exc: BaseException, target: str) -> bool:
 
 def run_export(args: argparse.Namespace) -> int:
     """Exports and writes the artifact."""
+    require_jax()  # before anything else: the user's module is not imported without JAX
     progress = Progress()
     if args.vjp_order < 0:
         raise UsageError(f"--vjp-order must be 0 or more, got {args.vjp_order}")

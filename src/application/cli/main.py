@@ -73,9 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`jaxport mlir f | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except Exception as exc:
+    except Exception as raised:
         if getattr(args, "debug", False):
             raise
+        from jaxport.adapters.jax.installed import as_missing_jax
+
+        exc: Exception = as_missing_jax(raised) or raised  # JAX missing or outside its range: say so
         if not _users_error(exc, args):
             import traceback
 

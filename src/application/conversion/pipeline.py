@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jaxport.adapters.jax.installed import require_jax
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
@@ -87,6 +88,7 @@ def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         UsageError: ``to`` names no target.
     """
     entry = target(to)
+    require_jax()  # every target's converter reads the modules with JAX's MLIR
     if options is None:
         options = entry.options()
     if type(options) is not entry.options:

@@ -10,6 +10,7 @@ from typing import Any
 import jax
 
 from jaxport.adapters.jax.foreign_dims import translate_specs
+from jaxport.adapters.jax.installed import require_jax
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.avals import args_kwargs_path, leaf_paths
 from jaxport.adapters.jax.dims import JaxDim
@@ -177,7 +178,12 @@ def export(fun: Callable[..., Any], *, platforms: Sequence[str] | None = None,
     >>> exp = export(jnp.sin)(np.zeros((4,), np.float32))
     >>> exp.in_avals
     (ShapedArray(float32[4]),)
+
+    Raises:
+        MissingExtraError: the installed JAX is outside the range jaxport is tested on (at once,
+            not from the function returned; without JAX, ``jaxport.export`` itself raises it).
     """
+    require_jax()
     if platforms is not None and lowering_platforms is not None:
         raise ValueError("Pass platforms= or its 2023 name lowering_platforms=, not both")
     chosen = platforms if platforms is not None else lowering_platforms

@@ -46,7 +46,7 @@ def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
     root = Path(path)
     if not root.is_dir():
         raise ArtifactError(f"{root} is not a directory (serve a bundle or a directory converted from one)")
-    if _is_bundle(root):
+    if is_bundle(root):
         return _bundle(root)
     if is_converted(root):
         return _converted(root)
@@ -57,14 +57,15 @@ def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
 def has_examples(path: str | os.PathLike[str]) -> bool:
     """Whether the bundle or converted directory at ``path`` carries golden examples (reads its manifest)."""
     root = Path(path)
-    if _is_bundle(root):
+    if is_bundle(root):
         from jaxport.adapters.storage.bundle_dir import read_manifest
 
         return bool(read_manifest(root).examples)
     return bool(read_converted(root)[0].examples)
 
 
-def _is_bundle(root: Path) -> bool:
+def is_bundle(root: Path) -> bool:
+    """Whether ``root`` holds a bundle's manifest (served on JAX)."""
     try:
         return manifest_format((root / MANIFEST_FILE).read_bytes()) == BUNDLE_FORMAT
     except OSError:

@@ -19,7 +19,8 @@ from jaxport.domain.serving.options import (
     DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES, ServeOptions
 )
 from jaxport.domain.serving.protocol import ServedFunction, batch_variable
-from .functions import has_examples, load_served
+from jaxport.adapters.jax.installed import require_jax
+from .functions import has_examples, is_bundle, load_served
 
 
 def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
@@ -63,7 +64,8 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
             or its golden examples fail here.
         ConversionError: a function has an input or output that the protocol
             cannot carry (complex, 8-bit floats, PRNG keys).
-        MissingExtraError: KServe (``jaxport[serve]``) or the directory's runtime is not installed.
+        MissingExtraError: KServe (``jaxport[serve]``) or the directory's runtime is not installed,
+            or ``path`` is a bundle and JAX (``jaxport[jax]``) is not.
         OSError: a port cannot be bound.
     """
     options = ServeOptions(host, http_port, grpc_port, tuple(batch), max_batch_size, max_batch_delay_ms,
@@ -73,6 +75,8 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         from jaxport.adapters.kserve.metrics import serving_metrics
     except ImportError as exc:
         raise MissingExtraError("KServe, which serves the Open Inference Protocol,", "serve", exc) from exc
+    if is_bundle(Path(path)):
+        require_jax()  # a bundle runs on JAX: said before anything listens
     KServeServer(options, serving_metrics()).run(lambda: load_checked(Path(path), options))
 
 

@@ -1,0 +1,1 @@
+"""Tests run in the runtime-only virtual environment (no JAX): see conftest.py."""
