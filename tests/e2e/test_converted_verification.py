@@ -23,7 +23,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.application.converted import verify_child  # noqa: E402
+from jaxport.application.converted import verification  # noqa: E402
 from jaxport.errors import ArtifactError, UsageError  # noqa: E402
 from tests.helpers import resealed  # noqa: E402
 
@@ -108,7 +108,7 @@ def test_a_child_that_hangs_or_dies_is_refused_and_not_remembered(
     with pytest.raises(ArtifactError, match="did not answer in 0.001 s and was killed"):
         jaxport.load_converted(converted)
     monkeypatch.delenv("JAXPORT_VERIFY_TIMEOUT")
-    monkeypatch.setattr(verify_child, "__name__", "tests.helpers.dying_child")
+    monkeypatch.setattr(verification, "CHILD_MODULE", "tests.helpers.dying_child")
     with pytest.raises(ArtifactError, match="predict.onnx: the verifying process stopped "
                                             r"\(it was killed by SIGSEGV\)"):
         jaxport.load_converted(converted)

@@ -36,7 +36,6 @@ from jaxport.domain.artifact.verification import Verdict
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import ArtifactError, UsageError
 from .. import wiring
-from . import verify_child
 
 #: Bumped when what the child checks changes, so that remembered verdicts are not reused.
 CHECKS_VERSION: Final = 1
@@ -45,8 +44,10 @@ BASE_ADDRESS_SPACE: Final = 32 << 30
 DEFAULT_TIMEOUT_SECONDS: Final = 300.0
 DEFAULT_CPU_SECONDS: Final = 120
 _ANSWER_BYTES: Final = 1 << 20
-#: What the reason of a golden example answered wrongly says (:mod:`.verify_child`).
-WRONG_EXAMPLE: Final = verify_child.WRONG_EXAMPLE
+#: What the reason of a golden example answered wrongly says (:mod:`.verify_child` writes it).
+WRONG_EXAMPLE: Final = "answers golden example"
+#: The module the child runs.
+CHILD_MODULE = "jaxport.application.converted.verify_child"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ def _run_child(root: str, options: dict[str, Any], size: int) -> tuple[Verdict, 
                "cpu_seconds": int(_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)) + mib}
     with tempfile.TemporaryFile() as errors:
         try:
-            done = subprocess.run([sys.executable, "-m", verify_child.__name__], input=json.dumps(request).encode(),
+            done = subprocess.run([sys.executable, "-m", CHILD_MODULE], input=json.dumps(request).encode(),
                                   stdout=subprocess.PIPE, stderr=errors, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             return Verdict(False, (f"{_last_file(exc.stdout)}: the verifying process did not answer in "

@@ -26,8 +26,6 @@ import resource
 import sys
 from typing import IO, Any
 
-#: What the reason of a golden example answered wrongly says.
-WRONG_EXAMPLE = "answers golden example"
 #: The longest reason sent (a runtime's message may be long).
 MAX_REASON_CHARS = 2000
 
@@ -88,6 +86,7 @@ def _dtype(name: str) -> Any:
 def _check(path: str, options: dict[str, Any], out: IO[str]) -> list[str]:
     from jaxport.domain.errors import UsageError
     from .model import load_converted, read_converted
+    from .verification import WRONG_EXAMPLE
 
     manifest, _ = read_converted(path)
     files = sorted({v.file for f in manifest.functions for v in f.variants})
