@@ -147,3 +147,17 @@ def test_jaxport_check_verifies_a_converted_directory(converted: Path, tmp_path:
     assert good == (f"{converted}: ok (converted for onnx, 1 function; every model file opened and every "
                     "variant called in a separate process)")
     assert failed.startswith(f"{bad}: FAILED: predict.onnx: the runtime cannot open it: ")
+
+
+def test_jaxport_serve_refuses_a_directory_that_fails_verification_before_it_is_ready(
+        converted: Path, tmp_path: Path, fresh_verdicts: Path) -> None:
+    pytest.importorskip("kserve", reason="needs the jaxport[serve] extra")
+    bad = _copy(converted, tmp_path)
+    resealed.truncate(bad, "predict.onnx")
+    done = subprocess.run([sys.executable, "-m", "jaxport", "serve", str(bad), "--host", "127.0.0.1",
+                           "--http-port", "0", "--grpc-port", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert f"directory {bad} failed verification" in done.stderr, done.stderr[-2000:]
+    assert "predict.onnx: the runtime cannot open it" in done.stderr
+    assert "ready:" not in done.stderr
