@@ -134,6 +134,23 @@ def outcome(root: Path, inputs: list[np.ndarray], reference: list[np.ndarray], *
     return "same" if same else "wrong"
 
 
+def source_bundle(root: Path) -> Path:
+    """Saves at ``root`` the bundle the campaign converts: one small MLP layer with a golden example."""
+    import jax
+    import jax.numpy as jnp
+
+    import jaxport
+
+    def predict(p: dict[str, jax.Array], x: jax.Array) -> jax.Array:
+        return jnp.tanh(x @ p["w"] + p["b"])
+
+    params = {"w": jnp.arange(12, dtype=jnp.float32).reshape(4, 3) / 10, "b": jnp.ones((3,), jnp.float32)}
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    exported = jaxport.export(jax.jit(predict))(params, jax.ShapeDtypeStruct((2, 4), jnp.float32))
+    jaxport.save_bundle(root, {"predict": exported}, params, examples={"predict": [((x,), {})]})
+    return root
+
+
 def golden(root: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """The first golden example's inputs and the original directory's answer to them."""
     import jaxport

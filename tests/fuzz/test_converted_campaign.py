@@ -14,31 +14,19 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import jaxport
-from tests.fuzz.converted import golden, hostile, outcome
+from tests.fuzz.converted import golden, hostile, outcome, source_bundle
 
 #: Hostile copies per target (half of them re-sealed model files, which a verifying child opens).
 COUNTS = {"onnx": 12, "litert": 12, "iree": 12, "savedmodel": 4}
 SEED = 37
 
 
-def _predict(p: dict[str, jax.Array], x: jax.Array) -> jax.Array:
-    return jnp.tanh(x @ p["w"] + p["b"])
-
-
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("hostile-source") / "bundle"
-    params = {"w": jnp.arange(12, dtype=jnp.float32).reshape(4, 3) / 10, "b": jnp.ones((3,), jnp.float32)}
-    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
-    exported = jaxport.export(jax.jit(_predict))(params, jax.ShapeDtypeStruct((2, 4), jnp.float32))
-    jaxport.save_bundle(root, {"predict": exported}, params, examples={"predict": [((x,), {})]})
-    return root
+    return source_bundle(tmp_path_factory.mktemp("hostile-source") / "bundle")
 
 
 @pytest.mark.parametrize("to", sorted(COUNTS))
