@@ -1,6 +1,6 @@
 """Verifying converted directories: a second load of a verified directory against ``verify=False``.
 
-One group (kind ``"converted-verify"``) per target (ONNX, IREE), on a
+One group (kind ``"converted-verify"``) per target (ONNX, LiteRT, IREE), on a
 directory converted from an MLP bundle of 4 layers of 512x512 float32
 weights (4 MiB) with a golden example. In one run, alternating, each round
 times ``jaxport.load_converted(path)`` (verified: the verdict remembered,
@@ -56,10 +56,10 @@ def _seconds(path: Path, verify: bool) -> float:
     return time.perf_counter() - start
 
 
-@pytest.mark.parametrize("to", ["onnx", "iree"])
+@pytest.mark.parametrize("to", ["onnx", "litert", "iree"])
 def test_a_second_load_of_a_verified_directory_against_verify_false(benchmark: BenchmarkFixture, bundle: Path,
                                                                     to: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip({"onnx": "onnxruntime", "iree": "iree.runtime"}[to])
+    pytest.importorskip({"onnx": "onnxruntime", "litert": "ai_edge_litert", "iree": "iree.runtime"}[to])
     path = bundle.parent / to
     if not path.exists():
         jaxport.convert(bundle, path, to=to)
@@ -77,7 +77,7 @@ def test_a_second_load_of_a_verified_directory_against_verify_false(benchmark: B
                 unverified.append(_seconds(path, False))
                 verified.append(_seconds(path, True))
 
-        benchmark.group = f"converted-verify: load_converted of an {to} directory (MLP 4x512, 4 MiB)"
+        benchmark.group = f"converted-verify: load_converted of a {to} directory (MLP 4x512, 4 MiB)"
         benchmark.pedantic(round_, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     ratio = statistics.median(verified) / statistics.median(unverified)
     benchmark.extra_info.update(kind="converted-verify", target=to, first_verified_s=first,
