@@ -34,7 +34,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-runtime-only bench typecheck install clean fuzz web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-runtime-only bench typecheck install clean fuzz fuzz-converted web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -124,6 +124,11 @@ bench: $(RUNTIME_DEPS) install
 # 8,000 of jax.export-written artifacts); prints the count of each outcome.
 fuzz: install
 	$(PY) -m tests.fuzz.campaign --mutations 100000 --codec-share 0.2 --jax-export-share 0.08
+
+# Hostile converted directories (120 per target, half re-sealed model files, half hostile
+# manifests), loaded with and without verification; prints the count of each outcome.
+fuzz-converted: $(RUNTIME_DEPS) install
+	$(PY) -m tests.fuzz.converted_campaign --count 120
 
 # ---- The browser (issue 31): ONNX Runtime Web under Node and in Debian's Chromium ----
 # web-deps installs what tests/e2e/test_web.py needs beyond the venv: Debian's chromium

@@ -68,9 +68,12 @@ class Counts:
         return "\n".join(lines)
 
 
-#: Builds the corpus in a child process with 8 CPU devices.
+#: Builds the corpus in a child process with 8 CPU devices, without the call stack in the modules'
+#: locations: they would hold the checkout's path, and the seeded mutations would land elsewhere in
+#: each clone (the seeds' bytes, and so the slice's outcomes, are the same in every checkout).
 _BUILD = ("import sys; from pathlib import Path; from tests.helpers.jax_setup import configure_jax; "
-          "configure_jax(); from tests.fuzz.corpus import build, save; save(build(), Path(sys.argv[1]))")
+          "configure_jax(); import jax; jax.config.update('jax_traceback_in_locations_limit', 0); "
+          "from tests.fuzz.corpus import build, save; save(build(), Path(sys.argv[1]))")
 
 
 def build_corpus(folder: Path) -> None:
@@ -79,7 +82,8 @@ def build_corpus(folder: Path) -> None:
     JAX 0.12 records the Python call stack of the lowering in the module's
     locations: built in this process, the seeds' bytes (and so where each seeded
     mutation lands) would depend on how the campaign was started (pytest,
-    pytest-xdist, ``make fuzz``). A child's stack is always the same.
+    pytest-xdist, ``make fuzz``) and where the checkout is. The child's modules
+    keep no call stack (:data:`_BUILD`).
     """
     subprocess.run([sys.executable, "-c", _BUILD, str(folder)], cwd=ROOT, check=True, timeout=600)
 

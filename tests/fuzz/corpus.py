@@ -138,12 +138,22 @@ def expected_results(exp: jaxport.Exported, args: tuple[np.ndarray, ...], vjp: b
     A module lowered for several devices gets its arguments placed on the
     recorded shardings first, as ``jax.export``'s callers must.
     """
+    return results_of(exp.call, placed(exp, args), vjp)
+
+
+def placed(exp: jaxport.Exported, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` on ``exp``'s recorded shardings when it was lowered for several devices."""
     if exp.nr_devices > 1 and len(exp.in_shardings) == len(args):  # else the call refuses them
         placements = default_placements(exp.in_shardings, exp.fun_name)
-        args = tuple(a if s is None else jax.device_put(a, s) for a, s in zip(args, placements))
-    out = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(exp.call(*args))]
+        return tuple(a if s is None else jax.device_put(a, s) for a, s in zip(args, placements))
+    return args
+
+
+def results_of(call: Any, args: tuple[Any, ...], vjp: bool) -> tuple[np.ndarray, ...]:
+    """The flat results of ``call(*args)`` (and the gradient of their sum, with ``vjp``)."""
+    out = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(call(*args))]
     if vjp:
-        out.append(np.asarray(jax.grad(lambda *a: jnp.sum(exp.call(*a)))(*args)))
+        out.append(np.asarray(jax.grad(lambda *a: jnp.sum(call(*a)))(*args)))
     return tuple(out)
 
 

@@ -18,7 +18,12 @@ jaxport-written artifact that loaded: the digest failed to catch it),
 ``trailer_stripped`` (exactly the trailer cut off: jax.export's own bytes,
 which load unsealed), ``loaded``. A sample of what loads is called:
 ``call_ok``, ``call_refused`` (a JaxportError), ``untyped_at_call``,
-``wrong_result``.
+``changed_program`` (the results differ from the seed's, and ``jax.export``
+reading the same bytes computes the same as jaxport: the mutation made
+another valid program, which nobody can tell from the original in an
+artifact without a digest, such as a constant's value changed inside the
+module), ``wrong_result`` (jaxport's results differ from ``jax.export``'s for
+the same bytes).
 
 Either way the wire readers count their work: more than a fixed multiple of
 the mutation's size is ``unbounded_work``.
@@ -51,7 +56,7 @@ from jaxport.domain.artifact.integrity import unseal  # noqa: E402
 from jaxport.errors import ArtifactError, JaxportError  # noqa: E402
 from tests.helpers.artifacts import linear_work, recorded_readers  # noqa: E402
 
-from .corpus import Seed, expected_results, load  # noqa: E402
+from .corpus import Seed, expected_results, load, placed, results_of  # noqa: E402
 from .mutations import mutate  # noqa: E402
 
 
@@ -110,22 +115,38 @@ def _load(seed: Seed, blob: bytes, rng: random.Random, call_probability: float,
         return "trailer_stripped" if blob == stripped else "damaged_loaded"
     if rng.random() >= call_probability:
         return "loaded"
-    return _call(loaded, seed)
+    return _call(loaded, seed, blob)
 
 
-def _call(loaded: jaxport.Exported, seed: Seed) -> str:
+def _call(loaded: jaxport.Exported, seed: Seed, blob: bytes) -> str:
     try:
         got = expected_results(loaded, seed.args, seed.has_vjp and loaded.has_vjp())
     except JaxportError:
         return "call_refused"
     except Exception as exc:  # noqa: BLE001
         return f"untyped_at_call:{type(exc).__name__}"
-    want = seed.expected[:len(got)]
-    if len(got) < len(seed.expected) - 1 or not all(
-            g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True)
-            for g, w in zip(got, want)):
-        return "wrong_result"
-    return "call_ok"
+    if _same(got, seed.expected):
+        return "call_ok"
+    return "changed_program" if _same(got, _theirs(blob, loaded, seed)) else "wrong_result"
+
+
+def _same(got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...] | None) -> bool:
+    """Whether ``got`` holds ``want``'s results (the gradient may be missing: a mutation can drop it)."""
+    return want is not None and len(got) >= len(want) - 1 and all(
+        g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True)
+        for g, w in zip(got, want[:len(got)]))
+
+
+def _theirs(blob: bytes, loaded: jaxport.Exported, seed: Seed) -> tuple[np.ndarray, ...] | None:
+    """What ``jax.export`` computes from the same bytes, its arguments placed as for ``loaded``
+    (None: it refuses them or fails)."""
+    from jax import export
+
+    try:
+        theirs = export.deserialize(bytearray(blob))
+        return results_of(theirs.call, placed(loaded, seed.args), seed.has_vjp and loaded.has_vjp())
+    except Exception:  # noqa: BLE001 -- jax.export's refusal: not the same program then
+        return None
 
 
 def main(argv: list[str]) -> int:

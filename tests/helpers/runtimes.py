@@ -112,7 +112,9 @@ def load_refusals(directory: str, copy: Path) -> dict[str, dict[str, str]]:
     file = manifest.function("f").variants[0].file
     truncate(copy, file)
     refusals: dict[str, dict[str, str]] = {}
-    for case, path, options in (("bad option", directory, {"no_such_option": 1}), ("damaged model", copy, {})):
+    cases: tuple[tuple[str, str | Path, dict[str, Any]], ...] = (("bad option", directory, {"no_such_option": 1}),
+                                                            ("damaged model", copy, {}))
+    for case, path, options in cases:
         try:
             jaxport.load_converted(path, **options)
             refusals[case] = {"file": file}

@@ -73,7 +73,7 @@ def test_check_verifies_converted_directories_and_runs_their_examples(fixtures: 
     dirs = [fixtures / t for t in TARGETS]
     done = jaxport_cli("check", *dirs)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count(": ok (directory converted for") == len(TARGETS)
+    assert done.stdout.count(": ok (converted for") == len(TARGETS)
     done = jaxport_cli("check", "--numerics", *dirs)
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -24,7 +24,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "record; every custom call against JAX's stable targets plus "
                     "--allow-custom-call (the artifact's own disabled checks do not count). A "
                     "bundle directory is checked whole, as jaxport.load_bundle does, its golden "
-                    "examples' file included. One line per "
+                    "examples' file included. A directory that jaxport converted is checked as "
+                    "jaxport.load_converted verifies it: its files against its manifest, then every model file "
+                    "opened and every variant called in a separate process under limits. One line per "
                     "path. With --consumer, say instead whether that JAX or TensorFlow release "
                     "can read and run each artifact or bundle (calling convention, StableHLO "
                     "version, fields of the format), from jaxport's table of consumers; that "
@@ -35,7 +37,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "print, per function and output, the largest absolute and relative errors against "
                     "JAX's outputs at save, the tolerance and the verdict. Exit status: 0 all pass, "
                     "1 some fail, 2 a path cannot be read.")
-    cmd.add_argument("paths", nargs="+", metavar="PATH", help="artifact files, bundle directories or directories that jaxport converted")
+    cmd.add_argument("paths", nargs="+", metavar="PATH",
+                     help="artifact files, bundle directories or directories that jaxport converted")
     cmd.add_argument("--allow-custom-call", action="append", default=[], metavar="TARGET",
                      help="accept this custom-call target too (repeat)")
     cmd.add_argument("--consumer", action="append", default=[], metavar="RUNTIME==VERSION",
@@ -149,11 +152,30 @@ def check_numerics(args: argparse.Namespace) -> int:
     return _each_path(args, numerics)
 
 
+def _check_converted(path: str) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
+    """(passed, why not, details) for a converted directory: its files against its manifest, its
+    target against this machine, then every model file opened and every variant called in a
+    separate process (:mod:`jaxport.application.converted.verification`)."""
+    from ...domain.errors import JaxportError
+    from jaxport.application.converted.model import read_converted, verify_converted
+
+    try:
+        manifest, _ = read_converted(path)
+        found = verify_converted(path)
+    except JaxportError as exc:
+        return False, (str(exc),), {}
+    return found.ok, found.reasons, {"target": manifest.target, "functions": len(manifest.functions),
+                                     "cached": found.cached}
+
+
 def _summary(detail: dict[str, Any]) -> str:
+    if "target" in detail:
+        count = detail["functions"]
+        return (f"converted for {detail['target']}, {count} function{'s' if count != 1 else ''}; every model "
+                "file opened and every variant called in a separate process")
     if "functions" in detail:
         count = detail["functions"]
-        what = f"directory converted for {detail['target']}" if "target" in detail else "bundle"
-        return f"{what} of {count} function{'s' if count != 1 else ''}"
+        return f"bundle of {count} function{'s' if count != 1 else ''}"
     sealed = "sealed" if detail["sealed"] else "no digest: not written by jaxport"
     return f"{sealed}; sha256 {detail['sha256'][:16]}"
 
@@ -165,13 +187,7 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
     from jaxport.application.converted.model import is_converted
 
     if is_converted(path):  # needs the target's runtime, not JAX
-        from jaxport.application.converted.model import load_converted
-
-        try:
-            model = load_converted(path)
-        except JaxportError as exc:
-            return False, (str(exc),), {}
-        return True, (), {"functions": len(model), "target": model.manifest.target}
+        return _check_converted(path)
     if os.path.isdir(path):
         from jaxport.application.bundles.api import load_bundle
 

@@ -16,10 +16,11 @@ import os
 import types
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxport.domain.converted.manifest import (
-    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, check_digests, check_listing, manifest_format
+    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, check_digests, check_listing,
+    manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
@@ -27,6 +28,9 @@ from jaxport.domain.calls.signature import signature
 from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime, WeightsRuntime
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.application.wiring import target_adapter
+
+if TYPE_CHECKING:
+    from .verification import DirectoryVerification
 
 #: The formats of the directories that jaxport wrote before one format served every target.
 _OLD_FORMATS = ("jaxport-iree", "jaxport-savedmodel")
@@ -55,12 +59,18 @@ def read_converted(path: str | os.PathLike[str]) -> tuple[ConvertedManifest, Tar
             a file missing, extra, truncated or longer than recorded.
         OSError: ``path`` is not a readable directory.
     """
-    root = Path(path)
+    manifest, entry, _ = _read_converted(Path(path))
+    return manifest, entry
+
+
+def _read_converted(root: Path) -> tuple[ConvertedManifest, TargetEntry, bytes]:
+    """:func:`read_converted`, and the manifest's bytes."""
     where = manifest_path_of(root)
     if where is None:
         raise ArtifactError(f"{root} is not a directory that jaxport converted: it has no manifest.json "
                             f"(nor {', '.join(e.manifest_path for e in TARGETS.values() if e.manifest_dir)})")
-    manifest = ConvertedManifest.from_json((root / where).read_bytes())
+    data = (root / where).read_bytes()
+    manifest = ConvertedManifest.from_json(data)
     try:
         entry = target(manifest.target)
     except UsageError as exc:
@@ -68,7 +78,7 @@ def read_converted(path: str | os.PathLike[str]) -> tuple[ConvertedManifest, Tar
     if entry.manifest_path != where:
         raise ArtifactError(f"{root}: a {entry.name} directory keeps its manifest at {entry.manifest_path}")
     check_listing(manifest, _entries(root), where)
-    return manifest, entry
+    return manifest, entry, data
 
 
 def _entries(root: Path) -> dict[str, int]:
@@ -133,8 +143,11 @@ class ConvertedCall:
 
     def run_flat(self, leaves: list[Any]) -> list[Any]:
         """The flat results for the caller's flat arrays, checked as :meth:`__call__` does."""
-        variant = self.function.variant_for(self._check.check(leaves))
-        return list(self.runtime.run(self.function.name, variant, leaves))
+        return list(self.runtime.run(self.function.name, self.variant_of(leaves), leaves))
+
+    def variant_of(self, leaves: list[Any]) -> Variant:
+        """The variant that runs the caller's flat arrays, checked as :meth:`__call__` does."""
+        return self.function.variant_for(self._check.check(leaves))
 
     def __repr__(self) -> str:
         return f"ConvertedCall({self.function.name!r})"
@@ -177,7 +190,7 @@ class ConvertedModel(Mapping[str, ConvertedCall]):
         return f"ConvertedModel(target={self.target!r}, functions={list(self._calls)})"
 
 
-def load_converted(path: str | os.PathLike[str], **runtime_options: Any) -> ConvertedModel:
+def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runtime_options: Any) -> ConvertedModel:
     """The functions of the directory that :func:`jaxport.convert` wrote at ``path``, for any target.
 
     Before the runtime reads anything, the directory is checked against its
@@ -193,27 +206,51 @@ def load_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Conv
     Raises:
         ArtifactError: the manifest is missing, damaged or of another format,
             or a file is missing, extra, truncated or changed, or the runtime
-            cannot open it or finds in it another signature (the message names it).
+            cannot open it or finds in it another signature, or it failed
+            verification (the message names the directory, the file and why).
         TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
         MissingExtraError: the target's runtime is not installed (the message names the extra).
         UsageError: an unknown runtime option, or a bad value.
         OSError: ``path`` is not a readable directory.
     """
     root = Path(path)
-    manifest, entry = read_converted(root)
-    params = _check_files(root, manifest)
-    if entry.plan.check_host is not None and entry.host_facts is not None:
-        facts: HostFacts = target_adapter(entry, entry.host_facts, f"The runtime of {entry.plan.runtime}")
-        entry.plan.check_host(manifest.target_details, facts(), str(root))
+    manifest, entry, params, data = _checked(root)
     loader: RuntimeLoader = target_adapter(entry, entry.runtime, f"The runtime of {entry.plan.runtime}")
+    if verify:
+        from .verification import verify_directory
+
+        verify_directory(root, data, manifest, runtime_options).raise_if_failed(str(root))
     runtime = loader(str(root), manifest, runtime_options)
     if not params and isinstance(runtime, WeightsRuntime):
         params = runtime.params()
     return ConvertedModel(manifest, runtime, params)
 
 
-def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task") -> ConvertedModel:
-    """``load_converted(path, driver=driver)`` for a directory that :func:`jaxport.to_iree` wrote.
+def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> DirectoryVerification:
+    """What verifying the directory at ``path`` finds (``jaxport check DIR``), its runtime not opened here.
+
+    Raises:
+        As :func:`load_converted`, but a directory that fails verification gives ``ok=False``.
+    """
+    from .verification import verify_directory
+
+    manifest, _, _, data = _checked(Path(path))
+    return verify_directory(path, data, manifest, runtime_options)
+
+
+def _checked(root: Path) -> tuple[ConvertedManifest, TargetEntry, Mapping[str, Any], bytes]:
+    """The manifest, the target, the weights' views and the manifest's bytes of ``root``: the files
+    checked against the manifest, the target against this machine."""
+    manifest, entry, data = _read_converted(root)
+    params = _check_files(root, manifest)
+    if entry.plan.check_host is not None and entry.host_facts is not None:
+        facts: HostFacts = target_adapter(entry, entry.host_facts, f"The runtime of {entry.plan.runtime}")
+        entry.plan.check_host(manifest.target_details, facts(), str(root))
+    return manifest, entry, params, data
+
+
+def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task", verify: bool = True) -> ConvertedModel:
+    """``load_converted(path, driver=driver, verify=verify)`` for a directory that :func:`jaxport.to_iree` wrote.
 
     ``driver``: IREE's CPU driver: ``"local-task"`` runs a call's work on a
     pool of threads, one per core; ``"local-sync"`` on the calling thread.
@@ -224,4 +261,4 @@ def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task") -> Co
     manifest, _ = read_converted(path)
     if manifest.target != "iree":
         raise ArtifactError(f"{path} is a {manifest.target} directory, not IREE's: use jaxport.load_converted")
-    return load_converted(path, driver=driver)
+    return load_converted(path, driver=driver, verify=verify)

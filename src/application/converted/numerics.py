@@ -36,7 +36,7 @@ from jaxport.domain.calls.front import call_signature, result_paths, with_weight
 from jaxport.domain.targets.registry import TARGETS, target
 from jaxport.application.conversion.source import read_source
 from .jax_model import JAX
-from .model import is_converted, load_converted, read_converted
+from .model import ConvertedModel, is_converted, load_converted, read_converted
 
 #: Runs one example's function on its flat inputs; gives the flat outputs as host arrays.
 Run = Callable[[Example, Sequence[Any]], Sequence[Any]]
@@ -203,10 +203,21 @@ def _open_bundle(root: Path) -> OpenedDirectory:
                                                                manifest.files.get(EXAMPLES_FILE), "bundle"), run)
 
 
-def _open_converted(root: Path) -> OpenedDirectory:
+def examples_on(path: str | os.PathLike[str], model: ConvertedModel) -> NumericsReport:
+    """The golden examples of the converted directory at ``path`` run on ``model`` (loaded from it)
+    with the default tolerances (what the verifying child of :mod:`.verification` checks)."""
+    return _run_examples(os.fspath(path), model.target, _open_converted(Path(path), model), None, None,
+                         converted=False)
+
+
+def _open_converted(root: Path, model: ConvertedModel | None = None) -> OpenedDirectory:
     """A converted directory on its target's runtime, which holds the weights: each example runs on
     its inputs alone, through the call front (no JAX)."""
-    model = load_converted(root)
+    if model is None:  # verified first; a golden example answered wrongly is this report's to show
+        from .model import verify_converted
+
+        verify_converted(root).raise_if_failed(str(root), but_wrong_examples=True)
+        model = load_converted(root, verify=False)
     manifest = model.manifest
     file = manifest.examples_file
     for example in manifest.examples:

@@ -317,6 +317,8 @@ def _load(data: bytes) -> Any:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArtifactError(f"{MANIFEST_FILE} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ArtifactError(f"{MANIFEST_FILE} nests its values too deeply") from None
 
 
 def _function(name: str, r: JsonReader) -> ConvertedFunction:
@@ -336,7 +338,7 @@ def manifest_format(data: bytes) -> str | None:
     """The ``format`` that a ``manifest.json`` names (``"jaxport-converted"``), None when it names none."""
     try:
         doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     value = doc.get("format") if isinstance(doc, dict) else None
     return value if isinstance(value, str) else None
