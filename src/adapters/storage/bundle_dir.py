@@ -14,8 +14,6 @@ user (a service account, a container's user) can serve the bundle.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import os
 import shutil
@@ -260,6 +258,9 @@ def _exchange(a: Path, b: Path) -> bool:
     """Swaps the names ``a`` and ``b`` in one step; False where the system cannot."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # here: ctypes.util costs a reader of bundles tens of milliseconds to import
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         renameat2 = libc.renameat2
