@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering import JaxLowerer
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
+    from jaxport.adapters.storage.known_files import KnownFiles
     from ..domain.ports import ModuleInspector, ModuleSerializer
     from jaxport.domain.targets.registry import TargetEntry
     from .pytree_registry import PytreeSerializationRegistry
@@ -98,6 +99,13 @@ def verdict_store() -> FileVerdictStore:
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
 
     return FileVerdictStore()
+
+
+def known_files() -> KnownFiles:
+    """The files whose digests were checked before, remembered in :func:`verdict_store`."""
+    from jaxport.adapters.storage.known_files import KnownFiles
+
+    return KnownFiles(verdict_store())
 
 
 @_built_once

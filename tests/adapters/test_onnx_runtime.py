@@ -118,11 +118,11 @@ import numpy as np
 from jaxport.adapters.onnx.runtime import OnnxRuntimeModel
 (y,) = OnnxRuntimeModel(sys.argv[1], allowed=["params.safetensors"]).run([np.ones(4, np.float32)])
 assert (y == np.arange(4) + 1).all(), y
-print(sorted(m for m in ("jax", "jaxlib", "tensorflow") if m in sys.modules))
+print(sorted(m for m in ("jax", "jaxlib", "tensorflow", "onnx") if m in sys.modules))
 """
 
 
-def test_running_a_model_imports_neither_jax_nor_jaxlib(tmp_path: Path) -> None:
+def test_running_a_model_imports_neither_jax_nor_jaxlib_nor_onnx(tmp_path: Path) -> None:
     path = write_model(tmp_path / "model", "params.safetensors")
     done = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

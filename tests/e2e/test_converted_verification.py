@@ -51,6 +51,11 @@ def fresh_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+def _directory_verdicts(folder: Path) -> list[Path]:
+    """The verdicts of directories in ``folder`` (beside them: files whose digests were checked)."""
+    return [p for p in folder.glob("c*.json")] if folder.exists() else []
+
+
 def _copy(converted: Path, tmp_path: Path) -> Path:
     path = tmp_path / "copy"
     shutil.copytree(converted, path)
@@ -62,7 +67,7 @@ def test_the_first_load_verifies_in_a_child_and_the_second_reuses_the_verdict(
     model = jaxport.load_converted(converted)
     np.testing.assert_allclose(model["predict"](_X), np.tanh(_X @ (np.arange(12).reshape(4, 3) / 10) + 1),
                                rtol=1e-5, atol=1e-6)
-    assert [p.name[:2] for p in fresh_verdicts.iterdir()] == ["c1"]
+    assert len(_directory_verdicts(fresh_verdicts)) == 1
 
     def no_child(*args: object, **kwargs: object) -> None:
         raise AssertionError("a child was started")
@@ -84,7 +89,7 @@ def test_a_damaged_model_file_under_a_resealed_manifest_is_refused_naming_the_di
         jaxport.load_converted(path)
     with pytest.raises(ArtifactError, match="failed verification"):  # remembered: refused again, no child
         jaxport.load_converted(path)
-    assert len(list(fresh_verdicts.iterdir())) == 1
+    assert len(_directory_verdicts(fresh_verdicts)) == 1
 
 
 def test_wrong_golden_outputs_are_refused_as_a_wrong_answer(converted: Path, tmp_path: Path,
@@ -112,7 +117,7 @@ def test_a_child_that_hangs_or_dies_is_refused_and_not_remembered(
     with pytest.raises(ArtifactError, match="predict.onnx: the verifying process stopped "
                                             r"\(it was killed by SIGSEGV\)"):
         jaxport.load_converted(converted)
-    assert not fresh_verdicts.exists() or not list(fresh_verdicts.iterdir())
+    assert not _directory_verdicts(fresh_verdicts)
 
 
 def test_bad_runtime_options_stay_usage_errors(converted: Path, fresh_verdicts: Path) -> None:

@@ -2,18 +2,15 @@
 
 The only module that imports ``onnxruntime`` (the ``jaxport[onnx-runtime]``
 extra); it imports neither JAX nor jaxlib. Before ONNX Runtime opens a
-model, :func:`check_external_data` parses it (``onnx.load`` without its
-external data) and refuses every external-data location that is not valid
+model, :func:`check_external_data` reads it (:mod:`.model_file`: protobuf's
+wire format, without the ``onnx`` package) and refuses every external-data location that is not valid
 UTF-8, is absolute, leaves the model's directory (``..``), passes through a
 symbolic link or names a file the caller did not list: ONNX Runtime would
 otherwise read any file the process can. Loading a directory runs that
 check, and matches each model's inputs and outputs to its manifest, for
 every model before the first call; ONNX Runtime's session is made at the
 model's first call. ONNX Runtime's errors become jaxport's here, in
-:func:`_onnx_runtime_errors`; a bad session option is a ``UsageError``. (A lighter check is possible: the few protobuf fields
-that lead to a ``TensorProto``'s ``external_data`` can be read with the
-protobuf wire format alone, without the ``onnx`` package; ``onnx`` is
-used here because it ships with the extra and parses the whole schema.)
+:func:`_onnx_runtime_errors`; a bad session option is a ``UsageError``.
 
 Sessions are tuned by default (each overridable; see docs/onnx.md, "Speed
 and memory"): ONNX Runtime's graph optimizations all on (``"all"``); as many
@@ -32,7 +29,6 @@ import os
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +39,12 @@ from jaxport.domain.converted.manifest import ConvertedManifest, Variant
 from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
 from jaxport.domain.targets.onnx import BFLOAT16_INPUTS, BFLOAT16_OUTPUTS
 
+from .model_file import ModelFacts, WireError, read_model
+
 try:
-    import onnx
     import onnxruntime as ort
 except ImportError as exc:  # the extra is not installed
-    raise MissingExtraError("ONNX Runtime (onnxruntime, onnx)", "onnx-runtime", exc) from exc
+    raise MissingExtraError("ONNX Runtime (onnxruntime)", "onnx-runtime", exc) from exc
 
 
 #: ``optimization`` names -> ONNX Runtime's graph optimization levels.
@@ -65,8 +62,8 @@ def machine_threads() -> int:
     return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
 
 
-def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) -> onnx.ModelProto:
-    """The model at ``path``, parsed without its external data, once every external location is checked.
+def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) -> ModelFacts:
+    """What running the model at ``path`` needs of it, once every external-data location in it is checked.
 
     Args:
         path: the ``.onnx`` file.
@@ -81,25 +78,27 @@ def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) 
     """
     model_path = Path(path)
     try:
-        model = onnx.load(str(model_path), load_external_data=False)
-    except Exception as exc:  # protobuf's DecodeError and what onnx raises on a damaged file
-        raise ArtifactError(f"{model_path.name} is not a valid ONNX model: {type(exc).__name__}: {exc}") from exc
+        facts = read_model(model_path.read_bytes())
+    except WireError as exc:
+        raise ArtifactError(f"{model_path.name} is not a valid ONNX model: {exc}") from exc
     directory = model_path.resolve().parent
-    for tensor in _tensors(model):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        location = {e.key: e.value for e in tensor.external_data}.get("location", "")
-        why = _refusal(directory, location, allowed)
-        if why:
-            shown = location.decode("utf-8", "backslashreplace") if isinstance(location, bytes) else location
-            raise ArtifactError(f"{model_path.name}: the tensor '{tensor.name}' reads its data from "
-                                f"'{shown}', {why}")
-    return model
+    for tensor in facts.external:
+        for raw in tensor.locations or (b"",):
+            try:
+                location: str | bytes = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                location = raw
+            why = _refusal(directory, location, allowed)
+            if why:
+                shown = raw.decode("utf-8", "backslashreplace")
+                raise ArtifactError(f"{model_path.name}: the tensor '{tensor.name}' reads its data from "
+                                    f"'{shown}', {why}")
+    return facts
 
 
 def _refusal(directory: Path, location: str | bytes, allowed: Collection[str]) -> str:
     """Why an external-data location may not be read (``""``: it may)."""
-    if isinstance(location, bytes):  # protobuf hands a string field that is not UTF-8 over as bytes
+    if isinstance(location, bytes):
         return "which is not valid UTF-8"
     if "\0" in location:
         return "which holds a NUL character"
@@ -112,60 +111,6 @@ def _refusal(directory: Path, location: str | bytes, allowed: Collection[str]) -
     if os.path.realpath(directory / location) != os.path.normpath(directory / location):
         return "which is or passes through a symbolic link"
     return ""
-
-
-def _tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
-    """Every tensor of the model: initializers, constants in attributes, in subgraphs and functions."""
-    pending: list[Any] = [model.graph]
-    nodes: list[onnx.NodeProto] = [n for f in model.functions for n in f.node]
-    while pending or nodes:
-        if pending:
-            graph = pending.pop()
-            yield from graph.initializer
-            yield from (s.values for s in graph.sparse_initializer)
-            yield from (s.indices for s in graph.sparse_initializer)
-            nodes.extend(graph.node)
-            continue
-        for attribute in nodes.pop().attribute:
-            if attribute.HasField("t"):
-                yield attribute.t
-            yield from attribute.tensors
-            if attribute.HasField("sparse_tensor"):
-                yield attribute.sparse_tensor.values
-            if attribute.HasField("g"):
-                pending.append(attribute.g)
-            pending.extend(attribute.graphs)
-
-
-@dataclass(frozen=True, slots=True)
-class OnnxSummary:
-    """What ``jaxport inspect`` shows of one ``.onnx`` file (read without its external data).
-
-    Attributes:
-        opset: the ``ai.onnx`` opset it imports.
-        ir_version: its ONNX IR version.
-        producer: ``producer_name producer_version``.
-        dim_params: the symbolic dimensions of its inputs and outputs, in order of appearance.
-        nodes: how many nodes its graph has.
-        metadata: its ``metadata_props``.
-    """
-
-    opset: int
-    ir_version: int
-    producer: str
-    dim_params: tuple[str, ...]
-    nodes: int
-    metadata: Mapping[str, str]
-
-
-def summary(model: onnx.ModelProto) -> OnnxSummary:
-    """The :class:`OnnxSummary` of a model (from :func:`check_external_data`)."""
-    dims: dict[str, None] = {}
-    for value in (*model.graph.input, *model.graph.output):
-        dims.update((d.dim_param, None) for d in value.type.tensor_type.shape.dim if d.dim_param)
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    return OnnxSummary(opset, model.ir_version, f"{model.producer_name} {model.producer_version}".strip(),
-                       tuple(dims), len(model.graph.node), {p.key: p.value for p in model.metadata_props})
 
 
 @contextmanager
@@ -247,13 +192,11 @@ class OnnxRuntimeModel:
         self._path = os.fspath(path)
         self.function = function or Path(path).stem
         model = check_external_data(path, allowed)
-        metadata = {p.key: p.value for p in model.metadata_props}
         #: bfloat16 ports, float32 in the graph (see :mod:`jaxport.adapters.onnx.translate`): converted here.
         self._bfloat16_inputs, self._bfloat16_outputs = (
-            set(filter(None, metadata.get(key, "").split(","))) for key in (BFLOAT16_INPUTS, BFLOAT16_OUTPUTS))
-        initializers = {i.name for i in model.graph.initializer}
-        self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
-        self.output_names = [o.name for o in model.graph.output]
+            set(filter(None, model.metadata.get(key, "").split(","))) for key in (BFLOAT16_INPUTS, BFLOAT16_OUTPUTS))
+        self.input_names = [name for name in model.inputs if name not in model.initializers]
+        self.output_names = list(model.outputs)
         self._session: Any = None
         self._lock = threading.Lock()
 

@@ -14,8 +14,6 @@ user (a service account, a container's user) can serve the bundle.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import os
 import shutil
@@ -32,6 +30,7 @@ from jaxport.domain.bundle.checks import (
 )
 from jaxport.domain.errors import ArtifactError
 from .atomic_files import fsync_directory
+from .known_files import FileIdentity, KnownFiles, still
 from .temporary import create_beside, new_directory
 
 _T = TypeVar("_T")
@@ -217,13 +216,16 @@ def read_function(path: str | os.PathLike[str], manifest: Manifest, file: str) -
     return blob
 
 
-def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], header_sha256: str) -> Any:
+def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], header_sha256: str,
+                 known: KnownFiles | None = None) -> Any:
     """The weights file in the directory ``path``, memory-mapped, after checking it against
     the weights' records and the digest of its header (a manifest's).
 
     The header's digest and each weight's (computed on several threads) cover
     every byte of the file, as the whole file's digest would, and name the
-    weight that changed.
+    weight that changed. With ``known``, a file found equal to the same
+    records before, and unchanged since (:mod:`.known_files`), is not hashed
+    again, and a file that passes is remembered.
 
     Returns:
         The :class:`~jaxport.adapters.storage.safetensors_file.SafetensorsFile`.
@@ -233,12 +235,19 @@ def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], 
     """
     from .safetensors_file import SafetensorsFile  # NumPy: not for the readers of manifests only
 
-    stored = SafetensorsFile(Path(path, WEIGHTS_FILE))
+    file = Path(path, WEIGHTS_FILE)
+    stored = SafetensorsFile(file)
     check_weights_header(weights, stored.entries, stored.data_size)
+    identity = FileIdentity.of(stored.status)
+    expected = hashlib.sha256("\0".join([header_sha256, *(w.sha256 for w in weights)]).encode()).hexdigest()
+    if known is not None and known.known(identity, expected):
+        return stored
     check_header_digest(header_sha256, hashlib.sha256(stored.header).hexdigest())
     digests = sha256_many([stored.tensor_bytes(w.name) for w in weights])
     for weight, digest in zip(weights, digests):
         check_weight_digest(weight, digest)
+    if known is not None and still(file, identity):
+        known.remember(identity, expected)
     return stored
 
 
@@ -249,6 +258,9 @@ def _exchange(a: Path, b: Path) -> bool:
     """Swaps the names ``a`` and ``b`` in one step; False where the system cannot."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # here: ctypes.util costs a reader of bundles tens of milliseconds to import
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         renameat2 = libc.renameat2

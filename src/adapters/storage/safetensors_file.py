@@ -91,7 +91,9 @@ class SafetensorsFile:
             OSError: the file cannot be opened.
         """
         with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+            #: What the system says of the file mapped (:mod:`.known_files`).
+            self.status = os.fstat(f.fileno())
+            size = self.status.st_size
             self.buffer: mmap.mmap | bytes = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         self.size = size
         self.entries, self.metadata, self.data_start = decode_header(memoryview(self.buffer))

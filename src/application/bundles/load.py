@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,17 +9,16 @@ from typing import Any
 
 from jax.sharding import Mesh
 
-from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, sha256_many
+from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
 from jaxport.adapters.jax.weights import restore_weight
-from jaxport.adapters.storage.safetensors_file import SafetensorsFile
-from jaxport.domain.bundle.manifest import WEIGHTS_FILE, Manifest
-from jaxport.domain.bundle.checks import check_header_digest, check_weight_digest, check_weights_header
+from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
 from .placement import placed_leaves, weight_placements
 from .weights import weight_shardings
 from jaxport.application.export.exported import Exported
 from .loaded import Bundle
 from jaxport.application.export.serialization import deserialize
+from jaxport.application import wiring
 from jaxport.application.wiring import default_registry
 
 
@@ -81,17 +79,9 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
 
 
 def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...]) -> list[Any]:
-    """The weights, memory-mapped, after checking the header and every weight's digest.
-
-    The header's digest and each weight's (computed on several threads) cover
-    every byte of the file, as the whole file's digest would, and name the
-    weight that changed.
-    """
-    weights = SafetensorsFile(root / WEIGHTS_FILE)
-    check_weights_header(manifest.weights, weights.entries, weights.data_size)
-    check_header_digest(manifest.weights_header_sha256, hashlib.sha256(weights.header).hexdigest())
-    digests = sha256_many([weights.tensor_bytes(w.name) for w in manifest.weights])
-    for weight, digest in zip(manifest.weights, digests):
-        check_weight_digest(weight, digest)
+    """The weights, memory-mapped, after checking the header and every weight's digest
+    (:func:`~jaxport.adapters.storage.bundle_dir.read_weights`: a file checked before and unchanged
+    since is not hashed again)."""
+    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256, wiring.known_files())
     return [restore_weight(w, weights.array(w.name, w.data_dtype), s)
             for w, s in zip(manifest.weights, where, strict=True)]

@@ -27,6 +27,7 @@ from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_r
 from jaxport.domain.calls.signature import signature
 from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime, WeightsRuntime
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
+from jaxport.application import wiring
 from jaxport.application.wiring import target_adapter
 
 if TYPE_CHECKING:
@@ -92,19 +93,35 @@ def _entries(root: Path) -> dict[str, int]:
 
 
 def _check_files(root: Path, manifest: ConvertedManifest) -> Mapping[str, Any]:
-    """Checks every file's digest (the weights file: its header's and each weight's); the weights' views."""
+    """Checks every file's digest (the weights file: its header's and each weight's); the weights' views.
+
+    A file found equal to its record before and unchanged since is not hashed
+    again (:mod:`jaxport.adapters.storage.known_files`).
+    """
+    from jaxport.adapters.storage.known_files import FileIdentity, still
+
+    known = wiring.known_files()
     weights_file = manifest.weights.file if manifest.weights is not None else ""
     names = [n for n in manifest.files if n != weights_file]
-    digests = []
+    digests, checked = [], []
     for name in names:  # streamed: a SavedModel's variables may be large
+        expected = manifest.files[name].sha256
         with open(root / name, "rb") as file:
+            identity = FileIdentity.of(os.fstat(file.fileno()))
+            if known.known(identity, expected):
+                digests.append(expected)
+                continue
             digests.append(hashlib.file_digest(file, "sha256").hexdigest())
+            checked.append((root / name, identity, expected))
     check_digests(manifest, names, digests)
+    for path, identity, expected in checked:
+        if still(path, identity):
+            known.remember(identity, expected)
     if manifest.weights is None or not weights_file:
         return {}
     from jaxport.adapters.storage.bundle_dir import read_weights
 
-    stored = read_weights(root, manifest.weights.leaves, manifest.weights.header_sha256)
+    stored = read_weights(root, manifest.weights.leaves, manifest.weights.header_sha256, known)
     return {w.name: stored.array(w.name, w.data_dtype) for w in manifest.weights.leaves}
 
 

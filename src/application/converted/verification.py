@@ -107,15 +107,26 @@ def _key(digest: str, target: str, options: str) -> str:
 
 @functools.cache
 def _runtimes() -> str:
-    """The versions of Python and of the runtimes a verdict depends on (read once per process)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The Python and the installed runtimes a verdict depends on (read once per process).
 
-    found = [f"python {sys.version_info[:2]}"]
-    for package in ("onnxruntime", "ai-edge-litert", "iree-base-runtime", "tensorflow", "numpy"):
+    Each runtime is known by where its package's first file is and that file's
+    identity (inode, size, modification time): an upgraded or reinstalled
+    runtime writes new files, so its verdicts are not reused. Found without
+    importing the runtimes or ``importlib.metadata`` (which, with the ``email``
+    package behind it, costs a fresh process tens of milliseconds).
+    """
+    import importlib.util
+
+    found = [f"python {sys.version_info[:3]}"]
+    for module in ("onnxruntime", "ai_edge_litert", "iree.runtime", "tensorflow", "numpy"):
         try:
-            found.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            pass
+            spec = importlib.util.find_spec(module)
+            origin = spec.origin if spec is not None else None
+            status = os.stat(origin) if origin else None
+        except (ImportError, ValueError, OSError):
+            continue
+        if status is not None:
+            found.append(f"{module} {origin} {status.st_ino} {status.st_size} {status.st_mtime_ns}")
     return "\0".join(found)
 
 
