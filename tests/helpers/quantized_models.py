@@ -40,11 +40,12 @@ def tokens(batch: int = 1, length: int = 8, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, VOCAB, (batch, length)).astype(np.int32)
 
 
-def save(path: Path, weights: dict[str, Any]) -> Path:
-    """The bundle: ``logits`` of symbolic batch and length, one golden example."""
+def save(path: Path, weights: dict[str, Any], *, examples: bool = True) -> Path:
+    """The bundle: ``logits`` of symbolic batch and length, one golden example (or none)."""
     b, t = jaxport.symbolic_shape("b, t", constraints=(f"t <= {POSITIONS}",))
     exp = jaxport.export(jax.jit(gpt))(specs(weights), jax.ShapeDtypeStruct((b, t), jnp.int32))
-    jaxport.save_bundle(path, {"logits": exp}, weights, examples={"logits": [((tokens(),), {})]})
+    jaxport.save_bundle(path, {"logits": exp}, weights,
+                        examples={"logits": [((tokens(),), {})]} if examples else None)
     return path
 
 
