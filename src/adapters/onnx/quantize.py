@@ -2,8 +2,8 @@
 
 A translated model reads each weight as an external initializer named
 ``weights:KEY``. A float32 matrix whose every use is a matrix product
-(``MatMul``'s second operand, directly or through a ``Transpose``: a tied
-embedding's output projection) or an embedding gather (``Gather`` along
+(``MatMul``'s second operand, directly or through a ``Transpose``, or
+``Gemm``'s: a tied embedding's output projection) or an embedding gather (``Gather`` along
 axis 0) is quantized, symmetrically (no zero point), to nearest:
 
 * ``int8-weights``: int8 with one float32 scale per output channel (a
@@ -165,6 +165,9 @@ def _channel_axis(init: onnx.TensorProto, edit: _Edit, mode: str) -> int | None:
         node = edit.nodes[at]
         if node.op_type == "MatMul" and i == 1:
             axes.add(1 if mode == INT8_WEIGHTS else 0)
+        elif node.op_type == "Gemm" and i == 1 and _plain_gemm(node):
+            transposed = _attr(node, "transB", 0) == 1
+            axes.add((0 if transposed else 1) if mode == INT8_WEIGHTS else (1 if transposed else 0))
         elif node.op_type == "Gather" and i == 0 and _attr(node, "axis", 0) == 0:
             axes.add(0 if mode == INT8_WEIGHTS else 1)
         elif node.op_type == "Transpose" and list(_attr(node, "perm", [1, 0])) == [1, 0] and \
@@ -173,6 +176,12 @@ def _channel_axis(init: onnx.TensorProto, edit: _Edit, mode: str) -> int | None:
         else:
             return None
     return axes.pop() if len(axes) == 1 else None
+
+
+def _plain_gemm(node: onnx.NodeProto) -> bool:
+    """A Gemm that is a product (A not transposed, alpha 1, no C or beta 1): what int8 rewrites."""
+    return _attr(node, "transA", 0) == 0 and _attr(node, "alpha", 1.0) == 1.0 and \
+        (len(node.input) < 3 or not node.input[2] or _attr(node, "beta", 1.0) == 1.0)
 
 
 def _attr(node: onnx.NodeProto, name: str, default: Any) -> Any:
@@ -202,6 +211,17 @@ def _int8(edit: _Edit, name: str, key: str, array: np.ndarray, axis: int,
         elif node.op_type == "MatMul":
             node.input[1] = qname
             edit.instead[at] = _integer_product(node, sname)
+        elif node.op_type == "Gemm":  # A @ B (+ C), B the int8 matrix or its transpose
+            y, bias = node.output[0], node.input[2] if len(node.input) > 2 and node.input[2] else ""
+            product = helper.make_node("MatMul", [node.input[0], qname], [f"{y}#product" if bias else y])
+            steps = []
+            if _attr(node, "transB", 0) == 1:
+                steps.append(helper.make_node("Transpose", [qname], [f"{y}#weight"], perm=[1, 0]))
+                product.input[1] = f"{y}#weight"
+            steps.extend(_integer_product(product, sname))
+            if bias:
+                steps.append(helper.make_node("Add", [f"{y}#product", bias], [y]))
+            edit.instead[at] = steps
         else:  # a Gather of rows: the int8 rows times their scales
             rows, ids = node.output[0], node.input[1]
             if not any(t.name == last for t in tensors):
