@@ -27,6 +27,7 @@ import numpy as np
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import Variant
+from jaxport.domain.converted.quantization import FLOAT16
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, platform_index, variant_file
 from jaxport.domain.targets.litert import RUNTIME_NAME, SUFFIX, check_names, check_operators
@@ -149,8 +150,14 @@ def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], p
     portable = converter_module(name, record, weights, plan, platform_index(record))
     dynamic = tuple(variables) if plan is None else ()
     model = litert_convert.to_tflite(name, portable, input_names, output_names, symbolic=dynamic)
-    if quantize is not None:
-        model = litert_convert.quantize(name, model, quantize, calibration)
+    if quantize == FLOAT16:
+        from .float16 import constants_to_float16
+
+        model = constants_to_float16(model)
+    elif quantize is not None:
+        from .float16 import gather_tables_to_int8
+
+        model = gather_tables_to_int8(litert_convert.quantize(name, model, quantize, calibration))
     info = read_flatbuffer(model)
     check_operators(name, info.operators)
     _check_loads(name, model)

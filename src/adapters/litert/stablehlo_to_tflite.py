@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from jaxport.domain.errors import ConversionError, MissingExtraError
-from jaxport.domain.converted.quantization import FLOAT16, INT8
+from jaxport.domain.converted.quantization import INT8
 from jaxport.domain.targets.litert import INT8_WEIGHTS, RUNTIME_NAME, check_unlegalized
 
 try:
@@ -160,9 +160,9 @@ _STATIC_OPERATORS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 
 def quantize(function: str, model: bytes, mode: str,
              calibration: Sequence[Mapping[str, np.ndarray]] = ()) -> bytes:
-    """The model quantized by ai-edge-quantizer: ``int8-weights`` (dynamic range), ``float16`` (the constants
-    cast to float16, weight-only) or ``int8`` (fully connected layers and convolutions in int8, weights and
-    activations, calibrated on ``calibration``: per example, the signature's inputs by name; the rest float32).
+    """The model quantized by ai-edge-quantizer: ``int8-weights`` (dynamic range) or ``int8`` (fully connected
+    layers and convolutions in int8, weights and activations, calibrated on ``calibration``: per example, the
+    signature's inputs by name; the rest float32). (``float16`` is :mod:`jaxport.adapters.litert.float16`'s.)
 
     Raises:
         MissingExtraError: ai-edge-quantizer is not installed.
@@ -177,14 +177,10 @@ def quantize(function: str, model: bytes, mode: str,
             chosen = recipe.dynamic_wi8_afp32()
         else:
             manager = recipe_manager.RecipeManager()
-            if mode == FLOAT16:
-                manager.add_weight_only_config(regex=".*", operation_name=qtyping.TFLOperationName.ALL_SUPPORTED,
-                                               num_bits=16, algorithm_key=recipe.AlgorithmName.FLOAT_CASTING)
-            else:
-                for name in _STATIC_OPERATORS:
-                    manager.add_static_config(regex=".*", operation_name=getattr(qtyping.TFLOperationName, name),
-                                              activation_num_bits=8, weight_num_bits=8,
-                                              algorithm_key=recipe.AlgorithmName.MIN_MAX_UNIFORM_QUANT)
+            for name in _STATIC_OPERATORS:
+                manager.add_static_config(regex=".*", operation_name=getattr(qtyping.TFLOperationName, name),
+                                          activation_num_bits=8, weight_num_bits=8,
+                                          algorithm_key=recipe.AlgorithmName.MIN_MAX_UNIFORM_QUANT)
             chosen = manager.get_quantization_recipe()
         tool = quantizer.Quantizer(bytearray(model), chosen)
         calibrated = tool.calibrate({function: [dict(e) for e in calibration]}) if mode == INT8 else None
