@@ -446,8 +446,8 @@ ONNX_PEAK_TARGET = 0.35  # its peak resident memory: load_converted / jax.export
 ONNX_CALL_TARGET = 1.0  # a call with the weights resident: ONNX Runtime / jax.jit(f)
 
 
-QUANTIZE_ROLES = ("float32", "int8-weights", "int4-weights")  # benchmarks/test_quantize.py
-QUANTIZE_GOALS = {"int8-weights": (0.30, 0.6), "int4-weights": (0.20, None)}
+QUANTIZE_ROLES = ("float32", "int8-weights", "int4-weights", "int8")  # benchmarks/test_quantize.py
+QUANTIZE_GOALS = {"int8-weights": (0.30, 0.6), "int4-weights": (0.20, None), "int8": (0.30, 0.5)}
 
 
 def quantize_section(groups: Sequence[Group]) -> str:

@@ -151,11 +151,11 @@ def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], p
     dynamic = tuple(variables) if plan is None else ()
     model = litert_convert.to_tflite(name, portable, input_names, output_names, symbolic=dynamic)
     if quantize == FLOAT16:
-        from .float16 import constants_to_float16
+        from .narrow_constants import constants_to_float16
 
         model = constants_to_float16(model)
     elif quantize is not None:
-        from .float16 import gather_tables_to_int8
+        from .narrow_constants import gather_tables_to_int8
 
         model = gather_tables_to_int8(litert_convert.quantize(name, model, quantize, calibration))
     info = read_flatbuffer(model)

@@ -162,7 +162,7 @@ def quantize(function: str, model: bytes, mode: str,
              calibration: Sequence[Mapping[str, np.ndarray]] = ()) -> bytes:
     """The model quantized by ai-edge-quantizer: ``int8-weights`` (dynamic range) or ``int8`` (fully connected
     layers and convolutions in int8, weights and activations, calibrated on ``calibration``: per example, the
-    signature's inputs by name; the rest float32). (``float16`` is :mod:`jaxport.adapters.litert.float16`'s.)
+    signature's inputs by name; the rest float32). (``float16`` is :mod:`jaxport.adapters.litert.narrow_constants`'s.)
 
     Raises:
         MissingExtraError: ai-edge-quantizer is not installed.

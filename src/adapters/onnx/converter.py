@@ -25,6 +25,7 @@ from jaxport.domain.bundle.manifest import WEIGHTS_FILE
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import MissingExtraError
 from jaxport.domain.artifact.producer import JAXPORT_VERSION
+from jaxport.domain.converted.quantization import INT8
 from jaxport.domain.targets.onnx import OnnxOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
 
@@ -36,7 +37,7 @@ except ImportError as exc:  # the extra is not installed
 import numpy as np
 
 from .check import check_file
-from .quantize import WeightsStore, quantize_model, weights_file_name
+from .quantize import PREFIX, WeightsStore, activations, quantize_model, weights_file_name
 from .translate import external_tensors, translate
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 from jaxport.adapters.web.module import copy_module
@@ -61,7 +62,8 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     for function in job.functions:
         model = _translate(function, job, header, options)
         if store is not None:
-            quantize_model(model, str(options.quantize), lambda key: _stored(job, stored, key), store)
+            ranges = _calibrated(model, function, job, stored) if options.quantize == INT8 else None
+            quantize_model(model, str(options.quantize), lambda key: _stored(job, stored, key), store, ranges)
         models.append(model)
     weights_file = WEIGHTS_FILE if takes_weights else ""
     if store is not None:
@@ -85,6 +87,28 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         copy_module(staging)
     return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params),
                           variants, weights_file if weights_file == WEIGHTS_FILE else "")
+
+
+def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJob,
+                stored: SafetensorsFile | None) -> dict[str, tuple[float, float]]:
+    """The ranges of the products' activations over the function's calibration examples (run by ONNX
+    Runtime on the float32 model, its weights inside)."""
+    examples = job.calibration.get(function.name, ())
+    if not examples:
+        return {}
+    from .runtime import activation_ranges
+
+    whole = onnx.ModelProto()
+    whole.CopyFrom(model)
+    for tensor in whole.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL and tensor.name.startswith(PREFIX):
+            tensor.raw_data = np.ascontiguousarray(_stored(job, stored, tensor.name.removeprefix(PREFIX))).tobytes()
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            del tensor.external_data[:]
+    names = function.signature.input_names
+    feeds = [{n: np.asarray(a, np.float32) if np.asarray(a).dtype.name == "bfloat16" else np.asarray(a)
+              for n, a in zip(names, example)} for example in examples]
+    return activation_ranges(whole.SerializeToString(), activations(model), feeds, function.name)
 
 
 def _stored(job: ConversionJob, stored: SafetensorsFile | None, key: str) -> np.ndarray:

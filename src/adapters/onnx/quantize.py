@@ -25,7 +25,7 @@ file (:func:`weights_file_name`): the float32 file is not copied beside it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -34,7 +34,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from jaxport.domain.bundle.manifest import WeightRecord
-from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8_WEIGHTS
+from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8
 from jaxport.domain.targets.onnx import INT4_BLOCK
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 
@@ -114,9 +114,10 @@ class WeightsStore:
 
 
 def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.ndarray],
-                   store: WeightsStore) -> None:
+                   store: WeightsStore, ranges: Mapping[str, tuple[float, float]] | None = None) -> None:
     """Quantizes ``model``'s weights in place (see the module's docstring); ``value`` gives a weight's
-    stored array by its key; every weight initializer then reads from ``store``'s file."""
+    stored array by its key; every weight initializer then reads from ``store``'s file. For ``int8``,
+    ``ranges`` are the calibrated ranges of the products' activations (:func:`activations`)."""
     graph = model.graph
     edit = _Edit(list(graph.node))
     kept: list[onnx.TensorProto] = []
@@ -129,8 +130,8 @@ def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.
         axis = _channel_axis(init, edit, mode)
         if axis is None:
             kept.append(store.external(init, key, str(array.dtype), array))
-        elif mode == INT8_WEIGHTS:
-            kept.extend(_int8(edit, init.name, key, array, axis, store))
+        elif mode != INT4_WEIGHTS:
+            kept.extend(_int8(edit, init.name, key, array, axis, store, ranges if mode == INT8 else None))
         else:
             kept.extend(_int4(edit, init.name, key, array, axis, store))
     del graph.initializer[:]
@@ -164,15 +165,15 @@ def _channel_axis(init: onnx.TensorProto, edit: _Edit, mode: str) -> int | None:
     for at, i in edit.uses[init.name]:
         node = edit.nodes[at]
         if node.op_type == "MatMul" and i == 1:
-            axes.add(1 if mode == INT8_WEIGHTS else 0)
+            axes.add(1 if mode != INT4_WEIGHTS else 0)
         elif node.op_type == "Gemm" and i == 1 and _plain_gemm(node):
             transposed = _attr(node, "transB", 0) == 1
-            axes.add((0 if transposed else 1) if mode == INT8_WEIGHTS else (1 if transposed else 0))
+            axes.add((0 if transposed else 1) if mode != INT4_WEIGHTS else (1 if transposed else 0))
         elif node.op_type == "Gather" and i == 0 and _attr(node, "axis", 0) == 0:
-            axes.add(0 if mode == INT8_WEIGHTS else 1)
+            axes.add(0 if mode != INT4_WEIGHTS else 1)
         elif node.op_type == "Transpose" and list(_attr(node, "perm", [1, 0])) == [1, 0] and \
                 all(edit.nodes[n].op_type == "MatMul" and j == 1 for n, j in edit.uses.get(node.output[0], [])):
-            axes.add(0 if mode == INT8_WEIGHTS else 1)
+            axes.add(0 if mode != INT4_WEIGHTS else 1)
         else:
             return None
     return axes.pop() if len(axes) == 1 else None
@@ -195,30 +196,44 @@ def _tensor(name: str, data_type: int, shape: tuple[int, ...]) -> onnx.TensorPro
     return TensorProto(name=name, data_type=data_type, dims=list(shape))
 
 
-def _int8(edit: _Edit, name: str, key: str, array: np.ndarray, axis: int,
-          store: WeightsStore) -> list[onnx.TensorProto]:
-    """int8 per channel: each product through ``MatMulInteger``, each gather on the int8 rows."""
+def activations(model: onnx.ModelProto) -> list[str]:
+    """The values that ``int8`` calibrates: the first operand of each product (MatMul, Gemm)."""
+    return list(dict.fromkeys(n.input[0] for n in model.graph.node if n.op_type in ("MatMul", "Gemm")))
+
+
+def _int8(edit: _Edit, name: str, key: str, array: np.ndarray, axis: int, store: WeightsStore,
+          ranges: Mapping[str, tuple[float, float]] | None) -> list[onnx.TensorProto]:
+    """int8 per channel: each product through ``MatMulInteger`` (or, calibrated, in QDQ form), each
+    gather on the int8 rows."""
     q, scale = quantize_int8(array, axis)
     qname, sname, last = f"{name}#int8", f"{name}#scale", f"{name}#last"
     tensors = [store.external(_tensor(qname, TensorProto.INT8, q.shape), f"{key}#int8", "int8", q),
                store.external(_tensor(sname, TensorProto.FLOAT, scale.shape), f"{key}#scale", "float32", scale)]
+
+    def product(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        if ranges is None or node.input[0] not in ranges:
+            return _integer_product(node, sname)
+        nodes, constants = _static_product(node, sname, ranges[node.input[0]])
+        tensors.extend(constants)
+        return nodes
+
     for at, _ in edit.uses[name]:
         node = edit.nodes[at]
         if node.op_type == "Transpose":
             node.input[0] = qname  # the int8 matrix transposed: a constant ONNX Runtime folds
-            for product, _ in edit.uses.get(node.output[0], []):
-                edit.instead[product] = _integer_product(edit.nodes[product], sname)
+            for used, _ in edit.uses.get(node.output[0], []):
+                edit.instead[used] = product(edit.nodes[used])
         elif node.op_type == "MatMul":
             node.input[1] = qname
-            edit.instead[at] = _integer_product(node, sname)
+            edit.instead[at] = product(node)
         elif node.op_type == "Gemm":  # A @ B (+ C), B the int8 matrix or its transpose
             y, bias = node.output[0], node.input[2] if len(node.input) > 2 and node.input[2] else ""
-            product = helper.make_node("MatMul", [node.input[0], qname], [f"{y}#product" if bias else y])
+            matmul = helper.make_node("MatMul", [node.input[0], qname], [f"{y}#product" if bias else y])
             steps = []
             if _attr(node, "transB", 0) == 1:
                 steps.append(helper.make_node("Transpose", [qname], [f"{y}#weight"], perm=[1, 0]))
-                product.input[1] = f"{y}#weight"
-            steps.extend(_integer_product(product, sname))
+                matmul.input[1] = f"{y}#weight"
+            steps.extend(product(matmul))
             if bias:
                 steps.append(helper.make_node("Add", [f"{y}#product", bias], [y]))
             edit.instead[at] = steps
@@ -244,6 +259,23 @@ def _integer_product(node: onnx.NodeProto, scale: str) -> list[onnx.NodeProto]:
             helper.make_node("Cast", [f"{y}#acc"], [f"{y}#accf"], to=TensorProto.FLOAT),
             helper.make_node("Mul", [f"{y}#xs", scale], [f"{y}#scale"]),
             helper.make_node("Mul", [f"{y}#accf", f"{y}#scale"], [y])]
+
+
+def _static_product(node: onnx.NodeProto, scale: str,
+                    calibrated: tuple[float, float]) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """``node`` (a MatMul on an int8 matrix) in QDQ form: its activations quantized to uint8 with the
+    scale and zero point of their calibrated range, the matrix dequantized per channel."""
+    x, w, y = node.input[0], node.input[1], node.output[0]
+    low, high = min(calibrated[0], 0.0), max(calibrated[1], 0.0)
+    step = (high - low) / 255 if high > low else 1.0
+    zero = int(np.clip(np.rint(-low / step), 0, 255))
+    constants = [helper.make_tensor(f"{y}#xs", TensorProto.FLOAT, [], [step]),
+                 helper.make_tensor(f"{y}#xz", TensorProto.UINT8, [], [zero])]
+    nodes = [helper.make_node("QuantizeLinear", [x, f"{y}#xs", f"{y}#xz"], [f"{y}#xq"]),
+             helper.make_node("DequantizeLinear", [f"{y}#xq", f"{y}#xs", f"{y}#xz"], [f"{y}#x"]),
+             helper.make_node("DequantizeLinear", [w, scale], [f"{y}#w"], axis=1),
+             helper.make_node("MatMul", [f"{y}#x", f"{y}#w"], [y])]
+    return nodes, constants
 
 
 def _int4(edit: _Edit, name: str, key: str, array: np.ndarray, axis: int,
