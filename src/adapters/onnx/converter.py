@@ -85,8 +85,8 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         check_file(Path(staging, variants[function.name][0].file), function.name)
     if options.web:
         copy_module(staging)
-    return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params),
-                          variants, weights_file if weights_file == WEIGHTS_FILE else "")
+    return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params,
+                                     weights_file), variants, weights_file if weights_file == WEIGHTS_FILE else "")
 
 
 def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJob,

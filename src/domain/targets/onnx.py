@@ -96,10 +96,14 @@ class OnnxOptions:
 
 
 def details_of(options: OnnxOptions, onnx_version: str, producer: str,
-               dim_params: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """The ``target_details`` of a directory written with ``options`` by ``onnx_version``."""
-    return {"opset": options.opset, "ir_version": options.ir_version, "onnx": onnx_version,
-            "producer": producer, "dim_params": {f: list(p) for f, p in dim_params.items()}}
+               dim_params: Mapping[str, Sequence[str]], weights_file: str = "") -> dict[str, Any]:
+    """The ``target_details`` of a directory written with ``options`` by ``onnx_version``; a quantized
+    one's also name its own weights file (``weights_file``, which its models read as external data)."""
+    details = {"opset": options.opset, "ir_version": options.ir_version, "onnx": onnx_version,
+               "producer": producer, "dim_params": {f: list(p) for f, p in dim_params.items()}}
+    if options.quantize is not None and weights_file:
+        details["weights_file"] = weights_file
+    return details
 
 
 def describe(details: Mapping[str, Any]) -> str:
