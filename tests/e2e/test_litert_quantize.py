@@ -52,8 +52,8 @@ def _plain_run(directory: Path, ids: np.ndarray) -> np.ndarray:
 
 # The goals of issue 39: float16 <= 0.52x and int8 <= 0.30x of float32's size. At this model's width (128)
 # ai-edge-quantizer's per-channel parameters (a float32 scale and an int64 zero point per channel) add 9% to
-# int8 weights: 0.32x here, within the goal on the benchmarks' GPT-small (benchmarks/test_quantize.py).
-@pytest.mark.parametrize("mode, size", [("float16", 0.52), ("int8", 0.33)])
+# int8 weights: 0.304x here; 0.26x on the benchmarks' GPT-small (benchmarks/test_quantize.py).
+@pytest.mark.parametrize("mode, size", [("float16", 0.52), ("int8", 0.31)])
 def test_the_quantized_model_runs_on_plain_litert_within_its_goal(
         mode: str, size: float, weights: dict[str, Any], bundle: Path, float32: Path) -> None:
     out = bundle.parent / mode

@@ -51,7 +51,7 @@ def gather_tables_to_int8(model: bytes) -> bytes:
             all(max(c.builtinCode, c.deprecatedBuiltinCode) in _GATHERS for c in codes) and \
             all(list(o.inputs).index(index) == 0 for o in readers)
 
-    return _stored_narrower(model, only_gathered, _to_int8)
+    return _stored_narrower(model, only_gathered, _to_int8, _same_int8)
 
 
 def _to_float16(values: np.ndarray, shape: Any) -> tuple[int, np.ndarray, Any]:
@@ -68,9 +68,27 @@ def _to_int8(values: np.ndarray, shape: Any) -> tuple[int, np.ndarray, Any]:
     return schema.TensorType.INT8, q.reshape(-1).view(np.uint8), params
 
 
-def _stored_narrower(model: bytes, chosen: Any, narrow: Any) -> bytes:
+def _same_int8(tree: Any, subgraph: Any, values: np.ndarray, shape: Any) -> int | None:
+    """An int8 constant of ``subgraph`` quantized per row that holds ``values`` rounded to nearest (the tied
+    embedding's fully connected copy, which the gather's then reads too), or None."""
+    rows = values.reshape(int(shape[0]), -1)
+    for index, tensor in enumerate(subgraph.tensors):
+        q = tensor.quantization
+        if tensor.type != schema.TensorType.INT8 or list(tensor.shape) != list(shape) or q is None or \
+                q.quantizedDimension != 0 or q.scale is None or len(q.scale) != rows.shape[0]:
+            continue
+        data = _constant(tree, tensor)
+        scale = np.asarray(q.scale, np.float32)[:, None]
+        if data is not None and np.all(np.abs(np.frombuffer(data, np.int8).reshape(rows.shape) * scale - rows)
+                                       <= 0.501 * scale + 1e-7) and not np.any(np.asarray(q.zeroPoint if q.zeroPoint is not None else [0])):
+            return index
+    return None
+
+
+def _stored_narrower(model: bytes, chosen: Any, narrow: Any, reuse: Any = None) -> bytes:
     """``model`` with each float32 constant that ``chosen(tree, subgraph, index)`` picks stored by ``narrow``
-    (its values and shape -> type, bytes, quantization) and dequantized by a ``DEQUANTIZE`` at the start."""
+    (its values and shape -> type, bytes, quantization) and dequantized by a ``DEQUANTIZE`` at the start;
+    ``reuse(tree, subgraph, values, shape)`` may name a constant that holds them so already."""
     tree: Any = flatbuffer_utils.read_model_from_bytearray(bytearray(model))  # offset buffers read in
     empty = next((i for i, b in enumerate(tree.buffers) if b.data is None or len(b.data) == 0), None)
     if empty is None:
@@ -87,23 +105,26 @@ def _stored_narrower(model: bytes, chosen: Any, narrow: Any) -> bytes:
                 continue
             if code < 0:
                 code = _operator_code(tree, schema.BuiltinOperator.DEQUANTIZE, DEQUANTIZE_VERSION)
-            if tensor.buffer not in stored_as:
-                kind, values, quantization = narrow(np.frombuffer(data, np.float32), tensor.shape)
-                buffer = schema.BufferT()
-                buffer.data = values
-                tree.buffers.append(buffer)
-                stored_as[tensor.buffer] = (len(tree.buffers) - 1, kind, quantization)
-            buffer_index, kind, quantization = stored_as[tensor.buffer]
-            stored = schema.TensorT()
-            stored.name = (tensor.name or b"") + b"_stored" if isinstance(tensor.name, bytes) \
-                else f"{tensor.name or ''}_stored"
-            stored.shape, stored.shapeSignature = tensor.shape, tensor.shapeSignature
-            stored.type, stored.buffer, stored.quantization = kind, buffer_index, quantization
-            subgraph.tensors.append(stored)
+            same = None if reuse is None else reuse(tree, subgraph, np.frombuffer(data, np.float32), tensor.shape)
+            if same is None:
+                if tensor.buffer not in stored_as:
+                    kind, values, quantization = narrow(np.frombuffer(data, np.float32), tensor.shape)
+                    buffer = schema.BufferT()
+                    buffer.data = values
+                    tree.buffers.append(buffer)
+                    stored_as[tensor.buffer] = (len(tree.buffers) - 1, kind, quantization)
+                buffer_index, kind, quantization = stored_as[tensor.buffer]
+                stored = schema.TensorT()
+                stored.name = (tensor.name or b"") + b"_stored" if isinstance(tensor.name, bytes) \
+                    else f"{tensor.name or ''}_stored"
+                stored.shape, stored.shapeSignature = tensor.shape, tensor.shapeSignature
+                stored.type, stored.buffer, stored.quantization = kind, buffer_index, quantization
+                subgraph.tensors.append(stored)
+                same = len(subgraph.tensors) - 1
             converted.add(tensor.buffer)
             tensor.buffer = empty  # now an operator's output
             operator = schema.OperatorT()
-            operator.opcodeIndex, operator.inputs, operator.outputs = code, [len(subgraph.tensors) - 1], [index]
+            operator.opcodeIndex, operator.inputs, operator.outputs = code, [same], [index]
             first.append(operator)
         subgraph.operators = [*first, *(subgraph.operators or [])]
     for buffer in converted:

@@ -12,7 +12,9 @@ axis 0) is quantized, symmetrically (no zero point), to nearest:
   ``DynamicQuantizeLinear`` of its activations, ``MatMulInteger`` and one
   ``Mul`` by the activations' scale times the channels' scales (ONNX
   Runtime fuses them into its int8 kernels); a gather gathers the int8 rows
-  and their scales, and multiplies.
+  and their scales, and multiplies. (Measured on the benchmarks' GPT-small with
+  ONNX Runtime 1.32: 0.33x of float32 per call at b=1 and 0.48x at b=8, where
+  ``DequantizeLinear`` before a float ``MatMul`` runs as float32 does, 1.07x and 0.94x.)
 * ``int4-weights``: int4 in blocks of :data:`~jaxport.domain.targets.onnx.INT4_BLOCK`
   along the reduction (an embedding's width), one float32 scale per block:
   one ``DequantizeLinear`` with ``block_size`` (opset 21) in place of the
