@@ -79,3 +79,14 @@ def test_int8_without_calibration_nor_examples_is_refused_before_anything_is_wri
     calibration: dict[str, Any] = {"logits": [((q.tokens(1, 8, seed=s),), {}) for s in range(2)]}
     jaxport.to_litert(bare, tmp_path / "out", dims=DIMS, quantize="int8", calibration=calibration)
     assert (tmp_path / "out" / FILE).is_file()
+
+
+def test_examples_that_fit_no_model_are_left_out_and_named(bundle: Path, tmp_path: Path) -> None:
+    calibration: dict[str, Any] = {"logits": [((q.tokens(1, 8),), {}), ((q.tokens(2, 8, seed=1),), {})]}
+    with pytest.warns(UserWarning) as said:
+        jaxport.to_litert(bundle, tmp_path / "out", dims={"logits": [{"b": 2, "t": 8}]}, quantize="int8",
+                          calibration=calibration)
+    messages = [str(w.message) for w in said]
+    assert any("the calibration examples [0] of 'logits' fit none of its variants" in m for m in messages)
+    assert any("the golden examples ['logits[0]'] fit none of the compiled variants" in m for m in messages)
+    assert (tmp_path / "out" / "logits.b=2,t=8.tflite").is_file()

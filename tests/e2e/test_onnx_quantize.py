@@ -159,3 +159,18 @@ def test_a_model_beyond_its_tolerance_is_refused_naming_function_example_and_err
                                               r"its largest error is .*beyond the int8-weights tolerance"):
         jaxport.to_onnx(bundle, tmp_path / "out", quantize="int8-weights")
     assert not (tmp_path / "out").exists()
+
+
+def test_calibration_files_on_the_command_line(bundle: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxport.application.cli.main import main
+
+    np.savez(tmp_path / "good.npz", q.tokens(1, 8, seed=7))
+    np.savez(tmp_path / "bad.npz", np.zeros((1, 8), np.float32))
+    command = ["convert", str(bundle), "--to", "onnx", "--quantize", "int8", "-o", str(tmp_path / "out")]
+    assert main([*command, "--calibration", f"logits={tmp_path / 'bad.npz'}"]) != 0
+    assert "calibration example 0 does not fit it" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert main([*command, "--calibration", "logits"]) == 2
+    assert "--calibration 'logits' is not FUNCTION=FILE.npz" in capsys.readouterr().err
+    assert main([*command, "--calibration", f"logits={tmp_path / 'good.npz'}"]) == 0
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["quantization"]["mode"] == "int8"

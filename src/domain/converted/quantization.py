@@ -85,10 +85,11 @@ def quantization(mode: str | None) -> Quantization | None:
 def check_mode(runtime: str, mode: object, offered: Sequence[str]) -> None:
     """Checks that a target (``runtime``) offers the quantization ``mode`` (None: float32, always).
 
-    >>> check_mode("ONNX", "int8", ("int8-weights",))
-    Traceback (most recent call last):
-    ...
-    jaxport.domain.errors.UsageError: Unknown quantization 'int8' for ONNX: give one of ['int8-weights'] or None
+    >>> try:
+    ...     check_mode("ONNX", "int8", ("int8-weights",))
+    ... except UsageError as exc:
+    ...     print(exc)
+    Unknown quantization 'int8' for ONNX: give one of ['int8-weights'] or None
 
     Raises:
         UsageError: a mode the target lacks (the message lists those it has).
