@@ -43,26 +43,27 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_transformer(root)[0]
 
 
+def _converted(source: Path, target: str, modes: tuple[str, ...]) -> dict[str, Path]:
+    """The transformer converted for ``target`` in each of ``modes`` (``int8`` calibrated on one batch)."""
+    convert = jaxport.to_onnx if target == "onnx" else jaxport.to_litert
+    out = {}
+    for mode in modes:
+        out[mode] = source.parent / f"{target}-{mode}"
+        convert(source, out[mode], quantize=None if mode == "float32" else mode,
+                calibration=_calibration() if mode == "int8" else None)
+    return out
+
+
 @pytest.fixture(scope="module")
 def directories(source: Path) -> dict[str, Path]:
     pytest.importorskip("onnxruntime", reason="needs jaxport[onnx]")
-    out = {}
-    for mode in MODES:
-        out[mode] = source.parent / f"onnx-{mode}"
-        jaxport.to_onnx(source, out[mode], quantize=None if mode == "float32" else mode,
-                        calibration=_calibration() if mode == "int8" else None)
-    return out
+    return _converted(source, "onnx", MODES)
 
 
 @pytest.fixture(scope="module")
 def litert_directories(source: Path) -> dict[str, Path]:
     pytest.importorskip("litert_converter", reason="needs jaxport[litert]")
-    out = {}
-    for mode in LITERT_MODES:
-        out[mode] = source.parent / f"litert-{mode}"
-        jaxport.to_litert(source, out[mode], quantize=None if mode == "float32" else mode,
-                          calibration=_calibration() if mode == "int8" else None)
-    return out
+    return _converted(source, "litert", LITERT_MODES)
 
 
 def _size(path: Path) -> int:

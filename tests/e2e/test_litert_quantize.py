@@ -21,19 +21,10 @@ import numpy as np  # noqa: E402
 import jaxport  # noqa: E402
 from jaxport.errors import ConversionError  # noqa: E402
 from tests.helpers import quantized_models as q  # noqa: E402
+from tests.helpers.quantized_models import bundle, weights  # noqa: E402,F401  (fixtures)
 
 DIMS = {"logits": [{"b": 1, "t": 8}]}
 FILE = "logits.b=1,t=8.tflite"
-
-
-@pytest.fixture(scope="module")
-def weights() -> dict[str, Any]:
-    return q.params()
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory, weights: dict[str, Any]) -> Path:
-    return q.save(tmp_path_factory.mktemp("litert_quantize") / "gpt", weights)
 
 
 @pytest.fixture(scope="module")

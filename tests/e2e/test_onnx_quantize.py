@@ -30,16 +30,7 @@ import jaxport.domain.converted.quantization as quantization  # noqa: E402
 from jaxport.domain.converted.numerics import Tolerance  # noqa: E402
 from jaxport.errors import ConversionError, UsageError  # noqa: E402
 from tests.helpers import quantized_models as q  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def weights() -> dict[str, Any]:
-    return q.params()
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory, weights: dict[str, Any]) -> Path:
-    return q.save(tmp_path_factory.mktemp("quantize") / "gpt", weights)
+from tests.helpers.quantized_models import bundle, weights  # noqa: E402,F401  (fixtures)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxport
 from tests.helpers.onnx_models import gpt, specs
@@ -34,6 +35,18 @@ def params(seed: int = 1) -> dict[str, Any]:
     return {"wte": n(VOCAB, d), "wpe": n(POSITIONS, d), "ln_f": ln(),
             "blocks": [{"ln1": ln(), "ln2": ln(), "attn": {"qkv": n(d, 3 * d), "qkv_b": n(3 * d), "proj": n(d, d)},
                         "fc": n(d, 4 * d), "fc_b": n(4 * d), "out": n(4 * d, d)} for _ in range(LAYERS)]}
+
+
+@pytest.fixture(scope="module")
+def weights() -> dict[str, Any]:
+    """The model's weights (a fixture of the modules that import it)."""
+    return params()
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory, weights: dict[str, Any]) -> Path:
+    """The model's bundle, with one golden example (a fixture of the modules that import it)."""
+    return save(tmp_path_factory.mktemp("quantize") / "gpt", weights)
 
 
 def tokens(batch: int = 1, length: int = 8, seed: int = 0) -> np.ndarray:
