@@ -94,7 +94,7 @@ def read_groups(report: Any) -> list[Group]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
         if role not in (ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES
-                        + LITERT_ROLES + SERVING_ROLES + ONNX_ROLES):
+                        + LITERT_ROLES + SERVING_ROLES + ONNX_ROLES + QUANTIZE_ROLES):
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -446,6 +446,29 @@ ONNX_PEAK_TARGET = 0.35  # its peak resident memory: load_converted / jax.export
 ONNX_CALL_TARGET = 1.0  # a call with the weights resident: ONNX Runtime / jax.jit(f)
 
 
+QUANTIZE_ROLES = ("float32", "int8-weights", "int4-weights", "int8", "float16")  # benchmarks/test_quantize.py
+#: (target, mode) -> the goals of issue 39: size / float32 and time per call / float32 at b=8 (None: reported).
+QUANTIZE_GOALS = {("ONNX", "int8-weights"): (0.30, 0.6), ("ONNX", "int4-weights"): (0.20, None),
+                  ("ONNX", "int8"): (0.30, 0.5), ("LiteRT", "int8-weights"): (None, None),
+                  ("LiteRT", "float16"): (0.52, None), ("LiteRT", "int8"): (0.30, None)}
+
+
+def quantize_section(groups: Sequence[Group]) -> str:
+    """Each quantized mode against float32 (benchmarks/test_quantize.py): size and median per call."""
+    rows = []
+    for g in groups:
+        for (target, mode), (size_goal, call_goal) in QUANTIZE_GOALS.items():
+            if not g.name.startswith(target) or mode not in g.samples:
+                continue
+            base, made = (g.info.get(r, {}).get("bytes") for r in ("float32", mode))
+            size = made / base if isinstance(made, int) and isinstance(base, int) and base else None
+            rows.append([g.name, mode, mib(made), times(size), f"<= {size_goal}x" if size_goal else "-",
+                         seconds(g.median(mode)), seconds(g.median("float32")), times(g.ratio(mode, "float32")),
+                         f"<= {call_goal}x" if call_goal and g.name.endswith("b=8") else "-"])
+    headers = ["group", "mode", "size", "size/float32", "goal", "per call", "float32", "call/float32", "goal"]
+    return "Reduced precision against float32 (median)\n" + table(headers, rows)
+
+
 def onnx_section(groups: Sequence[Group]) -> str:
     """ONNX Runtime against JAX and IREE: medians, ratios, the goal, whether it is met, the load average."""
     rows = []
@@ -586,7 +609,7 @@ def render(groups: Sequence[Group]) -> str:
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert", "serving", "onnx")]
+    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert", "serving", "onnx", "quantize")]
     if others:
         sections.append(other_section(others))
         ordered += others
@@ -602,6 +625,9 @@ def render(groups: Sequence[Group]) -> str:
     served = [g for g in groups if g.kind == "serving"]
     if served:
         sections.append(serving_section(served))
+    quantized = [g for g in groups if g.kind == "quantize"]
+    if quantized:
+        sections.append(quantize_section(quantized))
     onnxed = [g for g in groups if g.kind == "onnx"]
     if onnxed:
         sections.append(onnx_section(onnxed))

@@ -31,6 +31,8 @@ import jaxport
 from . import onnx_models as models
 
 MODELS = ("mlp", "gpt", "kw", "bert", "stats", "dtypes")
+#: The GPT-2-like model converted with ``quantize="int8-weights"`` too, by :func:`build`.
+QUANTIZED = "gpt-int8"
 #: The GPT-2-like model's longest sequence (its constraint: ``t <= MAX_T``).
 MAX_T = models.MAX_T
 
@@ -134,6 +136,9 @@ def build(root: Path, names: tuple[str, ...] = MODELS, *, saved: bool = False) -
             save(name, bundle)
         jaxport.to_onnx(bundle, root / name, web=True)
         out[name] = root / name
+    if "gpt" in names:  # the tied embedding and the products with int8 weights (issue 39)
+        jaxport.to_onnx(root / "bundles" / "gpt", root / QUANTIZED, web=True, quantize="int8-weights")
+        out[QUANTIZED] = root / QUANTIZED
     return out
 
 

@@ -49,7 +49,7 @@ def test_convert_help_describes_the_target_and_offers_its_flags(name: str) -> No
     for flag in line.flags:
         assert flag.field in fields, f"{flag.flag} sets {flag.field}, which {entry.options.__name__} lacks"
         action = by_flag[flag.flag]
-        assert action.dest == flag.dest and (action.help or "").startswith(f"{name}: ")
+        assert action.dest == flag.dest and f"{name}: {flag.help}" in (action.help or "")
 
 
 @pytest.mark.parametrize("name", list(TARGETS))
@@ -60,8 +60,8 @@ def test_the_facade_has_the_targets_function_and_options_class(name: str) -> Non
     assert f"to_{name}" in jaxport.__all__
     assert (function.__doc__ or "").startswith(f'``convert(source, path, to="{name}", ...)``')
     keywords = {p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY}
-    # Each field of the options is a keyword of to_NAME (dims and overwrite are convert's own).
-    assert keywords - {"dims", "overwrite"} == {f.name for f in dataclasses.fields(entry.options)}
+    # Each field of the options is a keyword of to_NAME (dims, calibration and overwrite are convert's own).
+    assert keywords - {"dims", "overwrite", "calibration"} == {f.name for f in dataclasses.fields(entry.options)}
     assert getattr(jaxport, entry.options.__name__) is entry.options
     assert entry.options.__name__ in jaxport.__all__
 

@@ -19,7 +19,7 @@ const BAD_CALLS = JSON.parse(readFileSync(fileURLToPath(new URL("./bad_calls.jso
 const FIXTURES = process.env.JAXPORT_WEB_FIXTURES || "";
 const NO_FIXTURES = FIXTURES && existsSync(FIXTURES) ? false
   : "no converted models: set JAXPORT_WEB_FIXTURES to a directory made by python -m tests.helpers.web_models DIR";
-const MODELS = ["mlp", "gpt", "kw", "bert", "stats", "dtypes"];
+const MODELS = ["mlp", "gpt", "kw", "bert", "stats", "dtypes", "gpt-int8"];  // gpt-int8: int8-weights, its own tolerance
 
 ort.env.wasm.numThreads = 1;
 

@@ -27,9 +27,10 @@ import numpy as np
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import Variant
+from jaxport.domain.converted.quantization import FLOAT16
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, platform_index, variant_file
-from jaxport.domain.targets.litert import INT8_WEIGHTS, RUNTIME_NAME, SUFFIX, check_names, check_operators
+from jaxport.domain.targets.litert import RUNTIME_NAME, SUFFIX, check_names, check_operators
 from jaxport.domain.targets.litert import LiteRtOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from .tflite_file import FlatbufferInfo, read_flatbuffer
@@ -68,7 +69,9 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         ins, outs = f.signature.input_names, f.signature.output_names
         bound = weights[:f.signature.nr_weights]
         converted[f.name] = convert_function(f.name, f.record, weights=bound, input_names=ins, output_names=outs,
-                                             shapes=f.shapes, quantize=options.quantize)
+                                             shapes=f.shapes, quantize=options.quantize,
+                                             calibration=[[np.asarray(a) for a in e]
+                                                          for e in job.calibration.get(f.name, ())])
     variants: dict[str, tuple[Variant, ...]] = {}
     models: dict[str, tuple[int, Sequence[str]]] = {}
     for name, found in converted.items():
@@ -97,7 +100,8 @@ def _weights(job: ConversionJob) -> list[np.ndarray]:
 
 def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.ndarray] = (),
                      input_names: Sequence[str], output_names: Sequence[str],
-                     shapes: Sequence[StaticShapes] = (), quantize: str | None = None) -> list[LiteRtVariant]:
+                     shapes: Sequence[StaticShapes] = (), quantize: str | None = None,
+                     calibration: Sequence[Sequence[np.ndarray]] = ()) -> list[LiteRtVariant]:
     """The LiteRT models of one function: one dynamic model, or one per static shapes.
 
     Args:
@@ -112,7 +116,10 @@ def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.
             (:func:`jaxport.domain.targets.plan.variant_shapes`: one per binding of
             a symbolic function, one for a static function); empty: one model whose
             symbolic dimensions stay dynamic.
-        quantize: None (float32) or ``"int8-weights"`` (the options checked it).
+        quantize: None (float32) or one of :data:`~jaxport.domain.targets.litert.QUANTIZATIONS`
+            (the options checked it).
+        calibration: for ``"int8"``, examples as the caller's flat arrays (each variant
+            is calibrated on those of its shapes).
 
     Raises:
         ConversionError: what LiteRT's tools cannot convert or run, named
@@ -124,21 +131,33 @@ def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.
     check_names(name, "output", output_names, len(record.out_avals))
     variables = dimension_variables(record)
     plans: list[StaticShapes | None] = list(shapes) or [None]
-    return [_variant(name, record, weights, plan, variables, input_names, output_names, quantize)
+    return [_variant(name, record, weights, plan, variables, input_names, output_names, quantize,
+                     [dict(zip(input_names, e)) for e in calibration if _fits(e, plan, len(weights))])
             for plan in plans]
+
+
+def _fits(example: Sequence[np.ndarray], plan: StaticShapes | None, nr_weights: int) -> bool:
+    """Whether an example has the static shapes of ``plan`` (any, for a dynamic model)."""
+    return plan is None or [tuple(a.shape) for a in example] == [tuple(s) for s in plan.in_shapes[nr_weights:]]
 
 
 def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], plan: StaticShapes | None,
              variables: Sequence[str], input_names: Sequence[str], output_names: Sequence[str],
-             quantize: str | None) -> LiteRtVariant:
+             quantize: str | None, calibration: Sequence[dict[str, np.ndarray]]) -> LiteRtVariant:
     from . import stablehlo_to_tflite as litert_convert
     from .module import converter_module
 
     portable = converter_module(name, record, weights, plan, platform_index(record))
     dynamic = tuple(variables) if plan is None else ()
     model = litert_convert.to_tflite(name, portable, input_names, output_names, symbolic=dynamic)
-    if quantize == INT8_WEIGHTS:
-        model = litert_convert.quantize_int8_weights(name, model)
+    if quantize == FLOAT16:
+        from .narrow_constants import constants_to_float16
+
+        model = constants_to_float16(model)
+    elif quantize is not None:
+        from .narrow_constants import gather_tables_to_int8
+
+        model = gather_tables_to_int8(litert_convert.quantize(name, model, quantize, calibration))
     info = read_flatbuffer(model)
     check_operators(name, info.operators)
     _check_loads(name, model)

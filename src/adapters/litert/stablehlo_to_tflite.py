@@ -15,10 +15,13 @@ with the converter's first diagnostic.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from jaxport.domain.errors import ConversionError, MissingExtraError
-from jaxport.domain.targets.litert import RUNTIME_NAME, check_unlegalized
+from jaxport.domain.converted.quantization import INT8
+from jaxport.domain.targets.litert import INT8_WEIGHTS, RUNTIME_NAME, check_unlegalized
 
 try:
     import litert_converter
@@ -148,13 +151,41 @@ def quantize_int8_weights(function: str, model: bytes) -> bytes:
         MissingExtraError: ai-edge-quantizer is not installed.
         ConversionError: the quantizer refused the model.
     """
+    return quantize(function, model, INT8_WEIGHTS)
+
+
+#: The operators that ``int8`` quantizes (weights and activations): matrix products by a weight and convolutions.
+_STATIC_OPERATORS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def quantize(function: str, model: bytes, mode: str,
+             calibration: Sequence[Mapping[str, np.ndarray]] = ()) -> bytes:
+    """The model quantized by ai-edge-quantizer: ``int8-weights`` (dynamic range) or ``int8`` (fully connected
+    layers and convolutions in int8, weights and activations, calibrated on ``calibration``: per example, the
+    signature's inputs by name; the rest float32). (``float16`` is :mod:`jaxport.adapters.litert.narrow_constants`'s.)
+
+    Raises:
+        MissingExtraError: ai-edge-quantizer is not installed.
+        ConversionError: the quantizer refused the model.
+    """
     try:
-        from ai_edge_quantizer import quantizer, recipe
+        from ai_edge_quantizer import quantizer, recipe, recipe_manager, qtyping
     except ImportError as exc:
         raise MissingExtraError("ai-edge-quantizer", "litert", exc) from exc
     try:
-        result = quantizer.Quantizer(bytearray(model), recipe.dynamic_wi8_afp32()).quantize(
-            enable_progress_bar=False, enable_progress_report=False)
+        if mode == INT8_WEIGHTS:
+            chosen = recipe.dynamic_wi8_afp32()
+        else:
+            manager = recipe_manager.RecipeManager()
+            for name in _STATIC_OPERATORS:
+                manager.add_static_config(regex=".*", operation_name=getattr(qtyping.TFLOperationName, name),
+                                          activation_num_bits=8, weight_num_bits=8,
+                                          algorithm_key=recipe.AlgorithmName.MIN_MAX_UNIFORM_QUANT)
+            chosen = manager.get_quantization_recipe()
+        tool = quantizer.Quantizer(bytearray(model), chosen)
+        calibrated = tool.calibrate({function: [dict(e) for e in calibration]}) if mode == INT8 else None
+        result = tool.quantize(calibrated, enable_progress_bar=False, enable_progress_report=False) \
+            if calibrated is not None else tool.quantize(enable_progress_bar=False, enable_progress_report=False)
     except Exception as exc:  # the quantizer raises bare Exceptions, with text
         raise ConversionError(RUNTIME_NAME, function, f"ai-edge-quantizer refused the model: {exc}") from exc
     if result.quantized_model is None:

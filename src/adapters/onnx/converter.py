@@ -1,5 +1,8 @@
 """The ONNX target's converter: one ``FUNCTION.onnx`` per function, the weights file kept as it is.
 
+(With ``quantize``, the weights are written quantized into the directory's own weights file
+instead, :mod:`jaxport.adapters.onnx.quantize`; the float32 file is not copied.)
+
 With ``web``, the directory also gets ``jaxport.mjs`` (:mod:`jaxport.adapters.web.module`),
 listed in the manifest like every other file. Every model reads its weights as ONNX external data at their offsets in the
 directory's ``params.safetensors`` (a copy of the source's, byte for byte:
@@ -22,6 +25,7 @@ from jaxport.domain.bundle.manifest import WEIGHTS_FILE
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import MissingExtraError
 from jaxport.domain.artifact.producer import JAXPORT_VERSION
+from jaxport.domain.converted.quantization import INT8
 from jaxport.domain.targets.onnx import OnnxOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
 
@@ -30,7 +34,10 @@ try:
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("The ONNX converter (onnx)", "onnx", exc) from exc
 
+import numpy as np
+
 from .check import check_file
+from .quantize import PREFIX, WeightsStore, activations, quantize_model, weights_file_name
 from .translate import external_tensors, translate
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 from jaxport.adapters.web.module import copy_module
@@ -49,8 +56,24 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     header = bytes(SafetensorsFile(job.weights_path).header) if takes_weights else b""
     variants: dict[str, tuple[Variant, ...]] = {}
     dim_params: dict[str, list[str]] = {}
+    store = WeightsStore() if options.quantize else None
+    stored = SafetensorsFile(job.weights_path) if takes_weights and store is not None else None
+    models = []
     for function in job.functions:
         model = _translate(function, job, header, options)
+        if store is not None:
+            ranges = _calibrated(model, function, job, stored) if options.quantize == INT8 else None
+            quantize_model(model, str(options.quantize), lambda key: _stored(job, stored, key), store, ranges)
+        models.append(model)
+    weights_file = WEIGHTS_FILE if takes_weights else ""
+    if store is not None:
+        weights_file = weights_file_name(str(options.quantize)) if store.tensors else ""
+        if store.tensors:
+            with open(Path(staging, weights_file), "xb") as stream:
+                store.write(stream, weights_file, models)
+    elif takes_weights:
+        shutil.copyfile(job.weights_path, Path(staging, WEIGHTS_FILE))
+    for function, model in zip(job.functions, models):
         file = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', function.name)}.onnx"
         path = Path(staging) / file
         onnx.save(model, str(path))
@@ -58,14 +81,44 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         dim_params[function.name] = list(dict.fromkeys(
             d.dim_param for v in (*model.graph.input, *model.graph.output)
             for d in v.type.tensor_type.shape.dim if d.dim_param))
-    if takes_weights:
-        shutil.copyfile(job.weights_path, Path(staging, WEIGHTS_FILE))
     for function in job.functions:  # the weights in place: the checker reads the external data
         check_file(Path(staging, variants[function.name][0].file), function.name)
     if options.web:
         copy_module(staging)
-    return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params),
-                          variants, WEIGHTS_FILE if takes_weights else "")
+    return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params,
+                                     weights_file), variants, weights_file if weights_file == WEIGHTS_FILE else "")
+
+
+def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJob,
+                stored: SafetensorsFile | None) -> dict[str, tuple[float, float]]:
+    """The ranges of the products' activations over the function's calibration examples (run by ONNX
+    Runtime on the float32 model, its weights inside)."""
+    examples = job.calibration.get(function.name, ())
+    if not examples:
+        return {}
+    from .runtime import activation_ranges
+
+    whole = onnx.ModelProto()
+    whole.CopyFrom(model)
+    for tensor in whole.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL and tensor.name.startswith(PREFIX):
+            tensor.raw_data = np.ascontiguousarray(_stored(job, stored, tensor.name.removeprefix(PREFIX))).tobytes()
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            del tensor.external_data[:]
+    wanted = activations(model)
+    known = {o.name for o in whole.graph.output}
+    whole.graph.output.extend(onnx.ValueInfoProto(name=n) for n in wanted if n not in known)
+    names = function.signature.input_names
+    feeds = [{n: np.asarray(a, np.float32) if np.asarray(a).dtype.name == "bfloat16" else np.asarray(a)
+              for n, a in zip(names, example)} for example in examples]
+    return activation_ranges(whole.SerializeToString(), wanted, feeds, function.name)
+
+
+def _stored(job: ConversionJob, stored: SafetensorsFile | None, key: str) -> np.ndarray:
+    """The stored array of the weight ``key``."""
+    assert stored is not None and job.weights is not None  # a model reads weights only when the job has them
+    record = next(w for w in job.weights.leaves if w.name == key)
+    return stored.array(key, record.data_dtype)
 
 
 def _translate(function: FunctionJob, job: ConversionJob, header: bytes, options: OnnxOptions) -> onnx.ModelProto:

@@ -274,3 +274,24 @@ class OnnxTargetRuntime:
             ArtifactCallError: ONNX Runtime refused the model or failed to run it.
         """
         return self._models[variant.file].run(args)
+
+
+def activation_ranges(model: bytes, names: Sequence[str], feeds: Sequence[Mapping[str, np.ndarray]],
+                      function: str = "") -> dict[str, tuple[float, float]]:
+    """The smallest and largest value that each of the values ``names`` of ``model`` (a self-contained
+    model, its weights inside, every one of ``names`` among its outputs) takes over the examples
+    ``feeds`` (a static quantization's calibration).
+
+    Raises:
+        ArtifactCallError: ONNX Runtime refused the model or an example.
+    """
+    ranges: dict[str, tuple[float, float]] = {}
+    with _onnx_runtime_errors(function):
+        session = ort.InferenceSession(model, session_options(threads=None, optimization="basic"),
+                                       providers=["CPUExecutionProvider"])
+        for feed in feeds:
+            for name, value in zip(names, session.run(list(names), dict(feed))):
+                low, high = float(np.min(value)), float(np.max(value))
+                old = ranges.get(name, (low, high))
+                ranges[name] = (min(old[0], low), max(old[1], high))
+    return ranges

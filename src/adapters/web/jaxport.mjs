@@ -678,7 +678,10 @@ class Model {
       const promise = (async () => {
         const model = await this.file(f.variants[0].file);
         const options = { ...this.sessionOptions };
-        if (f.signature.nr_weights > 0 && this.manifest.weights && this.manifest.weights.file) {
+        const quantized = this.manifest.target_details.weights_file;  // a quantized directory's own weights file
+        if (f.signature.nr_weights > 0 && quantized) {
+          options.externalData = [{ path: quantized, data: await this.file(quantized) }];
+        } else if (f.signature.nr_weights > 0 && this.manifest.weights && this.manifest.weights.file) {
           options.externalData = [{ path: this.manifest.weights.file, data: await this.weights() }];
         }
         return this.ort.InferenceSession.create(model, options);
@@ -768,12 +771,14 @@ class Model {
 
   /**
    * Runs every golden example here and compares each output with the one JAX computed when the bundle was
-   * saved, with jaxport's tolerances by dtype (`rtol`, `atol` replace the floating dtypes' defaults).
+   * saved, with jaxport's tolerances by dtype (`rtol`, `atol` replace the floating dtypes' defaults; a quantized
+   * directory's recorded tolerance replaces them where they are not given).
    * Resolves to {ok, examples, checks: [{function, example, output, dtype, maxAbsError, relativeError,
    * rtol, atol, passed, problem}]}.
    */
   async checkNumerics({ rtol, atol } = {}) {
     const examples = await this.examples();
+    const recorded = this.manifest.quantization ? this.manifest.quantization.tolerance : {};  // a quantized model's
     const checks = [];
     for (const example of examples) {
       const f = this.functions[example.function];
@@ -785,7 +790,7 @@ class Model {
         problem = `${error.name}: ${error.message}`;
       }
       example.outputs.forEach((want, i) => {
-        const tolerance = toleranceFor(want.dtype, rtol, atol);
+        const tolerance = toleranceFor(want.dtype, rtol ?? recorded.rtol, atol ?? recorded.atol);
         const check = { function: example.function, example: example.index, output: f.results[i], dtype: want.dtype,
           rtol: tolerance.rtol, atol: tolerance.atol, maxAbsError: 0, maxReference: 0, problem };
         if (!problem) Object.assign(check, compare(got[f.outputs[i].name], want));

@@ -41,14 +41,25 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                           "--dims predict:b=8,t=128)")
     cmd.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                      help="a field of the target's options class (repeat), e.g. --option target_cpu=generic")
+    cmd.add_argument("--calibration", action="append", default=[], metavar="FUNCTION=FILE.npz",
+                     help="for a quantization calibrated on examples (--quantize int8): one example of "
+                          "FUNCTION, in the layout of 'jaxport run --input' (arr_0, arr_1, ... and keyword "
+                          "arrays by name; repeat; default: the bundle's golden examples)")
+    shared: dict[str, list[str]] = {}
     for name, line in COMMAND_LINE.items():
         for flag in line.flags:
-            _add_flag(cmd, name, flag)
+            shared.setdefault(flag.flag, []).append(f"{name}: {flag.help}")
+    added: set[str] = set()
+    for name, line in COMMAND_LINE.items():
+        for flag in line.flags:
+            if flag.flag not in added:  # a flag several targets have (--quantize): one help for all
+                added.add(flag.flag)
+                _add_flag(cmd, "; ".join(shared[flag.flag]), flag)
     cmd.set_defaults(handler=run_convert)
 
 
-def _add_flag(cmd: argparse.ArgumentParser, target: str, flag: Flag) -> None:
-    """Adds one of ``target``'s own flags; its help begins with the target's name."""
+def _add_flag(cmd: argparse.ArgumentParser, help: str, flag: Flag) -> None:
+    """Adds one flag of the targets; its help is each target's, after its name."""
     how: dict[str, Any] = {}
     if flag.switch:
         how = {"action": "store_true", "default": None}  # None: not given (False would be an option)
@@ -57,7 +68,7 @@ def _add_flag(cmd: argparse.ArgumentParser, target: str, flag: Flag) -> None:
     for key in ("metavar", "type", "choices"):
         if getattr(flag, key) is not None:
             how[key] = getattr(flag, key)
-    cmd.add_argument(flag.flag, dest=flag.dest, help=f"{target}: {flag.help}", **how)
+    cmd.add_argument(flag.flag, dest=flag.dest, help=help, **how)
 
 
 def run_convert(args: argparse.Namespace) -> int:
@@ -70,7 +81,8 @@ def run_convert(args: argparse.Namespace) -> int:
     if args.to not in TARGETS:
         raise UsageError(f"--to {args.to!r} is not a target: the targets are {', '.join(sorted(TARGETS))}")
     manifest = convert(args.source, args.output, to=args.to, options=_options(args),
-                       dims=parse_dims(args.dims) or None, overwrite=args.force)
+                       dims=parse_dims(args.dims) or None, calibration=read_calibration(args.calibration) or None,
+                       overwrite=args.force)
     names = [f.name for f in manifest.functions]
     variants = sum(len(f.variants) for f in manifest.functions)
     total = sum(d.size for d in manifest.files.values())
@@ -93,8 +105,9 @@ def _options(args: argparse.Namespace) -> object:
     entry = target(args.to)
     own = COMMAND_LINE[args.to].flags if args.to in COMMAND_LINE else ()
     flags = {f.field: getattr(args, f.dest) for f in own if getattr(args, f.dest) not in (None, [])}
+    mine = {f.flag for f in own}
     for other, line in COMMAND_LINE.items():
-        given = [f.flag for f in line.flags if getattr(args, f.dest) not in (None, [])]
+        given = [f.flag for f in line.flags if f.flag not in mine and getattr(args, f.dest) not in (None, [])]
         if other != args.to and given:
             raise UsageError(f"{given[0]} applies to --to {other}, not to --to {args.to}")
     for text in args.option:
@@ -140,3 +153,24 @@ def parse_dims(texts: list[str]) -> dict[str, list[dict[str, int]]]:
             binding[value[1]] = int(value[2])
         dims.setdefault(found[1], []).append(binding)
     return dims
+
+
+def read_calibration(texts: list[str]) -> dict[str, list[tuple[list[Any], dict[str, Any]]]]:
+    """``["predict=a.npz", "predict=b.npz"]`` as ``{"predict": [(args, kwargs), (args, kwargs)]}``, each file
+    read as ``jaxport run --input`` reads one.
+
+    Raises:
+        UsageError: a text is not ``FUNCTION=FILE``.
+        ArrayFileError: a file is not a NumPy file (or holds pickles).
+        FileNotFoundError: a file does not exist.
+    """
+    from jaxport.adapters.storage.array_files import read_arrays
+
+    calibration: dict[str, list[tuple[list[Any], dict[str, Any]]]] = {}
+    for text in texts:
+        name, equals, file = text.partition("=")
+        if not equals or not name.strip() or not file.strip():
+            raise UsageError(f"--calibration {text!r} is not FUNCTION=FILE.npz")
+        inputs = read_arrays([file.strip()])
+        calibration.setdefault(name.strip(), []).append((list(inputs.args), dict(inputs.kwargs)))
+    return calibration

@@ -17,11 +17,14 @@ In order, for any target (:mod:`jaxport.domain.targets.registry`):
    child for any other form: :class:`~jaxport.domain.targets.ports.ModuleForms`),
    and those custom calls refused (:func:`~jaxport.domain.targets.plan.refuse_custom_calls`);
    the bindings of ``dims`` checked against each function's constraints
-   (:func:`~jaxport.domain.targets.plan.variant_shapes`);
+   (:func:`~jaxport.domain.targets.plan.variant_shapes`); for a quantization (the options'
+   ``quantize``), the calibration examples (:mod:`.quantized`);
 3. one step after another, each one layer down: a fresh directory beside
    ``path``; the target's converter writes its files there (and repeats none
    of the plan's checks); the examples and the manifest (every file's size
-   and digest) are added; the directory is moved into place in one step (or,
+   and digest) are added; a quantized directory runs its golden examples
+   within its mode's tolerance (:func:`.quantized.check_examples`); the
+   directory is moved into place in one step (or,
    on any failure or interruption, removed). An existing ``path`` is refused
    with ``FileExistsError`` unless ``overwrite=True``.
 """
@@ -44,6 +47,8 @@ from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, vari
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converter, FunctionJob
 from jaxport.domain.targets.registry import TargetEntry, target
 from jaxport.domain.artifact.verification import check_signature
+from jaxport.domain.converted.quantization import quantization
+from .quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
 from .source import ConversionSource, SourceFunction, read_source
 
 if TYPE_CHECKING:
@@ -56,7 +61,7 @@ Dims = Mapping[str, Sequence[Mapping[str, int]]]
 
 def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *, to: str,
             options: object | None = None, dims: Dims | None = None,
-            overwrite: bool = False) -> ConvertedManifest:
+            calibration: Calibration | None = None, overwrite: bool = False) -> ConvertedManifest:
     """Converts every function of ``source`` for the runtime target ``to`` into the directory ``path``.
 
     Args:
@@ -70,6 +75,9 @@ def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         dims: for a target that compiles static shapes (IREE), the bindings
             of each symbolic function's dimension variables to compile for:
             ``{"predict": [{"b": 1}, {"b": 8}]}``.
+        calibration: for a quantization calibrated on examples (``quantize="int8"``),
+            function name -> a sequence of ``(args, kwargs)`` examples; None: the
+            source's golden examples.
         overwrite: replace what is at ``path`` (else it must not exist).
 
     Returns:
@@ -96,17 +104,19 @@ def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     out = Path(path)
     if os.path.lexists(out) and not overwrite:
         raise FileExistsError(f"{out} exists: pass overwrite=True (jaxport convert --force) to replace it")
-    return write_converted(read_source(source), out, entry, options, dims)
+    return write_converted(read_source(source), out, entry, options, dims, calibration)
 
 
 def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, options: object,
-                    dims: Dims | None) -> ConvertedManifest:
+                    dims: Dims | None, calibration: Calibration | None = None) -> ConvertedManifest:
     """:func:`convert` of what :func:`~jaxport.application.conversion.source.read_source` read (``out`` replaceable)."""
     unknown = sorted(set(dims or {}) - {f.name for f in src.functions})
     if unknown:
         raise ConversionError(entry.plan.runtime, None, f"dims names {unknown}, which the source does not "
                                                         f"have (it has {[f.name for f in src.functions]})")
     jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), options) for f in src.functions)
+    mode = getattr(options, "quantize", None)
+    calibrated = calibration_inputs(entry.plan.runtime, jobs, src, calibration, mode)
     weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
         WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
     converter = _converter(entry)  # imported once every function passed the plan
@@ -114,8 +124,9 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
 
     staging = bundle_dir.new_directory_beside(out)
     try:
-        parts = _fill(converter, jobs, src, weights, options, staging)
-        manifest = _seal(entry, parts, jobs, src, weights, staging)
+        parts = _fill(converter, jobs, src, weights, options, staging, calibrated)
+        manifest = _seal(entry, parts, jobs, src, weights, staging, mode)
+        check_examples(staging, manifest, entry.plan.runtime)
         bundle_dir.move_into_place(staging, out)
     except BaseException:
         bundle_dir.discard(staging)
@@ -186,7 +197,8 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
 
 
 def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
-          weights: WeightsTable | None, options: object, staging: Path) -> ConvertedParts:
+          weights: WeightsTable | None, options: object, staging: Path,
+          calibrated: FlatCalibration) -> ConvertedParts:
     """The converter's step: the target's files written into ``staging``."""
     weights_path = src.weights_file
     temporary = None
@@ -199,7 +211,7 @@ def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSo
     from jaxport.application import wiring
 
     job = ConversionJob(jobs, weights, weights_path, options, jobs[0].name if len(jobs) == 1 else None,
-                        ChildModuleForms(wiring.module_worker()))
+                        ChildModuleForms(wiring.module_worker()), calibrated)
     parts = converter(job, str(staging))
     if temporary is not None:
         temporary.unlink()
@@ -207,7 +219,7 @@ def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSo
 
 
 def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ...], src: ConversionSource,
-          weights: WeightsTable | None, staging: Path) -> ConvertedManifest:
+          weights: WeightsTable | None, staging: Path, mode: str | None) -> ConvertedManifest:
     """The manifest's step: the examples added, every file digested, ``manifest.json`` written."""
     from jaxport.adapters.storage.bundle_dir import file_digests
 
@@ -223,7 +235,8 @@ def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ..
                                weights.header_sha256 if parts.weights_file else "")
     functions = tuple(ConvertedFunction(j.signature, parts.variants[j.name]) for j in jobs)
     manifest = ConvertedManifest(entry.name, parts.target_details, functions, weights, examples, examples_file,
-                                 file_digests(staging), jax_version=jobs[0].record.jax_version)
+                                 file_digests(staging), jax_version=jobs[0].record.jax_version,
+                                 quantization=quantization(mode))
     (staging / entry.manifest_path).parent.mkdir(parents=True, exist_ok=True)
     (staging / entry.manifest_path).write_bytes(manifest.to_json())
     return manifest

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from jaxport.application.export.exported import Exported
     from jaxport.domain.converted.manifest import ConvertedManifest
     from .pipeline import Dims
+    from .quantized import Calibration
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +101,18 @@ COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
         "read from the bundle's safetensors file as ONNX external data (needs pip install 'jaxport[onnx]')",
         (Flag("opset", "--opset", "the ai.onnx opset to write (21, the default, to 23)", metavar="N", type=int),
          Flag("web", "--web", "also write jaxport.mjs, which loads the directory in a web page with ONNX "
-              "Runtime Web (refuses bfloat16 inputs and outputs)", switch=True))),
+              "Runtime Web (refuses bfloat16 inputs and outputs)", switch=True),
+         Flag("quantize", "--quantize", "int8-weights (the weights of matrix products and embeddings as int8 "
+              "per channel, about 4x smaller), int4-weights (int4 in blocks of 32, about 6x smaller) or int8 "
+              "(the products' activations too, calibrated: --calibration)",
+              metavar="MODE"))),
     "litert": TargetCommandLine(
         "writes LiteRT (.tflite) models for phones and small devices, the weights as constants of each, a "
         "symbolic batch kept dynamic where LiteRT can, else one model per --dims binding (needs pip install "
         "'jaxport[litert]')",
         (Flag("quantize", "--quantize", "int8-weights (weights as int8 per channel, dynamic range; about 4x "
-              "smaller, within 5%% of the output's magnitude)", metavar="KIND", choices=("int8-weights",)),)),
+              "smaller), float16 (every float32 constant as float16, 2x smaller) or int8 (weights and "
+              "activations, calibrated: --calibration)", metavar="MODE"),)),
 })
 
 
@@ -159,6 +165,7 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
 
 def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
             opset: int | None = None, ir_version: int | None = None, web: bool = False,
+            quantize: str | None = None, calibration: Calibration | None = None,
             overwrite: bool = False) -> ConvertedManifest:
     """``convert(source, path, to="onnx", ...)``: one ONNX model per function, for ONNX Runtime and other readers.
 
@@ -177,6 +184,14 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         web: also write ``jaxport.mjs``, which loads the directory in a web page
             with ONNX Runtime Web (see the guide's page on the browser); a
             function with a bfloat16 input or output is refused.
+        quantize: None (as exported), ``"int8-weights"`` (the weights of matrix
+            products and embedding gathers as int8 with one scale per output
+            channel, in the directory's own weights file; products in int8 with
+            the activations quantized per call) or ``"int4-weights"`` (int4 in blocks
+            of 32, ``DequantizeLinear`` with ``block_size``) or ``"int8"`` (static: the
+            products' activations too, in QDQ form, their ranges calibrated). The golden examples
+            must pass the mode's tolerance (:mod:`jaxport.domain.converted.quantization`).
+        calibration: for a calibrated mode, function name -> ``(args, kwargs)`` examples.
 
     Raises:
         As :func:`convert`; ``UnsupportedOperationError`` (a ``ConversionError``)
@@ -187,13 +202,14 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     from .pipeline import convert
 
     defaults = OnnxOptions()
-    return convert(source, path, to="onnx", overwrite=overwrite,
+    return convert(source, path, to="onnx", overwrite=overwrite, calibration=calibration,
                    options=OnnxOptions(defaults.opset if opset is None else opset,
-                                       defaults.ir_version if ir_version is None else ir_version, web))
+                                       defaults.ir_version if ir_version is None else ir_version, web, quantize))
 
 
 def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
-              dims: Dims | None = None, quantize: str | None = None, overwrite: bool = False) -> ConvertedManifest:
+              dims: Dims | None = None, quantize: str | None = None, calibration: Calibration | None = None,
+              overwrite: bool = False) -> ConvertedManifest:
     """``convert(source, path, to="litert", ...)``: each function as LiteRT (``.tflite``) models.
 
     One model per function, its signature named after the function, its
@@ -205,8 +221,12 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
 
     Args:
         dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.
-        quantize: None (float32) or ``"int8-weights"`` (dynamic range, about 4x smaller
-            weights, within :data:`jaxport.domain.targets.litert.INT8_WEIGHTS_TOLERANCE`).
+        quantize: None (float32), ``"int8-weights"`` (dynamic range, about 4x smaller
+            weights), ``"float16"`` (every float32 constant as float16) or ``"int8"``
+            (weights and activations, calibrated); the golden examples must pass the
+            mode's tolerance (:mod:`jaxport.domain.converted.quantization`).
+        calibration: for ``"int8"``, function name -> ``(args, kwargs)`` examples
+            (default: the source's golden examples).
 
     Raises:
         As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
@@ -215,4 +235,5 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
     from jaxport.domain.targets.litert import LiteRtOptions
     from .pipeline import convert
 
-    return convert(source, path, to="litert", dims=dims, overwrite=overwrite, options=LiteRtOptions(quantize))
+    return convert(source, path, to="litert", dims=dims, overwrite=overwrite, calibration=calibration,
+                   options=LiteRtOptions(quantize))

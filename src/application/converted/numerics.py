@@ -50,8 +50,8 @@ class OpenedDirectory:
         examples: the golden examples, in order.
         arrays: reads every example's arrays (its inputs, then its outputs), in order.
         run: runs one example on the runtime.
-        tolerance: the target's tolerance of floating outputs for this directory
-            (LiteRT's int8-weights), where the caller gives none; None: each dtype's default.
+        tolerance: the tolerance of floating outputs for this directory (a quantized
+            one's recorded tolerance), where the caller gives none; None: each dtype's default.
     """
 
     examples: tuple[Example, ...]
@@ -228,9 +228,11 @@ def _open_converted(root: Path, model: ConvertedModel | None = None) -> OpenedDi
         return model[example.function].run_flat(list(inputs))
 
     loosest = target(manifest.target).plan.numerics_tolerance
+    recorded = manifest.quantization.tolerance if manifest.quantization is not None else \
+        None if loosest is None else loosest(manifest.target_details)
     return OpenedDirectory(manifest.examples, _examples_reader(root, file, manifest.examples,
                                                                manifest.files.get(file), "directory"), run,
-                           None if loosest is None else loosest(manifest.target_details))
+                           recorded)
 
 
 def _convert(bundle: Path, out: Path, to: str) -> None:

@@ -19,7 +19,9 @@ folder alone; see :data:`jaxport.domain.targets.registry.TargetEntry.manifest_di
   directory's root, ``/``-separated). A directory holds no other file;
 * ``jax_version``, where the source records the JAX that exported it
   (serialization version 12): the call checks cite JAX's documentation as
-  that JAX does.
+  that JAX does;
+* ``quantization``, only for a directory converted in reduced precision: the
+  mode and its tolerance (:mod:`.quantization`).
 
 One version rule: readers skip keys they do not know; a newer
 ``format_version`` is refused with a message naming both versions.
@@ -47,6 +49,7 @@ from jaxport.domain.bundle.manifest import (
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.errors import UncompiledSizeError
+from .quantization import Quantization
 from .wire_names import input_wire_names, output_wire_names
 
 FORMAT_NAME = "jaxport-converted"
@@ -227,6 +230,7 @@ class ConvertedManifest:
     files: Mapping[str, FileDigest] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     jax_version: str | None = None
+    quantization: Quantization | None = None
 
     def function(self, name: str) -> ConvertedFunction:
         """The function ``name``.
@@ -256,6 +260,8 @@ class ConvertedManifest:
             doc["examples"] = examples_to_json(self.examples, self.examples_file)
         if self.jax_version is not None:
             doc["jax_version"] = self.jax_version
+        if self.quantization is not None:
+            doc["quantization"] = self.quantization.to_json()
         return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
 
     @staticmethod
@@ -301,8 +307,10 @@ class ConvertedManifest:
         jax_version = r.doc.get("jax_version")
         if jax_version is not None and not isinstance(jax_version, str):
             raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
+        quantized = r.doc.get("quantization")
+        quantization = None if quantized is None else Quantization.from_json(quantized, MANIFEST_FILE)
         return ConvertedManifest(r.get("target", str), r.get("target_details", dict), functions, weights,
-                                 examples, examples_file, files, version, jax_version)
+                                 examples, examples_file, files, version, jax_version, quantization)
 
 
 def _str(r: JsonReader, key: str) -> str:

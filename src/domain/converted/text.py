@@ -40,6 +40,9 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
     lines = [f"{path}: {runtime}, converted by jaxport (format {manifest.format_version}): "
              f"{_count(len(manifest.functions), 'function')}, {_count(variants, 'variant')}{weights}",
              f"target: {details}"]
+    if manifest.quantization is not None:
+        lines.append(f"quantization: {manifest.quantization.mode}, its examples within "
+                     f"{manifest.quantization.tolerance} of float32")
     for f in manifest.functions:
         s = f.signature
         reads = " (reads the weights)" if s.nr_weights else ""

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
+from jaxport.domain.converted.quantization import FLOAT16, INT8, MODES, check_mode
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
@@ -37,9 +38,11 @@ from .plan import BFloat16, DtypeTable, TargetPlan
 RUNTIME_NAME = "LiteRT"
 #: The custom calls the conversion erases.
 ERASED_CUSTOM_CALLS = frozenset({"shape_assertion"})
-#: The one quantization a conversion offers: weights as int8 (dynamic range), activations float32.
+#: The quantizations a conversion offers (:mod:`jaxport.domain.converted.quantization`): weights as int8
+#: (dynamic range), activations float32; every float32 constant as float16; weights and activations
+#: of fully connected layers and convolutions as int8, calibrated (ai-edge-quantizer's static recipe).
 INT8_WEIGHTS = "int8-weights"
-QUANTIZATIONS = (INT8_WEIGHTS,)
+QUANTIZATIONS = (INT8_WEIGHTS, FLOAT16, INT8)
 
 #: The dtypes that cross a LiteRT model's boundary (litert-converter 0.5 and ai-edge-litert 2.3),
 #: measured by converting and running a conversion from and to float32 for each. Left out:
@@ -66,7 +69,7 @@ FLOAT32_TOLERANCE = DEFAULT_TOLERANCES["float32"]
 #: magnitude. Each weight is rounded to one of 255 levels per output channel and each activation
 #: entering a fully connected layer too (dynamic range); measured at 0.6-1.2% through two to
 #: four layers.
-INT8_WEIGHTS_TOLERANCE = Tolerance(rtol=0.05, atol=1e-6)
+INT8_WEIGHTS_TOLERANCE = MODES[INT8_WEIGHTS]
 
 
 def check_unlegalized(name: str, operations: Sequence[str], *, symbolic: Sequence[str],
@@ -123,13 +126,12 @@ def check_operators(name: str, operators: Sequence[tuple[str, str]]) -> None:
 def check_quantize(quantize: str | None) -> None:
     """Checks the name of a quantization.
 
-    >>> check_quantize(None); check_quantize("int8-weights")
+    >>> check_quantize(None); check_quantize("int8-weights"); check_quantize("float16")
 
     Raises:
-        UsageError: an unknown name (the message lists the known ones).
+        UsageError: a mode LiteRT lacks (the message lists those it has).
     """
-    if quantize is not None and quantize not in QUANTIZATIONS:
-        raise UsageError(f"Unknown quantization {quantize!r} for LiteRT: give one of {list(QUANTIZATIONS)} or None")
+    check_mode(RUNTIME_NAME, quantize, QUANTIZATIONS)
 
 
 def check_names(name: str, kind: str, names: Sequence[str], count: int) -> None:
@@ -151,7 +153,7 @@ def tolerance(quantize: str | None) -> Tolerance:
     >>> tolerance(None), tolerance("int8-weights")
     (Tolerance(rtol=1e-05, atol=1e-06), Tolerance(rtol=0.05, atol=1e-06))
     """
-    return INT8_WEIGHTS_TOLERANCE if quantize == INT8_WEIGHTS else FLOAT32_TOLERANCE
+    return FLOAT32_TOLERANCE if quantize is None else MODES[quantize]
 
 
 #: The model files' suffix (their names: :func:`~jaxport.domain.converted.static_shapes.variant_file`).
@@ -163,9 +165,11 @@ class LiteRtOptions:
     """How to convert for LiteRT.
 
     Attributes:
-        quantize: None (float32 weights) or ``"int8-weights"`` (dynamic range:
+        quantize: None (float32 weights), ``"int8-weights"`` (dynamic range:
             weights as int8 per channel, activations quantized on the fly;
-            about 4x smaller, within :data:`INT8_WEIGHTS_TOLERANCE`).
+            about 4x smaller, within :data:`INT8_WEIGHTS_TOLERANCE`), ``"float16"``
+            (every float32 constant stored as float16) or ``"int8"`` (static,
+            calibrated); the tolerances: :mod:`jaxport.domain.converted.quantization`.
     """
 
     target: ClassVar[str] = "litert"
@@ -198,13 +202,18 @@ def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[
 
 
 def numerics_tolerance(details: Mapping[str, Any]) -> Tolerance | None:
-    """The tolerance of a LiteRT directory's golden examples: ``int8-weights``'s looser one, or None
-    (float32 models: each dtype's default, which holds on LiteRT's kernels).
+    """The tolerance of a LiteRT directory's golden examples: a quantization's looser one, or None
+    (float32 models: each dtype's default, which holds on LiteRT's kernels). (A manifest's recorded
+    ``quantization`` comes first; this reads directories written before it.)
 
     >>> numerics_tolerance({"quantize": "int8-weights"}), numerics_tolerance({"quantize": "none"})
     (Tolerance(rtol=0.05, atol=1e-06), None)
     """
-    return tolerance(INT8_WEIGHTS) if details.get("quantize") == INT8_WEIGHTS else None
+    mode = details.get("quantize")
+    return MODES[mode] if isinstance(mode, str) and mode in QUANTIZATIONS else None
+
+
+_WEIGHTS = {INT8_WEIGHTS: "int8 (dynamic range)", FLOAT16: "float16", INT8: "int8 (static, calibrated)"}
 
 
 def describe(details: Mapping[str, Any]) -> str:
@@ -214,7 +223,7 @@ def describe(details: Mapping[str, Any]) -> str:
     >>> describe(details_of("0.5.0", None, {"f.tflite": (2_500_000, ["b"]), "g.n=2.tflite": (10, [])}))
     'converted by litert-converter 0.5.0, weights float32, a copy in each model: f.tflite 2.4 MiB (dynamic b), g.n=2.tflite 0.0 KiB'
     """
-    weights = "int8 (dynamic range)" if details.get("quantize") == INT8_WEIGHTS else "float32"
+    weights = _WEIGHTS.get(str(details.get("quantize")), "float32")
     models = details.get("models")
     parts = []
     for file, model in (models.items() if isinstance(models, Mapping) else ()):

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.calls.front import leaf_paths, result_paths
 from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8, INT8_WEIGHTS, check_mode
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
@@ -44,6 +45,13 @@ DEFAULT_OPSET, DEFAULT_IR_VERSION = 21, 10
 #: The metadata entries of a model naming its bfloat16 inputs and outputs: float32 at the graph's
 #: boundary (ONNX Runtime's Python API takes no bfloat16 arrays), converted by the runtime adapter.
 BFLOAT16_INPUTS, BFLOAT16_OUTPUTS = "jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs"
+
+#: The quantizations the translation offers (:mod:`jaxport.domain.converted.quantization`): the weights
+#: of matrix products and embedding gathers as int8 per output channel, or as int4 in blocks of 32; and
+#: static int8 (the products' activations too, calibrated).
+QUANTIZATIONS = (INT8_WEIGHTS, INT4_WEIGHTS, INT8)
+#: The weights of an int4 model are quantized in blocks of this many along the reduction.
+INT4_BLOCK = 32
 
 ONNX_DTYPES = frozenset({
     DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16,
@@ -60,17 +68,21 @@ class OnnxOptions:
         web: also write ``jaxport.mjs``, the ES module that loads the directory
             in a web page with ONNX Runtime Web (``convert --web``); refuses a
             function with a bfloat16 input or output (:func:`check_web_signature`).
+        quantize: None (as exported) or one of :data:`QUANTIZATIONS`.
 
     Raises:
-        UsageError: an opset or IR version out of range, or ``web`` not a boolean.
+        UsageError: an opset or IR version out of range, ``web`` not a boolean, a
+            quantization ONNX lacks.
     """
 
     target: ClassVar[str] = "onnx"
     opset: int = DEFAULT_OPSET
     ir_version: int = DEFAULT_IR_VERSION
     web: bool = False
+    quantize: str | None = None
 
     def __post_init__(self) -> None:
+        check_mode("ONNX", self.quantize, QUANTIZATIONS)
         if isinstance(self.web, str) and self.web.strip().lower() in ("true", "false"):  # from --option web=true
             object.__setattr__(self, "web", self.web.strip().lower() == "true")
         if not isinstance(self.web, bool):
@@ -84,10 +96,14 @@ class OnnxOptions:
 
 
 def details_of(options: OnnxOptions, onnx_version: str, producer: str,
-               dim_params: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """The ``target_details`` of a directory written with ``options`` by ``onnx_version``."""
-    return {"opset": options.opset, "ir_version": options.ir_version, "onnx": onnx_version,
-            "producer": producer, "dim_params": {f: list(p) for f, p in dim_params.items()}}
+               dim_params: Mapping[str, Sequence[str]], weights_file: str = "") -> dict[str, Any]:
+    """The ``target_details`` of a directory written with ``options`` by ``onnx_version``; a quantized
+    one's also name its own weights file (``weights_file``, which its models read as external data)."""
+    details = {"opset": options.opset, "ir_version": options.ir_version, "onnx": onnx_version,
+               "producer": producer, "dim_params": {f: list(p) for f, p in dim_params.items()}}
+    if options.quantize is not None and weights_file:
+        details["weights_file"] = weights_file
+    return details
 
 
 def describe(details: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ variables, constraints, the variant) before the runtime runs it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from jaxport.domain.artifact.record import ArtifactRecord
@@ -65,6 +65,8 @@ class ConversionJob:
         default: the function a runtime calls when a request names none.
         forms: the other forms of a module a converter may need, made by the
             verifying child (the converting process parses no module itself).
+        calibration: for a quantization calibrated on examples, per function its
+            examples as the caller's flat arrays (checked against its signature).
     """
 
     functions: tuple[FunctionJob, ...]
@@ -73,6 +75,7 @@ class ConversionJob:
     options: Any
     default: str | None
     forms: ModuleForms
+    calibration: Mapping[str, Sequence[Sequence[HostArray]]] = field(default_factory=dict)
 
 
 class ModuleForms(Protocol):

@@ -1,0 +1,161 @@
+"""The two steps a quantized conversion adds to the pipeline: its calibration examples, and its check.
+
+* Before anything is written, :func:`calibration_inputs` gathers each
+  function's calibration examples as flat arrays: the caller's (``calibration``:
+  function name -> a sequence of ``(args, kwargs)``, the form of
+  ``save_bundle``'s ``examples``), each checked against the function's
+  signature (a typed error naming the input), else the source's golden
+  examples' inputs. A mode that needs them (``int8``) without either is
+  refused. An example that fits no variant of a function converted for static
+  shapes is left out, and said so (a warning).
+* Once the directory is staged, :func:`check_examples` runs the golden examples on it,
+  on the target's runtime, and refuses the conversion (a ``ConversionError``
+  naming the function, the example, the output and the error) when an
+  output misses the mode's tolerance (:mod:`jaxport.domain.converted.quantization`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxport.adapters.array_compare import compare
+from jaxport.adapters.storage.safetensors_file import decode_header, numpy_dtype, read_small_file
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE
+from jaxport.domain.calls.front import call_signature, flatten_call, result_paths, with_weights_bound
+from jaxport.domain.converted.manifest import ConvertedManifest
+from jaxport.domain.converted.numerics import EXACT, tolerance_for
+from jaxport.domain.converted.quantization import CALIBRATED
+from jaxport.domain.errors import ConversionError, JaxportError
+from jaxport.domain.targets.ports import FunctionJob
+from .source import ConversionSource
+
+#: function name -> its calibration examples, each a pair (args, kwargs) of the caller's arrays.
+Calibration = Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]]
+#: function name -> its calibration examples as the caller's flat arrays.
+FlatCalibration = dict[str, list[list[np.ndarray]]]
+
+
+def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: ConversionSource,
+                       calibration: Calibration | None, mode: str | None) -> FlatCalibration:
+    """Each function's calibration examples as flat arrays (see the module's docstring).
+
+    Raises:
+        ConversionError: ``calibration`` names a function the source lacks, an
+            example does not fit its function (naming the input), or ``mode``
+            needs calibration and there is none.
+    """
+    by_name = {j.name: j for j in jobs}
+    flat: FlatCalibration = {}
+    if calibration:
+        unknown = sorted(set(calibration) - set(by_name))
+        if unknown:
+            raise ConversionError(runtime, unknown[0], f"calibration names it, and the source has only "
+                                                       f"{sorted(by_name)}")
+        for name, examples in calibration.items():
+            flat[name] = [_flat_example(runtime, by_name[name], i, example) for i, example in enumerate(examples)]
+    elif mode in CALIBRATED:
+        flat = golden_inputs(src, by_name)
+    if mode in CALIBRATED:
+        flat = {name: _fitting(runtime, by_name[name], examples) for name, examples in flat.items()}
+        if not any(flat.values()):
+            raise ConversionError(runtime, None, f"the quantization {mode!r} is calibrated on examples, and there "
+                                                 "are none: give calibration={FUNCTION: [(args, kwargs), ...]} "
+                                                 "(on the command line --calibration FUNCTION=FILE.npz), or "
+                                                 "convert a bundle saved with examples")
+    return flat
+
+
+def _flat_example(runtime: str, job: FunctionJob, index: int, example: Any) -> list[np.ndarray]:
+    """One calibration example as the caller's flat arrays, checked against the function's signature."""
+    record = with_weights_bound(job.record, job.signature.nr_weights) if job.signature.nr_weights else job.record
+    if not (isinstance(example, (tuple, list)) and len(example) == 2 and isinstance(example[1], Mapping)):
+        raise ConversionError(runtime, job.name, f"calibration example {index} is not a pair (args, kwargs)")
+    try:
+        leaves = [np.asarray(leaf) for leaf in flatten_call(record, example[0], example[1],
+                                                            weights_bound=bool(job.signature.nr_weights))]
+        call_signature(record).check(leaves)
+    except JaxportError as exc:
+        raise ConversionError(runtime, job.name, f"calibration example {index} does not fit it: {exc}") from None
+    return leaves
+
+
+def golden_inputs(src: ConversionSource, jobs: Mapping[str, FunctionJob]) -> FlatCalibration:
+    """The inputs of the source's golden examples of ``jobs``' functions, as flat arrays."""
+    if not src.examples_blob:
+        return {}
+    entries, _, start = decode_header(memoryview(src.examples_blob), EXAMPLES_FILE)
+    flat: FlatCalibration = {}
+    for example in src.examples:
+        if example.function in jobs:
+            flat.setdefault(example.function, []).append(
+                [_array(src.examples_blob, start, entries[r.name].begin, r.data_dtype, r.data_shape)
+                 for r in example.inputs])
+    return flat
+
+
+def _array(blob: bytes, start: int, begin: int, dtype: str, shape: Sequence[int]) -> np.ndarray:
+    dt = numpy_dtype(dtype)
+    return np.frombuffer(blob, dtype=dt, count=int(np.prod(shape, dtype=np.int64)), offset=start + begin
+                         ).reshape(tuple(shape))
+
+
+def _fitting(runtime: str, job: FunctionJob, examples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """The examples that fit a variant of ``job`` (all, for a variant of any size); says which it left out."""
+    if not job.shapes:
+        return examples
+    record = with_weights_bound(job.record, job.signature.nr_weights) if job.signature.nr_weights else job.record
+    check = call_signature(record)
+    bindings = [dict(s.dims) for s in job.shapes]
+    kept: list[int] = []
+    left: list[int] = []
+    for i, example in enumerate(examples):
+        (kept if check.check(example) in bindings else left).append(i)
+    if left:
+        warnings.warn(f"{runtime}: the calibration examples {left} of '{job.name}' fit none of its variants "
+                      f"({bindings}): left out", stacklevel=3)
+    return [examples[i] for i in kept]
+
+
+def check_examples(staging: Path, manifest: ConvertedManifest, runtime: str) -> None:
+    """Runs the golden examples on the staged directory; refuses one whose output misses the tolerance.
+
+    Raises:
+        ConversionError: naming the function, the example, the output and the error.
+    """
+    quantization = manifest.quantization
+    if quantization is None or not manifest.examples:
+        return
+    from jaxport.application.converted.model import load_converted
+    from jaxport.domain.calls.errors import UncompiledSizeError
+
+    model = load_converted(staging)
+    file = manifest.examples_file
+    arrays = iter(read_small_file(staging / file, [a for e in manifest.examples for a in e.arrays], file=file,
+                                  digest=manifest.files[file], owner="directory"))
+    left: list[str] = []
+    for example in manifest.examples:
+        inputs = [next(arrays) for _ in example.inputs]
+        wanted = [next(arrays) for _ in example.outputs]
+        try:
+            got = model[example.function].run_flat(inputs)
+        except UncompiledSizeError:
+            left.append(f"{example.function}[{example.index}]")
+            continue
+        for record, have, want, where in zip(example.outputs, got, wanted, result_paths(example.out_tree)):
+            exact = tolerance_for(record.dtype) == EXACT
+            tolerance = tolerance_for(record.dtype) if exact else quantization.tolerance
+            error, reference, problem = compare(have, want)
+            if problem is not None or not tolerance.allows(error, reference):
+                said = problem or (f"its largest error is {error:.4g}, {error / max(reference, 1e-30):.2%} of "
+                                   f"its largest magnitude {reference:.4g}, beyond the {quantization.mode} "
+                                   f"tolerance ({tolerance})")
+                raise ConversionError(runtime, example.function, f"golden example {example.index}: the quantized "
+                                                                 f"model's {where}: {said}")
+    if left:
+        warnings.warn(f"{runtime}: the golden examples {left} fit none of the compiled variants: left out of "
+                      "the check of the quantized model", stacklevel=3)
