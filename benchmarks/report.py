@@ -592,6 +592,37 @@ def serving_section(groups: Sequence[Group]) -> str:
         "call: the runtime's own in-process call)\n" + table(headers, rows)
 
 
+#: The roles of the runtime benchmarks that are baselines, not targets.
+_BASELINE_ROLES = ("jax.export", "jax.jit")
+
+
+def targets_section(groups: Sequence[Group]) -> str:
+    """One table of every target (and the JAX path, ``jaxport``) per model: a fresh process's first
+    answer and peak memory against ``jax.export``'s, and the time per call at b=1 and b=8 against
+    ``jax.jit``'s, each ratio between roles of one group (one run). Per-call groups without a batch
+    size call at b=1 (the models' arguments, :mod:`benchmarks.fresh_process`)."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for g in groups:
+        for role, info in g.info.items():
+            if role in _BASELINE_ROLES:
+                continue
+            model, quantity = str(info.get("model", g.name)), str(info.get("quantity", ""))
+            row = cells.setdefault((model, role), {})
+            if quantity == "first answer":
+                row.setdefault("first", times(g.ratio(role, "jax.export")))
+                peak, base = info.get("peak_bytes"), g.info.get("jax.export", {}).get("peak_bytes")
+                row.setdefault("peak", times(peak / base) if isinstance(peak, int) and isinstance(base, int)
+                               and base else "-")
+            elif quantity == "per call":
+                row.setdefault(f"b={info.get('batch', 1)}", times(g.ratio(role, "jax.jit")))
+    rows = [[model, role, r.get("first", "-"), r.get("peak", "-"), r.get("b=1", "-"), r.get("b=8", "-")]
+            for (model, role), r in sorted(cells.items())]
+    headers = ["model", "runtime", "first answer / jax.export", "peak memory / jax.export",
+               "per call b=1 / jax.jit", "per call b=8 / jax.jit"]
+    return ("Every target, ratios of one run (fresh processes with JAX's cache warm; per call with the "
+            "weights resident; the sections below give the times, goals and load)\n" + table(headers, rows))
+
+
 def render(groups: Sequence[Group]) -> str:
     """The report: one table per kind of group, then a summary of the ratios.
 
@@ -600,6 +631,9 @@ def render(groups: Sequence[Group]) -> str:
     """
     sections: list[str] = []
     ordered: list[Group] = []
+    runtimes = [g for g in groups if g.kind in ("iree", "litert", "onnx")]
+    if runtimes:
+        sections.append(targets_section(runtimes))
     by_kind = {"export": export_section, "wrap": wrap_section, "dispatch": dispatch_section,
                "call": call_section, "micro": micro_section, "coldstart": coldstart_section,
                "verify": verify_section, "scale": scale_section, "runtime": runtime_section,
