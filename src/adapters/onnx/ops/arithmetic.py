@@ -10,8 +10,9 @@ edges, the translation spells out what XLA computes:
   bounds and maps NaN to 0;
 - ``compare`` with ``TOTALORDER`` orders ``-0 < +0`` and NaN above
   everything; ONNX cannot read a NaN's sign, so it is translated only where
-  its operands went through JAX's canonicalization for sorting (NaNs made
-  positive), and refused elsewhere;
+  its operands went through JAX's canonicalization for sorting and
+  searching (NaNs made positive; ``jnp.sort``, ``jnp.searchsorted``), and
+  refused elsewhere;
 - ``log_plus_one``, ``exponential_minus_one`` keep their accuracy near 0
   (Goldberg's and Kahan's formulations), ``atan2`` follows C's special cases
   (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
@@ -232,12 +233,43 @@ def _compare(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 
 def _canonical_nan(value: Any) -> bool:
-    """Whether ``value`` is ``select(isnan(v), NaN, w)``: JAX's canonicalization of NaNs for sorting."""
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.select":
+    """Whether ``value``'s NaNs are all positive: JAX's canonicalization of NaNs for sorting and searching.
+
+    That is ``select(v != v, +NaN, w)`` where ``w`` is ``v`` or ``select(c, k, v)`` with ``k`` a constant
+    that is not NaN (JAX's ``-0.0`` to ``+0.0``), the constants and the result possibly broadcast: ``w``
+    is NaN only where ``v`` is, and there the result is ``+NaN``.
+    """
+    owner = _producer(_through_broadcasts(value), "stablehlo.select")
+    if owner is None:
         return False
-    nan = splat_value(owner.operands[1])
-    return nan is not None and isinstance(nan, float) and np.isnan(nan) and not np.signbit(nan)
+    nan = splat_value(_through_broadcasts(owner.operands[1]))
+    condition = _producer(owner.operands[0], "stablehlo.compare")
+    if (nan is None or not isinstance(nan, float) or not np.isnan(nan) or np.signbit(nan) or condition is None
+            or stablehlo.ComparisonDirectionAttr(condition.attributes["comparison_direction"]).value != "NE"
+            or condition.operands[0] != condition.operands[1]):
+        return False
+    v, w = condition.operands[0], owner.operands[2]
+    if w == v:
+        return True
+    inner = _producer(w, "stablehlo.select")
+    if inner is None or inner.operands[2] != v:
+        return False
+    constant = splat_value(_through_broadcasts(inner.operands[1]))
+    return constant is not None and not np.isnan(constant)
+
+
+def _producer(value: Any, name: str) -> Any:
+    """The operation named ``name`` producing ``value``, else None."""
+    owner = value.owner
+    if isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == name:
+        return owner
+    return None
+
+
+def _through_broadcasts(value: Any) -> Any:
+    """``value``, or the scalar a chain of ``broadcast_in_dim`` (static or dynamic) of it broadcasts."""
+    owner = _producer(value, "stablehlo.broadcast_in_dim") or _producer(value, "stablehlo.dynamic_broadcast_in_dim")
+    return value if owner is None else _through_broadcasts(owner.operands[0])
 
 
 def _total_order(b: GraphBuilder, direction: str, x: str, y: str, wide: np.dtype[Any]) -> str:
