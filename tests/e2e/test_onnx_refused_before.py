@@ -7,6 +7,7 @@ error naming the operation, as in the corpus (``test_onnx_corpus.py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,14 @@ pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx]
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
+from jax._src.lax.lax import eq_to_p, le_to_p, lt_to_p  # noqa: E402  # JAX's total-order comparisons
 
 import jaxport  # noqa: E402
 from jaxport.adapters.onnx.runtime import OnnxRuntimeModel  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
-from tests.helpers.onnx_corpus import Case, assert_close, expected, save, spec, to_onnx  # noqa: E402
+from jaxport.adapters.onnx.translate import translate  # noqa: E402
+from tests.helpers.onnx_corpus import TOLERANCES, Case, assert_close, expected, save, spec  # noqa: E402
+from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
 
 b = jaxport.symbolic_shape("b")[0]
 rng = np.random.default_rng(40)
@@ -40,6 +44,26 @@ def ints(low: int, high: int, *shape: int, dtype: Any = I32) -> np.ndarray:
 def _xor_all(x: jax.Array, axes: Any) -> jax.Array:
     result: jax.Array = lax.reduce(x, np.array(0, x.dtype), lax.bitwise_xor, axes)
     return result
+
+
+def to_onnx(case: Case, max_opset: int = 26) -> Any:
+    """The case exported and translated, up to opset ``max_opset`` (26: ``BitCast``)."""
+    record = jaxport.export(jax.jit(case.function))(*case.specs).record
+    return translate(record, input_names=[f"in{i}" for i in range(len(record.in_avals))],
+                     output_names=[f"out{j}" for j in range(len(record.out_avals))], max_opset=max_opset)
+
+
+BITS = np.array([0x7F800001, 0x7FC00001, 0xFFC12345, 0x7FFFFFFF, 0x00800000, 0x38800000, 0x387FFFFF, 0x477FEFFF,
+                 0x477FF000, 0x00000001, 0x80000001, 0x3F808000, 0x3F818000, 0xC0200000, 0x7F7FFFFF], np.uint32)
+#: Edge floats by their bits: NaNs with payloads and signs, the smallest normal and subnormals, halfway cases.
+EDGE_BITS = np.concatenate([BITS.view(F32), EDGES])
+with np.errstate(over="ignore", invalid="ignore"):
+    SCALED = (np.concatenate([EDGE_BITS, EDGE_BITS]) * F32(3.3)).reshape(2, 24)
+
+
+def _reduce_precisions(x: jax.Array) -> tuple[jax.Array, ...]:
+    return tuple(lax.reduce_precision(x, e, m) for e, m in ((5, 10), (8, 7), (8, 0), (3, 1), (5, 23), (4, 30),
+                                                            (11, 2), (1, 1)))
 
 
 CASES: list[Case] = [
@@ -61,7 +85,38 @@ CASES: list[Case] = [
          [spec((7,)), spec((b,))],
          [[np.array([-np.inf, -1.5, -0.0, 0.0, 1.5, np.inf, np.nan], F32), EDGES],
           [np.array([-3.0, -0.0, -0.0, 0.0, 2.0, 2.0, 9.0], F32), EDGES[:3]]]),
+    Case("bitcast_convert between types of one width", lambda x, i, h: (
+        lax.bitcast_convert_type(x, jnp.uint32), lax.bitcast_convert_type(x, jnp.int32),
+        lax.bitcast_convert_type(i, jnp.float32), lax.bitcast_convert_type(h, jnp.int16),
+        lax.bitcast_convert_type(lax.bitcast_convert_type(h, jnp.uint16), jnp.float16)),
+         [spec((b,)), spec((3,), I32), spec((4,), np.float16)],
+         [[EDGE_BITS, np.array([0x7F800001, -1, 0x00000001], I32),
+           np.array([np.nan, -0.0, 65504.0, 6e-8], np.float16)]]),
+    Case("copysign ldexp nextafter (bitcast_convert)", lambda x, y, n: (
+        jnp.copysign(x, y), jnp.ldexp(x, n), jnp.nextafter(x, y)),
+         [spec((9,)), spec((9,)), spec((9,), I32)],
+         [[np.array([1.5, -2.0, 0.0, -0.0, np.inf, np.nan, 3.0, 1e-38, 7.0], F32),
+           np.array([-0.0, 0.0, -1.0, 2.0, -np.inf, -1.0, np.nan, 0.0, 7.0], F32),
+           np.array([0, 3, -2, 5, 1, 1, 130, -20, -200], I32)]]),
+    Case("reduce_precision exactly (float32 and batched)", _reduce_precisions, [spec((b, 24))],
+         [[EDGE_BITS.reshape(1, 24)], [SCALED],
+          [np.zeros((0, 24), F32)]]),
+    Case("total order of NaNs of both signs (TOTALORDER not canonical)", lambda x, y, d: (
+        lt_to_p.bind(x, y), le_to_p.bind(x, y), eq_to_p.bind(x, y), lt_to_p.bind(d, d[::-1])),
+         [spec((24,)), spec((24,)), spec((5,))],
+         [[EDGE_BITS, EDGE_BITS[::-1].copy(), np.array([-np.nan, -0.0, 0.0, np.nan, -np.inf], F32)]]),
 ]
+
+
+#: The batch of this module's models, with JAX's outputs, to run in onnxruntime-web too (empty: no Node).
+_WEB: list[WebBatch] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every case that converts also runs in onnxruntime-web (WebAssembly, under Node: BitCast at opset 26
+    too) at the module's end, compared with the same outputs of ``jax.jit``."""
+    yield from module_batch(_WEB, tmp_path_factory.mktemp("onnxruntime-web"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -73,6 +128,35 @@ def test_the_case_matches_jax_or_is_refused_by_name(case: Case, tmp_path: Path) 
         assert exc.operation == case.refused, str(exc)
         return
     assert case.refused is None, f"{case.name}: converted, but the case says {case.refused} is refused"
-    runtime = OnnxRuntimeModel(save(model, tmp_path, "case"), threads=1)
-    for args, want in zip(case.args, expected(case)):
+    path = save(model, tmp_path, "case")
+    runtime = OnnxRuntimeModel(path, threads=1)
+    for i, (args, want) in enumerate(zip(case.args, expected(case))):
+        if _WEB and all(a.size for a in args):
+            tol = case.tolerance or max((TOLERANCES.get(str(w.dtype), 0.0) for w in want), default=0.0)
+            _WEB[0].add_file(f"{case.name} #{i}", path, args, want, (tol, tol))
         assert_close(runtime.run(args), want, case.tolerance)
+
+
+def test_a_model_that_needs_bitcast_is_written_at_opset_26_the_others_at_21_and_opset_caps_it(
+        tmp_path: Path) -> None:
+    import onnx
+
+    x = jax.ShapeDtypeStruct((3,), F32)
+    signs = jaxport.export(jax.jit(jnp.copysign))(x, x)
+    plain = jaxport.export(jax.jit(jnp.sin))(x)
+    for exported, name, opset in ((signs, "signs", 26), (plain, "plain", 21)):
+        manifest = jaxport.to_onnx(exported, tmp_path / name)
+        (path,) = (tmp_path / name).glob("*.onnx")
+        assert onnx.load(str(path)).opset_import[0].version == opset
+        assert manifest.target_details["opset"] == opset
+        runtime = jaxport.load_converted(tmp_path / name)
+        (call,) = runtime.values()
+        args = [np.array([1.0, -np.nan, 0.0], F32), np.array([-0.0, 2.0, -np.inf], F32)][:len(exported.in_avals)]
+        np.testing.assert_array_equal(np.signbit(call(*args)), np.signbit(np.asarray(jax.jit(
+            jnp.copysign if name == "signs" else jnp.sin)(*args))))
+    with pytest.raises(UnsupportedOperationError, match=r"stablehlo.bitcast_convert .*BitCast \(opset 26\), "
+                                                        r"newer than the opset 23 asked for"):
+        jaxport.to_onnx(signs, tmp_path / "capped", opset=23)
+    assert not (tmp_path / "capped").exists()
+    with pytest.raises(UnsupportedOperationError, match="stablehlo.bitcast_convert"):
+        to_onnx(Case("at 21", jnp.copysign, [spec((3,)), spec((3,))], []), max_opset=21)

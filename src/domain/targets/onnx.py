@@ -36,8 +36,12 @@ from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
-#: The opsets the translation writes: 21 (the default, what onnxruntime-web reads) to 23.
-OPSETS = range(21, 24)
+#: The opsets the translation writes: 21 (the default, what onnxruntime-web reads) to 26.
+OPSETS = range(21, 27)
+#: The newest opset an operation's translation needs (``BitCast``, opset 26: ``bitcast_convert``,
+#: ``reduce_precision``, a total order of NaNs of either sign); ONNX Runtime 1.32 and onnxruntime-web
+#: 1.30 run it.
+NEWEST_OPSET = 26
 #: The ONNX IR versions it writes: 10 (the default; onnxruntime-web 1.30 reads up to 13).
 IR_VERSIONS = range(10, 14)
 #: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
@@ -63,7 +67,9 @@ class OnnxOptions:
     """How to write ONNX.
 
     Attributes:
-        opset: the ``ai.onnx`` opset of the models (one of :data:`OPSETS`).
+        opset: the ``ai.onnx`` opset of the models (one of :data:`OPSETS`), and the newest one a model may
+            need (an operation that needs a newer one is refused, naming it); None: each model at
+            :data:`DEFAULT_OPSET`, or at the opset its operations need (up to :data:`NEWEST_OPSET`).
         ir_version: their ONNX IR version (one of :data:`IR_VERSIONS`).
         web: also write ``jaxport.mjs``, the ES module that loads the directory
             in a web page with ONNX Runtime Web (``convert --web``); refuses a
@@ -76,7 +82,7 @@ class OnnxOptions:
     """
 
     target: ClassVar[str] = "onnx"
-    opset: int = DEFAULT_OPSET
+    opset: int | None = None
     ir_version: int = DEFAULT_IR_VERSION
     web: bool = False
     quantize: str | None = None
@@ -91,15 +97,20 @@ class OnnxOptions:
             value = getattr(self, name)
             if isinstance(value, str) and value.strip().isdigit():  # from --option opset=22
                 object.__setattr__(self, name, value := int(value))
+            if name == "opset" and value is None:
+                continue
             if isinstance(value, bool) or value not in allowed:
                 raise UsageError(f"{name} {value!r} is not one of {list(allowed)}")
 
 
 def details_of(options: OnnxOptions, onnx_version: str, producer: str,
-               dim_params: Mapping[str, Sequence[str]], weights_file: str = "") -> dict[str, Any]:
+               dim_params: Mapping[str, Sequence[str]], weights_file: str = "", opset: int | None = None
+               ) -> dict[str, Any]:
     """The ``target_details`` of a directory written with ``options`` by ``onnx_version``; a quantized
-    one's also name its own weights file (``weights_file``, which its models read as external data)."""
-    details = {"opset": options.opset, "ir_version": options.ir_version, "onnx": onnx_version,
+    one's also name its own weights file (``weights_file``, which its models read as external data).
+    ``opset`` is the newest opset of its models (by default the options')."""
+    written = opset if opset is not None else options.opset if options.opset is not None else DEFAULT_OPSET
+    details = {"opset": written, "ir_version": options.ir_version, "onnx": onnx_version,
                "producer": producer, "dim_params": {f: list(p) for f, p in dim_params.items()}}
     if options.quantize is not None and weights_file:
         details["weights_file"] = weights_file

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bits, bitwise_reduce, control, conv, dynamic, elementwise, gather, linalg, pool, reduce,
-               scatter, shape, sort, window)
+from . import (arithmetic, bitcast, bits, bitwise_reduce, control, conv, dynamic, elementwise, gather, linalg, pool,
+               reduce, scatter, shape, sort, window)
 from .common import Translation
 
 
@@ -40,7 +40,7 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
-        elementwise, arithmetic, bits, shape, linalg, reduce, bitwise_reduce,
+        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
         gather, window, pool, conv, scatter, dynamic,
         sort, control)})
 
