@@ -19,6 +19,7 @@ pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx]
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import jax.scipy.linalg  # noqa: E402
 from jax import lax  # noqa: E402
 from jax._src.lax.lax import eq_to_p, le_to_p, lt_to_p  # noqa: E402  # JAX's total-order comparisons
 
@@ -160,3 +161,49 @@ def test_a_model_that_needs_bitcast_is_written_at_opset_26_the_others_at_21_and_
     assert not (tmp_path / "capped").exists()
     with pytest.raises(UnsupportedOperationError, match="stablehlo.bitcast_convert"):
         to_onnx(Case("at 21", jnp.copysign, [spec((3,)), spec((3,))], []), max_opset=21)
+
+
+def _spd(*batch: int, n: int = 4) -> np.ndarray:
+    m = rng.normal(size=(*batch, n, n)).astype(F32)
+    return (m @ np.swapaxes(m, -1, -2) + n * np.eye(n, dtype=F32)).astype(F32)
+
+
+def _triangular_solves(a: jax.Array, b_: jax.Array, c: jax.Array) -> tuple[jax.Array, ...]:
+    solve = lax.linalg.triangular_solve
+    return tuple(solve(a, m, left_side=left, lower=lower, transpose_a=t, unit_diagonal=u)
+                 for m, left in ((b_, True), (c, False)) for lower in (True, False) for t in (False, True)
+                 for u in (False, True))
+
+
+LINALG: list[Case] = [
+    Case("cholesky batched, not positive definite, NaN, empty", lambda a: jnp.linalg.cholesky(a),
+         [spec((b, 4, 4))],
+         [[_spd(3)], [np.stack([_spd(), -_spd(), np.full((4, 4), np.nan, F32)])], [np.zeros((0, 4, 4), F32)]]),
+    Case("cholesky upper, 0x0", lambda a, e: (jnp.linalg.cholesky(a, upper=True), jnp.linalg.cholesky(e)),
+         [spec((5, 5)), spec((2, 0, 0))], [[_spd(n=5), np.zeros((2, 0, 0), F32)]]),
+    Case("triangular solves: sides, triangles, transposes, unit diagonals", _triangular_solves,
+         [spec((b, 4, 4)), spec((b, 4, 3)), spec((b, 2, 4))],
+         [[_spd(2), rng.normal(size=(2, 4, 3)).astype(F32), rng.normal(size=(2, 2, 4)).astype(F32)]]),
+    Case("lu with pivots and permutation, rectangular, singular", lambda a, r, s: (
+        *lax.linalg.lu(a), *lax.linalg.lu(r), *lax.linalg.lu(s)),
+         [spec((3, 4, 4)), spec((3, 5)), spec((3, 3))],
+         [[rng.normal(size=(3, 4, 4)).astype(F32), rng.normal(size=(3, 5)).astype(F32),
+           np.array([[1, 2, 3], [2, 4, 6], [0, 1, 1]], F32)],
+          [np.ones((3, 4, 4), F32), rng.normal(size=(3, 5)).astype(F32), np.zeros((3, 3), F32)]]),
+    Case("solve inv det slogdet (LU)", lambda a, y: (jnp.linalg.solve(a, y), jnp.linalg.inv(a), jnp.linalg.det(a),
+                                                      *jnp.linalg.slogdet(a)),
+         [spec((2, 4, 4)), spec((2, 4, 2))], [[rng.normal(size=(2, 4, 4)).astype(F32) + 3 * np.eye(4, dtype=F32),
+                                                rng.normal(size=(2, 4, 2)).astype(F32)]], tolerance=1e-3),
+    Case("ill-conditioned (Hilbert 5, condition 5e5): cholesky, lu, solve within 1e-2",
+         lambda a: (jnp.linalg.cholesky(a), *lax.linalg.lu(a)[:2], jnp.linalg.solve(a, jnp.ones(5))), [spec((5, 5))],
+         [[(1.0 / (np.arange(5)[:, None] + np.arange(5)[None, :] + 1)).astype(F32)]], tolerance=1e-2),
+    Case("lu's permutation over a symbolic batch (a scatter of dynamic window sizes)",
+         lambda a: lax.linalg.lu(a)[2], [spec((b, 3, 3))], [], refused="stablehlo.scatter"),
+    Case("cho_solve", lambda a, y: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(a), y),
+         [spec((4, 4)), spec((4,))], [[_spd(), rng.normal(size=4).astype(F32)]], tolerance=1e-3),
+]
+
+
+@pytest.mark.parametrize("case", LINALG, ids=[c.name for c in LINALG])
+def test_the_lapack_kernels_match_jax(case: Case, tmp_path: Path) -> None:
+    test_the_case_matches_jax_or_is_refused_by_name(case, tmp_path)

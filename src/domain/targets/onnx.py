@@ -4,8 +4,9 @@ A function becomes one ``FUNCTION.onnx`` of any size (its dimension
 variables stay ``dim_param``s; the call front checks the constraints, which
 ONNX cannot state), read by ONNX Runtime on the CPU. The translation runs a
 multi-platform artifact's CPU branch, erases JAX's ``shape_assertion`` (and
-GSPMD's ``Sharding`` constraint of a module for one device) and refuses
-every other custom call, ordered effects, modules for several devices, and
+GSPMD's ``Sharding`` constraint of a module for one device), computes the
+LAPACK kernels of :data:`LAPACK_TRANSLATED` and refuses every other custom
+call, ordered effects, modules for several devices, and
 the dtypes ONNX cannot hold (complex, float8, int4); bfloat16 is computed
 in float32 inside the graph (ONNX Runtime's CPU provider has no bfloat16
 kernels), as XLA does on the CPU, and the caller passes and gets bfloat16
@@ -163,12 +164,16 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
         check_web_signature(signature)
 
 
+#: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
+#: triangular solve, LU with partial pivoting, in float32 and float64.
+LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd" for kernel in ("potrf", "trsm", "getrf"))
+
 PLAN = TargetPlan(
     runtime="ONNX",
     dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
     platforms=frozenset({"cpu"}),
     # GSPMD's sharding constraint, in a module for one device, is its operand's value.
-    custom_calls=frozenset({"shape_assertion", "Sharding"}),
+    custom_calls=frozenset({"shape_assertion", "Sharding"}) | LAPACK_TRANSLATED,
     describe=describe,
     refuse_function=refuse_function,
 )
