@@ -83,8 +83,7 @@ CASES: list[Case] = [
          [spec((1, 2, 5, 5), np.float16), spec((3, 2, 3, 3), np.float16)],
          [[normal(1, 2, 5, 5, dtype=np.float16), normal(3, 2, 3, 3, dtype=np.float16)]]),
     Case("conv integer", lambda x, w: conv(x, w, window_strides=(1,), padding="VALID"),
-         [spec((1, 1, 4), I32), spec((1, 1, 2), I32)], [[ints(-3, 3, 1, 1, 4), ints(-3, 3, 1, 1, 2)]],
-         refused="stablehlo.convolution"),
+         [spec((1, 1, 4), I32), spec((1, 1, 2), I32)], [[ints(-3, 3, 1, 1, 4), ints(-3, 3, 1, 1, 2)]]),
     # reduce_window
     Case("max pool strided padded", lambda x: _max_pool(x, (1, 1, 3, 3), (1, 1, 2, 2), "SAME"),
          [spec((b, 2, 7, 8))], [[normal(2, 2, 7, 8)], [normal(3, 2, 7, 8)]]),
@@ -339,7 +338,7 @@ def test_the_case_matches_jax_or_is_refused_by_name(case: Case, tmp_path: Path) 
 
 
 #: Every operation the corpus refuses (the closing note of the issue lists them).
-REFUSED = ["stablehlo.bitcast_convert", "stablehlo.complex", "stablehlo.convolution",
+REFUSED = ["stablehlo.bitcast_convert", "stablehlo.complex",
            "stablehlo.custom_call @lapack_ssyevd_ffi",
            "stablehlo.fft", "stablehlo.reduce_window", "stablehlo.sort"]
 

@@ -175,6 +175,39 @@ def _triangular_solves(a: jax.Array, b_: jax.Array, c: jax.Array) -> tuple[jax.A
                  for u in (False, True))
 
 
+def _conv(x: jax.Array, w: jax.Array, **kw: Any) -> jax.Array:
+    result: jax.Array = lax.conv_general_dilated(x, w, **kw)
+    return result
+
+
+CONVOLUTIONS: list[Case] = [
+    Case("integer convolutions wrap as XLA's: int32, int8, uint16, grouped, dilated, padded", lambda x, w, p, q, u, v: (
+        _conv(x, w, window_strides=(1,), padding="VALID"),
+        _conv(x, w, window_strides=(2,), padding=((2, 1),), lhs_dilation=(2,), rhs_dilation=(1,)),
+        _conv(p, q, window_strides=(1, 1), padding="SAME", feature_group_count=2,
+              dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        _conv(p, q, window_strides=(1, 1), padding="VALID", rhs_dilation=(2, 1), feature_group_count=2,
+              dimension_numbers=("NHWC", "HWIO", "NHWC"), preferred_element_type=jnp.int32),
+        _conv(u, v, window_strides=(1,), padding="SAME")),
+         [spec((b, 2, 9), I32), spec((3, 2, 3), I32), spec((2, 5, 5, 4), np.int8), spec((3, 3, 2, 4), np.int8),
+          spec((1, 1, 6), np.uint16), spec((2, 1, 3), np.uint16)],
+         [[ints(-2**31, 2**31 - 1, 2, 2, 9), ints(-2**31, 2**31 - 1, 3, 2, 3),
+           ints(-128, 128, 2, 5, 5, 4, dtype=np.int8), ints(-128, 128, 3, 3, 2, 4, dtype=np.int8),
+           ints(0, 2**16, 1, 1, 6, dtype=np.uint16), ints(0, 2**16, 2, 1, 3, dtype=np.uint16)],
+          [ints(-5, 5, 0, 2, 9), ints(-5, 5, 3, 2, 3), ints(-128, 128, 2, 5, 5, 4, dtype=np.int8),
+           ints(-128, 128, 3, 3, 2, 4, dtype=np.int8), ints(0, 9, 1, 1, 6, dtype=np.uint16),
+           ints(0, 9, 2, 1, 3, dtype=np.uint16)]]),
+    Case("integer convolution with a window too large for ConvInteger", lambda x, w: _conv(
+        x, w, window_strides=(1,), padding="VALID"), [spec((1, 40000, 1), I32), spec((1, 40000, 1), I32)], [],
+         refused="stablehlo.convolution"),
+]
+
+
+@pytest.mark.parametrize("case", CONVOLUTIONS, ids=[c.name for c in CONVOLUTIONS])
+def test_integer_convolutions_match_jax(case: Case, tmp_path: Path) -> None:
+    test_the_case_matches_jax_or_is_refused_by_name(case, tmp_path)
+
+
 LINALG: list[Case] = [
     Case("cholesky batched, not positive definite, NaN, empty", lambda a: jnp.linalg.cholesky(a),
          [spec((b, 4, 4))],

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bitcast, bits, bitwise_reduce, control, conv, dynamic, elementwise, gather, lapack, linalg,
-               pool, reduce, scatter, shape, sort, window)
+from . import (arithmetic, bitcast, bits, bitwise_reduce, control, conv, conv_integer, dynamic, elementwise, gather,
+               lapack, linalg, pool, reduce, scatter, shape, sort, window)
 from .common import Translation
 
 
@@ -41,7 +41,7 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
         elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
-        gather, window, pool, conv, scatter, dynamic, lapack,
+        gather, window, pool, conv, conv_integer, scatter, dynamic, lapack,
         sort, control)})
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
