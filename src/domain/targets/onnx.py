@@ -165,8 +165,9 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 
 
 #: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
-#: triangular solve, LU with partial pivoting, in float32 and float64.
-LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd" for kernel in ("potrf", "trsm", "getrf"))
+#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), in float32 and float64.
+LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
+                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr"))
 
 PLAN = TargetPlan(
     runtime="ONNX",

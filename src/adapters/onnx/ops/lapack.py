@@ -46,7 +46,7 @@ _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 Body = Callable[[GraphBuilder, str, list[str]], list[str]]
 
 
-def _config(op: Any) -> dict[str, int]:
+def backend_config(op: Any) -> dict[str, int]:
     """The custom call's ``mhlo.backend_config`` (LAPACK's character flags as their codes)."""
     if "mhlo.backend_config" not in op.attributes:
         return {}
@@ -54,7 +54,7 @@ def _config(op: Any) -> dict[str, int]:
     return {config[i].name: int(ir.IntegerAttr(config[i].attr).value) for i in range(len(config))}
 
 
-def _loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body: Body) -> list[str]:
+def loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body: Body) -> list[str]:
     """A ``Loop`` of ``trips`` (int64 scalar) iterations over ``carried`` (name, MLIR value of its dtype and rank)."""
     child = b.child()
     index, condition = child.fresh("index"), child.fresh("condition")
@@ -70,12 +70,12 @@ def _loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body:
     return b.node("Loop", [trips, "", *(n for n, _ in carried)], len(carried), body=graph)
 
 
-def _size(b: GraphBuilder, x: str, axis: int) -> str:
+def size(b: GraphBuilder, x: str, axis: int) -> str:
     """The size of ``x``'s dimension ``axis`` as an int64 scalar."""
     return b.one("Squeeze", [b.one("Shape", [x], start=axis, end=axis + 1), b.int64s([0])])
 
 
-def _iota(b: GraphBuilder, size: str) -> str:
+def iota_of(b: GraphBuilder, size: str) -> str:
     return b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
 
 
@@ -98,10 +98,10 @@ def _reverse(b: GraphBuilder, x: str, axes: Sequence[int]) -> str:
 def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[0]))
-    upper = _config(op).get("uplo", ord("L")) == ord("U")
+    upper = backend_config(op).get("uplo", ord("L")) == ord("U")
     a = _swap_last(b, args[0], rank) if upper else args[0]
-    n = _size(b, a, rank - 1)
-    iota = _iota(b, n)
+    n = size(b, a, rank - 1)
+    iota = iota_of(b, n)
     zero = b.scalar(0, dtype)
 
     def body(c: GraphBuilder, j: str, carried: list[str]) -> list[str]:
@@ -120,7 +120,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         step = c.cast(c.one("Add", [j, c.scalar(1, _I64)]), _I32)
         return [factor, c.one("Where", [failed, step, info])]
 
-    factor, info = _loop(b, n, [(_zeros(b, a, dtype), op.results[0]),
+    factor, info = loop(b, n, [(_zeros(b, a, dtype), op.results[0]),
                                 (_zeros(b, a, _I32, rank - 2), op.results[1])], body)
     lower = b.one("GreaterOrEqual", [b.one("Unsqueeze", [iota, b.int64s([-1])]), iota])
     result = b.one("Where", [lower, factor, a])
@@ -128,7 +128,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 
 def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    config = _config(op)
+    config = backend_config(op)
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[0]))
     if len(tensor_shape(op.operands[1])) != rank:
@@ -142,8 +142,8 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if not lower:  # P M P is lower for the reversal P; solve (P M P)(P X) = P B
         m = _reverse(b, m, [rank - 2, rank - 1])
         rhs = _reverse(b, rhs, [rank - 2])
-    k = _size(b, m, rank - 1)
-    iota = _iota(b, k)
+    k = size(b, m, rank - 1)
+    iota = iota_of(b, k)
     rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
     zero = b.scalar(0, dtype)
     strict = b.one("Where", [b.one("Greater", [rows, iota]), m, zero])
@@ -161,7 +161,7 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [c.one("Where", [c.one("Equal", [rows, i]), c.one("Unsqueeze", [xi, c.int64s([-2])]), x])]
 
     carried = _zeros(b, rhs, dtype)
-    (x,) = _loop(b, k, [(carried, op.results[0])], body)
+    (x,) = loop(b, k, [(carried, op.results[0])], body)
     if not lower:
         x = _reverse(b, x, [rank - 2])
     return [_swap_last(b, x, rank) if right else x]
@@ -171,9 +171,9 @@ def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[0]))
     a = args[0]
-    m, n = _size(b, a, rank - 2), _size(b, a, rank - 1)
+    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
     steps = b.one("Min", [m, n])
-    row_iota, col_iota, step_iota = _iota(b, m), _iota(b, n), _iota(b, steps)
+    row_iota, col_iota, step_iota = iota_of(b, m), iota_of(b, n), iota_of(b, steps)
     rows = b.one("Unsqueeze", [row_iota, b.int64s([-1])])
     zero, tiny = b.scalar(0, dtype), b.scalar(np.finfo(dtype).tiny, dtype)
     last = b.int64s([-1])
@@ -212,15 +212,17 @@ def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
     pivots0 = b.one("Expand", [b.scalar(0, _I32), b.one("Concat", [
         b.one("Shape", [a], start=0, end=rank - 2), b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
-    return _loop(b, steps, [(a, op.results[0]), (pivots0, op.results[1]),
+    return loop(b, steps, [(a, op.results[0]), (pivots0, op.results[1]),
                             (_zeros(b, a, _I32, rank - 2), op.results[2])], body)
 
 
 _KERNELS: dict[str, Translation] = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf}
 
-#: The ONNX target's plan lets these through (:data:`jaxport.domain.targets.onnx.LAPACK_TRANSLATED`).
+#: The ONNX target's plan lets these through (:data:`jaxport.domain.targets.onnx.LAPACK_TRANSLATED`; QR's
+#: are :mod:`.qr`'s).
 CUSTOM_CALLS: dict[str, Translation] = {
-    target: _KERNELS[target[len("lapack_s"):-len("_ffi")]] for target in sorted(LAPACK_TRANSLATED)}
+    target: _KERNELS[target[len("lapack_s"):-len("_ffi")]] for target in sorted(LAPACK_TRANSLATED)
+    if target[len("lapack_s"):-len("_ffi")] in _KERNELS}
 
 #: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
 TABLE: dict[str, Translation] = {}
