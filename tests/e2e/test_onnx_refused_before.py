@@ -241,6 +241,16 @@ LINALG: list[Case] = [
            rng.normal(size=(3, 5)).astype(F32), np.array([[-0.0, 1, 2], [1, 0, -0.0], [0, 3, 1]], F32)],
           [np.zeros((0, 4, 4), F32), rng.normal(size=(6, 3)).astype(F32), rng.normal(size=(3, 5)).astype(F32),
            np.array([[-0.0, 1, 0], [0, 0, 1], [0, 0, 0]], F32)]], tolerance=1e-4),
+    Case("tridiagonal solve: pivoting rows, batched, one and several right sides, singular, n = 1",
+         lambda dl, d, du, y, e: (
+        lax.linalg.tridiagonal_solve(dl, d, du, y), lax.linalg.tridiagonal_solve(dl, d, du, y[..., :1]),
+        lax.linalg.tridiagonal_solve(e, e + 2.0, e, e[..., None])),
+         [spec((b, 6)), spec((b, 6)), spec((b, 6)), spec((b, 6, 3)), spec((2, 1))],
+         [[rng.normal(size=(3, 6)).astype(F32), rng.normal(size=(3, 6)).astype(F32) * 0.3,
+           rng.normal(size=(3, 6)).astype(F32), rng.normal(size=(3, 6, 3)).astype(F32), np.ones((2, 1), F32)],
+          [np.ones((2, 6), F32), np.array([[0, 1, 1, 1, 1, 1], [1, 2, 3, 4, 5, 6]], F32) * np.array([[1], [0]], F32),
+           np.zeros((2, 6), F32), rng.normal(size=(2, 6, 3)).astype(F32), -2 * np.ones((2, 1), F32)]],
+         tolerance=1e-3),
     Case("cho_solve", lambda a, y: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(a), y),
          [spec((4, 4)), spec((4,))], [[_spd(), rng.normal(size=4).astype(F32)]], tolerance=1e-3),
 ]

@@ -165,9 +165,10 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 
 
 #: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
-#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), in float32 and float64.
+#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, in
+#: float32 and float64.
 LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
-                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr"))
+                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv"))
 
 PLAN = TargetPlan(
     runtime="ONNX",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from . import (arithmetic, bitcast, bits, bitwise_reduce, control, conv, conv_integer, dynamic, elementwise, gather,
-               lapack, linalg, pool, qr, reduce, scatter, shape, sort, window)
+               lapack, linalg, pool, qr, reduce, scatter, shape, sort, tridiagonal, window)
 from .common import Translation
 
 
@@ -41,7 +41,7 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
         elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
-        gather, window, pool, conv, conv_integer, scatter, dynamic, lapack, qr,
+        gather, window, pool, conv, conv_integer, scatter, dynamic, lapack, qr, tridiagonal,
         sort, control)})
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
@@ -49,4 +49,5 @@ COMPOSITES: Mapping[str, Translation] = merged({
     module.__name__: module.COMPOSITES for module in (elementwise, sort)})
 
 #: ``stablehlo.custom_call`` target -> translation (``shape_assertion`` and ``Sharding`` are the walk's own).
-CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **qr.CUSTOM_CALLS}
+CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **qr.CUSTOM_CALLS,
+                                              **tridiagonal.CUSTOM_CALLS}
