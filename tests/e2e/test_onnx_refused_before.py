@@ -80,6 +80,12 @@ CASES: list[Case] = [
          [spec((2, b, 3), U32), spec((4, b), np.bool_)],
          [[ints(0, 50, 2, 0, 3, dtype=U32), np.zeros((4, 0), bool)],
           [ints(0, 2**32, 2, 6, 3, dtype=U32), rng.random((4, 6)) < 0.5]]),
+    Case("reduce_window bodies of several operations: cumlogsumexp, a strided logaddexp pool", lambda x, y: (
+        lax.cumlogsumexp(x, axis=1), lax.cumlogsumexp(x, axis=0, reverse=True),
+        lax.reduce_window(y, -jnp.inf, jnp.logaddexp, (2, 3), (1, 2), "SAME")),
+         [spec((4, 6)), spec((5, 7))],
+         [[np.array([[0.0, -np.inf, np.inf, np.nan, 1.0, 88.0]] * 4, F32) * np.array([[1], [-1], [0.5], [2]], F32),
+           rng.normal(size=(5, 7)).astype(F32)]]),
     Case("searchsorted with NaN, signed zeros and infinities (TOTALORDER)", lambda a, v: (
         jnp.searchsorted(a, v), jnp.searchsorted(a, v, side="right"),
         jnp.searchsorted(a, v, method="compare_all")),
