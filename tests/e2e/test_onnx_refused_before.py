@@ -86,6 +86,11 @@ CASES: list[Case] = [
          [spec((4, 6)), spec((5, 7))],
          [[np.array([[0.0, -np.inf, np.inf, np.nan, 1.0, 88.0]] * 4, F32) * np.array([[1], [-1], [0.5], [2]], F32),
            rng.normal(size=(5, 7)).astype(F32)]]),
+    Case("two-key sort of 5,000 elements (ranked in blocks), NaN, signed zeros, ties", lambda k, x, v: lax.sort(
+        (k, x, v), num_keys=2),
+         [spec((5000,), I32), spec((5000,)), spec((5000,), I32)],
+         [[ints(0, 30, 5000), np.where(rng.random(5000) < 0.05, np.nan, np.round(rng.normal(size=5000), 1)).astype(F32)
+           * np.where(rng.random(5000) < 0.5, -1, 1).astype(F32), np.arange(5000, dtype=I32)]]),
     Case("searchsorted with NaN, signed zeros and infinities (TOTALORDER)", lambda a, v: (
         jnp.searchsorted(a, v), jnp.searchsorted(a, v, side="right"),
         jnp.searchsorted(a, v, method="compare_all")),

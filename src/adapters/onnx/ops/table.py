@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from . import (arithmetic, bitcast, bits, bitwise_reduce, control, conv, conv_integer, dynamic, elementwise, gather,
-               lapack, linalg, pool, qr, reduce, scatter, shape, sort, tridiagonal, window, window_body)
+               lapack, linalg, pool, qr, reduce, scatter, shape, sort, sort_long, tridiagonal, window, window_body)
 from .common import Translation
 
 
@@ -42,7 +42,7 @@ TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
         elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
         gather, window, window_body, pool, conv, conv_integer, scatter, dynamic, lapack, qr, tridiagonal,
-        sort, control)})
+        sort, sort_long, control)})
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
 COMPOSITES: Mapping[str, Translation] = merged({
