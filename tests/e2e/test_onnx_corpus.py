@@ -26,8 +26,7 @@ from jax import lax  # noqa: E402
 
 import jaxport  # noqa: E402
 from jaxport.adapters.onnx.runtime import OnnxRuntimeModel  # noqa: E402
-from jaxport.errors import UnsupportedOperationError  # noqa: E402
-from tests.helpers.onnx_corpus import TOLERANCES, Case, assert_close, expected, save, spec, to_onnx  # noqa: E402
+from tests.helpers.onnx_corpus import Case, check_case, expected, save, spec, to_onnx  # noqa: E402
 from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
 
 b, t = jaxport.symbolic_shape("b, t")
@@ -315,21 +314,7 @@ def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def _check(case: Case, directory: Path) -> None:
-    try:
-        model = to_onnx(case)
-    except UnsupportedOperationError as exc:
-        assert case.refused is not None, f"{case.name}: refused {exc}"
-        assert exc.operation == case.refused, str(exc)
-        assert "test_onnx_corpus.py:" in exc.location, exc.location
-        return
-    assert case.refused is None, f"{case.name}: converted, but the table says {case.refused} is refused"
-    path = save(model, directory, "case")
-    runtime = OnnxRuntimeModel(path, threads=1)
-    for i, (args, want) in enumerate(zip(case.args, expected(case))):
-        if _WEB:
-            tol = case.tolerance or max((TOLERANCES.get(str(w.dtype), 0.0) for w in want), default=0.0)
-            _WEB[0].add_file(f"{case.name} #{i}", path, args, want, (tol, tol))
-        assert_close(runtime.run(args), want, case.tolerance)
+    check_case(case, directory, web=_WEB, location="test_onnx_corpus.py:")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

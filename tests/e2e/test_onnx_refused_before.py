@@ -24,10 +24,9 @@ from jax import lax  # noqa: E402
 from jax._src.lax.lax import eq_to_p, le_to_p, lt_to_p  # noqa: E402  # JAX's total-order comparisons
 
 import jaxport  # noqa: E402
-from jaxport.adapters.onnx.runtime import OnnxRuntimeModel  # noqa: E402
 from jaxport.errors import UnsupportedOperationError  # noqa: E402
 from jaxport.adapters.onnx.translate import translate  # noqa: E402
-from tests.helpers.onnx_corpus import TOLERANCES, Case, assert_close, expected, save, spec  # noqa: E402
+from tests.helpers.onnx_corpus import Case, check_case, spec  # noqa: E402
 from tests.helpers.web_batch import WebBatch, module_batch  # noqa: E402
 
 b = jaxport.symbolic_shape("b")[0]
@@ -133,20 +132,7 @@ def onnxruntime_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_case_matches_jax_or_is_refused_by_name(case: Case, tmp_path: Path) -> None:
-    try:
-        model = to_onnx(case)
-    except UnsupportedOperationError as exc:
-        assert case.refused is not None, f"{case.name}: refused {exc}"
-        assert exc.operation == case.refused, str(exc)
-        return
-    assert case.refused is None, f"{case.name}: converted, but the case says {case.refused} is refused"
-    path = save(model, tmp_path, "case")
-    runtime = OnnxRuntimeModel(path, threads=1)
-    for i, (args, want) in enumerate(zip(case.args, expected(case))):
-        if _WEB and all(a.size for a in args):
-            tol = case.tolerance or max((TOLERANCES.get(str(w.dtype), 0.0) for w in want), default=0.0)
-            _WEB[0].add_file(f"{case.name} #{i}", path, args, want, (tol, tol))
-        assert_close(runtime.run(args), want, case.tolerance)
+    check_case(case, tmp_path, to_onnx, _WEB)
 
 
 def test_a_model_that_needs_bitcast_is_written_at_opset_26_the_others_at_21_and_opset_caps_it(

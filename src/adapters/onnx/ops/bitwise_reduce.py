@@ -18,21 +18,14 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, onnx_type, tensor_dtype, tensor_shape
-from .common import Translation
+from .common import Translation, block_reducer
 
 _BODIES = {"stablehlo.and": "BitwiseAnd", "stablehlo.or": "BitwiseOr", "stablehlo.xor": "BitwiseXor"}
 
 
 def bitwise_body(op: Any) -> str | None:
     """The ONNX operator of a ``reduce`` body that is one ``and``, ``or`` or ``xor`` of its two arguments."""
-    block = op.regions[0].blocks[0]
-    body = list(block.operations)
-    if len(body) != 2 or len(block.arguments) != 2:
-        return None
-    first, ret = body
-    if list(ret.operands) != list(first.results) or set(first.operands) != set(block.arguments):
-        return None
-    return _BODIES.get(first.operation.name)
+    return block_reducer(op.regions[0].blocks[0], _BODIES)
 
 
 def bitwise_reduce(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:

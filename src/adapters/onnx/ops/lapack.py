@@ -167,12 +167,17 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [_swap_last(b, x, rank) if right else x]
 
 
-def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
+def factor_steps(b: GraphBuilder, op: Any, a: str) -> tuple[np.dtype[Any], int, str, str, str]:
+    """For a factorization ``op`` of the ``[..., m, n]`` matrices ``a``: its result dtype, their rank, and
+    ``m``, ``n`` and ``min(m, n)`` (the steps) as int64 scalars."""
     rank = len(tensor_shape(op.operands[0]))
-    a = args[0]
     m, n = size(b, a, rank - 2), size(b, a, rank - 1)
-    steps = b.one("Min", [m, n])
+    return tensor_dtype(op.results[0]), rank, m, n, b.one("Min", [m, n])
+
+
+def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    a = args[0]
+    dtype, rank, m, n, steps = factor_steps(b, op, a)
     row_iota, col_iota, step_iota = iota_of(b, m), iota_of(b, n), iota_of(b, steps)
     rows = b.one("Unsqueeze", [row_iota, b.int64s([-1])])
     zero, tiny = b.scalar(0, dtype), b.scalar(np.finfo(dtype).tiny, dtype)

@@ -30,15 +30,12 @@ import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation
-from .lapack import iota_of, loop, size
+from .lapack import factor_steps, iota_of, loop, size
 
 
 def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    rank = len(tensor_shape(op.operands[0]))
     a = args[0]
-    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
-    steps = b.one("Min", [m, n])
+    dtype, rank, m, n, steps = factor_steps(b, op, a)
     row_iota, col_iota, step_iota = iota_of(b, m), iota_of(b, n), iota_of(b, steps)
     zero, one = b.scalar(0, dtype), b.scalar(1, dtype)
     last, before_last = b.int64s([-1]), b.int64s([-2])
