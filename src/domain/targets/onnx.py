@@ -170,6 +170,32 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
                               for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv"))
 
+#: LAPACK kernels whose results ONNX cannot give as LAPACK's: kernel -> (what calls it, the convention).
+_LAPACK_CONVENTIONS = {
+    "syevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
+    "heevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
+    "gesdd": ("svd", "the signs of the singular vectors as LAPACK's divide and conquer gives them"),
+    "gesvd": ("svd", "the signs of the singular vectors as LAPACK gives them"),
+    "geev": ("eig", "complex eigenvalues and eigenvectors, normalized as LAPACK's"),
+    "sytrd": ("the tridiagonal reduction", "LAPACK's Householder reflectors"),
+}
+
+
+def lapack_convention(target: str) -> str | None:
+    """Why ONNX refuses the LAPACK custom call ``target``: the convention it cannot match, else None.
+
+    >>> lapack_convention("lapack_ssyevd_ffi").split(": ")[0]
+    'a LAPACK kernel (eigh) whose convention ONNX operators cannot reproduce exactly'
+    >>> lapack_convention("lapack_spotrf_ffi") is None
+    True
+    """
+    kernel = target.removeprefix("lapack_")[1:].removesuffix("_ffi")
+    if not target.startswith("lapack_") or kernel not in _LAPACK_CONVENTIONS:
+        return None
+    what, convention = _LAPACK_CONVENTIONS[kernel]
+    return f"a LAPACK kernel ({what}) whose convention ONNX operators cannot reproduce exactly: {convention}"
+
+
 PLAN = TargetPlan(
     runtime="ONNX",
     dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
@@ -178,4 +204,5 @@ PLAN = TargetPlan(
     custom_calls=frozenset({"shape_assertion", "Sharding"}) | LAPACK_TRANSLATED,
     describe=describe,
     refuse_function=refuse_function,
+    custom_call_reason=lapack_convention,
 )
