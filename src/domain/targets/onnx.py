@@ -12,7 +12,7 @@ in float32 inside the graph (ONNX Runtime's CPU provider has no bfloat16
 kernels), as XLA does on the CPU, and the caller passes and gets bfloat16
 arrays. An operation without
 exact translation is refused by the converter, by name and source location.
-Its ``target_details`` are the opset, the IR version, the producer, the
+Its ``target_details`` are the newest opset of its models, the IR version, the producer, the
 ``onnx`` version that wrote the files and each function's dim params.
 
 ONNX Runtime Web (``convert --web``) has a tensor type for every dtype the
