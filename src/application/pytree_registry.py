@@ -77,7 +77,11 @@ def _child_key(treedef: PyTreeDef, index: int) -> str:
 class PytreeSerializationRegistry:
     """Maps pytree node types to serialized names and auxdata codecs.
 
-    ``collections.OrderedDict`` (with string keys) is registered from the start.
+    ``collections.OrderedDict`` (with string keys) is registered from the start;
+    the namedtuples JAX's own functions return (``jnp.linalg.qr``'s ``QRResult``,
+    ``SVDResult``, ``EighResult``, ``SlogdetResult``, ``jnp.unique_all``'s, ...;
+    :data:`jaxport.adapters.jax.internals.JAX_RESULT_TYPES`) on first use, under
+    their public names (``jax.numpy.linalg.QRResult``), unless registered before.
     """
 
     def __init__(self) -> None:
@@ -198,7 +202,7 @@ class PytreeSerializationRegistry:
                 if not isinstance(key, str):
                     raise _NonStringKey(key)
             return TreeSpec(TreeKind.DICT, children, tuple(aux))
-        entry = self._by_type.get(node_type)
+        entry = self._by_type.get(node_type) or self._jax_result(node_type)
         if entry is None:
             raise ValueError(
                 f"Cannot serialize PyTreeDef containing an unregistered type `{node_type}`. "
@@ -249,8 +253,23 @@ class PytreeSerializationRegistry:
             return dict(zip(spec.children_names, children))
         return self._build_custom(spec, children)
 
+    def _jax_result(self, nodetype: type | None = None, name: str | None = None) -> _Entry | None:
+        """One of JAX's own result namedtuples (``QRResult``, ...), registered on first use, else None."""
+        if name is None and nodetype is not None:
+            name = jax_internals.jax_result_name(nodetype)
+        if name is None or name in self._by_name:
+            return None
+        found = nodetype or jax_internals.jax_result_type(name)
+        if found is None or found in self._by_type:
+            return None
+        try:
+            self.register_namedtuple_serialization(found, serialized_name=name)
+        except ValueError:  # another thread registered it first
+            pass
+        return self._by_name.get(name)
+
     def _build_custom(self, spec: TreeSpec, children: list[Any]) -> Any:
-        entry = self._by_name.get(spec.custom_name or "")
+        entry = self._by_name.get(spec.custom_name or "") or self._jax_result(name=spec.custom_name)
         if entry is None:
             raise ArtifactError(
                 f"Cannot deserialize a PyTreeDef containing the type `{spec.custom_name}`, which "

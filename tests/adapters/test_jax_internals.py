@@ -110,3 +110,12 @@ def test_staging_is_seen_under_jit_and_eval_shape_but_not_eagerly_or_under_eager
     jax.vmap(f)(jnp.ones(2))
     jax.grad(f)(jnp.float32(1))
     assert seen == [False, True, True, False, False]
+
+
+def test_each_jax_result_type_is_a_namedtuple_found_by_its_name_and_named_back() -> None:
+    for name in jax_internals.JAX_RESULT_TYPES:
+        found = jax_internals.jax_result_type(name)
+        assert found is not None and issubclass(found, tuple) and hasattr(found, "_fields"), name
+        assert jax_internals.jax_result_name(found) == name
+    assert jax_internals.jax_result_type("jax.numpy.NotAResult") is None
+    assert jax_internals.jax_result_name(tuple) is None

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import collections
 import re
+from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import jax.scipy.stats
 import numpy as np
 import pytest
 from jax import tree_util
@@ -96,3 +99,33 @@ def test_an_unregistered_node_is_called_under_transformations_and_serializes_onc
     again = jaxport.deserialize(exp.serialize(vjp_order=1))
     assert again.in_tree == exp.in_tree
     np.testing.assert_allclose(jax.grad(lambda t: again.call(t).sum())(LateNode(2 * x, x)).b, 2 * x)
+
+
+def test_jax_own_result_namedtuples_export_save_read_in_jax_export_and_convert(tmp_path: Path) -> None:
+    a = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
+
+    def decompositions(m: Any) -> Any:
+        return (jnp.linalg.qr(m), jnp.linalg.svd(m), jnp.linalg.eigh(m), jnp.linalg.slogdet(m))
+
+    exp = jaxport.export(jax.jit(decompositions))(a)
+    again = jaxport.deserialize(exp.serialize())
+    qr, svd, eigh, slogdet = again.call(a)
+    assert [type(r).__name__ for r in (qr, svd, eigh, slogdet)] == ["QRResult", "SVDResult", "EighResult",
+                                                                     "SlogdetResult"]
+    np.testing.assert_allclose(qr.Q @ qr.R, a, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(slogdet.logabsdet, np.log(abs(np.linalg.det(a))), rtol=1e-5)
+    # jax.export reads the artifact where it registers the same names (JAX does not)
+    for result in (qr, svd, eigh, slogdet):
+        jax.export.register_namedtuple_serialization(
+            type(result), serialized_name=f"jax.numpy.linalg.{type(result).__name__}")
+    theirs = jax.export.deserialize(bytearray(exp.serialize()))
+    assert type(theirs.call(a)[0]).__name__ == "QRResult"
+    # a function returning one saves and converts to ONNX (its tree in the manifest)
+    mode = jaxport.export(jax.jit(lambda x: jax.scipy.stats.mode(x, axis=0)))(np.zeros((5,), np.float32))
+    path = tmp_path / "mode.jaxport"
+    path.write_bytes(mode.serialize())
+    jaxport.convert(path, tmp_path / "onnx", to="onnx")
+    converted = jaxport.load_converted(tmp_path / "onnx")
+    (call,) = converted.values()
+    got = call(np.array([3.0, 1.0, 3.0, 2.0, 1.0], np.float32))
+    assert got == (1.0, 2)  # the runtime side, without JAX, gives a custom node as the tuple of its children

@@ -21,6 +21,7 @@ import onnx
 
 import jaxport
 from jaxport.adapters.onnx.translate import translate
+from .web_batch import WebBatch
 
 #: Relative and absolute tolerance by dtype name.
 TOLERANCES = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}
@@ -73,3 +74,28 @@ def assert_close(got: Sequence[np.ndarray], want: Sequence[np.ndarray], toleranc
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
         else:
             np.testing.assert_array_equal(g, w)
+
+
+def check_case(case: Case, directory: Path, model_of: Callable[[Case], onnx.ModelProto] = to_onnx,
+               web: Sequence[WebBatch] = (), location: str | None = None) -> None:
+    """``case`` converted by ``model_of`` and run by ONNX Runtime equals ``jax.jit`` on each argument set, or
+    is refused naming ``case.refused`` (at a source ``location`` containing ``location``); with a ``web``
+    batch each argument set without empty arrays also runs in onnxruntime-web at the module's end."""
+    from jaxport.adapters.onnx.runtime import OnnxRuntimeModel
+    from jaxport.errors import UnsupportedOperationError
+
+    try:
+        model = model_of(case)
+    except UnsupportedOperationError as exc:
+        assert case.refused is not None, f"{case.name}: refused {exc}"
+        assert exc.operation == case.refused, str(exc)
+        assert location is None or location in exc.location, exc.location
+        return
+    assert case.refused is None, f"{case.name}: converted, but the table says {case.refused} is refused"
+    path = save(model, directory, "case")
+    runtime = OnnxRuntimeModel(path, threads=1)
+    for i, (args, want) in enumerate(zip(case.args, expected(case))):
+        if web and all(np.asarray(a).size for a in args):
+            tol = case.tolerance or max((TOLERANCES.get(str(w.dtype), 0.0) for w in want), default=0.0)
+            web[0].add_file(f"{case.name} #{i}", path, args, want, (tol, tol))
+        assert_close(runtime.run(args), want, case.tolerance)

@@ -306,3 +306,36 @@ def refine_polymorphic_shapes(module: Any) -> Any:
     from jax._src.interpreters import mlir as mlir_internal
 
     return mlir_internal.refine_polymorphic_shapes(module)
+
+
+#: JAX's own result namedtuples, by the name jaxport serializes them under: (module, class name).
+JAX_RESULT_TYPES: dict[str, tuple[str, str]] = {
+    **{f"jax.numpy.linalg.{n}": ("jax._src.numpy.linalg", n)
+       for n in ("EighResult", "EigResult", "QRResult", "SlogdetResult", "SVDResult")},
+    **{f"jax.numpy.{n}": ("jax._src.numpy.setops", f"_{n}")
+       for n in ("UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult")},
+    "jax.scipy.stats.ModeResult": ("jax._src.scipy.stats._core", "ModeResult"),
+    "jax.scipy.optimize.OptimizeResults": ("jax._src.scipy.optimize.minimize", "OptimizeResults"),
+}
+
+
+# What: the namedtuple types JAX's own functions return (`jnp.linalg.qr`'s `QRResult`, ...).
+# Why internal: JAX exports none of them by a public name (they live in `jax._src`).
+def jax_result_name(nodetype: type) -> str | None:
+    """The serialized name of one of :data:`JAX_RESULT_TYPES`, or None for another type."""
+    place = (getattr(nodetype, "__module__", ""), getattr(nodetype, "__qualname__", ""))
+    for name, where in JAX_RESULT_TYPES.items():
+        if where == place:
+            return name
+    return None
+
+
+def jax_result_type(name: str) -> type | None:
+    """The type :data:`JAX_RESULT_TYPES` names ``name`` (its module imported now), or None."""
+    import importlib
+
+    where = JAX_RESULT_TYPES.get(name)
+    if where is None:
+        return None
+    found = getattr(importlib.import_module(where[0]), where[1], None)
+    return found if isinstance(found, type) else None

@@ -137,6 +137,10 @@ class GraphBuilder:
         self.call_sites: list[Any] = []
         #: Set by the walker: translates an MLIR block into a builder (arguments' names -> results' names).
         self.run_block: Callable[[GraphBuilder, Any, Sequence[str]], list[str]] | None = None
+        #: The opset the model is written at (raised by :meth:`require_opset`; shared with subgraphs),
+        #: and the newest it may be.
+        self.opset = [21]
+        self.max_opset = 21
 
     def child(self) -> GraphBuilder:
         """A builder for a subgraph (a Loop's body, an If's branch): its own nodes, the rest shared.
@@ -147,7 +151,15 @@ class GraphBuilder:
         sub = GraphBuilder(self.function, self._reserved)
         sub._count, sub._int64_constants, sub.initializers = self._count, self._int64_constants, self.initializers
         sub.call_sites, sub.run_block = self.call_sites, self.run_block
+        sub.opset, sub.max_opset = self.opset, self.max_opset
         return sub
+
+    def require_opset(self, opset: int, operator: str) -> None:
+        """The model needs ``opset`` (for ``operator``); refused where that is newer than :attr:`max_opset`."""
+        if opset > self.max_opset:
+            self.refuse(f"it needs ONNX's {operator} (opset {opset}), newer than the opset {self.max_opset} "
+                        f"asked for")
+        self.opset[0] = max(self.opset[0], opset)
 
     def fresh(self, hint: str) -> str:
         """A new value name."""

@@ -26,7 +26,7 @@ from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import MissingExtraError
 from jaxport.domain.artifact.producer import JAXPORT_VERSION
 from jaxport.domain.converted.quantization import INT8
-from jaxport.domain.targets.onnx import OnnxOptions, details_of
+from jaxport.domain.targets.onnx import DEFAULT_OPSET, NEWEST_OPSET, OnnxOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
 
 try:
@@ -85,8 +85,9 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         check_file(Path(staging, variants[function.name][0].file), function.name)
     if options.web:
         copy_module(staging)
+    newest = max((m.opset_import[0].version for m in models), default=None)
     return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params,
-                                     weights_file), variants, weights_file if weights_file == WEIGHTS_FILE else "")
+                                     weights_file, newest), variants, weights_file if weights_file == WEIGHTS_FILE else "")
 
 
 def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJob,
@@ -132,4 +133,5 @@ def _translate(function: FunctionJob, job: ConversionJob, header: bytes, options
     return translate(function.record,
                      input_names=[*(f"weights:{w.name}" for w in leaves), *function.signature.input_names],
                      output_names=list(function.signature.output_names), weights=weights, metadata=metadata,
-                     producer_version=JAXPORT_VERSION, opset=options.opset, ir_version=options.ir_version)
+                     producer_version=JAXPORT_VERSION, opset=options.opset or DEFAULT_OPSET,
+                     max_opset=options.opset or NEWEST_OPSET, ir_version=options.ir_version)

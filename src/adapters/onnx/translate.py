@@ -72,7 +72,7 @@ def external_tensors(header: bytes, names: Sequence[str], location: str) -> list
 def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_names: Sequence[str],
               weights: Sequence[ExternalTensor] = (), metadata: Mapping[str, str] | None = None,
               producer_version: str = "", opset: int = DEFAULT_OPSET, ir_version: int = DEFAULT_IR_VERSION,
-              platform_index: int | None = None) -> onnx.ModelProto:
+              platform_index: int | None = None, max_opset: int | None = None) -> onnx.ModelProto:
     """The ONNX model of the exported function ``record``.
 
     Args:
@@ -83,7 +83,9 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
             bytes are; those inputs become initializers.
         metadata: the model's ``metadata_props`` (versions, source digest).
         producer_version: the model's ``producer_version`` (producer: jaxport).
-        opset: the ``ai.onnx`` opset to write (21 or later).
+        opset: the ``ai.onnx`` opset to write (21 or later), unless an operation needs a newer one.
+        max_opset: the newest opset an operation may raise the model to (by default ``opset``): an
+            operation needing a newer one (``BitCast``: 26) is refused.
         ir_version: the ONNX IR version to write.
         platform_index: the value of ``main``'s platform-index argument, if
             any: by default the index of ``"cpu"`` in the record's platforms
@@ -104,6 +106,7 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     if platform_index is None:
         platform_index = record.platforms.index("cpu") if "cpu" in record.platforms else 0
     builder = GraphBuilder(name, reserved=[*input_names, *output_names])
+    builder.opset[0], builder.max_opset = opset, max(opset, opset if max_opset is None else max_opset)
     context = jaxlib_mlir.make_context()
     with context, ir.Location.unknown(context):
         module = jaxlib_mlir.deserialize_portable_artifact(record.mlir_module_serialized, context)
@@ -128,7 +131,7 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         [_value_info(n, a) for n, a in list(zip(input_names, record.in_avals))[len(weights):]],
         [_value_info(n, a) for n, a in zip(output_names, record.out_avals)], initializer=initializers)
     prune(graph)  # the shape assertions' arithmetic goes before folding
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version,
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", builder.opset[0])], ir_version=ir_version,
                               producer_name="jaxport", producer_version=producer_version)
     helper.set_model_props(model, {**_bfloat16_ports(record, len(weights), input_names, output_names),
                                    **(metadata or {})})

@@ -99,7 +99,7 @@ COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
     "onnx": TargetCommandLine(
         "translates each function into one ONNX model of any size for ONNX Runtime (--opset), the weights "
         "read from the bundle's safetensors file as ONNX external data (needs pip install 'jaxport[onnx]')",
-        (Flag("opset", "--opset", "the ai.onnx opset to write (21, the default, to 23)", metavar="N", type=int),
+        (Flag("opset", "--opset", "the ai.onnx opset to write (21 to 26; by default 21, or 26 for a model that needs BitCast)", metavar="N", type=int),
          Flag("web", "--web", "also write jaxport.mjs, which loads the directory in a web page with ONNX "
               "Runtime Web (refuses bfloat16 inputs and outputs)", switch=True),
          Flag("quantize", "--quantize", "int8-weights (the weights of matrix products and embeddings as int8 "
@@ -179,7 +179,9 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     refused, by name and source location.
 
     Args:
-        opset: the ``ai.onnx`` opset (21, the default, to 23).
+        opset: the ``ai.onnx`` opset (21 to 26), the newest a model may need; by default 21, or the opset
+            a model's operations need (26: ``BitCast``, for ``bitcast_convert``, ``reduce_precision``,
+            ``jnp.copysign``, ``jnp.nextafter``, a total order of NaNs).
         ir_version: the ONNX IR version (10, the default, which onnxruntime-web reads, to 13).
         web: also write ``jaxport.mjs``, which loads the directory in a web page
             with ONNX Runtime Web (see the guide's page on the browser); a
@@ -203,7 +205,7 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
 
     defaults = OnnxOptions()
     return convert(source, path, to="onnx", overwrite=overwrite, calibration=calibration,
-                   options=OnnxOptions(defaults.opset if opset is None else opset,
+                   options=OnnxOptions(opset,
                                        defaults.ir_version if ir_version is None else ir_version, web, quantize))
 
 

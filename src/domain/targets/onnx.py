@@ -4,14 +4,15 @@ A function becomes one ``FUNCTION.onnx`` of any size (its dimension
 variables stay ``dim_param``s; the call front checks the constraints, which
 ONNX cannot state), read by ONNX Runtime on the CPU. The translation runs a
 multi-platform artifact's CPU branch, erases JAX's ``shape_assertion`` (and
-GSPMD's ``Sharding`` constraint of a module for one device) and refuses
-every other custom call, ordered effects, modules for several devices, and
+GSPMD's ``Sharding`` constraint of a module for one device), computes the
+LAPACK kernels of :data:`LAPACK_TRANSLATED` and refuses every other custom
+call, ordered effects, modules for several devices, and
 the dtypes ONNX cannot hold (complex, float8, int4); bfloat16 is computed
 in float32 inside the graph (ONNX Runtime's CPU provider has no bfloat16
 kernels), as XLA does on the CPU, and the caller passes and gets bfloat16
 arrays. An operation without
 exact translation is refused by the converter, by name and source location.
-Its ``target_details`` are the opset, the IR version, the producer, the
+Its ``target_details`` are the newest opset of its models, the IR version, the producer, the
 ``onnx`` version that wrote the files and each function's dim params.
 
 ONNX Runtime Web (``convert --web``) has a tensor type for every dtype the
@@ -36,8 +37,12 @@ from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
-#: The opsets the translation writes: 21 (the default, what onnxruntime-web reads) to 23.
-OPSETS = range(21, 24)
+#: The opsets the translation writes: 21 (the default, what onnxruntime-web reads) to 26.
+OPSETS = range(21, 27)
+#: The newest opset an operation's translation needs (``BitCast``, opset 26: ``bitcast_convert``,
+#: ``reduce_precision``, a total order of NaNs of either sign); ONNX Runtime 1.32 and onnxruntime-web
+#: 1.30 run it.
+NEWEST_OPSET = 26
 #: The ONNX IR versions it writes: 10 (the default; onnxruntime-web 1.30 reads up to 13).
 IR_VERSIONS = range(10, 14)
 #: The defaults: what ONNX Runtime 1.31 and later and onnxruntime-web read.
@@ -63,7 +68,9 @@ class OnnxOptions:
     """How to write ONNX.
 
     Attributes:
-        opset: the ``ai.onnx`` opset of the models (one of :data:`OPSETS`).
+        opset: the ``ai.onnx`` opset of the models (one of :data:`OPSETS`), and the newest one a model may
+            need (an operation that needs a newer one is refused, naming it); None: each model at
+            :data:`DEFAULT_OPSET`, or at the opset its operations need (up to :data:`NEWEST_OPSET`).
         ir_version: their ONNX IR version (one of :data:`IR_VERSIONS`).
         web: also write ``jaxport.mjs``, the ES module that loads the directory
             in a web page with ONNX Runtime Web (``convert --web``); refuses a
@@ -76,7 +83,7 @@ class OnnxOptions:
     """
 
     target: ClassVar[str] = "onnx"
-    opset: int = DEFAULT_OPSET
+    opset: int | None = None
     ir_version: int = DEFAULT_IR_VERSION
     web: bool = False
     quantize: str | None = None
@@ -91,15 +98,20 @@ class OnnxOptions:
             value = getattr(self, name)
             if isinstance(value, str) and value.strip().isdigit():  # from --option opset=22
                 object.__setattr__(self, name, value := int(value))
+            if name == "opset" and value is None:
+                continue
             if isinstance(value, bool) or value not in allowed:
                 raise UsageError(f"{name} {value!r} is not one of {list(allowed)}")
 
 
 def details_of(options: OnnxOptions, onnx_version: str, producer: str,
-               dim_params: Mapping[str, Sequence[str]], weights_file: str = "") -> dict[str, Any]:
+               dim_params: Mapping[str, Sequence[str]], weights_file: str = "", opset: int | None = None
+               ) -> dict[str, Any]:
     """The ``target_details`` of a directory written with ``options`` by ``onnx_version``; a quantized
-    one's also name its own weights file (``weights_file``, which its models read as external data)."""
-    details = {"opset": options.opset, "ir_version": options.ir_version, "onnx": onnx_version,
+    one's also name its own weights file (``weights_file``, which its models read as external data).
+    ``opset`` is the newest opset of its models (by default the options')."""
+    written = opset if opset is not None else options.opset if options.opset is not None else DEFAULT_OPSET
+    details = {"opset": written, "ir_version": options.ir_version, "onnx": onnx_version,
                "producer": producer, "dim_params": {f: list(p) for f, p in dim_params.items()}}
     if options.quantize is not None and weights_file:
         details["weights_file"] = weights_file
@@ -152,12 +164,45 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
         check_web_signature(signature)
 
 
+#: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
+#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, in
+#: float32 and float64.
+LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
+                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv"))
+
+#: LAPACK kernels whose results ONNX cannot give as LAPACK's: kernel -> (what calls it, the convention).
+_LAPACK_CONVENTIONS = {
+    "syevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
+    "heevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
+    "gesdd": ("svd", "the signs of the singular vectors as LAPACK's divide and conquer gives them"),
+    "gesvd": ("svd", "the signs of the singular vectors as LAPACK gives them"),
+    "geev": ("eig", "complex eigenvalues and eigenvectors, normalized as LAPACK's"),
+    "sytrd": ("the tridiagonal reduction", "LAPACK's Householder reflectors"),
+}
+
+
+def lapack_convention(target: str) -> str | None:
+    """Why ONNX refuses the LAPACK custom call ``target``: the convention it cannot match, else None.
+
+    >>> lapack_convention("lapack_ssyevd_ffi").split(": ")[0]
+    'a LAPACK kernel (eigh) whose convention ONNX operators cannot reproduce exactly'
+    >>> lapack_convention("lapack_spotrf_ffi") is None
+    True
+    """
+    kernel = target.removeprefix("lapack_")[1:].removesuffix("_ffi")
+    if not target.startswith("lapack_") or kernel not in _LAPACK_CONVENTIONS:
+        return None
+    what, convention = _LAPACK_CONVENTIONS[kernel]
+    return f"a LAPACK kernel ({what}) whose convention ONNX operators cannot reproduce exactly: {convention}"
+
+
 PLAN = TargetPlan(
     runtime="ONNX",
     dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
     platforms=frozenset({"cpu"}),
     # GSPMD's sharding constraint, in a module for one device, is its operand's value.
-    custom_calls=frozenset({"shape_assertion", "Sharding"}),
+    custom_calls=frozenset({"shape_assertion", "Sharding"}) | LAPACK_TRANSLATED,
     describe=describe,
     refuse_function=refuse_function,
+    custom_call_reason=lapack_convention,
 )

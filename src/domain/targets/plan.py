@@ -102,6 +102,8 @@ class TargetPlan:
             target makes; None: none. ONNX's ``web`` refuses a bfloat16 input or output.
         options_allow: the custom calls the target's options let through besides
             ``custom_calls`` (a SavedModel's ``allowed_custom_calls``); None: none.
+        custom_call_reason: why the target refuses a custom call, where it says more than
+            the generic reasons (ONNX: the convention of a LAPACK kernel out of its reach); None: none.
     """
 
     runtime: str
@@ -118,6 +120,7 @@ class TargetPlan:
     numerics_tolerance: Callable[[Mapping[str, Any]], Tolerance | None] | None = None
     refuse_function: Callable[[Signature, ArtifactRecord, Any], None] | None = None
     options_allow: Callable[[Any], Iterable[str]] | None = None
+    custom_call_reason: Callable[[str], str | None] | None = None
 
     def allowed_custom_calls(self, options: Any) -> tuple[str, ...]:
         """The custom calls that ``options`` (the target's) let through besides the plan's own."""
@@ -187,7 +190,10 @@ def refuse_custom_calls(plan: TargetPlan, name: str, custom_calls: Sequence[str]
     for target in custom_calls:
         if target in plan.custom_calls or target in allowed:
             continue
-        if target in HOST_CALLBACK_TARGETS:
+        reason = plan.custom_call_reason(target) if plan.custom_call_reason is not None else None
+        if reason is not None:
+            why = reason
+        elif target in HOST_CALLBACK_TARGETS:
             why = ("a host callback (jax.debug.print, jax.pure_callback, io_callback), which runs "
                    "Python code of the exporting process")
         elif target in CPU_LAPACK_TARGETS:

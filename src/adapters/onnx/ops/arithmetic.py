@@ -9,9 +9,11 @@ edges, the translation spells out what XLA computes:
 - ``convert`` from float to integer truncates, saturates at the type's
   bounds and maps NaN to 0;
 - ``compare`` with ``TOTALORDER`` orders ``-0 < +0`` and NaN above
-  everything; ONNX cannot read a NaN's sign, so it is translated only where
-  its operands went through JAX's canonicalization for sorting (NaNs made
-  positive), and refused elsewhere;
+  everything where its operands went through JAX's canonicalization for
+  sorting and searching (NaNs made positive; ``jnp.sort``,
+  ``jnp.searchsorted``); elsewhere the sign of a NaN is read from its bits
+  (:mod:`.bitcast`, opset 26), as is ``reduce_precision`` to a format other
+  than float16, bfloat16 or the operand's own;
 - ``log_plus_one``, ``exponential_minus_one`` keep their accuracy near 0
   (Goldberg's and Kahan's formulations), ``atan2`` follows C's special cases
   (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
@@ -33,6 +35,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
+from .bitcast import reduce_precision, total_order
 from .common import Translation, splat_value, wide_dtype
 
 _BOOL = np.dtype(np.bool_)
@@ -206,8 +209,9 @@ def _reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
         return [args[0]]
     if element in ("f32", "f16", "bf16") and (exponent, mantissa) in ((8, 7), (5, 10)):
         return [round_to(b, args[0], NARROW_FLOATS["bf16" if exponent == 8 else "f16"])]
-    b.refuse(f"reduce_precision to {exponent} exponent and {mantissa} mantissa bits other than a float16, "
-             f"bfloat16 or the operand's own")
+    if own is not None and exponent >= own[0] and mantissa >= own[1]:
+        return [args[0]]
+    return reduce_precision(b, op, args, exponent, mantissa)
 
 
 _ORDERED = {"LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual"}
@@ -221,8 +225,7 @@ def _compare(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     (x, y), wide = _widened(b, args, dtype)
     if kind == "TOTALORDER" and dtype.kind == "f":
         if not all(_canonical_nan(v) for v in op.operands):
-            b.refuse("a total-order comparison of NaNs whose sign ONNX cannot read (only JAX's sort "
-                     "comparator, whose NaNs are made positive first, is translated)")
+            return [total_order(b, direction, x, y, wide)]  # the sign of a NaN read from its bits
         return [_total_order(b, direction, x, y, wide)]
     if direction == "EQ":
         return [b.one("Equal", [x, y])]
@@ -232,12 +235,43 @@ def _compare(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 
 def _canonical_nan(value: Any) -> bool:
-    """Whether ``value`` is ``select(isnan(v), NaN, w)``: JAX's canonicalization of NaNs for sorting."""
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.select":
+    """Whether ``value``'s NaNs are all positive: JAX's canonicalization of NaNs for sorting and searching.
+
+    That is ``select(v != v, +NaN, w)`` where ``w`` is ``v`` or ``select(c, k, v)`` with ``k`` a constant
+    that is not NaN (JAX's ``-0.0`` to ``+0.0``), the constants and the result possibly broadcast: ``w``
+    is NaN only where ``v`` is, and there the result is ``+NaN``.
+    """
+    owner = _producer(_through_broadcasts(value), "stablehlo.select")
+    if owner is None:
         return False
-    nan = splat_value(owner.operands[1])
-    return nan is not None and isinstance(nan, float) and np.isnan(nan) and not np.signbit(nan)
+    nan = splat_value(_through_broadcasts(owner.operands[1]))
+    condition = _producer(owner.operands[0], "stablehlo.compare")
+    if (nan is None or not isinstance(nan, float) or not np.isnan(nan) or np.signbit(nan) or condition is None
+            or stablehlo.ComparisonDirectionAttr(condition.attributes["comparison_direction"]).value != "NE"
+            or condition.operands[0] != condition.operands[1]):
+        return False
+    v, w = condition.operands[0], owner.operands[2]
+    if w == v:
+        return True
+    inner = _producer(w, "stablehlo.select")
+    if inner is None or inner.operands[2] != v:
+        return False
+    constant = splat_value(_through_broadcasts(inner.operands[1]))
+    return constant is not None and not np.isnan(constant)
+
+
+def _producer(value: Any, name: str) -> Any:
+    """The operation named ``name`` producing ``value``, else None."""
+    owner = value.owner
+    if isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == name:
+        return owner
+    return None
+
+
+def _through_broadcasts(value: Any) -> Any:
+    """``value``, or the scalar a chain of ``broadcast_in_dim`` (static or dynamic) of it broadcasts."""
+    owner = _producer(value, "stablehlo.broadcast_in_dim") or _producer(value, "stablehlo.dynamic_broadcast_in_dim")
+    return value if owner is None else _through_broadcasts(owner.operands[0])
 
 
 def _total_order(b: GraphBuilder, direction: str, x: str, y: str, wide: np.dtype[Any]) -> str:

@@ -11,7 +11,7 @@ whether an init value is that operator's identity.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,15 +81,16 @@ def reducer(op: Any, region: int = 0) -> str | None:
     return block_reducer(op.regions[region].blocks[0])
 
 
-def block_reducer(block: Any) -> str | None:
-    """The ONNX operator of a two-argument block that returns one of :data:`_REDUCERS` of its arguments."""
+def block_reducer(block: Any, operators: Mapping[str, str] = _REDUCERS) -> str | None:
+    """The ONNX operator (of ``operators``: operation name -> operator) of a two-argument block that returns
+    one operation of its two arguments."""
     body = list(block.operations)
     if len(body) != 2 or len(block.arguments) != 2:
         return None
     first, ret = body
     if list(ret.operands) != list(first.results) or set(first.operands) != set(block.arguments):
         return None
-    return _REDUCERS.get(first.operation.name)
+    return operators.get(first.operation.name)
 
 
 _IDENTITIES: dict[str, Any] = {"Add": 0, "Mul": 1, "And": True, "Or": False}

@@ -11,8 +11,9 @@ window reversal is a reversed kernel. Feature groups are ``Conv``'s
 fold the batch groups into the features first, as StableHLO's definition
 (split the batch, convolve each part with its share of the output
 features, concatenate) amounts to. ONNX Runtime's CPU ``Conv`` computes in
-float32 (float16 and bfloat16 are float32 inside the graph); integer and
-float64 convolutions are refused.
+float32 (float16 and bfloat16 are float32 inside the graph); integers are
+:mod:`.conv_integer`'s (``ConvInteger`` on bytes); float64 convolutions are
+refused.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation
+from .common import Translation, wide_dtype
+from .conv_integer import integer_conv
 from .window import ints_or, padding_pairs, pad_tensor
 
 _F32 = np.dtype(np.float32)
@@ -33,7 +35,8 @@ _INT64_MIN = np.iinfo(np.int64).min
 
 def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])  # float16 and bfloat16 are float32 inside
-    if dtype != _F32 or any(tensor_dtype(v) != dtype for v in op.operands):
+    integer = dtype.kind in "iu" and all(tensor_dtype(v).kind in "iu" for v in op.operands)
+    if not integer and (dtype != _F32 or any(tensor_dtype(v) != dtype for v in op.operands)):
         b.refuse(f"ONNX Runtime convolves floating-point numbers in float32 (float16, bfloat16 too), not {dtype}")
     numbers = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
     spatial_in = list(numbers.input_spatial_dimensions)
@@ -49,7 +52,8 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     batch_groups = int(op.attributes["batch_group_count"].value) if "batch_group_count" in op.attributes else 1
     if groups > 1 and batch_groups > 1:
         b.refuse("a convolution with both feature and batch groups")
-    lhs, rhs = args
+    wide = wide_dtype(dtype) if integer else _F32  # integers held in a type ONNX Runtime's Pad takes
+    lhs, rhs = (a if not integer or tensor_dtype(v) == wide else b.cast(a, wide) for a, v in zip(args, op.operands))
     lhs_perm = [int(numbers.input_batch_dimension), int(numbers.input_feature_dimension), *spatial_in]
     lhs_shape = tensor_shape(op.operands[0])
     lhs = _transposed(b, lhs, lhs_perm)
@@ -62,11 +66,18 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if any(p != (0, 0) for p in padding) or any(d > 1 for d in lhs_dilation):
         lhs = pad_tensor(b, lhs, [lhs_shape[d] for d in lhs_perm], [0, 0, *(p[0] for p in padding)],
                          [0, 0, *(p[1] for p in padding)], [0, 0, *(d - 1 for d in lhs_dilation)],
-                         b.scalar(0, _F32))
+                         b.scalar(0, wide))
     if batch_groups > 1:
         lhs = _batch_groups_to_features(b, lhs, n + 2, batch_groups)
-    result = b.one("Conv", [lhs, rhs], strides=strides, dilations=rhs_dilation, group=max(groups, batch_groups),
-                   pads=[0] * (2 * n))
+    attributes = {"strides": strides, "dilations": rhs_dilation, "group": max(groups, batch_groups),
+                  "pads": [0] * (2 * n)}
+    if integer:
+        kernel = tensor_shape(op.operands[1])
+        window = None if None in kernel else int(np.prod([kernel[int(numbers.kernel_input_feature_dimension)],
+                                                          *(kernel[d] for d in numbers.kernel_spatial_dimensions)]))
+        result = integer_conv(b, lhs, rhs, wide, dtype, window, **attributes)
+    else:
+        result = b.one("Conv", [lhs, rhs], **attributes)
     out = [int(numbers.output_batch_dimension), int(numbers.output_feature_dimension),
            *numbers.output_spatial_dimensions]
     result = _transposed(b, result, [out.index(d) for d in range(n + 2)])

@@ -26,6 +26,7 @@ from onnx import TensorProto, helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, onnx_type, tensor_dtype, tensor_shape
 from .common import Translation, block_reducer, is_identity, reducer, wide_dtype
+from .window_body import general_reduce_window
 from .window import from_pool_layout, ints_or, pad_tensor, padding_pairs, to_pool_layout
 
 #: Slices combined per window at most, on the path without pools.
@@ -37,7 +38,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse("a variadic reduce_window (several operands) has no ONNX translation here")
     kind = reducer(op)
     if kind is None:
-        b.refuse("a reduce_window body other than one add, max, min, multiply, and, or")
+        return general_reduce_window(b, op, args)
     shape = tensor_shape(op.operands[0])
     rank = len(shape)
     window = int_list(op.attributes["window_dimensions"])

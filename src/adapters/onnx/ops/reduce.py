@@ -1,7 +1,8 @@
 """ONNX translation of ``reduce``.
 
 ``reduce`` with a body of one ``add``, ``multiply``, ``maximum``,
-``minimum``, ``and`` or ``or`` becomes the matching ONNX reduction,
+``minimum``, ``and`` or ``or`` becomes the matching ONNX reduction (``and``,
+``or`` and ``xor`` of integers and ``xor`` of booleans are :mod:`.bitwise_reduce`'s),
 combined with the init value unless that is the operation's identity.
 The argmax/argmin ``reduce`` JAX emits (values and an iota, the body
 picking NaN first and the lowest index on ties) is ``ArgMax``/``ArgMin``.
@@ -18,6 +19,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype
+from .bitwise_reduce import bitwise_body, bitwise_reduce
 from .common import Translation, is_identity, reducer, splat_value, wide_dtype
 from .linalg import INTEGER_WIDER
 
@@ -31,17 +33,20 @@ def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if len(op.results) != 1:
         b.refuse("a reduction of several operands (argmax, argmin) comes later")
     binary = reducer(op)
-    if binary is None:
-        b.refuse("its body is not one add, multiply, maximum, minimum, and or or of its two arguments")
-    reduce_type = _REDUCTIONS[binary]
     dtype = tensor_dtype(op.results[0])
+    bitwise = bitwise_body(op)
+    if bitwise is not None and (dtype.kind in "iu" or bitwise == "BitwiseXor"):
+        return bitwise_reduce(b, op, args, bitwise)
+    if binary is None:
+        b.refuse("its body is not one add, multiply, maximum, minimum, and, or or xor of its two arguments")
+    reduce_type = _REDUCTIONS[binary]
     dims = int_list(op.attributes["dimensions"])
     if dtype == np.dtype(np.bool_) and binary not in ("And", "Or"):
         b.refuse("a reduction of booleans other than and/or")
     if dtype != np.dtype(np.bool_) and binary in ("And", "Or"):
-        b.refuse("bitwise reductions of integers come later")
-    if not dims:
-        return [b.one(binary, [args[0], args[1]])]
+        b.refuse("bitwise reductions of floats")
+    if not dims:  # XLA's CPU reduction over no dimension is the operand (its init value unused)
+        return [args[0]]
     wide = _reduction_type(b, dtype, binary)
     operand = args[0] if wide == dtype else b.cast(args[0], wide)
     reduced = b.one(reduce_type, [operand, b.int64s(dims)], keepdims=0)

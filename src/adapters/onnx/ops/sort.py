@@ -13,7 +13,8 @@ at lower positions (a stable sort, which every strict weak order gives
 the same result for), and each operand is scattered to those places. It
 is exact for every comparator the walk translates (JAX's, with NaNs and
 signed zeros in total order, included), and quadratic in the sorted
-dimension's length: a static length above :data:`MAX_SORTED` is refused.
+dimension's length: a static length above :data:`MAX_SORTED` is ranked in
+blocks (:mod:`.sort_long`).
 
 ``chlo.top_k`` is ONNX ``TopK`` (largest first, the lower index first
 among equals) on a key that orders values as XLA's total order does:
@@ -34,6 +35,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation, splat_value, wide_dtype
+from .sort_long import ranked_in_blocks
 
 #: The longest sorted dimension translated (its comparison matrix is n * n per row).
 MAX_SORTED = 4096
@@ -52,7 +54,7 @@ def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [b.one("GatherElements", [a, order], axis=axis) for a in args]
     length = shape[axis]
     if length is not None and length > MAX_SORTED:
-        b.refuse(f"a sort of more than {MAX_SORTED} elements along its dimension (its ONNX form is quadratic)")
+        return ranked_in_blocks(b, op, args, axis)
     assert b.run_block is not None  # set by the walker
     pairs = []
     for name in args:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bits, control, conv, dynamic, elementwise, gather, linalg, pool, reduce, scatter, shape,
-               sort, window)
+from . import (arithmetic, bitcast, bits, bitwise_reduce, control, conv, conv_integer, dynamic, elementwise, gather,
+               lapack, linalg, pool, qr, reduce, scatter, shape, sort, sort_long, tridiagonal, window, window_body)
 from .common import Translation
 
 
@@ -40,13 +40,14 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
-        elementwise, arithmetic, bits, shape, linalg, reduce,
-        gather, window, pool, conv, scatter, dynamic,
-        sort, control)})
+        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
+        gather, window, window_body, pool, conv, conv_integer, scatter, dynamic, lapack, qr, tridiagonal,
+        sort, sort_long, control)})
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
 COMPOSITES: Mapping[str, Translation] = merged({
     module.__name__: module.COMPOSITES for module in (elementwise, sort)})
 
 #: ``stablehlo.custom_call`` target -> translation (``shape_assertion`` and ``Sharding`` are the walk's own).
-CUSTOM_CALLS: Mapping[str, Translation] = dict(pool.CUSTOM_CALLS)
+CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **qr.CUSTOM_CALLS,
+                                              **tridiagonal.CUSTOM_CALLS}

@@ -1,0 +1,233 @@
+"""ONNX translations of JAX's LAPACK kernels on the CPU: Cholesky, triangular solve, LU with partial pivoting.
+
+JAX lowers ``jnp.linalg.cholesky``, ``lax.linalg.triangular_solve`` and
+``lax.linalg.lu`` (``jnp.linalg.solve``, ``inv``, ``det``, ``slogdet``) on the
+CPU to custom calls of LAPACK (``lapack_{s,d}potrf_ffi``, ``..trsm_ffi``,
+``..getrf_ffi``), batched over leading dimensions. Each becomes one ONNX
+``Loop`` over the columns (or rows) of the matrices, all batches at once,
+with the standard operators only:
+
+- ``potrf`` (lower or upper) computes the factor column by column, as
+  LAPACK's unblocked ``potf2``: ``info`` is the first column whose pivot is
+  not positive (or NaN), plus one, or 0; the other triangle keeps the
+  input's, as LAPACK leaves it (JAX masks the result with ``info``).
+- ``trsm`` (either side, either triangle, transposed or not, unit diagonal
+  or not) is a forward substitution on the lower-triangular form (a right
+  side solved transposed, an upper triangle reversed); the other triangle
+  of the matrix is never read, as LAPACK's.
+- ``getrf`` (rectangular too) is ``getf2``'s: the pivot is the first row of
+  largest magnitude at or below the diagonal, the rows are swapped across
+  the whole matrix, the column below is scaled by the pivot's reciprocal
+  (divided where that is below float's smallest normal), and the trailing
+  matrix updated; a zero pivot leaves its column unscaled and sets
+  ``info``. The pivots are LAPACK's, one-based.
+
+The results equal LAPACK's up to the rounding of a different order of
+operations (blocked LAPACK sums in another order): float32 tolerance on
+well-conditioned matrices; on ill-conditioned ones the difference grows with
+the condition number, and an LU whose two candidate pivots are equal up to
+rounding may pick the other row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from onnx import TensorProto, helper
+
+from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
+from jaxport.domain.targets.onnx import LAPACK_TRANSLATED
+from .common import Translation
+
+_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
+Body = Callable[[GraphBuilder, str, list[str]], list[str]]
+
+
+def backend_config(op: Any) -> dict[str, int]:
+    """The custom call's ``mhlo.backend_config`` (LAPACK's character flags as their codes)."""
+    if "mhlo.backend_config" not in op.attributes:
+        return {}
+    config = ir.DictAttr(op.attributes["mhlo.backend_config"])
+    return {config[i].name: int(ir.IntegerAttr(config[i].attr).value) for i in range(len(config))}
+
+
+def loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body: Body) -> list[str]:
+    """A ``Loop`` of ``trips`` (int64 scalar) iterations over ``carried`` (name, MLIR value of its dtype and rank)."""
+    child = b.child()
+    index, condition = child.fresh("index"), child.fresh("condition")
+    names = [child.fresh("carried") for _ in carried]
+    results = body(child, index, names)
+    infos = [(onnx_type(tensor_dtype(v)), [None] * len(tensor_shape(v))) for _, v in carried]
+    outputs = [helper.make_tensor_value_info(child.one("Identity", [condition]), TensorProto.BOOL, []),
+               *(helper.make_tensor_value_info(child.one("Identity", [r]), t, s) for r, (t, s) in zip(results, infos))]
+    inputs = [helper.make_tensor_value_info(index, TensorProto.INT64, []),
+              helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
+              *(helper.make_tensor_value_info(n, t, s) for n, (t, s) in zip(names, infos))]
+    graph = helper.make_graph(child.nodes, b.fresh("lapack_body"), inputs, outputs)
+    return b.node("Loop", [trips, "", *(n for n, _ in carried)], len(carried), body=graph)
+
+
+def size(b: GraphBuilder, x: str, axis: int) -> str:
+    """The size of ``x``'s dimension ``axis`` as an int64 scalar."""
+    return b.one("Squeeze", [b.one("Shape", [x], start=axis, end=axis + 1), b.int64s([0])])
+
+
+def iota_of(b: GraphBuilder, size: str) -> str:
+    return b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
+
+
+def _zeros(b: GraphBuilder, like: str, dtype: np.dtype[Any], end: int | None = None) -> str:
+    """Zeros of ``dtype`` shaped as ``like`` (its dimensions up to ``end``)."""
+    shape = b.one("Shape", [like]) if end is None else b.one("Shape", [like], start=0, end=end)
+    return b.one("Expand", [b.scalar(0, dtype), shape])
+
+
+def _swap_last(b: GraphBuilder, x: str, rank: int) -> str:
+    return b.one("Transpose", [x], perm=[*range(rank - 2), rank - 1, rank - 2])
+
+
+def _reverse(b: GraphBuilder, x: str, axes: Sequence[int]) -> str:
+    n = len(axes)
+    return b.one("Slice", [x, b.int64s([-1] * n), b.int64s([np.iinfo(np.int64).min] * n), b.int64s(axes),
+                           b.int64s([-1] * n)])
+
+
+def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    rank = len(tensor_shape(op.operands[0]))
+    upper = backend_config(op).get("uplo", ord("L")) == ord("U")
+    a = _swap_last(b, args[0], rank) if upper else args[0]
+    n = size(b, a, rank - 1)
+    iota = iota_of(b, n)
+    zero = b.scalar(0, dtype)
+
+    def body(c: GraphBuilder, j: str, carried: list[str]) -> list[str]:
+        factor, info = carried
+        row = c.one("Gather", [factor, j], axis=rank - 2)
+        done = c.one("Squeeze", [c.one("MatMul", [factor, c.one("Unsqueeze", [row, c.int64s([-1])])]),
+                                 c.int64s([-1])])
+        v = c.one("Sub", [c.one("Gather", [a, j], axis=rank - 1), done])
+        pivot = c.one("Gather", [v, j], axis=rank - 2)
+        root = c.one("Unsqueeze", [c.one("Sqrt", [pivot]), c.int64s([-1])])
+        column = c.one("Where", [c.one("Greater", [iota, j]), c.one("Div", [v, root]),
+                                 c.one("Where", [c.one("Equal", [iota, j]), root, zero])])
+        factor = c.one("Where", [c.one("Equal", [iota, j]), c.one("Unsqueeze", [column, c.int64s([-1])]), factor])
+        failed = c.one("And", [c.one("Not", [c.one("Greater", [pivot, zero])]),
+                               c.one("Equal", [info, c.scalar(0, _I32)])])
+        step = c.cast(c.one("Add", [j, c.scalar(1, _I64)]), _I32)
+        return [factor, c.one("Where", [failed, step, info])]
+
+    factor, info = loop(b, n, [(_zeros(b, a, dtype), op.results[0]),
+                                (_zeros(b, a, _I32, rank - 2), op.results[1])], body)
+    lower = b.one("GreaterOrEqual", [b.one("Unsqueeze", [iota, b.int64s([-1])]), iota])
+    result = b.one("Where", [lower, factor, a])
+    return [_swap_last(b, result, rank) if upper else result, info]
+
+
+def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    config = backend_config(op)
+    dtype = tensor_dtype(op.results[0])
+    rank = len(tensor_shape(op.operands[0]))
+    if len(tensor_shape(op.operands[1])) != rank:
+        b.refuse("a triangular solve whose right-hand side has other batch dimensions")
+    right = config.get("side", ord("L")) == ord("R")
+    transposed = config.get("trans_x", ord("N")) in (ord("T"), ord("C"))
+    lower = (config.get("uplo", ord("L")) == ord("L")) != (transposed != right)
+    unit = config.get("diag", ord("N")) == ord("U")
+    m = _swap_last(b, args[0], rank) if transposed != right else args[0]
+    rhs = _swap_last(b, args[1], rank) if right else args[1]
+    if not lower:  # P M P is lower for the reversal P; solve (P M P)(P X) = P B
+        m = _reverse(b, m, [rank - 2, rank - 1])
+        rhs = _reverse(b, rhs, [rank - 2])
+    k = size(b, m, rank - 1)
+    iota = iota_of(b, k)
+    rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
+    zero = b.scalar(0, dtype)
+    strict = b.one("Where", [b.one("Greater", [rows, iota]), m, zero])
+    diagonal = b.one("ReduceSum", [b.one("Where", [b.one("Equal", [rows, iota]), m, zero]), b.int64s([-1])],
+                     keepdims=0)
+
+    def body(c: GraphBuilder, i: str, carried: list[str]) -> list[str]:
+        (x,) = carried
+        row = c.one("Unsqueeze", [c.one("Gather", [strict, i], axis=rank - 2), c.int64s([-2])])
+        done = c.one("Squeeze", [c.one("MatMul", [row, x]), c.int64s([-2])])
+        xi = c.one("Sub", [c.one("Gather", [rhs, i], axis=rank - 2), done])
+        if not unit:
+            xi = c.one("Div", [xi, c.one("Unsqueeze", [c.one("Gather", [diagonal, i], axis=rank - 2),
+                                                      c.int64s([-1])])])
+        return [c.one("Where", [c.one("Equal", [rows, i]), c.one("Unsqueeze", [xi, c.int64s([-2])]), x])]
+
+    carried = _zeros(b, rhs, dtype)
+    (x,) = loop(b, k, [(carried, op.results[0])], body)
+    if not lower:
+        x = _reverse(b, x, [rank - 2])
+    return [_swap_last(b, x, rank) if right else x]
+
+
+def factor_steps(b: GraphBuilder, op: Any, a: str) -> tuple[np.dtype[Any], int, str, str, str]:
+    """For a factorization ``op`` of the ``[..., m, n]`` matrices ``a``: its result dtype, their rank, and
+    ``m``, ``n`` and ``min(m, n)`` (the steps) as int64 scalars."""
+    rank = len(tensor_shape(op.operands[0]))
+    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
+    return tensor_dtype(op.results[0]), rank, m, n, b.one("Min", [m, n])
+
+
+def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    a = args[0]
+    dtype, rank, m, n, steps = factor_steps(b, op, a)
+    row_iota, col_iota, step_iota = iota_of(b, m), iota_of(b, n), iota_of(b, steps)
+    rows = b.one("Unsqueeze", [row_iota, b.int64s([-1])])
+    zero, tiny = b.scalar(0, dtype), b.scalar(np.finfo(dtype).tiny, dtype)
+    last = b.int64s([-1])
+
+    def body(c: GraphBuilder, j: str, carried: list[str]) -> list[str]:
+        w, pivots, info = carried
+        column = c.one("Gather", [w, j], axis=rank - 1)
+        candidates = c.one("Where", [c.one("GreaterOrEqual", [row_iota, j]), c.one("Abs", [column]),
+                                     c.scalar(-1, dtype)])
+        p = c.one("ArgMax", [candidates], axis=-1, keepdims=1, select_last_index=0)  # (..., 1)
+        index = c.one("Expand", [c.one("Unsqueeze", [p, last]), c.one("Concat", [
+            c.one("Shape", [w], start=0, end=rank - 2), c.int64s([1]), c.one("Shape", [w], start=rank - 1)],
+            axis=0)])
+        row_p = c.one("GatherElements", [w, index], axis=rank - 2)  # (..., 1, n)
+        row_j = c.one("Unsqueeze", [c.one("Gather", [w, j], axis=rank - 2), c.int64s([-2])])
+        is_p = c.one("Unsqueeze", [c.one("Equal", [row_iota, p]), last])
+        w = c.one("Where", [c.one("Equal", [rows, j]), row_p, c.one("Where", [is_p, row_j, w])])
+        step = c.cast(c.one("Add", [p, c.scalar(1, _I64)]), _I32)
+        pivots = c.one("Where", [c.one("Equal", [step_iota, j]), step, pivots])
+        pivot = c.one("Gather", [c.one("Squeeze", [row_p, c.int64s([-2])]), j], axis=rank - 2)
+        nonzero = c.one("Not", [c.one("Equal", [pivot, zero])])
+        first = c.one("And", [c.one("Not", [nonzero]), c.one("Equal", [info, c.scalar(0, _I32)])])
+        info = c.one("Where", [first, c.cast(c.one("Add", [j, c.scalar(1, _I64)]), _I32), info])
+        column = c.one("Gather", [w, j], axis=rank - 1)
+        pivot_ = c.one("Unsqueeze", [pivot, last])
+        scaled = c.one("Where", [c.one("GreaterOrEqual", [c.one("Abs", [pivot_]), tiny]),
+                                 c.one("Mul", [column, c.one("Reciprocal", [pivot_])]), c.one("Div", [column, pivot_])])
+        below = c.one("Greater", [row_iota, j])
+        column = c.one("Where", [c.one("And", [below, c.one("Unsqueeze", [nonzero, last])]), scaled, column])
+        u = c.one("Gather", [w, j], axis=rank - 2)
+        update = c.one("Mul", [c.one("Unsqueeze", [column, last]), c.one("Unsqueeze", [u, c.int64s([-2])])])
+        trailing = c.one("And", [c.one("Unsqueeze", [below, last]), c.one("Greater", [col_iota, j])])
+        w = c.one("Where", [trailing, c.one("Sub", [w, update]), w])
+        w = c.one("Where", [c.one("Equal", [col_iota, j]), c.one("Unsqueeze", [column, last]), w])
+        return [w, pivots, info]
+
+    pivots0 = b.one("Expand", [b.scalar(0, _I32), b.one("Concat", [
+        b.one("Shape", [a], start=0, end=rank - 2), b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
+    return loop(b, steps, [(a, op.results[0]), (pivots0, op.results[1]),
+                            (_zeros(b, a, _I32, rank - 2), op.results[2])], body)
+
+
+_KERNELS: dict[str, Translation] = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf}
+
+#: The ONNX target's plan lets these through (:data:`jaxport.domain.targets.onnx.LAPACK_TRANSLATED`; QR's
+#: are :mod:`.qr`'s).
+CUSTOM_CALLS: dict[str, Translation] = {
+    target: _KERNELS[target[len("lapack_s"):-len("_ffi")]] for target in sorted(LAPACK_TRANSLATED)
+    if target[len("lapack_s"):-len("_ffi")] in _KERNELS}
+
+#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
+TABLE: dict[str, Translation] = {}

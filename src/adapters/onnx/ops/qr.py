@@ -1,0 +1,112 @@
+"""ONNX translations of JAX's LAPACK QR kernels on the CPU: ``geqrf`` (Householder) and ``orgqr`` (forming Q).
+
+``jnp.linalg.qr`` lowers to ``lapack_{s,d}geqrf_ffi`` and then
+``lapack_{s,d}orgqr_ffi``; each becomes one ONNX ``Loop`` over all the
+batch's matrices (:func:`.lapack.loop`).
+
+- ``geqrf`` is LAPACK's unblocked ``geqr2``: for each column ``j`` the
+  reflector ``slarfg`` makes from ``alpha = A[j, j]`` and ``x = A[j+1:, j]``:
+  ``beta = -sign(alpha) * hypot(alpha, |x|)`` (a negative zero counts as
+  negative, as Fortran's ``SIGN``), ``tau = (beta - alpha) / beta`` and
+  ``v = x / (alpha - beta)`` (by the reciprocal, as LAPACK scales); a zero
+  ``x`` gives ``tau = 0`` and leaves ``alpha``. The reflector is applied to
+  the trailing columns. So R's diagonal and Q's columns have LAPACK's
+  signs, the convention ``jnp.linalg.qr`` returns.
+- ``orgqr`` applies the reflectors ``H_k ... H_1`` in turn, from the last, to
+  the first columns of the identity: ``Q = H_1 ... H_k I``.
+
+The results equal LAPACK's up to rounding (blocked LAPACK applies the
+same reflectors in another order); LAPACK's rescaling of reflectors whose
+``beta`` is below float's smallest normal is not reproduced (it changes no
+result beyond rounding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from .common import Translation
+from .lapack import factor_steps, iota_of, loop, size
+
+
+def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    a = args[0]
+    dtype, rank, m, n, steps = factor_steps(b, op, a)
+    row_iota, col_iota, step_iota = iota_of(b, m), iota_of(b, n), iota_of(b, steps)
+    zero, one = b.scalar(0, dtype), b.scalar(1, dtype)
+    last, before_last = b.int64s([-1]), b.int64s([-2])
+
+    def body(c: GraphBuilder, j: str, carried: list[str]) -> list[str]:
+        w, taus = carried
+        column = c.one("Gather", [w, j], axis=rank - 1)  # (..., m)
+        alpha = c.one("Gather", [column, j], axis=rank - 2)  # (...)
+        below = c.one("Greater", [row_iota, j])
+        x = c.one("Where", [below, column, zero])
+        xnorm = c.one("Sqrt", [c.one("ReduceSum", [c.one("Mul", [x, x]), last], keepdims=0)])
+        big = c.one("Max", [c.one("Abs", [alpha]), xnorm])
+        small = c.one("Min", [c.one("Abs", [alpha]), xnorm])
+        ratio = c.one("Div", [small, big])
+        norm = c.one("Where", [c.one("Equal", [small, zero]), big, c.one("Mul", [big, c.one("Sqrt", [
+            c.one("Add", [one, c.one("Mul", [ratio, ratio])])])])])
+        negative = c.one("Less", [c.one("Div", [one, alpha]), zero])  # -0.0 too, as Fortran's SIGN
+        beta = c.one("Where", [negative, norm, c.one("Neg", [norm])])
+        trivial = c.one("Equal", [xnorm, zero])
+        tau = c.one("Where", [trivial, zero, c.one("Div", [c.one("Sub", [beta, alpha]), beta])])
+        scale = c.one("Reciprocal", [c.one("Sub", [alpha, beta])])
+        v_below = c.one("Where", [c.one("Unsqueeze", [trivial, last]), x,
+                                  c.one("Mul", [x, c.one("Unsqueeze", [scale, last])])])
+        diagonal = c.one("Where", [trivial, alpha, beta])
+        is_j = c.one("Equal", [row_iota, j])
+        v = c.one("Where", [is_j, one, v_below])  # (..., m), zeros above j
+        products = c.one("Squeeze", [c.one("MatMul", [c.one("Unsqueeze", [v, before_last]), w]), before_last])
+        update = c.one("Mul", [c.one("Unsqueeze", [c.one("Mul", [v, c.one("Unsqueeze", [tau, last])]), last]),
+                               c.one("Unsqueeze", [products, before_last])])
+        w = c.one("Where", [c.one("Greater", [col_iota, j]), c.one("Sub", [w, update]), w])
+        new_column = c.one("Where", [below, v_below, c.one("Where", [
+            is_j, c.one("Unsqueeze", [diagonal, last]), column])])
+        w = c.one("Where", [c.one("Equal", [col_iota, j]), c.one("Unsqueeze", [new_column, last]), w])
+        taus = c.one("Where", [c.one("Equal", [step_iota, j]), c.one("Unsqueeze", [tau, last]), taus])
+        return [w, taus]
+
+    taus0 = b.one("Expand", [zero, b.one("Concat", [b.one("Shape", [a], start=0, end=rank - 2),
+                                                    b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
+    return loop(b, steps, [(a, op.results[0]), (taus0, op.results[1])], body)
+
+
+def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dtype = tensor_dtype(op.results[0])
+    rank = len(tensor_shape(op.operands[0]))
+    a, taus = args[:2]  # then, with symbolic shapes, the result's shape
+    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
+    k = size(b, taus, rank - 2)
+    row_iota, col_iota = iota_of(b, m), iota_of(b, n)
+    rows = b.one("Unsqueeze", [row_iota, b.int64s([-1])])
+    zero, one = b.scalar(0, dtype), b.scalar(1, dtype)
+    identity = b.one("Expand", [b.one("Where", [b.one("Equal", [rows, col_iota]), one, zero]), b.one("Shape", [a])])
+    last, before_last = b.int64s([-1]), b.int64s([-2])
+
+    def body(c: GraphBuilder, t: str, carried: list[str]) -> list[str]:
+        (q,) = carried
+        i = c.one("Sub", [c.one("Sub", [k, c.scalar(1, np.dtype(np.int64))]), t])
+        column = c.one("Gather", [a, i], axis=rank - 1)
+        v = c.one("Where", [c.one("Greater", [row_iota, i]), column,
+                            c.one("Where", [c.one("Equal", [row_iota, i]), one, zero])])
+        tau = c.one("Gather", [taus, i], axis=rank - 2)
+        products = c.one("Squeeze", [c.one("MatMul", [c.one("Unsqueeze", [v, before_last]), q]), before_last])
+        update = c.one("Mul", [c.one("Unsqueeze", [c.one("Mul", [v, c.one("Unsqueeze", [tau, last])]), last]),
+                               c.one("Unsqueeze", [products, before_last])])
+        return [c.one("Sub", [q, update])]
+
+    return loop(b, k, [(identity, op.results[0])], body)
+
+
+#: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
+CUSTOM_CALLS: dict[str, Translation] = {
+    **{f"lapack_{t}geqrf_ffi": _geqrf for t in "sd"}, **{f"lapack_{t}orgqr_ffi": _orgqr for t in "sd"}}
+
+#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
+TABLE: dict[str, Translation] = {}
