@@ -1,4 +1,5 @@
-"""FFTs (ONNX ``DFT``, complex values as pairs) and ``rng_bit_generator`` (bit for bit), against ``jax.jit``.
+"""FFTs (ONNX ``DFT``, complex values as pairs), ``rng_bit_generator`` (bit for bit) and ``bitcast_convert``
+between widths, against ``jax.jit``.
 
 Each case is converted, run on ONNX Runtime and compared with JAX on the
 CPU: FFT results within 1e-4 (relative and absolute, values of magnitude
@@ -130,6 +131,22 @@ RNGS: list[Case] = [
 ]
 
 
+BITCASTS: list[Case] = [
+    Case("bitcast_convert between widths: words least significant first, integers and floats", lambda i, w, h, x: (
+        lax.bitcast_convert_type(i, jnp.int32), lax.bitcast_convert_type(w, jnp.uint8),
+        lax.bitcast_convert_type(w, jnp.int16), lax.bitcast_convert_type(h, jnp.float32),
+        lax.bitcast_convert_type(x, jnp.uint16), lax.bitcast_convert_type(lax.bitcast_convert_type(x, jnp.int8),
+                                                                          jnp.float32)),
+         [spec((b, 4), np.int8), spec((3,), np.int32), spec((2, 2), np.uint16), spec((4,))],
+         [[rng.integers(-128, 128, (2, 4)).astype(np.int8), np.array([-1, 2**31 - 1, 0x01020304], np.int32),
+           np.array([[0, 0x7FC0], [0x0001, 0x8000]], np.uint16), np.array([np.nan, -0.0, np.inf, 1.5], F32)],
+          [np.zeros((0, 4), np.int8), np.array([0, -2**31, 5], np.int32), np.zeros((2, 2), np.uint16),
+           np.array([-np.inf, 0.0, 3e-38, -2.0], F32)]]),
+    Case("bitcast_convert of float16 between widths", lambda h: lax.bitcast_convert_type(h, jnp.uint32),
+         [spec((3, 2), np.float16)], [], refused="stablehlo.bitcast_convert"),
+]
+
+
 #: The batch of this module's models, with JAX's outputs, to run in onnxruntime-web too (empty: no Node).
 _WEB: list[WebBatch] = []
 
@@ -147,6 +164,11 @@ def test_the_fft_matches_jax_or_is_refused_by_name(case: Case, tmp_path: Path) -
 
 @pytest.mark.parametrize("case", RNGS, ids=[c.name for c in RNGS])
 def test_the_random_bits_equal_jax_bit_for_bit(case: Case, tmp_path: Path) -> None:
+    check_case(case, tmp_path, to_onnx, _WEB)
+
+
+@pytest.mark.parametrize("case", BITCASTS, ids=[c.name for c in BITCASTS])
+def test_bitcasts_between_widths_equal_jax(case: Case, tmp_path: Path) -> None:
     check_case(case, tmp_path, to_onnx, _WEB)
 
 
