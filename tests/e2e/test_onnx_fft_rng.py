@@ -70,6 +70,11 @@ FFTS: list[Case] = [
     Case("rfftn and irfftn over 3 axes, rfft2 of odd sizes", lambda x, y: (
         jnp.fft.irfftn(jnp.fft.rfftn(x) * 2j, s=(3, 4, 5)), jnp.abs(jnp.fft.rfft2(y)) ** 2),
          [spec((2, 3, 4, 5)), spec((2, 5, 7))], [[normal(2, 3, 4, 5), normal(2, 5, 7)]], tolerance=FFT_TOLERANCE),
+    Case("long signals: powers of two (radix 2) and other lengths (Bluestein's algorithm), 2-D", lambda x, y, z: (
+        jnp.abs(jnp.fft.rfft(x)), jnp.fft.irfft(jnp.fft.rfft(x) / 3, n=1000), jnp.fft.fft(y).imag,
+        jnp.fft.ifft(y).real, jnp.fft.irfft(jnp.fft.rfft(y)), jnp.abs(jnp.fft.fft2(z)), jnp.fft.irfft2(jnp.fft.rfft2(z))),
+         [spec((2, 1000)), spec((4099,)), spec((65, 66))], [[normal(2, 1000), normal(4099), normal(65, 66)]],
+         tolerance=FFT_TOLERANCE),
     Case("a symbolic batch, empty", lambda x: (jnp.abs(jnp.fft.rfft(x)), jnp.fft.irfft(jnp.fft.rfft(x), n=7),
                                                jnp.fft.ifft(jnp.fft.fft(x)).real),
          [spec((b, 7))], [[normal(3, 7)], [normal(1, 7)], [np.zeros((0, 7), F32)]], tolerance=FFT_TOLERANCE),

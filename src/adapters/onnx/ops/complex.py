@@ -130,11 +130,16 @@ def _same(op_type: str) -> Translation:
     return translate
 
 
-def _multiply(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    (a, c), (d, e) = parts(b, args[0]), parts(b, args[1])
+def times(b: GraphBuilder, x: str, y: str) -> str:
+    """The product of two pair tensors (broadcast), as XLA's: ``(ac - bd, ad + bc)``."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
     real = b.one("Sub", [b.one("Mul", [a, d]), b.one("Mul", [c, e])])
     imag = b.one("Add", [b.one("Mul", [a, e]), b.one("Mul", [c, d])])
-    return [join(b, real, imag)]
+    return join(b, real, imag)
+
+
+def _multiply(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [times(b, args[0], args[1])]
 
 
 def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
