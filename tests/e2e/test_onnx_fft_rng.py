@@ -197,3 +197,16 @@ def test_an_fft_of_nan_is_nan_wherever_jax_s_is_and_equal_where_both_are_finite(
         assert np.isnan(g[np.isnan(w)]).all()
         both = np.isfinite(g) & np.isfinite(w)
         np.testing.assert_allclose(g[both], w[both], rtol=FFT_TOLERANCE, atol=FFT_TOLERANCE)
+
+
+def test_random_bits_of_a_symbolic_shape_are_refused_naming_the_dynamic_generator(tmp_path: Path) -> None:
+    from jaxport.errors import ConversionError
+
+    def bits(k: jax.Array, x: jax.Array) -> jax.Array:
+        result: jax.Array = jax.random.bits(jax.random.wrap_key_data(k, impl="rbg"), x.shape)
+        return result
+
+    exported = jaxport.export(jax.jit(bits))(spec((4,), U32), spec((b,)))
+    with pytest.raises(ConversionError, match="custom call 'stablehlo.dynamic_rng_bit_generator'"):
+        jaxport.to_onnx(exported, tmp_path / "bits")
+    assert not (tmp_path / "bits").exists()
