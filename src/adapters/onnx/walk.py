@@ -4,7 +4,8 @@
 and composites without a translation of their own, keeps only the chosen
 branch of a platform-index ``case``, and looks every other operation up in
 :mod:`jaxport.adapters.onnx.ops.table` (``TRANSLATIONS``, ``COMPOSITES``, ``CUSTOM_CALLS``),
-refusing one absent from it or of a type ONNX Runtime does not hold.
+refusing one absent from it or of a type ONNX Runtime does not hold. An operation on complex
+values (``complex<f32>``, ``complex<f64>``: pairs of floats in the graph) goes to ``COMPLEX_TRANSLATIONS``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any
 from jaxlib.mlir import ir
 
 from .builder import GraphBuilder, element_dtype, operation_name
-from jaxport.adapters.onnx.ops.table import COMPOSITES, CUSTOM_CALLS, TRANSLATIONS
+from jaxport.adapters.onnx.ops.common import Translation
+from jaxport.adapters.onnx.ops.complex import complex_part, is_complex
+from jaxport.adapters.onnx.ops.table import COMPLEX_TRANSLATIONS, COMPOSITES, CUSTOM_CALLS, TRANSLATIONS
 
 
 class Walker:
@@ -76,12 +79,25 @@ class Walker:
                 return self._inline(op, ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value, operands)
         elif name != "stablehlo.custom_call":
             translation = TRANSLATIONS.get(name)
+        values = (*op.operands, *op.results)
+        if any(is_complex(v) for v in values):
+            translation = self._complex(op)
         if translation is None:
             b.refuse()
-        for value in (*op.operands, *op.results):
-            if not isinstance(value.type, ir.RankedTensorType) or element_dtype(value.type.element_type) is None:
+        for value in values:
+            if complex_part(value) is None and (not isinstance(value.type, ir.RankedTensorType)
+                                                or element_dtype(value.type.element_type) is None):
                 b.refuse(f"the type {value.type} has no ONNX Runtime translation here")
         return translation(b, op, operands)
+
+    def _complex(self, op: Any) -> Translation:
+        """The translation of an operation on complex values (as pairs), or its refusal."""
+        name = op.operation.name
+        translation = COMPLEX_TRANSLATIONS.get(name) if name != "stablehlo.custom_call" else None
+        if translation is None:
+            self.builder.refuse(f"complex values are translated (as pairs of floats) only by "
+                                f"{', '.join(sorted(n.removeprefix('stablehlo.') for n in COMPLEX_TRANSLATIONS))}")
+        return translation
 
     def _inline(self, op: Any, callee: str, operands: list[str]) -> list[str]:
         self.builder.call_sites.append(op)

@@ -8,7 +8,11 @@ opset. Every other model keeps its opset.
 
 - ``bitcast_convert`` between types of one width is ``BitCast`` (float16
   and bfloat16, float32 inside the graph, go through their own type);
-  between widths (which changes the shape) it is refused.
+  between widths (the narrow type's trailing dimension holds the wide
+  one's words, least significant first) shifts and ors of unsigned
+  integers, ``BitCast`` only for floats (JAX's ``u32[4]`` keys of
+  ``rng_bit_generator`` to ``u64[2]`` stay at opset 21); of float16 and
+  bfloat16 it is refused.
 - ``reduce_precision`` of float32 and float64 is XLA's integer algorithm on
   the bits: the mantissa rounded to nearest even, an exponent out of the
   reduced range to a signed infinity or zero (no subnormals), NaNs kept
@@ -50,7 +54,7 @@ def _element(value: Any) -> str:
 def _bitcast_convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     source, target = op.operands[0], op.results[0]
     if list(ir.RankedTensorType(source.type).shape) != list(ir.RankedTensorType(target.type).shape):
-        b.refuse("a bitcast between types of different widths (it changes the shape)")
+        return [_between_widths(b, op, args[0])]
     x = args[0]
     narrow_in, narrow_out = NARROW_FLOATS.get(_element(source)), NARROW_FLOATS.get(_element(target))
     if narrow_in is not None:
@@ -60,6 +64,36 @@ def _bitcast_convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]
         return [args[0]]
     result = bitcast(b, x, to)
     return [result if narrow_out is None else b.one("Cast", [result], to=TensorProto.FLOAT)]
+
+
+def _between_widths(b: GraphBuilder, op: Any, x: str) -> str:
+    """A bitcast between widths: the narrow type's trailing dimension holds the wide one's words, least
+    significant first (little-endian, as XLA's), put together or taken apart with shifts of unsigned
+    integers (floats through ``BitCast`` to the unsigned integer of their width)."""
+    source, target = op.operands[0], op.results[0]
+    if NARROW_FLOATS.get(_element(source)) or NARROW_FLOATS.get(_element(target)):
+        b.refuse("a bitcast of float16 or bfloat16 between types of different widths")
+    narrow, wide = sorted((tensor_dtype(source), tensor_dtype(target)), key=lambda d: d.itemsize)
+    ratio, bits = wide.itemsize // narrow.itemsize, 8 * narrow.itemsize
+    unsigned_narrow, unsigned_wide = np.dtype(f"uint{bits}"), np.dtype(f"uint{8 * wide.itemsize}")
+    dtype = tensor_dtype(source)
+    unsigned = unsigned_narrow if dtype == narrow else unsigned_wide
+    x = bitcast(b, x, onnx_type(unsigned)) if dtype.kind == "f" else b.cast(x, unsigned)
+    if dtype == narrow:
+        words = [b.cast(b.one("Gather", [x, b.constant(np.array(i, np.int64), "index")], axis=-1), unsigned_wide)
+                 for i in range(ratio)]
+        result = words[0]
+        for i, word in enumerate(words[1:], 1):
+            shifted = b.one("BitShift", [word, b.scalar(bits * i, unsigned_wide)], direction="LEFT")
+            result = b.one("BitwiseOr", [result, shifted])
+    else:
+        mask = b.scalar((1 << bits) - 1, unsigned_wide)
+        words = [b.cast(b.one("BitwiseAnd", [b.one("BitShift", [x, b.scalar(bits * i, unsigned_wide)],
+                                                   direction="RIGHT"), mask]), unsigned_narrow) for i in range(ratio)]
+        last = b.int64s([-1])
+        result = b.one("Concat", [b.one("Unsqueeze", [w, last]) for w in words], axis=-1)
+    out = tensor_dtype(target)
+    return bitcast(b, result, onnx_type(out)) if out.kind == "f" else b.cast(result, out)
 
 
 def _reduce_precision_bits(b: GraphBuilder, op: Any, x: str, exponent: int, mantissa: int) -> str:

@@ -8,7 +8,8 @@ operation missing from the table is refused by the translator, by name
 and source location. ``func.call``, ``func.return``, ``stablehlo.return``,
 ``stablehlo.composite`` and ``stablehlo.custom_call`` are the translator's own business (they need
 the module, not only the operation); it looks composites up in ``COMPOSITES`` and custom calls in
-``CUSTOM_CALLS``. A region of an operation (a loop's body, a branch, a comparator) is translated
+``CUSTOM_CALLS``. An operation with a complex operand or result is looked up in
+``COMPLEX_TRANSLATIONS`` instead (complex values are pairs of floats there). A region of an operation (a loop's body, a branch, a comparator) is translated
 by the same walk, through the builder's ``run_block``.
 """
 
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bitcast, bits, bitwise_reduce, control, conv, conv_integer, dynamic, elementwise, gather,
-               lapack, linalg, pool, qr, reduce, scatter, shape, sort, sort_long, tridiagonal, window, window_body)
+from . import (arithmetic, bitcast, bits, bitwise_reduce, complex, control, conv, conv_integer, dynamic, elementwise,
+               fft, gather, lapack, linalg, pool, qr, reduce, rng, scatter, shape, sort, sort_long, tridiagonal, window,
+               window_body)
 from .common import Translation
 
 
@@ -42,7 +44,12 @@ TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
         elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
         gather, window, window_body, pool, conv, conv_integer, scatter, dynamic, lapack, qr, tridiagonal,
-        sort, sort_long, control)})
+        sort, sort_long, control, rng, complex, fft)})
+
+#: Operations with a complex operand or result -> translation on (real, imaginary) pairs
+#: (:mod:`.complex`); the walk refuses any other operation on complex values.
+COMPLEX_TRANSLATIONS: Mapping[str, Translation] = merged({
+    module.__name__: module.COMPLEX for module in (complex, fft)})
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
 COMPOSITES: Mapping[str, Translation] = merged({

@@ -1,0 +1,309 @@
+"""Complex values inside a function, as (real, imaginary) pairs: a complex tensor of shape ``S`` is a float
+tensor of shape ``S + (2,)`` (ONNX's ``DFT`` form; ONNX Runtime has no complex tensors).
+
+A function's inputs and outputs stay real (the ONNX target's plan refuses
+complex ones); the walk hands an operation with a complex operand or
+result to :data:`COMPLEX` (this module's and :mod:`.fft`'s), and refuses
+one not there by name. What is here: ``real``, ``imag``, ``complex``,
+``convert`` to complex (and between complex widths), ``add``, ``subtract``,
+``negate``, ``multiply`` (XLA's formula, ``(ac - bd, ad + bc)``),
+``divide`` (XLA's: Smith's algorithm and its corner cases of zeros and
+infinities), sums (``reduce`` with an ``add`` body), constants, the square
+root and product of constants (JAX's ``norm="ortho"``, computed by NumPy
+here), and the shape operations of static shapes (``broadcast_in_dim``,
+``reshape``, ``transpose``, ``slice``, ``concatenate``, ``reverse``,
+``pad`` without interior padding, ``select``). Products of complex
+matrices, comparisons, the functions of complex values (``exp``, ``log``,
+``sqrt`` at run time) are refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import Translation, reducer
+
+_PARTS: dict[str, np.dtype[Any]] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+_NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+
+
+def complex_part(value: Any) -> np.dtype[Any] | None:
+    """The float dtype of a ``complex<f32>`` or ``complex<f64>`` tensor value's parts, else None."""
+    element = ir.RankedTensorType(value.type).element_type if isinstance(value.type, ir.RankedTensorType) else None
+    if not isinstance(element, ir.ComplexType):
+        return None
+    return _PARTS.get(str(element.element_type))
+
+
+def is_complex(value: Any) -> bool:
+    """Whether ``value`` is a tensor of complex elements (of any part type)."""
+    return isinstance(value.type, ir.RankedTensorType) and isinstance(value.type.element_type, ir.ComplexType)
+
+
+def parts(b: GraphBuilder, pair: str) -> tuple[str, str]:
+    """The real and imaginary parts of a pair tensor."""
+    return (b.one("Gather", [pair, b.constant(np.array(0, np.int64), "index")], axis=-1),
+            b.one("Gather", [pair, b.constant(np.array(1, np.int64), "index")], axis=-1))
+
+
+def join(b: GraphBuilder, real: str, imag: str) -> str:
+    """The pair tensor of two parts of one shape."""
+    last = b.int64s([-1])
+    return b.one("Concat", [b.one("Unsqueeze", [real, last]), b.one("Unsqueeze", [imag, last])], axis=-1)
+
+
+def zeros_like(b: GraphBuilder, x: str, dtype: np.dtype[Any]) -> str:
+    """Zeros of ``x``'s shape (not ``x * 0``, which is NaN where ``x`` is not finite)."""
+    return b.one("Expand", [b.scalar(0, dtype), b.one("Shape", [x])])
+
+
+def _static(b: GraphBuilder, value: Any) -> list[int]:
+    shape = tensor_shape(value)
+    if None in shape:
+        b.refuse("a shape operation on complex values of a symbolic shape")
+    return [int(d) for d in shape if d is not None]
+
+
+def complex_values(b: GraphBuilder, op: Any) -> np.ndarray:
+    """The elements of a complex ``stablehlo.constant`` as pairs (float array of shape ``S + (2,)``).
+
+    They are read from the operation's text (the bindings cast no complex
+    dense attribute). MLIR prints them as a hex blob of little-endian bytes, or as ``(re,im)``
+    numbers (hex bits for NaN and the infinities), one pair for a splat.
+    """
+    value = op.results[0]
+    dtype = complex_part(value)
+    assert dtype is not None  # the caller's operation has a complex result
+    shape = _static(b, value)
+    body = op.operation.get_asm(large_elements_limit=None)
+    blob = re.search(r'dense<"0x([0-9A-Fa-f]*)">', body)
+    if blob:
+        flat = np.frombuffer(bytes.fromhex(blob.group(1)), dtype=dtype.newbyteorder("<")).astype(dtype)
+    else:
+        inner = re.search(r"dense<(.*)>\s*:", body, re.S)
+        if inner is None:
+            b.refuse(f"a complex constant written as {body[:60]}")
+        bits = np.dtype(np.uint32 if dtype.itemsize == 4 else np.uint64)
+        flat = np.array([np.array(int(t, 16), bits).view(dtype) if t.startswith("0x") else dtype.type(float(t))
+                         for t in _NUMBER.findall(inner.group(1))], dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    if flat.size == 2 and count != 1:
+        flat = np.tile(flat, count)
+    return flat.reshape(*shape, 2)
+
+
+def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [b.constant(complex_values(b, op), "complex")]
+
+
+def _real(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [parts(b, args[0])[0]]
+
+
+def _imag(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [parts(b, args[0])[1]]
+
+
+def _complex(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [join(b, args[0], args[1])]
+
+
+def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    source, target = complex_part(op.operands[0]), complex_part(op.results[0])
+    if target is None:
+        b.refuse("a conversion of complex values to real ones (take real or imag first)")
+    if source is not None:
+        return [args[0] if source == target else b.cast(args[0], target)]
+    real = args[0] if tensor_dtype(op.operands[0]) == target else b.cast(args[0], target)
+    return [join(b, real, zeros_like(b, real, target))]
+
+
+def _same(op_type: str) -> Translation:
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        return [b.one(op_type, args)]
+    return translate
+
+
+def times(b: GraphBuilder, x: str, y: str) -> str:
+    """The product of two pair tensors (broadcast), as XLA's: ``(ac - bd, ad + bc)``."""
+    (a, c), (d, e) = parts(b, x), parts(b, y)
+    real = b.one("Sub", [b.one("Mul", [a, d]), b.one("Mul", [c, e])])
+    imag = b.one("Add", [b.one("Mul", [a, e]), b.one("Mul", [c, d])])
+    return join(b, real, imag)
+
+
+def _multiply(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [times(b, args[0], args[1])]
+
+
+def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    """XLA's complex division: Smith's algorithm, and where that gives (NaN, NaN) its three corner cases (a
+    zero denominator, an infinite numerator over a finite denominator, a finite one over an infinite one)."""
+    dtype = complex_part(op.results[0])
+    assert dtype is not None  # a complex division
+    (ar, ai), (br, bi) = parts(b, args[0]), parts(b, args[1])
+
+    def f(op_type: str, *inputs: str) -> str:
+        return b.one(op_type, list(inputs))
+
+    zero, one, inf = b.scalar(0, dtype), b.scalar(1, dtype), b.scalar(np.inf, dtype)
+    br_abs, bi_abs, ar_abs, ai_abs = (f("Abs", v) for v in (br, bi, ar, ai))
+    ratio_ri, ratio_ir = f("Div", br, bi), f("Div", bi, br)
+    denom_ri, denom_ir = f("Add", bi, f("Mul", br, ratio_ri)), f("Add", br, f("Mul", ratio_ir, bi))
+    smaller = f("Less", br_abs, bi_abs)
+    cr = f("Where", smaller, f("Div", f("Add", f("Mul", ratio_ri, ar), ai), denom_ri),
+           f("Div", f("Add", f("Mul", ratio_ir, ai), ar), denom_ir))
+    ci = f("Where", smaller, f("Div", f("Sub", f("Mul", ratio_ri, ai), ar), denom_ri),
+           f("Div", f("Sub", ai, f("Mul", ratio_ir, ar)), denom_ir))
+    nan = f("And", f("IsNaN", cr), f("IsNaN", ci))
+    # 1. A zero denominator (a numerator not all NaN): infinities signed by the denominator's real part
+    # (1 / +-0 is +-inf) times the numerator.
+    zero_denominator = f("And", f("And", f("Equal", br_abs, zero), f("Equal", bi_abs, zero)),
+                         f("Not", f("And", f("IsNaN", ar), f("IsNaN", ai))))
+    signed_inf = f("Div", one, br)
+    case1 = (f("Mul", signed_inf, ar), f("Mul", signed_inf, ai))
+    # 2. An infinite numerator, a finite denominator.
+    ar_inf, ai_inf = f("Equal", ar_abs, inf), f("Equal", ai_abs, inf)
+    br_inf, bi_inf = f("Equal", br_abs, inf), f("Equal", bi_abs, inf)
+    finite_b = f("And", f("Not", f("Or", br_inf, f("IsNaN", br))), f("Not", f("Or", bi_inf, f("IsNaN", bi))))
+    finite_a = f("And", f("Not", f("Or", ar_inf, f("IsNaN", ar))), f("Not", f("Or", ai_inf, f("IsNaN", ai))))
+    inf_over_finite = f("And", f("Or", ar_inf, ai_inf), finite_b)
+    sr, si = f("Where", ar_inf, f("Sign", ar), zero), f("Where", ai_inf, f("Sign", ai), zero)
+    case2 = (f("Mul", inf, f("Add", f("Mul", sr, br), f("Mul", si, bi))),
+             f("Mul", inf, f("Sub", f("Mul", si, br), f("Mul", sr, bi))))
+    # 3. A finite numerator, an infinite denominator.
+    finite_over_inf = f("And", f("Or", br_inf, bi_inf), finite_a)
+    tr, ti = f("Where", br_inf, f("Sign", br), zero), f("Where", bi_inf, f("Sign", bi), zero)
+    case3 = (f("Mul", zero, f("Add", f("Mul", ar, tr), f("Mul", ai, ti))),
+             f("Mul", zero, f("Sub", f("Mul", ai, tr), f("Mul", ar, ti))))
+    result = []
+    for i, smith in enumerate((cr, ci)):
+        corner = f("Where", zero_denominator, case1[i], f("Where", inf_over_finite, case2[i],
+                                                          f("Where", finite_over_inf, case3[i], smith)))
+        result.append(f("Where", nan, corner, smith))
+    return [join(b, result[0], result[1])]
+
+
+def _known(b: GraphBuilder, args: Sequence[str], what: str) -> list[np.ndarray]:
+    """The values of constant pair operands as complex arrays, or the refusal naming ``what``."""
+    if not all(a in b.known for a in args):
+        b.refuse(f"{what} of complex values computed at run time (only of constants)")
+    return [b.known[a][..., 0] + 1j * b.known[a][..., 1] for a in args]
+
+
+def _pairs_of(b: GraphBuilder, value: np.ndarray, dtype: np.dtype[Any]) -> str:
+    return b.constant(np.stack([value.real, value.imag], axis=-1).astype(dtype), "complex")
+
+
+def _sqrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    """The square root of a complex constant (JAX's ``norm="ortho"``), computed here."""
+    dtype = complex_part(op.results[0])
+    assert dtype is not None
+    (x,) = _known(b, args, "a square root")
+    return [_pairs_of(b, np.sqrt(x), dtype)]
+
+
+def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    """A sum of complex values (parts summed apart), or a product of constants (computed here)."""
+    dtype = complex_part(op.results[0])
+    kind = reducer(op)
+    if len(args) != 2 or dtype is None or kind not in ("Add", "Mul"):
+        b.refuse("a reduction of complex values other than one sum or product")
+    dims = int_list(op.attributes["dimensions"])
+    if kind == "Mul":
+        x, init = _known(b, args, "a product")
+        return [_pairs_of(b, np.prod(x, axis=tuple(dims)) * init, dtype)]
+    total = b.one("ReduceSum", [args[0], b.int64s(dims)], keepdims=0) if dims else args[0]
+    return [b.one("Add", [total, args[1]])]
+
+
+def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dims = int_list(op.attributes["broadcast_dimensions"])
+    result = _static(b, op.results[0])
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    x = args[0]
+    if order != list(range(len(dims))):
+        x = b.one("Transpose", [x], perm=[*order, len(dims)])
+    kept = sorted(dims)
+    missing = [i for i in range(len(result)) if i not in kept]
+    if missing:
+        x = b.one("Unsqueeze", [x, b.int64s(missing)])
+    return [b.one("Expand", [x, b.int64s([*result, 2])])]
+
+
+def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [b.one("Reshape", [args[0], b.int64s([*_static(b, op.results[0]), 2])], allowzero=1)]
+
+
+def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    perm = int_list(op.attributes["permutation"])
+    return [b.one("Transpose", args, perm=[*perm, len(perm)])]
+
+
+def _slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    starts = int_list(op.attributes["start_indices"])
+    return [b.one("Slice", [args[0], b.int64s(starts), b.int64s(int_list(op.attributes["limit_indices"])),
+                            b.int64s(list(range(len(starts)))), b.int64s(int_list(op.attributes["strides"]))])]
+
+
+def _concatenate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    return [args[0] if len(args) == 1 else b.one("Concat", args, axis=ir.IntegerAttr(op.attributes["dimension"]).value)]
+
+
+def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    dims = int_list(op.attributes["dimensions"])
+    if not dims:
+        return [args[0]]
+    return [b.one("Slice", [args[0], b.int64s([-1] * len(dims)), b.int64s([np.iinfo(np.int64).min] * len(dims)),
+                            b.int64s(dims), b.int64s([-1] * len(dims))])]
+
+
+def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    if any(int_list(op.attributes["interior_padding"])):
+        b.refuse("interior padding of complex values")
+    low, high = int_list(op.attributes["edge_padding_low"]), int_list(op.attributes["edge_padding_high"])
+    (real, imag), (pad_real, pad_imag) = parts(b, args[0]), parts(b, args[1])
+    pads, axes = b.int64s([*low, *high]), b.int64s(list(range(len(low))))
+    return [join(b, b.one("Pad", [real, pads, pad_real, axes]), b.one("Pad", [imag, pads, pad_imag, axes]))]
+
+
+def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    condition = args[0]
+    if tensor_shape(op.operands[0]):
+        condition = b.one("Unsqueeze", [condition, b.int64s([-1])])
+    return [b.one("Where", [condition, args[1], args[2]])]
+
+
+#: Complex operations (an operand or a result complex) -> translation on pairs; ``stablehlo.fft`` is
+#: :mod:`.fft`'s.
+COMPLEX: dict[str, Translation] = {
+    "stablehlo.constant": _constant,
+    "stablehlo.real": _real,
+    "stablehlo.imag": _imag,
+    "stablehlo.complex": _complex,
+    "stablehlo.convert": _convert,
+    "stablehlo.add": _same("Add"),
+    "stablehlo.subtract": _same("Sub"),
+    "stablehlo.negate": _same("Neg"),
+    "stablehlo.multiply": _multiply,
+    "stablehlo.divide": _divide,
+    "stablehlo.sqrt": _sqrt,
+    "stablehlo.reduce": _reduce,
+    "stablehlo.broadcast_in_dim": _broadcast_in_dim,
+    "stablehlo.reshape": _reshape,
+    "stablehlo.transpose": _transpose,
+    "stablehlo.slice": _slice,
+    "stablehlo.concatenate": _concatenate,
+    "stablehlo.reverse": _reverse,
+    "stablehlo.pad": _pad,
+    "stablehlo.select": _select,
+}
+
+#: No operation of real values is this module's.
+TABLE: dict[str, Translation] = {}
