@@ -31,6 +31,8 @@ _BOOL: Final = struct.Struct("<?")
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
 _I32: Final = struct.Struct("<i")
+#: Bytes of spare capacity after the buffer's end (see ``__init__``).
+_TAIL_ROOM: Final = 4096
 
 
 class FlatbufferWriter:
@@ -43,7 +45,10 @@ class FlatbufferWriter:
     __slots__ = ("_buf", "_head", "_minalign", "_vtable", "_object_end", "_vtables", "_count")
 
     def __init__(self, size: int) -> None:
-        self._buf = bytearray(max(size, 64))
+        # Room after the end too, kept by CPython when the end is cut off: the trailer that
+        # seal() appends to the output then fits without a copy of the whole artifact.
+        self._buf = bytearray(max(size, 64) + _TAIL_ROOM)
+        del self._buf[-_TAIL_ROOM:]
         self._head = len(self._buf)
         self._minalign = 1
         self._vtable: list[int] = []
