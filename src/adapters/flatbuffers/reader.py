@@ -184,7 +184,9 @@ class WireReader:
                     # The vtable too: a large one shared by many tables would
                     # otherwise be unpacked again for each of them, unpaid.
                     self.work_left -= obj_size + vt_len
-                    self.reached = max(self.reached, pos + obj_size, vtable + vt_len)
+                    end = pos + obj_size if pos + obj_size > vtable + vt_len else vtable + vt_len
+                    if end > self.reached:
+                        self.reached = end
                     if self.work_left >= 0:
                         count = (vt_len - 4) >> 1
                         entries = _ENTRIES.get(count)
