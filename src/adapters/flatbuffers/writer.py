@@ -8,8 +8,8 @@ artifact, whatever its size. Measured on the benchmarks' MLP of 2,000
 operations (a 290 KB module, jax 0.12, ``benchmarks/test_artifacts.py``),
 writing with that builder took 415 us of CPU, as long as all of
 ``jax.export``'s ``serialize()`` (484 us), and the SHA-256 of jaxport's trailer
-adds 165 us to it; with this writer the same bytes take about a third of that
-time (``tests/adapters/test_flatbuffers_writer.py`` checks they are the same).
+adds 165 us to it; this writer writes the same bytes in 120 to 180 us
+(``tests/adapters/test_flatbuffers_writer.py`` checks that they are the same).
 
 It implements the operations of :class:`.encode.ArtifactBuilder` with the
 same semantics: data is prepended from the end of a zero-filled buffer, each
@@ -25,12 +25,10 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-_U8: Final = struct.Struct("<B")
-_I8: Final = struct.Struct("<b")
+from .reader import SCALARS
+
+_U8, _I8, _U16, _U32, _I32 = (SCALARS[kind] for kind in ("u8", "i8", "u16", "u32", "i32"))
 _BOOL: Final = struct.Struct("<?")
-_U16: Final = struct.Struct("<H")
-_U32: Final = struct.Struct("<I")
-_I32: Final = struct.Struct("<i")
 #: Bytes of spare capacity after the buffer's end (see ``__init__``).
 _TAIL_ROOM: Final = 4096
 
@@ -166,23 +164,21 @@ class FlatbufferWriter:
             self._slot(o)
 
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None:
-        if x != d:
-            self._prepend(_I8, x)
-            self._slot(o)
+        self._scalar_slot(_I8, o, x, d)
 
     def PrependUint16Slot(self, o: int, x: int, d: int) -> None:
-        if x != d:
-            self._prepend(_U16, x)
-            self._slot(o)
+        self._scalar_slot(_U16, o, x, d)
 
     def PrependUint32Slot(self, o: int, x: int, d: int | None) -> None:
-        if x != d:
-            self._prepend(_U32, x)
-            self._slot(o)
+        self._scalar_slot(_U32, o, x, d)
 
     def PrependBoolSlot(self, o: int, x: bool, d: bool) -> None:
+        self._scalar_slot(_BOOL, o, x, d)
+
+    def _scalar_slot(self, fmt: struct.Struct, o: int, x: object, d: object) -> None:
+        """A scalar field in slot ``o``, left out when it equals its default ``d``."""
         if x != d:
-            self._prepend(_BOOL, x)
+            self._prepend(fmt, x)
             self._slot(o)
 
     def Finish(self, rootTable: int) -> int:
