@@ -77,7 +77,7 @@ def test_a_sealed_artifact_with_its_magic_changed_is_refused_whatever_byte_chang
         if len(blob) % 4 == 0:
             break
     assert len(blob) % 4 == 0
-    flat = unseal(blob).flatbuffer
+    flat = bytes(unseal(blob).flatbuffer)
     avals = field_target(flat, W.Root.UNIQUE_AVALS)
     aval = avals + 4 + struct.unpack_from("<I", flat, avals + 4)[0]
     vtable = aval - struct.unpack_from("<i", flat, aval)[0]
