@@ -13,10 +13,11 @@ faster):
   ``jax.export.deserialize(blob)`` of the same bytes, ``jax.export``'s
   serialization with ``vjp_order=1`` (two modules and symbolic shapes to
   parse), likewise in chunks. The ratio can exceed 1 for a structural
-  reason: jaxport reads and checks every table of the VJP chain before it
-  returns (a damaged VJP table is refused by ``deserialize``, not by a later
-  ``vjp()``), where ``jax.export`` decodes that table only when ``vjp()`` is
-  first called;
+  reason: jaxport reads and checks every table of the VJP chain of such bytes
+  (no jaxport trailer) before it returns (a damaged VJP table is refused by
+  ``deserialize``, not by a later ``vjp()``), where ``jax.export`` decodes that
+  table only when ``vjp()`` is first called (as jaxport does for a sealed
+  artifact, whose digest it checks first);
 * ``inspect in a fresh process``: ``python -c 'import jaxport;
   jaxport.inspect(path)'`` against ``python -c 'import jax;
   jax.export.deserialize(...)'``, each round a new interpreter, the way a

@@ -46,19 +46,30 @@ class Deferred(Generic[T]):
     make: Callable[[], T]
 
 
+#: The default of a :class:`DeferredField` that has none.
+_REQUIRED: Any = object()
+
+
 class DeferredField(Generic[T]):
     """A data descriptor for a dataclass field that holds a value or a :class:`Deferred` one.
 
     The instance keeps the field in its ``__dict__`` (the dataclass has no
-    ``__slots__``). As a dataclass field it has no default: reading it on the
-    class raises ``AttributeError``, which dataclasses take for "no default".
+    ``__slots__``). As a dataclass field it has no default unless given one:
+    reading it on the class raises ``AttributeError``, which dataclasses take
+    for "no default", or gives ``default``.
     """
+
+    def __init__(self, default: Any = _REQUIRED) -> None:
+        self._default = default
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
 
     def __get__(self, obj: Any, owner: type | None = None) -> T:
         if obj is None:
+            if self._default is not _REQUIRED:
+                default: T = self._default
+                return default
             raise AttributeError(f"{self._name} is a required field")
         value = obj.__dict__[self._name]
         if type(value) is Deferred:

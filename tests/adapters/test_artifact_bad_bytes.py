@@ -20,6 +20,7 @@ import pytest
 
 from jaxport.adapters.flatbuffers import wire as W
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
+from jaxport.domain.artifact.integrity import Extension, seal
 from jaxport.domain.artifact.record import ArtifactRecord, DType, MemorySpace, TreeKind
 from jaxport.domain.artifact.sharding import AxisType
 from jaxport.domain.errors import ArtifactError
@@ -54,6 +55,25 @@ def test_an_unsupported_calling_convention_is_exposed_not_rejected() -> None:
 
 def test_the_vjp_order_is_the_depth_of_the_vjp_chain() -> None:
     assert rich_record(2).vjp_order == 2 and rich_record(0).vjp_order == 0
+
+
+def test_a_sealed_artifact_whose_vjp_table_is_bad_is_refused_where_the_vjp_is_read() -> None:
+    # Its digest is valid (made so, then sealed): the VJP table, decoded at first use, is
+    # refused then, each time; bare bytes with the same table are refused at once.
+    record = rich_record(1)
+    assert record.vjp is not None
+    bad = replace(record, vjp=replace(record.vjp, mlir_module_serialized=b"not a module"))
+    flat = bytes(encode_artifact(bad))
+    sealed = seal(flat, Extension(((), ())))
+    read = decode_artifact(sealed)
+    assert read.has_vjp and read.function_name == record.function_name
+    for _ in range(2):
+        with pytest.raises(ArtifactError, match="mlir_module_serialized.*not a StableHLO"):
+            read.vjp
+    with pytest.raises(ArtifactError, match="not a StableHLO"):
+        decode_artifact(flat)
+    good = decode_artifact(seal(encode_artifact(record), Extension(((), ()))))
+    assert good.vjp == record.vjp and good.vjp_order == 1
 
 
 # --------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import pytest
 
 import jaxport
 from jaxport.adapters.flatbuffers import wire as W
-from jaxport.domain.artifact.integrity import FOOTER_SIZE, is_sealed, unseal
+from jaxport.adapters.flatbuffers.codec import encode_artifact
+from jaxport.domain.artifact.integrity import FOOTER_SIZE, Extension, is_sealed, seal, unseal
 from jaxport.errors import ArtifactError
 from tests.helpers.artifacts import field_target, patched
 
@@ -42,6 +43,25 @@ def test_jax_export_reads_a_sealed_artifact_and_calls_it() -> None:
     theirs = jax.export.deserialize(constrained().serialize(vjp_order=1))
     x = np.ones((16, 3), np.float32)
     np.testing.assert_allclose(theirs.call(x), np.sin(x) * 2, rtol=1e-6)
+
+
+def test_a_sealed_artifact_with_a_bad_vjp_table_loads_and_its_vjp_is_refused_with_an_artifact_error() -> None:
+    # A valid digest over a VJP table that is bad all the same (written so, then sealed):
+    # deserialize reads that table on the first vjp(), which raises the ArtifactError.
+    exp = constrained()
+    record = exp._record_with_vjps(1)
+    assert record.vjp is not None
+    bad = dataclasses.replace(record, vjp=dataclasses.replace(record.vjp, calling_convention_version=1))
+    flat = bytes(encode_artifact(bad))
+    sealed = seal(flat, Extension((("n >= 16",), ("n >= 16",))))
+    loaded = jaxport.deserialize(sealed)
+    assert loaded.has_vjp()
+    x = np.ones((16, 3), np.float32)
+    np.testing.assert_allclose(loaded.call(x), np.sin(x) * 2, rtol=1e-6)
+    with pytest.raises(ArtifactError, match="calling convention"):
+        loaded.vjp()
+    with pytest.raises(ArtifactError, match="calling convention"):
+        jax.grad(lambda v: loaded.call(v).sum())(x)
 
 
 def test_changing_any_byte_of_a_sealed_artifact_is_refused_at_load() -> None:
@@ -77,7 +97,7 @@ def test_a_sealed_artifact_with_its_magic_changed_is_refused_whatever_byte_chang
         if len(blob) % 4 == 0:
             break
     assert len(blob) % 4 == 0
-    flat = unseal(blob).flatbuffer
+    flat = bytes(unseal(blob).flatbuffer)
     avals = field_target(flat, W.Root.UNIQUE_AVALS)
     aval = avals + 4 + struct.unpack_from("<I", flat, avals + 4)[0]
     vtable = aval - struct.unpack_from("<i", flat, aval)[0]

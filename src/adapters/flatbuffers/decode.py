@@ -20,13 +20,14 @@ and VJP tables may nest only so deep. Every problem is an
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, EffectRecord, MemorySpace, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import HloShardingRecord, ShardingRecord
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.integrity import is_sealed, unseal
+from jaxport.domain.artifact.producer import Producer
+from jaxport.domain.deferred import Deferred
 from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import wire as W
 from .decode_shardings import read_shardings
@@ -79,11 +80,14 @@ def decode_artifact(blob: bytes | bytearray | memoryview) -> ArtifactRecord:
         with _byte_view(blob) as view:
             return _decode(view)
     unsealed = unseal(blob)
-    record = _decode(unsealed.flatbuffer)
-    if unsealed.extension is None:
-        return record
-    record = _with_constraints(record, unsealed.extension.constraints)
-    return replace(record, producer=unsealed.extension.producer)
+    extension = unsealed.extension
+    if extension is None:
+        return _decode(unsealed.flatbuffer)
+    levels = extension.constraints
+    # The digest vouches for every byte, so the VJP tables are decoded when first read (as
+    # jax.export decodes them): a table that is bad all the same (an artifact made so, then
+    # sealed) raises its ArtifactError then, where the VJP is used.
+    return _decode(unsealed.flatbuffer, levels, extension.producer, lazy_vjp=True)
 
 
 def records_short_device_count(blob: bytes | bytearray | memoryview) -> bool:
@@ -100,11 +104,28 @@ def records_short_device_count(blob: bytes | bytearray | memoryview) -> bool:
     return table.scalar(W.Root.NR_DEVICES_SHORT, "i16", "nr_devices_short", 0) > 0
 
 
-def _decode(flatbuffer: bytes | memoryview) -> ArtifactRecord:
+def _decode(flatbuffer: bytes | memoryview, levels: tuple[tuple[str, ...], ...] | None = None,
+            producer: Producer | None = None, lazy_vjp: bool = False) -> ArtifactRecord:
+    """The record of a flatbuffer; ``levels`` and ``producer`` are a trailer's (see :func:`_exported`),
+    checked against the number of tables."""
     reader = WireReader(flatbuffer, _SLOT_COUNTS)
-    record = _exported(reader.root("Exported"), depth=0)
+    root = reader.root("Exported")
+    if levels is not None:
+        tables = _vjp_order(root) + 1
+        if len(levels) != tables:
+            raise ArtifactError(f"jaxport trailer: constraints for {len(levels)} tables, but the "
+                                f"artifact has {tables} (a VJP chain of order {tables - 1})")
+    record = _exported(root, 0, levels or (), producer, lazy_vjp)
     reader.check_end()
     return record
+
+
+def _vjp_order(t: TableView) -> int:
+    """The order of the VJP chain under the ``Exported`` table ``t`` (its tables are not decoded)."""
+    order = 0
+    while order <= MAX_VJP_DEPTH and (vjp := t.table(W.Root.VJP, "Exported", "vjp")) is not None:
+        t, order = vjp, order + 1
+    return order
 
 
 def _byte_view(blob: bytes | bytearray | memoryview) -> memoryview:
@@ -115,18 +136,12 @@ def _byte_view(blob: bytes | bytearray | memoryview) -> memoryview:
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-def _with_constraints(record: ArtifactRecord, levels: tuple[tuple[str, ...], ...]
-                      ) -> ArtifactRecord:
-    """``record`` with each table of its VJP chain given its recorded constraints."""
-    if len(levels) != record.vjp_order + 1:
-        raise ArtifactError(f"jaxport trailer: constraints for {len(levels)} tables, but the "
-                            f"artifact has {record.vjp_order + 1} (a VJP chain of order "
-                            f"{record.vjp_order})")
-    vjp = None if record.vjp is None else _with_constraints(record.vjp, levels[1:])
-    return replace(record, constraints=levels[0], vjp=vjp)
-
-
-def _exported(t: TableView, depth: int) -> ArtifactRecord:
+def _exported(t: TableView, depth: int, levels: tuple[tuple[str, ...], ...] = (),
+              producer: Producer | None = None, lazy_vjp: bool = False) -> ArtifactRecord:
+    """The record of the ``Exported`` table ``t`` (its VJP chain's too), the table of VJP order
+    ``depth``; ``levels[k]`` is the symbolic constraints of the table of order k, and ``producer``
+    the root table's (a trailer's, which jax.export's format does not hold). With ``lazy_vjp``
+    the VJP table is decoded when the record's ``vjp`` is first read."""
     E = W.Root
     version = t.scalar(E.SERIALIZATION_VERSION, "u16", "serialization_version", 0)
     name = t.required_string(E.FUNCTION_NAME, "function_name")
@@ -151,7 +166,11 @@ def _exported(t: TableView, depth: int) -> ArtifactRecord:
     vjp_table = t.table(E.VJP, "Exported", "vjp")
     if vjp_table is not None and depth >= MAX_VJP_DEPTH:
         raise t.fail("vjp", f"VJP tables nest deeper than {MAX_VJP_DEPTH}")
-    vjp = None if vjp_table is None else _exported(vjp_table, depth + 1)
+    vjp: ArtifactRecord | Deferred[ArtifactRecord | None] | None = None
+    if vjp_table is not None and lazy_vjp:
+        vjp = Deferred(lambda: _exported(vjp_table, depth + 1, levels, None, True))
+    elif vjp_table is not None:
+        vjp = _exported(vjp_table, depth + 1, levels)
     jax_version = t.string(E.JAX_VERSION, "jax_version")
     try:
         return ArtifactRecord(
@@ -162,7 +181,8 @@ def _exported(t: TableView, depth: int) -> ArtifactRecord:
             mlir_module_serialized=module,
             calling_convention_version=calling_convention_version,
             module_kept_var_idx=kept_var_idx, uses_global_constants=uses_global_constants,
-            vjp=vjp, serialization_version=version, jax_version=jax_version)
+            vjp=vjp, serialization_version=version, jax_version=jax_version,
+            constraints=levels[depth] if depth < len(levels) else (), producer=producer)
     except ValueError as exc:  # the record's own invariants (kept_var_idx, ...)
         raise ArtifactError(f"table Exported at offset {t.pos}: {exc}") from None
 

@@ -1,7 +1,8 @@
 """Writing an :class:`ArtifactRecord` as the bytes jax 0.10.2's ``Exported.serialize()`` writes.
 
 Byte identity with ``jax.export`` follows from doing what its writer does with
-a ``flatbuffers.Builder``, in the same order: every sub-object is built
+a ``flatbuffers.Builder``, in the same order (here with :class:`.writer.FlatbufferWriter`,
+which lays out bytes as that builder does, faster): every sub-object is built
 bottom-up before the table that refers to it, vectors of tables are built
 element by element and then prepended in reverse, fields are added in the
 order below (``nr_devices`` right after ``out_avals``), scalars equal to their
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-import flatbuffers  # type: ignore[import-untyped]
+import struct
 
 from jaxport.domain.artifact.record import (
     JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord, EffectRecord, TreeKind, TreeSpec
@@ -32,12 +33,14 @@ from jaxport.domain.artifact.sharding import (
 )
 from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import wire as W
+from .writer import FlatbufferWriter
 
 _T = TypeVar("_T")
 
 
 class ArtifactBuilder(Protocol):
-    """The operations of ``flatbuffers.Builder`` (an untyped package) that the writer uses."""
+    """The operations of ``flatbuffers.Builder`` (an untyped package) that the writer uses;
+    :class:`.writer.FlatbufferWriter` has them too."""
 
     def StartObject(self, numfields: int) -> None: ...
     def EndObject(self) -> int: ...
@@ -70,14 +73,20 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Returns:
         The artifact's bytes (for a record read from jax 0.10.2's bytes, the
         same bytes).
+
+    Raises:
+        TypeError: a number does not fit its field (as ``flatbuffers.Builder`` raises).
     """
     size = 1024  # room for the modules and their tables, so that the buffer rarely grows
     vjp: ArtifactRecord | None = record
     while vjp is not None:
         size += len(vjp.mlir_module_serialized) + 1024
         vjp = vjp.vjp
-    builder: ArtifactBuilder = flatbuffers.Builder(size)
-    builder.Finish(_exported(builder, record))
+    builder = FlatbufferWriter(size)
+    try:
+        builder.Finish(_exported(builder, record))
+    except struct.error as exc:
+        raise TypeError(f"A number of the artifact does not fit its field: {exc}") from exc
     return builder.Output()
 
 

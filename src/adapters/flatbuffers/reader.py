@@ -184,7 +184,9 @@ class WireReader:
                     # The vtable too: a large one shared by many tables would
                     # otherwise be unpacked again for each of them, unpaid.
                     self.work_left -= obj_size + vt_len
-                    self.reached = max(self.reached, pos + obj_size, vtable + vt_len)
+                    end = pos + obj_size if pos + obj_size > vtable + vt_len else vtable + vt_len
+                    if end > self.reached:
+                        self.reached = end
                     if self.work_left >= 0:
                         count = (vt_len - 4) >> 1
                         entries = _ENTRIES.get(count)
@@ -361,12 +363,12 @@ class TableView:
                                                     f"at byte {exc.start})") from None
 
     def _offsets(self, slot: int, field: str) -> list[int]:
-        """The targets of a vector of offsets, each checked to lie in the buffer."""
+        """The targets of a vector of offsets, each checked to lie in the buffer (empty when absent)."""
         start, count = self._vector(slot, 4, field)
         if count == 0:
             return []
         rel = struct.unpack_from(f"<{count}I", self.reader.data, start)
-        targets = [start + 4 * i + r for i, r in enumerate(rel)]
+        targets = [r + at for r, at in zip(rel, range(start, start + 4 * count, 4))]
         limit = self.reader.size - 4
         if max(targets) > limit:
             i, target = next((i, t) for i, t in enumerate(targets) if t > limit)
@@ -376,7 +378,8 @@ class TableView:
 
     def strings(self, slot: int, field: str) -> tuple[str, ...]:
         """A vector of strings (empty when absent)."""
-        if not self.has(slot):
+        entries = self._entries
+        if slot >= len(entries) or not entries[slot]:
             return ()
         string_at = self._string_at
         return tuple([string_at(target, field, i)
@@ -384,7 +387,8 @@ class TableView:
 
     def tables(self, slot: int, name: str, field: str) -> list[TableView]:
         """A vector of tables (empty when absent)."""
-        if not self.has(slot):
+        entries = self._entries
+        if slot >= len(entries) or not entries[slot]:
             return []
         table_at = self.reader.table_at
         return [table_at(target, name, self, field, i)

@@ -1,7 +1,8 @@
 """A bundle directory on disk: written atomically, a level up from :mod:`.atomic_files`.
 
 The files go to a temporary directory beside the target (same parent, so the
-same file system), each flushed and fsync'ed while its SHA-256 is computed;
+same file system), each flushed and fsync'ed while its SHA-256 is computed
+(on a second thread, as it is written);
 then the manifest; then the temporary directory takes the target's place:
 on Linux by exchanging the two names in one step (``renameat2`` with
 ``RENAME_EXCHANGE``), elsewhere by two renames. A failure at any point
@@ -39,29 +40,50 @@ Writer = Callable[[BinaryIO], object]
 
 
 class _HashingWriter:
-    """A binary stream that passes bytes on and keeps their size and SHA-256."""
+    """A binary stream that passes bytes on and keeps their size and SHA-256.
+
+    The digest is computed on a second thread while the next bytes are
+    written (hashlib and file writes release the GIL), so the bytes passed
+    to :meth:`write` must not change until :meth:`digest` returns.
+    """
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
         self._hash = hashlib.sha256()
+        self._hashing = ThreadPoolExecutor(max_workers=1)  # one worker: the updates stay in order
         self.size = 0
 
     def write(self, data: Any) -> int:
-        self._hash.update(data)
-        self.size += memoryview(data).nbytes
+        size = memoryview(data).nbytes
+        self._hashing.submit(self._hash.update, data)
         self._stream.write(data)
-        return memoryview(data).nbytes
+        self.size += size
+        return size
 
     def digest(self) -> FileDigest:
+        """The size and SHA-256 of what was written, once every update is done."""
+        self._hashing.shutdown(wait=True)
         return FileDigest(self.size, self._hash.hexdigest())
 
 
 def sha256_many(buffers: Sequence[memoryview]) -> list[str]:
     """The SHA-256 (hex) of each buffer, computed on several threads (hashlib releases the GIL)."""
+    return sha256_later(buffers)()
+
+
+def sha256_later(buffers: Sequence[memoryview]) -> Callable[[], list[str]]:
+    """Starts computing the SHA-256 of each buffer on background threads, which the caller can
+    overlap with other work; the function returned waits for them and gives the hex digests.
+
+    The buffers must not change until that function returns.
+    """
     if len(buffers) <= 1:
-        return [hashlib.sha256(b).hexdigest() for b in buffers]
-    with ThreadPoolExecutor(max_workers=min(len(buffers), os.cpu_count() or 1)) as pool:
-        return list(pool.map(lambda b: hashlib.sha256(b).hexdigest(), buffers))
+        digests = [hashlib.sha256(b).hexdigest() for b in buffers]
+        return lambda: digests
+    pool = ThreadPoolExecutor(max_workers=min(len(buffers), os.cpu_count() or 1))
+    futures = [pool.submit(lambda b: hashlib.sha256(b).hexdigest(), b) for b in buffers]
+    pool.shutdown(wait=False)  # the threads end when the queue is done
+    return lambda: [f.result() for f in futures]
 
 
 def write_bundle(path: str | os.PathLike[str], files: Mapping[str, Writer],
@@ -142,10 +164,13 @@ def file_digests(root: Path) -> dict[str, FileDigest]:
 def _write_file(path: Path, writer: Writer) -> FileDigest:
     with open(path, "xb") as f:
         hashing = _HashingWriter(f)
-        writer(hashing)  # type: ignore[arg-type]
-        f.flush()
-        os.fsync(f.fileno())
-    return hashing.digest()
+        try:
+            writer(hashing)  # type: ignore[arg-type]
+            f.flush()
+            os.fsync(f.fileno())  # while the last bytes are hashed
+        finally:
+            digest = hashing.digest()
+    return digest
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:

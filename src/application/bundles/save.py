@@ -13,7 +13,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, BinaryIO
 
-from jaxport.adapters.storage.bundle_dir import sha256_many, write_bundle
+from jaxport.adapters.storage.bundle_dir import sha256_later, write_bundle
 from jaxport.adapters.jax.versions import this_producer
 from jaxport.adapters.jax.weights import stored_weight
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
@@ -97,8 +97,10 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     weights_tree = weights_tree_spec(registry, treedef)
     stored = [stored_weight(name, leaf) for name, leaf in zip(names, leaves)]
     data = [raw_bytes(host) for _, host in stored]
-    weights = tuple(dataclasses.replace(record, sha256=digest)
-                    for (record, _), digest in zip(stored, sha256_many(data)))
+    # The weights' digests are computed on other threads while the functions are checked and
+    # the files written; the manifest, written last, waits for them.
+    weight_digests = sha256_later(data)
+    weights = tuple(record for record, _ in stored)
     unknown = sorted(set(without_params) - set(functions))
     if unknown:
         raise BundleError(f"without_params names functions that are not in the bundle: {unknown}")
@@ -116,7 +118,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
 
     def manifest(digests: dict[str, FileDigest]) -> bytes:
         version = FORMAT_VERSION if recorded.examples else EXAMPLES_FREE_VERSION
-        return Manifest(entries, weights_tree, weights, meta, digests, version,
+        hashed = tuple(dataclasses.replace(w, sha256=d) for w, d in zip(weights, weight_digests()))
+        return Manifest(entries, weights_tree, hashed, meta, digests, version,
                         weights_header_sha256=hashlib.sha256(header).hexdigest(),
                         producer=this_producer(), examples=recorded.examples).to_json()
 

@@ -132,7 +132,7 @@ class Exported(ExportedFields):
 
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can provide the exported VJP."""
-        return self._export_vjp is not None or self.record.vjp is not None
+        return self._export_vjp is not None or self.record.has_vjp
 
     def vjp(self) -> Exported:
         """The exported VJP of this function.

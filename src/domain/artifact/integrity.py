@@ -42,7 +42,7 @@ write a sealed artifact, so it says nothing about who wrote it.
 
 >>> sealed = seal(b"FLATBUFFER", Extension(constraints=(("n >= 16",),)))
 >>> unsealed = unseal(sealed)
->>> unsealed.flatbuffer, unsealed.extension
+>>> bytes(unsealed.flatbuffer), unsealed.extension
 (b'FLATBUFFER', Extension(constraints=(('n >= 16',),), producer=None))
 >>> unseal(b"FLATBUFFER").extension is None
 True
@@ -138,12 +138,12 @@ class Unsealed:
         digest: the hex SHA-256 of the trailer, None when it has none.
     """
 
-    flatbuffer: bytes
+    flatbuffer: bytes | memoryview
     extension: Extension | None
     digest: str | None
 
 
-def seal(flatbuffer: bytes | bytearray, extension: Extension) -> bytearray:
+def seal(flatbuffer: bytes | bytearray | memoryview, extension: Extension) -> bytearray:
     """``flatbuffer`` followed by ``extension`` and the footer with their digest.
 
     A ``bytearray`` is extended in place (and returned), saving a copy of
@@ -237,4 +237,5 @@ def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:
         raise ArtifactError(
             "The artifact's digest does not match its content: the bytes were changed "
             "after jaxport wrote them (damaged in transit or storage, or edited).")
-    return Unsealed(data[:cut], Extension.from_bytes(data[cut:before]), digest.hexdigest())
+    # A view of the checked bytes, not a copy (they cannot change: ``bytes``).
+    return Unsealed(view[:cut], Extension.from_bytes(data[cut:before]), digest.hexdigest())

@@ -86,7 +86,8 @@ def check_portable_artifact(module: bytes, *, newest_readable: str) -> None:
             f"The module bytes ({len(module)} bytes, starting {bytes(module[:8])!r}) are not a "
             f"StableHLO portable artifact: they lack the MLIR bytecode header "
             f"{PORTABLE_ARTIFACT_MAGIC!r} + version + producer")
-    version = stablehlo_version(bytes(module[:300]))
+    producer = header[1]
+    version = producer.removeprefix("StableHLO_v") if producer.startswith("StableHLO_v") else None
     if version is not None and _version_tuple(version) > _version_tuple(newest_readable):
         raise ArtifactError(
             f"The module was serialized for StableHLO {version}, but this jaxlib reads StableHLO "

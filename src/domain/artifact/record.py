@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from jaxport.domain.deferred import DeferredField
+from jaxport.domain.deferred import Deferred, DeferredField
 from .producer import Producer
 from .safety import DisabledSafetyCheck
 from .sharding import HloShardingRecord, ShardingRecord
@@ -248,7 +248,9 @@ class ArtifactRecord:
         vjp: the record of the VJP function, if carried (recursively, for
             higher orders): an artifact serialized with ``vjp_order >= 1``
             carries it; an export made in this process exports its VJPs
-            when asked, and records none here.
+            when asked, and records none here. It may be deferred too: a
+            sealed artifact's VJP table is decoded when first read (see
+            :attr:`has_vjp`).
         serialization_version: the version number found when reading (jax
             0.10.2 writes 3 whatever it means); ignored when writing.
         constraints: the symbolic constraints of this table's dimensions
@@ -261,7 +263,7 @@ class ArtifactRecord:
             ``jax.export`` there writes); None for the older layout, which
             records ``serialization_version`` 3.
 
-    The trees, avals, effects and module bytes may be given as
+    The trees, avals, effects, module bytes and VJP may be given as
     :class:`~jaxport.domain.deferred.Deferred` (made on first read); the checks below that
     need one of them run only when it is given as a value. The shardings,
     one per flat argument and result, are never deferred.
@@ -285,7 +287,7 @@ class ArtifactRecord:
     ordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
     unordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
     mlir_module_serialized: DeferredField[bytes] = DeferredField()
-    vjp: ArtifactRecord | None = None
+    vjp: DeferredField[ArtifactRecord | None] = DeferredField(None)
     serialization_version: int = WRITTEN_SERIALIZATION_VERSION
     constraints: tuple[str, ...] = ()
     producer: Producer | None = None
@@ -309,6 +311,11 @@ class ArtifactRecord:
                 f"module_kept_var_idx {kept} is not a sorted list of distinct indices below {nr_in}")
         if self.nr_devices < 0:
             raise ValueError(f"nr_devices is negative: {self.nr_devices}")
+
+    @property
+    def has_vjp(self) -> bool:
+        """Whether the record carries a VJP (a deferred one is not made to find out)."""
+        return type(self.__dict__["vjp"]) is Deferred or self.vjp is not None
 
     @property
     def uses_hlo_shardings(self) -> bool:
