@@ -603,10 +603,12 @@ def targets_section(groups: Sequence[Group]) -> str:
     size call at b=1 (the models' arguments, :mod:`benchmarks.fresh_process`)."""
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for g in groups:
+        if g.kind == "quantize":  # its roles are modes (float32, int8-weights), not targets
+            continue
         for role, info in g.info.items():
-            if role in _BASELINE_ROLES:
-                continue
             model, quantity = str(info.get("model", g.name)), str(info.get("quantity", ""))
+            if role in _BASELINE_ROLES or quantity not in ("first answer", "per call"):
+                continue  # a conversion's roles (LiteRT's float32, int8-weights) are not targets either
             row = cells.setdefault((model, role), {})
             if quantity == "first answer":
                 row.setdefault("first", times(g.ratio(role, "jax.export")))

@@ -17,3 +17,19 @@ def test_every_target_gets_one_row_of_ratios_from_its_groups() -> None:
     lines = targets_section([first, call, iree]).splitlines()
     rows = [line.split() for line in lines[3:]]
     assert rows == [["gpt", "iree", "-", "-", "2.00x", "-"], ["gpt", "onnx", "0.25x", "0.25x", "-", "0.90x"]]
+
+
+def test_modes_and_conversions_are_not_targets() -> None:
+    """The quantize benchmark's modes and LiteRT's conversions (roles float32, int8-weights) get no row."""
+    quantize = Group("ONNX quantized per call: gpt b=8", "quantize", "-",
+                     {"float32": [1.0], "int8-weights": [0.5]},
+                     info={"float32": {"model": "gpt", "quantity": "per call", "batch": 8},
+                           "int8-weights": {"model": "gpt", "quantity": "per call", "batch": 8}})
+    conversion = Group("LiteRT conversion: gpt", "litert", "-", {"float32": [1.0], "int8-weights": [2.0]},
+                       info={"float32": {"model": "gpt", "quantity": "conversion"},
+                             "int8-weights": {"model": "gpt", "quantity": "conversion"}})
+    call = Group("LiteRT per call: gpt", "litert", "-", {"litert": [1.5], "jax.jit": [1.0]},
+                 info={"litert": {"model": "gpt", "quantity": "per call"},
+                       "jax.jit": {"model": "gpt", "quantity": "per call"}})
+    rows = [line.split() for line in targets_section([quantize, conversion, call]).splitlines()[3:]]
+    assert rows == [["gpt", "litert", "-", "-", "1.50x", "-"]]
