@@ -41,7 +41,8 @@ from typing_extensions import Self
 import jaxport
 
 from .conftest import alternating_chunks
-from .fresh_process import child_script, run_child, save_mlp, save_transformer, time_first_answers
+from .fresh_process import (child_script, run_child, runtime_baselines, save_mlp, save_transformer,
+                            time_first_answers, weights_bytes)
 
 FRESH_ROLES = ("iree", "jaxport", "jax.export")
 CALL_ROUNDS = {"MLP 2k": 300, "transformer": 30}
@@ -93,6 +94,12 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return made
 
 
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int | None]:
+    """IREE's own baseline (:func:`~.fresh_process.runtime_baselines`)."""
+    return runtime_baselines(tmp_path_factory.mktemp("iree-baseline"), ["iree"])
+
+
 def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, **extra: object) -> None:
     """Like conftest's ``label``, with this file's roles (``iree``, ``jaxport``, ``jax.export``, ``jax.jit``)."""
     benchmark.group = f"IREE {quantity}: {model.name}"
@@ -101,9 +108,10 @@ def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, *
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, FRESH_ROLES))
-def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
-                                         role: str) -> None:
-    label(benchmark, model, "first answer", role, chunk=chunk)
+def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int, role: str,
+                                         baselines: dict[str, int | None]) -> None:
+    label(benchmark, model, "first answer", role, chunk=chunk, weights_bytes=weights_bytes(model.root),
+          baseline_bytes=baselines.get(role))
     time_first_answers(benchmark, lambda: model.child(role))
 
 

@@ -43,7 +43,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 import jaxport
 
 from .conftest import alternating_chunks
-from .fresh_process import child_script, time_first_answers
+from .fresh_process import child_script, runtime_baselines, time_first_answers
 from .models import GPT_TOKENS
 from .test_iree import IREE_ROLE
 from .test_iree import Model as IreeModel
@@ -77,6 +77,12 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return dataclasses.replace(made, weights_bytes=weights)
 
 
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int | None]:
+    """ONNX Runtime's and IREE's own baselines (:func:`~.fresh_process.runtime_baselines`)."""
+    return runtime_baselines(tmp_path_factory.mktemp("onnx-baseline"), ["onnx", "iree"])
+
+
 def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, **extra: object) -> None:
     """This file's group and facts; ``load`` is the machine's 1-minute load average as the benchmark starts."""
     benchmark.group = f"ONNX {quantity}: {model.name}" + (f" b={extra['batch']}" if "batch" in extra else "")
@@ -108,9 +114,9 @@ def test_call_with_the_weights_resident(benchmark: BenchmarkFixture, model: Mode
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, FRESH_ROLES))
-def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
-                                         role: str) -> None:
-    label(benchmark, model, "first answer", role, chunk=chunk)
+def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int, role: str,
+                                         baselines: dict[str, int | None]) -> None:
+    label(benchmark, model, "first answer", role, chunk=chunk, baseline_bytes=baselines.get(role))
     time_first_answers(benchmark, lambda: model.child(role))
 
 
