@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -60,6 +57,8 @@ def sha256_many(buffers: Sequence[memoryview]) -> list[str]:
     """The SHA-256 (hex) of each buffer, computed on several threads (hashlib releases the GIL)."""
     if len(buffers) <= 1:
         return [hashlib.sha256(b).hexdigest() for b in buffers]
+    from concurrent.futures import ThreadPoolExecutor  # here: a load that hashes one file needs no pool
+
     with ThreadPoolExecutor(max_workers=min(len(buffers), os.cpu_count() or 1)) as pool:
         return list(pool.map(lambda b: hashlib.sha256(b).hexdigest(), buffers))
 
@@ -126,6 +125,8 @@ def move_into_place(tmp: Path, target: Path) -> None:
 
 def discard(tmp: Path) -> None:
     """Removes a directory from :func:`new_directory_beside` that will not take its place."""
+    import shutil
+
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -150,6 +151,9 @@ def _write_file(path: Path, writer: Writer) -> FileDigest:
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
     """Moves ``tmp`` to ``target``; afterwards ``tmp`` is gone (holding the old bundle, it is removed)."""
+    import shutil  # here, with tempfile: what only writing needs stays out of a loading process
+    import tempfile
+
     if not target.exists():
         os.rename(tmp, target)
         return
