@@ -28,7 +28,7 @@ LiteRT's CPU kernels target phones: the report says how far a call is from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ import jaxport
 
 from .conftest import alternating_chunks
 from .fresh_process import (child_script, run_child, runtime_baselines, save_mlp, save_transformer,
-                            time_first_answers, weights_bytes)
+                            time_first_answers, very_first_answers, weights_bytes)
 
 pytest.importorskip("litert_converter", reason="needs the extra jaxport[litert]")
 
@@ -60,6 +60,8 @@ class Model:
     dims: dict[str, list[dict[str, int]]] | None
     function: Any
     args: tuple[Any, ...]
+    #: Per LiteRT role, the wall time of the very first fresh process on its directory (verdicts cold).
+    very_first: dict[str, float] = field(default_factory=dict)
 
     def convert(self, path: Path, quantize: str | None = None) -> int:
         """Converts the source to ``path`` (replacing it); the size of its model, in bytes."""
@@ -88,6 +90,7 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     made.convert(root / "litert")
     for role in ("jaxport", "jax.export"):  # fill JAX's cache for each
         made.child(role)
+    made.very_first.update(very_first_answers(made.child, ["litert", "litert builtin"]))
     return made
 
 
@@ -109,7 +112,7 @@ def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, *
 def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int, role: str,
                                          baselines: dict[str, int | None]) -> None:
     label(benchmark, model, "first answer", role, chunk=chunk, weights_bytes=weights_bytes(model.root),
-          baseline_bytes=baselines.get(role))
+          baseline_bytes=baselines.get(role), very_first_s=model.very_first.get(role))
     time_first_answers(benchmark, lambda: model.child(role))
 
 
