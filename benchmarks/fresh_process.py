@@ -11,7 +11,11 @@ the target's directory); every child also knows JAX's two roles,
 ``jaxport`` (``jaxport.load`` or ``load_bundle`` and a call) and
 ``jax.export`` (``jax.export.deserialize``, the weights read from the
 bundle's safetensors file, a call), both with JAX's persistent compilation
-cache kept in the folder the caller names.
+cache kept in the folder the caller names. Beside them: each runtime's own
+baseline (:func:`runtime_baselines`: a trivial model opened with the runtime
+alone), and each target's very first answer (:func:`very_first_answers`: the
+first process on a directory, before jaxport's verdict store knows it; the
+timed answers find it warm).
 """
 
 from __future__ import annotations

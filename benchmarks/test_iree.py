@@ -13,7 +13,9 @@ Groups (kind ``"iree"``; ``extra_info`` names the model and the quantity):
   ``jax.export`` (``jax.export.deserialize``, the weights read from the
   bundle's safetensors file, a call), both JAX ones with JAX's persistent
   compilation cache warm (a child of each filled it first). Each child
-  reports its peak resident memory (``peak_bytes``, ``VmHWM``: Linux only).
+  reports its peak resident memory (``peak_bytes``, ``VmHWM``: Linux only);
+  ``weights_bytes``, ``baseline_bytes`` (IREE alone with a trivial model) and
+  ``very_first_s`` (the first process on the directory, verdicts cold) beside.
 * ``per call``: the call with the weights resident, in this process: ``iree``
   (the loaded model's function, IREE's threaded driver), ``iree local-sync``
   (the same on the calling thread) and ``jax.jit`` (``jax.jit`` of the original

@@ -13,7 +13,9 @@ bundle whose ``predict`` takes ``int32[b, 64]`` token ids, converted for
   JAX), ``litert builtin`` (the same without XNNPACK,
   which copies the weights into its own packed form), ``jaxport`` and ``jax.export`` (as in
   ``test_iree.py``, JAX's persistent compilation cache warm). Each child
-  reports its peak resident memory (``VmHWM``, Linux only).
+  reports its peak resident memory (``VmHWM``, Linux only); ``weights_bytes``,
+  ``baseline_bytes`` (LiteRT alone with a trivial model) and ``very_first_s``
+  (the first process on the directory, verdicts cold) beside.
 * ``per call``: the call with the weights resident, in this process:
   ``litert`` (a function of ``load_converted``, XNNPACK, LiteRT's default),
   ``litert builtin`` (LiteRT's own kernels) and ``jax.jit`` of the original

@@ -20,7 +20,9 @@ load average when it ran, ``load``):
   (``jax.export.deserialize``, weights from the bundle's safetensors, JAX's
   persistent compilation cache warm). Each child reports its peak resident
   memory (``VmHWM``, Linux only); ``weights_bytes`` is what the model's
-  constants and weights take.
+  constants and weights take, ``baseline_bytes`` the runtime's own peak with
+  a trivial model, ``very_first_s`` the first process on the directory
+  (jaxport's verdicts cold; the timed ones find them).
 * ``conversion``: ``jaxport.to_onnx``, with the ``.onnx`` file's size.
 
 The report prints them with the goals: a call at or under 1.0x of
