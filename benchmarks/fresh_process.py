@@ -11,7 +11,11 @@ the target's directory); every child also knows JAX's two roles,
 ``jaxport`` (``jaxport.load`` or ``load_bundle`` and a call) and
 ``jax.export`` (``jax.export.deserialize``, the weights read from the
 bundle's safetensors file, a call), both with JAX's persistent compilation
-cache kept in the folder the caller names.
+cache kept in the folder the caller names. Beside them: each runtime's own
+baseline (:func:`runtime_baselines`: a trivial model opened with the runtime
+alone), and each target's very first answer (:func:`very_first_answers`: the
+first process on a directory, before jaxport's verdict store knows it; the
+timed answers find it warm).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +117,19 @@ def run_child(script: str, kind: str, role: str, root: Path, cache: Path) -> dic
     return result
 
 
+def very_first_answers(child: Callable[[str], dict[str, Any]], roles: Sequence[str]) -> dict[str, float]:
+    """The wall time of one fresh child per role, each the first process to load its directory with
+    its options: jaxport's verdict store (the run's own, ``conftest.py``) knows nothing of it yet, so
+    it checks every digest and verifies. Afterwards the store is warm, as the timed first answers
+    (:func:`time_first_answers`) find it."""
+    found = {}
+    for role in roles:
+        start = time.perf_counter()
+        child(role)
+        found[role] = time.perf_counter() - start
+    return found
+
+
 def time_first_answers(benchmark: BenchmarkFixture, child: Callable[[], dict[str, Any]]) -> None:
     """Times :data:`FRESH_ROUNDS` fresh children; records their median peak memory as ``peak_bytes``."""
     peaks: list[int | None] = []
@@ -119,6 +137,62 @@ def time_first_answers(benchmark: BenchmarkFixture, child: Callable[[], dict[str
                        iterations=1, warmup_rounds=0)
     known = [p for p in peaks if p is not None]
     benchmark.extra_info["peak_bytes"] = int(np.median(known)) if known else None
+
+
+#: The child of a runtime's baseline: ``python -c SCRIPT TARGET DIRECTORY`` loads the one model of
+#: ``DIRECTORY`` (a converted trivial function, ``f32[1] -> f32[1]``) with the runtime's own API, no
+#: jaxport, answers one call and reports its peak resident memory.
+BASELINE_SCRIPT = """
+import glob, json, os, sys
+import numpy as np
+target, directory = sys.argv[1:]
+x = np.ones((1,), np.float32)
+if target == "onnx":
+    import onnxruntime as ort
+    session = ort.InferenceSession(glob.glob(directory + "/*.onnx")[0], providers=["CPUExecutionProvider"])
+    session.run(None, {session.get_inputs()[0].name: x})
+elif target == "litert":
+    from ai_edge_litert import interpreter
+    model = interpreter.Interpreter(model_path=glob.glob(directory + "/*.tflite")[0])
+    key, names = next(iter(model.get_signature_list().items()))
+    model.get_signature_runner(key)(**{names["inputs"][0]: x})
+else:
+    import iree.runtime as rt
+    module = rt.load_vm_flatbuffer_file(glob.glob(directory + "/*.vmfb")[0], driver="local-task")
+    np.asarray(module.main(x))
+""" + _CLOSING.split("\n", 2)[2]
+#: How each target converts (``jaxport.to_<target>``).
+_CONVERTERS = {"onnx": "to_onnx", "litert": "to_litert", "iree": "to_iree"}
+
+
+def runtime_baselines(root: Path, targets: Sequence[str]) -> dict[str, int | None]:
+    """Each target's runtime's own baseline: the median peak resident memory of :data:`FRESH_ROUNDS`
+    fresh processes that load a trivial model (``f32[1] -> f32[1]``, converted under ``root``) with
+    the runtime alone and call it once (None where ``/proc`` is missing)."""
+    fun = jax.jit(lambda x: x + 1.0)
+    source = root / "trivial.jaxport"
+    jaxport.save(jaxport.export(fun)(jax.ShapeDtypeStruct((1,), jnp.float32)), source)
+    found: dict[str, int | None] = {}
+    for target in targets:
+        directory = root / f"trivial-{target}"
+        getattr(jaxport, _CONVERTERS[target])(source, directory, overwrite=True)
+        peaks = []
+        for _ in range(FRESH_ROUNDS):
+            done = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, target, str(directory)],
+                                  capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr[-3000:])
+            peaks.append(json.loads(done.stdout.strip().splitlines()[-1])["peak_bytes"])
+        known = [p for p in peaks if isinstance(p, int)]
+        found[target] = int(np.median(known)) if known else None
+    return found
+
+
+def weights_bytes(root: Path) -> int:
+    """What the weights of the model saved under ``root`` take: the bundle's safetensors file, or the
+    whole ``mlp.jaxport`` (the MLP's weights are constants of its module)."""
+    params = root / "bundle" / "params.safetensors"
+    return (params if params.exists() else root / "mlp.jaxport").stat().st_size
 
 
 def save_mlp(root: Path) -> tuple[Path, Any, tuple[Any, ...]]:

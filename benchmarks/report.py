@@ -596,31 +596,64 @@ def serving_section(groups: Sequence[Group]) -> str:
 _BASELINE_ROLES = ("jax.export", "jax.jit")
 
 
+#: A converted model's peak memory in a fresh process: at most this many times its weights plus the
+#: runtime's own baseline (the runtime loaded with a trivial model, ``benchmarks/fresh_process.py``).
+CONVERTED_PEAK_WEIGHTS = 1.5
+
+
+def _over_weights(info: dict[str, Any]) -> tuple[str, str]:
+    """The runtime's baseline, and peak / (1.5 x weights + baseline) with whether it is at most 1."""
+    peak, weights, base = (info.get(k) for k in ("peak_bytes", "weights_bytes", "baseline_bytes"))
+    if not (isinstance(peak, int) and isinstance(weights, int) and isinstance(base, int)):
+        return mib(base), "-"
+    ratio = peak / (CONVERTED_PEAK_WEIGHTS * weights + base)
+    return mib(base), f"{times(ratio)} {_goal(ratio, 1.0)}"
+
+
 def targets_section(groups: Sequence[Group]) -> str:
     """One table of every target (and the JAX path, ``jaxport``) per model: a fresh process's first
     answer and peak memory against ``jax.export``'s, and the time per call at b=1 and b=8 against
     ``jax.jit``'s, each ratio between roles of one group (one run). Per-call groups without a batch
-    size call at b=1 (the models' arguments, :mod:`benchmarks.fresh_process`)."""
+    size call at b=1 (the models' arguments, :mod:`benchmarks.fresh_process`). The very first answer
+    (``very_first_s``: the first process on the directory, jaxport's verdicts cold) is shown against the
+    median of ``jax.export``'s. Where the first
+    answer's benchmark recorded the runtime's own baseline (``baseline_bytes``) and the weights
+    (``weights_bytes``), its peak memory against :data:`CONVERTED_PEAK_WEIGHTS` times the weights plus
+    the baseline, with whether it is within (at most 1.00x)."""
     cells: dict[tuple[str, str], dict[str, str]] = {}
     for g in groups:
+        if g.kind == "quantize":  # its roles are modes (float32, int8-weights), not targets
+            continue
         for role, info in g.info.items():
-            if role in _BASELINE_ROLES:
-                continue
             model, quantity = str(info.get("model", g.name)), str(info.get("quantity", ""))
+            if role in _BASELINE_ROLES or quantity not in ("first answer", "per call"):
+                continue  # a conversion's roles (LiteRT's float32, int8-weights) are not targets either
             row = cells.setdefault((model, role), {})
             if quantity == "first answer":
                 row.setdefault("first", times(g.ratio(role, "jax.export")))
+                very_first, theirs = info.get("very_first_s"), g.median("jax.export")
+                if isinstance(very_first, float) and theirs:
+                    row.setdefault("very first", times(very_first / theirs))
                 peak, base = info.get("peak_bytes"), g.info.get("jax.export", {}).get("peak_bytes")
                 row.setdefault("peak", times(peak / base) if isinstance(peak, int) and isinstance(base, int)
                                and base else "-")
+                if "baseline_bytes" in info:
+                    row.setdefault("baseline", _over_weights(info)[0])
+                    row.setdefault("weights", _over_weights(info)[1])
             elif quantity == "per call":
                 row.setdefault(f"b={info.get('batch', 1)}", times(g.ratio(role, "jax.jit")))
-    rows = [[model, role, r.get("first", "-"), r.get("peak", "-"), r.get("b=1", "-"), r.get("b=8", "-")]
+    rows = [[model, role, *(r.get(k, "-") for k in ("first", "very first", "peak", "baseline", "weights", "b=1",
+                                                   "b=8"))]
             for (model, role), r in sorted(cells.items())]
-    headers = ["model", "runtime", "first answer / jax.export", "peak memory / jax.export",
-               "per call b=1 / jax.jit", "per call b=8 / jax.jit"]
+    headers = ["model", "runtime", "first answer / jax.export", "very first / jax.export",
+               "peak memory / jax.export", "runtime baseline",
+               f"peak / ({CONVERTED_PEAK_WEIGHTS} weights + baseline)", "per call b=1 / jax.jit",
+               "per call b=8 / jax.jit"]
     return ("Every target, ratios of one run (fresh processes with JAX's cache warm; per call with the "
-            "weights resident; the sections below give the times, goals and load)\n" + table(headers, rows))
+            "weights resident; very first: the first process on a directory, jaxport's verdicts not yet "
+            "remembered, the others found them; runtime baseline: the peak of a fresh process that loads a trivial model with "
+            "the runtime alone and calls it; the sections below give the times, goals and load)\n"
+            + table(headers, rows))
 
 
 def render(groups: Sequence[Group]) -> str:

@@ -13,7 +13,9 @@ Groups (kind ``"iree"``; ``extra_info`` names the model and the quantity):
   ``jax.export`` (``jax.export.deserialize``, the weights read from the
   bundle's safetensors file, a call), both JAX ones with JAX's persistent
   compilation cache warm (a child of each filled it first). Each child
-  reports its peak resident memory (``peak_bytes``, ``VmHWM``: Linux only).
+  reports its peak resident memory (``peak_bytes``, ``VmHWM``: Linux only);
+  ``weights_bytes``, ``baseline_bytes`` (IREE alone with a trivial model) and
+  ``very_first_s`` (the first process on the directory, verdicts cold) beside.
 * ``per call``: the call with the weights resident, in this process: ``iree``
   (the loaded model's function, IREE's threaded driver), ``iree local-sync``
   (the same on the calling thread) and ``jax.jit`` (``jax.jit`` of the original
@@ -29,7 +31,7 @@ under 1.0x of ``jax.jit``'s.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,7 +43,8 @@ from typing_extensions import Self
 import jaxport
 
 from .conftest import alternating_chunks
-from .fresh_process import child_script, run_child, save_mlp, save_transformer, time_first_answers
+from .fresh_process import (child_script, run_child, runtime_baselines, save_mlp, save_transformer,
+                            time_first_answers, very_first_answers, weights_bytes)
 
 FRESH_ROLES = ("iree", "jaxport", "jax.export")
 CALL_ROUNDS = {"MLP 2k": 300, "transformer": 30}
@@ -62,6 +65,8 @@ class Model:
     function: Any
     args: tuple[Any, ...]
     cache: Path
+    #: Per target role, the wall time of the very first fresh process on its directory (verdicts cold).
+    very_first: dict[str, float] = field(default_factory=dict)
     #: The child's script (a benchmark with more roles names its own).
     script: ClassVar[str] = CHILD
 
@@ -90,7 +95,14 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     jaxport.to_iree(made.source, root / "iree", dims=made.dims)
     for role in ("jaxport", "jax.export"):  # fill JAX's cache for each
         made.child(role)
+    made.very_first.update(very_first_answers(made.child, ["iree"]))
     return made
+
+
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int | None]:
+    """IREE's own baseline (:func:`~.fresh_process.runtime_baselines`)."""
+    return runtime_baselines(tmp_path_factory.mktemp("iree-baseline"), ["iree"])
 
 
 def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, **extra: object) -> None:
@@ -101,9 +113,10 @@ def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, *
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, FRESH_ROLES))
-def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
-                                         role: str) -> None:
-    label(benchmark, model, "first answer", role, chunk=chunk)
+def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int, role: str,
+                                         baselines: dict[str, int | None]) -> None:
+    label(benchmark, model, "first answer", role, chunk=chunk, weights_bytes=weights_bytes(model.root),
+          baseline_bytes=baselines.get(role), very_first_s=model.very_first.get(role))
     time_first_answers(benchmark, lambda: model.child(role))
 
 

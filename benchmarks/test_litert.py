@@ -13,7 +13,9 @@ bundle whose ``predict`` takes ``int32[b, 64]`` token ids, converted for
   JAX), ``litert builtin`` (the same without XNNPACK,
   which copies the weights into its own packed form), ``jaxport`` and ``jax.export`` (as in
   ``test_iree.py``, JAX's persistent compilation cache warm). Each child
-  reports its peak resident memory (``VmHWM``, Linux only).
+  reports its peak resident memory (``VmHWM``, Linux only); ``weights_bytes``,
+  ``baseline_bytes`` (LiteRT alone with a trivial model) and ``very_first_s``
+  (the first process on the directory, verdicts cold) beside.
 * ``per call``: the call with the weights resident, in this process:
   ``litert`` (a function of ``load_converted``, XNNPACK, LiteRT's default),
   ``litert builtin`` (LiteRT's own kernels) and ``jax.jit`` of the original
@@ -28,7 +30,7 @@ LiteRT's CPU kernels target phones: the report says how far a call is from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,8 @@ from pytest_benchmark.fixture import BenchmarkFixture
 import jaxport
 
 from .conftest import alternating_chunks
-from .fresh_process import child_script, run_child, save_mlp, save_transformer, time_first_answers
+from .fresh_process import (child_script, run_child, runtime_baselines, save_mlp, save_transformer,
+                            time_first_answers, very_first_answers, weights_bytes)
 
 pytest.importorskip("litert_converter", reason="needs the extra jaxport[litert]")
 
@@ -59,6 +62,8 @@ class Model:
     dims: dict[str, list[dict[str, int]]] | None
     function: Any
     args: tuple[Any, ...]
+    #: Per LiteRT role, the wall time of the very first fresh process on its directory (verdicts cold).
+    very_first: dict[str, float] = field(default_factory=dict)
 
     def convert(self, path: Path, quantize: str | None = None) -> int:
         """Converts the source to ``path`` (replacing it); the size of its model, in bytes."""
@@ -87,7 +92,15 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     made.convert(root / "litert")
     for role in ("jaxport", "jax.export"):  # fill JAX's cache for each
         made.child(role)
+    made.very_first.update(very_first_answers(made.child, ["litert", "litert builtin"]))
     return made
+
+
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int | None]:
+    """LiteRT's own baseline (:func:`~.fresh_process.runtime_baselines`), for both its roles."""
+    found = runtime_baselines(tmp_path_factory.mktemp("litert-baseline"), ["litert"])
+    return {"litert": found["litert"], "litert builtin": found["litert"]}
 
 
 def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, **extra: object) -> None:
@@ -98,9 +111,10 @@ def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, *
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, FRESH_ROLES))
-def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
-                                         role: str) -> None:
-    label(benchmark, model, "first answer", role, chunk=chunk)
+def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int, role: str,
+                                         baselines: dict[str, int | None]) -> None:
+    label(benchmark, model, "first answer", role, chunk=chunk, weights_bytes=weights_bytes(model.root),
+          baseline_bytes=baselines.get(role), very_first_s=model.very_first.get(role))
     time_first_answers(benchmark, lambda: model.child(role))
 
 

@@ -20,7 +20,9 @@ load average when it ran, ``load``):
   (``jax.export.deserialize``, weights from the bundle's safetensors, JAX's
   persistent compilation cache warm). Each child reports its peak resident
   memory (``VmHWM``, Linux only); ``weights_bytes`` is what the model's
-  constants and weights take.
+  constants and weights take, ``baseline_bytes`` the runtime's own peak with
+  a trivial model, ``very_first_s`` the first process on the directory
+  (jaxport's verdicts cold; the timed ones find them).
 * ``conversion``: ``jaxport.to_onnx``, with the ``.onnx`` file's size.
 
 The report prints them with the goals: a call at or under 1.0x of
@@ -43,7 +45,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 import jaxport
 
 from .conftest import alternating_chunks
-from .fresh_process import child_script, time_first_answers
+from .fresh_process import child_script, runtime_baselines, time_first_answers, very_first_answers
 from .models import GPT_TOKENS
 from .test_iree import IREE_ROLE
 from .test_iree import Model as IreeModel
@@ -74,7 +76,14 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     weights = sum(p.stat().st_size for p in files if p.suffix == ".safetensors") or sum(
         p.stat().st_size for p in files)  # the MLP's weights are constants inside its .onnx
     made.child("jax.export")  # fills JAX's cache
+    made.very_first.update(very_first_answers(made.child, ["onnx", "iree"]))
     return dataclasses.replace(made, weights_bytes=weights)
+
+
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int | None]:
+    """ONNX Runtime's and IREE's own baselines (:func:`~.fresh_process.runtime_baselines`)."""
+    return runtime_baselines(tmp_path_factory.mktemp("onnx-baseline"), ["onnx", "iree"])
 
 
 def label(benchmark: BenchmarkFixture, model: Model, quantity: str, role: str, **extra: object) -> None:
@@ -108,9 +117,10 @@ def test_call_with_the_weights_resident(benchmark: BenchmarkFixture, model: Mode
 
 
 @pytest.mark.parametrize("chunk, role", alternating_chunks(2, FRESH_ROLES))
-def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int,
-                                         role: str) -> None:
-    label(benchmark, model, "first answer", role, chunk=chunk)
+def test_first_answer_of_a_fresh_process(benchmark: BenchmarkFixture, model: Model, chunk: int, role: str,
+                                         baselines: dict[str, int | None]) -> None:
+    label(benchmark, model, "first answer", role, chunk=chunk, baseline_bytes=baselines.get(role),
+          very_first_s=model.very_first.get(role))
     time_first_answers(benchmark, lambda: model.child(role))
 
 

@@ -32,7 +32,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
@@ -213,6 +212,10 @@ class OnnxRuntimeModel:
                 if self._session is None:
                     self._session = ort.InferenceSession(self._path, self._options, providers=self._providers)
             results = self._session.run(self.output_names, feeds)
+        if not self._bfloat16_outputs:
+            return [np.asarray(r) for r in results]
+        import ml_dtypes  # here: a model without bfloat16 ports never loads it
+
         return [np.asarray(r).astype(ml_dtypes.bfloat16) if n in self._bfloat16_outputs else np.asarray(r)
                 for n, r in zip(self.output_names, results)]
 

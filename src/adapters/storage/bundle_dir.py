@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -49,6 +46,8 @@ class _HashingWriter:
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
+        from concurrent.futures import ThreadPoolExecutor  # here: loading a bundle needs no pool
+
         self._hash = hashlib.sha256()
         self._hashing = ThreadPoolExecutor(max_workers=1)  # one worker: the updates stay in order
         self.size = 0
@@ -80,6 +79,8 @@ def sha256_later(buffers: Sequence[memoryview]) -> Callable[[], list[str]]:
     if len(buffers) <= 1:
         digests = [hashlib.sha256(b).hexdigest() for b in buffers]
         return lambda: digests
+    from concurrent.futures import ThreadPoolExecutor  # here: a load that hashes one file needs no pool
+
     pool = ThreadPoolExecutor(max_workers=min(len(buffers), os.cpu_count() or 1))
     futures = [pool.submit(lambda b: hashlib.sha256(b).hexdigest(), b) for b in buffers]
     pool.shutdown(wait=False)  # the threads end when the queue is done
@@ -148,6 +149,8 @@ def move_into_place(tmp: Path, target: Path) -> None:
 
 def discard(tmp: Path) -> None:
     """Removes a directory from :func:`new_directory_beside` that will not take its place."""
+    import shutil
+
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -175,6 +178,9 @@ def _write_file(path: Path, writer: Writer) -> FileDigest:
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
     """Moves ``tmp`` to ``target``; afterwards ``tmp`` is gone (holding the old bundle, it is removed)."""
+    import shutil  # here, with tempfile: what only writing needs stays out of a loading process
+    import tempfile
+
     if not target.exists():
         os.rename(tmp, target)
         return

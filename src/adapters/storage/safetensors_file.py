@@ -22,7 +22,6 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
-import ml_dtypes
 import numpy as np
 
 from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES, WEIGHTS_FILE, FileDigest, WeightRecord
@@ -38,6 +37,8 @@ _CHUNK = 1 << 24
 def numpy_dtype(name: str) -> np.dtype[Any]:
     """The NumPy dtype of a stored dtype name (``"bfloat16"`` through ml_dtypes)."""
     if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes  # here: a process whose weights are all NumPy's own dtypes never loads it
+
         custom: np.dtype[Any] = np.dtype(getattr(ml_dtypes, name))
         return custom
     return np.dtype(name)

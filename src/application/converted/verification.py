@@ -24,10 +24,7 @@ import functools
 import hashlib
 import json
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -139,6 +136,9 @@ def _limit(name: str, default: float) -> float:
 
 def _run_child(root: str, options: dict[str, Any], size: int) -> tuple[Verdict, bool]:
     """(the verdict, whether to remember it)."""
+    import subprocess  # here, not at the top: a load whose verdict is remembered starts no child
+    import tempfile
+
     mib = size >> 20
     timeout = _limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS) + 3 * mib
     request = {"path": os.path.abspath(root), "options": options,
@@ -198,6 +198,8 @@ def _last_file(stdout: bytes | None) -> str:
 
 
 def _how(code: int) -> str:
+    import signal
+
     if code < 0:
         try:
             return f"it was killed by {signal.Signals(-code).name}"
