@@ -108,7 +108,7 @@ def _log_plus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     x, wide, dtype = _float_unary(b, op, args)
     u = b.one("Add", [x, b.scalar(1, wide)])
     one = b.one("Equal", [u, b.scalar(1, wide)])
-    inf = b.one("IsInf", [u])
+    inf = b.one("IsInf", [u], detect_negative=0)  # log1p(+inf) = +inf; log1p(-inf) is NaN, as Log gives it
     scaled = b.one("Div", [b.one("Mul", [b.one("Log", [u]), x]), b.one("Sub", [u, b.scalar(1, wide)])])
     result = b.one("Where", [one, x, b.one("Where", [inf, u, scaled])])
     return [_back(b, result, wide, dtype)]
