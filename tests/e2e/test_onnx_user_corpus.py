@@ -21,8 +21,8 @@ pytest.importorskip("onnx", reason="the ONNX tests need the jaxport[onnx] extra 
 pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx] extra (onnxruntime)")
 
 from tests.helpers import (  # noqa: E402
-    onnx_user_corpus_arrays, onnx_user_corpus_elementwise, onnx_user_corpus_lax, onnx_user_corpus_linalg,
-    onnx_user_corpus_nn)
+    onnx_user_corpus_arrays, onnx_user_corpus_edges, onnx_user_corpus_elementwise, onnx_user_corpus_lax,
+    onnx_user_corpus_linalg, onnx_user_corpus_nn)
 from tests.helpers.onnx_corpus import Case  # noqa: E402
 from tests.helpers.onnx_user_corpus import (  # noqa: E402
     SLICE_VARIABLE, SLICES, Tally, chosen_slice, classify, slice_of)
@@ -30,7 +30,8 @@ from tests.helpers.onnx_user_corpus import (  # noqa: E402
 #: The environment variable that runs the whole corpus (``make corpus``).
 WHOLE_VARIABLE = "JAXPORT_ONNX_CORPUS"
 CORPUS: list[Case] = [*onnx_user_corpus_elementwise.CASES, *onnx_user_corpus_arrays.CASES,
-                      *onnx_user_corpus_lax.CASES, *onnx_user_corpus_nn.CASES, *onnx_user_corpus_linalg.CASES]
+                      *onnx_user_corpus_lax.CASES, *onnx_user_corpus_nn.CASES, *onnx_user_corpus_linalg.CASES,
+                      *onnx_user_corpus_edges.CASES]
 K, N = chosen_slice()
 SLICE = slice_of(CORPUS, K, N)
 

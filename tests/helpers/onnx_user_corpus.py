@@ -7,7 +7,8 @@ compared with ``jax.jit`` of the function. :func:`classify` sorts it into one
 of four outcomes: ``matched``, ``refused`` (jaxport's typed
 :class:`~jaxport.errors.UnsupportedOperationError`, naming the operation),
 ``wrong`` (a result that differs from JAX's) and ``untyped`` (any other
-error). The cases live in the family modules ``onnx_user_corpus_*``; the
+error). A matched result whose zeros differ in sign from JAX's somewhere is
+counted apart (:data:`ZERO_SIGNS`), not as wrong. The cases live in the family modules ``onnx_user_corpus_*``; the
 inputs include edge values (NaN, infinities, signed zeros, subnormals where
 XLA's flushing them to zero cannot matter, empty and batched shapes).
 
@@ -106,12 +107,31 @@ def classify(case: Case, directory: Path) -> Outcome:
         got = [runtime.run(list(args)) for args in case.args]
     except Exception as exc:  # noqa: BLE001
         return Outcome(case.name, "untyped", f"running: {type(exc).__name__}: {exc}"[:400])
+    signs = ""
     for i, (g, w) in enumerate(zip(got, want)):
         try:
             assert_close(g, w, case.tolerance)
         except AssertionError as exc:
             return Outcome(case.name, "wrong", f"argument set {i}: {exc}"[:600])
-    return Outcome(case.name, "matched")
+        try:
+            assert_zero_signs(g, w)
+        except AssertionError as exc:
+            signs = signs or f"argument set {i}: {exc}"
+    return Outcome(case.name, "matched", signs)
+
+
+def assert_zero_signs(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> None:
+    """Where a float result and JAX's are both zero, their signs agree (``1 / x`` would tell them apart)."""
+    for j, (g, w) in enumerate(zip(got, want)):
+        if w.dtype.kind == "f" or str(w.dtype) == "bfloat16":
+            g64, w64 = g.astype(np.float64), w.astype(np.float64)
+            both = (g64 == 0) & (w64 == 0)
+            differ = both & (np.signbit(g64) != np.signbit(w64))
+            assert not differ.any(), f"output {j}: zeros of another sign at {np.argwhere(differ).tolist()[:8]}"
+
+
+#: Why a zero's sign is not compared: ONNX Runtime's ``Where`` (1.32) gives +0.0 for a -0.0 of its first branch.
+ZERO_SIGNS = "mostly ONNX Runtime's Where, which turns a -0.0 of its first branch into +0.0"
 
 
 @dataclass
@@ -126,6 +146,10 @@ class Tally:
     def refused_by_operation(self) -> Counter[str]:
         return Counter(o.detail for o in self.outcomes if o.kind == "refused")
 
+    def zero_signs(self) -> list[Outcome]:
+        """The matched whose zeros differ in sign somewhere (not counted wrong: see :data:`ZERO_SIGNS`)."""
+        return [o for o in self.outcomes if o.kind == "matched" and o.detail]
+
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.kind in ("wrong", "untyped")]
 
@@ -134,6 +158,9 @@ class Tally:
         lines = [f"{len(self.outcomes)} functions: " + ", ".join(
             f"{counts[k]} {k}" for k in ("matched", "refused", "wrong", "untyped"))]
         lines += [f"  refused {n}x: {op}" for op, n in sorted(self.refused_by_operation().items())]
+        if self.zero_signs():
+            lines += [f"  {len(self.zero_signs())} matched with a zero of another sign ({ZERO_SIGNS}): "
+                      + ", ".join(o.name for o in self.zero_signs())]
         lines += [f"  {o.kind}: {o.name}: {o.detail}" for o in self.failures()]
         return "\n".join(lines)
 
