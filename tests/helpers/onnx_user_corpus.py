@@ -130,8 +130,9 @@ def assert_zero_signs(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> 
             assert not differ.any(), f"output {j}: zeros of another sign at {np.argwhere(differ).tolist()[:8]}"
 
 
-#: Why a zero's sign is not compared: ONNX Runtime's ``Where`` (1.32) gives +0.0 for a -0.0 of its first branch.
-ZERO_SIGNS = "mostly ONNX Runtime's Where, which turns a -0.0 of its first branch into +0.0"
+#: Why a zero's sign is counted apart: ONNX Runtime's CPU ``Where`` (1.32) gives +0.0 for a selected -0.0 of
+#: its first branch (microsoft/onnxruntime#32191, open), and many translations select with ``Where``.
+ZERO_SIGNS = "mostly ONNX Runtime's Where, which turns a -0.0 of its first branch into +0.0, onnxruntime#32191"
 
 
 @dataclass

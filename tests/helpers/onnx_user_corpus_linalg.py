@@ -89,6 +89,23 @@ CASES: list[Case] = [
          np.array([1.0, -0.5, 2.0, 0.0], F32), arrays(4, 2, seed=74), tolerance=TOL),
     case("lax.linalg.triangular_solve left side", lambda a, b: lax.linalg.triangular_solve(
         a, b, left_side=True, lower=True), np.tril(A), RHS, tolerance=TOL),
+    case("jnp.linalg.cholesky of 1x1 and of an empty batch", lambda a, e: (jnp.linalg.cholesky(a),
+                                                                         jnp.linalg.cholesky(e)),
+         np.array([[4.0]], F32), np.zeros((0, 3, 3), F32), tolerance=TOL),
+    case("jnp.linalg.det and inv of a singular batch", lambda a: (jnp.linalg.det(a), jnp.linalg.slogdet(a)),
+         np.stack([SINGULAR, np.zeros((2, 2), F32), np.eye(2, dtype=F32)]), tolerance=TOL),
+    case("jnp.linalg.solve Hilbert 5x5", jnp.linalg.solve,
+         (1.0 / (np.arange(5)[:, None] + np.arange(5)[None, :] + 1)).astype(F32), np.ones((5, 1), F32),
+         tolerance=5e-2),
+    case("jnp.linalg.qr of a rank-deficient matrix (Q R)", lambda a: (lambda q, r: (q @ r, jnp.abs(jnp.diag(r))))(
+        *jnp.linalg.qr(a)), np.outer(np.arange(1, 5), np.arange(1, 4)).astype(F32), tolerance=TOL),
+    case("jax.scipy.linalg.lu of a singular matrix", sla.lu, np.array([[0.0, 1.0, 2.0], [0.0, 2.0, 4.0],
+                                                                     [1.0, 0.0, 0.0]], F32), tolerance=TOL),
+    case("lax.linalg.lu pivots and permutation batched", lambda a: lax.linalg.lu(a), AB, tolerance=TOL),
+    case("jax.scipy.linalg.solve_triangular with a zero on the diagonal", lambda a, b: sla.solve_triangular(
+        a, b, lower=True), np.array([[1.0, 0.0], [2.0, 0.0]], F32), np.array([1.0, 1.0], F32), tolerance=TOL),
+    case("jnp.linalg.cholesky batched ill-conditioned", jnp.linalg.cholesky, np.stack(
+        [HILBERT + 1e-3 * np.eye(4, dtype=F32), S]), tolerance=TOL),
     case("least squares by the normal equations", lambda x, y: jnp.linalg.solve(x.T @ x, x.T @ y), TALL,
          arrays(6, seed=75), tolerance=TOL),
 ]
