@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.ndimage as ndimage
+import jax.scipy.signal as signal
 import numpy as np
 
 from .onnx_corpus import Case
@@ -132,4 +134,41 @@ CASES: list[Case] = [
     case("transposed matrix times vector", lambda x, v: (x.T @ v, jnp.einsum("ijk,j->ik", B, v[:4])), X, V[:4]),
     case("int matmul", lambda a, b: a @ b, I, ints(-5, 5, 6, 3, seed=29)),
     case("jnp.cov and corrcoef", lambda x: (jnp.cov(x), jnp.corrcoef(x)), X, tolerance=1e-3),
+    # more of jax.numpy, jax.scipy.signal and jax.scipy.ndimage
+    case("jnp.nanargmax and nanargmin", lambda x: (jnp.nanargmax(x, 1), jnp.nanargmin(x, 0)), NANS),
+    case("jnp.nanmedian and nanquantile", lambda x: (jnp.nanmedian(x, 1), jnp.nanquantile(x, 0.7, axis=0)), NANS),
+    case("jnp.isin", lambda x, t: jnp.isin(x, t), I, np.array([0, 3, -5, 19], I32)),
+    case("jnp.setdiff1d and union1d with size", lambda a, b: (jnp.setdiff1d(a, b, size=6, fill_value=-1),
+                                                             jnp.union1d(a, b, size=12, fill_value=-1)),
+         ints(0, 9, 8, seed=30), ints(0, 9, 5, seed=31)),
+    case("jnp.intersect1d with size", lambda a, b: jnp.intersect1d(a, b, size=4, fill_value=-1),
+         ints(0, 9, 8, seed=32), ints(0, 9, 5, seed=33)),
+    case("jnp.argpartition", lambda x: jnp.sort(jnp.take(x, jnp.argpartition(x, 3)[:3])), V),
+    case("jnp.extract and compress with size", lambda x: (jnp.extract(x > 0, x, size=5), jnp.compress(
+        x > 0, x, size=5)), V),
+    case("jnp.choose", lambda i, a, b: jnp.choose(i, [a, b], mode="clip"), ints(0, 2, 6, seed=34), V[:6], V[3:]),
+    case("jnp.packbits and unpackbits", lambda p, u: (jnp.packbits(p), jnp.unpackbits(u)), X > 0,
+         ints(0, 256, 3, seed=35, dtype=np.uint8)),
+    case("jnp.tril_indices gather", lambda x: x[:, :4][jnp.tril_indices(4)], X),
+    case("jnp.fill_diagonal", lambda x: jnp.fill_diagonal(x, -1.0, inplace=False), X),
+    case("jnp.apply_along_axis", lambda x: jnp.apply_along_axis(lambda r: r.max() - r.min(), 1, x), X),
+    case("jnp.vectorize", jnp.vectorize(lambda a, b: jnp.where(a > b, a - b, b * a)), X, X[::-1].copy()),
+    case("jnp.vander and polyder", lambda x, p: (jnp.vander(x, 4), jnp.polyder(p), jnp.polyint(p)), V[:5], V[:4]),
+    case("jnp.unwrap", lambda x: jnp.unwrap(x), np.cumsum(np.abs(V) * 2).astype(F32)),
+    case("jnp.linspace logspace geomspace", lambda a: (jnp.linspace(a, a + 1, 5), jnp.logspace(0, a, 4),
+                                                      jnp.geomspace(1, jnp.abs(a) + 2, 3)), np.array(1.5, F32)),
+    case("jnp.histogram2d", lambda x, y: jnp.histogram2d(x, y, bins=3, range=[[-2, 2], [-2, 2]])[0], V, V[::-1].copy()),
+    case("jnp.ravel_multi_index and unravel_index", lambda i, j: (jnp.ravel_multi_index((i, j), (4, 6), mode="clip"),
+                                                                  jnp.unravel_index(i * 5 + j, (4, 6))), IDX, IDX[::-1].copy()),
+    case("jnp.cumulative_sum include_initial", lambda x: jnp.cumulative_sum(x, axis=1, include_initial=True), X),
+    case("jnp.block and hstack vstack", lambda a: (jnp.block([[a, a], [a, a]]), jnp.hstack([a, a]), jnp.vstack([a, a])),
+         X[:2, :2]),
+    case("jnp.searchsorted of sorted rows (vmap)", jax.vmap(lambda a, v: jnp.searchsorted(a, v)), np.sort(X, 1),
+         X[:, :2]),
+    case("jax.scipy.signal.convolve and correlate", lambda a, b: (signal.convolve(a, b), signal.correlate(
+        a, b, mode="same")), V, V[:3]),
+    case("jax.scipy.signal.convolve2d", lambda a, b: signal.convolve2d(a, b, mode="same"), X, arrays(3, 3, seed=36)),
+    case("jax.scipy.ndimage.map_coordinates", lambda x, c: ndimage.map_coordinates(x, [c, c * 1.5], order=1,
+                                                                               mode="nearest"),
+         X, np.array([0.0, 0.5, 1.7, 2.9, -1.0, 3.5], F32)),
 ]
