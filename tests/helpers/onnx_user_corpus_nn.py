@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.fft as sfft
+import jax.scipy.integrate as integrate
 import jax.scipy.special as sp
 import jax.scipy.stats as st
 import numpy as np
@@ -93,4 +95,32 @@ CASES: list[Case] = [
         x, m, jnp.eye(3) * 2.0 + 0.5), arrays(5, 3, seed=58), arrays(3, seed=59), tolerance=1e-3),
     case("stats.binom.logpmf", lambda k: st.binom.logpmf(k, 10, 0.4), np.array([0, 3, 10, 5], F32),
          tolerance=1e-3),
+    # more jax.scipy
+    case("stats.norm.sf logcdf logsf", lambda x: (st.norm.sf(x), st.norm.logcdf(x), st.norm.logsf(x)), FINITE,
+         tolerance=1e-3),
+    case("stats.chi2.logpdf and cdf", lambda x: (st.chi2.logpdf(x, 3.0), st.chi2.cdf(x, 3.0)), POS, tolerance=1e-3),
+    case("stats.gamma.cdf and beta.cdf", lambda x, p: (st.gamma.cdf(x, 2.5), st.beta.cdf(p, 2.0, 0.5)), POS,
+         PROB[:6], tolerance=1e-3),
+    case("stats.dirichlet.logpdf", lambda x: st.dirichlet.logpdf(x, jnp.array([1.5, 2.0, 0.7])),
+         np.array([0.2, 0.5, 0.3], F32), tolerance=1e-3),
+    case("stats.pareto and truncnorm", lambda x: (st.pareto.logpdf(x, 3.0), st.truncnorm.logpdf(x, -1.0, 2.0)),
+         POS, tolerance=1e-3),
+    case("stats.nbinom and geom logpmf", lambda k: (st.nbinom.logpmf(k, 5, 0.3), st.geom.logpmf(k + 1, 0.2)),
+         np.array([0, 1, 4, 9], I32), tolerance=1e-3),
+    case("stats.logistic.ppf and norm.isf", lambda p: (st.logistic.ppf(p), st.norm.isf(p)), PROB, tolerance=1e-3),
+    case("stats.vonmises.logpdf", lambda x: st.vonmises.logpdf(x, 2.0), FINITE, tolerance=1e-3),
+    case("stats.gennorm.logpdf", lambda x: st.gennorm.logpdf(x, 1.5), FINITE, tolerance=1e-3),
+    case("special.logsumexp return_sign", lambda x, b: sp.logsumexp(x, b=b, axis=1, return_sign=True), X, -X),
+    case("special.erfcx-like log_ndtr of large negatives", lambda x: sp.log_ndtr(x),
+         np.array([-40.0, -20.0, -10.0, -5.0, 0.0, 5.0], F32), tolerance=1e-3),
+    case("special.gammaln of large and tiny", sp.gammaln, np.array([1e-30, 1e-5, 1e5, 1e30], F32), tolerance=1e-3),
+    case("special.betaln and beta", lambda a, b: (sp.betaln(a, b), sp.beta(a, b)), POS[:4], POS[2:], tolerance=1e-3),
+    case("special.poch and hyp1f1", lambda a, x: (sp.poch(a, 2.5), sp.hyp1f1(1.0, a, x)), POS[:4] + 0.5,
+         UNIT[1:5], tolerance=1e-3),
+    case("jax.scipy.integrate.trapezoid", lambda y, x: integrate.trapezoid(y, x), np.sort(X[0]),
+         np.arange(6, dtype=F32)),
+    case("jax.scipy.fft.dct", lambda x: sfft.dct(x), X[0]),
+    case("jax.nn.gelu on large magnitudes", jax.nn.gelu, np.array([-100.0, -10.0, -5.0, 5.0, 10.0, 100.0], F32)),
+    case("jax.nn.softplus and log_sigmoid on large magnitudes", lambda x: (jax.nn.softplus(x), jax.nn.log_sigmoid(x)),
+         np.array([-1e4, -100.0, -30.0, 30.0, 100.0, 1e4], F32)),
 ]
