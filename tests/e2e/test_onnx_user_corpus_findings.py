@@ -7,7 +7,9 @@ an outer product passes ONNX's shape inference (its data propagation
 misread it); a transposed matrix times a vector (ONNX Runtime's fusion of
 the transposition got it wrong); ``top_k`` orders a NaN with its sign bit
 set last, as XLA (at opset 26); integer products wrap (ONNX Runtime's
-``ReduceProd`` saturates), and a folded reduction keeps an empty dimension.
+``ReduceProd`` saturates), and a folded reduction keeps an empty dimension;
+rounding halves away from zero keeps a zero's sign (``lax.round(-0.4)`` is
+-0.0).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import jaxport  # noqa: E402
-from tests.helpers.onnx_corpus import Case, check_case, spec, to_onnx  # noqa: E402
+from jaxport.adapters.onnx.runtime import OnnxRuntimeModel  # noqa: E402
+from tests.helpers.onnx_corpus import Case, assert_close, check_case, expected, save, spec, to_onnx  # noqa: E402
+from tests.helpers.onnx_user_corpus import assert_zero_signs  # noqa: E402
 from tests.helpers.onnx_user_corpus import to_onnx as to_newest_onnx  # noqa: E402
 
 b = jaxport.symbolic_shape("b")[0]
@@ -97,3 +101,14 @@ def test_top_k_below_opset_26_keeps_its_opset_and_orders_positive_nans_first(tmp
                 [[np.array([np.nan, -np.inf, -1.0, -0.0, 0.0, 1e-30, 0.5, 3.0, np.inf, np.nan], F32)]])
     assert to_onnx(case).opset_import[0].version == 21
     check_case(case, tmp_path)
+
+
+def test_rounding_halves_away_from_zero_keeps_the_sign_of_zero(tmp_path: Path) -> None:
+    x = np.array([-2.5, -1.5, -0.5, -0.4, -0.0, 0.0, 0.3, 0.5, 2.5, 3.7, 8388607.5, -8388607.5, 1e30, np.nan,
+                  np.inf, -np.inf, 0.49999997], F32)
+    case = Case("round half away from zero", lambda x: (lax.round(x), jnp.round(x), lax.round(
+        x.astype(jnp.float16)), jnp.floor_divide(x, -4.0)), [spec((17,))], [[x]])
+    got = OnnxRuntimeModel(save(to_onnx(case), tmp_path, "round"), threads=1).run([x])
+    (want,) = expected(case)
+    assert_close(got, want)
+    assert_zero_signs(got, want)
