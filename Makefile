@@ -34,7 +34,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-runtime-only bench typecheck install clean fuzz fuzz-converted web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-runtime-only bench typecheck install clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -129,6 +129,13 @@ fuzz: install
 # manifests), loaded with and without verification; prints the count of each outcome.
 fuzz-converted: $(RUNTIME_DEPS) install
 	$(PY) -m tests.fuzz.converted_campaign --count 120
+
+# The whole ONNX user corpus (tests/helpers/onnx_user_corpus*.py: over 400 functions of jax.numpy, lax, jax.nn,
+# jax.scipy and jnp.linalg, converted and run on ONNX Runtime against jax.jit); prints the counts (matched,
+# refused by operation, wrong, untyped) and fails on any wrong or untyped. make test checks one slice of it,
+# rotating with the day; JAXPORT_ONNX_CORPUS_SLICE=k/n chooses one (docs/developers/onnx-corpus.md).
+corpus: $(RUNTIME_DEPS) install
+	JAXPORT_ONNX_CORPUS=all $(PY) -m pytest -q -s tests/e2e/test_onnx_user_corpus.py -k whole_corpus
 
 # ---- The browser (issue 31): ONNX Runtime Web under Node and in Debian's Chromium ----
 # web-deps installs what tests/e2e/test_web.py needs beyond the venv: Debian's chromium

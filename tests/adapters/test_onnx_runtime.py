@@ -54,6 +54,25 @@ def test_a_model_reading_a_listed_file_runs(tmp_path: Path) -> None:
     assert (model.input_names, model.output_names) == (["x"], ["y"])
 
 
+def test_a_scalar_input_keeps_its_rank(tmp_path: Path) -> None:
+    """A scalar reaches ONNX Runtime as a scalar (not an array of one element): ``Concat`` of it
+    unsqueezed with a vector runs, and a scalar result is a scalar."""
+    graph = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["s", "axes"], ["u"]), helper.make_node("Concat", ["v", "u"], ["y"], axis=0),
+         helper.make_node("Identity", ["s"], ["z"])], "g",
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, []), helper.make_tensor_value_info(
+            "v", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3]), helper.make_tensor_value_info(
+            "z", TensorProto.FLOAT, [])], initializer=[onnx.numpy_helper.from_array(np.array([0], np.int64), "axes")])
+    path = tmp_path / "scalar.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), str(path))
+    model = OnnxRuntimeModel(path, threads=1)
+    for scalar in (np.array(1.5, np.float32), np.float32(1.5)):
+        y, z = model.run([scalar, np.array([3.0, 4.0], np.float32)[::-1]])
+        np.testing.assert_array_equal(y, [4.0, 3.0, 1.5])
+        assert z.shape == ()
+
+
 @pytest.mark.parametrize("location", ["../secret.bin", "sub/../../secret.bin", "other.bin"])
 def test_external_data_outside_the_listed_files_is_refused_before_onnx_runtime_opens_it(
         tmp_path: Path, location: str) -> None:

@@ -49,7 +49,7 @@ def check_model(model: onnx.ModelProto, function: str) -> None:
         checkable.graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
     try:
         onnx.checker.check_model(checkable, full_check=True)
-        inferred = onnx.shape_inference.infer_shapes(checkable, check_type=True, strict_mode=True, data_prop=True)
+        inferred = _inferred(checkable)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         raise ConversionError(TARGET, function, f"the ONNX model is invalid: {exc}") from exc
     known = {v.name: v for v in (*inferred.graph.value_info, *inferred.graph.output)}
@@ -64,6 +64,19 @@ def check_model(model: onnx.ModelProto, function: str) -> None:
                 for d, g in zip(declared, got)):
             raise ConversionError(TARGET, function, f"ONNX infers the shape {_dims(got)} for the output "
                                                     f"'{output.name}', declared {_dims(declared)}")
+
+
+def _inferred(model: onnx.ModelProto) -> onnx.ModelProto:
+    """ONNX's shape inference with data propagation, or without it where only the propagation fails.
+
+    ONNX's data propagation (onnx 1.23) takes the values of a 1-D tensor
+    ``Unsqueeze`` reads for a shape, and then refuses a valid ``Mul`` of two
+    of them (``jnp.outer``): the shapes inferred without it are checked then.
+    """
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    except onnx.shape_inference.InferenceError:
+        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=False)
 
 
 def _dims(dims: Any) -> str:

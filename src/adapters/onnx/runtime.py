@@ -205,7 +205,8 @@ class OnnxRuntimeModel:
         Raises:
             ArtifactCallError: ONNX Runtime refused the model or failed to run it (its message kept).
         """
-        feeds = {n: np.ascontiguousarray(a, dtype=np.float32 if n in self._bfloat16_inputs else None)
+        # np.asarray, not np.ascontiguousarray: that makes a scalar an array of one element (rank 1)
+        feeds = {n: np.asarray(a, dtype=np.float32 if n in self._bfloat16_inputs else None, order="C")
                  for n, a in zip(self.input_names, args)}
         with _onnx_runtime_errors(self.function):
             with self._lock:

@@ -17,7 +17,7 @@ edges, the translation spells out what XLA computes:
 - ``log_plus_one``, ``exponential_minus_one`` keep their accuracy near 0
   (Goldberg's and Kahan's formulations), ``atan2`` follows C's special cases
   (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
-  from zero, ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
+  from zero (and keeps a zero's sign), ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
   ``clamp`` of booleans and narrow integers compute in a type ONNX Runtime
   has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do).
 
@@ -108,7 +108,7 @@ def _log_plus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     x, wide, dtype = _float_unary(b, op, args)
     u = b.one("Add", [x, b.scalar(1, wide)])
     one = b.one("Equal", [u, b.scalar(1, wide)])
-    inf = b.one("IsInf", [u])
+    inf = b.one("IsInf", [u], detect_negative=0)  # log1p(+inf) = +inf; log1p(-inf) is NaN, as Log gives it
     scaled = b.one("Div", [b.one("Mul", [b.one("Log", [u]), x]), b.one("Sub", [u, b.scalar(1, wide)])])
     result = b.one("Where", [one, x, b.one("Where", [inf, u, scaled])])
     return [_back(b, result, wide, dtype)]
@@ -161,11 +161,10 @@ def _cbrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 def _round_afz(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     x, wide, dtype = _float_unary(b, op, args)
-    sign = b.one("Sign", [x])
-    truncated = b.one("Mul", [sign, b.one("Floor", [b.one("Abs", [x])])])
-    fraction = b.one("Abs", [b.one("Sub", [x, truncated])])
-    half = b.one("GreaterOrEqual", [fraction, b.scalar(0.5, wide)])
-    return [_back(b, b.one("Where", [half, b.one("Add", [truncated, sign]), truncated]), wide, dtype)]
+    # Round (halves to even) keeps a zero's sign (-0.4 -> -0.0); a half moves away from zero, exactly
+    tie = b.one("Equal", [b.one("Sub", [x, b.one("Floor", [x])]), b.scalar(0.5, wide)])
+    away = b.one("Add", [x, b.one("Mul", [b.one("Sign", [x]), b.scalar(0.5, wide)])])
+    return [_back(b, b.one("Where", [tie, away, b.one("Round", [x])]), wide, dtype)]
 
 
 def _round_even(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

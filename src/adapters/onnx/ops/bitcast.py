@@ -137,17 +137,17 @@ def reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str], exponent: in
     return [_reduce_precision_bits(b, op, args[0], exponent, mantissa)]
 
 
+def total_order_key(b: GraphBuilder, v: str, dtype: np.dtype[Any]) -> str:
+    """The signed integers of ``dtype``'s width (float32 or float64) that order as ``v``'s total order."""
+    signed = _INTEGER_OF[dtype.itemsize]
+    word = bitcast(b, v, onnx_type(signed))
+    flipped = b.one("BitwiseXor", [word, b.scalar(np.iinfo(signed).max, signed)])
+    return b.one("Where", [b.one("Less", [word, b.scalar(0, signed)]), flipped, word])
+
+
 def total_order(b: GraphBuilder, direction: str, x: str, y: str, dtype: np.dtype[Any]) -> str:
     """``compare`` of floats ``x`` and ``y`` (``dtype``: float32 or float64) with ``TOTALORDER``."""
-    signed = _INTEGER_OF[dtype.itemsize]
-    magnitude = b.scalar(np.iinfo(signed).max, signed)
-    zero = b.scalar(0, signed)
-
-    def key(v: str) -> str:
-        word = bitcast(b, v, onnx_type(signed))
-        return b.one("Where", [b.one("Less", [word, zero]), b.one("BitwiseXor", [word, magnitude]), word])
-
-    p, q = key(x), key(y)
+    p, q = total_order_key(b, x, dtype), total_order_key(b, y, dtype)
     ops = {"LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual", "EQ": "Equal"}
     if direction == "NE":
         return b.one("Not", [b.one("Equal", [p, q])])

@@ -52,7 +52,10 @@ def _product(b: GraphBuilder, op: Any, lhs: str, rhs: str) -> str:
         return _einsum(b, lhs, rhs, lrank, rrank, (lb, rb, lc, rc))
     if lc[0] != lrank - 1:
         lhs = b.one("Transpose", [lhs], perm=[*range(nb), *lfree, lc[0]])
-    if not rfree or rc[0] == nb:
+    if not rfree:  # ONNX Runtime 1.32 fuses a transposed left side into a MatMul by a vector wrongly: a column
+        column = b.one("MatMul", [lhs, b.one("Unsqueeze", [rhs, b.int64s([-1])])])
+        return b.one("Squeeze", [column, b.int64s([-1])])
+    if rc[0] == nb:
         return b.one("MatMul", [lhs, rhs])
     if nb == 0 and lrank == 2:
         return b.one("Gemm", [lhs, rhs], transB=1)

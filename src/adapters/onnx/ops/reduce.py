@@ -19,7 +19,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype
-from .bitwise_reduce import bitwise_body, bitwise_reduce
+from .bitwise_reduce import bitwise_body, bitwise_reduce, wrapping_fold
 from .common import Translation, is_identity, reducer, splat_value, wide_dtype
 from .linalg import INTEGER_WIDER
 
@@ -47,6 +47,8 @@ def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse("bitwise reductions of floats")
     if not dims:  # XLA's CPU reduction over no dimension is the operand (its init value unused)
         return [args[0]]
+    if dtype.kind in "iu" and (binary == "Mul" or (binary == "Add" and dtype.itemsize == 8)):
+        return wrapping_fold(b, op, args, binary)
     wide = _reduction_type(b, dtype, binary)
     operand = args[0] if wide == dtype else b.cast(args[0], wide)
     reduced = b.one(reduce_type, [operand, b.int64s(dims)], keepdims=0)
@@ -65,17 +67,13 @@ def _reduction_type(b: GraphBuilder, dtype: np.dtype[Any], binary: str) -> np.dt
     ONNX Runtime's integer ReduceSum and ReduceProd saturate where
     StableHLO's wrap: sums of integers up to 32 bits run in int64 (exact,
     then wrapped by the cast back); 64-bit sums and integer products are
-    refused.
+    :func:`.bitwise_reduce.wrapping_fold`'s.
     """
     if dtype == np.dtype(np.bool_):
         return np.dtype(np.int32)
     if dtype.kind not in "iu":
         return dtype
-    if binary == "Mul":
-        b.refuse("integer products (ONNX Runtime's ReduceProd saturates where XLA wraps) come later")
     if binary == "Add":
-        if dtype.itemsize == 8:
-            b.refuse("64-bit integer sums (ONNX Runtime's ReduceSum saturates where XLA wraps) come later")
         return np.dtype(np.int64)
     return dtype if dtype == np.dtype(np.uint64) else INTEGER_WIDER.get(dtype, dtype)  # keeping the order
 

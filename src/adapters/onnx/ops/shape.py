@@ -39,6 +39,8 @@ def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
     source, result = tensor_shape(op.operands[0]), tensor_shape(op.results[0])
     if None in result:
         b.refuse("a static broadcast with a dynamic result type")
+    if 0 in result:  # empty: ONNX Runtime's optimizer takes an Expand of a 1 to a 0 for a no-op
+        return [b.constant(np.zeros(result, tensor_dtype(op.results[0])), "empty")]
     placed: list[int | None] = [1] * len(result)
     for i, d in enumerate(dims):
         placed[d] = source[i]

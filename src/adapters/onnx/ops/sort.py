@@ -19,9 +19,11 @@ blocks (:mod:`.sort_long`).
 ``chlo.top_k`` is ONNX ``TopK`` (largest first, the lower index first
 among equals) on a key that orders values as XLA's total order does:
 float32 values widened to float64 with ``-0`` just below ``+0``, the
-infinities at float64's bounds and NaN above everything. ONNX cannot
-read a NaN's sign bit, so a NaN with its sign set (what ``0/0`` gives on
-x86) is ordered as a positive NaN here, where XLA orders it last.
+infinities at float64's bounds and NaN above everything. Where the
+conversion may raise the model to opset 26 (``BitCast``), the key is the
+float's bits in total order (:func:`.bitcast.total_order_key`), as XLA's: a
+NaN with its sign set (what ``0/0`` gives on x86) last. Below opset 26 ONNX
+cannot read a NaN's sign bit, and such a NaN is ordered as a positive one.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from .bitcast import BITCAST_OPSET, total_order_key
 from .common import Translation, splat_value, wide_dtype
 from .sort_long import ranked_in_blocks
 
@@ -41,6 +44,7 @@ from .sort_long import ranked_in_blocks
 MAX_SORTED = 4096
 _I64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
 
 
 def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -144,7 +148,10 @@ def _top_k(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.operands[0])
     rank = len(tensor_shape(op.operands[0]))
     x = args[0]
-    if dtype.kind == "f":
+    if dtype.kind == "f" and b.max_opset >= BITCAST_OPSET:  # XLA's total order, NaN's sign read from its bits
+        wide = dtype if dtype in (_F32, _F64) else _F32
+        key = total_order_key(b, x if wide == dtype else b.cast(x, wide), wide)
+    elif dtype.kind == "f":
         if dtype == _F64:
             b.refuse("a top_k of float64 (its total-order key needs a wider float)")
         key = b.cast(x, _F64)
