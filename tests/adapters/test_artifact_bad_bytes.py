@@ -57,23 +57,36 @@ def test_the_vjp_order_is_the_depth_of_the_vjp_chain() -> None:
     assert rich_record(2).vjp_order == 2 and rich_record(0).vjp_order == 0
 
 
-def test_a_sealed_artifact_whose_vjp_table_is_bad_is_refused_where_the_vjp_is_read() -> None:
-    # Its digest is valid (made so, then sealed): the VJP table, decoded at first use, is
-    # refused then, each time; bare bytes with the same table are refused at once.
+@pytest.mark.parametrize("sealed", [True, False], ids=["sealed", "bare"])
+def test_an_artifact_whose_vjp_table_is_bad_is_refused_where_the_vjp_is_read(sealed: bool) -> None:
+    # The VJP table of bytes is decoded at first use (as jax.export decodes it), so a bad one
+    # is refused then, each time, sealed (its digest made valid) or not.
     record = rich_record(1)
     assert record.vjp is not None
     bad = replace(record, vjp=replace(record.vjp, mlir_module_serialized=b"not a module"))
     flat = bytes(encode_artifact(bad))
-    sealed = seal(flat, Extension(((), ())))
-    read = decode_artifact(sealed)
+    read = decode_artifact(seal(flat, Extension(((), ()))) if sealed else flat)
     assert read.has_vjp and read.function_name == record.function_name
     for _ in range(2):
         with pytest.raises(ArtifactError, match="mlir_module_serialized.*not a StableHLO"):
             read.vjp
-    with pytest.raises(ArtifactError, match="not a StableHLO"):
-        decode_artifact(flat)
-    good = decode_artifact(seal(encode_artifact(record), Extension(((), ()))))
+    good_bytes = bytes(encode_artifact(record))
+    good = decode_artifact(seal(good_bytes, Extension(((), ()))) if sealed else good_bytes)
     assert good.vjp == record.vjp and good.vjp_order == 1
+
+
+def test_a_mutable_buffer_is_read_whole_before_decoding_returns() -> None:
+    # The caller may change or reuse a bytearray afterwards: its VJP table is read (and a bad
+    # one refused) at once, and the buffer is free to be resized when decoding returns.
+    record = rich_record(1)
+    assert record.vjp is not None
+    bad = replace(record, vjp=replace(record.vjp, mlir_module_serialized=b"not a module"))
+    with pytest.raises(ArtifactError, match="mlir_module_serialized.*not a StableHLO"):
+        decode_artifact(bytearray(encode_artifact(bad)))
+    buffer = bytearray(encode_artifact(record))
+    read = decode_artifact(buffer)
+    buffer.clear()
+    assert read.vjp == record.vjp
 
 
 # --------------------------------------------------------------------------

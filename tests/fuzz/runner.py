@@ -3,7 +3,7 @@
 ``python -m tests.fuzz.runner CORPUS CAMPAIGN_SEED START COUNT CODEC_SHARE JAX_SHARE CALL_PROBABILITY``
 prints one JSON line per mutation: its index, seed name, family and outcome.
 
-A flatbuffer seed's mutation is decoded alone (``decode_artifact``):
+A flatbuffer seed's mutation is decoded alone (``decode_artifact``, its VJP chain read):
 ``refused`` (ArtifactError), ``untyped_at_decode``, or, for a record, the
 record must re-encode to bytes that are a fixed point of the codec
 (``decoded``; else ``reencode_failed`` or ``not_a_fixed_point``). Not
@@ -82,6 +82,9 @@ def _over_budget(readers: list[WireReader], size: int) -> bool:
 def _decode(blob: bytes, readers: list[WireReader]) -> str:
     try:
         record = decode_artifact(blob)
+        vjp = record.vjp  # the VJP tables are decoded when first read: read them all here
+        while vjp is not None:
+            vjp = vjp.vjp
     except ArtifactError:
         return "unbounded_work" if _over_budget(readers, len(blob)) else "refused"
     except Exception as exc:  # noqa: BLE001 -- what the campaign counts

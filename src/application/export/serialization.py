@@ -2,7 +2,7 @@
 
 Deserialization checks, then decodes: the jaxport trailer's digest, when
 there is one, before any parser sees the bytes, then the flatbuffer, every
-field bounds-checked (a sealed artifact's VJP tables when first read), into the export's record
+field bounds-checked (the VJP tables when first read), into the export's record
 (:func:`~jaxport.adapters.flatbuffers.codec.decode_artifact`). The
 :class:`Exported` of that record makes its JAX objects here, so that what this
 process cannot call (a calling convention outside its window, a pytree node

@@ -248,9 +248,9 @@ class ArtifactRecord:
         vjp: the record of the VJP function, if carried (recursively, for
             higher orders): an artifact serialized with ``vjp_order >= 1``
             carries it; an export made in this process exports its VJPs
-            when asked, and records none here. It may be deferred too: a
-            sealed artifact's VJP table is decoded when first read (see
-            :attr:`has_vjp`).
+            when asked, and records none here. It may be deferred too: the
+            VJP table of an artifact read from bytes is decoded when first
+            read (see :attr:`has_vjp`).
         serialization_version: the version number found when reading (jax
             0.10.2 writes 3 whatever it means); ignored when writing.
         constraints: the symbolic constraints of this table's dimensions
