@@ -9,9 +9,12 @@ quantized model's is :data:`jaxport.domain.targets.litert.INT8_WEIGHTS_TOLERANCE
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxport
 from jaxport.domain.targets.litert import INT8_WEIGHTS_TOLERANCE
 from tests.helpers import iree_model
 from tests.helpers import litert_model as model
@@ -94,3 +97,21 @@ def test_int8_weights_are_within_their_tolerance_and_smaller_on_disk(batch: int)
     assert_close(got, want, INT8_WEIGHTS_TOLERANCE)
     with pytest.raises(AssertionError, match="beyond rtol"):  # the weights were quantized indeed
         assert_close(got, want)
+
+
+def test_a_scalar_input_reaches_litert_as_a_scalar() -> None:
+    # Made an array of one element (rank 1), a scalar input resized the model: its scalar result
+    # came back with shape (1,).
+    from jaxport.adapters.litert.runtime import LiteRtModel
+
+    def append(x: jax.Array, s: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return jnp.concatenate([x, s[None]]), s * 2
+
+    record = jaxport.export(jax.jit(append))(jax.ShapeDtypeStruct((2,), jnp.float32),
+                                             jax.ShapeDtypeStruct((), jnp.float32)).record
+    ins, outs = model.wire_names(record)
+    [converted] = model.convert_function("append", record, input_names=ins, output_names=outs)
+    call = LiteRtModel(converted.model).function("append", ins, outs)
+    y, twice = call([np.array([3.0, 4.0], np.float32), np.array(1.5, np.float32)])
+    np.testing.assert_array_equal(y, [3.0, 4.0, 1.5])
+    assert twice.shape == () and twice == 3.0

@@ -171,7 +171,8 @@ class LiteRtFunction:
             LiteRtLoadError: at the first call, LiteRT cannot prepare the model.
             ArtifactCallError: LiteRT failed while running (the message keeps its text).
         """
-        given = {name: np.ascontiguousarray(a) for name, a in zip(self._inputs, args)}
+        # np.asarray, not np.ascontiguousarray: that makes a scalar an array of one element (rank 1)
+        given = {name: np.asarray(a, order="C") for name, a in zip(self._inputs, args)}
         with self._lock:
             if self._runner is None:
                 self._runner = self._model.runner(self._key)
