@@ -115,3 +115,20 @@ def test_a_scalar_input_reaches_litert_as_a_scalar() -> None:
     y, twice = call([np.array([3.0, 4.0], np.float32), np.array(1.5, np.float32)])
     np.testing.assert_array_equal(y, [3.0, 4.0, 1.5])
     assert twice.shape == () and twice == 3.0
+
+
+def test_a_scalar_weight_converts_as_a_scalar_constant() -> None:
+    # Made an array of one element, a scalar weight's constant no longer fit its uses (an untyped
+    # MLIRError from the conversion).
+    from jaxport.adapters.litert.runtime import LiteRtModel
+
+    def affine(p: tuple[jax.Array, jax.Array], x: jax.Array) -> jax.Array:
+        return x * p[0] + p[1]
+
+    weights = [np.array(2.0, np.float32), np.arange(3, dtype=np.float32)]
+    specs = tuple(jax.ShapeDtypeStruct(w.shape, w.dtype) for w in weights)
+    record = jaxport.export(jax.jit(affine))(specs, jax.ShapeDtypeStruct((2, 3), jnp.float32)).record
+    ins, outs = model.wire_names(record, len(weights))
+    [converted] = model.convert_function("affine", record, weights=weights, input_names=ins, output_names=outs)
+    [y] = LiteRtModel(converted.model).function("affine", ins, outs)([np.ones((2, 3), np.float32)])
+    np.testing.assert_array_equal(y, [[2.0, 3.0, 4.0]] * 2)

@@ -60,8 +60,9 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
             for a single-platform module.
 
     Raises:
-        ConversionError: JAX's refinement refused the binding, or a dimension
-            value that ``main`` takes cannot be read from any input's shape.
+        ConversionError: JAX's refinement refused the binding, a dimension
+            value that ``main`` takes cannot be read from any input's shape, or
+            the module built is invalid (a bug of jaxport's).
     """
     context = mlir.make_ir_context()
     callee = StableHloSerializer.deserialize(record.mlir_module_serialized, context)
@@ -102,7 +103,11 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
                                                           f"{dict(shapes.dims)}: {exc}") from exc
     with module.context, ir.Location.unknown():
         _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
-        passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
+        try:
+            passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
+        except ir.MLIRError as exc:  # the module built above is wrong: a bug here, told as such
+            raise ConversionError(RUNTIME_NAME, name, f"jaxport built an invalid module for LiteRT (please "
+                                                      f"report it): {exc}") from exc
         _drop_single_device_shardings(module)
         portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
                                                               jax_internals.backend_serializes_with_sdy()))
@@ -157,7 +162,7 @@ def _dimension_value(name: str, record: ArtifactRecord, variable: str, arguments
 
 
 def _constant(value: np.ndarray) -> Any:
-    return mlir.ir_constant(np.ascontiguousarray(value))
+    return mlir.ir_constant(np.asarray(value, order="C"))  # np.ascontiguousarray makes a scalar rank 1
 
 
 def _convert(value: Any, to_type: ir.Type) -> Any:
