@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from collections.abc import Sequence
@@ -613,7 +614,8 @@ def _over_weights(info: dict[str, Any]) -> tuple[str, str]:
 def targets_section(groups: Sequence[Group]) -> str:
     """One table of every target (and the JAX path, ``jaxport``) per model: a fresh process's first
     answer and peak memory against ``jax.export``'s, and the time per call at b=1 and b=8 against
-    ``jax.jit``'s, each ratio between roles of one group (one run). Per-call groups without a batch
+    ``jax.jit``'s, each ratio between roles of one group (one run); where several groups measured a
+    role's first answer (the JAX path, ``jaxport``, beside each runtime), the median of their ratios. Per-call groups without a batch
     size call at b=1 (the models' arguments, :mod:`benchmarks.fresh_process`). The very first answer
     (``very_first_s``: the first process on the directory, jaxport's verdicts cold) is shown against the
     median of ``jax.export``'s. Where the first
@@ -621,6 +623,7 @@ def targets_section(groups: Sequence[Group]) -> str:
     (``weights_bytes``), its peak memory against :data:`CONVERTED_PEAK_WEIGHTS` times the weights plus
     the baseline, with whether it is within (at most 1.00x)."""
     cells: dict[tuple[str, str], dict[str, str]] = {}
+    pooled: dict[tuple[str, str], dict[str, list[float]]] = {}  # ratios measured in several groups
     for g in groups:
         if g.kind == "quantize":  # its roles are modes (float32, int8-weights), not targets
             continue
@@ -629,19 +632,24 @@ def targets_section(groups: Sequence[Group]) -> str:
             if role in _BASELINE_ROLES or quantity not in ("first answer", "per call"):
                 continue  # a conversion's roles (LiteRT's float32, int8-weights) are not targets either
             row = cells.setdefault((model, role), {})
+            ratios = pooled.setdefault((model, role), {})
             if quantity == "first answer":
-                row.setdefault("first", times(g.ratio(role, "jax.export")))
+                ratios.setdefault("first", []).append(g.ratio(role, "jax.export") or math.nan)
                 very_first, theirs = info.get("very_first_s"), g.median("jax.export")
                 if isinstance(very_first, float) and theirs:
                     row.setdefault("very first", times(very_first / theirs))
                 peak, base = info.get("peak_bytes"), g.info.get("jax.export", {}).get("peak_bytes")
-                row.setdefault("peak", times(peak / base) if isinstance(peak, int) and isinstance(base, int)
-                               and base else "-")
+                if isinstance(peak, int) and isinstance(base, int) and base:
+                    ratios.setdefault("peak", []).append(peak / base)
                 if "baseline_bytes" in info:
                     row.setdefault("baseline", _over_weights(info)[0])
                     row.setdefault("weights", _over_weights(info)[1])
             elif quantity == "per call":
                 row.setdefault(f"b={info.get('batch', 1)}", times(g.ratio(role, "jax.jit")))
+    for key, ratios in pooled.items():
+        for column, values in ratios.items():
+            known = [v for v in values if not math.isnan(v)]
+            cells[key][column] = times(statistics.median(known) if known else None)
     rows = [[model, role, *(r.get(k, "-") for k in ("first", "very first", "peak", "baseline", "weights", "b=1",
                                                    "b=8"))]
             for (model, role), r in sorted(cells.items())]

@@ -46,3 +46,13 @@ def test_peak_memory_against_the_weights_and_the_runtimes_baseline() -> None:
                         "jax.export": {"model": "gpt", "quantity": "first answer", "peak_bytes": 6 * mib}})
     rows = [line.split() for line in targets_section([first]).splitlines()[3:]]
     assert rows == [["gpt", "iree", "0.25x", "0.50x", "0.50x", "1.0", "MiB", "0.75x", "yes", "-", "-"]]
+
+
+def test_a_role_measured_in_several_groups_gets_the_median_of_its_ratios() -> None:
+    """The JAX path's first answer is measured beside each runtime: 0.8x, 0.9x and 1.0x give 0.90x."""
+    groups = [Group(f"{target} first answer: gpt", target, "-", {"jaxport": [mine], "jax.export": [1.0]},
+                    info={"jaxport": {"model": "gpt", "quantity": "first answer", "peak_bytes": 3},
+                          "jax.export": {"model": "gpt", "quantity": "first answer", "peak_bytes": 4}})
+              for target, mine in (("iree", 0.8), ("litert", 1.0), ("onnx", 0.9))]
+    rows = [line.split() for line in targets_section(groups).splitlines()[3:]]
+    assert rows == [["gpt", "jaxport", "0.90x", "-", "0.75x", "-", "-", "-", "-"]]
