@@ -119,10 +119,9 @@ def _decode(flatbuffer: bytes | memoryview, levels: tuple[tuple[str, ...], ...] 
     tables = _vjp_order(root) + 1
     if tables - 1 > MAX_VJP_DEPTH:
         raise root.fail("vjp", f"VJP tables nest deeper than {MAX_VJP_DEPTH}")
-    if levels is not None:
-        if len(levels) != tables:
-            raise ArtifactError(f"jaxport trailer: constraints for {len(levels)} tables, but the "
-                                f"artifact has {tables} (a VJP chain of order {tables - 1})")
+    if levels is not None and len(levels) != tables:
+        raise ArtifactError(f"jaxport trailer: constraints for {len(levels)} tables, but the "
+                            f"artifact has {tables} (a VJP chain of order {tables - 1})")
     record = _exported(root, 0, levels or (), producer, lazy_vjp)
     reader.check_end()
     return record
@@ -171,9 +170,7 @@ def _exported(t: TableView, depth: int, levels: tuple[tuple[str, ...], ...] = ()
     kept_var_idx = t.uints(E.MODULE_KEPT_VAR_IDX, "u16", "module_kept_var_idx")
     uses_global_constants = bool(t.scalar(
         E.USES_GLOBAL_CONSTANTS, "u8", "uses_global_constants", 0))
-    vjp_table = t.table(E.VJP, "Exported", "vjp")
-    if vjp_table is not None and depth >= MAX_VJP_DEPTH:
-        raise t.fail("vjp", f"VJP tables nest deeper than {MAX_VJP_DEPTH}")
+    vjp_table = t.table(E.VJP, "Exported", "vjp")  # nested no deeper than allowed: _decode checked
     vjp: ArtifactRecord | Deferred[ArtifactRecord | None] | None = None
     if vjp_table is not None and lazy_vjp:
         vjp = Deferred(lambda: _exported(vjp_table, depth + 1, levels))
