@@ -642,8 +642,9 @@ def targets_section(groups: Sequence[Group]) -> str:
                 if isinstance(peak, int) and isinstance(base, int) and base:
                     ratios.setdefault("peak", []).append(peak / base)
                 if "baseline_bytes" in info:
-                    row.setdefault("baseline", _over_weights(info)[0])
-                    row.setdefault("weights", _over_weights(info)[1])
+                    baseline, over_weights = _over_weights(info)
+                    row.setdefault("baseline", baseline)
+                    row.setdefault("weights", over_weights)
             elif quantity == "per call":
                 row.setdefault(f"b={info.get('batch', 1)}", times(g.ratio(role, "jax.jit")))
     for key, ratios in pooled.items():

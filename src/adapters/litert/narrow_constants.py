@@ -100,8 +100,10 @@ def _stored_narrower(model: bytes, chosen: Any, narrow: Any, reuse: Any = None) 
     for subgraph in tree.subgraphs:
         first = []
         for index, tensor in enumerate(subgraph.tensors):
+            if tensor.type != schema.TensorType.FLOAT32:
+                continue
             data = _constant(tree, tensor)
-            if tensor.type != schema.TensorType.FLOAT32 or data is None or not chosen(tree, subgraph, index):
+            if data is None or not chosen(tree, subgraph, index):
                 continue
             if code < 0:
                 code = _operator_code(tree, schema.BuiltinOperator.DEQUANTIZE, DEQUANTIZE_VERSION)

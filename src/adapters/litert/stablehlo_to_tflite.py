@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from jaxport.domain.errors import ConversionError, MissingExtraError
-from jaxport.domain.converted.quantization import INT8
-from jaxport.domain.targets.litert import INT8_WEIGHTS, RUNTIME_NAME, check_unlegalized
+from jaxport.domain.converted.quantization import INT8, INT8_WEIGHTS
+from jaxport.domain.targets.litert import RUNTIME_NAME, check_unlegalized
 
 try:
     import litert_converter
@@ -141,19 +141,6 @@ def _first(diagnostics: Sequence[str], fallback: str) -> str:
     return text if len(text) <= 600 else f"{text[:450]} ... {text[-120:]}"
 
 
-def quantize_int8_weights(function: str, model: bytes) -> bytes:
-    """The model with its weights quantized to int8, per channel (ai-edge-quantizer's dynamic range recipe).
-
-    Fully connected and convolution layers then compute with int8 weights and
-    activations quantized on the fly; the rest stays float32.
-
-    Raises:
-        MissingExtraError: ai-edge-quantizer is not installed.
-        ConversionError: the quantizer refused the model.
-    """
-    return quantize(function, model, INT8_WEIGHTS)
-
-
 #: The operators that ``int8`` quantizes (weights and activations): matrix products by a weight and convolutions.
 _STATIC_OPERATORS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 
@@ -184,8 +171,7 @@ def quantize(function: str, model: bytes, mode: str,
             chosen = manager.get_quantization_recipe()
         tool = quantizer.Quantizer(bytearray(model), chosen)
         calibrated = tool.calibrate({function: [dict(e) for e in calibration]}) if mode == INT8 else None
-        result = tool.quantize(calibrated, enable_progress_bar=False, enable_progress_report=False) \
-            if calibrated is not None else tool.quantize(enable_progress_bar=False, enable_progress_report=False)
+        result = tool.quantize(calibrated, enable_progress_bar=False, enable_progress_report=False)
     except Exception as exc:  # the quantizer raises bare Exceptions, with text
         raise ConversionError(RUNTIME_NAME, function, f"ai-edge-quantizer refused the model: {exc}") from exc
     if result.quantized_model is None:

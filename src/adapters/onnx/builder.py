@@ -21,6 +21,7 @@ from jaxlib.mlir import ir
 from onnx import TensorProto, helper, numpy_helper
 
 from jaxport.domain.errors import UnsupportedOperationError
+from jaxport.domain.targets.onnx import DEFAULT_OPSET
 
 #: The name of this target in messages.
 TARGET = "ONNX"
@@ -139,8 +140,8 @@ class GraphBuilder:
         self.run_block: Callable[[GraphBuilder, Any, Sequence[str]], list[str]] | None = None
         #: The opset the model is written at (raised by :meth:`require_opset`; shared with subgraphs),
         #: and the newest it may be.
-        self.opset = [21]
-        self.max_opset = 21
+        self.opset = [DEFAULT_OPSET]
+        self.max_opset = DEFAULT_OPSET
 
     def child(self) -> GraphBuilder:
         """A builder for a subgraph (a Loop's body, an If's branch): its own nodes, the rest shared.

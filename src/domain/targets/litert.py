@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
-from jaxport.domain.converted.quantization import FLOAT16, INT8, MODES, check_mode
+from jaxport.domain.converted.quantization import FLOAT16, INT8, INT8_WEIGHTS, MODES, check_mode
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
@@ -41,7 +41,6 @@ ERASED_CUSTOM_CALLS = frozenset({"shape_assertion"})
 #: The quantizations a conversion offers (:mod:`jaxport.domain.converted.quantization`): weights as int8
 #: (dynamic range), activations float32; every float32 constant as float16; weights and activations
 #: of fully connected layers and convolutions as int8, calibrated (ai-edge-quantizer's static recipe).
-INT8_WEIGHTS = "int8-weights"
 QUANTIZATIONS = (INT8_WEIGHTS, FLOAT16, INT8)
 
 #: The dtypes that cross a LiteRT model's boundary (litert-converter 0.5 and ai-edge-litert 2.3),

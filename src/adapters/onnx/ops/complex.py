@@ -27,6 +27,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from . import shape, window
 from .common import Translation, reducer
 
 _PARTS: dict[str, np.dtype[Any]] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
@@ -246,24 +247,6 @@ def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [b.one("Transpose", args, perm=[*perm, len(perm)])]
 
 
-def _slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    starts = int_list(op.attributes["start_indices"])
-    return [b.one("Slice", [args[0], b.int64s(starts), b.int64s(int_list(op.attributes["limit_indices"])),
-                            b.int64s(list(range(len(starts)))), b.int64s(int_list(op.attributes["strides"]))])]
-
-
-def _concatenate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [args[0] if len(args) == 1 else b.one("Concat", args, axis=ir.IntegerAttr(op.attributes["dimension"]).value)]
-
-
-def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dims = int_list(op.attributes["dimensions"])
-    if not dims:
-        return [args[0]]
-    return [b.one("Slice", [args[0], b.int64s([-1] * len(dims)), b.int64s([np.iinfo(np.int64).min] * len(dims)),
-                            b.int64s(dims), b.int64s([-1] * len(dims))])]
-
-
 def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if any(int_list(op.attributes["interior_padding"])):
         b.refuse("interior padding of complex values")
@@ -298,9 +281,10 @@ COMPLEX: dict[str, Translation] = {
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
     "stablehlo.reshape": _reshape,
     "stablehlo.transpose": _transpose,
-    "stablehlo.slice": _slice,
-    "stablehlo.concatenate": _concatenate,
-    "stablehlo.reverse": _reverse,
+    # A pair's trailing axis is never named, and these name their axes: the real ones serve
+    "stablehlo.slice": shape.TABLE["stablehlo.slice"],
+    "stablehlo.concatenate": shape.TABLE["stablehlo.concatenate"],
+    "stablehlo.reverse": window.TABLE["stablehlo.reverse"],
     "stablehlo.pad": _pad,
     "stablehlo.select": _select,
 }
