@@ -165,16 +165,15 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 
 
 #: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
-#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, in
-#: float32 and float64.
+#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, the SVD's
+#: singular values (its singular vectors the translation refuses, naming their signs), in float32 and float64.
 LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
-                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv"))
+                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv", "gesdd"))
 
 #: LAPACK kernels whose results ONNX cannot give as LAPACK's: kernel -> (what calls it, the convention).
 _LAPACK_CONVENTIONS = {
     "syevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
     "heevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
-    "gesdd": ("svd", "the signs of the singular vectors as LAPACK's divide and conquer gives them"),
     "gesvd": ("svd", "the signs of the singular vectors as LAPACK gives them"),
     "geev": ("eig", "complex eigenvalues and eigenvectors, normalized as LAPACK's"),
     "sytrd": ("the tridiagonal reduction", "LAPACK's Householder reflectors"),
