@@ -1,9 +1,10 @@
 """JAX's CPU SVD (``lapack_sgesdd_ffi``) translated to ONNX, run on ONNX Runtime, compared with ``jax.jit``.
 
 The singular values (``compute_uv=False``: ``svdvals``, ``matrix_rank``,
-``norm(a, 2)``, ``cond``) match JAX's; the singular vectors (``svd`` with
-``compute_uv=True``, ``pinv``, ``lstsq``) are refused with the typed error
-naming the custom call and their signs.
+``norm(a, 2)``, ``cond``) match JAX's, and so do the singular vectors of a
+single column or row, with LAPACK's signs; the singular vectors of larger
+matrices (``svd`` with ``compute_uv=True``, ``pinv``, ``lstsq``) are refused
+with the typed error naming the custom call and their signs.
 """
 
 from __future__ import annotations
@@ -77,6 +78,37 @@ def test_the_singular_values_match_jax(case: Case, tmp_path: Path) -> None:
     check_case(case, tmp_path)
 
 
+def _column_and_row(c: jax.Array, r: jax.Array) -> tuple[jax.Array, ...]:
+    return (*jnp.linalg.svd(c), *jnp.linalg.svd(c, full_matrices=False), *jnp.linalg.svd(r),
+            *jnp.linalg.svd(r, full_matrices=False))
+
+
+#: Columns and rows: ordinary, signed zeros (the first one's sign decides), a zero tail, tiny, huge.
+COLUMNS = np.array([[3, -4, 0, 1], [-0.0, 2, 1, -1], [0.0, -2, 1, 1], [-0.0, 0, 0, 0], [0.0, -0.0, 0, 0],
+                    [-5, 0, 0, 0], [1e-30, 2e-30, 0, 0], [1e30, -3e30, 2e30, 0], [1, 1e-25, 0, 0]], F32)
+#: An infinity (LAPACK scales it to x86's NaN: the signs follow it), and NaN (JAX's NaN everywhere).
+BROKEN = np.array([[np.inf, 1, 0, 2], [-np.inf, 0, -0.0, 0], [1, np.inf, 2, 0], [-1, 0, -np.inf, 0],
+                   [-0.0, np.inf, 0, 0], [np.inf, -np.inf, 0, 0], [np.nan, 1, 2, 3], [1, 2, np.nan, 0]], F32)
+
+VECTORS: list[Case] = [
+    Case("svd with vectors of a column and of a row, full and reduced: signs, zeros, tiny and huge",
+         _column_and_row, [spec((9, 4, 1)), spec((9, 1, 4))], [[COLUMNS[..., None], COLUMNS[:, None, :]]],
+         tolerance=1e-5),
+    Case("svd with vectors of a column and of a row: infinities and NaN", _column_and_row,
+         [spec((8, 4, 1)), spec((8, 1, 4))], [[BROKEN[..., None], BROKEN[:, None, :]]], tolerance=1e-5),
+    Case("svd of 1 x 1, pinv over a symbolic batch, lstsq of a column, an empty batch", lambda a, c, t, y, e: (
+        *jnp.linalg.svd(a), jnp.linalg.pinv(c), jnp.linalg.lstsq(t, y)[0], *jnp.linalg.svd(e)),
+         [spec((3, 1, 1)), spec((b, 5, 1)), spec((5, 1)), spec((5, 2)), spec((0, 1, 3))],
+         [[np.array([[[-2.0]], [[-0.0]], [[0.5]]], F32), normal(2, 5, 1), normal(5, 1), normal(5, 2),
+           np.zeros((0, 1, 3), F32)]], tolerance=1e-5),
+]
+
+
+@pytest.mark.parametrize("case", VECTORS, ids=[c.name for c in VECTORS])
+def test_the_singular_vectors_of_a_column_or_a_row_match_jax_with_lapacks_signs(case: Case, tmp_path: Path) -> None:
+    check_case(case, tmp_path)
+
+
 REFUSED: list[Case] = [
     Case("svd with vectors", jnp.linalg.svd, [spec((4, 3))], [], refused=GESDD),
     Case("svd reduced with vectors", lambda a: jnp.linalg.svd(a, full_matrices=False), [spec((3, 5))], [],
@@ -84,6 +116,7 @@ REFUSED: list[Case] = [
     Case("pinv", jnp.linalg.pinv, [spec((4, 3))], [], refused=GESDD),
     Case("lstsq", lambda a, y: jnp.linalg.lstsq(a, y)[0], [spec((4, 3)), spec((4,))], [], refused=GESDD),
     Case("singular values of a matrix of symbolic size", _values, [spec((b, 3))], [], refused=GESDD),
+    Case("svd with vectors of 2 columns", jnp.linalg.svd, [spec((5, 2))], [], refused=GESDD),
     Case("singular values of a matrix larger than 64", _values, [spec((65, 70))], [], refused=GESDD),
 ]
 

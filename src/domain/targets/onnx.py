@@ -166,7 +166,8 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 
 #: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
 #: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, the SVD's
-#: singular values (its singular vectors the translation refuses, naming their signs), in float32 and float64.
+#: singular values and a single row's or column's vectors (the translation refuses the others' vectors, naming
+#: their signs), in float32 and float64.
 LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
                               for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv", "gesdd"))
 

@@ -1,4 +1,4 @@
-"""ONNX translation of JAX's LAPACK SVD on the CPU, singular values only: ``lapack_{s,d}gesdd_ffi`` with ``jobz='N'``.
+"""ONNX translation of JAX's LAPACK SVD on the CPU (``lapack_{s,d}gesdd_ffi``): the singular values (``jobz='N'``).
 
 ``jnp.linalg.svd(a, compute_uv=False)`` (and ``svdvals``, ``matrix_rank``,
 ``norm(a, 2)``, ``cond``) lowers to ``gesdd`` with ``mode = 'N'``: only the
@@ -26,7 +26,9 @@ At 64 x 64, the largest size translated, within ``5e-6``. A matrix with a
 NaN or an infinity gives ``info = -4`` (LAPACK's for a NaN) and NaN
 values, where JAX returns NaN.
 
-The singular vectors (``mode`` ``'S'`` or ``'A'``) are refused. Their signs
+The singular vectors (``mode`` ``'S'`` or ``'A'``) of a single column or
+row are LAPACK's (:mod:`.svd_vector`); of a larger matrix they are
+refused. Their signs
 are those LAPACK's ``sgesdd`` leaves (``sgebd2``, then ``sbdsqr`` through
 ``sbdsdc`` and ``slasdq`` up to 25, then ``sormbr``), and they turn on the
 last bits of its rounding: a port of that sequence in float32 NumPy agreed
@@ -50,6 +52,7 @@ from onnx import TensorProto, helper
 from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
 from .common import Translation
 from .lapack import backend_config, iota_of, loop
+from .svd_vector import vector_svd
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 #: The most sweeps (one-sided Jacobi converged in at most 12 on random matrices up to 25 x 25).
@@ -80,17 +83,19 @@ def _until(b: GraphBuilder, most: int, carried: tuple[str, Any],
 
 def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     mode = backend_config(op).get("mode", ord("A"))
-    if mode != ord("N"):
-        b.refuse("the singular vectors (jnp.linalg.svd with compute_uv=True, pinv, lstsq): their signs are "
-                 "those LAPACK's bidiagonal QR iteration leaves, and its course turns on the last bits of its "
-                 "rounding, which ONNX operators do not reproduce (the singular values alone, compute_uv=False, "
-                 "convert)")
     shape = tensor_shape(op.operands[0])
     rank = len(shape)
     m, n = shape[-2:]
     if m is None or n is None:
-        b.refuse("the singular values of a matrix of symbolic size (the Jacobi sweeps' pairs of columns "
-                 "are laid out for a static size)")
+        b.refuse("the SVD of a matrix of symbolic size (the Jacobi sweeps' pairs of columns are laid out for a "
+                 "static size)")
+    if mode != ord("N"):
+        if min(m, n) == 1:
+            return vector_svd(b, op, args, m, n, full=mode == ord("A"))
+        b.refuse("the singular vectors (jnp.linalg.svd with compute_uv=True, pinv, lstsq) of a matrix of more "
+                 "than one row and column: their signs are those LAPACK's bidiagonal QR iteration leaves, and "
+                 "its course turns on the last bits of its rounding, which ONNX operators do not reproduce (the "
+                 "singular values alone, compute_uv=False, convert)")
     if min(m, n) > _LARGEST:
         b.refuse(f"the singular values of a matrix larger than {_LARGEST} (min(m, n) = {min(m, n)}): the Jacobi "
                  f"sweeps would take too long")
