@@ -28,7 +28,10 @@ The values are JAX's within ``n * eps * max|A|`` (absolute; a value much
 smaller than the matrix's norm has no more relative accuracy in LAPACK
 either). A matrix with a NaN or an infinity and more than one row gets
 ``info = 1``, as LAPACK's iteration fails or its scaling makes NaN there (so
-JAX's results are NaN); a 1 by 1 matrix is its own eigenvalue.
+JAX's results are NaN); a 1 by 1 matrix is its own eigenvalue. One difference
+remains: a NaN that LAPACK leaves in a block of its own of one or two rows (a
+2 by 2 matrix, a diagonal one) gives values that follow LAPACK's branches in
+JAX (``[[nan, 1], [1, 2]]``: ``-sqrt(2), sqrt(2)``), NaN here.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ from .common import Translation
 from .lapack import backend_config, iota_of, loop, size
 
 _F64, _I64, _I32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32)
-#: Bisection steps: after scaling, the interval is at most 6 wide, so ``6 / 2**steps`` is below the dtype's eps.
+#: Bisection steps: the Gershgorin interval is at most 6 times the matrix's norm wide, which ``2**-steps`` makes
+#: well below the dtype's eps times the norm.
 _HALVINGS = {np.dtype(np.float32): 40, np.dtype(np.float64): 60}
 
 
