@@ -292,7 +292,11 @@ def test_the_model_carries_opset_ir_version_producer_and_metadata() -> None:
 REFUSED: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct], str]] = {
     "complex tanh": (lambda x: jnp.tanh(jnp.fft.rfft(x)).real, [spec((8,))], "stablehlo.tanh"),
     "bitcast": (lambda x: lax.bitcast_convert_type(x, jnp.int32), [spec((4,))], "stablehlo.bitcast_convert"),
-    "eigh": (lambda x: jnp.linalg.eigh(x)[0], [spec((3, 3))], "stablehlo.custom_call @lapack_ssyevd_ffi"),
+    "eigh's vectors": (lambda x: jnp.linalg.eigh(x)[1], [spec((3, 3))], "stablehlo.custom_call @lapack_ssyevd_ffi"),
+    "eigh's vectors summed": (lambda x: jnp.linalg.eigh(x)[0] + jnp.linalg.eigh(x)[1].sum(), [spec((2, 3, 3))],
+                              "stablehlo.custom_call @lapack_ssyevd_ffi"),
+    "eigh's vectors in a branch": (lambda p, x: lax.cond(p, lambda: jnp.linalg.eigh(x)[1][0], lambda: x[0]),
+                                   [spec((), np.bool_), spec((3, 3))], "stablehlo.custom_call @lapack_ssyevd_ffi"),
 }
 
 

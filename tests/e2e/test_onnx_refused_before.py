@@ -165,6 +165,22 @@ def _spd(*batch: int, n: int = 4) -> np.ndarray:
     return (m @ np.swapaxes(m, -1, -2) + n * np.eye(n, dtype=F32)).astype(F32)
 
 
+def _sym(*batch: int, n: int) -> np.ndarray:
+    m = rng.normal(size=(*batch, n, n)).astype(F32)
+    return ((m + np.swapaxes(m, -1, -2)) / 2).astype(F32)
+
+
+def _hilbert(n: int) -> np.ndarray:
+    return (1.0 / (np.arange(n)[:, None] + np.arange(n)[None, :] + 1)).astype(F32)
+
+
+def _repeated() -> np.ndarray:
+    """A 6 by 6 matrix with the eigenvalues 2, 2, 2, -1, -1, 5."""
+    q = np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    repeated: np.ndarray = ((q * np.array([2, 2, 2, -1, -1, 5])) @ q.T).astype(F32)
+    return repeated
+
+
 def _triangular_solves(a: jax.Array, b_: jax.Array, c: jax.Array) -> tuple[jax.Array, ...]:
     solve = lax.linalg.triangular_solve
     return tuple(solve(a, m, left_side=left, lower=lower, transpose_a=t, unit_diagonal=u)
@@ -250,6 +266,23 @@ LINALG: list[Case] = [
          tolerance=1e-3),
     Case("cho_solve", lambda a, y: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(a), y),
          [spec((4, 4)), spec((4,))], [[_spd(), rng.normal(size=4).astype(F32)]], tolerance=1e-3),
+    Case("eigvalsh, eigh's eigenvalues: batched, empty, n = 1, repeated, diagonal, zero, Hilbert 6, tiny, huge",
+         lambda a, one, h, s: (jnp.linalg.eigvalsh(a), jnp.linalg.eigh(a)[0], jnp.linalg.eigvalsh(one),
+                               jnp.linalg.eigvalsh(h), jnp.linalg.eigvalsh(s * 1e-30), jnp.linalg.eigvalsh(s * 1e30)),
+         [spec((b, 5, 5)), spec((2, 1, 1)), spec((6, 6)), spec((3, 3))],
+         [[_sym(3, n=5), np.array([[[-2.5]], [[np.inf]]], F32), _hilbert(6), _sym(n=3)],
+          [np.zeros((0, 5, 5), F32), np.array([[[0.0]], [[np.nan]]], F32), _repeated(), np.diag(
+              np.array([3, -1, 2], F32))],
+          [np.stack([np.zeros((5, 5), F32), np.eye(5, dtype=F32), np.ones((5, 5), F32)]), np.ones((2, 1, 1), F32),
+           np.diag(np.arange(6, dtype=F32)), np.eye(3, dtype=F32)]], tolerance=1e-5),
+    Case("eigvalsh of n = 25 and 40, the upper triangle (UPLO='U'), NaN and infinities (LAPACK fails: NaN)",
+         lambda a, c, d: (jnp.linalg.eigvalsh(a), jnp.linalg.eigvalsh(c, UPLO="U"), jnp.linalg.eigvalsh(d)),
+         [spec((25, 25)), spec((40, 40)), spec((4, 3, 3))],
+         [[_sym(n=25), np.triu(_sym(n=40)), np.stack([
+             _sym(n=3), np.full((3, 3), np.nan, F32), np.where(np.eye(3) > 0, np.inf, 1).astype(F32),
+             np.array([[1, np.nan, 0], [np.nan, 2, 1], [0, 1, 3]], F32)])]], tolerance=1e-5),
+    Case("eigh's eigenvectors (LAPACK's signs follow its rounding)", lambda a: jnp.linalg.eigh(a), [spec((3, 3))], [],
+         refused="stablehlo.custom_call @lapack_ssyevd_ffi"),
 ]
 
 

@@ -1,7 +1,7 @@
 """The user corpus's linear algebra: ``jnp.linalg``, ``jax.scipy.linalg`` and ``lax.linalg``, batched where JAX is.
 
-The decompositions whose signs LAPACK chooses (``eigh``, ``svd``, ``eig``)
-may be refused by name; everything else matches JAX's CPU results.
+The decompositions whose signs LAPACK chooses (``eigh``'s eigenvectors, ``svd``,
+``eig``) may be refused by name; everything else matches JAX's CPU results.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ CASES: list[Case] = [
          tolerance=TOL),
     case("jnp.linalg.eigh", jnp.linalg.eigh, S, tolerance=TOL),
     case("jnp.linalg.eigvalsh", jnp.linalg.eigvalsh, S, tolerance=TOL),
+    case("jnp.linalg.eigvalsh batched", jnp.linalg.eigvalsh, SB, tolerance=TOL),
+    case("jnp.linalg.eigh eigenvalues only", lambda a: jnp.linalg.eigh(a).eigenvalues, HILBERT, tolerance=TOL),
     case("jnp.linalg.svd", jnp.linalg.svd, TALL, tolerance=TOL),
     case("jnp.linalg.svd values only", lambda a: jnp.linalg.svd(a, compute_uv=False), TALL, tolerance=TOL),
     case("jnp.linalg.eigvals magnitudes", lambda a: jnp.abs(jnp.linalg.eigvals(a)), A, tolerance=TOL),

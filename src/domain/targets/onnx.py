@@ -165,15 +165,23 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 
 
 #: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
-#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, the SVD's
-#: singular values and a single row's or column's vectors (the translation refuses the others' vectors, naming
-#: their signs), in float32 and float64.
+#: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, in
+#: float32 and float64; the symmetric eigendecomposition where only its eigenvalues are used (the
+#: translation refuses it, with :data:`EIGENVECTOR_SIGNS`, where the eigenvectors are); the SVD's singular
+#: values and a single row's or column's vectors (the translation refuses the others' vectors, naming their
+#: signs).
 LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
-                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv", "gesdd"))
+                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv", "syevd", "gesdd"))
+
+#: Why the eigenvectors of ``eigh`` (``lapack_{s,d}syevd_ffi``) are refused where they are used.
+EIGENVECTOR_SIGNS = (
+    "a LAPACK kernel (eigh) whose convention ONNX operators cannot reproduce exactly: the signs of the "
+    "eigenvectors, which follow the path of LAPACK's QL/QR sweeps (divide and conquer beyond 25 rows) and change "
+    "with the rounding (one unit in the last place of one element flips some eigenvector's sign in about a quarter "
+    "of random 20 by 20 matrices); only the eigenvalues convert (jnp.linalg.eigvalsh, eigh(...).eigenvalues)")
 
 #: LAPACK kernels whose results ONNX cannot give as LAPACK's: kernel -> (what calls it, the convention).
 _LAPACK_CONVENTIONS = {
-    "syevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
     "heevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
     "gesvd": ("svd", "the signs of the singular vectors as LAPACK gives them"),
     "geev": ("eig", "complex eigenvalues and eigenvectors, normalized as LAPACK's"),
@@ -184,8 +192,8 @@ _LAPACK_CONVENTIONS = {
 def lapack_convention(target: str) -> str | None:
     """Why ONNX refuses the LAPACK custom call ``target``: the convention it cannot match, else None.
 
-    >>> lapack_convention("lapack_ssyevd_ffi").split(": ")[0]
-    'a LAPACK kernel (eigh) whose convention ONNX operators cannot reproduce exactly'
+    >>> lapack_convention("lapack_sgesdd_ffi").split(": ")[0]
+    'a LAPACK kernel (svd) whose convention ONNX operators cannot reproduce exactly'
     >>> lapack_convention("lapack_spotrf_ffi") is None
     True
     """

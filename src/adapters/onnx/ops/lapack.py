@@ -54,13 +54,19 @@ def backend_config(op: Any) -> dict[str, int]:
     return {config[i].name: int(ir.IntegerAttr(config[i].attr).value) for i in range(len(config))}
 
 
+def _type_of(like: Any) -> tuple[int, list[None]]:
+    dtype, rank = like if isinstance(like, tuple) else (tensor_dtype(like), len(tensor_shape(like)))
+    return onnx_type(dtype), [None] * rank
+
+
 def loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body: Body) -> list[str]:
-    """A ``Loop`` of ``trips`` (int64 scalar) iterations over ``carried`` (name, MLIR value of its dtype and rank)."""
+    """A ``Loop`` of ``trips`` (int64 scalar) iterations over ``carried``: (name, an MLIR value of its dtype and
+    rank, or the pair ``(dtype, rank)``)."""
     child = b.child()
     index, condition = child.fresh("index"), child.fresh("condition")
     names = [child.fresh("carried") for _ in carried]
     results = body(child, index, names)
-    infos = [(onnx_type(tensor_dtype(v)), [None] * len(tensor_shape(v))) for _, v in carried]
+    infos = [_type_of(v) for _, v in carried]
     outputs = [helper.make_tensor_value_info(child.one("Identity", [condition]), TensorProto.BOOL, []),
                *(helper.make_tensor_value_info(child.one("Identity", [r]), t, s) for r, (t, s) in zip(results, infos))]
     inputs = [helper.make_tensor_value_info(index, TensorProto.INT64, []),

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from .common import Translation
 
 _I32 = np.dtype(np.int32)
 
@@ -93,3 +94,7 @@ def vector_svd(b: GraphBuilder, op: Any, args: Sequence[str], m: int, n: int, fu
                                          axis=0)])
     info = b.one("Where", [any_of(not_a_number), b.scalar(-4, _I32), b.scalar(0, _I32)])
     return [a, values, u, vt, info]
+
+
+#: No operation of its own: :mod:`.svd`'s ``gesdd`` calls :func:`vector_svd`.
+TABLE: dict[str, Translation] = {}
