@@ -166,10 +166,12 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 
 #: JAX's LAPACK kernels the translation computes with ONNX operators (a ``Loop`` each): Cholesky,
 #: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, in
-#: float32 and float64; and the symmetric eigendecomposition where only its eigenvalues are used (the
-#: translation refuses it, with :data:`EIGENVECTOR_SIGNS`, where the eigenvectors are).
+#: float32 and float64; the symmetric eigendecomposition where only its eigenvalues are used (the
+#: translation refuses it, with :data:`EIGENVECTOR_SIGNS`, where the eigenvectors are); the SVD's singular
+#: values and a single row's or column's vectors (the translation refuses the others' vectors, naming their
+#: signs).
 LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
-                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv", "syevd"))
+                              for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv", "syevd", "gesdd"))
 
 #: Why the eigenvectors of ``eigh`` (``lapack_{s,d}syevd_ffi``) are refused where they are used.
 EIGENVECTOR_SIGNS = (
@@ -181,7 +183,6 @@ EIGENVECTOR_SIGNS = (
 #: LAPACK kernels whose results ONNX cannot give as LAPACK's: kernel -> (what calls it, the convention).
 _LAPACK_CONVENTIONS = {
     "heevd": ("eigh", "the signs of the eigenvectors as LAPACK's divide and conquer gives them"),
-    "gesdd": ("svd", "the signs of the singular vectors as LAPACK's divide and conquer gives them"),
     "gesvd": ("svd", "the signs of the singular vectors as LAPACK gives them"),
     "geev": ("eig", "complex eigenvalues and eigenvectors, normalized as LAPACK's"),
     "sytrd": ("the tridiagonal reduction", "LAPACK's Householder reflectors"),

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from . import (arithmetic, bitcast, bits, bitwise_reduce, complex, control, conv, conv_integer, dynamic, eigh,
                elementwise, fft, gather, lapack, linalg, pool, qr, reduce, rng, scatter, shape, sort, sort_long,
-               tridiagonal, window, window_body)
+               svd, tridiagonal, window, window_body)
 from .common import Translation
 
 
@@ -43,7 +43,7 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
         elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
-        gather, window, window_body, pool, conv, conv_integer, scatter, dynamic, lapack, qr, tridiagonal,
+        gather, window, window_body, pool, conv, conv_integer, scatter, dynamic, lapack, qr, svd, tridiagonal,
         eigh, sort, sort_long, control, rng, complex, fft)})
 
 #: Operations with a complex operand or result -> translation on (real, imaginary) pairs
@@ -57,4 +57,4 @@ COMPOSITES: Mapping[str, Translation] = merged({
 
 #: ``stablehlo.custom_call`` target -> translation (``shape_assertion`` and ``Sharding`` are the walk's own).
 CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **qr.CUSTOM_CALLS,
-                                              **tridiagonal.CUSTOM_CALLS, **eigh.CUSTOM_CALLS}
+                                              **svd.CUSTOM_CALLS, **tridiagonal.CUSTOM_CALLS, **eigh.CUSTOM_CALLS}
