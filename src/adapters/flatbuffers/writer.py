@@ -115,9 +115,6 @@ class FlatbufferWriter:
         self._vtable = []
         return object_offset
 
-    def _slot(self, slot: int) -> None:
-        self._vtable[slot] = len(self._buf) - self._head
-
     def CreateString(self, s: str) -> int:
         return self._vector_of(s.encode("utf-8"), terminated=True)
 
@@ -136,7 +133,8 @@ class FlatbufferWriter:
     def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int:
         self._count = numElems
         self._prep(4, elemSize * numElems)
-        self._prep(alignment, elemSize * numElems)
+        if alignment > 4:  # aligned to 4 with the room, the head is aligned to 2 and 1 too
+            self._prep(alignment, elemSize * numElems)
         return len(self._buf) - self._head
 
     def EndVector(self) -> int:
@@ -207,7 +205,7 @@ class FlatbufferWriter:
         """A scalar field in slot ``o``, left out when it equals its default ``d``."""
         if x != d:
             self._prepend(fmt, x)
-            self._slot(o)
+            self._vtable[o] = len(self._buf) - self._head
 
     def Finish(self, rootTable: int) -> int:
         self._prep(self._minalign, 4)
