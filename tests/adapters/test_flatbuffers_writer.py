@@ -106,6 +106,26 @@ def test_each_operation_writes_what_the_builder_writes(size: int) -> None:
     assert drive(FlatbufferWriter(size)) == drive(flatbuffers.Builder(size))
 
 
+@pytest.mark.parametrize("size", [1, 1024])
+@pytest.mark.parametrize("count", [0, 1, 5])
+def test_a_vector_of_offsets_written_at_once_is_what_the_builder_writes_one_by_one(size: int, count: int) -> None:
+    def strings(b: Any) -> list[int]:
+        return [b.CreateString("x" * i) for i in range(count)]  # odd lengths: the vector needs padding
+
+    ours = FlatbufferWriter(size)
+    offsets = strings(ours)
+    ours.StartVector(4, count, 4)
+    ours.PrependUOffsetTRelatives(offsets)
+    ours.Finish(ours.EndVector())
+    theirs = flatbuffers.Builder(size)
+    offsets = strings(theirs)
+    theirs.StartVector(4, count, 4)
+    for off in reversed(offsets):
+        theirs.PrependUOffsetTRelative(off)
+    theirs.Finish(theirs.EndVector())
+    assert bytes(ours.Output()) == bytes(theirs.Output())
+
+
 def test_a_number_out_of_range_is_a_type_error_as_with_the_builder() -> None:
     record = replace(rich_record(0), calling_convention_version=1 << 16)
     with pytest.raises(TypeError):

@@ -119,3 +119,10 @@ def test_each_jax_result_type_is_a_namedtuple_found_by_its_name_and_named_back()
         assert jax_internals.jax_result_name(found) == name
     assert jax_internals.jax_result_type("jax.numpy.NotAResult") is None
     assert jax_internals.jax_result_name(tuple) is None
+
+
+def test_the_primitive_class_and_the_inconclusive_error_are_jax_extend_cores() -> None:
+    from jax.extend import core as jex_core
+
+    assert jax_internals.Primitive is jex_core.Primitive
+    assert jax_internals.InconclusiveDimensionOperation is jex_core.InconclusiveDimensionOperation

@@ -194,8 +194,11 @@ def _strings(b: ArtifactBuilder, items: Sequence[str]) -> int:
 def _offsets(b: ArtifactBuilder, offsets: Sequence[int]) -> int:
     """A vector of offsets, prepended in reverse order."""
     b.StartVector(4, len(offsets), 4)
-    for off in reversed(offsets):
-        b.PrependUOffsetTRelative(off)
+    if isinstance(b, FlatbufferWriter):
+        b.PrependUOffsetTRelatives(offsets)  # the same bytes, the room checked once for all
+    else:
+        for off in reversed(offsets):
+            b.PrependUOffsetTRelative(off)
     return b.EndVector()
 
 

@@ -23,6 +23,7 @@ builder raises a ``TypeError`` (:func:`.encode.encode_artifact` translates).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Final
 
 from .reader import SCALARS
@@ -114,9 +115,6 @@ class FlatbufferWriter:
         self._vtable = []
         return object_offset
 
-    def _slot(self, slot: int) -> None:
-        self._vtable[slot] = len(self._buf) - self._head
-
     def CreateString(self, s: str) -> int:
         return self._vector_of(s.encode("utf-8"), terminated=True)
 
@@ -135,7 +133,8 @@ class FlatbufferWriter:
     def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int:
         self._count = numElems
         self._prep(4, elemSize * numElems)
-        self._prep(alignment, elemSize * numElems)
+        if alignment > 4:  # aligned to 4 with the room, the head is aligned to 2 and 1 too
+            self._prep(alignment, elemSize * numElems)
         return len(self._buf) - self._head
 
     def EndVector(self) -> int:
@@ -145,8 +144,35 @@ class FlatbufferWriter:
         return len(self._buf) - head
 
     def PrependUOffsetTRelative(self, off: int) -> None:
-        head = self._prep(4, 0) - 4
-        _U32.pack_into(self._buf, head, len(self._buf) - head - off)
+        # _prep(4, 0) inlined where the room is there already (the call is most of an encode).
+        buf = self._buf
+        head = self._head
+        end = len(buf)
+        pad = -(end - head) & 3
+        if head < pad + 4:
+            head = self._prep(4, 0)
+            buf = self._buf
+            end = len(buf)
+        else:
+            if self._minalign < 4:
+                self._minalign = 4
+            head -= pad
+        head -= 4
+        _U32.pack_into(buf, head, end - head - off)
+        self._head = head
+
+    def PrependUOffsetTRelatives(self, offsets: Sequence[int]) -> None:
+        """The elements of a vector of offsets that :meth:`StartVector` began, last first.
+
+        ``StartVector(4, len(offsets), 4)`` left the room for them, aligned: each is
+        written where :meth:`PrependUOffsetTRelative` would write it.
+        """
+        buf = self._buf
+        head = self._head
+        end = len(buf)
+        for off in reversed(offsets):
+            head -= 4
+            _U32.pack_into(buf, head, end - head - off)
         self._head = head
 
     def PrependUint8(self, x: int) -> None:
@@ -161,7 +187,7 @@ class FlatbufferWriter:
     def PrependUOffsetTRelativeSlot(self, o: int, x: int, d: int) -> None:
         if x != d:
             self.PrependUOffsetTRelative(x)
-            self._slot(o)
+            self._vtable[o] = len(self._buf) - self._head
 
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None:
         self._scalar_slot(_I8, o, x, d)
@@ -179,7 +205,7 @@ class FlatbufferWriter:
         """A scalar field in slot ``o``, left out when it equals its default ``d``."""
         if x != d:
             self._prepend(fmt, x)
-            self._slot(o)
+            self._vtable[o] = len(self._buf) - self._head
 
     def Finish(self, rootTable: int) -> int:
         self._prep(self._minalign, 4)

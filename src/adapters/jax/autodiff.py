@@ -16,13 +16,13 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.extend import core as jex_core
 from jax.interpreters import ad, batching, mlir
 
 from jaxport.domain.errors import VjpUnavailableError
+from . import internals as jax_internals
 from .call import CallTarget, abstract_eval, bind, jaxport_call_p, sequential_batcher
 
-jvp_p = jex_core.Primitive("jaxport_call_jvp")
+jvp_p = jax_internals.Primitive("jaxport_call_jvp")
 jvp_p.multiple_results = True
 
 

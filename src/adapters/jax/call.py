@@ -19,11 +19,10 @@ import jax
 import numpy as np
 from jax import lax
 from jax.core import ShapedArray
-from jax.extend import core as jex_core
-from jax.extend.mlir import ir
-from jax.extend.mlir.dialects import func as func_dialect
-from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import batching, mlir
+from jaxlib.mlir import ir  # jax.extend.mlir's modules re-export these (importing it costs a first call)
+from jaxlib.mlir.dialects import func as func_dialect
+from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.artifact.sharding import NamedShardingRecord
@@ -167,7 +166,7 @@ class CallTarget:
         return any(s.is_symbolic for s in self.in_specs)
 
 
-jaxport_call_p = jex_core.Primitive("jaxport_call")
+jaxport_call_p = jax_internals.Primitive("jaxport_call")
 jaxport_call_p.multiple_results = True
 
 
@@ -357,7 +356,7 @@ def _platform_index(ctx: mlir.LoweringRuleContext, branch_of: tuple[int, ...], c
 mlir.register_lowering(jaxport_call_p, _lower)
 
 
-def sequential_batcher(primitive: jex_core.Primitive) -> Callable[..., tuple[list[Any], list[int]]]:
+def sequential_batcher(primitive: jax_internals.Primitive) -> Callable[..., tuple[list[Any], list[int]]]:
     """A batching rule that maps ``primitive`` over the batch one element at a time."""
 
     def batch(args: Sequence[Any], dims: Sequence[Any], **params: Any) -> tuple[list[Any], list[int]]:

@@ -17,7 +17,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend import core as jex_core
 from jax.interpreters import mlir
 
 from jaxport.domain.symbolic import (
@@ -27,7 +26,7 @@ from jaxport.domain.jax_docs import follow_jax
 from . import internals as jax_internals
 
 
-class JaxInconclusiveDimensionError(InconclusiveDimensionError, jex_core.InconclusiveDimensionOperation,
+class JaxInconclusiveDimensionError(InconclusiveDimensionError, jax_internals.InconclusiveDimensionOperation,
                                     presents_as=InconclusiveDimensionError):
     """An inconclusive comparison, catchable both as jaxport's and as JAX's error.
 
@@ -105,7 +104,7 @@ class JaxDim(DimExpr):
         return fn(other, value) if reflected else fn(value, other)
 
 
-dim_as_value_p = jex_core.Primitive("jaxport_dim_as_value")
+dim_as_value_p = jax_internals.Primitive("jaxport_dim_as_value")
 dim_as_value_p.def_abstract_eval(lambda dim: jax_internals.dim_value_aval())
 
 
@@ -119,7 +118,7 @@ def _dim_as_value_lowering(ctx: mlir.LoweringRuleContext, *, dim: JaxDim) -> lis
     result = jax_internals.eval_dynamic_dim(ctx, dim)
     out_type = mlir.aval_to_ir_type(ctx.module_context, ctx.avals_out[0])
     if result.type != out_type:
-        from jax.extend.mlir.dialects import stablehlo as hlo
+        from jaxlib.mlir.dialects import stablehlo as hlo
 
         result = hlo.convert(out_type, result)
     return [result]

@@ -16,6 +16,15 @@ from jax._src import core as _core  # loaded with jax; read on every call (see i
 from jax._src.interpreters import partial_eval as _partial_eval
 from jax.interpreters import mlir
 
+# What: JAX's primitive class and the error of an inconclusive dimension
+# comparison, which `jax.extend.core` re-exports (the same objects).
+# Why internal: importing any `jax.extend` module first imports all of them
+# (Pallas among them): about 20 ms of a fresh process that loads an artifact
+# and calls it, which needs none of them (tests/adapters/test_jax_internals.py
+# checks that the objects are `jax.extend.core`'s).
+Primitive = _core.Primitive
+InconclusiveDimensionOperation = _core.InconclusiveDimensionOperation
+
 # What: lowering for export (several platforms, constants kept in the module).
 # Why internal: `Traced.lower` takes these only through private keywords.
 def lower_for_export(traced: jax.stages.Traced, platforms: tuple[str, ...],

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from jax.extend.mlir import ir
+from jaxlib.mlir import ir  # what jax.extend.mlir re-exports
 
 from .dimension_args import MARKER
 from .module import StableHloSerializer

@@ -69,13 +69,13 @@ def standard_form(module: Any, in_shapes: tuple[tuple[Any, ...], ...], arg_paths
     Raises:
         ValueError: ``main`` takes a dimension variable that no input shape holds.
     """
-    from jax.extend.mlir import ir
-
-    from .wrap import wrap_main
+    from jaxlib.mlir import ir
 
     names = dimension_arguments(module)
     if not names:
         return None
+    from .wrap import wrap_main  # only for this form: a module of the standard form never loads it
+
     known = {v for shape in in_shapes for d in shape if isinstance(d, DimExpr) for v in d._get_vars()}
     missing = [n for n in names if n not in known]
     if missing:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from jax.extend import mlir as jex_mlir
-from jax.extend.mlir import ir
 from jax.interpreters import mlir
+from jaxlib.mlir import ir  # what jax.extend.mlir re-exports (importing it costs a fresh process's first call)
 
 from jaxport.domain.artifact.module_policy import OpKind, OpSite
 from jaxport.adapters.jax import internals as jax_internals
+from .bindings import deserialize_portable_artifact, serialize_portable_artifact
 
 _KINDS = {k.value: k for k in OpKind}
 
@@ -52,7 +52,7 @@ class StableHloSerializer:
     @functools.cache  # fixed for the process's jaxlib; asked at every deserialize
     def newest_readable_version() -> str:
         """The newest StableHLO version this jaxlib deserializes."""
-        from jax.extend.mlir.dialects import stablehlo
+        from jaxlib.mlir.dialects import stablehlo
 
         return str(stablehlo.get_current_version())
 
@@ -68,8 +68,8 @@ class StableHloSerializer:
             previous = attrs["jax.uses_shape_polymorphism"] if "jax.uses_shape_polymorphism" in attrs else None
             attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(uses_global_constants)
             try:
-                return bytes(jex_mlir.serialize_portable_artifact(
-                    module, target_version, jax_internals.backend_serializes_with_sdy()))
+                return serialize_portable_artifact(module, target_version,
+                                                   jax_internals.backend_serializes_with_sdy())
             finally:
                 if previous is None:
                     del attrs["jax.uses_shape_polymorphism"]
@@ -82,7 +82,7 @@ class StableHloSerializer:
         if context is None:
             context = mlir.make_ir_context()
         with context:
-            return jex_mlir.deserialize_portable_artifact(blob)
+            return deserialize_portable_artifact(blob, context)
 
     @staticmethod
     def to_text(blob: bytes) -> str:

@@ -77,11 +77,13 @@ class ModuleWorker:
     @staticmethod
     def parser_version() -> str:
         """The version of the parser a verdict depends on (jaxlib's StableHLO reader)."""
-        from importlib.metadata import version
+        # jaxlib's own version string (importlib.metadata's, which it is built from, would cost a
+        # fresh process's first load tens of milliseconds of reading installed packages' metadata).
+        from jaxlib.version import __version__ as jaxlib_version
 
         from .module import StableHloSerializer
 
-        return f"jaxlib {version('jaxlib')}, StableHLO {StableHloSerializer.newest_readable_version()}"
+        return f"jaxlib {jaxlib_version}, StableHLO {StableHloSerializer.newest_readable_version()}"
 
     @property
     def pid(self) -> int | None:

@@ -38,9 +38,7 @@ import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol, TypeAlias, Union
-
-from typing_extensions import Self
+from typing import Any, Protocol, Self, TypeAlias, Union  # Self: Python 3.11 has it (typing_extensions costs an import)
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
 from .decision import BoundsDecider

@@ -1,0 +1,70 @@
+"""What a fresh process loads to answer from a bundle: ``load_bundle`` and a first call.
+
+The JAX path's first answer is measured against ``jax.export``'s (benchmarks/fresh_process.py);
+what jaxport imports on that path beyond JAX itself is part of it. A fresh process that loads a
+bundle of a shape-polymorphic function and calls it does not import ``jax.extend`` (importing
+any of its modules imports all of them, Pallas among them), the wrapper that only a module of the
+dimension-argument form needs, nor ``importlib.metadata``'s reading of installed packages for the
+verdict store's key (jaxlib's own version string is the same).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxport
+from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.worker import ModuleWorker
+
+#: Modules the load path must not import.
+NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap")
+
+CHILD = """
+import json, sys
+import numpy as np
+import jaxport
+bundle = jaxport.load_bundle(sys.argv[1])
+print(json.dumps(np.asarray(bundle["predict"](np.ones((3, 4), np.float32))).tolist()))
+print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))
+"""
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    b, = jaxport.symbolic_shape("b")
+    params = {"w": np.arange(4, dtype=np.float32)}
+
+    def predict(p: dict[str, jax.Array], x: jax.Array) -> jax.Array:
+        return jnp.sin(x) @ p["w"]
+
+    exp = jaxport.export(jax.jit(predict))({"w": jax.ShapeDtypeStruct((4,), jnp.float32)},
+                                           jax.ShapeDtypeStruct((b, 4), jnp.float32))
+    path = tmp_path_factory.mktemp("load-path") / "bundle"
+    jaxport.save_bundle(path, {"predict": exp}, params)
+    return path
+
+
+def test_a_fresh_load_and_first_call_import_neither_jax_extend_nor_the_wrapper(bundle: Path) -> None:
+    script = CHILD.format(prefixes=NOT_LOADED)
+    for _ in range(2):  # the very first load (verdicts cold) and a later one (warm)
+        out = subprocess.run([sys.executable, "-c", script, str(bundle)], capture_output=True, text=True,
+                             check=True)
+        answer, loaded = out.stdout.strip().splitlines()[-2:]
+        expected = (np.sin(np.ones((3, 4), np.float32)) @ np.arange(4, dtype=np.float32)).tolist()
+        np.testing.assert_allclose(json.loads(answer), expected, rtol=1e-6)
+        assert loaded == "[]", out.stdout + out.stderr
+
+
+def test_the_verdicts_parser_version_names_jaxlibs_installed_version() -> None:
+    # The verdict store's keys stay those of earlier versions, which read importlib.metadata.
+    assert ModuleWorker.parser_version() == (f"jaxlib {importlib.metadata.version('jaxlib')}, "
+                                             f"StableHLO {StableHloSerializer.newest_readable_version()}")
