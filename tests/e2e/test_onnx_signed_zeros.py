@@ -45,6 +45,9 @@ CASES = [
         jax.nn.leaky_relu(x), jnp.nan_to_num(x), jnp.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
         jnp.heaviside(x, y), jnp.where(jnp.isnan(x), 0.0, x)),
          [spec((N,)), spec((N,))], [[EDGES, EDGES[::-1].copy()]]),
+    Case("arctan2 of signed zeros and infinities", lambda y, x: (jnp.arctan2(y, x), lax.atan2(x, y)),
+         [spec((8,)), spec((8,))], [[np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, np.inf, -np.inf], F32),
+                                     np.array([0.0, 0.0, -0.0, -0.0, np.inf, -np.inf, np.inf, -np.inf], F32)]]),
     Case("maximum and minimum with a constant zero, either side, and clamp", lambda x: (
         jnp.maximum(x, 0.0), jnp.maximum(0.0, x), jnp.minimum(x, 0.0), jnp.minimum(0.0, x),
         jnp.maximum(x, -0.0), jnp.minimum(-0.0, x), jax.nn.relu(x), jnp.clip(x, 0.0, 1.0),

@@ -147,16 +147,17 @@ def _atan2(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     pi = b.scalar(np.pi, wide)
     x_neg, y_neg = _negative(b, x, wide), _negative(b, y, wide)
     zero = b.scalar(0, wide)
-    base = b.one("Atan", [b.one("Div", [y, x])])
+    # atan2(+-0, +-0) through the general formula with a divisor of 1: +-0 or +-pi, with the zeros in Where's
+    # second branch (its first turns -0.0 into +0.0: signed_zeros)
+    both_zero = b.one("And", [b.one("Equal", [x, zero]), b.one("Equal", [y, zero])])
+    base = b.one("Atan", [b.one("Div", [y, b.one("Where", [both_zero, b.scalar(1, wide), x])])])
     turned = b.one("Add", [base, b.one("Where", [y_neg, b.one("Neg", [pi]), pi])])
     general = b.one("Where", [x_neg, turned, base])
     y_sign = b.one("Where", [y_neg, b.scalar(-1, wide), b.scalar(1, wide)])
-    zeros = b.one("Mul", [b.one("Where", [x_neg, pi, zero]), y_sign])
-    both_zero = b.one("And", [b.one("Equal", [x, zero]), b.one("Equal", [y, zero])])
     infinities = b.one("Mul", [b.one("Where", [x_neg, b.scalar(3 * np.pi / 4, wide), b.scalar(np.pi / 4, wide)]),
                                y_sign])
     both_inf = b.one("And", [b.one("IsInf", [x]), b.one("IsInf", [y])])
-    result = b.one("Where", [both_zero, zeros, b.one("Where", [both_inf, infinities, general])])
+    result = b.one("Where", [both_inf, infinities, general])
     return [_back(b, result, wide, dtype)]
 
 

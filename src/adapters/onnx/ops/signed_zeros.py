@@ -21,8 +21,8 @@ import numpy as np
 from jaxport.adapters.onnx.builder import GraphBuilder
 from .common import Translation
 
-#: Operators whose result is never ``-0.0`` (``Exp``, ``Sigmoid`` may underflow to ``+0.0``).
-_NEVER_NEGATIVE_ZERO = frozenset({"Abs", "Exp", "Sigmoid", "Relu", "Softplus", "Range", "Shape", "Size"})
+#: Operators whose result is never ``-0.0`` (``Exp``, ``Sigmoid`` may underflow to ``+0.0``, ``Log`` is 0 at 1).
+_NEVER_NEGATIVE_ZERO = frozenset({"Abs", "Exp", "Sigmoid", "Relu", "Softplus", "Log", "Range", "Shape", "Size"})
 #: Operators that pass the zeros of their first input through unchanged.
 _PASS_THROUGH = frozenset({"Expand", "Reshape", "Identity", "Unsqueeze", "Squeeze", "Transpose", "Flatten"})
 #: Elementwise operators whose result is NaN wherever one of their inputs is.
@@ -54,6 +54,12 @@ def may_be_negative_zero(b: GraphBuilder, name: str) -> bool:
         return True
     if node.op_type in _NEVER_NEGATIVE_ZERO:
         return False
+    if node.op_type == "Add":  # a + b is -0.0 only for -0.0 + -0.0 (x + -x is +0.0)
+        return all(may_be_negative_zero(b, i) for i in node.input)
+    if node.op_type == "Sub":  # -0.0 - +0.0 only
+        return may_be_negative_zero(b, node.input[0]) and may_be_positive_zero(b, node.input[1])
+    if node.op_type == "Where":  # (a -0.0 of the first branch comes out +0.0 today; not relied on)
+        return any(may_be_negative_zero(b, i) for i in node.input[1:])
     return node.op_type not in _PASS_THROUGH or may_be_negative_zero(b, node.input[0])
 
 
@@ -69,15 +75,30 @@ def negation(b: GraphBuilder, condition: str) -> str | None:
     return str(node.input[0]) if node is not None and node.op_type == "Not" else None
 
 
-def nan_follows(b: GraphBuilder, name: str, sources: set[str], depth: int = 6) -> bool:
-    """Whether ``name`` is NaN wherever one of ``sources`` is (it is one, or an elementwise function of one)."""
+def nan_follows(b: GraphBuilder, name: str, sources: set[str], depth: int = 24,
+                memo: dict[str, bool] | None = None) -> bool:
+    """Whether ``name`` is NaN wherever one of ``sources`` is (it is one, or an elementwise function of one,
+    within ``depth`` operators)."""
+    memo = {} if memo is None else memo
     if name in sources:
         return True
+    if name in memo:
+        return memo[name]
+    memo[name] = False  # (a graph has no cycles; this only bounds the work)
     node = b.producers.get(name)
-    if node is None or depth == 0 or node.op_type not in _NAN_PROPAGATING | _PASS_THROUGH:
+    if node is None or depth == 0:
         return False
-    inputs = node.input[:1] if node.op_type in _PASS_THROUGH else node.input
-    return any(nan_follows(b, i, sources, depth - 1) for i in inputs)
+    if node.op_type == "Where":
+        inputs, need_all = list(node.input[1:]), True
+    elif node.op_type in _PASS_THROUGH:
+        inputs, need_all = list(node.input[:1]), False
+    elif node.op_type in _NAN_PROPAGATING:
+        inputs, need_all = list(node.input), False
+    else:
+        return False
+    found = [nan_follows(b, i, sources, depth - 1, memo) for i in inputs]
+    memo[name] = all(found) if need_all else any(found)
+    return memo[name]
 
 
 def select(b: GraphBuilder, condition: str, x: str, y: str) -> str:
