@@ -48,6 +48,9 @@ CASES = [
     Case("arctan2 of signed zeros and infinities", lambda y, x: (jnp.arctan2(y, x), lax.atan2(x, y)),
          [spec((8,)), spec((8,))], [[np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, np.inf, -np.inf], F32),
                                      np.array([0.0, 0.0, -0.0, -0.0, np.inf, -np.inf, np.inf, -np.inf], F32)]]),
+    Case("maximum and minimum of two variables, every pair of edges", lambda a, b: (
+        jnp.maximum(a, b), jnp.minimum(a, b), jnp.maximum(a.astype(jnp.float16), b.astype(jnp.float16))),
+         [spec((N, N)), spec((N, N))], [[*np.meshgrid(EDGES, EDGES)]]),
     Case("maximum and minimum with a constant zero, either side, and clamp", lambda x: (
         jnp.maximum(x, 0.0), jnp.maximum(0.0, x), jnp.minimum(x, 0.0), jnp.minimum(0.0, x),
         jnp.maximum(x, -0.0), jnp.minimum(-0.0, x), jax.nn.relu(x), jnp.clip(x, 0.0, 1.0),

@@ -19,7 +19,8 @@ edges, the translation spells out what XLA computes:
   (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
   from zero (and keeps a zero's sign), ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
   ``clamp`` of booleans and narrow integers compute in a type ONNX Runtime
-  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do).
+  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do), of
+  floats order a tie of zeros as XLA (:mod:`.signed_zeros`).
 
 Integer operations ONNX Runtime's CPU provider has no kernel for (8- and
 16-bit types) compute in int32 and cast back (wrapping as XLA does).
@@ -195,8 +196,9 @@ def _clamp(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     (low, x, high), wide = _widened(b, args, dtype)
     # ONNX Runtime's Max and Min propagate NaN, as XLA's do (the corpus tests it)
     if dtype.kind == "f":  # a tie of zeros as XLA's, where the order of the operands can say it
-        low_clamped = b.one("Max", signed_zeros.ordered(b, "Max", x, low))
-        return [_back(b, b.one("Min", signed_zeros.ordered(b, "Min", low_clamped, high)), wide, dtype)]
+        low_clamped = b.one("Max", signed_zeros.ordered(b, "Max", x, low) or [x, low])
+        clamped = b.one("Min", signed_zeros.ordered(b, "Min", low_clamped, high) or [low_clamped, high])
+        return [_back(b, clamped, wide, dtype)]
     return [_back(b, b.one("Min", [b.one("Max", [x, low]), high]), wide, dtype)]
 
 
@@ -206,8 +208,8 @@ def _min_max(op_type: str) -> Translation:
         if dtype == _BOOL:
             return [b.one("Or" if op_type == "Max" else "And", args)]
         (x, y), wide = _widened(b, args, dtype)  # ONNX Runtime's Max and Min propagate NaN, as XLA's
-        if dtype.kind == "f" and wide == dtype:
-            return [b.one(op_type, signed_zeros.ordered(b, op_type, x, y))]
+        if dtype.kind == "f":
+            return [_back(b, signed_zeros.min_max(b, op_type, x, y, wide), wide, dtype)]
         return [_back(b, b.one(op_type, [x, y]), wide, dtype)]
     return translate
 

@@ -9,7 +9,8 @@ operand on a tie of zeros, where XLA orders ``-0 < +0`` (``max(-0, +0)`` is
 ``+0``, ``min(+0, -0)`` is ``-0``, in either order). The helpers here read
 the graph built so far (constants, producers) to put a value that cannot be
 ``-0.0`` where it costs nothing, and otherwise to swap branches under a
-negation already at hand: no operation is added where none is needed.
+negation already at hand: no operation is added where none is needed (a
+``maximum`` or ``minimum`` of two variables alone takes three or four).
 """
 
 from __future__ import annotations
@@ -169,14 +170,36 @@ def _is_trunc(b: GraphBuilder, compare: Any, x: str, y: str) -> bool:
             and list(first.input) == list(second.input) == [v])
 
 
-def ordered(b: GraphBuilder, op_type: str, x: str, y: str) -> list[str]:
+def ordered(b: GraphBuilder, op_type: str, x: str, y: str) -> list[str] | None:
     """The operands of a float ``Max`` or ``Min`` in an order whose tie of zeros gives XLA's answer where the
-    graph shows one does (``Max(a, b)`` errs only at ``a = +0, b = -0``, ``Min(a, b)`` at ``a = -0, b = +0``)."""
+    graph shows one does (``Max(a, b)`` errs only at ``a = +0, b = -0``, ``Min(a, b)`` at ``a = -0, b = +0``),
+    else None."""
     first, second = (may_be_positive_zero, may_be_negative_zero) if op_type == "Max" else (
         may_be_negative_zero, may_be_positive_zero)
-    if not first(b, x) or not second(b, y) or (first(b, y) and second(b, x)):
+    if not first(b, x) or not second(b, y):
         return [x, y]
-    return [y, x]
+    if not first(b, y) or not second(b, x):
+        return [y, x]
+    return None
+
+
+def min_max(b: GraphBuilder, op_type: str, x: str, y: str, dtype: np.dtype[Any]) -> str:
+    """XLA's ``maximum``/``minimum`` of floats ``x`` and ``y`` (NaN propagated, ``-0 < +0``).
+
+    Where no order of the operands is right on every tie of zeros, the
+    zero's sign is mended by adding a zero of ``x``'s sign (``Tanh`` keeps
+    -0.0 and maps the infinities to +-1, so the zero is never NaN):
+    ``Max(x, y) + tanh(x) * 0`` is +0.0 at ``(+0, -0)`` and leaves every other
+    result as it is; for ``Min`` the same in negation,
+    ``-(tanh(x) * -0 - Min(x, y))``. Three or four operations, only there.
+    """
+    order = ordered(b, op_type, x, y)
+    if order is not None:
+        return b.one(op_type, order)
+    extreme, tanh = b.one(op_type, [x, y]), b.one("Tanh", [x])
+    if op_type == "Max":
+        return b.one("Add", [extreme, b.one("Mul", [tanh, b.scalar(0.0, dtype)])])
+    return b.one("Neg", [b.one("Sub", [b.one("Mul", [tanh, b.scalar(-0.0, dtype)]), extreme])])
 
 
 #: No operation is this module's: the selections and orders above serve the other families.
