@@ -48,6 +48,9 @@ CASES = [
     Case("arctan2 of signed zeros and infinities", lambda y, x: (jnp.arctan2(y, x), lax.atan2(x, y)),
          [spec((8,)), spec((8,))], [[np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, np.inf, -np.inf], F32),
                                      np.array([0.0, 0.0, -0.0, -0.0, np.inf, -np.inf, np.inf, -np.inf], F32)]]),
+    Case("no complement where a NaN of the other operand would pick the other branch", lambda x, y: (
+        jnp.where(x >= y, x, x * 2 + 1), jnp.where(x < 0.0, x * 2 + 1, x)),
+         [spec((N,)), spec((N,))], [[EDGES, np.full(N, np.nan, F32)], [EDGES, EDGES[::-1].copy()]]),
     Case("maximum and minimum of two variables, every pair of edges", lambda a, b: (
         jnp.maximum(a, b), jnp.minimum(a, b), jnp.maximum(a.astype(jnp.float16), b.astype(jnp.float16))),
          [spec((N, N)), spec((N, N))], [[*np.meshgrid(EDGES, EDGES)]]),

@@ -15,6 +15,7 @@ negation already at hand: no operation is added where none is needed (a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -79,7 +80,7 @@ def negation(b: GraphBuilder, condition: str) -> str | None:
 def nan_follows(b: GraphBuilder, name: str, sources: set[str], depth: int = 24,
                 memo: dict[str, bool] | None = None) -> bool:
     """Whether ``name`` is NaN wherever one of ``sources`` is (it is one, or an elementwise function of one,
-    within ``depth`` operators)."""
+    within ``depth`` operators); to follow each of several values, ask for each alone."""
     memo = {} if memo is None else memo
     if name in sources:
         return True
@@ -131,9 +132,16 @@ def _flipped(b: GraphBuilder, condition: str, x: str, y: str) -> str | None:
     negated = negation(b, condition)
     if negated is not None:
         return negated
-    if node.op_type in _COMPLEMENT and all(nan_follows(b, v, set(node.input)) for v in (x, y)):
+    if node.op_type in _COMPLEMENT and all(nan_follows(b, v, {s}) for s in _maybe_nan(b, node.input)
+                                           for v in (x, y)):
         return b.one(_COMPLEMENT[node.op_type], list(node.input))
     return None
+
+
+def _maybe_nan(b: GraphBuilder, names: Sequence[str]) -> list[str]:
+    """Those of ``names`` that may hold NaN (all but constants without it)."""
+    known_values = [known(b, n) for n in names]
+    return [n for n, v in zip(names, known_values) if v is None or (v.dtype.kind == "f" and bool(np.any(np.isnan(v))))]
 
 
 def _zero_only_off(b: GraphBuilder, compare: Any, y: str) -> bool:
