@@ -132,7 +132,8 @@ def assert_zero_signs(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> 
 
 #: Why a zero's sign is counted apart: ONNX Runtime's CPU ``Where`` (1.32) gives +0.0 for a selected -0.0 of
 #: its first branch (microsoft/onnxruntime#32191, open), and many translations select with ``Where``.
-ZERO_SIGNS = "mostly ONNX Runtime's Where, which turns a -0.0 of its first branch into +0.0, onnxruntime#32191"
+ZERO_SIGNS = ("ONNX Runtime's Where turns a zero of its first branch into +0.0 (onnxruntime#32191), its Max/Min "
+              "return the second operand on a tie of zeros; docs/developers/onnx-corpus.md says why these remain")
 
 
 @dataclass

@@ -131,6 +131,8 @@ class GraphBuilder:
         self._count = [0]
         self._int64_constants: dict[tuple[int, ...], str] = {}
         self._made: dict[tuple[Any, ...], list[str]] = {}
+        #: The node that made each value of this graph, by name (what a translation may look back at).
+        self.producers: dict[str, onnx.NodeProto] = {}
         #: The values of the constants made so far, by name (what a translation may fold on).
         self.known: dict[str, np.ndarray] = {}
         #: The operation being translated, and the calls it is inlined through, for :meth:`refuse`.
@@ -181,6 +183,7 @@ class GraphBuilder:
         if made is None:
             made = self._made[key] = [self.fresh(op_type.lower()) for _ in range(outputs)]
             self.nodes.append(helper.make_node(op_type, list(inputs), made, **attrs))
+            self.producers.update((name, self.nodes[-1]) for name in made)
         return made
 
     def one(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:

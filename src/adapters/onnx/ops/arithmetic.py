@@ -19,7 +19,8 @@ edges, the translation spells out what XLA computes:
   (signed zeros, infinities), ``round_nearest_afz`` rounds halves away
   from zero (and keeps a zero's sign), ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
   ``clamp`` of booleans and narrow integers compute in a type ONNX Runtime
-  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do).
+  has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do), of
+  floats order a tie of zeros as XLA (:mod:`.signed_zeros`).
 
 Integer operations ONNX Runtime's CPU provider has no kernel for (8- and
 16-bit types) compute in int32 and cast back (wrapping as XLA does).
@@ -35,6 +36,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
+from . import signed_zeros
 from .bitcast import reduce_precision, total_order
 from .common import Translation, splat_value, wide_dtype
 
@@ -107,21 +109,27 @@ def _float_unary(b: GraphBuilder, op: Any, args: Sequence[str]) -> tuple[str, np
 def _log_plus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     x, wide, dtype = _float_unary(b, op, args)
     u = b.one("Add", [x, b.scalar(1, wide)])
-    one = b.one("Equal", [u, b.scalar(1, wide)])
     inf = b.one("IsInf", [u], detect_negative=0)  # log1p(+inf) = +inf; log1p(-inf) is NaN, as Log gives it
-    scaled = b.one("Div", [b.one("Mul", [b.one("Log", [u]), x]), b.one("Sub", [u, b.scalar(1, wide)])])
-    result = b.one("Where", [one, x, b.one("Where", [inf, u, scaled])])
+    um1 = b.one("Sub", [u, b.scalar(1, wide)])
+    scaled = b.one("Div", [b.one("Mul", [b.one("Log", [u]), x]), um1])
+    result = b.one("Where", [_nonzero(b, um1, wide), b.one("Where", [inf, u, scaled]), x])
     return [_back(b, result, wide, dtype)]
+
+
+def _nonzero(b: GraphBuilder, u_minus_one: str, wide: np.dtype[Any]) -> str:
+    """``u - 1 != 0`` (false for NaN), to select ``x`` where ``u == 1`` in ``Where``'s second branch, which keeps
+    a -0.0 (its first branch gives +0.0: signed_zeros); not ``Not(u == 1)``, which ONNX Runtime's
+    ``NotWhereFusion`` turns back into ``Where(u == 1, x, ...)``."""
+    return b.one("Greater", [b.one("Abs", [u_minus_one]), b.scalar(0, wide)])
 
 
 def _exponential_minus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     x, wide, dtype = _float_unary(b, op, args)
     u = b.one("Exp", [x])
     um1 = b.one("Sub", [u, b.scalar(1, wide)])
-    one = b.one("Equal", [u, b.scalar(1, wide)])
     scaled = b.one("Div", [b.one("Mul", [um1, x]), b.one("Log", [u])])
     edge = b.one("Or", [b.one("IsInf", [u]), b.one("Equal", [um1, b.scalar(-1, wide)])])
-    result = b.one("Where", [one, x, b.one("Where", [edge, um1, scaled])])
+    result = b.one("Where", [_nonzero(b, um1, wide), b.one("Where", [edge, um1, scaled]), x])  # as in log1p
     return [_back(b, result, wide, dtype)]
 
 
@@ -140,23 +148,25 @@ def _atan2(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     pi = b.scalar(np.pi, wide)
     x_neg, y_neg = _negative(b, x, wide), _negative(b, y, wide)
     zero = b.scalar(0, wide)
-    base = b.one("Atan", [b.one("Div", [y, x])])
+    # atan2(+-0, +-0) through the general formula with a divisor of 1: +-0 or +-pi, with the zeros in Where's
+    # second branch (its first turns -0.0 into +0.0: signed_zeros)
+    both_zero = b.one("And", [b.one("Equal", [x, zero]), b.one("Equal", [y, zero])])
+    base = b.one("Atan", [b.one("Div", [y, b.one("Where", [both_zero, b.scalar(1, wide), x])])])
     turned = b.one("Add", [base, b.one("Where", [y_neg, b.one("Neg", [pi]), pi])])
     general = b.one("Where", [x_neg, turned, base])
     y_sign = b.one("Where", [y_neg, b.scalar(-1, wide), b.scalar(1, wide)])
-    zeros = b.one("Mul", [b.one("Where", [x_neg, pi, zero]), y_sign])
-    both_zero = b.one("And", [b.one("Equal", [x, zero]), b.one("Equal", [y, zero])])
     infinities = b.one("Mul", [b.one("Where", [x_neg, b.scalar(3 * np.pi / 4, wide), b.scalar(np.pi / 4, wide)]),
                                y_sign])
     both_inf = b.one("And", [b.one("IsInf", [x]), b.one("IsInf", [y])])
-    result = b.one("Where", [both_zero, zeros, b.one("Where", [both_inf, infinities, general])])
+    result = b.one("Where", [both_inf, infinities, general])
     return [_back(b, result, wide, dtype)]
 
 
 def _cbrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     x, wide, dtype = _float_unary(b, op, args)
     root = b.one("Pow", [b.one("Abs", [x]), b.scalar(1 / 3, wide)])
-    return [_back(b, b.one("Where", [_negative(b, x, wide), b.one("Neg", [root]), root]), wide, dtype)]
+    sign = b.one("Where", [_negative(b, x, wide), b.scalar(-1, wide), b.scalar(1, wide)])
+    return [_back(b, b.one("Mul", [root, sign]), wide, dtype)]  # -1 * +0 is -0; Where would lose it
 
 
 def _round_afz(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -176,9 +186,8 @@ def _sign(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     (x,), wide = _widened(b, args, dtype)
     sign = b.one("Sign", [x])
-    if dtype.kind == "f":  # NaN stays NaN, -0 stays -0
-        keep = b.one("Or", [b.one("IsNaN", [x]), b.one("Equal", [x, b.scalar(0, wide)])])
-        sign = b.one("Where", [keep, x, sign])
+    if dtype.kind == "f":  # NaN stays NaN, -0 stays -0: x in Where's second branch, which keeps a -0.0
+        sign = b.one("Where", [b.one("Greater", [b.one("Abs", [x]), b.scalar(0, wide)]), sign, x])
     return [_back(b, sign, wide, dtype)]
 
 
@@ -186,6 +195,10 @@ def _clamp(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     (low, x, high), wide = _widened(b, args, dtype)
     # ONNX Runtime's Max and Min propagate NaN, as XLA's do (the corpus tests it)
+    if dtype.kind == "f":  # a tie of zeros as XLA's, where the order of the operands can say it
+        low_clamped = b.one("Max", signed_zeros.ordered(b, "Max", x, low) or [x, low])
+        clamped = b.one("Min", signed_zeros.ordered(b, "Min", low_clamped, high) or [low_clamped, high])
+        return [_back(b, clamped, wide, dtype)]
     return [_back(b, b.one("Min", [b.one("Max", [x, low]), high]), wide, dtype)]
 
 
@@ -195,6 +208,8 @@ def _min_max(op_type: str) -> Translation:
         if dtype == _BOOL:
             return [b.one("Or" if op_type == "Max" else "And", args)]
         (x, y), wide = _widened(b, args, dtype)  # ONNX Runtime's Max and Min propagate NaN, as XLA's
+        if dtype.kind == "f":
+            return [_back(b, signed_zeros.min_max(b, op_type, x, y, wide), wide, dtype)]
         return [_back(b, b.one(op_type, [x, y]), wide, dtype)]
     return translate
 
@@ -228,6 +243,8 @@ def _compare(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [_total_order(b, direction, x, y, wide)]
     if direction == "EQ":
         return [b.one("Equal", [x, y])]
+    if direction == "NE" and dtype.kind == "f" and x == y:  # JAX's isnan; a Not before a Where, ONNX Runtime
+        return [b.one("IsNaN", [x])]  # fuses into the Where with its branches swapped (see signed_zeros)
     if direction == "NE":
         return [b.one("Not", [b.one("Equal", [x, y])])]
     return [b.one(_ORDERED[direction], [x, y])]

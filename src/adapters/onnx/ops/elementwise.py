@@ -22,6 +22,7 @@ from onnx import TensorProto
 from jaxport.adapters.onnx.builder import (
     GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
 )
+from . import signed_zeros
 from .common import Translation, where, where_selects
 
 def _same(op_type: str) -> Translation:
@@ -50,6 +51,8 @@ def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     if not where_selects(dtype):
         b.refuse(f"ONNX Runtime has no Where for {dtype}")
+    if dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        return [signed_zeros.select(b, args[0], args[1], args[2])]
     return [where(b, args[0], args[1], args[2], dtype)]
 
 

@@ -22,13 +22,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, reducer
+from .common import Translation, reducer, where, where_selects
+from .lapack import loop
+from .window_body import ELEMENTWISE
 
-_I64 = np.dtype(np.int64)
+_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
+#: The operations a body applied by ``x.at[i].apply(f)`` may hold (elementwise on its 0-D argument).
+APPLIED = ELEMENTWISE | frozenset(f"stablehlo.{name}" for name in (
+    "sine", "cosine", "tan", "atan2", "cbrt", "round_nearest_even", "round_nearest_afz"))
 _SCATTER_REDUCTIONS = {"Add": "add", "Mul": "mul", "Max": "max", "Min": "min", "Or": "max", "And": "min"}
 
 
@@ -114,11 +120,50 @@ def _scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     body = list(block.operations)
     if len(body) == 1 and list(body[0].operands) == [block.arguments[1]]:
         reduction = "none"
+    elif not any(block.arguments[1] in list(o.operands) for o in body):
+        return [_apply(b, op, args, block)]
     else:
         kind = reducer(op)
         if kind is None or kind not in _SCATTER_REDUCTIONS:
-            b.refuse("a scatter whose update computation is not set, add, multiply, min, max, and, or")
+            b.refuse("a scatter whose update computation is not set, add, multiply, min, max, and, or, "
+                     "or a function of the operand alone")
         reduction = _SCATTER_REDUCTIONS[kind]
+    return [_scattered(b, op, args, reduction, tensor_dtype(op.results[0]))]
+
+
+def _apply(b: GraphBuilder, op: Any, args: Sequence[str], block: Any) -> str:
+    """``x.at[i].apply(f)``: the body ignores the update. An element hit ``k`` times is ``f`` applied ``k``
+    times (XLA's CPU applies the body once per hit): a ``Loop`` of max(hits) rounds of
+    ``Where(hits > round, f(x), x)``, a single ``Where`` where the indices are declared unique."""
+    others = sorted({o.operation.name for o in block.operations} - APPLIED)
+    if others:
+        b.refuse(f"a scatter applying a body holding {', '.join(others)} (only elementwise bodies are translated)")
+    operand, indices, updates = args
+    dtype = tensor_dtype(op.results[0])
+    if not where_selects(dtype):
+        b.refuse(f"ONNX Runtime has no Where for {dtype}")
+    ones = b.one("Expand", [b.scalar(1, _I32), b.one("Shape", [updates])])
+    zeros = b.one("Expand", [b.scalar(0, _I32), b.one("Shape", [operand])])
+    hits = _scattered(b, op, [zeros, indices, ones], "add", _I32)
+    run = b.run_block
+    assert run is not None  # set by the walker
+
+    def applied(c: GraphBuilder, x: str, round_: str) -> str:
+        (fx,) = run(c, block, [x, x])  # the update argument is not read
+        return where(c, c.one("Greater", [hits, round_]), fx, x, dtype)  # untouched x in the exact branch
+
+    if "unique_indices" in op.attributes and ir.BoolAttr(op.attributes["unique_indices"]).value:
+        return applied(b, operand, b.scalar(0, _I32))
+    flat = b.one("Concat", [b.one("Reshape", [hits, b.int64s([-1])]), b.one("Expand", [b.scalar(0, _I32), b.int64s(
+        [1])])], axis=0)
+    rounds = b.cast(b.one("ReduceMax", [flat], keepdims=0), _I64)
+    (result,) = loop(b, rounds, [(operand, op.results[0])],
+                     lambda c, i, carried: [applied(c, carried[0], c.cast(i, _I32))])
+    return result
+
+
+def _scattered(b: GraphBuilder, op: Any, args: Sequence[str], reduction: str, dtype: np.dtype[Any]) -> str:
+    """``op``'s scatter of ``args`` (operand, indices, updates of ``dtype``) with ONNX's ``reduction``."""
     numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
     shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
     update_shape = tensor_shape(op.operands[2])
@@ -134,7 +179,6 @@ def _scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
             b.refuse("a scatter with dynamic window sizes")
         window[d] = size
     operand, indices, updates = args
-    dtype = tensor_dtype(op.results[0])
     computed = dtype
     if dtype == np.dtype(np.bool_) or (reduction != "none" and dtype.itemsize < 4):
         computed = np.dtype(np.float32) if dtype.kind == "f" else np.dtype(np.int32)
@@ -165,7 +209,7 @@ def _scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                                           b.one("Reshape", [moved, b.int64s([-1])])], axis=0, reduction=reduction)
     result = b.one("Reshape", [b.one("Slice", [scattered, b.int64s([0]), b.one("Reshape", [total, b.int64s([1])])]),
                                operand_shape], allowzero=1)
-    return [result if computed == dtype else b.cast(result, dtype)]
+    return result if computed == dtype else b.cast(result, dtype)
 
 
 TABLE: dict[str, Translation] = {
