@@ -192,8 +192,8 @@ _LAPACK_CONVENTIONS = {
 def lapack_convention(target: str) -> str | None:
     """Why ONNX refuses the LAPACK custom call ``target``: the convention it cannot match, else None.
 
-    >>> lapack_convention("lapack_sgesdd_ffi").split(": ")[0]
-    'a LAPACK kernel (svd) whose convention ONNX operators cannot reproduce exactly'
+    >>> lapack_convention("lapack_sgeev_ffi").split(": ")[0]
+    'a LAPACK kernel (eig) whose convention ONNX operators cannot reproduce exactly'
     >>> lapack_convention("lapack_spotrf_ffi") is None
     True
     """
