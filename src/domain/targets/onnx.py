@@ -168,8 +168,8 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: OnnxO
 #: triangular solve, LU with partial pivoting, QR (Householder, and forming Q), the tridiagonal solve, in
 #: float32 and float64; the symmetric eigendecomposition where only its eigenvalues are used (the
 #: translation refuses it, with :data:`EIGENVECTOR_SIGNS`, where the eigenvectors are); the SVD's singular
-#: values and a single row's or column's vectors (the translation refuses the others' vectors, naming their
-#: signs).
+#: values, a single row's or column's vectors, and the others' vectors where the function's results provably do
+#: not depend on their signs (pinv, lstsq; elsewhere the translation refuses them, naming their signs).
 LAPACK_TRANSLATED = frozenset(f"lapack_{t}{kernel}_ffi" for t in "sd"
                               for kernel in ("potrf", "trsm", "getrf", "geqrf", "orgqr", "gtsv", "syevd", "gesdd"))
 

@@ -27,8 +27,10 @@ NaN or an infinity gives ``info = -4`` (LAPACK's for a NaN) and NaN
 values, where JAX returns NaN.
 
 The singular vectors (``mode`` ``'S'`` or ``'A'``) of a single column or
-row are LAPACK's (:mod:`.svd_vector`); of a larger matrix they are
-refused. Their signs
+row are LAPACK's (:mod:`.svd_vector`). Of a larger matrix they are computed
+by the same sweeps (:mod:`.svd_vectors`) where the module's results provably
+do not depend on their convention (:mod:`.svd_invariance`: ``pinv``,
+``lstsq``), and refused elsewhere. Their signs
 are those LAPACK's ``sgesdd`` leaves (``sgebd2``, then ``sbdsqr`` through
 ``sbdsdc`` and ``slasdq`` up to 25, then ``sormbr``), and they turn on the
 last bits of its rounding: a port of that sequence in float32 NumPy agreed
@@ -52,7 +54,9 @@ from onnx import TensorProto, helper
 from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
 from .common import Translation
 from .lapack import backend_config, iota_of, loop
+from .svd_invariance import vectors_invariant
 from .svd_vector import vector_svd
+from .svd_vectors import jacobi_vectors
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 #: The most sweeps (one-sided Jacobi converged in at most 12 on random matrices up to 25 x 25).
@@ -89,13 +93,16 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if m is None or n is None:
         b.refuse("the SVD of a matrix of symbolic size (the Jacobi sweeps' pairs of columns are laid out for a "
                  "static size)")
-    if mode != ord("N"):
+    vectors = mode != ord("N")
+    if vectors:
         if min(m, n) == 1:
             return vector_svd(b, op, args, m, n, full=mode == ord("A"))
-        b.refuse("the singular vectors (jnp.linalg.svd with compute_uv=True, pinv, lstsq) of a matrix of more "
-                 "than one row and column: their signs are those LAPACK's bidiagonal QR iteration leaves, and "
-                 "its course turns on the last bits of its rounding, which ONNX operators do not reproduce (the "
-                 "singular values alone, compute_uv=False, convert)")
+        if not vectors_invariant(op):
+            b.refuse("the singular vectors (jnp.linalg.svd with compute_uv=True) of a matrix of more than one "
+                     "row and column, where the results may depend on them: their signs are those LAPACK's "
+                     "bidiagonal QR iteration leaves, and its course turns on the last bits of its rounding, "
+                     "which ONNX operators do not reproduce (the singular values alone, compute_uv=False, "
+                     "convert, and so do pinv and lstsq, whose results do not depend on the signs)")
     if min(m, n) > _LARGEST:
         b.refuse(f"the singular values of a matrix larger than {_LARGEST} (min(m, n) = {min(m, n)}): the Jacobi "
                  f"sweeps would take too long")
@@ -110,6 +117,10 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     scale = b.one("ReduceMax", [b.one("Where", [bad, zero, b.one("Abs", [a])]), axes], keepdims=1)
     scale = b.one("Where", [b.one("Greater", [scale, zero]), scale, one])
     w = b.one("Where", [finite, b.one("Div", [w, scale]), zero])
+    if vectors:  # V below the matrix: the rotations of its columns turn V's alike
+        eye = b.one("Expand", [b.constant(np.eye(small, dtype=dtype), "svd_eye"), b.one("Concat", [
+            b.one("Shape", [a], start=0, end=rank - 2), b.int64s([small, small])], axis=0)])
+        w = b.one("Concat", [w, eye], axis=rank - 2)
     pairs = [(p, q) for p in range(small) for q in range(p + 1, small)]
     first = b.constant(np.array([p for p, _ in pairs], _I64), "svd_p")
     second = b.constant(np.array([q for _, q in pairs], _I64), "svd_q")
@@ -123,9 +134,11 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         v, rotations = carried
         p, q = c.one("Gather", [first, j]), c.one("Gather", [second, j])
         ap, aq = c.one("Gather", [v, p], axis=rank - 1), c.one("Gather", [v, q], axis=rank - 1)
-        alpha = c.one("ReduceSum", [c.one("Mul", [ap, ap]), last], keepdims=0)
-        beta = c.one("ReduceSum", [c.one("Mul", [aq, aq]), last], keepdims=0)
-        gamma = c.one("ReduceSum", [c.one("Mul", [ap, aq]), last], keepdims=0)
+        xp, xq = (ap, aq) if not vectors else (c.one("Slice", [x, c.int64s([0]), c.int64s([big]), last])
+                                               for x in (ap, aq))
+        alpha = c.one("ReduceSum", [c.one("Mul", [xp, xp]), last], keepdims=0)
+        beta = c.one("ReduceSum", [c.one("Mul", [xq, xq]), last], keepdims=0)
+        gamma = c.one("ReduceSum", [c.one("Mul", [xp, xq]), last], keepdims=0)
         bound = c.one("Mul", [tolerance, c.one("Mul", [c.one("Sqrt", [alpha]), c.one("Sqrt", [beta])])])
         rotated = c.one("Greater", [c.one("Abs", [gamma]), bound])
         zeta = c.one("Div", [c.one("Sub", [beta, alpha]), c.one("Mul", [c.scalar(2, dtype), gamma])])
@@ -150,12 +163,18 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
     if pairs:
         w = _until(b, _SWEEPS, (w, op.operands[0]), sweep)
+    stacked = w
+    if vectors:
+        w = b.one("Slice", [stacked, b.int64s([0]), b.int64s([big]), b.int64s([rank - 2])])
     norms = b.one("Sqrt", [b.one("ReduceSum", [b.one("Mul", [w, w]), b.int64s([rank - 2])], keepdims=0)])
-    values = b.node("TopK", [norms, b.int64s([small])], 2, axis=-1, largest=1, sorted=1)[0]
+    values, order = b.node("TopK", [norms, b.int64s([small])], 2, axis=-1, largest=1, sorted=1)
     values = b.one("Mul", [values, b.one("Squeeze", [scale, b.int64s([rank - 2])])])
     finite_ = b.one("Squeeze", [finite, b.int64s([rank - 2])])
     values = b.one("Where", [finite_, values, b.scalar(np.nan, dtype)])
     info = b.one("Where", [b.one("Squeeze", [finite_, last]), b.scalar(0, _I32), b.scalar(-4, _I32)])
+    if vectors:
+        u, vt = jacobi_vectors(b, stacked, order, rank, big, m < n, dtype)
+        return [a, values, u, vt, info]
     # U and VT, not computed (LAPACK leaves them as they were): zeros of their static shapes
     u, vt = (b.one("Expand", [zero, b.one("Concat", [batch_shape, b.int64s(
         [d or 0 for d in tensor_shape(r)[-2:]])], axis=0)]) for r in op.results[2:4])
