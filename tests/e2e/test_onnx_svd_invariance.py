@@ -144,3 +144,18 @@ def test_a_factor_reshaped_across_the_axis_of_q_is_not_taken_for_a_constant() ->
   return %p : tensor<4x4xf32>"""
     assert proven(hand_made(body)) == 0
     assert proven(hand_made(body.replace("%uf = stablehlo.multiply %us, %f", "%uf = stablehlo.add %us, %us"))) == 1
+
+
+def test_an_integer_one_does_not_fold_a_logical_or_and_total_order_is_not_folded() -> None:
+    from jaxport.adapters.onnx.ops.svd_invariance import _arithmetic, _zero
+
+    assert _zero("or", [1.0, 2.0], None) is None  # an integer or of known 1: not True (1 | 2 == 3)
+    assert _zero("and", [0.0, 2.0], None) is None
+    assert _zero("or", [True, None], None) is True
+    with make_context():
+        module = ir.Module.parse(
+            "func.func @f(%a: tensor<f32>, %b: tensor<f32>) -> tensor<i1> {\n"
+            "  %c = stablehlo.compare EQ, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+            "  return %c : tensor<i1>\n}")
+        compare = module.body.operations[0].regions[0].blocks[0].operations[0]
+        assert _arithmetic("compare", [0.0, -0.0], compare) is None  # -0 and +0 differ in total order

@@ -20,7 +20,8 @@ edges, the translation spells out what XLA computes:
   from zero (and keeps a zero's sign), ``sign`` keeps NaN and signed zeros; ``maximum``, ``minimum`` and
   ``clamp`` of booleans and narrow integers compute in a type ONNX Runtime
   has kernels for (its ``Max`` and ``Min`` propagate NaN, as XLA's do), of
-  floats order a tie of zeros as XLA (:mod:`.signed_zeros`).
+  floats order a tie of zeros as XLA (:mod:`.signed_zeros`; ``clamp`` only where the order of its
+  operands can say it: a tie of two zeros of other signs may give +0.0 where XLA gives -0.0).
 
 Integer operations ONNX Runtime's CPU provider has no kernel for (8- and
 16-bit types) compute in int32 and cast back (wrapping as XLA does).

@@ -24,7 +24,7 @@ from jaxport.adapters.onnx.builder import GraphBuilder
 from .common import Translation
 
 #: Operators whose result is never ``-0.0`` (``Exp``, ``Sigmoid`` may underflow to ``+0.0``, ``Log`` is 0 at 1).
-_NEVER_NEGATIVE_ZERO = frozenset({"Abs", "Exp", "Sigmoid", "Relu", "Softplus", "Log", "Range", "Shape", "Size"})
+_NEVER_NEGATIVE_ZERO = frozenset({"Abs", "Exp", "Sigmoid", "Softplus", "Log", "Range", "Shape", "Size"})
 #: Operators that pass the zeros of their first input through unchanged.
 _PASS_THROUGH = frozenset({"Expand", "Reshape", "Identity", "Unsqueeze", "Squeeze", "Transpose", "Flatten"})
 #: Elementwise operators whose result is NaN wherever one of their inputs is.
@@ -146,7 +146,8 @@ def _maybe_nan(b: GraphBuilder, names: Sequence[str]) -> list[str]:
 
 def _zero_only_off(b: GraphBuilder, compare: Any, y: str) -> bool:
     """Whether the complement of ``compare`` (``v >= 0`` or ``v <= 0``) selects ``y`` only where ``v`` is not
-    zero, and ``y`` is zero only where ``v`` is (``v``, ``-v``, ``v`` times a constant without zeros)."""
+    zero, and ``y`` is zero only where ``v`` is (``v``, ``-v``, ``v`` times a constant without zeros; a factor
+    below 1 can round a subnormal ``v`` to a zero, but XLA's CPU flushes subnormals to zero there anyway)."""
     if compare.op_type not in ("GreaterOrEqual", "LessOrEqual"):
         return False
     v, zero = compare.input

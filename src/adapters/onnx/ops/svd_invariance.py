@@ -32,8 +32,7 @@ batch axis. ``dot_general`` of two carriers of one call contracting both
 ``d`` constant on each block of equal ``s_i``, zero where ``s_i = 0``).
 Anything else a carrier reaches is tainted; a public function returning a
 tainted value, an operation without results reading one, or a region holding
-a call or an SVD (not followed) fails the proof. So ``U^T U`` (invariant
-too) is refused: it carries ``Q`` on two axes.
+a call or an SVD (not followed) fails the proof. So ``U^T U`` (invariant too) is refused: it carries ``Q`` twice.
 """
 
 from __future__ import annotations
@@ -119,6 +118,8 @@ def _direction(op: Any) -> str:
 def _arithmetic(name: str, x: list[float], op: Any) -> Zero:
     with np.errstate(all="ignore"):
         if name == "compare":
+            if "compare_type" in op.attributes and "TOTALORDER" in str(op.attributes["compare_type"]):
+                return None  # -0 < +0 and NaN == NaN there: Python's comparisons would fold it wrong
             return {"EQ": x[0] == x[1], "NE": x[0] != x[1], "GT": x[0] > x[1], "GE": x[0] >= x[1],
                     "LT": x[0] < x[1], "LE": x[0] <= x[1]}.get(_direction(op))
         if name == "convert":
@@ -140,7 +141,7 @@ def _zero(name: str, args: Sequence[Zero], op: Any) -> Zero:
             return x if pred else y
         return x if x == y and x is not None else None
     if name in ("and", "or", "not"):
-        if name != "not" and (name == "or") in args:
+        if name != "not" and any(a is (name == "or") for a in args):  # `is`: True == 1.0 for an integer 1
             return name == "or"
         if not all(isinstance(a, bool) for a in args):
             return None
