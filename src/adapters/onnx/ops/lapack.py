@@ -59,21 +59,27 @@ def _type_of(like: Any) -> tuple[int, list[None]]:
     return onnx_type(dtype), [None] * rank
 
 
-def loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body: Body) -> list[str]:
+def loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body: Body, *,
+         until: bool = False) -> list[str]:
     """A ``Loop`` of ``trips`` (int64 scalar) iterations over ``carried``: (name, an MLIR value of its dtype and
-    rank, or the pair ``(dtype, rank)``)."""
+    rank, or the pair ``(dtype, rank)``). With ``until``, the body's first result is a boolean scalar that
+    says whether to go on, and the others are the carried values' next ones."""
     child = b.child()
     index, condition = child.fresh("index"), child.fresh("condition")
     names = [child.fresh("carried") for _ in carried]
     results = body(child, index, names)
+    go_on = condition
+    if until:
+        go_on, *results = results
     infos = [_type_of(v) for _, v in carried]
-    outputs = [helper.make_tensor_value_info(child.one("Identity", [condition]), TensorProto.BOOL, []),
+    outputs = [helper.make_tensor_value_info(child.one("Identity", [go_on]), TensorProto.BOOL, []),
                *(helper.make_tensor_value_info(child.one("Identity", [r]), t, s) for r, (t, s) in zip(results, infos))]
     inputs = [helper.make_tensor_value_info(index, TensorProto.INT64, []),
               helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
               *(helper.make_tensor_value_info(n, t, s) for n, (t, s) in zip(names, infos))]
     graph = helper.make_graph(child.nodes, b.fresh("lapack_body"), inputs, outputs)
-    return b.node("Loop", [trips, "", *(n for n, _ in carried)], len(carried), body=graph)
+    start = b.constant(np.array(True), "go") if until else ""  # Loop reads the body's condition when given a first one
+    return b.node("Loop", [trips, start, *(n for n, _ in carried)], len(carried), body=graph)
 
 
 def size(b: GraphBuilder, x: str, axis: int) -> str:

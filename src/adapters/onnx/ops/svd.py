@@ -45,13 +45,12 @@ OpenBLAS's rounding, so no translation can promise those signs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto, helper
 
-from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation
 from .lapack import backend_config, iota_of, loop
 from .svd_invariance import vectors_invariant
@@ -63,26 +62,6 @@ _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 _SWEEPS = 30
 #: The largest ``min(m, n)`` translated (the sweeps cost ``N^2 / 2`` iterations each).
 _LARGEST = 64
-
-
-def _until(b: GraphBuilder, most: int, carried: tuple[str, Any],
-           body: Callable[[GraphBuilder, str], tuple[str, str]]) -> str:
-    """A ``Loop`` of at most ``most`` iterations over one carried value, while ``body`` says to go on.
-
-    ``body(child, carried_name) -> (go_on, new_value)``.
-    """
-    child = b.child()
-    index, condition, name = child.fresh("index"), child.fresh("condition"), child.fresh("carried")
-    go_on, result = body(child, name)
-    value_type = (onnx_type(tensor_dtype(carried[1])), [None] * len(tensor_shape(carried[1])))
-    outputs = [helper.make_tensor_value_info(child.one("Identity", [go_on]), TensorProto.BOOL, []),
-               helper.make_tensor_value_info(child.one("Identity", [result]), *value_type)]
-    inputs = [helper.make_tensor_value_info(index, TensorProto.INT64, []),
-              helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
-              helper.make_tensor_value_info(name, *value_type)]
-    graph = helper.make_graph(child.nodes, b.fresh("svd_sweeps"), inputs, outputs)
-    return b.one("Loop", [b.constant(np.array(most, _I64), "trips"),
-                          b.constant(np.array(True), "go"), carried[0]], body=graph)
 
 
 def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -145,24 +124,24 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         sign = c.one("Where", [c.one("GreaterOrEqual", [zeta, zero]), one, c.scalar(-1, dtype)])
         t = c.one("Div", [sign, c.one("Add", [c.one("Abs", [zeta]), c.one("Sqrt", [
             c.one("Add", [one, c.one("Mul", [zeta, zeta])])])])])
-        cosine = c.one("Reciprocal", [c.one("Sqrt", [c.one("Add", [one, c.one("Mul", [t, t])])])])
-        cosine = c.one("Unsqueeze", [c.one("Where", [rotated, cosine, one]), last])
-        sine = c.one("Unsqueeze", [c.one("Where", [rotated, c.one("Mul", [c.one("Reciprocal", [c.one("Sqrt", [
-            c.one("Add", [one, c.one("Mul", [t, t])])])]), t]), zero]), last])
+        rotation_cosine = c.one("Reciprocal", [c.one("Sqrt", [c.one("Add", [one, c.one("Mul", [t, t])])])])
+        cosine = c.one("Unsqueeze", [c.one("Where", [rotated, rotation_cosine, one]), last])
+        sine = c.one("Unsqueeze", [c.one("Where", [rotated, c.one("Mul", [rotation_cosine, t]), zero]), last])
         new_p = c.one("Sub", [c.one("Mul", [cosine, ap]), c.one("Mul", [sine, aq])])
         new_q = c.one("Add", [c.one("Mul", [sine, ap]), c.one("Mul", [cosine, aq])])
         v = c.one("Where", [c.one("Equal", [columns, p]), c.one("Unsqueeze", [new_p, last]), c.one("Where", [
             c.one("Equal", [columns, q]), c.one("Unsqueeze", [new_q, last]), v])])
         return [v, c.one("Add", [rotations, c.cast(rotated, _I32)])]
 
-    def sweep(c: GraphBuilder, v: str) -> tuple[str, str]:
+    def sweep(c: GraphBuilder, _: str, carried: list[str]) -> list[str]:
         rotations0 = c.one("Expand", [c.scalar(0, _I32), batch_shape])
-        v, rotations = loop(c, c.scalar(len(pairs), _I64), [(v, op.operands[0]), (rotations0, info_type)], rotate)
+        v, rotations = loop(c, c.scalar(len(pairs), _I64), [(carried[0], op.operands[0]), (rotations0, info_type)],
+                            rotate)
         total = c.one("ReduceSum", [c.one("Reshape", [rotations, c.int64s([-1])]), c.int64s([0])], keepdims=0)
-        return c.one("Greater", [total, c.scalar(0, _I32)]), v
+        return [c.one("Greater", [total, c.scalar(0, _I32)]), v]
 
-    if pairs:
-        w = _until(b, _SWEEPS, (w, op.operands[0]), sweep)
+    if pairs:  # sweeps while one rotated
+        (w,) = loop(b, b.scalar(_SWEEPS, _I64), [(w, op.operands[0])], sweep, until=True)
     stacked = w
     if vectors:
         w = b.one("Slice", [stacked, b.int64s([0]), b.int64s([big]), b.int64s([rank - 2])])
