@@ -5,7 +5,10 @@ what jaxport imports on that path beyond JAX itself is part of it. A fresh proce
 bundle of a shape-polymorphic function and calls it does not import ``jax.extend`` (importing
 any of its modules imports all of them, Pallas among them), the wrapper that only a module of the
 dimension-argument form needs, nor ``importlib.metadata``'s reading of installed packages for the
-verdict store's key (jaxlib's own version string is the same).
+verdict store's key (jaxlib's own version string is the same). Nor what only saving needs
+(``application.bundles.save`` and the modules it alone imports), nor what only a verification that
+runs needs (the verifying process's module, the module rewrites): the second load finds its verdict
+remembered.
 """
 
 from __future__ import annotations
@@ -26,7 +29,11 @@ from jaxport.adapters.mlir.module import StableHloSerializer
 from jaxport.adapters.mlir.worker import ModuleWorker
 
 #: Modules the load path must not import.
-NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap")
+NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap", "jaxport.application.bundles.save",
+              "jaxport.application.bundles.examples", "jaxport.domain.artifact.consumers",
+              "jaxport.adapters.mlir.rewrite")
+#: ... nor, once its verdicts are remembered, these.
+NOT_LOADED_WARM = ("jaxport.adapters.mlir.worker_main",)
 
 CHILD = """
 import json, sys
@@ -35,6 +42,7 @@ import jaxport
 bundle = jaxport.load_bundle(sys.argv[1])
 print(json.dumps(np.asarray(bundle["predict"](np.ones((3, 4), np.float32))).tolist()))
 print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))
+print(sorted(m for m in sys.modules if m.startswith({warm!r})))
 """
 
 
@@ -54,14 +62,15 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_fresh_load_and_first_call_import_neither_jax_extend_nor_the_wrapper(bundle: Path) -> None:
-    script = CHILD.format(prefixes=NOT_LOADED)
-    for _ in range(2):  # the very first load (verdicts cold) and a later one (warm)
+    script = CHILD.format(prefixes=NOT_LOADED, warm=NOT_LOADED_WARM)
+    for warm in (False, True):  # the very first load (verdicts cold) and a later one (warm)
         out = subprocess.run([sys.executable, "-c", script, str(bundle)], capture_output=True, text=True,
                              check=True)
-        answer, loaded = out.stdout.strip().splitlines()[-2:]
+        answer, loaded, loaded_when_warm = out.stdout.strip().splitlines()[-3:]
         expected = (np.sin(np.ones((3, 4), np.float32)) @ np.arange(4, dtype=np.float32)).tolist()
         np.testing.assert_allclose(json.loads(answer), expected, rtol=1e-6)
         assert loaded == "[]", out.stdout + out.stderr
+        assert loaded_when_warm == "[]" or not warm, out.stdout + out.stderr
 
 
 def test_the_verdicts_parser_version_names_jaxlibs_installed_version() -> None:

@@ -21,14 +21,19 @@ import threading
 import time
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.verification import ModuleFacts
-from .rewrite import MIXED_SERIALIZATION, specialize_request, written_after
-from . import worker_main
+
+if TYPE_CHECKING:
+    from jaxport.domain.converted.static_shapes import StaticShapes
+
+# What only a verification or a converter's forms need is imported where used (the verifying
+# process's module, the rewrites, the static shapes): a load whose verdicts are remembered never
+# does (1.7 ms of a fresh first answer under -X importtime; tests/e2e/test_load_path_imports.py).
+_WORKER_MAIN: Final = f"{__package__}.worker_main"
 
 #: Default limits of the verifying process (each request also gets one CPU
 #: second and three wall seconds per MiB of module). The environment variables
@@ -114,6 +119,8 @@ class ModuleWorker:
                         + (STARTUP_SECONDS if self._fresh else 0))
             self._fresh = False
             assert process.stdin is not None and process.stdout is not None
+            from . import worker_main
+
             try:
                 worker_main.write_frames(process.stdin, json.dumps({"sdy": sdy, **(form or {})}).encode(), module)
                 header = self._read(process.stdout, deadline, 64 << 20)
@@ -146,7 +153,7 @@ class ModuleWorker:
         if self._process is not None and self._process.poll() is None:
             return self._process
         self._process = subprocess.Popen(
-            [sys.executable, "-m", worker_main.__name__,
+            [sys.executable, "-m", _WORKER_MAIN,
              str(self._limits[0]), str(self._limits[1])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._fresh = True
@@ -212,6 +219,8 @@ class ChildModuleForms:
 
     def for_version(self, module: bytes, version: str) -> bytes:
         """``module`` written for the older StableHLO ``version`` (see the port)."""
+        from .rewrite import MIXED_SERIALIZATION, written_after
+
         if not written_after(module, version):
             return module
         return self.worker.check(module, sdy=MIXED_SERIALIZATION, form={"version": version}).reserialized
@@ -224,6 +233,8 @@ class ChildModuleForms:
             ValueError: ``version`` lacks an operation the module uses (StableHLO's message names it).
             ArtifactError: the module does not parse or verify.
         """
+        from .rewrite import MIXED_SERIALIZATION, written_after
+
         if not written_after(module, version):
             return module
         form = {"version": version, "strict": True}
@@ -231,6 +242,8 @@ class ChildModuleForms:
 
     def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
         """``record``'s module for ``shapes``, refined (see the port)."""
+        from .rewrite import MIXED_SERIALIZATION, specialize_request
+
         form = {"specialize": specialize_request(record, shapes, platform_index)}
         return self.worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
