@@ -6,9 +6,9 @@ bundle of a shape-polymorphic function and calls it does not import ``jax.extend
 any of its modules imports all of them, Pallas among them), the wrapper that only a module of the
 dimension-argument form needs, nor ``importlib.metadata``'s reading of installed packages for the
 verdict store's key (jaxlib's own version string is the same). Nor what only saving needs
-(``application.bundles.save`` and the modules it alone imports), nor what only a verification that
-runs needs (the verifying process's module, the module rewrites): the second load finds its verdict
-remembered.
+(``application.bundles.save`` and the modules it alone imports), nor the export policy, nor what
+only a verification that runs needs (the verifying process's module; the second load finds its
+verdict remembered).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from jaxport.adapters.mlir.worker import ModuleWorker
 #: Modules the load path must not import.
 NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap", "jaxport.application.bundles.save",
               "jaxport.application.bundles.examples", "jaxport.domain.artifact.consumers",
-              "jaxport.adapters.mlir.rewrite")
+              "jaxport.adapters.mlir.rewrite", "jaxport.domain.artifact.module_policy")
 #: ... nor, once its verdicts are remembered, these.
 NOT_LOADED_WARM = ("jaxport.adapters.mlir.worker_main",)
 
@@ -39,8 +39,12 @@ CHILD = """
 import json, sys
 import numpy as np
 import jaxport
-bundle = jaxport.load_bundle(sys.argv[1])
-print(json.dumps(np.asarray(bundle["predict"](np.ones((3, 4), np.float32))).tolist()))
+x = np.ones((3, 4), np.float32)
+if sys.argv[1].endswith(".jaxport"):  # an artifact, whose function takes the weights first
+    answer = jaxport.load(sys.argv[1]).call({{"w": np.arange(4, dtype=np.float32)}}, x)
+else:
+    answer = jaxport.load_bundle(sys.argv[1])["predict"](x)
+print(json.dumps(np.asarray(answer).tolist()))
 print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))
 print(sorted(m for m in sys.modules if m.startswith({warm!r})))
 """
@@ -58,13 +62,16 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                            jax.ShapeDtypeStruct((b, 4), jnp.float32))
     path = tmp_path_factory.mktemp("load-path") / "bundle"
     jaxport.save_bundle(path, {"predict": exp}, params)
+    jaxport.save(exp, path.parent / "predict.jaxport")
     return path
 
 
-def test_a_fresh_load_and_first_call_import_neither_jax_extend_nor_the_wrapper(bundle: Path) -> None:
+@pytest.mark.parametrize("what", ["bundle", "artifact"])
+def test_a_fresh_load_and_first_call_import_neither_jax_extend_nor_the_wrapper(bundle: Path, what: str) -> None:
     script = CHILD.format(prefixes=NOT_LOADED, warm=NOT_LOADED_WARM)
+    path = bundle if what == "bundle" else bundle.parent / "predict.jaxport"
     for warm in (False, True):  # the very first load (verdicts cold) and a later one (warm)
-        out = subprocess.run([sys.executable, "-c", script, str(bundle)], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
                              check=True)
         answer, loaded, loaded_when_warm = out.stdout.strip().splitlines()[-3:]
         expected = (np.sin(np.ones((3, 4), np.float32)) @ np.arange(4, dtype=np.float32)).tolist()
