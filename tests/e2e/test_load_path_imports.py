@@ -6,9 +6,9 @@ bundle of a shape-polymorphic function and calls it does not import ``jax.extend
 any of its modules imports all of them, Pallas among them), the wrapper that only a module of the
 dimension-argument form needs, nor ``importlib.metadata``'s reading of installed packages for the
 verdict store's key (jaxlib's own version string is the same). Nor what only saving needs
-(``application.bundles.save`` and the modules it alone imports), nor the export policy, nor what
-only a verification that runs needs (the verifying process's module; the second load finds its
-verdict remembered).
+(``application.bundles.save`` and the modules it alone imports), nor the export policy, nor
+``Exported.warm``'s modules, nor what only a verification that runs needs (the verifying process's
+module; the second load finds its verdict remembered).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from jaxport.adapters.mlir.worker import ModuleWorker
 #: Modules the load path must not import.
 NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap", "jaxport.application.bundles.save",
               "jaxport.application.bundles.examples", "jaxport.domain.artifact.consumers",
-              "jaxport.adapters.mlir.rewrite", "jaxport.domain.artifact.module_policy")
+              "jaxport.adapters.mlir.rewrite", "jaxport.domain.artifact.module_policy",
+              "jaxport.application.export.warm", "jaxport.adapters.jax.compilation_cache")
 #: ... nor, once its verdicts are remembered, these.
 NOT_LOADED_WARM = ("jaxport.adapters.mlir.worker_main",)
 

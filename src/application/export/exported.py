@@ -49,7 +49,6 @@ from .jax_objects import JaxObjects, jax_objects_of
 from jaxport.application.pytree_registry import PytreeSerializationRegistry
 from .recorded_modules import recorded_module
 from jaxport.application.wiring import default_registry
-from .warm import warm
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -314,6 +313,10 @@ class Exported(ExportedFields):
             CallError: no specs were given and some exported dimension is symbolic.
             TreeMismatchError, ShapeMismatchError, ...: the specs do not match the export.
         """
+        # Imported here: loading and calling never warm (with JAX's cache adapter, 1.1 ms of a fresh
+        # first answer under -X importtime; tests/e2e/test_load_path_imports.py).
+        from .warm import warm
+
         return warm(self, self._jitted_call(), args_specs, kwargs_specs)
 
 
