@@ -6,7 +6,8 @@ it (each module's import costs a fresh process, a dataclass most: Python
 compiles its generated methods). Loading an ONNX, LiteRT or IREE directory
 of a symbolic function and calling it imports neither JAX nor jaxlib, nor
 what only conversion or the JAX path needs: the targets' ports (the
-conversion's records), ``fractions`` (the decision procedure of symbolic
+conversion's records), another target's domain module (the registry names
+each, imported on first use), ``fractions`` (the decision procedure of symbolic
 bounds builds a ``Fraction`` only for a bound that is not an integer), the
 export and bundle services.
 """
@@ -30,6 +31,7 @@ from jaxport.domain.targets.registry import TARGETS
 #: Modules (and packages, with every module under them) that loading and calling a converted directory
 #: must not import.
 NOT_LOADED = ("jax", "jaxlib", "fractions", "decimal", "jaxport.domain.targets.ports",
+              "jaxport.domain.targets.savedmodel", "jaxport.domain.artifact.platforms",
               "jaxport.application.export", "jaxport.application.bundles", "jaxport.application.conversion",
               "jaxport.adapters.jax", "jaxport.adapters.mlir")
 
@@ -75,5 +77,8 @@ def test_a_fresh_load_and_first_call_import_only_what_they_use(target: str, sour
         assert out.returncode == 0, out.stderr[-3000:]
         answer, loaded = out.stdout.strip().splitlines()[-2:]
         np.testing.assert_allclose(json.loads(answer), expected, rtol=1e-5)
-        unwanted = [m for m in json.loads(loaded) if m in NOT_LOADED or m.startswith(tuple(p + "." for p in NOT_LOADED))]
+        modules = json.loads(loaded)
+        unwanted = [m for m in modules if m in NOT_LOADED or m.startswith(tuple(p + "." for p in NOT_LOADED))]
         assert unwanted == [], unwanted
+        others = [m for m in modules if m.startswith("jaxport.domain.targets.") and m.rsplit(".", 1)[1] in TARGETS]
+        assert others == [f"jaxport.domain.targets.{target}"]  # its own target's module only
