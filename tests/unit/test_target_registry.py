@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import inspect
 import re
 import tomllib
@@ -105,3 +106,14 @@ def test_every_file_that_adding_a_target_names_exists_for_every_target() -> None
     paths = {p.replace("NAME", name) for p in named if p.startswith("src/") or "NAME" not in p
              for name in TARGETS if "PAGE" not in p}
     assert len(paths) > 10 and sorted(p for p in paths if not (ROOT / p).exists()) == []
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_each_entry_reads_its_plan_and_options_from_its_own_domain_module(name: str) -> None:
+    # The registry names the module, so that loading a directory imports no other target's.
+    entry = TARGETS[name]
+    module = importlib.import_module(entry.domain)
+    assert entry.domain == f"jaxport.domain.targets.{name}"
+    assert entry.plan is module.PLAN and entry.options is getattr(module, entry.options_class)
+    if name == "savedmodel":
+        assert entry.manifest_dir == module.JAXPORT_DIR

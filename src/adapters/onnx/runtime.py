@@ -81,13 +81,16 @@ def check_external_data(path: str | os.PathLike[str], allowed: Collection[str]) 
     except WireError as exc:
         raise ArtifactError(f"{model_path.name} is not a valid ONNX model: {exc}") from exc
     directory = model_path.resolve().parent
+    refusals: dict[bytes, str] = {}  # each location once: a model's weights name one file, each tensor again
     for tensor in facts.external:
         for raw in tensor.locations or (b"",):
-            try:
-                location: str | bytes = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                location = raw
-            why = _refusal(directory, location, allowed)
+            if raw not in refusals:
+                try:
+                    location: str | bytes = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    location = raw
+                refusals[raw] = _refusal(directory, location, allowed)
+            why = refusals[raw]
             if why:
                 shown = raw.decode("utf-8", "backslashreplace")
                 raise ArtifactError(f"{model_path.name}: the tensor '{tensor.name}' reads its data from "

@@ -25,12 +25,12 @@ from jaxport.domain.converted.manifest import (
 from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
 from jaxport.domain.calls.signature import signature
-from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime, WeightsRuntime
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.application import wiring
 from jaxport.application.wiring import target_adapter
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the ports only type: loading a directory creates none of their classes
+    from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime
     from .verification import DirectoryVerification
 
 #: The formats of the directories that jaxport wrote before one format served every target.
@@ -238,8 +238,9 @@ def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runti
 
         verify_directory(root, data, manifest, runtime_options).raise_if_failed(str(root))
     runtime = loader(str(root), manifest, runtime_options)
-    if not params and isinstance(runtime, WeightsRuntime):
-        params = runtime.params()
+    read_back = None if params else getattr(runtime, "params", None)
+    if callable(read_back):  # a WeightsRuntime (domain.targets.ports): its target keeps the weights
+        params = read_back()
     return ConvertedModel(manifest, runtime, params)
 
 

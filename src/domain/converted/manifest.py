@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
 from jaxport.domain.bundle.manifest import (
@@ -49,8 +49,10 @@ from jaxport.domain.bundle.manifest import (
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.errors import UncompiledSizeError
-from .quantization import Quantization
 from .wire_names import input_wire_names, output_wire_names
+
+if TYPE_CHECKING:  # read where a manifest records one: loading an IREE directory needs no quantization
+    from .quantization import Quantization
 
 FORMAT_NAME = "jaxport-converted"
 #: The newest format version this jaxport reads and writes.
@@ -308,7 +310,11 @@ class ConvertedManifest:
         if jax_version is not None and not isinstance(jax_version, str):
             raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
         quantized = r.doc.get("quantization")
-        quantization = None if quantized is None else Quantization.from_json(quantized, MANIFEST_FILE)
+        quantization = None
+        if quantized is not None:
+            from .quantization import Quantization
+
+            quantization = Quantization.from_json(quantized, MANIFEST_FILE)
         return ConvertedManifest(r.get("target", str), r.get("target_details", dict), functions, weights,
                                  examples, examples_file, files, version, jax_version, quantization)
 

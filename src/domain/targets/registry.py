@@ -1,8 +1,8 @@
 """The registry of runtime targets: one entry per target, adapters named as strings.
 
 A target is a converter adapter, a runtime adapter, a domain plan of what it
-refuses (:class:`~.plan.TargetPlan`, with its options class) and one
-entry here. The public API (``jaxport.convert``, ``jaxport.load_converted``),
+refuses (:class:`~.plan.TargetPlan`, with its options class, in the target's
+domain module) and one entry here. The public API (``jaxport.convert``, ``jaxport.load_converted``),
 the CLI (``convert``, ``run``, ``inspect``, ``check --numerics``) and the
 numerics check dispatch through this table; they import an adapter only
 when they use it (``"module:attribute"``), so that loading a converted
@@ -10,6 +10,10 @@ directory imports only its runtime (never jaxlib).
 
 Each entry names:
 
+* ``domain``: the target's domain module, which holds its ``PLAN`` and its
+  options class (named by ``options_class``); both are imported on first use
+  (``entry.plan``, ``entry.options``), so that loading a directory imports
+  no other target's module;
 * ``converter``: a :class:`~.ports.Converter` (imports JAX or the
   target's tools on use);
 * ``runtime``: a :class:`~.ports.RuntimeLoader` (imports neither JAX
@@ -32,29 +36,50 @@ new target adds or edits.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from jaxport.domain.converted.manifest import MANIFEST_FILE
 from jaxport.domain.errors import UsageError
-from . import iree, litert, onnx, savedmodel
-from .plan import TargetPlan
+
+if TYPE_CHECKING:
+    from .plan import TargetPlan
 
 
 @dataclass(frozen=True, slots=True)
 class TargetEntry:
-    """One runtime target (see the module's docstring)."""
+    """One runtime target (see the module's docstring).
+
+    ``plan`` and ``options`` are read from the target's domain module
+    (``domain``: its ``PLAN`` and the class named ``options_class``) when first
+    asked for, so that loading a directory imports its own target's module only
+    (each module's records are dataclasses: creating them costs a fresh process).
+    """
 
     name: str
-    plan: TargetPlan
-    options: type
+    domain: str
+    options_class: str
     converter: str
     runtime: str
     extra: str
     host_facts: str | None = None
     manifest_dir: str = ""
     loads: tuple[str, ...] = ()
+
+    @property
+    def plan(self) -> TargetPlan:
+        """What the target refuses and checks (:class:`~.plan.TargetPlan`), from its domain module."""
+        plan: TargetPlan = importlib.import_module(self.domain).PLAN
+        return plan
+
+    @property
+    def options(self) -> type:
+        """The target's options class (``OnnxOptions``), from its domain module."""
+        options: type = getattr(importlib.import_module(self.domain), self.options_class)
+        return options
 
     @property
     def manifest_path(self) -> str:
@@ -64,20 +89,21 @@ class TargetEntry:
 
 #: Every target, by name (the ``to=`` of ``jaxport.convert``, the manifest's ``target``).
 TARGETS: Mapping[str, TargetEntry] = MappingProxyType({e.name: e for e in (
-    TargetEntry("savedmodel", savedmodel.PLAN, savedmodel.SavedModelOptions,
+    TargetEntry("savedmodel", "jaxport.domain.targets.savedmodel", "SavedModelOptions",
                 converter="jaxport.adapters.savedmodel.converter:convert",
                 runtime="jaxport.adapters.savedmodel.runtime:load",
                 extra="tf", host_facts="jaxport.adapters.savedmodel.runtime:host_facts",
-                manifest_dir=savedmodel.JAXPORT_DIR, loads=("tensorflow",)),
-    TargetEntry("iree", iree.PLAN, iree.IreeOptions,
+                manifest_dir="assets.extra/jaxport",  # savedmodel.JAXPORT_DIR
+                loads=("tensorflow",)),
+    TargetEntry("iree", "jaxport.domain.targets.iree", "IreeOptions",
                 converter="jaxport.adapters.iree.converter:convert",
                 runtime="jaxport.adapters.iree.runtime:load",
                 extra="iree", host_facts="jaxport.adapters.iree.runtime:host_facts", loads=("iree",)),
-    TargetEntry("onnx", onnx.PLAN, onnx.OnnxOptions,
+    TargetEntry("onnx", "jaxport.domain.targets.onnx", "OnnxOptions",
                 converter="jaxport.adapters.onnx.converter:convert",
                 runtime="jaxport.adapters.onnx.runtime:load",
                 extra="onnx", loads=("onnx", "onnxruntime")),
-    TargetEntry("litert", litert.PLAN, litert.LiteRtOptions,
+    TargetEntry("litert", "jaxport.domain.targets.litert", "LiteRtOptions",
                 converter="jaxport.adapters.litert.converter:convert",
                 runtime="jaxport.adapters.litert.runtime:load",
                 extra="litert", loads=("ai_edge_litert",)),
