@@ -18,10 +18,12 @@ The first lowering has a floor that neither can go below: both must
 deserialize the portable artifact (VHLO bytecode, upgraded to this jaxlib's
 StableHLO) in the caller's MLIR context, and both pay jit's own work around
 the call (a new MLIR context, tracing, merging, verifying the merged module
-and running ``sdy-lift-inlined-meshes`` on it), so its ratio stays near 1.
-jaxport also writes the module once as plain MLIR bytecode on that path,
-which is what makes the second group's later lowerings cheaper (see
-``jaxport.adapters.mlir.callee``).
+and running ``sdy-lift-inlined-meshes`` on it), so its ratio cannot fall far below 1.
+jax.export runs that pass on the callee too, before merging it; jaxport does
+not. For a polymorphic artifact, jaxport's first lowering also writes the
+module once as plain MLIR bytecode, which is what makes the second group's
+later lowerings cheaper; an artifact of static shapes (this group's) writes
+it at its second lowering, if one comes (see ``jaxport.adapters.mlir.callee``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Lowering loaded artifacts under ``jax.jit``: the module is deserialized once per artifact.
+"""Lowering loaded artifacts under ``jax.jit``: the module is deserialized once or twice per artifact.
 
 Whatever the number of lowerings, call sites and argument shapes, the portable
-artifact is deserialized once (later lowerings parse plain MLIR bytecode), and
-the lowered programs are the same whether the module came from the artifact
-or from the plain bytecode the first lowering kept.
+artifact of a polymorphic function is deserialized once (later lowerings parse
+plain MLIR bytecode), that of a function of static shapes at most twice (its
+first lowering keeps no bytecode), and the lowered programs are the same
+whether the module came from the artifact or from the plain bytecode.
 """
 
 from __future__ import annotations
@@ -73,3 +74,18 @@ def test_an_in_process_export_is_lowered_from_its_artifact_once(deserializations
     exp = jaxport.export(jax.jit(_f))(jax.ShapeDtypeStruct((b, 16), jnp.float32))
     _lowerings(exp)
     assert len([n for n in deserializations if n == len(exp.mlir_module_serialized)]) == 1
+
+
+def test_a_static_artifact_is_deserialized_at_most_twice(deserializations: list[int]) -> None:
+    blob = bytes(jaxport.export(jax.jit(_f))(_spec(3)).serialize(vjp_order=1))
+    exp = jaxport.deserialize(blob)
+    size = len(exp.mlir_module_serialized)
+    first = jax.jit(exp.call).lower(_spec(3)).as_text()
+    assert deserializations.count(size) == 1
+    again = [jax.jit(exp.call).lower(_spec(3)).as_text() for _ in range(3)]
+    again.append(jax.jit(lambda x: exp.call(x) + exp.call(x[::-1])).lower(_spec(3)).as_text())
+    again.append(jax.jit(jax.grad(lambda x: exp.call(x).sum())).lower(_spec(3)).as_text())
+    assert deserializations.count(size) == 2
+    assert again[:3] == [first] * 3  # from the artifact and from the plain bytecode alike
+    x = jnp.linspace(-1.0, 1.0, 48, dtype=jnp.float32).reshape(3, 16)
+    np.testing.assert_allclose(jax.jit(exp.call)(x), _f(x), rtol=1e-6)

@@ -12,6 +12,7 @@ objects; nothing of them is copied.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -101,10 +102,11 @@ class CallTarget:
         return self.exported.vjp().call_target if self.exported.has_vjp() else None
 
     def parse_module(self, context: Any) -> Any:
-        """The module as a new ``ir.Module`` in ``context``, deserialized once per target.
+        """The module as a new ``ir.Module`` in ``context``.
 
-        See :mod:`jaxport.adapters.mlir.callee`: later lowerings, whatever
-        the call site or shapes, parse plain MLIR bytecode. (The module an
+        See :mod:`jaxport.adapters.mlir.callee`: the artifact is deserialized
+        at most twice per target; later lowerings, whatever the call site or
+        shapes, parse plain MLIR bytecode. (The module an
         in-process export still holds is not used: the portable round trip
         is what makes it refinable by the caller, as a loaded artifact is.)
         """
@@ -119,7 +121,8 @@ class CallTarget:
                                  self.arg_paths, nr_tokens=len(self.exported.ordered_effects),
                                  kept_var_idx=record.module_kept_var_idx)
 
-        return CalleeModule(lambda: record.mlir_module_serialized, standard if self.is_symbolic else None)
+        return CalleeModule(lambda: record.mlir_module_serialized, standard if self.is_symbolic else None,
+                            polymorphic=self.is_symbolic)
 
     @functools.cached_property
     def in_specs(self) -> tuple[ArraySpec, ...]:
@@ -260,8 +263,9 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
 def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
     exported, record = target.exported, target.exported.record
     # Registering the LAPACK targets imports SciPy's linalg (about 0.2 s of a fresh process), which
-    # jax.export does for every call on the CPU; only a module that calls them needs it.
-    if "cpu" in record.platforms and not _lapack_ready and target.calls_lapack:
+    # jax.export does for every call on the CPU; only a module that calls them needs it. Once SciPy's
+    # LAPACK is imported (by anyone), registering costs microseconds, less than looking for the names.
+    if "cpu" in record.platforms and not _lapack_ready and (_SCIPY_LAPACK in sys.modules or target.calls_lapack):
         _initialize_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)
     if num_devices != record.nr_devices and record.nr_devices != 1:
@@ -325,6 +329,8 @@ def _has_shardy_mesh(submodule: Any, symbols: Any) -> bool:
 
 
 _lapack_ready = False
+#: What registering the LAPACK targets imports (jaxlib's LAPACK takes its routines from SciPy's).
+_SCIPY_LAPACK = "scipy.linalg.cython_lapack"
 
 
 def _initialize_lapack() -> None:

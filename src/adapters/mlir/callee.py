@@ -6,12 +6,20 @@ needs a fresh ``ir.Module`` of it in that context. Deserializing the portable
 artifact (VHLO, upgraded to this jaxlib's StableHLO) is most of what the first
 such lowering costs, and ``jax.export`` pays it on every lowering; parsing
 the same module written as plain MLIR bytecode by this jaxlib takes a fifth
-of the time. :class:`CalleeModule` deserializes the artifact once, at the
-first lowering, and writes the module once as plain bytecode (a tenth of the
-deserialization's time); every later lowering in the process parses that
-bytecode, whatever its call site or argument shapes. (Across processes, JAX's
-persistent compilation cache serves compiled calls; the lowering that computes
-its key deserializes the artifact once per process, as ``jax.export`` does.)
+of the time. :class:`CalleeModule` writes the module once as plain bytecode
+(a tenth of the deserialization's time); every later lowering in the process
+parses that bytecode, whatever its call site or argument shapes. (Across
+processes, JAX's persistent compilation cache serves compiled calls; the
+lowering that computes its key deserializes the artifact once per process, as
+``jax.export`` does.)
+
+When to write it: a module lowered once never needs the bytecode, and
+writing it would be a tenth more work than ``jax.export`` does for that first
+lowering. A polymorphic module is lowered once per shape, so its first
+lowering writes the bytecode; a module of static shapes is mostly lowered
+once (its eager call compiles once), so its second lowering, if one comes,
+deserializes the artifact again (as ``jax.export`` does for every lowering)
+and writes the bytecode then.
 
 (A detached copy of the module, ``Operation.clone``, costs half as much as
 writing the bytecode, but it keeps the first caller's whole MLIR context
@@ -36,18 +44,23 @@ class CalleeModule:
     """Makes the module of one exported function in the context of each lowering.
 
     Args:
-        portable: the StableHLO portable artifact (called once, when first needed).
+        portable: the StableHLO portable artifact (called when the module is deserialized).
         standard_form: given the deserialized module, the module with a ``main``
             of the standard form, or None when it has that form already (see
             :mod:`~jaxport.adapters.mlir.dimension_args`).
+        polymorphic: whether the module is lowered once per shape (symbolic
+            input shapes): its first lowering then writes the plain bytecode,
+            else its second one does.
     """
 
     def __init__(self, portable: Callable[[], bytes],
-                 standard_form: Callable[[Any], Any | None] | None = None) -> None:
+                 standard_form: Callable[[Any], Any | None] | None = None, *,
+                 polymorphic: bool = True) -> None:
         self._portable = portable
         self._standard_form = standard_form
         self._lock = threading.Lock()
         self._plain: bytes | None = None
+        self._write_plain = polymorphic  # whether the next deserialization writes the plain bytecode
 
     def module_in(self, context: Any) -> Any:
         """A new ``ir.Module`` of the function in ``context``, for the caller to consume."""
@@ -61,7 +74,9 @@ class CalleeModule:
                 if standard is not None:
                     self._plain = _bytecode(standard.operation)
                     return ir.Module.parse(self._plain, context=context)
-            self._plain = _bytecode(module.operation)
+            if self._write_plain:
+                self._plain = _bytecode(module.operation)
+            self._write_plain = True
             return module
 
 
