@@ -7,9 +7,7 @@ compiles its generated methods). Loading an ONNX, LiteRT or IREE directory
 of a symbolic function and calling it imports neither JAX nor jaxlib, nor
 what only conversion or the JAX path needs: the targets' ports (the
 conversion's records), another target's domain module (the registry names
-each, imported on first use), ``fractions`` (the decision procedure of symbolic
-bounds builds a ``Fraction`` only for a bound that is not an integer), the
-export and bundle services.
+each, imported on first use), the export and bundle services.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from jaxport.domain.targets.registry import TARGETS
 
 #: Modules (and packages, with every module under them) that loading and calling a converted directory
 #: must not import.
-NOT_LOADED = ("jax", "jaxlib", "fractions", "decimal", "jaxport.domain.targets.ports",
+NOT_LOADED = ("jax", "jaxlib", "jaxport.domain.targets.ports",
               "jaxport.domain.targets.savedmodel", "jaxport.domain.artifact.platforms",
               "jaxport.application.export", "jaxport.application.bundles", "jaxport.application.conversion",
               "jaxport.adapters.jax", "jaxport.adapters.mlir")

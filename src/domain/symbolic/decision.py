@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final, TypeAlias
+from fractions import Fraction
+from typing import Final, TypeAlias
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly, Term
 
-if TYPE_CHECKING:  # imported where a bound needs one: fractions (and decimal) cost a fresh process ~2 ms
-    from fractions import Fraction
-
 #: A bound: an int or a rational number, or ``-math.inf`` / ``math.inf``.
-Num: TypeAlias = "int | Fraction | float"
+Num: TypeAlias = int | Fraction | float
 #: A rational coefficient, kept as an int while it is one (much faster).
-Rational: TypeAlias = "int | Fraction"
+Rational: TypeAlias = int | Fraction
 Interval: TypeAlias = tuple[Num, Num]
 #: A linear form over terms with rational coefficients, plus a constant.
 Form: TypeAlias = tuple[dict[Term, Rational], Rational]
@@ -60,8 +58,6 @@ def _div(a: Rational, b: Rational) -> Rational:
     """``a / b``, an int when exact."""
     if isinstance(a, int) and isinstance(b, int) and a % b == 0:
         return a // b
-    from fractions import Fraction
-
     return Fraction(a) / Fraction(b)
 
 
@@ -101,8 +97,6 @@ def _div_corner(a: Num, b: Num) -> Num:
         return 0 if a not in (INF, -INF) else (a if b > 0 else -a)
     if a in (INF, -INF):
         return a if b > 0 else -a
-    from fractions import Fraction
-
     return Fraction(a) / Fraction(b)
 
 
@@ -305,8 +299,6 @@ class BoundsDecider:
 
     def _floordiv_replacements(self, x: Poly, y: Poly, need_lower: bool) -> Iterator[Form]:
         if y.is_constant and y.const:
-            from fractions import Fraction
-
             k = y.const
             quotient = form_of(x, Fraction(1, k))
             if need_lower:
