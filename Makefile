@@ -65,7 +65,7 @@ install: $(DEPS) $(LINK) $(SCRIPT)
 	$(PY) -m compileall -q src > /dev/null
 
 demo: install
-	$(PY) -m jaxport.application.demo
+	$(PY) tools/demo.py
 
 typecheck: install
 	$(PY) -m mypy --strict -p jaxport

@@ -58,8 +58,8 @@ from jax._src.interpreters import partial_eval as jax_partial_eval
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import jaxport
-from jaxport.adapters.jax import call as jax_call
-from jaxport.adapters.jax.avals import leaf_paths
+from jaxport.adapters.jax.exported import call as jax_call
+from jaxport.adapters.jax.lowering.avals import leaf_paths
 from jaxport.domain.symbolic import build_plan, call_output_shapes
 from jaxport.domain.symbolic import solve as jaxport_solve
 

@@ -43,8 +43,8 @@ from jax.extend.mlir import ir
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import jaxport
-from jaxport.adapters.jax.avals import leaf_paths
-from jaxport.adapters.jax.lowering import JaxLowerer, JaxLowering
+from jaxport.adapters.jax.lowering.avals import leaf_paths
+from jaxport.adapters.jax.lowering.lower import JaxLowerer, JaxLowering
 from jaxport.adapters.mlir.wrap import wrap_main
 from jaxport.domain.symbolic import build_plan
 

@@ -38,7 +38,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import jaxport
-from jaxport.application.converted.jax_model import jax_model
+from jaxport.application.conversion.jax_model import jax_model
 
 from .conftest import alternating_chunks
 from .models import (

@@ -14,22 +14,22 @@ if TYPE_CHECKING:
     minimum_supported_calling_convention_version: int
     maximum_supported_calling_convention_version: int
     from jaxport.domain.artifact.safety import DisabledSafetyCheck as DisabledSafetyCheck
-    from . import errors as errors
+    from jaxport import errors as errors
     from jaxport.application.bundles.api import Bundle as Bundle
     from jaxport.domain.artifact.info import BundleInfo as BundleInfo
     from jaxport.application.bundles.api import load_bundle as load_bundle
     from jaxport.application.bundles.api import save_bundle as save_bundle
-    from jaxport.application.converted.numerics import check_numerics as check_numerics
+    from jaxport.application.conversion.numerics import check_numerics as check_numerics
     from jaxport.domain.converted.numerics import NumericsReport as NumericsReport
-    from .application.consumer_check import check_consumer as check_consumer
+    from jaxport.application.consumer_check import check_consumer as check_consumer
     from jaxport.application.export.service import export as export
     from jaxport.application.export.service import default_export_platform as default_export_platform
-    from jaxport.application.export.exported import Exported as Exported
-    from jaxport.application.export.exported import call_exported as call_exported
-    from .application.artifact_files import load as load
-    from .application.artifact_files import save as save
-    from .application.inspection import inspect as inspect
-    from .application.plain_trees import plain_tree as plain_tree
+    from jaxport.adapters.jax.exported.exported import Exported as Exported
+    from jaxport.adapters.jax.exported.exported import call_exported as call_exported
+    from jaxport.application.artifact_files import load as load
+    from jaxport.application.artifact_files import save as save
+    from jaxport.application.inspection import inspect as inspect
+    from jaxport.adapters.jax.trees.plain import plain_tree as plain_tree
     from jaxport.application.conversion.pipeline import convert as convert
     from jaxport.domain.targets.registry import TARGETS as TARGETS
     from jaxport.application.conversion.targets import to_savedmodel as to_savedmodel
@@ -40,22 +40,22 @@ if TYPE_CHECKING:
     from jaxport.domain.targets.iree import IreeOptions as IreeOptions
     from jaxport.domain.targets.onnx import OnnxOptions as OnnxOptions
     from jaxport.domain.targets.litert import LiteRtOptions as LiteRtOptions
-    from jaxport.application.converted.model import ConvertedModel as ConvertedModel
-    from jaxport.application.converted.model import load_converted as load_converted
-    from jaxport.application.converted.model import load_iree as load_iree
-    from .application.pytree_registry import PytreeSerializationRegistry as PytreeSerializationRegistry
-    from .application.pytree_registration import register_namedtuple_serialization as register_namedtuple_serialization
-    from .application.pytree_registration import register_pytree_node_serialization as register_pytree_node_serialization
+    from jaxport.application.conversion.model import ConvertedModel as ConvertedModel
+    from jaxport.application.conversion.model import load_converted as load_converted
+    from jaxport.application.conversion.model import load_iree as load_iree
+    from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry as PytreeSerializationRegistry
+    from jaxport.adapters.jax.trees.registry import register_namedtuple_serialization as register_namedtuple_serialization
+    from jaxport.adapters.jax.trees.registry import register_pytree_node_serialization as register_pytree_node_serialization
     from jaxport.application.export.serialization import deserialize as deserialize
     from jaxport.application.serving.service import serve as serve
-    from jaxport.application.export.symbolic import poly_spec as poly_spec
-    from jaxport.application.export.symbolic import poly_specs as poly_specs
-    from jaxport.application.export.symbolic import symbolic_args_specs as symbolic_args_specs
-    from jaxport.application.export.symbolic import symbolic_shape as symbolic_shape
-    from .application.verification import VerificationReport as VerificationReport
-    from .application.verification import verify_artifact as verify_artifact
-    from .domain.symbolic import SymbolicScope as SymbolicScope
-    from .domain.symbolic import is_symbolic_dim as is_symbolic_dim
+    from jaxport.adapters.jax.lowering.symbolic import poly_spec as poly_spec
+    from jaxport.adapters.jax.lowering.symbolic import poly_specs as poly_specs
+    from jaxport.adapters.jax.lowering.symbolic import symbolic_args_specs as symbolic_args_specs
+    from jaxport.adapters.jax.lowering.symbolic import symbolic_shape as symbolic_shape
+    from jaxport.application.verification import VerificationReport as VerificationReport
+    from jaxport.application.verification import verify_artifact as verify_artifact
+    from jaxport.domain.symbolic import SymbolicScope as SymbolicScope
+    from jaxport.domain.symbolic import is_symbolic_dim as is_symbolic_dim
     #: This jaxport's version, read on first use from its one place,
     #: ``jaxport.domain.artifact.producer.JAXPORT_VERSION`` (pyproject.toml reads it there too).
     __version__: str
@@ -69,17 +69,17 @@ _LAZY = {
     "Bundle": "jaxport.application.bundles.api",
     "BundleInfo": "jaxport.domain.artifact.info",
     "check_consumer": "jaxport.application.consumer_check",
-    "check_numerics": "jaxport.application.converted.numerics",
+    "check_numerics": "jaxport.application.conversion.numerics",
     "NumericsReport": "jaxport.domain.converted.numerics",
     "export": "jaxport.application.export.service",
     "default_export_platform": "jaxport.application.export.service",
-    "Exported": "jaxport.application.export.exported",
-    "call_exported": "jaxport.application.export.exported",
+    "Exported": "jaxport.adapters.jax.exported.exported",
+    "call_exported": "jaxport.adapters.jax.exported.exported",
     "deserialize": "jaxport.application.export.serialization",
     "save": "jaxport.application.artifact_files",
     "load": "jaxport.application.artifact_files",
     "inspect": "jaxport.application.inspection",
-    "plain_tree": "jaxport.application.plain_trees",
+    "plain_tree": "jaxport.adapters.jax.trees.plain",
     "convert": "jaxport.application.conversion.pipeline",
     # One to_NAME and one options class per entry of TARGETS (tests/unit/test_target_registry.py checks).
     "TARGETS": "jaxport.domain.targets.registry",
@@ -91,17 +91,17 @@ _LAZY = {
     "IreeOptions": "jaxport.domain.targets.iree",
     "OnnxOptions": "jaxport.domain.targets.onnx",
     "LiteRtOptions": "jaxport.domain.targets.litert",
-    "load_converted": "jaxport.application.converted.model",
-    "load_iree": "jaxport.application.converted.model",
-    "ConvertedModel": "jaxport.application.converted.model",
-    "PytreeSerializationRegistry": "jaxport.application.pytree_registry",
-    "register_pytree_node_serialization": "jaxport.application.pytree_registration",
-    "register_namedtuple_serialization": "jaxport.application.pytree_registration",
+    "load_converted": "jaxport.application.conversion.model",
+    "load_iree": "jaxport.application.conversion.model",
+    "ConvertedModel": "jaxport.application.conversion.model",
+    "PytreeSerializationRegistry": "jaxport.adapters.jax.trees.registry",
+    "register_pytree_node_serialization": "jaxport.adapters.jax.trees.registry",
+    "register_namedtuple_serialization": "jaxport.adapters.jax.trees.registry",
     "serve": "jaxport.application.serving.service",
-    "symbolic_shape": "jaxport.application.export.symbolic",
-    "symbolic_args_specs": "jaxport.application.export.symbolic",
-    "poly_spec": "jaxport.application.export.symbolic",
-    "poly_specs": "jaxport.application.export.symbolic",
+    "symbolic_shape": "jaxport.adapters.jax.lowering.symbolic",
+    "symbolic_args_specs": "jaxport.adapters.jax.lowering.symbolic",
+    "poly_spec": "jaxport.adapters.jax.lowering.symbolic",
+    "poly_specs": "jaxport.adapters.jax.lowering.symbolic",
     "verify_artifact": "jaxport.application.verification",
     "VerificationReport": "jaxport.application.verification",
     # Lazy too: `jaxport.inspect` needs no symbolic shapes (half of the import).

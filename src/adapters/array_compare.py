@@ -9,6 +9,7 @@ count as at least 1 apart, whatever rounding to float64 does to them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,3 +44,8 @@ def compare(got: Any, want: np.ndarray) -> tuple[float, float, str | None]:
         error[~same] = np.maximum(error[~same], 1.0)
     magnitude = np.abs(w[np.isfinite(w)])
     return float(error.max()), float(magnitude.max()) if magnitude.size else 0.0, None
+
+
+def host_arrays(leaves: Iterable[Any]) -> list[np.ndarray]:
+    """Each leaf (an array of any library, a scalar, a nested list) as a NumPy array on the host."""
+    return [np.asarray(leaf) for leaf in leaves]

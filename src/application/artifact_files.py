@@ -6,8 +6,8 @@ import os
 from collections.abc import Iterable
 
 from jaxport.adapters.storage.atomic_files import write_atomically
-from ..domain.errors import ArtifactError
-from jaxport.application.export.exported import Exported
+from jaxport.domain.errors import ArtifactError
+from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.application.export.serialization import deserialize
 
 

@@ -6,12 +6,10 @@ process:
 
 * the export service's ports: the JAX lowerer, the MLIR module inspector and
   the StableHLO serializer (the export service, one module up, is made from
-  them: :func:`jaxport.application.export.service.default_service`);
+  them: :func:`export_service`);
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
 * the store of verification verdicts;
-* the pytree serialization registry that ``jaxport.serialize``,
-  ``jaxport.deserialize`` and the bundles use by default;
 * each target's adapters, which the targets' registry
   (:mod:`jaxport.domain.targets.registry`) names as ``"module:attribute"``
   strings: :func:`target_adapter` imports them. It lives here, not beside the
@@ -27,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -35,13 +32,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jaxport.domain.errors import MissingExtraError
 
 if TYPE_CHECKING:
-    from jaxport.adapters.jax.lowering import JaxLowerer
+    from jaxport.adapters.jax.lowering.lower import JaxLowerer
+    from jaxport.adapters.jax.lowering.service import ExportService
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from jaxport.adapters.storage.known_files import KnownFiles
-    from ..domain.ports import ModuleInspector, ModuleSerializer
+    from jaxport.domain.ports import ModuleInspector, ModuleSerializer
     from jaxport.domain.targets.registry import TargetEntry
-    from .pytree_registry import PytreeSerializationRegistry
+    from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
 
 _T = TypeVar("_T")
 
@@ -60,9 +58,17 @@ def _built_once(build: Callable[[], _T]) -> Callable[[], _T]:
 
 
 @_built_once
+def export_service() -> ExportService:
+    """The export service, on the lowerer, the module inspector and the serializer below."""
+    from jaxport.adapters.jax.lowering.service import ExportService
+
+    return ExportService(lowerer(), module_inspector(), module_serializer())
+
+
+@_built_once
 def lowerer() -> JaxLowerer:
     """What traces and lowers functions for the export service."""
-    from jaxport.adapters.jax.lowering import JaxLowerer
+    from jaxport.adapters.jax.lowering.lower import JaxLowerer
 
     return JaxLowerer()
 
@@ -83,14 +89,11 @@ def module_serializer() -> ModuleSerializer:
     return StableHloSerializer()
 
 
-@_built_once
 def module_worker() -> ModuleWorker:
     """The process-wide verifying process (it starts on its first request)."""
-    from jaxport.adapters.mlir.worker import DEFAULT_CPU_SECONDS, DEFAULT_TIMEOUT_SECONDS, ModuleWorker
+    from jaxport.adapters.mlir.worker import shared_worker
 
-    return ModuleWorker(
-        cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
-        timeout=float(os.environ.get("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
+    return shared_worker()
 
 
 @_built_once
@@ -106,14 +109,6 @@ def known_files() -> KnownFiles:
     from jaxport.adapters.storage.known_files import KnownFiles
 
     return KnownFiles(verdict_store())
-
-
-@_built_once
-def default_registry() -> PytreeSerializationRegistry:
-    """The pytree serialization registry that serialization and bundles use by default."""
-    from .pytree_registry import PytreeSerializationRegistry
-
-    return PytreeSerializationRegistry()
 
 
 def target_adapter(entry: TargetEntry, spec: str, what: str) -> Any:

@@ -6,7 +6,7 @@ where the installed JAX cites them. JAX 0.12 moved them: ``export/export.html``
 became ``501/export.html`` and ``export/shape_poly.html``
 ``501/shape-polymorphism.html``. The domain knows no JAX version: the adapter
 that registers jaxport's dimensions with JAX calls :func:`follow_jax` once
-(``adapters/jax/dims.py``); without JAX (a converted model's process, the
+(``adapters/jax/lowering/dims.py``); without JAX (a converted model's process, the
 browser's ``jaxport.mjs``), the addresses that ``docs.jax.dev/en/latest``
 serves today, JAX 0.12's, are cited.
 """

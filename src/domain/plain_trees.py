@@ -20,7 +20,7 @@ flattening order) is:
 
 Only strings and integers can be keys; two keys with the same text (``1`` and
 ``"1"``) cannot both be. This module knows no JAX: the caller,
-:mod:`jaxport.application.plain_trees`, gives the keys.
+:mod:`jaxport.adapters.jax.trees.plain`, gives the keys.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from .errors import NonStringKeyError
+from jaxport.domain.errors import NonStringKeyError
 
 
 class Container(Enum):

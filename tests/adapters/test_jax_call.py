@@ -1,4 +1,4 @@
-"""The abstract evaluation of the ``jaxport_call`` primitive (src/adapters/jax/call.py)."""
+"""The abstract evaluation of the ``jaxport_call`` primitive (src/adapters/jax/exported/call.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from jax.sharding import AbstractMesh, AxisType
 from jax.sharding import PartitionSpec as P
 
 import jaxport
-from jaxport.adapters.jax import call as jax_call
+from jaxport.adapters.jax.exported import call as jax_call
 from jaxport.adapters.flatbuffers.codec import encode_artifact
 from jaxport.adapters.jax.records import sharding_record
-from jaxport.application.export.exported import Exported
+from jaxport.adapters.jax.exported.exported import Exported
 
 
 def symbolic_export() -> Exported:

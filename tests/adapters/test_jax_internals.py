@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxport.adapters.jax import internals as jax_internals
-from jaxport.adapters.jax.dims import JaxDim
+from jaxport.adapters.jax.lowering.dims import JaxDim
 from jaxport.domain.symbolic import SymbolicScope, parse_shape_spec
 
 

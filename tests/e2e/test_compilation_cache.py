@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.application.export.warm import keep_every_compilation
+from jaxport.adapters.jax.exported.warm import keep_every_compilation
 from jaxport.errors import CacheConfigError
 
 from tests.helpers.jax_cache import KEEP_EVERY_COMPILATION

@@ -30,7 +30,10 @@ from jaxport.domain.targets.registry import TARGETS
 #: must not import.
 NOT_LOADED = ("jax", "jaxlib", "jaxport.domain.targets.ports",
               "jaxport.domain.targets.savedmodel", "jaxport.domain.artifact.platforms",
-              "jaxport.application.export", "jaxport.application.bundles", "jaxport.application.conversion",
+              "jaxport.application.export", "jaxport.application.bundles",
+              # conversion/ holds loading too (model, verification): its converting modules stay out.
+              "jaxport.application.conversion.pipeline", "jaxport.application.conversion.source",
+              "jaxport.application.conversion.quantized", "jaxport.application.conversion.targets",
               "jaxport.adapters.jax", "jaxport.adapters.mlir")
 
 CHILD = """

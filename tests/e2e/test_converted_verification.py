@@ -23,7 +23,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.application.converted import verification  # noqa: E402
+from jaxport.application.conversion import verification  # noqa: E402
 from jaxport.errors import ArtifactError, UsageError  # noqa: E402
 from tests.helpers import resealed  # noqa: E402
 
@@ -75,7 +75,7 @@ def test_the_first_load_verifies_in_a_child_and_the_second_reuses_the_verdict(
     monkeypatch.setattr(subprocess, "run", no_child)
     jaxport.load_converted(converted)
     assert jaxport.load_converted(converted, verify=False).target == "onnx"
-    from jaxport.application.converted.model import verify_converted
+    from jaxport.application.conversion.model import verify_converted
 
     assert verify_converted(converted).cached
 
@@ -131,7 +131,7 @@ def test_the_verifying_child_imports_no_jax(converted: Path, fresh_verdicts: Pat
     probe = ("import io, json, runpy, sys\n"
              f"sys.stdin = io.StringIO(json.dumps({{'path': {str(converted)!r}, 'options': {{}}, "
              "'address_space': 0, 'cpu_seconds': 0}))\n"
-             "try:\n    runpy.run_module('jaxport.application.converted.verify_child', run_name='__main__')\n"
+             "try:\n    runpy.run_module('jaxport.application.conversion.verify_child', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
              "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib'))\n"
              "sys.exit(3 if bad else 0)\n")

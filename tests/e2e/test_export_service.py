@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from jaxport.adapters.mlir.bindings import export_target_version
-from jaxport.adapters.jax.lowering import JaxLowerer
+from jaxport.adapters.jax.lowering.lower import JaxLowerer
 from jaxport.application import wiring
-from jaxport.application.export.service import ExportService, default_service
+from jaxport.adapters.jax.lowering.service import ExportService
 from jaxport.domain.artifact.module_policy import OpKind, OpSite
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.errors import DisallowedCustomCallError
@@ -71,6 +71,6 @@ def test_a_disallowed_site_reported_by_the_inspector_stops_the_export() -> None:
 
 
 def test_the_default_service_runs_on_the_composition_roots_adapters() -> None:
-    svc = default_service()
+    svc = wiring.export_service()
     assert svc.lowerer is wiring.lowerer() and svc.inspector is wiring.module_inspector()
     assert svc.serializer is wiring.module_serializer()

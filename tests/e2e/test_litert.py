@@ -82,7 +82,7 @@ import json, sys
 import numpy as np
 import jaxport
 from jaxport.application.cli.main import main
-from jaxport.application.converted.numerics import check_numerics
+from jaxport.application.conversion.numerics import check_numerics
 m = jaxport.load_converted(sys.argv[1])
 rng = np.random.default_rng(1)
 out = {f"predict{b}": m["predict"](rng.integers(0, 32, size=(b, 8)).astype(np.int32)) for b in (1, 4, 9)}

@@ -30,9 +30,9 @@ from jaxport.adapters.mlir.worker import ModuleWorker
 
 #: Modules the load path must not import.
 NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap", "jaxport.application.bundles.save",
-              "jaxport.application.bundles.examples", "jaxport.domain.artifact.consumers",
+              "jaxport.adapters.jax.bundles.examples", "jaxport.domain.artifact.consumers",
               "jaxport.adapters.mlir.rewrite", "jaxport.domain.artifact.module_policy",
-              "jaxport.application.export.warm", "jaxport.adapters.jax.compilation_cache")
+              "jaxport.adapters.jax.exported.warm", "jaxport.adapters.jax.exported.compilation_cache")
 #: ... nor, once its verdicts are remembered, these.
 NOT_LOADED_WARM = ("jaxport.adapters.mlir.worker_main",)
 

@@ -73,7 +73,7 @@ def test_each_error_prints_and_pickles_as_jaxport_errors(cls: type[JaxportError]
 def sample(cls: type[JaxportError]) -> JaxportError:
     """An instance of ``cls`` with a message, whatever fields its ``__init__`` takes."""
     if issubclass(cls, jax.errors.JaxRuntimeError):  # its str() needs JAX's __init__
-        from jaxport.adapters.jax.call import call_failure
+        from jaxport.adapters.jax.exported.call import call_failure
 
         failure = call_failure("f", jax.errors.JaxRuntimeError("what went wrong"))
         assert type(failure) is cls

@@ -25,7 +25,7 @@ import pytest
 
 import jaxport
 from jaxport.domain.jax_docs import pages_for
-from jaxport.application.converted.jax_model import jax_model
+from jaxport.application.conversion.jax_model import jax_model
 from jaxport.domain.targets.registry import TARGETS
 from tests.helpers.runtimes import CASES, FEATURES, HEAVY, run_cases
 

@@ -21,7 +21,7 @@ import pytest
 from jax.extend import core as jex_core
 
 import jaxport
-import jaxport.adapters.jax.dims  # noqa: F401  (the pages of the installed JAX)
+import jaxport.adapters.jax.lowering.dims  # noqa: F401  (the pages of the installed JAX)
 from jaxport.domain.jax_docs import PAGES
 from jaxport.domain.symbolic import (
     ConstraintError,

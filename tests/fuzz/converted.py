@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxport.application.converted.model import manifest_path_of
+from jaxport.application.conversion.model import manifest_path_of
 from tests.fuzz.mutations import mutate
 from tests.helpers.resealed import rewrite
 

@@ -25,7 +25,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import jaxport
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
-from jaxport.application.export.placement import default_placements
+from jaxport.adapters.jax.placement import default_placements
 from jaxport.errors import ArtifactError
 from tests.helpers.artifacts import crafted_blobs, hlo_record, rich_record, shipped_blobs
 

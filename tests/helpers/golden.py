@@ -21,7 +21,7 @@ from tests.helpers import iree_model as model
 CHILD = """
 import json, sys
 from jaxport.application.cli.main import main
-from jaxport.application.converted.numerics import check_numerics
+from jaxport.application.conversion.numerics import check_numerics
 report = check_numerics(sys.argv[1])
 status = main(["check", "--numerics", sys.argv[1]])
 print(json.dumps({"report": report.to_json(), "status": status,

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from jaxport.application.converted.model import manifest_path_of
+from jaxport.application.conversion.model import manifest_path_of
 
 
 def rewrite(directory: str | os.PathLike[str], name: str, data: bytes) -> None:

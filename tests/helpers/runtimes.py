@@ -104,7 +104,7 @@ def load_refusals(directory: str, copy: Path) -> dict[str, dict[str, str]]:
 
     import jaxport
     from jaxport.domain.converted.manifest import ConvertedManifest
-    from jaxport.application.converted.model import manifest_path_of
+    from jaxport.application.conversion.model import manifest_path_of
     from tests.helpers.resealed import truncate
 
     shutil.copytree(directory, copy)

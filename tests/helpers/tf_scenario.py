@@ -149,7 +149,7 @@ def main(workdir: Path) -> None:
                                      output=workdir / "run_loss.npz")
     arrays["jaxport run loss 3"] = np.load(workdir / "run_loss.npz")["arr_0"]
     out["numerics savedmodel"] = check_numerics_command(workdir / "model_tf")
-    from jaxport.application.converted.numerics import check_numerics
+    from jaxport.application.conversion.numerics import check_numerics
 
     out["numerics bundle on tf"] = check_numerics(workdir / "model", runtime="savedmodel").to_json()
     out["numerics swapped on tf"] = check_numerics(workdir / "swapped", runtime="savedmodel").to_json()

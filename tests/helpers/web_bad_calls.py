@@ -29,7 +29,7 @@ from jaxport.domain.jax_docs import DocPages, pages_for
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.symbolic.json_trees import constraint_scope, parse_dims, shape_trees
 import jaxport
-from jaxport.application.converted.model import ConvertedCall
+from jaxport.application.conversion.model import ConvertedCall
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, Variant
 from jaxport.domain.errors import JaxportError
 from jaxport.domain.converted.wire_names import parse_wire_name

@@ -18,20 +18,32 @@ from jaxport.application.wiring import _built_once
 SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT = SRC / "application" / "wiring.py"
 #: The classes whose instances the services share; tests build their own freely.
-WIRED = {"JaxLowerer", "MlirModuleInspector", "StableHloSerializer", "ModuleWorker",
-         "FileVerdictStore", "PytreeSerializationRegistry"}
+WIRED = {"JaxLowerer", "MlirModuleInspector", "StableHloSerializer", "FileVerdictStore"}
+#: The process-wide objects that the JAX-facing adapters own, as ``jax.export`` owns its registry:
+#: ``jaxport.register_pytree_node_serialization`` registers into the default registry, which every
+#: ``Exported`` reads, and ``Exported.serialize(consumer=...)`` has the process's one verifying child
+#: write modules for older consumers (an adapter may not import the composition root, which hands
+#: the same objects to the services). Each is built in one place.
+ADAPTER_DEFAULTS = {"PytreeSerializationRegistry": SRC / "adapters" / "jax" / "trees" / "registry.py",
+                    "ModuleWorker": SRC / "adapters" / "mlir" / "worker.py"}
 
 
-def _constructions(path: Path) -> list[str]:
+def _constructions(path: Path, classes: set[str]) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     return [f"{path.relative_to(SRC)}:{node.lineno}: {node.func.id}()" for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in WIRED]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes]
 
 
 def test_only_the_composition_root_builds_the_shared_adapters() -> None:
-    elsewhere = [found for path in sorted(SRC.rglob("*.py")) if path != ROOT for found in _constructions(path)]
+    elsewhere = [found for path in sorted(SRC.rglob("*.py")) if path != ROOT for found in _constructions(path, WIRED)]
     assert elsewhere == []
-    assert len(_constructions(ROOT)) == len(WIRED)
+    assert len(_constructions(ROOT, WIRED)) == len(WIRED)
+
+
+def test_each_adapter_default_is_built_in_its_one_place() -> None:
+    for name, home in ADAPTER_DEFAULTS.items():
+        sites = [found for path in sorted(SRC.rglob("*.py")) for found in _constructions(path, {name})]
+        assert [s.split(":")[0] for s in sites] == [str(home.relative_to(SRC))], sites
 
 
 def test_threads_racing_on_a_first_use_get_one_object() -> None:

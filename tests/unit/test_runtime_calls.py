@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jaxport.application.converted.model import ConvertedCall
+from jaxport.application.conversion.model import ConvertedCall
 from jaxport.domain.converted.manifest import ConvertedFunction, Signature, Variant
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.errors import (

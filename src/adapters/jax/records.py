@@ -19,8 +19,8 @@ from jaxport.domain.artifact.sharding import (
 from jaxport.domain.errors import ArtifactError, EffectSerializationError
 from jaxport.domain.calls.front import record_shapes
 from jaxport.domain.symbolic import SymbolicScope
-from . import internals as jax_internals, versions as jax_versions
-from .dims import JaxDim
+from jaxport.adapters.jax import internals as jax_internals, versions as jax_versions
+from jaxport.adapters.jax.lowering.dims import JaxDim
 
 _KEY_IMPLS = {DType.KEY_FRY: "threefry2x32", DType.KEY_RBG: "rbg", DType.KEY_UNSAFE_RBG: "unsafe_rbg"}
 _AXIS_TYPES = {AxisType.Auto: "AUTO", AxisType.Explicit: "EXPLICIT", AxisType.Manual: "MANUAL"}

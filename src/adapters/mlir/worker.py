@@ -250,3 +250,22 @@ class ChildModuleForms:
 
 class _Died(Exception):
     """The verifying process stopped answering."""
+
+
+_shared: list[ModuleWorker] = []
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> ModuleWorker:
+    """The process's verifying process (it starts on its first request), with the limits that
+    ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set: one for every caller."""
+    with _shared_lock:
+        if not _shared:
+            _shared.append(_configured_worker())
+        return _shared[0]
+
+
+def _configured_worker() -> ModuleWorker:
+    return ModuleWorker(
+        cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
+        timeout=float(os.environ.get("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))

@@ -12,6 +12,7 @@ import io
 import os
 import re
 import zipfile
+from typing import Any
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,3 +130,17 @@ def write_arrays(path: str | os.PathLike[str], arrays: Sequence[np.ndarray]) -> 
     buffer = io.BytesIO()
     np.savez(buffer, *arrays)
     write_atomically(path, buffer.getvalue())
+
+
+def array_summary(value: Any) -> str:
+    """An array in a few words: ``float32[2,3] min -1 max 2 mean 0.5``, or its values when few."""
+    kind = f"{value.dtype}[{','.join(map(str, value.shape))}]"
+    if value.size == 0:
+        return f"{kind} (empty)"
+    if value.size <= 6:
+        return f"{kind} {np.array2string(value.ravel(), precision=4, separator=', ')}"
+    if value.dtype.kind in "biuf" or str(value.dtype) == "bfloat16":
+        as_float = value.astype(np.float64)
+        return (f"{kind} min {as_float.min():.4g} max {as_float.max():.4g} "
+                f"mean {as_float.mean():.4g}")
+    return kind

@@ -180,6 +180,16 @@ def read_small_file(path: str | os.PathLike[str], records: Sequence[WeightRecord
     check_digest(file, digest, hashlib.sha256(data).hexdigest(), owner)
     entries, _, start = decode_header(memoryview(data), file)
     check_weights_header(records, entries, len(data) - start, file)
+    return arrays_in(data, records, file)
+
+
+def arrays_in(data: bytes, records: Sequence[WeightRecord], file: str) -> list[np.ndarray]:
+    """The arrays that ``records`` name in a safetensors file's bytes (views of ``data``), in their order.
+
+    Raises:
+        ArtifactError: ``data``'s header does not parse (naming ``file``).
+    """
+    entries, _, start = decode_header(memoryview(data), file)
     arrays = []
     for record in records:
         dtype = numpy_dtype(record.data_dtype)

@@ -7,19 +7,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from jax.sharding import Mesh
+
 
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
-from jaxport.adapters.jax.weights import restore_weight
+from jaxport.adapters.jax.bundles.weights import restore_weight
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
-from .placement import placed_leaves, weight_placements
-from .weights import weight_shardings
-from jaxport.application.export.exported import Exported
-from .loaded import Bundle
+from jaxport.adapters.jax.bundles.weights import Mesh, placed_leaves, weight_placements
+from jaxport.adapters.jax.bundles.weights import weight_shardings
+from jaxport.adapters.jax.exported.exported import Exported
+from jaxport.adapters.jax.bundles.loaded import Bundle
 from jaxport.application.export.serialization import deserialize
 from jaxport.application import wiring
-from jaxport.application.wiring import default_registry
+from jaxport.adapters.jax.trees.registry import default_registry
 
 
 def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,

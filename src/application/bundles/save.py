@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 from jaxport.adapters.storage.bundle_dir import sha256_later, write_bundle
 from jaxport.adapters.jax.versions import this_producer
-from jaxport.adapters.jax.weights import stored_weight
+from jaxport.adapters.jax.bundles.weights import stored_weight
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from jaxport.domain.bundle.manifest import (
     EXAMPLES_FILE, EXAMPLES_FREE_VERSION, FORMAT_NAME, FORMAT_VERSION, WEIGHTS_FILE, FileDigest,
@@ -25,10 +25,10 @@ from jaxport.domain.artifact.consumers import find_consumer
 from jaxport.domain.bundle.names import check_weight_names, function_file
 from jaxport.domain.errors import BundleError
 from jaxport.application.artifact_files import artifact_bytes
-from .weights import flatten_params, weight_shardings, weights_tree_spec
-from .examples import record_examples
-from jaxport.application.export.exported import Exported
-from jaxport.application.wiring import default_registry
+from jaxport.adapters.jax.bundles.weights import flatten_params, weight_shardings, weights_tree_spec
+from jaxport.adapters.jax.bundles.examples import record_examples
+from jaxport.adapters.jax.exported.exported import Exported
+from jaxport.adapters.jax.trees.registry import default_registry
 
 
 def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported], params: Any, *,

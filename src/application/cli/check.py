@@ -57,7 +57,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def check_paths(args: argparse.Namespace) -> int:
     """Verifies each path and prints its verdict."""
-    from .common import UsageError
+    from jaxport.application.cli.common import UsageError
 
     numerics_only = [flag for flag, value in (("--runtime", args.runtime), ("--rtol", args.rtol),
                                               ("--atol", args.atol)) if value is not None]
@@ -86,7 +86,7 @@ def check_paths(args: argparse.Namespace) -> int:
 def _each_path(args: argparse.Namespace, check: Callable[[str], bool]) -> int:
     """Runs ``check`` (which prints its verdict; True: passed) on each path; the exit status:
     0 all pass, 1 some fail, 2 a path cannot be read (said on stderr)."""
-    from .common import one_line
+    from jaxport.application.cli.common import one_line
 
     status = 0
     for path in args.paths:
@@ -106,7 +106,7 @@ def _each_path(args: argparse.Namespace, check: Callable[[str], bool]) -> int:
 def check_consumers(args: argparse.Namespace) -> int:
     """Prints, per path and consumer, whether the consumer can read and run it."""
     from jaxport.domain.artifact.consumers import find_consumer
-    from ..consumer_check import check_consumer
+    from jaxport.application.consumer_check import check_consumer
 
     for spec in args.consumer:
         find_consumer(spec)  # a consumer the table lacks is the user's mistake, before any file is read
@@ -129,10 +129,10 @@ def check_consumers(args: argparse.Namespace) -> int:
 
 def check_numerics(args: argparse.Namespace) -> int:
     """Prints, per directory, the table of its golden examples run again."""
-    from ...domain.errors import ArtifactError
+    from jaxport.domain.errors import ArtifactError
     from jaxport.domain.converted.numerics import tolerance_for
-    from jaxport.application.converted.numerics import check_numerics as run_examples
-    from .common import UsageError
+    from jaxport.application.conversion.numerics import check_numerics as run_examples
+    from jaxport.application.cli.common import UsageError
 
     try:
         tolerance_for("float32", args.rtol, args.atol)
@@ -155,9 +155,9 @@ def check_numerics(args: argparse.Namespace) -> int:
 def _check_converted(path: str) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
     """(passed, why not, details) for a converted directory: its files against its manifest, its
     target against this machine, then every model file opened and every variant called in a
-    separate process (:mod:`jaxport.application.converted.verification`)."""
-    from ...domain.errors import JaxportError
-    from jaxport.application.converted.model import read_converted, verify_converted
+    separate process (:mod:`jaxport.application.conversion.verification`)."""
+    from jaxport.domain.errors import JaxportError
+    from jaxport.application.conversion.model import read_converted, verify_converted
 
     try:
         manifest, _ = read_converted(path)
@@ -182,9 +182,9 @@ def _summary(detail: dict[str, Any]) -> str:
 
 def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
     """(passed, the reasons why not, details to show) for one artifact file or bundle directory."""
-    from ...domain.errors import JaxportError
+    from jaxport.domain.errors import JaxportError
 
-    from jaxport.application.converted.model import is_converted
+    from jaxport.application.conversion.model import is_converted
 
     if is_converted(path):  # needs the target's runtime, not JAX
         return _check_converted(path)
@@ -203,7 +203,7 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
         return True, (), {"functions": len(bundle)}
     if not os.path.isfile(path):
         raise FileNotFoundError(2, "No such file or directory", path)
-    from ..verification import verify_artifact
+    from jaxport.application.verification import verify_artifact
 
     report = verify_artifact(path, allowed_custom_calls=allowed)
     return report.ok, report.reasons, {"sealed": report.sealed, "sha256": report.digest}

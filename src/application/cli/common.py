@@ -9,13 +9,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ...domain.errors import ArtifactError, JaxportError
-from ...domain.errors import UsageError as UsageError  # the subcommands import it from here
+from jaxport.domain.errors import ArtifactError, JaxportError
+from jaxport.domain.errors import UsageError as UsageError  # the subcommands import it from here
 
 if TYPE_CHECKING:
-    from ...domain.specs import ArraySpec
+    from jaxport.domain.specs import ArraySpec
     from jaxport.domain.artifact.record import ArtifactRecord
-    from jaxport.application.export.exported import Exported
+    from jaxport.adapters.jax.exported.exported import Exported
 
 
 def is_users_error(exc: BaseException, *, fed_to_jax: bool = False) -> bool:
@@ -80,13 +80,6 @@ class Progress:
         """Announces ``name`` before the block runs."""
         self.say(f"{name} ...")
         yield
-
-
-def to_struct(spec: ArraySpec) -> Any:
-    """The ``jax.ShapeDtypeStruct`` of a parsed spec (imports JAX)."""
-    import jax
-
-    return jax.ShapeDtypeStruct(spec.shape, spec.dtype)
 
 
 def check_writable(path: str, *, directory_ok: bool = False) -> None:
@@ -172,23 +165,9 @@ def _decode(path: str, blob: bytes) -> ArtifactRecord:
         raise ArtifactError(f"{path} is not a valid artifact: {exc}") from exc
 
 
-def array_summary(value: Any) -> str:
-    """An array in a few words: ``float32[2,3] min -1 max 2 mean 0.5``, or its values when few."""
-    import numpy as np
-
-    kind = f"{value.dtype}[{','.join(map(str, value.shape))}]"
-    if value.size == 0:
-        return f"{kind} (empty)"
-    if value.size <= 6:
-        return f"{kind} {np.array2string(value.ravel(), precision=4, separator=', ')}"
-    if value.dtype.kind in "biuf" or str(value.dtype) == "bfloat16":
-        as_float = value.astype(np.float64)
-        return (f"{kind} min {as_float.min():.4g} max {as_float.max():.4g} "
-                f"mean {as_float.mean():.4g}")
-    return kind
-
-
 def print_results(leaves: list[tuple[str, Any]]) -> None:
     """Prints one line per result leaf: its key path (``['y']``), dtype, shape and values."""
+    from jaxport.adapters.storage.array_files import array_summary
+
     for path, leaf in leaves:
         print(f"result{path}: {array_summary(leaf)}")

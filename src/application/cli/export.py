@@ -9,11 +9,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from jaxport.adapters.jax.installed import require_jax
-from .common import Progress, UsageError, check_writable, to_struct
+from jaxport.application.cli.common import Progress, UsageError, check_writable
 
 if TYPE_CHECKING:  # the symbolic-shape modules load when a spec is parsed, not for --help
-    from ...domain.specs import ArraySpec
-    from ...domain.symbolic import DimExpr
+    from jaxport.domain.specs import ArraySpec
+    from jaxport.domain.symbolic import DimExpr
 
 _SPEC_HELP = ("DTYPE[DIMS]: f32[b,784], bf16[8,b], i32[], bool[3]; dtypes bool, i8..i64, u8..u64, "
               "f16, bf16, f32, f64, c64, c128 or NumPy names; dimensions are integers or "
@@ -65,8 +65,8 @@ def specs_of(args: list[str], kwargs: list[str], constraints: list[str], *,
         ConstraintError: a constraint does not parse.
         UsageError: a keyword is given twice.
     """
-    from ...domain.arg_specs import parse_arg_spec, parse_kwarg_spec
-    from ...domain.symbolic import DimExpr, SymbolicScope
+    from jaxport.domain.arg_specs import parse_arg_spec, parse_kwarg_spec
+    from jaxport.domain.symbolic import DimExpr, SymbolicScope
 
     expr_class = expr_class or DimExpr
     for text in constraints:
@@ -140,19 +140,18 @@ def run_export(args: argparse.Namespace) -> int:
             params = read_params(args.params)
     with progress.phase(f"importing {args.target}"):
         fun = import_function(args.target)
-    import jax
-
-    from jaxport.adapters.jax.dims import JaxDim
+    from jaxport.adapters.jax.cli import structs_like, to_struct
+    from jaxport.adapters.jax.lowering.dims import JaxDim
     from jaxport.application.export.service import export
 
     arg_specs, kwarg_specs = specs_of(args.arg, args.kwarg, args.constraint, expr_class=JaxDim)
-    leading = [] if params is None else [jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)]
+    leading = [] if params is None else [structs_like(params)]
     with progress.phase("tracing, lowering and checking"):
         exported = export(fun, platforms=args.platform or None)(
             *leading, *map(to_struct, arg_specs), **{k: to_struct(v) for k, v in kwarg_specs.items()})
     with progress.phase(f"serializing (vjp order {args.vjp_order}) and writing {args.output}"):
         if params is None:
-            from ..artifact_files import save
+            from jaxport.application.artifact_files import save
 
             save(exported, args.output, vjp_order=args.vjp_order, consumer=args.consumer)
         else:

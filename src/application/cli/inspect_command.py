@@ -32,8 +32,8 @@ def inspect_files(args: argparse.Namespace) -> int:
 
     from jaxport.domain.artifact.info import ArtifactInfo
     from jaxport.application.inspection import inspect_bundle
-    from .common import is_users_error, one_line, read_artifact
-    from jaxport.application.converted.model import is_converted
+    from jaxport.application.cli.common import is_users_error, one_line, read_artifact
+    from jaxport.application.conversion.model import is_converted
 
     status = 0
     for path in args.files:
@@ -72,7 +72,7 @@ def inspect_converted(path: str, as_json: bool) -> str:
     """
     from jaxport.domain.converted.manifest import MANIFEST_FILE, ConvertedManifest
     from jaxport.domain.converted.text import converted_text
-    from jaxport.application.converted.model import manifest_path_of
+    from jaxport.application.conversion.model import manifest_path_of
 
     data = Path(path, manifest_path_of(path) or MANIFEST_FILE).read_bytes()
     manifest = ConvertedManifest.from_json(data)

@@ -1,6 +1,6 @@
 """``jaxport run PATH [FUNCTION] --input FILE``: one function called on arrays from files, through the call front.
 
-The function is a :class:`~jaxport.application.converted.model.ConvertedCall`
+The function is a :class:`~jaxport.application.conversion.model.ConvertedCall`
 of any runtime (JAX for an artifact or a bundle; a converted directory's
 target, without JAX): the call is checked by jaxport's domain code before
 the runtime sees it, and raw-bytes arrays are typed here, once for every runtime.
@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .common import UsageError, check_writable, print_results
+from jaxport.application.cli.common import UsageError, check_writable, print_results
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -42,21 +42,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_artifact(args: argparse.Namespace) -> int:
     """Calls the function of an artifact, a bundle or a converted directory through the call front
-    (:class:`~jaxport.application.converted.model.ConvertedCall`) and writes or summarizes the results.
+    (:class:`~jaxport.application.conversion.model.ConvertedCall`) and writes or summarizes the results.
 
     An artifact or a bundle runs on JAX (its model from
-    :func:`~jaxport.application.converted.jax_model.jax_model`, a bundle's weights
+    :func:`~jaxport.application.conversion.jax_model.jax_model`, a bundle's weights
     bound); a converted directory on its target's runtime, without JAX.
     """
     import os
 
-    from jaxport.application.converted.model import is_converted, load_converted
+    from jaxport.application.conversion.model import is_converted, load_converted
 
     if is_converted(args.path):
 
         return call_converted(args, pick(load_converted(args.path), args.function, args.path))
-    from jaxport.application.converted.jax_model import jax_model
-    from .common import load_artifact
+    from jaxport.application.conversion.jax_model import jax_model
+    from jaxport.application.cli.common import load_artifact
 
     if not os.path.isdir(args.path):
         if args.function is not None:

@@ -1,7 +1,7 @@
 """``jaxport warm PATH [FUNCTION] [--arg SPEC...]``: compile an artifact, or a bundle's
 functions, for this machine into JAX's persistent compilation cache.
 
-The command over :mod:`jaxport.application.export.warm` (the service of the same name)."""
+The command over :mod:`jaxport.adapters.jax.exported.warm` (the service of the same name)."""
 
 from __future__ import annotations
 
@@ -45,9 +45,10 @@ def warm_artifact(args: argparse.Namespace) -> int:
     """Compiles into JAX's cache and prints its directory, one line per artifact or bundle function."""
     import os
 
-    from jaxport.application.export.warm import cache_directory, keep_every_compilation
-    from .common import Progress, UsageError, load_artifact, to_struct
-    from .export import specs_of
+    from jaxport.adapters.jax.exported.warm import cache_directory, keep_every_compilation
+    from jaxport.adapters.jax.cli import specs_after_weights, to_struct
+    from jaxport.application.cli.common import Progress, UsageError, load_artifact
+    from jaxport.application.cli.export import specs_of
 
     progress = Progress()
     arg_specs, kwarg_specs = specs_of(args.arg, args.kwarg, [])
@@ -67,7 +68,7 @@ def warm_artifact(args: argparse.Namespace) -> int:
     cache_directory(args.path)  # refuses before compiling anything when there is no cache
     keep_every_compilation(os.environ)  # this process only warms: JAX writes what it compiles
     for name, exported, bound in targets:
-        call_args, call_kwargs = specs if arg_specs or kwarg_specs or not bound else _specs_after_weights(exported)
+        call_args, call_kwargs = specs if arg_specs or kwarg_specs or not bound else specs_after_weights(exported)
         with progress.phase(f"compiling {name}"):
             directory = exported.warm(*bound, *call_args, **call_kwargs)
         print(f"{name}: in JAX's compilation cache at {directory}")
@@ -79,7 +80,7 @@ def _bundle_targets(path: str, function: str | None, allowed: list[str],
     """``(label, Exported, arguments bound before the specs)`` for each function of the
     bundle at ``path`` to warm: ``function`` only, or all of them."""
     from jaxport.application.bundles.api import load_bundle
-    from .common import UsageError, bundle_function
+    from jaxport.application.cli.common import UsageError, bundle_function
 
     bundle = load_bundle(path, allowed_custom_calls=allowed)
     if function is None and has_specs and len(bundle) != 1:
@@ -93,20 +94,10 @@ def _bundle_targets(path: str, function: str | None, allowed: list[str],
     return targets
 
 
-def _specs_after_weights(exported: Any) -> tuple[list[Any], dict[str, Any]]:
-    """The exported arguments after the first (a bundle's weights, given as arrays) and the
-    keyword arguments, as ``jax.ShapeDtypeStruct`` of the exported (static) shapes."""
-    import jax
-
-    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.in_avals]
-    args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, structs)
-    return list(args[1:]), dict(kwargs)
-
-
 def _require_static(name: str, exported: Any) -> None:
     """Raises UsageError when ``exported`` has symbolic input shapes (warm needs the shapes)."""
-    from ...domain.symbolic import is_symbolic_dim
-    from .common import UsageError
+    from jaxport.domain.symbolic import is_symbolic_dim
+    from jaxport.application.cli.common import UsageError
 
     symbolic = [str(a) for a in exported.in_avals if any(is_symbolic_dim(d) for d in a.shape)]
     if symbolic:

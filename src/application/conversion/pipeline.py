@@ -48,12 +48,12 @@ from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converte
 from jaxport.domain.targets.registry import TargetEntry, target
 from jaxport.domain.artifact.verification import check_signature
 from jaxport.domain.converted.quantization import quantization
-from .quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
-from .source import ConversionSource, SourceFunction, read_source
+from jaxport.application.conversion.quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
+from jaxport.application.conversion.source import ConversionSource, SourceFunction, read_source
 
 if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
-    from jaxport.application.export.exported import Exported
+    from jaxport.adapters.jax.exported.exported import Exported
 
 #: dims: function name -> the bindings of its dimension variables to make a variant for.
 Dims = Mapping[str, Sequence[Mapping[str, int]]]

@@ -21,10 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from jaxport.adapters.array_compare import compare
-from jaxport.adapters.storage.safetensors_file import decode_header, numpy_dtype, read_small_file
+from jaxport.adapters.array_compare import compare, host_arrays
+from jaxport.adapters.storage.safetensors_file import arrays_in, read_small_file
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE
 from jaxport.domain.calls.front import call_signature, flatten_call, result_paths, with_weights_bound
 from jaxport.domain.converted.manifest import ConvertedManifest
@@ -32,12 +30,12 @@ from jaxport.domain.converted.numerics import EXACT, tolerance_for
 from jaxport.domain.converted.quantization import CALIBRATED
 from jaxport.domain.errors import ConversionError, JaxportError
 from jaxport.domain.targets.ports import FunctionJob
-from .source import ConversionSource
+from jaxport.application.conversion.source import ConversionSource
 
 #: function name -> its calibration examples, each a pair (args, kwargs) of the caller's arrays.
 Calibration = Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]]
 #: function name -> its calibration examples as the caller's flat arrays.
-FlatCalibration = dict[str, list[list[np.ndarray]]]
+FlatCalibration = dict[str, list[list[Any]]]
 
 
 def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: ConversionSource,
@@ -70,14 +68,14 @@ def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: Conversio
     return flat
 
 
-def _flat_example(runtime: str, job: FunctionJob, index: int, example: Any) -> list[np.ndarray]:
+def _flat_example(runtime: str, job: FunctionJob, index: int, example: Any) -> list[Any]:
     """One calibration example as the caller's flat arrays, checked against the function's signature."""
     record = with_weights_bound(job.record, job.signature.nr_weights) if job.signature.nr_weights else job.record
     if not (isinstance(example, (tuple, list)) and len(example) == 2 and isinstance(example[1], Mapping)):
         raise ConversionError(runtime, job.name, f"calibration example {index} is not a pair (args, kwargs)")
     try:
-        leaves = [np.asarray(leaf) for leaf in flatten_call(record, example[0], example[1],
-                                                            weights_bound=bool(job.signature.nr_weights))]
+        leaves = host_arrays(flatten_call(record, example[0], example[1],
+                                          weights_bound=bool(job.signature.nr_weights)))
         call_signature(record).check(leaves)
     except JaxportError as exc:
         raise ConversionError(runtime, job.name, f"calibration example {index} does not fit it: {exc}") from None
@@ -88,23 +86,14 @@ def golden_inputs(src: ConversionSource, jobs: Mapping[str, FunctionJob]) -> Fla
     """The inputs of the source's golden examples of ``jobs``' functions, as flat arrays."""
     if not src.examples_blob:
         return {}
-    entries, _, start = decode_header(memoryview(src.examples_blob), EXAMPLES_FILE)
     flat: FlatCalibration = {}
     for example in src.examples:
         if example.function in jobs:
-            flat.setdefault(example.function, []).append(
-                [_array(src.examples_blob, start, entries[r.name].begin, r.data_dtype, r.data_shape)
-                 for r in example.inputs])
+            flat.setdefault(example.function, []).append(arrays_in(src.examples_blob, example.inputs, EXAMPLES_FILE))
     return flat
 
 
-def _array(blob: bytes, start: int, begin: int, dtype: str, shape: Sequence[int]) -> np.ndarray:
-    dt = numpy_dtype(dtype)
-    return np.frombuffer(blob, dtype=dt, count=int(np.prod(shape, dtype=np.int64)), offset=start + begin
-                         ).reshape(tuple(shape))
-
-
-def _fitting(runtime: str, job: FunctionJob, examples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+def _fitting(runtime: str, job: FunctionJob, examples: list[list[Any]]) -> list[list[Any]]:
     """The examples that fit a variant of ``job`` (all, for a variant of any size); says which it left out."""
     if not job.shapes:
         return examples
@@ -130,7 +119,7 @@ def check_examples(staging: Path, manifest: ConvertedManifest, runtime: str) -> 
     quantization = manifest.quantization
     if quantization is None or not manifest.examples:
         return
-    from jaxport.application.converted.model import load_converted
+    from jaxport.application.conversion.model import load_converted
     from jaxport.domain.calls.errors import UncompiledSizeError
 
     model = load_converted(staging, verify=False)  # written by this conversion, in this process

@@ -29,7 +29,7 @@ from jaxport.domain.errors import ArtifactError
 
 if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
-    from jaxport.application.export.exported import Exported
+    from jaxport.adapters.jax.exported.exported import Exported
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
         path = Path(source)
         return _bundle_dir(path) if path.is_dir() else _artifact_file(path)
     from jaxport.application.bundles.api import Bundle
-    from jaxport.application.export.exported import Exported
+    from jaxport.adapters.jax.exported.exported import Exported
 
     if isinstance(source, Exported):
         return ConversionSource((SourceFunction(source.fun_name, _record(source)),))
@@ -131,7 +131,7 @@ def _bundle_dir(root: Path) -> ConversionSource:
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:
-    from jaxport.adapters.jax.weights import stored_weight
+    from jaxport.adapters.jax.bundles.weights import stored_weight
     from jaxport.application.bundles.api import flatten_params
     from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
     from jaxport.domain.bundle.manifest import FORMAT_NAME

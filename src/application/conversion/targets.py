@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
-    from jaxport.application.export.exported import Exported
+    from jaxport.adapters.jax.exported.exported import Exported
     from jaxport.domain.converted.manifest import ConvertedManifest
-    from .pipeline import Dims
-    from .quantized import Calibration
+    from jaxport.application.conversion.pipeline import Dims
+    from jaxport.application.conversion.quantized import Calibration
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,7 @@ def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str 
         As :func:`convert`; ``MissingExtraError`` without TensorFlow (``jaxport[tf]``).
     """
     from jaxport.domain.targets.savedmodel import SavedModelOptions
-    from .pipeline import convert
+    from jaxport.application.conversion.pipeline import convert
 
     return convert(source, path, to="savedmodel", overwrite=overwrite,
                    options=SavedModelOptions(tuple(allowed_custom_calls), default))
@@ -157,7 +157,7 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         As :func:`convert`; ``MissingExtraError`` without IREE's compiler (``jaxport[iree]``).
     """
     from jaxport.domain.targets.iree import IreeOptions
-    from .pipeline import convert
+    from jaxport.application.conversion.pipeline import convert
 
     return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
                    options=IreeOptions(target_cpu, target_triple))
@@ -201,7 +201,7 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
     """
     from jaxport.domain.targets.onnx import OnnxOptions
-    from .pipeline import convert
+    from jaxport.application.conversion.pipeline import convert
 
     defaults = OnnxOptions()
     return convert(source, path, to="onnx", overwrite=overwrite, calibration=calibration,
@@ -235,7 +235,7 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
         has wheels for Linux x86_64 and macOS arm64).
     """
     from jaxport.domain.targets.litert import LiteRtOptions
-    from .pipeline import convert
+    from jaxport.application.conversion.pipeline import convert
 
     return convert(source, path, to="litert", dims=dims, overwrite=overwrite, calibration=calibration,
                    options=LiteRtOptions(quantize))

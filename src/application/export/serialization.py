@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from jaxport.adapters.flatbuffers.codec import decode_artifact
-from .exported import Exported
-from .jax_objects import jax_objects_of
-from jaxport.application.pytree_registry import PytreeSerializationRegistry
-from jaxport.application.wiring import default_registry
+from jaxport.adapters.jax.exported.exported import Exported
+from jaxport.adapters.jax.exported.jax_objects import jax_objects_of
+from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
+from jaxport.adapters.jax.trees.registry import default_registry
 
 
 def deserialize(blob: bytes | bytearray | memoryview,

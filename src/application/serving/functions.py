@@ -25,7 +25,7 @@ from jaxport.domain.converted.manifest import manifest_format
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import call_signature, leaf_paths, result_paths
 from jaxport.domain.serving.protocol import FlatCall, ServedFunction, served_signature
-from jaxport.application.converted.model import ConvertedModel, is_converted, load_converted, read_converted
+from jaxport.application.conversion.model import ConvertedModel, is_converted, load_converted, read_converted
 
 
 def _served(name: str, record: ArtifactRecord, run: FlatCall, runtime: str,
@@ -75,7 +75,7 @@ def is_bundle(root: Path) -> bool:
 def _bundle(root: Path) -> list[ServedFunction]:
     """A bundle on JAX, through the same call front as every converted target, its weights bound."""
     from jaxport.application.bundles.api import load_bundle
-    from jaxport.application.converted.jax_model import jax_model
+    from jaxport.application.conversion.jax_model import jax_model
 
     return _functions(jax_model(load_bundle(root)))
 

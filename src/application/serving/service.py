@@ -20,7 +20,7 @@ from jaxport.domain.serving.options import (
 )
 from jaxport.domain.serving.protocol import ServedFunction, batch_variable
 from jaxport.adapters.jax.installed import require_jax
-from .functions import has_examples, is_bundle, load_served
+from jaxport.application.serving.functions import has_examples, is_bundle, load_served
 
 
 def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
@@ -102,7 +102,7 @@ def _check_examples(path: Path) -> None:
     Raises:
         ArtifactError: an example fails (the message holds the report).
     """
-    from jaxport.application.converted.numerics import check_numerics
+    from jaxport.application.conversion.numerics import check_numerics
 
     if not has_examples(path):
         return  # none: loading the directory again to learn so would cost a second load

@@ -2,10 +2,10 @@
 
 The runtime port itself is :class:`~jaxport.domain.targets.ports.TargetRuntime` (function
 names, variants and flat arrays): one adapter per technology
-(``adapters/jax/runtime.py``, ``adapters/savedmodel/runtime.py``,
+(``adapters/jax/exported/runtime.py``, ``adapters/savedmodel/runtime.py``,
 ``adapters/iree/runtime.py``), each the only file that imports its
 technology, each handed calls that the front
-(:class:`jaxport.application.converted.model.ConvertedCall`) has checked
+(:class:`jaxport.application.conversion.model.ConvertedCall`) has checked
 already. Calls under ``jax.jit``, ``jax.grad`` and ``jax.vmap`` stay JAX's
 primitive and never go through it.
 """

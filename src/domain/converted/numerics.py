@@ -26,7 +26,7 @@ defaults for the floating and complex dtypes.
 
 This module does the arithmetic on plain numbers (the differences and
 magnitudes, found by an adapter) and formats the report; it reads no file
-and knows no runtime (:mod:`jaxport.application.converted.numerics` runs the examples).
+and knows no runtime (:mod:`jaxport.application.conversion.numerics` runs the examples).
 """
 
 from __future__ import annotations

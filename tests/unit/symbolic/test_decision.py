@@ -30,7 +30,7 @@ def pages_of_jax_0_12() -> Iterator[None]:
     yield
     # Back to the installed JAX's pages once its adapter has chosen them (it may have been
     # imported during the test), else to the default ones.
-    jax = sys.modules.get("jax") if "jaxport.adapters.jax.dims" in sys.modules else None
+    jax = sys.modules.get("jax") if "jaxport.adapters.jax.lowering.dims" in sys.modules else None
     follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 12))
 
 

@@ -1,0 +1,400 @@
+"""Calling an exported module from JAX: the ``jaxport_call`` primitive.
+
+The primitive has an abstract evaluation (the call-side checks and the output
+avals), an eager implementation (a compiled, cached ``jax.jit`` of itself), a
+lowering rule that merges the exported module into the caller's module, and a
+batching rule (the export vmapped, for an export made in this process; else a
+sequential map over the batch). Its parameter, a :class:`CallTarget`, refers
+to the export itself (``jaxport.Exported``) and reads its record and its JAX
+objects; nothing of them is copied.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+from jax import lax
+from jax.core import ShapedArray
+from jax.interpreters import batching, mlir
+from jaxlib.mlir import ir  # jax.extend.mlir's modules re-export these (importing it costs a first call)
+from jaxlib.mlir.dialects import func as func_dialect
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.artifact.sharding import NamedShardingRecord
+from jaxport.domain.calls.checks import check_arguments, check_shardings_divide
+from jaxport.domain.errors import (
+    ArtifactCallError, ArtifactCallValueError, DeviceCountError, JaxportError, PartitionerMismatchError
+)
+from jaxport.domain.artifact.platforms import callee_platform_indices
+from jaxport.domain.specs import ArraySpec
+from jaxport.domain.symbolic import call_output_shapes
+from jaxport.adapters.jax import internals as jax_internals
+from jaxport.adapters.mlir.callee import CalleeModule
+from jaxport.adapters.jax.lowering.foreign_dims import mirror_shapes
+from jaxport.adapters.mlir.dimension_args import standard_form
+from jaxport.adapters.jax.lowering.avals import leaf_paths, specs_of
+
+
+class CallableExport(Protocol):
+    """What the primitive reads of an export: its record and its JAX objects (``jaxport.Exported``)."""
+
+    @property
+    def record(self) -> ArtifactRecord: ...
+    @property
+    def in_tree(self) -> jax.tree_util.PyTreeDef: ...
+    @property
+    def in_avals(self) -> tuple[ShapedArray, ...]: ...
+    @property
+    def out_avals(self) -> tuple[ShapedArray, ...]: ...
+    @property
+    def in_shardings(self) -> tuple[Any, ...]: ...
+    @property
+    def out_shardings(self) -> tuple[Any, ...]: ...
+    @property
+    def ordered_effects(self) -> tuple[Any, ...]: ...
+    @property
+    def unordered_effects(self) -> tuple[Any, ...]: ...
+    @property
+    def call_target(self) -> CallTarget: ...
+    def has_vjp(self) -> bool: ...
+    def vjp(self) -> CallableExport: ...
+
+
+class CallTarget:
+    """The primitive's parameter: one export, hashed by identity, and what the primitive derives from it.
+
+    It reads the export's record (names, platforms, module bytes, kept
+    arguments) and its JAX objects (avals, shardings, effects) and keeps, once
+    per export, what the call-side checks and the lowering compute from them.
+    It appears in jaxprs: its ``repr`` is short.
+
+    Args:
+        exported: the export.
+        vjp_of_arity: for the exported VJP of a function with that many flat
+            inputs: the function is ``(x, ct) -> J(x)^T ct``, which forward mode exploits.
+        batched: the target of the function vmapped over axis 0 of the flat
+            arguments marked True, for a batch size; None when only a
+            sequential map is possible.
+    """
+
+    def __init__(self, exported: CallableExport, *, vjp_of_arity: int | None = None,
+                 batched: Callable[[tuple[bool, ...], int], CallTarget] | None = None) -> None:
+        self.exported = exported
+        self.vjp_of_arity = vjp_of_arity
+        self.batched = batched
+
+    def __repr__(self) -> str:
+        return f"<exported {self.fun_name}>"
+
+    @property
+    def fun_name(self) -> str:
+        """The exported function's name, for messages."""
+        return self.exported.record.function_name
+
+    def vjp(self) -> CallTarget | None:
+        """The target of the exported VJP, or None when the export carries none."""
+        return self.exported.vjp().call_target if self.exported.has_vjp() else None
+
+    def parse_module(self, context: Any) -> Any:
+        """The module as a new ``ir.Module`` in ``context``.
+
+        See :mod:`jaxport.adapters.mlir.callee`: the artifact is deserialized
+        at most twice per target; later lowerings, whatever the call site or
+        shapes, parse plain MLIR bytecode. (The module an
+        in-process export still holds is not used: the portable round trip
+        is what makes it refinable by the caller, as a loaded artifact is.)
+        """
+        return self._callee.module_in(context)
+
+    @functools.cached_property
+    def _callee(self) -> CalleeModule:
+        record = self.exported.record
+
+        def standard(module: Any) -> Any | None:
+            return standard_form(module, tuple(tuple(a.shape) for a in self.exported.in_avals),
+                                 self.arg_paths, nr_tokens=len(self.exported.ordered_effects),
+                                 kept_var_idx=record.module_kept_var_idx)
+
+        return CalleeModule(lambda: record.mlir_module_serialized, standard if self.is_symbolic else None,
+                            polymorphic=self.is_symbolic)
+
+    @functools.cached_property
+    def in_specs(self) -> tuple[ArraySpec, ...]:
+        """The domain specs of the exported inputs, for the call-side checks."""
+        return specs_of(self.exported.in_avals)
+
+    @functools.cached_property
+    def arg_paths(self) -> tuple[str, ...]:
+        """How each flat argument is named in messages (``args[0]['w']``)."""
+        return leaf_paths(self.exported.in_tree, self.exported.in_avals)
+
+    @functools.cached_property
+    def in_sharding_records(self) -> tuple[NamedShardingRecord | None, ...]:
+        """The recorded named input shardings (None elsewhere), or () when there is none."""
+        named = tuple(s if isinstance(s, NamedShardingRecord) else None
+                      for s in self.exported.record.in_shardings)
+        return named if any(s is not None for s in named) else ()
+
+    @functools.cached_property
+    def effects(self) -> frozenset[Any]:
+        """The effects of a call: the ordered and the unordered ones."""
+        return frozenset(self.exported.ordered_effects) | frozenset(self.exported.unordered_effects)
+
+    @functools.cached_property
+    def calls_lapack(self) -> bool:
+        """Whether the module may call JAX's CPU LAPACK targets (all named ``lapack_*``; the bytecode
+        keeps a custom call's target name as it is). A location that holds the word (a file
+        ``test_lapack_x.py``) makes it True too: that costs only the registration."""
+        return b"lapack_" in self.exported.record.mlir_module_serialized
+
+    @functools.cached_property
+    def out_avals_are_plain(self) -> tuple[bool, ...]:
+        """For each output, whether its aval is the one its shape and dtype alone make.
+
+        Such an aval (no sharding, no manual axes) is made anew for a call's
+        shape without ``update``'s sharding checks, which have nothing to check.
+        """
+        return tuple(ShapedArray(a.shape, a.dtype, a.weak_type, memory_space=a.memory_space) is a
+                     for a in self.exported.out_avals)
+
+    @functools.cached_property
+    def is_symbolic(self) -> bool:
+        """Whether some input dimension is symbolic (outputs are then solved per call)."""
+        return any(s.is_symbolic for s in self.in_specs)
+
+
+jaxport_call_p = jax_internals.Primitive("jaxport_call")
+jaxport_call_p.multiple_results = True
+
+
+class JaxArtifactCallError(ArtifactCallError, jax.errors.JaxRuntimeError,  # type: ignore[misc]  # jaxlib ships no stub for it
+                           presents_as=ArtifactCallError):
+    """An :class:`ArtifactCallError` from XLA, still catchable as ``jax.errors.JaxRuntimeError``.
+
+    It prints as ``jaxport.errors.ArtifactCallError`` and pickles as that class.
+    """
+
+
+#: Errors that say something about the caller's program, not the artifact: not wrapped.
+CALLER_ERRORS: tuple[type[BaseException], ...] = (
+    TypeError, FloatingPointError, jax.errors.UnexpectedTracerError,
+    jax.errors.JAXIndexError, jax.errors.KeyReuseError)
+
+
+def call_failure(fun_name: str, cause: Exception) -> ArtifactCallError:
+    """The typed error for ``cause``, raised while calling the exported ``fun_name``.
+
+    It is also of the cause's kind where JAX users catch that: a
+    ``jax.errors.JaxRuntimeError`` or a ``ValueError``.
+    """
+    if isinstance(cause, jax.errors.JaxRuntimeError):
+        return JaxArtifactCallError(fun_name, cause)
+    if isinstance(cause, ValueError):
+        return ArtifactCallValueError(fun_name, cause)
+    return ArtifactCallError(fun_name, cause)
+
+
+def bind(target: CallTarget, args_flat: Sequence[Any]) -> list[Any]:
+    """Calls ``target`` on flat arguments from any JAX context."""
+    return list(jaxport_call_p.bind(*args_flat, target=target))
+
+
+@functools.lru_cache(maxsize=4096)
+def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
+    exported = target.exported
+    if len(in_avals) != len(exported.in_avals):
+        raise ValueError(f"'{target.fun_name}' takes {len(exported.in_avals)} flat arguments, "
+                         f"got {len(in_avals)}")
+    actual = specs_of(in_avals)
+    check_arguments(target.in_specs, actual, target.arg_paths)
+    if target.in_sharding_records:
+        check_shardings_divide([a.shape for a in actual], target.in_sharding_records, target.arg_paths)
+    if not target.is_symbolic:
+        return exported.out_avals
+    actual_shapes, foreign = mirror_shapes([tuple(a.shape) for a in in_avals])
+    shapes = call_output_shapes([s.shape for s in target.in_specs],
+                                [tuple(a.shape) for a in exported.out_avals],
+                                actual_shapes, target.arg_paths)
+    if foreign is not None:
+        shapes = tuple(tuple(foreign.back(d) for d in shape) for shape in shapes)
+    return tuple(ShapedArray(shape, a.dtype, a.weak_type, memory_space=a.memory_space) if plain
+                 else a.update(shape=shape)
+                 for a, shape, plain in zip(exported.out_avals, shapes, target.out_avals_are_plain))
+
+
+def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
+    """The output avals of calling ``target`` on ``in_avals``, after the call-side checks."""
+    return _abstract_eval_cached(target, in_avals)
+
+
+def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[tuple[ShapedArray, ...], set[Any]]:
+    return _abstract_eval_cached(target, tuple(in_avals)), set(target.effects)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_impl(target: CallTarget) -> Any:
+    return jax.jit(lambda *args: bind(target, args))
+
+
+def _impl(*args: Any, target: CallTarget) -> Any:
+    return _compiled_impl(target)(*args)
+
+
+jaxport_call_p.def_effectful_abstract_eval(_abstract_eval)
+jaxport_call_p.def_impl(_impl)
+
+
+def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
+    """Lowers a call; a failure that is not already jaxport's names the function."""
+    try:
+        return _lower_call(ctx, *args, target=target)
+    except JaxportError:
+        raise
+    except Exception as exc:  # only jaxport's and JAX's code runs here: the artifact's fault
+        raise call_failure(target.fun_name, exc) from exc
+
+
+def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
+    exported, record = target.exported, target.exported.record
+    # Registering the LAPACK targets imports SciPy's linalg (about 0.2 s of a fresh process), which
+    # jax.export does for every call on the CPU; only a module that calls them needs it. Once SciPy's
+    # LAPACK is imported (by anyone), registering costs microseconds, less than looking for the names.
+    if "cpu" in record.platforms and not _lapack_ready and (_SCIPY_LAPACK in sys.modules or target.calls_lapack):
+        _initialize_lapack()
+    num_devices = jax_internals.lowering_num_devices(ctx)
+    if num_devices != record.nr_devices and record.nr_devices != 1:
+        raise DeviceCountError(target.fun_name, record.nr_devices, num_devices)
+    caller_platforms = tuple(ctx.module_context.platforms)
+    branch_of = callee_platform_indices(target.fun_name, record.platforms, caller_platforms,
+                                        record.disabled_checks)
+    if record.uses_global_constants:
+        ctx.module_context.shape_poly_state.uses_dim_vars = True
+    submodule = target.parse_module(ctx.module_context.context)
+    symbols = ir.SymbolTable(submodule.operation)
+    if _has_shardy_mesh(submodule, symbols) and not jax_internals.use_shardy_partitioner():
+        raise PartitionerMismatchError()
+    callee_type = ir.FunctionType(ir.TypeAttr(symbols["main"].attributes["function_type"]).value)
+    name = mlir.merge_mlir_modules(ctx.module_context.module, f"call_exported_{target.fun_name}",
+                                   submodule, dst_symtab=ctx.module_context.symbol_table)
+    operands: list[Any] = []
+    if len(record.platforms) > 1:
+        operands.append(_platform_index(ctx, branch_of, callee_type.inputs[0]))
+    # The caller's tokens, in the order of the callee's ordered effects.
+    ordered_effects = exported.ordered_effects
+    operands.extend(ctx.tokens_in.get(effect) for effect in ordered_effects)
+    constrained = [_constrain(ctx, a, aval, s) for a, aval, s in
+                   zip(args, ctx.avals_in, exported.in_shardings)]
+    kept = [a for i, a in enumerate(constrained) if i in record.module_kept_var_idx]
+    # The callee may take less refined (dynamic) types than the caller passes.
+    operands.extend(_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):]))
+    call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
+    nr_tokens = len(ordered_effects)
+    if nr_tokens:
+        ctx.set_tokens_out(mlir.TokenSet(
+            {effect: call.results[i] for i, effect in enumerate(ordered_effects)}))
+    results = [_convert(r, mlir.aval_to_ir_type(ctx.module_context, aval))
+               for r, aval in zip(list(call.results)[nr_tokens:], ctx.avals_out)]
+    return [_constrain(ctx, r, aval, s) for r, aval, s in
+            zip(results, ctx.avals_out, exported.out_shardings)]
+
+
+def _constrain(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, sharding: Any) -> Any:
+    """``value`` constrained to a recorded named sharding (unchanged when None)."""
+    from jax.sharding import NamedSharding
+
+    if not isinstance(sharding, NamedSharding):
+        return value
+    return jax_internals.constrain_to_sharding(ctx, value, aval, sharding)
+
+
+def _convert(value: Any, to_type: Any) -> Any:
+    return value if value.type == to_type else hlo.convert(to_type, value)
+
+
+def _has_shardy_mesh(submodule: Any, symbols: Any) -> bool:
+    """Whether the module was partitioned with Shardy: it declares a Shardy mesh."""
+    for name in ("mesh", "empty_mesh", "maximal_mesh_0"):
+        if name in symbols:
+            return bool(symbols[name].operation.name == "sdy.mesh")
+    attrs = submodule.operation.attributes
+    if "mhlo.frontend_attributes" not in attrs:
+        return False
+    return "xla.sdy.meshes" in ir.DictAttr(attrs["mhlo.frontend_attributes"])
+
+
+_lapack_ready = False
+#: What registering the LAPACK targets imports (jaxlib's LAPACK takes its routines from SciPy's).
+_SCIPY_LAPACK = "scipy.linalg.cython_lapack"
+
+
+def _initialize_lapack() -> None:
+    global _lapack_ready
+    jax_internals.initialize_cpu_lapack()
+    _lapack_ready = True
+
+
+def _platform_index(ctx: mlir.LoweringRuleContext, branch_of: tuple[int, ...], callee_index_type: Any) -> Any:
+    """The callee's platform index, computed from the caller's."""
+    i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+    if len(branch_of) == 1:
+        index = mlir.ir_constant(np.int32(branch_of[0]))
+    else:
+        current = ctx.dim_var_values[0]
+        if current.type != i32:
+            current = hlo.convert(i32, current)
+        case = hlo.CaseOp([i32], index=current, num_branches=len(branch_of))
+        for i, callee_idx in enumerate(branch_of):
+            block = case.regions[i].blocks.append()
+            with ir.InsertionPoint(block):
+                hlo.return_([mlir.ir_constant(np.int32(callee_idx))])
+        index = case.result
+    if index.type != callee_index_type:
+        index = hlo.convert(callee_index_type, index)
+    return index
+
+
+mlir.register_lowering(jaxport_call_p, _lower)
+
+
+def sequential_batcher(primitive: jax_internals.Primitive) -> Callable[..., tuple[list[Any], list[int]]]:
+    """A batching rule that maps ``primitive`` over the batch one element at a time."""
+
+    def batch(args: Sequence[Any], dims: Sequence[Any], **params: Any) -> tuple[list[Any], list[int]]:
+        batched = [i for i, d in enumerate(dims) if d is not None]  # None: not mapped
+        moved = [jax.numpy.moveaxis(args[i], dims[i], 0) for i in batched]
+
+        def one(xs: Sequence[Any]) -> tuple[Any, ...]:
+            full = list(args)
+            for i, x in zip(batched, xs):
+                full[i] = x
+            return tuple(primitive.bind(*full, **params))
+
+        outs = lax.map(one, tuple(moved))
+        return list(outs), [0] * len(outs)
+
+    return batch
+
+
+_sequential_call_batcher = sequential_batcher(jaxport_call_p)
+
+
+def _batch_call(args: Sequence[Any], dims: Sequence[Any], *, target: CallTarget) -> tuple[list[Any], list[int]]:
+    """Calls the vectorised export when there is one, else maps one element at a time."""
+    batched = tuple(d is not None for d in dims)
+    sizes = {args[i].shape[d] for i, d in enumerate(dims) if d is not None}
+    static = all(isinstance(dim, int) for a in args for dim in jax.typeof(a).shape)
+    if target.batched is None or not static or len(sizes) != 1:
+        return _sequential_call_batcher(args, dims, target=target)
+    size = sizes.pop()
+    moved = [jax.numpy.moveaxis(a, d, 0) if d is not None else a for a, d in zip(args, dims)]
+    outs = bind(target.batched(batched, size), moved)
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[jaxport_call_p] = _batch_call

@@ -1,0 +1,332 @@
+"""The :class:`Exported` object: one export's record, its JAX objects, and what it can do.
+
+What an export *is* lives in one frozen record,
+:class:`~jaxport.domain.artifact.record.ArtifactRecord` (:attr:`Exported.record`),
+built once: by :func:`jaxport.export` in this process, or by decoding an
+artifact's bytes. ``Exported`` is that record plus the JAX objects made from
+it on first use (tree definitions, avals, shardings, effects; see
+:mod:`.jax_objects`), which for an in-process export are the very objects of
+its lowering, and every method: calling (the ``jaxport_call`` primitive is
+bound with :attr:`~Exported.call_target`, which refers to this object),
+serializing (the record encoded, then sealed), the VJPs (the record's, for a
+loaded artifact; exported when first asked for, in this process). The
+attributes that ``jax.export`` users read (``fun_name``, ``in_avals``...) are
+its base's, :class:`~jaxport.adapters.jax.exported.fields.ExportedFields`.
+
+An in-process export's record holds its module bytes, and its trees, avals
+and effects in wire terms, as deferred fields (:mod:`jaxport.domain.deferred`)
+made on first read. So an export does not pay for serializing its module
+until the bytes are read (``serialize()``, a call's first lowering), and an
+export that the artifact format cannot hold (a pytree node type not
+registered for serialization, a dtype without a wire code) is exported and
+called like any other: only reading those fields, as serializing does,
+fails. The bytes live in the record rather than beside it so that an export
+has one record, however it was made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+import jax
+
+from jaxport.adapters.jax.exported import autodiff as jax_autodiff  # noqa: F401  (registers the differentiation rules)
+from jaxport.adapters.flatbuffers.codec import encode_artifact
+from jaxport.adapters.jax.exported.call import CALLER_ERRORS, CallTarget, bind, call_failure
+from jaxport.adapters.jax.internals import is_staging
+from jaxport.adapters.jax.versions import this_producer
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.errors import JaxportError, VjpUnavailableError
+from jaxport.domain.artifact.integrity import Extension, seal
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
+from jaxport.adapters.jax.exported.call_arguments import check_dtypes, flat_arguments
+from jaxport.adapters.jax.exported.fields import ExportedFields
+from jaxport.adapters.jax.exported.jax_objects import JaxObjects, jax_objects_of
+from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
+from jaxport.adapters.jax.exported.recorded_modules import recorded_module
+from jaxport.adapters.jax.trees.registry import default_registry
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Exported(ExportedFields):
+    """A JAX function lowered to StableHLO, with its calling signature.
+
+    It carries what ``jax.export.Exported`` carries, under the same names
+    (``fun_name``, ``in_tree``, ``in_avals``, ``out_tree``, ``out_avals``,
+    ``in_shardings_hlo``, ``nr_devices``, ``platforms``, ``ordered_effects``,
+    ``disabled_safety_checks``, ``mlir_module_serialized``,
+    ``calling_convention_version``, ``module_kept_var_idx``,
+    ``uses_global_constants``...), read from :attr:`record` or from the JAX
+    objects made from it, plus the named shardings (``in_shardings``,
+    ``out_shardings``). ``Exported(record)`` is the export of a record; the
+    other fields are private, as ``jax.export.Exported._get_vjp`` is
+    (``dataclasses.replace(exp)`` gives a fresh object of the same export).
+
+    Attributes:
+        record: what the export is, in the artifact's terms (runtimes,
+            bundles and tools read it).
+    """
+
+    record: ArtifactRecord
+    _: KW_ONLY
+    #: The pytree registry that rebuilds the trees of a loaded artifact (default: the global one).
+    _registry: PytreeSerializationRegistry | None = None
+    #: The JAX objects when they exist already (in-process exports, or made by
+    #: ``deserialize``); else they are made from ``record`` on first use.
+    _jax_objects: JaxObjects | None = None
+    #: Exports the VJP of this export (in-process exports); without it, the VJP is ``record.vjp``.
+    _export_vjp: Callable[[Exported], Exported] | None = None
+    #: Exports it vmapped over axis 0 of the flat arguments marked True, for one
+    #: batch size (in-process exports).
+    _export_batched: Callable[[tuple[bool, ...], int], Exported] | None = None
+    #: Set on the VJP of a function with that many flat inputs (see :meth:`vjp`),
+    #: for forward-mode differentiation.
+    _vjp_of_arity: int | None = None
+
+    @functools.cached_property
+    def _jax(self) -> JaxObjects:
+        if self._jax_objects is not None:
+            return self._jax_objects
+        return jax_objects_of(self.record, self._registry or default_registry())
+
+    @classmethod
+    def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
+                    platforms: Sequence[str], calling_convention_version: int,
+                    nr_devices: int = 1, kwargs_specs: dict[str, Any] | None = None,
+                    fun_name: str = "module",
+                    disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Exported:
+        """An :class:`Exported` for a serialized module recorded with its signature.
+
+        This is how JAX's back-compatibility data records modules: the portable
+        artifact, the argument and result specs, the platform and the calling
+        convention. The module's ``main`` must take every argument (none was
+        dropped as unused). The calling-convention version is recorded as given,
+        without the window check that deserialization applies, so that modules
+        recorded with older conventions (6, 7) can still be run.
+
+        Args:
+            module: the StableHLO portable artifact.
+            in_specs: the positional arguments: a pytree of objects with ``shape``
+                and ``dtype`` (``jax.ShapeDtypeStruct``, NumPy arrays).
+            out_specs: the results, a pytree of the same kind.
+            platforms: the platforms the module was lowered for.
+            calling_convention_version: the convention of its ``main``.
+            nr_devices: the number of devices it was lowered for.
+            kwargs_specs: keyword arguments, if ``main`` takes some.
+            fun_name: a name for messages.
+            disabled_checks: safety checks to skip when calling.
+
+        Raises:
+            ArtifactError: ``module`` is not a StableHLO portable artifact.
+        """
+        record, objects = recorded_module(
+            module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
+            calling_convention_version=calling_convention_version, nr_devices=nr_devices,
+            kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks)
+        return cls(record, _jax_objects=objects)
+
+    def has_vjp(self) -> bool:
+        """Whether :meth:`vjp` can provide the exported VJP."""
+        return self._export_vjp is not None or self.record.has_vjp
+
+    def vjp(self) -> Exported:
+        """The exported VJP of this function.
+
+        It takes the flat primal arguments followed by one cotangent per flat
+        primal output, and returns the cotangents of the flat primal inputs.
+
+        Raises:
+            VjpUnavailableError: this object carries no VJP.
+        """
+        if not self.has_vjp():
+            raise VjpUnavailableError(
+                f"No VJP is available for the exported function '{self.fun_name}'. "
+                "Export it in this process with jaxport.export, or serialize it with "
+                "serialize(vjp_order=1) (or higher) before deserializing.")
+        return self._vjp
+
+    @functools.cached_property
+    def _vjp(self) -> Exported:
+        """The VJP, exported (in this process) or read from the record, once per object."""
+        arity = len(self.in_avals)
+        if self._export_vjp is None:
+            assert self.record.vjp is not None
+            registry = self._registry or default_registry()
+            return Exported(self.record.vjp, _registry=registry, _vjp_of_arity=arity,
+                            _jax_objects=jax_objects_of(self.record.vjp, registry))
+        return dataclasses.replace(self._export_vjp(self), _vjp_of_arity=arity)
+
+    def serialize(self, vjp_order: int = 0, *, integrity: bool = True, consumer: str | None = None) -> bytearray:
+        """The artifact bytes, in ``jax.export``'s format (jax 0.10.2): the record, encoded, then sealed.
+
+        By default the flatbuffer is followed by the jaxport trailer: a digest
+        that :func:`jaxport.deserialize` checks before parsing anything, and
+        the symbolic constraints, which ``jax.export``'s format drops, and the
+        versions that wrote it. ``jax.export.deserialize`` reads these bytes
+        too (it ignores the trailer).
+
+        Args:
+            vjp_order: how many orders of VJP to include, for differentiating
+                the deserialized function (2 allows ``jax.grad(jax.grad(f))``).
+            integrity: False gives exactly the bytes ``jax.export``'s
+                ``serialize()`` writes: no digest, constraints or versions.
+            consumer: ``RUNTIME==VERSION`` (``"jax==0.9.2"``, ``"tf==2.21"``): write
+                what that release reads (each module for its StableHLO, by the
+                verifying process; the format version its reader knows), so that
+                ``jaxport check --consumer`` accepts the bytes. None: as JAX here writes.
+
+        Raises:
+            VjpUnavailableError: this object cannot provide VJPs of that order.
+            ValueError: its pytrees hold a node type not registered for
+                serialization, or an array of a dtype the format cannot hold.
+            NonStringKeyError: its pytrees hold a dict with a key that is not a
+                string (a ``TypeError``); the message names the key path.
+            EffectSerializationError: an effect that its class cannot rebuild.
+            UsageError: ``consumer`` is malformed or not in jaxport's table of consumers.
+            ConsumerMismatchError: that consumer would not read or run the artifact.
+        """
+        record = self._record_with_vjps(vjp_order)
+        if consumer is not None:
+            from jaxport.adapters.jax.exported.for_consumer import record_for_consumer
+
+            record = record_for_consumer(record, consumer)
+        flatbuffer = encode_artifact(record)
+        if not integrity:
+            return flatbuffer
+        return seal(flatbuffer, Extension(tuple(table.constraints for table in record.chain), this_producer()))
+
+    def _record_with_vjps(self, vjp_order: int) -> ArtifactRecord:
+        """The record with the records of its VJPs up to ``vjp_order`` nested, and no further.
+
+        Raises:
+            VjpUnavailableError: this object cannot provide VJPs of that order.
+        """
+        if vjp_order < 0:
+            raise ValueError(f"vjp_order must be >= 0, got {vjp_order}")
+        chain = [self]
+        while len(chain) <= vjp_order:
+            if not chain[-1].has_vjp():
+                raise VjpUnavailableError(
+                    f"Cannot serialize '{self.fun_name}' with vjp_order={vjp_order}: it carries VJPs "
+                    f"up to order {len(chain) - 1} only. Serialize the in-process export, or load an "
+                    "artifact that was serialized with a vjp_order at least that high.")
+            chain.append(chain[-1].vjp())
+        vjp: ArtifactRecord | None = None
+        for link in reversed(chain):
+            record = link.record
+            vjp = record if record.vjp is vjp else _with_vjp(record, vjp)
+        assert vjp is not None
+        return vjp
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the exported function, eagerly or from inside a JAX transformation.
+
+        The arguments must have the pytree structure, ranks, dtypes and
+        constant dimensions that the function was exported for. An eager call
+        takes JAX's C++ dispatch path (one cache lookup, no Python tracing)
+        after the first call with a given signature; while a jaxpr is being
+        staged (``jax.jit``, ``jax.eval_shape``, export) the primitive joins
+        the caller's trace directly. The primitive's own rules differentiate
+        and batch it (``adapters.jax_autodiff``, ``adapters.jax_call``).
+
+        Raises:
+            TreeMismatchError, RankMismatchError, DtypeMismatchError,
+            ShapeMismatchError, PlatformMismatchError: the call does not match
+                the export; the message names the argument path.
+            ArtifactCallError: the module failed below jaxport (while being
+                lowered, compiled or run by XLA); the message names the
+                function and keeps XLA's (also a ``jax.errors.JaxRuntimeError``
+                when XLA raised one).
+        """
+        try:
+            if is_staging():
+                return self._call_traced(*args, **kwargs)
+            return self._caller(*args, **kwargs)
+        except TypeError:
+            # jax.jit refuses non-array leaves (e.g. a static argument passed
+            # again, an array of strings) before the tree check runs: report
+            # the tree difference, or the leaf whose dtype differs.
+            check_dtypes(self.call_target, flat_arguments(self.fun_name, self.in_tree, args, kwargs))
+            raise
+        except Exception as exc:
+            if isinstance(exc, (JaxportError, *CALLER_ERRORS)):
+                raise
+            raise call_failure(self.fun_name, exc) from exc
+
+    def _call_traced(self, *args: Any, **kwargs: Any) -> Any:
+        """The pytree-level call: the tree check, then the primitive bound on the leaves."""
+        leaves = flat_arguments(self.fun_name, self.in_tree, args, kwargs)
+        return self.out_tree.unflatten(bind(self.call_target, leaves))
+
+    def _jitted_call(self) -> Callable[..., Any]:
+        """A new ``jax.jit`` of :meth:`_call_traced`, named after the function."""
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._call_traced(*args, **kwargs)
+
+        call.__name__ = f"call_exported_{self.fun_name}"
+        return jax.jit(call)
+
+    @functools.cached_property
+    def _caller(self) -> Callable[..., Any]:
+        return self._jitted_call()
+
+    @functools.cached_property
+    def call_target(self) -> CallTarget:
+        """What the ``jaxport_call`` primitive is bound with: this export, hashed by identity."""
+        batched = None if self._export_batched is None else self._batched_target
+        return CallTarget(self, vjp_of_arity=self._vjp_of_arity, batched=batched)
+
+    def _batched_target(self, batched: tuple[bool, ...], size: int) -> CallTarget:
+        assert self._export_batched is not None
+        return self._export_batched(batched, size).call_target
+
+    def warm(self, *args_specs: Any, **kwargs_specs: Any) -> str:
+        """Compiles the eager call for these specs into JAX's persistent compilation cache.
+
+        A deployment step can run it before traffic arrives, so that the
+        first call of a later process loads the executable from JAX's cache
+        instead of compiling it (see the guide's "Cold start and JAX's
+        compilation cache"). The cache is JAX's, configured as JAX users
+        configure it (``JAX_COMPILATION_CACHE_DIR``, or
+        ``jax.config.update("jax_compilation_cache_dir", ...)`` before the
+        process's first compilation); this method changes none of JAX's
+        settings (the ``jaxport warm`` command, a process that only warms,
+        lowers JAX's write thresholds for itself: see its help).
+
+        Args:
+            *args_specs, **kwargs_specs: the arguments to compile for, as
+                ``jax.ShapeDtypeStruct`` or arrays, in the exported pytree;
+                by default the exported avals (only when they are static).
+
+        Returns:
+            The directory of JAX's compilation cache that now holds the call.
+
+        Raises:
+            CacheConfigError: no compilation cache is configured, or JAX did
+                not write the entry (its ``jax_persistent_cache_min_*``
+                thresholds, or a cache JAX does not use in this process); the
+                message names the setting to change.
+            CallError: no specs were given and some exported dimension is symbolic.
+            TreeMismatchError, ShapeMismatchError, ...: the specs do not match the export.
+        """
+        # Imported here: loading and calling never warm (with JAX's cache adapter, 1.1 ms of a fresh
+        # first answer under -X importtime; tests/e2e/test_load_path_imports.py).
+        from jaxport.adapters.jax.exported.warm import warm
+
+        return warm(self, self._jitted_call(), args_specs, kwargs_specs)
+
+
+def _with_vjp(record: ArtifactRecord, vjp: ArtifactRecord | None) -> ArtifactRecord:
+    """``record`` with ``vjp`` as its VJP table (every field read, deferred ones made)."""
+    return dataclasses.replace(record, vjp=vjp)
+
+
+def call_exported(exported: Exported) -> Callable[..., Any]:
+    """The 2023 spelling of ``exported.call``: returns the calling function."""
+    if not isinstance(exported, Exported):
+        raise TypeError(f"call_exported expects a jaxport.Exported, got {type(exported).__name__}")
+    return exported.call

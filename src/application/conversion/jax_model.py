@@ -1,0 +1,48 @@
+"""An artifact or a bundle as a model of the call front, run by JAX: the same checks as every target.
+
+``jax_model(exported_or_bundle)`` gives the :class:`~jaxport.application.conversion.model.ConvertedModel`
+that :func:`jaxport.load_converted` gives for a converted directory, with
+target ``"jax"``: one variant of any size per function, a bundle's weights
+bound by the runtime. So one bad call gets the same typed error and message
+on JAX as on every converted target (tests/e2e/test_runtime_calls.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, Variant
+from jaxport.domain.calls.front import with_weights_bound
+from .model import ConvertedModel
+
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
+    from jaxport.adapters.jax.exported.exported import Exported
+
+#: The target name of a model run by JAX, the runtime of bundles (not a converted directory's; the others
+#: are the registry's targets, :mod:`jaxport.domain.targets.registry`).
+JAX = "jax"
+
+
+def jax_model(source: Exported | Bundle) -> ConvertedModel:
+    """The functions of an ``Exported`` (one, named after the exported function) or of a ``Bundle``
+    (its weights bound), called through the front and run by JAX."""
+    from jaxport.adapters.jax.exported.runtime import JaxRuntime
+    from jaxport.application.bundles.api import Bundle
+
+    entries: list[tuple[str, Any, bool]]
+    if isinstance(source, Bundle):
+        entries = [(e.name, source.functions[e.name], e.takes_params) for e in source.manifest.functions]
+        weights = source.weight_leaves
+    else:
+        entries = [(source.fun_name, source, False)]
+        weights = []
+    functions = []
+    for name, exp, takes in entries:
+        record = exp.record
+        count = len(weights) if takes else 0
+        caller = with_weights_bound(record, count) if count else record
+        functions.append(ConvertedFunction(Signature(name, caller.in_tree, caller.in_avals, caller.out_tree,
+                                                     caller.out_avals, caller.constraints, count), (Variant(""),)))
+    runtime = JaxRuntime({name: (exp, weights if takes else []) for name, exp, takes in entries})
+    return ConvertedModel(ConvertedManifest(JAX, {}, tuple(functions)), runtime, {})

@@ -1,0 +1,209 @@
+"""Verifying a converted directory from elsewhere before this process opens its model files.
+
+As :mod:`jaxport.application.verification` does for artifacts: the first time a
+directory is opened (its manifest's digest: the manifest records every file's
+size and digest, and the loader checked the files against it), a child
+process (:mod:`.verify_child`) under limits of memory, CPU and wall time,
+scaled with the files' size, opens every model file with the target's
+runtime and calls every variant (the golden examples where the directory has
+them, else zeros of the variant's signature). A child that dies, hangs or
+answers wrongly refuses the directory with :class:`ArtifactError`, naming the
+directory, the file and what happened. The verdict is remembered in the
+verdict store artifacts use (:func:`jaxport.application.wiring.verdict_store`),
+unless the child died or ran out of time (that may not happen again), so a
+later load costs a digest of the manifest.
+
+The limits: ``JAXPORT_VERIFY_TIMEOUT`` (wall seconds, plus 3 per MiB of
+files) and ``JAXPORT_VERIFY_CPU_SECONDS`` (plus 1 per MiB), as for artifacts;
+the address space is :data:`BASE_ADDRESS_SPACE` plus 16 times the files' size.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from jaxport.domain.artifact.verification import Verdict
+from jaxport.domain.converted.manifest import ConvertedManifest
+from jaxport.domain.errors import ArtifactError, UsageError
+from .. import wiring
+
+#: Bumped when what the child checks changes, so that remembered verdicts are not reused.
+CHECKS_VERSION: Final = 1
+#: The child's address space before the files' share (a runtime reserves much address space it never uses).
+BASE_ADDRESS_SPACE: Final = 32 << 30
+DEFAULT_TIMEOUT_SECONDS: Final = 300.0
+DEFAULT_CPU_SECONDS: Final = 120
+_ANSWER_BYTES: Final = 1 << 20
+#: What the reason of a golden example answered wrongly says (:mod:`.verify_child` writes it).
+WRONG_EXAMPLE: Final = "answers golden example"
+#: The module the child runs.
+CHILD_MODULE = "jaxport.application.conversion.verify_child"
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryVerification:
+    """What verifying one converted directory found.
+
+    Attributes:
+        ok: whether every model file opened and every variant answered.
+        reasons: why not, one line each, each naming its file.
+        digest: the SHA-256 of the manifest (which records every file's digest).
+        cached: whether the verdict was remembered from an earlier verification.
+    """
+
+    ok: bool
+    reasons: tuple[str, ...]
+    digest: str
+    cached: bool
+
+    def raise_if_failed(self, root: str, *, but_wrong_examples: bool = False) -> None:
+        """Raises ArtifactError naming ``root`` and every reason, unless ``ok`` (or, with
+        ``but_wrong_examples``, unless every reason is a golden example answered wrongly: what
+        ``check_numerics`` reports rather than refuses)."""
+        if not self.ok and not (but_wrong_examples and all(WRONG_EXAMPLE in r for r in self.reasons)):
+            raise ArtifactError(f"The converted directory {root} failed verification:\n"
+                                + "\n".join(f"  - {r}" for r in self.reasons))
+
+
+def verify_directory(root: str | os.PathLike[str], manifest_bytes: bytes, manifest: ConvertedManifest,
+                     options: Mapping[str, Any]) -> DirectoryVerification:
+    """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``).
+
+    Raises:
+        UsageError: a runtime option that is not a JSON value, or that the runtime refuses.
+    """
+    try:
+        sent = json.dumps(dict(options), sort_keys=True)
+    except (TypeError, ValueError):
+        raise UsageError("Runtime options must be JSON values (strings, numbers, lists) to verify the "
+                         "directory; pass verify=False for a directory you trust") from None
+    digest = hashlib.sha256(manifest_bytes).hexdigest()
+    key = _key(digest, manifest.target, sent)
+    store = wiring.verdict_store()
+    remembered = store.get(key)
+    if remembered is not None:
+        return DirectoryVerification(remembered.ok, remembered.reasons, digest, True)
+    size = sum(f.size for f in manifest.files.values())
+    verdict, remember = _run_child(os.fspath(root), json.loads(sent), size)
+    if remember:
+        store.put(key, verdict)
+    return DirectoryVerification(verdict.ok, verdict.reasons, digest, False)
+
+
+def _key(digest: str, target: str, options: str) -> str:
+    extra = f"{CHECKS_VERSION}\0{target}\0{options}\0{_runtimes()}"
+    return f"c{CHECKS_VERSION}-{digest}-" + hashlib.sha256(extra.encode()).hexdigest()[:16]
+
+
+@functools.cache
+def _runtimes() -> str:
+    """The Python and the installed runtimes a verdict depends on (read once per process).
+
+    Each runtime is known by where its package's first file is and that file's
+    identity (inode, size, modification time): an upgraded or reinstalled
+    runtime writes new files, so its verdicts are not reused. Found without
+    importing the runtimes or ``importlib.metadata`` (which, with the ``email``
+    package behind it, costs a fresh process tens of milliseconds).
+    """
+    import importlib.util
+
+    found = [f"python {sys.version_info[:3]}"]
+    for module in ("onnxruntime", "ai_edge_litert", "iree.runtime", "tensorflow", "numpy"):
+        try:
+            spec = importlib.util.find_spec(module)
+            origin = spec.origin if spec is not None else None
+            status = os.stat(origin) if origin else None
+        except (ImportError, ValueError, OSError):
+            continue
+        if status is not None:
+            found.append(f"{module} {origin} {status.st_ino} {status.st_size} {status.st_mtime_ns}")
+    return "\0".join(found)
+
+
+def _limit(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "")) or default
+    except ValueError:
+        return default
+
+
+def _run_child(root: str, options: dict[str, Any], size: int) -> tuple[Verdict, bool]:
+    """(the verdict, whether to remember it)."""
+    import subprocess  # here, not at the top: a load whose verdict is remembered starts no child
+    import tempfile
+
+    mib = size >> 20
+    timeout = _limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS) + 3 * mib
+    request = {"path": os.path.abspath(root), "options": options,
+               "address_space": BASE_ADDRESS_SPACE + 16 * size,
+               "cpu_seconds": int(_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)) + mib}
+    with tempfile.TemporaryFile() as errors:
+        try:
+            done = subprocess.run([sys.executable, "-m", CHILD_MODULE], input=json.dumps(request).encode(),
+                                  stdout=subprocess.PIPE, stderr=errors, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            return Verdict(False, (f"{_last_file(exc.stdout)}: the verifying process did not answer in "
+                                   f"{timeout:g} s and was killed",)), False
+        errors.seek(0)
+        tail = errors.read()[-_ANSWER_BYTES:].decode("utf-8", "replace")
+    lines = done.stdout[-_ANSWER_BYTES:].splitlines()
+    _raise_callers(lines[-1] if lines else b"")
+    answer = _answer(lines[-1] if lines else b"")
+    if done.returncode == 0 and answer is not None:
+        return answer, True
+    how = _how(done.returncode)
+    last = " ".join(tail.split()[-40:])
+    return Verdict(False, (f"{_last_file(done.stdout)}: the verifying process stopped ({how})"
+                           + (f"; its last words: {last}" if last else ""),)), False
+
+
+def _raise_callers(line: bytes) -> None:
+    """Raises the runtime's refusal of the caller's options in the child as such (UsageError)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return
+    if isinstance(value, dict) and isinstance(value.get("message"), str):
+        if value.get("caller") == "UsageError":
+            raise UsageError(value["message"])
+
+
+def _answer(line: bytes) -> Verdict | None:
+    try:
+        value = json.loads(line)
+        if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
+            return None
+        return Verdict(value["ok"], tuple(str(r) for r in value["reasons"]))
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return None
+
+
+def _last_file(stdout: bytes | None) -> str:
+    file = "the directory"
+    for line in (stdout or b"").splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("file"), str):
+            file = value["file"]
+    return file
+
+
+def _how(code: int) -> str:
+    import signal
+
+    if code < 0:
+        try:
+            return f"it was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"it was killed by signal {-code}"
+    return f"it exited with status {code}" if code else "it gave no answer"
+

@@ -1,1 +1,0 @@
-"""jaxport.application.converted."""
