@@ -28,6 +28,15 @@ _WIDER = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32, np.dtype(np
           np.dtype(np.float16): np.float32}
 
 
+#: The operations a body translated once on whole tensors may hold (elementwise on its 0-D arguments:
+#: ``reduce_window``'s general bodies, ``scatter``'s applied ones).
+ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "abs", "negate", "exponential", "log",
+    "log_plus_one", "exponential_minus_one", "compare", "select", "and", "or", "not", "xor", "is_finite",
+    "constant", "convert", "sqrt", "rsqrt", "tanh", "logistic", "power", "remainder", "sign", "floor", "ceil",
+    "clamp", "return"))
+
+
 def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """The dtype ONNX Runtime's CPU kernels compute ``dtype`` in here (itself, or one holding it exactly)."""
     return np.dtype(_WIDER.get(np.dtype(dtype), dtype))

@@ -10,6 +10,13 @@ shapes, by combining one strided ``Slice`` per window position (any dtype,
 exact for integers). A cumulative reduction (what ``jnp.cumsum``,
 ``lax.cummax`` and the like lower to: one window dimension as long as the
 operand's, padded on one side) is ``CumSum`` or log2(n) doubling steps.
+A body of several elementwise operations (``lax.cumlogsumexp``, a custom
+reducer; those of :data:`.common.ELEMENTWISE`, which make a tensor of
+windows the same as each window's scalars) is translated once per window
+position on whole strided slices, ``acc = body(acc, slice)`` from
+``acc = init`` in the row-major order of the positions, as XLA's CPU loop
+over a window combines: for static shapes and at most
+:data:`MAX_POSITIONS` positions per window; another body is refused by name.
 The ``stablehlo.dynamic_reduce_window`` custom call (a reduce_window over
 symbolic dimensions) is an ONNX ``Loop`` over the window's positions.
 """
@@ -22,15 +29,15 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
-from onnx import TensorProto, helper
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, onnx_type, tensor_dtype, tensor_shape
-from .common import Translation, block_reducer, is_identity, reducer, wide_dtype
-from .window_body import general_reduce_window
+from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import ELEMENTWISE, Translation, block_reducer, is_identity, reducer, wide_dtype
 from .window import from_pool_layout, ints_or, pad_tensor, padding_pairs, to_pool_layout
 
 #: Slices combined per window at most, on the path without pools.
 MAX_WINDOW = 64
+#: Positions per window translated at most (each is one translation of the body).
+MAX_POSITIONS = 64
 
 
 def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -38,7 +45,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse("a variadic reduce_window (several operands) has no ONNX translation here")
     kind = reducer(op)
     if kind is None:
-        return general_reduce_window(b, op, args)
+        return _general_reduce_window(b, op, args)
     shape = tensor_shape(op.operands[0])
     rank = len(shape)
     window = int_list(op.attributes["window_dimensions"])
@@ -74,6 +81,38 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         result = b.one(kind, [result, init])
     return [_finish(b, result, wide, dtype)]
 
+
+def _general_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    """The reduce_window ``op`` of one operand whose body is several elementwise operations."""
+    block = op.regions[0].blocks[0]
+    others = sorted({o.operation.name for o in block.operations} - ELEMENTWISE)
+    if others:
+        b.refuse(f"a reduce_window body holding {', '.join(others)} (only elementwise bodies are translated)")
+    shape = tensor_shape(op.operands[0])
+    if None in shape:
+        b.refuse("a reduce_window of a body of several operations over dynamic dimensions")
+    rank = len(shape)
+    window = int_list(op.attributes["window_dimensions"])
+    if int(np.prod(window)) > MAX_POSITIONS:
+        b.refuse(f"a reduce_window of a body of several operations over more than {MAX_POSITIONS} positions")
+    strides = ints_or(op, "window_strides", rank, 1)
+    dilations = ints_or(op, "window_dilations", rank, 1)
+    base = ints_or(op, "base_dilations", rank, 1)
+    padding = padding_pairs(op, "padding", rank)
+    x, init = args
+    x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
+    sizes = [max(0, int(s or 0) + (int(s or 0) - 1) * (d - 1)) + lo + hi
+             for s, d, (lo, hi) in zip(shape, base, padding)]
+    counts = [max(0, (s - ((w - 1) * d + 1)) // st + 1) if s >= (w - 1) * d + 1 else 0
+              for s, w, d, st in zip(sizes, window, dilations, strides)]
+    acc = b.one("Expand", [init, b.int64s(counts)])
+    assert b.run_block is not None  # set by the walker
+    for offset in itertools.product(*(range(w) for w in window)):
+        starts = [o * d for o, d in zip(offset, dilations)]
+        ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, strides)]
+        part = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))), b.int64s(strides)])
+        (acc,) = b.run_block(b, block, [acc, part])
+    return [acc]
 
 
 def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
@@ -266,22 +305,16 @@ def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilat
     inner_sizes = inner[0] if rank == 1 else b.one("Concat", inner, axis=0)
     steps = b.one("ReduceProd", [window, zeros], keepdims=0)
     start = b.one("Expand", [b.scalar(_neutral(kind, wide), wide), counts])
-    loop = b.child()
-    step, condition, acc = loop.fresh("step"), loop.fresh("condition"), loop.fresh("acc")
-    offset = loop.one("Mod", [loop.one("Div", [step, inner_sizes]), window])
-    first = loop.one("Mul", [offset, dilations])
-    last = loop.one("Max", [loop.one("Add", [first, loop.one("Add", [loop.one("Mul", [
-        loop.one("Sub", [counts, one]), strides]), one])]), first])
-    part = loop.one("Slice", [padded, first, last, b.int64s(list(range(rank))), strides])
-    combined = loop.one(kind, [acc, part])
-    body = helper.make_graph(
-        loop.nodes, b.fresh("window_body"),
-        [helper.make_tensor_value_info(step, TensorProto.INT64, []),
-         helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
-         helper.make_tensor_value_info(acc, onnx_type(wide), [None] * rank)],
-        [helper.make_tensor_value_info(loop.one("Identity", [condition]), TensorProto.BOOL, []),
-         helper.make_tensor_value_info(loop.one("Identity", [combined]), onnx_type(wide), [None] * rank)])
-    return b.one("Loop", [steps, "", start], body=body)
+
+    def body(c: GraphBuilder, step: str, carried: list[str]) -> list[str]:
+        offset = c.one("Mod", [c.one("Div", [step, inner_sizes]), window])
+        first = c.one("Mul", [offset, dilations])
+        last = c.one("Max", [c.one("Add", [first, c.one("Add", [c.one("Mul", [
+            c.one("Sub", [counts, one]), strides]), one])]), first])
+        part = c.one("Slice", [padded, first, last, b.int64s(list(range(rank))), strides])
+        return [c.one(kind, [carried[0], part])]
+
+    return b.loop(steps, [(start, (wide, rank))], body)[0]
 
 
 def function_named(op: Any, name: str) -> Any:

@@ -2,7 +2,7 @@
 
 ``jnp.linalg.qr`` lowers to ``lapack_{s,d}geqrf_ffi`` and then
 ``lapack_{s,d}orgqr_ffi``; each becomes one ONNX ``Loop`` over all the
-batch's matrices (:func:`.lapack.loop`).
+batch's matrices (:meth:`.GraphBuilder.loop`).
 
 - ``geqrf`` is LAPACK's unblocked ``geqr2``: for each column ``j`` the
   reflector ``slarfg`` makes from ``alpha = A[j, j]`` and ``x = A[j+1:, j]``:
@@ -30,7 +30,7 @@ import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation
-from .lapack import factor_steps, iota_of, loop, size
+from .lapack import factor_steps, iota_of, size
 
 
 def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -74,7 +74,7 @@ def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
     taus0 = b.one("Expand", [zero, b.one("Concat", [b.one("Shape", [a], start=0, end=rank - 2),
                                                     b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
-    return loop(b, steps, [(a, op.results[0]), (taus0, op.results[1])], body)
+    return b.loop(steps, [(a, op.results[0]), (taus0, op.results[1])], body)
 
 
 def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -101,7 +101,7 @@ def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                                c.one("Unsqueeze", [products, before_last])])
         return [c.one("Sub", [q, update])]
 
-    return loop(b, k, [(identity, op.results[0])], body)
+    return b.loop(k, [(identity, op.results[0])], body)
 
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).

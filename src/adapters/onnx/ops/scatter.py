@@ -27,9 +27,7 @@ from jaxlib.mlir.dialects import stablehlo
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, reducer, where, where_selects
-from .lapack import loop
-from .window_body import ELEMENTWISE
+from .common import ELEMENTWISE, Translation, reducer, where, where_selects
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 #: The operations a body applied by ``x.at[i].apply(f)`` may hold (elementwise on its 0-D argument).
@@ -157,7 +155,7 @@ def _apply(b: GraphBuilder, op: Any, args: Sequence[str], block: Any) -> str:
     flat = b.one("Concat", [b.one("Reshape", [hits, b.int64s([-1])]), b.one("Expand", [b.scalar(0, _I32), b.int64s(
         [1])])], axis=0)
     rounds = b.cast(b.one("ReduceMax", [flat], keepdims=0), _I64)
-    (result,) = loop(b, rounds, [(operand, op.results[0])],
+    (result,) = b.loop(rounds, [(operand, op.results[0])],
                      lambda c, i, carried: [applied(c, carried[0], c.cast(i, _I32))])
     return result
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation
-from .lapack import iota_of, loop, size
+from .lapack import iota_of, size
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 
@@ -77,7 +77,7 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [l_, d_, u_, x, info]
 
     info0 = b.one("Expand", [b.scalar(0, _I32), b.one("Shape", [d], start=0, end=rank - 1)])
-    l_, d_, u_, x, info = loop(b, steps, [(sub, op.results[0]), (d, op.results[1]), (du, op.results[2]),
+    l_, d_, u_, x, info = b.loop(steps, [(sub, op.results[0]), (d, op.results[1]), (du, op.results[2]),
                                           (rhs, op.results[3]), (info0, op.results[4])], body=eliminate)
     last_zero = b.one("ReduceMax", [b.cast(b.one("And", [b.one("Equal", [iota, b.one("Sub", [n, one64])]),
                                                            b.one("Equal", [d_, zero])]), _I32), last], keepdims=0)
@@ -98,7 +98,7 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                            c.one("Mul", [li, yk])])
         return [put_row(c, y, i, c.one("Div", [yi, di]))]
 
-    (x,) = loop(b, n, [(x, op.results[3])], substitute)
+    (x,) = b.loop(n, [(x, op.results[3])], substitute)
     dl_out = b.one("Concat", [b.one("Slice", [dl_in, b.int64s([0]), b.int64s([1]), b.int64s([rank - 1])]),
                               b.one("Slice", [l_, b.int64s([0]), b.int64s([-1]), b.int64s([rank - 1])])],
                    axis=rank - 1)
