@@ -42,6 +42,22 @@ def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(_WIDER.get(np.dtype(dtype), dtype))
 
 
+def same(op_type: str) -> Translation:
+    """The translation of an operation that is the ONNX operator ``op_type`` on the same operands."""
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        return [b.one(op_type, args)]
+    return translate
+
+def dim_size(b: GraphBuilder, x: str, axis: int) -> str:
+    """The size of ``x``'s dimension ``axis`` as an int64 scalar."""
+    return b.one("Squeeze", [b.one("Shape", [x], start=axis, end=axis + 1), b.int64s([0])])
+
+
+def iota_of(b: GraphBuilder, count: str) -> str:
+    """``0, 1, ..., count - 1`` (int64) for an int64 scalar ``count``."""
+    return b.one("Range", [b.scalar(0, np.dtype(np.int64)), count, b.scalar(1, np.dtype(np.int64))])
+
+
 #: Where's types in the CPU kernels of both ONNX Runtime and onnxruntime-web (WebAssembly, which lacks
 #: int8, int16, uint16, uint32, uint64 and bool); the others select in a wider type that holds them exactly
 #: (uint64 in int64: a cast between integers of one width keeps the bits, as the shifts rely on too).

@@ -44,8 +44,8 @@ from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import EIGENVECTOR_SIGNS
-from .common import Translation
-from .lapack import backend_config, iota_of, size
+from .common import Translation, dim_size, iota_of
+from .lapack import backend_config
 
 _F64, _I64, _I32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32)
 #: Bisection steps: the Gershgorin interval is at most 6 times the matrix's norm wide, which ``2**-steps`` makes
@@ -172,7 +172,7 @@ def _syevd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse(EIGENVECTOR_SIGNS)
     dtype = tensor_dtype(op.results[1])
     rank = len(tensor_shape(op.operands[0]))
-    n = size(b, args[0], rank - 1)
+    n = dim_size(b, args[0], rank - 1)
     iota = iota_of(b, n)
     rows, last, both = b.one("Unsqueeze", [iota, b.int64s([-1])]), b.int64s([-1]), b.int64s([-2, -1])
     a = b.cast(args[0], _F64)

@@ -39,7 +39,7 @@ from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import LAPACK_TRANSLATED
-from .common import Translation
+from .common import Translation, dim_size, iota_of
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 
@@ -50,15 +50,6 @@ def backend_config(op: Any) -> dict[str, int]:
         return {}
     config = ir.DictAttr(op.attributes["mhlo.backend_config"])
     return {config[i].name: int(ir.IntegerAttr(config[i].attr).value) for i in range(len(config))}
-
-
-def size(b: GraphBuilder, x: str, axis: int) -> str:
-    """The size of ``x``'s dimension ``axis`` as an int64 scalar."""
-    return b.one("Squeeze", [b.one("Shape", [x], start=axis, end=axis + 1), b.int64s([0])])
-
-
-def iota_of(b: GraphBuilder, size: str) -> str:
-    return b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
 
 
 def _zeros(b: GraphBuilder, like: str, dtype: np.dtype[Any], end: int | None = None) -> str:
@@ -82,7 +73,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     rank = len(tensor_shape(op.operands[0]))
     upper = backend_config(op).get("uplo", ord("L")) == ord("U")
     a = _swap_last(b, args[0], rank) if upper else args[0]
-    n = size(b, a, rank - 1)
+    n = dim_size(b, a, rank - 1)
     iota = iota_of(b, n)
     zero = b.scalar(0, dtype)
 
@@ -124,7 +115,7 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if not lower:  # P M P is lower for the reversal P; solve (P M P)(P X) = P B
         m = _reverse(b, m, [rank - 2, rank - 1])
         rhs = _reverse(b, rhs, [rank - 2])
-    k = size(b, m, rank - 1)
+    k = dim_size(b, m, rank - 1)
     iota = iota_of(b, k)
     rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
     zero = b.scalar(0, dtype)
@@ -153,7 +144,7 @@ def factor_steps(b: GraphBuilder, op: Any, a: str) -> tuple[np.dtype[Any], int, 
     """For a factorization ``op`` of the ``[..., m, n]`` matrices ``a``: its result dtype, their rank, and
     ``m``, ``n`` and ``min(m, n)`` (the steps) as int64 scalars."""
     rank = len(tensor_shape(op.operands[0]))
-    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
+    m, n = dim_size(b, a, rank - 2), dim_size(b, a, rank - 1)
     return tensor_dtype(op.results[0]), rank, m, n, b.one("Min", [m, n])
 
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation
-from .lapack import factor_steps, iota_of, size
+from .common import Translation, dim_size, iota_of
+from .lapack import factor_steps
 
 
 def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -81,8 +81,8 @@ def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[0]))
     a, taus = args[:2]  # then, with symbolic shapes, the result's shape
-    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
-    k = size(b, taus, rank - 2)
+    m, n = dim_size(b, a, rank - 2), dim_size(b, a, rank - 1)
+    k = dim_size(b, taus, rank - 2)
     row_iota, col_iota = iota_of(b, m), iota_of(b, n)
     rows = b.one("Unsqueeze", [row_iota, b.int64s([-1])])
     zero, one = b.scalar(0, dtype), b.scalar(1, dtype)

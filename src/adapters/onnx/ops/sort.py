@@ -41,7 +41,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from .bitcast import BITCAST_OPSET, total_order_key
-from .common import Translation, splat_value, wide_dtype
+from .common import Translation, dim_size, iota_of, splat_value, wide_dtype
 
 #: The longest sorted dimension ranked at once (its comparison matrix is n * n per row).
 MAX_SORTED = 4096
@@ -76,8 +76,7 @@ def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     after = b.one("Transpose", [before], perm=swapped)  # element k goes before j
     smaller = b.one("ReduceSum", [b.cast(before, _I64), b.int64s([axis])], keepdims=0)  # [.., k, ..]: count before k
     equivalent = b.one("Not", [b.one("Or", [before, after])])
-    size = b.one("Squeeze", [b.one("Shape", [args[0]], start=axis, end=axis + 1), b.int64s([0])])
-    ramp = b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
+    ramp = iota_of(b, dim_size(b, args[0], axis))
     lower = b.one("Less", [b.one("Unsqueeze", [ramp, b.int64s([0])]), b.one("Unsqueeze", [ramp, b.int64s([1])])])
     trailing = len(shape) - axis - 1
     if trailing:
@@ -96,7 +95,7 @@ def _ranked_in_blocks(b: GraphBuilder, op: Any, args: Sequence[str], axis: int) 
     rank = len(shape)
     trailing = list(range(2, 2 + rank - axis - 1))
     n = b.scalar(length, _I64)
-    ramp = b.one("Range", [b.scalar(0, _I64), n, b.scalar(1, _I64)])
+    ramp = iota_of(b, n)
     trips = b.scalar((length + BLOCK - 1) // BLOCK, _I64)
     zeros = b.one("Expand", [b.scalar(0, _I64), b.one("Shape", [args[0]])])
 

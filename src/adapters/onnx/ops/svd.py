@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation
-from .lapack import backend_config, iota_of
+from .common import Translation, iota_of
+from .lapack import backend_config
 from .svd_invariance import vectors_invariant
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)

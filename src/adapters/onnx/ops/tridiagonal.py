@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation
-from .lapack import iota_of, size
+from .common import Translation, dim_size, iota_of
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 
@@ -29,7 +28,7 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[1]))  # (..., n)
     dl_in, d, du, rhs = args[:4]
-    n = size(b, d, rank - 1)
+    n = dim_size(b, d, rank - 1)
     iota = iota_of(b, n)
     rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
     zero, last = b.scalar(0, dtype), b.int64s([-1])
