@@ -92,10 +92,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     window, strides, dilations = w.dimensions, w.strides, w.dilations
     dtype = tensor_dtype(op.results[0])
     wide = wide_dtype(dtype)
-    x, init = args[0], args[1]
-    if wide != dtype:
-        x, init = b.cast(x, wide), b.cast(init, wide)
-        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)  # booleans as int32
+    x, init, kind = _widened(b, args[0], args[1], kind, dtype)
     identity = is_identity(kind, op.operands[1])
     cumulative = _cumulative_axis(shape, w)
     if cumulative is not None:
@@ -137,6 +134,15 @@ def _general_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str], shape:
     for part in parts:
         (acc,) = b.run_block(b, block, [acc, part])
     return [acc]
+
+
+def _widened(b: GraphBuilder, x: str, init: str, kind: str, dtype: np.dtype[Any]) -> tuple[str, str, str]:
+    """``x`` and ``init`` of ``dtype`` in the dtype reduced in (:func:`.common.wide_dtype`), and ``kind`` there
+    (booleans reduce as int32: and as min, or as max)."""
+    wide = wide_dtype(dtype)
+    if wide == dtype:
+        return x, init, kind
+    return b.cast(x, wide), b.cast(init, wide), {"And": "Min", "Or": "Max"}.get(kind, kind)
 
 
 def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
@@ -268,10 +274,7 @@ def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> lis
     rank = len(shape)
     dtype = tensor_dtype(op.results[0])
     wide = wide_dtype(dtype)
-    x, init = args[0], args[1]
-    if wide != dtype:
-        x, init = b.cast(x, wide), b.cast(init, wide)
-        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)
+    x, init, kind = _widened(b, args[0], args[1], kind, dtype)
     window, strides, dilations = (b.as_int64(args[i], op.operands[i]) for i in (2, 3, 5))
     padding = b.as_int64(args[6], op.operands[6])
     low = b.one("Reshape", [b.one("Slice", [padding, b.int64s([0]), b.int64s([1]), b.int64s([1])]), b.int64s([-1])])
