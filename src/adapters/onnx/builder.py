@@ -39,6 +39,9 @@ _ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorPr
                np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE}
 
 Shape = tuple[int | None, ...]
+#: A ``Loop``'s body: given the body's builder, the iteration's index and the carried values' names, the
+#: carried values' next names (after, with :meth:`GraphBuilder.loop`'s ``go``, whether to run again).
+LoopBody = Callable[["GraphBuilder", str, list[str]], list[str]]
 _POSITION = re.compile(r'"([^"]+)":(\d+):(\d+)')
 
 
@@ -157,6 +160,35 @@ class GraphBuilder:
         sub.opset, sub.max_opset = self.opset, self.max_opset
         return sub
 
+    def loop(self, trips: str, carried: Sequence[tuple[str, Any]], body: LoopBody, *, go: str = "") -> list[str]:
+        """An ONNX ``Loop`` over ``carried``; returns the names of their last values.
+
+        Args:
+            trips: the number of iterations, an int64 scalar ("" for no bound: then ``go`` ends it).
+            carried: each carried value's first name and its type: an MLIR value of its dtype and rank, or
+                the pair ``(dtype, rank)``. Dimensions are declared unknown (a carried value may be shaped
+                otherwise than the MLIR value it is typed by).
+            body: builds one iteration in a child builder (:meth:`child`).
+            go: a boolean scalar, whether to run the first iteration; given, the body's first result says
+                whether to run the next.
+        """
+        child = self.child()
+        index, condition = child.fresh("index"), child.fresh("condition")
+        names = [child.fresh("carried") for _ in carried]
+        results = body(child, index, names)
+        again = condition
+        if go:
+            again, *results = results
+        types = [_loop_type(like) for _, like in carried]
+        inputs = [helper.make_tensor_value_info(index, TensorProto.INT64, []),
+                  helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
+                  *(helper.make_tensor_value_info(n, t, [None] * r) for n, (t, r) in zip(names, types))]
+        outputs = [helper.make_tensor_value_info(child.one("Identity", [again]), TensorProto.BOOL, []),
+                   *(helper.make_tensor_value_info(child.one("Identity", [v]), t, [None] * r)
+                     for v, (t, r) in zip(results, types))]
+        graph = helper.make_graph(child.nodes, self.fresh("loop_body"), inputs, outputs)
+        return self.node("Loop", [trips, go, *(n for n, _ in carried)], len(carried), body=graph)
+
     def require_opset(self, opset: int, operator: str) -> None:
         """The model needs ``opset`` (for ``operator``); refused where that is newer than :attr:`max_opset`."""
         if opset > self.max_opset:
@@ -235,6 +267,12 @@ class GraphBuilder:
                 if _POSITION.search(str(site.location)):
                     return f"{where} (called at {short_location(site.location)})"
         return where
+
+
+def _loop_type(like: Any) -> tuple[int, int]:
+    """The ONNX element type and the rank of a carried value typed as :meth:`GraphBuilder.loop` says."""
+    dtype, rank = like if isinstance(like, tuple) else (tensor_dtype(like), len(tensor_shape(like)))
+    return onnx_type(dtype), rank
 
 
 def operation_name(op: ir.Operation | ir.OpView) -> str:

@@ -28,9 +28,34 @@ _WIDER = {np.dtype(np.int8): np.int32, np.dtype(np.int16): np.int32, np.dtype(np
           np.dtype(np.float16): np.float32}
 
 
+#: The operations a body translated once on whole tensors may hold (elementwise on its 0-D arguments:
+#: ``reduce_window``'s general bodies, ``scatter``'s applied ones).
+ELEMENTWISE = frozenset(f"stablehlo.{name}" for name in (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "abs", "negate", "exponential", "log",
+    "log_plus_one", "exponential_minus_one", "compare", "select", "and", "or", "not", "xor", "is_finite",
+    "constant", "convert", "sqrt", "rsqrt", "tanh", "logistic", "power", "remainder", "sign", "floor", "ceil",
+    "clamp", "return"))
+
+
 def wide_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """The dtype ONNX Runtime's CPU kernels compute ``dtype`` in here (itself, or one holding it exactly)."""
     return np.dtype(_WIDER.get(np.dtype(dtype), dtype))
+
+
+def same(op_type: str) -> Translation:
+    """The translation of an operation that is the ONNX operator ``op_type`` on the same operands."""
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        return [b.one(op_type, args)]
+    return translate
+
+def dim_size(b: GraphBuilder, x: str, axis: int) -> str:
+    """The size of ``x``'s dimension ``axis`` as an int64 scalar."""
+    return b.one("Squeeze", [b.one("Shape", [x], start=axis, end=axis + 1), b.int64s([0])])
+
+
+def iota_of(b: GraphBuilder, count: str) -> str:
+    """``0, 1, ..., count - 1`` (int64) for an int64 scalar ``count``."""
+    return b.one("Range", [b.scalar(0, np.dtype(np.int64)), count, b.scalar(1, np.dtype(np.int64))])
 
 
 #: Where's types in the CPU kernels of both ONNX Runtime and onnxruntime-web (WebAssembly, which lacks

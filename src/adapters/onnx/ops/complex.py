@@ -28,7 +28,7 @@ from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
 from . import shape, window
-from .common import Translation, reducer
+from .common import Translation, reducer, same
 
 _PARTS: dict[str, np.dtype[Any]] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 _NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
@@ -123,12 +123,6 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [args[0] if source == target else b.cast(args[0], target)]
     real = args[0] if tensor_dtype(op.operands[0]) == target else b.cast(args[0], target)
     return [join(b, real, zeros_like(b, real, target))]
-
-
-def _same(op_type: str) -> Translation:
-    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-        return [b.one(op_type, args)]
-    return translate
 
 
 def times(b: GraphBuilder, x: str, y: str) -> str:
@@ -271,9 +265,9 @@ COMPLEX: dict[str, Translation] = {
     "stablehlo.imag": _imag,
     "stablehlo.complex": _complex,
     "stablehlo.convert": _convert,
-    "stablehlo.add": _same("Add"),
-    "stablehlo.subtract": _same("Sub"),
-    "stablehlo.negate": _same("Neg"),
+    "stablehlo.add": same("Add"),
+    "stablehlo.subtract": same("Sub"),
+    "stablehlo.negate": same("Neg"),
     "stablehlo.multiply": _multiply,
     "stablehlo.divide": _divide,
     "stablehlo.sqrt": _sqrt,

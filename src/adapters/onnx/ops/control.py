@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
 from .common import Translation
@@ -49,18 +49,12 @@ def _branch(b: GraphBuilder, region: Any, values: Sequence[Any], name: str) -> o
 def _while(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     cond_block, body_block = op.regions[0].blocks[0], op.regions[1].blocks[0]
     first = _run(b, b, cond_block, args)[0]
-    child = b.child()
-    iteration, condition = child.fresh("iteration"), child.fresh("condition")
-    carried = [child.fresh("carried") for _ in args]
-    results = _run(b, child, body_block, carried)
-    again = _run(b, child, cond_block, results)[0]
-    outputs = [helper.make_tensor_value_info(child.one("Identity", [again]), TensorProto.BOOL, []),
-               *_outputs(child, results, list(op.results))]
-    inputs = [helper.make_tensor_value_info(iteration, TensorProto.INT64, []),
-              helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
-              *(value_info(n, v) for n, v in zip(carried, op.operands))]
-    body = helper.make_graph(child.nodes, b.fresh("loop_body"), inputs, outputs)
-    return b.node("Loop", ["", first, *args], len(args), body=body)
+
+    def body(c: GraphBuilder, _: str, carried: list[str]) -> list[str]:
+        results = _run(b, c, body_block, carried)
+        return [_run(b, c, cond_block, results)[0], *results]
+
+    return b.loop("", list(zip(args, op.operands)), body, go=first)
 
 
 def _if(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

@@ -44,8 +44,8 @@ from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import EIGENVECTOR_SIGNS
-from .common import Translation
-from .lapack import backend_config, iota_of, loop, size
+from .common import Translation, dim_size, iota_of
+from .lapack import backend_config
 
 _F64, _I64, _I32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32)
 #: Bisection steps: the Gershgorin interval is at most 6 times the matrix's norm wide, which ``2**-steps`` makes
@@ -124,7 +124,7 @@ def _tridiagonal(b: GraphBuilder, a: str, rank: int, n: str) -> tuple[str, str]:
         return [w, e]
 
     e0 = b.one("Expand", [zero, b.one("Shape", [a], start=0, end=rank - 1)])
-    w, e = loop(b, steps, [(a, (_F64, rank)), (e0, (_F64, rank - 1))], body)
+    w, e = b.loop(steps, [(a, (_F64, rank)), (e0, (_F64, rank - 1))], body)
     eye = b.one("Equal", [b.one("Unsqueeze", [iota, last]), iota])
     return b.one("ReduceSum", [b.one("Where", [eye, w, zero]), last], keepdims=0), e
 
@@ -158,11 +158,11 @@ def _bisect(b: GraphBuilder, d: str, e: str, rank: int, n: str, halvings: int) -
             return [q, s.one("Add", [count, s.cast(s.one("Less", [q, s.scalar(0, _F64)]), _F64)])]
 
         ones = c.one("Add", [c.one("Mul", [mid, zero]), c.scalar(1, _F64)])
-        _, count = loop(c, n, [(ones, (_F64, rank - 1)), (c.one("Mul", [mid, zero]), (_F64, rank - 1))], sturm)
+        _, count = c.loop(n, [(ones, (_F64, rank - 1)), (c.one("Mul", [mid, zero]), (_F64, rank - 1))], sturm)
         above = c.one("Greater", [count, k])  # eigenvalue k lies below mid
         return [c.one("Where", [above, lo, mid]), c.one("Where", [above, mid, hi])]
 
-    lo, hi = loop(b, b.scalar(halvings, _I64), [(b.one("Neg", [hi0]), (_F64, rank - 1)), (hi0, (_F64, rank - 1))],
+    lo, hi = b.loop(b.scalar(halvings, _I64), [(b.one("Neg", [hi0]), (_F64, rank - 1)), (hi0, (_F64, rank - 1))],
                   halve)
     return b.one("Mul", [b.one("Add", [lo, hi]), b.scalar(0.5, _F64)])
 
@@ -172,7 +172,7 @@ def _syevd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse(EIGENVECTOR_SIGNS)
     dtype = tensor_dtype(op.results[1])
     rank = len(tensor_shape(op.operands[0]))
-    n = size(b, args[0], rank - 1)
+    n = dim_size(b, args[0], rank - 1)
     iota = iota_of(b, n)
     rows, last, both = b.one("Unsqueeze", [iota, b.int64s([-1])]), b.int64s([-1]), b.int64s([-2, -1])
     a = b.cast(args[0], _F64)

@@ -23,13 +23,7 @@ from jaxport.adapters.onnx.builder import (
     GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
 )
 from . import signed_zeros
-from .common import Translation, where, where_selects
-
-def _same(op_type: str) -> Translation:
-    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-        return [b.one(op_type, args)]
-    return translate
-
+from .common import Translation, iota_of, same, where, where_selects
 
 def _float_only(op_type: str) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -91,8 +85,7 @@ def _iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 def iota(b: GraphBuilder, dtype: np.dtype[Any], dimension: int, rank: int, size: str, shape: str) -> str:
     """0, 1, ... along ``dimension`` of a ``shape`` (a 1-D int64 value) of ``rank``; ``size``: [n]."""
-    count = b.one("Squeeze", [size, b.int64s([0])])
-    ramp = b.one("Range", [b.scalar(0, np.dtype(np.int64)), count, b.scalar(1, np.dtype(np.int64))])
+    ramp = iota_of(b, b.one("Squeeze", [size, b.int64s([0])]))
     if dtype != np.dtype(np.int64):
         ramp = b.cast(ramp, dtype)
     others = [i for i in range(rank) if i != dimension]
@@ -102,11 +95,11 @@ def iota(b: GraphBuilder, dtype: np.dtype[Any], dimension: int, rank: int, size:
 
 
 TABLE: dict[str, Translation] = {
-    "stablehlo.add": _same("Add"),
-    "stablehlo.subtract": _same("Sub"),
-    "stablehlo.multiply": _same("Mul"),
-    "stablehlo.abs": _same("Abs"),
-    "stablehlo.negate": _same("Neg"),
+    "stablehlo.add": same("Add"),
+    "stablehlo.subtract": same("Sub"),
+    "stablehlo.multiply": same("Mul"),
+    "stablehlo.abs": same("Abs"),
+    "stablehlo.negate": same("Neg"),
     "stablehlo.exponential": _float_only("Exp"),
     "stablehlo.log": _float_only("Log"),
     "stablehlo.sqrt": _float_only("Sqrt"),

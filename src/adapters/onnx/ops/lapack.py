@@ -31,19 +31,17 @@ rounding may pick the other row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
-from onnx import TensorProto, helper
 
-from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import LAPACK_TRANSLATED
-from .common import Translation
+from .common import Translation, dim_size, iota_of
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
-Body = Callable[[GraphBuilder, str, list[str]], list[str]]
 
 
 def backend_config(op: Any) -> dict[str, int]:
@@ -52,43 +50,6 @@ def backend_config(op: Any) -> dict[str, int]:
         return {}
     config = ir.DictAttr(op.attributes["mhlo.backend_config"])
     return {config[i].name: int(ir.IntegerAttr(config[i].attr).value) for i in range(len(config))}
-
-
-def _type_of(like: Any) -> tuple[int, list[None]]:
-    dtype, rank = like if isinstance(like, tuple) else (tensor_dtype(like), len(tensor_shape(like)))
-    return onnx_type(dtype), [None] * rank
-
-
-def loop(b: GraphBuilder, trips: str, carried: Sequence[tuple[str, Any]], body: Body, *,
-         until: bool = False) -> list[str]:
-    """A ``Loop`` of ``trips`` (int64 scalar) iterations over ``carried``: (name, an MLIR value of its dtype and
-    rank, or the pair ``(dtype, rank)``). With ``until``, the body's first result is a boolean scalar that
-    says whether to go on, and the others are the carried values' next ones."""
-    child = b.child()
-    index, condition = child.fresh("index"), child.fresh("condition")
-    names = [child.fresh("carried") for _ in carried]
-    results = body(child, index, names)
-    go_on = condition
-    if until:
-        go_on, *results = results
-    infos = [_type_of(v) for _, v in carried]
-    outputs = [helper.make_tensor_value_info(child.one("Identity", [go_on]), TensorProto.BOOL, []),
-               *(helper.make_tensor_value_info(child.one("Identity", [r]), t, s) for r, (t, s) in zip(results, infos))]
-    inputs = [helper.make_tensor_value_info(index, TensorProto.INT64, []),
-              helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
-              *(helper.make_tensor_value_info(n, t, s) for n, (t, s) in zip(names, infos))]
-    graph = helper.make_graph(child.nodes, b.fresh("lapack_body"), inputs, outputs)
-    start = b.constant(np.array(True), "go") if until else ""  # Loop reads the body's condition when given a first one
-    return b.node("Loop", [trips, start, *(n for n, _ in carried)], len(carried), body=graph)
-
-
-def size(b: GraphBuilder, x: str, axis: int) -> str:
-    """The size of ``x``'s dimension ``axis`` as an int64 scalar."""
-    return b.one("Squeeze", [b.one("Shape", [x], start=axis, end=axis + 1), b.int64s([0])])
-
-
-def iota_of(b: GraphBuilder, size: str) -> str:
-    return b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
 
 
 def _zeros(b: GraphBuilder, like: str, dtype: np.dtype[Any], end: int | None = None) -> str:
@@ -112,7 +73,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     rank = len(tensor_shape(op.operands[0]))
     upper = backend_config(op).get("uplo", ord("L")) == ord("U")
     a = _swap_last(b, args[0], rank) if upper else args[0]
-    n = size(b, a, rank - 1)
+    n = dim_size(b, a, rank - 1)
     iota = iota_of(b, n)
     zero = b.scalar(0, dtype)
 
@@ -132,7 +93,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         step = c.cast(c.one("Add", [j, c.scalar(1, _I64)]), _I32)
         return [factor, c.one("Where", [failed, step, info])]
 
-    factor, info = loop(b, n, [(_zeros(b, a, dtype), op.results[0]),
+    factor, info = b.loop(n, [(_zeros(b, a, dtype), op.results[0]),
                                 (_zeros(b, a, _I32, rank - 2), op.results[1])], body)
     lower = b.one("GreaterOrEqual", [b.one("Unsqueeze", [iota, b.int64s([-1])]), iota])
     result = b.one("Where", [lower, factor, a])
@@ -154,7 +115,7 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if not lower:  # P M P is lower for the reversal P; solve (P M P)(P X) = P B
         m = _reverse(b, m, [rank - 2, rank - 1])
         rhs = _reverse(b, rhs, [rank - 2])
-    k = size(b, m, rank - 1)
+    k = dim_size(b, m, rank - 1)
     iota = iota_of(b, k)
     rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
     zero = b.scalar(0, dtype)
@@ -173,7 +134,7 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [c.one("Where", [c.one("Equal", [rows, i]), c.one("Unsqueeze", [xi, c.int64s([-2])]), x])]
 
     carried = _zeros(b, rhs, dtype)
-    (x,) = loop(b, k, [(carried, op.results[0])], body)
+    (x,) = b.loop(k, [(carried, op.results[0])], body)
     if not lower:
         x = _reverse(b, x, [rank - 2])
     return [_swap_last(b, x, rank) if right else x]
@@ -183,7 +144,7 @@ def factor_steps(b: GraphBuilder, op: Any, a: str) -> tuple[np.dtype[Any], int, 
     """For a factorization ``op`` of the ``[..., m, n]`` matrices ``a``: its result dtype, their rank, and
     ``m``, ``n`` and ``min(m, n)`` (the steps) as int64 scalars."""
     rank = len(tensor_shape(op.operands[0]))
-    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
+    m, n = dim_size(b, a, rank - 2), dim_size(b, a, rank - 1)
     return tensor_dtype(op.results[0]), rank, m, n, b.one("Min", [m, n])
 
 
@@ -229,7 +190,7 @@ def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
     pivots0 = b.one("Expand", [b.scalar(0, _I32), b.one("Concat", [
         b.one("Shape", [a], start=0, end=rank - 2), b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
-    return loop(b, steps, [(a, op.results[0]), (pivots0, op.results[1]),
+    return b.loop(steps, [(a, op.results[0]), (pivots0, op.results[1]),
                             (_zeros(b, a, _I32, rank - 2), op.results[2])], body)
 
 

@@ -10,56 +10,95 @@ shapes, by combining one strided ``Slice`` per window position (any dtype,
 exact for integers). A cumulative reduction (what ``jnp.cumsum``,
 ``lax.cummax`` and the like lower to: one window dimension as long as the
 operand's, padded on one side) is ``CumSum`` or log2(n) doubling steps.
+A body of several elementwise operations (``lax.cumlogsumexp``, a custom
+reducer; those of :data:`.common.ELEMENTWISE`, which make a tensor of
+windows the same as each window's scalars) is translated once per window
+position on whole strided slices, ``acc = body(acc, slice)`` from
+``acc = init`` in the row-major order of the positions, as XLA's CPU loop
+over a window combines: for static shapes and at most
+:data:`MAX_WINDOW` positions per window; another body is refused by name.
 The ``stablehlo.dynamic_reduce_window`` custom call (a reduce_window over
 symbolic dimensions) is an ONNX ``Loop`` over the window's positions.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from jaxlib.mlir import ir
-from onnx import TensorProto, helper
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, onnx_type, tensor_dtype, tensor_shape
-from .common import Translation, block_reducer, is_identity, reducer, wide_dtype
-from .window_body import general_reduce_window
+from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import ELEMENTWISE, Translation, block_reducer, is_identity, reducer, wide_dtype
 from .window import from_pool_layout, ints_or, pad_tensor, padding_pairs, to_pool_layout
 
-#: Slices combined per window at most, on the path without pools.
+#: Positions per window translated at most outside ONNX's pools (each a ``Slice``, combined or given to the body).
 MAX_WINDOW = 64
+
+
+class _Window(NamedTuple):
+    """A ``reduce_window``'s window, per operand dimension: size, stride, dilation, base dilation, padding."""
+
+    dimensions: list[int]
+    strides: list[int]
+    dilations: list[int]
+    base: list[int]
+    padding: list[tuple[int, int]]
+
+
+def _window_of(op: Any, rank: int) -> _Window:
+    """The window attributes of the ``reduce_window`` ``op`` (StableHLO's defaults where absent)."""
+    return _Window(int_list(op.attributes["window_dimensions"]), ints_or(op, "window_strides", rank, 1),
+                   ints_or(op, "window_dilations", rank, 1), ints_or(op, "base_dilations", rank, 1),
+                   padding_pairs(op, "padding", rank))
+
+
+def _padded(b: GraphBuilder, x: str, init: str, shape: Sequence[int | None],
+            w: _Window) -> tuple[str, list[int | None]]:
+    """``x`` padded with ``init`` as StableHLO pads a reduce_window's operand, and the padded shape."""
+    x = pad_tensor(b, x, shape, [p[0] for p in w.padding], [p[1] for p in w.padding], [d - 1 for d in w.base], init)
+    return x, [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
+               for s, d, (lo, hi) in zip(shape, w.base, w.padding)]
+
+
+def _window_slices(b: GraphBuilder, x: str, padded: Sequence[int | None], w: _Window) -> tuple[list[int], list[str]]:
+    """Per dimension the number of windows in ``x`` (padded, of static shape ``padded``), and per window
+    position, in row-major order, the strided ``Slice`` holding that position of every window."""
+    rank = len(padded)
+    sizes = [int(p or 0) for p in padded]
+    counts = [max(0, (s - ((n - 1) * d + 1)) // st + 1) if s >= (n - 1) * d + 1 else 0
+              for s, n, d, st in zip(sizes, w.dimensions, w.dilations, w.strides)]
+    parts = []
+    for offset in itertools.product(*(range(n) for n in w.dimensions)):
+        starts = [o * d for o, d in zip(offset, w.dilations)]
+        ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, w.strides)]
+        parts.append(b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))),
+                                     b.int64s(w.strides)]))
+    return counts, parts
 
 
 def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if len(op.operands) != 2:
         b.refuse("a variadic reduce_window (several operands) has no ONNX translation here")
-    kind = reducer(op)
-    if kind is None:
-        return general_reduce_window(b, op, args)
     shape = tensor_shape(op.operands[0])
     rank = len(shape)
-    window = int_list(op.attributes["window_dimensions"])
-    strides = ints_or(op, "window_strides", rank, 1)
-    dilations = ints_or(op, "window_dilations", rank, 1)
-    base = ints_or(op, "base_dilations", rank, 1)
-    padding = padding_pairs(op, "padding", rank)
+    w = _window_of(op, rank)
+    kind = reducer(op)
+    if kind is None:
+        return _general_reduce_window(b, op, args, shape, w)
+    window, strides, dilations = w.dimensions, w.strides, w.dilations
     dtype = tensor_dtype(op.results[0])
     wide = wide_dtype(dtype)
-    x, init = args[0], args[1]
-    if wide != dtype:
-        x, init = b.cast(x, wide), b.cast(init, wide)
-        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)  # booleans as int32
+    x, init, kind = _widened(b, args[0], args[1], kind, dtype)
     identity = is_identity(kind, op.operands[1])
-    cumulative = _cumulative_axis(shape, window, strides, dilations, base, padding)
+    cumulative = _cumulative_axis(shape, w)
     if cumulative is not None:
         result = _scan(b, x, shape, wide, kind, *cumulative)
         return [_finish(b, result if identity else b.one(kind, [result, init]), wide, dtype)]
-    x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [d - 1 for d in base], init)
-    padded = [None if s is None else max(0, s + (s - 1) * (d - 1)) + lo + hi
-              for s, d, (lo, hi) in zip(shape, base, padding)]
+    x, padded = _padded(b, x, init, shape, w)
     wins = [a for a in range(rank) if window[a] > 1 or strides[a] > 1 or dilations[a] > 1]
     if not wins:
         result = x
@@ -69,11 +108,41 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     else:
         if None in padded:
             b.refuse("a reduce_window of integers or booleans over dynamic dimensions")
-        result = _sliced(b, x, padded, window, strides, dilations, kind, wide)
+        if int(np.prod(window)) > MAX_WINDOW:
+            b.refuse(f"a reduce_window of more than {MAX_WINDOW} elements per window outside ONNX's pools")
+        result = functools.reduce(lambda r, part: b.one(kind, [r, part]), _window_slices(b, x, padded, w)[1])
     if not identity:
         result = b.one(kind, [result, init])
     return [_finish(b, result, wide, dtype)]
 
+
+def _general_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str], shape: Sequence[int | None],
+                           w: _Window) -> list[str]:
+    """The reduce_window ``op`` of one operand whose body is several elementwise operations."""
+    block = op.regions[0].blocks[0]
+    others = sorted({o.operation.name for o in block.operations} - ELEMENTWISE)
+    if others:
+        b.refuse(f"a reduce_window body holding {', '.join(others)} (only elementwise bodies are translated)")
+    if None in shape:
+        b.refuse("a reduce_window of a body of several operations over dynamic dimensions")
+    if int(np.prod(w.dimensions)) > MAX_WINDOW:
+        b.refuse(f"a reduce_window of a body of several operations over more than {MAX_WINDOW} positions")
+    x, padded = _padded(b, args[0], args[1], shape, w)
+    counts, parts = _window_slices(b, x, padded, w)
+    acc = b.one("Expand", [args[1], b.int64s(counts)])
+    assert b.run_block is not None  # set by the walker
+    for part in parts:
+        (acc,) = b.run_block(b, block, [acc, part])
+    return [acc]
+
+
+def _widened(b: GraphBuilder, x: str, init: str, kind: str, dtype: np.dtype[Any]) -> tuple[str, str, str]:
+    """``x`` and ``init`` of ``dtype`` in the dtype reduced in (:func:`.common.wide_dtype`), and ``kind`` there
+    (booleans reduce as int32: and as min, or as max)."""
+    wide = wide_dtype(dtype)
+    if wide == dtype:
+        return x, init, kind
+    return b.cast(x, wide), b.cast(init, wide), {"And": "Min", "Or": "Max"}.get(kind, kind)
 
 
 def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
@@ -82,13 +151,11 @@ def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[A
     return result if wide == dtype else b.cast(result, dtype)
 
 
-
-def _cumulative_axis(shape: Sequence[int | None], window: Sequence[int], strides: Sequence[int],
-                     dilations: Sequence[int], base: Sequence[int],
-                     padding: Sequence[tuple[int, int]]) -> tuple[int, bool] | None:
+def _cumulative_axis(shape: Sequence[int | None], w: _Window) -> tuple[int, bool] | None:
     """The axis and direction of a cumulative reduction (what ``jnp.cumsum`` and the like lower to), else None."""
+    window, padding = w.dimensions, w.padding
     axes = [a for a in range(len(shape)) if window[a] > 1]
-    if len(axes) != 1 or any(v != 1 for v in (*strides, *dilations, *base)):
+    if len(axes) != 1 or any(v != 1 for v in (*w.strides, *w.dilations, *w.base)):
         return None
     a = axes[0]
     n = shape[a]
@@ -97,7 +164,6 @@ def _cumulative_axis(shape: Sequence[int | None], window: Sequence[int], strides
     if padding[a] not in ((n - 1, 0), (0, n - 1)):
         return None
     return a, padding[a] == (0, n - 1)
-
 
 
 def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[Any], kind: str, axis: int,
@@ -121,7 +187,6 @@ def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[A
     return x
 
 
-
 def _neutral(kind: str, dtype: np.dtype[Any]) -> Any:
     if kind in ("Add", "Mul"):
         return 0 if kind == "Add" else 1
@@ -129,7 +194,6 @@ def _neutral(kind: str, dtype: np.dtype[Any]) -> Any:
         return -np.inf if kind == "Max" else np.inf
     info = np.iinfo(dtype)
     return info.min if kind == "Max" else info.max
-
 
 
 def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
@@ -173,26 +237,6 @@ def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, 
     return from_pool_layout(b, y, rank, wins, perm, moved_shape)
 
 
-
-def _sliced(b: GraphBuilder, x: str, padded: Sequence[int | None], window: Sequence[int],
-            strides: Sequence[int], dilations: Sequence[int], kind: str, wide: np.dtype[Any]) -> str:
-    rank = len(padded)
-    sizes = [int(p or 0) for p in padded]
-    counts = [max(0, (s - ((w - 1) * d + 1)) // st + 1) if s >= (w - 1) * d + 1 else 0
-              for s, w, d, st in zip(sizes, window, dilations, strides)]
-    if int(np.prod(window)) > MAX_WINDOW:
-        b.refuse(f"a reduce_window of more than {MAX_WINDOW} elements per window outside ONNX's pools")
-    result = None
-    for offset in itertools.product(*(range(w) for w in window)):
-        starts = [o * d for o, d in zip(offset, dilations)]
-        ends = [s + (c - 1) * st + 1 if c else s for s, c, st in zip(starts, counts, strides)]
-        part = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(list(range(rank))), b.int64s(strides)])
-        result = part if result is None else b.one(kind, [result, part])
-    assert result is not None
-    return result
-
-
-
 def static_ints(value: Any) -> list[int] | None:
     """The integers of a value made of constants (``constant``, ``concatenate``, ``reshape``, ``convert``)."""
     owner = value.owner
@@ -206,7 +250,6 @@ def static_ints(value: Any) -> list[int] | None:
         parts = [static_ints(v) for v in owner.operands]
         return None if any(p is None for p in parts) else [i for p in parts for i in p or []]
     return None
-
 
 
 def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -231,10 +274,7 @@ def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> lis
     rank = len(shape)
     dtype = tensor_dtype(op.results[0])
     wide = wide_dtype(dtype)
-    x, init = args[0], args[1]
-    if wide != dtype:
-        x, init = b.cast(x, wide), b.cast(init, wide)
-        kind = {"And": "Min", "Or": "Max"}.get(kind, kind)
+    x, init, kind = _widened(b, args[0], args[1], kind, dtype)
     window, strides, dilations = (b.as_int64(args[i], op.operands[i]) for i in (2, 3, 5))
     padding = b.as_int64(args[6], op.operands[6])
     low = b.one("Reshape", [b.one("Slice", [padding, b.int64s([0]), b.int64s([1]), b.int64s([1])]), b.int64s([-1])])
@@ -266,22 +306,16 @@ def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilat
     inner_sizes = inner[0] if rank == 1 else b.one("Concat", inner, axis=0)
     steps = b.one("ReduceProd", [window, zeros], keepdims=0)
     start = b.one("Expand", [b.scalar(_neutral(kind, wide), wide), counts])
-    loop = b.child()
-    step, condition, acc = loop.fresh("step"), loop.fresh("condition"), loop.fresh("acc")
-    offset = loop.one("Mod", [loop.one("Div", [step, inner_sizes]), window])
-    first = loop.one("Mul", [offset, dilations])
-    last = loop.one("Max", [loop.one("Add", [first, loop.one("Add", [loop.one("Mul", [
-        loop.one("Sub", [counts, one]), strides]), one])]), first])
-    part = loop.one("Slice", [padded, first, last, b.int64s(list(range(rank))), strides])
-    combined = loop.one(kind, [acc, part])
-    body = helper.make_graph(
-        loop.nodes, b.fresh("window_body"),
-        [helper.make_tensor_value_info(step, TensorProto.INT64, []),
-         helper.make_tensor_value_info(condition, TensorProto.BOOL, []),
-         helper.make_tensor_value_info(acc, onnx_type(wide), [None] * rank)],
-        [helper.make_tensor_value_info(loop.one("Identity", [condition]), TensorProto.BOOL, []),
-         helper.make_tensor_value_info(loop.one("Identity", [combined]), onnx_type(wide), [None] * rank)])
-    return b.one("Loop", [steps, "", start], body=body)
+
+    def body(c: GraphBuilder, step: str, carried: list[str]) -> list[str]:
+        offset = c.one("Mod", [c.one("Div", [step, inner_sizes]), window])
+        first = c.one("Mul", [offset, dilations])
+        last = c.one("Max", [c.one("Add", [first, c.one("Add", [c.one("Mul", [
+            c.one("Sub", [counts, one]), strides]), one])]), first])
+        part = c.one("Slice", [padded, first, last, b.int64s(list(range(rank))), strides])
+        return [c.one(kind, [carried[0], part])]
+
+    return b.loop(steps, [(start, (wide, rank))], body)[0]
 
 
 def function_named(op: Any, name: str) -> Any:

@@ -2,7 +2,7 @@
 
 ``jnp.linalg.qr`` lowers to ``lapack_{s,d}geqrf_ffi`` and then
 ``lapack_{s,d}orgqr_ffi``; each becomes one ONNX ``Loop`` over all the
-batch's matrices (:func:`.lapack.loop`).
+batch's matrices (:meth:`.GraphBuilder.loop`).
 
 - ``geqrf`` is LAPACK's unblocked ``geqr2``: for each column ``j`` the
   reflector ``slarfg`` makes from ``alpha = A[j, j]`` and ``x = A[j+1:, j]``:
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation
-from .lapack import factor_steps, iota_of, loop, size
+from .common import Translation, dim_size, iota_of
+from .lapack import factor_steps
 
 
 def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -74,15 +74,15 @@ def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
     taus0 = b.one("Expand", [zero, b.one("Concat", [b.one("Shape", [a], start=0, end=rank - 2),
                                                     b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
-    return loop(b, steps, [(a, op.results[0]), (taus0, op.results[1])], body)
+    return b.loop(steps, [(a, op.results[0]), (taus0, op.results[1])], body)
 
 
 def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[0]))
     a, taus = args[:2]  # then, with symbolic shapes, the result's shape
-    m, n = size(b, a, rank - 2), size(b, a, rank - 1)
-    k = size(b, taus, rank - 2)
+    m, n = dim_size(b, a, rank - 2), dim_size(b, a, rank - 1)
+    k = dim_size(b, taus, rank - 2)
     row_iota, col_iota = iota_of(b, m), iota_of(b, n)
     rows = b.one("Unsqueeze", [row_iota, b.int64s([-1])])
     zero, one = b.scalar(0, dtype), b.scalar(1, dtype)
@@ -101,7 +101,7 @@ def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                                c.one("Unsqueeze", [products, before_last])])
         return [c.one("Sub", [q, update])]
 
-    return loop(b, k, [(identity, op.results[0])], body)
+    return b.loop(k, [(identity, op.results[0])], body)
 
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).

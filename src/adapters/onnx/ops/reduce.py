@@ -1,9 +1,18 @@
-"""ONNX translation of ``reduce``.
+"""ONNX translation of ``reduce``: ONNX's reductions, bitwise and wrapping folds in a ``Loop``, argmax/argmin.
 
 ``reduce`` with a body of one ``add``, ``multiply``, ``maximum``,
-``minimum``, ``and`` or ``or`` becomes the matching ONNX reduction (``and``,
-``or`` and ``xor`` of integers and ``xor`` of booleans are :mod:`.bitwise_reduce`'s),
+``minimum``, ``and`` or ``or`` becomes the matching ONNX reduction,
 combined with the init value unless that is the operation's identity.
+
+ONNX has no bitwise reduction, and ONNX Runtime's integer ``ReduceProd``
+saturates where XLA's product wraps: for ``and``, ``or`` and ``xor`` of
+integers, ``xor`` of booleans, integer products and 64-bit sums the
+reduced dimensions are moved to the front and flattened into one, and a
+``Loop`` over it folds each slice into the init value with
+``BitwiseAnd``/``BitwiseOr``/``BitwiseXor`` (``Xor`` on booleans) or
+``Mul``/``Add`` (which wrap), exactly, in any order (the operations are
+associative and commutative). An empty reduced dimension gives the init
+value, and a reduction over no dimension the operand, as XLA's on the CPU.
 The argmax/argmin ``reduce`` JAX emits (values and an iota, the body
 picking NaN first and the lowest index on ties) is ``ArgMax``/``ArgMin``.
 Other bodies, and other reductions of several operands, are refused.
@@ -18,9 +27,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype
-from .bitwise_reduce import bitwise_body, bitwise_reduce, wrapping_fold
-from .common import Translation, is_identity, reducer, splat_value, wide_dtype
+from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import Translation, block_reducer, is_identity, reducer, splat_value, wide_dtype
 from .linalg import INTEGER_WIDER
 
 
@@ -34,9 +42,9 @@ def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse("a reduction of several operands (argmax, argmin) comes later")
     binary = reducer(op)
     dtype = tensor_dtype(op.results[0])
-    bitwise = bitwise_body(op)
+    bitwise = _bitwise_body(op)
     if bitwise is not None and (dtype.kind in "iu" or bitwise == "BitwiseXor"):
-        return bitwise_reduce(b, op, args, bitwise)
+        return _bitwise_reduce(b, op, args, bitwise)
     if binary is None:
         b.refuse("its body is not one add, multiply, maximum, minimum, and, or or xor of its two arguments")
     reduce_type = _REDUCTIONS[binary]
@@ -48,7 +56,7 @@ def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if not dims:  # XLA's CPU reduction over no dimension is the operand (its init value unused)
         return [args[0]]
     if dtype.kind in "iu" and (binary == "Mul" or (binary == "Add" and dtype.itemsize == 8)):
-        return wrapping_fold(b, op, args, binary)
+        return _wrapping_fold(b, op, args, binary)
     wide = _reduction_type(b, dtype, binary)
     operand = args[0] if wide == dtype else b.cast(args[0], wide)
     reduced = b.one(reduce_type, [operand, b.int64s(dims)], keepdims=0)
@@ -67,7 +75,7 @@ def _reduction_type(b: GraphBuilder, dtype: np.dtype[Any], binary: str) -> np.dt
     ONNX Runtime's integer ReduceSum and ReduceProd saturate where
     StableHLO's wrap: sums of integers up to 32 bits run in int64 (exact,
     then wrapped by the cast back); 64-bit sums and integer products are
-    :func:`.bitwise_reduce.wrapping_fold`'s.
+    :func:`_wrapping_fold`'s.
     """
     if dtype == np.dtype(np.bool_):
         return np.dtype(np.int32)
@@ -87,6 +95,52 @@ def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtyp
     ordered = b.cast(b.one("Equal", [operand, operand]), np.dtype(np.int32))
     clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), np.dtype(np.bool_))
     return b.one("Where", [clean, reduced, b.scalar(np.nan, dtype)])
+
+
+#: A bitwise body's operation -> its ONNX operator.
+_BITWISE = {"stablehlo.and": "BitwiseAnd", "stablehlo.or": "BitwiseOr", "stablehlo.xor": "BitwiseXor"}
+
+
+def _bitwise_body(op: Any) -> str | None:
+    """The ONNX operator of a ``reduce`` body that is one ``and``, ``or`` or ``xor`` of its two arguments."""
+    return block_reducer(op.regions[0].blocks[0], _BITWISE)
+
+
+def _bitwise_reduce(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:
+    """``reduce`` of one operand with the bitwise ``operator`` (``Xor`` for a boolean ``BitwiseXor``)."""
+    dtype = tensor_dtype(op.results[0])
+    if dtype == np.dtype(np.bool_):
+        operator = {"BitwiseXor": "Xor", "BitwiseAnd": "And", "BitwiseOr": "Or"}[operator]
+    return [_folded(b, op, args[0], args[1], operator, dtype)]
+
+
+def _wrapping_fold(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:
+    """``reduce`` of integers with a ``multiply`` (``operator`` ``Mul``) or ``add`` (``Add``) body, wrapping
+    as XLA's (ONNX Runtime's ReduceProd and ReduceSum saturate): folded in a ``Loop``, in int32 for
+    narrower integers and int64 for uint32 and uint64 (the same modulo 2**bits), cast back."""
+    dtype = tensor_dtype(op.results[0])
+    wide = INTEGER_WIDER.get(dtype, dtype)
+    x, init = (a if wide == dtype else b.cast(a, wide) for a in args[:2])
+    product = _folded(b, op, x, init, operator, wide)
+    return [product if wide == dtype else b.cast(product, dtype)]
+
+
+def _folded(b: GraphBuilder, op: Any, x: str, init: str, operator: str, dtype: np.dtype[Any]) -> str:
+    """``op``'s one operand ``x`` (of ``dtype``) reduced over its dimensions by ``operator`` from ``init``."""
+    dims = int_list(op.attributes["dimensions"])
+    rank = len(tensor_shape(op.operands[0]))
+    kept = [d for d in range(rank) if d not in dims]
+    if not dims:
+        return x  # XLA's CPU reduction over no dimension is the operand (its init value unused)
+    if dims + kept != list(range(rank)):
+        x = b.one("Transpose", [x], perm=[*dims, *kept])
+    rest = b.one("Shape", [x], start=len(dims))
+    count = b.one("ReduceProd", [b.one("Shape", [x], start=0, end=len(dims))], keepdims=1)  # no -1: rest may be 0
+    x = b.one("Reshape", [x, b.one("Concat", [count, rest], axis=0)], allowzero=1)
+    start = b.one("Expand", [init, rest])
+    trips = b.one("Squeeze", [count, b.int64s([0])])
+    return b.loop(trips, [(start, (dtype, len(kept)))],
+                  lambda c, index, carried: [c.one(operator, [carried[0], c.one("Gather", [x, index], axis=0)])])[0]
 
 
 def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | None:

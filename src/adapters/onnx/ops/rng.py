@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation
+from .common import Translation, iota_of
 
 U32, U64 = np.dtype(np.uint32), np.dtype(np.uint64)
 _MASK = 0xFFFFFFFF
@@ -78,8 +78,7 @@ class _Words:
     def counters(self, start: str, count: int) -> str:
         """``start + [0, 1, ..., count - 1]`` (uint64, wrapping)."""
         b = self.b
-        iota = b.cast(b.one("Range", [b.scalar(0, np.dtype(np.int64)), b.scalar(count, np.dtype(np.int64)),
-                                      b.scalar(1, np.dtype(np.int64))]), U64)
+        iota = b.cast(iota_of(b, b.scalar(count, np.dtype(np.int64))), U64)
         return self.op("Add", iota, start)
 
 

@@ -27,9 +27,7 @@ from jaxlib.mlir.dialects import stablehlo
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, reducer, where, where_selects
-from .lapack import loop
-from .window_body import ELEMENTWISE
+from .common import ELEMENTWISE, Translation, dim_size, iota_of, reducer, where, where_selects
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 #: The operations a body applied by ``x.at[i].apply(f)`` may hold (elementwise on its 0-D argument).
@@ -58,8 +56,7 @@ def full_starts(b: GraphBuilder, vectors: str, batch_rank: int, operand_rank: in
             columns.append(b.one("Slice", [vectors, b.int64s([k]), b.int64s([k + 1]), b.int64s([batch_rank])]))
         elif d in operand_batching:
             axis = index_batching[list(operand_batching).index(d)]
-            size = b.one("Shape", [vectors], start=axis, end=axis + 1)
-            ramp = b.one("Range", [b.scalar(0, _I64), b.one("Squeeze", [size, b.int64s([0])]), b.scalar(1, _I64)])
+            ramp = iota_of(b, dim_size(b, vectors, axis))
             shape = [1] * (batch_rank + 1)
             shape[axis] = -1
             columns.append(b.one("Expand", [b.one("Reshape", [ramp, b.int64s(shape)]), column_shape]))
@@ -80,7 +77,7 @@ def window_indices(b: GraphBuilder, starts: str, batch_rank: int, window: Sequen
         axes = []
         for d in range(rank):
             size = b.one("Squeeze", [b.one("Slice", [window_shape, b.int64s([d]), b.int64s([d + 1])]), b.int64s([0])])
-            ramp = b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
+            ramp = iota_of(b, size)
             placed = b.one("Reshape", [ramp, b.int64s([-1 if i == d else 1 for i in range(rank)])])
             axes.append(b.one("Unsqueeze", [b.one("Expand", [placed, window_shape]), b.int64s([rank])]))
         grid = axes[0] if rank == 1 else b.one("Concat", axes, axis=rank)
@@ -157,7 +154,7 @@ def _apply(b: GraphBuilder, op: Any, args: Sequence[str], block: Any) -> str:
     flat = b.one("Concat", [b.one("Reshape", [hits, b.int64s([-1])]), b.one("Expand", [b.scalar(0, _I32), b.int64s(
         [1])])], axis=0)
     rounds = b.cast(b.one("ReduceMax", [flat], keepdims=0), _I64)
-    (result,) = loop(b, rounds, [(operand, op.results[0])],
+    (result,) = b.loop(rounds, [(operand, op.results[0])],
                      lambda c, i, carried: [applied(c, carried[0], c.cast(i, _I32))])
     return result
 

@@ -13,8 +13,12 @@ at lower positions (a stable sort, which every strict weak order gives
 the same result for), and each operand is scattered to those places. It
 is exact for every comparator the walk translates (JAX's, with NaNs and
 signed zeros in total order, included), and quadratic in the sorted
-dimension's length: a static length above :data:`MAX_SORTED` is ranked in
-blocks (:mod:`.sort_long`).
+dimension's length. Above :data:`MAX_SORTED` elements that matrix is too
+large: an ONNX ``Loop`` takes :data:`BLOCK` elements ``j`` at a time,
+translates the comparator on them against all ``k`` (``[..., block, n, ...]``)
+both ways round, and adds up per element ``k`` the elements before it and the
+equivalent ones at lower positions: the same places in ``n * BLOCK``
+memory. Time stays quadratic: dimensions above :data:`MAX_LONG` are refused.
 
 ``chlo.top_k`` is ONNX ``TopK`` (largest first, the lower index first
 among equals) on a key that orders values as XLA's total order does:
@@ -37,11 +41,14 @@ from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
 from .bitcast import BITCAST_OPSET, total_order_key
-from .common import Translation, splat_value, wide_dtype
-from .sort_long import ranked_in_blocks
+from .common import Translation, dim_size, iota_of, splat_value, wide_dtype
 
-#: The longest sorted dimension translated (its comparison matrix is n * n per row).
+#: The longest sorted dimension ranked at once (its comparison matrix is n * n per row).
 MAX_SORTED = 4096
+#: Elements compared against all the others per iteration of a longer dimension's ranking.
+BLOCK = 512
+#: The longest sorted dimension translated (n * n comparisons).
+MAX_LONG = 1 << 16
 _I64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
@@ -58,7 +65,7 @@ def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [b.one("GatherElements", [a, order], axis=axis) for a in args]
     length = shape[axis]
     if length is not None and length > MAX_SORTED:
-        return ranked_in_blocks(b, op, args, axis)
+        return _ranked_in_blocks(b, op, args, axis)
     assert b.run_block is not None  # set by the walker
     pairs = []
     for name in args:
@@ -69,14 +76,53 @@ def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     after = b.one("Transpose", [before], perm=swapped)  # element k goes before j
     smaller = b.one("ReduceSum", [b.cast(before, _I64), b.int64s([axis])], keepdims=0)  # [.., k, ..]: count before k
     equivalent = b.one("Not", [b.one("Or", [before, after])])
-    size = b.one("Squeeze", [b.one("Shape", [args[0]], start=axis, end=axis + 1), b.int64s([0])])
-    ramp = b.one("Range", [b.scalar(0, _I64), size, b.scalar(1, _I64)])
+    ramp = iota_of(b, dim_size(b, args[0], axis))
     lower = b.one("Less", [b.one("Unsqueeze", [ramp, b.int64s([0])]), b.one("Unsqueeze", [ramp, b.int64s([1])])])
     trailing = len(shape) - axis - 1
     if trailing:
         lower = b.one("Unsqueeze", [lower, b.int64s(list(range(2, 2 + trailing)))])
     ties = b.one("ReduceSum", [b.cast(b.one("And", [equivalent, lower]), _I64), b.int64s([axis + 1])], keepdims=0)
     place = b.one("Add", [smaller, ties])
+    return [b.one("ScatterElements", [a, place, a], axis=axis) for a in args]
+
+
+def _ranked_in_blocks(b: GraphBuilder, op: Any, args: Sequence[str], axis: int) -> list[str]:
+    """The operands of ``sort`` ``op`` sorted along ``axis`` by ranking them :data:`BLOCK` elements at a time."""
+    shape = tensor_shape(op.operands[0])
+    length = shape[axis]
+    if length is None or length > MAX_LONG:
+        b.refuse(f"a sort of more than {MAX_LONG} elements along its dimension (its ONNX form is quadratic)")
+    rank = len(shape)
+    trailing = list(range(2, 2 + rank - axis - 1))
+    n = b.scalar(length, _I64)
+    ramp = iota_of(b, n)
+    trips = b.scalar((length + BLOCK - 1) // BLOCK, _I64)
+    zeros = b.one("Expand", [b.scalar(0, _I64), b.one("Shape", [args[0]])])
+
+    def body(c: GraphBuilder, t: str, counted: list[str]) -> list[str]:
+        assert b.run_block is not None  # set by the walker
+        start = c.one("Mul", [t, c.scalar(BLOCK, _I64)])
+        end = c.one("Min", [c.one("Add", [start, c.scalar(BLOCK, _I64)]), n])
+        block = [c.one("Slice", [a, c.one("Unsqueeze", [start, c.int64s([0])]),
+                                 c.one("Unsqueeze", [end, c.int64s([0])]), c.int64s([axis])]) for a in args]
+        j_first, k_first = [], []
+        for whole, part in zip(args, block):
+            rows, columns = (c.one("Unsqueeze", [part, c.int64s([axis + 1])]),
+                             c.one("Unsqueeze", [whole, c.int64s([axis])]))
+            j_first += [rows, columns]
+            k_first += [columns, rows]
+        before = b.run_block(c, op.regions[0].blocks[0], j_first)[0]  # [..., j, k, ...]: j goes before k
+        after = b.run_block(c, op.regions[0].blocks[0], k_first)[0]  # [..., j, k, ...]: k goes before j
+        lower = c.one("Less", [c.one("Unsqueeze", [c.one("Range", [start, end, c.scalar(1, _I64)]), c.int64s([1])]),
+                               c.one("Unsqueeze", [ramp, c.int64s([0])])])
+        if trailing:
+            lower = c.one("Unsqueeze", [lower, c.int64s(trailing)])
+        equivalent = c.one("Not", [c.one("Or", [before, after])])
+        smaller = c.one("ReduceSum", [c.cast(before, _I64), c.int64s([axis])], keepdims=0)
+        ties = c.one("ReduceSum", [c.cast(c.one("And", [equivalent, lower]), _I64), c.int64s([axis])], keepdims=0)
+        return [c.one("Add", [counted[0], c.one("Add", [smaller, ties])])]
+
+    (place,) = b.loop(trips, [(zeros, (_I64, rank))], body)
     return [b.one("ScatterElements", [a, place, a], axis=axis) for a in args]
 
 

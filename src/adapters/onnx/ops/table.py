@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bitcast, bits, bitwise_reduce, complex, control, conv, conv_integer, dynamic, eigh,
-               elementwise, fft, gather, lapack, linalg, pool, qr, reduce, rng, scatter, shape, sort, sort_long,
-               svd, tridiagonal, window, window_body)
+from . import (arithmetic, bitcast, bits, complex, control, conv, conv_integer, dynamic, eigh, elementwise, fft,
+               gather, lapack, linalg, pool, qr, reduce, rng, scatter, shape, sort, svd, tridiagonal, window)
 from .common import Translation
 
 
@@ -42,9 +41,8 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
-        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, bitwise_reduce,
-        gather, window, window_body, pool, conv, conv_integer, scatter, dynamic, lapack, qr, svd, tridiagonal,
-        eigh, sort, sort_long, control, rng, complex, fft)})
+        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, pool, conv, conv_integer,
+        scatter, dynamic, lapack, qr, svd, tridiagonal, eigh, sort, control, rng, complex, fft)})
 
 #: Operations with a complex operand or result -> translation on (real, imaginary) pairs
 #: (:mod:`.complex`); the walk refuses any other operation on complex values.

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation
-from .lapack import iota_of, loop, size
+from .common import Translation, dim_size, iota_of
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 
@@ -29,7 +28,7 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[1]))  # (..., n)
     dl_in, d, du, rhs = args[:4]
-    n = size(b, d, rank - 1)
+    n = dim_size(b, d, rank - 1)
     iota = iota_of(b, n)
     rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
     zero, last = b.scalar(0, dtype), b.int64s([-1])
@@ -77,7 +76,7 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         return [l_, d_, u_, x, info]
 
     info0 = b.one("Expand", [b.scalar(0, _I32), b.one("Shape", [d], start=0, end=rank - 1)])
-    l_, d_, u_, x, info = loop(b, steps, [(sub, op.results[0]), (d, op.results[1]), (du, op.results[2]),
+    l_, d_, u_, x, info = b.loop(steps, [(sub, op.results[0]), (d, op.results[1]), (du, op.results[2]),
                                           (rhs, op.results[3]), (info0, op.results[4])], body=eliminate)
     last_zero = b.one("ReduceMax", [b.cast(b.one("And", [b.one("Equal", [iota, b.one("Sub", [n, one64])]),
                                                            b.one("Equal", [d_, zero])]), _I32), last], keepdims=0)
@@ -98,7 +97,7 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                            c.one("Mul", [li, yk])])
         return [put_row(c, y, i, c.one("Div", [yi, di]))]
 
-    (x,) = loop(b, n, [(x, op.results[3])], substitute)
+    (x,) = b.loop(n, [(x, op.results[3])], substitute)
     dl_out = b.one("Concat", [b.one("Slice", [dl_in, b.int64s([0]), b.int64s([1]), b.int64s([rank - 1])]),
                               b.one("Slice", [l_, b.int64s([0]), b.int64s([-1]), b.int64s([rank - 1])])],
                    axis=rank - 1)
