@@ -22,7 +22,7 @@ and VJP tables may nest only so deep. Every problem is an
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeVar
 
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, EffectRecord, MemorySpace, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import (
@@ -36,6 +36,8 @@ from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import wire as W
 from .reader import TableView, WireReader
 
+_V = TypeVar("_V")
+
 #: How deeply pytree nodes may nest.
 MAX_TREE_DEPTH: Final = 200
 #: How deeply VJP tables may nest (an order-N VJP nests N deep).
@@ -46,7 +48,8 @@ MAX_DIM_CHARS: Final = 4096
 
 _TREE_KINDS: Final = W.inverse(W.TREE_KIND_CODES)
 _DTYPES: Final = W.inverse(W.DTYPE_CODES)
-_MEMORY_SPACES: Final = W.inverse(W.MEMORY_SPACE_CODES)
+#: Artifacts from before 2025-11-23 write no memory space: it reads as device.
+_MEMORY_SPACES: Final = {W.MEMORY_SPACE_MISSING: MemorySpace.DEVICE, **W.inverse(W.MEMORY_SPACE_CODES)}
 _CHECK_KINDS: Final = W.inverse(W.SAFETY_CHECK_CODES)
 _AXIS_TYPES: Final = W.inverse(W.AXIS_TYPE_CODES)
 #: The node of each kind that has no children, names nor custom data (records
@@ -269,13 +272,8 @@ def _named_sharding(t: TableView, meshes: tuple[AbstractMeshRecord, ...]
                                               f"{len(meshes)} unique_abstract_meshes")
         mesh = meshes[idx]
     else:
-        mesh_table = t.table(S.MESH, "AbstractMesh", "mesh")
-        if mesh_table is None:
-            raise t.fail("mesh", "the field is missing")
-        mesh = _mesh(mesh_table)
-    spec = t.table(S.SPEC, "PartitionSpec", "spec")
-    if spec is None:
-        raise t.fail("spec", "the field is missing")
+        mesh = _mesh(t.required_table(S.MESH, "AbstractMesh", "mesh"))
+    spec = t.required_table(S.SPEC, "PartitionSpec", "spec")
     return NamedShardingRecord(mesh, _partition_spec(spec),
                                t.string(S.MEMORY_KIND, "memory_kind"))
 
@@ -342,10 +340,7 @@ def _module(t: TableView) -> bytes:
 
 
 def _required_tree(t: TableView, slot: int, field: str, nr_leaves: int) -> TreeSpec:
-    table = t.table(slot, "PyTreeDef", field)
-    if table is None:
-        raise t.fail(field, "the field is missing")
-    tree = _tree(table, 0)
+    tree = _tree(t.required_table(slot, "PyTreeDef", field), 0)
     if tree.num_leaves != nr_leaves:
         raise t.fail(field, f"the tree has {tree.num_leaves} leaves for {nr_leaves} avals")
     return tree
@@ -353,10 +348,7 @@ def _required_tree(t: TableView, slot: int, field: str, nr_leaves: int) -> TreeS
 
 def _tree(t: TableView, depth: int) -> TreeSpec:
     S = W.Tree
-    code = t.scalar(S.KIND, "i8", "kind", 0)
-    kind = _TREE_KINDS.get(code)
-    if kind is None:
-        raise t.fail("kind", f"unknown pytree node kind {code}")
+    kind = _enum(t, S.KIND, "kind", _TREE_KINDS, "pytree node kind")
     if kind in _EMPTY_NODES and not t.has_fields_after(S.KIND):
         return _EMPTY_NODES[kind]
     children_tables = t.tables(S.CHILDREN, "PyTreeDef", "children")
@@ -395,11 +387,7 @@ def _avals(t: TableView, side: str, idxs_slot: int, legacy_slot: int,
     field = f"{side}_avals_idxs"
     idxs = t.uints(idxs_slot, "u32", field) if use_idxs else ()
     if idxs:
-        for i, idx in enumerate(idxs):
-            if idx >= len(unique):
-                raise t.fail(f"{field}[{i}]", f"index {idx} is out of range for "
-                                              f"{len(unique)} unique_avals")
-        return tuple(unique[i] for i in idxs)
+        return _pick(t, field, idxs, unique, "unique_avals")
     return tuple(_aval(a) for a in t.tables(legacy_slot, "AbstractValue", f"{side}_avals"))
 
 
@@ -408,15 +396,9 @@ def _aval(t: TableView) -> AvalRecord:
     kind = t.scalar(S.KIND, "i8", "kind", 0)
     if kind != W.AVAL_KIND_SHAPED_ARRAY:
         raise t.fail("kind", f"unsupported abstract value kind {kind}")
-    code = t.scalar(S.DTYPE, "i8", "dtype", 0)
-    dtype = _DTYPES.get(code)
-    if dtype is None:
-        raise t.fail("dtype", f"unknown dtype code {code}")
-    space_code = t.scalar(S.MEMORY_SPACE, "i8", "memory_space", W.MEMORY_SPACE_MISSING)
-    space = (MemorySpace.DEVICE if space_code == W.MEMORY_SPACE_MISSING
-             else _MEMORY_SPACES.get(space_code))
-    if space is None:
-        raise t.fail("memory_space", f"unknown memory space code {space_code}")
+    dtype = _enum(t, S.DTYPE, "dtype", _DTYPES, "dtype code")
+    space = _enum(t, S.MEMORY_SPACE, "memory_space", _MEMORY_SPACES, "memory space code",
+                  W.MEMORY_SPACE_MISSING)
     shape = t.strings(S.SHAPE, "shape")
     if len(shape) > MAX_RANK:
         raise t.fail("shape", f"{len(shape)} dimensions, more than the limit of {MAX_RANK}")
@@ -434,13 +416,27 @@ def _effects(t: TableView, slot: int, field: str) -> tuple[EffectRecord, ...]:
 
 def _disabled_check(t: TableView) -> DisabledSafetyCheck:
     S = W.DisabledCheck
-    code = t.scalar(S.KIND, "i8", "kind", 0)
-    kind = _CHECK_KINDS.get(code)
-    if kind is None:
-        raise t.fail("kind", f"unknown disabled safety check kind {code}")
+    kind = _enum(t, S.KIND, "kind", _CHECK_KINDS, "disabled safety check kind")
     if kind is SafetyCheckKind.CUSTOM_CALL:
         target = t.required_string(S.CUSTOM_CALL_TARGET, "custom_call_target")
         if not target:
             raise t.fail("custom_call_target", "the custom-call target is empty")
         return DisabledSafetyCheck.custom_call(target)
     return DisabledSafetyCheck(kind)
+
+
+def _enum(t: TableView, slot: int, field: str, values: dict[int, _V], what: str, default: int = 0) -> _V:
+    """The value of the ``int8`` code in ``field`` (``default`` when absent), by the table ``values``."""
+    code = t.scalar(slot, "i8", field, default)
+    value = values.get(code)
+    if value is None:
+        raise t.fail(field, f"unknown {what} {code}")
+    return value
+
+
+def _pick(t: TableView, field: str, idxs: tuple[int, ...], items: tuple[_V, ...], what: str) -> tuple[_V, ...]:
+    """``items[i]`` for each index ``i`` in the vector ``field`` (``what`` names the items)."""
+    for i, idx in enumerate(idxs):
+        if idx >= len(items):
+            raise t.fail(f"{field}[{i}]", f"index {idx} is out of range for {len(items)} {what}")
+    return tuple(items[i] for i in idxs)
