@@ -38,6 +38,7 @@ from jaxport.domain.artifact.sharding import (
 )
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
+from tests.helpers.artifacts import MODULE, hlo_record, rich_record
 
 DATA = Path(jax.__file__).parent / "_src/internal_test_util/export_back_compat_test_data"
 
@@ -510,3 +511,24 @@ def test_a_buffer_of_wider_items_is_read_as_its_bytes() -> None:
     padded = blob + b"\0" * (-len(blob) % 4)
     as_words = memoryview(bytearray(padded)).cast("I")
     assert decode_artifact(as_words) == decode_artifact(padded)
+
+
+REWRITTEN: dict[str, Callable[[], ArtifactRecord]] = {
+    "rich, VJP of order 3": lambda: rich_record(3),
+    "HLO shardings": hlo_record,
+    "odd-sized module": lambda: dataclasses.replace(rich_record(1), mlir_module_serialized=MODULE + b"xyz"),
+    "module larger than the first buffer": lambda: dataclasses.replace(
+        rich_record(1), mlir_module_serialized=MODULE + bytes(300_001)),
+    "with a JAX version": lambda: dataclasses.replace(rich_record(1), jax_version="0.12.0"),
+}
+
+
+@pytest.mark.parametrize("make", REWRITTEN.values(), ids=REWRITTEN.keys())
+def test_records_using_every_field_are_rewritten_to_their_own_bytes(make: Callable[[], ArtifactRecord]) -> None:
+    blob = encode_artifact(make())
+    assert encode_artifact(decode_artifact(blob)) == blob
+
+
+def test_a_number_out_of_range_is_a_type_error_as_jax_export_raises() -> None:
+    with pytest.raises(TypeError, match="uint16"):
+        encode_artifact(dataclasses.replace(rich_record(0), calling_convention_version=1 << 16))

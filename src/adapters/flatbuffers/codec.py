@@ -6,9 +6,9 @@ writes; :func:`decode_artifact` reads that and the older generations jax
 :class:`~jaxport.domain.errors.ArtifactError`). The schema is
 ``schema.fbs`` next to this module.
 
-Reading and writing need only the standard library: writing lays out the
-bytes as the ``flatbuffers`` package's builder, which ``jax.export`` uses,
-does (:mod:`.writer`), and loads on first use.
+Reading needs only the standard library (:mod:`.reader`); writing uses the
+``flatbuffers`` package's builder, as ``jax.export`` does (:mod:`.encode`),
+and loads it, with NumPy, on first use.
 
 >>> from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeSpec
 >>> record = ArtifactRecord(

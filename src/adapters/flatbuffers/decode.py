@@ -3,35 +3,40 @@
 Follows the choices of jax 0.10.2's reader, so that both read the same
 artifacts the same way:
 
-* shardings come from ``*_shardings_idxs`` when that vector is not empty,
-  otherwise from the legacy ``*_shardings`` vector, where a named sharding
-  wins over an HLO sharding proto;
+* shardings come from ``*_shardings_idxs`` into ``unique_named_shardings``
+  when that vector is not empty (index 0 is unspecified), otherwise from the
+  legacy ``*_shardings`` vector, where a named sharding wins over an HLO
+  sharding proto; a named sharding's mesh is an index into
+  ``unique_abstract_meshes`` when there are any, else its own table;
 * with named (or no) shardings, avals come from ``*_avals_idxs`` into
   ``unique_avals`` when not empty, otherwise from the legacy vectors; with
   HLO shardings (artifacts before 2026-01-15) always from the legacy vectors;
 * ``nr_devices`` falls back to ``nr_devices_short`` when 0; a missing memory
-  space reads as device; a missing ``AbstractDevice.platform`` is inferred
-  from the device kind (:mod:`.decode_shardings` reads the shardings).
+  space reads as device; a missing ``AbstractDevice.platform`` (before
+  2026-05-15) is inferred from the device kind.
 
 Everything is validated before use (see :mod:`jaxport.adapters.flatbuffers.reader`); trees
 and VJP tables may nest only so deep. Every problem is an
-:class:`ArtifactError`.
+:class:`ArtifactError` naming the table and field.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeVar
 
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, EffectRecord, MemorySpace, TreeKind, TreeSpec
-from jaxport.domain.artifact.sharding import HloShardingRecord, ShardingRecord
+from jaxport.domain.artifact.sharding import (
+    AbstractDeviceRecord, AbstractMeshRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, ShardingRecord
+)
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.integrity import is_sealed, unseal
 from jaxport.domain.artifact.producer import Producer
 from jaxport.domain.deferred import Deferred
 from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import wire as W
-from .decode_shardings import read_shardings
 from .reader import TableView, WireReader
+
+_V = TypeVar("_V")
 
 #: How deeply pytree nodes may nest.
 MAX_TREE_DEPTH: Final = 200
@@ -43,8 +48,10 @@ MAX_DIM_CHARS: Final = 4096
 
 _TREE_KINDS: Final = W.inverse(W.TREE_KIND_CODES)
 _DTYPES: Final = W.inverse(W.DTYPE_CODES)
-_MEMORY_SPACES: Final = W.inverse(W.MEMORY_SPACE_CODES)
+#: Artifacts from before 2025-11-23 write no memory space: it reads as device.
+_MEMORY_SPACES: Final = {W.MEMORY_SPACE_MISSING: MemorySpace.DEVICE, **W.inverse(W.MEMORY_SPACE_CODES)}
 _CHECK_KINDS: Final = W.inverse(W.SAFETY_CHECK_CODES)
+_AXIS_TYPES: Final = W.inverse(W.AXIS_TYPE_CODES)
 #: The node of each kind that has no children, names nor custom data (records
 #: are immutable: every such node of an artifact is this one).
 _EMPTY_NODES: Final = {kind: TreeSpec(kind) for kind in (
@@ -192,15 +199,15 @@ def _exported(t: TableView, depth: int, levels: tuple[tuple[str, ...], ...] = ()
         raise ArtifactError(f"table Exported at offset {t.pos}: {exc}") from None
 
 
-_Signature = tuple[tuple[AvalRecord, ...], tuple[AvalRecord, ...],
-                   tuple[ShardingRecord | None, ...], tuple[ShardingRecord | None, ...]]
+_Shardings = tuple[ShardingRecord | None, ...]
+_Signature = tuple[tuple[AvalRecord, ...], tuple[AvalRecord, ...], _Shardings, _Shardings]
 
 
 def _signature(t: TableView) -> _Signature:
     """(in_avals, out_avals, in_shardings, out_shardings), chosen as jax 0.10.2 does."""
     E = W.Root
     unique_avals = _unique_avals(t)
-    in_shardings, out_shardings = read_shardings(t)
+    in_shardings, out_shardings = _in_out_shardings(t)
     kinds = {type(s) for s in in_shardings + out_shardings if s is not None}
     if len(kinds) > 1:
         raise t.fail("in_shardings", "the shardings mix named and HLO shardings")
@@ -213,6 +220,111 @@ def _signature(t: TableView) -> _Signature:
             raise t.fail(f"{side}_shardings", f"{len(shardings)} shardings for "
                                               f"{len(avals)} {side}_avals")
     return in_avals, out_avals, in_shardings, out_shardings
+
+
+def _in_out_shardings(t: TableView) -> tuple[_Shardings, _Shardings]:
+    """The in and the out shardings of the ``Exported`` table ``t``, one per flat argument and result.
+
+    Raises:
+        ArtifactError: an index out of range, an unknown code or a missing field.
+    """
+    E = W.Root
+    meshes = tuple(_mesh(m) for m in t.tables(
+        E.UNIQUE_ABSTRACT_MESHES, "AbstractMesh", "unique_abstract_meshes"))
+    named = tuple(_named_sharding(s, meshes) for s in t.tables(
+        E.UNIQUE_NAMED_SHARDINGS, "NamedSharding", "unique_named_shardings"))
+    return (_shardings(t, "in", E.IN_SHARDINGS_IDXS, E.IN_SHARDINGS, named, meshes),
+            _shardings(t, "out", E.OUT_SHARDINGS_IDXS, E.OUT_SHARDINGS, named, meshes))
+
+
+def _shardings(t: TableView, side: str, idxs_slot: int, legacy_slot: int,
+                named: tuple[NamedShardingRecord, ...],
+                meshes: tuple[AbstractMeshRecord, ...]) -> _Shardings:
+    field = f"{side}_shardings_idxs"
+    idxs = t.uints(idxs_slot, "u32", field)
+    if idxs:
+        for i, idx in enumerate(idxs):
+            if idx > len(named):
+                raise t.fail(f"{field}[{i}]", f"index {idx} is out of range for "
+                                              f"{len(named)} unique_named_shardings")
+        return tuple(None if i == 0 else named[i - 1] for i in idxs)
+    return tuple(_legacy_sharding(s, meshes) for s in t.tables(
+        legacy_slot, "Sharding", f"{side}_shardings"))
+
+
+def _legacy_sharding(t: TableView, meshes: tuple[AbstractMeshRecord, ...]
+                     ) -> ShardingRecord | None:
+    S = W.Sharding
+    named = t.table(S.NAMED_SHARDING, "NamedSharding", "named_sharding")
+    if named is not None:
+        return _named_sharding(named, meshes)
+    proto = t.bytes_field(S.HLO_SHARDING_PROTO, "hlo_sharding_proto")
+    return None if proto is None else HloShardingRecord(proto)
+
+
+def _named_sharding(t: TableView, meshes: tuple[AbstractMeshRecord, ...]
+                     ) -> NamedShardingRecord:
+    S = W.NamedSharding
+    if meshes:
+        idx = t.scalar(S.ABSTRACT_MESH_IDX, "u32", "abstract_mesh_idx", 0)
+        if idx >= len(meshes):
+            raise t.fail("abstract_mesh_idx", f"index {idx} is out of range for "
+                                              f"{len(meshes)} unique_abstract_meshes")
+        mesh = meshes[idx]
+    else:
+        mesh = _mesh(t.required_table(S.MESH, "AbstractMesh", "mesh"))
+    spec = t.required_table(S.SPEC, "PartitionSpec", "spec")
+    return NamedShardingRecord(mesh, _partition_spec(spec),
+                               t.string(S.MEMORY_KIND, "memory_kind"))
+
+
+def _mesh(t: TableView) -> AbstractMeshRecord:
+    S = W.AbstractMesh
+    types = []
+    for i, code in enumerate(t.uints(S.AXIS_TYPES, "i8", "axis_types")):
+        axis_type = _AXIS_TYPES.get(code)
+        if axis_type is None:
+            raise t.fail(f"axis_types[{i}]", f"unknown axis type code {code}")
+        types.append(axis_type)
+    device = t.table(S.ABSTRACT_DEVICE, "AbstractDevice", "abstract_device")
+    try:
+        return AbstractMeshRecord(
+            t.uints(S.AXIS_SIZES, "u32", "axis_sizes"),
+            t.strings(S.AXIS_NAMES, "axis_names"),
+            tuple(types),
+            None if device is None else _device(device))
+    except ValueError as exc:
+        raise t.fail("axis_names", str(exc)) from None
+
+
+def _device(t: TableView) -> AbstractDeviceRecord:
+    S = W.AbstractDevice
+    kind = t.required_string(S.DEVICE_KIND, "device_kind")
+    platform = t.string(S.PLATFORM, "platform") or _platform_of_device_kind(t, kind)
+    return AbstractDeviceRecord(kind, t.optional_scalar(S.NUM_CORES, "u32", "num_cores"),
+                                platform)
+
+
+def _platform_of_device_kind(t: TableView, device_kind: str) -> str:
+    """The platform of an abstract device recorded before 2026-05-15."""
+    lowered = device_kind.lower()
+    if "cpu" in lowered:
+        return "cpu"
+    if "tpu" in lowered:
+        return "tpu"
+    if any(vendor in lowered for vendor in ("nvidia", "tesla", "amd")):
+        return "gpu"
+    raise t.fail("platform", f"the field is missing and the device kind {device_kind!r} "
+                             "names no known platform")
+
+
+def _partition_spec(t: TableView) -> PartitionSpecRecord:
+    S = W.PartitionSpec
+    partitions = tuple(
+        one.strings(W.PartitionSpecOneAxis.AXES, "axes")
+        for one in t.tables(S.PARTITIONS, "PartitionSpecOneAxis", "partitions"))
+    return PartitionSpecRecord(partitions, t.strings(S.REDUCED, "reduced"),
+                               t.strings(S.UNREDUCED, "unreduced"))
 
 
 def _module(t: TableView) -> bytes:
@@ -228,10 +340,7 @@ def _module(t: TableView) -> bytes:
 
 
 def _required_tree(t: TableView, slot: int, field: str, nr_leaves: int) -> TreeSpec:
-    table = t.table(slot, "PyTreeDef", field)
-    if table is None:
-        raise t.fail(field, "the field is missing")
-    tree = _tree(table, 0)
+    tree = _tree(t.required_table(slot, "PyTreeDef", field), 0)
     if tree.num_leaves != nr_leaves:
         raise t.fail(field, f"the tree has {tree.num_leaves} leaves for {nr_leaves} avals")
     return tree
@@ -239,10 +348,7 @@ def _required_tree(t: TableView, slot: int, field: str, nr_leaves: int) -> TreeS
 
 def _tree(t: TableView, depth: int) -> TreeSpec:
     S = W.Tree
-    code = t.scalar(S.KIND, "i8", "kind", 0)
-    kind = _TREE_KINDS.get(code)
-    if kind is None:
-        raise t.fail("kind", f"unknown pytree node kind {code}")
+    kind = _enum(t, S.KIND, "kind", _TREE_KINDS, "pytree node kind")
     if kind in _EMPTY_NODES and not t.has_fields_after(S.KIND):
         return _EMPTY_NODES[kind]
     children_tables = t.tables(S.CHILDREN, "PyTreeDef", "children")
@@ -281,11 +387,7 @@ def _avals(t: TableView, side: str, idxs_slot: int, legacy_slot: int,
     field = f"{side}_avals_idxs"
     idxs = t.uints(idxs_slot, "u32", field) if use_idxs else ()
     if idxs:
-        for i, idx in enumerate(idxs):
-            if idx >= len(unique):
-                raise t.fail(f"{field}[{i}]", f"index {idx} is out of range for "
-                                              f"{len(unique)} unique_avals")
-        return tuple(unique[i] for i in idxs)
+        return _pick(t, field, idxs, unique, "unique_avals")
     return tuple(_aval(a) for a in t.tables(legacy_slot, "AbstractValue", f"{side}_avals"))
 
 
@@ -294,15 +396,9 @@ def _aval(t: TableView) -> AvalRecord:
     kind = t.scalar(S.KIND, "i8", "kind", 0)
     if kind != W.AVAL_KIND_SHAPED_ARRAY:
         raise t.fail("kind", f"unsupported abstract value kind {kind}")
-    code = t.scalar(S.DTYPE, "i8", "dtype", 0)
-    dtype = _DTYPES.get(code)
-    if dtype is None:
-        raise t.fail("dtype", f"unknown dtype code {code}")
-    space_code = t.scalar(S.MEMORY_SPACE, "i8", "memory_space", W.MEMORY_SPACE_MISSING)
-    space = (MemorySpace.DEVICE if space_code == W.MEMORY_SPACE_MISSING
-             else _MEMORY_SPACES.get(space_code))
-    if space is None:
-        raise t.fail("memory_space", f"unknown memory space code {space_code}")
+    dtype = _enum(t, S.DTYPE, "dtype", _DTYPES, "dtype code")
+    space = _enum(t, S.MEMORY_SPACE, "memory_space", _MEMORY_SPACES, "memory space code",
+                  W.MEMORY_SPACE_MISSING)
     shape = t.strings(S.SHAPE, "shape")
     if len(shape) > MAX_RANK:
         raise t.fail("shape", f"{len(shape)} dimensions, more than the limit of {MAX_RANK}")
@@ -320,13 +416,27 @@ def _effects(t: TableView, slot: int, field: str) -> tuple[EffectRecord, ...]:
 
 def _disabled_check(t: TableView) -> DisabledSafetyCheck:
     S = W.DisabledCheck
-    code = t.scalar(S.KIND, "i8", "kind", 0)
-    kind = _CHECK_KINDS.get(code)
-    if kind is None:
-        raise t.fail("kind", f"unknown disabled safety check kind {code}")
+    kind = _enum(t, S.KIND, "kind", _CHECK_KINDS, "disabled safety check kind")
     if kind is SafetyCheckKind.CUSTOM_CALL:
         target = t.required_string(S.CUSTOM_CALL_TARGET, "custom_call_target")
         if not target:
             raise t.fail("custom_call_target", "the custom-call target is empty")
         return DisabledSafetyCheck.custom_call(target)
     return DisabledSafetyCheck(kind)
+
+
+def _enum(t: TableView, slot: int, field: str, values: dict[int, _V], what: str, default: int = 0) -> _V:
+    """The value of the ``int8`` code in ``field`` (``default`` when absent), by the table ``values``."""
+    code = t.scalar(slot, "i8", field, default)
+    value = values.get(code)
+    if value is None:
+        raise t.fail(field, f"unknown {what} {code}")
+    return value
+
+
+def _pick(t: TableView, field: str, idxs: tuple[int, ...], items: tuple[_V, ...], what: str) -> tuple[_V, ...]:
+    """``items[i]`` for each index ``i`` in the vector ``field`` (``what`` names the items)."""
+    for i, idx in enumerate(idxs):
+        if idx >= len(items):
+            raise t.fail(f"{field}[{i}]", f"index {idx} is out of range for {len(items)} {what}")
+    return tuple(items[i] for i in idxs)

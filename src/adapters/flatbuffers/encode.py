@@ -1,15 +1,15 @@
 """Writing an :class:`ArtifactRecord` as the bytes jax 0.10.2's ``Exported.serialize()`` writes.
 
-Byte identity with ``jax.export`` follows from doing what its writer does with
-a ``flatbuffers.Builder``, in the same order (here with :class:`.writer.FlatbufferWriter`,
-which lays out bytes as that builder does, faster): every sub-object is built
-bottom-up before the table that refers to it, vectors of tables are built
-element by element and then prepended in reverse, fields are added in the
-order below (``nr_devices`` right after ``out_avals``), scalars equal to their
-default are left out, and the builder shares equal vtables. The root table
-carries ``serialization_version`` 3, the legacy per-input vectors that older
-readers need, and the de-duplicated ``unique_*`` tables with their index
-vectors. Each VJP table is written, with its own unique tables, between
+Byte identity with ``jax.export`` follows from doing what its writer
+(``jax/_src/export/serialization.py``) does with a ``flatbuffers.Builder``, in
+the same order: every sub-object is built bottom-up before the table that
+refers to it, vectors of tables are built element by element and then
+prepended in reverse, fields are added in the order below (``nr_devices``
+right after ``out_avals``), scalars equal to their default are left out, and
+the builder shares equal vtables. The root table carries
+``serialization_version`` 3, the legacy per-input vectors that older readers
+need, and the de-duplicated ``unique_*`` tables with their index vectors.
+Each VJP table is written, with its own unique tables, between
 ``module_kept_var_idx`` and the unique tables of the table that holds it.
 
 A record with legacy HLO shardings (read from an artifact before 2026-01-15)
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-import struct
+import flatbuffers  # type: ignore[import-untyped]
 
 from jaxport.domain.artifact.record import (
     JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord, EffectRecord, TreeKind, TreeSpec
@@ -33,14 +33,12 @@ from jaxport.domain.artifact.sharding import (
 )
 from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
 from . import wire as W
-from .writer import FlatbufferWriter
 
 _T = TypeVar("_T")
 
 
 class ArtifactBuilder(Protocol):
-    """The operations of ``flatbuffers.Builder`` (an untyped package) that the writer uses;
-    :class:`.writer.FlatbufferWriter` has them too."""
+    """The operations of ``flatbuffers.Builder`` (an untyped package) that the encoder uses."""
 
     def StartObject(self, numfields: int) -> None: ...
     def EndObject(self) -> int: ...
@@ -75,18 +73,15 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
         same bytes).
 
     Raises:
-        TypeError: a number does not fit its field (as ``flatbuffers.Builder`` raises).
+        TypeError: a number does not fit its field (``flatbuffers.Builder`` raises it).
     """
     size = 1024  # room for the modules and their tables, so that the buffer rarely grows
     vjp: ArtifactRecord | None = record
     while vjp is not None:
         size += len(vjp.mlir_module_serialized) + 1024
         vjp = vjp.vjp
-    builder = FlatbufferWriter(size)
-    try:
-        builder.Finish(_exported(builder, record))
-    except struct.error as exc:
-        raise TypeError(f"A number of the artifact does not fit its field: {exc}") from exc
+    builder: ArtifactBuilder = flatbuffers.Builder(size)
+    builder.Finish(_exported(builder, record))
     return builder.Output()
 
 
@@ -194,11 +189,8 @@ def _strings(b: ArtifactBuilder, items: Sequence[str]) -> int:
 def _offsets(b: ArtifactBuilder, offsets: Sequence[int]) -> int:
     """A vector of offsets, prepended in reverse order."""
     b.StartVector(4, len(offsets), 4)
-    if isinstance(b, FlatbufferWriter):
-        b.PrependUOffsetTRelatives(offsets)  # the same bytes, the room checked once for all
-    else:
-        for off in reversed(offsets):
-            b.PrependUOffsetTRelative(off)
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
     return b.EndVector()
 
 

@@ -280,6 +280,13 @@ class TableView:
             return None
         return self.reader.table_at(target, name, self, field)
 
+    def required_table(self, slot: int, name: str, field: str) -> TableView:
+        """A sub-table that must be present."""
+        table = self.table(slot, name, field)
+        if table is None:
+            raise self.fail(field, "the field is missing")
+        return table
+
     def _vector(self, slot: int, width: int, field: str) -> tuple[int, int]:
         """(start of the elements, count) of a vector field; (0, 0) when absent."""
         vec = self._target(slot, field)

@@ -2,8 +2,8 @@
 
 Field ids (vtable slots) per table, the number of slots each table's writer
 declares, and the enum codes with their domain counterparts. Both the reader
-and the writer take their numbers from here, so a change of the format is a
-change of this module.
+(:mod:`.decode`) and the writer (:mod:`.encode`) take their numbers from here,
+so a change of the format is a change of this module.
 
 Generations that the reader accepts (the ones jax 0.10.2 reads):
 
