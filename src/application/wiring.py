@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -86,11 +85,11 @@ def module_serializer() -> ModuleSerializer:
 @_built_once
 def module_worker() -> ModuleWorker:
     """The process-wide verifying process (it starts on its first request)."""
+    from jaxport.adapters.isolated.parent import env_limit
     from jaxport.adapters.mlir.worker import DEFAULT_CPU_SECONDS, DEFAULT_TIMEOUT_SECONDS, ModuleWorker
 
-    return ModuleWorker(
-        cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
-        timeout=float(os.environ.get("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
+    return ModuleWorker(cpu_seconds=int(env_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
+                        timeout=env_limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS))
 
 
 @_built_once
