@@ -2,8 +2,8 @@
 
 As :mod:`jaxport.application.verification` does for artifacts: the first time a
 directory is opened (its manifest's digest: the manifest records every file's
-size and digest, and the loader checked the files against it), a child
-process (:mod:`.verify_child`) under limits of memory, CPU and wall time,
+size and digest, and the loader checked the files against it), an isolated
+child (:mod:`.verify_child`, by :mod:`jaxport.adapters.isolated`) under limits of memory, CPU and wall time,
 scaled with the files' size, opens every model file with the target's
 runtime and calls every variant (the golden examples where the directory has
 them, else zeros of the variant's signature). A child that dies, hangs or
