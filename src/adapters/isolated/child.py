@@ -17,6 +17,7 @@ the hard cap); it answers with :meth:`Request.say`. Stdlib only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import sys
@@ -48,16 +49,16 @@ class Request:
 
     def limit(self, memory: int | None = None) -> None:
         """Limits the process for this request: its CPU time and, given ``memory``, its address
-        space to what is in use plus ``memory`` bytes."""
+        space to what is in use plus ``memory`` bytes (under the hard cap)."""
         used = resource.getrusage(resource.RUSAGE_SELF)
-        spent = int(used.ru_utime + used.ru_stime) + 1
-        seconds = spent + self.cpu_seconds + (len(self.payload) >> 20)
-        try:
-            resource.setrlimit(resource.RLIMIT_CPU, (seconds, resource.RLIM_INFINITY))
-        except (ValueError, OSError):  # a platform without this limit: the parent's timeout remains
-            pass
-        if memory is not None:
-            _limit_memory(memory)
+        seconds = int(used.ru_utime + used.ru_stime) + 1 + self.cpu_seconds + (len(self.payload) >> 20)
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, resource.RLIM_INFINITY))
+        if memory is None:
+            return
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/self/statm", "rb") as statm:
+            soft = int(statm.read().split()[0]) * resource.getpagesize() + memory
+            resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
 
     def say(self, header: Mapping[str, Any], payload: bytes = b"") -> None:
         """Sends a message to the parent."""
@@ -90,19 +91,3 @@ def serve(handle: Callable[[Request], None], argv: Sequence[str]) -> int:
             return 0
         handle(Request(message[0], message[1], cpu_seconds, out))
 
-
-def _limit_memory(memory: int) -> None:
-    """Lowers the soft address-space limit to what is in use plus ``memory`` bytes."""
-    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            in_use = int(statm.read().split()[0]) * resource.getpagesize()
-    except (OSError, ValueError, IndexError):
-        return
-    soft = in_use + memory
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    except (ValueError, OSError):
-        pass

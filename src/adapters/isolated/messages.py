@@ -46,6 +46,7 @@ def read_message(stream: IO[bytes], limit: int) -> Message | None:
         EOFError: the stream ends inside a message.
         ValueError: the line is not a JSON object, or longer than :data:`MAX_LINE`,
             or the payload claims more than ``limit`` bytes.
+        RecursionError: the line nests too deeply.
     """
     line = stream.readline(MAX_LINE + 1)
     if not line:
@@ -54,10 +55,7 @@ def read_message(stream: IO[bytes], limit: int) -> Message | None:
         if len(line) > MAX_LINE:
             raise ValueError(f"a line of more than {MAX_LINE} bytes")
         raise EOFError("a line is cut short")
-    try:
-        header = json.loads(line)
-    except RecursionError:
-        raise ValueError("a line nests too deeply") from None
+    header = json.loads(line)
     if not isinstance(header, dict):
         raise ValueError("a line that is not a JSON object")
     size = header.pop(PAYLOAD_KEY, 0)

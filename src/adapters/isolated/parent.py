@@ -85,7 +85,6 @@ class Child:
         """Kills the child if it is still inside this block at ``deadline`` (``time.monotonic()``)."""
         self._timed_out = False
         timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire)
-        timer.daemon = True
         timer.start()
         try:
             yield
@@ -117,11 +116,9 @@ class Child:
         assert stdout is not None
         try:
             message = read_message(stdout, limit)
-        except EOFError:
-            message = None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise self._died(f"it answered with {exc}") from None
-        except OSError:
+        except (EOFError, OSError):
             message = None
         if message is None:
             raise self._died(None)
@@ -133,15 +130,11 @@ class Child:
         Raises:
             ChildDied: it did not exit by ``deadline``, or not with status 0.
         """
-        with contextlib.suppress(OSError):
-            if self._process.stdin is not None:
-                self._process.stdin.close()
+        self._release()
         try:
-            code = self._process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            self._release()
+            code: int | None = self._process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            self._timed_out = True
-            raise self._died(None) from None
+            self._timed_out, code = True, None
         if code != 0:
             raise self._died(None)
         self._close_errors()
@@ -180,7 +173,7 @@ class Child:
         return ChildDied(how, timed_out=self._timed_out, last_words=self._close_errors())
 
     def _release(self) -> None:
-        """Closes the pipes to a child that has exited."""
+        """Closes the pipes to the child (its answers have been read)."""
         for pipe in (self._process.stdin, self._process.stdout):
             with contextlib.suppress(OSError):
                 if pipe is not None:

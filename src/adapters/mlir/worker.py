@@ -108,11 +108,11 @@ class ModuleWorker:
             ValueError: JAX's refinement refused the shapes of a ``specialize`` form.
         """
         with self._lock:
-            fresh = self._child is None or self._child.pid is None
-            if fresh:
-                self._child = Child(_WORKER_MAIN, address_space=self._limits[0], cpu_seconds=self._limits[1])
             child = self._child
-            assert child is not None
+            fresh = child is None or child.pid is None
+            if child is None or fresh:
+                child = self._child = Child(_WORKER_MAIN, address_space=self._limits[0],
+                                            cpu_seconds=self._limits[1])
             deadline = (time.monotonic() + self._timeout + 3 * (len(module) >> 20)
                         + (STARTUP_SECONDS if fresh else 0))
             try:
