@@ -164,10 +164,7 @@ class Child:
         elif bad is not None:
             how = bad
         elif code < 0:
-            try:
-                how = f"it was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"it was killed by signal {-code}"
+            how = f"it was killed by {signal.Signals(-code).name if -code in set(signal.Signals) else f'signal {-code}'}"
         else:
             how = f"it exited with status {code}" if code else "it gave no answer"
         return ChildDied(how, timed_out=self._timed_out, last_words=self._close_errors())
