@@ -164,7 +164,8 @@ class Child:
         elif bad is not None:
             how = bad
         elif code < 0:
-            how = f"it was killed by {signal.Signals(-code).name if -code in set(signal.Signals) else f'signal {-code}'}"
+            name = signal.Signals(-code).name if -code in set(signal.Signals) else f"signal {-code}"
+            how = f"it was killed by {name}"
         else:
             how = f"it exited with status {code}" if code else "it gave no answer"
         return ChildDied(how, timed_out=self._timed_out, last_words=self._close_errors())
