@@ -1,6 +1,7 @@
 """An output array against the one recorded at save, with NumPy: the numbers a numerics check needs.
 
-:func:`compare` finds the largest absolute difference and the largest
+:func:`zeros` makes the inputs of a call that only checks a model answers,
+:func:`shape_of` reads the shape of what a runtime returned, and :func:`compare` finds the largest absolute difference and the largest
 recorded magnitude; the verdict from them is the domain's
 (:mod:`jaxport.domain.converted.numerics`). Every dtype is compared in float64 or
 complex128 (bfloat16 and float8 through ml_dtypes); integers that differ
@@ -9,10 +10,34 @@ count as at least 1 apart, whatever rounding to float64 does to them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+
+
+def zeros(shape: Sequence[int], dtype: str) -> np.ndarray:
+    """Zeros of ``shape`` and of the dtype named ``dtype`` (NumPy's own, else ml_dtypes', as ``bfloat16``).
+
+    >>> zeros((2,), "float32")
+    array([0., 0.], dtype=float32)
+    """
+    try:
+        kind = np.dtype(dtype)
+    except TypeError:
+        import ml_dtypes  # here: a process whose arrays are all NumPy's own dtypes never loads it
+
+        kind = np.dtype(getattr(ml_dtypes, dtype))
+    return np.zeros(tuple(shape), dtype=kind)
+
+
+def shape_of(array: Any) -> tuple[int, ...]:
+    """The shape of an array that a runtime returned, as NumPy reads it.
+
+    >>> shape_of([[1, 2, 3]])
+    (1, 3)
+    """
+    return tuple(np.asarray(array).shape)
 
 
 def compare(got: Any, want: np.ndarray) -> tuple[float, float, str | None]:

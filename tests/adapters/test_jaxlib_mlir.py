@@ -30,7 +30,8 @@ import jaxport
 from jaxport import DisabledSafetyCheck
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.mlir.module import StableHloSerializer
-from jaxport.adapters.mlir.worker_main import check_module, read_frame, write_frames
+from jaxport.adapters.isolated.messages import read_message, write_message
+from jaxport.adapters.mlir.worker_main import check_module
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.artifact.module_format import stablehlo_version
 from jaxport.domain.artifact.verification import ModuleFacts
@@ -154,13 +155,14 @@ print(json.dumps({"status": status, "jax": imported}))
 def test_the_verifying_process_serves_a_request_without_importing_jax() -> None:
     name, module_bytes = MODULES[0]
     request = io.BytesIO()
-    write_frames(request, json.dumps({"sdy": True}).encode(), module_bytes)
+    write_message(request, {"sdy": True}, module_bytes)
     done = subprocess.run([sys.executable, "-c", PROBE], input=request.getvalue(),
                           capture_output=True, check=True)
-    response = io.BytesIO(done.stdout)
-    facts, again = read_frame(response, 1 << 20), read_frame(response, 1 << 20)
-    assert facts is not None and again is not None, done.stderr
-    assert ModuleFacts.from_json(facts) == ModuleFacts.from_json(check_module(module_bytes, True)[0])
+    response = read_message(io.BytesIO(done.stdout), 1 << 20)
+    assert response is not None, done.stderr
+    facts, again = response
+    assert ModuleFacts.from_json(json.dumps(facts).encode()) == ModuleFacts.from_json(
+        check_module(module_bytes, True)[0])
     assert again == written_through_jax(module_bytes, True)
     # main() sends whatever else the process prints to stderr; the probe's line is the last.
     report = json.loads(done.stderr.decode().strip().splitlines()[-1])

@@ -128,14 +128,14 @@ def test_bad_runtime_options_stay_usage_errors(converted: Path, fresh_verdicts: 
 
 
 def test_the_verifying_child_imports_no_jax(converted: Path, fresh_verdicts: Path) -> None:
-    probe = ("import io, json, runpy, sys\n"
-             f"sys.stdin = io.StringIO(json.dumps({{'path': {str(converted)!r}, 'options': {{}}, "
-             "'address_space': 0, 'cpu_seconds': 0}))\n"
+    probe = ("import runpy, sys\n"
+             "sys.argv = ['verify_child', '0', '60']\n"
              "try:\n    runpy.run_module('jaxport.application.conversion.verify_child', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
              "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib'))\n"
              "sys.exit(3 if bad else 0)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                          input=json.dumps({"path": str(converted), "options": {}}) + "\n",
                           env={**os.environ, "JAXPORT_CACHE_DIR": str(fresh_verdicts)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == {"ok": True, "reasons": []}

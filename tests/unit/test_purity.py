@@ -36,7 +36,7 @@ def test_the_layer_check_reports_no_crossing() -> None:
         import pytest
 
         pytest.skip(f"{tool} is not beside this checkout")
-    out = subprocess.run([sys.executable, str(tool), str(root)], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, str(tool), "--strict", str(root)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout
 
 

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
-import select
-import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.verification import ModuleFacts
@@ -75,8 +71,7 @@ class ModuleWorker:
         self._limits = (address_space, cpu_seconds)
         self._timeout = timeout
         self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._fresh = False
+        self._child: Child | None = None
         atexit.register(self.close)
 
     @staticmethod
@@ -93,8 +88,7 @@ class ModuleWorker:
     @property
     def pid(self) -> int | None:
         """The process id of the running verifying process, if any."""
-        process = self._process
-        return None if process is None or process.poll() is not None else process.pid
+        return None if self._child is None else self._child.pid
 
     def check(self, module: bytes, *, sdy: bool, form: Mapping[str, Any] | None = None) -> Checked:
         """Parses, verifies and re-serializes ``module`` in the verifying process.
@@ -114,100 +108,34 @@ class ModuleWorker:
             ValueError: JAX's refinement refused the shapes of a ``specialize`` form.
         """
         with self._lock:
-            process = self._ensure()
+            child = self._child
+            fresh = child is None or child.pid is None
+            if child is None or fresh:
+                child = self._child = Child(_WORKER_MAIN, address_space=self._limits[0],
+                                            cpu_seconds=self._limits[1])
             deadline = (time.monotonic() + self._timeout + 3 * (len(module) >> 20)
-                        + (STARTUP_SECONDS if self._fresh else 0))
-            self._fresh = False
-            assert process.stdin is not None and process.stdout is not None
-            from . import worker_main
-
+                        + (STARTUP_SECONDS if fresh else 0))
             try:
-                worker_main.write_frames(process.stdin, json.dumps({"sdy": sdy, **(form or {})}).encode(), module)
-                header = self._read(process.stdout, deadline, 64 << 20)
-                again = self._read(process.stdout, deadline, 4 * len(module) + (1 << 20))
-            except (OSError, _Died) as exc:
-                self._kill()
-                raise ArtifactError(self._death_message(process, exc)) from None
-        value = json.loads(header) if header.startswith((b'{"error"', b'{"refused"')) else None
-        if isinstance(value, dict) and "error" in value:
-            raise ArtifactError(f"The module does not parse: {value['error']}")
-        if isinstance(value, dict) and "refused" in value:
-            raise ValueError(value["refused"])
-        return Checked(ModuleFacts.from_json(header), again)
+                with child.watch(deadline):
+                    child.send({"sdy": sdy, **(form or {})}, module)
+                    header, again = child.receive(4 * len(module) + (1 << 20))
+            except ChildDied as died:
+                self._child = None
+                raise ArtifactError(f"The module could not be verified: the verifying process stopped while "
+                                    f"parsing it ({died.how}). The artifact is refused; this process is "
+                                    "unaffected.") from None
+        if "error" in header:
+            raise ArtifactError(f"The module does not parse: {header['error']}")
+        if "refused" in header:
+            raise ValueError(header["refused"])
+        return Checked(ModuleFacts.from_json(json.dumps(header).encode()), again)
 
     def close(self) -> None:
         """Stops the verifying process (it exits when its input closes)."""
         with self._lock:
-            process, self._process = self._process, None
-            if process is None:
-                return
-            try:
-                if process.stdin is not None:
-                    process.stdin.close()
-                process.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                process.kill()
-                process.wait()
-
-    def _ensure(self) -> subprocess.Popen[bytes]:
-        if self._process is not None and self._process.poll() is None:
-            return self._process
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", _WORKER_MAIN,
-             str(self._limits[0]), str(self._limits[1])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self._fresh = True
-        return self._process
-
-    def _read(self, stream: IO[bytes], deadline: float, limit: int) -> bytes:
-        head = self._read_exactly(stream, 4, deadline)
-        size = int.from_bytes(head, "little")
-        if size > limit:
-            raise _Died(f"it sent a frame of {size} bytes, over the limit of {limit}")
-        return self._read_exactly(stream, size, deadline)
-
-    @staticmethod
-    def _read_exactly(stream: IO[bytes], size: int, deadline: float) -> bytes:
-        chunks: list[bytes] = []
-        left = size
-        fd = stream.fileno()
-        while left:
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                raise _Died("it did not answer in time")
-            ready, _, _ = select.select([fd], [], [], wait)
-            if not ready:
-                continue
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                raise _Died("it exited")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-
-    def _kill(self) -> None:
-        process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-
-    @staticmethod
-    def _death_message(process: subprocess.Popen[bytes], exc: BaseException) -> str:
-        code = process.returncode
-        how = str(exc)
-        if "in time" in how:
-            pass
-        elif code is not None and code < 0:
-            try:
-                how = f"it was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"it was killed by signal {-code}"
-        elif code is not None and code > 0:
-            how = f"it exited with status {code}"
-        return (f"The module could not be verified: the verifying process stopped while "
-                f"parsing it ({how}). The artifact is refused; this process is unaffected.")
+            child, self._child = self._child, None
+            if child is not None:
+                child.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,10 +176,6 @@ class ChildModuleForms:
         return self.worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
 
-class _Died(Exception):
-    """The verifying process stopped answering."""
-
-
 _shared: list[ModuleWorker] = []
 _shared_lock = threading.Lock()
 
@@ -266,6 +190,5 @@ def shared_worker() -> ModuleWorker:
 
 
 def _configured_worker() -> ModuleWorker:
-    return ModuleWorker(
-        cpu_seconds=int(os.environ.get("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
-        timeout=float(os.environ.get("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
+    return ModuleWorker(cpu_seconds=int(env_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
+                        timeout=env_limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS))

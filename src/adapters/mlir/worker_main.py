@@ -1,20 +1,20 @@
 """The verifying process: parses, verifies and re-serializes untrusted modules.
 
 Run as ``python -m jaxport.adapters.mlir.worker_main AS_BYTES CPU_SECONDS``
-by :class:`~jaxport.adapters.mlir.worker.ModuleWorker`. It first limits its
-address space (``RLIMIT_AS``: a hard cap, and before each request a soft
-limit of what is in use plus 1 GiB plus 16 times the module's size), core
-dumps, and CPU time per request (``RLIMIT_CPU``, set before each request: the
-given seconds plus one per MiB of module), then serves requests on stdin
-until it closes. Each message is frames of a 4-byte little-endian length and
-that many bytes; no pickle, no code from the other side:
+by :class:`~jaxport.adapters.mlir.worker.ModuleWorker`, an isolated child
+(:mod:`jaxport.adapters.isolated`: its address space capped, no core dumps,
+the messages JSON lines with their bytes). Each request's limits: CPU time
+(the given seconds plus one per MiB of module) and a soft address-space limit
+of what is in use plus 1 GiB plus 16 times the module's size. It serves
+requests until its input closes:
 
 * request: a JSON header ``{"sdy": bool}``, with at most one of ``"standard"``,
   ``"version"`` or ``"specialize"`` (a form of the module to make after verifying
-  it: :mod:`~jaxport.adapters.mlir.rewrite`), then the module bytes;
+  it: :mod:`~jaxport.adapters.mlir.rewrite`), with the module's bytes;
 * response: a JSON header (:class:`~jaxport.domain.artifact.verification.ModuleFacts`,
   ``{"error": message}``, or ``{"refused": message}`` when JAX's refinement refused
-  the shapes or a strict ``version`` cannot express the module), then the module re-serialized, or the form asked for (empty on error).
+  the shapes or a strict ``version`` cannot express the module), with the module
+  re-serialized, or the form asked for (none on error).
 
 A module that crashes the MLIR reader kills only this process; its parent
 sees the pipe close and refuses the artifact. The process imports jaxlib's
@@ -25,78 +25,14 @@ a request whose form needs it (the standard form, a specialisation).
 from __future__ import annotations
 
 import json
-import os
-import resource
-import struct
 import sys
-from typing import IO, Any, BinaryIO
+from typing import Any
 
-_LEN = struct.Struct("<I")
-
-
-def read_frame(stream: BinaryIO, limit: int) -> bytes | None:
-    """One frame, or None at end of stream.
-
-    Raises:
-        ValueError: the frame claims more than ``limit`` bytes or is cut short.
-    """
-    head = stream.read(_LEN.size)
-    if not head:
-        return None
-    if len(head) != _LEN.size:
-        raise ValueError("a frame's length is cut short")
-    (size,) = _LEN.unpack(head)
-    if size > limit:
-        raise ValueError(f"a frame claims {size} bytes, more than the limit of {limit}")
-    data = stream.read(size)
-    if len(data) != size:
-        raise ValueError("a frame is cut short")
-    return data
-
-
-def write_frames(stream: IO[bytes], *frames: bytes) -> None:
-    """Writes ``frames`` and flushes."""
-    for frame in frames:
-        stream.write(_LEN.pack(len(frame)))
-        stream.write(frame)
-    stream.flush()
-
+from jaxport.adapters.isolated.child import Request, serve
 
 #: Address space a request may add: a base plus a multiple of the module's size.
 _REQUEST_BASE_BYTES = 1 << 30
 _REQUEST_BYTES_PER_MODULE_BYTE = 16
-
-
-def _limit_self(address_space: int) -> None:
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if address_space > 0:
-            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    except (ValueError, OSError):  # a platform without these limits: the timeout remains
-        pass
-
-
-def _limit_memory(module_size: int) -> None:
-    """Lowers the soft address-space limit to what parsing this module may need."""
-    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            in_use = int(statm.read().split()[0]) * resource.getpagesize()
-    except (OSError, ValueError, IndexError):
-        return
-    soft = in_use + _REQUEST_BASE_BYTES + _REQUEST_BYTES_PER_MODULE_BYTE * module_size
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    except (ValueError, OSError):
-        pass
-
-
-def _limit_cpu(seconds: int) -> None:
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    spent = int(used.ru_utime + used.ru_stime) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (spent + seconds, resource.RLIM_INFINITY))
 
 
 def _uses_shardy(op: Any) -> bool:
@@ -174,38 +110,28 @@ def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
 
 def main(argv: list[str]) -> int:
     """Serves requests until stdin closes."""
-    address_space, cpu_seconds = int(argv[1]), int(argv[2])
-    _limit_self(address_space)
-    # The protocol gets its own copy of stdout; whatever else writes to file
-    # descriptor 1 (a library's print, a C++ diagnostic) goes to stderr instead.
-    stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    from . import bindings as jaxlib_mlir  # noqa: F401  (import before the first request's clock)
+    return serve(_handle, argv)
+
+
+def _handle(request: Request) -> None:
+    """Answers one request (see the module's text)."""
+    from . import bindings as jaxlib_mlir  # noqa: F401  (import before the request's clock)
     from .rewrite import RefinementRefused, VersionRefused, rewrite
 
-    while True:
-        header = read_frame(stdin, 1 << 16)
-        if header is None:
-            return 0
-        module_bytes = read_frame(stdin, 1 << 34)
-        if module_bytes is None:
-            return 1
-        request = json.loads(header)
-        if "standard" in request or "specialize" in request:
-            import jax  # noqa: F401  (these forms need JAX: import it before the request's limits)
-        _limit_cpu(cpu_seconds + (len(module_bytes) >> 20))
-        _limit_memory(len(module_bytes))
-        try:
-            facts, again = check_module(module_bytes, bool(request.get("sdy", False)))
-            again = rewrite(module_bytes, request) or again
-        except (RefinementRefused, VersionRefused) as exc:
-            write_frames(stdout, json.dumps({"refused": str(exc)[:4000]}).encode(), b"")
-            continue
-        except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's
-            write_frames(stdout, json.dumps({"error": f"{type(exc).__name__}: {exc}"[:4000]}).encode(), b"")
-            continue
-        write_frames(stdout, facts, again)
+    module_bytes, header = request.payload, request.header
+    if "standard" in header or "specialize" in header:
+        import jax  # noqa: F401  (these forms need JAX: import it before the request's limits)
+    request.limit(memory=_REQUEST_BASE_BYTES + _REQUEST_BYTES_PER_MODULE_BYTE * len(module_bytes))
+    try:
+        facts, again = check_module(module_bytes, bool(header.get("sdy", False)))
+        again = rewrite(module_bytes, header) or again
+    except (RefinementRefused, VersionRefused) as exc:
+        request.say({"refused": str(exc)[:4000]})
+        return
+    except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's
+        request.say({"error": f"{type(exc).__name__}: {exc}"[:4000]})
+        return
+    request.say(json.loads(facts), again)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 As :mod:`jaxport.application.verification` does for artifacts: the first time a
 directory is opened (its manifest's digest: the manifest records every file's
-size and digest, and the loader checked the files against it), a child
-process (:mod:`.verify_child`) under limits of memory, CPU and wall time,
+size and digest, and the loader checked the files against it), an isolated
+child (:mod:`.verify_child`, by :mod:`jaxport.adapters.isolated`) under limits of memory, CPU and wall time,
 scaled with the files' size, opens every model file with the target's
 runtime and calls every variant (the golden examples where the directory has
 them, else zeros of the variant's signature). A child that dies, hangs or
@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -40,7 +41,6 @@ CHECKS_VERSION: Final = 1
 BASE_ADDRESS_SPACE: Final = 32 << 30
 DEFAULT_TIMEOUT_SECONDS: Final = 300.0
 DEFAULT_CPU_SECONDS: Final = 120
-_ANSWER_BYTES: Final = 1 << 20
 #: What the reason of a golden example answered wrongly says (:mod:`.verify_child` writes it).
 WRONG_EXAMPLE: Final = "answers golden example"
 #: The module the child runs.
@@ -127,83 +127,38 @@ def _runtimes() -> str:
     return "\0".join(found)
 
 
-def _limit(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, "")) or default
-    except ValueError:
-        return default
-
-
 def _run_child(root: str, options: dict[str, Any], size: int) -> tuple[Verdict, bool]:
     """(the verdict, whether to remember it)."""
-    import subprocess  # here, not at the top: a load whose verdict is remembered starts no child
-    import tempfile
+    # Here, not at the top: a load whose verdict is remembered starts no child (nor imports subprocess).
+    from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
 
     mib = size >> 20
-    timeout = _limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS) + 3 * mib
-    request = {"path": os.path.abspath(root), "options": options,
-               "address_space": BASE_ADDRESS_SPACE + 16 * size,
-               "cpu_seconds": int(_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)) + mib}
-    with tempfile.TemporaryFile() as errors:
-        try:
-            done = subprocess.run([sys.executable, "-m", CHILD_MODULE], input=json.dumps(request).encode(),
-                                  stdout=subprocess.PIPE, stderr=errors, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            return Verdict(False, (f"{_last_file(exc.stdout)}: the verifying process did not answer in "
-                                   f"{timeout:g} s and was killed",)), False
-        errors.seek(0)
-        tail = errors.read()[-_ANSWER_BYTES:].decode("utf-8", "replace")
-    lines = done.stdout[-_ANSWER_BYTES:].splitlines()
-    _raise_callers(lines[-1] if lines else b"")
-    answer = _answer(lines[-1] if lines else b"")
-    if done.returncode == 0 and answer is not None:
-        return answer, True
-    how = _how(done.returncode)
-    last = " ".join(tail.split()[-40:])
-    return Verdict(False, (f"{_last_file(done.stdout)}: the verifying process stopped ({how})"
-                           + (f"; its last words: {last}" if last else ""),)), False
-
-
-def _raise_callers(line: bytes) -> None:
-    """Raises the runtime's refusal of the caller's options in the child as such (UsageError)."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return
-    if isinstance(value, dict) and isinstance(value.get("message"), str):
-        if value.get("caller") == "UsageError":
-            raise UsageError(value["message"])
-
-
-def _answer(line: bytes) -> Verdict | None:
-    try:
-        value = json.loads(line)
-        if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
-            return None
-        return Verdict(value["ok"], tuple(str(r) for r in value["reasons"]))
-    except (ValueError, TypeError, KeyError, RecursionError):
-        return None
-
-
-def _last_file(stdout: bytes | None) -> str:
+    timeout = env_limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS) + 3 * mib
+    cpu_seconds = int(env_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)) + mib
+    deadline = time.monotonic() + timeout
     file = "the directory"
-    for line in (stdout or b"").splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and isinstance(value.get("file"), str):
-            file = value["file"]
-    return file
-
-
-def _how(code: int) -> str:
-    import signal
-
-    if code < 0:
-        try:
-            return f"it was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"it was killed by signal {-code}"
-    return f"it exited with status {code}" if code else "it gave no answer"
-
+    answer: dict[str, Any] = {}
+    child = Child(CHILD_MODULE, address_space=BASE_ADDRESS_SPACE + 16 * size, cpu_seconds=cpu_seconds,
+                  last_words=True)
+    try:
+        with child.watch(deadline):
+            child.send({"path": os.path.abspath(root), "options": options}, last=True)
+            while not answer:
+                message, _ = child.receive(0)
+                if isinstance(message.get("file"), str):
+                    file = message["file"]
+                else:
+                    answer = message
+            child.finish(deadline)
+    except ChildDied as died:
+        if died.timed_out:
+            return Verdict(False, (f"{file}: the verifying process did not answer in {timeout:g} s and "
+                                   "was killed",)), False
+        return Verdict(False, (f"{file}: the verifying process stopped ({died.how})"
+                               + (f"; its last words: {died.last_words}" if died.last_words else ""),)), False
+    if answer.get("caller") == "UsageError" and isinstance(answer.get("message"), str):
+        raise UsageError(answer["message"])  # the runtime refused the caller's options in the child
+    ok, reasons = answer.get("ok"), answer.get("reasons")
+    if not isinstance(ok, bool) or not isinstance(reasons, list):
+        return Verdict(False, (f"{file}: the verifying process stopped (it gave no answer)",)), False
+    return Verdict(ok, tuple(str(r) for r in reasons)), True
