@@ -119,9 +119,9 @@ def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | Non
     from jax.extend import mlir as jex_mlir
 
     from .dimension_args import standard_form
-    from .module import StableHloSerializer
+    from .module import MlirStableHlo
 
-    module = StableHloSerializer.deserialize(module_bytes)
+    module = MlirStableHlo.deserialize(module_bytes)
     avals = [AvalRecord(tuple(s), DType.FLOAT32) for s in form["shapes"]]
     try:
         standard = standard_form(module, tuple(tuple(s) for s in record_shapes(avals, form["constraints"])),

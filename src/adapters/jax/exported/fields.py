@@ -20,7 +20,7 @@ from jax.core import ShapedArray
 from jax.sharding import AbstractMesh, Mesh
 
 from jaxport.adapters.jax.records import hlo_sharding
-from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.module import MlirStableHlo
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.adapters.jax import placement
@@ -140,7 +140,7 @@ class ExportedFields:
 
     def mlir_module(self) -> str:
         """The module as StableHLO text."""
-        return StableHloSerializer.to_text(self.mlir_module_serialized)
+        return MlirStableHlo.to_text(self.mlir_module_serialized)
 
     @functools.cached_property
     def in_shardings_hlo(self) -> tuple[Any, ...]:

@@ -24,7 +24,7 @@ from jaxport.adapters.jax.records import (
     aval_record, constraints_of, effect_record, jax_aval, jax_effect, jax_sharding, parse_shapes,
     sharding_record
 )
-from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.module import MlirStableHlo
 from jaxport.adapters.jax.versions import written_format
 from jaxport.domain.artifact import calling_convention
 from jaxport.domain.artifact.record import ArtifactRecord
@@ -114,7 +114,7 @@ def jax_objects_of(record: ArtifactRecord, registry: PytreeSerializationRegistry
     except CallingConventionError as exc:
         raise ArtifactError(str(exc)) from exc
     check_portable_artifact(record.mlir_module_serialized,
-                            newest_readable=StableHloSerializer.newest_readable_version())
+                            newest_readable=MlirStableHlo.newest_readable_version())
     shapes = parse_shapes(record.in_avals + record.out_avals, record.constraints)
     try:
         in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)

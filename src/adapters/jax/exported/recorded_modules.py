@@ -13,7 +13,7 @@ from typing import Any
 import jax
 from jax.core import ShapedArray
 
-from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.module import MlirStableHlo
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.artifact.module_format import check_portable_artifact
 from jaxport.domain.artifact.platforms import normalize_platforms
@@ -32,7 +32,7 @@ def recorded_module(module: bytes, *, in_specs: Sequence[Any], out_specs: Any, p
     Raises:
         ArtifactError: ``module`` is not a StableHLO portable artifact.
     """
-    check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
+    check_portable_artifact(module, newest_readable=MlirStableHlo.newest_readable_version())
     tree_map = jax.tree_util.tree_map
     in_avals, in_tree = jax.tree_util.tree_flatten(
         (tuple(tree_map(_aval, tuple(in_specs))), tree_map(_aval, dict(kwargs_specs or {}))))

@@ -13,15 +13,13 @@ from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.lowering.foreign_dims import translate_specs
 from jaxport.adapters.jax.lowering.avals import args_kwargs_path, leaf_paths
 from jaxport.adapters.jax.lowering.dims import JaxDim
-from jaxport.adapters.jax.lowering.lower import JaxLowerer, JaxLowering, as_jitted
+from jaxport.adapters.jax.lowering.lower import JaxLowering
 from jaxport.adapters.jax.records import named_shardings_with_abstract_mesh
-from jaxport.adapters.mlir.bindings import export_target_version
-from jaxport.adapters.mlir.wrap import wrap_main
 from jaxport.domain.artifact import calling_convention
 from jaxport.domain.deferred import Deferred
 from jaxport.domain.artifact.module_policy import ModulePolicy
 from jaxport.domain.artifact.platforms import normalize_platforms
-from jaxport.domain.ports import ModuleInspector, ModuleSerializer
+from jaxport.domain.ports import Lowerer, StableHlo
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
 from jaxport.domain.symbolic.clipping import clipping_note
@@ -33,11 +31,11 @@ from jaxport.adapters.jax.exported.vjp import vjp_exporter
 
 @dataclass(frozen=True, slots=True)
 class ExportService:
-    """Exports functions through a lowerer, a module inspector and a serializer."""
+    """Exports functions through a lowerer and the StableHLO port (the policy's walk, the wrapper,
+    the serializer)."""
 
-    lowerer: JaxLowerer
-    inspector: ModuleInspector
-    serializer: ModuleSerializer
+    lowerer: Lowerer[JaxLowering]
+    stablehlo: StableHlo
 
     def export(self, fun: Callable[..., Any], *, platforms: Sequence[str] | None,
                disabled_checks: Sequence[DisabledSafetyCheck],
@@ -60,12 +58,11 @@ class ExportService:
         plats = normalize_platforms(platforms) if platforms is not None else (jax_internals.default_export_platform(),)
         version = calling_convention.check_version(
             int(getattr(jax.config, "jax_export_calling_convention_version")), when="requested export")
-        jitted = as_jitted(fun)
         args_specs, kwargs_specs = translate_specs((tuple(args_specs), kwargs_specs), JaxDim)
         _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)
         rules = tuple(override_lowering_rules) if override_lowering_rules is not None else None
         try:
-            lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs, rules)
+            lowering = self.lowerer.lower(fun, plats, args_specs, kwargs_specs, rules)
         except Exception as exc:
             _note_clipped_dimensions(exc)
             raise
@@ -86,12 +83,12 @@ class ExportService:
     def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...],
                 version: int) -> Exported:
         policy = ModulePolicy.for_export(checks)
-        policy.check(lowering.fun_name, self.inspector.sites(lowering.module))
+        policy.check(lowering.fun_name, self.stablehlo.sites(lowering.module))
         module = lowering.module
         symbolic = any(isinstance(d, DimExpr) for a in lowering.in_avals for d in a.shape)
         if symbolic or lowering.ordered_effects:
             plan = build_plan(tuple(tuple(a.shape) for a in lowering.in_avals), leaf_paths(lowering.in_tree, lowering.in_avals))
-            module = wrap_main(
+            module = self.stablehlo.wrap_main(
                 module, plan=plan, dim_vars=lowering.dim_vars,
                 has_platform_index=lowering.has_platform_index,
                 nr_tokens=len(lowering.ordered_effects), kept_var_idx=lowering.kept_var_idx,
@@ -113,7 +110,7 @@ class ExportService:
         )
         # Serialized on first read of the record's module bytes (domain/deferred.py).
         module_bytes = Deferred(functools.partial(
-            self.serializer.serialize, module, target_version=export_target_version(),
+            self.stablehlo.serialize, module, target_version=self.stablehlo.export_version(),
             uses_global_constants=lowering.uses_dim_vars))
         record = in_process_record(
             objects, module_bytes, function_name=lowering.fun_name, nr_devices=lowering.nr_devices,
