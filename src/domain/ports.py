@@ -64,10 +64,6 @@ class StableHlo(Protocol):
         """The newest StableHLO version :meth:`deserialize` reads."""
         ...
 
-    def export_version(self) -> str:
-        """The StableHLO version that ``jax.export`` writes modules for."""
-        ...
-
     def parser_version(self) -> str:
         """The version of the parser a verification verdict depends on."""
         ...

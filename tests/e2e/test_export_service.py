@@ -11,6 +11,7 @@ import pytest
 
 import jaxport
 from jaxport.adapters.jax.lowering.lower import JaxLowerer
+from jaxport.adapters.mlir.bindings import export_target_version
 from jaxport.application import wiring
 from jaxport.adapters.jax.lowering.service import ExportService
 from jaxport.domain.artifact.module_policy import OpKind, OpSite
@@ -56,9 +57,6 @@ class FakeStableHlo:
     def newest_readable_version(self) -> str:
         return "9.9.9"
 
-    def export_version(self) -> str:
-        return "1.2.3"
-
     def parser_version(self) -> str:
         return "fake"
 
@@ -80,7 +78,7 @@ def test_the_service_checks_what_the_port_reports_and_keeps_the_bytes_it_seriali
     assert stablehlo.calls == []  # the module is serialized on first read of its bytes
     assert getattr(exp, "mlir_module_serialized") == b"ML\xefR fake module"
     assert getattr(exp, "mlir_module_serialized") == b"ML\xefR fake module"
-    assert stablehlo.calls == [("1.2.3", True)]  # the port's version; two platforms: a platform index argument
+    assert stablehlo.calls == [(export_target_version(), True)]  # two platforms: a platform index argument
 
 
 def test_a_disallowed_site_reported_by_the_port_stops_the_export() -> None:

@@ -14,7 +14,7 @@ from jaxlib.mlir import ir  # what jax.extend.mlir re-exports (importing it cost
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.domain.ports import LoweredModule
 from jaxport.domain.symbolic import ArgDim, ShapePlan
-from .bindings import deserialize_portable_artifact, export_target_version, serialize_portable_artifact
+from .bindings import deserialize_portable_artifact, serialize_portable_artifact
 
 if TYPE_CHECKING:
     # Imported where the policy's walk runs (an export): loading and calling read modules through this
@@ -119,10 +119,6 @@ class MlirStableHlo:
         from jaxlib.mlir.dialects import stablehlo
 
         return str(stablehlo.get_current_version())
-
-    def export_version(self) -> str:
-        """The StableHLO version that ``jax.export`` targets with this jaxlib (:func:`.bindings.export_target_version`)."""
-        return export_target_version()
 
     @staticmethod
     def parser_version() -> str:

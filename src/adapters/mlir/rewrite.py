@@ -116,8 +116,7 @@ def _refusal(message: str, version: str) -> str:
 
 def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | None:
     """The module of the dimension-argument form wrapped (written for its own version), else None."""
-    from jax.extend import mlir as jex_mlir
-
+    from .bindings import serialize_portable_artifact
     from .dimension_args import standard_form
     from .module import MlirStableHlo
 
@@ -133,7 +132,7 @@ def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | Non
         return None
     version = stablehlo_version(module_bytes[:300]) or STABLEHLO_TARGET_VERSION
     with standard.context:
-        return bytes(jex_mlir.serialize_portable_artifact(standard, version, MIXED_SERIALIZATION))
+        return serialize_portable_artifact(standard, version, MIXED_SERIALIZATION)
 
 
 def _specialized(module_bytes: bytes, spec: Mapping[str, Any]) -> bytes:

@@ -15,6 +15,7 @@ from jaxport.adapters.jax.lowering.avals import args_kwargs_path, leaf_paths
 from jaxport.adapters.jax.lowering.dims import JaxDim
 from jaxport.adapters.jax.lowering.lower import JaxLowering
 from jaxport.adapters.jax.records import named_shardings_with_abstract_mesh
+from jaxport.adapters.mlir.bindings import export_target_version
 from jaxport.domain.artifact import calling_convention
 from jaxport.domain.deferred import Deferred
 from jaxport.domain.artifact.module_policy import ModulePolicy
@@ -110,7 +111,7 @@ class ExportService:
         )
         # Serialized on first read of the record's module bytes (domain/deferred.py).
         module_bytes = Deferred(functools.partial(
-            self.stablehlo.serialize, module, target_version=self.stablehlo.export_version(),
+            self.stablehlo.serialize, module, target_version=export_target_version(),
             uses_global_constants=lowering.uses_dim_vars))
         record = in_process_record(
             objects, module_bytes, function_name=lowering.fun_name, nr_devices=lowering.nr_devices,
