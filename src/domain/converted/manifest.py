@@ -43,8 +43,11 @@ from typing import TYPE_CHECKING, Any
 
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
 from jaxport.domain.bundle.manifest import (
-    Example, FileDigest, JsonReader, WeightRecord, examples_from_json, examples_to_json, tree_from_json,
-    tree_to_json, weight_from_json, weight_to_json
+    Example, WeightRecord, examples_from_json, examples_to_json, weight_from_json, weight_to_json
+)
+from jaxport.domain.checked_directory import (
+    MANIFEST_FILE as MANIFEST_FILE, FileDigest, JsonReader, dump_json, files_from_json, files_to_json, load_json,
+    tree_from_json, tree_to_json
 )
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
@@ -57,7 +60,6 @@ if TYPE_CHECKING:  # read where a manifest records one: loading an IREE director
 FORMAT_NAME = "jaxport-converted"
 #: The newest format version this jaxport reads and writes.
 FORMAT_VERSION = 1
-MANIFEST_FILE = "manifest.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +258,7 @@ class ConvertedManifest:
             "weights": None if self.weights is None else {
                 "file": self.weights.file, "header_sha256": self.weights.header_sha256,
                 "tree": tree_to_json(self.weights.tree), "leaves": [weight_to_json(w) for w in self.weights.leaves]},
-            "files": {n: {"size": d.size, "sha256": d.sha256} for n, d in sorted(self.files.items())},
+            "files": files_to_json(self.files),
         }
         if self.examples:
             doc["examples"] = examples_to_json(self.examples, self.examples_file)
@@ -264,7 +266,7 @@ class ConvertedManifest:
             doc["jax_version"] = self.jax_version
         if self.quantization is not None:
             doc["quantization"] = self.quantization.to_json()
-        return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
+        return dump_json(doc)
 
     @staticmethod
     def from_json(data: bytes) -> ConvertedManifest:
@@ -275,7 +277,7 @@ class ConvertedManifest:
                 (an older jaxport's: convert again), of a newer format version,
                 or a field is missing or of the wrong type.
         """
-        r = JsonReader(_load(data), MANIFEST_FILE)
+        r = JsonReader(load_json(data), MANIFEST_FILE)
         fmt = r.get("format", str)
         if fmt != FORMAT_NAME:
             raise ArtifactError(f"{MANIFEST_FILE}: the format {fmt!r} is not {FORMAT_NAME!r}"
@@ -297,7 +299,7 @@ class ConvertedManifest:
                 raise ArtifactError(f"{MANIFEST_FILE}: the weights tree has {tree.num_leaves} leaves "
                                     f"but {len(leaves)} are listed")
             weights = WeightsTable(tree, leaves, _str(w, "file"), _str(w, "header_sha256"))
-        files = {n: FileDigest(d.get("size", int), d.get("sha256", str)) for n, d in r.child("files").items()}
+        files = files_from_json(r.child("files"))
         examples: tuple[Example, ...] = ()
         examples_file = ""
         if r.doc.get("examples") is not None:
@@ -326,15 +328,6 @@ def _str(r: JsonReader, key: str) -> str:
     return value
 
 
-def _load(data: bytes) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArtifactError(f"{MANIFEST_FILE} is not valid JSON: {exc}") from exc
-    except RecursionError:
-        raise ArtifactError(f"{MANIFEST_FILE} nests its values too deeply") from None
-
-
 def _function(name: str, r: JsonReader) -> ConvertedFunction:
     variants = []
     for v in r.child_list("variants"):
@@ -356,39 +349,3 @@ def manifest_format(data: bytes) -> str | None:
         return None
     value = doc.get("format") if isinstance(doc, dict) else None
     return value if isinstance(value, str) else None
-
-
-def check_listing(manifest: ConvertedManifest, entries: Mapping[str, int], manifest_path: str) -> None:
-    """Checks a directory's files (relative path -> size, -1 for what is not a regular file) against
-    ``manifest``, whose own path is ``manifest_path``.
-
-    Raises:
-        ArtifactError: a file is missing, extra, not a regular file, truncated
-            or longer than recorded.
-    """
-    for name in sorted(set(entries) - set(manifest.files) - {manifest_path}):
-        raise ArtifactError(f"The directory holds a file that its manifest does not list: {name}")
-    for name, digest in sorted(manifest.files.items()):
-        size = entries.get(name)
-        if size is None:
-            raise ArtifactError(f"The directory's file {name} is missing")
-        if size < 0:
-            raise ArtifactError(f"The directory's {name} is not a regular file")
-        if size != digest.size:
-            what = "truncated" if size < digest.size else "longer than recorded"
-            raise ArtifactError(f"The directory's file {name} is {what}: {size} bytes where the "
-                                f"manifest records {digest.size}")
-
-
-def check_digests(manifest: ConvertedManifest, names: Sequence[str], digests: Sequence[str]) -> None:
-    """Checks files' SHA-256 digests (hex) against the manifest, before anything reads them.
-
-    Raises:
-        ArtifactError: a file changed after it was written (the message names it).
-    """
-    for name, digest in zip(names, digests, strict=True):
-        if digest != manifest.files[name].sha256:
-            raise ArtifactError(
-                f"The digest of the directory's file {name} does not match its manifest (sha256 "
-                f"{digest} where {manifest.files[name].sha256} was recorded): the file was damaged "
-                "or changed after jaxport wrote it; convert the source again.")
