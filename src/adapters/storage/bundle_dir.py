@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from jaxport.domain.bundle.manifest import MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
-from jaxport.domain.bundle.checks import check_files, check_header_digest, check_weight_digest, check_weights_header
+from jaxport.domain.bundle.checks import check_files, check_weights_digests, check_weights_header
 from jaxport.domain.checked_directory import FileDigest, check_digest
 from jaxport.domain.errors import ArtifactError
 from .atomic_files import fsync_directory
@@ -253,9 +253,8 @@ def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], 
     expected = hashlib.sha256("\0".join([header_sha256, *(w.sha256 for w in weights)]).encode()).hexdigest()
 
     def check() -> str:
-        check_header_digest(header_sha256, hashlib.sha256(stored.header).hexdigest())
-        for weight, digest in zip(weights, sha256_many([stored.tensor_bytes(w.name) for w in weights])):
-            check_weight_digest(weight, digest)
+        check_weights_digests(header_sha256, weights, hashlib.sha256(stored.header).hexdigest(),
+                              sha256_many([stored.tensor_bytes(w.name) for w in weights]))
         return expected
 
     if known is None:

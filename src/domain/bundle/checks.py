@@ -143,26 +143,19 @@ def check_files(manifest: Manifest, entries: Mapping[str, int]) -> None:
     check_listing(manifest.files, entries, MANIFEST_FILE, "bundle", folders=False)
 
 
-def check_weight_digest(weight: WeightRecord, sha256: str) -> None:
-    """Checks one weight's stored bytes against the manifest's digest.
+def check_weights_digests(header_sha256: str, weights: Sequence[WeightRecord], header: str,
+                          digests: Sequence[str]) -> None:
+    """Checks the weights file's header and each weight's stored bytes against the manifest's digests
+    (``header_sha256`` and each weight's), given the digests found (``header``, ``digests``).
 
     Raises:
-        ArtifactError: naming ``params.safetensors`` and the weight's key path.
+        ArtifactError: naming ``params.safetensors`` and its header or the weight's key path.
     """
-    if sha256 != weight.sha256:
-        raise ArtifactError(f"{WEIGHTS_FILE}: the digest of the weight '{weight.name}' does not match "
-                            f"its manifest: sha256 {sha256} where {weight.sha256} was recorded")
-
-
-def check_header_digest(expected: str, sha256: str) -> None:
-    """Checks the weights file's header against the manifest's digest.
-
-    Raises:
-        ArtifactError: naming ``params.safetensors``.
-    """
-    if sha256 != expected:
-        raise ArtifactError(f"{WEIGHTS_FILE}: the digest of its header does not match its manifest: "
-                            f"sha256 {sha256} where {expected} was recorded")
+    for part, found, expected in [("its header", header, header_sha256),
+                                  *((f"the weight '{w.name}'", d, w.sha256) for w, d in zip(weights, digests))]:
+        if found != expected:
+            raise ArtifactError(f"{WEIGHTS_FILE}: the digest of {part} does not match its manifest: "
+                                f"sha256 {found} where {expected} was recorded")
 
 
 @dataclass(frozen=True, slots=True)

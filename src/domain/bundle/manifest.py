@@ -153,13 +153,15 @@ def examples_to_json(examples: Sequence[Example], file: str) -> dict[str, Any]:
     for e in examples:
         functions.setdefault(e.function, []).append({
             "in_tree": tree_to_json(e.in_tree), "out_tree": tree_to_json(e.out_tree),
-            "inputs": [weight_to_json(w) for w in e.inputs],
-            "outputs": [weight_to_json(w) for w in e.outputs]})
+            "inputs": [_weight_to_json(w) for w in e.inputs],
+            "outputs": [_weight_to_json(w) for w in e.outputs]})
     return {"file": file, "functions": functions}
 
 
-def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
-    """The examples that :func:`examples_to_json` wrote, stored in ``file``.
+def examples_from_json(doc: Any, where: str, file: str, functions: Sequence[str] | None = None,
+                       owner: str = "bundle") -> tuple[Example, ...]:
+    """The examples that :func:`examples_to_json` wrote, stored in ``file``, each of one of
+    ``functions`` (the functions of the ``owner`` directory; None: any).
 
     Raises:
         ArtifactError: naming ``where``, when ``doc`` is not such a table.
@@ -176,8 +178,8 @@ def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
             at = e.where
             in_tree = tree_from_json(e.get("in_tree", dict), f"{at}: in_tree")
             out_tree = tree_from_json(e.get("out_tree", dict), f"{at}: out_tree")
-            inputs = tuple(weight_from_json(x) for x in e.child_list("inputs"))
-            outputs = tuple(weight_from_json(x) for x in e.child_list("outputs"))
+            inputs = tuple(_weight_from_json(x) for x in e.child_list("inputs"))
+            outputs = tuple(_weight_from_json(x) for x in e.child_list("outputs"))
             if (in_tree.num_leaves, out_tree.num_leaves) != (len(inputs), len(outputs)):
                 raise ArtifactError(f"{at}: its trees have {in_tree.num_leaves} inputs and "
                                     f"{out_tree.num_leaves} outputs, {len(inputs)} and {len(outputs)} are listed")
@@ -185,6 +187,9 @@ def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
     names = [w.name for e in examples for w in e.arrays]
     if len(set(names)) != len(names):
         raise ArtifactError(f"{where}: two arrays of the examples have the same name")
+    unknown = [] if functions is None else sorted({e.function for e in examples} - set(functions))
+    if unknown:
+        raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the {owner} lacks: {unknown}")
     return tuple(examples)
 
 
@@ -237,8 +242,7 @@ class Manifest:
             "functions": {e.name: {"file": e.file, "takes_params": e.takes_params}
                           for e in self.functions},
             "params": {"file": WEIGHTS_FILE, "header_sha256": self.weights_header_sha256,
-                       "tree": tree_to_json(self.params_tree),
-                       "leaves": [weight_to_json(w) for w in self.weights]},
+                       **weights_to_json(self.params_tree, self.weights)},
             "metadata": dict(self.metadata),
             "files": files_to_json(self.files),
         }
@@ -273,23 +277,15 @@ class Manifest:
         params = r.child("params")
         if params.get("file", str) != WEIGHTS_FILE:
             raise ArtifactError(f"{MANIFEST_FILE}: 'params.file' is not {WEIGHTS_FILE!r}")
-        tree = tree_from_json(params.get("tree", dict), f"{MANIFEST_FILE}: params.tree")
-        weights = tuple(weight_from_json(leaf) for leaf in params.child_list("leaves"))
-        if tree.num_leaves != len(weights):
-            raise ArtifactError(f"{MANIFEST_FILE}: the params tree has {tree.num_leaves} leaves "
-                                f"but {len(weights)} are listed")
+        tree, weights = weights_from_json(params, "params")
         files = files_from_json(r.child("files"))
-        examples = examples_from_json(doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE) \
-            if version >= 2 and "examples" in doc else ()
-        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
-        if unknown:
-            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the bundle lacks: {unknown}")
+        examples = examples_from_json(doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE,
+                                      [f.name for f in functions]) if version >= 2 and "examples" in doc else ()
         return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
                         params.get("header_sha256", str), Producer.from_json(doc.get("producer")), examples)
 
 
-def weight_to_json(w: WeightRecord) -> dict[str, Any]:
-    """One weight's (or one example array's) record as JSON, as bundles and converted directories list it."""
+def _weight_to_json(w: WeightRecord) -> dict[str, Any]:
     doc: dict[str, Any] = {"key_path": w.name, "dtype": w.dtype, "shape": list(w.shape), "sha256": w.sha256}
     if w.key_impl is not None:
         doc["key_impl"] = w.key_impl
@@ -298,12 +294,7 @@ def weight_to_json(w: WeightRecord) -> dict[str, Any]:
     return doc
 
 
-def weight_from_json(r: JsonReader) -> WeightRecord:
-    """The record :func:`weight_to_json` wrote.
-
-    Raises:
-        ArtifactError: naming where, when a field is missing, of the wrong type or an unsupported dtype.
-    """
+def _weight_from_json(r: JsonReader) -> WeightRecord:
     name = r.get("key_path", str)
     shape = r.shape("shape")
     dtype = r.get("dtype", str)
@@ -313,3 +304,22 @@ def weight_from_json(r: JsonReader) -> WeightRecord:
         raise ArtifactError(f"{r.where}: the weight '{name}' has the unsupported dtype {data_dtype!r}")
     key_impl = r.get("key_impl", str) if "key_impl" in r.doc else None
     return WeightRecord(name, dtype, shape, data_dtype, stored.shape("shape"), key_impl, r.get("sha256", str))
+
+
+def weights_to_json(tree: TreeSpec, weights: Sequence[WeightRecord]) -> dict[str, Any]:
+    """The weights' pytree and records as JSON: ``{"tree": ..., "leaves": [...]}``."""
+    return {"tree": tree_to_json(tree), "leaves": [_weight_to_json(w) for w in weights]}
+
+
+def weights_from_json(r: JsonReader, what: str) -> tuple[TreeSpec, tuple[WeightRecord, ...]]:
+    """The pytree and records that :func:`weights_to_json` wrote in the field ``what`` of a manifest.
+
+    Raises:
+        ArtifactError: naming ``manifest.json`` and ``what``, when they are malformed or differ in number.
+    """
+    tree = tree_from_json(r.get("tree", dict), f"{MANIFEST_FILE}: {what}.tree")
+    weights = tuple(_weight_from_json(leaf) for leaf in r.child_list("leaves"))
+    if tree.num_leaves != len(weights):
+        raise ArtifactError(f"{MANIFEST_FILE}: the {what} tree has {tree.num_leaves} leaves "
+                            f"but {len(weights)} are listed")
+    return tree, weights

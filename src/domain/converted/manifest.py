@@ -36,14 +36,13 @@ This module opens no file (the commands that read it: :mod:`jaxport.application.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
 from jaxport.domain.bundle.manifest import (
-    Example, WeightRecord, examples_from_json, examples_to_json, weight_from_json, weight_to_json
+    Example, WeightRecord, examples_from_json, examples_to_json, weights_from_json, weights_to_json
 )
 from jaxport.domain.checked_directory import (
     MANIFEST_FILE as MANIFEST_FILE, FileDigest, JsonReader, dump_json, files_from_json, files_to_json, load_json,
@@ -257,7 +256,7 @@ class ConvertedManifest:
                           for f in self.functions},
             "weights": None if self.weights is None else {
                 "file": self.weights.file, "header_sha256": self.weights.header_sha256,
-                "tree": tree_to_json(self.weights.tree), "leaves": [weight_to_json(w) for w in self.weights.leaves]},
+                **weights_to_json(self.weights.tree, self.weights.leaves)},
             "files": files_to_json(self.files),
         }
         if self.examples:
@@ -293,21 +292,14 @@ class ConvertedManifest:
         weights = None
         if r.doc.get("weights") is not None:
             w = r.child("weights")
-            tree = tree_from_json(w.get("tree", dict), f"{MANIFEST_FILE}: weights.tree")
-            leaves = tuple(weight_from_json(leaf) for leaf in w.child_list("leaves"))
-            if tree.num_leaves != len(leaves):
-                raise ArtifactError(f"{MANIFEST_FILE}: the weights tree has {tree.num_leaves} leaves "
-                                    f"but {len(leaves)} are listed")
-            weights = WeightsTable(tree, leaves, _str(w, "file"), _str(w, "header_sha256"))
+            weights = WeightsTable(*weights_from_json(w, "weights"), _str(w, "file"), _str(w, "header_sha256"))
         files = files_from_json(r.child("files"))
         examples: tuple[Example, ...] = ()
         examples_file = ""
         if r.doc.get("examples") is not None:
             examples_file = r.child("examples").get("file", str)
-            examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", examples_file)
-        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
-        if unknown:
-            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the directory lacks: {unknown}")
+            examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", examples_file,
+                                          [f.name for f in functions], "directory")
         jax_version = r.doc.get("jax_version")
         if jax_version is not None and not isinstance(jax_version, str):
             raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
@@ -344,8 +336,8 @@ def _function(name: str, r: JsonReader) -> ConvertedFunction:
 def manifest_format(data: bytes) -> str | None:
     """The ``format`` that a ``manifest.json`` names (``"jaxport-converted"``), None when it names none."""
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        doc = load_json(data)
+    except ArtifactError:
         return None
     value = doc.get("format") if isinstance(doc, dict) else None
     return value if isinstance(value, str) else None
