@@ -71,7 +71,7 @@ def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
         return [_reason(", ".join(files), "the runtime cannot open it", exc)]
     reasons: list[str] = []
     if manifest.examples:
-        from .numerics import examples_on
+        from .golden import examples_on
 
         request.say({"file": manifest.examples_file})
         try:
