@@ -137,8 +137,7 @@ def _convert(bundle: Path, out: Path, to: str) -> None:
         dims = {}
         for example in source.examples:
             function = functions[example.function]
-            record = with_weights_bound(function.record, len(source.weights)) if function.takes_params \
-                else function.record
+            record = with_weights_bound(function.record, len(source.weights) if function.takes_params else 0)
             binding = call_signature(record).check(example.inputs)  # the records' shapes and dtypes
             if binding and binding not in dims.setdefault(example.function, []):
                 dims[example.function].append(binding)

@@ -71,7 +71,7 @@ def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: Conversio
 
 def _flat_example(runtime: str, job: FunctionJob, index: int, example: Any) -> list[Any]:
     """One calibration example as the caller's flat arrays, checked against the function's signature."""
-    record = with_weights_bound(job.record, job.signature.nr_weights) if job.signature.nr_weights else job.record
+    record = with_weights_bound(job.record, job.signature.nr_weights)
     if not (isinstance(example, (tuple, list)) and len(example) == 2 and isinstance(example[1], Mapping)):
         raise ConversionError(runtime, job.name, f"calibration example {index} is not a pair (args, kwargs)")
     try:
@@ -98,7 +98,7 @@ def _fitting(runtime: str, job: FunctionJob, examples: list[list[Any]]) -> list[
     """The examples that fit a variant of ``job`` (all, for a variant of any size); says which it left out."""
     if not job.shapes:
         return examples
-    record = with_weights_bound(job.record, job.signature.nr_weights) if job.signature.nr_weights else job.record
+    record = with_weights_bound(job.record, job.signature.nr_weights)
     check = call_signature(record)
     bindings = [dict(s.dims) for s in job.shapes]
     kept: list[int] = []
