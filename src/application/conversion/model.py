@@ -26,11 +26,13 @@ from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
 from jaxport.domain.calls.signature import signature
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
+from jaxport.adapters.storage.bundle_dir import read_weights
+from jaxport.adapters.storage.known_files import FileIdentity, KnownFiles, still
 from jaxport.application import wiring
-from jaxport.application.wiring import target_adapter
+from jaxport.application import target_adapters
 
 if TYPE_CHECKING:  # the ports only type: loading a directory creates none of their classes
-    from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime
+    from jaxport.domain.targets.ports import TargetRuntime
     from .verification import DirectoryVerification
 
 #: The formats of the directories that jaxport wrote before one format served every target.
@@ -92,15 +94,12 @@ def _entries(root: Path) -> dict[str, int]:
     return found
 
 
-def _check_files(root: Path, manifest: ConvertedManifest) -> Mapping[str, Any]:
+def _check_files(root: Path, manifest: ConvertedManifest, known: KnownFiles) -> Mapping[str, Any]:
     """Checks every file's digest (the weights file: its header's and each weight's); the weights' views.
 
     A file found equal to its record before and unchanged since is not hashed
     again (:mod:`jaxport.adapters.storage.known_files`).
     """
-    from jaxport.adapters.storage.known_files import FileIdentity, still
-
-    known = wiring.known_files()
     weights_file = manifest.weights.file if manifest.weights is not None else ""
     names = [n for n in manifest.files if n != weights_file]
     digests, checked = [], []
@@ -119,8 +118,6 @@ def _check_files(root: Path, manifest: ConvertedManifest) -> Mapping[str, Any]:
             known.remember(identity, expected)
     if manifest.weights is None or not weights_file:
         return {}
-    from jaxport.adapters.storage.bundle_dir import read_weights
-
     stored = read_weights(root, manifest.weights.leaves, manifest.weights.header_sha256, known)
     return {w.name: stored.array(w.name, w.data_dtype) for w in manifest.weights.leaves}
 
@@ -231,12 +228,12 @@ def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runti
         OSError: ``path`` is not a readable directory.
     """
     root = Path(path)
-    manifest, entry, params, data = _checked(root)
-    loader: RuntimeLoader = target_adapter(entry, entry.runtime, f"The runtime of {entry.plan.runtime}")
+    manifest, entry, params, data = _checked(root, wiring.known_files())
+    loader = target_adapters.runtime(entry)
     if verify:
         from .verification import verify_directory
 
-        verify_directory(root, data, manifest, runtime_options).raise_if_failed(str(root))
+        verify_directory(root, data, manifest, runtime_options, wiring.verdict_store()).raise_if_failed(str(root))
     runtime = loader(str(root), manifest, runtime_options)
     read_back = None if params else getattr(runtime, "params", None)
     if callable(read_back):  # a WeightsRuntime (domain.targets.ports): its target keeps the weights
@@ -252,17 +249,17 @@ def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Di
     """
     from .verification import verify_directory
 
-    manifest, _, _, data = _checked(Path(path))
-    return verify_directory(path, data, manifest, runtime_options)
+    manifest, _, _, data = _checked(Path(path), wiring.known_files())
+    return verify_directory(path, data, manifest, runtime_options, wiring.verdict_store())
 
 
-def _checked(root: Path) -> tuple[ConvertedManifest, TargetEntry, Mapping[str, Any], bytes]:
+def _checked(root: Path, known: KnownFiles) -> tuple[ConvertedManifest, TargetEntry, Mapping[str, Any], bytes]:
     """The manifest, the target, the weights' views and the manifest's bytes of ``root``: the files
     checked against the manifest, the target against this machine."""
     manifest, entry, data = _read_converted(root)
-    params = _check_files(root, manifest)
-    if entry.plan.check_host is not None and entry.host_facts is not None:
-        facts: HostFacts = target_adapter(entry, entry.host_facts, f"The runtime of {entry.plan.runtime}")
+    params = _check_files(root, manifest, known)
+    facts = target_adapters.host_facts(entry) if entry.plan.check_host is not None else None
+    if entry.plan.check_host is not None and facts is not None:
         entry.plan.check_host(manifest.target_details, facts(), str(root))
     return manifest, entry, params, data
 

@@ -28,12 +28,14 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jaxport.domain.artifact.verification import Verdict
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import ArtifactError, UsageError
-from .. import wiring
+
+if TYPE_CHECKING:
+    from jaxport.adapters.storage.verdict_store import FileVerdictStore
 
 #: Bumped when what the child checks changes, so that remembered verdicts are not reused.
 CHECKS_VERSION: Final = 1
@@ -73,8 +75,9 @@ class DirectoryVerification:
 
 
 def verify_directory(root: str | os.PathLike[str], manifest_bytes: bytes, manifest: ConvertedManifest,
-                     options: Mapping[str, Any]) -> DirectoryVerification:
-    """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``).
+                     options: Mapping[str, Any], store: FileVerdictStore) -> DirectoryVerification:
+    """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``),
+    the verdict remembered in ``store``.
 
     Raises:
         UsageError: a runtime option that is not a JSON value, or that the runtime refuses.
@@ -86,7 +89,6 @@ def verify_directory(root: str | os.PathLike[str], manifest_bytes: bytes, manife
                          "directory; pass verify=False for a directory you trust") from None
     digest = hashlib.sha256(manifest_bytes).hexdigest()
     key = _key(digest, manifest.target, sent)
-    store = wiring.verdict_store()
     remembered = store.get(key)
     if remembered is not None:
         return DirectoryVerification(remembered.ok, remembered.reasons, digest, True)
