@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.service import ExportService
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
-    from jaxport.adapters.storage.known_files import KnownFiles
+    from jaxport.adapters.storage.checked_directory import KnownFiles
     from jaxport.domain.ports import ModuleInspector, ModuleSerializer
 
 _T = TypeVar("_T")
@@ -100,7 +100,7 @@ def verdict_store() -> FileVerdictStore:
 
 def known_files() -> KnownFiles:
     """The files whose digests were checked before, remembered in :func:`verdict_store`."""
-    from jaxport.adapters.storage.known_files import KnownFiles
+    from jaxport.adapters.storage.checked_directory import KnownFiles
 
     return KnownFiles(verdict_store())
 

@@ -18,7 +18,7 @@ from jaxport.adapters.jax.bundles.weights import weight_shardings
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.bundles.loaded import Bundle
 from jaxport.application.export.serialization import deserialize
-from jaxport.adapters.storage.known_files import KnownFiles
+from jaxport.adapters.storage.checked_directory import KnownFiles
 from jaxport.application import wiring
 from jaxport.adapters.jax.trees.registry import default_registry
 

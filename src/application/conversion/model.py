@@ -11,23 +11,22 @@ one bad call gets the same error and message on every target.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import types
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jaxport.adapters.storage.checked_directory import KnownFiles, check_digests, listing
+from jaxport.domain.checked_directory import check_listing
 from jaxport.domain.converted.manifest import (
-    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, check_digests, check_listing,
-    manifest_format
+    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
 from jaxport.domain.calls.signature import signature
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
-from jaxport.adapters.storage.known_files import FileIdentity, KnownFiles, still
 from jaxport.application import wiring
 from jaxport.application import target_adapters
 
@@ -80,42 +79,18 @@ def _read_converted(root: Path) -> tuple[ConvertedManifest, TargetEntry, bytes]:
         raise ArtifactError(f"{root}: {exc} (a newer jaxport wrote it?)") from None
     if entry.manifest_path != where:
         raise ArtifactError(f"{root}: a {entry.name} directory keeps its manifest at {entry.manifest_path}")
-    check_listing(manifest, _entries(root), where)
+    check_listing(manifest.files, listing(root), where, "directory", folders=True)
     return manifest, entry, data
-
-
-def _entries(root: Path) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
-            full = os.path.join(dirpath, name)
-            relative = Path(full).relative_to(root).as_posix()
-            found[relative] = os.stat(full).st_size if os.path.isfile(full) and not os.path.islink(full) else -1
-    return found
 
 
 def _check_files(root: Path, manifest: ConvertedManifest, known: KnownFiles) -> Mapping[str, Any]:
     """Checks every file's digest (the weights file: its header's and each weight's); the weights' views.
 
     A file found equal to its record before and unchanged since is not hashed
-    again (:mod:`jaxport.adapters.storage.known_files`).
+    again (:mod:`jaxport.adapters.storage.checked_directory`).
     """
     weights_file = manifest.weights.file if manifest.weights is not None else ""
-    names = [n for n in manifest.files if n != weights_file]
-    digests, checked = [], []
-    for name in names:  # streamed: a SavedModel's variables may be large
-        expected = manifest.files[name].sha256
-        with open(root / name, "rb") as file:
-            identity = FileIdentity.of(os.fstat(file.fileno()))
-            if known.known(identity, expected):
-                digests.append(expected)
-                continue
-            digests.append(hashlib.file_digest(file, "sha256").hexdigest())
-            checked.append((root / name, identity, expected))
-    check_digests(manifest, names, digests)
-    for path, identity, expected in checked:
-        if still(path, identity):
-            known.remember(identity, expected)
+    check_digests(root, manifest.files, [n for n in manifest.files if n != weights_file], "directory", known)
     if manifest.weights is None or not weights_file:
         return {}
     stored = read_weights(root, manifest.weights.leaves, manifest.weights.header_sha256, known)
