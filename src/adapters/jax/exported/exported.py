@@ -321,7 +321,7 @@ class Exported:
         # first answer under -X importtime; tests/e2e/test_load_path_imports.py).
         from jaxport.adapters.jax.exported.warm import warm
 
-        return warm(self, self._jitted_call(), args_specs, kwargs_specs)
+        return warm(self._jax, self._jitted_call(), args_specs, kwargs_specs)
 
 
     @property
