@@ -121,14 +121,12 @@ def test_options_name_the_target_and_refuse_an_unknown_quantization() -> None:
 
 
 def test_the_registry_names_the_litert_ports_and_plan() -> None:
-    import importlib
-
+    from jaxport.application import target_adapters
     from jaxport.adapters.litert import converter as litert_converter, runtime as litert_runtime
     from jaxport.domain.targets.litert import PLAN
     from jaxport.domain.targets.registry import target
 
     entry = target("litert")
     assert entry.plan is PLAN and entry.options is LiteRtOptions and entry.manifest_path == "manifest.json"
-    found = [getattr(importlib.import_module(ref.split(":")[0]), ref.split(":")[1])
-             for ref in (entry.converter, entry.runtime)]
-    assert found == [litert_converter.convert, litert_runtime.load]
+    found = [target_adapters.converter(entry), target_adapters.runtime(entry), target_adapters.host_facts(entry)]
+    assert found == [litert_converter.convert, litert_runtime.load, None]

@@ -24,8 +24,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES, WEIGHTS_FILE, FileDigest, WeightRecord
-from jaxport.domain.bundle.checks import TensorEntry, check_digest, check_size, check_weights_header
+from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES, WEIGHTS_FILE, WeightRecord
+from jaxport.domain.bundle.checks import TensorEntry, check_weights_header
+from jaxport.domain.checked_directory import FileDigest, check_digest, check_size
 from jaxport.domain.errors import ArtifactError, BundleError
 
 ALIGNMENT = 64
@@ -92,7 +93,7 @@ class SafetensorsFile:
             OSError: the file cannot be opened.
         """
         with open(path, "rb") as f:
-            #: What the system says of the file mapped (:mod:`.known_files`).
+            #: What the system says of the file mapped (:mod:`.checked_directory`).
             self.status = os.fstat(f.fileno())
             size = self.status.st_size
             self.buffer: mmap.mmap | bytes = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""

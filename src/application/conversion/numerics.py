@@ -26,7 +26,8 @@ from typing import Any
 from jaxport.adapters.array_compare import compare
 from jaxport.adapters.storage.bundle_dir import read_manifest
 from jaxport.adapters.storage.safetensors_file import read_small_file
-from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, MANIFEST_FILE, Example, FileDigest
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, MANIFEST_FILE, Example
+from jaxport.domain.checked_directory import FileDigest
 from jaxport.domain.errors import ArtifactError, JaxportError, UsageError
 from jaxport.domain.converted.manifest import manifest_format
 from jaxport.domain.converted.numerics import (

@@ -50,6 +50,7 @@ from jaxport.domain.artifact.verification import check_signature
 from jaxport.domain.converted.quantization import quantization
 from jaxport.application.conversion.quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
 from jaxport.application.conversion.source import ConversionSource, SourceFunction, read_source
+from jaxport.application import target_adapters
 
 if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
@@ -119,7 +120,7 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
     calibrated = calibration_inputs(entry.plan.runtime, jobs, src, calibration, mode)
     weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
         WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
-    converter = _converter(entry)  # imported once every function passed the plan
+    converter = target_adapters.converter(entry)  # imported once every function passed the plan
     from jaxport.adapters.storage import bundle_dir
 
     staging = bundle_dir.new_directory_beside(out)
@@ -132,13 +133,6 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
         bundle_dir.discard(staging)
         raise
     return manifest
-
-
-def _converter(entry: TargetEntry) -> Converter:
-    from jaxport.application.wiring import target_adapter
-
-    converter: Converter = target_adapter(entry, entry.converter, f"The converter for {entry.plan.runtime}")
-    return converter
 
 
 def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
