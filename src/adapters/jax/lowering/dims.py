@@ -24,6 +24,7 @@ from jaxport.domain.symbolic import (
 )
 from jaxport.domain.jax_docs import follow_jax
 from jaxport.adapters.jax import internals as jax_internals
+from jaxport.adapters.jax.installed import release
 
 
 class JaxInconclusiveDimensionError(InconclusiveDimensionError, jax_internals.InconclusiveDimensionOperation,
@@ -129,4 +130,4 @@ dim_as_value_p.def_impl(_dim_as_value_impl)
 mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)
 jax_internals.register_dimension_type(JaxDim)
 # jaxport's messages cite JAX's pages where the installed JAX cites them (JAX 0.12 moved them).
-follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()))
+follow_jax(release(jax.__version__))
