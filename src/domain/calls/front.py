@@ -1,6 +1,6 @@
 """The call-side front that every runtime shares: flatten, check, unflatten.
 
-A call through a :class:`~jaxport.domain.calls.host_arrays.Runtime` goes
+A call through a :class:`~jaxport.domain.targets.ports.TargetRuntime` goes
 ``flatten_call`` (the caller's ``(args, kwargs)`` against the exported
 pytree), ``check_call`` (ranks, dtypes, constant dimensions, then the
 dimension variables solved from the concrete shapes and every shape
