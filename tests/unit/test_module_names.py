@@ -5,7 +5,7 @@ technology or target, module names that say what they hold.
 - a module named for a technology lives in that technology's folder (or drops the word the folder says);
 - no two modules of one folder hold the same words in another order;
 - a layer's top holds a dozen modules or so, the rest in folders;
-- every module fits in 400 lines;
+- every module fits in 600 lines (it splits by reason to change, not by a count);
 - a sub-package's ``__init__.py`` holds a docstring and, at most, re-exports: no logic.
 
 The test reads the sources with :mod:`ast`; it imports nothing.
@@ -30,7 +30,7 @@ TECHNOLOGY_FOLDERS = {
 }
 #: The most modules directly in each layer (besides ``__init__.py``).
 TOP_LIMITS = {"domain": 16, "adapters": 12, "application": 16}
-MAX_LINES = 400
+MAX_LINES = 600
 
 
 def _dotted(path: Path) -> str:

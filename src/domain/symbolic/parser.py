@@ -22,8 +22,8 @@ from typing import Final, NamedTuple
 
 from .core import FLOORDIV, MAX, MIN, MOD
 from .errors import ConstraintError, ShapeSpecSyntaxError
-from .expr import DimExpr, DimSize, Scope
-from .sizes import dim_floordiv, dim_max, dim_min, dim_mod
+from .expr import DimExpr, DimSize, Scope, dim_floordiv, dim_max, dim_min, dim_mod
+
 
 _TOKEN_RE: Final = re.compile(
     r"(?P<space>\s+)|(?P<ELLIPSIS>\.\.\.)|(?P<NUMBER>\d\w*(?:\.\w*)?)|(?P<NAME>[^\W\d]\w*)"
@@ -240,7 +240,7 @@ def parse_shape(
     like: Sequence[int | None] | None = None,
     expr_class: type[DimExpr] = DimExpr,
 ) -> tuple[DimSize, ...]:
-    """Parses a symbolic shape in ``scope``; :func:`~.shape_spec.parse_shape_spec` is the public
+    """Parses a symbolic shape in ``scope``; :func:`~.scope.parse_shape_spec` is the public
     entry (it makes the scope when none is given).
 
     >>> from jaxport.domain.symbolic import SymbolicScope
