@@ -33,7 +33,7 @@ from jaxport.domain.converted.numerics import (
     EXACT, NumericsReport, OutputCheck, Tolerance, check_example_fits, tolerance_for
 )
 from jaxport.domain.calls.errors import UncompiledSizeError
-from jaxport.domain.calls.front import call_signature, result_paths, with_weights_bound
+from jaxport.domain.calls.front import call_checker, result_paths, with_weights_bound
 from jaxport.domain.targets.registry import TARGETS, target
 from jaxport.application.conversion.source import read_source
 from .jax_model import JAX
@@ -257,7 +257,7 @@ def _convert(bundle: Path, out: Path, to: str) -> None:
             function = functions[example.function]
             record = with_weights_bound(function.record, len(source.weights)) if function.takes_params \
                 else function.record
-            binding = call_signature(record).check(example.inputs)  # the records' shapes and dtypes
+            binding = call_checker(record).check(example.inputs)  # the records' shapes and dtypes
             if binding and binding not in dims.setdefault(example.function, []):
                 dims[example.function].append(binding)
         kept = tuple(f for f in source.functions if f.name in {e.function for e in source.examples})

@@ -1,8 +1,8 @@
-"""The functions of a directory, as a server needs them: wire signature, compiled sizes, checked flat calls.
+"""The functions of a directory, as a server needs them: wire interface, compiled sizes, checked flat calls.
 
 :class:`~jaxport.domain.serving.protocol.ServedFunction` is the narrow interface between what jaxport loads
 and the protocol server (:mod:`jaxport.adapters.kserve.server`): a name, the
-signature on the wire, the sizes a target was compiled for, and two calls on
+interface on the wire, the sizes a target was compiled for, and two calls on
 flat host arrays: ``check`` (jaxport's call front: ranks, dtypes, shapes,
 dimension variables, constraints, raising :mod:`jaxport.errors`) and ``run``
 (checks, then runs on the directory's runtime).
@@ -23,15 +23,15 @@ from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import FORMAT_NAME as BUNDLE_FORMAT, MANIFEST_FILE
 from jaxport.domain.converted.manifest import manifest_format
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.calls.front import call_signature, leaf_paths, result_paths
-from jaxport.domain.serving.protocol import FlatCall, ServedFunction, served_signature
+from jaxport.domain.calls.front import call_checker, leaf_paths, result_paths
+from jaxport.domain.serving.protocol import FlatCall, ServedFunction, wire_interface
 from jaxport.application.conversion.model import ConvertedModel, is_converted, load_converted, read_converted
 
 
 def _served(name: str, record: ArtifactRecord, run: FlatCall, runtime: str,
             compiled: Sequence[dict[str, int]] = ()) -> ServedFunction:
-    signature = served_signature(name, record, leaf_paths(record.in_tree), result_paths(record.out_tree))
-    return ServedFunction(name, record, signature, tuple(compiled), call_signature(record).check, run, runtime)
+    wire = wire_interface(name, record, leaf_paths(record.in_tree), result_paths(record.out_tree))
+    return ServedFunction(name, record, wire, tuple(compiled), call_checker(record).check, run, runtime)
 
 
 def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
