@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jaxport.domain.bundle.manifest import example_counts, examples_line
 from .manifest import ConvertedManifest
-from jaxport.domain.artifact.signature_text import signature_text
+from jaxport.domain.artifact.info import signature_text
 from jaxport.domain.calls.front import call_record
 from jaxport.domain.targets.registry import TARGETS
 
