@@ -12,7 +12,7 @@ checking, see tests/unit/test_import_graph.py):
 * ``decision``: the bounds decision procedure;
 * ``expr``: :class:`DimExpr` and ``max``/``min``, the user's :class:`Constraint` records and
   the :class:`Scope` protocol, what an expression asks of its scope; ``dim_max``,
-  ``dim_floordiv``... on an int or an expression, for the parser and the solver;
+  ``dim_min``... on an int or an expression, for the parser and the solver;
 * ``scope``: :class:`SymbolicScope`, which parses the user's constraints, and
   :func:`parse_shape_spec`;
 * ``ops``: evaluation over pluggable operations (:class:`DimOps`);
@@ -57,10 +57,8 @@ from .plan import (
 )
 from .scope import SymbolicScope as SymbolicScope, parse_shape_spec as parse_shape_spec
 from .expr import (
-    dim_floordiv as dim_floordiv,
     dim_max as dim_max,
     dim_min as dim_min,
-    dim_mod as dim_mod,
     is_nonnegative as is_nonnegative,
     is_symbolic_dim as is_symbolic_dim,
 )
@@ -78,7 +76,7 @@ __all__ = [
     "InconclusiveFactory", "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
     "Scope", "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
     "ShapeSpecSyntaxError", "ShapeSpecTypeError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",
-    "build_plan", "call_output_shapes", "dim_floordiv", "dim_max", "dim_min", "dim_mod",
+    "build_plan", "call_output_shapes", "dim_max", "dim_min",
     "format_shape", "is_nonnegative", "is_symbolic_dim", "parse_constraint", "parse_shape_spec",
     "run_plan", "set_inconclusive_factory", "solve_call",
 ]
