@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxport.domain.artifact import module_policy as custom_calls
+from jaxport.domain.artifact import custom_calls
 
 
 def test_the_allowlist_has_the_88_targets_of_jax_0_10_2() -> None:

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from .record import ArtifactRecord, AvalRecord, DType
 from .calling_convention import MainArguments
-from .module_policy import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
+from .custom_calls import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import record_shapes
 

@@ -28,7 +28,7 @@ from enum import Enum
 from typing import Any
 
 from jaxport.domain.artifact.record import ArtifactRecord, DType
-from jaxport.domain.artifact.module_policy import ALLOW_ALL, CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
+from jaxport.domain.artifact.custom_calls import ALLOW_ALL, CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.manifest import Signature
 from jaxport.domain.converted.numerics import Tolerance
