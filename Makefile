@@ -18,7 +18,7 @@ OLDEST_TESTS := tests/e2e/test_export_service.py tests/e2e/test_export_record.py
 	tests/e2e/test_module_bytes.py tests/e2e/test_runtime_calls.py tests/e2e/test_differentiation.py \
 	tests/e2e/test_vmap.py tests/e2e/test_dimension_arguments.py tests/e2e/test_iree.py \
 	tests/adapters/test_flatbuffers_codec.py tests/adapters/test_jax_internals.py tests/adapters/test_jax_call.py \
-	tests/e2e/test_savedmodel.py tests/e2e/test_onnx_target.py tests/e2e/test_litert.py
+	tests/e2e/test_savedmodel.py tests/e2e/test_onnx.py tests/e2e/test_litert.py
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed

@@ -40,7 +40,7 @@ from jaxport.domain.artifact.record import ArtifactRecord
 from ..domain.errors import ArtifactError
 from jaxport.domain.artifact.integrity import is_sealed
 from jaxport.domain.artifact.module_format import check_portable_artifact
-from jaxport.domain.artifact.verification import ModuleFacts, Verdict, verdict, verdict_key
+from jaxport.domain.artifact.verification import VERIFIER_VERSION, ModuleFacts, Verdict, verdict, verdict_key
 from . import wiring
 
 
@@ -108,7 +108,7 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
     except ArtifactError as exc:
         return VerificationReport(False, (str(exc),), digest, sealed, False)
     store = wiring.verdict_store()
-    key = verdict_key(digest, allowed, verifier=ModuleWorker.parser_version())
+    key = verdict_key(f"v{VERIFIER_VERSION}", digest, allowed, ModuleWorker.parser_version())
     remembered = store.get(key)
     if remembered is not None:
         return VerificationReport(remembered.ok, remembered.reasons, digest, sealed, True,

@@ -9,12 +9,11 @@ process:
   them: :func:`export_service`);
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
-* the store of verification verdicts;
-* each target's adapters, which the targets' registry
-  (:mod:`jaxport.domain.targets.registry`) names as ``"module:attribute"``
-  strings: :func:`target_adapter` imports them. It lives here, not beside the
-  registry in the domain, because the strings name adapters: resolving them
-  in the domain would make the domain import adapters at run time.
+* the store of verification verdicts, and the known files remembered in it.
+
+Each target's adapters are typed lazy factories beside this module
+(:mod:`jaxport.application.target_adapters`). The services receive these
+objects as arguments from their public entry points, which ask here once.
 
 Importing this module builds nothing and imports neither JAX nor any adapter
 (each is imported when first asked for), so it sits below every service:
@@ -24,22 +23,17 @@ nothing here imports a service.
 from __future__ import annotations
 
 import functools
-import importlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from jaxport.domain.errors import MissingExtraError
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.lower import JaxLowerer
     from jaxport.adapters.jax.lowering.service import ExportService
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
-    from jaxport.adapters.storage.known_files import KnownFiles
+    from jaxport.adapters.storage.checked_directory import KnownFiles
     from jaxport.domain.ports import ModuleInspector, ModuleSerializer
-    from jaxport.domain.targets.registry import TargetEntry
-    from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
 
 _T = TypeVar("_T")
 
@@ -106,27 +100,7 @@ def verdict_store() -> FileVerdictStore:
 
 def known_files() -> KnownFiles:
     """The files whose digests were checked before, remembered in :func:`verdict_store`."""
-    from jaxport.adapters.storage.known_files import KnownFiles
+    from jaxport.adapters.storage.checked_directory import KnownFiles
 
     return KnownFiles(verdict_store())
 
-
-def target_adapter(entry: TargetEntry, spec: str, what: str) -> Any:
-    """The adapter that ``spec`` (``"module:attribute"``, one of ``entry``'s) names, its module imported now.
-
-    Args:
-        entry: the target whose converter, runtime or host facts ``spec`` is.
-        spec: ``"jaxport.adapters.iree.runtime:load"``.
-        what: what needs the extra, for the error (``"The runtime of IREE"``).
-
-    Raises:
-        MissingExtraError: the module (or a package it imports) is not installed:
-            the message names ``entry``'s extra.
-    """
-    module, _, attribute = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attribute)
-    except MissingExtraError:
-        raise
-    except ImportError as exc:
-        raise MissingExtraError(what, entry.extra, exc) from exc

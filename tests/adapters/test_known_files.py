@@ -1,11 +1,11 @@
-"""Files checked before, known by identity (:mod:`jaxport.adapters.storage.known_files`), without JAX."""
+"""Files checked before, known by identity (:mod:`jaxport.adapters.storage.checked_directory`), without JAX."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from jaxport.adapters.storage.known_files import SETTLED_NS, FileIdentity, KnownFiles, still
+from jaxport.adapters.storage.checked_directory import SETTLED_NS, FileIdentity, KnownFiles, still
 from jaxport.domain.artifact.verification import Verdict
 
 

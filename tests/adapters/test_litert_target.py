@@ -30,7 +30,7 @@ def job(bundle: Path, bindings: dict[str, list[dict[str, int]]], options: LiteRt
     for entry in manifest.functions:
         record = decode_artifact(read_function(bundle, manifest, entry.file))
         n = len(manifest.weights) if entry.takes_params else 0
-        caller = with_weights_bound(record, n) if n else record
+        caller = with_weights_bound(record, n)
         signature = Signature(entry.name, caller.in_tree, caller.in_avals, record.out_tree, record.out_avals,
                               record.constraints, n)
         shapes = variant_shapes(PLAN, entry.name, record, bindings.get(entry.name), nr_weights=n)  # as the pipeline
@@ -121,14 +121,12 @@ def test_options_name_the_target_and_refuse_an_unknown_quantization() -> None:
 
 
 def test_the_registry_names_the_litert_ports_and_plan() -> None:
-    import importlib
-
+    from jaxport.application import target_adapters
     from jaxport.adapters.litert import converter as litert_converter, runtime as litert_runtime
     from jaxport.domain.targets.litert import PLAN
     from jaxport.domain.targets.registry import target
 
     entry = target("litert")
     assert entry.plan is PLAN and entry.options is LiteRtOptions and entry.manifest_path == "manifest.json"
-    found = [getattr(importlib.import_module(ref.split(":")[0]), ref.split(":")[1])
-             for ref in (entry.converter, entry.runtime)]
-    assert found == [litert_converter.convert, litert_runtime.load]
+    found = [target_adapters.converter(entry), target_adapters.runtime(entry), target_adapters.host_facts(entry)]
+    assert found == [litert_converter.convert, litert_runtime.load, None]

@@ -23,19 +23,19 @@ def verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_verdict_is_read_back_from_its_file_in_a_private_directory(verdicts: Path) -> None:
     store = FileVerdictStore()
-    key = verdict_key("ab" * 32, ["my_target"], verifier="jaxlib 1")
+    key = verdict_key("v1", "ab" * 32, ["my_target"], "jaxlib 1")
     refused = Verdict(False, ("argument 0 of main differs",))
     store.put(key, refused)
     assert store.get(key) == refused
     assert [p.name for p in verdicts.iterdir()] == [f"{key}.json"]
     assert stat.S_IMODE(verdicts.stat().st_mode) == 0o700
-    assert store.get(verdict_key("cd" * 32, [])) is None
+    assert store.get(verdict_key("v1", "cd" * 32)) is None
     store.put("../escape", Verdict(True))  # not a key: neither stored nor an error
     assert store.get("../escape") is None and not (verdicts.parent / "escape.json").exists()
 
 
 def test_the_oldest_verdicts_beyond_the_bound_are_removed(verdicts: Path) -> None:
-    keys = [verdict_key(c * 64, []) for c in "abcd"]
+    keys = [verdict_key("v1", c * 64) for c in "abcd"]
     store = FileVerdictStore(max_verdicts=2)
     for age, key in zip((30, 20, 10), keys):
         store.put(key, Verdict(True))
@@ -49,15 +49,15 @@ def test_the_oldest_verdicts_beyond_the_bound_are_removed(verdicts: Path) -> Non
 
 def test_a_damaged_or_oversized_verdict_is_not_used(verdicts: Path) -> None:
     store = FileVerdictStore()
-    key = verdict_key("ef" * 32, [])
+    key = verdict_key("v1", "ef" * 32)
     store.put(key, Verdict(True))
     (verdicts / f"{key}.json").write_bytes(b'{"version": 1, "ok": tr')
     assert store.get(key) is None
     (verdicts / f"{key}.json").write_bytes(Verdict(True).to_json() + b" " * MAX_VERDICT_BYTES)
     assert store.get(key) is None
     long = Verdict(False, ("x" * MAX_VERDICT_BYTES,))
-    store.put(verdict_key("01" * 32, []), long)
-    assert store.get(verdict_key("01" * 32, [])) is None
+    store.put(verdict_key("v1", "01" * 32), long)
+    assert store.get(verdict_key("v1", "01" * 32)) is None
 
 
 def test_the_directory_defaults_to_the_users_cache_and_an_empty_value_turns_remembering_off(
@@ -70,6 +70,6 @@ def test_the_directory_defaults_to_the_users_cache_and_an_empty_value_turns_reme
     assert verdict_dir() == tmp_path / "home" / ".cache" / "jaxport" / "verdicts"
     monkeypatch.setenv("JAXPORT_CACHE_DIR", "")
     assert verdict_dir() is None
-    FileVerdictStore().put(verdict_key("ab" * 32, []), Verdict(True))
-    assert FileVerdictStore().get(verdict_key("ab" * 32, [])) is None
+    FileVerdictStore().put(verdict_key("v1", "ab" * 32), Verdict(True))
+    assert FileVerdictStore().get(verdict_key("v1", "ab" * 32)) is None
     assert not (tmp_path / "home").exists()

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.storage import bundle_dir, known_files
+from jaxport.adapters.storage import bundle_dir, checked_directory
 from jaxport.errors import ArtifactError
 
 _X = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
@@ -43,7 +43,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many weights each load hashed; the verdicts in a folder of the test; files settle at once."""
     monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "verdicts"))
-    monkeypatch.setattr(known_files, "SETTLED_NS", 0)
+    monkeypatch.setattr(checked_directory, "SETTLED_NS", 0)
     counts: list[int] = []
     real = bundle_dir.sha256_many
 

@@ -13,10 +13,11 @@ from jaxport.domain.artifact.sharding import (
     AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.bundle.checks import (
-    LeafSpec, TensorEntry, agreed_shardings, check_digest, check_files, check_matches_weights, check_size,
-    check_weights_header, tree_difference
+    LeafSpec, TensorEntry, agreed_shardings, check_files, check_matches_weights, check_weights_header,
+    tree_difference
 )
-from jaxport.domain.bundle.manifest import FORMAT_VERSION, FileDigest, FunctionEntry, Manifest, WeightRecord
+from jaxport.domain.bundle.manifest import FORMAT_VERSION, FunctionEntry, Manifest, WeightRecord
+from jaxport.domain.checked_directory import FOLDER, FileDigest, check_digest, check_size
 from jaxport.domain.bundle.names import check_weight_names, function_file, name_entries, weight_name
 from jaxport.domain.errors import ArtifactError, BundleError, BundleMismatchError
 
@@ -136,15 +137,20 @@ def test_functions_must_agree_on_each_weights_sharding() -> None:
 
 def test_files_missing_extra_truncated_or_changed_raise_naming_the_file() -> None:
     m = manifest()
-    check_files(m, ["manifest.json", "predict.jaxport", "params.safetensors"])
+    good = {"manifest.json": 10, "predict.jaxport": 100, "params.safetensors": 200}
+    check_files(m, good)
     with pytest.raises(ArtifactError, match="file params.safetensors is missing"):
-        check_files(m, ["manifest.json", "predict.jaxport"])
+        check_files(m, {"manifest.json": 10, "predict.jaxport": 100})
     with pytest.raises(ArtifactError, match="does not list: notes.txt"):
-        check_files(m, ["manifest.json", "predict.jaxport", "params.safetensors", "notes.txt"])
+        check_files(m, {**good, "notes.txt": 2})
+    with pytest.raises(ArtifactError, match="The bundle holds sub, which is not a regular file"):
+        check_files(m, {**good, "sub": FOLDER})
     with pytest.raises(ArtifactError, match="predict.jaxport is truncated: 99 bytes"):
-        check_size("predict.jaxport", FileDigest(100, "aa"), 99)
+        check_files(m, {**good, "predict.jaxport": 99})
+    with pytest.raises(ArtifactError, match="predict.jaxport is truncated: 99 bytes"):
+        check_size("predict.jaxport", FileDigest(100, "aa"), 99, "bundle")
     with pytest.raises(ArtifactError, match="digest of the bundle's file predict.jaxport does not match"):
-        check_digest("predict.jaxport", FileDigest(100, "aa"), "ab")
+        check_digest("predict.jaxport", FileDigest(100, "aa"), "ab", "bundle")
 
 
 def test_the_weights_header_must_list_the_manifests_weights_exactly() -> None:

@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeSpec
-from jaxport.domain.bundle.manifest import FileDigest, WeightRecord
+from jaxport.domain.bundle.manifest import WeightRecord
+from jaxport.domain.checked_directory import FileDigest, check_digest, check_listing
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.converted.manifest import (
-    FORMAT_VERSION, ConvertedFunction, ConvertedManifest, Signature, Variant, WeightsTable, check_digests,
-    check_listing
+    FORMAT_VERSION, ConvertedFunction, ConvertedManifest, Signature, Variant, WeightsTable
 )
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.iree import PLAN, SUFFIX, check_parameter_names, details_of, target_of
@@ -150,7 +150,7 @@ def test_a_size_not_compiled_names_the_function_the_variable_and_the_bindings() 
 def test_the_listing_must_hold_exactly_the_manifest_files_at_their_sizes() -> None:
     m = manifest()
     good = {"manifest.json": 10, **{name: d.size for name, d in m.files.items()}}
-    check_listing(m, good, "manifest.json")
+    check_listing(m.files, good, "manifest.json", "directory", folders=True)
     for entries, message in [
         ({**good, "extra.bin": 3}, "does not list: extra.bin"),
         ({k: v for k, v in good.items() if k != "params.safetensors"}, "params.safetensors is missing"),
@@ -158,9 +158,9 @@ def test_the_listing_must_hold_exactly_the_manifest_files_at_their_sizes() -> No
         ({**good, "params.safetensors": -1}, "params.safetensors is not a regular file"),
     ]:
         with pytest.raises(ArtifactError, match=message):
-            check_listing(m, entries, "manifest.json")
+            check_listing(m.files, entries, "manifest.json", "directory", folders=True)
     with pytest.raises(ArtifactError, match="predict.b=1,t=4.vmfb does not match its manifest"):
-        check_digests(m, ["predict.b=1,t=4.vmfb"], ["ff"])
+        check_digest("predict.b=1,t=4.vmfb", m.files["predict.b=1,t=4.vmfb"], "ff", "directory")
 
 
 def test_a_machine_runs_a_directory_of_its_architecture_and_cpu_features() -> None:

@@ -10,10 +10,11 @@ import pytest
 
 from jaxport.domain.artifact.record import TreeSpec
 from jaxport.domain.bundle.manifest import (
-    EXAMPLES_FILE, Example, FileDigest, FunctionEntry, Manifest, WeightRecord, examples_from_json,
+    EXAMPLES_FILE, Example, FunctionEntry, Manifest, WeightRecord, examples_from_json,
     examples_to_json
 )
 from jaxport.domain.bundle.checks import check_files
+from jaxport.domain.checked_directory import FileDigest
 from jaxport.domain.bundle.names import example_names
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.converted.numerics import (
@@ -56,10 +57,11 @@ def test_examples_round_trip_through_the_manifest() -> None:
 
 
 def test_the_examples_file_is_one_of_the_bundle_files_only_when_there_are_examples() -> None:
-    check_files(manifest(example()), ["f.jaxport", "params.safetensors", EXAMPLES_FILE])
-    check_files(manifest(), ["f.jaxport", "params.safetensors"])
+    sizes = {"f.jaxport": 10, "params.safetensors": 72}
+    check_files(manifest(example()), {**sizes, EXAMPLES_FILE: 99})
+    check_files(manifest(), sizes)
     with pytest.raises(ArtifactError, match="file examples.safetensors is missing"):
-        check_files(manifest(example()), ["f.jaxport", "params.safetensors"])
+        check_files(manifest(example()), sizes)
 
 
 def test_examples_of_a_function_that_the_bundle_lacks_are_refused() -> None:

@@ -39,6 +39,13 @@ def test_the_command_line_lists_exactly_the_registrys_targets_in_its_order() -> 
     assert list(COMMAND_LINE) == list(TARGETS)
 
 
+def test_every_target_has_its_adapters_factories_and_a_host_check_has_its_facts() -> None:
+    from jaxport.application.target_adapters import ADAPTERS
+
+    assert list(ADAPTERS) == list(TARGETS)
+    assert [n for n, e in TARGETS.items() if (e.plan.check_host is None) != (ADAPTERS[n].host_facts is None)] == []
+
+
 @pytest.mark.parametrize("name", list(TARGETS))
 def test_convert_help_describes_the_target_and_offers_its_flags(name: str) -> None:
     entry, line = TARGETS[name], COMMAND_LINE[name]
@@ -92,8 +99,7 @@ def test_the_targets_extra_and_adapter_folder_are_packaged(name: str) -> None:
     entry = TARGETS[name]
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert entry.extra in config["project"]["optional-dependencies"]
-    for spec in (entry.converter, entry.runtime):
-        assert spec.rpartition(".")[0] in config["tool"]["setuptools"]["packages"], spec
+    assert f"jaxport.adapters.{name}" in config["tool"]["setuptools"]["packages"]
     installs = re.findall(r"pip install --quiet \"\.\[([\w,-]+)\]\"", (ROOT / "Makefile").read_text(encoding="utf-8"))
     assert installs and all(entry.extra in extras.split(",") for extras in installs if "dev," in extras), installs
 

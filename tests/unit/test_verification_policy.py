@@ -76,11 +76,10 @@ def test_facts_and_verdicts_round_trip_through_json_and_bad_reports_are_refused(
     assert Verdict.from_json(b"garbage") is None
 
 
-def test_the_verdict_key_depends_on_the_digest_and_the_allowlist_not_its_order() -> None:
-    assert verdict_key("ab", ["x", "y"]) == verdict_key("ab", ["y", "x", "x"])
-    assert verdict_key("ab", ["x"]) != verdict_key("ab", [])
-    assert verdict_key("ab", []) != verdict_key("cd", [])
-
-
-def test_the_verdict_key_changes_with_the_parsers_version() -> None:
-    assert verdict_key("ab", [], verifier="jaxlib 1") != verdict_key("ab", [], verifier="jaxlib 2")
+def test_the_verdict_key_depends_on_the_kind_the_digest_and_each_thing_the_verdict_depends_on() -> None:
+    assert verdict_key("v1", "ab", ["x", "y"]) == verdict_key("v1", "ab", ["x", "y"])
+    assert verdict_key("v1", "ab", ["x"]) != verdict_key("v1", "ab", [])
+    assert verdict_key("v1", "ab", []) != verdict_key("v1", "cd", [])
+    assert verdict_key("v1", "ab") != verdict_key("c1", "ab")
+    assert verdict_key("v1", "ab", ["x"], "") != verdict_key("v1", "ab", [], "x")  # the parts stay apart
+    assert verdict_key("v1", "ab", [], "jaxlib 1") != verdict_key("v1", "ab", [], "jaxlib 2")

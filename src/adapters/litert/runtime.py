@@ -198,7 +198,7 @@ class LiteRtRuntime:
                 except ArtifactError as exc:
                     raise ArtifactError(f"{variant.file}: {exc}") from exc
 
-    def run(self, function: str, variant: Variant, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[Any]:
         """The flat results of ``variant`` of ``function`` for the caller's flat ``args``."""
         return self._functions[variant.file](args)
 

@@ -274,7 +274,7 @@ class OnnxTargetRuntime:
                                         f"{model.output_names}, not the manifest's {names[0]} and {names[1]}")
                 self._models[variant.file] = model
 
-    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[np.ndarray]:
+    def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[Any]:
         """The flat results of ``variant`` of ``function`` for the caller's flat arrays.
 
         Raises:

@@ -22,13 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-from jaxport.domain.bundle.manifest import MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
-from jaxport.domain.bundle.checks import (
-    check_digest, check_files, check_header_digest, check_size, check_weight_digest, check_weights_header
-)
+from jaxport.domain.bundle.manifest import MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
+from jaxport.domain.bundle.checks import check_files, check_weights_digests, check_weights_header
+from jaxport.domain.checked_directory import FileDigest, check_digest
 from jaxport.domain.errors import ArtifactError
 from .atomic_files import fsync_directory
-from .known_files import FileIdentity, KnownFiles, still
+from .checked_directory import FileIdentity, KnownFiles, listing
 from .temporary import create_beside, new_directory
 
 _T = TypeVar("_T")
@@ -198,19 +197,6 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def entries(path: str | os.PathLike[str]) -> dict[str, int]:
-    """The entries of a bundle directory with their sizes (-1 for what is not a regular file).
-
-    Raises:
-        OSError: ``path`` is not a readable directory.
-    """
-    found: dict[str, int] = {}
-    with os.scandir(path) as it:
-        for entry in it:
-            found[entry.name] = entry.stat().st_size if entry.is_file() else -1
-    return found
-
-
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """The manifest of the bundle at ``path``, after checking the directory against it.
 
@@ -223,16 +209,11 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
         OSError: ``path`` is not a readable directory.
     """
     root = Path(path)
-    sizes = entries(root)
+    sizes = listing(root)
     if sizes.get(MANIFEST_FILE, -1) < 0:
         raise ArtifactError(f"{root} is not a bundle: its file {MANIFEST_FILE} is missing")
     manifest = Manifest.from_json((root / MANIFEST_FILE).read_bytes())
-    check_files(manifest, [name for name, size in sizes.items() if size >= 0])
-    for name, size in sizes.items():
-        if size < 0:
-            raise ArtifactError(f"The bundle holds {name}, which is not a regular file")
-    for name, digest in manifest.files.items():
-        check_size(name, digest, sizes[name])
+    check_files(manifest, sizes)
     return manifest
 
 
@@ -243,7 +224,7 @@ def read_function(path: str | os.PathLike[str], manifest: Manifest, file: str) -
         ArtifactError: the digest differs from the manifest's.
     """
     blob = Path(path, file).read_bytes()
-    check_digest(file, manifest.files[file], hashlib.sha256(blob).hexdigest())
+    check_digest(file, manifest.files[file], hashlib.sha256(blob).hexdigest(), "bundle")
     return blob
 
 
@@ -255,7 +236,7 @@ def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], 
     The header's digest and each weight's (computed on several threads) cover
     every byte of the file, as the whole file's digest would, and name the
     weight that changed. With ``known``, a file found equal to the same
-    records before, and unchanged since (:mod:`.known_files`), is not hashed
+    records before, and unchanged since (:mod:`.checked_directory`), is not hashed
     again, and a file that passes is remembered.
 
     Returns:
@@ -269,16 +250,17 @@ def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], 
     file = Path(path, WEIGHTS_FILE)
     stored = SafetensorsFile(file)
     check_weights_header(weights, stored.entries, stored.data_size)
-    identity = FileIdentity.of(stored.status)
     expected = hashlib.sha256("\0".join([header_sha256, *(w.sha256 for w in weights)]).encode()).hexdigest()
-    if known is not None and known.known(identity, expected):
-        return stored
-    check_header_digest(header_sha256, hashlib.sha256(stored.header).hexdigest())
-    digests = sha256_many([stored.tensor_bytes(w.name) for w in weights])
-    for weight, digest in zip(weights, digests):
-        check_weight_digest(weight, digest)
-    if known is not None and still(file, identity):
-        known.remember(identity, expected)
+
+    def check() -> str:
+        check_weights_digests(header_sha256, weights, hashlib.sha256(stored.header).hexdigest(),
+                              sha256_many([stored.tensor_bytes(w.name) for w in weights]))
+        return expected
+
+    if known is None:
+        check()
+    else:
+        known.check(file, FileIdentity.of(stored.status), expected, check)
     return stored
 
 

@@ -18,6 +18,7 @@ from jaxport.adapters.jax.bundles.weights import weight_shardings
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.bundles.loaded import Bundle
 from jaxport.application.export.serialization import deserialize
+from jaxport.adapters.storage.checked_directory import KnownFiles
 from jaxport.application import wiring
 from jaxport.adapters.jax.trees.registry import default_registry
 
@@ -73,15 +74,15 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
     except (BundleMismatchError, ShardingMismatchError) as exc:
         raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
     where = weight_placements(shardings, mesh)
-    leaves = _read_weights(root, manifest, where) if params is None else placed_leaves(manifest, params, where)
+    leaves = _read_weights(root, manifest, where, wiring.known_files()) if params is None else placed_leaves(manifest, params, where)
     tree = registry.to_treedef(manifest.params_tree, leaves)
     return Bundle(manifest, functions, tree.unflatten(leaves), where)
 
 
-def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...]) -> list[Any]:
+def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...], known: KnownFiles) -> list[Any]:
     """The weights, memory-mapped, after checking the header and every weight's digest
     (:func:`~jaxport.adapters.storage.bundle_dir.read_weights`: a file checked before and unchanged
     since is not hashed again)."""
-    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256, wiring.known_files())
+    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256, known)
     return [restore_weight(w, weights.array(w.name, w.data_dtype), s)
             for w, s in zip(manifest.weights, where, strict=True)]

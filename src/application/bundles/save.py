@@ -18,9 +18,9 @@ from jaxport.adapters.jax.versions import this_producer
 from jaxport.adapters.jax.bundles.weights import stored_weight
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from jaxport.domain.bundle.manifest import (
-    EXAMPLES_FILE, EXAMPLES_FREE_VERSION, FORMAT_NAME, FORMAT_VERSION, WEIGHTS_FILE, FileDigest,
-    FunctionEntry, Manifest
+    EXAMPLES_FILE, EXAMPLES_FREE_VERSION, FORMAT_NAME, FORMAT_VERSION, WEIGHTS_FILE, FunctionEntry, Manifest
 )
+from jaxport.domain.checked_directory import FileDigest
 from jaxport.domain.artifact.consumers import find_consumer
 from jaxport.domain.bundle.names import check_weight_names, function_file
 from jaxport.domain.errors import BundleError

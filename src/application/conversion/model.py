@@ -11,25 +11,26 @@ one bad call gets the same error and message on every target.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import types
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jaxport.adapters.storage.checked_directory import KnownFiles, check_digests, listing
+from jaxport.domain.checked_directory import check_listing
 from jaxport.domain.converted.manifest import (
-    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, check_digests, check_listing,
-    manifest_format
+    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_checker, call_record, flatten_call, unflatten_results
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
+from jaxport.adapters.storage.bundle_dir import read_weights
 from jaxport.application import wiring
-from jaxport.application.wiring import target_adapter
+from jaxport.application import target_adapters
 
 if TYPE_CHECKING:  # the ports only type: loading a directory creates none of their classes
-    from jaxport.domain.targets.ports import HostFacts, RuntimeLoader, TargetRuntime
+    from jaxport.domain.targets.ports import TargetRuntime
     from .verification import DirectoryVerification
 
 #: The formats of the directories that jaxport wrote before one format served every target.
@@ -77,49 +78,20 @@ def _read_converted(root: Path) -> tuple[ConvertedManifest, TargetEntry, bytes]:
         raise ArtifactError(f"{root}: {exc} (a newer jaxport wrote it?)") from None
     if entry.manifest_path != where:
         raise ArtifactError(f"{root}: a {entry.name} directory keeps its manifest at {entry.manifest_path}")
-    check_listing(manifest, _entries(root), where)
+    check_listing(manifest.files, listing(root), where, "directory", folders=True)
     return manifest, entry, data
 
 
-def _entries(root: Path) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
-            full = os.path.join(dirpath, name)
-            relative = Path(full).relative_to(root).as_posix()
-            found[relative] = os.stat(full).st_size if os.path.isfile(full) and not os.path.islink(full) else -1
-    return found
-
-
-def _check_files(root: Path, manifest: ConvertedManifest) -> Mapping[str, Any]:
+def _check_files(root: Path, manifest: ConvertedManifest, known: KnownFiles) -> Mapping[str, Any]:
     """Checks every file's digest (the weights file: its header's and each weight's); the weights' views.
 
     A file found equal to its record before and unchanged since is not hashed
-    again (:mod:`jaxport.adapters.storage.known_files`).
+    again (:mod:`jaxport.adapters.storage.checked_directory`).
     """
-    from jaxport.adapters.storage.known_files import FileIdentity, still
-
-    known = wiring.known_files()
     weights_file = manifest.weights.file if manifest.weights is not None else ""
-    names = [n for n in manifest.files if n != weights_file]
-    digests, checked = [], []
-    for name in names:  # streamed: a SavedModel's variables may be large
-        expected = manifest.files[name].sha256
-        with open(root / name, "rb") as file:
-            identity = FileIdentity.of(os.fstat(file.fileno()))
-            if known.known(identity, expected):
-                digests.append(expected)
-                continue
-            digests.append(hashlib.file_digest(file, "sha256").hexdigest())
-            checked.append((root / name, identity, expected))
-    check_digests(manifest, names, digests)
-    for path, identity, expected in checked:
-        if still(path, identity):
-            known.remember(identity, expected)
+    check_digests(root, manifest.files, [n for n in manifest.files if n != weights_file], "directory", known)
     if manifest.weights is None or not weights_file:
         return {}
-    from jaxport.adapters.storage.bundle_dir import read_weights
-
     stored = read_weights(root, manifest.weights.leaves, manifest.weights.header_sha256, known)
     return {w.name: stored.array(w.name, w.data_dtype) for w in manifest.weights.leaves}
 
@@ -230,12 +202,12 @@ def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runti
         OSError: ``path`` is not a readable directory.
     """
     root = Path(path)
-    manifest, entry, params, data = _checked(root)
-    loader: RuntimeLoader = target_adapter(entry, entry.runtime, f"The runtime of {entry.plan.runtime}")
+    manifest, entry, params, data = _checked(root, wiring.known_files())
+    loader = target_adapters.runtime(entry)
     if verify:
         from .verification import verify_directory
 
-        verify_directory(root, data, manifest, runtime_options).raise_if_failed(str(root))
+        verify_directory(root, data, manifest, runtime_options, wiring.verdict_store()).raise_if_failed(str(root))
     runtime = loader(str(root), manifest, runtime_options)
     read_back = None if params else getattr(runtime, "params", None)
     if callable(read_back):  # a WeightsRuntime (domain.targets.ports): its target keeps the weights
@@ -251,17 +223,17 @@ def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Di
     """
     from .verification import verify_directory
 
-    manifest, _, _, data = _checked(Path(path))
-    return verify_directory(path, data, manifest, runtime_options)
+    manifest, _, _, data = _checked(Path(path), wiring.known_files())
+    return verify_directory(path, data, manifest, runtime_options, wiring.verdict_store())
 
 
-def _checked(root: Path) -> tuple[ConvertedManifest, TargetEntry, Mapping[str, Any], bytes]:
+def _checked(root: Path, known: KnownFiles) -> tuple[ConvertedManifest, TargetEntry, Mapping[str, Any], bytes]:
     """The manifest, the target, the weights' views and the manifest's bytes of ``root``: the files
     checked against the manifest, the target against this machine."""
     manifest, entry, data = _read_converted(root)
-    params = _check_files(root, manifest)
-    if entry.plan.check_host is not None and entry.host_facts is not None:
-        facts: HostFacts = target_adapter(entry, entry.host_facts, f"The runtime of {entry.plan.runtime}")
+    params = _check_files(root, manifest, known)
+    facts = target_adapters.host_facts(entry) if entry.plan.check_host is not None else None
+    if entry.plan.check_host is not None and facts is not None:
         entry.plan.check_host(manifest.target_details, facts(), str(root))
     return manifest, entry, params, data
 

@@ -50,6 +50,7 @@ from jaxport.domain.artifact.verification import check_main_types
 from jaxport.domain.converted.quantization import quantization
 from jaxport.application.conversion.quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
 from jaxport.application.conversion.source import ConversionSource, SourceFunction, read_source
+from jaxport.application import target_adapters
 
 if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
@@ -119,7 +120,7 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
     calibrated = calibration_inputs(entry.plan.runtime, jobs, src, calibration, mode)
     weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
         WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
-    converter = _converter(entry)  # imported once every function passed the plan
+    converter = target_adapters.converter(entry)  # imported once every function passed the plan
     from jaxport.adapters.storage import bundle_dir
 
     staging = bundle_dir.new_directory_beside(out)
@@ -134,13 +135,6 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
     return manifest
 
 
-def _converter(entry: TargetEntry) -> Converter:
-    from jaxport.application.wiring import target_adapter
-
-    converter: Converter = target_adapter(entry, entry.converter, f"The converter for {entry.plan.runtime}")
-    return converter
-
-
 def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
          bindings: Sequence[Mapping[str, int]] | None, options: object) -> FunctionJob:
     """The plan's checks of one function, each once, in order: the record (and the target's own
@@ -148,7 +142,7 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     plan = entry.plan
     nr_weights = len(src.weights) if function.takes_params else 0
     record = function.record
-    caller = with_weights_bound(record, nr_weights) if nr_weights else record
+    caller = with_weights_bound(record, nr_weights)
     signature = Signature(function.name, caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
                           caller.constraints, nr_weights)
     refuse_record(plan, function.name, record, nr_weights=nr_weights)

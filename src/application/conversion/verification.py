@@ -28,12 +28,15 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from jaxport.domain.artifact.verification import Verdict
+from jaxport.domain.artifact.verification import Verdict, verdict_key
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import ArtifactError, UsageError
-from .. import wiring
+from jaxport.domain.targets.registry import target
+
+if TYPE_CHECKING:
+    from jaxport.adapters.storage.verdict_store import FileVerdictStore
 
 #: Bumped when what the child checks changes, so that remembered verdicts are not reused.
 CHECKS_VERSION: Final = 1
@@ -73,8 +76,9 @@ class DirectoryVerification:
 
 
 def verify_directory(root: str | os.PathLike[str], manifest_bytes: bytes, manifest: ConvertedManifest,
-                     options: Mapping[str, Any]) -> DirectoryVerification:
-    """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``).
+                     options: Mapping[str, Any], store: FileVerdictStore) -> DirectoryVerification:
+    """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``),
+    the verdict remembered in ``store``.
 
     Raises:
         UsageError: a runtime option that is not a JSON value, or that the runtime refuses.
@@ -85,8 +89,7 @@ def verify_directory(root: str | os.PathLike[str], manifest_bytes: bytes, manife
         raise UsageError("Runtime options must be JSON values (strings, numbers, lists) to verify the "
                          "directory; pass verify=False for a directory you trust") from None
     digest = hashlib.sha256(manifest_bytes).hexdigest()
-    key = _key(digest, manifest.target, sent)
-    store = wiring.verdict_store()
+    key = verdict_key(f"c{CHECKS_VERSION}", digest, manifest.target, sent, _runtimes(manifest.target))
     remembered = store.get(key)
     if remembered is not None:
         return DirectoryVerification(remembered.ok, remembered.reasons, digest, True)
@@ -97,34 +100,30 @@ def verify_directory(root: str | os.PathLike[str], manifest_bytes: bytes, manife
     return DirectoryVerification(verdict.ok, verdict.reasons, digest, False)
 
 
-def _key(digest: str, target: str, options: str) -> str:
-    extra = f"{CHECKS_VERSION}\0{target}\0{options}\0{_runtimes()}"
-    return f"c{CHECKS_VERSION}-{digest}-" + hashlib.sha256(extra.encode()).hexdigest()[:16]
-
-
 @functools.cache
-def _runtimes() -> str:
-    """The Python and the installed runtimes a verdict depends on (read once per process).
+def _runtimes(target_name: str) -> tuple[str, ...]:
+    """The Python, NumPy and the target's runtime a verdict depends on (read once per process): the
+    modules the registry says loading the target imports (:attr:`~jaxport.domain.targets.registry.TargetEntry.loads`).
 
-    Each runtime is known by where its package's first file is and that file's
-    identity (inode, size, modification time): an upgraded or reinstalled
-    runtime writes new files, so its verdicts are not reused. Found without
-    importing the runtimes or ``importlib.metadata`` (which, with the ``email``
-    package behind it, costs a fresh process tens of milliseconds).
+    Each is known by where its package's first file (or, for a namespace
+    package, its folder) is and its identity (inode, size, modification time):
+    an upgraded or reinstalled runtime writes new files, so its verdicts are
+    not reused. Found without importing the runtimes or ``importlib.metadata``
+    (which, with the ``email`` package behind it, costs a fresh process tens of milliseconds).
     """
     import importlib.util
 
     found = [f"python {sys.version_info[:3]}"]
-    for module in ("onnxruntime", "ai_edge_litert", "iree.runtime", "tensorflow", "numpy"):
+    for module in ("numpy", *target(target_name).loads):
         try:
             spec = importlib.util.find_spec(module)
-            origin = spec.origin if spec is not None else None
+            origin = None if spec is None else spec.origin or next(iter(spec.submodule_search_locations or ()), None)
             status = os.stat(origin) if origin else None
         except (ImportError, ValueError, OSError):
             continue
         if status is not None:
             found.append(f"{module} {origin} {status.st_ino} {status.st_size} {status.st_mtime_ns}")
-    return "\0".join(found)
+    return tuple(found)
 
 
 def _run_child(root: str, options: dict[str, Any], size: int) -> tuple[Verdict, bool]:

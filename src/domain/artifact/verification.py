@@ -275,19 +275,21 @@ def verdict(chain: Sequence[tuple[ArtifactRecord, ModuleFacts]], *, allowed: Ite
     return Verdict(not reasons, tuple(reasons))
 
 
-def verdict_key(blob_digest: str, allowed: Iterable[str], verifier: str = "") -> str:
-    """The name a verdict is remembered under.
+def verdict_key(kind: str, digest: str, *depends_on: object) -> str:
+    """The name a verdict is remembered under, the one scheme of the verdict store.
 
     Args:
-        blob_digest: the hex SHA-256 of the artifact's bytes.
-        allowed: the caller's allowed custom-call targets (order and repeats ignored).
-        verifier: what else the verdict depends on (the parser's version).
+        kind: what was checked, with the version of its checks (``"v1"``: an
+            artifact; ``"c1"``: a converted directory; ``"f1"``: a file found to
+            have its manifest's digest), bumped when what the verdict covers changes.
+        digest: the hex SHA-256 of what was checked.
+        depends_on: everything else the verdict depends on (JSON values: the
+            allowed custom calls, the parser's version, the runtimes installed).
+
+    >>> verdict_key("v1", "ab", ["x"], "jaxlib 1") == verdict_key("v1", "ab", ["x"], "jaxlib 2")
+    False
     """
-    extra = "\0".join(sorted(set(allowed))) + "\1" + verifier
-    return f"v{VERIFIER_VERSION}-{blob_digest}-" + _short_hash(extra)
-
-
-def _short_hash(text: str) -> str:
     import hashlib
 
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    extra = json.dumps(depends_on, separators=(",", ":"))
+    return f"{kind}-{digest}-" + hashlib.sha256(extra.encode()).hexdigest()[:16]

@@ -8,7 +8,7 @@ the function and the key path. ``with_params`` runs the same check on new
 weights.
 
 Load side: the directory holds exactly the manifest's files, each of the
-recorded size and digest, and the weights file's header lists exactly the
+recorded size and digest (:mod:`jaxport.domain.checked_directory`), and the weights file's header lists exactly the
 manifest's weights, each with the recorded dtype and shape and inside the
 file. A difference raises ``ArtifactError`` naming the file and the key.
 
@@ -17,12 +17,13 @@ Nothing here reads files or knows JAX; the callers pass what they found.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jaxport.domain.artifact.record import AvalRecord, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import NamedShardingRecord
-from .manifest import EXAMPLES_FILE, MANIFEST_FILE, WEIGHTS_FILE, FileDigest, Manifest, WeightRecord
+from jaxport.domain.checked_directory import check_listing
+from .manifest import EXAMPLES_FILE, MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
 from .names import weight_name
 from jaxport.domain.errors import ArtifactError, BundleMismatchError
 
@@ -126,11 +127,12 @@ def agreed_shardings(weights: Sequence[WeightRecord],
     return tuple(None if a is None else a[1] for a in agreed)
 
 
-def check_files(manifest: Manifest, present: Collection[str]) -> None:
-    """Checks that the bundle directory holds exactly the manifest's files.
+def check_files(manifest: Manifest, entries: Mapping[str, int]) -> None:
+    """Checks that the bundle directory holds exactly the manifest's files, at its root, each a regular
+    file of the recorded size (``entries``: as :func:`~jaxport.domain.checked_directory.check_listing` reads).
 
     Raises:
-        ArtifactError: naming a missing or an extra file.
+        ArtifactError: naming a missing, extra, truncated or longer file, or what is not a regular file.
     """
     expected = {e.file for e in manifest.functions} | {WEIGHTS_FILE}
     if manifest.examples:
@@ -138,57 +140,22 @@ def check_files(manifest: Manifest, present: Collection[str]) -> None:
     if set(manifest.files) != expected:
         raise ArtifactError(f"{MANIFEST_FILE}: the digests list {sorted(manifest.files)} but the "
                             f"bundle's files are {sorted(expected)}")
-    for name in sorted(expected):
-        if name not in present:
-            raise ArtifactError(f"The bundle's file {name} is missing")
-    for name in sorted(set(present) - expected - {MANIFEST_FILE}):
-        raise ArtifactError(f"The bundle holds a file that its manifest does not list: {name}")
+    check_listing(manifest.files, entries, MANIFEST_FILE, "bundle", folders=False)
 
 
-def check_size(file: str, expected: FileDigest, size: int, owner: str = "bundle") -> None:
-    """Checks a file's size against the manifest (before reading it); ``owner`` names the
-    directory in the message (``"bundle"``, ``"SavedModel"``).
+def check_weights_digests(header_sha256: str, weights: Sequence[WeightRecord], header: str,
+                          digests: Sequence[str]) -> None:
+    """Checks the weights file's header and each weight's stored bytes against the manifest's digests
+    (``header_sha256`` and each weight's), given the digests found (``header``, ``digests``).
 
     Raises:
-        ArtifactError: the file is truncated or longer than recorded.
+        ArtifactError: naming ``params.safetensors`` and its header or the weight's key path.
     """
-    if size != expected.size:
-        what = "truncated" if size < expected.size else "longer than recorded"
-        raise ArtifactError(f"The {owner}'s file {file} is {what}: {size} bytes where the "
-                            f"manifest records {expected.size}")
-
-
-def check_digest(file: str, expected: FileDigest, sha256: str, owner: str = "bundle") -> None:
-    """Checks a file's SHA-256 digest against the manifest (``owner``: as for :func:`check_size`).
-
-    Raises:
-        ArtifactError: the digests differ (the file was changed after saving).
-    """
-    if sha256 != expected.sha256:
-        raise ArtifactError(f"The digest of the {owner}'s file {file} does not match its manifest: "
-                            f"sha256 {sha256} where {expected.sha256} was recorded")
-
-
-def check_weight_digest(weight: WeightRecord, sha256: str) -> None:
-    """Checks one weight's stored bytes against the manifest's digest.
-
-    Raises:
-        ArtifactError: naming ``params.safetensors`` and the weight's key path.
-    """
-    if sha256 != weight.sha256:
-        raise ArtifactError(f"{WEIGHTS_FILE}: the digest of the weight '{weight.name}' does not match "
-                            f"its manifest: sha256 {sha256} where {weight.sha256} was recorded")
-
-
-def check_header_digest(expected: str, sha256: str) -> None:
-    """Checks the weights file's header against the manifest's digest.
-
-    Raises:
-        ArtifactError: naming ``params.safetensors``.
-    """
-    if sha256 != expected:
-        raise ArtifactError(f"{WEIGHTS_FILE}: the digest of its header does not match its manifest: "
-                            f"sha256 {sha256} where {expected} was recorded")
+    for part, found, expected in [("its header", header, header_sha256),
+                                  *((f"the weight '{w.name}'", d, w.sha256) for w, d in zip(weights, digests))]:
+        if found != expected:
+            raise ArtifactError(f"{WEIGHTS_FILE}: the digest of {part} does not match its manifest: "
+                                f"sha256 {found} where {expected} was recorded")
 
 
 @dataclass(frozen=True, slots=True)

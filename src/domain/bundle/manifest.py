@@ -26,13 +26,15 @@ the field.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxport.domain.artifact.record import TreeKind, TreeSpec
+from jaxport.domain.artifact.record import TreeSpec
+from jaxport.domain.checked_directory import (
+    MANIFEST_FILE as MANIFEST_FILE, FileDigest, JsonReader, dump_json, files_from_json, files_to_json, load_json,
+    tree_from_json, tree_to_json
+)
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.producer import Producer
 
@@ -41,7 +43,6 @@ FORMAT_VERSION = 2
 #: The version a bundle without examples is written as (older jaxport reads it).
 EXAMPLES_FREE_VERSION = 1
 FORMAT_NAME = "jaxport-bundle"
-MANIFEST_FILE = "manifest.json"
 WEIGHTS_FILE = "params.safetensors"
 EXAMPLES_FILE = "examples.safetensors"
 
@@ -53,14 +54,6 @@ SAFETENSORS_DTYPES: dict[str, tuple[str, int]] = {
     "float32": ("F32", 4), "float64": ("F64", 8), "float8_e4m3fn": ("F8_E4M3", 1),
     "float8_e5m2": ("F8_E5M2", 1),
 }
-
-@dataclass(frozen=True, slots=True)
-class FileDigest:
-    """The size and SHA-256 digest (hex) of one file of a bundle."""
-
-    size: int
-    sha256: str
-
 
 @dataclass(frozen=True, slots=True)
 class WeightRecord:
@@ -165,13 +158,15 @@ def examples_to_json(examples: Sequence[Example], file: str) -> dict[str, Any]:
     return {"file": file, "functions": functions}
 
 
-def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
-    """The examples that :func:`examples_to_json` wrote, stored in ``file``.
+def examples_from_json(doc: Any, where: str, file: str, functions: Sequence[str] | None = None,
+                       owner: str = "bundle") -> tuple[Example, ...]:
+    """The examples that :func:`examples_to_json` wrote, stored in ``file``, each of one of
+    ``functions`` (the functions of the ``owner`` directory; None: any).
 
     Raises:
         ArtifactError: naming ``where``, when ``doc`` is not such a table.
     """
-    r = _Reader(doc, where)
+    r = JsonReader(doc, where)
     if r.get("file", str) != file:
         raise ArtifactError(f"{where}: 'file' is not {file!r}")
     examples: list[Example] = []
@@ -179,7 +174,7 @@ def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
         if not isinstance(listed, list):
             raise ArtifactError(f"{where}: functions.{function} is not a list of examples")
         for index, item in enumerate(listed):
-            e = _Reader(item, f"{where}: functions.{function}[{index}]")
+            e = JsonReader(item, f"{where}: functions.{function}[{index}]")
             at = e.where
             in_tree = tree_from_json(e.get("in_tree", dict), f"{at}: in_tree")
             out_tree = tree_from_json(e.get("out_tree", dict), f"{at}: out_tree")
@@ -192,6 +187,9 @@ def examples_from_json(doc: Any, where: str, file: str) -> tuple[Example, ...]:
     names = [w.name for e in examples for w in e.arrays]
     if len(set(names)) != len(names):
         raise ArtifactError(f"{where}: two arrays of the examples have the same name")
+    unknown = [] if functions is None else sorted({e.function for e in examples} - set(functions))
+    if unknown:
+        raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the {owner} lacks: {unknown}")
     return tuple(examples)
 
 
@@ -244,16 +242,15 @@ class Manifest:
             "functions": {e.name: {"file": e.file, "takes_params": e.takes_params}
                           for e in self.functions},
             "params": {"file": WEIGHTS_FILE, "header_sha256": self.weights_header_sha256,
-                       "tree": tree_to_json(self.params_tree),
-                       "leaves": [_weight_to_json(w) for w in self.weights]},
+                       **weights_to_json(self.params_tree, self.weights)},
             "metadata": dict(self.metadata),
-            "files": {name: {"size": d.size, "sha256": d.sha256} for name, d in sorted(self.files.items())},
+            "files": files_to_json(self.files),
         }
         if self.producer is not None:
             doc["producer"] = self.producer.to_json()
         if self.examples:
             doc["examples"] = examples_to_json(self.examples, EXAMPLES_FILE)
-        return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
+        return dump_json(doc)
 
     @staticmethod
     def from_json(data: bytes) -> Manifest:
@@ -263,11 +260,8 @@ class Manifest:
             ArtifactError: it is not JSON, is of a newer format version than
                 this jaxport reads, or a field is missing or of the wrong type.
         """
-        try:
-            doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ArtifactError(f"{MANIFEST_FILE} is not valid JSON: {exc}") from exc
-        r = _Reader(doc, MANIFEST_FILE)
+        doc = load_json(data)
+        r = JsonReader(doc, MANIFEST_FILE)
         if r.get("format", str) != FORMAT_NAME:
             raise ArtifactError(f"{MANIFEST_FILE}: 'format' is not {FORMAT_NAME!r}")
         version = r.get("format_version", int)
@@ -283,18 +277,10 @@ class Manifest:
         params = r.child("params")
         if params.get("file", str) != WEIGHTS_FILE:
             raise ArtifactError(f"{MANIFEST_FILE}: 'params.file' is not {WEIGHTS_FILE!r}")
-        tree = tree_from_json(params.get("tree", dict), f"{MANIFEST_FILE}: params.tree")
-        weights = tuple(_weight_from_json(leaf) for leaf in params.child_list("leaves"))
-        if tree.num_leaves != len(weights):
-            raise ArtifactError(f"{MANIFEST_FILE}: the params tree has {tree.num_leaves} leaves "
-                                f"but {len(weights)} are listed")
-        files = {name: FileDigest(d.get("size", int), d.get("sha256", str))
-                 for name, d in r.child("files").items()}
-        examples = examples_from_json(doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE) \
-            if version >= 2 and "examples" in doc else ()
-        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
-        if unknown:
-            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the bundle lacks: {unknown}")
+        tree, weights = weights_from_json(params, "params")
+        files = files_from_json(r.child("files"))
+        examples = examples_from_json(doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE,
+                                      [f.name for f in functions]) if version >= 2 and "examples" in doc else ()
         return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
                         params.get("header_sha256", str), Producer.from_json(doc.get("producer")), examples)
 
@@ -308,7 +294,7 @@ def _weight_to_json(w: WeightRecord) -> dict[str, Any]:
     return doc
 
 
-def _weight_from_json(r: _Reader) -> WeightRecord:
+def _weight_from_json(r: JsonReader) -> WeightRecord:
     name = r.get("key_path", str)
     shape = r.shape("shape")
     dtype = r.get("dtype", str)
@@ -320,77 +306,20 @@ def _weight_from_json(r: _Reader) -> WeightRecord:
     return WeightRecord(name, dtype, shape, data_dtype, stored.shape("shape"), key_impl, r.get("sha256", str))
 
 
-def tree_to_json(spec: TreeSpec) -> dict[str, Any]:
-    """A pytree structure as JSON: ``{"kind": "dict", "keys": [...], "children": [...]}``."""
-    doc: dict[str, Any] = {"kind": spec.kind.value}
-    if spec.children:
-        doc["children"] = [tree_to_json(c) for c in spec.children]
-    if spec.kind is TreeKind.DICT:
-        doc["keys"] = list(spec.children_names)
-    if spec.kind is TreeKind.CUSTOM:
-        doc["name"] = spec.custom_name
-        doc["auxdata"] = base64.b64encode(spec.custom_auxdata).decode("ascii")
-    return doc
+def weights_to_json(tree: TreeSpec, weights: Sequence[WeightRecord]) -> dict[str, Any]:
+    """The weights' pytree and records as JSON: ``{"tree": ..., "leaves": [...]}``."""
+    return {"tree": tree_to_json(tree), "leaves": [_weight_to_json(w) for w in weights]}
 
 
-def tree_from_json(doc: dict[str, Any], where: str) -> TreeSpec:
-    """The structure :func:`tree_to_json` wrote.
+def weights_from_json(r: JsonReader, what: str) -> tuple[TreeSpec, tuple[WeightRecord, ...]]:
+    """The pytree and records that :func:`weights_to_json` wrote in the field ``what`` of a manifest.
 
     Raises:
-        ArtifactError: naming ``where``, when ``doc`` is not such a structure.
+        ArtifactError: naming ``manifest.json`` and ``what``, when they are malformed or differ in number.
     """
-    r = _Reader(doc, where)
-    try:
-        kind = TreeKind(r.get("kind", str))
-        children = tuple(tree_from_json(c.doc, where) for c in r.child_list("children")) \
-            if "children" in doc else ()
-        keys = tuple(r.get("keys", list)) if kind is TreeKind.DICT else ()
-        if not all(isinstance(k, str) for k in keys):
-            raise ArtifactError(f"{where}: a dict key is not a string")
-        if kind is TreeKind.CUSTOM:
-            auxdata = base64.b64decode(r.get("auxdata", str), validate=True)
-            return TreeSpec(kind, children, custom_name=r.get("name", str), custom_auxdata=auxdata)
-        return TreeSpec(kind, children, keys)
-    except (ValueError, TypeError) as exc:
-        if isinstance(exc, ArtifactError):
-            raise
-        raise ArtifactError(f"{where}: not a pytree structure: {exc}") from exc
-
-
-class _Reader:
-    """Typed access to one JSON object, with errors that say where."""
-
-    def __init__(self, doc: Any, where: str) -> None:
-        if not isinstance(doc, dict):
-            raise ArtifactError(f"{where}: expected a JSON object, found {type(doc).__name__}")
-        self.doc: dict[str, Any] = doc
-        self.where = where
-
-    def get(self, key: str, kind: type[Any]) -> Any:
-        value = self.doc.get(key)
-        if value is None or not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ArtifactError(f"{self.where}: the field '{key}' is missing or not a {kind.__name__}")
-        return value
-
-    def child(self, key: str) -> _Reader:
-        return _Reader(self.get(key, dict), f"{self.where}: {key}")
-
-    def child_list(self, key: str) -> list[_Reader]:
-        return [_Reader(v, f"{self.where}: {key}[{i}]") for i, v in enumerate(self.get(key, list))]
-
-    def items(self) -> list[tuple[str, _Reader]]:
-        return [(k, _Reader(v, f"{self.where}.{k}")) for k, v in self.doc.items()]
-
-    def shape(self, key: str) -> tuple[int, ...]:
-        dims = self.get(key, list)
-        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
-            raise ArtifactError(f"{self.where}: '{key}' is not a list of sizes: {dims}")
-        return tuple(dims)
-
-
-
-# Other manifests (of converted directories) read and write JSON with these too.
-#: Typed access to a JSON object with errors that say where.
-JsonReader = _Reader
-#: One weight's record as JSON, and back.
-weight_to_json, weight_from_json = _weight_to_json, _weight_from_json
+    tree = tree_from_json(r.get("tree", dict), f"{MANIFEST_FILE}: {what}.tree")
+    weights = tuple(_weight_from_json(leaf) for leaf in r.child_list("leaves"))
+    if tree.num_leaves != len(weights):
+        raise ArtifactError(f"{MANIFEST_FILE}: the {what} tree has {tree.num_leaves} leaves "
+                            f"but {len(weights)} are listed")
+    return tree, weights

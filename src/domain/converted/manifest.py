@@ -36,15 +36,17 @@ This module opens no file (the commands that read it: :mod:`jaxport.application.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
 from jaxport.domain.bundle.manifest import (
-    Example, FileDigest, JsonReader, WeightRecord, examples_from_json, examples_to_json, tree_from_json,
-    tree_to_json, weight_from_json, weight_to_json
+    Example, WeightRecord, examples_from_json, examples_to_json, weights_from_json, weights_to_json
+)
+from jaxport.domain.checked_directory import (
+    MANIFEST_FILE as MANIFEST_FILE, FileDigest, JsonReader, dump_json, files_from_json, files_to_json, load_json,
+    tree_from_json, tree_to_json
 )
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
@@ -57,7 +59,6 @@ if TYPE_CHECKING:  # read where a manifest records one: loading an IREE director
 FORMAT_NAME = "jaxport-converted"
 #: The newest format version this jaxport reads and writes.
 FORMAT_VERSION = 1
-MANIFEST_FILE = "manifest.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,8 +256,8 @@ class ConvertedManifest:
                           for f in self.functions},
             "weights": None if self.weights is None else {
                 "file": self.weights.file, "header_sha256": self.weights.header_sha256,
-                "tree": tree_to_json(self.weights.tree), "leaves": [weight_to_json(w) for w in self.weights.leaves]},
-            "files": {n: {"size": d.size, "sha256": d.sha256} for n, d in sorted(self.files.items())},
+                **weights_to_json(self.weights.tree, self.weights.leaves)},
+            "files": files_to_json(self.files),
         }
         if self.examples:
             doc["examples"] = examples_to_json(self.examples, self.examples_file)
@@ -264,7 +265,7 @@ class ConvertedManifest:
             doc["jax_version"] = self.jax_version
         if self.quantization is not None:
             doc["quantization"] = self.quantization.to_json()
-        return (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode("utf-8")
+        return dump_json(doc)
 
     @staticmethod
     def from_json(data: bytes) -> ConvertedManifest:
@@ -275,7 +276,7 @@ class ConvertedManifest:
                 (an older jaxport's: convert again), of a newer format version,
                 or a field is missing or of the wrong type.
         """
-        r = JsonReader(_load(data), MANIFEST_FILE)
+        r = JsonReader(load_json(data), MANIFEST_FILE)
         fmt = r.get("format", str)
         if fmt != FORMAT_NAME:
             raise ArtifactError(f"{MANIFEST_FILE}: the format {fmt!r} is not {FORMAT_NAME!r}"
@@ -291,21 +292,14 @@ class ConvertedManifest:
         weights = None
         if r.doc.get("weights") is not None:
             w = r.child("weights")
-            tree = tree_from_json(w.get("tree", dict), f"{MANIFEST_FILE}: weights.tree")
-            leaves = tuple(weight_from_json(leaf) for leaf in w.child_list("leaves"))
-            if tree.num_leaves != len(leaves):
-                raise ArtifactError(f"{MANIFEST_FILE}: the weights tree has {tree.num_leaves} leaves "
-                                    f"but {len(leaves)} are listed")
-            weights = WeightsTable(tree, leaves, _str(w, "file"), _str(w, "header_sha256"))
-        files = {n: FileDigest(d.get("size", int), d.get("sha256", str)) for n, d in r.child("files").items()}
+            weights = WeightsTable(*weights_from_json(w, "weights"), _str(w, "file"), _str(w, "header_sha256"))
+        files = files_from_json(r.child("files"))
         examples: tuple[Example, ...] = ()
         examples_file = ""
         if r.doc.get("examples") is not None:
             examples_file = r.child("examples").get("file", str)
-            examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", examples_file)
-        unknown = sorted({e.function for e in examples} - {f.name for f in functions})
-        if unknown:
-            raise ArtifactError(f"{MANIFEST_FILE}: examples of functions that the directory lacks: {unknown}")
+            examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", examples_file,
+                                          [f.name for f in functions], "directory")
         jax_version = r.doc.get("jax_version")
         if jax_version is not None and not isinstance(jax_version, str):
             raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
@@ -326,15 +320,6 @@ def _str(r: JsonReader, key: str) -> str:
     return value
 
 
-def _load(data: bytes) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArtifactError(f"{MANIFEST_FILE} is not valid JSON: {exc}") from exc
-    except RecursionError:
-        raise ArtifactError(f"{MANIFEST_FILE} nests its values too deeply") from None
-
-
 def _function(name: str, r: JsonReader) -> ConvertedFunction:
     variants = []
     for v in r.child_list("variants"):
@@ -351,44 +336,8 @@ def _function(name: str, r: JsonReader) -> ConvertedFunction:
 def manifest_format(data: bytes) -> str | None:
     """The ``format`` that a ``manifest.json`` names (``"jaxport-converted"``), None when it names none."""
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        doc = load_json(data)
+    except ArtifactError:
         return None
     value = doc.get("format") if isinstance(doc, dict) else None
     return value if isinstance(value, str) else None
-
-
-def check_listing(manifest: ConvertedManifest, entries: Mapping[str, int], manifest_path: str) -> None:
-    """Checks a directory's files (relative path -> size, -1 for what is not a regular file) against
-    ``manifest``, whose own path is ``manifest_path``.
-
-    Raises:
-        ArtifactError: a file is missing, extra, not a regular file, truncated
-            or longer than recorded.
-    """
-    for name in sorted(set(entries) - set(manifest.files) - {manifest_path}):
-        raise ArtifactError(f"The directory holds a file that its manifest does not list: {name}")
-    for name, digest in sorted(manifest.files.items()):
-        size = entries.get(name)
-        if size is None:
-            raise ArtifactError(f"The directory's file {name} is missing")
-        if size < 0:
-            raise ArtifactError(f"The directory's {name} is not a regular file")
-        if size != digest.size:
-            what = "truncated" if size < digest.size else "longer than recorded"
-            raise ArtifactError(f"The directory's file {name} is {what}: {size} bytes where the "
-                                f"manifest records {digest.size}")
-
-
-def check_digests(manifest: ConvertedManifest, names: Sequence[str], digests: Sequence[str]) -> None:
-    """Checks files' SHA-256 digests (hex) against the manifest, before anything reads them.
-
-    Raises:
-        ArtifactError: a file changed after it was written (the message names it).
-    """
-    for name, digest in zip(names, digests, strict=True):
-        if digest != manifest.files[name].sha256:
-            raise ArtifactError(
-                f"The digest of the directory's file {name} does not match its manifest (sha256 "
-                f"{digest} where {manifest.files[name].sha256} was recorded): the file was damaged "
-                "or changed after jaxport wrote it; convert the source again.")

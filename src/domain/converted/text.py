@@ -13,7 +13,7 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
     """The summary of the directory at ``path``: target, functions, variants and their files, weights.
 
     >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
-    >>> from jaxport.domain.bundle.manifest import FileDigest
+    >>> from jaxport.domain.checked_directory import FileDigest
     >>> from .manifest import ConvertedFunction, Signature, Variant
     >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
     ...                 (AvalRecord(("b",), DType.FLOAT32),), TreeSpec.leaf(), (AvalRecord(("b",), DType.FLOAT32),))

@@ -2,7 +2,7 @@
 
 Pure Python. JAX duck-types :class:`DimExpr` as a shape dimension once the
 JAX adapter subclasses it (``dimension_as_value``, ``__jax_array__``) and
-installs its inconclusive-error factory (:func:`set_inconclusive_factory`).
+names its inconclusive error (``DimExpr.inconclusive_error``).
 
 Modules, by reason to change (they form a DAG, counting the imports for type
 checking, see tests/unit/test_import_graph.py):
@@ -28,13 +28,11 @@ from .errors import (
     DimensionEvaluationError as DimensionEvaluationError,
     DimensionPowerError as DimensionPowerError,
     InconclusiveDimensionError as InconclusiveDimensionError,
-    InconclusiveFactory as InconclusiveFactory,
     ScopeMixingError as ScopeMixingError,
     ShapeAssertionError as ShapeAssertionError,
     ShapeSpecSyntaxError as ShapeSpecSyntaxError,
     ShapeSpecTypeError as ShapeSpecTypeError,
     UnsolvableDimensionError as UnsolvableDimensionError,
-    set_inconclusive_factory as set_inconclusive_factory,
 )
 from .expr import (
     Comparison as Comparison,
@@ -73,10 +71,10 @@ from .solve import (
 __all__ = [
     "ArgDim", "CallSolution", "Comparison", "Constraint", "ConstraintError", "DimExpr",
     "DimOps", "DimSize", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
-    "InconclusiveFactory", "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
+    "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
     "Scope", "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
     "ShapeSpecSyntaxError", "ShapeSpecTypeError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",
     "build_plan", "call_output_shapes", "dim_max", "dim_min",
     "format_shape", "is_nonnegative", "is_symbolic_dim", "parse_constraint", "parse_shape_spec",
-    "run_plan", "set_inconclusive_factory", "solve_call",
+    "run_plan", "solve_call",
 ]

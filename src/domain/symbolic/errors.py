@@ -3,15 +3,15 @@
 The symbolic-shape level of :mod:`jaxport.domain.errors` (their base class),
 re-exported, as those are, by :mod:`jaxport.errors`.
 
-The inconclusive-comparison error is produced by a pluggable factory, so that
-the JAX adapter can raise a class that also inherits JAX's
-``InconclusiveDimensionOperation`` (JAX catches that class in several places)
-while the domain stays free of JAX imports.
+An expression raises the inconclusive-comparison error that its class names
+(``DimExpr.inconclusive_error``), so that the JAX adapter's subclass raises a
+class that also inherits JAX's ``InconclusiveDimensionOperation`` (JAX catches
+that class in several places) while the domain stays free of JAX imports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..errors import JaxportError
 from ..jax_docs import PAGES
@@ -51,35 +51,6 @@ def not_constant(dim: str) -> str:
 
 class InconclusiveDimensionError(JaxportError, ValueError):
     """A comparison or a conversion to ``int`` that symbolic reasoning cannot decide."""
-
-
-#: Builds the exception raised for an inconclusive operation, from its message.
-InconclusiveFactory = Callable[[str], Exception]
-
-_inconclusive_factory: InconclusiveFactory = InconclusiveDimensionError
-
-
-def set_inconclusive_factory(factory: InconclusiveFactory | None) -> InconclusiveFactory:
-    """Installs the factory of inconclusive-operation errors; returns the previous one.
-
-    The JAX adapter installs a subclass of both :class:`InconclusiveDimensionError`
-    and JAX's ``InconclusiveDimensionOperation``. ``None`` restores the default.
-
-    Args:
-        factory: called with the message; returns the exception to raise.
-
-    Returns:
-        The factory that was installed before.
-    """
-    global _inconclusive_factory
-    previous = _inconclusive_factory
-    _inconclusive_factory = factory if factory is not None else InconclusiveDimensionError
-    return previous
-
-
-def inconclusive(message: str) -> Exception:
-    """Returns (does not raise) the inconclusive-operation error for ``message``."""
-    return _inconclusive_factory(message)
 
 
 class ScopeMixingError(JaxportError, ValueError):

@@ -45,11 +45,13 @@ import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol, Self, TypeAlias, Union  # Self: Python 3.11 has it (typing_extensions costs an import)
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, Union  # Self: Python 3.11 has it (typing_extensions costs an import)
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly, divide
 from .decision import BoundsDecider
-from .errors import DimensionPowerError, ScopeMixingError, inconclusive, inconclusive_comparison, not_constant
+from .errors import (
+    DimensionPowerError, InconclusiveDimensionError, ScopeMixingError, inconclusive_comparison, not_constant
+)
 from .ops import PYTHON_OPS, DimOps, evaluate
 
 #: A dimension of a shape: an int or a symbolic expression.
@@ -116,6 +118,8 @@ class DimExpr:
     """A symbolic dimension: a polynomial over dimension variables and operations."""
 
     __slots__ = ("_poly", "_scope", "__weakref__")
+    #: What an inconclusive comparison or ``int()`` raises (the JAX adapter's subclass: also JAX's error).
+    inconclusive_error: ClassVar[type[InconclusiveDimensionError]] = InconclusiveDimensionError
 
     def __init__(self, poly: Poly, scope: Scope) -> None:
         self._poly = poly
@@ -355,7 +359,7 @@ class DimExpr:
             difference = difference + Poly.constant(-1)
         verdict = self._scope.decider.is_nonnegative(difference)
         if verdict is None:
-            raise inconclusive(self._inconclusive_comparison(relation, other))
+            raise self.inconclusive_error(self._inconclusive_comparison(relation, other))
         return verdict
 
     def _inconclusive_comparison(self, relation: str, other: object) -> str:
@@ -369,7 +373,7 @@ class DimExpr:
         return inconclusive_comparison(f"'{self}' {relation} '{other}'", suggestion, scope)
 
     def __int__(self) -> int:
-        raise inconclusive(not_constant(str(self)))
+        raise self.inconclusive_error(not_constant(str(self)))
 
     # ---- misc ----------------------------------------------------------------
 

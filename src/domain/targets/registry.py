@@ -1,12 +1,13 @@
-"""The registry of runtime targets: one entry per target, adapters named as strings.
+"""The registry of runtime targets: one entry per target, its domain facts.
 
 A target is a converter adapter, a runtime adapter, a domain plan of what it
 refuses (:class:`~.plan.TargetPlan`, with its options class, in the target's
 domain module) and one entry here. The public API (``jaxport.convert``, ``jaxport.load_converted``),
 the CLI (``convert``, ``run``, ``inspect``, ``check --numerics``) and the
-numerics check dispatch through this table; they import an adapter only
-when they use it (``"module:attribute"``), so that loading a converted
-directory imports only its runtime (never jaxlib).
+numerics check dispatch through this table; each target's adapters are typed
+lazy factories in :mod:`jaxport.application.target_adapters`, under the same
+name, so that loading a converted directory imports only its runtime (never
+jaxlib) and the domain names no adapter.
 
 Each entry names:
 
@@ -14,20 +15,12 @@ Each entry names:
   options class (named by ``options_class``); both are imported on first use
   (``entry.plan``, ``entry.options``), so that loading a directory imports
   no other target's module;
-* ``converter``: a :class:`~.ports.Converter` (imports JAX or the
-  target's tools on use);
-* ``runtime``: a :class:`~.ports.RuntimeLoader` (imports neither JAX
-  nor jaxlib);
-* ``host_facts``: a :class:`~.ports.HostFacts` for the plan's host
-  check (None without one);
 * ``manifest_dir``: where the manifest goes in the directory (``""``: its root);
 * ``extra``: the pip extra that installs the target (``jaxport[iree]``);
 * ``loads``: the top-level modules that loading may import besides the
   standard library, NumPy and jaxport (``("tensorflow",)`` for a SavedModel).
 
-The application imports the adapters that the strings name
-(:func:`jaxport.application.wiring.target_adapter`); what this table cannot
-hold, each target's ``jaxport.to_NAME`` and its part of ``jaxport convert``'s
+What this table cannot hold, each target's ``jaxport.to_NAME`` and its part of ``jaxport convert``'s
 help and flags, is listed beside it, once, in
 :mod:`jaxport.application.conversion.targets`. ``TARGETS`` is public as
 ``jaxport.TARGETS``. docs/developers/adding-a-target.md lists every file a
@@ -62,10 +55,7 @@ class TargetEntry:
     name: str
     domain: str
     options_class: str
-    converter: str
-    runtime: str
     extra: str
-    host_facts: str | None = None
     manifest_dir: str = ""
     loads: tuple[str, ...] = ()
 
@@ -89,24 +79,13 @@ class TargetEntry:
 
 #: Every target, by name (the ``to=`` of ``jaxport.convert``, the manifest's ``target``).
 TARGETS: Mapping[str, TargetEntry] = MappingProxyType({e.name: e for e in (
-    TargetEntry("savedmodel", "jaxport.domain.targets.savedmodel", "SavedModelOptions",
-                converter="jaxport.adapters.savedmodel.converter:convert",
-                runtime="jaxport.adapters.savedmodel.runtime:load",
-                extra="tf", host_facts="jaxport.adapters.savedmodel.runtime:host_facts",
+    TargetEntry("savedmodel", "jaxport.domain.targets.savedmodel", "SavedModelOptions", extra="tf",
                 manifest_dir="assets.extra/jaxport",  # savedmodel.JAXPORT_DIR
                 loads=("tensorflow",)),
-    TargetEntry("iree", "jaxport.domain.targets.iree", "IreeOptions",
-                converter="jaxport.adapters.iree.converter:convert",
-                runtime="jaxport.adapters.iree.runtime:load",
-                extra="iree", host_facts="jaxport.adapters.iree.runtime:host_facts", loads=("iree",)),
-    TargetEntry("onnx", "jaxport.domain.targets.onnx", "OnnxOptions",
-                converter="jaxport.adapters.onnx.converter:convert",
-                runtime="jaxport.adapters.onnx.runtime:load",
-                extra="onnx", loads=("onnx", "onnxruntime")),
-    TargetEntry("litert", "jaxport.domain.targets.litert", "LiteRtOptions",
-                converter="jaxport.adapters.litert.converter:convert",
-                runtime="jaxport.adapters.litert.runtime:load",
-                extra="litert", loads=("ai_edge_litert",)),
+    TargetEntry("iree", "jaxport.domain.targets.iree", "IreeOptions", extra="iree", loads=("iree",)),
+    TargetEntry("onnx", "jaxport.domain.targets.onnx", "OnnxOptions", extra="onnx", loads=("onnx", "onnxruntime")),
+    TargetEntry("litert", "jaxport.domain.targets.litert", "LiteRtOptions", extra="litert",
+                loads=("ai_edge_litert",)),
 )})
 
 

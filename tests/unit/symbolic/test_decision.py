@@ -13,12 +13,11 @@ from collections.abc import Iterator
 import pytest
 
 from jaxport.domain.symbolic import (
+    DimExpr,
     InconclusiveDimensionError,
     dim_max,
     dim_min,
-    set_inconclusive_factory,
 )
-from jaxport.domain.symbolic.errors import InconclusiveFactory
 
 from .shapes import dims, sym, syms
 
@@ -141,34 +140,21 @@ def test_decisions_on_wide_expressions_search_few_forms() -> None:
     assert vs[0].scope.decider.search_steps <= 100 * len(names)
 
 
-@pytest.fixture
-def custom_factory() -> Iterator[type[Exception]]:
+def test_an_expression_raises_the_inconclusive_error_that_its_class_names() -> None:
     class AdapterError(InconclusiveDimensionError):
         pass
 
-    previous: InconclusiveFactory = set_inconclusive_factory(AdapterError)
-    try:
-        yield AdapterError
-    finally:
-        set_inconclusive_factory(previous)
+    class AdapterDim(DimExpr):
+        __slots__ = ()
+        inconclusive_error = AdapterError
 
-
-def test_the_inconclusive_error_comes_from_the_pluggable_factory(custom_factory: type[Exception]) -> None:
-    b = sym("b")
-    with pytest.raises(custom_factory, match="comparison 'b' >= '2'"):
+    b = AdapterDim.variable("b", sym("b").scope)
+    with pytest.raises(AdapterError, match="comparison 'b' >= '2'"):
         b >= 2
-    with pytest.raises(custom_factory, match="requires a constant"):
+    with pytest.raises(AdapterError, match="requires a constant"):
         int(b)
-
-
-def test_resetting_the_factory_restores_the_domain_error() -> None:
-    class Other(Exception):
-        pass
-
-    previous = set_inconclusive_factory(Other)
-    try:
-        assert set_inconclusive_factory(None) is Other
-        with pytest.raises(InconclusiveDimensionError):
-            sym("b") >= 2
-    finally:
-        set_inconclusive_factory(previous)  # the JAX adapter's factory, when it is loaded
+    with pytest.raises(AdapterError):
+        b + 1 >= 3  # a derived expression keeps its class
+    with pytest.raises(InconclusiveDimensionError) as plain:
+        sym("b") >= 2
+    assert type(plain.value) is InconclusiveDimensionError

@@ -20,7 +20,7 @@ import numpy as np
 from jax.interpreters import mlir
 
 from jaxport.domain.symbolic import (
-    DimExpr, DimOps, InconclusiveDimensionError, PythonOps, set_inconclusive_factory
+    DimExpr, DimOps, InconclusiveDimensionError, PythonOps
 )
 from jaxport.domain.jax_docs import follow_jax
 from jaxport.adapters.jax import internals as jax_internals
@@ -86,6 +86,7 @@ class JaxDim(DimExpr):
     """A symbolic dimension that JAX can trace with."""
 
     __slots__ = ()
+    inconclusive_error = JaxInconclusiveDimensionError
     __array_priority__ = 1000  # as JAX's tracers: `ndarray + dim` defers to __radd__
 
     def dimension_as_value(self) -> Any:
@@ -127,6 +128,5 @@ def _dim_as_value_lowering(ctx: mlir.LoweringRuleContext, *, dim: JaxDim) -> lis
 dim_as_value_p.def_impl(_dim_as_value_impl)
 mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)
 jax_internals.register_dimension_type(JaxDim)
-set_inconclusive_factory(JaxInconclusiveDimensionError)
 # jaxport's messages cite JAX's pages where the installed JAX cites them (JAX 0.12 moved them).
 follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()))

@@ -1,6 +1,11 @@
-"""Files whose digests were checked before, known again by their identity: a later load skips hashing them.
+"""Reading a checked directory (:mod:`jaxport.domain.checked_directory`): a bundle or a converted directory.
 
-Checking a weights file of 93 MB against its manifest costs a fresh process
+:func:`listing` reads what the directory holds (without following a link),
+:func:`check_digests` checks the files' digests, streamed; the domain
+decides. Both kinds of directory use them.
+
+The known-file check: a file whose digest was checked before is known again by
+its identity, and a later load skips hashing it. Checking a weights file of 93 MB against its manifest costs a fresh process
 about 60 ms and maps every page of the file into its memory (its peak
 resident memory grows by the file's size), on every load. A file's identity
 is what the system says of it without reading it: its device and inode, its
@@ -28,10 +33,13 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final, Protocol
 
-from jaxport.domain.artifact.verification import Verdict
+from jaxport.domain.artifact.verification import Verdict, verdict_key
+from jaxport.domain.checked_directory import FOLDER, NOT_A_FILE, FileDigest, check_digest
 
 #: How old a file's change time must be for its check to be remembered (2 s: far above any clock tick).
 SETTLED_NS: Final = 2_000_000_000
@@ -90,11 +98,22 @@ class KnownFiles:
         if identity.settled(time.time_ns() if now_ns is None else now_ns):
             self._store.put(self._key(identity, digest), Verdict(True))
 
+    def check(self, path: str | os.PathLike[str], identity: FileIdentity, digest: str,
+              compute: Callable[[], str]) -> str:
+        """``digest`` when the file of ``identity`` was found to have it before, else ``compute()``
+        (the digest of the bytes read through the descriptor ``identity`` describes), remembered
+        when it is ``digest`` and the file at ``path`` still has ``identity``."""
+        if self.known(identity, digest):
+            return digest
+        found = compute()
+        if found == digest and still(path, identity):
+            self.remember(identity, digest)
+        return found
+
     @staticmethod
     def _key(identity: FileIdentity, digest: str) -> str:
-        text = (f"{_VERSION}:{identity.device}:{identity.inode}:{identity.size}:{identity.mtime_ns}:"
-                f"{identity.ctime_ns}:{digest}")
-        return f"f{_VERSION}-" + hashlib.sha256(text.encode()).hexdigest()[:48]
+        return verdict_key(f"f{_VERSION}", digest, identity.device, identity.inode, identity.size,
+                           identity.mtime_ns, identity.ctime_ns)
 
 
 def still(path: str | os.PathLike[str], identity: FileIdentity) -> bool:
@@ -103,3 +122,42 @@ def still(path: str | os.PathLike[str], identity: FileIdentity) -> bool:
         return FileIdentity.of(os.stat(path)) == identity
     except OSError:
         return False
+
+
+def listing(root: Path) -> dict[str, int]:
+    """Everything under ``root`` by its path relative to ``root`` (``/``-separated): a regular file's
+    size, :data:`~jaxport.domain.checked_directory.FOLDER` for a folder (whose entries are listed
+    too), :data:`~jaxport.domain.checked_directory.NOT_A_FILE` for the rest (a link is not followed).
+
+    Raises:
+        OSError: ``root`` is not a readable directory.
+    """
+    found: dict[str, int] = {}
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                found[entry.name] = FOLDER
+                found.update({f"{entry.name}/{k}": v for k, v in listing(Path(entry.path)).items()})
+            else:
+                found[entry.name] = entry.stat().st_size if entry.is_file(follow_symlinks=False) else NOT_A_FILE
+    return found
+
+
+def check_digests(root: Path, files: Mapping[str, FileDigest], names: Sequence[str], owner: str,
+                  known: KnownFiles | None) -> None:
+    """Checks the digests of the files ``names`` under ``root`` against ``files``, each streamed (a
+    SavedModel's variables may be large); with ``known``, a file checked before and unchanged since
+    is not hashed again.
+
+    Raises:
+        ArtifactError: a file's digest differs (the message names it).
+    """
+    for name in names:
+        with open(root / name, "rb") as file:
+            def digest() -> str:
+                return hashlib.file_digest(file, "sha256").hexdigest()
+
+            expected = files[name]
+            identity = FileIdentity.of(os.fstat(file.fileno()))
+            found = digest() if known is None else known.check(root / name, identity, expected.sha256, digest)
+        check_digest(name, expected, found, owner)
