@@ -23,8 +23,7 @@ from jaxport.domain.converted.manifest import (
     FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
-from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
-from jaxport.domain.calls.signature import signature
+from jaxport.domain.calls.front import call_checker, call_record, flatten_call, unflatten_results
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
 from jaxport.application import wiring
@@ -110,8 +109,8 @@ class ConvertedCall:
         sig = function.signature
         self.function = function
         self.runtime = runtime
-        self.record = signature(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
-        self._check = call_signature(self.record)
+        self.record = call_record(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
+        self._check = call_checker(self.record)
         self.__name__ = sig.name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -25,7 +25,7 @@ from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, MANIFEST_
 from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.converted.manifest import manifest_format
 from jaxport.domain.converted.numerics import NumericsReport, tolerance_for
-from jaxport.domain.calls.front import call_signature, with_weights_bound
+from jaxport.domain.calls.front import call_checker, with_weights_bound
 from jaxport.domain.targets.registry import TARGETS, target
 from jaxport.application.conversion.source import read_source
 from .golden import GoldenExamples, converted_examples, run_examples
@@ -138,7 +138,7 @@ def _convert(bundle: Path, out: Path, to: str) -> None:
         for example in source.examples:
             function = functions[example.function]
             record = with_weights_bound(function.record, len(source.weights) if function.takes_params else 0)
-            binding = call_signature(record).check(example.inputs)  # the records' shapes and dtypes
+            binding = call_checker(record).check(example.inputs)  # the records' shapes and dtypes
             if binding and binding not in dims.setdefault(example.function, []):
                 dims[example.function].append(binding)
         kept = tuple(f for f in source.functions if f.name in {e.function for e in source.examples})

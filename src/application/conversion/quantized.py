@@ -24,7 +24,7 @@ from typing import Any
 from jaxport.adapters.array_compare import host_arrays
 from jaxport.adapters.storage.safetensors_file import read_examples
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE
-from jaxport.domain.calls.front import call_signature, flatten_call, with_weights_bound
+from jaxport.domain.calls.front import call_checker, flatten_call, with_weights_bound
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.converted.quantization import CALIBRATED
 from jaxport.domain.errors import ConversionError, JaxportError
@@ -77,7 +77,7 @@ def _flat_example(runtime: str, job: FunctionJob, index: int, example: Any) -> l
     try:
         leaves = host_arrays(flatten_call(record, example[0], example[1],
                                           weights_bound=bool(job.signature.nr_weights)))
-        call_signature(record).check(leaves)
+        call_checker(record).check(leaves)
     except JaxportError as exc:
         raise ConversionError(runtime, job.name, f"calibration example {index} does not fit it: {exc}") from None
     return leaves
@@ -99,7 +99,7 @@ def _fitting(runtime: str, job: FunctionJob, examples: list[list[Any]]) -> list[
     if not job.shapes:
         return examples
     record = with_weights_bound(job.record, job.signature.nr_weights)
-    check = call_signature(record)
+    check = call_checker(record)
     bindings = [dict(s.dims) for s in job.shapes]
     kept: list[int] = []
     left: list[int] = []

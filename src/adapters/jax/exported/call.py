@@ -27,7 +27,7 @@ from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxport.domain.artifact.sharding import NamedShardingRecord
-from jaxport.domain.calls.checks import check_arguments, check_shardings_divide
+from jaxport.domain.calls.front import check_arguments, check_shardings_divide
 from jaxport.domain.errors import (
     ArtifactCallError, ArtifactCallValueError, DeviceCountError, JaxportError, PartitionerMismatchError
 )
