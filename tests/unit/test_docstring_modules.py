@@ -149,13 +149,5 @@ def test_the_scanner_finds_each_kind_of_reference() -> None:
     assert _resolves("jaxport.errors.X") and _resolves("jaxport.to_NAME")
 
 
-#: Dangling references in modules that other branches of issue 47 are moving; the lead fixes them at
-#: merge and deletes the entry (the test fails until both happen together).
-KNOWN_DANGLING = [
-    "src/adapters/jax/exported/exported.py: jaxport.adapters.jax_autodiff",
-    "src/adapters/jax/exported/exported.py: jaxport.adapters.jax_call",
-]
-
-
 def test_every_module_a_docstring_or_comment_names_exists() -> None:
-    assert [re.sub(r":\d+:", ":", ref, count=1) for ref in dangling_references()] == KNOWN_DANGLING
+    assert dangling_references() == []

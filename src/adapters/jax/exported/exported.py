@@ -234,7 +234,7 @@ class Exported:
         after the first call with a given signature; while a jaxpr is being
         staged (``jax.jit``, ``jax.eval_shape``, export) the primitive joins
         the caller's trace directly. The primitive's own rules differentiate
-        and batch it (``adapters.jax_autodiff``, ``adapters.jax_call``).
+        and batch it (:mod:`jaxport.adapters.jax.exported.autodiff`, :mod:`jaxport.adapters.jax.exported.call`).
 
         Raises:
             TreeMismatchError, RankMismatchError, DtypeMismatchError,
