@@ -9,15 +9,18 @@ process:
   them: :func:`export_service`);
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
-* the store of verification verdicts, and the known files remembered in it.
+* the store of verification verdicts, and the known files remembered in it;
+* the services that load converted directories and bundles, made from these
+  (:func:`converted_loader`, :func:`bundle_loader`): their public functions
+  (``jaxport.load_converted``, ``jaxport.load_bundle``) delegate to them.
 
 Each target's adapters are typed lazy factories beside this module
-(:mod:`jaxport.application.target_adapters`). The services receive these
-objects as arguments from their public entry points, which ask here once.
+(:mod:`jaxport.application.target_adapters`). A test builds a service on its
+own ports with the service's constructor.
 
 Importing this module builds nothing and imports neither JAX nor any adapter
-(each is imported when first asked for), so it sits below every service:
-nothing here imports a service.
+nor any service (each is imported when first asked for), so it sits below
+every service.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from jaxport.adapters.storage.checked_directory import KnownFiles
+    from jaxport.application.bundles.load import BundleLoader
+    from jaxport.application.conversion.model import ConvertedLoader
     from jaxport.domain.ports import ModuleInspector, ModuleSerializer
 
 _T = TypeVar("_T")
@@ -98,9 +103,28 @@ def verdict_store() -> FileVerdictStore:
     return FileVerdictStore()
 
 
+@_built_once
 def known_files() -> KnownFiles:
     """The files whose digests were checked before, remembered in :func:`verdict_store`."""
     from jaxport.adapters.storage.checked_directory import KnownFiles
 
     return KnownFiles(verdict_store())
 
+
+
+@_built_once
+def converted_loader() -> ConvertedLoader:
+    """What loads and verifies converted directories, on the known files and the verdict store above."""
+    from jaxport.application.conversion.model import ConvertedLoader
+    from jaxport.application.conversion.verification import DirectoryVerifier
+
+    return ConvertedLoader(known_files(), DirectoryVerifier(verdict_store()))
+
+
+@_built_once
+def bundle_loader() -> BundleLoader:
+    """What loads bundles, on the known files above and the default pytree registry."""
+    from jaxport.adapters.jax.trees.registry import default_registry
+    from jaxport.application.bundles.load import BundleLoader
+
+    return BundleLoader(known_files(), default_registry())

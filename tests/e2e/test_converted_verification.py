@@ -23,7 +23,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxport  # noqa: E402
+from jaxport.adapters.storage.checked_directory import KnownFiles  # noqa: E402
 from jaxport.application.conversion import verification  # noqa: E402
+from jaxport.application.conversion.model import ConvertedLoader  # noqa: E402
+from jaxport.domain.artifact.verification import Verdict  # noqa: E402
 from jaxport.errors import ArtifactError, UsageError  # noqa: E402
 from tests.helpers import resealed  # noqa: E402
 
@@ -78,6 +81,28 @@ def test_the_first_load_verifies_in_a_child_and_the_second_reuses_the_verdict(
     from jaxport.application.conversion.model import verify_converted
 
     assert verify_converted(converted).cached
+
+
+class _FakeVerdictStore:
+    """Verdicts in a dict: a store of the test's own."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[str, Verdict] = {}
+
+    def get(self, key: str) -> Verdict | None:
+        return self.verdicts.get(key)
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        self.verdicts[key] = verdict
+
+
+def test_a_loader_built_on_its_own_ports_remembers_in_its_own_store(converted: Path, fresh_verdicts: Path) -> None:
+    store = _FakeVerdictStore()
+    loader = ConvertedLoader(KnownFiles(store), verification.DirectoryVerifier(store))
+    first = loader.verify(converted)
+    assert first.ok and not first.cached and loader.verify(converted).cached
+    assert loader.load(converted)["predict"](_X).shape == (2, 3)
+    assert store.verdicts and _directory_verdicts(fresh_verdicts) == []  # not the process's store
 
 
 def test_a_damaged_model_file_under_a_resealed_manifest_is_refused_naming_the_directory_and_file(
