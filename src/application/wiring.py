@@ -9,18 +9,17 @@ process:
   them: :func:`export_service`);
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
-* the store of verification verdicts, and the known files remembered in it;
-* the services that load converted directories and bundles, made from these
-  (:func:`converted_loader`, :func:`bundle_loader`): their public functions
-  (``jaxport.load_converted``, ``jaxport.load_bundle``) delegate to them.
+* the store of verification verdicts, and the known files remembered in it.
 
 Each target's adapters are typed lazy factories beside this module
-(:mod:`jaxport.application.target_adapters`). A test builds a service on its
-own ports with the service's constructor.
+(:mod:`jaxport.application.target_adapters`). A service is a frozen dataclass
+of its ports; its public function makes it from the objects here (a test makes
+its own on its own ports). Modules import this one, never the other way round
+(no import cycle, tests/unit/test_import_graph.py): it builds no service of
+``jaxport.application``.
 
 Importing this module builds nothing and imports neither JAX nor any adapter
-nor any service (each is imported when first asked for), so it sits below
-every service.
+(each is imported when first asked for).
 """
 
 from __future__ import annotations
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from jaxport.adapters.storage.checked_directory import KnownFiles
-    from jaxport.application.bundles.load import BundleLoader
-    from jaxport.application.conversion.model import ConvertedLoader
     from jaxport.domain.ports import ModuleInspector, ModuleSerializer
 
 _T = TypeVar("_T")
@@ -111,20 +108,3 @@ def known_files() -> KnownFiles:
     return KnownFiles(verdict_store())
 
 
-
-@_built_once
-def converted_loader() -> ConvertedLoader:
-    """What loads and verifies converted directories, on the known files and the verdict store above."""
-    from jaxport.application.conversion.model import ConvertedLoader
-    from jaxport.application.conversion.verification import DirectoryVerifier
-
-    return ConvertedLoader(known_files(), DirectoryVerifier(verdict_store()))
-
-
-@_built_once
-def bundle_loader() -> BundleLoader:
-    """What loads bundles, on the known files above and the default pytree registry."""
-    from jaxport.adapters.jax.trees.registry import default_registry
-    from jaxport.application.bundles.load import BundleLoader
-
-    return BundleLoader(known_files(), default_registry())

@@ -13,7 +13,7 @@ from jaxport.adapters.jax.bundles.weights import (
     Mesh, placed_leaves, restore_weight, weight_placements, weight_shardings
 )
 from jaxport.adapters.jax.exported.exported import Exported
-from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
+from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
 from jaxport.adapters.storage.checked_directory import KnownFiles
 from jaxport.application import wiring
@@ -56,15 +56,15 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
         MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
         OSError: ``path`` is not a readable directory.
     """
-    return wiring.bundle_loader().load(path, params=params, mesh=mesh, verify=verify,
-                                       allowed_custom_calls=allowed_custom_calls)
+    loader = BundleLoader(wiring.known_files(), default_registry())
+    return loader.load(path, params=params, mesh=mesh, verify=verify, allowed_custom_calls=allowed_custom_calls)
 
 
 @dataclass(frozen=True, slots=True)
 class BundleLoader:
     """Loads bundles (:func:`load_bundle`).
 
-    Built once in :mod:`jaxport.application.wiring`; a test builds its own on its own ports.
+    :func:`load_bundle` makes it from the composition root's objects; a test makes its own on its own ports.
 
     Attributes:
         known: the files whose digests were checked before (unchanged since, they are not hashed again).

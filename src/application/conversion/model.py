@@ -30,10 +30,10 @@ from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
 from jaxport.application import wiring
 from jaxport.application import target_adapters
+from .verification import DirectoryVerification, DirectoryVerifier
 
 if TYPE_CHECKING:  # the ports only type: loading a directory creates none of their classes
     from jaxport.domain.targets.ports import TargetRuntime
-    from .verification import DirectoryVerification, DirectoryVerifier
 
 #: The formats of the directories that jaxport wrote before one format served every target.
 _OLD_FORMATS = ("jaxport-iree", "jaxport-savedmodel")
@@ -203,7 +203,7 @@ def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runti
         UsageError: an unknown runtime option, or a bad value.
         OSError: ``path`` is not a readable directory.
     """
-    return wiring.converted_loader().load(path, verify=verify, **runtime_options)
+    return _loader().load(path, verify=verify, **runtime_options)
 
 
 def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> DirectoryVerification:
@@ -212,14 +212,19 @@ def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Di
     Raises:
         As :func:`load_converted`, but a directory that fails verification gives ``ok=False``.
     """
-    return wiring.converted_loader().verify(path, **runtime_options)
+    return _loader().verify(path, **runtime_options)
+
+
+def _loader() -> ConvertedLoader:
+    """The loader on the process's known files and verdict store (:mod:`jaxport.application.wiring`)."""
+    return ConvertedLoader(wiring.known_files(), DirectoryVerifier(wiring.verdict_store()))
 
 
 @dataclass(frozen=True, slots=True)
 class ConvertedLoader:
     """Loads and verifies converted directories (:func:`load_converted`, :func:`verify_converted`).
 
-    Built once in :mod:`jaxport.application.wiring`; a test builds its own on its own ports.
+    :func:`load_converted` makes it from the composition root's objects; a test makes its own on its own ports.
 
     Attributes:
         known: the files whose digests were checked before (unchanged since, they are not hashed again).

@@ -79,8 +79,8 @@ class DirectoryVerification:
 class DirectoryVerifier:
     """Verifies converted directories, each verdict remembered in ``store``.
 
-    Built once in :mod:`jaxport.application.wiring` on the verdict store that
-    artifacts use; a test builds its own on its own store.
+    Made on the verdict store that artifacts use
+    (:func:`jaxport.application.wiring.verdict_store`); a test makes its own on its own store.
     """
 
     store: VerdictStore
