@@ -142,7 +142,7 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     plan = entry.plan
     nr_weights = len(src.weights) if function.takes_params else 0
     record = function.record
-    caller = with_weights_bound(record, nr_weights) if nr_weights else record
+    caller = with_weights_bound(record, nr_weights)
     signature = Signature(function.name, caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
                           caller.constraints, nr_weights)
     refuse_record(plan, function.name, record, nr_weights=nr_weights)

@@ -320,7 +320,8 @@ def _build(spec: TreeSpec, leaves: Any) -> Any:
     return tuple(children)
 
 
-def with_weights_bound(function: ArtifactRecord, count: int) -> ArtifactRecord:
+def with_weights_bound(function: ArtifactRecord, count: int, *,
+                       takes_weights: bool | None = None) -> ArtifactRecord:
     """The record of ``function`` as its caller sees it when a runtime holds its first argument.
 
     A bundle converted for another runtime keeps its weights there (a
@@ -329,11 +330,21 @@ def with_weights_bound(function: ArtifactRecord, count: int) -> ArtifactRecord:
     are the caller's (``count`` leading flat inputs, the weights, left out),
     so that the call checks name the caller's arguments (``args[0]`` is the
     first one after the weights). Only a runtime that holds the weights runs it.
+    With ``count`` 0 the runtime holds none (the function takes no weights, or
+    a converted signature's ``nr_weights`` is 0): ``function`` itself.
+
+    Args:
+        function: the record, the weights its first positional argument.
+        count: the weights' number of leaves.
+        takes_weights: whether the first argument is bound whatever ``count`` (a loaded
+            bundle's function binds weights of no leaves too); None: when ``count`` is not 0.
 
     Raises:
         ArtifactError: the function takes no first positional argument with
             ``count`` leaves.
     """
+    if not (count > 0 if takes_weights is None else takes_weights):
+        return function
     return dataclasses.replace(
         function, in_tree=caller_tree(function.function_name, function.in_tree, count),
         in_avals=function.in_avals[count:], in_shardings=function.in_shardings[count:],

@@ -73,9 +73,8 @@ class BoundFunction:
     @functools.cached_property
     def _front(self) -> tuple[Any, CallSignature]:
         """The caller's record (the weights left out) and its parsed checks, as the call front has them."""
-        record = self.exported.record
-        if self.takes_params:
-            record = with_weights_bound(record, len(jax.tree_util.tree_leaves(self.params)))
+        record = with_weights_bound(self.exported.record, len(jax.tree_util.tree_leaves(self.params)),
+                                    takes_weights=self.takes_params)
         return record, call_signature(record)
 
     def _check_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

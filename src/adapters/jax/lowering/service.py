@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,6 @@ from jaxport.adapters.jax.records import named_shardings_with_abstract_mesh
 from jaxport.adapters.mlir.bindings import export_target_version
 from jaxport.adapters.mlir.wrap import wrap_main
 from jaxport.domain.artifact import calling_convention
-from jaxport.domain.deferred import Deferred
 from jaxport.domain.artifact.module_policy import ModulePolicy
 from jaxport.domain.artifact.platforms import normalize_platforms
 from jaxport.domain.ports import ModuleInspector, ModuleSerializer
@@ -27,7 +25,7 @@ from jaxport.domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_pla
 from jaxport.domain.symbolic.clipping import clipping_note
 from jaxport.adapters.jax.exported.vmap import batched_exporter
 from jaxport.adapters.jax.exported.exported import Exported
-from jaxport.adapters.jax.exported.jax_objects import JaxObjects, in_process_record
+from jaxport.adapters.jax.exported.jax_objects import JaxObjects
 from jaxport.adapters.jax.exported.vjp import vjp_exporter
 
 
@@ -100,6 +98,7 @@ class ExportService:
                                     for j, d in enumerate(a.shape) if isinstance(d, DimExpr)))
         all_shardings = (*lowering.in_shardings, *lowering.out_shardings)
         objects = JaxObjects(
+            fun_name=lowering.fun_name,
             in_tree=lowering.in_tree,
             in_avals=lowering.in_avals,
             out_tree=lowering.out_tree,
@@ -108,19 +107,19 @@ class ExportService:
                 lowering.in_shardings, [a.ndim for a in lowering.in_avals], all_shardings),
             out_shardings=named_shardings_with_abstract_mesh(
                 lowering.out_shardings, [a.ndim for a in lowering.out_avals], all_shardings),
+            nr_devices=lowering.nr_devices,
+            platforms=lowering.platforms,
             ordered_effects=lowering.ordered_effects,
             unordered_effects=lowering.unordered_effects,
+            disabled_safety_checks=checks,
+            mlir_module_serialized=self.serializer.serialize(
+                module, target_version=export_target_version(), uses_global_constants=lowering.uses_dim_vars),
+            calling_convention_version=version,
+            module_kept_var_idx=lowering.kept_var_idx,
+            uses_global_constants=lowering.uses_dim_vars,
         )
-        # Serialized on first read of the record's module bytes (domain/deferred.py).
-        module_bytes = Deferred(functools.partial(
-            self.serializer.serialize, module, target_version=export_target_version(),
-            uses_global_constants=lowering.uses_dim_vars))
-        record = in_process_record(
-            objects, module_bytes, function_name=lowering.fun_name, nr_devices=lowering.nr_devices,
-            platforms=lowering.platforms, disabled_checks=checks, calling_convention_version=version,
-            module_kept_var_idx=lowering.kept_var_idx, uses_global_constants=lowering.uses_dim_vars)
         return Exported(
-            record, _jax_objects=objects,
+            objects,
             _export_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks, export=self.exporter),
             _export_batched=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms,
                                             checks, lowering.in_avals, export=self.exporter))
