@@ -26,9 +26,9 @@ import jaxport  # noqa: E402
 from jaxport.adapters.storage.checked_directory import KnownFiles  # noqa: E402
 from jaxport.application.conversion import verification  # noqa: E402
 from jaxport.application.conversion.model import ConvertedLoader  # noqa: E402
-from jaxport.domain.artifact.verification import Verdict  # noqa: E402
 from jaxport.errors import ArtifactError, UsageError  # noqa: E402
 from tests.helpers import resealed  # noqa: E402
+from tests.helpers.fake_verdicts import FakeVerdictStore  # noqa: E402
 
 _X = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
 
@@ -83,21 +83,8 @@ def test_the_first_load_verifies_in_a_child_and_the_second_reuses_the_verdict(
     assert verify_converted(converted).cached
 
 
-class _FakeVerdictStore:
-    """Verdicts in a dict: a store of the test's own."""
-
-    def __init__(self) -> None:
-        self.verdicts: dict[str, Verdict] = {}
-
-    def get(self, key: str) -> Verdict | None:
-        return self.verdicts.get(key)
-
-    def put(self, key: str, verdict: Verdict) -> None:
-        self.verdicts[key] = verdict
-
-
 def test_a_loader_built_on_its_own_ports_remembers_in_its_own_store(converted: Path, fresh_verdicts: Path) -> None:
-    store = _FakeVerdictStore()
+    store = FakeVerdictStore()
     loader = ConvertedLoader(KnownFiles(store), verification.DirectoryVerifier(store))
     first = loader.verify(converted)
     assert first.ok and not first.cached and loader.verify(converted).cached
