@@ -12,12 +12,14 @@ process:
 * the store of verification verdicts, and the known files remembered in it.
 
 Each target's adapters are typed lazy factories beside this module
-(:mod:`jaxport.application.target_adapters`). The services receive these
-objects as arguments from their public entry points, which ask here once.
+(:mod:`jaxport.application.target_adapters`). A service is a frozen dataclass
+of its ports; its public function makes it from the objects here (a test makes
+its own on its own ports). Modules import this one, never the other way round
+(no import cycle, tests/unit/test_import_graph.py): it builds no service of
+``jaxport.application``.
 
 Importing this module builds nothing and imports neither JAX nor any adapter
-(each is imported when first asked for), so it sits below every service:
-nothing here imports a service.
+(each is imported when first asked for).
 """
 
 from __future__ import annotations
@@ -90,9 +92,11 @@ def verdict_store() -> FileVerdictStore:
     return FileVerdictStore()
 
 
+@_built_once
 def known_files() -> KnownFiles:
     """The files whose digests were checked before, remembered in :func:`verdict_store`."""
     from jaxport.adapters.storage.checked_directory import KnownFiles
 
     return KnownFiles(verdict_store())
+
 

@@ -116,6 +116,8 @@ def _refusal(message: str, version: str) -> str:
 
 def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | None:
     """The module of the dimension-argument form wrapped (written for its own version), else None."""
+    from jaxport.adapters.jax.lowering.dims import JaxDim  # the shape assertions cite the installed JAX's pages
+
     from .bindings import serialize_portable_artifact
     from .dimension_args import standard_form
     from .module import MlirStableHlo
@@ -123,7 +125,7 @@ def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | Non
     module = MlirStableHlo.deserialize(module_bytes)
     avals = [AvalRecord(tuple(s), DType.FLOAT32) for s in form["shapes"]]
     try:
-        standard = standard_form(module, tuple(tuple(s) for s in record_shapes(avals, form["constraints"])),
+        standard = standard_form(module, tuple(tuple(s) for s in record_shapes(avals, form["constraints"], expr_class=JaxDim)),
                                  tuple(form["arg_paths"]), nr_tokens=int(form["nr_tokens"]),
                                  kept_var_idx=tuple(form["kept_var_idx"]))
     except ValueError as exc:

@@ -49,6 +49,7 @@ from typing import Any, ClassVar, Protocol, Self, TypeAlias, Union  # Self: Pyth
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly, divide
 from .decision import BoundsDecider
+from ..jax_docs import DocPages
 from .errors import (
     DimensionPowerError, InconclusiveDimensionError, ScopeMixingError, inconclusive_comparison, not_constant
 )
@@ -120,6 +121,8 @@ class DimExpr:
     __slots__ = ("_poly", "_scope", "__weakref__")
     #: What an inconclusive comparison or ``int()`` raises (the JAX adapter's subclass: also JAX's error).
     inconclusive_error: ClassVar[type[InconclusiveDimensionError]] = InconclusiveDimensionError
+    #: The pages of JAX's documentation its messages cite (the JAX adapter's subclass: the installed JAX's).
+    docs: ClassVar[DocPages] = DocPages()
 
     def __init__(self, poly: Poly, scope: Scope) -> None:
         self._poly = poly
@@ -159,7 +162,7 @@ class DimExpr:
 
     def _evaluate(self, env: Mapping[str, Any], ops: DimOps | None = None) -> Any:
         """The value for the variable values in ``env`` (ints, tracers, IR values...)."""
-        return evaluate(self._poly, env, PYTHON_OPS if ops is None else ops)
+        return evaluate(self._poly, env, PYTHON_OPS if ops is None else ops, self.docs)
 
     def _nonsymbolic_operand(self, op: str, other: object, *, reflected: bool) -> Any:
         """Hook for an operand that is neither an int nor a dimension (a float, an array).
@@ -174,7 +177,7 @@ class DimExpr:
     def _operand(self, other: object, operation: str) -> Poly | None:
         if isinstance(other, DimExpr):
             if other._scope is not self._scope:
-                raise ScopeMixingError(operation, str(self._scope), str(other), str(other._scope))
+                raise ScopeMixingError(operation, str(self._scope), str(other), str(other._scope), docs=self.docs)
             return other._poly
         value = _as_int(other)
         return None if value is None else Poly.constant(value)
@@ -370,10 +373,10 @@ class DimExpr:
         else:
             suggestion = f"{self} {relation} {other}"
         scope = str(self._scope) if self._scope.constraints else None
-        return inconclusive_comparison(f"'{self}' {relation} '{other}'", suggestion, scope)
+        return inconclusive_comparison(f"'{self}' {relation} '{other}'", suggestion, scope, self.docs)
 
     def __int__(self) -> int:
-        raise self.inconclusive_error(not_constant(str(self)))
+        raise self.inconclusive_error(not_constant(str(self), self.docs))
 
     # ---- misc ----------------------------------------------------------------
 

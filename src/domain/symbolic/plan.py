@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias, Union
 
-from ..jax_docs import PAGES
 from .core import Factor, Poly
 from .errors import DimensionEvaluationError, ScopeMixingError, UnsolvableDimensionError
 from .expr import Comparison, DimExpr, DimSize, Scope
@@ -185,8 +184,9 @@ class _Message:
 
 
 class _Planner:
-    def __init__(self, shapes: Sequence[Shape], paths: Sequence[str], scope: Scope) -> None:
-        self.scope = scope
+    def __init__(self, shapes: Sequence[Shape], paths: Sequence[str], first: DimExpr) -> None:
+        self.scope = first.scope
+        self.docs = first.docs
         self.specs = ",".join(
             f"{path}.shape = {format_shape(shape)}"
             for path, shape in zip(paths, shapes)
@@ -255,7 +255,7 @@ class _Planner:
         return (
             f"{head} Using the following polymorphic shapes specifications: {self.specs}. "
             f"Obtained dimension variables: {listing}. "
-            f"Please see {PAGES.shape_poly}#shape-assertion-errors for more details."
+            f"Please see {self.docs.shape_poly}#shape-assertion-errors for more details."
         )
 
     def _assert(self, lhs: PlanValue, comparison: Comparison, rhs: PlanValue,
@@ -302,9 +302,9 @@ class _Planner:
             rewritten = self.scope.normalize(Poly.variable(var))
             unknown = sorted(rewritten.vars - self.derived.keys())
             if unknown:
-                raise DimensionEvaluationError.unknown_variable(unknown[0], list(self.derived))
+                raise DimensionEvaluationError.unknown_variable(unknown[0], list(self.derived), self.docs)
             env[var] = rewritten
-        checked = evaluate(difference.poly, env, POLY_OPS)
+        checked = evaluate(difference.poly, env, POLY_OPS, self.docs)
         return None if checked.is_constant else DimExpr(checked, self.scope)
 
     def _check_constraint(self, text: str, comparison: Comparison, difference: DimExpr,
@@ -325,7 +325,7 @@ class _Planner:
             "We can only solve linear uni-variate constraints. "
             f"Using the following polymorphic shapes specifications: {self.specs}. "
             f"Unprocessed specifications: {unprocessed}. "
-            f"Please see {PAGES.shape_poly}#dimension-variables-must-be-solvable-from-the-input-shapes "
+            f"Please see {self.docs.shape_poly}#dimension-variables-must-be-solvable-from-the-input-shapes "
             "for more details."
         )
 
@@ -345,7 +345,8 @@ def _linear_in(p: Poly, var: str) -> tuple[int, Poly] | None:
     return coefficient, Poly.of(rest, p.const)
 
 
-def _common_scope(shapes: Sequence[Shape]) -> Scope | None:
+def _first_dim(shapes: Sequence[Shape]) -> DimExpr | None:
+    """The first symbolic dimension, the others checked to be of its scope."""
     first: DimExpr | None = None
     for shape in shapes:
         for d in shape:
@@ -353,8 +354,9 @@ def _common_scope(shapes: Sequence[Shape]) -> Scope | None:
                 if first is None:
                     first = d
                 elif d.scope is not first.scope:
-                    raise ScopeMixingError("in the argument shapes", str(first.scope), str(d), str(d.scope))
-    return None if first is None else first.scope
+                    raise ScopeMixingError("in the argument shapes", str(first.scope), str(d), str(d.scope),
+                                           docs=first.docs)
+    return first
 
 
 @functools.lru_cache(maxsize=1024)
@@ -374,7 +376,7 @@ def build_plan(shapes: tuple[Shape, ...], paths: tuple[str, ...]) -> ShapePlan:
     """
     if len(shapes) != len(paths):
         raise ValueError(f"{len(shapes)} shapes but {len(paths)} argument paths")
-    scope = _common_scope(shapes)
-    if scope is None:
+    first = _first_dim(shapes)
+    if first is None:
         return ShapePlan((), ())
-    return _Planner(shapes, paths, scope).build()
+    return _Planner(shapes, paths, first).build()

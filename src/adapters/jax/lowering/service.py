@@ -82,7 +82,7 @@ class ExportService:
     def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...],
                 version: int) -> Exported:
         policy = ModulePolicy.for_export(checks)
-        policy.check(lowering.fun_name, self.stablehlo.sites(lowering.module))
+        policy.check(lowering.fun_name, self.stablehlo.sites(lowering.module), JaxDim.docs)
         module = lowering.module
         symbolic = any(isinstance(d, DimExpr) for a in lowering.in_avals for d in a.shape)
         if symbolic or lowering.ordered_effects:
@@ -144,5 +144,5 @@ def _check_one_scope(fun_name: str, args_specs: Sequence[Any], kwargs_specs: dic
                 first = (d, where)
             elif d.scope is not first[0].scope:
                 raise ScopeMixingError(f"when exporting {fun_name}", str(first[0].scope), str(d),
-                                       str(d.scope), expected_from=f"current (from {first[1]}) ",
+                                       str(d.scope), docs=JaxDim.docs, expected_from=f"current (from {first[1]}) ",
                                        culprit_from=where)
