@@ -26,7 +26,7 @@ from jaxport.domain.errors import ConversionError, MissingExtraError
 
 try:
     import iree.compiler as iree_compile
-    from iree.compiler import ir
+    from iree.compiler import ir, version
     from iree.compiler.dialects import util
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("IREE's compiler (iree-base-compiler)", "iree", exc) from exc
@@ -50,8 +50,6 @@ _PROBE = ("module { func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
 @functools.cache
 def compiler_version() -> str:
     """The IREE compiler's version (``"3.13.0"``)."""
-    from iree.compiler import version
-
     return str(version.VERSION)
 
 

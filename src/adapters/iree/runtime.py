@@ -31,9 +31,11 @@ from jaxport.domain.converted.manifest import ConvertedManifest, Variant
 from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
 from jaxport.domain.calls.errors import TargetMismatchError
 from jaxport.domain.targets.iree import PARAMETER_SCOPE, target_of
+from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 
 try:
     import iree.runtime as rt
+    from iree import _runtime_libs  # where iree-base-runtime keeps its native tools
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("IREE's runtime (iree-base-runtime)", "iree", exc) from exc
 
@@ -51,8 +53,6 @@ def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> 
         UsageError: an unknown option or driver.
         ArtifactError: IREE cannot read a module or the weights, or a module has no ``main``.
     """
-    from jaxport.adapters.storage.safetensors_file import SafetensorsFile
-
     unknown = sorted(set(options) - {"driver"})
     if unknown:
         raise UsageError(f"IREE's runtime takes the option 'driver' only, not {unknown}")
@@ -178,8 +178,6 @@ def host_arch() -> str:
 @functools.cache
 def host_cpu_features() -> dict[str, bool]:
     """The CPU features that IREE's ``iree-cpuinfo`` reports for this machine (empty if it cannot)."""
-    from iree import _runtime_libs  # where iree-base-runtime keeps its native tools
-
     tool = os.path.join(list(_runtime_libs.__path__)[0], "iree-cpuinfo")
     try:
         done = subprocess.run([tool], capture_output=True, text=True, timeout=30, check=True)

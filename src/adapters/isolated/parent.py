@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -66,8 +67,6 @@ class Child:
     def __init__(self, module: str, *, address_space: int, cpu_seconds: int, last_words: bool = False) -> None:
         self._errors: IO[bytes] | None = None
         if last_words:
-            import tempfile  # here: a child without last words (the long-lived one) never needs it (5 ms)
-
             self._errors = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", module, str(address_space), str(cpu_seconds)],

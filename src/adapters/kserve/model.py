@@ -79,7 +79,7 @@ def decode(tensor: WireTensor, given: InferInput) -> Any:
         raise CallError(f"The data of {where} does not fill its shape {list(given.shape)} of "
                         f"{given.datatype}: {exc}") from exc
     if tensor.widened:  # bfloat16 travels as FP32: rounded to nearest even here
-        import ml_dtypes
+        import ml_dtypes  # here: 3 ms that a server without bfloat16 inputs never pays
 
         array = array.astype(ml_dtypes.bfloat16)
     return array

@@ -33,6 +33,12 @@ from jaxport.domain.converted.static_shapes import StaticShapes, dimension_varia
 from jaxport.domain.targets.litert import RUNTIME_NAME, SUFFIX, check_names, check_operators
 from jaxport.domain.targets.litert import LiteRtOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
+from jaxport.adapters.storage.safetensors_file import SafetensorsFile
+from . import stablehlo_to_tflite as litert_convert
+from .module import converter_module
+from .narrow_constants import constants_to_float16, gather_tables_to_int8
+from .runtime import LiteRtLoadError, LiteRtModel
+from .stablehlo_to_tflite import converter_version
 from .tflite_file import FlatbufferInfo, read_flatbuffer
 
 
@@ -83,8 +89,6 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
             files.append(Variant(file, v.dims))
             models[file] = (v.info.constant_bytes, v.dynamic)
         variants[name] = tuple(files)
-    from .stablehlo_to_tflite import converter_version
-
     return ConvertedParts(details_of(converter_version(), options.quantize, models), variants)
 
 
@@ -92,8 +96,6 @@ def _weights(job: ConversionJob) -> list[np.ndarray]:
     """The weights' values in flattening order (PRNG keys as their key data), memory-mapped."""
     if job.weights is None or not job.weights_path:
         return []
-    from jaxport.adapters.storage.safetensors_file import SafetensorsFile
-
     stored = SafetensorsFile(job.weights_path)
     return [stored.array(w.name, w.data_dtype) for w in job.weights.leaves]
 
@@ -144,19 +146,12 @@ def _fits(example: Sequence[np.ndarray], plan: StaticShapes | None, nr_weights: 
 def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], plan: StaticShapes | None,
              variables: Sequence[str], input_names: Sequence[str], output_names: Sequence[str],
              quantize: str | None, calibration: Sequence[dict[str, np.ndarray]]) -> LiteRtVariant:
-    from . import stablehlo_to_tflite as litert_convert
-    from .module import converter_module
-
     portable = converter_module(name, record, weights, plan, platform_index(record))
     dynamic = tuple(variables) if plan is None else ()
     model = litert_convert.to_tflite(name, portable, input_names, output_names, symbolic=dynamic)
     if quantize == FLOAT16:
-        from .narrow_constants import constants_to_float16
-
         model = constants_to_float16(model)
     elif quantize is not None:
-        from .narrow_constants import gather_tables_to_int8
-
         model = gather_tables_to_int8(litert_convert.quantize(name, model, quantize, calibration))
     info = read_flatbuffer(model)
     check_operators(name, info.operators)
@@ -166,8 +161,6 @@ def _variant(name: str, record: ArtifactRecord, weights: Sequence[np.ndarray], p
 
 def _check_loads(name: str, model: bytes) -> None:
     """Refuses a model that LiteRT's interpreter cannot prepare (a builtin without a kernel, for one)."""
-    from .runtime import LiteRtLoadError, LiteRtModel
-
     try:
         LiteRtModel(model, xnnpack=False)
     except LiteRtLoadError as exc:

@@ -156,7 +156,7 @@ def quantize(function: str, model: bytes, mode: str,
         ConversionError: the quantizer refused the model.
     """
     try:
-        from ai_edge_quantizer import quantizer, recipe, recipe_manager, qtyping
+        from ai_edge_quantizer import quantizer, recipe, recipe_manager, qtyping  # 181 ms: int8 only
     except ImportError as exc:
         raise MissingExtraError("ai-edge-quantizer", "litert", exc) from exc
     try:

@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from jax.interpreters import mlir
 from jaxlib.mlir import ir  # what jax.extend.mlir re-exports (importing it costs a fresh process's first call)
+from jaxlib.mlir.dialects import stablehlo
+# jaxlib's own version string (importlib.metadata's, which it is built from, would cost a fresh
+# process's first load tens of milliseconds of reading installed packages' metadata).
+from jaxlib.version import __version__ as jaxlib_version
 
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.domain.ports import LoweredModule
@@ -116,18 +120,12 @@ class MlirStableHlo:
     @functools.cache  # fixed for the process's jaxlib; asked at every deserialize
     def newest_readable_version() -> str:
         """The newest StableHLO version this jaxlib deserializes."""
-        from jaxlib.mlir.dialects import stablehlo
-
         return str(stablehlo.get_current_version())
 
     @staticmethod
     def parser_version() -> str:
         """The version of the parser a verdict depends on (jaxlib's StableHLO reader, which the
         verifying process runs)."""
-        # jaxlib's own version string (importlib.metadata's, which it is built from, would cost a
-        # fresh process's first load tens of milliseconds of reading installed packages' metadata).
-        from jaxlib.version import __version__ as jaxlib_version
-
         return f"jaxlib {jaxlib_version}, StableHLO {MlirStableHlo.newest_readable_version()}"
 
 

@@ -29,6 +29,7 @@ from jaxport.domain.targets.savedmodel import (
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, ModuleForms
 from jaxport.domain.targets.savedmodel import SavedModelOptions
+from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 from .tensorflow_import import tf as _tf, xla as _xla
 from .runtime import reads_stablehlo
 
@@ -69,8 +70,6 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     leaves = job.weights.leaves if job.weights is not None else ()
     weights: list[Any] = []
     if leaves:
-        from jaxport.adapters.storage.safetensors_file import SafetensorsFile
-
         stored = SafetensorsFile(job.weights_path)
         weights = [np.array(stored.array(w.name, w.data_dtype)) for w in leaves]
     write_savedmodel(SavedModelPlan(plans, None if default is None else signatures[default], leaves),
@@ -109,7 +108,7 @@ def check_readable(function: str, call: ModuleCall) -> None:
     if call.use_shardy_partitioner:
         return
     _tf()
-    from tensorflow.compiler.mlir.stablehlo import stablehlo
+    from tensorflow.compiler.mlir.stablehlo import stablehlo  # after _tf(), which loads TensorFlow without JAX
 
     try:
         stablehlo.deserialize_portable_artifact_str(call.module)

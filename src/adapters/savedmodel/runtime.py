@@ -44,7 +44,7 @@ def host_facts() -> dict[str, Any]:
 def reads_stablehlo() -> str:
     """The StableHLO version of the installed TensorFlow (the newest target it reads)."""
     _tf()
-    from tensorflow.compiler.mlir.stablehlo import stablehlo
+    from tensorflow.compiler.mlir.stablehlo import stablehlo  # after _tf(), which loads TensorFlow without JAX
 
     return str(stablehlo.get_current_version())
 

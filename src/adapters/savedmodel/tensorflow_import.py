@@ -36,7 +36,7 @@ def tf() -> Any:
 def xla() -> Any:
     """TensorFlow's ``tf2xla`` Python ops (``call_module``)."""
     tf()
-    from tensorflow.compiler.tf2xla.python import xla
+    from tensorflow.compiler.tf2xla.python import xla  # after tf(), which loads TensorFlow without JAX
 
     return xla
 

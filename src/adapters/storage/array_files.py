@@ -19,8 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES
 from jaxport.domain.errors import ArrayFileError, JaxportError
 from .atomic_files import write_atomically
+from .safetensors_file import SafetensorsFile
 
 _POSITIONAL = re.compile(r"arr_(\d+)")
 
@@ -102,9 +104,6 @@ def read_named_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 
 def _read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES
-    from .safetensors_file import SafetensorsFile
-
     by_code = {code: (dtype, size) for dtype, (code, size) in SAFETENSORS_DTYPES.items()}
     try:
         stored = SafetensorsFile(path)

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path
+from typing import TypeVar
 
 _T = TypeVar("_T")
 _TRIES = 100
@@ -41,9 +39,6 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray, *, m
             umask, as ``open()`` would make it (0644 under umask 022);
             0o600 keeps it private.
     """
-    # Imported here: callers that only read need neither pathlib nor what it imports.
-    from pathlib import Path
-
     target = Path(path)
     fd, tmp_name = create_beside(target, ".tmp", new_file(mode))
     try:

@@ -13,6 +13,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from jaxport.domain.errors import ArtifactError, JaxportError
+from .common import UsageError, one_line
+
+# What a check runs on is imported where it runs: `jaxport --help` loads none of it (tests/unit/test_purity.py).
+
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``check`` to ``commands``."""
@@ -57,8 +62,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def check_paths(args: argparse.Namespace) -> int:
     """Verifies each path and prints its verdict."""
-    from jaxport.application.cli.common import UsageError
-
     numerics_only = [flag for flag, value in (("--runtime", args.runtime), ("--rtol", args.rtol),
                                               ("--atol", args.atol)) if value is not None]
     if numerics_only and not args.numerics:
@@ -86,8 +89,6 @@ def check_paths(args: argparse.Namespace) -> int:
 def _each_path(args: argparse.Namespace, check: Callable[[str], bool]) -> int:
     """Runs ``check`` (which prints its verdict; True: passed) on each path; the exit status:
     0 all pass, 1 some fail, 2 a path cannot be read (said on stderr)."""
-    from jaxport.application.cli.common import one_line
-
     status = 0
     for path in args.paths:
         try:
@@ -129,10 +130,8 @@ def check_consumers(args: argparse.Namespace) -> int:
 
 def check_numerics(args: argparse.Namespace) -> int:
     """Prints, per directory, the table of its golden examples run again."""
-    from jaxport.domain.errors import ArtifactError
     from jaxport.domain.converted.numerics import tolerance_for
     from jaxport.application.conversion.numerics import check_numerics as run_examples
-    from jaxport.application.cli.common import UsageError
 
     try:
         tolerance_for("float32", args.rtol, args.atol)
@@ -156,7 +155,6 @@ def _check_converted(path: str) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
     """(passed, why not, details) for a converted directory: its files against its manifest, its
     target against this machine, then every model file opened and every variant called in a
     separate process (:mod:`jaxport.application.conversion.verification`)."""
-    from jaxport.domain.errors import JaxportError
     from jaxport.application.conversion.model import read_converted, verify_converted
 
     try:
@@ -182,15 +180,12 @@ def _summary(detail: dict[str, Any]) -> str:
 
 def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
     """(passed, the reasons why not, details to show) for one artifact file or bundle directory."""
-    from jaxport.domain.errors import JaxportError
-
     from jaxport.application.conversion.model import is_converted
 
     if is_converted(path):  # needs the target's runtime, not JAX
         return _check_converted(path)
     if os.path.isdir(path):
         from jaxport.application.bundles.api import load_bundle
-
         from jaxport.adapters.storage.bundle_dir import read_function
         from jaxport.domain.bundle.manifest import EXAMPLES_FILE
 

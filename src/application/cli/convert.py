@@ -16,6 +16,9 @@ from typing import Any
 from jaxport.application.conversion.targets import COMMAND_LINE, Flag
 from .common import UsageError
 
+# The record's modules and NumPy are imported where used: `jaxport --help` loads neither
+# (tests/unit/test_purity.py).
+
 _BINDING = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*):(.+)")
 _VALUE = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\d+)\s*")
 

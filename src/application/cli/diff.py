@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from typing import Any
+
+from jaxport.domain.artifact.module_format import check_portable_artifact
+from .. import wiring
+from .common import read_artifact_and_trailer
+
+# The record's modules and JAX are imported where used: `jaxport --help` loads neither (tests/unit/test_purity.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -26,7 +33,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def diff_artifacts(args: argparse.Namespace) -> int:
     """Prints one line (or three) per difference, then the note on the trailer if any."""
     from jaxport.domain.artifact.diff import Compared, compare
-    from .common import read_artifact_and_trailer
 
     first, second = (Compared(path, *read_artifact_and_trailer(path)) for path in (args.first, args.second))
     comparison = compare(first, second, _op_counts)
@@ -42,11 +48,7 @@ def _op_counts(module: bytes) -> dict[str, int]:
     Raises:
         ArtifactError: the module does not parse or verify.
     """
-    from collections import Counter
-
     from jaxport.adapters.jax import internals as jax_internals
-    from jaxport.domain.artifact.module_format import check_portable_artifact
-    from .. import wiring
 
     stablehlo = wiring.stablehlo()
     check_portable_artifact(module, newest_readable=stablehlo.newest_readable_version())

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from dataclasses import asdict
 from typing import Any
+
+from .common import is_users_error, one_line, read_artifact
+
+# The record's and the manifests' modules load where used: `jaxport --help` loads none (tests/unit/test_purity.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -28,11 +33,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def inspect_files(args: argparse.Namespace) -> int:
     """Prints the summary of each file; a bad file is reported and the others still shown."""
-    import os
-
     from jaxport.domain.artifact.info import ArtifactInfo
     from jaxport.application.inspection import inspect_bundle
-    from jaxport.application.cli.common import is_users_error, one_line, read_artifact
     from jaxport.application.conversion.model import is_converted
 
     status = 0

@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from jaxport.adapters.jax.installed import as_missing_jax
+from ... import __version__
 from . import check, convert, diff, export, inspect_command, mlir, run, serve, warm
 from .common import is_users_error, one_line
 
@@ -42,18 +45,12 @@ def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="jaxport", parents=[debug],
                   description="Export JAX functions to portable StableHLO artifacts, run, "
                               "compare and inspect them.")
-    top.add_argument("--version", action="version", version=f"jaxport {_version()}")
+    top.add_argument("--version", action="version", version=f"jaxport {__version__}")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                   parser_class=_Parser)
     for command in _COMMANDS:
         command.register(commands, debug)
     return top
-
-
-def _version() -> str:
-    from ... import __version__
-
-    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,12 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as raised:
         if getattr(args, "debug", False):
             raise
-        from jaxport.adapters.jax.installed import as_missing_jax
-
         exc: Exception = as_missing_jax(raised) or raised  # JAX missing or outside its range: say so
         if not _users_error(exc, args):
-            import traceback
-
             print(BUG_LINE, file=sys.stderr)
             traceback.print_exception(exc, file=sys.stderr)
             return BUG_STATUS

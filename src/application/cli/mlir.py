@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .common import load_artifact
+
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Adds ``mlir`` to ``commands``."""
@@ -16,8 +18,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def print_mlir(args: argparse.Namespace) -> int:
     """Prints the module of ``args.file``."""
-    from .common import load_artifact
-
     # Verified (parsed in a separate process first); any custom call may be shown.
     print(load_artifact(args.file, allowed_custom_calls=("ALL",)).mlir_module())
     return 0

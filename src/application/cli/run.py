@@ -9,10 +9,13 @@ the runtime sees it, and raw-bytes arrays are typed here, once for every runtime
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from jaxport.application.cli.common import UsageError, check_writable, print_results
+from jaxport.application.cli.common import UsageError, check_writable, load_artifact, print_results
+
+# The record's modules, NumPy and JAX load where used: `jaxport --help` loads none (tests/unit/test_purity.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -48,15 +51,12 @@ def run_artifact(args: argparse.Namespace) -> int:
     :func:`~jaxport.application.conversion.jax_model.jax_model`, a bundle's weights
     bound); a converted directory on its target's runtime, without JAX.
     """
-    import os
-
     from jaxport.application.conversion.model import is_converted, load_converted
 
     if is_converted(args.path):
 
         return call_converted(args, pick(load_converted(args.path), args.function, args.path))
     from jaxport.application.conversion.jax_model import jax_model
-    from jaxport.application.cli.common import load_artifact
 
     if not os.path.isdir(args.path):
         if args.function is not None:

@@ -6,7 +6,13 @@ The command over :mod:`jaxport.adapters.jax.exported.warm` (the service of the s
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
+
+from jaxport.application.cli.common import Progress, UsageError, bundle_function, load_artifact
+from jaxport.application.cli.export import specs_of
+
+# JAX and the bundles' modules load where used: `jaxport --help` loads neither (tests/unit/test_purity.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -43,12 +49,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def warm_artifact(args: argparse.Namespace) -> int:
     """Compiles into JAX's cache and prints its directory, one line per artifact or bundle function."""
-    import os
-
     from jaxport.adapters.jax.exported.warm import cache_directory, keep_every_compilation
     from jaxport.adapters.jax.cli import specs_after_weights, to_struct
-    from jaxport.application.cli.common import Progress, UsageError, load_artifact
-    from jaxport.application.cli.export import specs_of
 
     progress = Progress()
     arg_specs, kwarg_specs = specs_of(args.arg, args.kwarg, [])
@@ -80,7 +82,6 @@ def _bundle_targets(path: str, function: str | None, allowed: list[str],
     """``(label, Exported, arguments bound before the specs)`` for each function of the
     bundle at ``path`` to warm: ``function`` only, or all of them."""
     from jaxport.application.bundles.api import load_bundle
-    from jaxport.application.cli.common import UsageError, bundle_function
 
     bundle = load_bundle(path, allowed_custom_calls=allowed)
     if function is None and has_specs and len(bundle) != 1:
@@ -96,8 +97,7 @@ def _bundle_targets(path: str, function: str | None, allowed: list[str],
 
 def _require_static(name: str, exported: Any) -> None:
     """Raises UsageError when ``exported`` has symbolic input shapes (warm needs the shapes)."""
-    from jaxport.domain.symbolic import is_symbolic_dim
-    from jaxport.application.cli.common import UsageError
+    from jaxport.domain.symbolic import is_symbolic_dim  # 26 ms that --help does not pay
 
     symbolic = [str(a) for a in exported.in_avals if any(is_symbolic_dim(d) for d in a.shape)]
     if symbolic:

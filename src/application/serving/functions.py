@@ -22,6 +22,7 @@ from jaxport.domain.converted.manifest import manifest_format
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import call_checker, leaf_paths, result_paths
 from jaxport.domain.serving.protocol import ServedFunction, wire_interface
+from jaxport.adapters.storage.bundle_dir import read_manifest
 from jaxport.application.conversion.model import ConvertedModel, is_converted, load_converted, read_converted
 
 
@@ -49,8 +50,6 @@ def has_examples(path: str | os.PathLike[str]) -> bool:
     """Whether the bundle or converted directory at ``path`` carries golden examples (reads its manifest)."""
     root = Path(path)
     if is_bundle(root):
-        from jaxport.adapters.storage.bundle_dir import read_manifest
-
         return bool(read_manifest(root).examples)
     return bool(read_converted(root)[0].examples)
 
@@ -65,6 +64,7 @@ def is_bundle(root: Path) -> bool:
 
 def _bundle(root: Path) -> list[ServedFunction]:
     """A bundle on JAX, through the same call front as every converted target, its weights bound."""
+    # JAX: serving a converted directory runs without it (tests/runtime_only).
     from jaxport.application.bundles.api import load_bundle
     from jaxport.application.conversion.jax_model import jax_model
 

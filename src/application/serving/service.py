@@ -70,7 +70,7 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
     """
     options = ServeOptions(host, http_port, grpc_port, tuple(batch), max_batch_size, max_batch_delay_ms,
                            max_request_bytes)
-    try:
+    try:  # the serve extra: importing this module (jaxport.serve) works without it
         from jaxport.adapters.kserve.server import KServeServer
         from jaxport.adapters.kserve.metrics import serving_metrics
     except ImportError as exc:
@@ -102,7 +102,7 @@ def _check_examples(path: Path) -> None:
     Raises:
         ArtifactError: an example fails (the message holds the report).
     """
-    from jaxport.application.conversion.numerics import check_numerics
+    from jaxport.application.conversion.numerics import check_numerics  # 20 ms a directory without examples never pays
 
     if not has_examples(path):
         return  # none: loading the directory again to learn so would cost a second load

@@ -50,6 +50,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from dataclasses import dataclass
@@ -149,8 +150,6 @@ def seal(flatbuffer: bytes | bytearray | memoryview, extension: Extension) -> by
     A ``bytearray`` is extended in place (and returned), saving a copy of
     the artifact; ``bytes`` are copied.
     """
-    import hashlib  # here: reading an artifact without a trailer needs no OpenSSL
-
     ext = extension.to_bytes()
     out = flatbuffer if isinstance(flatbuffer, bytearray) else bytearray(flatbuffer)
     out += ext
@@ -219,8 +218,6 @@ def unseal(blob: bytes | bytearray | memoryview) -> Unsealed:
         raise ArtifactError(f"jaxport trailer: an extension of {ext_len} bytes does not fit "
                             f"in the {before} bytes before the footer")
     cut = before - ext_len
-    import hashlib  # here: reading an artifact without a trailer (jax.export's) needs no OpenSSL
-
     view = memoryview(data)
     if version == TRAILER_VERSION:
         digest = hashlib.sha256(view[:footer + _HEAD.size])

@@ -26,6 +26,7 @@ A :class:`Verdict` is what is remembered per artifact digest.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -289,7 +290,5 @@ def verdict_key(kind: str, digest: str, *depends_on: object) -> str:
     >>> verdict_key("v1", "ab", ["x"], "jaxlib 1") == verdict_key("v1", "ab", ["x"], "jaxlib 2")
     False
     """
-    import hashlib
-
     extra = json.dumps(depends_on, separators=(",", ":"))
     return f"{kind}-{digest}-" + hashlib.sha256(extra.encode()).hexdigest()[:16]

@@ -33,13 +33,9 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
-
 from jaxport.domain.converted.manifest import MANIFEST_FILE
 from jaxport.domain.errors import UsageError
-
-if TYPE_CHECKING:
-    from .plan import TargetPlan
+from .plan import TargetPlan
 
 
 @dataclass(frozen=True, slots=True)
