@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from jaxport.application.cli import main as cli
-from jaxport.application.cli import common
+from jaxport.application.cli import diff
 
 BUG_LINE = "jaxport: this is a bug in jaxport; please report it with the traceback below"
 USER_MODULE = "exit_codes_model"
@@ -40,13 +40,13 @@ def uneven_reshape(x):
 def test_an_unexpected_exception_exits_70_with_the_bug_line_and_the_traceback(tmp_path: Path) -> None:
     script = textwrap.dedent('''
         import sys
-        from jaxport.application.cli import common
+        from jaxport.application.cli import inspect_command
         from jaxport.application.cli.main import main
 
         def read_artifact(path):
             raise RuntimeError("a defect deep inside jaxport")
 
-        common.read_artifact = read_artifact
+        inspect_command.read_artifact = read_artifact
         sys.exit(main(["inspect", "some.jaxport"]))
     ''')
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
@@ -78,7 +78,7 @@ def raising(exc: Exception) -> object:
 
 def test_a_builtin_error_from_jaxport_itself_is_a_bug_even_of_a_type_that_jax_raises_for_bad_input(
         workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(common, "read_artifact_and_trailer", raising(TypeError("unsupported operand")))
+    monkeypatch.setattr(diff, "read_artifact_and_trailer", raising(TypeError("unsupported operand")))
     assert cli.main(["diff", "a.jaxport", "b.jaxport"]) == 70
     err = capsys.readouterr().err
     assert err.startswith(BUG_LINE + "\nTraceback (most recent call last):\n")
