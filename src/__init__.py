@@ -107,36 +107,25 @@ _LAZY = {
     # Lazy too: `jaxport.inspect` needs no symbolic shapes (half of the import).
     "SymbolicScope": "jaxport.domain.symbolic",
     "is_symbolic_dim": "jaxport.domain.symbolic",
+    # "module:ATTRIBUTE": a constant read from its one home under another name. The calling-convention
+    # versions this jaxport reads (and, at the maximum, writes); its version (not in __all__).
+    "minimum_supported_calling_convention_version": "jaxport.domain.artifact.calling_convention:MINIMUM_VERSION",
+    "maximum_supported_calling_convention_version": "jaxport.domain.artifact.calling_convention:MAXIMUM_VERSION",
+    "__version__": "jaxport.domain.artifact.producer:JAXPORT_VERSION",
 }
 
-#: The calling-convention versions this jaxport reads (and, at the maximum, writes):
-#: ``minimum_supported_calling_convention_version`` and
-#: ``maximum_supported_calling_convention_version``, read from the domain on first use.
-_LAZY_CONSTANTS = {
-    "minimum_supported_calling_convention_version": "MINIMUM_VERSION",
-    "maximum_supported_calling_convention_version": "MAXIMUM_VERSION",
-}
-
-__all__ = sorted(["errors", *_LAZY_CONSTANTS, *_LAZY])
+__all__ = sorted(["errors", *(name for name in _LAZY if name != "__version__")])
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(_import(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if name in _LAZY_CONSTANTS:
-        value = getattr(importlib.import_module("jaxport.domain.artifact.calling_convention"),
-                        _LAZY_CONSTANTS[name])
-        globals()[name] = value
-        return value
     if name == "errors":
         return importlib.import_module("jaxport.errors")
-    if name == "__version__":
-        value = importlib.import_module("jaxport.domain.artifact.producer").JAXPORT_VERSION
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
+    module, _, attribute = _LAZY[name].partition(":")
+    value = getattr(_import(module), attribute or name)
+    globals()[name] = value
+    return value
 
 
 def _import(module: str) -> Any:

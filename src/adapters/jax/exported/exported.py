@@ -40,8 +40,10 @@ from jaxport.adapters.jax.versions import this_producer
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import JaxportError, VjpUnavailableError
 from jaxport.domain.artifact.integrity import Extension, seal
+from jaxport.domain.artifact.module_format import check_portable_artifact
+from jaxport.domain.artifact.platforms import normalize_platforms
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
-from jaxport.adapters.jax.exported.jax_objects import JaxObjects, jax_objects_of, module_objects
+from jaxport.adapters.jax.exported.jax_objects import JaxObjects, jax_objects_of
 from jaxport.adapters.jax.records import hlo_sharding
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.adapters.jax import placement
@@ -152,10 +154,24 @@ class Exported:
         Raises:
             ArtifactError: ``module`` is not a StableHLO portable artifact.
         """
-        return cls(module_objects(
-            module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
-            calling_convention_version=calling_convention_version, nr_devices=nr_devices,
-            kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks))
+        check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
+
+        def aval(spec: Any) -> ShapedArray:
+            return ShapedArray(tuple(spec.shape), spec.dtype)
+
+        tree_map = jax.tree_util.tree_map
+        in_avals, in_tree = jax.tree_util.tree_flatten(
+            (tuple(tree_map(aval, tuple(in_specs))), tree_map(aval, dict(kwargs_specs or {}))))
+        out_avals, out_tree = jax.tree_util.tree_flatten(tree_map(aval, out_specs))
+        plats = normalize_platforms(platforms)
+        symbolic = any(not all(isinstance(d, int) for d in a.shape) for a in in_avals)
+        return cls(JaxObjects(
+            fun_name=fun_name, in_tree=in_tree, in_avals=tuple(in_avals), out_tree=out_tree,
+            out_avals=tuple(out_avals), in_shardings=(None,) * len(in_avals),
+            out_shardings=(None,) * len(out_avals), nr_devices=nr_devices, platforms=plats,
+            ordered_effects=(), unordered_effects=(), disabled_safety_checks=tuple(disabled_checks),
+            mlir_module_serialized=bytes(module), calling_convention_version=calling_convention_version,
+            module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=symbolic or len(plats) > 1))
 
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can provide the exported VJP."""
