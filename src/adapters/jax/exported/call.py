@@ -83,8 +83,9 @@ class CallTarget:
         """The target of the exported VJP, or None when the export carries none."""
         return None if self._vjp is None else self._vjp()
 
-    def parse_module(self, context: Any) -> Any:
-        """The module as a new ``ir.Module`` in ``context``.
+    @functools.cached_property
+    def callee(self) -> CalleeModule:
+        """The module, parsed into a caller's context by ``callee.module_in(context)``.
 
         See :mod:`jaxport.adapters.mlir.callee`: the artifact is deserialized
         at most twice per target; later lowerings, whatever the call site or
@@ -92,10 +93,6 @@ class CallTarget:
         in-process export still holds is not used: the portable round trip
         is what makes it refinable by the caller, as a loaded artifact is.)
         """
-        return self._callee.module_in(context)
-
-    @functools.cached_property
-    def _callee(self) -> CalleeModule:
         objects = self.objects
 
         def standard(module: Any) -> Any | None:
@@ -253,12 +250,8 @@ def _compiled_impl(target: CallTarget) -> Any:
     return jax.jit(lambda *args: bind(target, args))
 
 
-def _impl(*args: Any, target: CallTarget) -> Any:
-    return _compiled_impl(target)(*args)
-
-
 jaxport_call_p.def_effectful_abstract_eval(_abstract_eval)
-jaxport_call_p.def_impl(_impl)
+jaxport_call_p.def_impl(lambda *args, target: _compiled_impl(target)(*args))
 
 
 def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
@@ -286,7 +279,7 @@ def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -
                                         objects.disabled_safety_checks)
     if objects.uses_global_constants:
         ctx.module_context.shape_poly_state.uses_dim_vars = True
-    submodule = target.parse_module(ctx.module_context.context)
+    submodule = target.callee.module_in(ctx.module_context.context)
     symbols = ir.SymbolTable(submodule.operation)
     if _has_shardy_mesh(submodule, symbols) and not jax_internals.use_shardy_partitioner():
         raise PartitionerMismatchError()
