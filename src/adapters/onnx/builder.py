@@ -38,6 +38,8 @@ _ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorPr
                np.dtype(np.uint64): TensorProto.UINT64, np.dtype(np.float16): TensorProto.FLOAT16,
                np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE}
 
+#: The dtypes the translations name most.
+BOOL, I32, I64, F32, F64 = (np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64))
 Shape = tuple[int | None, ...]
 #: A ``Loop``'s body: given the body's builder, the iteration's index and the carried values' names, the
 #: carried values' next names (after, with :meth:`GraphBuilder.loop`'s ``go``, whether to run again).
@@ -53,7 +55,7 @@ def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
     if isinstance(element, ir.IntegerType):
         integer = ir.IntegerType(element)
         if integer.width == 1:
-            return np.dtype(np.bool_)
+            return BOOL
         if integer.width in (8, 16, 32, 64):
             return np.dtype(f"{'u' if integer.is_unsigned else ''}int{integer.width}")
     return None
@@ -189,6 +191,12 @@ class GraphBuilder:
         graph = helper.make_graph(child.nodes, self.fresh("loop_body"), inputs, outputs)
         return self.node("Loop", [trips, go, *(n for n, _ in carried)], len(carried), body=graph)
 
+    def run(self, block: Any, args: Sequence[str]) -> list[str]:
+        """Translates an MLIR ``block`` (a region's: a body, a branch, a comparator) into this builder, its
+        arguments named ``args``; the names of what it returns."""
+        assert self.run_block is not None  # set by the walker
+        return self.run_block(self, block, args)
+
     def require_opset(self, opset: int, operator: str) -> None:
         """The model needs ``opset`` (for ``operator``); refused where that is newer than :attr:`max_opset`."""
         if opset > self.max_opset:
@@ -250,7 +258,7 @@ class GraphBuilder:
 
     def as_int64_name(self, name: str, dtype: np.dtype[Any]) -> str:
         """``name``, of ``dtype``, as int64."""
-        return name if dtype == np.dtype(np.int64) else self.cast(name, np.dtype(np.int64))
+        return name if dtype == I64 else self.cast(name, I64)
 
     def refuse(self, detail: str = "") -> NoReturn:
         """Raises the typed error naming the current operation, the function and the location."""

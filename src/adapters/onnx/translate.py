@@ -43,7 +43,7 @@ from jaxport.domain.symbolic import UnsolvableDimensionError
 from jaxport.domain.targets.onnx import BFLOAT16_INPUTS, BFLOAT16_OUTPUTS, DEFAULT_IR_VERSION, DEFAULT_OPSET
 from jaxport.adapters.mlir import bindings as jaxlib_mlir
 from .optimize import optimize, prune
-from .builder import TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
+from .builder import F32, TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
 from .check import check_model
 from .dims import dimension_variables
 from .walk import Walker
@@ -179,7 +179,7 @@ def _input(b: GraphBuilder, argument: Any, input_names: Sequence[str], j: int, n
     """Input ``j``; a float16 one, or a bfloat16 weight, cast to float32 (bfloat16 inputs are float32 already)."""
     storage = narrow_float(argument)
     computed = storage is not None and (j < nr_weights or storage == TensorProto.FLOAT16)
-    return b.cast(input_names[j], np.dtype(np.float32)) if computed else input_names[j]
+    return b.cast(input_names[j], F32) if computed else input_names[j]
 
 
 def _bfloat16_ports(record: ArtifactRecord, nr_weights: int, inputs: Sequence[str],

@@ -36,12 +36,11 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
+from jaxport.adapters.onnx.builder import BOOL, I32, NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
 from . import signed_zeros
 from .bitcast import reduce_precision, total_order
 from .common import Translation, splat_value, wide_dtype
 
-_BOOL = np.dtype(np.bool_)
 
 
 def _widened(b: GraphBuilder, args: Sequence[str], dtype: np.dtype[Any]) -> tuple[list[str], np.dtype[Any]]:
@@ -206,7 +205,7 @@ def _clamp(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def _min_max(op_type: str) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         dtype = tensor_dtype(op.results[0])
-        if dtype == _BOOL:
+        if dtype == BOOL:
             return [b.one("Or" if op_type == "Max" else "And", args)]
         (x, y), wide = _widened(b, args, dtype)  # ONNX Runtime's Max and Min propagate NaN, as XLA's
         if dtype.kind == "f":
@@ -331,7 +330,7 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     low = b.scalar(float(info.min), wide)
     inside = b.one("And", [b.one("Less", [x, high]), b.one("Greater", [x, low])])
     safe = b.one("Where", [b.one("And", [inside, b.one("Not", [b.one("IsNaN", [x])])]), x, b.scalar(0, wide)])
-    cast_to = target if target.itemsize >= 4 else np.dtype(np.int32)
+    cast_to = target if target.itemsize >= 4 else I32
     value = b.cast(safe, cast_to)
     value = b.one("Where", [b.one("GreaterOrEqual", [x, high]), b.scalar(info.max, cast_to),
                             b.one("Where", [b.one("LessOrEqual", [x, low]), b.scalar(info.min, cast_to), value])])

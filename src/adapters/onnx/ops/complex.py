@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import F32, F64, GraphBuilder, int_list, tensor_dtype, tensor_shape
 from . import shape, window
-from .common import Translation, reducer, same
+from .common import Translation, element, reducer, same
 
-_PARTS: dict[str, np.dtype[Any]] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+_PARTS: dict[str, np.dtype[Any]] = {"f32": F32, "f64": F64}
 _NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 
@@ -49,8 +49,7 @@ def is_complex(value: Any) -> bool:
 
 def parts(b: GraphBuilder, pair: str) -> tuple[str, str]:
     """The real and imaginary parts of a pair tensor."""
-    return (b.one("Gather", [pair, b.constant(np.array(0, np.int64), "index")], axis=-1),
-            b.one("Gather", [pair, b.constant(np.array(1, np.int64), "index")], axis=-1))
+    return element(b, pair, 0, -1), element(b, pair, 1, -1)
 
 
 def join(b: GraphBuilder, real: str, imag: str) -> str:
@@ -99,22 +98,6 @@ def complex_values(b: GraphBuilder, op: Any) -> np.ndarray:
     return flat.reshape(*shape, 2)
 
 
-def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.constant(complex_values(b, op), "complex")]
-
-
-def _real(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [parts(b, args[0])[0]]
-
-
-def _imag(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [parts(b, args[0])[1]]
-
-
-def _complex(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [join(b, args[0], args[1])]
-
-
 def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     source, target = complex_part(op.operands[0]), complex_part(op.results[0])
     if target is None:
@@ -131,10 +114,6 @@ def times(b: GraphBuilder, x: str, y: str) -> str:
     real = b.one("Sub", [b.one("Mul", [a, d]), b.one("Mul", [c, e])])
     imag = b.one("Add", [b.one("Mul", [a, e]), b.one("Mul", [c, d])])
     return join(b, real, imag)
-
-
-def _multiply(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [times(b, args[0], args[1])]
 
 
 def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -232,10 +211,6 @@ def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
     return [b.one("Expand", [x, b.int64s([*result, 2])])]
 
 
-def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Reshape", [args[0], b.int64s([*_static(b, op.results[0]), 2])], allowzero=1)]
-
-
 def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     perm = int_list(op.attributes["permutation"])
     return [b.one("Transpose", args, perm=[*perm, len(perm)])]
@@ -260,20 +235,21 @@ def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 #: Complex operations (an operand or a result complex) -> translation on pairs; ``stablehlo.fft`` is
 #: :mod:`.fft`'s.
 COMPLEX: dict[str, Translation] = {
-    "stablehlo.constant": _constant,
-    "stablehlo.real": _real,
-    "stablehlo.imag": _imag,
-    "stablehlo.complex": _complex,
+    "stablehlo.constant": lambda b, op, args: [b.constant(complex_values(b, op), "complex")],
+    "stablehlo.real": lambda b, op, args: [parts(b, args[0])[0]],
+    "stablehlo.imag": lambda b, op, args: [parts(b, args[0])[1]],
+    "stablehlo.complex": lambda b, op, args: [join(b, args[0], args[1])],
     "stablehlo.convert": _convert,
     "stablehlo.add": same("Add"),
     "stablehlo.subtract": same("Sub"),
     "stablehlo.negate": same("Neg"),
-    "stablehlo.multiply": _multiply,
+    "stablehlo.multiply": lambda b, op, args: [times(b, args[0], args[1])],
     "stablehlo.divide": _divide,
     "stablehlo.sqrt": _sqrt,
     "stablehlo.reduce": _reduce,
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
-    "stablehlo.reshape": _reshape,
+    "stablehlo.reshape": lambda b, op, args: [
+        b.one("Reshape", [args[0], b.int64s([*_static(b, op.results[0]), 2])], allowzero=1)],
     "stablehlo.transpose": _transpose,
     # A pair's trailing axis is never named, and these name their axes: the real ones serve
     "stablehlo.slice": shape.TABLE["stablehlo.slice"],

@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from onnx import TensorProto
 
 from jaxport.adapters.onnx.builder import (
-    GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
+    BOOL, F32, F64, I64, GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
 )
 from . import signed_zeros
 from .common import Translation, iota_of, same, where, where_selects
@@ -33,19 +33,11 @@ def _float_only(op_type: str) -> Translation:
     return translate
 
 
-def _rsqrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Reciprocal", [b.one("Sqrt", args)])]
-
-
-def _is_finite(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])]
-
-
 def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     if not where_selects(dtype):
         b.refuse(f"ONNX Runtime has no Where for {dtype}")
-    if dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+    if dtype in (F32, F64):
         return [signed_zeros.select(b, args[0], args[1], args[2])]
     return [where(b, args[0], args[1], args[2], dtype)]
 
@@ -71,7 +63,7 @@ def _splat_value(attr: ir.Attribute, dtype: np.dtype[Any]) -> Any:
     if dtype.kind == "f":
         return ir.FloatAttr(attr).value
     value = ir.IntegerAttr(attr).value
-    return value != 0 if dtype == np.dtype(np.bool_) else value
+    return value != 0 if dtype == BOOL else value
 
 
 def _iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -86,7 +78,7 @@ def _iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def iota(b: GraphBuilder, dtype: np.dtype[Any], dimension: int, rank: int, size: str, shape: str) -> str:
     """0, 1, ... along ``dimension`` of a ``shape`` (a 1-D int64 value) of ``rank``; ``size``: [n]."""
     ramp = iota_of(b, b.one("Squeeze", [size, b.int64s([0])]))
-    if dtype != np.dtype(np.int64):
+    if dtype != I64:
         ramp = b.cast(ramp, dtype)
     others = [i for i in range(rank) if i != dimension]
     if others:
@@ -103,7 +95,7 @@ TABLE: dict[str, Translation] = {
     "stablehlo.exponential": _float_only("Exp"),
     "stablehlo.log": _float_only("Log"),
     "stablehlo.sqrt": _float_only("Sqrt"),
-    "stablehlo.rsqrt": _rsqrt,
+    "stablehlo.rsqrt": lambda b, op, args: [b.one("Reciprocal", [b.one("Sqrt", args)])],
     "stablehlo.tanh": _float_only("Tanh"),
     "stablehlo.logistic": _float_only("Sigmoid"),
     "stablehlo.sine": _float_only("Sin"),
@@ -111,7 +103,8 @@ TABLE: dict[str, Translation] = {
     "stablehlo.tan": _float_only("Tan"),
     "stablehlo.floor": _float_only("Floor"),
     "stablehlo.ceil": _float_only("Ceil"),
-    "stablehlo.is_finite": _is_finite,
+    "stablehlo.is_finite": lambda b, op, args: [
+        b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])],
     "stablehlo.select": _select,
     "stablehlo.constant": _constant,
     "stablehlo.iota": _iota,

@@ -20,18 +20,10 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .common import Translation
 from .scatter import general_gather
 from .shape import dimension_value
-
-
-def _gather(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [_take(b, op, args[0], args[1], int_list(op.attributes["slice_sizes"]), None)]
-
-
-def _dynamic_gather(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [_take(b, op, args[0], args[1], None, b.as_int64(args[2], op.operands[2]))]
 
 
 def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
@@ -49,8 +41,8 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
     index_type = tensor_dtype(op.operands[1])
-    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):  # ONNX's Gather takes these two
-        indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
+    if index_type not in (I32, I64):  # ONNX's Gather takes these two
+        indices, index_type = b.cast(indices, I64), I64
     others = [d for d in range(len(shape)) if d != axis]
     if sizes is not None:
         short = [d for d in others if shape[d] is None or sizes[d] != shape[d]]
@@ -97,8 +89,8 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
     index_type = tensor_dtype(op.operands[1])
-    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):
-        indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
+    if index_type not in (I32, I64):
+        indices, index_type = b.cast(indices, I64), I64
     indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     return b.one("GatherElements", [operand, indices], axis=axis)
 
@@ -125,6 +117,8 @@ def _clamped(b: GraphBuilder, indices: str, dtype: np.dtype[Any], operand: str, 
 
 
 TABLE: dict[str, Translation] = {
-    "stablehlo.gather": _gather,
-    "stablehlo.dynamic_gather": _dynamic_gather,
+    "stablehlo.gather": lambda b, op, args: [
+        _take(b, op, args[0], args[1], int_list(op.attributes["slice_sizes"]), None)],
+    "stablehlo.dynamic_gather": lambda b, op, args: [
+        _take(b, op, args[0], args[1], None, b.as_int64(args[2], op.operands[2]))],
 }

@@ -27,7 +27,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import BOOL, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .common import Translation, block_reducer, is_identity, reducer, splat_value, wide_dtype
 from .linalg import INTEGER_WIDER
 
@@ -49,9 +49,9 @@ def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         b.refuse("its body is not one add, multiply, maximum, minimum, and, or or xor of its two arguments")
     reduce_type = _REDUCTIONS[binary]
     dims = int_list(op.attributes["dimensions"])
-    if dtype == np.dtype(np.bool_) and binary not in ("And", "Or"):
+    if dtype == BOOL and binary not in ("And", "Or"):
         b.refuse("a reduction of booleans other than and/or")
-    if dtype != np.dtype(np.bool_) and binary in ("And", "Or"):
+    if dtype != BOOL and binary in ("And", "Or"):
         b.refuse("bitwise reductions of floats")
     if not dims:  # XLA's CPU reduction over no dimension is the operand (its init value unused)
         return [args[0]]
@@ -77,12 +77,12 @@ def _reduction_type(b: GraphBuilder, dtype: np.dtype[Any], binary: str) -> np.dt
     then wrapped by the cast back); 64-bit sums and integer products are
     :func:`_wrapping_fold`'s.
     """
-    if dtype == np.dtype(np.bool_):
-        return np.dtype(np.int32)
+    if dtype == BOOL:
+        return I32
     if dtype.kind not in "iu":
         return dtype
     if binary == "Add":
-        return np.dtype(np.int64)
+        return I64
     return dtype if dtype == np.dtype(np.uint64) else INTEGER_WIDER.get(dtype, dtype)  # keeping the order
 
 
@@ -92,8 +92,8 @@ def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtyp
     ONNX Runtime's ReduceMax and ReduceMin skip NaNs (its elementwise Max
     and Min propagate them).
     """
-    ordered = b.cast(b.one("Equal", [operand, operand]), np.dtype(np.int32))
-    clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), np.dtype(np.bool_))
+    ordered = b.cast(b.one("Equal", [operand, operand]), I32)
+    clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), BOOL)
     return b.one("Where", [clean, reduced, b.scalar(np.nan, dtype)])
 
 
@@ -109,7 +109,7 @@ def _bitwise_body(op: Any) -> str | None:
 def _bitwise_reduce(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:
     """``reduce`` of one operand with the bitwise ``operator`` (``Xor`` for a boolean ``BitwiseXor``)."""
     dtype = tensor_dtype(op.results[0])
-    if dtype == np.dtype(np.bool_):
+    if dtype == BOOL:
         operator = {"BitwiseXor": "Xor", "BitwiseAnd": "And", "BitwiseOr": "Or"}[operator]
     return [_folded(b, op, args[0], args[1], operator, dtype)]
 
@@ -170,9 +170,9 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
         picked = b.one("Where", [b.one("IsNaN", [x]), b.scalar(-np.inf if largest else np.inf, wide), x])
     position = b.one("ArgMax" if largest else "ArgMin", [picked], axis=axis, keepdims=1, select_last_index=0)
     if wide.kind == "f":
-        nan = b.cast(b.one("IsNaN", [x]), np.dtype(np.int32))
+        nan = b.cast(b.one("IsNaN", [x]), I32)
         first_nan = b.one("ArgMax", [nan], axis=axis, keepdims=1, select_last_index=0)
-        any_nan = b.cast(b.one("ReduceMax", [nan, b.int64s([axis])], keepdims=1), np.dtype(np.bool_))
+        any_nan = b.cast(b.one("ReduceMax", [nan, b.int64s([axis])], keepdims=1), BOOL)
         position = b.one("Where", [any_nan, first_nan, position])
     value = b.one("Squeeze", [b.one("GatherElements", [args[0], position], axis=axis), b.int64s([axis])])
     index_dtype = tensor_dtype(op.results[1])

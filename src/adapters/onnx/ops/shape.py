@@ -68,14 +68,6 @@ def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [b.one("Reshape", [args[0], b.int64s([d or 0 for d in result])], allowzero=1)]
 
 
-def _dynamic_reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Reshape", [args[0], b.as_int64(args[1], op.operands[1])], allowzero=1)]
-
-
-def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Transpose", args, perm=int_list(op.attributes["permutation"]))]
-
-
 def _slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     starts = int_list(op.attributes["start_indices"])
     limits = int_list(op.attributes["limit_indices"])
@@ -115,18 +107,15 @@ def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [iota(b, tensor_dtype(op.results[0]), dimension, rank, size, shape)]
 
 
-def _same_value(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [args[0]]
-
-
 TABLE: dict[str, Translation] = {
     # A sharding constraint in a module for one device (the translator refuses others): the value.
-    "sdy.sharding_constraint": _same_value,
+    "sdy.sharding_constraint": lambda b, op, args: [args[0]],
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
     "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
     "stablehlo.reshape": _reshape,
-    "stablehlo.dynamic_reshape": _dynamic_reshape,
-    "stablehlo.transpose": _transpose,
+    "stablehlo.dynamic_reshape": lambda b, op, args: [
+        b.one("Reshape", [args[0], b.as_int64(args[1], op.operands[1])], allowzero=1)],
+    "stablehlo.transpose": lambda b, op, args: [b.one("Transpose", args, perm=int_list(op.attributes["permutation"]))],
     "stablehlo.slice": _slice,
     "stablehlo.real_dynamic_slice": _real_dynamic_slice,
     "stablehlo.concatenate": _concatenate,

@@ -10,7 +10,7 @@ and source location. ``func.call``, ``func.return``, ``stablehlo.return``,
 the module, not only the operation); it looks composites up in ``COMPOSITES`` and custom calls in
 ``CUSTOM_CALLS``. An operation with a complex operand or result is looked up in
 ``COMPLEX_TRANSLATIONS`` instead (complex values are pairs of floats there). A region of an operation (a loop's body, a branch, a comparator) is translated
-by the same walk, through the builder's ``run_block``.
+by the same walk, through the builder's ``run``.
 """
 
 from __future__ import annotations

@@ -19,9 +19,8 @@ from jaxlib.mlir import ir
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, is_identity, reducer, wide_dtype
+from .common import Translation, is_identity, reducer, reversed_along, wide_dtype
 
-_INT64_MIN = np.iinfo(np.int64).min
 def padding_pairs(op: Any, name: str, rank: int) -> list[tuple[int, int]]:
     """The (low, high) pairs of an ``[rank, 2]`` padding attribute (zeros where absent)."""
     if name not in op.attributes:
@@ -83,9 +82,7 @@ def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dims = int_list(op.attributes["dimensions"])
     if not dims:
         return [b.one("Identity", args)]
-    n = len(dims)
-    return [b.one("Slice", [args[0], b.int64s([-1] * n), b.int64s([_INT64_MIN] * n), b.int64s(dims),
-                            b.int64s([-1] * n)])]
+    return [reversed_along(b, args[0], dims)]
 
 
 def to_pool_layout(b: GraphBuilder, x: str, rank: int, wins: Sequence[int]) -> tuple[str, list[int], str]:
