@@ -159,20 +159,15 @@ def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_na
         if variable == PLATFORM_INDEX:
             names.append(b.scalar(platform_index, dtype))
             continue
-        if variables is None:
-            variables = _variables(b, record, input_names)
+        try:
+            variables = dimension_variables(b, record, input_names) if variables is None else variables
+        except (ArtifactError, UnsolvableDimensionError) as exc:
+            raise ConversionError(TARGET, record.function_name, f"its dimension variables: {exc}") from exc
         if variable not in variables:
             raise ConversionError(TARGET, record.function_name, f"main takes the dimension variable "
                                                                 f"'{variable}', which no input's shape has")
         names.append(b.cast(variables[variable], dtype))
     return names
-
-
-def _variables(b: GraphBuilder, record: ArtifactRecord, input_names: Sequence[str]) -> dict[str, str]:
-    try:
-        return dimension_variables(b, record, input_names)
-    except (ArtifactError, UnsolvableDimensionError) as exc:
-        raise ConversionError(TARGET, record.function_name, f"its dimension variables: {exc}") from exc
 
 
 def _input(b: GraphBuilder, argument: Any, input_names: Sequence[str], j: int, nr_weights: int) -> str:

@@ -50,32 +50,23 @@ def _shift(direction: str) -> Translation:
     return translate
 
 
-def _popcnt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    unsigned = unsigned_of(dtype)
-    x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
-    one = b.scalar(1, unsigned)
-    total = None
-    for k in range(dtype.itemsize * 8):
-        shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
-        bit = b.cast(b.one("BitwiseAnd", [shifted, one]), I64)
-        total = bit if total is None else b.one("Add", [total, bit])
-    assert total is not None
-    return [b.cast(total, dtype)]
-
-
-def _count_leading_zeros(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    bits = dtype.itemsize * 8
-    unsigned = unsigned_of(dtype)
-    x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
-    length = None  # the bit length: how many shifts leave something
-    for k in range(bits):
-        shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
-        some = b.cast(b.one("Not", [b.one("Equal", [shifted, b.scalar(0, unsigned)])]), I64)
-        length = some if length is None else b.one("Add", [length, some])
-    assert length is not None
-    return [b.cast(b.one("Sub", [b.scalar(bits, I64), length]), dtype)]
+def _bit_count(leading_zeros: bool) -> Translation:
+    """``popcnt`` (the bits set) or ``count_leading_zeros`` (the width less the bit length: how many right
+    shifts leave something), counted shift by shift."""
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        dtype = tensor_dtype(op.results[0])
+        bits, unsigned = dtype.itemsize * 8, unsigned_of(dtype)
+        x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
+        one = None if leading_zeros else b.scalar(1, unsigned)
+        total = None
+        for k in range(bits):
+            shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
+            bit = b.cast(b.one("BitwiseAnd", [shifted, one]) if one else b.one(
+                "Not", [b.one("Equal", [shifted, b.scalar(0, unsigned)])]), I64)
+            total = bit if total is None else b.one("Add", [total, bit])
+        assert total is not None
+        return [b.cast(b.one("Sub", [b.scalar(bits, I64), total]) if leading_zeros else total, dtype)]
+    return translate
 
 
 TABLE: dict[str, Translation] = {
@@ -86,6 +77,6 @@ TABLE: dict[str, Translation] = {
     "stablehlo.shift_left": _shift("left"),
     "stablehlo.shift_right_logical": _shift("logical"),
     "stablehlo.shift_right_arithmetic": _shift("arithmetic"),
-    "stablehlo.popcnt": _popcnt,
-    "stablehlo.count_leading_zeros": _count_leading_zeros,
+    "stablehlo.popcnt": _bit_count(leading_zeros=False),
+    "stablehlo.count_leading_zeros": _bit_count(leading_zeros=True),
 }

@@ -64,9 +64,12 @@ def element(b: GraphBuilder, x: str, index: int, axis: int) -> str:
     return b.one("Gather", [x, b.constant(np.array(index, np.int64), "index")], axis=axis)
 
 
-def same(op_type: str) -> Translation:
-    """The translation of an operation that is the ONNX operator ``op_type`` on the same operands."""
+def same(op_type: str, *, floats: bool = False) -> Translation:
+    """The translation of an operation that is the ONNX operator ``op_type`` on the same operands (``floats``:
+    defined for floating-point operands only, others refused)."""
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        if floats and tensor_dtype(op.results[0]).kind != "f":
+            b.refuse("defined here for floating-point operands only")
         return [b.one(op_type, args)]
     return translate
 

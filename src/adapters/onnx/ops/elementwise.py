@@ -25,14 +25,6 @@ from jaxport.adapters.onnx.builder import (
 from . import signed_zeros
 from .common import Translation, iota_of, same, where, where_selects
 
-def _float_only(op_type: str) -> Translation:
-    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-        if tensor_dtype(op.results[0]).kind != "f":
-            b.refuse("defined here for floating-point operands only")
-        return [b.one(op_type, args)]
-    return translate
-
-
 def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     if not where_selects(dtype):
@@ -92,30 +84,30 @@ TABLE: dict[str, Translation] = {
     "stablehlo.multiply": same("Mul"),
     "stablehlo.abs": same("Abs"),
     "stablehlo.negate": same("Neg"),
-    "stablehlo.exponential": _float_only("Exp"),
-    "stablehlo.log": _float_only("Log"),
-    "stablehlo.sqrt": _float_only("Sqrt"),
+    "stablehlo.exponential": same("Exp", floats=True),
+    "stablehlo.log": same("Log", floats=True),
+    "stablehlo.sqrt": same("Sqrt", floats=True),
     "stablehlo.rsqrt": lambda b, op, args: [b.one("Reciprocal", [b.one("Sqrt", args)])],
-    "stablehlo.tanh": _float_only("Tanh"),
-    "stablehlo.logistic": _float_only("Sigmoid"),
-    "stablehlo.sine": _float_only("Sin"),
-    "stablehlo.cosine": _float_only("Cos"),
-    "stablehlo.tan": _float_only("Tan"),
-    "stablehlo.floor": _float_only("Floor"),
-    "stablehlo.ceil": _float_only("Ceil"),
+    "stablehlo.tanh": same("Tanh", floats=True),
+    "stablehlo.logistic": same("Sigmoid", floats=True),
+    "stablehlo.sine": same("Sin", floats=True),
+    "stablehlo.cosine": same("Cos", floats=True),
+    "stablehlo.tan": same("Tan", floats=True),
+    "stablehlo.floor": same("Floor", floats=True),
+    "stablehlo.ceil": same("Ceil", floats=True),
     "stablehlo.is_finite": lambda b, op, args: [
         b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])],
     "stablehlo.select": _select,
     "stablehlo.constant": _constant,
     "stablehlo.iota": _iota,
-    "chlo.erf": _float_only("Erf"),
+    "chlo.erf": same("Erf", floats=True),
 }
 
 #: The composites JAX wraps CHLO operations in (``stablehlo.composite "chlo.erf"``).
 COMPOSITES: dict[str, Translation] = {
-    "chlo.erf": _float_only("Erf"),
-    "chlo.sinh": _float_only("Sinh"),
-    "chlo.cosh": _float_only("Cosh"),
-    "chlo.asin": _float_only("Asin"),
-    "chlo.acos": _float_only("Acos"),
+    "chlo.erf": same("Erf", floats=True),
+    "chlo.sinh": same("Sinh", floats=True),
+    "chlo.cosh": same("Cosh", floats=True),
+    "chlo.asin": same("Asin", floats=True),
+    "chlo.acos": same("Acos", floats=True),
 }

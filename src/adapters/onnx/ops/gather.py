@@ -36,7 +36,7 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     vector_dim = int(numbers.index_vector_dim)
     batch_rank = len(index_shape) - (vector_dim < len(index_shape))
     if len(start_map) != 1 or collapsed not in ([], start_map) or (not collapsed and batch_rank):
-        return _general(b, op, operand, indices, sizes, size_tensor)
+        return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
     axis = start_map[0]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
@@ -85,7 +85,7 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
             or list(numbers.start_indices_batching_dims) != batching
             or sorted([*batching, axis]) != list(range(len(shape)))
             or len(index_shape) - (vector_dim < len(index_shape)) != len(shape)):
-        return _general(b, op, operand, indices, sizes, size_tensor)
+        return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
     index_type = tensor_dtype(op.operands[1])
@@ -93,11 +93,6 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
         indices, index_type = b.cast(indices, I64), I64
     indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     return b.one("GatherElements", [operand, indices], axis=axis)
-
-
-def _general(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
-             size_tensor: str | None) -> str:
-    return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
 
 
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:

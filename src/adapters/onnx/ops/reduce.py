@@ -37,14 +37,18 @@ _REDUCTIONS = {"Add": "ReduceSum", "Mul": "ReduceProd", "Max": "ReduceMax", "Min
                "And": "ReduceMin", "Or": "ReduceMax"}
 
 
-def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    found = _argminmax(b, op, args) if len(op.results) == 2 else None
+    if found is not None:
+        return found
     if len(op.results) != 1:
-        b.refuse("a reduction of several operands (argmax, argmin) comes later")
+        b.refuse("a reduction of several operands other than JAX's argmax/argmin")
     binary = reducer(op)
     dtype = tensor_dtype(op.results[0])
-    bitwise = _bitwise_body(op)
-    if bitwise is not None and (dtype.kind in "iu" or bitwise == "BitwiseXor"):
-        return _bitwise_reduce(b, op, args, bitwise)
+    bitwise = block_reducer(op.regions[0].blocks[0], _BITWISE)  # and, or, xor
+    if bitwise is not None and (dtype.kind in "iu" or bitwise == "BitwiseXor"):  # booleans: Xor, And, Or
+        operator = {"BitwiseXor": "Xor", "BitwiseAnd": "And", "BitwiseOr": "Or"}[bitwise] if dtype == BOOL else bitwise
+        return [_folded(b, op, args[0], args[1], operator, dtype)]
     if binary is None:
         b.refuse("its body is not one add, multiply, maximum, minimum, and, or or xor of its two arguments")
     reduce_type = _REDUCTIONS[binary]
@@ -99,19 +103,6 @@ def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtyp
 
 #: A bitwise body's operation -> its ONNX operator.
 _BITWISE = {"stablehlo.and": "BitwiseAnd", "stablehlo.or": "BitwiseOr", "stablehlo.xor": "BitwiseXor"}
-
-
-def _bitwise_body(op: Any) -> str | None:
-    """The ONNX operator of a ``reduce`` body that is one ``and``, ``or`` or ``xor`` of its two arguments."""
-    return block_reducer(op.regions[0].blocks[0], _BITWISE)
-
-
-def _bitwise_reduce(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:
-    """``reduce`` of one operand with the bitwise ``operator`` (``Xor`` for a boolean ``BitwiseXor``)."""
-    dtype = tensor_dtype(op.results[0])
-    if dtype == BOOL:
-        operator = {"BitwiseXor": "Xor", "BitwiseAnd": "And", "BitwiseOr": "Or"}[operator]
-    return [_folded(b, op, args[0], args[1], operator, dtype)]
 
 
 def _wrapping_fold(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:
@@ -177,15 +168,6 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
     value = b.one("Squeeze", [b.one("GatherElements", [args[0], position], axis=axis), b.int64s([axis])])
     index_dtype = tensor_dtype(op.results[1])
     return [value, b.cast(b.one("Squeeze", [position, b.int64s([axis])]), index_dtype)]
-
-
-def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    if len(op.results) == 2:
-        found = _argminmax(b, op, args)
-        if found is not None:
-            return found
-        b.refuse("a reduction of several operands other than JAX's argmax/argmin")
-    return _reduce_one(b, op, args)
 
 
 TABLE: dict[str, Translation] = {

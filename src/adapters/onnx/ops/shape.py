@@ -18,7 +18,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation
+from .common import Translation, dim_size
 from .elementwise import iota
 
 
@@ -95,8 +95,7 @@ def _get_dimension_size(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
 
 def dimension_value(b: GraphBuilder, tensor: str, dimension: int, dtype: np.dtype[Any]) -> str:
     """The size of ``tensor``'s ``dimension`` as a 0-D tensor of ``dtype``."""
-    size = b.one("Shape", [tensor], start=dimension, end=dimension + 1)
-    return b.cast(b.one("Squeeze", [size, b.int64s([0])]), dtype)
+    return b.cast(dim_size(b, tensor, dimension), dtype)
 
 
 def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
