@@ -146,18 +146,21 @@ def block_reducer(block: Any, operators: Mapping[str, str] = _REDUCERS) -> str |
 _IDENTITIES: dict[str, Any] = {"Add": 0, "Mul": 1, "And": True, "Or": False}
 
 
+def identity_of(kind: str, dtype: np.dtype[Any]) -> Any:
+    """The value leaving a ``kind`` reduction of ``dtype`` unchanged (booleans: min is and, max is or)."""
+    if dtype == BOOL:
+        return kind in ("Min", "And", "Mul")
+    if kind in _IDENTITIES:
+        return _IDENTITIES[kind]
+    if dtype.kind == "f":
+        return -np.inf if kind == "Max" else np.inf
+    return np.iinfo(dtype).min if kind == "Max" else np.iinfo(dtype).max
+
+
 def is_identity(kind: str, init: Any) -> bool:
-    """Whether ``init`` is a constant leaving a ``kind`` reduction unchanged (booleans: min is and, max is or)."""
+    """Whether ``init`` is a constant leaving a ``kind`` reduction unchanged (:func:`identity_of`)."""
     value = splat_value(init)
-    if value is None:
-        return False
-    if tensor_dtype(init) == BOOL:
-        return bool(value) == (kind in ("Min", "And", "Mul"))
-    if kind == "Max":
-        return bool(value == -np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).min))
-    if kind == "Min":
-        return bool(value == np.inf or (isinstance(value, int) and value == np.iinfo(tensor_dtype(init)).max))
-    return bool(value == _IDENTITIES[kind])
+    return value is not None and bool(value == identity_of(kind, tensor_dtype(init)))
 
 
 def operation(x: Any) -> Any:

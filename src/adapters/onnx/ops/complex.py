@@ -200,20 +200,7 @@ def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dims = int_list(op.attributes["broadcast_dimensions"])
     result = _static(b, op.results[0])
-    order = sorted(range(len(dims)), key=lambda i: dims[i])
-    x = args[0]
-    if order != list(range(len(dims))):
-        x = b.one("Transpose", [x], perm=[*order, len(dims)])
-    kept = sorted(dims)
-    missing = [i for i in range(len(result)) if i not in kept]
-    if missing:
-        x = b.one("Unsqueeze", [x, b.int64s(missing)])
-    return [b.one("Expand", [x, b.int64s([*result, 2])])]
-
-
-def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    perm = int_list(op.attributes["permutation"])
-    return [b.one("Transpose", args, perm=[*perm, len(perm)])]
+    return [shape.broadcast(b, args[0], len(dims), dims, len(result), b.int64s([*result, 2]), pairs=True)]
 
 
 def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -250,7 +237,8 @@ COMPLEX: dict[str, Translation] = {
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
     "stablehlo.reshape": lambda b, op, args: [
         b.one("Reshape", [args[0], b.int64s([*_static(b, op.results[0]), 2])], allowzero=1)],
-    "stablehlo.transpose": _transpose,
+    "stablehlo.transpose": lambda b, op, args: [
+        b.one("Transpose", args, perm=[*int_list(op.attributes["permutation"]), len(tensor_shape(op.operands[0]))])],
     # A pair's trailing axis is never named, and these name their axes: the real ones serve
     "stablehlo.slice": shape.TABLE["stablehlo.slice"],
     "stablehlo.concatenate": shape.TABLE["stablehlo.concatenate"],

@@ -32,7 +32,9 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import BOOL, F32, F64, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import ELEMENTWISE, Translation, block_reducer, function_named, is_identity, reducer, wide_dtype
+from .common import (
+    ELEMENTWISE, Translation, block_reducer, function_named, identity_of, is_identity, reducer, wide_dtype
+)
 from .window import from_pool_layout, ints_or, pad_tensor, padding_pairs, to_pool_layout
 
 #: Positions per window translated at most outside ONNX's pools (each a ``Slice``, combined or given to the body).
@@ -173,7 +175,7 @@ def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[A
         return b.one("CumSum", [x, b.scalar(axis, I64)], reverse=int(reverse))
     n = int(shape[axis] or 0)
     rank = len(shape)
-    neutral = b.scalar(_neutral(kind, wide), wide)
+    neutral = b.scalar(identity_of(kind, wide), wide)
     step = 1
     while step < n:
         pads = [0] * (2 * rank)
@@ -184,15 +186,6 @@ def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[A
         x = b.one(kind, [x, shifted])
         step *= 2
     return x
-
-
-def _neutral(kind: str, dtype: np.dtype[Any]) -> Any:
-    if kind in ("Add", "Mul"):
-        return 0 if kind == "Add" else 1
-    if dtype.kind == "f":
-        return -np.inf if kind == "Max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if kind == "Max" else info.max
 
 
 def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
@@ -304,7 +297,7 @@ def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilat
              for d in range(rank)]
     inner_sizes = inner[0] if rank == 1 else b.one("Concat", inner, axis=0)
     steps = b.one("ReduceProd", [window, zeros], keepdims=0)
-    start = b.one("Expand", [b.scalar(_neutral(kind, wide), wide), counts])
+    start = b.one("Expand", [b.scalar(identity_of(kind, wide), wide), counts])
 
     def body(c: GraphBuilder, step: str, carried: list[str]) -> list[str]:
         offset = c.one("Mod", [c.one("Div", [step, inner_sizes]), window])

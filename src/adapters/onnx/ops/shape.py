@@ -22,12 +22,13 @@ from .common import Translation, dim_size
 from .elementwise import iota
 
 
-def _broadcast(b: GraphBuilder, operand: str, operand_rank: int, dims: Sequence[int], rank: int,
-               shape: str | None) -> str:
-    """The operand's dimension i put at result dimension ``dims[i]``, then expanded to ``shape``."""
+def broadcast(b: GraphBuilder, operand: str, operand_rank: int, dims: Sequence[int], rank: int,
+              shape: str | None, pairs: bool = False) -> str:
+    """The operand's dimension i put at result dimension ``dims[i]``, then expanded to ``shape``; ``pairs``: a
+    complex operand's (real, imaginary) pairs, a trailing dimension that stays last."""
     order = sorted(range(operand_rank), key=lambda i: dims[i])
     if order != list(range(operand_rank)):
-        operand = b.one("Transpose", [operand], perm=order)
+        operand = b.one("Transpose", [operand], perm=[*order, *([operand_rank] if pairs else [])])
     new_axes = [i for i in range(rank) if i not in set(dims)]
     if new_axes:
         operand = b.one("Unsqueeze", [operand, b.int64s(new_axes)])
@@ -45,8 +46,8 @@ def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
     for i, d in enumerate(dims):
         placed[d] = source[i]
     needs_expand = list(result) != placed
-    made = _broadcast(b, args[0], len(source), dims, len(result),
-                      b.int64s([d or 0 for d in result]) if needs_expand else None)
+    made = broadcast(b, args[0], len(source), dims, len(result),
+                     b.int64s([d or 0 for d in result]) if needs_expand else None)
     if args[0] in b.known and not source:  # a scalar constant broadcast (a divisor, say)
         b.known[made] = np.broadcast_to(b.known[args[0]], [d or 0 for d in result])
     return [made]
@@ -56,7 +57,7 @@ def _dynamic_broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> 
     dims = int_list(op.attributes["broadcast_dimensions"])
     rank = len(tensor_shape(op.results[0]))
     shape = b.as_int64(args[1], op.operands[1])
-    return [_broadcast(b, args[0], len(tensor_shape(op.operands[0])), dims, rank, shape)]
+    return [broadcast(b, args[0], len(tensor_shape(op.operands[0])), dims, rank, shape)]
 
 
 def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
