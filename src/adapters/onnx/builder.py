@@ -45,6 +45,7 @@ Shape = tuple[int | None, ...]
 #: carried values' next names (after, with :meth:`GraphBuilder.loop`'s ``go``, whether to run again).
 LoopBody = Callable[["GraphBuilder", str, list[str]], list[str]]
 _POSITION = re.compile(r'"([^"]+)":(\d+):(\d+)')
+_NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 
 def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
@@ -66,26 +67,32 @@ def narrow_float(value: Any) -> int | None:
     return NARROW_FLOATS.get(str(ir.RankedTensorType(value.type).element_type))
 
 
-def bfloat16_values(attr: Any) -> np.ndarray:
-    """The elements of a bfloat16 dense attribute as float32, flat (NumPy's buffer protocol has no bfloat16).
-
-    MLIR prints them as a hex blob of little-endian bits, or as numbers
-    (hex bits for NaN and the infinities).
+def dense_elements(text: str, storage: np.dtype[Any], word: Callable[[float], Any]) -> np.ndarray:
+    """The elements of a dense attribute as MLIR prints it (``text``: the attribute, or an operation holding
+    it), flat, as ``storage`` words: a hex blob of little-endian words, or numbers (``word`` of each; hex bits
+    for NaN and the infinities). The bindings read neither bfloat16 nor complex attributes.
 
     Raises:
         ValueError: a form not read here.
     """
-    body = str(attr)
-    blob = re.match(r'dense<"0x([0-9A-Fa-f]*)">', body)
+    blob = re.search(r'dense<"0x([0-9A-Fa-f]*)">', text)
     if blob:
-        bits = np.frombuffer(bytes.fromhex(blob.group(1)), dtype="<u2")
-    else:
-        inner = re.match(r"dense<(.*)>\s*:", body, re.S)
-        if inner is None:
-            raise ValueError(f"unread bfloat16 constant {body[:80]}")
-        tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", inner.group(1))
-        bits = np.array([int(t, 16) if t.startswith("0x") else _bfloat16_bits(float(t)) for t in tokens],
-                        dtype=np.uint16)
+        return np.frombuffer(bytes.fromhex(blob.group(1)), dtype=storage.newbyteorder("<")).astype(storage)
+    inner = re.search(r"dense<(.*)>\s*:", text, re.S)
+    if inner is None:
+        raise ValueError(f"unread dense constant {text[:80]}")
+    bits = np.dtype(f"uint{8 * storage.itemsize}")
+    return np.array([np.array(int(t, 16), bits).view(storage) if t.startswith("0x") else word(float(t))
+                     for t in _NUMBER.findall(inner.group(1))], storage)
+
+
+def bfloat16_values(attr: Any) -> np.ndarray:
+    """The elements of a bfloat16 dense attribute as float32, flat (NumPy's buffer protocol has no bfloat16).
+
+    Raises:
+        ValueError: a form :func:`dense_elements` does not read.
+    """
+    bits = dense_elements(str(attr), np.dtype(np.uint16), _bfloat16_bits)
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 

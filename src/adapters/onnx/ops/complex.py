@@ -19,19 +19,17 @@ matrices, comparisons, the functions of complex values (``exp``, ``log``,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
 
-from jaxport.adapters.onnx.builder import F32, F64, GraphBuilder, int_list, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import F32, F64, GraphBuilder, dense_elements, int_list, tensor_dtype, tensor_shape
 from . import shape, window
 from .common import Translation, element, reducer, same
 
 _PARTS: dict[str, np.dtype[Any]] = {"f32": F32, "f64": F64}
-_NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 
 def complex_part(value: Any) -> np.dtype[Any] | None:
@@ -73,25 +71,18 @@ def _static(b: GraphBuilder, value: Any) -> list[int]:
 def complex_values(b: GraphBuilder, op: Any) -> np.ndarray:
     """The elements of a complex ``stablehlo.constant`` as pairs (float array of shape ``S + (2,)``).
 
-    They are read from the operation's text (the bindings cast no complex
-    dense attribute). MLIR prints them as a hex blob of little-endian bytes, or as ``(re,im)``
-    numbers (hex bits for NaN and the infinities), one pair for a splat.
+    They are read from the operation's text (:func:`~jaxport.adapters.onnx.builder.dense_elements`: the
+    numbers as ``(re,im)``), one pair for a splat.
     """
     value = op.results[0]
     dtype = complex_part(value)
     assert dtype is not None  # the caller's operation has a complex result
     shape = _static(b, value)
     body = op.operation.get_asm(large_elements_limit=None)
-    blob = re.search(r'dense<"0x([0-9A-Fa-f]*)">', body)
-    if blob:
-        flat = np.frombuffer(bytes.fromhex(blob.group(1)), dtype=dtype.newbyteorder("<")).astype(dtype)
-    else:
-        inner = re.search(r"dense<(.*)>\s*:", body, re.S)
-        if inner is None:
-            b.refuse(f"a complex constant written as {body[:60]}")
-        bits = np.dtype(np.uint32 if dtype.itemsize == 4 else np.uint64)
-        flat = np.array([np.array(int(t, 16), bits).view(dtype) if t.startswith("0x") else dtype.type(float(t))
-                         for t in _NUMBER.findall(inner.group(1))], dtype)
+    try:
+        flat = dense_elements(body, dtype, dtype.type)
+    except ValueError:
+        b.refuse(f"a complex constant written as {body[:60]}")
     count = int(np.prod(shape, dtype=np.int64))
     if flat.size == 2 and count != 1:
         flat = np.tile(flat, count)

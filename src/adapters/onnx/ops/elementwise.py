@@ -23,7 +23,7 @@ from jaxport.adapters.onnx.builder import (
     BOOL, F32, F64, I64, GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
 )
 from . import signed_zeros
-from .common import Translation, iota_of, same, where, where_selects
+from .common import Translation, iota_of, same, splat_value, where, where_selects
 
 def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
@@ -35,27 +35,20 @@ def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 
 def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    attr = ir.DenseElementsAttr(op.attributes["value"])
     dtype, shape = tensor_dtype(op.results[0]), tensor_shape(op.results[0])
-    if attr.is_splat:
-        value = _splat_value(attr.get_splat_value(), dtype)
+    value = splat_value(op.results[0])
+    if value is not None:
         scalar = b.scalar(value, dtype)
         if not shape:
             return [scalar]
         expanded = b.one("Expand", [scalar, b.int64s([d or 0 for d in shape])])
         b.known[expanded] = np.broadcast_to(b.known[scalar], [d or 0 for d in shape])
         return [expanded]
+    attr = ir.DenseElementsAttr(op.attributes["value"])
     array = bfloat16_values(attr) if narrow_float(op.results[0]) == TensorProto.BFLOAT16 else np.array(attr)
     if array.dtype != dtype:
         array = array.astype(dtype)
     return [b.constant(array.reshape([d or 0 for d in shape]))]
-
-
-def _splat_value(attr: ir.Attribute, dtype: np.dtype[Any]) -> Any:
-    if dtype.kind == "f":
-        return ir.FloatAttr(attr).value
-    value = ir.IntegerAttr(attr).value
-    return value != 0 if dtype == BOOL else value
 
 
 def _iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

@@ -70,15 +70,9 @@ def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     swapped = list(range(len(shape) + 1))
     swapped[axis], swapped[axis + 1] = axis + 1, axis
     after = b.one("Transpose", [before], perm=swapped)  # element k goes before j
-    smaller = b.one("ReduceSum", [b.cast(before, I64), b.int64s([axis])], keepdims=0)  # [.., k, ..]: count before k
-    equivalent = b.one("Not", [b.one("Or", [before, after])])
     ramp = iota_of(b, dim_size(b, args[0], axis))
     lower = b.one("Less", [b.one("Unsqueeze", [ramp, b.int64s([0])]), b.one("Unsqueeze", [ramp, b.int64s([1])])])
-    trailing = len(shape) - axis - 1
-    if trailing:
-        lower = b.one("Unsqueeze", [lower, b.int64s(list(range(2, 2 + trailing)))])
-    ties = b.one("ReduceSum", [b.cast(b.one("And", [equivalent, lower]), I64), b.int64s([axis + 1])], keepdims=0)
-    place = b.one("Add", [smaller, ties])
+    place = _places(b, before, after, lower, axis, axis + 1, list(range(2, len(shape) - axis + 1)))
     return [b.one("ScatterElements", [a, place, a], axis=axis) for a in args]
 
 
@@ -110,15 +104,23 @@ def _ranked_in_blocks(b: GraphBuilder, op: Any, args: Sequence[str], axis: int) 
         after = c.run(op.regions[0].blocks[0], k_first)[0]  # [..., j, k, ...]: k goes before j
         lower = c.one("Less", [c.one("Unsqueeze", [c.one("Range", [start, end, c.scalar(1, I64)]), c.int64s([1])]),
                                c.one("Unsqueeze", [ramp, c.int64s([0])])])
-        if trailing:
-            lower = c.one("Unsqueeze", [lower, c.int64s(trailing)])
-        equivalent = c.one("Not", [c.one("Or", [before, after])])
-        smaller = c.one("ReduceSum", [c.cast(before, I64), c.int64s([axis])], keepdims=0)
-        ties = c.one("ReduceSum", [c.cast(c.one("And", [equivalent, lower]), I64), c.int64s([axis])], keepdims=0)
-        return [c.one("Add", [counted[0], c.one("Add", [smaller, ties])])]
+        return [c.one("Add", [counted[0], _places(c, before, after, lower, axis, axis, trailing)])]
 
     (place,) = b.loop(trips, [(zeros, (I64, rank))], body)
     return [b.one("ScatterElements", [a, place, a], axis=axis) for a in args]
+
+
+def _places(b: GraphBuilder, before: str, after: str, lower: str, axis: int, ties_axis: int,
+            trailing: list[int]) -> str:
+    """Each element's place in a stable sort: how many go before it (``before``, reduced over ``axis``) plus how
+    many equivalent ones (neither before nor ``after``) lie at lower positions (``lower``, the ``trailing``
+    dimensions added; reduced over ``ties_axis``)."""
+    if trailing:
+        lower = b.one("Unsqueeze", [lower, b.int64s(trailing)])
+    equivalent = b.one("Not", [b.one("Or", [before, after])])
+    smaller = b.one("ReduceSum", [b.cast(before, I64), b.int64s([axis])], keepdims=0)
+    ties = b.one("ReduceSum", [b.cast(b.one("And", [equivalent, lower]), I64), b.int64s([ties_axis])], keepdims=0)
+    return b.one("Add", [smaller, ties])
 
 
 def _is_jax_single_key(op: Any) -> bool:
