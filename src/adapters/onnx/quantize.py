@@ -60,14 +60,14 @@ def quantize_int8(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.rint(w / shaped), -INT8_MAX, INT8_MAX).astype(np.int8), scale
 
 
-def quantize_int4(w: np.ndarray, axis: int, block: int = INT4_BLOCK) -> tuple[np.ndarray, np.ndarray]:
-    """``w`` (2-D) to nearest int4 (as int8 values) in blocks of ``block`` along ``axis`` (the reduction),
+def quantize_int4(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """``w`` (2-D) to nearest int4 (as int8 values) in blocks of ``INT4_BLOCK`` along ``axis`` (the reduction),
     one scale per block: the scales' shape is ``w``'s with ``ceil(n / block)`` along ``axis``."""
     moved = np.moveaxis(w, axis, 1)
     rows, n = moved.shape
-    padded = np.zeros((rows, -(-n // block) * block), np.float32)
+    padded = np.zeros((rows, -(-n // INT4_BLOCK) * INT4_BLOCK), np.float32)
     padded[:, :n] = moved
-    blocks = padded.reshape(rows, -1, block)
+    blocks = padded.reshape(rows, -1, INT4_BLOCK)
     amax = np.abs(blocks).max(axis=2)
     scale = (np.where(amax > 0, amax, 1.0) / INT4_MAX).astype(np.float32)
     q = np.clip(np.rint(blocks / scale[:, :, None]), -8, INT4_MAX).astype(np.int8).reshape(rows, -1)[:, :n]

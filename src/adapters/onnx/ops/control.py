@@ -13,7 +13,7 @@ results).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import onnx
@@ -28,15 +28,12 @@ def value_info(name: str, value: Any) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, onnx_type(tensor_dtype(value)), list(tensor_shape(value)))
 
 
-def _outputs(child: GraphBuilder, results: Sequence[str], values: Sequence[Any]) -> list[onnx.ValueInfoProto]:
-    """The subgraph's outputs: each result through an ``Identity`` of its own (outer names too)."""
-    return [value_info(child.one("Identity", [r]), v) for r, v in zip(results, values)]
-
-
-def _branch(b: GraphBuilder, region: Any, values: Sequence[Any], name: str) -> onnx.GraphProto:
+def _branch(b: GraphBuilder, values: Sequence[Any], name: str,
+            build: Callable[[GraphBuilder], list[str]]) -> onnx.GraphProto:
+    """A subgraph that ``build`` writes into a child of ``b``; its outputs are ``build``'s results (typed as
+    ``values``), each through an ``Identity`` of its own (outer names too)."""
     child = b.child()
-    results = child.run(region.blocks[0], [])
-    outputs = _outputs(child, results, values)
+    outputs = [value_info(child.one("Identity", [r]), v) for r, v in zip(build(child), values)]
     return helper.make_graph(child.nodes, b.fresh(name), [], outputs)
 
 
@@ -52,9 +49,10 @@ def _while(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 
 def _if(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    results = list(op.results)
-    return b.node("If", [args[0]], len(results), then_branch=_branch(b, op.regions[0], results, "then"),
-                  else_branch=_branch(b, op.regions[1], results, "else"))
+    results, regions = list(op.results), list(op.regions)
+    return b.node("If", [args[0]], len(results),
+                  then_branch=_branch(b, results, "then", lambda c: c.run(regions[0].blocks[0], [])),
+                  else_branch=_branch(b, results, "else", lambda c: c.run(regions[1].blocks[0], [])))
 
 
 def _case(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -69,12 +67,10 @@ def _case(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         """Branch k if index == k, else the chain from k + 1 (the last branch for every other index)."""
         if k == len(regions) - 1:
             return builder.run(regions[k].blocks[0], [])
-        rest = builder.child()
-        rest_results = chain(rest, k + 1)
-        rest_graph = helper.make_graph(rest.nodes, b.fresh("case_else"), [], _outputs(rest, rest_results, results))
+        rest = _branch(b, results, "case_else", lambda c: chain(c, k + 1))
         is_k = builder.one("Equal", [index, builder.scalar(k, I64)])
-        return builder.node("If", [is_k], len(results), then_branch=_branch(b, regions[k], results, "case"),
-                            else_branch=rest_graph)
+        return builder.node("If", [is_k], len(results), else_branch=rest,
+                            then_branch=_branch(b, results, "case", lambda c: c.run(regions[k].blocks[0], [])))
 
     return chain(b, 0)
 
