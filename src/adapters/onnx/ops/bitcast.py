@@ -32,8 +32,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from onnx import TensorProto
 
-from jaxport.adapters.onnx.builder import I32, I64, NARROW_FLOATS, GraphBuilder, onnx_type, tensor_dtype
-from .common import Translation, element, signed_of, unsigned_of
+from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, onnx_type, tensor_dtype
+from .common import Translation, compared, element, signed_of, unsigned_of
 
 #: The opset that has ``BitCast``.
 BITCAST_OPSET = 26
@@ -145,11 +145,7 @@ def total_order_key(b: GraphBuilder, v: str, dtype: np.dtype[Any]) -> str:
 
 def total_order(b: GraphBuilder, direction: str, x: str, y: str, dtype: np.dtype[Any]) -> str:
     """``compare`` of floats ``x`` and ``y`` (``dtype``: float32 or float64) with ``TOTALORDER``."""
-    p, q = total_order_key(b, x, dtype), total_order_key(b, y, dtype)
-    ops = {"LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual", "EQ": "Equal"}
-    if direction == "NE":
-        return b.one("Not", [b.one("Equal", [p, q])])
-    return b.one(ops[direction], [p, q])
+    return compared(b, direction, total_order_key(b, x, dtype), total_order_key(b, y, dtype))
 
 
 #: ``stablehlo.reduce_precision`` and ``stablehlo.compare`` are the arithmetic module's, which hands

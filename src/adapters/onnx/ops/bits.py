@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 
 from jaxport.adapters.onnx.builder import BOOL, I64, GraphBuilder, tensor_dtype
 from .common import Translation, signed_of, unsigned_of, where

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import BOOL, I64, GraphBuilder, tensor_dtype
 
@@ -62,6 +63,20 @@ def reversed_along(b: GraphBuilder, x: str, axes: Sequence[int]) -> str:
 def element(b: GraphBuilder, x: str, index: int, axis: int) -> str:
     """Element ``index`` of ``x`` along ``axis`` (that dimension dropped)."""
     return b.one("Gather", [x, b.constant(np.array(index, np.int64), "index")], axis=axis)
+
+
+#: A comparison direction's ONNX operator (``NE`` is ``Not`` of ``Equal``).
+_COMPARISONS = {"EQ": "Equal", "LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual"}
+
+
+def direction(op: Any) -> str:
+    """A ``compare``'s direction: ``"EQ"``, ``"NE"``, ``"LT"``, ``"LE"``, ``"GT"`` or ``"GE"``."""
+    return str(stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value)
+
+
+def compared(b: GraphBuilder, how: str, x: str, y: str) -> str:
+    """``x`` compared with ``y`` in the direction ``how`` (:func:`direction`)."""
+    return b.one("Not", [b.one("Equal", [x, y])]) if how == "NE" else b.one(_COMPARISONS[how], [x, y])
 
 
 def same(op_type: str, *, floats: bool = False) -> Translation:

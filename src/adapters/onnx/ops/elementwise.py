@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from onnx import TensorProto
 
 from jaxport.adapters.onnx.builder import (
-    BOOL, F32, F64, I64, GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
+    F32, F64, I64, GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
 )
 from . import signed_zeros
 from .common import Translation, iota_of, same, splat_value, where, where_selects

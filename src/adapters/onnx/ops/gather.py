@@ -14,7 +14,6 @@ other batched gathers go to :func:`jaxport.adapters.onnx.ops.scatter.general_gat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np

@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import BOOL, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, block_reducer, is_identity, reducer, splat_value, wide_dtype
+from .common import Translation, block_reducer, direction, is_identity, reducer, splat_value, wide_dtype
 from .linalg import INTEGER_WIDER
 
 
@@ -143,8 +142,7 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
     names = [o.operation.name.split(".")[-1] for o in body]
     if names != ["compare", "compare", "or", "compare", "compare", "and", "or", "select", "select", "return"]:
         return None
-    directions = [stablehlo.ComparisonDirectionAttr(body[i].attributes["comparison_direction"]).value
-                  for i in (0, 1, 3, 4)]
+    directions = [direction(body[i]) for i in (0, 1, 3, 4)]
     if directions[1:] != ["NE", "EQ", "LT"] or directions[0] not in ("GT", "LT"):
         return None
     index = op.operands[1].owner

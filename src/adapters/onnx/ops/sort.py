@@ -41,7 +41,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import F32, F64, I64, GraphBuilder, tensor_dtype, tensor_shape
 from .bitcast import BITCAST_OPSET, total_order_key
-from .common import Translation, dim_size, iota_of, splat_value, wide_dtype
+from .common import Translation, dim_size, direction, iota_of, splat_value, wide_dtype
 
 #: The longest sorted dimension ranked at once (its comparison matrix is n * n per row).
 MAX_SORTED = 4096
@@ -131,8 +131,7 @@ def _is_jax_single_key(op: Any) -> bool:
     if names not in (["compare", "return"], _CANONICAL):
         return False
     last = ops[-2]
-    if (stablehlo.ComparisonDirectionAttr(last.attributes["comparison_direction"]).value != "LT"
-            or list(ops[-1].operands) != list(last.results)):
+    if direction(last) != "LT" or list(ops[-1].operands) != list(last.results):
         return False
     first, second = block.arguments[0], block.arguments[1]
     if len(ops) == 2:

@@ -47,7 +47,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import int_list, tensor_shape
-from .common import Translation, function_named, is_private, module_of, nested, operation, splat_value
+from .common import Translation, direction, function_named, is_private, module_of, nested, operation, splat_value
 from .lapack import backend_config
 
 #: The SVD custom calls whose vectors this proof concerns.
@@ -107,18 +107,13 @@ def _ones(value: Any) -> frozenset[int]:
     return frozenset(i for i, d in enumerate(_shape(value)) if d == 1)
 
 
-def _direction(op: Any) -> str:
-    """A ``compare``'s direction: ``"GT"``, ``"EQ"``, ..."""
-    return str(op.attributes["comparison_direction"]).split()[-1].strip(">")
-
-
 def _arithmetic(name: str, x: list[float], op: Any) -> Zero:
     with np.errstate(all="ignore"):
         if name == "compare":
             if "compare_type" in op.attributes and "TOTALORDER" in str(op.attributes["compare_type"]):
                 return None  # -0 < +0 and NaN == NaN there: Python's comparisons would fold it wrong
             return {"EQ": x[0] == x[1], "NE": x[0] != x[1], "GT": x[0] > x[1], "GE": x[0] >= x[1],
-                    "LT": x[0] < x[1], "LE": x[0] <= x[1]}.get(_direction(op))
+                    "LT": x[0] < x[1], "LE": x[0] <= x[1]}.get(direction(op))
         if name == "convert":
             floating = isinstance(ir.RankedTensorType(op.results[0].type).element_type, ir.FloatType)
             return x[0] if floating or float(x[0]).is_integer() else None
@@ -147,7 +142,7 @@ def _zero(name: str, args: Sequence[Zero], op: Any) -> Zero:
         if name in ("multiply", "add", "maximum", "abs", "sqrt") and all(
                 a == _NONNEG or (isinstance(a, float) and 0 <= a < math.inf) for a in args):
             return _NONNEG
-        if name == "compare" and args[0] == 0.0 and args[1] == _NONNEG and _direction(op) == "GT":
+        if name == "compare" and args[0] == 0.0 and args[1] == _NONNEG and direction(op) == "GT":
             return False  # 0 > a nonnegative value
         return None
     numbers = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
