@@ -237,6 +237,3 @@ COMPLEX: dict[str, Translation] = {
     "stablehlo.pad": _pad,
     "stablehlo.select": _select,
 }
-
-#: No operation of real values is this module's.
-TABLE: dict[str, Translation] = {}

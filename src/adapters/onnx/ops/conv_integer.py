@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import I64, GraphBuilder
-from .common import Translation, unsigned_of
+from .common import unsigned_of
 
 _U8 = np.dtype(np.uint8)
 #: The most elements a window may hold for ``ConvInteger``'s int32 sums of byte products to be exact.
@@ -65,7 +65,3 @@ def integer_conv(b: GraphBuilder, lhs: str, rhs: str, wide: np.dtype[Any], dtype
     unsigned = unsigned_of(dtype)
     wrapped = b.cast(b.one("BitwiseAnd", [total, b.scalar((1 << bits) - 1, I64)]), unsigned)
     return wrapped if dtype == unsigned else b.cast(wrapped, dtype)
-
-
-#: No operation of its own: ``stablehlo.convolution`` is :mod:`.conv`'s, which hands integers here.
-TABLE: dict[str, Translation] = {}

@@ -183,6 +183,3 @@ def _syevd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {f"lapack_{t}syevd_ffi": _syevd for t in "sd"}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

@@ -136,6 +136,3 @@ def _fft(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 #: ``stablehlo.fft`` has a complex operand or result: a :data:`.complex.COMPLEX` translation.
 COMPLEX: dict[str, Translation] = {"stablehlo.fft": _fft}
-
-#: No operation of real values is this module's.
-TABLE: dict[str, Translation] = {}

@@ -194,6 +194,3 @@ _KERNELS: dict[str, Translation] = {"potrf": _potrf, "trsm": _trsm, "getrf": _ge
 CUSTOM_CALLS: dict[str, Translation] = {
     target: _KERNELS[target[len("lapack_s"):-len("_ffi")]] for target in sorted(LAPACK_TRANSLATED)
     if target[len("lapack_s"):-len("_ffi")] in _KERNELS}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

@@ -106,6 +106,3 @@ def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {
     **{f"lapack_{t}geqrf_ffi": _geqrf for t in "sd"}, **{f"lapack_{t}orgqr_ffi": _orgqr for t in "sd"}}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

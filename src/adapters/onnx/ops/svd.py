@@ -282,6 +282,3 @@ def _jacobi_vectors(b: GraphBuilder, stacked: str, order: str, rank: int, big: i
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {f"lapack_{t}gesdd_ffi": _gesdd for t in "sd"}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

@@ -47,7 +47,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import int_list, tensor_shape
-from .common import Translation, direction, function_named, is_private, module_of, nested, operation, splat_value
+from .common import direction, function_named, is_private, module_of, nested, operation, splat_value
 from .lapack import backend_config
 
 #: The SVD custom calls whose vectors this proof concerns.
@@ -96,7 +96,6 @@ _MOVES = ("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim", "s
 #: Operations whose results are some of their first operand's elements (of ``s``: nonnegative where ``info = 0``).
 _PARTS = ("stablehlo.slice", "stablehlo.reshape", "stablehlo.gather", "stablehlo.dynamic_gather",
           "stablehlo.dynamic_slice")
-
 
 
 def _shape(value: Any) -> list[int | None]:
@@ -358,7 +357,3 @@ def invariant_svds(module: Any) -> list[Any]:
 def vectors_invariant(op: Any) -> bool:
     """Whether the results of the module holding the ``gesdd`` call ``op`` do not depend on its vectors' convention."""
     return any(p == op for p in invariant_svds(module_of(op)))
-
-
-#: No operation of its own: :mod:`.svd`'s ``gesdd`` asks :func:`vectors_invariant`.
-TABLE: dict[str, Translation] = {}

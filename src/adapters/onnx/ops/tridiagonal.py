@@ -105,6 +105,3 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {f"lapack_{t}gtsv_ffi": _gtsv for t in "sd"}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}
