@@ -18,7 +18,7 @@ import numpy as np
 
 import jaxport
 
-from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.application import wiring
 
 Params = dict[str, list[dict[str, jax.Array]]]
 
@@ -52,7 +52,8 @@ def signature(exp: jaxport.Exported) -> str:
 
 def module_summary(exp: jaxport.Exported) -> str:
     """Size, platforms and operation counts of the exported module."""
-    names = StableHloSerializer.op_names(StableHloSerializer.deserialize(exp.mlir_module_serialized))
+    stablehlo = wiring.stablehlo()
+    names = stablehlo.op_names(stablehlo.deserialize(exp.mlir_module_serialized))
     counts = collections.Counter(n for n in names if n.startswith("stablehlo."))
     top = ", ".join(f"{name.removeprefix('stablehlo.')}={n}" for name, n in counts.most_common(6))
     return (f"  {len(exp.mlir_module_serialized)} bytes of StableHLO, {len(names)} operations "

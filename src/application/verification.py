@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.flatbuffers.codec import decode_artifact
-from jaxport.adapters.mlir.module import StableHloSerializer
 from jaxport.adapters.mlir.worker import ModuleWorker
 from jaxport.domain.artifact.record import ArtifactRecord
 from ..domain.errors import ArtifactError
@@ -107,21 +106,22 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
         record = decode_artifact(blob)
     except ArtifactError as exc:
         return VerificationReport(False, (str(exc),), digest, sealed, False)
-    store = wiring.verdict_store()
-    key = verdict_key(f"v{VERIFIER_VERSION}", digest, allowed, ModuleWorker.parser_version())
+    store, stablehlo = wiring.verdict_store(), wiring.stablehlo()
+    key = verdict_key(f"v{VERIFIER_VERSION}", digest, allowed, stablehlo.parser_version())
     remembered = store.get(key)
     if remembered is not None:
         return VerificationReport(remembered.ok, remembered.reasons, digest, sealed, True,
                                   record if remembered.ok else None)
-    outcome, checked, remember = _check_chain(record, allowed, worker or wiring.module_worker())
+    outcome, checked, remember = _check_chain(record, allowed, worker or wiring.module_worker(),
+                                              newest=stablehlo.newest_readable_version())
     if remember:
         store.put(key, outcome)
     return VerificationReport(outcome.ok, outcome.reasons, digest, sealed, False,
                               checked if outcome.ok else None)
 
 
-def _check_chain(record: ArtifactRecord, allowed: tuple[str, ...],
-                 worker: ModuleWorker) -> tuple[Verdict, ArtifactRecord, bool]:
+def _check_chain(record: ArtifactRecord, allowed: tuple[str, ...], worker: ModuleWorker, *,
+                 newest: str) -> tuple[Verdict, ArtifactRecord, bool]:
     """(verdict, the record with re-serialized modules, whether to remember the verdict)."""
     links: list[ArtifactRecord] = []
     link: ArtifactRecord | None = record
@@ -129,7 +129,6 @@ def _check_chain(record: ArtifactRecord, allowed: tuple[str, ...],
         links.append(link)
         link = link.vjp
     sdy = jax_internals.backend_serializes_with_sdy()
-    newest = StableHloSerializer.newest_readable_version()
     pairs: list[tuple[ArtifactRecord, ModuleFacts]] = []
     modules: list[bytes] = []
     reasons: list[str] = []

@@ -4,20 +4,22 @@ This is the one place that chooses the adapters and builds them; every service
 asks here. Each object is built on its first use and then kept for the
 process:
 
-* the export service's ports: the JAX lowerer, the MLIR module inspector and
-  the StableHLO serializer (the export service, one module up, is made from
-  them: :func:`export_service`);
+* the export service's ports: the JAX lowerer and the StableHLO module port,
+  which the verifier and the command line use too (the export service is made
+  from them: :func:`export_service`);
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
 * the store of verification verdicts, and the known files remembered in it.
 
 Each target's adapters are typed lazy factories beside this module
-(:mod:`jaxport.application.target_adapters`). The services receive these
-objects as arguments from their public entry points, which ask here once.
+(:mod:`jaxport.application.target_adapters`). A service is a frozen dataclass
+of its ports; its public function makes it from the objects here (a test makes
+its own on its own ports). Modules import this one, never the other way round
+(no import cycle, tests/unit/test_import_graph.py): it builds no service of
+``jaxport.application``.
 
 Importing this module builds nothing and imports neither JAX nor any adapter
-(each is imported when first asked for), so it sits below every service:
-nothing here imports a service.
+(each is imported when first asked for).
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from jaxport.adapters.jax.lowering.lower import JaxLowerer
+    from jaxport.adapters.jax.lowering.lower import JaxLowering
     from jaxport.adapters.jax.lowering.service import ExportService
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from jaxport.adapters.storage.checked_directory import KnownFiles
-    from jaxport.domain.ports import ModuleInspector, ModuleSerializer
+    from jaxport.domain.ports import Lowerer, StableHlo
 
 _T = TypeVar("_T")
 
@@ -53,14 +55,14 @@ def _built_once(build: Callable[[], _T]) -> Callable[[], _T]:
 
 @_built_once
 def export_service() -> ExportService:
-    """The export service, on the lowerer, the module inspector and the serializer below."""
+    """The export service, on the lowerer and the StableHLO port below."""
     from jaxport.adapters.jax.lowering.service import ExportService
 
-    return ExportService(lowerer(), module_inspector(), module_serializer())
+    return ExportService(lowerer(), stablehlo())
 
 
 @_built_once
-def lowerer() -> JaxLowerer:
+def lowerer() -> Lowerer[JaxLowering]:
     """What traces and lowers functions for the export service."""
     from jaxport.adapters.jax.lowering.lower import JaxLowerer
 
@@ -68,19 +70,11 @@ def lowerer() -> JaxLowerer:
 
 
 @_built_once
-def module_inspector() -> ModuleInspector:
-    """What reports the operations of a lowered module to the export policy."""
-    from jaxport.adapters.mlir.module import MlirModuleInspector
+def stablehlo() -> StableHlo:
+    """What walks, wraps, serializes and reads StableHLO modules."""
+    from jaxport.adapters.mlir.module import MlirStableHlo
 
-    return MlirModuleInspector()
-
-
-@_built_once
-def module_serializer() -> ModuleSerializer:
-    """What writes lowered modules as StableHLO portable artifacts."""
-    from jaxport.adapters.mlir.module import StableHloSerializer
-
-    return StableHloSerializer()
+    return MlirStableHlo()
 
 
 def module_worker() -> ModuleWorker:
@@ -98,9 +92,11 @@ def verdict_store() -> FileVerdictStore:
     return FileVerdictStore()
 
 
+@_built_once
 def known_files() -> KnownFiles:
     """The files whose digests were checked before, remembered in :func:`verdict_store`."""
     from jaxport.adapters.storage.checked_directory import KnownFiles
 
     return KnownFiles(verdict_store())
+
 

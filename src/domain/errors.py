@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
-from .jax_docs import PAGES
+
+from .jax_docs import DocPages
 
 #: Where users import jaxport's errors from, and so the module that each names as its own.
 PUBLIC_MODULE = "jaxport.errors"
@@ -69,13 +70,13 @@ class ExportError(JaxportError, ValueError):
 class DisallowedCustomCallError(ExportError):
     """The module calls custom-call targets without compatibility guarantees."""
 
-    def __init__(self, offenders: Sequence[str]) -> None:
+    def __init__(self, offenders: Sequence[str], docs: DocPages) -> None:
         self.offenders = tuple(offenders)
         listing = "\n".join(self.offenders)
         super().__init__(
             "Cannot serialize code with custom calls whose targets have no "
             "compatibility guarantees. "
-            f"See {PAGES.export}#compatibility-guarantees-for-custom-calls. "
+            f"See {docs.export}#compatibility-guarantees-for-custom-calls. "
             f"Examples are:\n{listing}.\n"
             "To export anyway, pass disabled_checks=[jaxport.DisabledSafetyCheck.custom_call(target)] "
             "for each target, after making sure that the consumer will have that target."

@@ -31,7 +31,7 @@ from jax._src.lib import xla_client  # type: ignore[attr-defined]
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 from jaxport.adapters.flatbuffers import wire as W
-from jaxport.adapters.flatbuffers.codec import FlatbuffersArtifactCodec, decode_artifact, encode_artifact
+from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, EffectRecord, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import (
     AbstractDeviceRecord, AbstractMeshRecord, AxisType as WireAxisType, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord
@@ -415,12 +415,6 @@ def _dtype_codes() -> dict[Any, int]:
     jax.random.key(0, impl="rbg"), jax.random.key(0, impl="unsafe_rbg")  # registers keys
     codes: dict[Any, int] = serialization._dtype_to_dtype_kind
     return codes
-
-
-def test_the_codec_object_is_the_two_functions() -> None:
-    codec = FlatbuffersArtifactCodec()
-    _, blob, _, _ = exported(CASES[0])
-    assert bytes(codec.encode(codec.decode(memoryview(blob)))) == blob
 
 
 def test_explicit_sharding_avals_keep_jax_table_of_unique_avals() -> None:

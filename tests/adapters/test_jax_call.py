@@ -26,7 +26,7 @@ def symbolic_export() -> Exported:
 def test_outputs_without_sharding_are_made_for_the_call_shape() -> None:
     exp = symbolic_export()
     target = exp.call_target
-    assert target.exported is exp and target.out_avals_are_plain == (True, True)
+    assert target.objects.out_avals is exp.out_avals and target.out_avals_are_plain == (True, True)
     outs = jax_call.abstract_eval(target, (ShapedArray((5, 16), jnp.float32),))
     assert outs == tuple(a.update(shape=s) for a, s in zip(exp.out_avals, [(5, 16), (5,)]))
 
@@ -43,10 +43,10 @@ def test_an_output_sharding_is_kept_for_the_call_shape() -> None:
     assert first.sharding.mesh == mesh and second.shape == (7,)
 
 
-def test_one_target_per_export_refers_to_it_and_prints_short() -> None:
+def test_one_target_per_export_holds_its_jax_objects_and_prints_short() -> None:
     exp = symbolic_export()
     target = exp.call_target
-    assert exp.call_target is target and target.exported is exp
+    assert exp.call_target is target and target.objects.in_tree is exp.in_tree
     assert repr(target) == "<exported <lambda>>" and target.fun_name == exp.record.function_name
     assert jax_call.abstract_eval(exp.vjp().call_target, (ShapedArray((3, 16), jnp.float32),) * 2
                                   + (ShapedArray((3,), jnp.float32),))[0].shape == (3, 16)

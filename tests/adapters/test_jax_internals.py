@@ -1,9 +1,9 @@
 """The contract of each JAX internal that jaxport uses (src/adapters/jax/internals.py).
 
 A JAX release that renames or changes one of them fails here, by name, before
-the end-to-end tests fail in harder-to-read ways. The four helpers that only
+the end-to-end tests fail in harder-to-read ways. The three helpers that only
 run inside a lowering rule (``lowering_num_devices``, ``eval_dynamic_dim``,
-``evaluate_dynamic_shape``, ``constrain_to_sharding``) are exercised by the
+``constrain_to_sharding``) are exercised by the
 calls of exported functions in tests/e2e (single-device, symbolic, sharded).
 """
 

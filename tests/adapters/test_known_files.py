@@ -6,18 +6,7 @@ import os
 from pathlib import Path
 
 from jaxport.adapters.storage.checked_directory import SETTLED_NS, FileIdentity, KnownFiles, still
-from jaxport.domain.artifact.verification import Verdict
-
-
-class _Store:
-    def __init__(self) -> None:
-        self.verdicts: dict[str, Verdict] = {}
-
-    def get(self, key: str) -> Verdict | None:
-        return self.verdicts.get(key)
-
-    def put(self, key: str, verdict: Verdict) -> None:
-        self.verdicts[key] = verdict
+from tests.helpers.fake_verdicts import FakeVerdictStore
 
 
 _FILE = FileIdentity(device=1, inode=2, size=3, mtime_ns=10 * SETTLED_NS, ctime_ns=10 * SETTLED_NS)
@@ -31,7 +20,7 @@ def test_a_file_is_settled_once_both_its_times_are_old_enough() -> None:
 
 
 def test_a_check_is_remembered_for_that_identity_and_that_digest_only() -> None:
-    known = KnownFiles(_Store())
+    known = KnownFiles(FakeVerdictStore())
     known.remember(_FILE, "ab" * 32, now_ns=11 * SETTLED_NS)
     assert known.known(_FILE, "ab" * 32)
     assert not known.known(_FILE, "cd" * 32)  # the manifest now records another digest
@@ -43,7 +32,7 @@ def test_a_check_is_remembered_for_that_identity_and_that_digest_only() -> None:
 
 
 def test_a_file_that_has_not_settled_is_not_remembered() -> None:
-    store = _Store()
+    store = FakeVerdictStore()
     KnownFiles(store).remember(_FILE, "ab" * 32, now_ns=11 * SETTLED_NS - 1)
     assert not store.verdicts
 

@@ -30,7 +30,7 @@ def job(bundle: Path, bindings: dict[str, list[dict[str, int]]], options: LiteRt
     for entry in manifest.functions:
         record = decode_artifact(read_function(bundle, manifest, entry.file))
         n = len(manifest.weights) if entry.takes_params else 0
-        caller = with_weights_bound(record, n) if n else record
+        caller = with_weights_bound(record, n)
         signature = Signature(entry.name, caller.in_tree, caller.in_avals, record.out_tree, record.out_avals,
                               record.constraints, n)
         shapes = variant_shapes(PLAN, entry.name, record, bindings.get(entry.name), nr_weights=n)  # as the pipeline

@@ -4,45 +4,66 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxport.adapters.mlir.bindings import export_target_version
+import jaxport
 from jaxport.adapters.jax.lowering.lower import JaxLowerer
+from jaxport.adapters.mlir.bindings import export_target_version
 from jaxport.application import wiring
 from jaxport.adapters.jax.lowering.service import ExportService
 from jaxport.domain.artifact.module_policy import OpKind, OpSite
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
+from jaxport.domain.ports import LoweredModule
+from jaxport.domain.symbolic import ArgDim, ShapePlan
 from jaxport.errors import DisallowedCustomCallError
 
 
-class FakeModuleInspector:
-    """Reports a fixed list of operation sites, whatever the module."""
+class FakeStableHlo:
+    """Reports a fixed list of operation sites, whatever the module; records what it was asked to
+    wrap and serialize, and serializes to marker bytes. It reads no artifact."""
 
     def __init__(self, sites: list[OpSite]) -> None:
         self.sites_reported = sites
-        self.modules_seen: list[object] = []
+        self.modules_seen: list[LoweredModule] = []
+        self.plans: list[tuple[ShapePlan, tuple[str, ...], tuple[ArgDim, ...]]] = []
+        self.calls: list[tuple[str, bool]] = []
 
-    def sites(self, module: object) -> Iterable[OpSite]:
+    def sites(self, module: LoweredModule) -> Iterable[OpSite]:
         self.modules_seen.append(module)
         return self.sites_reported
 
+    def op_names(self, module: LoweredModule) -> list[str]:
+        raise AssertionError("the export service counts no operations")
 
-class FakeModuleSerializer:
-    """Records what it was asked to serialize and returns marker bytes."""
+    def wrap_main(self, module: LoweredModule, *, plan: ShapePlan, dim_vars: tuple[str, ...],
+                  has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
+                  shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> LoweredModule:
+        self.plans.append((plan, dim_vars, symbolic_dims))
+        return module
 
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, bool]] = []
-
-    def serialize(self, module: object, *, target_version: str, uses_global_constants: bool) -> bytes:
+    def serialize(self, module: LoweredModule, *, target_version: str, uses_global_constants: bool) -> bytes:
         self.calls.append((target_version, uses_global_constants))
         return b"ML\xefR fake module"
 
+    def deserialize(self, blob: bytes) -> LoweredModule:
+        raise AssertionError("the export service reads no artifact")
 
-def service(sites: list[OpSite]) -> tuple[ExportService, FakeModuleInspector, FakeModuleSerializer]:
-    inspector, serializer = FakeModuleInspector(sites), FakeModuleSerializer()
-    return ExportService(JaxLowerer(), inspector, serializer), inspector, serializer
+    def to_text(self, blob: bytes) -> str:
+        raise AssertionError("the export service reads no artifact")
+
+    def newest_readable_version(self) -> str:
+        return "9.9.9"
+
+    def parser_version(self) -> str:
+        return "fake"
+
+
+def service(sites: list[OpSite]) -> tuple[ExportService, FakeStableHlo]:
+    stablehlo = FakeStableHlo(sites)
+    return ExportService(JaxLowerer(), stablehlo), stablehlo
 
 
 def export(svc: ExportService, checks: tuple[DisabledSafetyCheck, ...] = ()) -> object:
@@ -50,27 +71,36 @@ def export(svc: ExportService, checks: tuple[DisabledSafetyCheck, ...] = ()) -> 
                       args_specs=(np.zeros(3, np.float32),), kwargs_specs={})
 
 
-def test_the_service_checks_what_the_inspector_reports_and_keeps_the_serializers_bytes() -> None:
-    svc, inspector, serializer = service([OpSite(OpKind.CUSTOM_CALL, "Qr")])
+def test_the_service_checks_what_the_port_reports_and_keeps_the_bytes_it_serializes() -> None:
+    svc, stablehlo = service([OpSite(OpKind.CUSTOM_CALL, "Qr")])
     exp = export(svc)
-    assert len(inspector.modules_seen) == 1
-    assert serializer.calls == []  # the module is serialized on first read of its bytes
+    assert len(stablehlo.modules_seen) == 1 and stablehlo.plans == []
+    # The module is serialized once, at export (as jax.export does).
+    assert stablehlo.calls == [(export_target_version(), True)]  # two platforms: a platform index argument
     assert getattr(exp, "mlir_module_serialized") == b"ML\xefR fake module"
-    assert getattr(exp, "mlir_module_serialized") == b"ML\xefR fake module"
-    assert serializer.calls == [(export_target_version(), True)]  # two platforms: a platform index argument
+    assert getattr(exp, "record").mlir_module_serialized is getattr(exp, "mlir_module_serialized")
+    assert len(stablehlo.calls) == 1
 
 
-def test_a_disallowed_site_reported_by_the_inspector_stops_the_export() -> None:
+def test_a_disallowed_site_reported_by_the_port_stops_the_export() -> None:
     site = OpSite(OpKind.CUSTOM_CALL, "my_kernel", describe=lambda: "custom_call @my_kernel at x.py:1")
-    svc, _, serializer = service([site])
+    svc, stablehlo = service([site])
     with pytest.raises(DisallowedCustomCallError, match="my_kernel at x.py:1"):
         export(svc)
-    assert serializer.calls == []
+    assert stablehlo.calls == []
     exp = export(svc, (DisabledSafetyCheck.custom_call("my_kernel"),))
-    assert getattr(exp, "mlir_module_serialized") and len(serializer.calls) == 1
+    assert getattr(exp, "mlir_module_serialized") and len(stablehlo.calls) == 1
+
+
+def test_a_symbolic_export_has_the_port_wrap_main_from_the_domains_plan() -> None:
+    svc, stablehlo = service([])
+    b, = jaxport.symbolic_shape("b")
+    svc.export(jnp.sin, platforms=("cpu",), disabled_checks=(),
+               args_specs=(jax.ShapeDtypeStruct((b, 3), jnp.float32),), kwargs_specs={})
+    (plan, dim_vars, symbolic_dims), = stablehlo.plans
+    assert isinstance(plan, ShapePlan) and dim_vars == ("b",) and symbolic_dims == (ArgDim(0, 0),)
 
 
 def test_the_default_service_runs_on_the_composition_roots_adapters() -> None:
     svc = wiring.export_service()
-    assert svc.lowerer is wiring.lowerer() and svc.inspector is wiring.module_inspector()
-    assert svc.serializer is wiring.module_serializer()
+    assert svc.lowerer is wiring.lowerer() and svc.stablehlo is wiring.stablehlo()

@@ -25,8 +25,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.mlir.module import StableHloSerializer
-from jaxport.adapters.mlir.worker import ModuleWorker
+from jaxport.adapters.mlir.module import MlirStableHlo
 
 #: Modules the load path must not import.
 NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap", "jaxport.application.bundles.save",
@@ -83,5 +82,5 @@ def test_a_fresh_load_and_first_call_import_neither_jax_extend_nor_the_wrapper(b
 
 def test_the_verdicts_parser_version_names_jaxlibs_installed_version() -> None:
     # The verdict store's keys stay those of earlier versions, which read importlib.metadata.
-    assert ModuleWorker.parser_version() == (f"jaxlib {importlib.metadata.version('jaxlib')}, "
-                                             f"StableHLO {StableHloSerializer.newest_readable_version()}")
+    assert MlirStableHlo.parser_version() == (f"jaxlib {importlib.metadata.version('jaxlib')}, "
+                                              f"StableHLO {MlirStableHlo.newest_readable_version()}")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.module import MlirStableHlo
 
 
 def _f(x: jax.Array) -> jax.Array:
@@ -40,13 +40,13 @@ def blob() -> bytes:
 def deserializations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the portable artifacts that jaxport deserializes (its lowerings, and anything else)."""
     seen: list[int] = []
-    real: Callable[..., Any] = StableHloSerializer.deserialize
+    real: Callable[..., Any] = MlirStableHlo.deserialize
 
     def counting(portable: bytes, context: Any = None) -> Any:
         seen.append(len(portable))
         return real(portable, context)
 
-    monkeypatch.setattr(StableHloSerializer, "deserialize", staticmethod(counting))
+    monkeypatch.setattr(MlirStableHlo, "deserialize", staticmethod(counting))
     return seen
 
 

@@ -145,3 +145,13 @@ def test_the_errors_name_the_argument_and_both_values(outcomes: Outcomes) -> Non
     assert "args[1]['y'].shape[0] (= 5)" in jax_outcomes["inconsistent symbolic dims"]["message"]
     assert "less the bundle's weights" in jax_outcomes["wrong tree"]["message"]
     assert set(HEAVY) >= {"jax", "jaxlib"}
+
+
+def test_a_bundle_whose_weights_hold_no_array_still_binds_them(tmp_path: Path) -> None:
+    def g(params: dict[str, jax.Array], x: jax.Array) -> jax.Array:
+        return x * 2
+
+    exp = jaxport.export(jax.jit(g))({}, jax.ShapeDtypeStruct((3,), jnp.float32))
+    jaxport.save_bundle(tmp_path / "model", {"g": exp}, {})
+    with pytest.raises(jaxport.errors.ShapeMismatchError, match=r"Shape mismatch for args\[0\]\.shape\[0\]"):
+        jaxport.load_bundle(tmp_path / "model")["g"](np.ones(4, np.float32))

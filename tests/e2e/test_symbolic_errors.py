@@ -21,8 +21,7 @@ import pytest
 from jax.extend import core as jex_core
 
 import jaxport
-import jaxport.adapters.jax.lowering.dims  # noqa: F401  (the pages of the installed JAX)
-from jaxport.domain.jax_docs import PAGES
+from jaxport.adapters.jax.lowering.dims import JAX_DOCS
 from jaxport.domain.symbolic import (
     ConstraintError,
     InconclusiveDimensionError,
@@ -345,7 +344,7 @@ def test_arithmetic_across_scopes_is_refused_as_in_jax(operation: str, what: str
 # --------------------------------------------------------------------------
 
 PREFIX = "Input shapes do not match the polymorphic shapes specification. "
-SUFFIX = f" Please see {PAGES.shape_poly}#shape-assertion-errors for more details."
+SUFFIX = f" Please see {JAX_DOCS.shape_poly}#shape-assertion-errors for more details."
 
 
 @dataclass(frozen=True)

@@ -154,14 +154,15 @@ def source_bundle(root: Path) -> Path:
 def golden(root: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """The first golden example's inputs and the original directory's answer to them."""
     import jaxport
-    from jaxport.adapters.storage.safetensors_file import read_small_file
+    from jaxport.adapters.storage.safetensors_file import read_examples
 
     model = jaxport.load_converted(root, verify=False)
     manifest = model.manifest
     example = manifest.examples[0]
-    arrays = read_small_file(root / manifest.examples_file, list(example.arrays), file=manifest.examples_file,
-                             digest=manifest.files[manifest.examples_file], owner="directory")
-    inputs = [np.asarray(a) for a in arrays[:len(example.inputs)]]
+    first, _ = read_examples((root / manifest.examples_file).read_bytes(), manifest.examples,
+                             file=manifest.examples_file, digest=manifest.files[manifest.examples_file],
+                             owner="directory")[0]
+    inputs = [np.asarray(a) for a in first]
     return inputs, [np.asarray(r) for r in model[example.function].run_flat(inputs)]
 
 

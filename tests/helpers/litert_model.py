@@ -102,7 +102,7 @@ def weights(name: str) -> list[np.ndarray]:
 
 def wire_names(record: ArtifactRecord, nr_weights: int = 0) -> tuple[list[str], list[str]]:
     """The wire names of the caller's flat inputs (the weights left out) and of the flat results."""
-    callers = with_weights_bound(record, nr_weights) if nr_weights else record
+    callers = with_weights_bound(record, nr_weights)
     return list(input_wire_names(callers.in_tree)), list(output_wire_names(record.out_tree))
 
 

@@ -9,7 +9,7 @@ from jaxport.domain.artifact.sharding import (
     AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.artifact.info import WIDTH, ArtifactInfo
-from jaxport.domain.artifact.signature_text import NamedTree, signature_text
+from jaxport.domain.artifact.info import NamedTree, signature_text
 
 LEAF = AvalRecord(("8", "8"), DType.FLOAT32)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain.calls.checks import check_arguments
+from jaxport.domain.calls.front import check_arguments
 from jaxport.domain.errors import DtypeMismatchError, RankMismatchError, ShapeMismatchError
 from jaxport.domain.specs import ArraySpec
 

@@ -9,7 +9,7 @@ from jaxport.domain.errors import CallingConventionError
 
 
 def test_the_window_is_jax_0_10_2s() -> None:
-    assert (cc.MINIMUM_VERSION, cc.MAXIMUM_VERSION, cc.DEFAULT_VERSION) == (9, 10, 10)
+    assert (cc.MINIMUM_VERSION, cc.MAXIMUM_VERSION) == (9, 10)
 
 
 @pytest.mark.parametrize("version", [8, 11])

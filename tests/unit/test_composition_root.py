@@ -17,8 +17,9 @@ from jaxport.application.wiring import _built_once
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT = SRC / "application" / "wiring.py"
-#: The classes whose instances the services share; tests build their own freely.
-WIRED = {"JaxLowerer", "MlirModuleInspector", "StableHloSerializer", "FileVerdictStore"}
+#: The classes whose instances the services share; tests build their own freely (and a service on
+#: their own ports, through its constructor).
+WIRED = {"JaxLowerer", "MlirStableHlo", "FileVerdictStore", "KnownFiles"}
 #: The process-wide objects that the JAX-facing adapters own, as ``jax.export`` owns its registry:
 #: ``jaxport.register_pytree_node_serialization`` registers into the default registry, which every
 #: ``Exported`` reads, and ``Exported.serialize(consumer=...)`` has the process's one verifying child

@@ -19,7 +19,7 @@ from jaxport.domain.targets.plan import refuse
 from jaxport.domain.converted.static_shapes import dimension_variables, platform_index, static_shapes, variant_file
 from jaxport.domain.targets.iree import IreeTarget, check_runs_here
 from jaxport.domain.calls.errors import TargetMismatchError, UncompiledSizeError
-from jaxport.domain.calls.signature import signature
+from jaxport.domain.calls.front import call_record
 
 LEAF = TreeSpec.leaf()
 WEIGHTS = TreeSpec.of_dict({"w": LEAF})
@@ -28,7 +28,7 @@ WEIGHTS = TreeSpec.of_dict({"w": LEAF})
 def record(in_avals: tuple[AvalRecord, ...], *, weights: bool = False, constraints: tuple[str, ...] = (),
            out: tuple[AvalRecord, ...] = (AvalRecord(("b", "t"), DType.FLOAT32),)) -> ArtifactRecord:
     args = (WEIGHTS,) * weights + (LEAF,) * (len(in_avals) - weights)
-    return signature("predict", TreeSpec.of_tuple(TreeSpec.of_tuple(*args), TreeSpec.of_dict({})),
+    return call_record("predict", TreeSpec.of_tuple(TreeSpec.of_tuple(*args), TreeSpec.of_dict({})),
                      in_avals, TreeSpec.of_tuple(*(LEAF,) * len(out)), out, constraints)
 
 

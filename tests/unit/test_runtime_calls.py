@@ -136,6 +136,7 @@ def test_with_weights_bound_the_caller_gives_the_other_arguments_only() -> None:
     assert bound.module_kept_var_idx == (0, 1, 2)
     with pytest.raises(ArtifactError, match="as its first positional argument"):
         with_weights_bound(F, 2)
+    assert with_weights_bound(F, 0) is F  # no weights held: the record as it is
 
 
 class FakeRuntime:

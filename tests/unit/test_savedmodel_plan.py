@@ -33,7 +33,7 @@ def record(*, dtype: DType = DType.FLOAT32, **changes: object) -> ArtifactRecord
 
 
 def signature_of(r: ArtifactRecord, nr_weights: int = 0) -> Signature:
-    caller = with_weights_bound(r, nr_weights) if nr_weights else r
+    caller = with_weights_bound(r, nr_weights)
     return Signature("f", caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals, (), nr_weights)
 
 

@@ -1,4 +1,4 @@
-"""Serving as domain logic: wire signatures, which functions may be joined, the batching plan, the options."""
+"""Serving as domain logic: wire interfaces, which functions may be joined, the batching plan, the options."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from jaxport.domain.errors import CallError, ConversionError, UsageError
 from jaxport.domain.serving.batching import largest_group, padded_rows, plan_groups, row_slices
 from jaxport.domain.calls.front import leaf_paths, result_paths
 from jaxport.domain.serving.options import ServeOptions
-from jaxport.domain.serving.protocol import ServedSignature, batch_variable, served_signature
+from jaxport.domain.serving.protocol import WireInterface, batch_variable, wire_interface
 
 LEAF = TreeSpec.leaf()
 
@@ -29,8 +29,8 @@ def record(ins: Sequence[AvalRecord], outs: Sequence[AvalRecord], out_tree: Tree
         calling_convention_version=10, module_kept_var_idx=tuple(range(len(ins))), uses_global_constants=False)
 
 
-def signature(r: ArtifactRecord, name: str = "predict") -> ServedSignature:
-    return served_signature(name, r, leaf_paths(r.in_tree), result_paths(r.out_tree))
+def wire(r: ArtifactRecord, name: str = "predict") -> WireInterface:
+    return wire_interface(name, r, leaf_paths(r.in_tree), result_paths(r.out_tree))
 
 
 def aval(dtype: DType, *dims: str) -> AvalRecord:
@@ -41,50 +41,50 @@ def test_metadata_names_tensors_by_the_wire_rule_with_minus_one_for_symbolic_dim
     r = record([aval(DType.FLOAT32, "b", "8"), aval(DType.INT32, "b")],
                [aval(DType.FLOAT32, "b", "3"), aval(DType.FLOAT32)],
                out_tree=TreeSpec.of_dict({"logits": LEAF, "loss": LEAF}), mask=LEAF)
-    sig = signature(r)
-    assert [t.metadata() for t in sig.inputs] == [
+    iface = wire(r)
+    assert [t.metadata() for t in iface.inputs] == [
         {"name": "arg0", "datatype": "FP32", "shape": [-1, 8]}, {"name": "mask", "datatype": "INT32", "shape": [-1]}]
-    assert [t.metadata() for t in sig.outputs] == [
+    assert [t.metadata() for t in iface.outputs] == [
         {"name": "logits", "datatype": "FP32", "shape": [-1, 3]}, {"name": "loss", "datatype": "FP32", "shape": []}]
-    assert [t.path for t in sig.inputs] == ["args[0]", "kwargs['mask']"]
+    assert [t.path for t in iface.inputs] == ["args[0]", "kwargs['mask']"]
 
 
 def test_bfloat16_is_served_as_fp32_and_dtypes_the_protocol_lacks_are_refused_with_their_path() -> None:
-    sig = signature(record([aval(DType.BFLOAT16, "b")], [aval(DType.BFLOAT16, "b")]))
-    assert (sig.inputs[0].datatype, sig.inputs[0].widened, sig.outputs[0].widened) == ("FP32", True, True)
+    iface = wire(record([aval(DType.BFLOAT16, "b")], [aval(DType.BFLOAT16, "b")]))
+    assert (iface.inputs[0].datatype, iface.inputs[0].widened, iface.outputs[0].widened) == ("FP32", True, True)
     with pytest.raises(ConversionError, match=r"the Open Inference Protocol \(out\).*complex64"):
-        signature(record([aval(DType.FLOAT32, "b")], [aval(DType.COMPLEX64, "b")]))
+        wire(record([aval(DType.FLOAT32, "b")], [aval(DType.COMPLEX64, "b")]))
 
 
 def test_a_request_names_every_input_once_or_is_refused_with_the_names() -> None:
-    sig = signature(record([aval(DType.FLOAT32, "b"), aval(DType.FLOAT32, "b")], [aval(DType.FLOAT32, "b")]))
-    assert sig.order_inputs([("arg1", "y"), ("arg0", "x")]) == ["x", "y"]
+    iface = wire(record([aval(DType.FLOAT32, "b"), aval(DType.FLOAT32, "b")], [aval(DType.FLOAT32, "b")]))
+    assert iface.order_inputs([("arg1", "y"), ("arg0", "x")]) == ["x", "y"]
     with pytest.raises(CallError, match=r"unknown input\(s\) \['z'\] and missing input\(s\) \['arg1'\]; "
                                         r"its inputs are \['arg0', 'arg1'\]"):
-        sig.order_inputs([("arg0", 1), ("z", 2)])
+        iface.order_inputs([("arg0", 1), ("z", 2)])
     with pytest.raises(CallError, match="gives the input 'arg0' of 'predict' twice"):
-        sig.order_inputs([("arg0", 1), ("arg0", 2)])
+        iface.order_inputs([("arg0", 1), ("arg0", 2)])
 
 
 def test_only_functions_whose_every_tensor_leads_with_one_variable_may_be_joined() -> None:
     good = record([aval(DType.FLOAT32, "b", "8"), aval(DType.INT32, "b")], [aval(DType.FLOAT32, "b", "3")])
-    assert batch_variable(signature(good)) == "b"
+    assert batch_variable(wire(good)) == "b"
     loss = record([aval(DType.FLOAT32, "b", "8")], [aval(DType.FLOAT32)])
     with pytest.raises(UsageError, match=r"--batch loss: its out \('output_0', dims \[\]\) does not lead with "
                                          r"the batch dimension variable b"):
-        batch_variable(signature(loss, "loss"))
+        batch_variable(wire(loss, "loss"))
     other = record([aval(DType.FLOAT32, "b"), aval(DType.FLOAT32, "n")], [aval(DType.FLOAT32, "b")])
     with pytest.raises(UsageError, match=r"args\[1\]"):
-        batch_variable(signature(other))
+        batch_variable(wire(other))
     static = record([aval(DType.FLOAT32, "4")], [aval(DType.FLOAT32, "4")])
     with pytest.raises(UsageError, match=r"variable \(none\)"):
-        batch_variable(signature(static))
+        batch_variable(wire(static))
     square = record([aval(DType.FLOAT32, "b", "b")], [aval(DType.FLOAT32, "b")])
     with pytest.raises(UsageError, match="beyond its first dimension"):
-        batch_variable(signature(square))
+        batch_variable(wire(square))
     expression = record([aval(DType.FLOAT32, "b", "2*b + 1")], [aval(DType.FLOAT32, "b")])
     with pytest.raises(UsageError, match="beyond its first dimension"):
-        batch_variable(signature(expression))
+        batch_variable(wire(expression))
 
 
 def test_groups_keep_arrival_order_and_a_large_request_goes_alone() -> None:

@@ -8,7 +8,7 @@ from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, Ef
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.domain.artifact.verification import (
-    TOKEN, MlirType, ModuleFacts, Verdict, check_custom_calls, check_signature, expected_signature, verdict,
+    TOKEN, MlirType, ModuleFacts, Verdict, check_custom_calls, check_main_types, expected_main_types, verdict,
     verdict_key
 )
 
@@ -27,7 +27,7 @@ def record(*, platforms: tuple[str, ...] = ("cpu",), effects: int = 0,
 
 
 def test_the_expected_signature_has_platform_index_tokens_then_kept_arrays() -> None:
-    inputs, results = expected_signature(record(platforms=("cpu", "cuda"), effects=1, kept=(0,)))
+    inputs, results = expected_main_types(record(platforms=("cpu", "cuda"), effects=1, kept=(0,)))
     assert [str(t) for t in inputs] == ["tensor<i32>", TOKEN, "tensor<?x4xf32>"]
     assert [str(t) for t in results] == [TOKEN, "tensor<?xbf16>"]
 
@@ -35,16 +35,16 @@ def test_the_expected_signature_has_platform_index_tokens_then_kept_arrays() -> 
 def test_a_matching_main_passes_and_each_difference_is_named() -> None:
     rec = record()
     good = ModuleFacts((MlirType("f32", (None, 4)), MlirType("i8", ())), (MlirType("bf16", (None,)),), ())
-    assert check_signature(rec, good) == ()
+    assert check_main_types(rec, good) == ()
     wrong_dtype = ModuleFacts((MlirType("f64", (None, 4)), MlirType("i8", ())), good.results, ())
-    assert check_signature(rec, wrong_dtype) == (
+    assert check_main_types(rec, wrong_dtype) == (
         "argument 0 of main of 'f' has type tensor<?x4xf64>, but the record implies tensor<?x4xf32>",)
     static_where_symbolic = ModuleFacts((MlirType("f32", (3, 4)), MlirType("i8", ())), good.results, ())
-    assert len(check_signature(rec, static_where_symbolic)) == 1
+    assert len(check_main_types(rec, static_where_symbolic)) == 1
     missing = ModuleFacts((MlirType("f32", (None, 4)),), good.results, ())
-    assert "has 1 arguments, but the record implies 2" in check_signature(rec, missing)[0]
+    assert "has 1 arguments, but the record implies 2" in check_main_types(rec, missing)[0]
     token_missing = ModuleFacts(good.inputs, good.results, ())
-    assert check_signature(record(effects=1), token_missing)
+    assert check_main_types(record(effects=1), token_missing)
 
 
 def test_custom_calls_are_checked_against_stable_targets_and_the_consumers_list_only() -> None:

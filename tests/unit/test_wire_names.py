@@ -7,7 +7,7 @@ import pytest
 from jaxport.domain.artifact.record import TreeSpec
 from jaxport.domain.symbolic.json_trees import evaluate, shape_trees
 from jaxport.domain.converted.wire_names import (
-    input_index, input_wire_names, output_wire_names, parse_wire_name, wire_name
+    input_wire_names, output_wire_names, parse_wire_name, wire_name
 )
 
 TABLE: list[tuple[tuple[str | int, ...], str]] = [
@@ -42,15 +42,13 @@ def test_every_wire_name_is_one_tensorflow_accepts(entries: tuple[str | int, ...
     assert re.fullmatch(r"[A-Za-z0-9.][A-Za-z0-9_.\-/]*", name), name
 
 
-def test_no_two_inputs_share_a_wire_name_and_each_name_finds_its_input() -> None:
+def test_no_two_inputs_share_a_wire_name() -> None:
     leaf = TreeSpec.leaf()
     args = TreeSpec.of_tuple(leaf, TreeSpec.of_dict({"a/b": leaf, "a": TreeSpec.of_dict({"b": leaf})}))
     tree = TreeSpec.of_tuple(args, TreeSpec.of_dict({"arg0": leaf, "_k": leaf}))
     names = input_wire_names(tree)
     assert names == ("arg0", "arg1/a/b", "arg1/a.2fb", ".5fk", ".61rg0")
-    assert [input_index(tree, n) for n in names] == [0, 1, 2, 3, 4]
-    with pytest.raises(KeyError, match="No input is named 'arg9'"):
-        input_index(tree, "arg9")
+    assert len(set(names)) == len(names)
 
 
 def test_outputs_are_key_paths_of_a_dict_result_else_numbered() -> None:

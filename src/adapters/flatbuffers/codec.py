@@ -28,7 +28,7 @@ from __future__ import annotations
 from jaxport.domain.artifact.record import ArtifactRecord
 from .decode import decode_artifact
 
-__all__ = ["FlatbuffersArtifactCodec", "decode_artifact", "encode_artifact"]
+__all__ = ["decode_artifact", "encode_artifact"]
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
@@ -44,14 +44,3 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
 
     return encode(record)
 
-
-class FlatbuffersArtifactCodec:
-    """The artifact codec port, implemented with flatbuffers."""
-
-    def encode(self, record: ArtifactRecord) -> bytearray:
-        """See :func:`encode_artifact`."""
-        return encode_artifact(record)
-
-    def decode(self, blob: bytes | bytearray | memoryview) -> ArtifactRecord:
-        """See :func:`decode_artifact`."""
-        return decode_artifact(blob)

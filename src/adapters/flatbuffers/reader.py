@@ -385,8 +385,7 @@ class TableView:
 
     def strings(self, slot: int, field: str) -> tuple[str, ...]:
         """A vector of strings (empty when absent)."""
-        entries = self._entries
-        if slot >= len(entries) or not entries[slot]:
+        if not self.has(slot):
             return ()
         string_at = self._string_at
         return tuple([string_at(target, field, i)
@@ -394,8 +393,7 @@ class TableView:
 
     def tables(self, slot: int, name: str, field: str) -> list[TableView]:
         """A vector of tables (empty when absent)."""
-        entries = self._entries
-        if slot >= len(entries) or not entries[slot]:
+        if not self.has(slot):
             return []
         table_at = self.reader.table_at
         return [table_at(target, name, self, field, i)

@@ -68,13 +68,13 @@ def _problem() -> tuple[str, str] | None:
             if importlib.util.find_spec(name) is None:
                 return f"JAX ({name})", "is not installed"
             continue  # importable without distribution metadata (a source tree): trust it
-        if not _OLDEST <= _release(version) < _FIRST_UNTESTED:
+        if not _OLDEST <= release(version) < _FIRST_UNTESTED:
             return (f"{name} {version}",
                     f"is installed, outside the range jaxport is tested on ({name}{TESTED_RANGE})")
     return None
 
 
-def _release(version: str) -> tuple[int, ...]:
+def release(version: str) -> tuple[int, ...]:
     """``(0, 12, 1)`` of ``"0.12.1"``, ``"0.12.1.dev20260101"`` or ``"0.12.1rc1"``."""
     parts: list[int] = []
     for part in version.split(".")[:3]:

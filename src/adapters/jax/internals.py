@@ -177,13 +177,6 @@ def eval_dynamic_dim(ctx: mlir.LoweringRuleContext, dim: Any) -> Any:
     return result
 
 
-def evaluate_dynamic_shape(ctx: mlir.LoweringRuleContext, shape: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The IR values (or ints) of a shape's dimensions inside a lowering rule."""
-    from jax._src.interpreters import mlir as mlir_internal
-
-    return tuple(mlir_internal.eval_dynamic_shape(ctx, shape))
-
-
 # What: a sharding constraint on an IR value inside a lowering rule.
 # Why internal: `mlir.wrap_with_sharding_op` and `NamedSharding._to_sdy_sharding`
 # are not exported.

@@ -184,17 +184,13 @@ def sharding_record(sharding: NamedSharding | None) -> ShardingRecord | None:
         device.device_kind, device.num_cores, device.platform)
     mesh_record = AbstractMeshRecord(
         tuple(mesh.axis_sizes), tuple(mesh.axis_names),
-        tuple(_axis_type_record(t) for t in mesh.axis_types), device_record)
+        tuple(AxisTypeRecord[_AXIS_TYPES[t]] for t in mesh.axis_types), device_record)
     spec = sharding.spec
     partitions = tuple(() if p is None else (p,) if isinstance(p, str) else tuple(p)
                        for p in spec._partitions)
     return NamedShardingRecord(mesh_record,
                                PartitionSpecRecord(partitions, tuple(spec.reduced), tuple(spec.unreduced)),
                                sharding.memory_kind)
-
-
-def _axis_type_record(axis_type: Any) -> AxisTypeRecord:
-    return AxisTypeRecord[_AXIS_TYPES[axis_type]]
 
 
 def hlo_sharding(sharding: NamedSharding | HloShardingRecord | None, ndim: int) -> Any:

@@ -7,6 +7,7 @@ from jaxlib import version as jaxlib_version
 
 from jaxport.domain.artifact.record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION
 from jaxport.domain.artifact.producer import JAXPORT_VERSION, Producer
+from jaxport.adapters.jax.installed import release
 from jaxport.adapters.mlir.bindings import export_target_version
 
 
@@ -16,7 +17,7 @@ def written_format() -> tuple[int, str | None]:
     JAX 0.11.2 (format generation 12) writes its generation and its own version;
     older releases write 3 and no version.
     """
-    if _release(jax.__version__) >= (0, 11, 2):
+    if release(jax.__version__) >= (0, 11, 2):
         return JAX_VERSION_GENERATION, jax.__version__
     return WRITTEN_SERIALIZATION_VERSION, None
 
@@ -29,11 +30,7 @@ def hlo_shardings_from_named() -> bool:
     (``_in_named_shardings``) and leave both all None; older releases give each
     named sharding's ``HloSharding``.
     """
-    return _release(jax.__version__) < (0, 11, 2)
-
-
-def _release(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
+    return release(jax.__version__) < (0, 11, 2)
 
 
 def this_producer() -> Producer:

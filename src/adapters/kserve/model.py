@@ -30,7 +30,7 @@ finally:
 
 
 class FunctionModel(Model):  # type: ignore[misc]
-    """One function as one protocol model: decode by its wire signature, run, encode."""
+    """One function as one protocol model: decode by its wire interface, run, encode."""
 
     def __init__(self, function: ServedFunction, run: Callable[[list[Any]], Any],
                  metrics: ServingMetrics) -> None:
@@ -42,22 +42,22 @@ class FunctionModel(Model):  # type: ignore[misc]
 
     def get_input_types(self) -> list[dict[str, object]]:
         """The inputs in model metadata (``-1`` for symbolic dimensions)."""
-        return [t.metadata() for t in self.function.signature.inputs]
+        return [t.metadata() for t in self.function.wire.inputs]
 
     def get_output_types(self) -> list[dict[str, object]]:
         """The outputs in model metadata."""
-        return [t.metadata() for t in self.function.signature.outputs]
+        return [t.metadata() for t in self.function.wire.outputs]
 
     async def predict(self, payload: InferRequest, headers: Any = None) -> InferResponse:
         """The response to ``payload``; a request that does not match raises :class:`Refused` (HTTP 400)."""
-        signature = self.function.signature
+        wire = self.function.wire
         try:
-            given = signature.order_inputs([(i.name, i) for i in payload.inputs])
-            leaves = [decode(tensor, given_input) for tensor, given_input in zip(signature.inputs, given)]
+            given = wire.order_inputs([(i.name, i) for i in payload.inputs])
+            leaves = [decode(tensor, given_input) for tensor, given_input in zip(wire.inputs, given)]
             results = await self._run(leaves)
         except JaxportError as exc:
             raise Refused(self._metrics.refused(self.function.name, exc)) from exc
-        outputs = [output(t, r, raw=payload.from_grpc) for t, r in zip(signature.outputs, results)]
+        outputs = [output(t, r, raw=payload.from_grpc) for t, r in zip(wire.outputs, results)]
         return InferResponse(response_id=payload.id or str(uuid.uuid4()), model_name=self.function.name,
                              infer_outputs=outputs, use_binary_outputs=payload.from_grpc or payload.use_binary_outputs,
                              requested_outputs=payload.request_outputs)

@@ -313,7 +313,7 @@ class KServeServer:
                 metrics.ran(BatchReport(function.name, 1, int(_rows(leaves)), 0), batched=False)
                 return results
             return run
-        variable = batch_variable(function.signature)
+        variable = batch_variable(function.wire)
         batcher = AsyncioBatcher(function, variable, executor, self.options.max_batch_size,
                                  self.options.max_batch_delay_ms / 1000,
                                  lambda report: metrics.ran(report, batched=True))

@@ -40,7 +40,7 @@ from jaxport.domain.symbolic import DimExpr
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
 from jaxport.adapters.mlir.specialize import _drop_single_device_shardings
-from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.mlir.module import MlirStableHlo
 
 _CALLEE = "jaxport_litert_callee"
 
@@ -65,7 +65,7 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
             the module built is invalid (a bug of jaxport's).
     """
     context = mlir.make_ir_context()
-    callee = StableHloSerializer.deserialize(record.mlir_module_serialized, context)
+    callee = MlirStableHlo.deserialize(record.mlir_module_serialized, context)
     with context, ir.Location.unknown():
         callee_type = ir.FunctionType(ir.TypeAttr(
             ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)

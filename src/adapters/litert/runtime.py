@@ -71,13 +71,6 @@ def _litert_errors(function: str | None = None) -> Iterator[None]:
         raise LiteRtLoadError(f"LiteRT cannot open the model: {' '.join(str(exc).split())}") from exc
 
 
-def runtime_version() -> str:
-    """The version of ``ai-edge-litert``."""
-    from importlib.metadata import version
-
-    return version("ai-edge-litert")
-
-
 class LiteRtModel:
     """One ``.tflite`` model, opened in LiteRT's interpreter.
 

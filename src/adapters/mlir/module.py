@@ -1,31 +1,41 @@
-"""StableHLO modules through jaxlib's MLIR bindings: walk, serialize, print."""
+"""StableHLO modules through jaxlib's MLIR bindings: the :class:`~jaxport.domain.ports.StableHlo` port.
+
+A :class:`~jaxport.domain.ports.LoweredModule` made here is an ``ir.Module``.
+"""
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jax.interpreters import mlir
 from jaxlib.mlir import ir  # what jax.extend.mlir re-exports (importing it costs a fresh process's first call)
 
 from jaxport.adapters.jax import internals as jax_internals
+from jaxport.domain.ports import LoweredModule
+from jaxport.domain.symbolic import ArgDim, ShapePlan
 from .bindings import deserialize_portable_artifact, serialize_portable_artifact
 
 if TYPE_CHECKING:
-    # Imported where the inspector runs (an export): loading and calling read modules through this
+    # Imported where the policy's walk runs (an export): loading and calling read modules through this
     # module but never walk one (the policy's module: 1.5 ms of a fresh first answer under -X importtime).
     from jaxport.domain.artifact.module_policy import OpKind, OpSite
 
 
-class MlirModuleInspector:
-    """Reports the operations of a module that the export policy looks at.
+class MlirStableHlo:
+    """Walks, wraps, serializes and reads StableHLO modules with jaxlib's MLIR.
 
-    The walk visits every operation once (``Operation.walk`` runs in C++ and
-    calls back only to classify), so it is linear in the module's size.
+    The composition root holds the one instance the services use. What needs no
+    instance is static, for the other adapters (calling an artifact, the verifying
+    process), which may read modules through this class directly.
     """
 
-    def sites(self, module: Any) -> list[OpSite]:
-        """The custom calls of ``module``."""
+    def sites(self, module: LoweredModule) -> list[OpSite]:
+        """The custom calls of ``module``.
+
+        The walk visits every operation once (``Operation.walk`` runs in C++ and
+        calls back only to classify), so it is linear in the module's size.
+        """
         from jaxport.domain.artifact.module_policy import OpKind
 
         kinds = {k.value: k for k in OpKind}
@@ -37,23 +47,70 @@ class MlirModuleInspector:
                 found.append(_site(kind, op))
             return ir.WalkResult.ADVANCE
 
-        module.operation.walk(visit)
+        _ir(module).operation.walk(visit)
         return found
 
+    @staticmethod
+    def op_names(module: LoweredModule) -> list[str]:
+        """The names of all operations of ``module``, in walk order."""
+        names: list[str] = []
 
-def _site(kind: OpKind, op: ir.Operation) -> OpSite:
-    from jaxport.domain.artifact.module_policy import OpSite
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            names.append(op.name)
+            return ir.WalkResult.ADVANCE
 
-    target = ir.StringAttr(op.attributes["call_target_name"]).value
-    return OpSite(kind, target, describe=lambda: f"{op} at {op.location}")
+        _ir(module).operation.walk(visit)
+        return names
 
+    def wrap_main(self, module: LoweredModule, *, plan: ShapePlan, dim_vars: tuple[str, ...],
+                  has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
+                  shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> ir.Module:
+        """A copy of ``module`` whose ``main`` computes its dimension variables (:func:`.wrap.wrap_main`)."""
+        # Only a shape-polymorphic export wraps: loading never imports the wrapper (nor, through it,
+        # jax.extend; tests/e2e/test_load_path_imports.py).
+        from .wrap import wrap_main
 
-class StableHloSerializer:
-    """Serializes modules as StableHLO portable artifacts, and reads them back.
+        wrapped: ir.Module = wrap_main(_ir(module), plan=plan, dim_vars=dim_vars,
+                                       has_platform_index=has_platform_index, nr_tokens=nr_tokens,
+                                       kept_var_idx=kept_var_idx, shape_assertions=shape_assertions,
+                                       symbolic_dims=symbolic_dims)
+        return wrapped
 
-    Reading needs no instance (those methods are static); an instance is the
-    export service's :class:`~jaxport.domain.ports.ModuleSerializer`.
-    """
+    def serialize(self, module: LoweredModule, *, target_version: str, uses_global_constants: bool) -> bytes:
+        """The portable artifact of ``module`` for ``target_version``.
+
+        The module gets the ``jax.uses_shape_polymorphism`` attribute that
+        consumers read to decide on shape refinement; the attribute is set
+        only for the duration of the call, so a cached module is left as found.
+        """
+        ir_module = _ir(module)
+        attrs = ir_module.operation.attributes
+        with ir_module.context:
+            previous = attrs["jax.uses_shape_polymorphism"] if "jax.uses_shape_polymorphism" in attrs else None
+            attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(uses_global_constants)
+            try:
+                return serialize_portable_artifact(ir_module, target_version,
+                                                   jax_internals.backend_serializes_with_sdy())
+            finally:
+                if previous is None:
+                    del attrs["jax.uses_shape_polymorphism"]
+                else:
+                    attrs["jax.uses_shape_polymorphism"] = previous
+
+    @staticmethod
+    def deserialize(blob: bytes, context: Any | None = None) -> ir.Module:
+        """The ``ir.Module`` of a portable artifact, in ``context`` or a new one."""
+        if context is None:
+            context = mlir.make_ir_context()
+        with context:
+            module: ir.Module = deserialize_portable_artifact(blob, context)
+            return module
+
+    @staticmethod
+    def to_text(blob: bytes) -> str:
+        """The module of a portable artifact as StableHLO text, with locations as JAX prints them."""
+        context = mlir.make_ir_context()
+        return str(mlir.module_to_string(MlirStableHlo.deserialize(blob, context)))
 
     @staticmethod
     @functools.cache  # fixed for the process's jaxlib; asked at every deserialize
@@ -63,49 +120,24 @@ class StableHloSerializer:
 
         return str(stablehlo.get_current_version())
 
-    def serialize(self, module: Any, *, target_version: str, uses_global_constants: bool) -> bytes:
-        """The portable artifact of ``module`` for ``target_version``.
-
-        The module gets the ``jax.uses_shape_polymorphism`` attribute that
-        consumers read to decide on shape refinement; the attribute is set
-        only for the duration of the call, so a cached module is left as found.
-        """
-        attrs = module.operation.attributes
-        with module.context:
-            previous = attrs["jax.uses_shape_polymorphism"] if "jax.uses_shape_polymorphism" in attrs else None
-            attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(uses_global_constants)
-            try:
-                return serialize_portable_artifact(module, target_version,
-                                                   jax_internals.backend_serializes_with_sdy())
-            finally:
-                if previous is None:
-                    del attrs["jax.uses_shape_polymorphism"]
-                else:
-                    attrs["jax.uses_shape_polymorphism"] = previous
-
     @staticmethod
-    def deserialize(blob: bytes, context: Any | None = None) -> Any:
-        """The ``ir.Module`` of a portable artifact, in ``context`` or a new one."""
-        if context is None:
-            context = mlir.make_ir_context()
-        with context:
-            return deserialize_portable_artifact(blob, context)
+    def parser_version() -> str:
+        """The version of the parser a verdict depends on (jaxlib's StableHLO reader, which the
+        verifying process runs)."""
+        # jaxlib's own version string (importlib.metadata's, which it is built from, would cost a
+        # fresh process's first load tens of milliseconds of reading installed packages' metadata).
+        from jaxlib.version import __version__ as jaxlib_version
 
-    @staticmethod
-    def to_text(blob: bytes) -> str:
-        """The module of a portable artifact as StableHLO text, with locations as JAX prints them."""
-        context = mlir.make_ir_context()
-        module = StableHloSerializer.deserialize(blob, context)
-        return str(mlir.module_to_string(module))
+        return f"jaxlib {jaxlib_version}, StableHLO {MlirStableHlo.newest_readable_version()}"
 
-    @staticmethod
-    def op_names(module: Any) -> list[str]:
-        """The names of all operations of ``module``, in walk order."""
-        names: list[str] = []
 
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            names.append(op.name)
-            return ir.WalkResult.ADVANCE
+def _ir(module: LoweredModule) -> ir.Module:
+    """The ``ir.Module`` that a module made by this adapter is."""
+    return cast(ir.Module, module)
 
-        module.operation.walk(visit)
-        return names
+
+def _site(kind: OpKind, op: ir.Operation) -> OpSite:
+    from jaxport.domain.artifact.module_policy import OpSite
+
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    return OpSite(kind, target, describe=lambda: f"{op} at {op.location}")

@@ -116,15 +116,16 @@ def _refusal(message: str, version: str) -> str:
 
 def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | None:
     """The module of the dimension-argument form wrapped (written for its own version), else None."""
-    from jax.extend import mlir as jex_mlir
+    from jaxport.adapters.jax.lowering.dims import JaxDim  # the shape assertions cite the installed JAX's pages
 
+    from .bindings import serialize_portable_artifact
     from .dimension_args import standard_form
-    from .module import StableHloSerializer
+    from .module import MlirStableHlo
 
-    module = StableHloSerializer.deserialize(module_bytes)
+    module = MlirStableHlo.deserialize(module_bytes)
     avals = [AvalRecord(tuple(s), DType.FLOAT32) for s in form["shapes"]]
     try:
-        standard = standard_form(module, tuple(tuple(s) for s in record_shapes(avals, form["constraints"])),
+        standard = standard_form(module, tuple(tuple(s) for s in record_shapes(avals, form["constraints"], expr_class=JaxDim)),
                                  tuple(form["arg_paths"]), nr_tokens=int(form["nr_tokens"]),
                                  kept_var_idx=tuple(form["kept_var_idx"]))
     except ValueError as exc:
@@ -133,7 +134,7 @@ def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | Non
         return None
     version = stablehlo_version(module_bytes[:300]) or STABLEHLO_TARGET_VERSION
     with standard.context:
-        return bytes(jex_mlir.serialize_portable_artifact(standard, version, MIXED_SERIALIZATION))
+        return serialize_portable_artifact(standard, version, MIXED_SERIALIZATION)
 
 
 def _specialized(module_bytes: bytes, spec: Mapping[str, Any]) -> bytes:

@@ -29,7 +29,7 @@ from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
-from .module import StableHloSerializer
+from .module import MlirStableHlo
 
 _CALLEE = "jaxport_exported_main"
 
@@ -55,7 +55,7 @@ def specialize(module: bytes, in_dtypes: Sequence[DType], out_dtypes: Sequence[D
         ValueError: JAX's refinement refused the module for these shapes.
     """
     context = mlir.make_ir_context()
-    callee = StableHloSerializer.deserialize(module, context)
+    callee = MlirStableHlo.deserialize(module, context)
     with context, ir.Location.unknown():
         callee_type = ir.FunctionType(ir.TypeAttr(
             ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)

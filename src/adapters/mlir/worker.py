@@ -74,17 +74,6 @@ class ModuleWorker:
         self._child: Child | None = None
         atexit.register(self.close)
 
-    @staticmethod
-    def parser_version() -> str:
-        """The version of the parser a verdict depends on (jaxlib's StableHLO reader)."""
-        # jaxlib's own version string (importlib.metadata's, which it is built from, would cost a
-        # fresh process's first load tens of milliseconds of reading installed packages' metadata).
-        from jaxlib.version import __version__ as jaxlib_version
-
-        from .module import StableHloSerializer
-
-        return f"jaxlib {jaxlib_version}, StableHLO {StableHloSerializer.newest_readable_version()}"
-
     @property
     def pid(self) -> int | None:
         """The process id of the running verifying process, if any."""

@@ -72,17 +72,18 @@ class IrDimOps:
                 return hlo.convert(x.value.type, x.value), y.value, False
             return x.value, hlo.convert(y.value.type, y.value), False
 
+    def _binary(self, name: str, op: Callable[[Value, Value], Value], x: IrDim, y: IrDim) -> IrDim:
+        a, b, weak = self._promoted(x, y)
+        with _named(name):
+            return IrDim(op(a, b), weak)
+
     def add(self, x: IrDim, y: IrDim) -> IrDim:
         """``x + y``."""
-        a, b, weak = self._promoted(x, y)
-        with _named("add"):
-            return IrDim(hlo.add(a, b), weak)
+        return self._binary("add", hlo.add, x, y)
 
     def mul(self, x: IrDim, y: IrDim) -> IrDim:
         """``x * y``."""
-        a, b, weak = self._promoted(x, y)
-        with _named("mul"):
-            return IrDim(hlo.multiply(a, b), weak)
+        return self._binary("mul", hlo.multiply, x, y)
 
     def _divmod(self, x: IrDim, y: IrDim) -> tuple[IrDim, IrDim]:
         # stablehlo.divide truncates; adjust to Python's floor semantics.
@@ -105,15 +106,11 @@ class IrDimOps:
 
     def max(self, x: IrDim, y: IrDim) -> IrDim:
         """``stablehlo.maximum``, which shape refinement folds."""
-        a, b, weak = self._promoted(x, y)
-        with _named("max"):
-            return IrDim(hlo.maximum(a, b), weak)
+        return self._binary("max", hlo.maximum, x, y)
 
     def min(self, x: IrDim, y: IrDim) -> IrDim:
         """``stablehlo.minimum``."""
-        a, b, weak = self._promoted(x, y)
-        with _named("min"):
-            return IrDim(hlo.minimum(a, b), weak)
+        return self._binary("min", hlo.minimum, x, y)
 
 
 class _Emitter:

@@ -2,15 +2,29 @@
 
 A bundle directory is the same idea one level up (:mod:`.bundle_dir` writes a
 temporary directory and renames it into place, with :func:`fsync_directory`).
+
+Temporaries that will take a target's place are created with the permissions
+of a new file: :func:`tempfile.mkstemp` and :func:`tempfile.mkdtemp` create
+their files and directories private (0600, 0700): right for scratch space,
+wrong for a file that is renamed into place for others to read. Here the
+caller creates the temporary itself (``os.open`` with 0666, ``os.mkdir`` with
+0777; :func:`create_beside`), so the kernel applies the umask, and any default
+ACL of the directory, exactly as for ``open()`` and ``os.makedirs``; no umask
+is read (``os.umask`` can only be read by setting it, which races with other
+threads).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+_T = TypeVar("_T")
+_TRIES = 100
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray, *, mode: int = 0o666) -> None:
@@ -29,8 +43,6 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray, *, m
     """
     # Imported here: callers that only read need neither pathlib nor what it imports.
     from pathlib import Path
-
-    from .temporary import create_beside, new_file
 
     target = Path(path)
     fd, tmp_name = create_beside(target, ".tmp", new_file(mode))
@@ -69,3 +81,42 @@ def fsync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def create_beside(target: Path, suffix: str, create: Callable[[str], _T]) -> tuple[_T, str]:
+    """Creates a temporary in ``target``'s directory, named ``.<target name>.<random><suffix>``.
+
+    Args:
+        target: what the temporary will replace.
+        suffix: the end of the temporary's name.
+        create: makes the file or directory at the path it is given, raising
+            ``FileExistsError`` when that name is taken (another is then tried).
+
+    Returns:
+        What ``create`` returned, and the temporary's path.
+
+    Raises:
+        FileExistsError: every name tried was taken.
+    """
+    for _ in range(_TRIES):
+        name = os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}{suffix}")
+        try:
+            return create(name), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"No free temporary name beside {target} after {_TRIES} tries")
+
+
+def new_file(mode: int = 0o666) -> Callable[[str], int]:
+    """A ``create`` for :func:`create_beside`: opens a new file for writing, returns its descriptor.
+
+    Args:
+        mode: as for ``os.open``; the file gets ``mode`` less the umask.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    return lambda name: os.open(name, flags, mode)
+
+
+def new_directory(name: str) -> None:
+    """A ``create`` for :func:`create_beside`: a directory with mode 0777 less the umask."""
+    os.mkdir(name, 0o777)

@@ -20,17 +20,14 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO
 
 from jaxport.domain.bundle.manifest import MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
 from jaxport.domain.bundle.checks import check_files, check_weights_digests, check_weights_header
 from jaxport.domain.checked_directory import FileDigest, check_digest
 from jaxport.domain.errors import ArtifactError
-from .atomic_files import fsync_directory
+from .atomic_files import create_beside, fsync_directory, new_directory
 from .checked_directory import FileIdentity, KnownFiles, listing
-from .temporary import create_beside, new_directory
-
-_T = TypeVar("_T")
 
 Writer = Callable[[BinaryIO], object]
 
@@ -103,30 +100,15 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, Writer],
         raise FileExistsError(f"{target} exists and is not a bundle directory (it has no "
                               f"{MANIFEST_FILE}); not replacing it")
 
-    def fill(tmp: Path) -> None:
+    tmp = new_directory_beside(target)
+    try:
         digests = {name: _write_file(tmp / name, writer) for name, writer in files.items()}
         data = manifest(digests)
         _write_file(tmp / MANIFEST_FILE, lambda s: s.write(data))
-
-    write_directory(target, fill)
-
-
-def write_directory(target: Path, fill: Callable[[Path], _T]) -> _T:
-    """What ``fill`` returns, after it wrote a fresh directory beside ``target`` that then replaces
-    ``target`` in one step (a failed or interrupted ``fill`` leaves ``target`` as it was).
-
-    The caller decides whether ``target`` may be replaced. A caller in another
-    layer calls the steps themselves: :func:`new_directory_beside`, then
-    :func:`move_into_place` (or :func:`discard` on failure).
-    """
-    tmp = new_directory_beside(target)
-    try:
-        result = fill(tmp)
         move_into_place(tmp, target)
     except BaseException:
         discard(tmp)
         raise
-    return result
 
 
 def new_directory_beside(target: Path) -> Path:

@@ -18,16 +18,15 @@ import json
 import mmap
 import os
 import struct
-from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES, WEIGHTS_FILE, WeightRecord
+from jaxport.domain.bundle.manifest import WEIGHTS_FILE, Example, WeightRecord
 from jaxport.domain.bundle.checks import TensorEntry, check_weights_header
 from jaxport.domain.checked_directory import FileDigest, check_digest, check_size
-from jaxport.domain.errors import ArtifactError, BundleError
+from jaxport.domain.errors import ArtifactError
 
 ALIGNMENT = 64
 #: The largest header this reader accepts (as the safetensors library does).
@@ -117,12 +116,15 @@ class SafetensorsFile:
 
     def array(self, name: str, dtype: str) -> np.ndarray:
         """The tensor ``name`` (checked against the manifest already) as a read-only view."""
-        entry = self.entries[name]
-        count = entry.end - entry.begin
-        dt = numpy_dtype(dtype)
-        flat = np.frombuffer(self.buffer, dtype=dt, count=count // dt.itemsize,
-                             offset=self.data_start + entry.begin)
-        return flat.reshape(entry.shape)
+        return _view(self.buffer, self.data_start, self.entries[name], dtype)
+
+
+def _view(buffer: Any, data_start: int, entry: TensorEntry, dtype: str) -> np.ndarray:
+    """The tensor of ``entry`` (checked against the manifest already) in a file's bytes, as a view."""
+    kind = numpy_dtype(dtype)
+    flat = np.frombuffer(buffer, dtype=kind, count=(entry.end - entry.begin) // kind.itemsize,
+                         offset=data_start + entry.begin)
+    return flat.reshape(entry.shape)
 
 
 def decode_header(data: memoryview, file: str = WEIGHTS_FILE) -> tuple[dict[str, TensorEntry], dict[str, str], int]:
@@ -160,42 +162,33 @@ def _entry(name: str, value: Any, file: str) -> TensorEntry:
         raise ArtifactError(f"{file}: the header entry of '{name}' is malformed: {value!r}") from exc
 
 
-def read_small_file(path: str | os.PathLike[str], records: Sequence[WeightRecord], *, file: str,
-                    digest: FileDigest, owner: str = "bundle") -> list[np.ndarray]:
-    """The arrays of a small safetensors file, read whole once its digest and header are checked.
+def read_examples(data: bytes, examples: Sequence[Example], *, file: str, digest: FileDigest | None = None,
+                  owner: str = "bundle") -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+    """Each golden example's input and output arrays, from the bytes of their safetensors file.
+
+    The one reader of golden examples: the numerics check, the quantized
+    conversion's check and its calibration read them here.
 
     Args:
-        path: the file.
-        records: the manifest's records of its arrays; the arrays come back in their order.
+        data: the examples file's bytes.
+        examples: the manifest's records of the examples (every one the file holds);
+            they come back in their order, each as (inputs, outputs), views of ``data``.
         file: the file's name in messages.
-        digest: the size and SHA-256 the manifest records for it.
-        owner: what holds it, in messages (``"bundle"``, ``"SavedModel"``).
+        digest: the size and SHA-256 the manifest records for the file, checked first;
+            None: ``data`` was checked when it was read.
+        owner: what holds it, in messages (``"bundle"``, ``"directory"``).
 
     Raises:
         ArtifactError: naming ``file``, when it changed after it was written or
-            its header differs from ``records``.
-        OSError: it cannot be read.
+            its header differs from ``examples``.
     """
-    data = Path(path).read_bytes()
-    check_size(file, digest, len(data), owner)
-    check_digest(file, digest, hashlib.sha256(data).hexdigest(), owner)
+    if digest is not None:
+        check_size(file, digest, len(data), owner)
+        check_digest(file, digest, hashlib.sha256(data).hexdigest(), owner)
     entries, _, start = decode_header(memoryview(data), file)
-    check_weights_header(records, entries, len(data) - start, file)
-    return arrays_in(data, records, file)
+    check_weights_header([a for e in examples for a in e.arrays], entries, len(data) - start, file)
 
+    def arrays(records: Sequence[WeightRecord]) -> list[np.ndarray]:
+        return [_view(data, start, entries[r.name], r.data_dtype) for r in records]
 
-def arrays_in(data: bytes, records: Sequence[WeightRecord], file: str) -> list[np.ndarray]:
-    """The arrays that ``records`` name in a safetensors file's bytes (views of ``data``), in their order.
-
-    Raises:
-        ArtifactError: ``data``'s header does not parse (naming ``file``).
-    """
-    entries, _, start = decode_header(memoryview(data), file)
-    arrays = []
-    for record in records:
-        dtype = numpy_dtype(record.data_dtype)
-        entry = entries[record.name]
-        flat = np.frombuffer(data, dtype=dtype, count=(entry.end - entry.begin) // dtype.itemsize,
-                             offset=start + entry.begin)
-        arrays.append(flat.reshape(record.data_shape))
-    return arrays
+    return [(arrays(e.inputs), arrays(e.outputs)) for e in examples]

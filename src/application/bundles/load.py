@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-
-from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
-from jaxport.adapters.jax.bundles.weights import restore_weight
-from jaxport.domain.bundle.manifest import Manifest
-from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
-from jaxport.adapters.jax.bundles.weights import Mesh, placed_leaves, weight_placements
-from jaxport.adapters.jax.bundles.weights import weight_shardings
-from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.bundles.loaded import Bundle
-from jaxport.application.export.serialization import deserialize
+from jaxport.adapters.jax.bundles.weights import (
+    Mesh, placed_leaves, restore_weight, weight_placements, weight_shardings
+)
+from jaxport.adapters.jax.exported.exported import Exported
+from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
+from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
 from jaxport.adapters.storage.checked_directory import KnownFiles
 from jaxport.application import wiring
-from jaxport.adapters.jax.trees.registry import default_registry
+from jaxport.application.export.serialization import deserialize
+from jaxport.domain.bundle.manifest import Manifest
+from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
 
 
 def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
@@ -57,26 +56,47 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
         MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
         OSError: ``path`` is not a readable directory.
     """
-    root = Path(path)
-    manifest = read_manifest(root)
-    registry = default_registry()
-    functions: dict[str, Exported] = {}
-    for entry in manifest.functions:
-        blob = read_function(root, manifest, entry.file)
+    loader = BundleLoader(wiring.known_files(), default_registry())
+    return loader.load(path, params=params, mesh=mesh, verify=verify, allowed_custom_calls=allowed_custom_calls)
+
+
+@dataclass(frozen=True, slots=True)
+class BundleLoader:
+    """Loads bundles (:func:`load_bundle`).
+
+    :func:`load_bundle` makes it from the composition root's objects; a test makes its own on its own ports.
+
+    Attributes:
+        known: the files whose digests were checked before (unchanged since, they are not hashed again).
+        registry: the pytree registry the functions and the weights' tree are read with.
+    """
+
+    known: KnownFiles
+    registry: PytreeSerializationRegistry
+
+    def load(self, path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
+             verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
+        """:func:`load_bundle`, on this loader's ports."""
+        root = Path(path)
+        manifest = read_manifest(root)
+        functions: dict[str, Exported] = {}
+        for entry in manifest.functions:
+            blob = read_function(root, manifest, entry.file)
+            try:
+                functions[entry.name] = deserialize(blob, self.registry, verify=verify,
+                                                    allowed_custom_calls=allowed_custom_calls)
+            except ArtifactError as exc:
+                raise ArtifactError(f"{entry.file}: {exc}") from exc
+        takes = {e.name: e.takes_params for e in manifest.functions}
         try:
-            functions[entry.name] = deserialize(blob, registry, verify=verify,
-                                                allowed_custom_calls=allowed_custom_calls)
-        except ArtifactError as exc:
-            raise ArtifactError(f"{entry.file}: {exc}") from exc
-    takes = {e.name: e.takes_params for e in manifest.functions}
-    try:
-        shardings = weight_shardings(functions, takes, manifest.params_tree, manifest.weights)
-    except (BundleMismatchError, ShardingMismatchError) as exc:
-        raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
-    where = weight_placements(shardings, mesh)
-    leaves = _read_weights(root, manifest, where, wiring.known_files()) if params is None else placed_leaves(manifest, params, where)
-    tree = registry.to_treedef(manifest.params_tree, leaves)
-    return Bundle(manifest, functions, tree.unflatten(leaves), where)
+            shardings = weight_shardings(functions, takes, manifest.params_tree, manifest.weights)
+        except (BundleMismatchError, ShardingMismatchError) as exc:
+            raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
+        where = weight_placements(shardings, mesh)
+        leaves = (_read_weights(root, manifest, where, self.known) if params is None
+                  else placed_leaves(manifest, params, where))
+        tree = self.registry.to_treedef(manifest.params_tree, leaves)
+        return Bundle(manifest, functions, tree.unflatten(leaves), where)
 
 
 def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...], known: KnownFiles) -> list[Any]:

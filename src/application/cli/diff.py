@@ -45,11 +45,11 @@ def _op_counts(module: bytes) -> dict[str, int]:
     from collections import Counter
 
     from jaxport.adapters.jax import internals as jax_internals
-    from jaxport.adapters.mlir.module import StableHloSerializer
     from jaxport.domain.artifact.module_format import check_portable_artifact
     from .. import wiring
 
-    check_portable_artifact(module, newest_readable=StableHloSerializer.newest_readable_version())
+    stablehlo = wiring.stablehlo()
+    check_portable_artifact(module, newest_readable=stablehlo.newest_readable_version())
     checked = wiring.module_worker().check(module, sdy=jax_internals.backend_serializes_with_sdy())
-    return dict(Counter(StableHloSerializer.op_names(StableHloSerializer.deserialize(checked.reserialized))))
+    return dict(Counter(stablehlo.op_names(stablehlo.deserialize(checked.reserialized))))
 

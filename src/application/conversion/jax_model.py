@@ -41,7 +41,7 @@ def jax_model(source: Exported | Bundle) -> ConvertedModel:
     for name, exp, takes in entries:
         record = exp.record
         count = len(weights) if takes else 0
-        caller = with_weights_bound(record, count) if count else record
+        caller = with_weights_bound(record, count)
         functions.append(ConvertedFunction(Signature(name, caller.in_tree, caller.in_avals, caller.out_tree,
                                                      caller.out_avals, caller.constraints, count), (Variant(""),)))
     runtime = JaxRuntime({name: (exp, weights if takes else []) for name, exp, takes in entries})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import types
+from dataclasses import dataclass
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,16 +24,15 @@ from jaxport.domain.converted.manifest import (
     FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
-from jaxport.domain.calls.front import call_signature, flatten_call, unflatten_results
-from jaxport.domain.calls.signature import signature
+from jaxport.domain.calls.front import call_checker, call_record, flatten_call, unflatten_results
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
 from jaxport.application import wiring
 from jaxport.application import target_adapters
+from .verification import DirectoryVerification, DirectoryVerifier
 
 if TYPE_CHECKING:  # the ports only type: loading a directory creates none of their classes
     from jaxport.domain.targets.ports import TargetRuntime
-    from .verification import DirectoryVerification
 
 #: The formats of the directories that jaxport wrote before one format served every target.
 _OLD_FORMATS = ("jaxport-iree", "jaxport-savedmodel")
@@ -110,8 +110,8 @@ class ConvertedCall:
         sig = function.signature
         self.function = function
         self.runtime = runtime
-        self.record = signature(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
-        self._check = call_signature(self.record)
+        self.record = call_record(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
+        self._check = call_checker(self.record)
         self.__name__ = sig.name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -202,18 +202,7 @@ def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runti
         UsageError: an unknown runtime option, or a bad value.
         OSError: ``path`` is not a readable directory.
     """
-    root = Path(path)
-    manifest, entry, params, data = _checked(root, wiring.known_files())
-    loader = target_adapters.runtime(entry)
-    if verify:
-        from .verification import verify_directory
-
-        verify_directory(root, data, manifest, runtime_options, wiring.verdict_store()).raise_if_failed(str(root))
-    runtime = loader(str(root), manifest, runtime_options)
-    read_back = None if params else getattr(runtime, "params", None)
-    if callable(read_back):  # a WeightsRuntime (domain.targets.ports): its target keeps the weights
-        params = read_back()
-    return ConvertedModel(manifest, runtime, params)
+    return _loader().load(path, verify=verify, **runtime_options)
 
 
 def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> DirectoryVerification:
@@ -222,10 +211,45 @@ def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> Di
     Raises:
         As :func:`load_converted`, but a directory that fails verification gives ``ok=False``.
     """
-    from .verification import verify_directory
+    return _loader().verify(path, **runtime_options)
 
-    manifest, _, _, data = _checked(Path(path), wiring.known_files())
-    return verify_directory(path, data, manifest, runtime_options, wiring.verdict_store())
+
+def _loader() -> ConvertedLoader:
+    """The loader on the process's known files and verdict store (:mod:`jaxport.application.wiring`)."""
+    return ConvertedLoader(wiring.known_files(), DirectoryVerifier(wiring.verdict_store()))
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedLoader:
+    """Loads and verifies converted directories (:func:`load_converted`, :func:`verify_converted`).
+
+    :func:`load_converted` makes it from the composition root's objects; a test makes its own on its own ports.
+
+    Attributes:
+        known: the files whose digests were checked before (unchanged since, they are not hashed again).
+        verifier: what verifies a directory in an isolated child, its verdicts remembered.
+    """
+
+    known: KnownFiles
+    verifier: DirectoryVerifier
+
+    def load(self, path: str | os.PathLike[str], *, verify: bool = True, **runtime_options: Any) -> ConvertedModel:
+        """:func:`load_converted`, on this loader's ports."""
+        root = Path(path)
+        manifest, entry, params, data = _checked(root, self.known)
+        loader = target_adapters.runtime(entry)
+        if verify:
+            self.verifier.verify(root, data, manifest, runtime_options).raise_if_failed(str(root))
+        runtime = loader(str(root), manifest, runtime_options)
+        read_back = None if params else getattr(runtime, "params", None)
+        if callable(read_back):  # a WeightsRuntime (domain.targets.ports): its target keeps the weights
+            params = read_back()
+        return ConvertedModel(manifest, runtime, params)
+
+    def verify(self, path: str | os.PathLike[str], **runtime_options: Any) -> DirectoryVerification:
+        """:func:`verify_converted`, on this loader's ports."""
+        manifest, _, _, data = _checked(Path(path), self.known)
+        return self.verifier.verify(path, data, manifest, runtime_options)
 
 
 def _checked(root: Path, known: KnownFiles) -> tuple[ConvertedManifest, TargetEntry, Mapping[str, Any], bytes]:

@@ -46,7 +46,7 @@ from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, variant_shapes
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converter, FunctionJob
 from jaxport.domain.targets.registry import TargetEntry, target
-from jaxport.domain.artifact.verification import check_signature
+from jaxport.domain.artifact.verification import check_main_types
 from jaxport.domain.converted.quantization import quantization
 from jaxport.application.conversion.quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
 from jaxport.application.conversion.source import ConversionSource, SourceFunction, read_source
@@ -142,7 +142,7 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     plan = entry.plan
     nr_weights = len(src.weights) if function.takes_params else 0
     record = function.record
-    caller = with_weights_bound(record, nr_weights) if nr_weights else record
+    caller = with_weights_bound(record, nr_weights)
     signature = Signature(function.name, caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
                           caller.constraints, nr_weights)
     refuse_record(plan, function.name, record, nr_weights=nr_weights)
@@ -179,7 +179,7 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
                                    form=None if form is None else {"standard": form})
         except ArtifactError as exc:
             raise ConversionError(runtime, name, f"its module does not verify: {exc}") from exc
-        problems = check_signature(one, checked.facts)
+        problems = check_main_types(one, checked.facts)
         if problems:
             raise ConversionError(runtime, name, "its module does not match its record: " + "; ".join(problems))
         calls.extend(c for c in checked.facts.custom_call_targets if c not in calls)

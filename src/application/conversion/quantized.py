@@ -9,7 +9,7 @@
   refused. An example that fits no variant of a function converted for static
   shapes is left out, and said so (a warning).
 * Once the directory is staged, :func:`check_examples` runs the golden examples on it,
-  on the target's runtime, and refuses the conversion (a ``ConversionError``
+  on the target's runtime (the one numerics loop, :mod:`.golden`), and refuses the conversion (a ``ConversionError``
   naming the function, the example, the output and the error) when an
   output misses the mode's tolerance (:mod:`jaxport.domain.converted.quantization`).
 """
@@ -21,16 +21,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxport.adapters.array_compare import compare, host_arrays
-from jaxport.adapters.storage.safetensors_file import arrays_in, read_small_file
+from jaxport.adapters.array_compare import host_arrays
+from jaxport.adapters.storage.safetensors_file import read_examples
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE
-from jaxport.domain.calls.front import call_signature, flatten_call, result_paths, with_weights_bound
+from jaxport.domain.calls.front import call_checker, flatten_call, with_weights_bound
 from jaxport.domain.converted.manifest import ConvertedManifest
-from jaxport.domain.converted.numerics import EXACT, tolerance_for
 from jaxport.domain.converted.quantization import CALIBRATED
 from jaxport.domain.errors import ConversionError, JaxportError
 from jaxport.domain.targets.ports import FunctionJob
 from jaxport.application.conversion.source import ConversionSource
+from .golden import examples_on
+from .model import load_converted
 
 #: function name -> its calibration examples, each a pair (args, kwargs) of the caller's arrays.
 Calibration = Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]]
@@ -70,13 +71,13 @@ def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: Conversio
 
 def _flat_example(runtime: str, job: FunctionJob, index: int, example: Any) -> list[Any]:
     """One calibration example as the caller's flat arrays, checked against the function's signature."""
-    record = with_weights_bound(job.record, job.signature.nr_weights) if job.signature.nr_weights else job.record
+    record = with_weights_bound(job.record, job.signature.nr_weights)
     if not (isinstance(example, (tuple, list)) and len(example) == 2 and isinstance(example[1], Mapping)):
         raise ConversionError(runtime, job.name, f"calibration example {index} is not a pair (args, kwargs)")
     try:
         leaves = host_arrays(flatten_call(record, example[0], example[1],
                                           weights_bound=bool(job.signature.nr_weights)))
-        call_signature(record).check(leaves)
+        call_checker(record).check(leaves)
     except JaxportError as exc:
         raise ConversionError(runtime, job.name, f"calibration example {index} does not fit it: {exc}") from None
     return leaves
@@ -87,9 +88,9 @@ def golden_inputs(src: ConversionSource, jobs: Mapping[str, FunctionJob]) -> Fla
     if not src.examples_blob:
         return {}
     flat: FlatCalibration = {}
-    for example in src.examples:
+    for example, (inputs, _) in zip(src.examples, read_examples(src.examples_blob, src.examples, file=EXAMPLES_FILE)):
         if example.function in jobs:
-            flat.setdefault(example.function, []).append(arrays_in(src.examples_blob, example.inputs, EXAMPLES_FILE))
+            flat.setdefault(example.function, []).append(inputs)
     return flat
 
 
@@ -97,8 +98,8 @@ def _fitting(runtime: str, job: FunctionJob, examples: list[list[Any]]) -> list[
     """The examples that fit a variant of ``job`` (all, for a variant of any size); says which it left out."""
     if not job.shapes:
         return examples
-    record = with_weights_bound(job.record, job.signature.nr_weights) if job.signature.nr_weights else job.record
-    check = call_signature(record)
+    record = with_weights_bound(job.record, job.signature.nr_weights)
+    check = call_checker(record)
     bindings = [dict(s.dims) for s in job.shapes]
     kept: list[int] = []
     left: list[int] = []
@@ -119,32 +120,13 @@ def check_examples(staging: Path, manifest: ConvertedManifest, runtime: str) -> 
     quantization = manifest.quantization
     if quantization is None or not manifest.examples:
         return
-    from jaxport.application.conversion.model import load_converted
-    from jaxport.domain.calls.errors import UncompiledSizeError
-
-    model = load_converted(staging, verify=False)  # written by this conversion, in this process
-    file = manifest.examples_file
-    arrays = iter(read_small_file(staging / file, [a for e in manifest.examples for a in e.arrays], file=file,
-                                  digest=manifest.files[file], owner="directory"))
-    left: list[str] = []
-    for example in manifest.examples:
-        inputs = [next(arrays) for _ in example.inputs]
-        wanted = [next(arrays) for _ in example.outputs]
-        try:
-            got = model[example.function].run_flat(inputs)
-        except UncompiledSizeError:
-            left.append(f"{example.function}[{example.index}]")
-            continue
-        for record, have, want, where in zip(example.outputs, got, wanted, result_paths(example.out_tree)):
-            exact = tolerance_for(record.dtype) == EXACT
-            tolerance = tolerance_for(record.dtype) if exact else quantization.tolerance
-            error, reference, problem = compare(have, want)
-            if problem is not None or not tolerance.allows(error, reference):
-                said = problem or (f"its largest error is {error:.4g}, {error / max(reference, 1e-30):.2%} of "
-                                   f"its largest magnitude {reference:.4g}, beyond the {quantization.mode} "
-                                   f"tolerance ({tolerance})")
-                raise ConversionError(runtime, example.function, f"golden example {example.index}: the quantized "
-                                                                 f"model's {where}: {said}")
-    if left:
-        warnings.warn(f"{runtime}: the golden examples {left} fit none of the compiled variants: left out of "
-                      "the check of the quantized model", stacklevel=3)
+    report = examples_on(staging, load_converted(staging, verify=False))  # written by this conversion, here
+    for c in report.failures:
+        said = c.problem or (f"its largest error is {c.max_abs_error:.4g}, {c.relative_error:.2%} of its "
+                             f"largest magnitude {c.max_reference:.4g}, beyond the {quantization.mode} "
+                             f"tolerance ({c.tolerance})")
+        raise ConversionError(runtime, c.function, f"golden example {c.example}: the quantized model's "
+                                                   f"{c.output}: {said}")
+    if report.left_out:
+        warnings.warn(f"{runtime}: the golden examples {list(report.left_out)} fit none of the compiled variants: "
+                      "left out of the check of the quantized model", stacklevel=3)

@@ -36,7 +36,7 @@ from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.targets.registry import target
 
 if TYPE_CHECKING:
-    from jaxport.adapters.storage.verdict_store import FileVerdictStore
+    from jaxport.adapters.storage.checked_directory import VerdictStore
 
 #: Bumped when what the child checks changes, so that remembered verdicts are not reused.
 CHECKS_VERSION: Final = 1
@@ -75,29 +75,38 @@ class DirectoryVerification:
                                 + "\n".join(f"  - {r}" for r in self.reasons))
 
 
-def verify_directory(root: str | os.PathLike[str], manifest_bytes: bytes, manifest: ConvertedManifest,
-                     options: Mapping[str, Any], store: FileVerdictStore) -> DirectoryVerification:
-    """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``),
-    the verdict remembered in ``store``.
+@dataclass(frozen=True, slots=True)
+class DirectoryVerifier:
+    """Verifies converted directories, each verdict remembered in ``store``.
 
-    Raises:
-        UsageError: a runtime option that is not a JSON value, or that the runtime refuses.
+    Made on the verdict store that artifacts use
+    (:func:`jaxport.application.wiring.verdict_store`); a test makes its own on its own store.
     """
-    try:
-        sent = json.dumps(dict(options), sort_keys=True)
-    except (TypeError, ValueError):
-        raise UsageError("Runtime options must be JSON values (strings, numbers, lists) to verify the "
-                         "directory; pass verify=False for a directory you trust") from None
-    digest = hashlib.sha256(manifest_bytes).hexdigest()
-    key = verdict_key(f"c{CHECKS_VERSION}", digest, manifest.target, sent, _runtimes(manifest.target))
-    remembered = store.get(key)
-    if remembered is not None:
-        return DirectoryVerification(remembered.ok, remembered.reasons, digest, True)
-    size = sum(f.size for f in manifest.files.values())
-    verdict, remember = _run_child(os.fspath(root), json.loads(sent), size)
-    if remember:
-        store.put(key, verdict)
-    return DirectoryVerification(verdict.ok, verdict.reasons, digest, False)
+
+    store: VerdictStore
+
+    def verify(self, root: str | os.PathLike[str], manifest_bytes: bytes, manifest: ConvertedManifest,
+               options: Mapping[str, Any]) -> DirectoryVerification:
+        """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``).
+
+        Raises:
+            UsageError: a runtime option that is not a JSON value, or that the runtime refuses.
+        """
+        try:
+            sent = json.dumps(dict(options), sort_keys=True)
+        except (TypeError, ValueError):
+            raise UsageError("Runtime options must be JSON values (strings, numbers, lists) to verify the "
+                             "directory; pass verify=False for a directory you trust") from None
+        digest = hashlib.sha256(manifest_bytes).hexdigest()
+        key = verdict_key(f"c{CHECKS_VERSION}", digest, manifest.target, sent, _runtimes(manifest.target))
+        remembered = self.store.get(key)
+        if remembered is not None:
+            return DirectoryVerification(remembered.ok, remembered.reasons, digest, True)
+        size = sum(f.size for f in manifest.files.values())
+        verdict, remember = _run_child(os.fspath(root), json.loads(sent), size)
+        if remember:
+            self.store.put(key, verdict)
+        return DirectoryVerification(verdict.ok, verdict.reasons, digest, False)
 
 
 @functools.cache

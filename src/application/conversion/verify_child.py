@@ -7,7 +7,7 @@ by :mod:`.verification`, an isolated child (:mod:`jaxport.adapters.isolated`:
 the target's runtime (:func:`~.model.load_converted`, ``verify=False``: the
 files' digests are checked again) and calls each variant of each function:
 on the directory's golden examples, compared with the outputs recorded at
-conversion (:mod:`.numerics`), and once on zeros of the variant's signature
+conversion (:mod:`.golden`), and once on zeros of the variant's signature
 (dimension variables the variant leaves free: 1). It imports the target's
 runtime, never JAX nor jaxlib.
 
@@ -71,7 +71,7 @@ def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
         return [_reason(", ".join(files), "the runtime cannot open it", exc)]
     reasons: list[str] = []
     if manifest.examples:
-        from .numerics import examples_on
+        from .golden import examples_on
 
         request.say({"file": manifest.examples_file})
         try:

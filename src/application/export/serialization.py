@@ -16,10 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from jaxport.adapters.flatbuffers.codec import decode_artifact
-from jaxport.adapters.jax.exported.exported import Exported
-from jaxport.adapters.jax.exported.jax_objects import jax_objects_of
+from jaxport.adapters.jax.exported.exported import Exported, exported_of
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
-from jaxport.adapters.jax.trees.registry import default_registry
 
 
 def deserialize(blob: bytes | bytearray | memoryview,
@@ -51,5 +49,4 @@ def deserialize(blob: bytes | bytearray | memoryview,
         record = verify_artifact(blob, allowed_custom_calls=allowed_custom_calls).raise_if_failed()
     else:
         record = decode_artifact(blob)
-    registry = registry or default_registry()
-    return Exported(record, _registry=registry, _jax_objects=jax_objects_of(record, registry))
+    return exported_of(record, registry)

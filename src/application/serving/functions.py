@@ -1,8 +1,8 @@
-"""The functions of a directory, as a server needs them: wire signature, compiled sizes, checked flat calls.
+"""The functions of a directory, as a server needs them: wire interface, compiled sizes, checked flat calls.
 
 :class:`~jaxport.domain.serving.protocol.ServedFunction` is the narrow interface between what jaxport loads
 and the protocol server (:mod:`jaxport.adapters.kserve.server`): a name, the
-signature on the wire, the sizes a target was compiled for, and two calls on
+interface on the wire, the sizes a target was compiled for, and two calls on
 flat host arrays: ``check`` (jaxport's call front: ranks, dtypes, shapes,
 dimension variables, constraints, raising :mod:`jaxport.errors`) and ``run``
 (checks, then runs on the directory's runtime).
@@ -15,23 +15,14 @@ every target registered later, each on its own runtime, without JAX).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import FORMAT_NAME as BUNDLE_FORMAT, MANIFEST_FILE
 from jaxport.domain.converted.manifest import manifest_format
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.calls.front import call_signature, leaf_paths, result_paths
-from jaxport.domain.serving.protocol import FlatCall, ServedFunction, served_signature
+from jaxport.domain.calls.front import call_checker, leaf_paths, result_paths
+from jaxport.domain.serving.protocol import ServedFunction, wire_interface
 from jaxport.application.conversion.model import ConvertedModel, is_converted, load_converted, read_converted
-
-
-def _served(name: str, record: ArtifactRecord, run: FlatCall, runtime: str,
-            compiled: Sequence[dict[str, int]] = ()) -> ServedFunction:
-    signature = served_signature(name, record, leaf_paths(record.in_tree), result_paths(record.out_tree))
-    return ServedFunction(name, record, signature, tuple(compiled), call_signature(record).check, run, runtime)
 
 
 def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
@@ -49,7 +40,7 @@ def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
     if is_bundle(root):
         return _bundle(root)
     if is_converted(root):
-        return _converted(root)
+        return _functions(load_converted(root))  # any target, on its runtime, at the sizes it was compiled for
     raise ArtifactError(f"{root} is not a bundle or a directory converted from one by jaxport: it has "
                         "none of their manifests")
 
@@ -80,13 +71,13 @@ def _bundle(root: Path) -> list[ServedFunction]:
     return _functions(jax_model(load_bundle(root)))
 
 
-def _converted(root: Path) -> list[ServedFunction]:
-    """A converted directory (any target) on its runtime, at the sizes it was compiled for."""
-    return _functions(load_converted(root))
-
-
 def _functions(model: ConvertedModel) -> list[ServedFunction]:
     """The functions of ``model`` (the front's checked flat call), with the sizes of their variants."""
-    return [_served(name, model[name].record, model[name].run_flat, model.target,
-                    [v.binding for v in model.functions[name].variants])
-            for name in model]
+    served = []
+    for name in model:
+        record = model[name].record
+        wire = wire_interface(name, record, leaf_paths(record.in_tree), result_paths(record.out_tree))
+        compiled = tuple(v.binding for v in model.functions[name].variants)
+        served.append(ServedFunction(name, record, wire, compiled, call_checker(record).check, model[name].run_flat,
+                                     model.target))
+    return served

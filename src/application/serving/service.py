@@ -1,7 +1,7 @@
 """``serve``: a bundle or a converted directory served over the Open Inference Protocol (REST and gRPC).
 
 Every function of the directory becomes one protocol model, named after it,
-whose metadata comes from jaxport's signature (wire names, datatypes, ``-1``
+whose metadata comes from the function's wire interface (wire names, datatypes, ``-1``
 for symbolic dimensions: :mod:`jaxport.domain.serving.protocol`) and whose requests go
 through jaxport's call front before the runtime runs them. The protocol
 stack is KServe's (:mod:`jaxport.adapters.kserve.server`); KServe is the
@@ -91,7 +91,7 @@ def load_checked(path: Path, options: ServeOptions) -> Sequence[ServedFunction]:
     options.check_batch([f.name for f in functions])
     for function in functions:
         if function.name in options.batch:
-            batch_variable(function.signature)
+            batch_variable(function.wire)
     _check_examples(path)
     return functions
 

@@ -21,7 +21,6 @@ from jaxport.domain.errors import CallingConventionError
 
 MINIMUM_VERSION = 9
 MAXIMUM_VERSION = 10
-DEFAULT_VERSION = 10
 #: The argument attribute of ``main`` that marks a dimension argument; its value names the variable.
 GLOBAL_CONSTANT_ATTR = "jax.global_constant"
 #: The name that attribute gives the platform-index argument.

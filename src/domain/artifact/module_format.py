@@ -8,7 +8,7 @@ whose StableHLO is at least V and at most 5 years newer.
 Target version: the one ``jax.export`` targets with the installed jaxlib (its
 "4 weeks old" compatibility requirement), so that jaxport and jax.export write
 byte-identical modules on every JAX release: 1.15.0 with jax 0.10.2, 1.16.1
-with 0.11.0, 1.18.0 with 0.11.2 and 0.12.0.1 (``adapters.jaxlib_mlir.export_target_version``).
+with 0.11.0, 1.18.0 with 0.11.2 and 0.12.0.1 (``adapters.mlir.bindings.export_target_version``).
 A consumer reads an artifact only when its own StableHLO is at least the
 target (``jaxport check --consumer`` says which): an artifact exported on jax
 0.12 is not read by jaxlib 0.10.2, whatever wrote it.

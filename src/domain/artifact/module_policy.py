@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .custom_calls import ALLOW_ALL, HOST_CALLBACK_TARGETS, allowed_targets
 from jaxport.domain.errors import DisallowedCustomCallError, HostCallbackError
+from jaxport.domain.jax_docs import DocPages
 from .safety import DisabledSafetyCheck
 
 
@@ -61,8 +62,8 @@ class ModulePolicy:
         """Whether a custom call to ``target`` may be exported."""
         return ALLOW_ALL in self.allowed_custom_calls or target in self.allowed_custom_calls
 
-    def check(self, fun_name: str, sites: Iterable[OpSite]) -> None:
-        """Checks every reported operation of the module of ``fun_name``.
+    def check(self, fun_name: str, sites: Iterable[OpSite], docs: DocPages) -> None:
+        """Checks every reported operation of the module of ``fun_name`` (a refusal cites ``docs``).
 
         Raises:
             HostCallbackError: the module calls back into Python.
@@ -77,4 +78,4 @@ class ModulePolicy:
                 if not self.allows(site.target):
                     disallowed.append(site.describe())
         if disallowed:
-            raise DisallowedCustomCallError(disallowed)
+            raise DisallowedCustomCallError(disallowed, docs)

@@ -11,11 +11,8 @@ export: by the export (in this process) or by decoding an artifact's bytes.
 everything that writes, inspects, verifies or runs an export reads it.
 The sharding records are :mod:`.sharding`'s.
 
-The fields that an export made in this process converts from JAX's objects
-(the trees, the avals, the effects) and its module bytes may be
-:class:`~jaxport.domain.deferred.Deferred`: made on first read (see :mod:`jaxport.domain.deferred` for
-why). Nothing here knows the byte layout (that is the flatbuffers adapter's
-business) nor JAX's objects (that is the adapters' and the application's).
+Nothing here knows the byte layout (that is the flatbuffers adapter's
+business) nor JAX's objects (that is the adapters').
 """
 
 from __future__ import annotations
@@ -223,7 +220,7 @@ class EffectRecord:
     type_name: str
 
 
-@dataclass(frozen=True)  # no slots: deferred fields live in the instance dict
+@dataclass(frozen=True)  # no slots: the VJP of a decoded artifact lives in the instance dict
 class ArtifactRecord:
     """Every field of an export, as ``jax.export``'s ``Exported.serialize()`` writes them.
 
@@ -263,30 +260,25 @@ class ArtifactRecord:
             ``jax.export`` there writes); None for the older layout, which
             records ``serialization_version`` 3.
 
-    The trees, avals, effects, module bytes and VJP may be given as
-    :class:`~jaxport.domain.deferred.Deferred` (made on first read); the checks below that
-    need one of them run only when it is given as a value. The shardings,
-    one per flat argument and result, are never deferred.
+    The VJP may be given as :class:`~jaxport.domain.deferred.Deferred` (made on first read).
     """
 
     function_name: str
+    in_tree: TreeSpec
+    in_avals: tuple[AvalRecord, ...]
+    out_tree: TreeSpec
+    out_avals: tuple[AvalRecord, ...]
     in_shardings: tuple[ShardingRecord | None, ...]
     out_shardings: tuple[ShardingRecord | None, ...]
     nr_devices: int
     platforms: tuple[str, ...]
+    ordered_effects: tuple[EffectRecord, ...]
+    unordered_effects: tuple[EffectRecord, ...]
     disabled_checks: tuple[DisabledSafetyCheck, ...]
+    mlir_module_serialized: bytes
     calling_convention_version: int
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
-    # Required too (a DeferredField has no default); after the others, as type
-    # checkers take the descriptor for a default.
-    in_tree: DeferredField[TreeSpec] = DeferredField()
-    in_avals: DeferredField[tuple[AvalRecord, ...]] = DeferredField()
-    out_tree: DeferredField[TreeSpec] = DeferredField()
-    out_avals: DeferredField[tuple[AvalRecord, ...]] = DeferredField()
-    ordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
-    unordered_effects: DeferredField[tuple[EffectRecord, ...]] = DeferredField()
-    mlir_module_serialized: DeferredField[bytes] = DeferredField()
     vjp: DeferredField[ArtifactRecord | None] = DeferredField(None)
     serialization_version: int = WRITTEN_SERIALIZATION_VERSION
     constraints: tuple[str, ...] = ()
@@ -294,12 +286,11 @@ class ArtifactRecord:
     jax_version: str | None = None
 
     def __post_init__(self) -> None:
-        for side, shardings in (("in", self.in_shardings), ("out", self.out_shardings)):
-            avals = DeferredField.made(self, f"{side}_avals")
-            if avals is not None and len(avals) != len(shardings):
+        for side, tree, avals, shardings in (("in", self.in_tree, self.in_avals, self.in_shardings),
+                                             ("out", self.out_tree, self.out_avals, self.out_shardings)):
+            if len(avals) != len(shardings):
                 raise ValueError(f"{len(avals)} {side}_avals but {len(shardings)} {side}_shardings")
-            tree = DeferredField.made(self, f"{side}_tree")
-            if tree is not None and tree.num_leaves != len(shardings):
+            if tree.num_leaves != len(shardings):
                 raise ValueError(f"{side}_tree has {tree.num_leaves} leaves but there are "
                                  f"{len(shardings)} {side}_avals")
         kinds = {type(s) for s in self.in_shardings + self.out_shardings if s is not None}

@@ -8,7 +8,7 @@ with MLIR's verifier and reports :class:`ModuleFacts`: the types of ``main``'s
 arguments and results and every custom-call target. This module decides on
 those facts, against the artifact's record:
 
-* ``main``'s signature is the one the record implies (see
+* ``main``'s types are those the record implies (:func:`check_main_types`, see
   :class:`~.calling_convention.MainArguments`): the platform index (an ``i32``
   scalar when there are several platforms), one ``!stablehlo.token`` per
   ordered effect, then the kept arrays with their dtypes and shapes (a
@@ -190,7 +190,7 @@ def _matches(expected: MlirType, found: MlirType, *, key: bool) -> bool:
     return shape == expected.shape
 
 
-def expected_signature(record: ArtifactRecord) -> tuple[tuple[MlirType, ...], tuple[MlirType, ...]]:
+def expected_main_types(record: ArtifactRecord) -> tuple[tuple[MlirType, ...], tuple[MlirType, ...]]:
     """The argument and result types that ``main`` of ``record`` must have."""
     layout = MainArguments.for_export(len(record.platforms), len(record.ordered_effects),
                                       record.module_kept_var_idx)
@@ -215,13 +215,13 @@ def dimension_argument_count(record: ArtifactRecord) -> int:
     return len({v for shape in shapes for d in shape if not isinstance(d, int) for v in d._get_vars()})
 
 
-def check_signature(record: ArtifactRecord, facts: ModuleFacts) -> tuple[str, ...]:
+def check_main_types(record: ArtifactRecord, facts: ModuleFacts) -> tuple[str, ...]:
     """Every difference between ``main``'s types and those ``record`` implies.
 
     ``main`` may take the dimension variables as leading ``tensor<i32>``
     arguments (after the platform index): both forms are read alike.
     """
-    inputs, results = expected_signature(record)
+    inputs, results = expected_main_types(record)
     extra = len(facts.inputs) - len(inputs)
     if extra > 0 and record.uses_global_constants and extra == dimension_argument_count(record):
         start = int(len(record.platforms) > 1)
@@ -269,7 +269,7 @@ def verdict(chain: Sequence[tuple[ArtifactRecord, ModuleFacts]], *, allowed: Ite
     reasons: list[str] = []
     for level, (record, facts) in enumerate(chain):
         prefix = "" if level == 0 else f"VJP of order {level}: "
-        reasons += [prefix + r for r in check_signature(record, facts)]
+        reasons += [prefix + r for r in check_main_types(record, facts)]
         reasons += [prefix + r for r in check_custom_calls(facts.custom_call_targets,
                                                            allowed=allowed)]
     return Verdict(not reasons, tuple(reasons))

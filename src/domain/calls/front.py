@@ -1,6 +1,6 @@
 """The call-side front that every runtime shares: flatten, check, unflatten.
 
-A call through a :class:`~jaxport.domain.calls.host_arrays.Runtime` goes
+A call through a :class:`~jaxport.domain.targets.ports.TargetRuntime` goes
 ``flatten_call`` (the caller's ``(args, kwargs)`` against the exported
 pytree), ``check_call`` (ranks, dtypes, constant dimensions, then the
 dimension variables solved from the concrete shapes and every shape
@@ -14,6 +14,11 @@ and leaves (anything else: an array). A custom node of the exported tree
 (a namedtuple, a registered class) is given as a tuple or list of its
 children, and comes back as a tuple: this module knows no class registry.
 Leaves are only read through ``shape`` and ``str(dtype)``: no NumPy here.
+
+:func:`check_arguments` and :func:`check_shardings_divide` are the checks on
+flat abstract values that an :class:`Exported` also runs when it is called
+(eagerly or while tracing), before anything is executed; :func:`call_record`
+is the record that calls of a converted function are checked against.
 """
 
 from __future__ import annotations
@@ -25,10 +30,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxport.domain.artifact.calling_convention import MAXIMUM_VERSION
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
-from .checks import check_arguments
-from jaxport.domain.errors import ArtifactError, CallError, TreeDifference, TreeMismatchError
-from jaxport.domain.specs import ArraySpec, Shape
+from jaxport.domain.artifact.sharding import NamedShardingRecord
+from jaxport.domain.errors import (
+    ArtifactError, CallError, DtypeMismatchError, RankMismatchError, ShapeMismatchError, ShardingMismatchError,
+    TreeDifference, TreeMismatchError,
+)
+from jaxport.domain.specs import ArraySpec, Shape, format_shape
 from jaxport.domain.symbolic import (
     ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec, solve_call
 )
@@ -148,7 +157,7 @@ def result_paths(out_tree: TreeSpec) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class CallSignature:
+class CallChecker:
     """What the checks of a call need of one function, parsed once.
 
     Attributes:
@@ -191,7 +200,7 @@ class CallSignature:
         return {name: value for name, value in solution.values.items() if isinstance(value, int)}
 
 
-#: How many passing (shape, dtype) lists a signature remembers.
+#: How many passing (shape, dtype) lists a checker remembers.
 _SEEN = 64
 
 
@@ -204,15 +213,15 @@ def _spec_of(path: str, leaf: Any) -> ArraySpec:
 
 
 @functools.lru_cache(maxsize=256)
-def call_signature(function: ArtifactRecord) -> CallSignature:
-    """The parsed signature of ``function`` (cached per record).
+def call_checker(function: ArtifactRecord) -> CallChecker:
+    """The checker of calls to ``function``, its specs parsed once (cached per record).
 
     Raises:
         ArtifactError: a dimension or a constraint of the record does not parse.
     """
     shapes = record_shapes(function.in_avals, function.constraints)
     specs = tuple(ArraySpec(shape, aval.dtype.value) for shape, aval in zip(shapes, function.in_avals))
-    return CallSignature(function.function_name, specs, leaf_paths(function.in_tree),
+    return CallChecker(function.function_name, specs, leaf_paths(function.in_tree),
                          any(s.is_symbolic for s in specs))
 
 
@@ -233,7 +242,7 @@ def check_call(function: ArtifactRecord, leaves: Sequence[Any]) -> dict[str, int
             violate a shape assertion or a user constraint (JAX's message).
         UnsolvableDimensionError: a variable cannot be computed from the shapes.
     """
-    return call_signature(function).check(leaves)
+    return call_checker(function).check(leaves)
 
 
 def record_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = (), *,
@@ -320,7 +329,8 @@ def _build(spec: TreeSpec, leaves: Any) -> Any:
     return tuple(children)
 
 
-def with_weights_bound(function: ArtifactRecord, count: int) -> ArtifactRecord:
+def with_weights_bound(function: ArtifactRecord, count: int, *,
+                       takes_weights: bool | None = None) -> ArtifactRecord:
     """The record of ``function`` as its caller sees it when a runtime holds its first argument.
 
     A bundle converted for another runtime keeps its weights there (a
@@ -329,11 +339,21 @@ def with_weights_bound(function: ArtifactRecord, count: int) -> ArtifactRecord:
     are the caller's (``count`` leading flat inputs, the weights, left out),
     so that the call checks name the caller's arguments (``args[0]`` is the
     first one after the weights). Only a runtime that holds the weights runs it.
+    With ``count`` 0 the runtime holds none (the function takes no weights, or
+    a converted signature's ``nr_weights`` is 0): ``function`` itself.
+
+    Args:
+        function: the record, the weights its first positional argument.
+        count: the weights' number of leaves.
+        takes_weights: whether the first argument is bound whatever ``count`` (a loaded
+            bundle's function binds weights of no leaves too); None: when ``count`` is not 0.
 
     Raises:
         ArtifactError: the function takes no first positional argument with
             ``count`` leaves.
     """
+    if not (count > 0 if takes_weights is None else takes_weights):
+        return function
     return dataclasses.replace(
         function, in_tree=caller_tree(function.function_name, function.in_tree, count),
         in_avals=function.in_avals[count:], in_shardings=function.in_shardings[count:],
@@ -359,3 +379,66 @@ def _args_and_kwargs(in_tree: TreeSpec) -> tuple[TreeSpec, TreeSpec]:
     if in_tree.kind is not TreeKind.TUPLE or len(in_tree.children) != 2:
         raise ArtifactError(f"The input tree {in_tree.kind.value} is not the pytree of (args, kwargs)")
     return in_tree.children[0], in_tree.children[1]
+
+
+def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],
+                    paths: Sequence[str]) -> None:
+    """Checks rank, dtype and every constant dimension of each flat argument.
+
+    Args:
+        expected: the exported input specs.
+        actual: the specs of the call's flat arguments, in the same order.
+        paths: how each flat argument is named in messages (``"args[0]"``).
+
+    Raises:
+        RankMismatchError, DtypeMismatchError, ShapeMismatchError: with the
+            argument path and both values.
+    """
+    for path, exp, got in zip(paths, expected, actual, strict=True):
+        if exp.ndim != got.ndim:
+            raise RankMismatchError(path, format_shape(exp.shape), format_shape(got.shape))
+        if exp.dtype != got.dtype:
+            raise DtypeMismatchError(path, exp.dtype, got.dtype)
+        for dim_idx, (e, g) in enumerate(zip(exp.shape, got.shape)):
+            if isinstance(e, int) and (not isinstance(g, int) or e != g):
+                raise ShapeMismatchError(f"{path}.shape[{dim_idx}]",
+                                         format_shape(exp.shape), format_shape(got.shape))
+
+
+def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedShardingRecord | None],
+                           paths: Sequence[str]) -> None:
+    """Checks that each constant dimension splits evenly over its sharded mesh axes.
+
+    Raises:
+        ShardingMismatchError: naming the argument, the dimension and the axes.
+    """
+    for path, shape, sharding in zip(paths, shapes, shardings, strict=True):
+        if sharding is None:
+            continue
+        sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
+        for dim, (size, axes) in enumerate(zip(shape, sharding.spec.partitions)):
+            parts = 1
+            for axis in axes:
+                parts *= sizes.get(axis, 1)
+            if isinstance(size, int) and size % parts:
+                raise ShardingMismatchError(path, dim, size, axes, parts)
+
+
+def call_record(function_name: str, in_tree: TreeSpec, in_avals: Sequence[AvalRecord],
+                out_tree: TreeSpec, out_avals: Sequence[AvalRecord],
+                constraints: Sequence[str] = ()) -> ArtifactRecord:
+    """The record that calls of a converted function are checked against: no module, every argument kept.
+
+    A converted directory's :class:`~jaxport.domain.converted.manifest.Signature` becomes one here,
+    its module not kept (the directory holds compiled code instead), the weights already left out:
+    one device, on CPU.
+    """
+    return ArtifactRecord(
+        function_name=function_name, in_tree=in_tree, in_avals=tuple(in_avals),
+        out_tree=out_tree, out_avals=tuple(out_avals),
+        in_shardings=(None,) * len(in_avals), out_shardings=(None,) * len(out_avals),
+        nr_devices=1, platforms=("cpu",), ordered_effects=(), unordered_effects=(),
+        disabled_checks=(), mlir_module_serialized=b"", calling_convention_version=MAXIMUM_VERSION,
+        module_kept_var_idx=tuple(range(len(in_avals))),
+        uses_global_constants=any(not d.isdigit() for a in in_avals for d in a.shape),
+        constraints=tuple(constraints))

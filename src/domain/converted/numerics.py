@@ -26,7 +26,7 @@ defaults for the floating and complex dtypes.
 
 This module does the arithmetic on plain numbers (the differences and
 magnitudes, found by an adapter) and formats the report; it reads no file
-and knows no runtime (:mod:`jaxport.application.conversion.numerics` runs the examples).
+and knows no runtime (:mod:`jaxport.application.conversion.golden` runs the examples).
 """
 
 from __future__ import annotations
@@ -154,6 +154,8 @@ class NumericsReport:
         examples: the number of examples run.
         checks: one per output of each example.
         converted: whether a bundle was converted for the runtime to run it.
+        left_out: the examples run on compiled variants only that fit none, as
+            ``function[index]`` (counted in ``examples``, without checks).
     """
 
     path: str
@@ -161,6 +163,7 @@ class NumericsReport:
     examples: int
     checks: tuple[OutputCheck, ...]
     converted: bool = False
+    left_out: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

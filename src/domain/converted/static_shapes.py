@@ -100,7 +100,7 @@ def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ..
 def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) -> StaticShapes:
     exported = _input_shapes(record)
     concrete = [tuple(_value(d, binding) for d in shape) for shape in exported]
-    callers = record if not nr_weights else with_weights_bound(record, nr_weights)
+    callers = with_weights_bound(record, nr_weights)
     paths = [f"weights[{i}]" for i in range(nr_weights)] + list(leaf_paths(callers.in_tree))
     solution = solve_call(exported, concrete, paths)
     outs = record_shapes(record.out_avals, record.constraints)

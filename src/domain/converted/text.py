@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from jaxport.domain.bundle.manifest import example_counts, examples_line
 from .manifest import ConvertedManifest
-from jaxport.domain.calls.signature import signature
-from jaxport.domain.artifact.signature_text import signature_text
+from jaxport.domain.artifact.info import signature_text
+from jaxport.domain.calls.front import call_record
 from jaxport.domain.targets.registry import TARGETS
 
 
@@ -46,7 +46,7 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
     for f in manifest.functions:
         s = f.signature
         reads = " (reads the weights)" if s.nr_weights else ""
-        record = signature(s.name, s.in_tree, s.in_avals, s.out_tree, s.out_avals, s.constraints)
+        record = call_record(s.name, s.in_tree, s.in_avals, s.out_tree, s.out_avals, s.constraints)
         lines.append(f"{f.name}{reads} {signature_text(record, width=200)}")
         lines.append(f"  inputs {', '.join(s.input_names) or '(none)'}; outputs {', '.join(s.output_names) or '(none)'}")
         for v in f.variants:

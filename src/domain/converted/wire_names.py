@@ -131,7 +131,7 @@ def parse_wire_name(name: str) -> tuple[str | int, ...]:
     """The key-path entries of a wire name: the inverse of :func:`wire_name`.
 
     Indices after the first segment come back as text (``"0"``): only the
-    tree tells a list index from a dict key (see :func:`input_index`).
+    tree tells a list index from a dict key.
 
     >>> parse_wire_name("arg1/dense/w"), parse_wire_name(".61rg0"), parse_wire_name("arg0/layer.2e0")
     ((1, 'dense', 'w'), ('arg0',), (0, 'layer.0'))
@@ -172,33 +172,3 @@ def output_wire_names(out_tree: TreeSpec) -> tuple[str, ...]:
     if out_tree.kind is TreeKind.DICT:
         return tuple(wire_name([str(k[0]), *k[1:]]) for k in out_tree.leaf_keys())
     return tuple(f"output_{i}" for i in range(out_tree.num_leaves))
-
-
-def input_index(in_tree: TreeSpec, name: str) -> int:
-    """The flat input that the wire name ``name`` names (the inverse of :func:`input_wire_names`).
-
-    >>> leaf = TreeSpec.leaf()
-    >>> input_index(TreeSpec.of_tuple(TreeSpec.of_tuple(leaf, leaf), TreeSpec.of_dict({"s": leaf})), "s")
-    2
-
-    Raises:
-        KeyError: no input has that name (the message lists those there are).
-    """
-    names = input_wire_names(in_tree)
-    try:
-        return names.index(name)
-    except ValueError:
-        raise KeyError(f"No input is named {name!r}; the inputs are {list(names)}") from None
-
-
-def output_index(out_tree: TreeSpec, name: str) -> int:
-    """The flat output that the wire name ``name`` names (the inverse of :func:`output_wire_names`).
-
-    Raises:
-        KeyError: no output has that name (the message lists those there are).
-    """
-    names = output_wire_names(out_tree)
-    try:
-        return names.index(name)
-    except ValueError:
-        raise KeyError(f"No output is named {name!r}; the outputs are {list(names)}") from None

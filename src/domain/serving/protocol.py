@@ -6,7 +6,7 @@ results, each named by the wire-name rule (:func:`wire_names`), typed by
 :data:`OIP_DATATYPES` and shaped with ``-1`` for every dimension that is not a
 constant. This module also decides which functions may have requests joined
 into one call (:func:`batch_variable`) and maps a request's named tensors onto
-the function's flat inputs (:meth:`ServedSignature.order_inputs`).
+the function's flat inputs (:meth:`WireInterface.order_inputs`).
 
 It knows no server, no array library and no runtime
 (:mod:`jaxport.application.serving.service` serves a directory with it).
@@ -95,7 +95,7 @@ class WireTensor:
 
 
 @dataclass(frozen=True, slots=True)
-class ServedSignature:
+class WireInterface:
     """A function's inputs and outputs on the wire, in flat order."""
 
     function: str
@@ -125,8 +125,8 @@ class ServedSignature:
         return [by_name[n] for n in expected]
 
 
-def served_signature(function: str, record: ArtifactRecord, in_paths: Sequence[str],
-                     out_paths: Sequence[str]) -> ServedSignature:
+def wire_interface(function: str, record: ArtifactRecord, in_paths: Sequence[str],
+                   out_paths: Sequence[str]) -> WireInterface:
     """The wire view of ``record``, the caller's record of ``function``.
 
     Args:
@@ -138,8 +138,8 @@ def served_signature(function: str, record: ArtifactRecord, in_paths: Sequence[s
         ConversionError: an input or output has a dtype the protocol cannot carry.
     """
     ins, outs = wire_names(record)
-    return ServedSignature(function, _tensors(function, ins, in_paths, record.in_avals),
-                           _tensors(function, outs, out_paths, record.out_avals))
+    return WireInterface(function, _tensors(function, ins, in_paths, record.in_avals),
+                         _tensors(function, outs, out_paths, record.out_avals))
 
 
 def _tensors(function: str, names: Sequence[str], paths: Sequence[str],
@@ -156,7 +156,7 @@ def _tensors(function: str, names: Sequence[str], paths: Sequence[str],
     return tuple(tensors)
 
 
-def batch_variable(signature: ServedSignature) -> str:
+def batch_variable(wire: WireInterface) -> str:
     """The dimension variable that every input and output leads with, and that only they hold.
 
     Only such a function's rows are independent enough to join requests:
@@ -164,27 +164,27 @@ def batch_variable(signature: ServedSignature) -> str:
     no other dimension may mention it.
 
     >>> x = WireTensor("arg0", "args[0]", "float32", "FP32", ("b", 8))
-    >>> batch_variable(ServedSignature("predict", (x,), (WireTensor("output_0", "out", "float32", "FP32", ("b",)),)))
+    >>> batch_variable(WireInterface("predict", (x,), (WireTensor("output_0", "out", "float32", "FP32", ("b",)),)))
     'b'
 
     Raises:
         UsageError: the function does not qualify; the message says which tensor does not.
     """
-    tensors = (*signature.inputs, *signature.outputs)
-    if not signature.inputs:
-        raise UsageError(f"--batch {signature.function}: the function takes no inputs, so there is no "
+    tensors = (*wire.inputs, *wire.outputs)
+    if not wire.inputs:
+        raise UsageError(f"--batch {wire.function}: the function takes no inputs, so there is no "
                          "batch dimension to join requests along")
     lead = tensors[0].dims[0] if tensors[0].dims else None
     first = lead if isinstance(lead, str) and lead.isidentifier() else ""
     for tensor in tensors:
         if not first or not tensor.dims or tensor.dims[0] != first:
             raise UsageError(
-                f"--batch {signature.function}: its {tensor.path} ('{tensor.name}', dims "
+                f"--batch {wire.function}: its {tensor.path} ('{tensor.name}', dims "
                 f"{list(tensor.dims)}) does not lead with the batch dimension variable "
                 f"{first or '(none)'}; requests are joined only for functions whose "
                 "inputs and outputs all lead with one batch dimension variable")
         if any(isinstance(d, str) and first in _names(d) for d in tensor.dims[1:]):
-            raise UsageError(f"--batch {signature.function}: its {tensor.path} ('{tensor.name}') uses the "
+            raise UsageError(f"--batch {wire.function}: its {tensor.path} ('{tensor.name}') uses the "
                              f"batch dimension {first} beyond its first dimension {list(tensor.dims)}")
     return first
 
@@ -213,7 +213,7 @@ class ServedFunction:
     Attributes:
         name: the function's name (its protocol model's name).
         record: its record as the caller sees it (a bundle's weights left out).
-        signature: its inputs and outputs on the wire.
+        wire: its inputs and outputs on the wire.
         compiled: the bindings of dimension variables a module was compiled
             for (IREE), or empty where any size runs.
         check: checks a call's flat arguments (jaxport's errors); returns the
@@ -224,7 +224,7 @@ class ServedFunction:
 
     name: str
     record: ArtifactRecord
-    signature: ServedSignature
+    wire: WireInterface
     compiled: tuple[dict[str, int], ...]
     check: Callable[[Sequence[Any]], dict[str, int]]
     run: FlatCall

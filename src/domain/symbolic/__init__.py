@@ -7,17 +7,17 @@ names its inconclusive error (``DimExpr.inconclusive_error``).
 Modules, by reason to change (they form a DAG, counting the imports for type
 checking, see tests/unit/test_import_graph.py):
 
-* ``core``: canonical polynomials, ordering and printing (JAX's text);
+* ``core``: canonical polynomials, ordering and printing (JAX's text), the
+  ``floordiv``/``mod`` rules;
 * ``decision``: the bounds decision procedure;
 * ``expr``: :class:`DimExpr` and ``max``/``min``, the user's :class:`Constraint` records and
-  the :class:`Scope` protocol, what an expression asks of its scope; ``division``: the
-  ``floordiv``/``mod`` rules; ``sizes``: ``dim_max``, ``dim_floordiv``... on an int or an
-  expression, for the parser and the solver;
-* ``scope``: :class:`SymbolicScope`, which parses the user's constraints;
+  the :class:`Scope` protocol, what an expression asks of its scope; ``dim_max``,
+  ``dim_min``... on an int or an expression, for the parser and the solver;
+* ``scope``: :class:`SymbolicScope`, which parses the user's constraints, and
+  :func:`parse_shape_spec`;
 * ``ops``: evaluation over pluggable operations (:class:`DimOps`);
 * ``parser``: the grammar, :func:`parse_constraint` (which ``scope`` uses);
-  ``shape_spec``: :func:`parse_shape_spec`, above ``parser`` and ``scope``;
-* ``plan``/``planner``: the :class:`ShapePlan` of exported shapes;
+* ``plan``: the :class:`ShapePlan` of exported shapes and :func:`build_plan`, which builds it;
 * ``solve``: running a plan; the call-side :func:`solve_call`.
 * ``clipping``: the constraints that decide a ``min``/``max`` of a variable and a constant,
   named in a note when an export fails on one.
@@ -50,19 +50,16 @@ from .plan import (
     ShapeAssertion as ShapeAssertion,
     ShapePlan as ShapePlan,
     VarDerivation as VarDerivation,
+    build_plan as build_plan,
     format_shape as format_shape,
 )
-from .planner import build_plan as build_plan
-from .scope import SymbolicScope as SymbolicScope
-from .sizes import (
-    dim_floordiv as dim_floordiv,
+from .scope import SymbolicScope as SymbolicScope, parse_shape_spec as parse_shape_spec
+from .expr import (
     dim_max as dim_max,
     dim_min as dim_min,
-    dim_mod as dim_mod,
     is_nonnegative as is_nonnegative,
     is_symbolic_dim as is_symbolic_dim,
 )
-from .shape_spec import parse_shape_spec as parse_shape_spec
 from .solve import (
     CallSolution as CallSolution,
     PlanHandler as PlanHandler,
@@ -77,7 +74,7 @@ __all__ = [
     "PYTHON_OPS", "PlanHandler", "PlanValue", "PythonOps", "Remainder",
     "Scope", "ScopeMixingError", "ShapeAssertion", "ShapeAssertionError", "ShapePlan",
     "ShapeSpecSyntaxError", "ShapeSpecTypeError", "SymbolicScope", "UnsolvableDimensionError", "VarDerivation",
-    "build_plan", "call_output_shapes", "dim_floordiv", "dim_max", "dim_min", "dim_mod",
+    "build_plan", "call_output_shapes", "dim_max", "dim_min",
     "format_shape", "is_nonnegative", "is_symbolic_dim", "parse_constraint", "parse_shape_spec",
     "run_plan", "solve_call",
 ]

@@ -295,7 +295,7 @@ class BoundsDecider:
         elif f.op == FLOORDIV:
             yield from self._floordiv_replacements(x, y, need_lower)
         elif f.op == MOD:
-            yield from self._mod_replacements(f, x, y, need_lower)
+            yield from self._mod_replacements(x, y, need_lower)
 
     def _floordiv_replacements(self, x: Poly, y: Poly, need_lower: bool) -> Iterator[Form]:
         if y.is_constant and y.const:
@@ -309,7 +309,7 @@ class BoundsDecider:
         elif not need_lower and self.bounds(x)[0] >= 0 and self.bounds(y)[0] >= 1:
             yield form_of(x)
 
-    def _mod_replacements(self, f: Factor, x: Poly, y: Poly, need_lower: bool) -> Iterator[Form]:
+    def _mod_replacements(self, x: Poly, y: Poly, need_lower: bool) -> Iterator[Form]:
         if y.is_constant and y.const:
             quotient = Factor.operation(FLOORDIV, x, y)
             multiple: Form = ({_term(quotient): 1}, 0)

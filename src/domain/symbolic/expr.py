@@ -18,8 +18,11 @@ An expression knows its scope only as a :class:`Scope`: what it asks of one
 implementation, :class:`~.scope.SymbolicScope`, parses its constraint texts
 into expressions, so it sits above this module and the parser; the user
 constraints it holds, :class:`Constraint`, are expressions and live here.
-The functions on a size that may be an int or an expression (``dim_max``,
-``dim_floordiv``...) are :mod:`.sizes`'s.
+The functions at the end (``dim_max``, ``is_nonnegative``...) operate on a size
+that may be an int or an expression, as the parser and the solver hold them:
+they give the int result for ints and leave a symbolic one to the
+expression's own operators (so an expression's subclass, the JAX adapter's,
+carries through).
 
 >>> from jaxport.domain.symbolic import parse_shape_spec
 >>> b, h = parse_shape_spec("b, h")
@@ -29,6 +32,10 @@ True
 (b, 0)
 >>> b.max(4), b >= b.min(h)
 (max(b, 4), True)
+>>> dim_max(3, 4), dim_max(b, 1), dim_min(b, 1)
+(4, b, 1)
+>>> is_symbolic_dim(b), is_symbolic_dim(4), is_nonnegative(b - 1), is_nonnegative(b - 2)
+(True, False, True, None)
 """
 
 from __future__ import annotations
@@ -40,9 +47,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar, Protocol, Self, TypeAlias, Union  # Self: Python 3.11 has it (typing_extensions costs an import)
 
-from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly
+from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly, divide
 from .decision import BoundsDecider
-from .division import divide
+from ..jax_docs import DocPages
 from .errors import (
     DimensionPowerError, InconclusiveDimensionError, ScopeMixingError, inconclusive_comparison, not_constant
 )
@@ -114,6 +121,8 @@ class DimExpr:
     __slots__ = ("_poly", "_scope", "__weakref__")
     #: What an inconclusive comparison or ``int()`` raises (the JAX adapter's subclass: also JAX's error).
     inconclusive_error: ClassVar[type[InconclusiveDimensionError]] = InconclusiveDimensionError
+    #: The pages of JAX's documentation its messages cite (the JAX adapter's subclass: the installed JAX's).
+    docs: ClassVar[DocPages] = DocPages()
 
     def __init__(self, poly: Poly, scope: Scope) -> None:
         self._poly = poly
@@ -153,7 +162,7 @@ class DimExpr:
 
     def _evaluate(self, env: Mapping[str, Any], ops: DimOps | None = None) -> Any:
         """The value for the variable values in ``env`` (ints, tracers, IR values...)."""
-        return evaluate(self._poly, env, PYTHON_OPS if ops is None else ops)
+        return evaluate(self._poly, env, PYTHON_OPS if ops is None else ops, self.docs)
 
     def _nonsymbolic_operand(self, op: str, other: object, *, reflected: bool) -> Any:
         """Hook for an operand that is neither an int nor a dimension (a float, an array).
@@ -168,7 +177,7 @@ class DimExpr:
     def _operand(self, other: object, operation: str) -> Poly | None:
         if isinstance(other, DimExpr):
             if other._scope is not self._scope:
-                raise ScopeMixingError(operation, str(self._scope), str(other), str(other._scope))
+                raise ScopeMixingError(operation, str(self._scope), str(other), str(other._scope), docs=self.docs)
             return other._poly
         value = _as_int(other)
         return None if value is None else Poly.constant(value)
@@ -364,10 +373,10 @@ class DimExpr:
         else:
             suggestion = f"{self} {relation} {other}"
         scope = str(self._scope) if self._scope.constraints else None
-        return inconclusive_comparison(f"'{self}' {relation} '{other}'", suggestion, scope)
+        return inconclusive_comparison(f"'{self}' {relation} '{other}'", suggestion, scope, self.docs)
 
     def __int__(self) -> int:
-        raise self.inconclusive_error(not_constant(str(self)))
+        raise self.inconclusive_error(not_constant(str(self), self.docs))
 
     # ---- misc ----------------------------------------------------------------
 
@@ -398,3 +407,25 @@ def _extremum(a: DimSize, b: DimSize, op: str) -> DimSize:
     if hi <= 0:
         return b if op == MAX else a
     return type(leader).from_poly(Poly.of_factor(Factor.operation(op, pa, pb)), leader.scope)
+
+
+def dim_max(a: DimSize, b: DimSize) -> DimSize:
+    """``max(a, b)``, decided when the bounds allow, else the symbolic ``max(a, b)``."""
+    return _extremum(a, b, MAX) if isinstance(a, DimExpr) or isinstance(b, DimExpr) else max(a, b)
+
+
+def dim_min(a: DimSize, b: DimSize) -> DimSize:
+    """``min(a, b)``, decided when the bounds allow, else the symbolic ``min(a, b)``."""
+    return _extremum(a, b, MIN) if isinstance(a, DimExpr) or isinstance(b, DimExpr) else min(a, b)
+
+
+def is_symbolic_dim(x: object) -> bool:
+    """Whether ``x`` is a symbolic dimension (not an int)."""
+    return isinstance(x, DimExpr)
+
+
+def is_nonnegative(x: DimSize) -> bool | None:
+    """Decides ``x >= 0``: True, False, or None when the bounds are inconclusive."""
+    if isinstance(x, int):
+        return x >= 0
+    return x.scope.decider.is_nonnegative(x.poly)

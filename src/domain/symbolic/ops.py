@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly, Term
+from ..jax_docs import DocPages
 from .errors import DimensionEvaluationError
 
 
@@ -140,19 +141,20 @@ PYTHON_OPS: Final = PythonOps()
 POLY_OPS: Final = PolyOps()
 
 
-def evaluate(p: Poly, env: Mapping[str, Any], ops: DimOps = PYTHON_OPS) -> Any:
+def evaluate(p: Poly, env: Mapping[str, Any], ops: DimOps, docs: DocPages) -> Any:
     """The value of ``p`` when each variable ``v`` has the value ``env[v]``.
 
     Raises:
-        DimensionEvaluationError: a variable of ``p`` is missing from ``env``.
+        DimensionEvaluationError: a variable of ``p`` is missing from ``env`` (its message cites ``docs``).
     """
-    return _Evaluator(env, ops).poly(p)
+    return _Evaluator(env, ops, docs).poly(p)
 
 
 class _Evaluator:
-    def __init__(self, env: Mapping[str, Any], ops: DimOps) -> None:
+    def __init__(self, env: Mapping[str, Any], ops: DimOps, docs: DocPages) -> None:
         self.env = env
         self.ops = ops
+        self.docs = docs
         self.memo: dict[Factor, Any] = {}
 
     def poly(self, p: Poly) -> Any:
@@ -181,7 +183,7 @@ class _Evaluator:
             return self.memo[f]
         if f.var is not None:
             if f.var not in self.env:
-                raise DimensionEvaluationError.unknown_variable(f.var, list(self.env))
+                raise DimensionEvaluationError.unknown_variable(f.var, list(self.env), self.docs)
             value = self.env[f.var]
         else:
             left, right = (self.poly(o) for o in f.operands)

@@ -16,14 +16,15 @@ dimensions from ``like``. Errors quote the spec and the position.
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple
 
 from .core import FLOORDIV, MAX, MIN, MOD
 from .errors import ConstraintError, ShapeSpecSyntaxError
-from .expr import DimExpr, DimSize, Scope
-from .sizes import dim_floordiv, dim_max, dim_min, dim_mod
+from .expr import DimExpr, DimSize, Scope, dim_max, dim_min
+
 
 _TOKEN_RE: Final = re.compile(
     r"(?P<space>\s+)|(?P<ELLIPSIS>\.\.\.)|(?P<NUMBER>\d\w*(?:\.\w*)?)|(?P<NAME>[^\W\d]\w*)"
@@ -35,7 +36,8 @@ _OP_NAMES: Final = {
     ">=": "GREATEREQUAL", "<=": "LESSEQUAL", "==": "EQEQUAL", "<": "LESS", ">": "GREATER",
     "=": "EQUAL", ".": "DOT",
 }
-_OPERATIONS: Final = {FLOORDIV: dim_floordiv, MOD: dim_mod, MAX: dim_max, MIN: dim_min}
+_OPERATIONS: Final[dict[str, Callable[[DimSize, DimSize], DimSize]]] = {
+    FLOORDIV: operator.floordiv, MOD: operator.mod, MAX: dim_max, MIN: dim_min}
 _RELATIONS: Final = {"GREATEREQUAL": ">=", "LESSEQUAL": "<=", "EQEQUAL": "=="}
 _INTEGER_RE: Final = re.compile(r"\d+(?:_\d+)*")
 _OPERAND_START: Final = ("NAME", "MINUS", "NUMBER")
@@ -240,7 +242,7 @@ def parse_shape(
     like: Sequence[int | None] | None = None,
     expr_class: type[DimExpr] = DimExpr,
 ) -> tuple[DimSize, ...]:
-    """Parses a symbolic shape in ``scope``; :func:`~.shape_spec.parse_shape_spec` is the public
+    """Parses a symbolic shape in ``scope``; :func:`~.scope.parse_shape_spec` is the public
     entry (it makes the scope when none is given).
 
     >>> from jaxport.domain.symbolic import SymbolicScope

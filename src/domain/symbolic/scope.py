@@ -10,6 +10,9 @@ never mix. The scope holds
   as rewriting rules: the left-hand side, a term times a coefficient, is
   replaced by the right-hand side in every expression built afterwards in
   the scope.
+
+:func:`parse_shape_spec` is the public entry for parsing symbolic shapes: a
+spec, and optionally the scope it lives in (a new scope by default).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from typing import Final
 from .core import FLOORDIV, MOD, Factor, Poly, Term, substitute_term
 from .decision import BoundsDecider
 from .errors import ConstraintError
-from .expr import Comparison, Constraint, DimExpr
-from .parser import parse_constraint
+from .expr import Comparison, Constraint, DimExpr, DimSize, Scope
+from .parser import parse_constraint, parse_shape
 
 _PACKAGE_DIR: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _MAX_REWRITE_ROUNDS: Final = 16
@@ -213,3 +216,34 @@ def _multiple_of_mod_zero(lhs: Poly, rhs: Poly) -> tuple[Poly, Poly] | None:
     e, k = factor.operands
     quotient = Term(((Factor.operation(FLOORDIV, e, k), 1),))
     return Poly.of({quotient: k.const}), e
+
+
+def parse_shape_spec(
+    spec: str,
+    *,
+    scope: Scope | None = None,
+    like: Sequence[int | None] | None = None,
+    expr_class: type[DimExpr] = DimExpr,
+) -> tuple[DimSize, ...]:
+    """Parses a symbolic shape such as ``"b, 2*h, _, ..."`` or ``"(b, 4)"``.
+
+    Args:
+        spec: comma-separated dimension expressions; the parentheses are optional.
+        scope: the scope of the new dimensions; a new empty scope if None.
+        like: the concrete shape that ``_`` and ``...`` take dimensions from.
+        expr_class: the class of the symbolic dimensions built (an adapter's subclass).
+
+    Returns:
+        One int or symbolic dimension per dimension of the shape.
+
+    Raises:
+        ShapeSpecSyntaxError: the spec is malformed; the message quotes the spec
+            and the position of the offending token.
+
+    >>> parse_shape_spec("b + 1, floordiv(b, 2), max(b, 4), 3")
+    (b + 1, floordiv(b, 2), max(b, 4), 3)
+    >>> parse_shape_spec("_, b, ...", like=(2, None, 5, 6))
+    (2, b, 5, 6)
+    """
+    return parse_shape(spec, scope=scope if scope is not None else SymbolicScope(), like=like,
+                       expr_class=expr_class)

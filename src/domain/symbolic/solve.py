@@ -21,10 +21,10 @@ from typing import Any, Protocol
 from ..errors import RankMismatchError, ShapeMismatchError
 from .errors import ShapeAssertionError
 from .expr import Comparison, DimExpr, DimSize
-from .sizes import is_nonnegative
+from .expr import is_nonnegative
 from .ops import PYTHON_OPS, DimOps
 from .plan import ArgDim, PlanValue, Remainder, ShapeAssertion, ShapePlan, VarDerivation, format_shape
-from .planner import Shape, build_plan
+from .plan import Shape, build_plan
 
 
 class PlanHandler(Protocol):

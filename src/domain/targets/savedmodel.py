@@ -277,7 +277,7 @@ def plan_function(name: str, record: ArtifactRecord, signature: Signature, *, us
         ConversionError: the function cannot be converted (see the module's docstring).
     """
     weights = signature.nr_weights
-    caller = with_weights_bound(record, weights) if weights else record
+    caller = with_weights_bound(record, weights)
     call = _module_call(name, record, versions, uses_shardy)
     vjp = None if record.vjp is None else _module_call(name, record.vjp, versions, uses_shardy)
     inputs = tuple(TensorPlan(n, TF_DTYPES[a.dtype], _shape(a)) for n, a in zip(signature.input_names, caller.in_avals))

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-
-from jaxport.domain.jax_docs import follow_jax
-
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,18 +14,6 @@ from jaxport.domain.symbolic import (
 )
 
 from .shapes import dims, sym, syms
-
-@pytest.fixture(autouse=True)
-def pages_of_jax_0_12() -> Iterator[None]:
-    """The domain's own messages cite the pages where docs.jax.dev serves them now, JAX 0.12's
-    (another test may have imported JAX 0.10, whose adapter cites its own)."""
-    follow_jax((0, 12))
-    yield
-    # Back to the installed JAX's pages once its adapter has chosen them (it may have been
-    # imported during the test), else to the default ones.
-    jax = sys.modules.get("jax") if "jaxport.adapters.jax.lowering.dims" in sys.modules else None
-    follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 12))
-
 
 
 def test_variables_are_at_least_one() -> None:

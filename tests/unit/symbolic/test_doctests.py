@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["clipping", "expr", "parser", "scope", "shape_spec", "sizes"]
+MODULES = ["clipping", "expr", "parser", "scope"]
 
 
 @pytest.mark.parametrize("name", MODULES)

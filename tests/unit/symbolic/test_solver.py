@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-
-from jaxport.domain.jax_docs import follow_jax
-
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 from jaxport.domain.errors import RankMismatchError, ShapeMismatchError
+from jaxport.domain.jax_docs import pages_for
 from jaxport.domain.symbolic import (
     ArgDim,
     Comparison,
     DimExpr,
     DimSize,
+    InconclusiveDimensionError,
     PythonOps,
     Remainder,
     ShapeAssertion,
@@ -33,18 +30,6 @@ from jaxport.domain.symbolic import (
 )
 
 DOC = "https://docs.jax.dev/en/latest/501/shape-polymorphism.html"
-
-@pytest.fixture(autouse=True)
-def pages_of_jax_0_12() -> Iterator[None]:
-    """The domain's own messages cite the pages where docs.jax.dev serves them now, JAX 0.12's
-    (another test may have imported JAX 0.10, whose adapter cites its own)."""
-    follow_jax((0, 12))
-    yield
-    # Back to the installed JAX's pages once its adapter has chosen them (it may have been
-    # imported during the test), else to the default ones.
-    jax = sys.modules.get("jax") if "jaxport.adapters.jax.lowering.dims" in sys.modules else None
-    follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()) if jax else (0, 12))
-
 SEE = f" Please see {DOC}#shape-assertion-errors for more details."
 MISMATCH = "Input shapes do not match the polymorphic shapes specification. "
 
@@ -344,3 +329,25 @@ def test_run_plan_emits_the_computation_through_the_ops() -> None:
     assert recorder.checks[0] == ("rem(add(d00, mul(1, -1)), 2)", "==", "0", ["rem(add(d00, mul(1, -1)), 2)"])
     assert recorder.checks[1][:3] == (env["b"], ">=", "1")
     assert recorder.checks[2][:3] == (env["h"], ">=", "1")
+
+
+class _DimOfJax010(DimExpr):
+    """Dimensions whose messages cite the pages where JAX 0.10 has them (as the JAX adapter's would there)."""
+
+    __slots__ = ()
+    docs = pages_for((0, 10))
+
+
+def test_messages_cite_the_pages_that_the_dimensions_class_names() -> None:
+    older = pages_for((0, 10)).shape_poly
+    scope = SymbolicScope()
+    (b,) = parse_shape_spec("b", scope=scope, expr_class=_DimOfJax010)
+    plan = build_plan(((b,),), ("args[0]",))
+    with pytest.raises(ShapeAssertionError, match=f"Please see {older}#shape-assertion-errors"):
+        solve_call(((b,),), ((0,),), ("args[0]",))
+    assert all(older in step.message for step in plan.steps if isinstance(step, ShapeAssertion))
+    with pytest.raises(InconclusiveDimensionError, match=f"Please see {older}#comparison"):
+        bool(b >= 2)
+    (h,) = parse_shape_spec("h")  # the domain's own: the pages where docs.jax.dev has them now
+    with pytest.raises(InconclusiveDimensionError, match=f"Please see {DOC}#comparison"):
+        int(h)

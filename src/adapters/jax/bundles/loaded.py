@@ -12,7 +12,7 @@ from jax.core import ShapedArray
 
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import CallError
-from jaxport.domain.calls.front import CallSignature, call_signature, flatten_call, with_weights_bound
+from jaxport.domain.calls.front import CallChecker, call_checker, flatten_call, with_weights_bound
 from jaxport.domain.symbolic import ShapeAssertionError
 from jaxport.adapters.jax.bundles.weights import placed_leaves
 from jaxport.adapters.jax.exported.exported import Exported
@@ -71,12 +71,11 @@ class BoundFunction:
             raise
 
     @functools.cached_property
-    def _front(self) -> tuple[Any, CallSignature]:
+    def _front(self) -> tuple[Any, CallChecker]:
         """The caller's record (the weights left out) and its parsed checks, as the call front has them."""
-        record = self.exported.record
-        if self.takes_params:
-            record = with_weights_bound(record, len(jax.tree_util.tree_leaves(self.params)))
-        return record, call_signature(record)
+        record = with_weights_bound(self.exported.record, len(jax.tree_util.tree_leaves(self.params)),
+                                    takes_weights=self.takes_params)
+        return record, call_checker(record)
 
     def _check_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Raises the call front's error for a call's tree, and for an eager call of arrays the

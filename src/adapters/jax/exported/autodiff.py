@@ -65,7 +65,7 @@ ad.primitive_jvps[jaxport_call_p] = _call_jvp
 
 
 def _jvp_abstract_eval(*avals: Any, target: CallTarget) -> list[Any]:
-    return _tangent_avals(target, avals[:len(target.exported.in_avals)])
+    return _tangent_avals(target, avals[:len(target.objects.in_avals)])
 
 
 def _zeros(aval: Any) -> Any:
@@ -77,7 +77,7 @@ _FORWARD = "Forward-mode differentiation (jax.jvp, jax.jacfwd, jax.hessian)"
 
 def _jvp_forward(*args: Any, target: CallTarget) -> list[Any]:
     """The JVP ``J(x) t`` of a call, evaluated with exported VJPs."""
-    nr_in = len(target.exported.in_avals)
+    nr_in = len(target.objects.in_avals)
     primals, tangents = args[:nr_in], args[nr_in:]
     if target.vjp_of_arity is not None:
         return _jvp_of_a_vjp(target, target.vjp_of_arity, primals, tangents)
@@ -108,7 +108,7 @@ def _add(a: Any, b: Any) -> Any:
 
 
 def _jvp_transpose(cts: Sequence[Any], *args: Any, target: CallTarget) -> list[Any]:
-    nr_in = len(target.exported.in_avals)
+    nr_in = len(target.objects.in_avals)
     primals, tangents = args[:nr_in], args[nr_in:]
     if any(ad.is_undefined_primal(p) for p in primals):
         raise NotImplementedError("jaxport_call_jvp is linear in its tangents only")

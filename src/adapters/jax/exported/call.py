@@ -4,9 +4,9 @@ The primitive has an abstract evaluation (the call-side checks and the output
 avals), an eager implementation (a compiled, cached ``jax.jit`` of itself), a
 lowering rule that merges the exported module into the caller's module, and a
 batching rule (the export vmapped, for an export made in this process; else a
-sequential map over the batch). Its parameter, a :class:`CallTarget`, refers
-to the export itself (``jaxport.Exported``) and reads its record and its JAX
-objects; nothing of them is copied.
+sequential map over the batch). Its parameter, a :class:`CallTarget`, holds
+the export's JAX objects (:class:`~jaxport.adapters.jax.exported.jax_objects.JaxObjects`),
+not copied, and what the primitive derives from them.
 """
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import jax
 import numpy as np
 from jax import lax
 from jax.core import ShapedArray
 from jax.interpreters import batching, mlir
+from jax.sharding import NamedSharding
 from jaxlib.mlir import ir  # jax.extend.mlir's modules re-export these (importing it costs a first call)
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.artifact.sharding import NamedShardingRecord
-from jaxport.domain.calls.checks import check_arguments, check_shardings_divide
+from jaxport.domain.calls.front import check_arguments, check_shardings_divide
 from jaxport.domain.errors import (
     ArtifactCallError, ArtifactCallValueError, DeviceCountError, JaxportError, PartitionerMismatchError
 )
@@ -38,44 +38,21 @@ from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.mlir.callee import CalleeModule
 from jaxport.adapters.jax.lowering.foreign_dims import mirror_shapes
 from jaxport.adapters.mlir.dimension_args import standard_form
+from jaxport.adapters.jax.exported.jax_objects import JaxObjects
 from jaxport.adapters.jax.lowering.avals import leaf_paths, specs_of
-
-
-class CallableExport(Protocol):
-    """What the primitive reads of an export: its record and its JAX objects (``jaxport.Exported``)."""
-
-    @property
-    def record(self) -> ArtifactRecord: ...
-    @property
-    def in_tree(self) -> jax.tree_util.PyTreeDef: ...
-    @property
-    def in_avals(self) -> tuple[ShapedArray, ...]: ...
-    @property
-    def out_avals(self) -> tuple[ShapedArray, ...]: ...
-    @property
-    def in_shardings(self) -> tuple[Any, ...]: ...
-    @property
-    def out_shardings(self) -> tuple[Any, ...]: ...
-    @property
-    def ordered_effects(self) -> tuple[Any, ...]: ...
-    @property
-    def unordered_effects(self) -> tuple[Any, ...]: ...
-    @property
-    def call_target(self) -> CallTarget: ...
-    def has_vjp(self) -> bool: ...
-    def vjp(self) -> CallableExport: ...
+from jaxport.adapters.jax.records import sharding_record
 
 
 class CallTarget:
     """The primitive's parameter: one export, hashed by identity, and what the primitive derives from it.
 
-    It reads the export's record (names, platforms, module bytes, kept
-    arguments) and its JAX objects (avals, shardings, effects) and keeps, once
-    per export, what the call-side checks and the lowering compute from them.
-    It appears in jaxprs: its ``repr`` is short.
+    It reads the export's JAX objects (module bytes, avals, shardings,
+    effects...) and keeps, once per export, what the call-side checks and the
+    lowering compute from them. It appears in jaxprs: its ``repr`` is short.
 
     Args:
-        exported: the export.
+        objects: the export, in JAX's terms.
+        vjp: makes the target of the exported VJP; None when the export carries none.
         vjp_of_arity: for the exported VJP of a function with that many flat
             inputs: the function is ``(x, ct) -> J(x)^T ct``, which forward mode exploits.
         batched: the target of the function vmapped over axis 0 of the flat
@@ -83,9 +60,11 @@ class CallTarget:
             sequential map is possible.
     """
 
-    def __init__(self, exported: CallableExport, *, vjp_of_arity: int | None = None,
+    def __init__(self, objects: JaxObjects, *, vjp: Callable[[], CallTarget] | None = None,
+                 vjp_of_arity: int | None = None,
                  batched: Callable[[tuple[bool, ...], int], CallTarget] | None = None) -> None:
-        self.exported = exported
+        self.objects = objects
+        self._vjp = vjp
         self.vjp_of_arity = vjp_of_arity
         self.batched = batched
 
@@ -95,11 +74,11 @@ class CallTarget:
     @property
     def fun_name(self) -> str:
         """The exported function's name, for messages."""
-        return self.exported.record.function_name
+        return self.objects.fun_name
 
     def vjp(self) -> CallTarget | None:
         """The target of the exported VJP, or None when the export carries none."""
-        return self.exported.vjp().call_target if self.exported.has_vjp() else None
+        return None if self._vjp is None else self._vjp()
 
     def parse_module(self, context: Any) -> Any:
         """The module as a new ``ir.Module`` in ``context``.
@@ -114,44 +93,44 @@ class CallTarget:
 
     @functools.cached_property
     def _callee(self) -> CalleeModule:
-        record = self.exported.record
+        objects = self.objects
 
         def standard(module: Any) -> Any | None:
-            return standard_form(module, tuple(tuple(a.shape) for a in self.exported.in_avals),
-                                 self.arg_paths, nr_tokens=len(self.exported.ordered_effects),
-                                 kept_var_idx=record.module_kept_var_idx)
+            return standard_form(module, tuple(tuple(a.shape) for a in objects.in_avals),
+                                 self.arg_paths, nr_tokens=len(objects.ordered_effects),
+                                 kept_var_idx=objects.module_kept_var_idx)
 
-        return CalleeModule(lambda: record.mlir_module_serialized, standard if self.is_symbolic else None,
+        return CalleeModule(lambda: objects.mlir_module_serialized, standard if self.is_symbolic else None,
                             polymorphic=self.is_symbolic)
 
     @functools.cached_property
     def in_specs(self) -> tuple[ArraySpec, ...]:
         """The domain specs of the exported inputs, for the call-side checks."""
-        return specs_of(self.exported.in_avals)
+        return specs_of(self.objects.in_avals)
 
     @functools.cached_property
     def arg_paths(self) -> tuple[str, ...]:
         """How each flat argument is named in messages (``args[0]['w']``)."""
-        return leaf_paths(self.exported.in_tree, self.exported.in_avals)
+        return leaf_paths(self.objects.in_tree, self.objects.in_avals)
 
     @functools.cached_property
     def in_sharding_records(self) -> tuple[NamedShardingRecord | None, ...]:
         """The recorded named input shardings (None elsewhere), or () when there is none."""
-        named = tuple(s if isinstance(s, NamedShardingRecord) else None
-                      for s in self.exported.record.in_shardings)
+        records = (sharding_record(s) if isinstance(s, NamedSharding) else None for s in self.objects.in_shardings)
+        named = tuple(r if isinstance(r, NamedShardingRecord) else None for r in records)
         return named if any(s is not None for s in named) else ()
 
     @functools.cached_property
     def effects(self) -> frozenset[Any]:
         """The effects of a call: the ordered and the unordered ones."""
-        return frozenset(self.exported.ordered_effects) | frozenset(self.exported.unordered_effects)
+        return frozenset(self.objects.ordered_effects) | frozenset(self.objects.unordered_effects)
 
     @functools.cached_property
     def calls_lapack(self) -> bool:
         """Whether the module may call JAX's CPU LAPACK targets (all named ``lapack_*``; the bytecode
         keeps a custom call's target name as it is). A location that holds the word (a file
         ``test_lapack_x.py``) makes it True too: that costs only the registration."""
-        return b"lapack_" in self.exported.record.mlir_module_serialized
+        return b"lapack_" in self.objects.mlir_module_serialized
 
     @functools.cached_property
     def out_avals_are_plain(self) -> tuple[bool, ...]:
@@ -161,7 +140,7 @@ class CallTarget:
         shape without ``update``'s sharding checks, which have nothing to check.
         """
         return tuple(ShapedArray(a.shape, a.dtype, a.weak_type, memory_space=a.memory_space) is a
-                     for a in self.exported.out_avals)
+                     for a in self.objects.out_avals)
 
     @functools.cached_property
     def is_symbolic(self) -> bool:
@@ -207,25 +186,25 @@ def bind(target: CallTarget, args_flat: Sequence[Any]) -> list[Any]:
 
 @functools.lru_cache(maxsize=4096)
 def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
-    exported = target.exported
-    if len(in_avals) != len(exported.in_avals):
-        raise ValueError(f"'{target.fun_name}' takes {len(exported.in_avals)} flat arguments, "
+    objects = target.objects
+    if len(in_avals) != len(objects.in_avals):
+        raise ValueError(f"'{target.fun_name}' takes {len(objects.in_avals)} flat arguments, "
                          f"got {len(in_avals)}")
     actual = specs_of(in_avals)
     check_arguments(target.in_specs, actual, target.arg_paths)
     if target.in_sharding_records:
         check_shardings_divide([a.shape for a in actual], target.in_sharding_records, target.arg_paths)
     if not target.is_symbolic:
-        return exported.out_avals
+        return objects.out_avals
     actual_shapes, foreign = mirror_shapes([tuple(a.shape) for a in in_avals])
     shapes = call_output_shapes([s.shape for s in target.in_specs],
-                                [tuple(a.shape) for a in exported.out_avals],
+                                [tuple(a.shape) for a in objects.out_avals],
                                 actual_shapes, target.arg_paths)
     if foreign is not None:
         shapes = tuple(tuple(foreign.back(d) for d in shape) for shape in shapes)
     return tuple(ShapedArray(shape, a.dtype, a.weak_type, memory_space=a.memory_space) if plain
                  else a.update(shape=shape)
-                 for a, shape, plain in zip(exported.out_avals, shapes, target.out_avals_are_plain))
+                 for a, shape, plain in zip(objects.out_avals, shapes, target.out_avals_are_plain))
 
 
 def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
@@ -261,19 +240,19 @@ def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Seq
 
 
 def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
-    exported, record = target.exported, target.exported.record
+    objects = target.objects
     # Registering the LAPACK targets imports SciPy's linalg (about 0.2 s of a fresh process), which
     # jax.export does for every call on the CPU; only a module that calls them needs it. Once SciPy's
     # LAPACK is imported (by anyone), registering costs microseconds, less than looking for the names.
-    if "cpu" in record.platforms and not _lapack_ready and (_SCIPY_LAPACK in sys.modules or target.calls_lapack):
+    if "cpu" in objects.platforms and not _lapack_ready and (_SCIPY_LAPACK in sys.modules or target.calls_lapack):
         _initialize_lapack()
     num_devices = jax_internals.lowering_num_devices(ctx)
-    if num_devices != record.nr_devices and record.nr_devices != 1:
-        raise DeviceCountError(target.fun_name, record.nr_devices, num_devices)
+    if num_devices != objects.nr_devices and objects.nr_devices != 1:
+        raise DeviceCountError(target.fun_name, objects.nr_devices, num_devices)
     caller_platforms = tuple(ctx.module_context.platforms)
-    branch_of = callee_platform_indices(target.fun_name, record.platforms, caller_platforms,
-                                        record.disabled_checks)
-    if record.uses_global_constants:
+    branch_of = callee_platform_indices(target.fun_name, objects.platforms, caller_platforms,
+                                        objects.disabled_safety_checks)
+    if objects.uses_global_constants:
         ctx.module_context.shape_poly_state.uses_dim_vars = True
     submodule = target.parse_module(ctx.module_context.context)
     symbols = ir.SymbolTable(submodule.operation)
@@ -283,14 +262,14 @@ def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -
     name = mlir.merge_mlir_modules(ctx.module_context.module, f"call_exported_{target.fun_name}",
                                    submodule, dst_symtab=ctx.module_context.symbol_table)
     operands: list[Any] = []
-    if len(record.platforms) > 1:
+    if len(objects.platforms) > 1:
         operands.append(_platform_index(ctx, branch_of, callee_type.inputs[0]))
     # The caller's tokens, in the order of the callee's ordered effects.
-    ordered_effects = exported.ordered_effects
+    ordered_effects = objects.ordered_effects
     operands.extend(ctx.tokens_in.get(effect) for effect in ordered_effects)
     constrained = [_constrain(ctx, a, aval, s) for a, aval, s in
-                   zip(args, ctx.avals_in, exported.in_shardings)]
-    kept = [a for i, a in enumerate(constrained) if i in record.module_kept_var_idx]
+                   zip(args, ctx.avals_in, objects.in_shardings)]
+    kept = [a for i, a in enumerate(constrained) if i in objects.module_kept_var_idx]
     # The callee may take less refined (dynamic) types than the caller passes.
     operands.extend(_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):]))
     call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
@@ -301,13 +280,11 @@ def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -
     results = [_convert(r, mlir.aval_to_ir_type(ctx.module_context, aval))
                for r, aval in zip(list(call.results)[nr_tokens:], ctx.avals_out)]
     return [_constrain(ctx, r, aval, s) for r, aval, s in
-            zip(results, ctx.avals_out, exported.out_shardings)]
+            zip(results, ctx.avals_out, objects.out_shardings)]
 
 
 def _constrain(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, sharding: Any) -> Any:
     """``value`` constrained to a recorded named sharding (unchanged when None)."""
-    from jax.sharding import NamedSharding
-
     if not isinstance(sharding, NamedSharding):
         return value
     return jax_internals.constrain_to_sharding(ctx, value, aval, sharding)

@@ -2,26 +2,20 @@
 
 What an export *is* lives in one frozen record,
 :class:`~jaxport.domain.artifact.record.ArtifactRecord` (:attr:`Exported.record`),
-built once: by :func:`jaxport.export` in this process, or by decoding an
-artifact's bytes. ``Exported`` is that record plus the JAX objects made from
-it on first use (tree definitions, avals, shardings, effects; see
-:mod:`.jax_objects`), which for an in-process export are the very objects of
-its lowering, and every method: calling (the ``jaxport_call`` primitive is
-bound with :attr:`~Exported.call_target`, which refers to this object),
-serializing (the record encoded, then sealed), the VJPs (the record's, for a
-loaded artifact; exported when first asked for, in this process). The
-attributes that ``jax.export`` users read (``fun_name``, ``in_avals``...) are
-its base's, :class:`~jaxport.adapters.jax.exported.fields.ExportedFields`.
-
-An in-process export's record holds its module bytes, and its trees, avals
-and effects in wire terms, as deferred fields (:mod:`jaxport.domain.deferred`)
-made on first read. So an export does not pay for serializing its module
-until the bytes are read (``serialize()``, a call's first lowering), and an
-export that the artifact format cannot hold (a pytree node type not
-registered for serialization, a dtype without a wire code) is exported and
-called like any other: only reading those fields, as serializing does,
-fails. The bytes live in the record rather than beside it so that an export
-has one record, however it was made.
+and in the same export in JAX's terms,
+:class:`~jaxport.adapters.jax.exported.jax_objects.JaxObjects`, made from one
+another once (:mod:`.jax_objects` converts both ways). An export made in this
+process starts from the JAX objects of its lowering (its module serialized
+there, as ``jax.export`` does) and makes its record when first read, as
+``jax.export`` converts when it serializes: so an export that the artifact
+format cannot hold (a pytree node type not registered for serialization, a
+dtype without a wire code) is exported and called like any other, and only
+reading the record, as serializing does, fails. A deserialized export starts
+from its record. The attributes that ``jax.export`` users read (``fun_name``,
+``in_avals``...) are the JAX objects'; calling binds the ``jaxport_call``
+primitive with :attr:`~Exported.call_target`, which holds them; serializing
+encodes the record, then seals it; the VJPs are the record's (a loaded
+artifact) or exported when first asked for (in this process).
 """
 
 from __future__ import annotations
@@ -33,6 +27,8 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import jax
+from jax.core import ShapedArray
+from jax.sharding import AbstractMesh, Mesh
 
 from jaxport.adapters.jax.exported import autodiff as jax_autodiff  # noqa: F401  (registers the differentiation rules)
 from jaxport.adapters.flatbuffers.codec import encode_artifact
@@ -44,15 +40,15 @@ from jaxport.domain.errors import JaxportError, VjpUnavailableError
 from jaxport.domain.artifact.integrity import Extension, seal
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.adapters.jax.exported.call_arguments import check_dtypes, flat_arguments
-from jaxport.adapters.jax.exported.fields import ExportedFields
-from jaxport.adapters.jax.exported.jax_objects import JaxObjects, jax_objects_of
-from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
-from jaxport.adapters.jax.exported.recorded_modules import recorded_module
-from jaxport.adapters.jax.trees.registry import default_registry
+from jaxport.adapters.jax.exported.jax_objects import JaxObjects, jax_objects_of, module_objects
+from jaxport.adapters.jax.records import hlo_sharding
+from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
+from jaxport.adapters.jax import placement
+from jaxport.adapters.mlir.module import MlirStableHlo
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Exported(ExportedFields):
+class Exported:
     """A JAX function lowered to StableHLO, with its calling signature.
 
     It carries what ``jax.export.Exported`` carries, under the same names
@@ -60,24 +56,21 @@ class Exported(ExportedFields):
     ``in_shardings_hlo``, ``nr_devices``, ``platforms``, ``ordered_effects``,
     ``disabled_safety_checks``, ``mlir_module_serialized``,
     ``calling_convention_version``, ``module_kept_var_idx``,
-    ``uses_global_constants``...), read from :attr:`record` or from the JAX
-    objects made from it, plus the named shardings (``in_shardings``,
-    ``out_shardings``). ``Exported(record)`` is the export of a record; the
-    other fields are private, as ``jax.export.Exported._get_vjp`` is
-    (``dataclasses.replace(exp)`` gives a fresh object of the same export).
-
-    Attributes:
-        record: what the export is, in the artifact's terms (runtimes,
-            bundles and tools read it).
+    ``uses_global_constants``...), plus the named shardings
+    (``in_shardings``, ``out_shardings``) and :attr:`record`, what the export
+    is in the artifact's terms (runtimes, bundles and tools read it).
+    ``Exported(record)`` is the export of a record, whose JAX objects are
+    made on first use; the other fields are private, as
+    ``jax.export.Exported._get_vjp`` is (``dataclasses.replace(exp)`` gives a
+    fresh object of the same export).
     """
 
-    record: ArtifactRecord
+    #: What the export is made from: its record (its JAX objects are made from
+    #: it on first use) or its JAX objects (its record is made from them on first read).
+    _source: ArtifactRecord | JaxObjects
     _: KW_ONLY
-    #: The pytree registry that rebuilds the trees of a loaded artifact (default: the global one).
+    #: The pytree registry that rebuilds the trees of a record (default: the global one).
     _registry: PytreeSerializationRegistry | None = None
-    #: The JAX objects when they exist already (in-process exports, or made by
-    #: ``deserialize``); else they are made from ``record`` on first use.
-    _jax_objects: JaxObjects | None = None
     #: Exports the VJP of this export (in-process exports); without it, the VJP is ``record.vjp``.
     _export_vjp: Callable[[Exported], Exported] | None = None
     #: Exports it vmapped over axis 0 of the flat arguments marked True, for one
@@ -87,11 +80,24 @@ class Exported(ExportedFields):
     #: for forward-mode differentiation.
     _vjp_of_arity: int | None = None
 
+    @property
+    def record(self) -> ArtifactRecord:
+        """What the export is, in the artifact's terms (for an in-process export, made on first read).
+
+        Raises:
+            ValueError, NonStringKeyError, EffectSerializationError: an
+                in-process export that the artifact format cannot hold (see
+                :meth:`serialize`).
+        """
+        source = self._source
+        return source if isinstance(source, ArtifactRecord) else source.record
+
     @functools.cached_property
     def _jax(self) -> JaxObjects:
-        if self._jax_objects is not None:
-            return self._jax_objects
-        return jax_objects_of(self.record, self._registry or default_registry())
+        source = self._source
+        if isinstance(source, JaxObjects):
+            return source
+        return jax_objects_of(source, self._registry or default_registry())
 
     @classmethod
     def from_module(cls, module: bytes, *, in_specs: Sequence[Any], out_specs: Any,
@@ -123,11 +129,10 @@ class Exported(ExportedFields):
         Raises:
             ArtifactError: ``module`` is not a StableHLO portable artifact.
         """
-        record, objects = recorded_module(
+        return cls(module_objects(
             module, in_specs=in_specs, out_specs=out_specs, platforms=platforms,
             calling_convention_version=calling_convention_version, nr_devices=nr_devices,
-            kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks)
-        return cls(record, _jax_objects=objects)
+            kwargs_specs=kwargs_specs, fun_name=fun_name, disabled_checks=disabled_checks))
 
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can provide the exported VJP."""
@@ -155,9 +160,7 @@ class Exported(ExportedFields):
         arity = len(self.in_avals)
         if self._export_vjp is None:
             assert self.record.vjp is not None
-            registry = self._registry or default_registry()
-            return Exported(self.record.vjp, _registry=registry, _vjp_of_arity=arity,
-                            _jax_objects=jax_objects_of(self.record.vjp, registry))
+            return exported_of(self.record.vjp, self._registry, vjp_of_arity=arity)
         return dataclasses.replace(self._export_vjp(self), _vjp_of_arity=arity)
 
     def serialize(self, vjp_order: int = 0, *, integrity: bool = True, consumer: str | None = None) -> bytearray:
@@ -231,7 +234,7 @@ class Exported(ExportedFields):
         after the first call with a given signature; while a jaxpr is being
         staged (``jax.jit``, ``jax.eval_shape``, export) the primitive joins
         the caller's trace directly. The primitive's own rules differentiate
-        and batch it (``adapters.jax_autodiff``, ``adapters.jax_call``).
+        and batch it (:mod:`jaxport.adapters.jax.exported.autodiff`, :mod:`jaxport.adapters.jax.exported.call`).
 
         Raises:
             TreeMismatchError, RankMismatchError, DtypeMismatchError,
@@ -276,9 +279,10 @@ class Exported(ExportedFields):
 
     @functools.cached_property
     def call_target(self) -> CallTarget:
-        """What the ``jaxport_call`` primitive is bound with: this export, hashed by identity."""
+        """What the ``jaxport_call`` primitive is bound with: this export's JAX objects, hashed by identity."""
         batched = None if self._export_batched is None else self._batched_target
-        return CallTarget(self, vjp_of_arity=self._vjp_of_arity, batched=batched)
+        vjp = (lambda: self.vjp().call_target) if self.has_vjp() else None
+        return CallTarget(self._jax, vjp=vjp, vjp_of_arity=self._vjp_of_arity, batched=batched)
 
     def _batched_target(self, batched: tuple[bool, ...], size: int) -> CallTarget:
         assert self._export_batched is not None
@@ -317,11 +321,152 @@ class Exported(ExportedFields):
         # first answer under -X importtime; tests/e2e/test_load_path_imports.py).
         from jaxport.adapters.jax.exported.warm import warm
 
-        return warm(self, self._jitted_call(), args_specs, kwargs_specs)
+        return warm(self._jax, self._jitted_call(), args_specs, kwargs_specs)
 
+
+    @property
+    def fun_name(self) -> str:
+        """The name of the exported function, for messages (read without making the JAX objects)."""
+        source = self._source
+        return source.function_name if isinstance(source, ArtifactRecord) else source.fun_name
+
+    @property
+    def in_tree(self) -> jax.tree_util.PyTreeDef:
+        """The pytree of ``(args, kwargs)`` the function was exported for."""
+        return self._jax.in_tree
+
+    @property
+    def in_avals(self) -> tuple[ShapedArray, ...]:
+        """The flat input abstract values."""
+        return self._jax.in_avals
+
+    @property
+    def out_tree(self) -> jax.tree_util.PyTreeDef:
+        """The pytree of the results."""
+        return self._jax.out_tree
+
+    @property
+    def out_avals(self) -> tuple[ShapedArray, ...]:
+        """The flat output abstract values."""
+        return self._jax.out_avals
+
+    @property
+    def in_shardings(self) -> tuple[Any, ...]:
+        """One sharding per flat input (None: unspecified)."""
+        return self._jax.in_shardings
+
+    @property
+    def out_shardings(self) -> tuple[Any, ...]:
+        """One sharding per flat output (None: unspecified)."""
+        return self._jax.out_shardings
+
+    @property
+    def ordered_effects(self) -> tuple[Any, ...]:
+        """The effects that ``main`` threads a token for, in order."""
+        return self._jax.ordered_effects
+
+    @property
+    def unordered_effects(self) -> tuple[Any, ...]:
+        """The other effects of the module."""
+        return self._jax.unordered_effects
+
+    @property
+    def nr_devices(self) -> int:
+        """The number of devices the module was lowered for."""
+        return self._jax.nr_devices
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        """The platforms it was lowered for (``"cpu"``, ``"cuda"``...)."""
+        return self._jax.platforms
+
+    @property
+    def disabled_safety_checks(self) -> tuple[DisabledSafetyCheck, ...]:
+        """The checks disabled at export."""
+        return self._jax.disabled_safety_checks
+
+    @property
+    def mlir_module_serialized(self) -> bytes:
+        """The StableHLO portable artifact."""
+        return self._jax.mlir_module_serialized
+
+    @property
+    def calling_convention_version(self) -> int:
+        """The version of ``main``'s calling convention."""
+        return self._jax.calling_convention_version
+
+    @property
+    def module_kept_var_idx(self) -> tuple[int, ...]:
+        """The sorted indices of the flat inputs that ``main`` takes."""
+        return self._jax.module_kept_var_idx
+
+    @property
+    def uses_global_constants(self) -> bool:
+        """Whether ``main`` needs shape refinement (symbolic dimensions, a platform index)."""
+        return self._jax.uses_global_constants
+
+    @property
+    def lowering_platforms(self) -> tuple[str, ...]:
+        """The 2023 name of :attr:`platforms`."""
+        return self.platforms
+
+    @property
+    def mlir_module_serialization_version(self) -> int:
+        """The 2023 name of :attr:`calling_convention_version`."""
+        return self.calling_convention_version
+
+    serialization_version = mlir_module_serialization_version
+
+    @property
+    def uses_shape_polymorphism(self) -> bool:
+        """The 2023 name of :attr:`uses_global_constants`."""
+        return self.uses_global_constants
+
+    def mlir_module(self) -> str:
+        """The module as StableHLO text."""
+        return MlirStableHlo.to_text(self.mlir_module_serialized)
+
+    @functools.cached_property
+    def in_shardings_hlo(self) -> tuple[Any, ...]:
+        """The flat input shardings as XLA's ``HloSharding``s, None where unspecified.
+
+        As ``jax.export.Exported.in_shardings_hlo`` holds them for a
+        deserialized artifact (an export that ``jax.export`` made in the
+        process leaves them all None). They name neither the mesh nor its
+        devices: to place arguments, use :meth:`in_shardings_jax`.
+        """
+        return tuple(hlo_sharding(s, a.ndim) for s, a in zip(self.in_shardings, self.in_avals))
+
+    @functools.cached_property
+    def out_shardings_hlo(self) -> tuple[Any, ...]:
+        """The flat output shardings as XLA's ``HloSharding``s (see :attr:`in_shardings_hlo`)."""
+        return tuple(hlo_sharding(s, a.ndim) for s, a in zip(self.out_shardings, self.out_avals))
+
+    def in_shardings_jax(self, mesh: Mesh | AbstractMesh | None = None) -> tuple[Any, ...]:
+        """The recorded input shardings over ``mesh``, for ``jax.device_put`` or ``jax.jit``.
+
+        Without ``mesh``, the recorded ones over their abstract mesh (as JAX 0.12's).
+
+        Raises:
+            MeshMismatchError: ``mesh``'s axes differ from the exported mesh's.
+        """
+        return placement.for_mesh(self.in_shardings, mesh)
+
+    def out_shardings_jax(self, mesh: Mesh | AbstractMesh) -> tuple[Any, ...]:
+        """The recorded output shardings over ``mesh`` (see :meth:`in_shardings_jax`)."""
+        return placement.for_mesh(self.out_shardings, mesh)
+
+    def __str__(self) -> str:
+        return f"Exported(fun_name={self.fun_name}, ...)"
+
+    def __repr__(self) -> str:
+        ins = ", ".join(str(a.str_short()) for a in self.in_avals)
+        outs = ", ".join(str(a.str_short()) for a in self.out_avals)
+        return (f"Exported(fun_name={self.fun_name!r}, ({ins}) -> ({outs}), "
+                f"platforms={self.platforms}, nr_devices={self.nr_devices})")
 
 def _with_vjp(record: ArtifactRecord, vjp: ArtifactRecord | None) -> ArtifactRecord:
-    """``record`` with ``vjp`` as its VJP table (every field read, deferred ones made)."""
+    """``record`` with ``vjp`` as its VJP table."""
     return dataclasses.replace(record, vjp=vjp)
 
 
@@ -330,3 +475,16 @@ def call_exported(exported: Exported) -> Callable[..., Any]:
     if not isinstance(exported, Exported):
         raise TypeError(f"call_exported expects a jaxport.Exported, got {type(exported).__name__}")
     return exported.call
+
+
+def exported_of(record: ArtifactRecord, registry: PytreeSerializationRegistry | None = None,
+                *, vjp_of_arity: int | None = None) -> Exported:
+    """The :class:`Exported` of ``record`` with its JAX objects made now, as deserialization makes them.
+
+    Raises:
+        ArtifactError: this process cannot call the record (see
+            :func:`~jaxport.adapters.jax.exported.jax_objects.jax_objects_of`).
+    """
+    exported = Exported(record, _registry=registry, _vjp_of_arity=vjp_of_arity)
+    _ = exported._jax
+    return exported

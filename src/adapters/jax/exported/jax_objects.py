@@ -1,17 +1,26 @@
-"""An export's record as JAX objects, and the record of an export made from JAX objects.
+"""An export as JAX holds it (:class:`JaxObjects`), converted to and from its record, both ways here.
 
-:class:`JaxObjects` is what JAX needs of an export and the record holds in
-wire terms: tree definitions, ``ShapedArray``\\ s (symbolic dimensions as
-``JaxDim`` expressions sharing one scope with the record's constraints),
-shardings and effect objects. An export made in this process starts from
-them (the very objects of its lowering) and :func:`in_process_record` records
-them, converting on first read what may fail or cost (see
-:mod:`jaxport.domain.deferred`); a deserialized one starts from its record and
-:func:`jax_objects_of` makes them.
+:class:`JaxObjects` carries ``jax.export.Exported``'s fields under its names:
+tree definitions, ``ShapedArray``\\ s (symbolic dimensions as ``JaxDim``
+expressions sharing one scope with the record's constraints), shardings,
+effect objects, and the module bytes and numbers that go with them. It is
+made once per export: by the lowering (the very objects of its lowering, the
+module serialized there, as ``jax.export`` does), from a serialized module and
+its specs (:func:`module_objects`), or from a record read from an artifact
+(:func:`jax_objects_of`).
+
+The other way, :attr:`JaxObjects.record` is the record of an export made in
+this process, made when first read, as ``jax.export`` converts its objects
+when it serializes: what the artifact format cannot hold (a pytree node type
+not registered for serialization, a dict key that is not a string, an effect
+that its class cannot rebuild, a dtype without a wire code) fails there, not
+at export or call, and a node type registered in between is then found.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,23 +33,23 @@ from jaxport.adapters.jax.records import (
     aval_record, constraints_of, effect_record, jax_aval, jax_effect, jax_sharding, parse_shapes,
     sharding_record
 )
-from jaxport.adapters.mlir.module import StableHloSerializer
+from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.adapters.jax.versions import written_format
+from jaxport.adapters.mlir.module import MlirStableHlo
 from jaxport.domain.artifact import calling_convention
-from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.deferred import Deferred
-from jaxport.domain.errors import ArtifactError, CallingConventionError
 from jaxport.domain.artifact.module_format import check_portable_artifact
+from jaxport.domain.artifact.platforms import normalize_platforms
+from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
-from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
-from jaxport.adapters.jax.trees.registry import default_registry
+from jaxport.domain.errors import ArtifactError, CallingConventionError
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False)  # no slots: ``record`` is cached in the instance
 class JaxObjects:
-    """The JAX objects of an export: its signature as JAX takes it.
+    """One export in JAX's terms: ``jax.export.Exported``'s fields.
 
     Attributes:
+        fun_name: the exported function's name, for messages.
         in_tree: the pytree of ``(args, kwargs)``.
         in_avals: the flat input abstract values.
         out_tree: the pytree of the results.
@@ -49,54 +58,70 @@ class JaxObjects:
             input, None where unspecified (a legacy ``HloShardingRecord`` for
             artifacts written before named shardings were recorded).
         out_shardings: the same per flat output.
+        nr_devices: the number of devices the module was lowered for.
+        platforms: the lowering platforms.
         ordered_effects: the effects ``main`` threads tokens for.
         unordered_effects: the other effects.
+        disabled_safety_checks: the checks disabled at export.
+        mlir_module_serialized: the StableHLO portable artifact.
+        calling_convention_version: the version of ``main``'s calling convention.
+        module_kept_var_idx: the sorted indices of the flat inputs ``main`` takes.
+        uses_global_constants: whether ``main`` needs shape refinement.
     """
 
+    fun_name: str
     in_tree: jax.tree_util.PyTreeDef
     in_avals: tuple[ShapedArray, ...]
     out_tree: jax.tree_util.PyTreeDef
     out_avals: tuple[ShapedArray, ...]
     in_shardings: tuple[Any, ...]
     out_shardings: tuple[Any, ...]
-    ordered_effects: tuple[Any, ...] = ()
-    unordered_effects: tuple[Any, ...] = ()
+    nr_devices: int
+    platforms: tuple[str, ...]
+    ordered_effects: tuple[Any, ...]
+    unordered_effects: tuple[Any, ...]
+    disabled_safety_checks: tuple[DisabledSafetyCheck, ...]
+    mlir_module_serialized: bytes
+    calling_convention_version: int
+    module_kept_var_idx: tuple[int, ...]
+    uses_global_constants: bool
 
+    @functools.cached_property
+    def record(self) -> ArtifactRecord:
+        """The record of these objects, for an export made in this process (made on first read).
 
-def in_process_record(jax_objects: JaxObjects, module: bytes | Deferred[bytes], *, function_name: str,
-                      nr_devices: int, platforms: tuple[str, ...],
-                      disabled_checks: tuple[DisabledSafetyCheck, ...], calling_convention_version: int,
-                      module_kept_var_idx: tuple[int, ...], uses_global_constants: bool) -> ArtifactRecord:
-    """The record of an export made in this process from ``jax_objects`` and its module.
+        The trees are converted with the default pytree registry of the
+        moment. A failure is not kept: a later read converts again.
 
-    The trees (with the default pytree registry of the moment), avals and
-    effects are converted on first read, so that what the artifact format
-    cannot hold fails only where the record is read (serialization), never
-    the export or its calls.
-    """
-    j = jax_objects
-    serialization_version, jax_version = written_format()
-    return ArtifactRecord(
-        function_name=function_name,
-        in_tree=Deferred(lambda: default_registry().args_spec(j.in_tree)),
-        in_avals=Deferred(lambda: tuple(aval_record(a) for a in j.in_avals)),
-        out_tree=Deferred(lambda: default_registry().to_spec(j.out_tree, where="result")),
-        out_avals=Deferred(lambda: tuple(aval_record(a) for a in j.out_avals)),
-        in_shardings=tuple(sharding_record(s) for s in j.in_shardings),
-        out_shardings=tuple(sharding_record(s) for s in j.out_shardings),
-        nr_devices=nr_devices,
-        platforms=platforms,
-        ordered_effects=Deferred(lambda: tuple(effect_record(e) for e in j.ordered_effects)),
-        unordered_effects=Deferred(lambda: tuple(effect_record(e) for e in j.unordered_effects)),
-        disabled_checks=disabled_checks,
-        mlir_module_serialized=module,
-        calling_convention_version=calling_convention_version,
-        module_kept_var_idx=module_kept_var_idx,
-        uses_global_constants=uses_global_constants,
-        constraints=constraints_of(j.in_avals),
-        serialization_version=serialization_version,
-        jax_version=jax_version,
-    )
+        Raises:
+            ValueError: a pytree node type not registered for serialization,
+                or a dtype the format cannot hold.
+            NonStringKeyError: a dict key that is not a string.
+            EffectSerializationError: an effect that its class cannot rebuild.
+        """
+        registry = default_registry()
+        serialization_version, jax_version = written_format()
+        return ArtifactRecord(
+            function_name=self.fun_name,
+            in_tree=registry.args_spec(self.in_tree),
+            in_avals=tuple(aval_record(a) for a in self.in_avals),
+            out_tree=registry.to_spec(self.out_tree, where="result"),
+            out_avals=tuple(aval_record(a) for a in self.out_avals),
+            in_shardings=tuple(sharding_record(s) for s in self.in_shardings),
+            out_shardings=tuple(sharding_record(s) for s in self.out_shardings),
+            nr_devices=self.nr_devices,
+            platforms=self.platforms,
+            ordered_effects=tuple(effect_record(e) for e in self.ordered_effects),
+            unordered_effects=tuple(effect_record(e) for e in self.unordered_effects),
+            disabled_checks=self.disabled_safety_checks,
+            mlir_module_serialized=self.mlir_module_serialized,
+            calling_convention_version=self.calling_convention_version,
+            module_kept_var_idx=self.module_kept_var_idx,
+            uses_global_constants=self.uses_global_constants,
+            constraints=constraints_of(self.in_avals),
+            serialization_version=serialization_version,
+            jax_version=jax_version,
+        )
 
 
 def jax_objects_of(record: ArtifactRecord, registry: PytreeSerializationRegistry) -> JaxObjects:
@@ -114,7 +139,7 @@ def jax_objects_of(record: ArtifactRecord, registry: PytreeSerializationRegistry
     except CallingConventionError as exc:
         raise ArtifactError(str(exc)) from exc
     check_portable_artifact(record.mlir_module_serialized,
-                            newest_readable=StableHloSerializer.newest_readable_version())
+                            newest_readable=MlirStableHlo.newest_readable_version())
     shapes = parse_shapes(record.in_avals + record.out_avals, record.constraints)
     try:
         in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)
@@ -129,15 +154,54 @@ def jax_objects_of(record: ArtifactRecord, registry: PytreeSerializationRegistry
                             f"abstract value that JAX refuses: {exc}") from exc
     known_effects = jax_internals.lowerable_effect_types()
     return JaxObjects(
+        fun_name=record.function_name,
         in_tree=registry.to_treedef(record.in_tree, in_avals),
         in_avals=in_avals,
         out_tree=registry.to_treedef(record.out_tree, out_avals),
         out_avals=out_avals,
         in_shardings=in_shardings,
         out_shardings=out_shardings,
+        nr_devices=record.nr_devices,
+        platforms=record.platforms,
         ordered_effects=tuple(jax_effect(e, known_effects) for e in record.ordered_effects),
         unordered_effects=tuple(jax_effect(e, known_effects) for e in record.unordered_effects),
+        disabled_safety_checks=record.disabled_checks,
+        mlir_module_serialized=record.mlir_module_serialized,
+        calling_convention_version=record.calling_convention_version,
+        module_kept_var_idx=record.module_kept_var_idx,
+        uses_global_constants=record.uses_global_constants,
     )
+
+
+def module_objects(module: bytes, *, in_specs: Sequence[Any], out_specs: Any, platforms: Sequence[str],
+                   calling_convention_version: int, nr_devices: int, kwargs_specs: dict[str, Any] | None,
+                   fun_name: str, disabled_checks: Sequence[DisabledSafetyCheck]) -> JaxObjects:
+    """The JAX objects of a serialized module given with its signature, whose ``main`` takes every argument.
+
+    This is how JAX's back-compatibility data records modules; the arguments
+    are those of :meth:`jaxport.Exported.from_module`.
+
+    Raises:
+        ArtifactError: ``module`` is not a StableHLO portable artifact.
+    """
+    check_portable_artifact(module, newest_readable=MlirStableHlo.newest_readable_version())
+    tree_map = jax.tree_util.tree_map
+    in_avals, in_tree = jax.tree_util.tree_flatten(
+        (tuple(tree_map(_aval, tuple(in_specs))), tree_map(_aval, dict(kwargs_specs or {}))))
+    out_avals, out_tree = jax.tree_util.tree_flatten(tree_map(_aval, out_specs))
+    plats = normalize_platforms(platforms)
+    symbolic = any(not all(isinstance(d, int) for d in a.shape) for a in in_avals)
+    return JaxObjects(
+        fun_name=fun_name, in_tree=in_tree, in_avals=tuple(in_avals), out_tree=out_tree,
+        out_avals=tuple(out_avals), in_shardings=(None,) * len(in_avals),
+        out_shardings=(None,) * len(out_avals), nr_devices=nr_devices, platforms=plats,
+        ordered_effects=(), unordered_effects=(), disabled_safety_checks=tuple(disabled_checks),
+        mlir_module_serialized=bytes(module), calling_convention_version=calling_convention_version,
+        module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=symbolic or len(plats) > 1)
+
+
+def _aval(spec: Any) -> ShapedArray:
+    return ShapedArray(tuple(spec.shape), spec.dtype)
 
 
 def _named(sharding: Any) -> NamedSharding | None:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import jax
 
 from jaxport.adapters.jax.exported import compilation_cache as jax_cache
+from jaxport.adapters.jax.exported.jax_objects import JaxObjects
 from jaxport.domain.errors import CacheConfigError, CallError
 from jaxport.adapters.jax import placement
 
@@ -30,22 +31,7 @@ HOW_TO_CONFIGURE = (
     "jax.config.update('jax_compilation_cache_dir', ...) before the process's first compilation")
 
 
-class Signature(Protocol):
-    """What warming reads of an ``Exported`` (its exported signature)."""
-
-    @property
-    def fun_name(self) -> str: ...
-    @property
-    def in_tree(self) -> Any: ...
-    @property
-    def in_avals(self) -> tuple[Any, ...]: ...
-    @property
-    def in_shardings(self) -> tuple[Any, ...]: ...
-    @property
-    def nr_devices(self) -> int: ...
-
-
-def warm(exp: Signature, jitted: Any, args_specs: tuple[Any, ...], kwargs_specs: dict[str, Any]) -> str:
+def warm(exp: JaxObjects, jitted: Any, args_specs: tuple[Any, ...], kwargs_specs: dict[str, Any]) -> str:
     """Compiles ``jitted``, ``exp``'s eager call, for the specs into JAX's cache; returns its directory.
 
     Args:
@@ -121,7 +107,7 @@ def cache_directory(what: str) -> str:
     return settings.directory
 
 
-def _exported_specs(exp: Signature) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _exported_specs(exp: JaxObjects) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The exported avals as ``jax.ShapeDtypeStruct`` specs (with the recorded shardings
     placed on this process's devices), for an export with static shapes.
 

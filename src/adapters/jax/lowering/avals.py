@@ -14,11 +14,6 @@ from jaxport.domain.specs import ArraySpec
 from jaxport.adapters.jax import internals as jax_internals
 
 
-def spec_of(aval: ShapedArray) -> ArraySpec:
-    """The domain spec of a JAX abstract value."""
-    return ArraySpec(tuple(aval.shape), _dtype_name(aval.dtype), bool(aval.weak_type))
-
-
 @functools.lru_cache(maxsize=256)
 def _dtype_name(dtype: Any) -> str:
     """``str(dtype)``, kept per dtype: NumPy builds the name anew on every call."""
@@ -27,7 +22,7 @@ def _dtype_name(dtype: Any) -> str:
 
 def specs_of(avals: Sequence[ShapedArray]) -> tuple[ArraySpec, ...]:
     """The domain specs of several abstract values."""
-    return tuple(spec_of(a) for a in avals)
+    return tuple(ArraySpec(tuple(a.shape), _dtype_name(a.dtype), bool(a.weak_type)) for a in avals)
 
 
 def args_kwargs_path(path: Sequence[Any]) -> str:

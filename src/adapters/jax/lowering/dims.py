@@ -5,7 +5,9 @@ JAX duck-types symbolic dimensions: a class with ``dimension_as_value``,
 stand in a shape. :class:`JaxDim` adds what needs JAX to the pure
 :class:`~jaxport.domain.symbolic.DimExpr`: the dimension as a JAX value, the
 evaluation over tracers (``max``/``min`` as ``lax`` ops that shape refinement
-folds), and inconclusive comparisons raised as JAX's own exception type.
+folds), inconclusive comparisons raised as JAX's own exception type, and
+messages that cite JAX's pages where the installed JAX cites them
+(:data:`JAX_DOCS`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from jax.interpreters import mlir
 from jaxport.domain.symbolic import (
     DimExpr, DimOps, InconclusiveDimensionError, PythonOps
 )
-from jaxport.domain.jax_docs import follow_jax
+from jaxport.domain.jax_docs import DocPages, pages_for
 from jaxport.adapters.jax import internals as jax_internals
+from jaxport.adapters.jax.installed import release
 
 
 class JaxInconclusiveDimensionError(InconclusiveDimensionError, jax_internals.InconclusiveDimensionOperation,
@@ -75,6 +78,8 @@ class JaxDimOps(PythonOps):
 
 
 JAX_DIM_OPS = JaxDimOps()
+#: The pages of JAX's documentation that the installed JAX cites (JAX 0.12 moved them).
+JAX_DOCS: DocPages = pages_for(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()))
 
 _BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
            "floordiv": operator.floordiv, "mod": operator.mod, "divmod": divmod,
@@ -87,6 +92,7 @@ class JaxDim(DimExpr):
 
     __slots__ = ()
     inconclusive_error = JaxInconclusiveDimensionError
+    docs = JAX_DOCS
     __array_priority__ = 1000  # as JAX's tracers: `ndarray + dim` defers to __radd__
 
     def dimension_as_value(self) -> Any:
@@ -128,5 +134,3 @@ def _dim_as_value_lowering(ctx: mlir.LoweringRuleContext, *, dim: JaxDim) -> lis
 dim_as_value_p.def_impl(_dim_as_value_impl)
 mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)
 jax_internals.register_dimension_type(JaxDim)
-# jaxport's messages cite JAX's pages where the installed JAX cites them (JAX 0.12 moved them).
-follow_jax(tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit()))

@@ -1,9 +1,9 @@
-"""Tracing and lowering a JAX function for export (the Lowerer port)."""
+"""Tracing and lowering a JAX function for export (the :class:`~jaxport.domain.ports.Lowerer` port)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from jax.core import ShapedArray
 
 import jaxport
 from jaxport.domain.errors import HostCallbackError
+from jaxport.domain.ports import LoweredModule
 from jaxport.adapters.jax import internals as jax_internals
 
 #: A lowered function's closed jaxpr: ``jax.extend.core.ClosedJaxpr`` up to JAX 0.11; JAX 0.12 merged
@@ -34,7 +35,7 @@ class JaxLowering:
     """
 
     fun_name: str
-    module: Any
+    module: LoweredModule
     in_tree: jax.tree_util.PyTreeDef
     out_tree: jax.tree_util.PyTreeDef
     in_avals: tuple[ShapedArray, ...]
@@ -62,17 +63,18 @@ def as_jitted(fun: Callable[..., Any]) -> jax.stages.Wrapped:
 
 
 class JaxLowerer:
-    """Lowers a jitted function to StableHLO for a set of platforms."""
+    """Lowers a function (jitted here unless it is already) to StableHLO for a set of platforms."""
 
-    def lower(self, fun: jax.stages.Wrapped, platforms: tuple[str, ...],
-              args_specs: Sequence[Any], kwargs_specs: dict[str, Any],
+    def lower(self, fun: Callable[..., Any], platforms: tuple[str, ...],
+              args_specs: Sequence[Any], kwargs_specs: Mapping[str, Any],
               override_lowering_rules: tuple[tuple[Any, Any], ...] | None = None) -> JaxLowering:
         """Traces ``fun`` at the given specs and lowers it for ``platforms``.
 
         Raises:
+            TypeError: ``fun`` is not callable.
             HostCallbackError: the function uses host callbacks.
         """
-        traced = fun.trace(*args_specs, **kwargs_specs)
+        traced = as_jitted(fun).trace(*args_specs, **kwargs_specs)
         lowered = jax_internals.lower_for_export(traced, platforms, override_lowering_rules)
         module, args, lowered_platforms = jax_internals.lowering_internals(lowered)
         if args.get("host_callbacks") or args.get("keepalive"):

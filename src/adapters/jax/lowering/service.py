@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,31 +12,29 @@ from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.lowering.foreign_dims import translate_specs
 from jaxport.adapters.jax.lowering.avals import args_kwargs_path, leaf_paths
 from jaxport.adapters.jax.lowering.dims import JaxDim
-from jaxport.adapters.jax.lowering.lower import JaxLowerer, JaxLowering, as_jitted
+from jaxport.adapters.jax.lowering.lower import JaxLowering
 from jaxport.adapters.jax.records import named_shardings_with_abstract_mesh
 from jaxport.adapters.mlir.bindings import export_target_version
-from jaxport.adapters.mlir.wrap import wrap_main
 from jaxport.domain.artifact import calling_convention
-from jaxport.domain.deferred import Deferred
 from jaxport.domain.artifact.module_policy import ModulePolicy
 from jaxport.domain.artifact.platforms import normalize_platforms
-from jaxport.domain.ports import ModuleInspector, ModuleSerializer
+from jaxport.domain.ports import Lowerer, StableHlo
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
 from jaxport.domain.symbolic.clipping import clipping_note
 from jaxport.adapters.jax.exported.vmap import batched_exporter
 from jaxport.adapters.jax.exported.exported import Exported
-from jaxport.adapters.jax.exported.jax_objects import JaxObjects, in_process_record
+from jaxport.adapters.jax.exported.jax_objects import JaxObjects
 from jaxport.adapters.jax.exported.vjp import vjp_exporter
 
 
 @dataclass(frozen=True, slots=True)
 class ExportService:
-    """Exports functions through a lowerer, a module inspector and a serializer."""
+    """Exports functions through a lowerer and the StableHLO port (the policy's walk, the wrapper,
+    the serializer)."""
 
-    lowerer: JaxLowerer
-    inspector: ModuleInspector
-    serializer: ModuleSerializer
+    lowerer: Lowerer[JaxLowering]
+    stablehlo: StableHlo
 
     def export(self, fun: Callable[..., Any], *, platforms: Sequence[str] | None,
                disabled_checks: Sequence[DisabledSafetyCheck],
@@ -60,12 +57,11 @@ class ExportService:
         plats = normalize_platforms(platforms) if platforms is not None else (jax_internals.default_export_platform(),)
         version = calling_convention.check_version(
             int(getattr(jax.config, "jax_export_calling_convention_version")), when="requested export")
-        jitted = as_jitted(fun)
         args_specs, kwargs_specs = translate_specs((tuple(args_specs), kwargs_specs), JaxDim)
         _check_one_scope(getattr(fun, "__name__", repr(fun)), args_specs, kwargs_specs)
         rules = tuple(override_lowering_rules) if override_lowering_rules is not None else None
         try:
-            lowering = self.lowerer.lower(jitted, plats, args_specs, kwargs_specs, rules)
+            lowering = self.lowerer.lower(fun, plats, args_specs, kwargs_specs, rules)
         except Exception as exc:
             _note_clipped_dimensions(exc)
             raise
@@ -86,12 +82,12 @@ class ExportService:
     def _finish(self, lowering: JaxLowering, checks: tuple[DisabledSafetyCheck, ...],
                 version: int) -> Exported:
         policy = ModulePolicy.for_export(checks)
-        policy.check(lowering.fun_name, self.inspector.sites(lowering.module))
+        policy.check(lowering.fun_name, self.stablehlo.sites(lowering.module), JaxDim.docs)
         module = lowering.module
         symbolic = any(isinstance(d, DimExpr) for a in lowering.in_avals for d in a.shape)
         if symbolic or lowering.ordered_effects:
             plan = build_plan(tuple(tuple(a.shape) for a in lowering.in_avals), leaf_paths(lowering.in_tree, lowering.in_avals))
-            module = wrap_main(
+            module = self.stablehlo.wrap_main(
                 module, plan=plan, dim_vars=lowering.dim_vars,
                 has_platform_index=lowering.has_platform_index,
                 nr_tokens=len(lowering.ordered_effects), kept_var_idx=lowering.kept_var_idx,
@@ -100,6 +96,7 @@ class ExportService:
                                     for j, d in enumerate(a.shape) if isinstance(d, DimExpr)))
         all_shardings = (*lowering.in_shardings, *lowering.out_shardings)
         objects = JaxObjects(
+            fun_name=lowering.fun_name,
             in_tree=lowering.in_tree,
             in_avals=lowering.in_avals,
             out_tree=lowering.out_tree,
@@ -108,19 +105,19 @@ class ExportService:
                 lowering.in_shardings, [a.ndim for a in lowering.in_avals], all_shardings),
             out_shardings=named_shardings_with_abstract_mesh(
                 lowering.out_shardings, [a.ndim for a in lowering.out_avals], all_shardings),
+            nr_devices=lowering.nr_devices,
+            platforms=lowering.platforms,
             ordered_effects=lowering.ordered_effects,
             unordered_effects=lowering.unordered_effects,
+            disabled_safety_checks=checks,
+            mlir_module_serialized=self.stablehlo.serialize(
+                module, target_version=export_target_version(), uses_global_constants=lowering.uses_dim_vars),
+            calling_convention_version=version,
+            module_kept_var_idx=lowering.kept_var_idx,
+            uses_global_constants=lowering.uses_dim_vars,
         )
-        # Serialized on first read of the record's module bytes (domain/deferred.py).
-        module_bytes = Deferred(functools.partial(
-            self.serializer.serialize, module, target_version=export_target_version(),
-            uses_global_constants=lowering.uses_dim_vars))
-        record = in_process_record(
-            objects, module_bytes, function_name=lowering.fun_name, nr_devices=lowering.nr_devices,
-            platforms=lowering.platforms, disabled_checks=checks, calling_convention_version=version,
-            module_kept_var_idx=lowering.kept_var_idx, uses_global_constants=lowering.uses_dim_vars)
         return Exported(
-            record, _jax_objects=objects,
+            objects,
             _export_vjp=vjp_exporter(lowering.jaxpr, lowering.platforms, checks, export=self.exporter),
             _export_batched=batched_exporter(lowering.fun_name, lowering.jaxpr, lowering.platforms,
                                             checks, lowering.in_avals, export=self.exporter))
@@ -147,5 +144,5 @@ def _check_one_scope(fun_name: str, args_specs: Sequence[Any], kwargs_specs: dic
                 first = (d, where)
             elif d.scope is not first[0].scope:
                 raise ScopeMixingError(f"when exporting {fun_name}", str(first[0].scope), str(d),
-                                       str(d.scope), expected_from=f"current (from {first[1]}) ",
+                                       str(d.scope), docs=JaxDim.docs, expected_from=f"current (from {first[1]}) ",
                                        culprit_from=where)
