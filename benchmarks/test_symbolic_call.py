@@ -10,7 +10,7 @@ at three levels:
 * ``eval_shape``: ``jax.eval_shape(exp.call, *concrete_specs)``, what a user
   sees (JAX's tracing included);
 * ``abstract eval``: the primitive's abstract evaluation rule alone, jaxport's
-  ``jax_call._abstract_eval_cached(target, avals)`` and jax's
+  ``jax_call.abstract_eval(target, avals)`` and jax's
   ``_export._call_exported_abstract_eval(*avals, exported=exp)``;
 * ``solve``: the pure solve, check and output shapes, jaxport's
   ``call_output_shapes`` and jax's ``shape_poly.solve_dim_vars`` followed by
@@ -142,7 +142,7 @@ def _jaxport_peer(model: PolyCallModel) -> Peer:
 
     def clear_caches() -> None:
         _clear_jax_tracing_cache()
-        jax_call._abstract_eval_cached.cache_clear()
+        jax_call.abstract_eval.cache_clear()
         jaxport_solve._solve_cached.cache_clear()
         build_plan.cache_clear()
         scope.decider._clear_caches()
@@ -154,7 +154,7 @@ def _jaxport_peer(model: PolyCallModel) -> Peer:
         avals = _concrete_avals(model, batch)
         if level == "abstract eval":
             target = exp.call_target
-            return lambda: jax_call._abstract_eval_cached(target, avals)
+            return lambda: jax_call.abstract_eval(target, avals)
         in_shapes = [tuple(a.shape) for a in exp.in_avals]
         out_shapes = [tuple(a.shape) for a in exp.out_avals]
         actual = [tuple(a.shape) for a in avals]

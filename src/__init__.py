@@ -61,82 +61,60 @@ if TYPE_CHECKING:
     __version__: str
 
 _LAZY = {
-    # Lazy too, so that `import jaxport` loads none of jaxport's modules.
-    "ArtifactInfo": "jaxport.domain.artifact.info",
-    "DisabledSafetyCheck": "jaxport.domain.artifact.safety",
-    "save_bundle": "jaxport.application.bundles.api",
-    "load_bundle": "jaxport.application.bundles.api",
-    "Bundle": "jaxport.application.bundles.api",
-    "BundleInfo": "jaxport.domain.artifact.info",
-    "check_consumer": "jaxport.application.consumer_check",
-    "check_numerics": "jaxport.application.conversion.numerics",
-    "NumericsReport": "jaxport.domain.converted.numerics",
-    "export": "jaxport.application.export.service",
-    "default_export_platform": "jaxport.application.export.service",
-    "Exported": "jaxport.adapters.jax.exported.exported",
-    "call_exported": "jaxport.adapters.jax.exported.exported",
-    "deserialize": "jaxport.application.export.serialization",
-    "save": "jaxport.application.artifact_files",
-    "load": "jaxport.application.artifact_files",
-    "inspect": "jaxport.application.inspection",
-    "plain_tree": "jaxport.adapters.jax.trees.plain",
-    "convert": "jaxport.application.conversion.pipeline",
-    # One to_NAME and one options class per entry of TARGETS (tests/unit/test_target_registry.py checks).
-    "TARGETS": "jaxport.domain.targets.registry",
-    "to_savedmodel": "jaxport.application.conversion.targets",
-    "to_iree": "jaxport.application.conversion.targets",
-    "to_onnx": "jaxport.application.conversion.targets",
-    "to_litert": "jaxport.application.conversion.targets",
-    "SavedModelOptions": "jaxport.domain.targets.savedmodel",
-    "IreeOptions": "jaxport.domain.targets.iree",
-    "OnnxOptions": "jaxport.domain.targets.onnx",
-    "LiteRtOptions": "jaxport.domain.targets.litert",
-    "load_converted": "jaxport.application.conversion.model",
-    "load_iree": "jaxport.application.conversion.model",
-    "ConvertedModel": "jaxport.application.conversion.model",
-    "PytreeSerializationRegistry": "jaxport.adapters.jax.trees.registry",
-    "register_pytree_node_serialization": "jaxport.adapters.jax.trees.registry",
-    "register_namedtuple_serialization": "jaxport.adapters.jax.trees.registry",
-    "serve": "jaxport.application.serving.service",
-    "symbolic_shape": "jaxport.adapters.jax.lowering.symbolic",
-    "symbolic_args_specs": "jaxport.adapters.jax.lowering.symbolic",
-    "poly_spec": "jaxport.adapters.jax.lowering.symbolic",
-    "poly_specs": "jaxport.adapters.jax.lowering.symbolic",
-    "verify_artifact": "jaxport.application.verification",
-    "VerificationReport": "jaxport.application.verification",
-    # Lazy too: `jaxport.inspect` needs no symbolic shapes (half of the import).
-    "SymbolicScope": "jaxport.domain.symbolic",
-    "is_symbolic_dim": "jaxport.domain.symbolic",
+    # Each module -> its public names, loaded on first use (so `import jaxport` loads none of jaxport's modules).
+    # One to_NAME and one options class per entry of TARGETS (tests/unit/test_target_registry.py checks);
+    # `jaxport.inspect` needs no symbolic shapes (half of the import).
+    "jaxport.domain.artifact.info": ("ArtifactInfo", "BundleInfo"),
+    "jaxport.domain.artifact.safety": ("DisabledSafetyCheck",),
+    "jaxport.application.bundles.api": ("save_bundle", "load_bundle", "Bundle"),
+    "jaxport.application.consumer_check": ("check_consumer",),
+    "jaxport.application.conversion.numerics": ("check_numerics",),
+    "jaxport.domain.converted.numerics": ("NumericsReport",),
+    "jaxport.application.export.service": ("export", "default_export_platform"),
+    "jaxport.adapters.jax.exported.exported": ("Exported", "call_exported"),
+    "jaxport.application.export.serialization": ("deserialize",),
+    "jaxport.application.artifact_files": ("save", "load"),
+    "jaxport.application.inspection": ("inspect",),
+    "jaxport.adapters.jax.trees.plain": ("plain_tree",),
+    "jaxport.application.conversion.pipeline": ("convert",),
+    "jaxport.domain.targets.registry": ("TARGETS",),
+    "jaxport.application.conversion.targets": ("to_savedmodel", "to_iree", "to_onnx", "to_litert"),
+    "jaxport.domain.targets.savedmodel": ("SavedModelOptions",),
+    "jaxport.domain.targets.iree": ("IreeOptions",),
+    "jaxport.domain.targets.onnx": ("OnnxOptions",),
+    "jaxport.domain.targets.litert": ("LiteRtOptions",),
+    "jaxport.application.conversion.model": ("load_converted", "load_iree", "ConvertedModel"),
+    "jaxport.adapters.jax.trees.registry": (
+        "PytreeSerializationRegistry", "register_pytree_node_serialization", "register_namedtuple_serialization",
+    ),
+    "jaxport.application.serving.service": ("serve",),
+    "jaxport.adapters.jax.lowering.symbolic": ("symbolic_shape", "symbolic_args_specs", "poly_spec", "poly_specs"),
+    "jaxport.application.verification": ("verify_artifact", "VerificationReport"),
+    "jaxport.domain.symbolic": ("SymbolicScope", "is_symbolic_dim"),
+    # "NAME=ATTRIBUTE": a constant read from its one home under another name: the calling-convention
+    # versions this jaxport reads (and, at the maximum, writes); its version (not in __all__).
+    "jaxport.domain.artifact.calling_convention": (
+        "minimum_supported_calling_convention_version=MINIMUM_VERSION",
+        "maximum_supported_calling_convention_version=MAXIMUM_VERSION",
+    ),
+    "jaxport.domain.artifact.producer": ("__version__=JAXPORT_VERSION",),
 }
+#: Each public name -> its module and its name there.
+_WHERE = {name: (module, attribute or name) for module, names in _LAZY.items()
+          for name, _, attribute in (entry.partition("=") for entry in names)}
 
-#: The calling-convention versions this jaxport reads (and, at the maximum, writes):
-#: ``minimum_supported_calling_convention_version`` and
-#: ``maximum_supported_calling_convention_version``, read from the domain on first use.
-_LAZY_CONSTANTS = {
-    "minimum_supported_calling_convention_version": "MINIMUM_VERSION",
-    "maximum_supported_calling_convention_version": "MAXIMUM_VERSION",
-}
-
-__all__ = sorted(["errors", *_LAZY_CONSTANTS, *_LAZY])
+__all__ = sorted(["errors", *(name for name in _WHERE if name != "__version__")])
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(_import(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if name in _LAZY_CONSTANTS:
-        value = getattr(importlib.import_module("jaxport.domain.artifact.calling_convention"),
-                        _LAZY_CONSTANTS[name])
-        globals()[name] = value
-        return value
     if name == "errors":
         return importlib.import_module("jaxport.errors")
-    if name == "__version__":
-        value = importlib.import_module("jaxport.domain.artifact.producer").JAXPORT_VERSION
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
+    if name not in _WHERE:
+        raise AttributeError(f"module 'jaxport' has no attribute {name!r}")
+    module, attribute = _WHERE[name]
+    value = getattr(_import(module), attribute)
+    globals()[name] = value
+    return value
 
 
 def _import(module: str) -> Any:

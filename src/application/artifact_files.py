@@ -25,15 +25,7 @@ def save(exported: Exported, path: str | os.PathLike[str], *, vjp_order: int = 0
     A failure at any point (serialization, a full disk, an interrupt) leaves
     the file that was at ``path`` intact and no temporary file behind.
     """
-    write_atomically(path, artifact_bytes(exported, vjp_order, consumer))
-
-
-def artifact_bytes(exported: Exported, vjp_order: int = 0, consumer: str | None = None) -> bytes | bytearray:
-    """The bytes that :func:`save` writes for ``exported`` (bundles write the same per function).
-
-    Always sealed with the jaxport trailer (digest and symbolic constraints).
-    """
-    return exported.serialize(vjp_order, integrity=True, consumer=consumer)
+    write_atomically(path, exported.serialize(vjp_order, consumer=consumer))
 
 
 def load(path: str | os.PathLike[str], *, verify: bool = True,

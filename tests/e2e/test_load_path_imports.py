@@ -31,7 +31,7 @@ from jaxport.adapters.mlir.module import MlirStableHlo
 NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap", "jaxport.application.bundles.save",
               "jaxport.adapters.jax.bundles.examples", "jaxport.domain.artifact.consumers",
               "jaxport.adapters.mlir.rewrite", "jaxport.domain.artifact.module_policy",
-              "jaxport.adapters.jax.exported.warm", "jaxport.adapters.jax.exported.compilation_cache")
+              "jaxport.adapters.jax.exported.warm")
 #: ... nor, once its verdicts are remembered, these.
 NOT_LOADED_WARM = ("jaxport.adapters.mlir.worker_main",)
 

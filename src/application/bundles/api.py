@@ -27,7 +27,7 @@ __all__ = ["BoundFunction", "Bundle", "flatten_params", "load_bundle", "save_bun
 
 def __getattr__(name: str) -> Any:
     # save_bundle on first use: a process that only loads never imports saving's modules (save,
-    # examples, consumers, artifact_files, the safetensors writer: 3.4 ms of a fresh first answer
+    # examples, consumers, the safetensors writer: 3.4 ms of a fresh first answer
     # under -X importtime; tests/e2e/test_load_path_imports.py keeps them out).
     if name == "save_bundle":
         from jaxport.application.bundles.save import save_bundle

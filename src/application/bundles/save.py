@@ -24,7 +24,6 @@ from jaxport.domain.checked_directory import FileDigest
 from jaxport.domain.artifact.consumers import find_consumer
 from jaxport.domain.bundle.names import check_weight_names, function_file
 from jaxport.domain.errors import BundleError
-from jaxport.application.artifact_files import artifact_bytes
 from jaxport.adapters.jax.bundles.weights import flatten_params, weight_shardings, weights_tree_spec
 from jaxport.adapters.jax.bundles.examples import record_examples
 from jaxport.adapters.jax.exported.exported import Exported
@@ -112,7 +111,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     weight_shardings(functions, takes, weights_tree, weights)
     meta = _checked_metadata(metadata)
     recorded = record_examples(functions, takes, params, len(weights), examples)
-    blobs = {entry.file: artifact_bytes(functions[entry.name], vjp_order, consumer) for entry in entries}
+    blobs = {entry.file: functions[entry.name].serialize(vjp_order, consumer=consumer) for entry in entries}
 
     header, order = encode_header(weights, {"format": FORMAT_NAME})
 

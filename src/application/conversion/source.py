@@ -87,15 +87,11 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
     from jaxport.adapters.jax.exported.exported import Exported
 
     if isinstance(source, Exported):
-        return ConversionSource((SourceFunction(source.fun_name, _record(source)),))
+        return ConversionSource((SourceFunction(source.fun_name, source.record),))
     if isinstance(source, Bundle):
         return _bundle(source)
     raise TypeError(f"Cannot convert a {type(source).__name__}: give a jaxport.Exported, a "
                     "jaxport.Bundle, or the path of an artifact file or a bundle directory")
-
-
-def _record(exported: Exported) -> ArtifactRecord:
-    return exported.record
 
 
 def _artifact_file(path: Path) -> ConversionSource:
@@ -137,7 +133,7 @@ def _bundle(bundle: Bundle) -> ConversionSource:
     from jaxport.domain.bundle.manifest import FORMAT_NAME
 
     manifest = bundle.manifest
-    functions = tuple(SourceFunction(e.name, _record(bundle.functions[e.name]), e.takes_params)
+    functions = tuple(SourceFunction(e.name, bundle.functions[e.name].record, e.takes_params)
                       for e in manifest.functions)
     _, names, leaves = flatten_params(bundle.params)
     data = [raw_bytes(host) for _, host in (stored_weight(n, leaf) for n, leaf in zip(names, leaves))]

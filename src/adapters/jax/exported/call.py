@@ -4,7 +4,8 @@ The primitive has an abstract evaluation (the call-side checks and the output
 avals), an eager implementation (a compiled, cached ``jax.jit`` of itself), a
 lowering rule that merges the exported module into the caller's module, and a
 batching rule (the export vmapped, for an export made in this process; else a
-sequential map over the batch). Its parameter, a :class:`CallTarget`, holds
+sequential map over the batch). Before it is bound, every call checks its
+pytree (:func:`flat_arguments`). Its parameter, a :class:`CallTarget`, holds
 the export's JAX objects (:class:`~jaxport.adapters.jax.exported.jax_objects.JaxObjects`),
 not copied, and what the primitive derives from them.
 """
@@ -29,7 +30,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.calls.front import check_arguments, check_shardings_divide
 from jaxport.domain.errors import (
-    ArtifactCallError, ArtifactCallValueError, DeviceCountError, JaxportError, PartitionerMismatchError
+    ArtifactCallError, ArtifactCallValueError, DeviceCountError, DtypeMismatchError, JaxportError,
+    NonStringKeyError, PartitionerMismatchError, TreeMismatchError
 )
 from jaxport.domain.artifact.platforms import callee_platform_indices
 from jaxport.domain.specs import ArraySpec
@@ -39,7 +41,8 @@ from jaxport.adapters.mlir.callee import CalleeModule
 from jaxport.adapters.jax.lowering.foreign_dims import mirror_shapes
 from jaxport.adapters.mlir.dimension_args import standard_form
 from jaxport.adapters.jax.exported.jax_objects import JaxObjects
-from jaxport.adapters.jax.lowering.avals import leaf_paths, specs_of
+from jaxport.adapters.jax.lowering.avals import leaf_paths, specs_of, tree_differences
+from jaxport.adapters.jax.trees.plain import with_plain_library_nodes
 from jaxport.adapters.jax.records import sharding_record
 
 
@@ -80,8 +83,9 @@ class CallTarget:
         """The target of the exported VJP, or None when the export carries none."""
         return None if self._vjp is None else self._vjp()
 
-    def parse_module(self, context: Any) -> Any:
-        """The module as a new ``ir.Module`` in ``context``.
+    @functools.cached_property
+    def callee(self) -> CalleeModule:
+        """The module, parsed into a caller's context by ``callee.module_in(context)``.
 
         See :mod:`jaxport.adapters.mlir.callee`: the artifact is deserialized
         at most twice per target; later lowerings, whatever the call site or
@@ -89,10 +93,6 @@ class CallTarget:
         in-process export still holds is not used: the portable round trip
         is what makes it refinable by the caller, as a loaded artifact is.)
         """
-        return self._callee.module_in(context)
-
-    @functools.cached_property
-    def _callee(self) -> CalleeModule:
         objects = self.objects
 
         def standard(module: Any) -> Any | None:
@@ -179,13 +179,47 @@ def call_failure(fun_name: str, cause: Exception) -> ArtifactCallError:
     return ArtifactCallError(fun_name, cause)
 
 
+def flat_arguments(fun_name: str, exported_tree: jax.tree_util.PyTreeDef, args: Any, kwargs: Any) -> list[Any]:
+    """The flat leaves of ``(args, kwargs)`` if their tree is ``exported_tree``: the tree check of every call.
+
+    Flax and Equinox objects match their plain containers (``trees/plain.py``),
+    which keep their leaves' order: a loaded artifact takes the objects that
+    were exported, an in-process export takes their plain form. (The
+    primitive checks ranks, shapes and dimension variables.)
+
+    Raises:
+        TreeMismatchError: listing each structural difference by path.
+    """
+    args_flat, in_tree = jax.tree_util.tree_flatten((args, kwargs))
+    if in_tree != exported_tree and not _same_plain_structure(in_tree, exported_tree):
+        raise TreeMismatchError(fun_name, tree_differences(in_tree, exported_tree))
+    return args_flat
+
+
+def _same_plain_structure(a: jax.tree_util.PyTreeDef, b: jax.tree_util.PyTreeDef) -> bool:
+    try:
+        return bool(with_plain_library_nodes(a) == with_plain_library_nodes(b))
+    except NonStringKeyError:
+        return False
+
+
+def check_dtypes(target: CallTarget, leaves: Sequence[Any]) -> None:
+    """Raises DtypeMismatchError for the first leaf with a dtype other than the exported one
+    (what explains a ``TypeError`` that ``jax.jit`` raised before the tree check ran)."""
+    for path, spec, leaf in zip(target.arg_paths, target.in_specs, leaves):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and str(dtype) != spec.dtype:
+            raise DtypeMismatchError(path, spec.dtype, str(dtype))
+
+
 def bind(target: CallTarget, args_flat: Sequence[Any]) -> list[Any]:
     """Calls ``target`` on flat arguments from any JAX context."""
     return list(jaxport_call_p.bind(*args_flat, target=target))
 
 
 @functools.lru_cache(maxsize=4096)
-def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
+def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
+    """The output avals of calling ``target`` on ``in_avals``, after the call-side checks."""
     objects = target.objects
     if len(in_avals) != len(objects.in_avals):
         raise ValueError(f"'{target.fun_name}' takes {len(objects.in_avals)} flat arguments, "
@@ -207,13 +241,8 @@ def _abstract_eval_cached(target: CallTarget, in_avals: tuple[ShapedArray, ...])
                  for a, shape, plain in zip(objects.out_avals, shapes, target.out_avals_are_plain))
 
 
-def abstract_eval(target: CallTarget, in_avals: tuple[ShapedArray, ...]) -> tuple[ShapedArray, ...]:
-    """The output avals of calling ``target`` on ``in_avals``, after the call-side checks."""
-    return _abstract_eval_cached(target, in_avals)
-
-
 def _abstract_eval(*in_avals: ShapedArray, target: CallTarget) -> tuple[tuple[ShapedArray, ...], set[Any]]:
-    return _abstract_eval_cached(target, tuple(in_avals)), set(target.effects)
+    return abstract_eval(target, tuple(in_avals)), set(target.effects)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -221,12 +250,8 @@ def _compiled_impl(target: CallTarget) -> Any:
     return jax.jit(lambda *args: bind(target, args))
 
 
-def _impl(*args: Any, target: CallTarget) -> Any:
-    return _compiled_impl(target)(*args)
-
-
 jaxport_call_p.def_effectful_abstract_eval(_abstract_eval)
-jaxport_call_p.def_impl(_impl)
+jaxport_call_p.def_impl(lambda *args, target: _compiled_impl(target)(*args))
 
 
 def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:
@@ -254,7 +279,7 @@ def _lower_call(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -
                                         objects.disabled_safety_checks)
     if objects.uses_global_constants:
         ctx.module_context.shape_poly_state.uses_dim_vars = True
-    submodule = target.parse_module(ctx.module_context.context)
+    submodule = target.callee.module_in(ctx.module_context.context)
     symbols = ir.SymbolTable(submodule.operation)
     if _has_shardy_mesh(submodule, symbols) and not jax_internals.use_shardy_partitioner():
         raise PartitionerMismatchError()

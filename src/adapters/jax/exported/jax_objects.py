@@ -6,8 +6,8 @@ expressions sharing one scope with the record's constraints), shardings,
 effect objects, and the module bytes and numbers that go with them. It is
 made once per export: by the lowering (the very objects of its lowering, the
 module serialized there, as ``jax.export`` does), from a serialized module and
-its specs (:func:`module_objects`), or from a record read from an artifact
-(:func:`jax_objects_of`).
+its specs (:meth:`~jaxport.adapters.jax.exported.exported.Exported.from_module`),
+or from a record read from an artifact (:func:`jax_objects_of`).
 
 The other way, :attr:`JaxObjects.record` is the record of an export made in
 this process, made when first read, as ``jax.export`` converts its objects
@@ -20,7 +20,6 @@ at export or call, and a node type registered in between is then found.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,6 @@ from jaxport.adapters.jax.versions import written_format
 from jaxport.adapters.mlir.module import MlirStableHlo
 from jaxport.domain.artifact import calling_convention
 from jaxport.domain.artifact.module_format import check_portable_artifact
-from jaxport.domain.artifact.platforms import normalize_platforms
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.domain.errors import ArtifactError, CallingConventionError
@@ -171,37 +169,6 @@ def jax_objects_of(record: ArtifactRecord, registry: PytreeSerializationRegistry
         module_kept_var_idx=record.module_kept_var_idx,
         uses_global_constants=record.uses_global_constants,
     )
-
-
-def module_objects(module: bytes, *, in_specs: Sequence[Any], out_specs: Any, platforms: Sequence[str],
-                   calling_convention_version: int, nr_devices: int, kwargs_specs: dict[str, Any] | None,
-                   fun_name: str, disabled_checks: Sequence[DisabledSafetyCheck]) -> JaxObjects:
-    """The JAX objects of a serialized module given with its signature, whose ``main`` takes every argument.
-
-    This is how JAX's back-compatibility data records modules; the arguments
-    are those of :meth:`jaxport.Exported.from_module`.
-
-    Raises:
-        ArtifactError: ``module`` is not a StableHLO portable artifact.
-    """
-    check_portable_artifact(module, newest_readable=MlirStableHlo.newest_readable_version())
-    tree_map = jax.tree_util.tree_map
-    in_avals, in_tree = jax.tree_util.tree_flatten(
-        (tuple(tree_map(_aval, tuple(in_specs))), tree_map(_aval, dict(kwargs_specs or {}))))
-    out_avals, out_tree = jax.tree_util.tree_flatten(tree_map(_aval, out_specs))
-    plats = normalize_platforms(platforms)
-    symbolic = any(not all(isinstance(d, int) for d in a.shape) for a in in_avals)
-    return JaxObjects(
-        fun_name=fun_name, in_tree=in_tree, in_avals=tuple(in_avals), out_tree=out_tree,
-        out_avals=tuple(out_avals), in_shardings=(None,) * len(in_avals),
-        out_shardings=(None,) * len(out_avals), nr_devices=nr_devices, platforms=plats,
-        ordered_effects=(), unordered_effects=(), disabled_safety_checks=tuple(disabled_checks),
-        mlir_module_serialized=bytes(module), calling_convention_version=calling_convention_version,
-        module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=symbolic or len(plats) > 1)
-
-
-def _aval(spec: Any) -> ShapedArray:
-    return ShapedArray(tuple(spec.shape), spec.dtype)
 
 
 def _named(sharding: Any) -> NamedSharding | None:

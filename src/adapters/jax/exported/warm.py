@@ -5,24 +5,43 @@
 jaxport keeps no compiled code of its own: the eager call of an exported
 function is a ``jax.jit``, so JAX's persistent compilation cache serves it in
 a later process, as it serves any jitted function. Warming compiles that
-same call for the given specs with JAX and checks, from JAX's monitoring events, that the cache now
-holds it. :func:`warm` reads JAX's settings and never changes them; a process
-that does nothing but warm (``jaxport warm``) first lowers JAX's write
-thresholds for itself with :func:`keep_every_compilation`.
+same call for the given specs with JAX and checks, from the events JAX records
+through the public ``jax.monitoring`` API (a hit, a write, or no use of the
+cache at all), that the cache now holds it. The cache is configured as JAX
+users configure it (``JAX_COMPILATION_CACHE_DIR``, or
+``jax.config.update("jax_compilation_cache_dir", ...)``): :func:`warm` reads
+JAX's settings and never changes them; a process that does nothing but warm
+(``jaxport warm``) first lowers JAX's write thresholds for itself with
+:func:`keep_every_compilation`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
 
-from jaxport.adapters.jax.exported import compilation_cache as jax_cache
 from jaxport.adapters.jax.exported.jax_objects import JaxObjects
 from jaxport.domain.errors import CacheConfigError, CallError
 from jaxport.adapters.jax import placement
+
+#: The compilation looked the cache up (JAX uses its cache in this process).
+LOOKED_UP = "/jax/compilation_cache/compile_requests_use_cache"
+#: The cache had the executable.
+HIT = "/jax/compilation_cache/cache_hits"
+#: JAX wrote the executable it compiled to the cache.
+WRITTEN = "/jax/compilation_cache/cache_misses"
+
+_PREFIX = "/jax/compilation_cache/"
+
+#: JAX's thresholds below which its cache writes no entry, and the values that keep every
+#: compilation (JAX's defaults: compilations of at least a second, entries of any size the
+#: cache's backend accepts).
+_MIN_TIME, _MIN_SIZE = "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes"
+KEEP_EVERY_COMPILATION: dict[str, float | int] = {_MIN_TIME: 0.0, _MIN_SIZE: -1}
 
 #: How to configure JAX's cache so that it keeps every compilation.
 HOW_TO_CONFIGURE = (
@@ -44,17 +63,16 @@ def warm(exp: JaxObjects, jitted: Any, args_specs: tuple[Any, ...], kwargs_specs
         CallError: no specs were given and some exported dimension is symbolic.
     """
     directory = cache_directory(f"'{exp.fun_name}'")
-    settings = jax_cache.settings()
     if not args_specs and not kwargs_specs:
         args_specs, kwargs_specs = _exported_specs(exp)
     lowered = jitted.lower(*args_specs, **kwargs_specs)
-    with jax_cache.recorded_events() as events:
+    with recorded_events() as events:
         start = time.perf_counter()
         lowered.compile()
         seconds = time.perf_counter() - start
-    if jax_cache.HIT in events or jax_cache.WRITTEN in events or jax.process_index() != 0:
+    if HIT in events or WRITTEN in events or jax.process_index() != 0:
         return directory  # JAX writes from process 0 only; the others read it
-    if jax_cache.LOOKED_UP not in events:
+    if LOOKED_UP not in events:
         raise CacheConfigError(
             f"JAX compiled '{exp.fun_name}' without looking up its compilation cache at {directory}: "
             "JAX decides at a process's first compilation whether it uses its cache (from "
@@ -63,9 +81,9 @@ def warm(exp: JaxObjects, jitted: Any, args_specs: tuple[Any, ...], kwargs_specs
     raise CacheConfigError(
         f"JAX compiled '{exp.fun_name}' in {seconds:.2f} s but did not write it to its compilation "
         f"cache at {directory}: JAX writes only compilations that take at least "
-        f"jax_persistent_cache_min_compile_time_secs (now {settings.min_compile_time_secs:g} s) and "
+        f"jax_persistent_cache_min_compile_time_secs (now {float(_setting(_MIN_TIME)):g} s) and "
         f"entries of at least jax_persistent_cache_min_entry_size_bytes (now "
-        f"{settings.min_entry_size_bytes}). To keep every compilation, set "
+        f"{int(_setting(_MIN_SIZE))}). To keep every compilation, set "
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 and JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1 "
         "(or the same through jax.config).")
 
@@ -84,8 +102,9 @@ def keep_every_compilation(environ: Mapping[str, str]) -> tuple[str, ...]:
     Returns:
         The names of JAX's settings it changed.
     """
-    names = tuple(name for name in jax_cache.KEEP_EVERY_COMPILATION if name.upper() not in environ)
-    jax_cache.keep_every_compilation(names)
+    names = tuple(name for name in KEEP_EVERY_COMPILATION if name.upper() not in environ)
+    for name in names:  # JAX reads them when it is about to write an entry
+        jax.config.update(name, KEEP_EVERY_COMPILATION[name])
     return names
 
 
@@ -95,16 +114,16 @@ def cache_directory(what: str) -> str:
     Raises:
         CacheConfigError: no cache directory is set, or JAX's cache is turned off.
     """
-    settings = jax_cache.settings()
-    if settings.directory is None:
+    directory: str | None = _setting("jax_compilation_cache_dir")
+    if not directory:
         raise CacheConfigError(
             f"Cannot warm {what}: no JAX compilation cache is configured (jax_compilation_cache_dir "
             f"is unset). To keep compiled calls across processes, {HOW_TO_CONFIGURE}.")
-    if not settings.enabled:
+    if not _setting("jax_enable_compilation_cache"):
         raise CacheConfigError(
             f"Cannot warm {what}: JAX's compilation cache is turned off "
             "(jax_enable_compilation_cache is False); set JAX_ENABLE_COMPILATION_CACHE=1.")
-    return settings.directory
+    return directory
 
 
 def _exported_specs(exp: JaxObjects) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -126,3 +145,24 @@ def _exported_specs(exp: JaxObjects) -> tuple[tuple[Any, ...], dict[str, Any]]:
               for a, s in zip(exp.in_avals, placements)]
     args, kwargs = jax.tree_util.tree_unflatten(exp.in_tree, leaves)
     return tuple(args), dict(kwargs)
+
+
+def _setting(name: str) -> Any:
+    """One of JAX's compilation-cache settings now (the flags are not attributes mypy knows)."""
+    return getattr(jax.config, name)
+
+
+@contextlib.contextmanager
+def recorded_events() -> Iterator[list[str]]:
+    """The compilation-cache events JAX records while the block runs (any thread's)."""
+    events: list[str] = []
+
+    def listen(event: str, **_: object) -> None:
+        if event.startswith(_PREFIX):
+            events.append(event)
+
+    jax.monitoring.register_event_listener(listen)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_listener(listen)

@@ -22,10 +22,9 @@ from jaxport.domain.ports import Lowerer, StableHlo
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.domain.symbolic import ArgDim, DimExpr, ScopeMixingError, build_plan
 from jaxport.domain.symbolic.clipping import clipping_note
-from jaxport.adapters.jax.exported.vmap import batched_exporter
+from jaxport.adapters.jax.exported.derived import batched_exporter, vjp_exporter
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.exported.jax_objects import JaxObjects
-from jaxport.adapters.jax.exported.vjp import vjp_exporter
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Exporting the VJP of an exported function, lazily, in the exporting process."""
+"""What an in-process export derives from its jaxpr, exported lazily when first needed: its VJP and its vmapped versions."""
 
 from __future__ import annotations
 
@@ -55,3 +55,38 @@ def _jit_with_primal_shardings(vjp_flat: Callable[..., Any], primal: Exported) -
     ins = default_placements(primal.in_shardings, primal.fun_name)
     outs = default_placements(primal.out_shardings, primal.fun_name)
     return jax.jit(vjp_flat, in_shardings=(*ins, *outs), out_shardings=ins)
+
+
+#: Builds the export of the function mapped over axis 0 of the arguments
+#: marked True, for one batch size.
+BatchedExporter = Callable[[tuple[bool, ...], int], Exported]
+
+
+def batched_exporter(fun_name: str, jaxpr: ClosedJaxpr, platforms: tuple[str, ...],
+                     disabled_checks: Sequence[DisabledSafetyCheck],
+                     in_avals: Sequence[Any], *, export: Exporter) -> BatchedExporter:
+    """A function that exports, with ``export``, ``jax.vmap`` of the primal whose jaxpr is ``jaxpr``.
+
+    The result maps over axis 0 of the flat arguments marked True and
+    returns every result batched along axis 0. It is exact: it is JAX's own
+    batching of the original function, lowered once per batch size.
+    """
+    cache: dict[tuple[tuple[bool, ...], int], Exported] = {}
+
+    def get_batched(batched: tuple[bool, ...], size: int) -> Exported:
+        key = (batched, size)
+        if key not in cache:
+            fun = jex_core.jaxpr_as_fun(jaxpr)
+
+            def flat(*args: Any) -> tuple[Any, ...]:
+                return tuple(fun(*args))
+
+            flat.__name__ = f"vmap_{fun_name}"
+            vmapped = jax.vmap(flat, in_axes=tuple(0 if b else None for b in batched))
+            specs = [jax.ShapeDtypeStruct(((size,) if b else ()) + tuple(a.shape), a.dtype)
+                     for a, b in zip(in_avals, batched)]
+            cache[key] = export(jax.jit(vmapped), platforms=platforms,
+                                disabled_checks=disabled_checks)(*specs)
+        return cache[key]
+
+    return get_batched
