@@ -5,8 +5,10 @@ names of its operands, and returns the ONNX names of its results. The
 helpers read what several families ask of an operation: the dtype ONNX
 Runtime's CPU kernels compute a dtype in, the value of a splat constant,
 the ONNX operator a two-argument reducer body (``reduce``,
-``reduce_window``, ``scatter``, ``select_and_scatter``) applies, and
-whether an init value is that operator's identity.
+``reduce_window``, ``scatter``, ``select_and_scatter``) applies, its
+identity and whether an init value is that, a comparison's direction; and
+the walks of the MLIR module around an operation (its functions, the
+operations nested in a region) that several families make.
 """
 
 from __future__ import annotations
