@@ -1,30 +1,34 @@
 """Every error jaxport raises on purpose, each of which prints as ``jaxport.errors.X``.
 
-The classes are defined next to the code that raises them (the domain's in
-:mod:`jaxport.domain.errors`, the symbolic-shape domain's, the command line's
-specs) and re-exported here; a test checks that every subclass of
-:class:`JaxportError` that jaxport defines is.
+The classes are defined in one home, :mod:`jaxport.domain.errors` (an adapter
+adds a subclass only to present a library's own exception type, as
+``JaxInconclusiveDimensionError`` does), and re-exported here; a test checks
+that every subclass of :class:`JaxportError` that jaxport defines is.
 """
 
-from .domain.arg_specs import ArgSpecError
 from .domain.errors import (
+    ArgSpecError,
     ArrayFileError,
     ArtifactCallError,
     ArtifactCallValueError,
     ArtifactError,
-    CallError,
-    CallingConventionError,
-    ConsumerMismatchError,
-    ConversionError,
-    DeviceCountError,
-    DisallowedCustomCallError,
-    DtypeMismatchError,
     BundleError,
     BundleMismatchError,
     CacheConfigError,
+    CallError,
+    CallingConventionError,
+    ConstraintError,
+    ConsumerMismatchError,
+    ConversionError,
+    DeviceCountError,
+    DimensionEvaluationError,
+    DimensionPowerError,
+    DisallowedCustomCallError,
+    DtypeMismatchError,
     EffectSerializationError,
     ExportError,
     HostCallbackError,
+    InconclusiveDimensionError,
     JaxportError,
     MeshMismatchError,
     MissingExtraError,
@@ -32,26 +36,21 @@ from .domain.errors import (
     PartitionerMismatchError,
     PlatformMismatchError,
     RankMismatchError,
+    ScopeMixingError,
+    ShapeAssertionError,
     ShapeMismatchError,
+    ShapeSpecSyntaxError,
+    ShapeSpecTypeError,
     ShardingMismatchError,
     ShardingPolicyError,
+    TargetMismatchError,
     TreeDifference,
     TreeMismatchError,
+    UncompiledSizeError,
+    UnsolvableDimensionError,
     UnsupportedOperationError,
     UsageError,
     VjpUnavailableError,
-)
-from jaxport.domain.calls.errors import TargetMismatchError, UncompiledSizeError
-from .domain.symbolic.errors import (
-    ConstraintError,
-    DimensionEvaluationError,
-    DimensionPowerError,
-    InconclusiveDimensionError,
-    ScopeMixingError,
-    ShapeAssertionError,
-    ShapeSpecSyntaxError,
-    ShapeSpecTypeError,
-    UnsolvableDimensionError,
 )
 
 __all__ = [

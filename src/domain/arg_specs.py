@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import JaxportError
+from .errors import ArgSpecError
 from .specs import ArraySpec
 from .symbolic import DimExpr, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
 
@@ -33,10 +33,6 @@ DTYPES: frozenset[str] = frozenset({*SHORT_DTYPES, *SHORT_DTYPES.values(), *_FLO
 
 _SPEC = re.compile(r"\s*(?P<dtype>[A-Za-z][A-Za-z0-9_]*)\s*\[(?P<dims>[^\[\]]*)\]\s*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class ArgSpecError(JaxportError, ValueError):
-    """A command-line array spec (``--arg``, ``--kwarg``) does not parse."""
 
 
 def parse_arg_spec(text: str, *, scope: SymbolicScope,

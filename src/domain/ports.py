@@ -1,4 +1,4 @@
-"""Ports of the export side: the StableHLO module and the lowerer that makes one.
+"""The ports: the StableHLO module, the lowerer that makes one, and the host arrays runtimes speak.
 
 Each is a port because its users are tested with a fake of it
 (tests/e2e/test_export_service.py) as well as wired with its adapter
@@ -6,7 +6,10 @@ Each is a port because its users are tested with a fake of it
 :func:`~jaxport.application.wiring.lowerer`). A module travels through them as
 a :class:`LoweredModule`, an opaque value: only the adapter that made one knows
 what it is (an MLIR module, for :class:`~jaxport.adapters.mlir.module.MlirStableHlo`).
-The runtime port is :mod:`jaxport.domain.calls.host_arrays`.
+A target's runtime port is :class:`~jaxport.domain.targets.ports.TargetRuntime`
+(function names, variants and flat :class:`HostArray` values), each handed calls
+that the front (:mod:`jaxport.domain.calls.front`) has checked already; the
+targets' ports live beside their registry, in :mod:`jaxport.domain.targets.ports`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,23 @@ if TYPE_CHECKING:
     # Only an export walks a module for its policy: loading imports this module but not the policy's
     # (tests/e2e/test_load_path_imports.py).
     from jaxport.domain.artifact.module_policy import OpSite
+
+
+class HostArray(Protocol):
+    """An array in host memory, as runtimes take and give them (a NumPy array, for one).
+
+    ``str(dtype)`` is the NumPy-style dtype name (``"float32"``, ``"bfloat16"``).
+    """
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The concrete dimensions."""
+        ...
+
+    @property
+    def dtype(self) -> object:
+        """The element type."""
+        ...
 
 
 class LoweredModule(Protocol):

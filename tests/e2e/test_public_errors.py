@@ -14,7 +14,7 @@ import pytest
 import jaxport
 import jaxport.errors
 from jaxport.domain import errors as domain_errors
-from jaxport.domain.symbolic import errors as symbolic_errors
+from jaxport.domain import errors as domain_errors
 from jaxport.errors import JaxportError
 
 
@@ -53,8 +53,8 @@ def test_all_lists_every_error_that_jaxport_defines() -> None:
 
 def test_the_public_names_are_the_classes_where_they_are_defined() -> None:
     assert jaxport.errors.ShapeMismatchError is domain_errors.ShapeMismatchError
-    assert jaxport.errors.InconclusiveDimensionError is symbolic_errors.InconclusiveDimensionError
-    assert jaxport.errors.ScopeMixingError is symbolic_errors.ScopeMixingError
+    assert jaxport.errors.InconclusiveDimensionError is domain_errors.InconclusiveDimensionError
+    assert jaxport.errors.ScopeMixingError is domain_errors.ScopeMixingError
     from jaxport.application.cli.common import UsageError
 
     assert jaxport.errors.UsageError is UsageError

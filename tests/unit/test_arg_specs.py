@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.domain.arg_specs import ArgSpecError, parse_arg_spec, parse_kwarg_spec
+from jaxport.domain.arg_specs import parse_arg_spec, parse_kwarg_spec
+from jaxport.domain.errors import ArgSpecError
 from jaxport.domain.specs import ArraySpec
 from jaxport.domain.symbolic import SymbolicScope, is_symbolic_dim
 

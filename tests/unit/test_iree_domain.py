@@ -18,7 +18,7 @@ from jaxport.domain.targets.iree import PLAN, SUFFIX, check_parameter_names, det
 from jaxport.domain.targets.plan import refuse
 from jaxport.domain.converted.static_shapes import dimension_variables, platform_index, static_shapes, variant_file
 from jaxport.domain.targets.iree import IreeTarget, check_runs_here
-from jaxport.domain.calls.errors import TargetMismatchError, UncompiledSizeError
+from jaxport.domain.errors import TargetMismatchError, UncompiledSizeError
 from jaxport.domain.calls.front import call_record
 
 LEAF = TreeSpec.leaf()

@@ -19,8 +19,8 @@ from jaxport.domain.errors import (
     ShapeMismatchError,
     TreeMismatchError,
 )
-from jaxport.domain.calls.host_arrays import HostArray
-from jaxport.domain.calls.errors import UncompiledSizeError
+from jaxport.domain.ports import HostArray
+from jaxport.domain.errors import UncompiledSizeError
 from jaxport.domain.calls.front import (
     check_call, flatten_call, leaf_paths, unflatten_results, with_weights_bound
 )

@@ -29,7 +29,7 @@ import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
 from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
-from jaxport.domain.calls.errors import TargetMismatchError
+from jaxport.domain.errors import TargetMismatchError
 from jaxport.domain.targets.iree import PARAMETER_SCOPE, target_of
 
 try:

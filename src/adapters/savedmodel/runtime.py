@@ -18,7 +18,7 @@ from typing import Any
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
 from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, UsageError
-from jaxport.domain.calls.host_arrays import HostArray
+from jaxport.domain.ports import HostArray
 from .tensorflow_import import tf as _tf
 
 

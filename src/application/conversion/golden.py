@@ -22,7 +22,7 @@ from jaxport.adapters.array_compare import compare
 from jaxport.adapters.storage.safetensors_file import read_examples
 from jaxport.domain.bundle.manifest import Example, WeightRecord
 from jaxport.domain.checked_directory import FileDigest
-from jaxport.domain.calls.errors import UncompiledSizeError
+from jaxport.domain.errors import UncompiledSizeError
 from jaxport.domain.calls.front import result_paths
 from jaxport.domain.converted.numerics import (
     EXACT, NumericsReport, OutputCheck, Tolerance, check_example_fits, tolerance_for

@@ -50,7 +50,7 @@ from jaxport.domain.checked_directory import (
 )
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.calls.errors import UncompiledSizeError
+from jaxport.domain.errors import UncompiledSizeError
 from .wire_names import input_wire_names, output_wire_names
 
 if TYPE_CHECKING:  # read where a manifest records one: loading an IREE directory needs no quantization

@@ -23,7 +23,7 @@ checking, see tests/unit/test_import_graph.py):
   named in a note when an export fails on one.
 """
 
-from .errors import (
+from jaxport.domain.errors import (
     ConstraintError as ConstraintError,
     DimensionEvaluationError as DimensionEvaluationError,
     DimensionPowerError as DimensionPowerError,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .core import MAX, MIN, Factor, iter_factors
-from .errors import ConstraintError, DimensionPowerError, ShapeSpecSyntaxError
+from jaxport.domain.errors import ConstraintError, DimensionPowerError, ShapeSpecSyntaxError
 from .expr import DimExpr
 from .parser import parse_shape
 from .scope import SymbolicScope

@@ -50,7 +50,7 @@ from typing import Any, ClassVar, Protocol, Self, TypeAlias, Union  # Self: Pyth
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly, divide
 from .decision import BoundsDecider
 from ..jax_docs import DocPages
-from .errors import (
+from jaxport.domain.errors import (
     DimensionPowerError, InconclusiveDimensionError, ScopeMixingError, inconclusive_comparison, not_constant
 )
 from .ops import PYTHON_OPS, DimOps, evaluate

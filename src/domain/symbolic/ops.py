@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 from .core import FLOORDIV, MAX, MIN, MOD, Factor, Poly, Term
 from ..jax_docs import DocPages
-from .errors import DimensionEvaluationError
+from jaxport.domain.errors import DimensionEvaluationError
 
 
 class DimOps(Protocol):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple
 
 from .core import FLOORDIV, MAX, MIN, MOD
-from .errors import ConstraintError, ShapeSpecSyntaxError
+from jaxport.domain.errors import ConstraintError, ShapeSpecSyntaxError
 from .expr import DimExpr, DimSize, Scope, dim_max, dim_min
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias, Union
 
 from .core import Factor, Poly
-from .errors import DimensionEvaluationError, ScopeMixingError, UnsolvableDimensionError
+from jaxport.domain.errors import DimensionEvaluationError, ScopeMixingError, UnsolvableDimensionError
 from .expr import Comparison, DimExpr, DimSize, Scope
 from .ops import POLY_OPS, evaluate
 

@@ -27,7 +27,7 @@ from typing import Final
 
 from .core import FLOORDIV, MOD, Factor, Poly, Term, substitute_term
 from .decision import BoundsDecider
-from .errors import ConstraintError
+from jaxport.domain.errors import ConstraintError
 from .expr import Comparison, Constraint, DimExpr, DimSize, Scope
 from .parser import parse_constraint, parse_shape
 

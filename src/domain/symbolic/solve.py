@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from ..errors import RankMismatchError, ShapeMismatchError
-from .errors import ShapeAssertionError
+from jaxport.domain.errors import ShapeAssertionError
 from .expr import Comparison, DimExpr, DimSize
 from .expr import is_nonnegative
 from .ops import PYTHON_OPS, DimOps

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.bundle.manifest import WEIGHTS_FILE
-from jaxport.domain.calls.errors import TargetMismatchError
+from jaxport.domain.errors import TargetMismatchError
 from jaxport.domain.errors import ArtifactError, ConversionError
 from .plan import BFloat16, DtypeTable, TargetPlan
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import ConvertedManifest, Signature, Variant, WeightsTable
-from jaxport.domain.calls.host_arrays import HostArray
+from jaxport.domain.ports import HostArray
 from jaxport.domain.converted.static_shapes import StaticShapes
 
 

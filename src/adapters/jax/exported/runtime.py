@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from jaxport.domain.converted.manifest import Variant
-from jaxport.domain.calls.host_arrays import HostArray
+from jaxport.domain.ports import HostArray
 
 
 class JaxRuntime:
