@@ -38,11 +38,14 @@ _ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorPr
                np.dtype(np.uint64): TensorProto.UINT64, np.dtype(np.float16): TensorProto.FLOAT16,
                np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE}
 
+#: The dtypes the translations name most.
+BOOL, I32, I64, F32, F64 = (np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64))
 Shape = tuple[int | None, ...]
 #: A ``Loop``'s body: given the body's builder, the iteration's index and the carried values' names, the
 #: carried values' next names (after, with :meth:`GraphBuilder.loop`'s ``go``, whether to run again).
 LoopBody = Callable[["GraphBuilder", str, list[str]], list[str]]
 _POSITION = re.compile(r'"([^"]+)":(\d+):(\d+)')
+_NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 
 def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
@@ -53,7 +56,7 @@ def element_dtype(element: ir.Type) -> np.dtype[Any] | None:
     if isinstance(element, ir.IntegerType):
         integer = ir.IntegerType(element)
         if integer.width == 1:
-            return np.dtype(np.bool_)
+            return BOOL
         if integer.width in (8, 16, 32, 64):
             return np.dtype(f"{'u' if integer.is_unsigned else ''}int{integer.width}")
     return None
@@ -64,26 +67,32 @@ def narrow_float(value: Any) -> int | None:
     return NARROW_FLOATS.get(str(ir.RankedTensorType(value.type).element_type))
 
 
-def bfloat16_values(attr: Any) -> np.ndarray:
-    """The elements of a bfloat16 dense attribute as float32, flat (NumPy's buffer protocol has no bfloat16).
-
-    MLIR prints them as a hex blob of little-endian bits, or as numbers
-    (hex bits for NaN and the infinities).
+def dense_elements(text: str, storage: np.dtype[Any], word: Callable[[float], Any]) -> np.ndarray:
+    """The elements of a dense attribute as MLIR prints it (``text``: the attribute, or an operation holding
+    it), flat, as ``storage`` words: a hex blob of little-endian words, or numbers (``word`` of each; hex bits
+    for NaN and the infinities). The bindings read neither bfloat16 nor complex attributes.
 
     Raises:
         ValueError: a form not read here.
     """
-    body = str(attr)
-    blob = re.match(r'dense<"0x([0-9A-Fa-f]*)">', body)
+    blob = re.search(r'dense<"0x([0-9A-Fa-f]*)">', text)
     if blob:
-        bits = np.frombuffer(bytes.fromhex(blob.group(1)), dtype="<u2")
-    else:
-        inner = re.match(r"dense<(.*)>\s*:", body, re.S)
-        if inner is None:
-            raise ValueError(f"unread bfloat16 constant {body[:80]}")
-        tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", inner.group(1))
-        bits = np.array([int(t, 16) if t.startswith("0x") else _bfloat16_bits(float(t)) for t in tokens],
-                        dtype=np.uint16)
+        return np.frombuffer(bytes.fromhex(blob.group(1)), dtype=storage.newbyteorder("<")).astype(storage)
+    inner = re.search(r"dense<(.*)>\s*:", text, re.S)
+    if inner is None:
+        raise ValueError(f"unread dense constant {text[:80]}")
+    bits = np.dtype(f"uint{8 * storage.itemsize}")
+    return np.array([np.array(int(t, 16), bits).view(storage) if t.startswith("0x") else word(float(t))
+                     for t in _NUMBER.findall(inner.group(1))], storage)
+
+
+def bfloat16_values(attr: Any) -> np.ndarray:
+    """The elements of a bfloat16 dense attribute as float32, flat (NumPy's buffer protocol has no bfloat16).
+
+    Raises:
+        ValueError: a form :func:`dense_elements` does not read.
+    """
+    bits = dense_elements(str(attr), np.dtype(np.uint16), _bfloat16_bits)
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
@@ -189,6 +198,12 @@ class GraphBuilder:
         graph = helper.make_graph(child.nodes, self.fresh("loop_body"), inputs, outputs)
         return self.node("Loop", [trips, go, *(n for n, _ in carried)], len(carried), body=graph)
 
+    def run(self, block: Any, args: Sequence[str]) -> list[str]:
+        """Translates an MLIR ``block`` (a region's: a body, a branch, a comparator) into this builder, its
+        arguments named ``args``; the names of what it returns."""
+        assert self.run_block is not None  # set by the walker
+        return self.run_block(self, block, args)
+
     def require_opset(self, opset: int, operator: str) -> None:
         """The model needs ``opset`` (for ``operator``); refused where that is newer than :attr:`max_opset`."""
         if opset > self.max_opset:
@@ -250,7 +265,7 @@ class GraphBuilder:
 
     def as_int64_name(self, name: str, dtype: np.dtype[Any]) -> str:
         """``name``, of ``dtype``, as int64."""
-        return name if dtype == np.dtype(np.int64) else self.cast(name, np.dtype(np.int64))
+        return name if dtype == I64 else self.cast(name, I64)
 
     def refuse(self, detail: str = "") -> NoReturn:
         """Raises the typed error naming the current operation, the function and the location."""

@@ -15,15 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.calls.front import record_shapes
 from jaxport.domain.symbolic import ArgDim, ShapeAssertion, build_plan, run_plan
-from .builder import GraphBuilder
+from .builder import I64, GraphBuilder
 from jaxport.adapters.onnx.ops.shape import dimension_value
 
-_INT64 = np.dtype(np.int64)
 
 
 class _OnnxDimOps:
@@ -33,7 +31,7 @@ class _OnnxDimOps:
         self.b = b
 
     def constant(self, value: int) -> str:
-        return self.b.scalar(value, _INT64)
+        return self.b.scalar(value, I64)
 
     def add(self, x: str, y: str) -> str:
         return self.b.one("Add", [x, y])
@@ -62,7 +60,7 @@ class _Reader:
         self.input_names = input_names
 
     def arg_dim(self, source: ArgDim) -> str:
-        return dimension_value(self.b, self.input_names[source.arg], source.dim, _INT64)
+        return dimension_value(self.b, self.input_names[source.arg], source.dim, I64)
 
     def check(self, assertion: ShapeAssertion, lhs: Any, rhs: Any, values: Callable[[], list[Any]]) -> None:
         del assertion, lhs, rhs, values

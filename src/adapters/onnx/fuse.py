@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -131,13 +133,14 @@ def _unsqueezed(g: _Graph, name: str, op_type: str, axes: list[int]) -> onnx.Nod
     if unsqueeze is None or g.ints(unsqueeze.input[1]) != axes:
         return None
     reduce = g.made(unsqueeze.input[0], op_type)
-    if reduce is None or len(reduce.input) < 2 or g.ints(reduce.input[1]) != axes or _keepdims(reduce) != 0:
+    if reduce is None or len(reduce.input) < 2 or g.ints(reduce.input[1]) != axes or attribute(reduce, "keepdims", 1) != 0:
         return None
     return reduce
 
 
-def _keepdims(node: onnx.NodeProto) -> int:
-    return next((int(helper.get_attribute_value(a)) for a in node.attribute if a.name == "keepdims"), 1)
+def attribute(node: onnx.NodeProto, name: str, default: Any) -> Any:
+    """The value of ``node``'s attribute ``name``, or ``default`` where it has none."""
+    return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
 
 
 def _softmax(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[onnx.NodeProto] | None:
@@ -168,7 +171,7 @@ def _softmax(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[
         top = inner
     top = _without_nan_guard(g, top, x, axes)
     reduce = g.made(top, "ReduceMax")
-    if reduce is None or reduce.input[0] != x or g.ints(reduce.input[1]) != axes or _keepdims(reduce) != 0:
+    if reduce is None or reduce.input[0] != x or g.ints(reduce.input[1]) != axes or attribute(reduce, "keepdims", 1) != 0:
         return None
     if shapes.get(x) is None or shapes.get(x) != shapes.get(node.output[0]):
         return None
@@ -184,7 +187,7 @@ def _without_nan_guard(g: _Graph, name: str, x: str, axes: list[int]) -> str:
     low = g.made(to_bool.input[0], "ReduceMin") if to_bool is not None else None
     to_int = g.made(low.input[0], "Cast") if low is not None and g.ints(low.input[1]) == axes else None
     equal = g.made(to_int.input[0], "Equal") if to_int is not None else None
-    if equal is None or list(equal.input) != [x, x] or _keepdims(low) != 0:  # type: ignore[arg-type]
+    if equal is None or list(equal.input) != [x, x] or attribute(low, "keepdims", 1) != 0:  # type: ignore[arg-type]
         return name
     return str(where.input[1])
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 import onnx
@@ -39,6 +39,7 @@ from jaxport.domain.bundle.manifest import WeightRecord
 from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8
 from jaxport.domain.targets.onnx import INT4_BLOCK
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
+from .fuse import attribute
 
 #: The prefix of a weight's initializer (``weights:KEY``).
 PREFIX = "weights:"
@@ -59,14 +60,14 @@ def quantize_int8(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.rint(w / shaped), -INT8_MAX, INT8_MAX).astype(np.int8), scale
 
 
-def quantize_int4(w: np.ndarray, axis: int, block: int = INT4_BLOCK) -> tuple[np.ndarray, np.ndarray]:
-    """``w`` (2-D) to nearest int4 (as int8 values) in blocks of ``block`` along ``axis`` (the reduction),
+def quantize_int4(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """``w`` (2-D) to nearest int4 (as int8 values) in blocks of ``INT4_BLOCK`` along ``axis`` (the reduction),
     one scale per block: the scales' shape is ``w``'s with ``ceil(n / block)`` along ``axis``."""
     moved = np.moveaxis(w, axis, 1)
     rows, n = moved.shape
-    padded = np.zeros((rows, -(-n // block) * block), np.float32)
+    padded = np.zeros((rows, -(-n // INT4_BLOCK) * INT4_BLOCK), np.float32)
     padded[:, :n] = moved
-    blocks = padded.reshape(rows, -1, block)
+    blocks = padded.reshape(rows, -1, INT4_BLOCK)
     amax = np.abs(blocks).max(axis=2)
     scale = (np.where(amax > 0, amax, 1.0) / INT4_MAX).astype(np.float32)
     q = np.clip(np.rint(blocks / scale[:, :, None]), -8, INT4_MAX).astype(np.int8).reshape(rows, -1)[:, :n]
@@ -169,11 +170,11 @@ def _channel_axis(init: onnx.TensorProto, edit: _Edit, mode: str) -> int | None:
         if node.op_type == "MatMul" and i == 1:
             axes.add(1 if mode != INT4_WEIGHTS else 0)
         elif node.op_type == "Gemm" and i == 1 and _plain_gemm(node):
-            transposed = _attr(node, "transB", 0) == 1
+            transposed = attribute(node, "transB", 0) == 1
             axes.add((0 if transposed else 1) if mode != INT4_WEIGHTS else (1 if transposed else 0))
-        elif node.op_type == "Gather" and i == 0 and _attr(node, "axis", 0) == 0:
+        elif node.op_type == "Gather" and i == 0 and attribute(node, "axis", 0) == 0:
             axes.add(0 if mode != INT4_WEIGHTS else 1)
-        elif node.op_type == "Transpose" and list(_attr(node, "perm", [1, 0])) == [1, 0] and \
+        elif node.op_type == "Transpose" and list(attribute(node, "perm", [1, 0])) == [1, 0] and \
                 all(edit.nodes[n].op_type == "MatMul" and j == 1 for n, j in edit.uses.get(node.output[0], [])):
             axes.add(0 if mode != INT4_WEIGHTS else 1)
         else:
@@ -183,15 +184,8 @@ def _channel_axis(init: onnx.TensorProto, edit: _Edit, mode: str) -> int | None:
 
 def _plain_gemm(node: onnx.NodeProto) -> bool:
     """A Gemm that is a product (A not transposed, alpha 1, no C or beta 1): what int8 rewrites."""
-    return _attr(node, "transA", 0) == 0 and _attr(node, "alpha", 1.0) == 1.0 and \
-        (len(node.input) < 3 or not node.input[2] or _attr(node, "beta", 1.0) == 1.0)
-
-
-def _attr(node: onnx.NodeProto, name: str, default: Any) -> Any:
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
+    return attribute(node, "transA", 0) == 0 and attribute(node, "alpha", 1.0) == 1.0 and \
+        (len(node.input) < 3 or not node.input[2] or attribute(node, "beta", 1.0) == 1.0)
 
 
 def _tensor(name: str, data_type: int, shape: tuple[int, ...]) -> onnx.TensorProto:
@@ -232,7 +226,7 @@ def _int8(edit: _Edit, name: str, key: str, array: np.ndarray, axis: int, store:
             y, bias = node.output[0], node.input[2] if len(node.input) > 2 and node.input[2] else ""
             matmul = helper.make_node("MatMul", [node.input[0], qname], [f"{y}#product" if bias else y])
             steps = []
-            if _attr(node, "transB", 0) == 1:
+            if attribute(node, "transB", 0) == 1:
                 steps.append(helper.make_node("Transpose", [qname], [f"{y}#weight"], perm=[1, 0]))
                 matmul.input[1] = f"{y}#weight"
             steps.extend(product(matmul))

@@ -43,7 +43,7 @@ from jaxport.domain.symbolic import UnsolvableDimensionError
 from jaxport.domain.targets.onnx import BFLOAT16_INPUTS, BFLOAT16_OUTPUTS, DEFAULT_IR_VERSION, DEFAULT_OPSET
 from jaxport.adapters.mlir import bindings as jaxlib_mlir
 from .optimize import optimize, prune
-from .builder import TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
+from .builder import F32, TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
 from .check import check_model
 from .dims import dimension_variables
 from .walk import Walker
@@ -159,8 +159,10 @@ def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_na
         if variable == PLATFORM_INDEX:
             names.append(b.scalar(platform_index, dtype))
             continue
-        if variables is None:
-            variables = _variables(b, record, input_names)
+        try:
+            variables = dimension_variables(b, record, input_names) if variables is None else variables
+        except (ArtifactError, UnsolvableDimensionError) as exc:
+            raise ConversionError(TARGET, record.function_name, f"its dimension variables: {exc}") from exc
         if variable not in variables:
             raise ConversionError(TARGET, record.function_name, f"main takes the dimension variable "
                                                                 f"'{variable}', which no input's shape has")
@@ -168,18 +170,11 @@ def _main_arguments(b: GraphBuilder, record: ArtifactRecord, main: Any, input_na
     return names
 
 
-def _variables(b: GraphBuilder, record: ArtifactRecord, input_names: Sequence[str]) -> dict[str, str]:
-    try:
-        return dimension_variables(b, record, input_names)
-    except (ArtifactError, UnsolvableDimensionError) as exc:
-        raise ConversionError(TARGET, record.function_name, f"its dimension variables: {exc}") from exc
-
-
 def _input(b: GraphBuilder, argument: Any, input_names: Sequence[str], j: int, nr_weights: int) -> str:
     """Input ``j``; a float16 one, or a bfloat16 weight, cast to float32 (bfloat16 inputs are float32 already)."""
     storage = narrow_float(argument)
     computed = storage is not None and (j < nr_weights or storage == TensorProto.FLOAT16)
-    return b.cast(input_names[j], np.dtype(np.float32)) if computed else input_names[j]
+    return b.cast(input_names[j], F32) if computed else input_names[j]
 
 
 def _bfloat16_ports(record: ArtifactRecord, nr_weights: int, inputs: Sequence[str],

@@ -16,7 +16,6 @@ from typing import Any
 from jaxlib.mlir import ir
 
 from .builder import GraphBuilder, element_dtype, operation_name
-from jaxport.adapters.onnx.ops.common import Translation
 from jaxport.adapters.onnx.ops.complex import complex_part, is_complex
 from jaxport.adapters.onnx.ops.table import COMPLEX_TRANSLATIONS, COMPOSITES, CUSTOM_CALLS, TRANSLATIONS
 
@@ -80,8 +79,11 @@ class Walker:
         elif name != "stablehlo.custom_call":
             translation = TRANSLATIONS.get(name)
         values = (*op.operands, *op.results)
-        if any(is_complex(v) for v in values):
-            translation = self._complex(op)
+        if any(is_complex(v) for v in values):  # (real, imaginary) pairs
+            translation = COMPLEX_TRANSLATIONS.get(name) if name != "stablehlo.custom_call" else None
+            if translation is None:
+                b.refuse(f"complex values are translated (as pairs of floats) only by "
+                         f"{', '.join(sorted(n.removeprefix('stablehlo.') for n in COMPLEX_TRANSLATIONS))}")
         if translation is None:
             b.refuse()
         for value in values:
@@ -89,15 +91,6 @@ class Walker:
                                                 or element_dtype(value.type.element_type) is None):
                 b.refuse(f"the type {value.type} has no ONNX Runtime translation here")
         return translation(b, op, operands)
-
-    def _complex(self, op: Any) -> Translation:
-        """The translation of an operation on complex values (as pairs), or its refusal."""
-        name = op.operation.name
-        translation = COMPLEX_TRANSLATIONS.get(name) if name != "stablehlo.custom_call" else None
-        if translation is None:
-            self.builder.refuse(f"complex values are translated (as pairs of floats) only by "
-                                f"{', '.join(sorted(n.removeprefix('stablehlo.') for n in COMPLEX_TRANSLATIONS))}")
-        return translation
 
     def _inline(self, op: Any, callee: str, operands: list[str]) -> list[str]:
         self.builder.call_sites.append(op)

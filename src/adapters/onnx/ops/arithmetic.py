@@ -36,12 +36,11 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
+from jaxport.adapters.onnx.builder import BOOL, I32, NARROW_FLOATS, GraphBuilder, narrow_float, round_to, tensor_dtype
 from . import signed_zeros
 from .bitcast import reduce_precision, total_order
-from .common import Translation, splat_value, wide_dtype
+from .common import Translation, compared, direction, splat_value, wide_dtype
 
-_BOOL = np.dtype(np.bool_)
 
 
 def _widened(b: GraphBuilder, args: Sequence[str], dtype: np.dtype[Any]) -> tuple[list[str], np.dtype[Any]]:
@@ -206,7 +205,7 @@ def _clamp(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def _min_max(op_type: str) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         dtype = tensor_dtype(op.results[0])
-        if dtype == _BOOL:
+        if dtype == BOOL:
             return [b.one("Or" if op_type == "Max" else "And", args)]
         (x, y), wide = _widened(b, args, dtype)  # ONNX Runtime's Max and Min propagate NaN, as XLA's
         if dtype.kind == "f":
@@ -229,26 +228,19 @@ def _reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
     return reduce_precision(b, op, args, exponent, mantissa)
 
 
-_ORDERED = {"LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual"}
-
-
 def _compare(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    direction = stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
+    how = direction(op)
     kind = (stablehlo.ComparisonTypeAttr(op.attributes["compare_type"]).value
             if "compare_type" in op.attributes else "")
     dtype = tensor_dtype(op.operands[0])
     (x, y), wide = _widened(b, args, dtype)
     if kind == "TOTALORDER" and dtype.kind == "f":
         if not all(_canonical_nan(v) for v in op.operands):
-            return [total_order(b, direction, x, y, wide)]  # the sign of a NaN read from its bits
-        return [_total_order(b, direction, x, y, wide)]
-    if direction == "EQ":
-        return [b.one("Equal", [x, y])]
-    if direction == "NE" and dtype.kind == "f" and x == y:  # JAX's isnan; a Not before a Where, ONNX Runtime
+            return [total_order(b, how, x, y, wide)]  # the sign of a NaN read from its bits
+        return [_total_order(b, how, x, y, wide)]
+    if how == "NE" and dtype.kind == "f" and x == y:  # JAX's isnan; a Not before a Where, ONNX Runtime
         return [b.one("IsNaN", [x])]  # fuses into the Where with its branches swapped (see signed_zeros)
-    if direction == "NE":
-        return [b.one("Not", [b.one("Equal", [x, y])])]
-    return [b.one(_ORDERED[direction], [x, y])]
+    return [compared(b, how, x, y)]
 
 
 def _canonical_nan(value: Any) -> bool:
@@ -264,7 +256,7 @@ def _canonical_nan(value: Any) -> bool:
     nan = splat_value(_through_broadcasts(owner.operands[1]))
     condition = _producer(owner.operands[0], "stablehlo.compare")
     if (nan is None or not isinstance(nan, float) or not np.isnan(nan) or np.signbit(nan) or condition is None
-            or stablehlo.ComparisonDirectionAttr(condition.attributes["comparison_direction"]).value != "NE"
+            or direction(condition) != "NE"
             or condition.operands[0] != condition.operands[1]):
         return False
     v, w = condition.operands[0], owner.operands[2]
@@ -291,7 +283,7 @@ def _through_broadcasts(value: Any) -> Any:
     return value if owner is None else _through_broadcasts(owner.operands[0])
 
 
-def _total_order(b: GraphBuilder, direction: str, x: str, y: str, wide: np.dtype[Any]) -> str:
+def _total_order(b: GraphBuilder, how: str, x: str, y: str, wide: np.dtype[Any]) -> str:
     def less(p: str, q: str) -> str:
         p_nan, q_nan = b.one("IsNaN", [p]), b.one("IsNaN", [q])
         zeros = b.one("And", [b.one("And", [b.one("Equal", [p, b.scalar(0, wide)]),
@@ -305,15 +297,15 @@ def _total_order(b: GraphBuilder, direction: str, x: str, y: str, wide: np.dtype
         return b.one("Or", [b.one("And", [b.one("Equal", [x, y]), same_sign]),
                             b.one("And", [b.one("IsNaN", [x]), b.one("IsNaN", [y])])])
 
-    if direction == "LT":
+    if how == "LT":
         return less(x, y)
-    if direction == "GT":
+    if how == "GT":
         return less(y, x)
-    if direction == "LE":
+    if how == "LE":
         return b.one("Or", [less(x, y), equal()])
-    if direction == "GE":
+    if how == "GE":
         return b.one("Or", [less(y, x), equal()])
-    return equal() if direction == "EQ" else b.one("Not", [equal()])
+    return equal() if how == "EQ" else b.one("Not", [equal()])
 
 
 def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -331,7 +323,7 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     low = b.scalar(float(info.min), wide)
     inside = b.one("And", [b.one("Less", [x, high]), b.one("Greater", [x, low])])
     safe = b.one("Where", [b.one("And", [inside, b.one("Not", [b.one("IsNaN", [x])])]), x, b.scalar(0, wide)])
-    cast_to = target if target.itemsize >= 4 else np.dtype(np.int32)
+    cast_to = target if target.itemsize >= 4 else I32
     value = b.cast(safe, cast_to)
     value = b.one("Where", [b.one("GreaterOrEqual", [x, high]), b.scalar(info.max, cast_to),
                             b.one("Where", [b.one("LessOrEqual", [x, low]), b.scalar(info.min, cast_to), value])])

@@ -33,12 +33,10 @@ from jaxlib.mlir import ir
 from onnx import TensorProto
 
 from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, onnx_type, tensor_dtype
-from .common import Translation
+from .common import Translation, compared, element, signed_of, unsigned_of
 
 #: The opset that has ``BitCast``.
 BITCAST_OPSET = 26
-_INTEGER_OF: dict[int, np.dtype[Any]] = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
-_UNSIGNED_OF: dict[int, np.dtype[Any]] = {4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
 def bitcast(b: GraphBuilder, name: str, to: int) -> str:
@@ -80,7 +78,7 @@ def _between_widths(b: GraphBuilder, op: Any, x: str) -> str:
     unsigned = unsigned_narrow if dtype == narrow else unsigned_wide
     x = bitcast(b, x, onnx_type(unsigned)) if dtype.kind == "f" else b.cast(x, unsigned)
     if dtype == narrow:
-        words = [b.cast(b.one("Gather", [x, b.constant(np.array(i, np.int64), "index")], axis=-1), unsigned_wide)
+        words = [b.cast(element(b, x, i, -1), unsigned_wide)
                  for i in range(ratio)]
         result = words[0]
         for i, word in enumerate(words[1:], 1):
@@ -101,7 +99,7 @@ def _reduce_precision_bits(b: GraphBuilder, op: Any, x: str, exponent: int, mant
     dtype = tensor_dtype(op.operands[0])
     width = dtype.itemsize
     bits, src_exponent, src_mantissa = (32, 8, 23) if width == 4 else (64, 11, 52)
-    unsigned = _UNSIGNED_OF[width]
+    unsigned = unsigned_of(dtype)
 
     def u(value: int) -> str:
         return b.scalar(value, unsigned)
@@ -122,7 +120,7 @@ def _reduce_precision_bits(b: GraphBuilder, op: Any, x: str, exponent: int, mant
         underflows = b.one("LessOrEqual", [x_exponent, u((bias - reduced_bias) << src_mantissa)])
         signed_zero = b.one("BitwiseAnd", [word, u(sign_mask)])
         signed_inf = b.one("BitwiseOr", [signed_zero, u(exponent_mask)])
-        wide = _INTEGER_OF[width]  # Where of unsigned 32/64-bit: in the signed type of the width
+        wide = signed_of(dtype)  # Where of unsigned 32/64-bit: in the signed type of the width
         word = b.cast(b.one("Where", [overflows, b.cast(signed_inf, wide), b.one(
             "Where", [underflows, b.cast(signed_zero, wide), b.cast(word, wide)])]), unsigned)
     result = bitcast(b, word, onnx_type(dtype))
@@ -139,7 +137,7 @@ def reduce_precision(b: GraphBuilder, op: Any, args: Sequence[str], exponent: in
 
 def total_order_key(b: GraphBuilder, v: str, dtype: np.dtype[Any]) -> str:
     """The signed integers of ``dtype``'s width (float32 or float64) that order as ``v``'s total order."""
-    signed = _INTEGER_OF[dtype.itemsize]
+    signed = signed_of(dtype)
     word = bitcast(b, v, onnx_type(signed))
     flipped = b.one("BitwiseXor", [word, b.scalar(np.iinfo(signed).max, signed)])
     return b.one("Where", [b.one("Less", [word, b.scalar(0, signed)]), flipped, word])
@@ -147,11 +145,7 @@ def total_order_key(b: GraphBuilder, v: str, dtype: np.dtype[Any]) -> str:
 
 def total_order(b: GraphBuilder, direction: str, x: str, y: str, dtype: np.dtype[Any]) -> str:
     """``compare`` of floats ``x`` and ``y`` (``dtype``: float32 or float64) with ``TOTALORDER``."""
-    p, q = total_order_key(b, x, dtype), total_order_key(b, y, dtype)
-    ops = {"LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual", "EQ": "Equal"}
-    if direction == "NE":
-        return b.one("Not", [b.one("Equal", [p, q])])
-    return b.one(ops[direction], [p, q])
+    return compared(b, direction, total_order_key(b, x, dtype), total_order_key(b, y, dtype))
 
 
 #: ``stablehlo.reduce_precision`` and ``stablehlo.compare`` are the arithmetic module's, which hands

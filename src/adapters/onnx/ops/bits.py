@@ -13,28 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype
-from .common import Translation, where
+from jaxport.adapters.onnx.builder import BOOL, I64, GraphBuilder, tensor_dtype
+from .common import Translation, signed_of, unsigned_of, where
 
-_BOOL = np.dtype(np.bool_)
-_I64 = np.dtype(np.int64)
 
 
 def _bitwise(bool_op: str, int_op: str) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         dtype = tensor_dtype(op.results[0])
-        return [b.one(bool_op if dtype == _BOOL else int_op, args)]
+        return [b.one(bool_op if dtype == BOOL else int_op, args)]
     return translate
-
-
-def _unsigned_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    return np.dtype(f"uint{dtype.itemsize * 8}")
-
-
-def _signed_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    return np.dtype(f"int{dtype.itemsize * 8}")
 
 
 def _shift(direction: str) -> Translation:
@@ -43,13 +32,13 @@ def _shift(direction: str) -> Translation:
         if dtype.kind not in "iu":
             b.refuse("shifts of integers only")
         bits = dtype.itemsize * 8
-        unsigned = _unsigned_of(dtype)
+        unsigned = unsigned_of(dtype)
         x, amount = (a if dtype == unsigned else b.cast(a, unsigned) for a in args)
         beyond = b.one("GreaterOrEqual", [amount, b.scalar(bits, unsigned)])
         amount = b.one("Min", [amount, b.scalar(bits - 1, unsigned)]) if direction == "arithmetic" else where(
             b, beyond, b.scalar(0, unsigned), amount, unsigned)
         if direction == "arithmetic":
-            negative = b.one("Less", [b.cast(x, _signed_of(dtype)), b.scalar(0, _signed_of(dtype))])
+            negative = b.one("Less", [b.cast(x, signed_of(dtype)), b.scalar(0, signed_of(dtype))])
             filled = b.one("BitShift", [b.one("BitwiseNot", [x]), amount], direction="RIGHT")
             shifted = where(b, negative, b.one("BitwiseNot", [filled]),
                             b.one("BitShift", [x, amount], direction="RIGHT"), unsigned)
@@ -60,46 +49,33 @@ def _shift(direction: str) -> Translation:
     return translate
 
 
-def _popcnt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    unsigned = _unsigned_of(dtype)
-    x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
-    one = b.scalar(1, unsigned)
-    total = None
-    for k in range(dtype.itemsize * 8):
-        shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
-        bit = b.cast(b.one("BitwiseAnd", [shifted, one]), _I64)
-        total = bit if total is None else b.one("Add", [total, bit])
-    assert total is not None
-    return [b.cast(total, dtype)]
-
-
-def _count_leading_zeros(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    bits = dtype.itemsize * 8
-    unsigned = _unsigned_of(dtype)
-    x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
-    length = None  # the bit length: how many shifts leave something
-    for k in range(bits):
-        shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
-        some = b.cast(b.one("Not", [b.one("Equal", [shifted, b.scalar(0, unsigned)])]), _I64)
-        length = some if length is None else b.one("Add", [length, some])
-    assert length is not None
-    return [b.cast(b.one("Sub", [b.scalar(bits, _I64), length]), dtype)]
-
-
-def _not(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Not" if tensor_dtype(op.results[0]) == _BOOL else "BitwiseNot", args)]
+def _bit_count(leading_zeros: bool) -> Translation:
+    """``popcnt`` (the bits set) or ``count_leading_zeros`` (the width less the bit length: how many right
+    shifts leave something), counted shift by shift."""
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        dtype = tensor_dtype(op.results[0])
+        bits, unsigned = dtype.itemsize * 8, unsigned_of(dtype)
+        x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
+        one = None if leading_zeros else b.scalar(1, unsigned)
+        total = None
+        for k in range(bits):
+            shifted = b.one("BitShift", [x, b.scalar(k, unsigned)], direction="RIGHT") if k else x
+            bit = b.cast(b.one("BitwiseAnd", [shifted, one]) if one else b.one(
+                "Not", [b.one("Equal", [shifted, b.scalar(0, unsigned)])]), I64)
+            total = bit if total is None else b.one("Add", [total, bit])
+        assert total is not None
+        return [b.cast(b.one("Sub", [b.scalar(bits, I64), total]) if leading_zeros else total, dtype)]
+    return translate
 
 
 TABLE: dict[str, Translation] = {
     "stablehlo.and": _bitwise("And", "BitwiseAnd"),
     "stablehlo.or": _bitwise("Or", "BitwiseOr"),
     "stablehlo.xor": _bitwise("Xor", "BitwiseXor"),
-    "stablehlo.not": _not,
+    "stablehlo.not": lambda b, op, args: [b.one("Not" if tensor_dtype(op.results[0]) == BOOL else "BitwiseNot", args)],
     "stablehlo.shift_left": _shift("left"),
     "stablehlo.shift_right_logical": _shift("logical"),
     "stablehlo.shift_right_arithmetic": _shift("arithmetic"),
-    "stablehlo.popcnt": _popcnt,
-    "stablehlo.count_leading_zeros": _count_leading_zeros,
+    "stablehlo.popcnt": _bit_count(leading_zeros=False),
+    "stablehlo.count_leading_zeros": _bit_count(leading_zeros=True),
 }

@@ -19,19 +19,17 @@ matrices, comparisons, the functions of complex values (``exp``, ``log``,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import F32, F64, GraphBuilder, dense_elements, int_list, tensor_dtype, tensor_shape
 from . import shape, window
-from .common import Translation, reducer, same
+from .common import Translation, element, reducer, same
 
-_PARTS: dict[str, np.dtype[Any]] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
-_NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+_PARTS: dict[str, np.dtype[Any]] = {"f32": F32, "f64": F64}
 
 
 def complex_part(value: Any) -> np.dtype[Any] | None:
@@ -49,8 +47,7 @@ def is_complex(value: Any) -> bool:
 
 def parts(b: GraphBuilder, pair: str) -> tuple[str, str]:
     """The real and imaginary parts of a pair tensor."""
-    return (b.one("Gather", [pair, b.constant(np.array(0, np.int64), "index")], axis=-1),
-            b.one("Gather", [pair, b.constant(np.array(1, np.int64), "index")], axis=-1))
+    return element(b, pair, 0, -1), element(b, pair, 1, -1)
 
 
 def join(b: GraphBuilder, real: str, imag: str) -> str:
@@ -74,45 +71,22 @@ def _static(b: GraphBuilder, value: Any) -> list[int]:
 def complex_values(b: GraphBuilder, op: Any) -> np.ndarray:
     """The elements of a complex ``stablehlo.constant`` as pairs (float array of shape ``S + (2,)``).
 
-    They are read from the operation's text (the bindings cast no complex
-    dense attribute). MLIR prints them as a hex blob of little-endian bytes, or as ``(re,im)``
-    numbers (hex bits for NaN and the infinities), one pair for a splat.
+    They are read from the operation's text (:func:`~jaxport.adapters.onnx.builder.dense_elements`: the
+    numbers as ``(re,im)``), one pair for a splat.
     """
     value = op.results[0]
     dtype = complex_part(value)
     assert dtype is not None  # the caller's operation has a complex result
     shape = _static(b, value)
     body = op.operation.get_asm(large_elements_limit=None)
-    blob = re.search(r'dense<"0x([0-9A-Fa-f]*)">', body)
-    if blob:
-        flat = np.frombuffer(bytes.fromhex(blob.group(1)), dtype=dtype.newbyteorder("<")).astype(dtype)
-    else:
-        inner = re.search(r"dense<(.*)>\s*:", body, re.S)
-        if inner is None:
-            b.refuse(f"a complex constant written as {body[:60]}")
-        bits = np.dtype(np.uint32 if dtype.itemsize == 4 else np.uint64)
-        flat = np.array([np.array(int(t, 16), bits).view(dtype) if t.startswith("0x") else dtype.type(float(t))
-                         for t in _NUMBER.findall(inner.group(1))], dtype)
+    try:
+        flat = dense_elements(body, dtype, dtype.type)
+    except ValueError:
+        b.refuse(f"a complex constant written as {body[:60]}")
     count = int(np.prod(shape, dtype=np.int64))
     if flat.size == 2 and count != 1:
         flat = np.tile(flat, count)
     return flat.reshape(*shape, 2)
-
-
-def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.constant(complex_values(b, op), "complex")]
-
-
-def _real(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [parts(b, args[0])[0]]
-
-
-def _imag(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [parts(b, args[0])[1]]
-
-
-def _complex(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [join(b, args[0], args[1])]
 
 
 def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -131,10 +105,6 @@ def times(b: GraphBuilder, x: str, y: str) -> str:
     real = b.one("Sub", [b.one("Mul", [a, d]), b.one("Mul", [c, e])])
     imag = b.one("Add", [b.one("Mul", [a, e]), b.one("Mul", [c, d])])
     return join(b, real, imag)
-
-
-def _multiply(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [times(b, args[0], args[1])]
 
 
 def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -221,24 +191,7 @@ def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dims = int_list(op.attributes["broadcast_dimensions"])
     result = _static(b, op.results[0])
-    order = sorted(range(len(dims)), key=lambda i: dims[i])
-    x = args[0]
-    if order != list(range(len(dims))):
-        x = b.one("Transpose", [x], perm=[*order, len(dims)])
-    kept = sorted(dims)
-    missing = [i for i in range(len(result)) if i not in kept]
-    if missing:
-        x = b.one("Unsqueeze", [x, b.int64s(missing)])
-    return [b.one("Expand", [x, b.int64s([*result, 2])])]
-
-
-def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Reshape", [args[0], b.int64s([*_static(b, op.results[0]), 2])], allowzero=1)]
-
-
-def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    perm = int_list(op.attributes["permutation"])
-    return [b.one("Transpose", args, perm=[*perm, len(perm)])]
+    return [shape.broadcast(b, args[0], len(dims), dims, len(result), b.int64s([*result, 2]), pairs=True)]
 
 
 def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -260,21 +213,23 @@ def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 #: Complex operations (an operand or a result complex) -> translation on pairs; ``stablehlo.fft`` is
 #: :mod:`.fft`'s.
 COMPLEX: dict[str, Translation] = {
-    "stablehlo.constant": _constant,
-    "stablehlo.real": _real,
-    "stablehlo.imag": _imag,
-    "stablehlo.complex": _complex,
+    "stablehlo.constant": lambda b, op, args: [b.constant(complex_values(b, op), "complex")],
+    "stablehlo.real": lambda b, op, args: [parts(b, args[0])[0]],
+    "stablehlo.imag": lambda b, op, args: [parts(b, args[0])[1]],
+    "stablehlo.complex": lambda b, op, args: [join(b, args[0], args[1])],
     "stablehlo.convert": _convert,
     "stablehlo.add": same("Add"),
     "stablehlo.subtract": same("Sub"),
     "stablehlo.negate": same("Neg"),
-    "stablehlo.multiply": _multiply,
+    "stablehlo.multiply": lambda b, op, args: [times(b, args[0], args[1])],
     "stablehlo.divide": _divide,
     "stablehlo.sqrt": _sqrt,
     "stablehlo.reduce": _reduce,
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
-    "stablehlo.reshape": _reshape,
-    "stablehlo.transpose": _transpose,
+    "stablehlo.reshape": lambda b, op, args: [
+        b.one("Reshape", [args[0], b.int64s([*_static(b, op.results[0]), 2])], allowzero=1)],
+    "stablehlo.transpose": lambda b, op, args: [
+        b.one("Transpose", args, perm=[*int_list(op.attributes["permutation"]), len(tensor_shape(op.operands[0]))])],
     # A pair's trailing axis is never named, and these name their axes: the real ones serve
     "stablehlo.slice": shape.TABLE["stablehlo.slice"],
     "stablehlo.concatenate": shape.TABLE["stablehlo.concatenate"],
@@ -282,6 +237,3 @@ COMPLEX: dict[str, Translation] = {
     "stablehlo.pad": _pad,
     "stablehlo.select": _select,
 }
-
-#: No operation of real values is this module's.
-TABLE: dict[str, Translation] = {}

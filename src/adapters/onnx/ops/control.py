@@ -13,14 +13,13 @@ results).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import onnx
 from onnx import helper
 
-from jaxport.adapters.onnx.builder import GraphBuilder, onnx_type, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import I64, GraphBuilder, onnx_type, tensor_dtype, tensor_shape
 from .common import Translation
 
 
@@ -29,38 +28,31 @@ def value_info(name: str, value: Any) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, onnx_type(tensor_dtype(value)), list(tensor_shape(value)))
 
 
-def _run(b: GraphBuilder, child: GraphBuilder, block: Any, args: Sequence[str]) -> list[str]:
-    assert b.run_block is not None  # set by the walker
-    return b.run_block(child, block, args)
-
-
-def _outputs(child: GraphBuilder, results: Sequence[str], values: Sequence[Any]) -> list[onnx.ValueInfoProto]:
-    """The subgraph's outputs: each result through an ``Identity`` of its own (outer names too)."""
-    return [value_info(child.one("Identity", [r]), v) for r, v in zip(results, values)]
-
-
-def _branch(b: GraphBuilder, region: Any, values: Sequence[Any], name: str) -> onnx.GraphProto:
+def _branch(b: GraphBuilder, values: Sequence[Any], name: str,
+            build: Callable[[GraphBuilder], list[str]]) -> onnx.GraphProto:
+    """A subgraph that ``build`` writes into a child of ``b``; its outputs are ``build``'s results (typed as
+    ``values``), each through an ``Identity`` of its own (outer names too)."""
     child = b.child()
-    results = _run(b, child, region.blocks[0], [])
-    outputs = _outputs(child, results, values)
+    outputs = [value_info(child.one("Identity", [r]), v) for r, v in zip(build(child), values)]
     return helper.make_graph(child.nodes, b.fresh(name), [], outputs)
 
 
 def _while(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     cond_block, body_block = op.regions[0].blocks[0], op.regions[1].blocks[0]
-    first = _run(b, b, cond_block, args)[0]
+    first = b.run(cond_block, args)[0]
 
     def body(c: GraphBuilder, _: str, carried: list[str]) -> list[str]:
-        results = _run(b, c, body_block, carried)
-        return [_run(b, c, cond_block, results)[0], *results]
+        results = c.run(body_block, carried)
+        return [c.run(cond_block, results)[0], *results]
 
     return b.loop("", list(zip(args, op.operands)), body, go=first)
 
 
 def _if(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    results = list(op.results)
-    return b.node("If", [args[0]], len(results), then_branch=_branch(b, op.regions[0], results, "then"),
-                  else_branch=_branch(b, op.regions[1], results, "else"))
+    results, regions = list(op.results), list(op.regions)
+    return b.node("If", [args[0]], len(results),
+                  then_branch=_branch(b, results, "then", lambda c: c.run(regions[0].blocks[0], [])),
+                  else_branch=_branch(b, results, "else", lambda c: c.run(regions[1].blocks[0], [])))
 
 
 def _case(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -68,31 +60,25 @@ def _case(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     regions = list(op.regions)
     index = b.as_int64(args[0], op.operands[0])
     if len(regions) == 1:
-        child_results = _run(b, b, regions[0].blocks[0], [])
+        child_results = b.run(regions[0].blocks[0], [])
         return [b.one("Identity", [r]) for r in child_results]
 
     def chain(builder: GraphBuilder, k: int) -> list[str]:
         """Branch k if index == k, else the chain from k + 1 (the last branch for every other index)."""
         if k == len(regions) - 1:
-            return _run(b, builder, regions[k].blocks[0], [])
-        rest = builder.child()
-        rest_results = chain(rest, k + 1)
-        rest_graph = helper.make_graph(rest.nodes, b.fresh("case_else"), [], _outputs(rest, rest_results, results))
-        is_k = builder.one("Equal", [index, builder.scalar(k, np.dtype(np.int64))])
-        return builder.node("If", [is_k], len(results), then_branch=_branch(b, regions[k], results, "case"),
-                            else_branch=rest_graph)
+            return builder.run(regions[k].blocks[0], [])
+        rest = _branch(b, results, "case_else", lambda c: chain(c, k + 1))
+        is_k = builder.one("Equal", [index, builder.scalar(k, I64)])
+        return builder.node("If", [is_k], len(results), else_branch=rest,
+                            then_branch=_branch(b, results, "case", lambda c: c.run(regions[k].blocks[0], [])))
 
     return chain(b, 0)
-
-
-def _optimization_barrier(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Identity", [a]) for a in args]
 
 
 TABLE: dict[str, Translation] = {
     "stablehlo.while": _while,
     "stablehlo.if": _if,
     "stablehlo.case": _case,
-    "stablehlo.optimization_barrier": _optimization_barrier,
+    "stablehlo.optimization_barrier": lambda b, op, args: [b.one("Identity", [a]) for a in args],
 }
 

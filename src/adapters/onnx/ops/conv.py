@@ -24,19 +24,17 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation, wide_dtype
+from jaxport.adapters.onnx.builder import F32, GraphBuilder, tensor_dtype, tensor_shape
+from .common import Translation, reversed_along, wide_dtype
 from .conv_integer import integer_conv
 from .window import ints_or, padding_pairs, pad_tensor
 
-_F32 = np.dtype(np.float32)
-_INT64_MIN = np.iinfo(np.int64).min
 
 
 def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])  # float16 and bfloat16 are float32 inside
     integer = dtype.kind in "iu" and all(tensor_dtype(v).kind in "iu" for v in op.operands)
-    if not integer and (dtype != _F32 or any(tensor_dtype(v) != dtype for v in op.operands)):
+    if not integer and (dtype != F32 or any(tensor_dtype(v) != dtype for v in op.operands)):
         b.refuse(f"ONNX Runtime convolves floating-point numbers in float32 (float16, bfloat16 too), not {dtype}")
     numbers = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
     spatial_in = list(numbers.input_spatial_dimensions)
@@ -52,7 +50,7 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     batch_groups = int(op.attributes["batch_group_count"].value) if "batch_group_count" in op.attributes else 1
     if groups > 1 and batch_groups > 1:
         b.refuse("a convolution with both feature and batch groups")
-    wide = wide_dtype(dtype) if integer else _F32  # integers held in a type ONNX Runtime's Pad takes
+    wide = wide_dtype(dtype) if integer else F32  # integers held in a type ONNX Runtime's Pad takes
     lhs, rhs = (a if not integer or tensor_dtype(v) == wide else b.cast(a, wide) for a, v in zip(args, op.operands))
     lhs_perm = [int(numbers.input_batch_dimension), int(numbers.input_feature_dimension), *spatial_in]
     lhs_shape = tensor_shape(op.operands[0])
@@ -61,8 +59,7 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                                int(numbers.kernel_input_feature_dimension), *numbers.kernel_spatial_dimensions])
     if any(reversal):
         axes = [2 + i for i, r in enumerate(reversal) if r]
-        rhs = b.one("Slice", [rhs, b.int64s([-1] * len(axes)), b.int64s([_INT64_MIN] * len(axes)), b.int64s(axes),
-                              b.int64s([-1] * len(axes))])
+        rhs = reversed_along(b, rhs, axes)
     if any(p != (0, 0) for p in padding) or any(d > 1 for d in lhs_dilation):
         lhs = pad_tensor(b, lhs, [lhs_shape[d] for d in lhs_perm], [0, 0, *(p[0] for p in padding)],
                          [0, 0, *(p[1] for p in padding)], [0, 0, *(d - 1 for d in lhs_dilation)],

@@ -21,17 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from jaxport.adapters.onnx.builder import GraphBuilder
-from .common import Translation
+from jaxport.adapters.onnx.builder import I64, GraphBuilder
+from .common import unsigned_of
 
-_U8, _I64 = np.dtype(np.uint8), np.dtype(np.int64)
+_U8 = np.dtype(np.uint8)
 #: The most elements a window may hold for ``ConvInteger``'s int32 sums of byte products to be exact.
 MAX_WINDOW = (2**31 - 1) // (255 * 255)
 
 
 def _bytes(b: GraphBuilder, x: str, wide: np.dtype[Any], count: int) -> list[str]:
     """The ``count`` lowest bytes of ``x`` (an integer of ``wide``) as uint8 tensors, least significant first."""
-    unsigned = np.dtype(f"uint{wide.itemsize * 8}")
+    unsigned = unsigned_of(wide)
     word = x if wide == unsigned else b.cast(x, unsigned)
     return [b.cast(b.one("BitwiseAnd", [b.one("BitShift", [word, b.scalar(8 * k, unsigned)], direction="RIGHT")
                                         if k else word, b.scalar(255, unsigned)]), _U8) for k in range(count)]
@@ -56,16 +56,12 @@ def integer_conv(b: GraphBuilder, lhs: str, rhs: str, wide: np.dtype[Any], dtype
         for j, wj in enumerate(w):
             if i + j >= dtype.itemsize:
                 continue
-            term = b.cast(b.one("ConvInteger", [xi, wj], **attributes), _I64)
+            term = b.cast(b.one("ConvInteger", [xi, wj], **attributes), I64)
             if i + j:
-                term = b.one("Mul", [term, b.scalar(1 << (8 * (i + j)), _I64)])
+                term = b.one("Mul", [term, b.scalar(1 << (8 * (i + j)), I64)])
             total = term if total is None else b.one("Add", [total, term])
     assert total is not None
     bits = dtype.itemsize * 8
-    unsigned = np.dtype(f"uint{bits}")
-    wrapped = b.cast(b.one("BitwiseAnd", [total, b.scalar((1 << bits) - 1, _I64)]), unsigned)
+    unsigned = unsigned_of(dtype)
+    wrapped = b.cast(b.one("BitwiseAnd", [total, b.scalar((1 << bits) - 1, I64)]), unsigned)
     return wrapped if dtype == unsigned else b.cast(wrapped, dtype)
-
-
-#: No operation of its own: ``stablehlo.convolution`` is :mod:`.conv`'s, which hands integers here.
-TABLE: dict[str, Translation] = {}

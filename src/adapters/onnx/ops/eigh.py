@@ -36,36 +36,20 @@ JAX (``[[nan, 1], [1, 2]]``: ``-sqrt(2), sqrt(2)``), NaN here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import BOOL, F32, F64, I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import EIGENVECTOR_SIGNS
-from .common import Translation, dim_size, iota_of
+from .common import Translation, dim_size, iota_of, is_private, nested, operation
 from .lapack import backend_config
 
-_F64, _I64, _I32 = np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32)
 #: Bisection steps: the Gershgorin interval is at most 6 times the matrix's norm wide, which ``2**-steps`` makes
 #: well below the dtype's eps times the norm.
-_HALVINGS = {np.dtype(np.float32): 40, np.dtype(np.float64): 60}
-
-
-def _operation(x: Any) -> Any:
-    return x.operation if hasattr(x, "operation") else x
-
-
-def _calls(module: Any, callee: str) -> Iterator[Any]:
-    """The ``func.call`` operations of ``callee`` anywhere in ``module`` (an operation)."""
-    for region in module.regions:
-        for block in region.blocks:
-            for op in block.operations:
-                op = _operation(op)
-                if op.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == callee:
-                    yield op
-                yield from _calls(op, callee)
+_HALVINGS = {F32: 40, F64: 60}
 
 
 def _unused(value: Any, depth: int = 0) -> bool:
@@ -75,13 +59,14 @@ def _unused(value: Any, depth: int = 0) -> bool:
     if depth > 16:
         return False
     for use in value.uses:
-        owner = _operation(use.owner)
+        owner = operation(use.owner)
         if owner.name == "func.return":
-            function = _operation(owner.parent)
-            visibility = function.attributes["sym_visibility"] if "sym_visibility" in function.attributes else None
-            if visibility is None or ir.StringAttr(visibility).value != "private":
+            function = operation(owner.parent)
+            if not is_private(function):
                 return False  # the module's result
-            calls = list(_calls(_operation(function.parent), ir.StringAttr(function.attributes["sym_name"]).value))
+            name = ir.StringAttr(function.attributes["sym_name"]).value
+            calls = [o for o in nested(operation(function.parent))
+                     if o.name == "func.call" and ir.FlatSymbolRefAttr(o.attributes["callee"]).value == name]
             if not all(_unused(call.results[use.operand_number], depth + 1) for call in calls):
                 return False
         elif (owner.name in ("func.call", "stablehlo.custom_call") or len(owner.regions) or not len(owner.results)
@@ -93,12 +78,12 @@ def _unused(value: Any, depth: int = 0) -> bool:
 def _tridiagonal(b: GraphBuilder, a: str, rank: int, n: str) -> tuple[str, str]:
     """The diagonal and off-diagonal (``e[n-1] = 0``) of the tridiagonal form of the symmetric ``a``."""
     iota = iota_of(b, n)
-    zero, one, last = b.scalar(0, _F64), b.scalar(1, _F64), b.int64s([-1])
-    steps = b.one("Max", [b.one("Sub", [n, b.scalar(1, _I64)]), b.scalar(0, _I64)])
+    zero, one, last = b.scalar(0, F64), b.scalar(1, F64), b.int64s([-1])
+    steps = b.one("Max", [b.one("Sub", [n, b.scalar(1, I64)]), b.scalar(0, I64)])
 
     def body(c: GraphBuilder, i: str, carried: list[str]) -> list[str]:
         w, e = carried
-        below_i = c.one("Add", [i, c.scalar(1, _I64)])
+        below_i = c.one("Add", [i, c.scalar(1, I64)])
         column = c.one("Gather", [w, i], axis=rank - 1)  # (..., n)
         alpha = c.one("Gather", [column, below_i], axis=rank - 2)  # (...)
         x = c.one("Where", [c.one("Greater", [iota, below_i]), column, zero])
@@ -113,7 +98,7 @@ def _tridiagonal(b: GraphBuilder, a: str, rank: int, n: str) -> tuple[str, str]:
         tau_ = c.one("Unsqueeze", [tau, last])
         p = c.one("Mul", [tau_, c.one("Squeeze", [c.one("MatMul", [w, c.one("Unsqueeze", [v, last])]), last])])
         p = c.one("Where", [c.one("Greater", [iota, i]), p, zero])
-        half = c.one("Mul", [c.scalar(-0.5, _F64), c.one("Mul", [tau_, c.one("ReduceSum", [
+        half = c.one("Mul", [c.scalar(-0.5, F64), c.one("Mul", [tau_, c.one("ReduceSum", [
             c.one("Mul", [p, v]), last], keepdims=1)])])
         u = c.one("Add", [p, c.one("Mul", [half, v])])
         column_v, column_u = c.one("Unsqueeze", [v, last]), c.one("Unsqueeze", [u, last])
@@ -124,30 +109,30 @@ def _tridiagonal(b: GraphBuilder, a: str, rank: int, n: str) -> tuple[str, str]:
         return [w, e]
 
     e0 = b.one("Expand", [zero, b.one("Shape", [a], start=0, end=rank - 1)])
-    w, e = b.loop(steps, [(a, (_F64, rank)), (e0, (_F64, rank - 1))], body)
+    w, e = b.loop(steps, [(a, (F64, rank)), (e0, (F64, rank - 1))], body)
     eye = b.one("Equal", [b.one("Unsqueeze", [iota, last]), iota])
     return b.one("ReduceSum", [b.one("Where", [eye, w, zero]), last], keepdims=0), e
 
 
 def _bisect(b: GraphBuilder, d: str, e: str, rank: int, n: str, halvings: int) -> str:
     """The eigenvalues of the tridiagonal ``(d, e)``, ascending, by bisection on Sturm counts."""
-    last, zero = b.int64s([-1]), b.scalar(0, _F64)
+    last, zero = b.int64s([-1]), b.scalar(0, F64)
     e2 = b.one("Mul", [e, e])
     pad = b.one("Slice", [e2, b.int64s([0]), b.int64s([1]), b.int64s([-1])])
     before = b.one("Concat", [b.one("Mul", [pad, zero]), b.one("Slice", [e2, b.int64s([0]), b.int64s([-1]),
                                                                         b.int64s([-1])])], axis=-1)  # e[j-1]**2
-    pivmin = b.one("Mul", [b.scalar(np.finfo(np.float64).tiny, _F64), b.one("Max", [
-        b.scalar(1, _F64), b.one("ReduceMax", [e2, last], keepdims=1)])])
+    pivmin = b.one("Mul", [b.scalar(np.finfo(np.float64).tiny, F64), b.one("Max", [
+        b.scalar(1, F64), b.one("ReduceMax", [e2, last], keepdims=1)])])
     abs_e = b.one("Abs", [e])
     radius = b.one("ReduceMax", [b.one("Add", [b.one("Abs", [d]), b.one("Add", [abs_e, b.one("Sqrt", [before])])]),
                                  last], keepdims=1)
-    bound = b.one("Add", [b.one("Mul", [radius, b.scalar(1 + 2.0**-20, _F64)]), pivmin])
+    bound = b.one("Add", [b.one("Mul", [radius, b.scalar(1 + 2.0**-20, F64)]), pivmin])
     hi0 = b.one("Expand", [bound, b.one("Shape", [d])])
-    k = b.cast(iota_of(b, n), _F64)
+    k = b.cast(iota_of(b, n), F64)
 
     def halve(c: GraphBuilder, _: str, carried: list[str]) -> list[str]:
         lo, hi = carried
-        mid = c.one("Mul", [c.one("Add", [lo, hi]), c.scalar(0.5, _F64)])
+        mid = c.one("Mul", [c.one("Add", [lo, hi]), c.scalar(0.5, F64)])
 
         def sturm(s: GraphBuilder, j: str, state: list[str]) -> list[str]:
             q, count = state
@@ -155,16 +140,16 @@ def _bisect(b: GraphBuilder, d: str, e: str, rank: int, n: str, halvings: int) -
             ej = s.one("Gather", [before, s.one("Unsqueeze", [j, s.int64s([0])])], axis=-1)
             q = s.one("Sub", [s.one("Sub", [dj, mid]), s.one("Div", [ej, q])])
             q = s.one("Where", [s.one("Less", [s.one("Abs", [q]), pivmin]), s.one("Neg", [pivmin]), q])
-            return [q, s.one("Add", [count, s.cast(s.one("Less", [q, s.scalar(0, _F64)]), _F64)])]
+            return [q, s.one("Add", [count, s.cast(s.one("Less", [q, s.scalar(0, F64)]), F64)])]
 
-        ones = c.one("Add", [c.one("Mul", [mid, zero]), c.scalar(1, _F64)])
-        _, count = c.loop(n, [(ones, (_F64, rank - 1)), (c.one("Mul", [mid, zero]), (_F64, rank - 1))], sturm)
+        ones = c.one("Add", [c.one("Mul", [mid, zero]), c.scalar(1, F64)])
+        _, count = c.loop(n, [(ones, (F64, rank - 1)), (c.one("Mul", [mid, zero]), (F64, rank - 1))], sturm)
         above = c.one("Greater", [count, k])  # eigenvalue k lies below mid
         return [c.one("Where", [above, lo, mid]), c.one("Where", [above, mid, hi])]
 
-    lo, hi = b.loop(b.scalar(halvings, _I64), [(b.one("Neg", [hi0]), (_F64, rank - 1)), (hi0, (_F64, rank - 1))],
+    lo, hi = b.loop(b.scalar(halvings, I64), [(b.one("Neg", [hi0]), (F64, rank - 1)), (hi0, (F64, rank - 1))],
                   halve)
-    return b.one("Mul", [b.one("Add", [lo, hi]), b.scalar(0.5, _F64)])
+    return b.one("Mul", [b.one("Add", [lo, hi]), b.scalar(0.5, F64)])
 
 
 def _syevd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -175,29 +160,26 @@ def _syevd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     n = dim_size(b, args[0], rank - 1)
     iota = iota_of(b, n)
     rows, last, both = b.one("Unsqueeze", [iota, b.int64s([-1])]), b.int64s([-1]), b.int64s([-2, -1])
-    a = b.cast(args[0], _F64)
+    a = b.cast(args[0], F64)
     transposed = b.one("Transpose", [a], perm=[*range(rank - 2), rank - 1, rank - 2])
     upper = backend_config(op).get("uplo", ord("L")) == ord("U")
     a = b.one("Where", [b.one("LessOrEqual" if upper else "GreaterOrEqual", [rows, iota]), a, transposed])
-    zero = b.scalar(0, _F64)
+    zero = b.scalar(0, F64)
     bad = b.one("Or", [b.one("IsNaN", [a]), b.one("IsInf", [a])])
-    bad = b.cast(b.one("ReduceMax", [b.cast(bad, _I32), both], keepdims=1), np.dtype(np.bool_))  # (..., 1, 1)
+    bad = b.cast(b.one("ReduceMax", [b.cast(bad, I32), both], keepdims=1), BOOL)  # (..., 1, 1)
     largest = b.one("ReduceMax", [b.one("Abs", [b.one("Where", [bad, zero, a])]), both], keepdims=1)
-    scale = b.one("Where", [b.one("Greater", [largest, zero]), largest, b.scalar(1, _F64)])
+    scale = b.one("Where", [b.one("Greater", [largest, zero]), largest, b.scalar(1, F64)])
     scaled = b.one("Where", [bad, zero, b.one("Div", [a, scale])])
     d, e = _tridiagonal(b, scaled, rank, n)
     values = _bisect(b, d, e, rank, n, _HALVINGS.get(dtype, 60))
     values = b.one("Mul", [values, b.one("Squeeze", [scale, last])])
     diagonal = b.one("ReduceSum", [b.one("Where", [b.one("Equal", [rows, iota]), a, zero]), last], keepdims=0)
-    single = b.one("Equal", [n, b.scalar(1, _I64)])
+    single = b.one("Equal", [n, b.scalar(1, I64)])
     values = b.cast(b.one("Where", [single, diagonal, values]), dtype)
     failed = b.one("And", [b.one("Squeeze", [bad, both]), b.one("Not", [single])])
-    info = b.cast(failed, _I32)
+    info = b.cast(failed, I32)
     return [args[0], values, info]
 
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {f"lapack_{t}syevd_ffi": _syevd for t in "sd"}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

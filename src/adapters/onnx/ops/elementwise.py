@@ -20,58 +20,35 @@ from jaxlib.mlir import ir
 from onnx import TensorProto
 
 from jaxport.adapters.onnx.builder import (
-    GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
+    F32, F64, I64, GraphBuilder, bfloat16_values, narrow_float, tensor_dtype, tensor_shape
 )
 from . import signed_zeros
-from .common import Translation, iota_of, same, where, where_selects
-
-def _float_only(op_type: str) -> Translation:
-    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-        if tensor_dtype(op.results[0]).kind != "f":
-            b.refuse("defined here for floating-point operands only")
-        return [b.one(op_type, args)]
-    return translate
-
-
-def _rsqrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Reciprocal", [b.one("Sqrt", args)])]
-
-
-def _is_finite(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])]
-
+from .common import Translation, iota_of, same, splat_value, where, where_selects
 
 def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     if not where_selects(dtype):
         b.refuse(f"ONNX Runtime has no Where for {dtype}")
-    if dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+    if dtype in (F32, F64):
         return [signed_zeros.select(b, args[0], args[1], args[2])]
     return [where(b, args[0], args[1], args[2], dtype)]
 
 
 def _constant(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    attr = ir.DenseElementsAttr(op.attributes["value"])
     dtype, shape = tensor_dtype(op.results[0]), tensor_shape(op.results[0])
-    if attr.is_splat:
-        value = _splat_value(attr.get_splat_value(), dtype)
+    value = splat_value(op.results[0])
+    if value is not None:
         scalar = b.scalar(value, dtype)
         if not shape:
             return [scalar]
         expanded = b.one("Expand", [scalar, b.int64s([d or 0 for d in shape])])
         b.known[expanded] = np.broadcast_to(b.known[scalar], [d or 0 for d in shape])
         return [expanded]
+    attr = ir.DenseElementsAttr(op.attributes["value"])
     array = bfloat16_values(attr) if narrow_float(op.results[0]) == TensorProto.BFLOAT16 else np.array(attr)
     if array.dtype != dtype:
         array = array.astype(dtype)
     return [b.constant(array.reshape([d or 0 for d in shape]))]
-
-
-def _splat_value(attr: ir.Attribute, dtype: np.dtype[Any]) -> Any:
-    if dtype.kind == "f":
-        return ir.FloatAttr(attr).value
-    value = ir.IntegerAttr(attr).value
-    return value != 0 if dtype == np.dtype(np.bool_) else value
 
 
 def _iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -86,7 +63,7 @@ def _iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def iota(b: GraphBuilder, dtype: np.dtype[Any], dimension: int, rank: int, size: str, shape: str) -> str:
     """0, 1, ... along ``dimension`` of a ``shape`` (a 1-D int64 value) of ``rank``; ``size``: [n]."""
     ramp = iota_of(b, b.one("Squeeze", [size, b.int64s([0])]))
-    if dtype != np.dtype(np.int64):
+    if dtype != I64:
         ramp = b.cast(ramp, dtype)
     others = [i for i in range(rank) if i != dimension]
     if others:
@@ -100,29 +77,30 @@ TABLE: dict[str, Translation] = {
     "stablehlo.multiply": same("Mul"),
     "stablehlo.abs": same("Abs"),
     "stablehlo.negate": same("Neg"),
-    "stablehlo.exponential": _float_only("Exp"),
-    "stablehlo.log": _float_only("Log"),
-    "stablehlo.sqrt": _float_only("Sqrt"),
-    "stablehlo.rsqrt": _rsqrt,
-    "stablehlo.tanh": _float_only("Tanh"),
-    "stablehlo.logistic": _float_only("Sigmoid"),
-    "stablehlo.sine": _float_only("Sin"),
-    "stablehlo.cosine": _float_only("Cos"),
-    "stablehlo.tan": _float_only("Tan"),
-    "stablehlo.floor": _float_only("Floor"),
-    "stablehlo.ceil": _float_only("Ceil"),
-    "stablehlo.is_finite": _is_finite,
+    "stablehlo.exponential": same("Exp", floats=True),
+    "stablehlo.log": same("Log", floats=True),
+    "stablehlo.sqrt": same("Sqrt", floats=True),
+    "stablehlo.rsqrt": lambda b, op, args: [b.one("Reciprocal", [b.one("Sqrt", args)])],
+    "stablehlo.tanh": same("Tanh", floats=True),
+    "stablehlo.logistic": same("Sigmoid", floats=True),
+    "stablehlo.sine": same("Sin", floats=True),
+    "stablehlo.cosine": same("Cos", floats=True),
+    "stablehlo.tan": same("Tan", floats=True),
+    "stablehlo.floor": same("Floor", floats=True),
+    "stablehlo.ceil": same("Ceil", floats=True),
+    "stablehlo.is_finite": lambda b, op, args: [
+        b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])],
     "stablehlo.select": _select,
     "stablehlo.constant": _constant,
     "stablehlo.iota": _iota,
-    "chlo.erf": _float_only("Erf"),
+    "chlo.erf": same("Erf", floats=True),
 }
 
 #: The composites JAX wraps CHLO operations in (``stablehlo.composite "chlo.erf"``).
 COMPOSITES: dict[str, Translation] = {
-    "chlo.erf": _float_only("Erf"),
-    "chlo.sinh": _float_only("Sinh"),
-    "chlo.cosh": _float_only("Cosh"),
-    "chlo.asin": _float_only("Asin"),
-    "chlo.acos": _float_only("Acos"),
+    "chlo.erf": same("Erf", floats=True),
+    "chlo.sinh": same("Sinh", floats=True),
+    "chlo.cosh": same("Cosh", floats=True),
+    "chlo.asin": same("Asin", floats=True),
+    "chlo.acos": same("Acos", floats=True),
 }

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_shape
-from .common import Translation
+from .common import Translation, reversed_along
 from .complex import complex_part, join, parts, times, zeros_like
 
 
@@ -79,10 +79,6 @@ def _piece(b: GraphBuilder, x: str, start: int, stop: int) -> str:
     return b.one("Slice", [x, b.int64s([start]), b.int64s([stop]), b.int64s([-1])])
 
 
-def _flipped(b: GraphBuilder, x: str) -> str:
-    return b.one("Slice", [x, b.int64s([-1]), b.int64s([np.iinfo(np.int64).min]), b.int64s([-1]), b.int64s([-1])])
-
-
 def _hermitian(b: GraphBuilder, half: str, n: int, dtype: np.dtype[Any]) -> str:
     """The full spectrum (a pair tensor of length ``n`` along its signal axis) whose first ``n // 2 + 1``
     values are ``half``'s, with zero imaginary parts at 0 and (even ``n``) ``n / 2``."""
@@ -98,8 +94,8 @@ def _hermitian(b: GraphBuilder, half: str, n: int, dtype: np.dtype[Any]) -> str:
         reals.append(_piece(b, real, n // 2, n // 2 + 1))
         imags.append(zero)
     if middle > 1:
-        reals.append(_flipped(b, _piece(b, real, 1, middle)))
-        imags.append(b.one("Neg", [_flipped(b, _piece(b, imag, 1, middle))]))
+        reals.append(reversed_along(b, _piece(b, real, 1, middle), [-1]))
+        imags.append(b.one("Neg", [reversed_along(b, _piece(b, imag, 1, middle), [-1])]))
     both = [b.one("Concat", p, axis=-1) if len(p) > 1 else p[0] for p in (reals, imags)]
     return join(b, both[0], both[1])
 
@@ -140,6 +136,3 @@ def _fft(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 #: ``stablehlo.fft`` has a complex operand or result: a :data:`.complex.COMPLEX` translation.
 COMPLEX: dict[str, Translation] = {"stablehlo.fft": _fft}
-
-#: No operation of real values is this module's.
-TABLE: dict[str, Translation] = {}

@@ -14,24 +14,15 @@ other batched gathers go to :func:`jaxport.adapters.onnx.ops.scatter.general_gat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .common import Translation
 from .scatter import general_gather
 from .shape import dimension_value
-
-
-def _gather(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [_take(b, op, args[0], args[1], int_list(op.attributes["slice_sizes"]), None)]
-
-
-def _dynamic_gather(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [_take(b, op, args[0], args[1], None, b.as_int64(args[2], op.operands[2]))]
 
 
 def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
@@ -44,13 +35,13 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     vector_dim = int(numbers.index_vector_dim)
     batch_rank = len(index_shape) - (vector_dim < len(index_shape))
     if len(start_map) != 1 or collapsed not in ([], start_map) or (not collapsed and batch_rank):
-        return _general(b, op, operand, indices, sizes, size_tensor)
+        return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
     axis = start_map[0]
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
     index_type = tensor_dtype(op.operands[1])
-    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):  # ONNX's Gather takes these two
-        indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
+    if index_type not in (I32, I64):  # ONNX's Gather takes these two
+        indices, index_type = b.cast(indices, I64), I64
     others = [d for d in range(len(shape)) if d != axis]
     if sizes is not None:
         short = [d for d in others if shape[d] is None or sizes[d] != shape[d]]
@@ -93,19 +84,14 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
             or list(numbers.start_indices_batching_dims) != batching
             or sorted([*batching, axis]) != list(range(len(shape)))
             or len(index_shape) - (vector_dim < len(index_shape)) != len(shape)):
-        return _general(b, op, operand, indices, sizes, size_tensor)
+        return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
     if vector_dim < len(index_shape):
         indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
     index_type = tensor_dtype(op.operands[1])
-    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):
-        indices, index_type = b.cast(indices, np.dtype(np.int64)), np.dtype(np.int64)
+    if index_type not in (I32, I64):
+        indices, index_type = b.cast(indices, I64), I64
     indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     return b.one("GatherElements", [operand, indices], axis=axis)
-
-
-def _general(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
-             size_tensor: str | None) -> str:
-    return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
 
 
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:
@@ -125,6 +111,8 @@ def _clamped(b: GraphBuilder, indices: str, dtype: np.dtype[Any], operand: str, 
 
 
 TABLE: dict[str, Translation] = {
-    "stablehlo.gather": _gather,
-    "stablehlo.dynamic_gather": _dynamic_gather,
+    "stablehlo.gather": lambda b, op, args: [
+        _take(b, op, args[0], args[1], int_list(op.attributes["slice_sizes"]), None)],
+    "stablehlo.dynamic_gather": lambda b, op, args: [
+        _take(b, op, args[0], args[1], None, b.as_int64(args[2], op.operands[2]))],
 }

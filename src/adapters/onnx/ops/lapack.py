@@ -37,11 +37,10 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import LAPACK_TRANSLATED
-from .common import Translation, dim_size, iota_of
+from .common import Translation, dim_size, iota_of, reversed_along
 
-_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 
 
 def backend_config(op: Any) -> dict[str, int]:
@@ -60,12 +59,6 @@ def _zeros(b: GraphBuilder, like: str, dtype: np.dtype[Any], end: int | None = N
 
 def _swap_last(b: GraphBuilder, x: str, rank: int) -> str:
     return b.one("Transpose", [x], perm=[*range(rank - 2), rank - 1, rank - 2])
-
-
-def _reverse(b: GraphBuilder, x: str, axes: Sequence[int]) -> str:
-    n = len(axes)
-    return b.one("Slice", [x, b.int64s([-1] * n), b.int64s([np.iinfo(np.int64).min] * n), b.int64s(axes),
-                           b.int64s([-1] * n)])
 
 
 def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -89,12 +82,12 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                                  c.one("Where", [c.one("Equal", [iota, j]), root, zero])])
         factor = c.one("Where", [c.one("Equal", [iota, j]), c.one("Unsqueeze", [column, c.int64s([-1])]), factor])
         failed = c.one("And", [c.one("Not", [c.one("Greater", [pivot, zero])]),
-                               c.one("Equal", [info, c.scalar(0, _I32)])])
-        step = c.cast(c.one("Add", [j, c.scalar(1, _I64)]), _I32)
+                               c.one("Equal", [info, c.scalar(0, I32)])])
+        step = c.cast(c.one("Add", [j, c.scalar(1, I64)]), I32)
         return [factor, c.one("Where", [failed, step, info])]
 
     factor, info = b.loop(n, [(_zeros(b, a, dtype), op.results[0]),
-                                (_zeros(b, a, _I32, rank - 2), op.results[1])], body)
+                                (_zeros(b, a, I32, rank - 2), op.results[1])], body)
     lower = b.one("GreaterOrEqual", [b.one("Unsqueeze", [iota, b.int64s([-1])]), iota])
     result = b.one("Where", [lower, factor, a])
     return [_swap_last(b, result, rank) if upper else result, info]
@@ -113,8 +106,8 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     m = _swap_last(b, args[0], rank) if transposed != right else args[0]
     rhs = _swap_last(b, args[1], rank) if right else args[1]
     if not lower:  # P M P is lower for the reversal P; solve (P M P)(P X) = P B
-        m = _reverse(b, m, [rank - 2, rank - 1])
-        rhs = _reverse(b, rhs, [rank - 2])
+        m = reversed_along(b, m, [rank - 2, rank - 1])
+        rhs = reversed_along(b, rhs, [rank - 2])
     k = dim_size(b, m, rank - 1)
     iota = iota_of(b, k)
     rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
@@ -136,7 +129,7 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     carried = _zeros(b, rhs, dtype)
     (x,) = b.loop(k, [(carried, op.results[0])], body)
     if not lower:
-        x = _reverse(b, x, [rank - 2])
+        x = reversed_along(b, x, [rank - 2])
     return [_swap_last(b, x, rank) if right else x]
 
 
@@ -169,12 +162,12 @@ def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         row_j = c.one("Unsqueeze", [c.one("Gather", [w, j], axis=rank - 2), c.int64s([-2])])
         is_p = c.one("Unsqueeze", [c.one("Equal", [row_iota, p]), last])
         w = c.one("Where", [c.one("Equal", [rows, j]), row_p, c.one("Where", [is_p, row_j, w])])
-        step = c.cast(c.one("Add", [p, c.scalar(1, _I64)]), _I32)
+        step = c.cast(c.one("Add", [p, c.scalar(1, I64)]), I32)
         pivots = c.one("Where", [c.one("Equal", [step_iota, j]), step, pivots])
         pivot = c.one("Gather", [c.one("Squeeze", [row_p, c.int64s([-2])]), j], axis=rank - 2)
         nonzero = c.one("Not", [c.one("Equal", [pivot, zero])])
-        first = c.one("And", [c.one("Not", [nonzero]), c.one("Equal", [info, c.scalar(0, _I32)])])
-        info = c.one("Where", [first, c.cast(c.one("Add", [j, c.scalar(1, _I64)]), _I32), info])
+        first = c.one("And", [c.one("Not", [nonzero]), c.one("Equal", [info, c.scalar(0, I32)])])
+        info = c.one("Where", [first, c.cast(c.one("Add", [j, c.scalar(1, I64)]), I32), info])
         column = c.one("Gather", [w, j], axis=rank - 1)
         pivot_ = c.one("Unsqueeze", [pivot, last])
         scaled = c.one("Where", [c.one("GreaterOrEqual", [c.one("Abs", [pivot_]), tiny]),
@@ -188,10 +181,10 @@ def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         w = c.one("Where", [c.one("Equal", [col_iota, j]), c.one("Unsqueeze", [column, last]), w])
         return [w, pivots, info]
 
-    pivots0 = b.one("Expand", [b.scalar(0, _I32), b.one("Concat", [
+    pivots0 = b.one("Expand", [b.scalar(0, I32), b.one("Concat", [
         b.one("Shape", [a], start=0, end=rank - 2), b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
     return b.loop(steps, [(a, op.results[0]), (pivots0, op.results[1]),
-                            (_zeros(b, a, _I32, rank - 2), op.results[2])], body)
+                            (_zeros(b, a, I32, rank - 2), op.results[2])], body)
 
 
 _KERNELS: dict[str, Translation] = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf}
@@ -201,6 +194,3 @@ _KERNELS: dict[str, Translation] = {"potrf": _potrf, "trsm": _trsm, "getrf": _ge
 CUSTOM_CALLS: dict[str, Translation] = {
     target: _KERNELS[target[len("lapack_s"):-len("_ffi")]] for target in sorted(LAPACK_TRANSLATED)
     if target[len("lapack_s"):-len("_ffi")] in _KERNELS}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

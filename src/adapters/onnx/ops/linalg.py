@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation
 
 
@@ -26,8 +26,8 @@ from .common import Translation
 #: signed type they take, which wraps: the result cast back is the same modulo 2**bits as
 #: StableHLO's wrapping one.
 INTEGER_WIDER: dict[np.dtype[Any], np.dtype[Any]] = {
-    **{np.dtype(t): np.dtype(np.int32) for t in (np.int8, np.int16, np.uint8, np.uint16)},
-    np.dtype(np.uint32): np.dtype(np.int64), np.dtype(np.uint64): np.dtype(np.int64)}
+    **{np.dtype(t): I32 for t in (np.int8, np.int16, np.uint8, np.uint16)},
+    np.dtype(np.uint32): I64, np.dtype(np.uint64): I64}
 
 
 def _dot_general(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:

@@ -31,8 +31,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from jaxlib.mlir import ir
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import ELEMENTWISE, Translation, block_reducer, is_identity, reducer, wide_dtype
+from jaxport.adapters.onnx.builder import BOOL, F32, F64, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import (
+    ELEMENTWISE, Translation, block_reducer, function_named, identity_of, is_identity, reducer, wide_dtype
+)
 from .window import from_pool_layout, ints_or, pad_tensor, padding_pairs, to_pool_layout
 
 #: Positions per window translated at most outside ONNX's pools (each a ``Slice``, combined or given to the body).
@@ -130,9 +132,8 @@ def _general_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str], shape:
     x, padded = _padded(b, args[0], args[1], shape, w)
     counts, parts = _window_slices(b, x, padded, w)
     acc = b.one("Expand", [args[1], b.int64s(counts)])
-    assert b.run_block is not None  # set by the walker
     for part in parts:
-        (acc,) = b.run_block(b, block, [acc, part])
+        (acc,) = b.run(block, [acc, part])
     return [acc]
 
 
@@ -146,7 +147,7 @@ def _widened(b: GraphBuilder, x: str, init: str, kind: str, dtype: np.dtype[Any]
 
 
 def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
-    if dtype == np.dtype(np.bool_):
+    if dtype == BOOL:
         return b.one("Not", [b.one("Equal", [result, b.scalar(0, wide)])])
     return result if wide == dtype else b.cast(result, dtype)
 
@@ -169,12 +170,12 @@ def _cumulative_axis(shape: Sequence[int | None], w: _Window) -> tuple[int, bool
 def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[Any], kind: str, axis: int,
           reverse: bool) -> str:
     """The inclusive prefix reduction of ``x`` along ``axis``: ``CumSum``, or log2(n) doubling steps."""
-    if kind == "Add" and wide in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32),
-                                  np.dtype(np.float64)):
-        return b.one("CumSum", [x, b.scalar(axis, np.dtype(np.int64))], reverse=int(reverse))
+    if kind == "Add" and wide in (I32, I64, F32,
+                                  F64):
+        return b.one("CumSum", [x, b.scalar(axis, I64)], reverse=int(reverse))
     n = int(shape[axis] or 0)
     rank = len(shape)
-    neutral = b.scalar(_neutral(kind, wide), wide)
+    neutral = b.scalar(identity_of(kind, wide), wide)
     step = 1
     while step < n:
         pads = [0] * (2 * rank)
@@ -185,15 +186,6 @@ def _scan(b: GraphBuilder, x: str, shape: Sequence[int | None], wide: np.dtype[A
         x = b.one(kind, [x, shifted])
         step *= 2
     return x
-
-
-def _neutral(kind: str, dtype: np.dtype[Any]) -> Any:
-    if kind in ("Add", "Mul"):
-        return 0 if kind == "Add" else 1
-    if dtype.kind == "f":
-        return -np.inf if kind == "Max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if kind == "Max" else info.max
 
 
 def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, kernel: list[int],
@@ -233,7 +225,7 @@ def _pooled(b: GraphBuilder, x: str, rank: int, wins: Sequence[int], kind: str, 
         y = b.one("Neg", [pool("MaxPool", b.one("Neg", [pooled_in]), -np.inf)])
     if kind in ("Max", "Min"):  # MaxPool skips NaN, StableHLO's max propagates it
         nan = pool("MaxPool", b.cast(b.one("IsNaN", [pooled_in]), wide), 0)
-        y = b.one("Where", [b.cast(nan, np.dtype(np.bool_)), b.scalar(np.nan, wide), y])
+        y = b.one("Where", [b.cast(nan, BOOL), b.scalar(np.nan, wide), y])
     return from_pool_layout(b, y, rank, wins, perm, moved_shape)
 
 
@@ -305,7 +297,7 @@ def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilat
              for d in range(rank)]
     inner_sizes = inner[0] if rank == 1 else b.one("Concat", inner, axis=0)
     steps = b.one("ReduceProd", [window, zeros], keepdims=0)
-    start = b.one("Expand", [b.scalar(_neutral(kind, wide), wide), counts])
+    start = b.one("Expand", [b.scalar(identity_of(kind, wide), wide), counts])
 
     def body(c: GraphBuilder, step: str, carried: list[str]) -> list[str]:
         offset = c.one("Mod", [c.one("Div", [step, inner_sizes]), window])
@@ -316,19 +308,6 @@ def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilat
         return [c.one(kind, [carried[0], part])]
 
     return b.loop(steps, [(start, (wide, rank))], body)[0]
-
-
-def function_named(op: Any, name: str) -> Any:
-    """The ``func.func`` named ``name`` in the module holding ``op``."""
-    parent = op.operation.parent
-    while parent is not None and parent.name != "builtin.module":
-        parent = parent.parent
-    if parent is None:
-        return None
-    for candidate in parent.regions[0].blocks[0].operations:
-        if "sym_name" in candidate.attributes and ir.StringAttr(candidate.attributes["sym_name"]).value == name:
-            return candidate
-    return None
 
 
 CUSTOM_CALLS: dict[str, Translation] = {

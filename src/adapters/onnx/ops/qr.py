@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import I64, GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation, dim_size, iota_of
 from .lapack import factor_steps
 
@@ -91,7 +90,7 @@ def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
     def body(c: GraphBuilder, t: str, carried: list[str]) -> list[str]:
         (q,) = carried
-        i = c.one("Sub", [c.one("Sub", [k, c.scalar(1, np.dtype(np.int64))]), t])
+        i = c.one("Sub", [c.one("Sub", [k, c.scalar(1, I64)]), t])
         column = c.one("Gather", [a, i], axis=rank - 1)
         v = c.one("Where", [c.one("Greater", [row_iota, i]), column,
                             c.one("Where", [c.one("Equal", [row_iota, i]), one, zero])])
@@ -107,6 +106,3 @@ def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {
     **{f"lapack_{t}geqrf_ffi": _geqrf for t in "sd"}, **{f"lapack_{t}orgqr_ffi": _orgqr for t in "sd"}}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

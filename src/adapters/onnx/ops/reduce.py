@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, block_reducer, is_identity, reducer, splat_value, wide_dtype
+from jaxport.adapters.onnx.builder import BOOL, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .common import Translation, block_reducer, direction, is_identity, reducer, splat_value, wide_dtype
 from .linalg import INTEGER_WIDER
 
 
@@ -37,21 +36,25 @@ _REDUCTIONS = {"Add": "ReduceSum", "Mul": "ReduceProd", "Max": "ReduceMax", "Min
                "And": "ReduceMin", "Or": "ReduceMax"}
 
 
-def _reduce_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    found = _argminmax(b, op, args) if len(op.results) == 2 else None
+    if found is not None:
+        return found
     if len(op.results) != 1:
-        b.refuse("a reduction of several operands (argmax, argmin) comes later")
+        b.refuse("a reduction of several operands other than JAX's argmax/argmin")
     binary = reducer(op)
     dtype = tensor_dtype(op.results[0])
-    bitwise = _bitwise_body(op)
-    if bitwise is not None and (dtype.kind in "iu" or bitwise == "BitwiseXor"):
-        return _bitwise_reduce(b, op, args, bitwise)
+    bitwise = block_reducer(op.regions[0].blocks[0], _BITWISE)  # and, or, xor
+    if bitwise is not None and (dtype.kind in "iu" or bitwise == "BitwiseXor"):  # booleans: Xor, And, Or
+        operator = {"BitwiseXor": "Xor", "BitwiseAnd": "And", "BitwiseOr": "Or"}[bitwise] if dtype == BOOL else bitwise
+        return [_folded(b, op, args[0], args[1], operator, dtype)]
     if binary is None:
         b.refuse("its body is not one add, multiply, maximum, minimum, and, or or xor of its two arguments")
     reduce_type = _REDUCTIONS[binary]
     dims = int_list(op.attributes["dimensions"])
-    if dtype == np.dtype(np.bool_) and binary not in ("And", "Or"):
+    if dtype == BOOL and binary not in ("And", "Or"):
         b.refuse("a reduction of booleans other than and/or")
-    if dtype != np.dtype(np.bool_) and binary in ("And", "Or"):
+    if dtype != BOOL and binary in ("And", "Or"):
         b.refuse("bitwise reductions of floats")
     if not dims:  # XLA's CPU reduction over no dimension is the operand (its init value unused)
         return [args[0]]
@@ -77,12 +80,12 @@ def _reduction_type(b: GraphBuilder, dtype: np.dtype[Any], binary: str) -> np.dt
     then wrapped by the cast back); 64-bit sums and integer products are
     :func:`_wrapping_fold`'s.
     """
-    if dtype == np.dtype(np.bool_):
-        return np.dtype(np.int32)
+    if dtype == BOOL:
+        return I32
     if dtype.kind not in "iu":
         return dtype
     if binary == "Add":
-        return np.dtype(np.int64)
+        return I64
     return dtype if dtype == np.dtype(np.uint64) else INTEGER_WIDER.get(dtype, dtype)  # keeping the order
 
 
@@ -92,26 +95,13 @@ def _with_nan(b: GraphBuilder, operand: str, dims: list[int], reduced: str, dtyp
     ONNX Runtime's ReduceMax and ReduceMin skip NaNs (its elementwise Max
     and Min propagate them).
     """
-    ordered = b.cast(b.one("Equal", [operand, operand]), np.dtype(np.int32))
-    clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), np.dtype(np.bool_))
+    ordered = b.cast(b.one("Equal", [operand, operand]), I32)
+    clean = b.cast(b.one("ReduceMin", [ordered, b.int64s(dims)], keepdims=0), BOOL)
     return b.one("Where", [clean, reduced, b.scalar(np.nan, dtype)])
 
 
 #: A bitwise body's operation -> its ONNX operator.
 _BITWISE = {"stablehlo.and": "BitwiseAnd", "stablehlo.or": "BitwiseOr", "stablehlo.xor": "BitwiseXor"}
-
-
-def _bitwise_body(op: Any) -> str | None:
-    """The ONNX operator of a ``reduce`` body that is one ``and``, ``or`` or ``xor`` of its two arguments."""
-    return block_reducer(op.regions[0].blocks[0], _BITWISE)
-
-
-def _bitwise_reduce(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:
-    """``reduce`` of one operand with the bitwise ``operator`` (``Xor`` for a boolean ``BitwiseXor``)."""
-    dtype = tensor_dtype(op.results[0])
-    if dtype == np.dtype(np.bool_):
-        operator = {"BitwiseXor": "Xor", "BitwiseAnd": "And", "BitwiseOr": "Or"}[operator]
-    return [_folded(b, op, args[0], args[1], operator, dtype)]
 
 
 def _wrapping_fold(b: GraphBuilder, op: Any, args: Sequence[str], operator: str) -> list[str]:
@@ -152,8 +142,7 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
     names = [o.operation.name.split(".")[-1] for o in body]
     if names != ["compare", "compare", "or", "compare", "compare", "and", "or", "select", "select", "return"]:
         return None
-    directions = [stablehlo.ComparisonDirectionAttr(body[i].attributes["comparison_direction"]).value
-                  for i in (0, 1, 3, 4)]
+    directions = [direction(body[i]) for i in (0, 1, 3, 4)]
     if directions[1:] != ["NE", "EQ", "LT"] or directions[0] not in ("GT", "LT"):
         return None
     index = op.operands[1].owner
@@ -170,22 +159,13 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
         picked = b.one("Where", [b.one("IsNaN", [x]), b.scalar(-np.inf if largest else np.inf, wide), x])
     position = b.one("ArgMax" if largest else "ArgMin", [picked], axis=axis, keepdims=1, select_last_index=0)
     if wide.kind == "f":
-        nan = b.cast(b.one("IsNaN", [x]), np.dtype(np.int32))
+        nan = b.cast(b.one("IsNaN", [x]), I32)
         first_nan = b.one("ArgMax", [nan], axis=axis, keepdims=1, select_last_index=0)
-        any_nan = b.cast(b.one("ReduceMax", [nan, b.int64s([axis])], keepdims=1), np.dtype(np.bool_))
+        any_nan = b.cast(b.one("ReduceMax", [nan, b.int64s([axis])], keepdims=1), BOOL)
         position = b.one("Where", [any_nan, first_nan, position])
     value = b.one("Squeeze", [b.one("GatherElements", [args[0], position], axis=axis), b.int64s([axis])])
     index_dtype = tensor_dtype(op.results[1])
     return [value, b.cast(b.one("Squeeze", [position, b.int64s([axis])]), index_dtype)]
-
-
-def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    if len(op.results) == 2:
-        found = _argminmax(b, op, args)
-        if found is not None:
-            return found
-        b.refuse("a reduction of several operands other than JAX's argmax/argmin")
-    return _reduce_one(b, op, args)
 
 
 TABLE: dict[str, Translation] = {

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation, iota_of
+from jaxport.adapters.onnx.builder import I64, GraphBuilder, tensor_dtype, tensor_shape
+from .common import Translation, element, iota_of, unsigned_of
 
 U32, U64 = np.dtype(np.uint32), np.dtype(np.uint64)
 _MASK = 0xFFFFFFFF
@@ -73,12 +73,12 @@ class _Words:
 
     def element(self, vector: str, index: int) -> str:
         """Element ``index`` of a 1-D tensor, 0-D."""
-        return self.b.one("Gather", [vector, self.b.constant(np.array(index, np.int64), "index")], axis=0)
+        return element(self.b, vector, index, 0)
 
     def counters(self, start: str, count: int) -> str:
         """``start + [0, 1, ..., count - 1]`` (uint64, wrapping)."""
         b = self.b
-        iota = b.cast(iota_of(b, b.scalar(count, np.dtype(np.int64))), U64)
+        iota = b.cast(iota_of(b, b.scalar(count, I64)), U64)
         return self.op("Add", iota, start)
 
 
@@ -195,7 +195,7 @@ def _rng_bit_generator(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[st
     first = b.int64s([0])
     new_state = b.one("Concat", [b.one("Unsqueeze", [s, first]) for s in state], axis=0)
     if dtype.itemsize < 4:
-        result = b.cast(result, np.dtype(f"uint{8 * dtype.itemsize}"))
+        result = b.cast(result, unsigned_of(dtype))
     if dtype.kind == "i":
         result = b.cast(result, dtype)
     return [new_state, result]

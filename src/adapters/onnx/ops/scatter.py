@@ -26,28 +26,30 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 from onnx import numpy_helper
 
-from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import BOOL, F32, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .common import ELEMENTWISE, Translation, dim_size, iota_of, reducer, where, where_selects
 
-_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 #: The operations a body applied by ``x.at[i].apply(f)`` may hold (elementwise on its 0-D argument).
 APPLIED = ELEMENTWISE | frozenset(f"stablehlo.{name}" for name in (
     "sine", "cosine", "tan", "atan2", "cbrt", "round_nearest_even", "round_nearest_afz"))
 _SCATTER_REDUCTIONS = {"Add": "add", "Mul": "mul", "Max": "max", "Min": "min", "Or": "max", "And": "min"}
 
 
-def index_vectors(b: GraphBuilder, indices: str, dtype: np.dtype[Any], rank: int, vector_dim: int) -> str:
-    """The indices as int64 ``[batch..., K]``: the index vector dimension moved last (added if absent)."""
-    indices = b.as_int64_name(indices, dtype)
-    if vector_dim == rank:
-        return b.one("Unsqueeze", [indices, b.int64s([rank])])
+def full_starts(b: GraphBuilder, op: Any, indices: str, vector_dim: int, index_map: Sequence[int],
+                operand_batching: Sequence[int], batching: Sequence[int]) -> tuple[str, int]:
+    """``[batch..., operand rank]`` int64: each position's start index into ``op``'s operand (unclamped), and the
+    batch rank, from the ``indices`` (``op``'s second operand; index vectors along ``vector_dim``, batching
+    dimensions ``batching``), their vector dimension moved last (added if absent)."""
+    index_shape, operand_rank = tensor_shape(op.operands[1]), len(tensor_shape(op.operands[0]))
+    rank = len(index_shape)
+    batch_rank = rank - (vector_dim < rank)
+    vectors = b.as_int64_name(indices, tensor_dtype(op.operands[1]))
     perm = [d for d in range(rank) if d != vector_dim] + [vector_dim]
-    return b.one("Transpose", [indices], perm=perm) if perm != list(range(rank)) else indices
-
-
-def full_starts(b: GraphBuilder, vectors: str, batch_rank: int, operand_rank: int, index_map: Sequence[int],
-                operand_batching: Sequence[int], index_batching: Sequence[int]) -> str:
-    """``[batch..., operand_rank]`` int64: each position's start index into the operand (unclamped)."""
+    if vector_dim == rank:
+        vectors = b.one("Unsqueeze", [vectors, b.int64s([rank])])
+    elif perm != list(range(rank)):
+        vectors = b.one("Transpose", [vectors], perm=perm)
+    index_batching = [d - (d > vector_dim) for d in batching]
     column_shape = b.one("Concat", [b.one("Shape", [vectors], start=0, end=batch_rank), b.int64s([1])], axis=0)
     columns = []
     for d in range(operand_rank):
@@ -63,7 +65,7 @@ def full_starts(b: GraphBuilder, vectors: str, batch_rank: int, operand_rank: in
         else:
             columns.append(b.one("ConstantOfShape", [column_shape], value=numpy_helper.from_array(
                 np.zeros(1, dtype=np.int64))))
-    return columns[0] if len(columns) == 1 else b.one("Concat", columns, axis=batch_rank)
+    return columns[0] if len(columns) == 1 else b.one("Concat", columns, axis=batch_rank), batch_rank
 
 
 def window_indices(b: GraphBuilder, starts: str, batch_rank: int, window: Sequence[int],
@@ -87,15 +89,10 @@ def window_indices(b: GraphBuilder, starts: str, batch_rank: int, window: Sequen
 def general_gather(b: GraphBuilder, op: Any, operand: str, indices: str, size_tensor: str | None = None) -> str:
     """Any ``gather`` (or ``dynamic_gather``, its slice sizes in ``size_tensor``), indices clamped as StableHLO says."""
     numbers = stablehlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
-    shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
-    sizes = int_list(op.attributes["slice_sizes"]) if size_tensor is None else [0] * len(shape)
-    rank = len(shape)
-    vector_dim = int(numbers.index_vector_dim)
-    batch_rank = len(index_shape) - (vector_dim < len(index_shape))
-    vectors = index_vectors(b, indices, tensor_dtype(op.operands[1]), len(index_shape), vector_dim)
-    index_batching = [d - (d > vector_dim) for d in numbers.start_indices_batching_dims]
-    starts = full_starts(b, vectors, batch_rank, rank, list(numbers.start_index_map),
-                         list(numbers.operand_batching_dims), index_batching)
+    rank = len(tensor_shape(op.operands[0]))
+    sizes = int_list(op.attributes["slice_sizes"]) if size_tensor is None else [0] * rank
+    starts, batch_rank = full_starts(b, op, indices, int(numbers.index_vector_dim), list(numbers.start_index_map),
+                                     list(numbers.operand_batching_dims), list(numbers.start_indices_batching_dims))
     size_value = b.int64s(sizes) if size_tensor is None else size_tensor
     high = b.one("Sub", [b.one("Shape", [operand]), size_value])
     starts = b.one("Max", [b.one("Min", [starts, high]), b.int64s([0])])
@@ -139,34 +136,29 @@ def _apply(b: GraphBuilder, op: Any, args: Sequence[str], block: Any) -> str:
     dtype = tensor_dtype(op.results[0])
     if not where_selects(dtype):
         b.refuse(f"ONNX Runtime has no Where for {dtype}")
-    ones = b.one("Expand", [b.scalar(1, _I32), b.one("Shape", [updates])])
-    zeros = b.one("Expand", [b.scalar(0, _I32), b.one("Shape", [operand])])
-    hits = _scattered(b, op, [zeros, indices, ones], "add", _I32)
-    run = b.run_block
-    assert run is not None  # set by the walker
+    ones = b.one("Expand", [b.scalar(1, I32), b.one("Shape", [updates])])
+    zeros = b.one("Expand", [b.scalar(0, I32), b.one("Shape", [operand])])
+    hits = _scattered(b, op, [zeros, indices, ones], "add", I32)
 
     def applied(c: GraphBuilder, x: str, round_: str) -> str:
-        (fx,) = run(c, block, [x, x])  # the update argument is not read
+        (fx,) = c.run(block, [x, x])  # the update argument is not read
         return where(c, c.one("Greater", [hits, round_]), fx, x, dtype)  # untouched x in the exact branch
 
     if "unique_indices" in op.attributes and ir.BoolAttr(op.attributes["unique_indices"]).value:
-        return applied(b, operand, b.scalar(0, _I32))
-    flat = b.one("Concat", [b.one("Reshape", [hits, b.int64s([-1])]), b.one("Expand", [b.scalar(0, _I32), b.int64s(
+        return applied(b, operand, b.scalar(0, I32))
+    flat = b.one("Concat", [b.one("Reshape", [hits, b.int64s([-1])]), b.one("Expand", [b.scalar(0, I32), b.int64s(
         [1])])], axis=0)
-    rounds = b.cast(b.one("ReduceMax", [flat], keepdims=0), _I64)
+    rounds = b.cast(b.one("ReduceMax", [flat], keepdims=0), I64)
     (result,) = b.loop(rounds, [(operand, op.results[0])],
-                     lambda c, i, carried: [applied(c, carried[0], c.cast(i, _I32))])
+                     lambda c, i, carried: [applied(c, carried[0], c.cast(i, I32))])
     return result
 
 
 def _scattered(b: GraphBuilder, op: Any, args: Sequence[str], reduction: str, dtype: np.dtype[Any]) -> str:
     """``op``'s scatter of ``args`` (operand, indices, updates of ``dtype``) with ONNX's ``reduction``."""
     numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
-    shape, index_shape = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
     update_shape = tensor_shape(op.operands[2])
-    rank = len(shape)
-    vector_dim = int(numbers.index_vector_dim)
-    batch_rank = len(index_shape) - (vector_dim < len(index_shape))
+    rank = len(tensor_shape(op.operands[0]))
     window_dims = int_list(numbers.update_window_dims)
     inserted = sorted({*numbers.inserted_window_dims, *numbers.input_batching_dims})
     window = [1] * rank
@@ -177,17 +169,16 @@ def _scattered(b: GraphBuilder, op: Any, args: Sequence[str], reduction: str, dt
         window[d] = size
     operand, indices, updates = args
     computed = dtype
-    if dtype == np.dtype(np.bool_) or (reduction != "none" and dtype.itemsize < 4):
-        computed = np.dtype(np.float32) if dtype.kind == "f" else np.dtype(np.int32)
+    if dtype == BOOL or (reduction != "none" and dtype.itemsize < 4):
+        computed = F32 if dtype.kind == "f" else I32
         operand, updates = b.cast(operand, computed), b.cast(updates, computed)
-    vectors = index_vectors(b, indices, tensor_dtype(op.operands[1]), len(index_shape), vector_dim)
-    index_batching = [d - (d > vector_dim) for d in numbers.scatter_indices_batching_dims]
-    starts = full_starts(b, vectors, batch_rank, rank, list(numbers.scattered_dims_to_operand_dims),
-                         list(numbers.input_batching_dims), index_batching)
+    starts, batch_rank = full_starts(b, op, indices, int(numbers.index_vector_dim),
+                                     list(numbers.scattered_dims_to_operand_dims), list(numbers.input_batching_dims),
+                                     list(numbers.scatter_indices_batching_dims))
     operand_shape = b.one("Shape", [operand])
     inside = b.one("And", [b.one("GreaterOrEqual", [starts, b.int64s([0])]),
                            b.one("LessOrEqual", [starts, b.one("Sub", [operand_shape, b.int64s(window)])])])
-    inside = b.one("Cast", [b.one("ReduceMin", [b.cast(inside, np.dtype(np.int32)), b.int64s([batch_rank])],
+    inside = b.one("Cast", [b.one("ReduceMin", [b.cast(inside, I32), b.int64s([batch_rank])],
                                   keepdims=0)], to=9)  # BOOL
     strides = [b.one("ReduceProd", [b.one("Slice", [operand_shape, b.int64s([d + 1]), b.int64s([rank])]),
                                     b.int64s([0])], keepdims=1) for d in range(rank)]

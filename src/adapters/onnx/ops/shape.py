@@ -18,16 +18,17 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation
+from .common import Translation, dim_size
 from .elementwise import iota
 
 
-def _broadcast(b: GraphBuilder, operand: str, operand_rank: int, dims: Sequence[int], rank: int,
-               shape: str | None) -> str:
-    """The operand's dimension i put at result dimension ``dims[i]``, then expanded to ``shape``."""
+def broadcast(b: GraphBuilder, operand: str, operand_rank: int, dims: Sequence[int], rank: int,
+              shape: str | None, pairs: bool = False) -> str:
+    """The operand's dimension i put at result dimension ``dims[i]``, then expanded to ``shape``; ``pairs``: a
+    complex operand's (real, imaginary) pairs, a trailing dimension that stays last."""
     order = sorted(range(operand_rank), key=lambda i: dims[i])
     if order != list(range(operand_rank)):
-        operand = b.one("Transpose", [operand], perm=order)
+        operand = b.one("Transpose", [operand], perm=[*order, *([operand_rank] if pairs else [])])
     new_axes = [i for i in range(rank) if i not in set(dims)]
     if new_axes:
         operand = b.one("Unsqueeze", [operand, b.int64s(new_axes)])
@@ -45,8 +46,8 @@ def _broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str
     for i, d in enumerate(dims):
         placed[d] = source[i]
     needs_expand = list(result) != placed
-    made = _broadcast(b, args[0], len(source), dims, len(result),
-                      b.int64s([d or 0 for d in result]) if needs_expand else None)
+    made = broadcast(b, args[0], len(source), dims, len(result),
+                     b.int64s([d or 0 for d in result]) if needs_expand else None)
     if args[0] in b.known and not source:  # a scalar constant broadcast (a divisor, say)
         b.known[made] = np.broadcast_to(b.known[args[0]], [d or 0 for d in result])
     return [made]
@@ -56,7 +57,7 @@ def _dynamic_broadcast_in_dim(b: GraphBuilder, op: Any, args: Sequence[str]) -> 
     dims = int_list(op.attributes["broadcast_dimensions"])
     rank = len(tensor_shape(op.results[0]))
     shape = b.as_int64(args[1], op.operands[1])
-    return [_broadcast(b, args[0], len(tensor_shape(op.operands[0])), dims, rank, shape)]
+    return [broadcast(b, args[0], len(tensor_shape(op.operands[0])), dims, rank, shape)]
 
 
 def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -66,14 +67,6 @@ def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if None in result:
         return [b.one("Reshape", [args[0], b.int64s([-1 if d is None else d for d in result])])]
     return [b.one("Reshape", [args[0], b.int64s([d or 0 for d in result])], allowzero=1)]
-
-
-def _dynamic_reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Reshape", [args[0], b.as_int64(args[1], op.operands[1])], allowzero=1)]
-
-
-def _transpose(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [b.one("Transpose", args, perm=int_list(op.attributes["permutation"]))]
 
 
 def _slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -103,8 +96,7 @@ def _get_dimension_size(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
 
 def dimension_value(b: GraphBuilder, tensor: str, dimension: int, dtype: np.dtype[Any]) -> str:
     """The size of ``tensor``'s ``dimension`` as a 0-D tensor of ``dtype``."""
-    size = b.one("Shape", [tensor], start=dimension, end=dimension + 1)
-    return b.cast(b.one("Squeeze", [size, b.int64s([0])]), dtype)
+    return b.cast(dim_size(b, tensor, dimension), dtype)
 
 
 def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -115,18 +107,15 @@ def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [iota(b, tensor_dtype(op.results[0]), dimension, rank, size, shape)]
 
 
-def _same_value(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    return [args[0]]
-
-
 TABLE: dict[str, Translation] = {
     # A sharding constraint in a module for one device (the translator refuses others): the value.
-    "sdy.sharding_constraint": _same_value,
+    "sdy.sharding_constraint": lambda b, op, args: [args[0]],
     "stablehlo.broadcast_in_dim": _broadcast_in_dim,
     "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
     "stablehlo.reshape": _reshape,
-    "stablehlo.dynamic_reshape": _dynamic_reshape,
-    "stablehlo.transpose": _transpose,
+    "stablehlo.dynamic_reshape": lambda b, op, args: [
+        b.one("Reshape", [args[0], b.as_int64(args[1], op.operands[1])], allowzero=1)],
+    "stablehlo.transpose": lambda b, op, args: [b.one("Transpose", args, perm=int_list(op.attributes["permutation"]))],
     "stablehlo.slice": _slice,
     "stablehlo.real_dynamic_slice": _real_dynamic_slice,
     "stablehlo.concatenate": _concatenate,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import GraphBuilder
-from .common import Translation
+
 
 #: Operators whose result is never ``-0.0`` (``Exp``, ``Sigmoid`` may underflow to ``+0.0``, ``Log`` is 0 at 1).
 _NEVER_NEGATIVE_ZERO = frozenset({"Abs", "Exp", "Sigmoid", "Softplus", "Log", "Range", "Shape", "Size"})
@@ -209,7 +209,3 @@ def min_max(b: GraphBuilder, op_type: str, x: str, y: str, dtype: np.dtype[Any])
     if op_type == "Max":
         return b.one("Add", [extreme, b.one("Mul", [tanh, b.scalar(0.0, dtype)])])
     return b.one("Neg", [b.one("Sub", [b.one("Mul", [tanh, b.scalar(-0.0, dtype)]), extreme])])
-
-
-#: No operation is this module's: the selections and orders above serve the other families.
-TABLE: dict[str, Translation] = {}

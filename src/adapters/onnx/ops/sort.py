@@ -39,9 +39,9 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import F32, F64, I64, GraphBuilder, tensor_dtype, tensor_shape
 from .bitcast import BITCAST_OPSET, total_order_key
-from .common import Translation, dim_size, iota_of, splat_value, wide_dtype
+from .common import Translation, dim_size, direction, iota_of, splat_value, wide_dtype
 
 #: The longest sorted dimension ranked at once (its comparison matrix is n * n per row).
 MAX_SORTED = 4096
@@ -49,9 +49,6 @@ MAX_SORTED = 4096
 BLOCK = 512
 #: The longest sorted dimension translated (n * n comparisons).
 MAX_LONG = 1 << 16
-_I64 = np.dtype(np.int64)
-_F64 = np.dtype(np.float64)
-_F32 = np.dtype(np.float32)
 
 
 def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -66,23 +63,16 @@ def _sort(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     length = shape[axis]
     if length is not None and length > MAX_SORTED:
         return _ranked_in_blocks(b, op, args, axis)
-    assert b.run_block is not None  # set by the walker
     pairs = []
     for name in args:
         pairs += [b.one("Unsqueeze", [name, b.int64s([axis + 1])]), b.one("Unsqueeze", [name, b.int64s([axis])])]
-    before = b.run_block(b, op.regions[0].blocks[0], pairs)[0]  # [..., j, k, ...]: element j goes before k
+    before = b.run(op.regions[0].blocks[0], pairs)[0]  # [..., j, k, ...]: element j goes before k
     swapped = list(range(len(shape) + 1))
     swapped[axis], swapped[axis + 1] = axis + 1, axis
     after = b.one("Transpose", [before], perm=swapped)  # element k goes before j
-    smaller = b.one("ReduceSum", [b.cast(before, _I64), b.int64s([axis])], keepdims=0)  # [.., k, ..]: count before k
-    equivalent = b.one("Not", [b.one("Or", [before, after])])
     ramp = iota_of(b, dim_size(b, args[0], axis))
     lower = b.one("Less", [b.one("Unsqueeze", [ramp, b.int64s([0])]), b.one("Unsqueeze", [ramp, b.int64s([1])])])
-    trailing = len(shape) - axis - 1
-    if trailing:
-        lower = b.one("Unsqueeze", [lower, b.int64s(list(range(2, 2 + trailing)))])
-    ties = b.one("ReduceSum", [b.cast(b.one("And", [equivalent, lower]), _I64), b.int64s([axis + 1])], keepdims=0)
-    place = b.one("Add", [smaller, ties])
+    place = _places(b, before, after, lower, axis, axis + 1, list(range(2, len(shape) - axis + 1)))
     return [b.one("ScatterElements", [a, place, a], axis=axis) for a in args]
 
 
@@ -94,15 +84,14 @@ def _ranked_in_blocks(b: GraphBuilder, op: Any, args: Sequence[str], axis: int) 
         b.refuse(f"a sort of more than {MAX_LONG} elements along its dimension (its ONNX form is quadratic)")
     rank = len(shape)
     trailing = list(range(2, 2 + rank - axis - 1))
-    n = b.scalar(length, _I64)
+    n = b.scalar(length, I64)
     ramp = iota_of(b, n)
-    trips = b.scalar((length + BLOCK - 1) // BLOCK, _I64)
-    zeros = b.one("Expand", [b.scalar(0, _I64), b.one("Shape", [args[0]])])
+    trips = b.scalar((length + BLOCK - 1) // BLOCK, I64)
+    zeros = b.one("Expand", [b.scalar(0, I64), b.one("Shape", [args[0]])])
 
     def body(c: GraphBuilder, t: str, counted: list[str]) -> list[str]:
-        assert b.run_block is not None  # set by the walker
-        start = c.one("Mul", [t, c.scalar(BLOCK, _I64)])
-        end = c.one("Min", [c.one("Add", [start, c.scalar(BLOCK, _I64)]), n])
+        start = c.one("Mul", [t, c.scalar(BLOCK, I64)])
+        end = c.one("Min", [c.one("Add", [start, c.scalar(BLOCK, I64)]), n])
         block = [c.one("Slice", [a, c.one("Unsqueeze", [start, c.int64s([0])]),
                                  c.one("Unsqueeze", [end, c.int64s([0])]), c.int64s([axis])]) for a in args]
         j_first, k_first = [], []
@@ -111,19 +100,27 @@ def _ranked_in_blocks(b: GraphBuilder, op: Any, args: Sequence[str], axis: int) 
                              c.one("Unsqueeze", [whole, c.int64s([axis])]))
             j_first += [rows, columns]
             k_first += [columns, rows]
-        before = b.run_block(c, op.regions[0].blocks[0], j_first)[0]  # [..., j, k, ...]: j goes before k
-        after = b.run_block(c, op.regions[0].blocks[0], k_first)[0]  # [..., j, k, ...]: k goes before j
-        lower = c.one("Less", [c.one("Unsqueeze", [c.one("Range", [start, end, c.scalar(1, _I64)]), c.int64s([1])]),
+        before = c.run(op.regions[0].blocks[0], j_first)[0]  # [..., j, k, ...]: j goes before k
+        after = c.run(op.regions[0].blocks[0], k_first)[0]  # [..., j, k, ...]: k goes before j
+        lower = c.one("Less", [c.one("Unsqueeze", [c.one("Range", [start, end, c.scalar(1, I64)]), c.int64s([1])]),
                                c.one("Unsqueeze", [ramp, c.int64s([0])])])
-        if trailing:
-            lower = c.one("Unsqueeze", [lower, c.int64s(trailing)])
-        equivalent = c.one("Not", [c.one("Or", [before, after])])
-        smaller = c.one("ReduceSum", [c.cast(before, _I64), c.int64s([axis])], keepdims=0)
-        ties = c.one("ReduceSum", [c.cast(c.one("And", [equivalent, lower]), _I64), c.int64s([axis])], keepdims=0)
-        return [c.one("Add", [counted[0], c.one("Add", [smaller, ties])])]
+        return [c.one("Add", [counted[0], _places(c, before, after, lower, axis, axis, trailing)])]
 
-    (place,) = b.loop(trips, [(zeros, (_I64, rank))], body)
+    (place,) = b.loop(trips, [(zeros, (I64, rank))], body)
     return [b.one("ScatterElements", [a, place, a], axis=axis) for a in args]
+
+
+def _places(b: GraphBuilder, before: str, after: str, lower: str, axis: int, ties_axis: int,
+            trailing: list[int]) -> str:
+    """Each element's place in a stable sort: how many go before it (``before``, reduced over ``axis``) plus how
+    many equivalent ones (neither before nor ``after``) lie at lower positions (``lower``, the ``trailing``
+    dimensions added; reduced over ``ties_axis``)."""
+    if trailing:
+        lower = b.one("Unsqueeze", [lower, b.int64s(trailing)])
+    equivalent = b.one("Not", [b.one("Or", [before, after])])
+    smaller = b.one("ReduceSum", [b.cast(before, I64), b.int64s([axis])], keepdims=0)
+    ties = b.one("ReduceSum", [b.cast(b.one("And", [equivalent, lower]), I64), b.int64s([ties_axis])], keepdims=0)
+    return b.one("Add", [smaller, ties])
 
 
 def _is_jax_single_key(op: Any) -> bool:
@@ -134,8 +131,7 @@ def _is_jax_single_key(op: Any) -> bool:
     if names not in (["compare", "return"], _CANONICAL):
         return False
     last = ops[-2]
-    if (stablehlo.ComparisonDirectionAttr(last.attributes["comparison_direction"]).value != "LT"
-            or list(ops[-1].operands) != list(last.results)):
+    if direction(last) != "LT" or list(ops[-1].operands) != list(last.results):
         return False
     first, second = block.arguments[0], block.arguments[1]
     if len(ops) == 2:
@@ -176,12 +172,12 @@ def _ascending_key(b: GraphBuilder, op: Any, x: str) -> str | None:
     """A key ``TopK`` orders as the comparator orders the first operand (ties: equal keys), else None."""
     dtype = tensor_dtype(op.operands[0])
     if dtype.kind == "f":
-        if dtype == _F64:
+        if dtype == F64:
             return None
-        key = b.cast(x, _F64)
+        key = b.cast(x, F64)
         big = float(np.finfo(np.float64).max)
-        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, _F64)]), key])
-        return b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, _F64), key])
+        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, F64)]), key])
+        return b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, F64), key])
     if dtype == np.dtype(np.uint64):
         return None
     wide = wide_dtype(dtype)  # booleans: int32
@@ -195,18 +191,18 @@ def _top_k(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     rank = len(tensor_shape(op.operands[0]))
     x = args[0]
     if dtype.kind == "f" and b.max_opset >= BITCAST_OPSET:  # XLA's total order, NaN's sign read from its bits
-        wide = dtype if dtype in (_F32, _F64) else _F32
+        wide = dtype if dtype in (F32, F64) else F32
         key = total_order_key(b, x if wide == dtype else b.cast(x, wide), wide)
     elif dtype.kind == "f":
-        if dtype == _F64:
+        if dtype == F64:
             b.refuse("a top_k of float64 (its total-order key needs a wider float)")
-        key = b.cast(x, _F64)
-        zero = b.scalar(0, _F64)
+        key = b.cast(x, F64)
+        zero = b.scalar(0, F64)
         negative_zero = b.one("And", [b.one("Equal", [key, zero]), b.one("Less", [b.one("Reciprocal", [key]), zero])])
-        key = b.one("Where", [negative_zero, b.scalar(-1e-300, _F64), key])
+        key = b.one("Where", [negative_zero, b.scalar(-1e-300, F64), key])
         big = float(np.finfo(np.float64).max)
-        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, _F64)]), key])
-        key = b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, _F64), key])
+        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, F64)]), key])
+        key = b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, F64), key])
     else:
         wide = wide_dtype(dtype)  # booleans: int32
         key = x if wide == dtype else b.cast(x, wide)

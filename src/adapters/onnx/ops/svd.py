@@ -50,12 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import BOOL, I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation, iota_of
 from .lapack import backend_config
 from .svd_invariance import vectors_invariant
 
-_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 #: The most sweeps (one-sided Jacobi converged in at most 12 on random matrices up to 25 x 25).
 _SWEEPS = 30
 #: The largest ``min(m, n)`` translated (the sweeps cost ``N^2 / 2`` iterations each).
@@ -90,7 +89,7 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     zero, one = b.scalar(0, dtype), b.scalar(1, dtype)
     axes = b.int64s([rank - 2, rank - 1])
     bad = b.one("Or", [b.one("IsNaN", [a]), b.one("IsInf", [a])])
-    finite = b.one("Not", [b.cast(b.one("ReduceMax", [b.cast(bad, _I32), axes], keepdims=1), np.dtype(bool))])
+    finite = b.one("Not", [b.cast(b.one("ReduceMax", [b.cast(bad, I32), axes], keepdims=1), BOOL)])
     scale = b.one("ReduceMax", [b.one("Where", [bad, zero, b.one("Abs", [a])]), axes], keepdims=1)
     scale = b.one("Where", [b.one("Greater", [scale, zero]), scale, one])
     w = b.one("Where", [finite, b.one("Div", [w, scale]), zero])
@@ -99,9 +98,9 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
             b.one("Shape", [a], start=0, end=rank - 2), b.int64s([small, small])], axis=0)])
         w = b.one("Concat", [w, eye], axis=rank - 2)
     pairs = [(p, q) for p in range(small) for q in range(p + 1, small)]
-    first = b.constant(np.array([p for p, _ in pairs], _I64), "svd_p")
-    second = b.constant(np.array([q for _, q in pairs], _I64), "svd_q")
-    columns = iota_of(b, b.scalar(small, _I64))
+    first = b.constant(np.array([p for p, _ in pairs], I64), "svd_p")
+    second = b.constant(np.array([q for _, q in pairs], I64), "svd_q")
+    columns = iota_of(b, b.scalar(small, I64))
     tolerance = b.scalar(big * np.finfo(dtype).eps, dtype)
     last = b.int64s([-1])
     info_type = op.results[4]
@@ -129,17 +128,17 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         new_q = c.one("Add", [c.one("Mul", [sine, ap]), c.one("Mul", [cosine, aq])])
         v = c.one("Where", [c.one("Equal", [columns, p]), c.one("Unsqueeze", [new_p, last]), c.one("Where", [
             c.one("Equal", [columns, q]), c.one("Unsqueeze", [new_q, last]), v])])
-        return [v, c.one("Add", [rotations, c.cast(rotated, _I32)])]
+        return [v, c.one("Add", [rotations, c.cast(rotated, I32)])]
 
     def sweep(c: GraphBuilder, _: str, carried: list[str]) -> list[str]:
-        rotations0 = c.one("Expand", [c.scalar(0, _I32), batch_shape])
-        v, rotations = c.loop(c.scalar(len(pairs), _I64), [(carried[0], op.operands[0]), (rotations0, info_type)],
+        rotations0 = c.one("Expand", [c.scalar(0, I32), batch_shape])
+        v, rotations = c.loop(c.scalar(len(pairs), I64), [(carried[0], op.operands[0]), (rotations0, info_type)],
                             rotate)
         total = c.one("ReduceSum", [c.one("Reshape", [rotations, c.int64s([-1])]), c.int64s([0])], keepdims=0)
-        return [c.one("Greater", [total, c.scalar(0, _I32)]), v]
+        return [c.one("Greater", [total, c.scalar(0, I32)]), v]
 
     if pairs:  # sweeps while one rotated
-        (w,) = b.loop(b.scalar(_SWEEPS, _I64), [(w, op.operands[0])], sweep, go=b.scalar(True, np.dtype(np.bool_)))
+        (w,) = b.loop(b.scalar(_SWEEPS, I64), [(w, op.operands[0])], sweep, go=b.scalar(True, BOOL))
     stacked = w
     if vectors:
         w = b.one("Slice", [stacked, b.int64s([0]), b.int64s([big]), b.int64s([rank - 2])])
@@ -148,7 +147,7 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     values = b.one("Mul", [values, b.one("Squeeze", [scale, b.int64s([rank - 2])])])
     finite_ = b.one("Squeeze", [finite, b.int64s([rank - 2])])
     values = b.one("Where", [finite_, values, b.scalar(np.nan, dtype)])
-    info = b.one("Where", [b.one("Squeeze", [finite_, last]), b.scalar(0, _I32), b.scalar(-4, _I32)])
+    info = b.one("Where", [b.one("Squeeze", [finite_, last]), b.scalar(0, I32), b.scalar(-4, I32)])
     if vectors:
         u, vt = _jacobi_vectors(b, stacked, order, rank, big, m < n, dtype)
         return [a, values, u, vt, info]
@@ -193,13 +192,13 @@ def _vector_svd(b: GraphBuilder, op: Any, args: Sequence[str], m: int, n: int, f
     minus = b.scalar(-1, dtype)
 
     def any_of(mask: str) -> str:
-        return b.one("Greater", [b.one("ReduceMax", [b.cast(mask, _I32), last], keepdims=0), b.scalar(0, _I32)])
+        return b.one("Greater", [b.one("ReduceMax", [b.cast(mask, I32), last], keepdims=0), b.scalar(0, I32)])
 
     infinite, not_a_number = b.one("IsInf", [vec]), b.one("IsNaN", [vec])
     inf_x = any_of(b.one("And", [infinite, b.one("Not", [first])]))
-    inf_alpha = b.one("IsInf", [b.one("Gather", [vec, b.scalar(0, np.dtype(np.int64))], axis=rank - 2)])
+    inf_alpha = b.one("IsInf", [b.one("Gather", [vec, b.scalar(0, I64)], axis=rank - 2)])
     clean = b.one("Where", [b.one("Or", [infinite, not_a_number]), zero, vec])
-    alpha = b.one("Gather", [clean, b.scalar(0, np.dtype(np.int64))], axis=rank - 2)  # (...)
+    alpha = b.one("Gather", [clean, b.scalar(0, I64)], axis=rank - 2)  # (...)
     x = b.one("Where", [first, zero, clean])
     trivial = b.one("Not", [any_of(b.one("Not", [b.one("Equal", [x, zero])]))])
     scale = b.one("ReduceMax", [b.one("Abs", [clean]), last], keepdims=0)
@@ -208,7 +207,7 @@ def _vector_svd(b: GraphBuilder, op: Any, args: Sequence[str], m: int, n: int, f
     norm_s = b.one("Sqrt", [b.one("Add", [b.one("Mul", [alpha_s, alpha_s]), b.one("ReduceSum", [
         b.one("Mul", [x_s, x_s]), last], keepdims=0)])])
     # -0.0 too, as Fortran's SIGN (read from the input: ONNX Runtime's Where may turn a -0.0 into +0.0)
-    negative = b.one("Less", [b.one("Div", [one, b.one("Gather", [vec, b.scalar(0, np.dtype(np.int64))],
+    negative = b.one("Less", [b.one("Div", [one, b.one("Gather", [vec, b.scalar(0, I64)],
                                                        axis=rank - 2)]), zero])
     beta_s = b.one("Where", [negative, norm_s, b.one("Neg", [norm_s])])
     tau = b.one("Where", [trivial, zero, b.one("Div", [b.one("Sub", [beta_s, alpha_s]), beta_s])])
@@ -238,7 +237,7 @@ def _vector_svd(b: GraphBuilder, op: Any, args: Sequence[str], m: int, n: int, f
         u = u if full else b.one("Slice", [u, b.int64s([0]), keep, b.int64s([rank - 1])])
         vt = b.one("Expand", [one, b.one("Concat", [b.one("Shape", [a], start=0, end=rank - 2), b.int64s([1, 1])],
                                          axis=0)])
-    info = b.one("Where", [any_of(not_a_number), b.scalar(-4, _I32), b.scalar(0, _I32)])
+    info = b.one("Where", [any_of(not_a_number), b.scalar(-4, I32), b.scalar(0, I32)])
     return [a, values, u, vt, info]
 
 
@@ -283,6 +282,3 @@ def _jacobi_vectors(b: GraphBuilder, stacked: str, order: str, rank: int, big: i
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {f"lapack_{t}gesdd_ffi": _gesdd for t in "sd"}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

@@ -38,7 +38,7 @@ a call or an SVD (not followed) fails the proof. So ``U^T U`` (invariant too) is
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -47,7 +47,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import int_list, tensor_shape
-from .common import Translation, splat_value
+from .common import direction, function_named, is_private, module_of, nested, operation, splat_value
 from .lapack import backend_config
 
 #: The SVD custom calls whose vectors this proof concerns.
@@ -98,10 +98,6 @@ _PARTS = ("stablehlo.slice", "stablehlo.reshape", "stablehlo.gather", "stablehlo
           "stablehlo.dynamic_slice")
 
 
-def _op(x: Any) -> Any:
-    return x.operation if hasattr(x, "operation") else x
-
-
 def _shape(value: Any) -> list[int | None]:
     return list(tensor_shape(value)) if isinstance(value.type, ir.RankedTensorType) else []
 
@@ -110,18 +106,13 @@ def _ones(value: Any) -> frozenset[int]:
     return frozenset(i for i, d in enumerate(_shape(value)) if d == 1)
 
 
-def _direction(op: Any) -> str:
-    """A ``compare``'s direction: ``"GT"``, ``"EQ"``, ..."""
-    return str(op.attributes["comparison_direction"]).split()[-1].strip(">")
-
-
 def _arithmetic(name: str, x: list[float], op: Any) -> Zero:
     with np.errstate(all="ignore"):
         if name == "compare":
             if "compare_type" in op.attributes and "TOTALORDER" in str(op.attributes["compare_type"]):
                 return None  # -0 < +0 and NaN == NaN there: Python's comparisons would fold it wrong
             return {"EQ": x[0] == x[1], "NE": x[0] != x[1], "GT": x[0] > x[1], "GE": x[0] >= x[1],
-                    "LT": x[0] < x[1], "LE": x[0] <= x[1]}.get(_direction(op))
+                    "LT": x[0] < x[1], "LE": x[0] <= x[1]}.get(direction(op))
         if name == "convert":
             floating = isinstance(ir.RankedTensorType(op.results[0].type).element_type, ir.FloatType)
             return x[0] if floating or float(x[0]).is_integer() else None
@@ -150,7 +141,7 @@ def _zero(name: str, args: Sequence[Zero], op: Any) -> Zero:
         if name in ("multiply", "add", "maximum", "abs", "sqrt") and all(
                 a == _NONNEG or (isinstance(a, float) and 0 <= a < math.inf) for a in args):
             return _NONNEG
-        if name == "compare" and args[0] == 0.0 and args[1] == _NONNEG and _direction(op) == "GT":
+        if name == "compare" and args[0] == 0.0 and args[1] == _NONNEG and direction(op) == "GT":
             return False  # 0 > a nonnegative value
         return None
     numbers = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
@@ -166,7 +157,7 @@ class _Analysis:
     def run_function(self, function: Any, args: Sequence[Value]) -> list[Value]:
         values: dict[Any, Value] = dict(zip(list(function.regions[0].blocks[0].arguments), args))
         for op in function.regions[0].blocks[0].operations:
-            op = _op(op)
+            op = operation(op)
             if op.name == "func.return":
                 return [values.get(v, TAINTED) for v in op.operands]
             results = self.step(op, [values.get(v, TAINTED) for v in op.operands], values)
@@ -176,7 +167,7 @@ class _Analysis:
     def step(self, op: Any, ins: list[Value], values: dict[Any, Value]) -> list[Value]:
         name = op.name
         if name == "func.call":
-            callee = _lookup(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            callee = function_named(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
             return self.run_function(callee, ins) if callee is not None else [TAINTED] * len(op.results)
         if name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value in GESDD:
             return self.gesdd(op)
@@ -339,52 +330,24 @@ def _moved(op: Any) -> dict[int, int]:
     return dict(zip(kept_source, kept_target))
 
 
-def _inner(op: Any) -> Iterator[Any]:
-    """The operations inside ``op``'s regions, at any depth."""
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield _op(inner)
-                yield from _inner(_op(inner))
-
-
 def _captures(op: Any, values: dict[Any, Value]) -> bool:
     """Whether an operation's regions read a value from outside that may depend on ``Q``."""
-    return any(isinstance(values.get(v), (Carrier, _Tainted)) for inner in _inner(op) for v in inner.operands)
+    return any(isinstance(values.get(v), (Carrier, _Tainted)) for inner in nested(op) for v in inner.operands)
 
 
 def _calls_inside(op: Any) -> bool:
     """Whether an operation's regions hold a ``func.call`` or an SVD."""
     return any(inner.name == "func.call" or (inner.name == "stablehlo.custom_call" and ir.StringAttr(
-        inner.attributes["call_target_name"]).value in GESDD) for inner in _inner(op))
-
-
-def _module(op: Any) -> Any:
-    while op.parent is not None:
-        op = _op(op.parent)
-    return op
-
-
-def _lookup(op: Any, name: str) -> Any:
-    for child in map(_op, _module(op).regions[0].blocks[0].operations):
-        if child.name == "func.func" and ir.StringAttr(child.attributes["sym_name"]).value == name:
-            return child
-    return None
-
-
-def _public(module: Any) -> Iterator[Any]:
-    for child in map(_op, module.regions[0].blocks[0].operations):
-        if child.name == "func.func":
-            visibility = child.attributes["sym_visibility"] if "sym_visibility" in child.attributes else None
-            if visibility is None or ir.StringAttr(visibility).value != "private":
-                yield child
+        inner.attributes["call_target_name"]).value in GESDD) for inner in nested(op))
 
 
 def invariant_svds(module: Any) -> list[Any]:
     """The ``gesdd`` calls of ``module`` (an operation) whose vectors provably do not change its public
     functions' results; none where anything may depend on their convention."""
     analysis = _Analysis()
-    for function in _public(module):
+    for function in map(operation, module.regions[0].blocks[0].operations):
+        if function.name != "func.func" or is_private(function):
+            continue
         results = analysis.run_function(function, [Free(_ones(a)) for a in function.regions[0].blocks[0].arguments])
         if any(not isinstance(r, (Free, Spectral)) for r in results):
             analysis.failed = True
@@ -393,8 +356,4 @@ def invariant_svds(module: Any) -> list[Any]:
 
 def vectors_invariant(op: Any) -> bool:
     """Whether the results of the module holding the ``gesdd`` call ``op`` do not depend on its vectors' convention."""
-    return any(p == op for p in invariant_svds(_module(op)))
-
-
-#: No operation of its own: :mod:`.svd`'s ``gesdd`` asks :func:`vectors_invariant`.
-TABLE: dict[str, Translation] = {}
+    return any(p == op for p in invariant_svds(module_of(op)))

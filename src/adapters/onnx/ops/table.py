@@ -1,7 +1,8 @@
 """The table of ONNX translations: StableHLO (and CHLO) operation name -> translation function.
 
 Each family of operations lives in its own module of this package with its
-own ``TABLE``; adding a family is adding a module and its name here. Each
+own ``TABLE`` (and ``COMPLEX``, ``COMPOSITES`` or ``CUSTOM_CALLS`` where it translates those; a module
+that only serves the others has none); adding a family is adding a module and its name here. Each
 operation name is registered by exactly one module (``merged`` refuses a
 second registration). An
 operation missing from the table is refused by the translator, by name
@@ -10,15 +11,15 @@ and source location. ``func.call``, ``func.return``, ``stablehlo.return``,
 the module, not only the operation); it looks composites up in ``COMPOSITES`` and custom calls in
 ``CUSTOM_CALLS``. An operation with a complex operand or result is looked up in
 ``COMPLEX_TRANSLATIONS`` instead (complex values are pairs of floats there). A region of an operation (a loop's body, a branch, a comparator) is translated
-by the same walk, through the builder's ``run_block``.
+by the same walk, through the builder's ``run``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bitcast, bits, complex, control, conv, conv_integer, dynamic, eigh, elementwise, fft,
-               gather, lapack, linalg, pool, qr, reduce, rng, scatter, shape, sort, svd, tridiagonal, window)
+from . import (arithmetic, bitcast, bits, complex, control, conv, dynamic, eigh, elementwise, fft, gather, lapack,
+               linalg, pool, qr, reduce, rng, scatter, shape, sort, svd, tridiagonal, window)
 from .common import Translation
 
 
@@ -41,8 +42,8 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
-        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, pool, conv, conv_integer,
-        scatter, dynamic, lapack, qr, svd, tridiagonal, eigh, sort, control, rng, complex, fft)})
+        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, pool, conv, scatter, dynamic,
+        sort, control, rng)})
 
 #: Operations with a complex operand or result -> translation on (real, imaginary) pairs
 #: (:mod:`.complex`); the walk refuses any other operation on complex values.

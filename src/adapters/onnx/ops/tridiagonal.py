@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from jaxport.adapters.onnx.builder import GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation, dim_size, iota_of
 
-_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 
 
 def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -32,12 +31,12 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     iota = iota_of(b, n)
     rows = b.one("Unsqueeze", [iota, b.int64s([-1])])
     zero, last = b.scalar(0, dtype), b.int64s([-1])
-    one64 = b.scalar(1, _I64)
+    one64 = b.scalar(1, I64)
     # LAPACK's DL(1..n-1) is JAX's dl[1:]; padded with one zero to n
     pad = b.one("Expand", [zero, b.one("Concat", [b.one("Shape", [d], start=0, end=rank - 1), b.int64s([1])], axis=0)])
     sub = b.one("Concat", [b.one("Slice", [dl_in, b.int64s([1]), b.int64s([np.iinfo(np.int64).max]),
                                            b.int64s([rank - 1])]), pad], axis=rank - 1)
-    steps = b.one("Max", [b.one("Sub", [n, one64]), b.scalar(0, _I64)])
+    steps = b.one("Max", [b.one("Sub", [n, one64]), b.scalar(0, I64)])
 
     def put(c: GraphBuilder, x: str, i: str, value: str) -> str:
         return c.one("Where", [c.one("Equal", [iota, i]), c.one("Unsqueeze", [value, last]), x])
@@ -55,8 +54,8 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         xi, xj = c.one("Gather", [x, i], axis=rank - 1), c.one("Gather", [x, j], axis=rank - 1)
         keep = c.one("GreaterOrEqual", [c.one("Abs", [di]), c.one("Abs", [li])])
         failed = c.one("And", [c.one("And", [keep, c.one("Equal", [di, zero])]),
-                               c.one("Equal", [info, c.scalar(0, _I32)])])
-        info = c.one("Where", [failed, c.cast(j, _I32), info])
+                               c.one("Equal", [info, c.scalar(0, I32)])])
+        info = c.one("Where", [failed, c.cast(j, I32), info])
         fact = c.one("Where", [keep, c.one("Div", [li, di]), c.one("Div", [di, li])])
         fact_ = c.one("Unsqueeze", [fact, last])
         new_di = c.one("Where", [keep, di, li])
@@ -75,22 +74,22 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         x = put_row(c, put_row(c, x, i, new_xi), j, new_xj)
         return [l_, d_, u_, x, info]
 
-    info0 = b.one("Expand", [b.scalar(0, _I32), b.one("Shape", [d], start=0, end=rank - 1)])
+    info0 = b.one("Expand", [b.scalar(0, I32), b.one("Shape", [d], start=0, end=rank - 1)])
     l_, d_, u_, x, info = b.loop(steps, [(sub, op.results[0]), (d, op.results[1]), (du, op.results[2]),
                                           (rhs, op.results[3]), (info0, op.results[4])], body=eliminate)
     last_zero = b.one("ReduceMax", [b.cast(b.one("And", [b.one("Equal", [iota, b.one("Sub", [n, one64])]),
-                                                           b.one("Equal", [d_, zero])]), _I32), last], keepdims=0)
-    info = b.one("Where", [b.one("And", [b.one("Greater", [last_zero, b.scalar(0, _I32)]),
-                                         b.one("Equal", [info, b.scalar(0, _I32)])]), b.cast(n, _I32), info])
+                                                           b.one("Equal", [d_, zero])]), I32), last], keepdims=0)
+    info = b.one("Where", [b.one("And", [b.one("Greater", [last_zero, b.scalar(0, I32)]),
+                                         b.one("Equal", [info, b.scalar(0, I32)])]), b.cast(n, I32), info])
 
     def substitute(c: GraphBuilder, t: str, carried: list[str]) -> list[str]:
         (y,) = carried
         i = c.one("Sub", [c.one("Sub", [n, one64]), t])
         top = c.one("Sub", [n, one64])
-        j, k = c.one("Min", [c.one("Add", [i, one64]), top]), c.one("Min", [c.one("Add", [i, c.scalar(2, _I64)]), top])
+        j, k = c.one("Min", [c.one("Add", [i, one64]), top]), c.one("Min", [c.one("Add", [i, c.scalar(2, I64)]), top])
         yj = c.one("Where", [c.one("Less", [c.one("Add", [i, one64]), n]), c.one("Gather", [y, j], axis=rank - 1),
                              zero])
-        yk = c.one("Where", [c.one("Less", [c.one("Add", [i, c.scalar(2, _I64)]), n]),
+        yk = c.one("Where", [c.one("Less", [c.one("Add", [i, c.scalar(2, I64)]), n]),
                              c.one("Gather", [y, k], axis=rank - 1), zero])
         ui, li, di = (c.one("Unsqueeze", [c.one("Gather", [v, i], axis=rank - 1), last]) for v in (u_, l_, d_))
         yi = c.one("Sub", [c.one("Sub", [c.one("Gather", [y, i], axis=rank - 1), c.one("Mul", [ui, yj])]),
@@ -106,6 +105,3 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).
 CUSTOM_CALLS: dict[str, Translation] = {f"lapack_{t}gtsv_ffi": _gtsv for t in "sd"}
-
-#: No operation of its own: custom calls are the translator's, which looks them up in ``CUSTOM_CALLS``.
-TABLE: dict[str, Translation] = {}

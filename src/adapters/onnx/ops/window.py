@@ -19,9 +19,8 @@ from jaxlib.mlir import ir
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, is_identity, reducer, wide_dtype
+from .common import Translation, direction, is_identity, reducer, reversed_along, wide_dtype
 
-_INT64_MIN = np.iinfo(np.int64).min
 def padding_pairs(op: Any, name: str, rank: int) -> list[tuple[int, int]]:
     """The (low, high) pairs of an ``[rank, 2]`` padding attribute (zeros where absent)."""
     if name not in op.attributes:
@@ -83,9 +82,7 @@ def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dims = int_list(op.attributes["dimensions"])
     if not dims:
         return [b.one("Identity", args)]
-    n = len(dims)
-    return [b.one("Slice", [args[0], b.int64s([-1] * n), b.int64s([_INT64_MIN] * n), b.int64s(dims),
-                            b.int64s([-1] * n)])]
+    return [reversed_along(b, args[0], dims)]
 
 
 def to_pool_layout(b: GraphBuilder, x: str, rank: int, wins: Sequence[int]) -> tuple[str, list[int], str]:
@@ -110,13 +107,13 @@ def from_pool_layout(b: GraphBuilder, y: str, rank: int, wins: Sequence[int], pe
 
 def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     select = list(op.regions[0].blocks[0].operations)
-    direction = None
+    how = None
     if len(select) == 2 and select[0].operation.name == "stablehlo.compare":
         first = select[0]
         block_args = list(op.regions[0].blocks[0].arguments)
         if list(first.operands) == block_args:
-            direction = str(first.attributes["comparison_direction"]).split()[-1].rstrip(">")
-    if direction not in ("GE", "LE") or reducer(op, 1) != "Add":
+            how = direction(first)
+    if how not in ("GE", "LE") or reducer(op, 1) != "Add":
         b.refuse("a select_and_scatter other than a max or min pool's gradient (select GE/LE, scatter add)")
     shape = tensor_shape(op.operands[0])
     rank = len(shape)
@@ -130,7 +127,7 @@ def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
     x, source, init = args
     if wide != dtype:
         x, source, init = b.cast(x, wide), b.cast(source, wide), b.cast(init, wide)
-    if direction == "LE":
+    if how == "LE":
         x = b.one("Neg", [x])
     x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [0] * rank,
                    b.scalar(-np.inf, wide))
