@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.symbolic import poly_specs as poly_specs
     from jaxport.adapters.jax.lowering.symbolic import symbolic_args_specs as symbolic_args_specs
     from jaxport.adapters.jax.lowering.symbolic import symbolic_shape as symbolic_shape
-    from jaxport.application.verification import VerificationReport as VerificationReport
-    from jaxport.application.verification import verify_artifact as verify_artifact
+    from jaxport.application.verify_artifact import VerificationReport as VerificationReport
+    from jaxport.application.verify_artifact import verify_artifact as verify_artifact
     from jaxport.domain.symbolic import SymbolicScope as SymbolicScope
     from jaxport.domain.symbolic import is_symbolic_dim as is_symbolic_dim
     #: This jaxport's version, read on first use from its one place,
@@ -89,7 +89,7 @@ _LAZY = {
     ),
     "jaxport.application.serving.service": ("serve",),
     "jaxport.adapters.jax.lowering.symbolic": ("symbolic_shape", "symbolic_args_specs", "poly_spec", "poly_specs"),
-    "jaxport.application.verification": ("verify_artifact", "VerificationReport"),
+    "jaxport.application.verify_artifact": ("verify_artifact", "VerificationReport"),
     "jaxport.domain.symbolic": ("SymbolicScope", "is_symbolic_dim"),
     # "NAME=ATTRIBUTE": a constant read from its one home under another name: the calling-convention
     # versions this jaxport reads (and, at the maximum, writes); its version (not in __all__).

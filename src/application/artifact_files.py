@@ -36,7 +36,7 @@ def load(path: str | os.PathLike[str], *, verify: bool = True,
         path: the file.
         verify: parse and check every module in a separate process before
             this process sees it, and re-check its custom calls (see
-            :func:`jaxport.application.verification.verify_artifact`); the
+            :func:`jaxport.application.verify_artifact.verify_artifact`); the
             verdict is remembered per digest, so loading the same bytes again
             costs a hash. False reads the file like :func:`jaxport.deserialize`.
         allowed_custom_calls: custom-call targets to accept besides those JAX

@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 import jaxport  # noqa: E402
 from jaxport.adapters.storage.checked_directory import KnownFiles  # noqa: E402
-from jaxport.application.conversion import verification  # noqa: E402
+from jaxport.application.conversion import verify_directory as verification  # noqa: E402
 from jaxport.application.conversion.model import ConvertedLoader  # noqa: E402
 from jaxport.errors import ArtifactError, UsageError  # noqa: E402
 from tests.helpers import resealed  # noqa: E402

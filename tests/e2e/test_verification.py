@@ -19,7 +19,7 @@ import jaxport
 from jaxport import DisabledSafetyCheck
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
 from jaxport.adapters.mlir.worker import ModuleWorker
-from jaxport.application.verification import verify_artifact
+from jaxport.application.verify_artifact import verify_artifact
 from jaxport.errors import ArtifactCallError, ArtifactError
 
 SPEC = jax.ShapeDtypeStruct((4,), jnp.float32)

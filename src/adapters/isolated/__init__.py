@@ -6,5 +6,5 @@ limits, spoken to in JSON lines (:mod:`.messages`); the parent's side is
 :class:`~.parent.ChildDied`), the child's :mod:`.child` (its limits, its
 loop). Its users: the module worker (:mod:`jaxport.adapters.mlir.worker`)
 and the converted directory's verifier
-(:mod:`jaxport.application.conversion.verification`).
+(:mod:`jaxport.application.conversion.verify_directory`).
 """

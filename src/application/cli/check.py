@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxport.domain.errors import ArtifactError, JaxportError
-from .common import UsageError, one_line
+from jaxport.application.cli.common import UsageError, one_line
 
 # What a check runs on is imported where it runs: `jaxport --help` loads none of it (tests/unit/test_purity.py).
 
@@ -154,7 +154,7 @@ def check_numerics(args: argparse.Namespace) -> int:
 def _check_converted(path: str) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
     """(passed, why not, details) for a converted directory: its files against its manifest, its
     target against this machine, then every model file opened and every variant called in a
-    separate process (:mod:`jaxport.application.conversion.verification`)."""
+    separate process (:mod:`jaxport.application.conversion.verify_directory`)."""
     from jaxport.application.conversion.model import read_converted, verify_converted
 
     try:
@@ -198,7 +198,7 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
         return True, (), {"functions": len(bundle)}
     if not os.path.isfile(path):
         raise FileNotFoundError(2, "No such file or directory", path)
-    from jaxport.application.verification import verify_artifact
+    from jaxport.application.verify_artifact import verify_artifact
 
     report = verify_artifact(path, allowed_custom_calls=allowed)
     return report.ok, report.reasons, {"sealed": report.sealed, "sha256": report.digest}

@@ -113,7 +113,7 @@ def _tolerance(dtype: str, rtol: float | None, atol: float | None, target: Toler
 def examples_on(path: str | Path, model: ConvertedModel) -> NumericsReport:
     """The golden examples of the converted directory at ``path`` run on ``model`` (loaded from it)
     with the directory's tolerances, those that fit a compiled variant only (what the verifying
-    child of :mod:`.verification` and a quantized conversion check: a directory compiled for other
+    child of :mod:`.verify_directory` and a quantized conversion check: a directory compiled for other
     sizes than an example's is not damaged)."""
     return run_examples(str(path), model.target, converted_examples(Path(path), model), fitting_only=True)
 

@@ -29,7 +29,7 @@ from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
 from jaxport.application import wiring
 from jaxport.application import target_adapters
-from .verification import DirectoryVerification, DirectoryVerifier
+from jaxport.application.conversion.verify_directory import DirectoryVerification, DirectoryVerifier
 
 if TYPE_CHECKING:  # the ports only type: loading a directory creates none of their classes
     from jaxport.domain.targets.ports import TargetRuntime

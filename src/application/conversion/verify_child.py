@@ -1,7 +1,7 @@
 """The verifying child of a converted directory: opens its model files and calls every variant once.
 
 Run as ``python -m jaxport.application.conversion.verify_child AS_BYTES CPU_SECONDS``
-by :mod:`.verification`, an isolated child (:mod:`jaxport.adapters.isolated`:
+by :mod:`.verify_directory`, an isolated child (:mod:`jaxport.adapters.isolated`:
 ``RLIMIT_AS``, ``RLIMIT_CPU``, no core dumps; JSON lines), with one request
 (``{"path": ..., "options": {...}}``). It loads the directory with
 the target's runtime (:func:`~.model.load_converted`, ``verify=False``: the
@@ -56,8 +56,8 @@ def _zeros(model: Any, name: str, binding: dict[str, int]) -> list[Any] | None:
 
 def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
     from jaxport.domain.errors import UsageError
-    from .model import load_converted, read_converted
-    from .verification import WRONG_EXAMPLE
+    from jaxport.application.conversion.model import load_converted, read_converted
+    from jaxport.application.conversion.verify_directory import WRONG_EXAMPLE
 
     manifest, _ = read_converted(path)
     files = sorted({v.file for f in manifest.functions for v in f.variants})
@@ -71,7 +71,7 @@ def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
         return [_reason(", ".join(files), "the runtime cannot open it", exc)]
     reasons: list[str] = []
     if manifest.examples:
-        from .golden import examples_on
+        from jaxport.application.conversion.golden import examples_on
 
         request.say({"file": manifest.examples_file})
         try:

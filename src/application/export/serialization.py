@@ -32,7 +32,7 @@ def deserialize(blob: bytes | bytearray | memoryview,
         blob: the artifact's bytes.
         registry: the pytree serialization registry (default: the global one).
         verify: also parse and check every module in a separate process
-            first (see :func:`jaxport.application.verification.verify_artifact`);
+            first (see :func:`jaxport.application.verify_artifact.verify_artifact`);
             use it for bytes from a source you do not control.
         allowed_custom_calls: with ``verify``, the custom-call targets to accept
             besides those JAX guarantees stable; the artifact's own disabled
@@ -44,7 +44,7 @@ def deserialize(blob: bytes | bytearray | memoryview,
             does not support.
     """
     if verify:
-        from jaxport.application.verification import verify_artifact
+        from jaxport.application.verify_artifact import verify_artifact
 
         record = verify_artifact(blob, allowed_custom_calls=allowed_custom_calls).raise_if_failed()
     else:

@@ -1,6 +1,6 @@
 """What an artifact from elsewhere must satisfy before it is called: verification's policy.
 
-One idea at two levels: this module decides, :mod:`jaxport.application.verification`
+One idea at two levels: this module decides, :mod:`jaxport.application.verify_artifact`
 (the service of the same name) gathers the facts and runs the decision.
 
 A verifying process (an adapter) parses each module of an artifact, checks it
@@ -32,9 +32,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .record import ArtifactRecord, AvalRecord, DType
-from .calling_convention import MainArguments
-from .custom_calls import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
+from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
+from jaxport.domain.artifact.calling_convention import MainArguments
+from jaxport.domain.artifact.custom_calls import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import record_shapes
 

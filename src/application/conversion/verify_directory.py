@@ -1,6 +1,6 @@
 """Verifying a converted directory from elsewhere before this process opens its model files.
 
-As :mod:`jaxport.application.verification` does for artifacts: the first time a
+As :mod:`jaxport.application.verify_artifact` does for artifacts: the first time a
 directory is opened (its manifest's digest: the manifest records every file's
 size and digest, and the loader checked the files against it), an isolated
 child (:mod:`.verify_child`, by :mod:`jaxport.adapters.isolated`) under limits of memory, CPU and wall time,

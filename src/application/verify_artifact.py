@@ -36,11 +36,11 @@ from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.mlir.worker import ModuleWorker
 from jaxport.domain.artifact.record import ArtifactRecord
-from ..domain.errors import ArtifactError
+from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.integrity import is_sealed
 from jaxport.domain.artifact.module_format import check_portable_artifact
 from jaxport.domain.artifact.verification import VERIFIER_VERSION, ModuleFacts, Verdict, verdict, verdict_key
-from . import wiring
+from jaxport.application import wiring
 
 
 @dataclass(frozen=True, slots=True)
