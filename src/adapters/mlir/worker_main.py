@@ -28,13 +28,7 @@ import json
 import sys
 from typing import Any
 
-from jaxlib.mlir import ir
-
 from jaxport.adapters.isolated.child import Request, serve
-from jaxport.domain.artifact.module_format import stablehlo_version
-from jaxport.domain.artifact.verification import MlirType, ModuleFacts
-from . import bindings as jaxlib_mlir
-from .rewrite import RefinementRefused, VersionRefused, rewrite
 
 #: Address space a request may add: a base plus a multiple of the module's size.
 _REQUEST_BASE_BYTES = 1 << 30
@@ -69,6 +63,14 @@ def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
         ValueError: the module does not verify or has not exactly one ``main``;
             bytes that the MLIR reader cannot parse raise what it raises.
     """
+    # jaxlib is imported here, not at the module's head: under the address-space cap that serve() sets
+    # (tests/e2e/test_verification.py: a child too small to load jaxlib dies, it does not answer).
+    from jaxlib.mlir import ir
+
+    from jaxport.domain.artifact.module_format import stablehlo_version
+    from jaxport.domain.artifact.verification import MlirType, ModuleFacts
+    from . import bindings as jaxlib_mlir
+
     context = jaxlib_mlir.make_context()
     with context:
         module = jaxlib_mlir.deserialize_portable_artifact(module_bytes, context)
@@ -115,6 +117,9 @@ def main(argv: list[str]) -> int:
 
 def _handle(request: Request) -> None:
     """Answers one request (see the module's text)."""
+    from . import bindings as jaxlib_mlir  # noqa: F401  (under the address-space cap, before the request's clock)
+    from .rewrite import RefinementRefused, VersionRefused, rewrite
+
     module_bytes, header = request.payload, request.header
     if "standard" in header or "specialize" in header:
         import jax  # noqa: F401  (these forms need JAX: import it before the request's limits)
