@@ -34,7 +34,7 @@ def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, con
     if isinstance(path_or_blob, (bytes, bytearray)):
         return _artifact_verdict(bytes(path_or_blob), who)
     if os.path.isdir(path_or_blob):
-        from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
+        from jaxport.adapters.storage.bundle_dir import read_function, read_manifest  # as inspection.py
 
         manifest = read_manifest(path_or_blob)
         reasons, notes = [], []

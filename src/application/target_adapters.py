@@ -32,6 +32,8 @@ class TargetAdapters:
     host_facts: Callable[[], HostFacts] | None = None
 
 
+# Each adapter is imported when its target is used: another target's converter or runtime never loads
+# (tests/e2e/test_converted_load_imports.py, test_conversion_imports.py).
 def _savedmodel_converter() -> Converter:
     from jaxport.adapters.savedmodel.converter import convert
     return convert

@@ -40,7 +40,7 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Returns:
         The bytes; ``jax.export.deserialize`` and :func:`decode_artifact` read them.
     """
-    from .encode import encode_artifact as encode
+    from .encode import encode_artifact as encode  # NumPy and flatbuffers: ~90 ms a reading process skips
 
     return encode(record)
 

@@ -9,12 +9,25 @@ exported functions in tests/e2e).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+# Every module below is loaded by `import jax` itself: importing them here costs nothing more.
 import jax
-from jax._src import core as _core  # loaded with jax; read on every call (see is_staging)
+from jax._src import config as _config
+from jax._src import core as _core
+from jax._src import dtypes as _dtypes
+from jax._src import effects as _effects
+from jax._src import mesh as _mesh
+from jax._src import sharding_impls as _sharding_impls
+from jax._src import tree_util as _tree_util
+from jax._src import xla_bridge as _xla_bridge
+from jax._src.interpreters import mlir as _mlir_internal
 from jax._src.interpreters import partial_eval as _partial_eval
+from jax._src.interpreters import pxla as _pxla
+from jax._src.lax import linalg as _linalg
 from jax.interpreters import mlir
+from jaxlib import xla_client as _xla_client
 
 # What: JAX's primitive class and the error of an inconclusive dimension
 # comparison, which `jax.extend.core` re-exports (the same objects).
@@ -31,13 +44,11 @@ def lower_for_export(traced: jax.stages.Traced, platforms: tuple[str, ...],
                      override_lowering_rules: tuple[tuple[Any, Any], ...] | None = None) -> jax.stages.Lowered:
     """Lowers ``traced`` for ``platforms`` the way an export must (with ``override_lowering_rules``,
     pairs of a primitive and the lowering rule to use for it instead of JAX's)."""
-    from jax._src import config
-
     params = mlir.LoweringParameters(
         override_lowering_rules=override_lowering_rules,  # type: ignore[arg-type]  # (primitive, rule) pairs
         for_export=True,
         hoist_constants_as_args=False,
-        export_ignore_forward_compatibility=config.export_ignore_forward_compatibility.value)
+        export_ignore_forward_compatibility=_config.export_ignore_forward_compatibility.value)
     lowered: jax.stages.Lowered = traced.lower(lowering_platforms=platforms, _private_parameters=params)
     return lowered
 
@@ -46,10 +57,8 @@ def lower_for_export(traced: jax.stages.Traced, platforms: tuple[str, ...],
 # Why internal: `Lowered` hides kept_var_idx, effects and the shape-poly state.
 def lowering_internals(lowered: jax.stages.Lowered) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
     """The ``(ir.Module, compile_args, platforms)`` behind a ``Lowered``."""
-    from jax._src.interpreters import pxla
-
     lowering = lowered._lowering
-    if not isinstance(lowering, pxla.MeshComputation):
+    if not isinstance(lowering, _pxla.MeshComputation):
         raise NotImplementedError(f"Export is supported only for jit; got {type(lowering).__name__}")
     return lowering.stablehlo(), lowering.compile_args, tuple(lowering._platforms)
 
@@ -58,30 +67,24 @@ def lowering_internals(lowered: jax.stages.Lowered) -> tuple[Any, dict[str, Any]
 # Why internal: the flag lives on the jaxlib client object only.
 def backend_serializes_with_sdy() -> bool:
     """The ``use_mixed_serialization`` flag that jax.export passes."""
-    from jax._src import xla_bridge
-
-    return bool(xla_bridge.get_backend().serialize_with_sdy)
+    return bool(_xla_bridge.get_backend().serialize_with_sdy)
 
 
 # What: registering the LAPACK FFI handlers with XLA before a module that calls
 # them is compiled. Why internal: jax does it lazily in its linalg lowering.
 def initialize_cpu_lapack() -> None:
     """Makes the CPU LAPACK custom-call targets available to XLA."""
-    from jax._src.lax import linalg
-
-    linalg.initialize_lapack()
+    _linalg.initialize_lapack()
 
 
 # What: the number of devices of the computation being lowered.
 # Why internal: the axis context of a lowering rule is not public.
 def lowering_num_devices(ctx: mlir.LoweringRuleContext) -> int:
     """The device count of the computation that ``ctx`` lowers."""
-    from jax._src import sharding_impls
-
     axis_context = ctx.module_context.axis_context
-    if isinstance(axis_context, sharding_impls.ShardingContext):
+    if isinstance(axis_context, _sharding_impls.ShardingContext):
         return int(axis_context.num_devices)
-    if isinstance(axis_context, sharding_impls.SPMDAxisContext):
+    if isinstance(axis_context, _sharding_impls.SPMDAxisContext):
         return int(axis_context.mesh.size)
     raise NotImplementedError(f"Unsupported axis context {type(axis_context).__name__}")
 
@@ -90,90 +93,70 @@ def lowering_num_devices(ctx: mlir.LoweringRuleContext) -> int:
 # Why internal: `tree_util.equality_errors` is not exported by jax.tree_util.
 def tree_equality_errors(a: Any, b: Any) -> list[tuple[Any, str, str, str]]:
     """``(path, thing1, thing2, explanation)`` for each difference of ``a`` and ``b``."""
-    from jax._src import tree_util
-
-    return list(tree_util.equality_errors(a, b))
+    return list(_tree_util.equality_errors(a, b))
 
 
 # What: recognising the "no sharding given" marker of a lowering.
 # Why internal: `UnspecifiedValue` is not exported.
 def is_unspecified_sharding(sharding: Any) -> bool:
     """Whether ``sharding`` is JAX's marker for an unspecified sharding."""
-    from jax._src import sharding_impls
-
-    return isinstance(sharding, sharding_impls.UnspecifiedValue)  # type: ignore[attr-defined]
+    return isinstance(sharding, _sharding_impls.UnspecifiedValue)  # type: ignore[attr-defined]
 
 
 # What: attaching a sharding to an abstract value, as deserialization does.
 # Why internal: `core.update_aval_with_sharding` is not exported.
 def update_aval_with_sharding(aval: Any, sharding: Any) -> Any:
     """``aval`` carrying ``sharding`` (unchanged when it is None)."""
-    from jax._src import core
-
-    return core.update_aval_with_sharding(aval, sharding)
+    return _core.update_aval_with_sharding(aval, sharding)
 
 
 # What: the memory-space enum of abstract values.
 # Why internal: `core.MemorySpace` is not exported.
 def memory_space_type() -> Any:
     """JAX's ``MemorySpace`` enum (``Device``, ``Host``, ``Any``)."""
-    from jax._src import core
-
-    return core.MemorySpace
+    return _core.MemorySpace
 
 
 # What: the empty abstract mesh and abstract devices of meshes.
 # Why internal: neither is exported by jax.sharding.
 def empty_abstract_mesh() -> Any:
     """The abstract mesh with no axes (single-device shardings)."""
-    from jax._src import mesh
-
-    return mesh.empty_abstract_mesh
+    return _mesh.empty_abstract_mesh
 
 
 def abstract_device(device_kind: str, num_cores: int | None, platform: str) -> Any:
     """An abstract device, as abstract meshes record them."""
-    from jax._src import mesh
-
-    return mesh.AbstractDevice(device_kind, num_cores, platform)
+    return _mesh.AbstractDevice(device_kind, num_cores, platform)
 
 
 # What: the effect types that may appear in lowered modules.
 # Why internal: `effects.lowerable_effects` is not exported.
 def lowerable_effect_types() -> tuple[type, ...]:
     """The registered lowerable effect types, for reading effects by name."""
-    from jax._src import effects
-
-    return tuple(effects.lowerable_effects._effect_types)
+    return tuple(_effects.lowerable_effects._effect_types)
 
 
 # What: making a class usable as a shape dimension and as a weak-typed scalar.
 # Why internal: JAX keeps these registries (keyed by exact type) in core and dtypes.
 def register_dimension_type(cls: type) -> None:
     """Registers ``cls`` (a symbolic dimension class) with JAX's type registries."""
-    from jax._src import core, dtypes
-
-    core.pytype_aval_mappings[cls] = lambda _: core.dim_value_aval()
-    dtypes.register_weak_scalar_type(cls)
-    dtypes.python_scalar_types.add(cls)
-    dtypes.python_scalar_types_to_dtypes[cls] = dtypes.python_scalar_types_to_dtypes[int]
-    dtypes.register_canonicalize_value_handler(cls, None)
+    _core.pytype_aval_mappings[cls] = lambda _: _core.dim_value_aval()
+    _dtypes.register_weak_scalar_type(cls)
+    _dtypes.python_scalar_types.add(cls)
+    _dtypes.python_scalar_types_to_dtypes[cls] = _dtypes.python_scalar_types_to_dtypes[int]
+    _dtypes.register_canonicalize_value_handler(cls, None)
 
 
 # What: the abstract value of a dimension used as a value, and its lowering.
 # Why internal: `core.dim_value_aval` and `mlir.eval_dynamic_shape` are not exported.
 def dim_value_aval() -> Any:
     """The abstract value of a dimension size as a JAX value (i32, or i64 with x64)."""
-    from jax._src import core
-
-    return core.dim_value_aval()
+    return _core.dim_value_aval()
 
 
 def eval_dynamic_dim(ctx: mlir.LoweringRuleContext, dim: Any) -> Any:
     """The IR value of a symbolic dimension inside a lowering rule."""
-    from jax._src.interpreters import mlir as mlir_internal
-
-    result, = mlir_internal.eval_dynamic_shape(ctx, (dim,))
+    result, = _mlir_internal.eval_dynamic_shape(ctx, (dim,))
     return result
 
 
@@ -182,11 +165,9 @@ def eval_dynamic_dim(ctx: mlir.LoweringRuleContext, dim: Any) -> Any:
 # are not exported.
 def constrain_to_sharding(ctx: mlir.LoweringRuleContext, value: Any, aval: Any, sharding: Any) -> Any:
     """``value`` constrained to the named ``sharding`` (Shardy)."""
-    from jax._src import core
-    from jax._src.interpreters import mlir as mlir_internal
 
-    physical = core.physical_aval(aval)
-    return mlir_internal.wrap_with_sharding_op(
+    physical = _core.physical_aval(aval)
+    return _mlir_internal.wrap_with_sharding_op(
         ctx, value, physical, sharding._to_sdy_sharding(physical.ndim))
 
 
@@ -201,18 +182,14 @@ def foreign_scope_constraints(scope: Any) -> tuple[str, ...]:
 # handles them natively). Why internal: the registry `tree_util._registry` has no public query.
 def is_registered_pytree_node(nodetype: type) -> bool:
     """Whether ``nodetype`` was registered with ``jax.tree_util.register_pytree_node``."""
-    from jax._src import tree_util
-
-    return nodetype in tree_util._registry
+    return nodetype in _tree_util._registry
 
 
 # What: the platform an export targets by default ('gpu' becomes 'cuda' or 'rocm').
 # Why internal: `xla_bridge.canonicalize_platform` tells CUDA from ROCm; no public function does.
 def default_export_platform() -> str:
     """The default backend's platform, as ``jax.export`` names it."""
-    from jax._src import xla_bridge
-
-    platform: str = xla_bridge.canonicalize_platform(jax.default_backend())
+    platform: str = _xla_bridge.canonicalize_platform(jax.default_backend())
     return platform
 
 
@@ -228,16 +205,14 @@ def gspmd_as_named_sharding(sharding: Any, ndim: int, mesh: Any | None) -> Any:
     Raises:
         TypeError: the sharding has no such form (tuple, or non-iota tiling).
     """
-    from jax._src import mesh as mesh_lib
-    from jax._src import sharding_impls
 
     if mesh is not None:
-        return sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, mesh)
+        return _sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, mesh)
     hlo = sharding._hlo_sharding
     if hlo.tuple_elements() or not (hlo.is_replicated() or hlo.is_tiled()):
         raise TypeError(f"Cannot convert GSPMDSharding {sharding} into NamedSharding.")
     if hlo.is_replicated():
-        return jax.sharding.NamedSharding(mesh_lib.empty_abstract_mesh,
+        return jax.sharding.NamedSharding(_mesh.empty_abstract_mesh,
                                           jax.sharding.PartitionSpec(*([None] * ndim)),
                                           memory_kind=sharding.memory_kind)
     if not hlo.is_tile_assignment_iota():
@@ -246,10 +221,10 @@ def gspmd_as_named_sharding(sharding: Any, ndim: int, mesh: Any | None) -> Any:
     names = tuple(f"_axis_{i}" for i in range(len(sizes)))
     # JAX 0.12 (`mesh.abstract_device_from`) records in this mesh the abstract device of the
     # sharding's first device (kind, cores, platform); JAX 0.10 records none.
-    device_from = getattr(mesh_lib, "abstract_device_from", None)
-    abstract = (mesh_lib.AbstractMesh(sizes, names) if device_from is None else
-                mesh_lib.AbstractMesh(sizes, names, abstract_device=device_from(sharding._device_assignment[0])))
-    return sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, abstract)
+    device_from = getattr(_mesh, "abstract_device_from", None)
+    abstract = (_mesh.AbstractMesh(sizes, names) if device_from is None else
+                _mesh.AbstractMesh(sizes, names, abstract_device=device_from(sharding._device_assignment[0])))
+    return _sharding_impls._gspmd_to_named_sharding_via_mesh(sharding, abstract)
 
 
 # What: a sharding as XLA's HLO sharding (``HloSharding``, without mesh or devices): of a named
@@ -263,25 +238,19 @@ def named_as_hlo_sharding(sharding: jax.sharding.NamedSharding, ndim: int) -> An
 
 def hlo_sharding_from_proto(proto: bytes) -> Any:
     """The ``HloSharding`` of a serialized ``xla.OpSharding`` protocol buffer."""
-    from jaxlib import xla_client
-
-    op_sharding = xla_client.OpSharding()
+    op_sharding = _xla_client.OpSharding()
     op_sharding.ParseFromString(proto)
-    return xla_client.HloSharding.from_proto(op_sharding)
+    return _xla_client.HloSharding.from_proto(op_sharding)
 
 
 def is_gspmd_sharding(sharding: Any) -> bool:
     """Whether ``sharding`` is a ``GSPMDSharding`` (not exported by ``jax.sharding``)."""
-    from jax._src import sharding_impls
-
-    return isinstance(sharding, sharding_impls.GSPMDSharding)
+    return isinstance(sharding, _sharding_impls.GSPMDSharding)
 
 
 def use_shardy_partitioner() -> bool:
     """Whether JAX partitions with Shardy (``jax_use_shardy_partitioner``)."""
-    from jax._src import config
-
-    return bool(config.use_shardy_partitioner.value)
+    return bool(_config.use_shardy_partitioner.value)
 
 
 # What: whether the current trace stages a jaxpr out (``jax.jit``, ``jax.eval_shape``,
@@ -305,9 +274,7 @@ def refine_polymorphic_shapes(module: Any) -> Any:
     Raises:
         ValueError: refinement failed (a shape assertion is false for these shapes).
     """
-    from jax._src.interpreters import mlir as mlir_internal
-
-    return mlir_internal.refine_polymorphic_shapes(module)
+    return _mlir_internal.refine_polymorphic_shapes(module)
 
 
 #: JAX's own result namedtuples, by the name jaxport serializes them under: (module, class name).
@@ -334,8 +301,6 @@ def jax_result_name(nodetype: type) -> str | None:
 
 def jax_result_type(name: str) -> type | None:
     """The type :data:`JAX_RESULT_TYPES` names ``name`` (its module imported now), or None."""
-    import importlib
-
     where = JAX_RESULT_TYPES.get(name)
     if where is None:
         return None

@@ -97,7 +97,7 @@ def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJo
     examples = job.calibration.get(function.name, ())
     if not examples:
         return {}
-    from .runtime import activation_ranges
+    from .runtime import activation_ranges  # ONNX Runtime (another extra) only when calibrating
 
     whole = onnx.ModelProto()
     whole.CopyFrom(model)

@@ -27,6 +27,7 @@ JAX = "jax"
 def jax_model(source: Exported | Bundle) -> ConvertedModel:
     """The functions of an ``Exported`` (one, named after the exported function) or of a ``Bundle``
     (its weights bound), called through the front and run by JAX."""
+    # JAX's runtime: the conversion modules import this one without JAX (tests/e2e/test_conversion_imports.py)
     from jaxport.adapters.jax.exported.runtime import JaxRuntime
     from jaxport.application.bundles.api import Bundle
 

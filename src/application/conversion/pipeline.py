@@ -38,6 +38,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jaxport.adapters.jax.installed import require_jax
+from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
+from jaxport.adapters.mlir.worker import ChildModuleForms
+from jaxport.adapters.storage import bundle_dir
+from jaxport.adapters.storage.bundle_dir import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
@@ -50,7 +54,7 @@ from jaxport.domain.artifact.verification import check_main_types
 from jaxport.domain.converted.quantization import quantization
 from jaxport.application.conversion.quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
 from jaxport.application.conversion.source import ConversionSource, SourceFunction, read_source
-from jaxport.application import target_adapters
+from jaxport.application import target_adapters, wiring
 
 if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
@@ -121,8 +125,6 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
     weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
         WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
     converter = target_adapters.converter(entry)  # imported once every function passed the plan
-    from jaxport.adapters.storage import bundle_dir
-
     staging = bundle_dir.new_directory_beside(out)
     try:
         parts = _fill(converter, jobs, src, weights, options, staging, calibrated)
@@ -165,9 +167,6 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
     Raises:
         ConversionError: the module does not verify or does not match its record.
     """
-    from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
-    from jaxport.application import wiring
-
     worker = wiring.module_worker()
     calls: list[str] = []
     shardy = False
@@ -201,9 +200,6 @@ def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSo
         with open(temporary, "xb") as stream:
             src.write_weights(stream)
         weights_path = str(temporary)
-    from jaxport.adapters.mlir.worker import ChildModuleForms
-    from jaxport.application import wiring
-
     job = ConversionJob(jobs, weights, weights_path, options, jobs[0].name if len(jobs) == 1 else None,
                         ChildModuleForms(wiring.module_worker()), calibrated)
     parts = converter(job, str(staging))
@@ -215,8 +211,6 @@ def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSo
 def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ...], src: ConversionSource,
           weights: WeightsTable | None, staging: Path, mode: str | None) -> ConvertedManifest:
     """The manifest's step: the examples added, every file digested, ``manifest.json`` written."""
-    from jaxport.adapters.storage.bundle_dir import file_digests
-
     names = {j.name for j in jobs}
     examples = tuple(e for e in src.examples if e.function in names) if src.examples_blob else ()
     examples_file = ""

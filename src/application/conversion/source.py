@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights, sha256_many
 from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from jaxport.domain.artifact.record import ArtifactRecord, TreeSpec
-from jaxport.domain.bundle.manifest import EXAMPLES_FILE, WEIGHTS_FILE, Example, WeightRecord
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, WEIGHTS_FILE, Example, WeightRecord
 from jaxport.domain.errors import ArtifactError
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         return _bundle_dir(path) if path.is_dir() else _artifact_file(path)
-    from jaxport.application.bundles.api import Bundle
+    from jaxport.application.bundles.api import Bundle  # JAX's types: a path converts without JAX
     from jaxport.adapters.jax.exported.exported import Exported
 
     if isinstance(source, Exported):
@@ -127,10 +128,9 @@ def _bundle_dir(root: Path) -> ConversionSource:
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:
+    # JAX's side of a bundle: a bundle or artifact directory converts without JAX (tests/e2e/test_conversion_imports.py)
     from jaxport.adapters.jax.bundles.weights import stored_weight
     from jaxport.application.bundles.api import flatten_params
-    from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
-    from jaxport.domain.bundle.manifest import FORMAT_NAME
 
     manifest = bundle.manifest
     functions = tuple(SourceFunction(e.name, bundle.functions[e.name].record, e.takes_params)

@@ -132,8 +132,8 @@ def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str 
     Raises:
         As :func:`convert`; ``MissingExtraError`` without TensorFlow (``jaxport[tf]``).
     """
-    from jaxport.domain.targets.savedmodel import SavedModelOptions
-    from jaxport.application.conversion.pipeline import convert
+    from jaxport.domain.targets.savedmodel import SavedModelOptions  # not for --help (test_purity.py)
+    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="savedmodel", overwrite=overwrite,
                    options=SavedModelOptions(tuple(allowed_custom_calls), default))
@@ -156,8 +156,8 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     Raises:
         As :func:`convert`; ``MissingExtraError`` without IREE's compiler (``jaxport[iree]``).
     """
-    from jaxport.domain.targets.iree import IreeOptions
-    from jaxport.application.conversion.pipeline import convert
+    from jaxport.domain.targets.iree import IreeOptions  # not for --help (test_purity.py)
+    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
                    options=IreeOptions(target_cpu, target_triple))
@@ -200,8 +200,8 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         for an operation the translation does not express exactly;
         ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
     """
-    from jaxport.domain.targets.onnx import OnnxOptions
-    from jaxport.application.conversion.pipeline import convert
+    from jaxport.domain.targets.onnx import OnnxOptions  # not for --help (test_purity.py)
+    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     defaults = OnnxOptions()
     return convert(source, path, to="onnx", overwrite=overwrite, calibration=calibration,
@@ -234,8 +234,8 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
         As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
         has wheels for Linux x86_64 and macOS arm64).
     """
-    from jaxport.domain.targets.litert import LiteRtOptions
-    from jaxport.application.conversion.pipeline import convert
+    from jaxport.domain.targets.litert import LiteRtOptions  # not for --help (test_purity.py)
+    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="litert", dims=dims, overwrite=overwrite, calibration=calibration,
                    options=LiteRtOptions(quantize))

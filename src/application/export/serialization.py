@@ -44,7 +44,7 @@ def deserialize(blob: bytes | bytearray | memoryview,
             does not support.
     """
     if verify:
-        from jaxport.application.verify_artifact import verify_artifact
+        from jaxport.application.verify_artifact import verify_artifact  # only when asked (load path)
 
         record = verify_artifact(blob, allowed_custom_calls=allowed_custom_calls).raise_if_failed()
     else:

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.interpreters import mlir
+from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxport.domain.symbolic import (
     DimExpr, DimOps, InconclusiveDimensionError, PythonOps
@@ -125,8 +126,6 @@ def _dim_as_value_lowering(ctx: mlir.LoweringRuleContext, *, dim: JaxDim) -> lis
     result = jax_internals.eval_dynamic_dim(ctx, dim)
     out_type = mlir.aval_to_ir_type(ctx.module_context, ctx.avals_out[0])
     if result.type != out_type:
-        from jaxlib.mlir.dialects import stablehlo as hlo
-
         result = hlo.convert(out_type, result)
     return [result]
 

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxport.domain.symbolic import PYTHON_OPS, DimExpr, SymbolicScope
+import jax
+
+from jaxport.adapters.jax import internals as jax_internals
+from jaxport.domain.symbolic import PYTHON_OPS, DimExpr, SymbolicScope, parse_shape_spec
 
 
 def is_foreign_dim(d: object) -> bool:
@@ -66,11 +69,6 @@ def translate_specs(specs: Any, expr_class: type[DimExpr]) -> Any:
     ``jax.export.symbolic_shape`` dimensions behaves as with jaxport's.
     Leaves without foreign dimensions are returned unchanged.
     """
-    import jax
-
-    from jaxport.adapters.jax import internals as jax_internals
-    from jaxport.domain.symbolic import parse_shape_spec
-
     leaves, treedef = jax.tree_util.tree_flatten(specs)
     foreign = [d for leaf in leaves for d in getattr(leaf, "shape", ()) if is_foreign_dim(d)]
     if not foreign:
