@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from jaxport.domain.targets.onnx import OnnxOptions as OnnxOptions
     from jaxport.domain.targets.litert import LiteRtOptions as LiteRtOptions
     from jaxport.application.conversion.model import ConvertedModel as ConvertedModel
-    from jaxport.application.conversion.model import load_converted as load_converted
-    from jaxport.application.conversion.model import load_iree as load_iree
+    from jaxport.application.conversion.api import load_converted as load_converted
+    from jaxport.application.conversion.api import load_iree as load_iree
     from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry as PytreeSerializationRegistry
     from jaxport.adapters.jax.trees.registry import register_namedtuple_serialization as register_namedtuple_serialization
     from jaxport.adapters.jax.trees.registry import register_pytree_node_serialization as register_pytree_node_serialization
@@ -83,7 +83,8 @@ _LAZY = {
     "jaxport.domain.targets.iree": ("IreeOptions",),
     "jaxport.domain.targets.onnx": ("OnnxOptions",),
     "jaxport.domain.targets.litert": ("LiteRtOptions",),
-    "jaxport.application.conversion.model": ("load_converted", "load_iree", "ConvertedModel"),
+    "jaxport.application.conversion.model": ("ConvertedModel",),
+    "jaxport.application.conversion.api": ("load_converted", "load_iree"),
     "jaxport.adapters.jax.trees.registry": (
         "PytreeSerializationRegistry", "register_pytree_node_serialization", "register_namedtuple_serialization",
     ),

@@ -9,14 +9,19 @@ process:
   from them: :func:`export_service`);
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
-* the store of verification verdicts, and the known files remembered in it.
+* the store of verification verdicts, and the known files remembered in it;
+* the services on them: the directory verifier and the converted directories'
+  loader. (The bundles' loader reads artifacts through
+  :mod:`jaxport.application.verify_artifact`, which asks here for its objects:
+  building it here would close an import cycle, so ``jaxport.load_bundle``
+  makes it per call until that module's service is built here too.)
 
 Each target's adapters are typed lazy factories beside this module
 (:mod:`jaxport.application.target_adapters`). A service is a frozen dataclass
-of its ports; its public function makes it from the objects here (a test makes
-its own on its own ports). Modules import this one, never the other way round
-(no import cycle, tests/unit/test_import_graph.py): it builds no service of
-``jaxport.application``.
+of its ports, built here (a test makes its own on its own ports); its public
+function, in a thin module beside its callers, asks here for it. The modules
+that define the services never import this one (no import cycle,
+tests/unit/test_import_graph.py).
 
 Importing this module builds nothing and imports neither JAX nor any adapter
 (each is imported when first asked for).
@@ -35,6 +40,8 @@ if TYPE_CHECKING:
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from jaxport.adapters.storage.checked_directory import KnownFiles
+    from jaxport.application.conversion.model import ConvertedLoader
+    from jaxport.application.conversion.verify_directory import DirectoryVerifier
     from jaxport.domain.ports import Lowerer, StableHlo
 
 _T = TypeVar("_T")
@@ -99,4 +106,21 @@ def known_files() -> KnownFiles:
 
     return KnownFiles(verdict_store())
 
+
+
+
+@_built_once
+def directory_verifier() -> DirectoryVerifier:
+    """What verifies converted directories in an isolated child, its verdicts in :func:`verdict_store`."""
+    from jaxport.application.conversion.verify_directory import DirectoryVerifier
+
+    return DirectoryVerifier(verdict_store())
+
+
+@_built_once
+def converted_loader() -> ConvertedLoader:
+    """What loads and verifies converted directories, on :func:`known_files` and :func:`directory_verifier`."""
+    from jaxport.application.conversion.model import ConvertedLoader
+
+    return ConvertedLoader(known_files(), directory_verifier())
 

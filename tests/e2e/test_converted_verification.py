@@ -78,7 +78,7 @@ def test_the_first_load_verifies_in_a_child_and_the_second_reuses_the_verdict(
     monkeypatch.setattr(subprocess, "run", no_child)
     jaxport.load_converted(converted)
     assert jaxport.load_converted(converted, verify=False).target == "onnx"
-    from jaxport.application.conversion.model import verify_converted
+    from jaxport.application.conversion.api import verify_converted
 
     assert verify_converted(converted).cached
 

@@ -20,6 +20,11 @@ ROOT = SRC / "application" / "wiring.py"
 #: The classes whose instances the services share; tests build their own freely (and a service on
 #: their own ports, through its constructor).
 WIRED = {"JaxLowerer", "MlirStableHlo", "FileVerdictStore", "KnownFiles"}
+#: The services, each built once in the composition root (tests build their own on their own ports);
+#: the modules that define them never import the root, which would be an import cycle.
+SERVICES = {"ExportService": SRC / "adapters" / "jax" / "lowering" / "service.py",
+            "DirectoryVerifier": SRC / "application" / "conversion" / "verify_directory.py",
+            "ConvertedLoader": SRC / "application" / "conversion" / "model.py"}
 #: The process-wide objects that the JAX-facing adapters own, as ``jax.export`` owns its registry:
 #: ``jaxport.register_pytree_node_serialization`` registers into the default registry, which every
 #: ``Exported`` reads, and ``Exported.serialize(consumer=...)`` has the process's one verifying child
@@ -39,6 +44,39 @@ def test_only_the_composition_root_builds_the_shared_adapters() -> None:
     elsewhere = [found for path in sorted(SRC.rglob("*.py")) if path != ROOT for found in _constructions(path, WIRED)]
     assert elsewhere == []
     assert len(_constructions(ROOT, WIRED)) == len(WIRED)
+
+
+def _built_once_functions(path: Path) -> dict[str, str]:
+    """Each function of ``path`` decorated with ``@_built_once`` -> the name of the class it returns."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {node.name: ast.unparse(node.returns) for node in tree.body if isinstance(node, ast.FunctionDef)
+            and node.returns is not None and any(isinstance(d, ast.Name) and d.id == "_built_once"
+                                                 for d in node.decorator_list)}
+
+
+def _imports_the_root(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "jaxport.application" and any(
+                alias.name == "wiring" for alias in node.names):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and "jaxport.application.wiring" in (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module]):
+            return True
+    return False
+
+
+def test_each_service_is_built_once_in_the_root_and_nowhere_else() -> None:
+    services = set(SERVICES)
+    assert sorted(set(_built_once_functions(ROOT).values()) & services) == sorted(services)
+    assert len(_constructions(ROOT, services)) == len(services)
+    elsewhere = [found for path in sorted(SRC.rglob("*.py")) if path != ROOT
+                 for found in _constructions(path, services)]
+    assert elsewhere == []
+
+
+def test_the_modules_that_define_the_services_do_not_import_the_root() -> None:
+    assert [str(home.relative_to(SRC)) for home in SERVICES.values() if _imports_the_root(home)] == []
 
 
 def test_each_adapter_default_is_built_in_its_one_place() -> None:

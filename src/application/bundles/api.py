@@ -4,7 +4,7 @@ A bundle is several exported functions that share weights, saved as one
 directory (its format: :mod:`jaxport.domain.bundle.manifest`). Saving checks every
 function against the weights before anything is written
 (:mod:`jaxport.application.bundles.save`); loading checks every file before anything is made
-(:mod:`jaxport.application.bundles.load`) and places the weights (:mod:`jaxport.adapters.jax.bundles.weights`);
+(:mod:`jaxport.application.bundles.load`, its loader made per call on :mod:`jaxport.application.wiring`'s objects) and places the weights (:mod:`jaxport.adapters.jax.bundles.weights`);
 :mod:`jaxport.adapters.jax.bundles.loaded` holds the loaded model's types, :mod:`jaxport.adapters.jax.bundles.weights`
 the checks of functions against weights that both sides run. This module
 gathers the public names.
@@ -12,10 +12,14 @@ gathers the public names.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from jaxport.application.bundles.load import load_bundle as load_bundle
-from jaxport.adapters.jax.bundles.weights import flatten_params as flatten_params
+from jaxport.adapters.jax.trees.registry import default_registry
+from jaxport.application import wiring
+from jaxport.application.bundles.load import BundleLoader
+from jaxport.adapters.jax.bundles.weights import Mesh, flatten_params as flatten_params
 from jaxport.adapters.jax.bundles.loaded import BoundFunction as BoundFunction
 from jaxport.adapters.jax.bundles.loaded import Bundle as Bundle
 
@@ -23,6 +27,45 @@ if TYPE_CHECKING:
     from jaxport.application.bundles.save import save_bundle as save_bundle
 
 __all__ = ["BoundFunction", "Bundle", "flatten_params", "load_bundle", "save_bundle"]
+
+
+def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
+                verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
+    """Loads the bundle that :func:`jaxport.save_bundle` wrote at ``path``.
+
+    Every file is checked before the :class:`Bundle` is made (its size and
+    digest, the manifest's format version, the weights' header against the
+    manifest, each function against the weights): a damaged bundle raises,
+    it never loads in part. The weights file is read once, memory-mapped;
+    on one CPU device the weights are used in place, without a copy.
+
+    Args:
+        path: the bundle directory.
+        params: weights to use instead of the bundle's (checked like
+            :meth:`Bundle.with_params`); the weights file is then not read.
+        mesh: a mesh of the axes the functions were exported with: each
+            weight is placed with its recorded sharding over it (replicated
+            where none is recorded), in one process or across the processes
+            of JAX's distributed runtime (each reads only its devices'
+            slices). Without a mesh, weights with recorded shardings go to
+            this process's first devices, the others to the default device.
+        verify: verify each function's artifact as :func:`jaxport.load` does
+            (its modules parsed in a separate process, ``main``'s signature and
+            custom calls checked); verdicts are remembered per digest.
+        allowed_custom_calls: custom-call targets to accept besides those JAX
+            guarantees stable; the artifacts' own disabled checks do not count.
+
+    Raises:
+        ArtifactError: a file is missing, extra, truncated or changed, a
+            weight's dtype or shape differs from the manifest, the manifest
+            is of a newer format; the message names the file and the key.
+        BundleMismatchError: ``params`` differ from the bundle's weights.
+        MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
+        OSError: ``path`` is not a readable directory.
+    """
+    loader = BundleLoader(wiring.known_files(), default_registry())
+    return loader.load(path, params=params, mesh=mesh, verify=verify, allowed_custom_calls=allowed_custom_calls)
+
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Loading a bundle: :func:`load_bundle` checks every file before anything is made."""
+"""Loading a bundle: :class:`BundleLoader` checks every file before anything is made."""
 
 from __future__ import annotations
 
@@ -13,58 +13,19 @@ from jaxport.adapters.jax.bundles.weights import (
     Mesh, placed_leaves, restore_weight, weight_placements, weight_shardings
 )
 from jaxport.adapters.jax.exported.exported import Exported
-from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
+from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
 from jaxport.adapters.storage.checked_directory import KnownFiles
-from jaxport.application import wiring
 from jaxport.application.export.serialization import deserialize
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
 
 
-def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
-                verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
-    """Loads the bundle that :func:`jaxport.save_bundle` wrote at ``path``.
-
-    Every file is checked before the :class:`Bundle` is made (its size and
-    digest, the manifest's format version, the weights' header against the
-    manifest, each function against the weights): a damaged bundle raises,
-    it never loads in part. The weights file is read once, memory-mapped;
-    on one CPU device the weights are used in place, without a copy.
-
-    Args:
-        path: the bundle directory.
-        params: weights to use instead of the bundle's (checked like
-            :meth:`Bundle.with_params`); the weights file is then not read.
-        mesh: a mesh of the axes the functions were exported with: each
-            weight is placed with its recorded sharding over it (replicated
-            where none is recorded), in one process or across the processes
-            of JAX's distributed runtime (each reads only its devices'
-            slices). Without a mesh, weights with recorded shardings go to
-            this process's first devices, the others to the default device.
-        verify: verify each function's artifact as :func:`jaxport.load` does
-            (its modules parsed in a separate process, ``main``'s signature and
-            custom calls checked); verdicts are remembered per digest.
-        allowed_custom_calls: custom-call targets to accept besides those JAX
-            guarantees stable; the artifacts' own disabled checks do not count.
-
-    Raises:
-        ArtifactError: a file is missing, extra, truncated or changed, a
-            weight's dtype or shape differs from the manifest, the manifest
-            is of a newer format; the message names the file and the key.
-        BundleMismatchError: ``params`` differ from the bundle's weights.
-        MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
-        OSError: ``path`` is not a readable directory.
-    """
-    loader = BundleLoader(wiring.known_files(), default_registry())
-    return loader.load(path, params=params, mesh=mesh, verify=verify, allowed_custom_calls=allowed_custom_calls)
-
-
 @dataclass(frozen=True, slots=True)
 class BundleLoader:
-    """Loads bundles (:func:`load_bundle`).
+    """Loads bundles (:func:`jaxport.load_bundle`).
 
-    :func:`load_bundle` makes it from the composition root's objects; a test makes its own on its own ports.
+    :func:`jaxport.load_bundle` makes it on the composition root's objects; a test makes its own on its own ports.
 
     Attributes:
         known: the files whose digests were checked before (unchanged since, they are not hashed again).
@@ -76,7 +37,7 @@ class BundleLoader:
 
     def load(self, path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
              verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
-        """:func:`load_bundle`, on this loader's ports."""
+        """:func:`jaxport.load_bundle`, on this loader's ports."""
         root = Path(path)
         manifest = read_manifest(root)
         functions: dict[str, Exported] = {}

@@ -155,7 +155,8 @@ def _check_converted(path: str) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
     """(passed, why not, details) for a converted directory: its files against its manifest, its
     target against this machine, then every model file opened and every variant called in a
     separate process (:mod:`jaxport.application.conversion.verify_directory`)."""
-    from jaxport.application.conversion.model import read_converted, verify_converted
+    from jaxport.application.conversion.api import verify_converted
+    from jaxport.application.conversion.model import read_converted
 
     try:
         manifest, _ = read_converted(path)

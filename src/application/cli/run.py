@@ -51,7 +51,8 @@ def run_artifact(args: argparse.Namespace) -> int:
     :func:`~jaxport.application.conversion.jax_model.jax_model`, a bundle's weights
     bound); a converted directory on its target's runtime, without JAX.
     """
-    from jaxport.application.conversion.model import is_converted, load_converted
+    from jaxport.application.conversion.api import load_converted
+    from jaxport.application.conversion.model import is_converted
 
     if is_converted(args.path):
 

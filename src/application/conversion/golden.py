@@ -29,7 +29,8 @@ from jaxport.domain.converted.numerics import (
 )
 from jaxport.domain.errors import JaxportError
 from jaxport.domain.targets.registry import target
-from .model import ConvertedModel, load_converted, verify_converted
+from .api import load_converted, verify_converted
+from .model import ConvertedModel
 
 
 @dataclass(frozen=True)

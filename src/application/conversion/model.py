@@ -1,4 +1,4 @@
-"""``jaxport.load_converted``: any directory jaxport converted, ready to call, one model type for every target.
+"""Loading a converted directory (``jaxport.load_converted``): any directory jaxport converted, ready to call, one model type for every target.
 
 Loading reads the manifest (no runtime yet), checks the directory against
 it (exactly its files, each of the recorded size and digest; the weights
@@ -27,7 +27,6 @@ from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_checker, call_record, flatten_call, unflatten_results
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
-from jaxport.application import wiring
 from jaxport.application import target_adapters
 from jaxport.application.conversion.verify_directory import DirectoryVerification, DirectoryVerifier
 
@@ -179,51 +178,12 @@ class ConvertedModel(Mapping[str, ConvertedCall]):
         return f"ConvertedModel(target={self.target!r}, functions={list(self._calls)})"
 
 
-def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runtime_options: Any) -> ConvertedModel:
-    """The functions of the directory that :func:`jaxport.convert` wrote at ``path``, for any target.
-
-    Before the runtime reads anything, the directory is checked against its
-    manifest (exactly its files, each of the recorded size and SHA-256
-    digest) and its target against this machine. Compiled code (a
-    ``.vmfb``) is native code: load only directories you trust; the digests
-    detect damage, not malice.
-
-    Args:
-        path: the directory.
-        runtime_options: the runtime's own options (IREE: ``driver="local-sync"``).
-
-    Raises:
-        ArtifactError: the manifest is missing, damaged or of another format,
-            or a file is missing, extra, truncated or changed, or the runtime
-            cannot open it or finds in it another signature, or it failed
-            verification (the message names the directory, the file and why).
-        TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
-        MissingExtraError: the target's runtime is not installed (the message names the extra).
-        UsageError: an unknown runtime option, or a bad value.
-        OSError: ``path`` is not a readable directory.
-    """
-    return _loader().load(path, verify=verify, **runtime_options)
-
-
-def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> DirectoryVerification:
-    """What verifying the directory at ``path`` finds (``jaxport check DIR``), its runtime not opened here.
-
-    Raises:
-        As :func:`load_converted`, but a directory that fails verification gives ``ok=False``.
-    """
-    return _loader().verify(path, **runtime_options)
-
-
-def _loader() -> ConvertedLoader:
-    """The loader on the process's known files and verdict store (:mod:`jaxport.application.wiring`)."""
-    return ConvertedLoader(wiring.known_files(), DirectoryVerifier(wiring.verdict_store()))
-
-
 @dataclass(frozen=True, slots=True)
 class ConvertedLoader:
-    """Loads and verifies converted directories (:func:`load_converted`, :func:`verify_converted`).
+    """Loads and verifies converted directories (:func:`jaxport.load_converted`, ``jaxport check DIR``).
 
-    :func:`load_converted` makes it from the composition root's objects; a test makes its own on its own ports.
+    The composition root builds the process's one (:func:`jaxport.application.wiring.converted_loader`);
+    a test makes its own on its own ports.
 
     Attributes:
         known: the files whose digests were checked before (unchanged since, they are not hashed again).
@@ -234,7 +194,7 @@ class ConvertedLoader:
     verifier: DirectoryVerifier
 
     def load(self, path: str | os.PathLike[str], *, verify: bool = True, **runtime_options: Any) -> ConvertedModel:
-        """:func:`load_converted`, on this loader's ports."""
+        """:func:`jaxport.load_converted`, on this loader's ports."""
         root = Path(path)
         manifest, entry, params, data = _checked(root, self.known)
         loader = target_adapters.runtime(entry)
@@ -247,7 +207,7 @@ class ConvertedLoader:
         return ConvertedModel(manifest, runtime, params)
 
     def verify(self, path: str | os.PathLike[str], **runtime_options: Any) -> DirectoryVerification:
-        """:func:`verify_converted`, on this loader's ports."""
+        """:func:`~jaxport.application.conversion.api.verify_converted`, on this loader's ports."""
         manifest, _, _, data = _checked(Path(path), self.known)
         return self.verifier.verify(path, data, manifest, runtime_options)
 
@@ -261,18 +221,3 @@ def _checked(root: Path, known: KnownFiles) -> tuple[ConvertedManifest, TargetEn
     if entry.plan.check_host is not None and facts is not None:
         entry.plan.check_host(manifest.target_details, facts(), str(root))
     return manifest, entry, params, data
-
-
-def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task", verify: bool = True) -> ConvertedModel:
-    """``load_converted(path, driver=driver, verify=verify)`` for a directory that :func:`jaxport.to_iree` wrote.
-
-    ``driver``: IREE's CPU driver: ``"local-task"`` runs a call's work on a
-    pool of threads, one per core; ``"local-sync"`` on the calling thread.
-
-    Raises:
-        As :func:`load_converted`; ``ArtifactError`` when the directory is another target's.
-    """
-    manifest, _ = read_converted(path)
-    if manifest.target != "iree":
-        raise ArtifactError(f"{path} is a {manifest.target} directory, not IREE's: use jaxport.load_converted")
-    return load_converted(path, driver=driver, verify=verify)

@@ -31,7 +31,7 @@ from jaxport.domain.errors import ConversionError, JaxportError
 from jaxport.domain.targets.ports import FunctionJob
 from jaxport.application.conversion.source import ConversionSource
 from .golden import examples_on
-from .model import load_converted
+from .api import load_converted
 
 #: function name -> its calibration examples, each a pair (args, kwargs) of the caller's arrays.
 Calibration = Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]]

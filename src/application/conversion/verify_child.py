@@ -4,7 +4,7 @@ Run as ``python -m jaxport.application.conversion.verify_child AS_BYTES CPU_SECO
 by :mod:`.verify_directory`, an isolated child (:mod:`jaxport.adapters.isolated`:
 ``RLIMIT_AS``, ``RLIMIT_CPU``, no core dumps; JSON lines), with one request
 (``{"path": ..., "options": {...}}``). It loads the directory with
-the target's runtime (:func:`~.model.load_converted`, ``verify=False``: the
+the target's runtime (:func:`~.api.load_converted`, ``verify=False``: the
 files' digests are checked again) and calls each variant of each function:
 on the directory's golden examples, compared with the outputs recorded at
 conversion (:mod:`.golden`), and once on zeros of the variant's signature
@@ -56,7 +56,8 @@ def _zeros(model: Any, name: str, binding: dict[str, int]) -> list[Any] | None:
 
 def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
     from jaxport.domain.errors import UsageError
-    from jaxport.application.conversion.model import load_converted, read_converted
+    from jaxport.application.conversion.api import load_converted
+    from jaxport.application.conversion.model import read_converted
     from jaxport.application.conversion.verify_directory import WRONG_EXAMPLE
 
     manifest, _ = read_converted(path)

@@ -23,7 +23,8 @@ from jaxport.domain.errors import ArtifactError
 from jaxport.domain.calls.front import call_checker, leaf_paths, result_paths
 from jaxport.domain.serving.protocol import ServedFunction, wire_interface
 from jaxport.adapters.storage.bundle_dir import read_manifest
-from jaxport.application.conversion.model import ConvertedModel, is_converted, load_converted, read_converted
+from jaxport.application.conversion.api import load_converted
+from jaxport.application.conversion.model import ConvertedModel, is_converted, read_converted
 
 
 def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
