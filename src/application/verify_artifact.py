@@ -1,79 +1,17 @@
-"""Verifying artifacts from elsewhere before anything in this process parses a module.
+"""``jaxport.verify_artifact``: the composition root's artifact verifier, on an artifact's bytes or file.
 
-One idea at two levels: this service gathers the facts and runs the checks;
-what an artifact must satisfy is :mod:`jaxport.domain.artifact.verification` (the policy
-of the same name).
-
-:func:`verify_artifact` is the one entry point (``jaxport.load`` and
-``jaxport.deserialize(verify=True)`` use it, and so can a command-line
-checker). In order:
-
-1. the jaxport trailer's digest, when there is one, and every field of the
-   flatbuffer, bounds-checked (:func:`~jaxport.adapters.flatbuffers.codec.decode_artifact`);
-2. a remembered verdict for these bytes and this allowlist, if any;
-3. each module of the VJP chain, parsed, verified and re-serialized by the
-   verifying process (:mod:`~jaxport.adapters.mlir.worker`), under time and
-   memory limits; a crash or a hang there refuses the artifact;
-4. ``main``'s signature against the record, and every custom call against
-   JAX's stable targets plus the caller's ``allowed_custom_calls``
-   (:mod:`jaxport.domain.artifact.verification`).
-
-A verdict is remembered per SHA-256 of the bytes (and allowlist) in the
-verdict directory (:mod:`~jaxport.adapters.storage.verdict_store`), unless the
-verifying process died (that may not happen again) or re-serialization
-changed the module.
+The service and its report are :mod:`jaxport.application.export.verifier`'s; this thin module asks
+:func:`jaxport.application.wiring.artifact_verifier` for the process's one.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from jaxport.adapters.jax import internals as jax_internals
-from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.mlir.worker import ModuleWorker
-from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.errors import ArtifactError
-from jaxport.domain.artifact.integrity import is_sealed
-from jaxport.domain.artifact.module_format import check_portable_artifact
-from jaxport.domain.artifact.verification import VERIFIER_VERSION, ModuleFacts, Verdict, verdict, verdict_key
 from jaxport.application import wiring
-
-
-@dataclass(frozen=True, slots=True)
-class VerificationReport:
-    """What verifying one artifact found.
-
-    Attributes:
-        ok: whether the artifact passed every check.
-        reasons: why not, one line each (empty when ``ok``).
-        digest: the SHA-256 of the artifact's bytes, hex.
-        sealed: whether the artifact carries a jaxport trailer (digest and constraints).
-        cached: whether the verdict was remembered from an earlier verification.
-        record: the verified record, its modules as re-serialized by the
-            verifying process (None unless ``ok``).
-    """
-
-    ok: bool
-    reasons: tuple[str, ...]
-    digest: str
-    sealed: bool
-    cached: bool
-    record: ArtifactRecord | None = None
-
-    def raise_if_failed(self, what: str = "The artifact") -> ArtifactRecord:
-        """The verified record.
-
-        Raises:
-            ArtifactError: the artifact failed; the message lists every reason.
-        """
-        if self.ok and self.record is not None:
-            return self.record
-        raise ArtifactError(f"{what} failed verification:\n" + "\n".join(
-            f"  - {r}" for r in self.reasons))
+from jaxport.application.export.verifier import VerificationReport as VerificationReport
 
 
 def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[str], *,
@@ -94,62 +32,4 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
     Raises:
         OSError: ``source`` is a path that cannot be read.
     """
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        blob = bytes(source)
-    else:
-        with open(source, "rb") as file:
-            blob = file.read()
-    allowed = tuple(sorted(set(allowed_custom_calls)))
-    digest = hashlib.sha256(blob).hexdigest()
-    sealed = is_sealed(blob)
-    try:
-        record = decode_artifact(blob)
-    except ArtifactError as exc:
-        return VerificationReport(False, (str(exc),), digest, sealed, False)
-    store, stablehlo = wiring.verdict_store(), wiring.stablehlo()
-    key = verdict_key(f"v{VERIFIER_VERSION}", digest, allowed, stablehlo.parser_version())
-    remembered = store.get(key)
-    if remembered is not None:
-        return VerificationReport(remembered.ok, remembered.reasons, digest, sealed, True,
-                                  record if remembered.ok else None)
-    outcome, checked, remember = _check_chain(record, allowed, worker or wiring.module_worker(),
-                                              newest=stablehlo.newest_readable_version())
-    if remember:
-        store.put(key, outcome)
-    return VerificationReport(outcome.ok, outcome.reasons, digest, sealed, False,
-                              checked if outcome.ok else None)
-
-
-def _check_chain(record: ArtifactRecord, allowed: tuple[str, ...], worker: ModuleWorker, *,
-                 newest: str) -> tuple[Verdict, ArtifactRecord, bool]:
-    """(verdict, the record with re-serialized modules, whether to remember the verdict)."""
-    links: list[ArtifactRecord] = []
-    link: ArtifactRecord | None = record
-    while link is not None:
-        links.append(link)
-        link = link.vjp
-    sdy = jax_internals.backend_serializes_with_sdy()
-    pairs: list[tuple[ArtifactRecord, ModuleFacts]] = []
-    modules: list[bytes] = []
-    reasons: list[str] = []
-    remember = True
-    for level, one in enumerate(links):
-        prefix = "" if level == 0 else f"VJP of order {level}: "
-        try:
-            check_portable_artifact(one.mlir_module_serialized, newest_readable=newest)
-            checked = worker.check(one.mlir_module_serialized, sdy=sdy)
-        except ArtifactError as exc:
-            reasons.append(prefix + str(exc))
-            remember = remember and "verifying process stopped" not in str(exc)
-            continue
-        remember = remember and checked.reserialized == one.mlir_module_serialized
-        pairs.append((one, checked.facts))
-        modules.append(checked.reserialized)
-    if reasons:
-        return Verdict(False, tuple(reasons)), record, remember
-    return verdict(pairs, allowed=allowed), _with_modules(record, modules), remember
-
-
-def _with_modules(record: ArtifactRecord, modules: list[bytes]) -> ArtifactRecord:
-    vjp = None if record.vjp is None else _with_modules(record.vjp, modules[1:])
-    return dataclasses.replace(record, mlir_module_serialized=modules[0], vjp=vjp)
+    return wiring.artifact_verifier().verify(source, allowed_custom_calls=allowed_custom_calls, worker=worker)

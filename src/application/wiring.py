@@ -10,11 +10,9 @@ process:
 * the verifying process that parses untrusted modules, with the limits that
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
 * the store of verification verdicts, and the known files remembered in it;
-* the services on them: the directory verifier and the converted directories'
-  loader. (The bundles' loader reads artifacts through
-  :mod:`jaxport.application.verify_artifact`, which asks here for its objects:
-  building it here would close an import cycle, so ``jaxport.load_bundle``
-  makes it per call until that module's service is built here too.)
+* the services on them: the artifact verifier, the bundles' loader (on the
+  artifact verifier), the directory verifier and the converted directories'
+  loader.
 
 Each target's adapters are typed lazy factories beside this module
 (:mod:`jaxport.application.target_adapters`). A service is a frozen dataclass
@@ -40,8 +38,10 @@ if TYPE_CHECKING:
     from jaxport.adapters.mlir.worker import ModuleWorker
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
     from jaxport.adapters.storage.checked_directory import KnownFiles
+    from jaxport.application.bundles.load import BundleLoader
     from jaxport.application.conversion.model import ConvertedLoader
     from jaxport.application.conversion.verify_directory import DirectoryVerifier
+    from jaxport.application.export.verifier import ArtifactVerifier
     from jaxport.domain.ports import Lowerer, StableHlo
 
 _T = TypeVar("_T")
@@ -107,6 +107,21 @@ def known_files() -> KnownFiles:
     return KnownFiles(verdict_store())
 
 
+@_built_once
+def artifact_verifier() -> ArtifactVerifier:
+    """What verifies artifacts in the verifying process, its verdicts in :func:`verdict_store`."""
+    from jaxport.application.export.verifier import ArtifactVerifier
+
+    return ArtifactVerifier(verdict_store(), stablehlo(), module_worker())
+
+
+@_built_once
+def bundle_loader() -> BundleLoader:
+    """What loads bundles, on :func:`known_files`, the default pytree registry and :func:`artifact_verifier`."""
+    from jaxport.adapters.jax.trees.registry import default_registry
+    from jaxport.application.bundles.load import BundleLoader
+
+    return BundleLoader(known_files(), default_registry(), artifact_verifier())
 
 
 @_built_once

@@ -23,8 +23,14 @@ WIRED = {"JaxLowerer", "MlirStableHlo", "FileVerdictStore", "KnownFiles"}
 #: The services, each built once in the composition root (tests build their own on their own ports);
 #: the modules that define them never import the root, which would be an import cycle.
 SERVICES = {"ExportService": SRC / "adapters" / "jax" / "lowering" / "service.py",
+            "ArtifactVerifier": SRC / "application" / "export" / "verifier.py",
+            "BundleLoader": SRC / "application" / "bundles" / "load.py",
             "DirectoryVerifier": SRC / "application" / "conversion" / "verify_directory.py",
             "ConvertedLoader": SRC / "application" / "conversion" / "model.py"}
+#: The thin modules of the services' public functions: each asks the root for its service.
+PUBLIC = (SRC / "application" / "export" / "service.py", SRC / "application" / "export" / "serialization.py",
+          SRC / "application" / "verify_artifact.py", SRC / "application" / "bundles" / "api.py",
+          SRC / "application" / "conversion" / "api.py")
 #: The process-wide objects that the JAX-facing adapters own, as ``jax.export`` owns its registry:
 #: ``jaxport.register_pytree_node_serialization`` registers into the default registry, which every
 #: ``Exported`` reads, and ``Exported.serialize(consumer=...)`` has the process's one verifying child
@@ -77,6 +83,10 @@ def test_each_service_is_built_once_in_the_root_and_nowhere_else() -> None:
 
 def test_the_modules_that_define_the_services_do_not_import_the_root() -> None:
     assert [str(home.relative_to(SRC)) for home in SERVICES.values() if _imports_the_root(home)] == []
+
+
+def test_the_public_functions_ask_the_root_for_their_services() -> None:
+    assert [str(thin.relative_to(SRC)) for thin in PUBLIC if not _imports_the_root(thin)] == []
 
 
 def test_each_adapter_default_is_built_in_its_one_place() -> None:

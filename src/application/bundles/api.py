@@ -4,7 +4,7 @@ A bundle is several exported functions that share weights, saved as one
 directory (its format: :mod:`jaxport.domain.bundle.manifest`). Saving checks every
 function against the weights before anything is written
 (:mod:`jaxport.application.bundles.save`); loading checks every file before anything is made
-(:mod:`jaxport.application.bundles.load`, its loader made per call on :mod:`jaxport.application.wiring`'s objects) and places the weights (:mod:`jaxport.adapters.jax.bundles.weights`);
+(:mod:`jaxport.application.bundles.load`, its loader built once in :mod:`jaxport.application.wiring`) and places the weights (:mod:`jaxport.adapters.jax.bundles.weights`);
 :mod:`jaxport.adapters.jax.bundles.loaded` holds the loaded model's types, :mod:`jaxport.adapters.jax.bundles.weights`
 the checks of functions against weights that both sides run. This module
 gathers the public names.
@@ -16,9 +16,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from jaxport.adapters.jax.trees.registry import default_registry
 from jaxport.application import wiring
-from jaxport.application.bundles.load import BundleLoader
 from jaxport.adapters.jax.bundles.weights import Mesh, flatten_params as flatten_params
 from jaxport.adapters.jax.bundles.loaded import BoundFunction as BoundFunction
 from jaxport.adapters.jax.bundles.loaded import Bundle as Bundle
@@ -63,8 +61,8 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
         MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
         OSError: ``path`` is not a readable directory.
     """
-    loader = BundleLoader(wiring.known_files(), default_registry())
-    return loader.load(path, params=params, mesh=mesh, verify=verify, allowed_custom_calls=allowed_custom_calls)
+    return wiring.bundle_loader().load(path, params=params, mesh=mesh, verify=verify,
+                                       allowed_custom_calls=allowed_custom_calls)
 
 
 

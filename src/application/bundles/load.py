@@ -16,7 +16,7 @@ from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
 from jaxport.adapters.storage.checked_directory import KnownFiles
-from jaxport.application.export.serialization import deserialize
+from jaxport.application.export.verifier import ArtifactVerifier, read_exported
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
 
@@ -25,15 +25,18 @@ from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMi
 class BundleLoader:
     """Loads bundles (:func:`jaxport.load_bundle`).
 
-    :func:`jaxport.load_bundle` makes it on the composition root's objects; a test makes its own on its own ports.
+    The composition root builds the process's one (:func:`jaxport.application.wiring.bundle_loader`);
+    a test makes its own on its own ports.
 
     Attributes:
         known: the files whose digests were checked before (unchanged since, they are not hashed again).
         registry: the pytree registry the functions and the weights' tree are read with.
+        verifier: what verifies each function's artifact (with ``verify``).
     """
 
     known: KnownFiles
     registry: PytreeSerializationRegistry
+    verifier: ArtifactVerifier
 
     def load(self, path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
              verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
@@ -44,8 +47,8 @@ class BundleLoader:
         for entry in manifest.functions:
             blob = read_function(root, manifest, entry.file)
             try:
-                functions[entry.name] = deserialize(blob, self.registry, verify=verify,
-                                                    allowed_custom_calls=allowed_custom_calls)
+                functions[entry.name] = read_exported(blob, self.registry, self.verifier if verify else None,
+                                                      allowed_custom_calls)
             except ArtifactError as exc:
                 raise ArtifactError(f"{entry.file}: {exc}") from exc
         takes = {e.name: e.takes_params for e in manifest.functions}

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jaxport.adapters.flatbuffers.codec import decode_artifact
-from jaxport.adapters.jax.exported.exported import Exported, exported_of
+from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
+from jaxport.application import wiring
+from jaxport.application.export.verifier import read_exported
 
 
 def deserialize(blob: bytes | bytearray | memoryview,
@@ -43,10 +44,5 @@ def deserialize(blob: bytes | bytearray | memoryview,
             or use a version, pytree node type or effect that this process
             does not support.
     """
-    if verify:
-        from jaxport.application.verify_artifact import verify_artifact  # only when asked (load path)
-
-        record = verify_artifact(blob, allowed_custom_calls=allowed_custom_calls).raise_if_failed()
-    else:
-        record = decode_artifact(blob)
-    return exported_of(record, registry)
+    verifier = wiring.artifact_verifier() if verify else None
+    return read_exported(blob, registry, verifier, allowed_custom_calls)
