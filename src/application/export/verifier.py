@@ -100,21 +100,7 @@ class ArtifactVerifier:
     def verify(self, source: bytes | bytearray | memoryview | str | os.PathLike[str], *,
                allowed_custom_calls: Iterable[str] = (),
                worker: ModuleWorker | None = None) -> VerificationReport:
-        """Verifies an artifact's bytes (or the file at a path); never runs its module here.
-
-        Args:
-            source: the artifact's bytes, or the path of a file holding them.
-            allowed_custom_calls: custom-call targets the caller accepts besides
-                those JAX guarantees stable (``"ALL"`` accepts any). The artifact's
-                own disabled safety checks are not consulted.
-            worker: the verifying process (default: this verifier's).
-
-        Returns:
-            The report; a bad artifact gives ``ok=False``, it does not raise.
-
-        Raises:
-            OSError: ``source`` is a path that cannot be read.
-        """
+        """:func:`jaxport.verify_artifact`, on this verifier's ports (``worker``: default this verifier's)."""
         if isinstance(source, (bytes, bytearray, memoryview)):
             blob = bytes(source)
         else:
