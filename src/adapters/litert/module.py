@@ -23,9 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from jax.extend import mlir as jex_mlir
-from jax.extend.mlir import ir, passmanager
-from jax.extend.mlir.dialects import func as func_dialect
+from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
@@ -34,13 +32,10 @@ from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.targets.litert import ERASED_CUSTOM_CALLS, RUNTIME_NAME
-from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
 from jaxport.domain.calls.front import record_shapes
 from jaxport.domain.symbolic import DimExpr
-from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
-from jaxport.adapters.mlir.specialize import _drop_single_device_shardings
-from jaxport.adapters.mlir.module import MlirStableHlo
+from jaxport.adapters.mlir.specialize import MainPlan, calling_main, portable
 
 _CALLEE = "jaxport_litert_callee"
 
@@ -64,54 +59,40 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
             value that ``main`` takes cannot be read from any input's shape, or
             the module built is invalid (a bug of jaxport's).
     """
-    context = mlir.make_ir_context()
-    callee = MlirStableHlo.deserialize(record.mlir_module_serialized, context)
-    with context, ir.Location.unknown():
-        callee_type = ir.FunctionType(ir.TypeAttr(
-            ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)
+    nr_weights = len(weights)
+
+    def plan(callee: ir.Module, callee_type: ir.FunctionType) -> MainPlan:
         leading = _leading_arguments(callee)
-        module = ir.Module.create()
-        callee_name = mlir.merge_mlir_modules(module, _CALLEE, callee)
-        nr_weights = len(weights)
-        in_types = _caller_types(record, shapes, nr_weights)
         out_types = list(callee_type.results) if shapes is None else _static_types(record.out_avals, shapes.out_shapes)
-        main: Any = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
-        main.attributes["sym_visibility"] = ir.StringAttr.get("public")
-        module.body.append(main)
-        block = main.add_entry_block()
-        with ir.InsertionPoint(block):
-            operands: list[Any] = []
+
+        def operands(arguments: Sequence[Any]) -> list[Any]:
+            given: list[Any] = []
             if platform_index is not None and PLATFORM_INDEX not in leading:
-                operands.append(mlir.ir_constant(np.int32(platform_index)))
+                given.append(mlir.ir_constant(np.int32(platform_index)))
             for variable in leading:
                 if variable == PLATFORM_INDEX:
-                    operands.append(mlir.ir_constant(np.int32(platform_index or 0)))
+                    given.append(mlir.ir_constant(np.int32(platform_index or 0)))
                 elif shapes is None:
-                    operands.append(_dimension_value(name, record, variable, block.arguments, nr_weights))
+                    given.append(_dimension_value(name, record, variable, arguments, nr_weights))
                 else:
-                    operands.append(mlir.ir_constant(np.int32(dict(shapes.dims)[variable])))
+                    given.append(mlir.ir_constant(np.int32(dict(shapes.dims)[variable])))
             for i in record.module_kept_var_idx:
-                operands.append(_constant(weights[i]) if i < nr_weights else block.arguments[i - nr_weights])
-            operands = [_convert(v, t) for v, t in zip(operands, callee_type.inputs, strict=True)]
-            call = func_dialect.CallOp(list(callee_type.results), ir.FlatSymbolRefAttr.get(callee_name), operands)
-            func_dialect.ReturnOp([_convert(r, t) for r, t in zip(call.results, out_types)])
-        if shapes is not None:
-            try:
-                module = jax_internals.refine_polymorphic_shapes(module)
-            except ValueError as exc:
-                raise ConversionError(RUNTIME_NAME, name, f"JAX's shape refinement refused it for "
-                                                          f"{dict(shapes.dims)}: {exc}") from exc
-    with module.context, ir.Location.unknown():
-        _erase_custom_calls(module, ERASED_CUSTOM_CALLS)
-        try:
-            passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
-        except ir.MLIRError as exc:  # the module built above is wrong: a bug here, told as such
-            raise ConversionError(RUNTIME_NAME, name, f"jaxport built an invalid module for LiteRT (please "
-                                                      f"report it): {exc}") from exc
-        _drop_single_device_shardings(module)
-        portable = bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
-                                                              jax_internals.backend_serializes_with_sdy()))
-    return portable
+                given.append(_constant(weights[i]) if i < nr_weights else arguments[i - nr_weights])
+            return given
+
+        return _caller_types(record, shapes, nr_weights), out_types, operands
+
+    module = calling_main(record.mlir_module_serialized, _CALLEE, plan)
+    try:
+        return portable(module, refine=shapes is not None, erase_custom_calls=ERASED_CUSTOM_CALLS)
+    except ir.MLIRError as exc:  # the module built above is wrong: a bug here, told as such
+        raise ConversionError(RUNTIME_NAME, name, f"jaxport built an invalid module for LiteRT (please "
+                                                  f"report it): {exc}") from exc
+    except ValueError as exc:  # JAX's refinement, which runs only for static shapes
+        if shapes is None:
+            raise
+        raise ConversionError(RUNTIME_NAME, name, f"JAX's shape refinement refused it for "
+                                                  f"{dict(shapes.dims)}: {exc}") from exc
 
 
 def _caller_types(record: ArtifactRecord, shapes: StaticShapes | None, nr_weights: int) -> list[ir.Type]:
@@ -163,21 +144,3 @@ def _dimension_value(name: str, record: ArtifactRecord, variable: str, arguments
 
 def _constant(value: np.ndarray) -> Any:
     return mlir.ir_constant(np.asarray(value, order="C"))  # np.ascontiguousarray makes a scalar rank 1
-
-
-def _convert(value: Any, to_type: ir.Type) -> Any:
-    return value if value.type == to_type else hlo.convert(to_type, value)
-
-
-def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> None:
-    """Erases the custom calls to ``targets`` (the plan refused every other one before)."""
-    erase: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value in targets:
-            erase.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    for op in erase:
-        op.erase()

@@ -9,11 +9,15 @@ refinement pass then propagates the constants and the shapes into the
 callee (so the other platforms' branches fold away and symbolic shapes
 become static) and checks the module's shape assertions for these shapes;
 inlining leaves one function. The result is a StableHLO portable artifact.
+
+The scaffolding (:func:`calling_main`, :func:`portable`) serves LiteRT's
+module too (:mod:`jaxport.adapters.litert.module`), which passes the weights
+as constants instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -54,32 +58,81 @@ def specialize(module: bytes, in_dtypes: Sequence[DType], out_dtypes: Sequence[D
     Raises:
         ValueError: JAX's refinement refused the module for these shapes.
     """
+    def plan(callee: ir.Module, callee_type: ir.FunctionType) -> MainPlan:
+        def operands(arguments: Sequence[Any]) -> list[Any]:
+            platform = [] if platform_index is None else [mlir.ir_constant(np.int32(platform_index))]
+            return platform + [arguments[i] for i in kept_var_idx]
+
+        return _types(in_dtypes, shapes.in_shapes), _types(out_dtypes, shapes.out_shapes), operands
+
+    return portable(calling_main(module, _CALLEE, plan), refine=refine or platform_index is not None)
+
+
+#: What :func:`calling_main` asks of its caller: the new ``main``'s input and result types, and a
+#: function of its arguments that gives the operands of the call.
+MainPlan = tuple[list[ir.Type], list[ir.Type], Callable[[Sequence[Any]], list[Any]]]
+
+
+def calling_main(module: bytes, callee_name: str,
+                 plan: Callable[[ir.Module, ir.FunctionType], MainPlan]) -> ir.Module:
+    """A new module whose public ``main`` calls ``module``'s, merged in as the private ``callee_name``.
+
+    ``plan`` gets the deserialized module and its ``main``'s type, before the
+    merge, and gives the new ``main``'s types and its call's operands; each
+    operand and result is converted to the type the other side takes.
+    """
     context = mlir.make_ir_context()
     callee = MlirStableHlo.deserialize(module, context)
     with context, ir.Location.unknown():
         callee_type = ir.FunctionType(ir.TypeAttr(
             ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)
+        in_types, out_types, operands = plan(callee, callee_type)
         wrapper = ir.Module.create()
-        name = mlir.merge_mlir_modules(wrapper, _CALLEE, callee)
-        in_types = _types(in_dtypes, shapes.in_shapes)
-        out_types = _types(out_dtypes, shapes.out_shapes)
+        name = mlir.merge_mlir_modules(wrapper, callee_name, callee)
         main: Any = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
         main.attributes["sym_visibility"] = ir.StringAttr.get("public")
         wrapper.body.append(main)
         block = main.add_entry_block()
         with ir.InsertionPoint(block):
-            operands = [] if platform_index is None else [mlir.ir_constant(np.int32(platform_index))]
-            kept = [block.arguments[i] for i in kept_var_idx]
-            operands += [_convert(a, t) for a, t in zip(kept, callee_type.inputs[len(operands):])]
-            call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(name), operands)
+            given = [_convert(a, t) for a, t in zip(operands(block.arguments), callee_type.inputs)]
+            call = func_dialect.CallOp(list(callee_type.results), ir.FlatSymbolRefAttr.get(name), given)
             func_dialect.ReturnOp([_convert(r, t) for r, t in zip(call.results, out_types)])
-        if refine or platform_index is not None:
-            wrapper = jax_internals.refine_polymorphic_shapes(wrapper)
-    with wrapper.context:
-        passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(wrapper.operation)
-        _drop_single_device_shardings(wrapper)
-        return bytes(jex_mlir.serialize_portable_artifact(wrapper, STABLEHLO_TARGET_VERSION,
+    return wrapper
+
+
+def portable(module: ir.Module, *, refine: bool, erase_custom_calls: frozenset[str] = frozenset()) -> bytes:
+    """The portable artifact of a module that :func:`calling_main` made: refined by JAX (when
+    ``refine``), its custom calls to ``erase_custom_calls`` erased, inlined into one function,
+    without single-device shardings.
+
+    Raises:
+        ValueError: JAX's refinement refused the module.
+        ir.MLIRError: a pass failed on the module.
+    """
+    if refine:
+        with module.context, ir.Location.unknown():
+            module = jax_internals.refine_polymorphic_shapes(module)  # in a context of its own
+    with module.context, ir.Location.unknown():
+        if erase_custom_calls:
+            _erase_custom_calls(module, erase_custom_calls)
+        passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
+        _drop_single_device_shardings(module)
+        return bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,
                                                           jax_internals.backend_serializes_with_sdy()))
+
+
+def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> None:
+    """Erases the custom calls to ``targets``."""
+    erase: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value in targets:
+            erase.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in erase:
+        op.erase()
 
 
 def _drop_single_device_shardings(module: ir.Module) -> None:
