@@ -11,7 +11,8 @@ import pytest
 
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
 from jaxport.adapters.flatbuffers.codec import decode_artifact
-from jaxport.adapters.mlir.worker import ChildModuleForms, ModuleWorker
+from jaxport.adapters.mlir.rewrite import ChildModuleForms
+from jaxport.adapters.mlir.worker import ModuleWorker
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.litert import PLAN, LiteRtOptions

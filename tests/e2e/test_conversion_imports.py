@@ -31,8 +31,8 @@ import jax.numpy as jnp
 import pytest
 
 import jaxport
-from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
-from jaxport.adapters.mlir.worker import ChildModuleForms, ModuleWorker
+from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms, standard_request
+from jaxport.adapters.mlir.worker import ModuleWorker
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from jaxport.domain.targets.registry import TARGETS
 

@@ -25,13 +25,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION, stablehlo_version
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.calls.front import leaf_paths, record_shapes
 from jaxport.domain.converted.static_shapes import StaticShapes
-from .dimension_args import MARKER
+from .dimension_args import MARKER, standard_form
+
+if TYPE_CHECKING:
+    from .worker import ModuleWorker
 
 #: Whether modules are written with Shardy's ops kept (``use_mixed_serialization``), as JAX's
 #: CPU backend writes them; the verifying process does not start a backend to ask.
@@ -54,6 +58,38 @@ def specialize_request(record: ArtifactRecord, shapes: StaticShapes, platform_in
             "in_shapes": [list(s) for s in shapes.in_shapes], "out_shapes": [list(s) for s in shapes.out_shapes],
             "kept_var_idx": list(record.module_kept_var_idx), "refine": record.uses_global_constants,
             "platform_index": platform_index}
+
+
+@dataclass(frozen=True, slots=True)
+class ChildModuleForms:
+    """The verifying process's forms of a module, for a converter (a
+    :class:`~jaxport.domain.targets.ports.ModuleForms`)."""
+
+    worker: ModuleWorker
+
+    def for_version(self, module: bytes, version: str) -> bytes:
+        """``module`` written for the older StableHLO ``version`` (see the port)."""
+        return self._written(module, {"version": version})
+
+    def written_for(self, module: bytes, version: str) -> bytes:
+        """``module`` written for the older StableHLO ``version`` (itself when it is not newer),
+        for a consumer that reads that version.
+
+        Raises:
+            ValueError: ``version`` lacks an operation the module uses (StableHLO's message names it).
+            ArtifactError: the module does not parse or verify.
+        """
+        return self._written(module, {"version": version, "strict": True})
+
+    def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
+        """``record``'s module for ``shapes``, refined (see the port)."""
+        form = {"specialize": specialize_request(record, shapes, platform_index)}
+        return self.worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION, form=form).reserialized
+
+    def _written(self, module: bytes, form: dict[str, Any]) -> bytes:
+        if not written_after(module, form["version"]):
+            return module
+        return self.worker.check(module, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
 
 def rewrite(module_bytes: bytes, request: Mapping[str, Any]) -> bytes | None:
@@ -119,7 +155,6 @@ def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | Non
     from jaxport.adapters.jax.lowering.dims import JaxDim  # the shape assertions cite the installed JAX's pages
 
     from .bindings import serialize_portable_artifact
-    from .dimension_args import standard_form
     from .module import MlirStableHlo
 
     module = MlirStableHlo.deserialize(module_bytes)

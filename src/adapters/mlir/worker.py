@@ -14,21 +14,18 @@ import atexit
 import json
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
-from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.verification import ModuleFacts
 
-if TYPE_CHECKING:
-    from jaxport.domain.converted.static_shapes import StaticShapes
-
-# What only a verification or a converter's forms need is imported where used (the verifying
-# process's module, the rewrites, the static shapes): a load whose verdicts are remembered never
-# does (1.7 ms of a fresh first answer under -X importtime; tests/e2e/test_load_path_imports.py).
+# What only a verification or a converter's forms need is not imported here (the verifying
+# process's module, the rewrites, :class:`~.rewrite.ChildModuleForms`): a load whose verdicts are
+# remembered never does (1.7 ms of a fresh first answer under -X importtime;
+# tests/e2e/test_load_path_imports.py).
 _WORKER_MAIN: Final = f"{__package__}.worker_main"
 
 #: Default limits of the verifying process (each request also gets one CPU
@@ -125,44 +122,6 @@ class ModuleWorker:
             child, self._child = self._child, None
             if child is not None:
                 child.close()
-
-
-@dataclass(frozen=True, slots=True)
-class ChildModuleForms:
-    """The verifying process's forms of a module, for a converter (a
-    :class:`~jaxport.domain.targets.ports.ModuleForms`)."""
-
-    worker: ModuleWorker
-
-    def for_version(self, module: bytes, version: str) -> bytes:
-        """``module`` written for the older StableHLO ``version`` (see the port)."""
-        from .rewrite import MIXED_SERIALIZATION, written_after
-
-        if not written_after(module, version):
-            return module
-        return self.worker.check(module, sdy=MIXED_SERIALIZATION, form={"version": version}).reserialized
-
-    def written_for(self, module: bytes, version: str) -> bytes:
-        """``module`` written for the older StableHLO ``version`` (itself when it is not newer),
-        for a consumer that reads that version.
-
-        Raises:
-            ValueError: ``version`` lacks an operation the module uses (StableHLO's message names it).
-            ArtifactError: the module does not parse or verify.
-        """
-        from .rewrite import MIXED_SERIALIZATION, written_after
-
-        if not written_after(module, version):
-            return module
-        form = {"version": version, "strict": True}
-        return self.worker.check(module, sdy=MIXED_SERIALIZATION, form=form).reserialized
-
-    def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
-        """``record``'s module for ``shapes``, refined (see the port)."""
-        from .rewrite import MIXED_SERIALIZATION, specialize_request
-
-        form = {"specialize": specialize_request(record, shapes, platform_index)}
-        return self.worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
 
 _shared: list[ModuleWorker] = []

@@ -11,10 +11,13 @@ import argparse
 import dataclasses
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxport.application.conversion.targets import COMMAND_LINE, Flag
 from .common import UsageError
+
+if TYPE_CHECKING:
+    from jaxport.domain.targets.registry import TargetEntry
 
 # The record's modules and NumPy are imported where used: `jaxport --help` loads neither
 # (tests/unit/test_purity.py).
@@ -76,14 +79,14 @@ def _add_flag(cmd: argparse.ArgumentParser, help: str, flag: Flag) -> None:
 
 def run_convert(args: argparse.Namespace) -> int:
     """Converts and prints one line: what was written."""
-    from jaxport.domain.targets.registry import TARGETS
+    from jaxport.domain.targets.registry import TARGETS, target
     from jaxport.application.conversion.pipeline import convert
 
     if not os.path.exists(args.source):
         raise UsageError(f"{args.source} does not exist")
     if args.to not in TARGETS:
         raise UsageError(f"--to {args.to!r} is not a target: the targets are {', '.join(sorted(TARGETS))}")
-    manifest = convert(args.source, args.output, to=args.to, options=_options(args),
+    manifest = convert(args.source, args.output, to=args.to, options=_options(args, target(args.to)),
                        dims=parse_dims(args.dims) or None, calibration=read_calibration(args.calibration) or None,
                        overwrite=args.force)
     names = [f.name for f in manifest.functions]
@@ -91,8 +94,6 @@ def run_convert(args: argparse.Namespace) -> int:
     total = sum(d.size for d in manifest.files.values())
     weights = "" if manifest.weights is None else \
         f", {len(manifest.weights.leaves)} weights ({sum(w.nbytes for w in manifest.weights.leaves)} bytes)"
-    from jaxport.domain.targets.registry import target
-
     plan = target(args.to).plan
     made_for = f"; {plan.describe(manifest.target_details)}" if plan.describe is not None else ""
     print(f"wrote {args.output}: {plan.runtime} with {len(names)} "
@@ -101,11 +102,8 @@ def run_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _options(args: argparse.Namespace) -> object:
-    """The target's options from the command line: its own flags, then ``--option NAME=VALUE``."""
-    from jaxport.domain.targets.registry import target
-
-    entry = target(args.to)
+def _options(args: argparse.Namespace, entry: TargetEntry) -> object:
+    """The options of ``entry``'s target from the command line: its own flags, then ``--option NAME=VALUE``."""
     own = COMMAND_LINE[args.to].flags if args.to in COMMAND_LINE else ()
     flags = {f.field: getattr(args, f.dest) for f in own if getattr(args, f.dest) not in (None, [])}
     mine = {f.flag for f in own}

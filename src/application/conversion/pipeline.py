@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jaxport.adapters.jax.installed import require_jax
-from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
-from jaxport.adapters.mlir.worker import ChildModuleForms
+from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms, standard_request
 from jaxport.adapters.storage import bundle_dir
 from jaxport.adapters.storage.bundle_dir import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord

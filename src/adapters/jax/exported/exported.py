@@ -238,7 +238,8 @@ class Exported:
         """
         record = self._record_with_vjps(vjp_order)
         if consumer is not None:  # what only this needs, imported here (tests/e2e/test_load_path_imports.py)
-            from jaxport.adapters.mlir.worker import ChildModuleForms, shared_worker
+            from jaxport.adapters.mlir.rewrite import ChildModuleForms
+            from jaxport.adapters.mlir.worker import shared_worker
             from jaxport.domain.artifact.consumers import find_consumer, written_for
 
             # The domain decides; the verifying child writes each module for the consumer's StableHLO.
