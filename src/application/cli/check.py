@@ -16,7 +16,8 @@ from typing import Any
 from jaxport.domain.errors import ArtifactError, JaxportError
 from jaxport.application.cli.common import UsageError, one_line
 
-# What a check runs on is imported where it runs: `jaxport --help` loads none of it (tests/unit/test_purity.py).
+# What a check runs on is imported where it runs: `jaxport --help` loads none of it
+# (tests/unit/test_purity.py; figures: cli/main.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from jaxport.domain.errors import ArtifactError, JaxportError
 from jaxport.domain.errors import UsageError as UsageError  # the subcommands import it from here
 
-# `jaxport --help` loads none of what a command reads or runs (tests/unit/test_purity.py): the record's
-# modules, NumPy and JAX are imported where used, and so is the symbolic layer (26 ms in a fresh process).
+# `jaxport --help` loads none of what a command reads or runs (tests/unit/test_purity.py; figures:
+# cli/main.py): the record's modules, NumPy and JAX are imported where used, and so is the symbolic
+# layer (26 ms in a fresh process).
 if TYPE_CHECKING:
     from jaxport.domain.specs import ArraySpec
     from jaxport.domain.artifact.record import ArtifactRecord

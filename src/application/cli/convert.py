@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from jaxport.domain.targets.registry import TargetEntry
 
 # The record's modules and NumPy are imported where used: `jaxport --help` loads neither
-# (tests/unit/test_purity.py).
+# (tests/unit/test_purity.py; figures: cli/main.py).
 
 _BINDING = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*):(.+)")
 _VALUE = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\d+)\s*")

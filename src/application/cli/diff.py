@@ -10,7 +10,8 @@ from jaxport.domain.artifact.module_format import check_portable_artifact
 from .. import wiring
 from .common import read_artifact_and_trailer
 
-# The record's modules and JAX are imported where used: `jaxport --help` loads neither (tests/unit/test_purity.py).
+# The record's modules and JAX are imported where used: `jaxport --help` loads neither
+# (tests/unit/test_purity.py; figures: cli/main.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

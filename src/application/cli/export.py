@@ -13,7 +13,7 @@ from jaxport.adapters.jax.installed import require_jax
 from jaxport.application.cli.common import Progress, UsageError, check_writable
 
 # The symbolic layer (26 ms in a fresh process) loads when a spec is parsed, not for --help; JAX,
-# NumPy and the record's modules load where used (tests/unit/test_purity.py).
+# NumPy and the record's modules load where used (tests/unit/test_purity.py; figures: cli/main.py).
 if TYPE_CHECKING:
     from jaxport.domain.specs import ArraySpec
     from jaxport.domain.symbolic import DimExpr

@@ -12,7 +12,8 @@ from typing import Any
 
 from .common import is_users_error, one_line, read_artifact
 
-# The record's and the manifests' modules load where used: `jaxport --help` loads none (tests/unit/test_purity.py).
+# The record's and the manifests' modules load where used: `jaxport --help` loads none
+# (tests/unit/test_purity.py; figures: cli/main.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -2,7 +2,11 @@
 
 Each subcommand lives in its own module, which registers its arguments and
 imports what it needs (JAX included) only when it runs, so that
-``jaxport --help`` and ``jaxport inspect`` start without JAX. Every error a
+``jaxport --help`` and ``jaxport inspect`` start without JAX. (Measured with
+``-X importtime``, median of three fresh processes on a busy 2-core machine:
+the parser's own modules take 0.23 s; importing what the commands run at their
+heads would add NumPy's 0.2 s, the record's modules' 0.05 s and JAX's 1.5 s.
+The subcommands' function-local imports cite this.) Every error a
 user can cause ends the command with one line on stderr and exit status 2;
 anything else is a bug in jaxport, reported as such with its traceback and
 exit status 70 (``EX_SOFTWARE``). ``--debug`` shows the traceback of either.

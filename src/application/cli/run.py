@@ -15,7 +15,8 @@ from typing import Any
 
 from jaxport.application.cli.common import UsageError, check_writable, load_artifact, print_results
 
-# The record's modules, NumPy and JAX load where used: `jaxport --help` loads none (tests/unit/test_purity.py).
+# The record's modules, NumPy and JAX load where used: `jaxport --help` loads none (tests/unit/test_purity.py;
+# figures: cli/main.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

