@@ -114,6 +114,7 @@ def _own_runtime(root: Path) -> str:
 
 def _open_bundle(root: Path) -> GoldenExamples:
     """A bundle on JAX: each function called through the call front, its weights bound by the runtime."""
+    # JAX's side: a converted directory's check runs without JAX (tests/runtime_only).
     from jaxport.adapters.jax.bundles.weights import restore_weight
     from jaxport.application.bundles.api import load_bundle
 
@@ -127,6 +128,8 @@ def _convert(bundle: Path, out: Path, to: str) -> None:
     """Converts the bundle for ``to``; for a target of static shapes, or one that takes bindings
     (LiteRT, whose converter cannot keep every function dynamic), the functions that have
     examples, for the sizes of their examples."""
+    # Only a bundle checked on another runtime converts: a converted directory's check never pays
+    # the pipeline's 86 ms (-X importtime, a busy 2-core machine).
     from jaxport.application.conversion.pipeline import write_converted
 
     entry = target(to)
