@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from jaxport.adapters.mlir.worker import ModuleWorker
 from jaxport.application import wiring
 from jaxport.application.export.verifier import VerificationReport as VerificationReport
+
+if TYPE_CHECKING:
+    from jaxport.adapters.mlir.worker import ModuleWorker
 
 
 def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[str], *,
