@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import ArtifactError
+from jaxport.domain.artifact.kernels import Kernel, kernels_from_json
 from jaxport.domain.artifact.verification import ModuleFacts
 
 if TYPE_CHECKING:
@@ -50,10 +51,12 @@ class Checked:
         facts: ``main``'s types and the custom-call targets.
         reserialized: the module as the serializer wrote it after parsing (or the
             form of it that the request asked for).
+        kernels: its kernels, when the request asked for them (``{"kernels": ...}``).
     """
 
     facts: ModuleFacts
     reserialized: bytes
+    kernels: tuple[Kernel, ...] = ()
 
 
 class ModuleWorker:
@@ -86,7 +89,8 @@ class ModuleWorker:
             module: the module's bytes (a StableHLO portable artifact).
             sdy: whether to re-serialize with Shardy's ops kept.
             form: at most one of ``{"standard": ...}``, ``{"version": ...}``,
-                ``{"specialize": ...}`` (:mod:`.rewrite`): ``reserialized`` is then
+                ``{"specialize": ...}`` (:mod:`.rewrite`), ``{"kernels": ...}``
+                (:mod:`.kernels`): ``reserialized`` is then
                 that form of the module, made by the verifying process once it
                 has verified the module (or the plain re-serialization, when the
                 module has that form already).
@@ -94,7 +98,8 @@ class ModuleWorker:
         Raises:
             ArtifactError: the module does not parse or verify, or the process
                 died or timed out on it.
-            ValueError: JAX's refinement refused the shapes of a ``specialize`` form.
+            ValueError: JAX's refinement refused the shapes of a ``specialize`` form, or a
+                kernel cannot be read or written for the Mosaic version of a ``kernels`` form.
         """
         with self._lock:
             child = self._child
@@ -117,7 +122,8 @@ class ModuleWorker:
             raise ArtifactError(f"The module does not parse: {header['error']}")
         if "refused" in header:
             raise ValueError(header["refused"])
-        return Checked(ModuleFacts.from_json(json.dumps(header).encode()), again)
+        return Checked(ModuleFacts.from_json(json.dumps(header).encode()), again,
+                       kernels_from_json(header.get("kernels")))
 
     def close(self) -> None:
         """Stops the verifying process (it exits when its input closes)."""
@@ -156,6 +162,17 @@ class ChildModuleForms:
             return module
         form = {"version": version, "strict": True}
         return self.worker.check(module, sdy=MIXED_SERIALIZATION, form=form).reserialized
+
+    def kernels(self, module: bytes, mosaic: int | None = None) -> tuple[bytes, tuple[Kernel, ...]]:
+        """``module``'s kernels, and the module with each Mosaic kernel newer than ``mosaic``
+        written for it (itself when none is), by the verifying process.
+
+        Raises:
+            ValueError: a kernel does not parse, or this jaxlib cannot write it for ``mosaic``.
+            ArtifactError: the module does not parse or verify.
+        """
+        checked = self.worker.check(module, sdy=False, form={"kernels": {"mosaic": mosaic}})
+        return checked.reserialized, checked.kernels
 
     def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
         """``record``'s module for ``shapes``, refined (see the port)."""

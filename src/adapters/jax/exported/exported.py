@@ -263,8 +263,10 @@ class Exported:
             from jaxport.adapters.mlir.worker import ChildModuleForms, shared_worker
             from jaxport.domain.artifact.consumers import find_consumer, written_for
 
-            # The domain decides; the verifying child writes each module for the consumer's StableHLO.
-            record = written_for(record, find_consumer(consumer), ChildModuleForms(shared_worker()).written_for)
+            # The domain decides; the verifying child writes each module for the consumer's StableHLO
+            # and each Pallas kernel for its Mosaic.
+            forms = ChildModuleForms(shared_worker())
+            record = written_for(record, find_consumer(consumer), forms.written_for, forms.kernels)
         flatbuffer = encode_artifact(record)
         if not integrity:
             return flatbuffer
