@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run one of JAX's own export test files against jaxport.
 #
-#   tools/jax_conformance.sh PATH_TO_JAX_REPO [export_test|shape_poly_test|export_serialization_back_compat_test] [PYTEST_ARGS...]
+#   tools/jax_conformance.sh PATH_TO_JAX_REPO [export_test|shape_poly_test|export_serialization_back_compat_test|
+#                                              export_back_compat_test|pallas/export_back_compat_pallas_test] [PYTEST_ARGS...]
 #
 # PATH_TO_JAX_REPO is a clone of github.com/jax-ml/jax: a work tree or a bare
 # git directory. The test file is read at the newest tag jax-vX.Y.Z at or below
@@ -13,6 +14,13 @@
 #   from jax._src.export import _export  -> import jaxport as _export
 # shape_poly_test's `_bounds` helper calls JAX's private decision procedure;
 # for jaxport's dimensions it is pointed at their public `bounds()` instead.
+# The back-compat suites (export_back_compat_test and Pallas's) keep their
+# text: a conftest.py in the temporary folder points the `_export` of JAX's
+# harness (export_back_compat_test_util) at a shim holding jaxport's export,
+# Exported and DisabledSafetyCheck, so every stored module is called through
+# jaxport.Exported built from jax.export.Exported's fields.
+# JAXPORT_CONFORMANCE_PEER=jax.export runs the file unchanged instead, to count
+# what jax.export passes on the same machine.
 # Everything else (test utilities, harnesses, back-compat data) comes from
 # the installed jax, which ships them. Runs with this worktree's .venv
 # (`make install` first) plus absl-py, installed on first use. Extra
@@ -22,7 +30,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-  sed -n '2,4p' "$0" >&2
+  sed -n '2,5p' "$0" >&2
   exit 2
 fi
 REPO=$1
@@ -32,8 +40,16 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=${JAXPORT_PYTHON:-$ROOT/.venv/bin/python}
 
 case $NAME in
-  export_test|shape_poly_test|export_serialization_back_compat_test) ;;
-  *) echo "unknown test file '$NAME': expected export_test, shape_poly_test or export_serialization_back_compat_test" >&2; exit 2 ;;
+  export_test|shape_poly_test|export_serialization_back_compat_test) SHIM=text ;;
+  export_back_compat_test|pallas/export_back_compat_pallas_test) SHIM=harness ;;
+  *) echo "unknown test file '$NAME': expected export_test, shape_poly_test, export_serialization_back_compat_test," \
+          "export_back_compat_test or pallas/export_back_compat_pallas_test" >&2; exit 2 ;;
+esac
+PEER=${JAXPORT_CONFORMANCE_PEER:-jaxport}
+case $PEER in
+  jaxport) ;;
+  jax.export) SHIM=none ;;
+  *) echo "JAXPORT_CONFORMANCE_PEER is jaxport or jax.export, not '$PEER'" >&2; exit 2 ;;
 esac
 if [[ ! -x $PY ]]; then
   echo "no Python at $PY: run 'make install' first (or set JAXPORT_PYTHON)" >&2
@@ -51,19 +67,50 @@ if [[ -z ${JAX_TAG:-} ]]; then
   fi
 fi
 TAG=$JAX_TAG
-echo "JAX tests of $TAG (JAX ${VERSION:-as tagged}), run against jaxport" >&2
+echo "JAX tests of $TAG (JAX ${VERSION:-as tagged}), run against $PEER" >&2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/jaxport-conformance.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+FILE=$(basename "$NAME").py
 
 # A work tree or a bare git directory: `git -C` reads both.
-if ! git -C "$REPO" show "$TAG:tests/$NAME.py" > "$WORK/$NAME.py" 2>"$WORK/git.err"; then
+if ! git -C "$REPO" show "$TAG:tests/$NAME.py" > "$WORK/$FILE" 2>"$WORK/git.err"; then
   echo "cannot read $TAG:tests/$NAME.py from '$REPO':" >&2
   cat "$WORK/git.err" >&2
   exit 2
 fi
 
-"$PY" - "$WORK/$NAME.py" <<'PYEOF'
+if [[ $SHIM == harness ]]; then
+  cat > "$WORK/conftest.py" <<'PYEOF'
+"""Points JAX's back-compat harness at jaxport: its `_export.export` and `_export.Exported`."""
+import collections
+import os
+import types
+
+import jaxport
+from jax._src.internal_test_util import export_back_compat_test_util as bctu
+
+calls = collections.Counter()
+
+
+def counted(name, function):
+    def call(*args, **kwargs):
+        calls[name] += 1
+        return function(*args, **kwargs)
+    return call
+
+
+bctu._export = types.SimpleNamespace(
+    export=counted("jaxport.export", jaxport.export), Exported=counted("jaxport.Exported", jaxport.Exported),
+    DisabledSafetyCheck=jaxport.DisabledSafetyCheck)
+
+
+def pytest_sessionfinish(session):
+    with open(os.path.join(os.path.dirname(__file__), "calls.txt"), "a", encoding="utf-8") as file:
+        file.writelines(f"{name} {count}\n" for name, count in calls.items())
+PYEOF
+elif [[ $SHIM == text ]]; then
+"$PY" - "$WORK/$FILE" <<'PYEOF'
 import re, sys
 path = sys.argv[1]
 text = open(path, encoding="utf-8").read()
@@ -81,6 +128,7 @@ if done == 0:
     sys.exit(f"{path}: found no import of jax.export to swap")
 open(path, "w", encoding="utf-8").write(text)
 PYEOF
+fi
 
 if ! "$PY" -c "import absl" 2>/dev/null; then
   "$PY" -m pip install --quiet "absl-py>=2.1,<3"
@@ -94,5 +142,8 @@ fi
 export JAXPORT_CACHE_DIR="$WORK/verdicts"
 cd "$WORK"
 status=0
-"$PY" -m pytest "${ARGS[@]}" "$@" "$NAME.py" || status=$?
+"$PY" -m pytest "${ARGS[@]}" "$@" "$FILE" || status=$?
+if [[ -f calls.txt ]]; then  # proof that the harness went through jaxport
+  awk '{n[$1] += $2} END {for (k in n) printf "%s called %d times by JAX'"'"'s harness\n", k, n[k]}' calls.txt | sort
+fi
 exit $status

@@ -6,7 +6,8 @@ import os
 
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.flatbuffers.decode import records_short_device_count
-from jaxport.domain.artifact.consumers import Consumer, Verdict, find_consumer, verdict
+from jaxport.domain.artifact.consumers import Consumer, Verdict, find_consumer, needs_kernels, verdict
+from jaxport.domain.artifact.kernels import Kernel, may_hold_kernels
 
 
 def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, consumer: str) -> Verdict:
@@ -14,8 +15,10 @@ def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, con
 
     The answer comes from jaxport's table of consumers' windows
     (:mod:`jaxport.domain.artifact.consumers`): calling convention, StableHLO target
-    and, for JAX, the fields of ``jax.export``'s format the artifact needs.
-    Loads neither JAX nor jaxlib. For a bundle directory every function is
+    and, for JAX, the fields of ``jax.export``'s format the artifact needs and the
+    Mosaic version of its Pallas kernels: the same decision that ``serialize(consumer=...)``
+    makes. Loads neither JAX nor jaxlib: the kernels of a module that holds some are
+    read by the verifying process. For a bundle directory every function is
     checked; a reason names the function's file.
 
     Args:
@@ -48,4 +51,14 @@ def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, con
 
 
 def _artifact_verdict(blob: bytes, who: Consumer) -> Verdict:
-    return verdict(decode_artifact(blob), who, short_device_count=records_short_device_count(blob))
+    record = decode_artifact(blob)
+    kernels: list[Kernel] = []
+    if needs_kernels(record):
+        from jaxport.adapters.mlir.rewrite import ChildModuleForms  # only for modules with kernels
+        from jaxport.application import wiring
+
+        forms = ChildModuleForms(wiring.module_worker())
+        for table in record.chain:
+            if may_hold_kernels(table.mlir_module_serialized):
+                kernels.extend(forms.kernels(table.mlir_module_serialized)[1])
+    return verdict(record, who, short_device_count=records_short_device_count(blob), kernels=kernels)

@@ -320,6 +320,18 @@ class ConsumerMismatchError(JaxportError, ValueError):
         super().__init__(f"Cannot write the function '{function}' for {consumer}: {'; '.join(self.reasons)}")
 
 
+class ExportedFieldError(JaxportError, TypeError, ValueError):
+    """``Exported(...)`` built from ``jax.export.Exported``'s keyword fields was given a field it
+    does not have, lacks one, or holds a value that does not fit. Attribute: ``field``, its name.
+
+    A ``TypeError`` as Python's own for a wrong keyword, and a ``ValueError`` for a value.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        super().__init__(f"Exported() field '{field}': {reason}")
+
+
 class ArrayFileError(JaxportError, ValueError):
     """An array file cannot be read or does not hold what ``jaxport run`` expects."""
 class CacheConfigError(JaxportError, ValueError):

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jaxport.domain.artifact.kernels import Kernel
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION, stablehlo_version
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.calls.front import leaf_paths, record_shapes
@@ -85,6 +86,17 @@ class ChildModuleForms:
         """``record``'s module for ``shapes``, refined (see the port)."""
         form = {"specialize": specialize_request(record, shapes, platform_index)}
         return self.worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION, form=form).reserialized
+
+    def kernels(self, module: bytes, mosaic: int | None = None) -> tuple[bytes, tuple[Kernel, ...]]:
+        """``module``'s kernels, and the module with each Mosaic kernel newer than ``mosaic``
+        written for it (itself when none is), by the verifying process.
+
+        Raises:
+            ValueError: a kernel does not parse, or this jaxlib cannot write it for ``mosaic``.
+            ArtifactError: the module does not parse or verify.
+        """
+        checked = self.worker.check(module, sdy=False, form={"kernels": {"mosaic": mosaic}})
+        return checked.reserialized, checked.kernels
 
     def _written(self, module: bytes, form: dict[str, Any]) -> bytes:
         if not written_after(module, form["version"]):

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
 from jaxport.domain.errors import ArtifactError
+from jaxport.domain.artifact.kernels import Kernel, kernels_from_json
 from jaxport.domain.artifact.verification import ModuleFacts
 
 # What only a verification or a converter's forms need is not imported here (the verifying
@@ -47,10 +48,12 @@ class Checked:
         facts: ``main``'s types and the custom-call targets.
         reserialized: the module as the serializer wrote it after parsing (or the
             form of it that the request asked for).
+        kernels: its kernels, when the request asked for them (``{"kernels": ...}``).
     """
 
     facts: ModuleFacts
     reserialized: bytes
+    kernels: tuple[Kernel, ...] = ()
 
 
 class ModuleWorker:
@@ -83,7 +86,8 @@ class ModuleWorker:
             module: the module's bytes (a StableHLO portable artifact).
             sdy: whether to re-serialize with Shardy's ops kept.
             form: at most one of ``{"standard": ...}``, ``{"version": ...}``,
-                ``{"specialize": ...}`` (:mod:`.rewrite`): ``reserialized`` is then
+                ``{"specialize": ...}`` (:mod:`.rewrite`), ``{"kernels": ...}``
+                (:mod:`.kernels`): ``reserialized`` is then
                 that form of the module, made by the verifying process once it
                 has verified the module (or the plain re-serialization, when the
                 module has that form already).
@@ -91,7 +95,8 @@ class ModuleWorker:
         Raises:
             ArtifactError: the module does not parse or verify, or the process
                 died or timed out on it.
-            ValueError: JAX's refinement refused the shapes of a ``specialize`` form.
+            ValueError: JAX's refinement refused the shapes of a ``specialize`` form, or a
+                kernel cannot be read or written for the Mosaic version of a ``kernels`` form.
         """
         with self._lock:
             child = self._child
@@ -114,7 +119,8 @@ class ModuleWorker:
             raise ArtifactError(f"The module does not parse: {header['error']}")
         if "refused" in header:
             raise ValueError(header["refused"])
-        return Checked(ModuleFacts.from_json(json.dumps(header).encode()), again)
+        return Checked(ModuleFacts.from_json(json.dumps(header).encode()), again,
+                       kernels_from_json(header.get("kernels")))
 
     def close(self) -> None:
         """Stops the verifying process (it exits when its input closes)."""

@@ -10,10 +10,13 @@ requests until its input closes:
 
 * request: a JSON header ``{"sdy": bool}``, with at most one of ``"standard"``,
   ``"version"`` or ``"specialize"`` (a form of the module to make after verifying
-  it: :mod:`~jaxport.adapters.mlir.rewrite`), with the module's bytes;
+  it: :mod:`~jaxport.adapters.mlir.rewrite`) or ``"kernels": {"mosaic": int | null}``
+  (its kernels, each Mosaic one written for that version: :mod:`~jaxport.adapters.mlir.kernels`),
+  with the module's bytes;
 * response: a JSON header (:class:`~jaxport.domain.artifact.verification.ModuleFacts`,
   ``{"error": message}``, or ``{"refused": message}`` when JAX's refinement refused
-  the shapes or a strict ``version`` cannot express the module), with the module
+  the shapes, a strict ``version`` cannot express the module or a kernel cannot be
+  read or written; with ``"kernels"``, the facts hold the list of kernels), with the module
   re-serialized, or the form asked for (none on error).
 
 A module that crashes the MLIR reader kills only this process; its parent
@@ -118,22 +121,27 @@ def main(argv: list[str]) -> int:
 def _handle(request: Request) -> None:
     """Answers one request (see the module's text)."""
     from . import bindings as jaxlib_mlir  # noqa: F401  (under the address-space cap, before the request's clock)
+    from .kernels import KernelRefused, kernels_form
     from .rewrite import RefinementRefused, VersionRefused, rewrite
 
     module_bytes, header = request.payload, request.header
     if "standard" in header or "specialize" in header:
         import jax  # noqa: F401  (these forms need JAX: import it before the request's limits)
     request.limit(memory=_REQUEST_BASE_BYTES + _REQUEST_BYTES_PER_MODULE_BYTE * len(module_bytes))
+    kernels = None
     try:
         facts, again = check_module(module_bytes, bool(header.get("sdy", False)))
         again = rewrite(module_bytes, header) or again
-    except (RefinementRefused, VersionRefused) as exc:
+        if "kernels" in header:
+            kernels, written = kernels_form(module_bytes, header["kernels"].get("mosaic"))
+            again = written or module_bytes  # the bytes as given when no kernel was rewritten
+    except (RefinementRefused, VersionRefused, KernelRefused) as exc:
         request.say({"refused": str(exc)[:4000]})
         return
     except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's
         request.say({"error": f"{type(exc).__name__}: {exc}"[:4000]})
         return
-    request.say(json.loads(facts), again)
+    request.say({**json.loads(facts), **({} if kernels is None else {"kernels": kernels})}, again)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ A consumer reads an artifact when three things hold:
   StableHLO promises that a consumer reads every target up to its own
   version; a module for a newer target may still load when it uses nothing
   newer, and the table records where that was measured;
+* (JAX only) it reads the Mosaic version of each Pallas TPU kernel (:mod:`.kernels`);
 * (JAX only) its ``jax.export`` reader knows every field the artifact needs.
   JAX numbers its format's generations (``jax/_src/export/serialization.py``):
   2 float0, 3 custom pytree nodes, 4 PRNG key dtypes, 5 memory spaces and the
@@ -28,13 +29,14 @@ rows measured.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from .record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, DType, MemorySpace, TreeKind, TreeSpec
 from .sharding import NamedShardingRecord
 from jaxport.domain.errors import ConsumerMismatchError, JaxportError, UsageError
 from .module_format import stablehlo_version
+from .kernels import Kernel, kernel_reasons, may_hold_kernels
 
 #: The names a consumer is given by (``jax==0.9.2``, ``tf==2.21``), by runtime.
 RUNTIME_NAMES = {"jax": "jax", "tf": "tf", "tensorflow": "tf"}
@@ -52,6 +54,8 @@ class Consumer:
         loads_stablehlo: a newer target that was measured to load there, if any.
         serialization: (JAX) the newest generation of ``jax.export``'s format its reader knows.
         source: where the row's facts come from.
+        mosaic: (JAX) the Mosaic version of the Pallas TPU kernels it exports, and so reads
+            (``get_ir_version`` in forward-compatibility mode, ``jax/_src/tpu_custom_call.py``).
     """
 
     runtime: str
@@ -61,6 +65,7 @@ class Consumer:
     loads_stablehlo: str | None
     serialization: int | None
     source: str
+    mosaic: int | None = None
 
     def __str__(self) -> str:
         return f"{'JAX' if self.runtime == 'jax' else 'TensorFlow'} {self.version}"
@@ -97,15 +102,15 @@ class Verdict:
         return f"{self.consumer}: no: {'; '.join(self.reasons)} (source: {self.consumer.source})"
 
 
-def _jax(version: str, stablehlo: str, serialization: int, measured: str) -> Consumer:
+def _jax(version: str, stablehlo: str, serialization: int, measured: str, mosaic: int) -> Consumer:
     return Consumer("jax", version, (9, 10), stablehlo, "1.15.0" if measured == "loads" else None,
                     serialization,
-                    f"calling conventions 9-10 and format generation {serialization}: "
-                    f"jax/_src/export/_export.py and serialization.py at tag jax-v{version} "
+                    f"calling conventions 9-10, format generation {serialization} and Mosaic {mosaic}: "
+                    f"jax/_src/export/_export.py, serialization.py and tpu_custom_call.py at tag jax-v{version} "
                     f"(documented); StableHLO {stablehlo}: stablehlo.get_current_version() of jaxlib "
                     f"{version} (measured); a jaxport artifact targeting StableHLO 1.15.0 "
                     + ("was read and called (measured)" if measured == "loads" else
-                       "was refused: 'exported for 0 devices' (measured)"))
+                       "was refused: 'exported for 0 devices' (measured)"), mosaic=mosaic)
 
 
 def _tf(version: str, highest: int, loads: bool) -> Consumer:
@@ -120,24 +125,24 @@ def _tf(version: str, highest: int, loads: bool) -> Consumer:
 
 #: The consumers ``jaxport check --consumer`` knows, oldest first per runtime.
 CONSUMERS: tuple[Consumer, ...] = (
-    _jax("0.7.0", "1.12.1", 4, "refused"),
-    _jax("0.7.1", "1.13.0", 4, "refused"),
-    _jax("0.7.2", "1.13.0", 4, "refused"),
-    _jax("0.8.0", "1.13.1", 4, "refused"),
-    _jax("0.8.1", "1.13.3", 4, "refused"),
-    _jax("0.8.2", "1.13.5", 5, "loads"),
-    _jax("0.8.3", "1.13.5", 5, "loads"),
-    _jax("0.9.0", "1.13.7", 6, "loads"),
-    _jax("0.9.1", "1.13.8", 6, "loads"),
-    _jax("0.9.2", "1.14.0", 8, "loads"),
-    _jax("0.10.0", "1.16.0", 10, "loads"),
-    _jax("0.10.1", "1.17.0", 11, "loads"),
-    _jax("0.10.2", "1.17.0", 11, "loads"),
+    _jax("0.7.0", "1.12.1", 4, "refused", 4),
+    _jax("0.7.1", "1.13.0", 4, "refused", 7),
+    _jax("0.7.2", "1.13.0", 4, "refused", 7),
+    _jax("0.8.0", "1.13.1", 4, "refused", 7),
+    _jax("0.8.1", "1.13.3", 4, "refused", 8),
+    _jax("0.8.2", "1.13.5", 5, "loads", 8),
+    _jax("0.8.3", "1.13.5", 5, "loads", 8),
+    _jax("0.9.0", "1.13.7", 6, "loads", 8),
+    _jax("0.9.1", "1.13.8", 6, "loads", 9),
+    _jax("0.9.2", "1.14.0", 8, "loads", 9),
+    _jax("0.10.0", "1.16.0", 10, "loads", 9),
+    _jax("0.10.1", "1.17.0", 11, "loads", 11),
+    _jax("0.10.2", "1.17.0", 11, "loads", 11),
     # JAX 0.11 and 0.12 need Python 3.12. Their own jax.export targets 1.16.1 (0.11.0) and
     # 1.18.0 (0.11.2, 0.12.0.1), which jaxlib 0.10.2 (1.17.0) does not read past 1.16.1.
-    _jax("0.11.0", "1.18.0", 11, "loads"),
-    _jax("0.11.2", "1.20.0", 12, "loads"),
-    _jax("0.12.0.1", "1.22.0", 12, "loads"),
+    _jax("0.11.0", "1.18.0", 11, "loads", 13),
+    _jax("0.11.2", "1.20.0", 12, "loads", 15),
+    _jax("0.12.0.1", "1.22.0", 12, "loads", 15),
     _tf("2.18.0", 9, False),
     _tf("2.19.0", 9, False),
     _tf("2.20.0", 10, True),
@@ -170,7 +175,8 @@ def find_consumer(spec: str) -> Consumer:
                      f"{runtime} {known}")
 
 
-def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: bool) -> Verdict:
+def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: bool,
+            kernels: Sequence[Kernel] = ()) -> Verdict:
     """Whether ``consumer`` can read and run the artifact ``record``, and why not.
 
     Args:
@@ -178,8 +184,13 @@ def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: b
         consumer: the release asked about.
         short_device_count: whether the artifact also records its device count
             in the 16-bit field that readers before format generation 5 read.
+        kernels: the kernels of its modules (:func:`needs_kernels` says whether any may hold one;
+            the verifying process reads them).
     """
     reasons: list[str] = []
+    writer = record.producer.jax if record.producer is not None else record.jax_version
+    reasons += kernel_reasons(kernels, str(consumer), consumer.mosaic, writer,
+                              consumer.version if consumer.runtime == "jax" else None)
     notes: list[str] = []
     low, high = consumer.calling_conventions
     for table in _tables(record):
@@ -212,8 +223,16 @@ def stablehlo_for(consumer: Consumer) -> str | None:
     return consumer.stablehlo or consumer.reads_stablehlo
 
 
+def needs_kernels(record: ArtifactRecord) -> bool:
+    """Whether some module of ``record`` (its VJPs' included) may hold a kernel, whose versions only
+    the verifying process reads."""
+    return any(may_hold_kernels(table.mlir_module_serialized) for table in _tables(record))
+
+
 def written_for(record: ArtifactRecord, consumer: Consumer,
-                write_module: Callable[[bytes, str], bytes]) -> ArtifactRecord:
+                write_module: Callable[[bytes, str], bytes],
+                write_kernels: Callable[[bytes, int | None], tuple[bytes, tuple[Kernel, ...]]] | None = None,
+                ) -> ArtifactRecord:
     """``record`` (its VJP chain included) as ``consumer`` reads it, or why that cannot be.
 
     Each module newer than :func:`stablehlo_for` is written for that version by
@@ -227,6 +246,10 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
         consumer: the release to write for.
         write_module: ``(module, version) -> module`` written for that older StableHLO;
             raises ``ValueError`` when the version lacks an operation the module uses.
+        write_kernels: ``(module, mosaic) -> (module, kernels)``: the module's kernels, each
+            Mosaic kernel newer than ``mosaic`` (the consumer's) written for it; raises
+            ``ValueError`` when one cannot be. Asked only for modules that may hold a kernel;
+            None: their kernels are not read (and not written).
 
     Raises:
         ConsumerMismatchError: the consumer would not read or run the artifact; the
@@ -235,9 +258,19 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
     target = stablehlo_for(consumer)
     old_format = consumer.serialization is not None and consumer.serialization < JAX_VERSION_GENERATION
 
+    kernels: list[Kernel] = []
+
     def one(table: ArtifactRecord) -> ArtifactRecord:
         vjp = None if table.vjp is None else one(table.vjp)
         module = table.mlir_module_serialized
+        if write_kernels is not None and may_hold_kernels(module):
+            try:
+                module, found = write_kernels(module, consumer.mosaic)
+            except JaxportError:
+                raise
+            except ValueError as exc:
+                raise ConsumerMismatchError(str(consumer), record.function_name, (str(exc),)) from None
+            kernels.extend(found)
         written = stablehlo_version(module[:300])
         if target is not None and written is not None and _version_key(written) > _version_key(target):
             try:
@@ -252,7 +285,7 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
         return replace(table, mlir_module_serialized=module, vjp=vjp)
 
     written_record = one(record)
-    found = verdict(written_record, consumer, short_device_count=False)
+    found = verdict(written_record, consumer, short_device_count=False, kernels=kernels)
     if not found.ok:
         raise ConsumerMismatchError(str(consumer), record.function_name,
                                     found.reasons + (f"source: {consumer.source}",))

@@ -39,11 +39,12 @@ from jaxport.adapters.jax.exported.call import (
 from jaxport.adapters.jax.internals import is_staging
 from jaxport.adapters.jax.versions import this_producer
 from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.errors import JaxportError, VjpUnavailableError
+from jaxport.domain.errors import ExportedFieldError, JaxportError, VjpUnavailableError
 from jaxport.domain.artifact.integrity import Extension, seal
 from jaxport.domain.artifact.module_format import check_portable_artifact
 from jaxport.domain.artifact.platforms import normalize_platforms
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
+from jaxport.adapters.jax.exported.fields import jax_objects_from_fields
 from jaxport.adapters.jax.exported.jax_objects import JaxObjects, jax_objects_of
 from jaxport.adapters.jax.records import hlo_sharding
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
@@ -77,7 +78,7 @@ class _JaxField(property, Generic[_T]):
         def __get__(self, exported: Exported | None, owner: type | None = None) -> _T | _JaxField[_T]: ...
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, init=False)
 class Exported:
     """A JAX function lowered to StableHLO, with its calling signature.
 
@@ -92,7 +93,10 @@ class Exported:
     ``Exported(record)`` is the export of a record, whose JAX objects are
     made on first use; the other fields are private, as
     ``jax.export.Exported._get_vjp`` is (``dataclasses.replace(exp)`` gives a
-    fresh object of the same export).
+    fresh object of the same export). ``Exported(fun_name=..., in_tree=...,
+    ..., _get_vjp=...)`` takes instead the keyword fields of the installed
+    JAX's ``jax.export.Exported``, as JAX's own tools build one
+    (:mod:`.fields`; a bad field raises ``ExportedFieldError`` naming it).
     """
 
     #: What the export is made from: its record (its JAX objects are made from
@@ -109,6 +113,21 @@ class Exported:
     #: Set on the VJP of a function with that many flat inputs (see :meth:`vjp`),
     #: for forward-mode differentiation.
     _vjp_of_arity: int | None = None
+
+    def __init__(self, _source: ArtifactRecord | JaxObjects | None = None, *,
+                 _registry: PytreeSerializationRegistry | None = None,
+                 _export_vjp: Callable[[Exported], Exported] | None = None,
+                 _export_batched: Callable[[tuple[bool, ...], int], Exported] | None = None,
+                 _vjp_of_arity: int | None = None, **jax_fields: Any) -> None:
+        if _source is None:
+            _source, get_vjp = jax_objects_from_fields(jax_fields)
+            _export_vjp = _export_vjp or get_vjp
+        elif jax_fields:
+            raise ExportedFieldError(next(iter(jax_fields)), "an Exported is made from a record or from "
+                                                             "jax.export.Exported's fields, not both")
+        for name, value in (("_source", _source), ("_registry", _registry), ("_export_vjp", _export_vjp),
+                            ("_export_batched", _export_batched), ("_vjp_of_arity", _vjp_of_arity)):
+            object.__setattr__(self, name, value)
 
     @property
     def record(self) -> ArtifactRecord:
@@ -205,7 +224,10 @@ class Exported:
         if self._export_vjp is None:
             assert self.record.vjp is not None
             return exported_of(self.record.vjp, self._registry, vjp_of_arity=arity)
-        return dataclasses.replace(self._export_vjp(self), _vjp_of_arity=arity)
+        vjp = self._export_vjp(self)
+        if not isinstance(vjp, Exported):
+            raise ExportedFieldError("_get_vjp", f"gave {type(vjp).__name__}, not a jaxport.Exported")
+        return dataclasses.replace(vjp, _vjp_of_arity=arity)
 
     def serialize(self, vjp_order: int = 0, *, integrity: bool = True, consumer: str | None = None) -> bytearray:
         """The artifact bytes, in ``jax.export``'s format (jax 0.10.2): the record, encoded, then sealed.
@@ -244,8 +266,10 @@ class Exported:
             from jaxport.adapters.mlir.worker import shared_worker
             from jaxport.domain.artifact.consumers import find_consumer, written_for
 
-            # The domain decides; the verifying child writes each module for the consumer's StableHLO.
-            record = written_for(record, find_consumer(consumer), ChildModuleForms(shared_worker()).written_for)
+            # The domain decides; the verifying child writes each module for the consumer's StableHLO
+            # and each Pallas kernel for its Mosaic.
+            forms = ChildModuleForms(shared_worker())
+            record = written_for(record, find_consumer(consumer), forms.written_for, forms.kernels)
         flatbuffer = encode_artifact(record)
         if not integrity:
             return flatbuffer

@@ -1,0 +1,89 @@
+"""End to end: a Pallas TPU kernel, lowered for ("tpu",) on this machine, written for each consumer.
+
+Its Mosaic module is re-serialized by the verifying process for the Mosaic
+version the consumer exports (and so reads), or the artifact is refused before
+anything is written; ``jaxport check --consumer`` gives the same verdict.
+Reading and running the result on a TPU with the consumer's JAX: tools/tpu_check.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.experimental import pallas as pl
+
+import jaxport
+from jaxport.adapters.mlir.rewrite import ChildModuleForms
+from jaxport.adapters.mlir.worker import shared_worker
+from jaxport.application.cli.main import main
+from jaxport.application.consumer_check import check_consumer
+from jaxport.domain.artifact.consumers import CONSUMERS, Consumer
+from jaxport.domain.artifact.kernels import Kernel
+from jaxport.errors import ConsumerMismatchError
+
+SPEC = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+
+
+def add_kernel(x_ref: Any, y_ref: Any, o_ref: Any) -> None:
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+
+def add(x: jax.Array, y: jax.Array) -> jax.Array:
+    out: jax.Array = pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
+    return out
+
+
+@pytest.fixture(scope="module")
+def exported() -> jaxport.Exported:
+    return jaxport.export(jax.jit(add), platforms=("tpu",))(SPEC, SPEC)
+
+
+def kernels(blob: bytes) -> tuple[Kernel, ...]:
+    """The kernels of an artifact's module, as the verifying process reads them."""
+    return ChildModuleForms(shared_worker()).kernels(jaxport.deserialize(blob).mlir_module_serialized)[1]
+
+
+def test_the_kernel_is_exported_at_this_jaxs_mosaic_version(exported: jaxport.Exported) -> None:
+    this = next(c for c in CONSUMERS if c.runtime == "jax" and c.version == jax.__version__)
+    assert kernels(bytes(exported.serialize())) == (Kernel("tpu_custom_call", "add_kernel", this.mosaic),)
+
+
+@pytest.mark.parametrize("consumer", [c for c in CONSUMERS if c.runtime == "jax"], ids=str)
+def test_the_kernel_is_written_for_each_jax_consumers_mosaic_or_refused(
+        exported: jaxport.Exported, consumer: Consumer) -> None:
+    spec = f"jax=={consumer.version}"
+    original = bytes(exported.serialize())
+    (carried,) = kernels(original)
+    assert consumer.mosaic is not None and carried.mosaic is not None
+    before = check_consumer(original, spec)
+    assert (f"JAX {consumer.version} reads Mosaic up to version {consumer.mosaic}" in "; ".join(before.reasons)) \
+        == (carried.mosaic > consumer.mosaic)
+    if consumer.serialization is not None and consumer.serialization < 5:
+        with pytest.raises(ConsumerMismatchError, match="generation 5 for its device count"):
+            exported.serialize(consumer=spec)  # its reader sees 0 devices: not the kernel's doing
+        return
+    written = bytes(exported.serialize(consumer=spec))
+    assert kernels(written) == (Kernel("tpu_custom_call", "add_kernel", min(carried.mosaic, consumer.mosaic)),)
+    assert check_consumer(written, spec).ok
+
+
+def test_tensorflow_is_refused_naming_the_kernel(exported: jaxport.Exported) -> None:
+    with pytest.raises(ConsumerMismatchError, match="the Pallas kernel 'add_kernel' .*the Mosaic versions that "
+                                                    "TensorFlow 2.21.0 reads are not known"):
+        exported.serialize(consumer="tf==2.21")
+
+
+def test_check_consumer_on_the_command_line_shares_the_verdict(
+        exported: jaxport.Exported, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    newest = tmp_path / "newest.jaxport"
+    newest.write_bytes(exported.serialize())
+    older = tmp_path / "older.jaxport"
+    older.write_bytes(exported.serialize(consumer="jax==0.10.2"))
+    capsys.readouterr()
+    assert main(["check", str(newest), "--consumer", "jax==0.10.2"]) != 0
+    assert "the Pallas kernel 'add_kernel'" in capsys.readouterr().out
+    assert main(["check", str(older), "--consumer", "jax==0.10.2"]) == 0
