@@ -43,3 +43,28 @@ def test_without_tensorflow_the_conversion_names_the_extra_to_install(artifact: 
     assert "MissingExtraError: TensorFlow is not installed" in done.stderr
     assert "pip install 'jaxport[tf]'" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+#: For each target, a module of its extra to hide, and the extra that converting needs (the converter's, also
+#: where the missing module is the runtime's: a conversion reads back what it writes).
+CONVERTERS_EXTRAS = [("litert", "ai_edge_litert", "litert"), ("litert", "litert_converter", "litert"),
+                     ("onnx", "onnx", "onnx"), ("iree", "iree.compiler", "iree")]
+
+
+def test_without_a_converters_package_the_conversion_names_the_converters_extra(
+        artifact: Path, tmp_path: Path) -> None:
+    probe = ("import sys\nfrom jaxport.application.cli.main import main\n"
+             "for target, hidden in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+             "    sys.modules[hidden] = None  # as if it were not installed\n"
+             f"    main(['convert', {str(artifact)!r}, '--to', target, '-o', {str(tmp_path / 'out')!r}])\n"
+             "    del sys.modules[hidden]\n"
+             "    for name in [n for n in sys.modules if n.startswith('jaxport.adapters.' + target)]:\n"
+             "        del sys.modules[name]\n")
+    done = subprocess.run([sys.executable, "-c", probe, *(a for t, m, _ in CONVERTERS_EXTRAS for a in (t, m))],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    said = [line for line in done.stderr.splitlines() if line.startswith("jaxport convert: ")]
+    assert len(said) == len(CONVERTERS_EXTRAS), done.stderr
+    for line, (target, hidden, extra) in zip(said, CONVERTERS_EXTRAS):
+        assert "MissingExtraError" in line and line.endswith(f"pip install 'jaxport[{extra}]'"), (target, hidden, line)
+    assert not (tmp_path / "out").exists()
