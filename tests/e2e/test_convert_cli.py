@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,13 @@ def test_without_a_converters_package_the_conversion_names_the_converters_extra(
     for line, (target, hidden, extra) in zip(said, CONVERTERS_EXTRAS):
         assert "MissingExtraError" in line and line.endswith(f"pip install 'jaxport[{extra}]'"), (target, hidden, line)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_converted_result_prints_as_the_one_line_the_command_prints(artifact: Path, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnx", reason="converting to ONNX needs the jaxport[onnx] extra")
+    manifest = jaxport.convert(artifact, tmp_path / "py", to="onnx")
+    assert str(manifest) == repr(manifest)
+    assert re.fullmatch(r"<ConvertedManifest of onnx: 1 function \(sin\), 1 variant, \d+ bytes>", repr(manifest))
+    assert main(["convert", str(artifact), "--to", "onnx", "-o", str(tmp_path / "cli")]) == 0
+    assert f": ONNX with {manifest.brief()}; " in capsys.readouterr().out

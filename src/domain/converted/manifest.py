@@ -235,6 +235,28 @@ class ConvertedManifest:
     jax_version: str | None = None
     quantization: Quantization | None = None
 
+    def __repr__(self) -> str:
+        return f"<ConvertedManifest of {self.target}: {self.brief()}>"
+
+    def brief(self) -> str:
+        """One line: the functions, variants, weights and bytes (``print(jaxport.convert(...))`` shows it).
+
+        >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
+        >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
+        ...                 (AvalRecord(("b",), DType.FLOAT32),), TreeSpec.leaf(), (AvalRecord(("b",), DType.FLOAT32),))
+        >>> m = ConvertedManifest("onnx", {}, (ConvertedFunction(sig, (Variant("f.onnx", ()),)),),
+        ...                       files={"f.onnx": FileDigest(1200, "00")})
+        >>> m
+        <ConvertedManifest of onnx: 1 function (f), 1 variant, 1200 bytes>
+        """
+        names = [f.name for f in self.functions]
+        variants = sum(len(f.variants) for f in self.functions)
+        total = sum(d.size for d in self.files.values())
+        weights = "" if self.weights is None else \
+            f", {len(self.weights.leaves)} weights ({sum(w.nbytes for w in self.weights.leaves)} bytes)"
+        return (f"{len(names)} function{'' if len(names) == 1 else 's'} ({', '.join(names)}), {variants} "
+                f"variant{'' if variants == 1 else 's'}{weights}, {total} bytes")
+
     def function(self, name: str) -> ConvertedFunction:
         """The function ``name``.
 
