@@ -46,8 +46,9 @@ from jaxport.domain.bundle.manifest import (
 )
 from jaxport.domain.checked_directory import (
     MANIFEST_FILE as MANIFEST_FILE, FileDigest, JsonReader, dump_json, files_from_json, files_to_json, load_json,
-    tree_from_json, tree_to_json
+    manifest_format as manifest_format, tree_from_json, tree_to_json
 )
+from jaxport.domain.path_kind import CONVERTED_FORMATS
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.errors import UncompiledSizeError
@@ -56,7 +57,7 @@ from .wire_names import input_wire_names, output_wire_names
 if TYPE_CHECKING:  # loading an IREE directory needs no quantization (4 ms in a fresh process)
     from .quantization import Quantization
 
-FORMAT_NAME = "jaxport-converted"
+FORMAT_NAME = CONVERTED_FORMATS[0]
 #: The newest format version this jaxport reads and writes.
 FORMAT_VERSION = 1
 
@@ -355,11 +356,3 @@ def _function(name: str, r: JsonReader) -> ConvertedFunction:
     return ConvertedFunction(Signature.from_json(name, r.child("signature")), tuple(variants))
 
 
-def manifest_format(data: bytes) -> str | None:
-    """The ``format`` that a ``manifest.json`` names (``"jaxport-converted"``), None when it names none."""
-    try:
-        doc = load_json(data)
-    except ArtifactError:
-        return None
-    value = doc.get("format") if isinstance(doc, dict) else None
-    return value if isinstance(value, str) else None
