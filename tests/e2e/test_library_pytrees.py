@@ -201,7 +201,8 @@ def test_an_nnx_rng_streams_key_among_the_weights_is_refused_at_save_naming_it_a
                              r"nnx\.split\(model, nnx\.Param, \.\.\.\)"):
         jaxport.save_bundle(tmp_path / "refused", {"predict": exp}, state)
     assert not (tmp_path / "refused").exists()
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)  # what the message says
+    split: tuple[Any, ...] = nnx.split(model, nnx.Param, ...)  # what the message says
+    graphdef, params, rest = split
     exp = jaxport.export(jax.jit(lambda p, x: nnx.merge(graphdef, p, rest)(x)))(
         params, jax.ShapeDtypeStruct((2, 4), jnp.float32))
     jaxport.save_bundle(tmp_path / "saved", {"predict": exp}, params)
