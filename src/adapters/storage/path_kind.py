@@ -13,7 +13,7 @@ def path_kind(path: str | os.PathLike[str]) -> PathKind:
     for an artifact, whose reader then raises the ``OSError``."""
     root = Path(path)
     if root.is_dir():
-        return directory_kind(_manifest_format(root / where) for where in _manifest_places())
+        return directory_kind(_manifest_format(root / where) for where in manifest_places())
     try:
         with open(root, "rb") as file:
             return file_kind(file.read(HEAD_BYTES), os.fstat(file.fileno()).st_size)
@@ -23,7 +23,7 @@ def path_kind(path: str | os.PathLike[str]) -> PathKind:
         return PathKind.ARTIFACT
 
 
-def _manifest_places() -> list[str]:
+def manifest_places() -> list[str]:
     """Where a bundle's or a converted directory's manifest may be, relative to the directory."""
     # Here, not at the head: the registry imports the manifests' modules (the symbolic shapes'), which
     # recognising a file never needs (jaxport.inspect of an artifact loads none: tests/e2e/test_inspect.py).

@@ -24,7 +24,9 @@ from jaxport.domain.checked_directory import FileDigest
 from jaxport.domain.artifact.consumers import find_consumer
 from jaxport.domain.bundle.names import check_weight_names, function_file
 from jaxport.domain.errors import BundleError
-from jaxport.adapters.jax.bundles.weights import flatten_params, refuse_rng_streams, weight_shardings, weights_tree_spec
+from jaxport.adapters.jax.bundles.weights import (
+    flatten_params, refuse_rng_streams, weight_shardings, weights_tree_spec
+)
 from jaxport.adapters.jax.bundles.examples import record_examples
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import default_registry

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from jaxport.adapters.storage.checked_directory import KnownFiles, check_digests, listing
 from jaxport.domain.checked_directory import check_listing
 from jaxport.domain.converted.manifest import (
-    MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, manifest_format
+    ConvertedFunction, ConvertedManifest, Variant, manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_checker, call_record, flatten_call, unflatten_results
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
-from jaxport.adapters.storage.path_kind import path_kind
+from jaxport.adapters.storage.path_kind import manifest_places, path_kind
 from jaxport.domain.path_kind import CONVERTED_FORMATS, PathKind, require
 from jaxport.application import target_adapters
 from jaxport.application.conversion.verify_directory import DirectoryVerification, DirectoryVerifier
@@ -36,11 +36,10 @@ if TYPE_CHECKING:  # the ports only type: loading a directory creates none of th
     from jaxport.domain.targets.ports import TargetRuntime
 
 
-
 def manifest_path_of(path: str | os.PathLike[str]) -> str | None:
     """The path (relative to ``path``) of the converted-directory manifest there, or None."""
     root = Path(path)
-    for candidate in dict.fromkeys([MANIFEST_FILE, *(e.manifest_path for e in TARGETS.values())]):
+    for candidate in manifest_places():
         file = root / candidate
         if file.is_file() and manifest_format(file.read_bytes()) in CONVERTED_FORMATS:
             return candidate
