@@ -118,7 +118,7 @@ $(RUNTIME_ONLY)/.deps-installed: $(WHEEL_STAMP) README.md
 	test -x $(RUNTIME_ONLY)/bin/python || $(PYTHON) -m venv $(RUNTIME_ONLY)
 	$(RUNTIME_ONLY)/bin/python -m pip uninstall --quiet --yes jaxport
 	grep '^pip install --find-links dist ' README.md > $(DEPLOY_LINES) || { echo "make: README.md shows no deployment line (pip install --find-links dist ...)" >&2; exit 1; }
-	PATH="$(abspath $(RUNTIME_ONLY))/bin:$$PATH" sh -ex $(DEPLOY_LINES)
+	PIP_QUIET=1 PATH="$(abspath $(RUNTIME_ONLY))/bin:$$PATH" sh -ex $(DEPLOY_LINES)
 	$(RUNTIME_ONLY)/bin/python -m pip install --quiet "pytest>=8"
 	$(RUNTIME_ONLY)/bin/python -m pip install --quiet --dry-run --ignore-installed --find-links dist \
 		--report $(RUNTIME_ONLY)/onnx-runtime-report.json "jaxport[onnx-runtime]"
