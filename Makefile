@@ -34,7 +34,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-runtime-only bench typecheck install clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-runtime-only bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -90,31 +90,46 @@ $(OLDEST)/.deps-installed: pyproject.toml
 test-oldest: $(OLDEST)/.deps-installed $(LINK)
 	PYTHONPATH=$(CURDIR)/build/importroot $(OLDEST)/bin/python -m pytest -q -n 2 $(OLDEST_TESTS)
 
+# ---- The wheel: what a deployment installs where the clone is not (docs/serving.md's Dockerfile) ----
+# dist/jaxport-VERSION-py3-none-any.whl, built from src/ alone (setuptools' build/lib and egg-info go
+# first: a module deleted from src/ would otherwise stay in the wheel).
+WHEEL_STAMP := dist/.built
+wheel: $(WHEEL_STAMP)
+
+$(WHEEL_STAMP): $(DEPS) pyproject.toml README.md $(shell find src -name '*.py' -o -name '*.fbs' -o -name '*.mjs' -o -name py.typed)
+	rm -rf build/lib build/bdist.* jaxport.egg-info dist/jaxport-*.whl
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .
+	rm -rf build/lib build/bdist.* jaxport.egg-info
+	touch $@
+
 # ---- The runtime-only install (issue 36): the runtime extras without JAX ----
-# A third venv holds only what running converted directories needs (jaxport's runtime extras,
-# pytest); tests/runtime_only runs there on the directories that the main venv converts into
-# build/runtime-only-fixtures. Making it also checks that pip, resolving `.[onnx-runtime]` as for an
+# A third venv holds only what running converted directories needs, installed from the wheel by
+# exactly the README's deployment lines (`pip install --find-links dist 'jaxport[...]'`, one per
+# runtime), then pytest; tests/runtime_only runs there, importing jaxport from the wheel, on the
+# directories that the main venv converts into build/runtime-only-fixtures. A wrong line in the
+# README fails here. Making it also checks that pip, resolving `jaxport[onnx-runtime]` as for an
 # empty venv, would install no jax or jaxlib.
 RUNTIME_ONLY := build/venv-runtime-only
-RUNTIME_ONLY_EXTRAS := onnx-runtime,litert-runtime,iree-runtime,serve
 RUNTIME_ONLY_FIXTURES := build/runtime-only-fixtures
+DEPLOY_LINES := build/readme-deploy-lines.sh
 
-$(RUNTIME_ONLY)/.deps-installed: pyproject.toml
+$(RUNTIME_ONLY)/.deps-installed: $(WHEEL_STAMP) README.md
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found: run make PYTHON=/path/to/python3.12" >&2; exit 1; }
 	test -x $(RUNTIME_ONLY)/bin/python || $(PYTHON) -m venv $(RUNTIME_ONLY)
-	$(RUNTIME_ONLY)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(RUNTIME_ONLY)/bin/python -m pip install --quiet ".[$(RUNTIME_ONLY_EXTRAS)]" "pytest>=8"
 	$(RUNTIME_ONLY)/bin/python -m pip uninstall --quiet --yes jaxport
-	$(RUNTIME_ONLY)/bin/python -m pip install --quiet --dry-run --ignore-installed \
-		--report $(RUNTIME_ONLY)/onnx-runtime-report.json ".[onnx-runtime]"
+	grep '^pip install --find-links dist ' README.md > $(DEPLOY_LINES) || { echo "make: README.md shows no deployment line (pip install --find-links dist ...)" >&2; exit 1; }
+	PIP_QUIET=1 PATH="$(abspath $(RUNTIME_ONLY))/bin:$$PATH" sh -ex $(DEPLOY_LINES)
+	$(RUNTIME_ONLY)/bin/python -m pip install --quiet "pytest>=8"
+	$(RUNTIME_ONLY)/bin/python -m pip install --quiet --dry-run --ignore-installed --find-links dist \
+		--report $(RUNTIME_ONLY)/onnx-runtime-report.json "jaxport[onnx-runtime]"
 	$(RUNTIME_ONLY)/bin/python -c 'import json, sys; names = {i["metadata"]["name"].lower() for i in json.load(open(sys.argv[1]))["install"]}; bad = names & {"jax", "jaxlib"}; sys.exit(f"pip would install {sorted(bad)} with jaxport[onnx-runtime]" if bad else 0)' $(RUNTIME_ONLY)/onnx-runtime-report.json
 	touch $@
 
-# The runtime-only tests: converted with the main venv, run in the one without JAX.
+# The runtime-only tests: converted with the main venv, run in the one without JAX (jaxport from the wheel).
 test-runtime-only: $(RUNTIME_ONLY)/.deps-installed $(RUNTIME_DEPS) $(LINK)
 	PYTHONPATH=$(CURDIR)/build/importroot $(PY) -m tests.helpers.runtime_only_fixtures $(RUNTIME_ONLY_FIXTURES)
-	JAXPORT_RUNTIME_ONLY_FIXTURES=$(CURDIR)/$(RUNTIME_ONLY_FIXTURES) PYTHONPATH=$(CURDIR)/build/importroot \
-		$(RUNTIME_ONLY)/bin/python -m pytest -q tests/runtime_only
+	JAXPORT_RUNTIME_ONLY_FIXTURES=$(CURDIR)/$(RUNTIME_ONLY_FIXTURES) \
+		$(RUNTIME_ONLY)/bin/python -m pytest -q -p no:cacheprovider tests/runtime_only
 
 bench: $(RUNTIME_DEPS) install
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json
@@ -185,4 +200,4 @@ web-screenshot: build/web-demo/gpt/manifest.json web-deps
 		status=$$?; kill $$server; exit $$status
 
 clean:
-	rm -rf $(VENV) build *.egg-info node_modules
+	rm -rf $(VENV) build dist *.egg-info node_modules

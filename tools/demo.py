@@ -81,8 +81,9 @@ def model_demo(params: Params, directory: Path) -> None:
     path = directory / "mlp.bundle"
     jaxport.save_bundle(path, functions, params, vjp_order=1, metadata={"model": "mlp", "sizes": [8, 16, 16, 4]})
     sizes = {f.name: f.stat().st_size for f in sorted(path.iterdir())}
-    print(f"\nSaved the model as a bundle: {', '.join(f'{n} ({s} bytes)' for n, s in sizes.items())}")
-    print("  " + str(jaxport.inspect(path)).replace("\n", "\n  "))
+    print(f"\nSaved the model as a bundle: {', '.join(f'{n} ({s} bytes)' for n, s in sizes.items())}"
+          " (in a temporary directory that the demo removes when it ends)")
+    print("  " + str(jaxport.inspect(path)).replace(str(path), path.name).replace("\n", "\n  "))
     model = jaxport.load_bundle(path)
     for size in (3, 5):
         got, want = model["predict"](inputs(size)), mlp(params, inputs(size))

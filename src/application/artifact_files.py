@@ -6,6 +6,8 @@ import os
 from collections.abc import Iterable
 
 from jaxport.adapters.storage.atomic_files import write_atomically
+from jaxport.adapters.storage.path_kind import path_kind
+from jaxport.domain.path_kind import PathKind, require
 from jaxport.domain.errors import ArtifactError
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.application.export.serialization import deserialize
@@ -43,8 +45,10 @@ def load(path: str | os.PathLike[str], *, verify: bool = True,
             guarantees stable; the artifact's own disabled checks do not count.
 
     Raises:
-        ArtifactError: the file is not a valid artifact or fails verification.
+        ArtifactError: the file is not a valid artifact or fails verification, or is something else
+            (a bundle, a converted directory, an ONNX model: the message says what reads it).
     """
+    require(path_kind(path), path, PathKind.ARTIFACT)
     with open(path, "rb") as file:
         blob = file.read()
     try:

@@ -6,6 +6,8 @@ import os
 from typing import overload
 
 from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.storage.path_kind import path_kind
+from jaxport.domain.path_kind import PathKind, require
 from jaxport.domain.artifact.info import ArtifactInfo, BundleInfo, weights_argument
 from ..domain.errors import ArtifactError
 
@@ -26,12 +28,15 @@ def inspect(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str
     summarized by :func:`inspect_bundle`.
 
     Raises:
-        ArtifactError: the bytes are not a valid artifact, or the bundle is damaged.
+        ArtifactError: the bytes are not a valid artifact, or the bundle is damaged, or the path is
+            something else (a converted directory, an ONNX model: the message says what reads it).
         OSError: the file cannot be read.
     """
-    if isinstance(blob_or_path, (str, os.PathLike)) and os.path.isdir(blob_or_path):
-        return inspect_bundle(blob_or_path)
     if isinstance(blob_or_path, (str, os.PathLike)):
+        kind = path_kind(blob_or_path)
+        require(kind, blob_or_path, PathKind.ARTIFACT, PathKind.BUNDLE)
+        if kind in (PathKind.BUNDLE, PathKind.DIRECTORY):
+            return inspect_bundle(blob_or_path)
         with open(blob_or_path, "rb") as file:
             blob: bytes | bytearray | memoryview = file.read()
     else:

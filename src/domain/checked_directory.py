@@ -214,3 +214,13 @@ def check_digest(file: str, expected: FileDigest, sha256: str, owner: str) -> No
         raise ArtifactError(f"The digest of the {owner}'s file {file} does not match its manifest: "
                             f"sha256 {sha256} where {expected.sha256} was recorded; the file was "
                             "damaged or changed after jaxport wrote it")
+
+
+def manifest_format(data: bytes) -> str | None:
+    """The ``format`` that a ``manifest.json`` names (``"jaxport-converted"``), None when it names none."""
+    try:
+        doc = load_json(data)
+    except ArtifactError:
+        return None
+    value = doc.get("format") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else None

@@ -379,10 +379,11 @@ class UnsupportedOperationError(ConversionError):
 
 class MissingExtraError(JaxportError, ImportError):
     """An optional runtime that jaxport needs for this is not installed, or not a release of the range
-    jaxport is tested on (``state`` says which); the message names the extra."""
+    jaxport is tested on (``state`` says which); the message names the extra (``extra``)."""
 
     def __init__(self, what: str, extra: str, cause: BaseException | None = None, *,
                  state: str = "is not installed") -> None:
+        self.extra = extra
         detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
         super().__init__(f"{what} {state}{detail}: install it with "
                          f"pip install 'jaxport[{extra}]'")

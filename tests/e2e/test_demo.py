@@ -26,3 +26,4 @@ def test_the_demo_exports_calls_and_matches_the_original(capsys: pytest.CaptureF
     assert "b=5: model['predict'] (weights bound) matches the original." in out
     assert "gradient of the loss with respect to the loaded weights matches" in out
     assert "with_params: the same functions with halved weights match" in out
+    assert "bundle mlp.bundle (format" in out and "jaxport-demo-" not in out  # no path it deletes on exit

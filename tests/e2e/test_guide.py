@@ -101,3 +101,54 @@ def test_the_readmes_links_into_the_guide_lead_to_pages() -> None:
     assert linked
     missing = [link for link in linked if not (ROOT / link).is_file()]
     assert not missing, f"README.md links to missing pages: {missing}"
+
+
+def _install_lines() -> list[tuple[str, list[str]]]:
+    """Every ``pip install`` of the README's and the guide's shell blocks and Dockerfiles, as arguments."""
+    found = []
+    for page in (README, *PAGES):
+        for language in ("sh", "dockerfile"):
+            for line_number, block in blocks(page, language):
+                for offset, line in enumerate(block.splitlines()):
+                    if "pip install" not in line:
+                        continue
+                    words = shlex.split(line.removeprefix("RUN "), comments=True)
+                    if words[:2] == ["pip", "install"]:
+                        found.append((f"{page.name}:{line_number + offset}", words[2:]))
+    return found
+
+
+def test_every_install_line_installs_the_clone_or_its_wheel_with_extras_that_pyproject_declares() -> None:
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    lines = _install_lines()
+    assert len(lines) >= 8
+    for where, words in lines:
+        targets = [w for i, w in enumerate(words) if not w.startswith("-") and words[i - 1] != "--find-links"]
+        assert targets, f"{where}: installs nothing"
+        for target in targets:
+            match = re.fullmatch(r"(\.|jaxport)(?:\[([\w,-]+)\])?", target)
+            assert match, f"{where}: {target!r} is neither the clone ('.[...]') nor its wheel ('jaxport[...]')"
+            # jaxport is not on PyPI: by name, only from the wheels that make wheel writes.
+            assert match[1] == "." or "--find-links" in words, f"{where}: {target!r} without --find-links"
+            assert set((match[2] or "").split(",")) - {""} <= extras, f"{where}: {target!r} names no such extra"
+
+
+def test_the_guide_states_the_jax_range_that_pyproject_declares() -> None:
+    import tomllib
+
+    jax = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["jax"][0]
+    low, high = re.fullmatch(r"jax>=([\d.]+),<0\.(\d+)", jax).groups()  # type: ignore[union-attr]
+    said = f"jax {low} to 0.{int(high) - 1}.x"
+    for page in (README, DOCS / "index.md"):
+        assert said in " ".join(page.read_text().split()), (page.name, said)
+
+
+def test_the_onnx_page_says_what_the_onnx_runtime_extra_installs() -> None:
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["onnx-runtime"]
+    assert [re.split(r"[<>=]", r)[0] for r in extra] == ["onnxruntime"]  # ONNX Runtime alone: no onnx
+    (said,) = [line for line in (DOCS / "onnx.md").read_text().splitlines() if "'jaxport[onnx-runtime]'" in line]
+    assert "ONNX Runtime alone" in said and "onnx to check" not in said

@@ -207,3 +207,22 @@ print(status, sorted(m for m in sys.modules if m in ("jax", "jaxlib", "numpy")))
 
 def test_the_inspect_command_reads_a_file_without_jax_or_numpy(tmp_path: Path) -> None:
     assert last_line_in_a_fresh_process(CLI_INSPECT_IN_A_FRESH_PROCESS, tmp_path) == "0 []"
+
+
+def test_the_text_forms_show_the_constraints_of_an_artifact_a_bundle_and_a_converted_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxport.application.cli.main import main
+
+    b, t = jaxport.symbolic_shape("b, t", constraints=("t <= 128",))
+    params = {"s": np.full((1,), 2, np.float32)}
+    exp = jaxport.export(jax.jit(lambda p, x: jnp.tanh(x * p["s"])))(
+        params, jax.ShapeDtypeStruct((b, t), jnp.float32))
+    jaxport.save(exp, tmp_path / "f.jaxport")
+    jaxport.save_bundle(tmp_path / "model", {"f": exp}, params)
+    paths = [tmp_path / "f.jaxport", tmp_path / "model"]
+    if importlib.util.find_spec("onnxruntime") is not None:
+        jaxport.convert(tmp_path / "model", tmp_path / "onnx", to="onnx")
+        paths.append(tmp_path / "onnx")
+    assert "  constraints: t <= 128" in str(jaxport.inspect(tmp_path / "f.jaxport")).splitlines()
+    assert main(["inspect", *map(str, paths)]) == 0
+    assert capsys.readouterr().out.count("  constraints: t <= 128\n") == len(paths)

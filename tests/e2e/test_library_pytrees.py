@@ -179,3 +179,32 @@ def test_a_bundle_saved_with_flax_and_equinox_objects_loads_and_runs_where_neith
     assert loaded.with_params(state)["fwd"](X)[0].shape == (4, 2)
     names = [w.name for w in loaded.manifest.weights]
     assert names[:2] == ["calls/value", "heads/aux/bias/value"] and "layers/10/kernel/value" in names
+
+
+class Dropped(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs) -> None:
+        self.lin = nnx.Linear(4, 3, rngs=rngs)
+        self.drop = nnx.Dropout(0.1, rngs=rngs)
+
+    def __call__(self, x: Any) -> Any:
+        return self.drop(self.lin(x), deterministic=True)
+
+
+def test_an_nnx_rng_streams_key_among_the_weights_is_refused_at_save_naming_it_and_the_filter(
+        tmp_path: Path) -> None:
+    model = Dropped(nnx.Rngs(0))
+    graphdef, state = nnx.split(model)
+    exp = jaxport.export(jax.jit(lambda s, x: nnx.merge(graphdef, s)(x)))(
+        state, jax.ShapeDtypeStruct((2, 4), jnp.float32))
+    with pytest.raises(jaxport.errors.BundleError,
+                       match=r"The weight 'drop/rngs/key/value' is the key of an NNX RNG stream .*"
+                             r"nnx\.split\(model, nnx\.Param, \.\.\.\)"):
+        jaxport.save_bundle(tmp_path / "refused", {"predict": exp}, state)
+    assert not (tmp_path / "refused").exists()
+    split: tuple[Any, ...] = nnx.split(model, nnx.Param, ...)  # what the message says
+    graphdef, params, rest = split
+    exp = jaxport.export(jax.jit(lambda p, x: nnx.merge(graphdef, p, rest)(x)))(
+        params, jax.ShapeDtypeStruct((2, 4), jnp.float32))
+    jaxport.save_bundle(tmp_path / "saved", {"predict": exp}, params)
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(jaxport.load_bundle(tmp_path / "saved")["predict"](x), model(x), rtol=1e-6)

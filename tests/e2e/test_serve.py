@@ -69,6 +69,9 @@ def test_metadata_names_each_function_with_minus_one_for_the_batch_dimension(ire
     assert [(t["name"], t["shape"]) for t in loss["inputs"]] == [("arg0", ["-1", "8"]), ("arg1", ["-1", "8"])]
     assert loss["outputs"] == [{"name": "output_0", "datatype": "FP32"}]  # a scalar: no shape
     assert iree_server.http().is_model_ready("loss") and ready
+    with urllib.request.urlopen(f"http://{iree_server.url}/v2/models/predict", timeout=30) as response:
+        described = json.loads(response.read())
+    assert described["description"] == "predict(int32[b,8]) -> float32[b,8,32]; constraints: b <= 64"
 
 
 @pytest.mark.parametrize("kind", ["iree", "onnx", "bundle"])
@@ -148,6 +151,12 @@ def test_a_bad_request_gets_400_with_jaxports_message_and_the_server_keeps_servi
     assert re.search(message, error, re.DOTALL), error
     good = infer_http(iree_server, "predict", {"arg0": model.token_ids(1)}, ["output_0"], binary=True)
     assert good["output_0"].shape == (1, 8, model.VOCAB)
+
+
+def test_a_request_without_a_json_content_type_is_told_which_header_to_send(iree_server: Server) -> None:
+    body = request_body("arg0", model.token_ids(1))
+    status, error = post(iree_server, "/v2/models/predict/infer", body, headers={})  # as curl -d sends it
+    assert status == 400 and "send the header 'Content-Type: application/json'" in error, error
 
 
 def test_grpc_refuses_bad_requests_with_invalid_argument_and_unknown_models_with_not_found(

@@ -23,9 +23,9 @@ import pytest
 import jaxport
 from tests.helpers.runtime_only_fixtures import TARGETS
 
-#: What the runtime extras must not install.
+#: What the runtime extras must not install (onnx too: ONNX Runtime checks the model files alone).
 NOT_INSTALLED = ("jax", "jaxlib", "tensorflow", "tensorflow-cpu", "iree-base-compiler", "litert-converter",
-                 "ai-edge-quantizer")
+                 "ai-edge-quantizer", "onnx")
 NEEDS_JAX = "pip install 'jaxport[jax]'"
 HOST = "127.0.0.1"
 
@@ -34,6 +34,12 @@ def jaxport_cli(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[st
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     return subprocess.run([sys.executable, "-m", "jaxport", *map(str, args)], capture_output=True, text=True,
                           env=env, timeout=300)
+
+
+def test_jaxport_is_the_wheel_that_the_readmes_deployment_lines_installed() -> None:
+    installed = importlib.metadata.distribution("jaxport")
+    assert Path(jaxport.__file__).resolve() == Path(str(installed.locate_file("jaxport/__init__.py"))).resolve()
+    assert Path(jaxport.__file__).resolve().parent.name == "jaxport"  # not the clone's src/
 
 
 def test_the_runtime_extras_install_no_jax_and_no_converter() -> None:

@@ -53,6 +53,7 @@ import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from kserve.constants.constants import INFERENCE_CONTENT_LENGTH_HEADER
 from kserve.errors import InvalidInput, ModelNotFound, ModelNotReady, ServerNotReady
 from kserve.model_repository import ModelRepository
 from kserve.protocol.dataplane import DataPlane
@@ -85,6 +86,21 @@ class _DataPlane(DataPlane):  # type: ignore[misc]
 
     async def ready(self) -> bool:
         return self._state.ready
+
+    def decode_inference_request(self, body: Any, headers: Any, model_name: str) -> Any:
+        """KServe's decoding; a body that is not JSON and not the binary extension says which header it lacks."""
+        if isinstance(body, bytes) and INFERENCE_CONTENT_LENGTH_HEADER not in headers:
+            raise InvalidInput(f"The request body was not read as JSON: send the header 'Content-Type: "
+                               f"application/json' (or, for binary data, '{INFERENCE_CONTENT_LENGTH_HEADER}')")
+        return super().decode_inference_request(body, headers, model_name)
+
+    async def model_metadata(self, model_name: str) -> dict[str, Any]:
+        """KServe's metadata, with a ``description``: the signature and its constraints (``t <= 128``)."""
+        metadata: dict[str, Any] = await super().model_metadata(model_name)
+        model = self.get_model_from_registry(model_name)
+        if isinstance(model, FunctionModel):
+            metadata["description"] = model.function.description
+        return metadata
 
 
 class _StatusInterceptor(ExceptionToStatusInterceptor):  # type: ignore[misc]
@@ -181,6 +197,11 @@ def _app(dataplane: Any, extension: Any, metrics: ServingMetrics) -> FastAPI:
     """KServe's v2 routes and metrics, with errors answered as the protocol says (400, 404, 503)."""
     app = FastAPI(title="jaxport serve", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_api_route("/metrics", metrics_handler, methods=["GET"])
+
+    async def metadata(model_name: str) -> Response:  # KServe's route drops the description
+        return JSONResponse(await dataplane.model_metadata(model_name))
+
+    app.add_api_route("/v2/models/{model_name}", metadata, methods=["GET"])
     register_v2_endpoints(app, dataplane, extension)
 
     def error(status: int) -> Callable[[Request, Exception], Any]:

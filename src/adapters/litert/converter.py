@@ -28,18 +28,25 @@ import numpy as np
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.converted.quantization import FLOAT16
-from jaxport.domain.errors import ConversionError
+from jaxport.domain.errors import ConversionError, MissingExtraError
 from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, platform_index, variant_file
 from jaxport.domain.targets.litert import RUNTIME_NAME, SUFFIX, check_names, check_operators
 from jaxport.domain.targets.litert import LiteRtOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
-from . import stablehlo_to_tflite as litert_convert
 from .module import converter_module
-from .narrow_constants import constants_to_float16, gather_tables_to_int8
-from .runtime import LiteRtLoadError, LiteRtModel
-from .stablehlo_to_tflite import converter_version
-from .tflite_file import FlatbufferInfo, read_flatbuffer
+
+try:
+    from . import stablehlo_to_tflite as litert_convert
+    from .narrow_constants import constants_to_float16, gather_tables_to_int8
+    from .runtime import LiteRtLoadError, LiteRtModel
+    from .stablehlo_to_tflite import converter_version
+    from .tflite_file import FlatbufferInfo, read_flatbuffer
+except MissingExtraError as exc:  # converting needs the whole extra: ai-edge-litert reads what it writes
+    if exc.extra == "litert":
+        raise
+    raise MissingExtraError("LiteRT's runtime (ai-edge-litert), which converting reads its models with,",
+                            "litert", exc.__cause__) from exc
 
 
 @dataclass(frozen=True)

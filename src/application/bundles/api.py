@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from jaxport.adapters.storage.path_kind import path_kind
+from jaxport.domain.path_kind import PathKind, require
 from jaxport.application import wiring
 from jaxport.adapters.jax.bundles.weights import Mesh, flatten_params as flatten_params
 from jaxport.adapters.jax.bundles.loaded import BoundFunction as BoundFunction
@@ -56,11 +58,13 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
     Raises:
         ArtifactError: a file is missing, extra, truncated or changed, a
             weight's dtype or shape differs from the manifest, the manifest
-            is of a newer format; the message names the file and the key.
+            is of a newer format; the message names the file and the key. Or
+            ``path`` is something else (an artifact, a converted directory): the message says what reads it.
         BundleMismatchError: ``params`` differ from the bundle's weights.
         MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
         OSError: ``path`` is not a readable directory.
     """
+    require(path_kind(path), path, PathKind.BUNDLE)
     return wiring.bundle_loader().load(path, params=params, mesh=mesh, verify=verify,
                                        allowed_custom_calls=allowed_custom_calls)
 

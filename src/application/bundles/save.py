@@ -24,7 +24,9 @@ from jaxport.domain.checked_directory import FileDigest
 from jaxport.domain.artifact.consumers import find_consumer
 from jaxport.domain.bundle.names import check_weight_names, function_file
 from jaxport.domain.errors import BundleError
-from jaxport.adapters.jax.bundles.weights import flatten_params, weight_shardings, weights_tree_spec
+from jaxport.adapters.jax.bundles.weights import (
+    flatten_params, refuse_rng_streams, weight_shardings, weights_tree_spec
+)
 from jaxport.adapters.jax.bundles.examples import record_examples
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import default_registry
@@ -63,7 +65,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             namedtuples and custom nodes registered for serialization; a
             Flax NNX state or an Equinox module's arrays, stored as the plain
             containers of :func:`jaxport.plain_tree`) of arrays of float, int
-            or bool dtypes, or PRNG key arrays.
+            or bool dtypes, or PRNG key arrays (not an NNX RNG stream's: see below).
         vjp_order: the orders of VJP to include in each artifact (1 allows
             ``jax.grad`` of the loaded functions, also with respect to the weights).
         metadata: JSON-serializable data stored in the manifest.
@@ -80,7 +82,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
         BundleMismatchError: a function's first argument differs from the
             weights (tree, shape, dtype) or two functions record different
             shardings for a weight; the message names the function and key path.
-        BundleError: a bad function name, a weight that cannot be stored,
+        BundleError: a bad function name, a weight that cannot be stored (an NNX
+            RNG stream's key: the message names the filter that leaves it out),
             metadata that is not JSON, an example that its function refuses
             (the message names the function and the example).
         VjpUnavailableError: a function cannot provide VJPs of ``vjp_order``.
@@ -91,6 +94,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     if consumer is not None:
         find_consumer(consumer)  # a malformed or unknown consumer, before any other work
     registry = default_registry()
+    refuse_rng_streams(params)
     treedef, names, leaves = flatten_params(params)
     check_weight_names(names)
     weights_tree = weights_tree_spec(registry, treedef)

@@ -89,16 +89,9 @@ def run_convert(args: argparse.Namespace) -> int:
     manifest = convert(args.source, args.output, to=args.to, options=_options(args, target(args.to)),
                        dims=parse_dims(args.dims) or None, calibration=read_calibration(args.calibration) or None,
                        overwrite=args.force)
-    names = [f.name for f in manifest.functions]
-    variants = sum(len(f.variants) for f in manifest.functions)
-    total = sum(d.size for d in manifest.files.values())
-    weights = "" if manifest.weights is None else \
-        f", {len(manifest.weights.leaves)} weights ({sum(w.nbytes for w in manifest.weights.leaves)} bytes)"
     plan = target(args.to).plan
     made_for = f"; {plan.describe(manifest.target_details)}" if plan.describe is not None else ""
-    print(f"wrote {args.output}: {plan.runtime} with {len(names)} "
-          f"function{'' if len(names) == 1 else 's'} ({', '.join(names)}), {variants} "
-          f"variant{'' if variants == 1 else 's'}{weights}, {total} bytes{made_for}")
+    print(f"wrote {args.output}: {plan.runtime} with {manifest.brief()}{made_for}")
     return 0
 
 

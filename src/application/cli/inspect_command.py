@@ -35,13 +35,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def inspect_files(args: argparse.Namespace) -> int:
     """Prints the summary of each file; a bad file is reported and the others still shown."""
     from jaxport.domain.artifact.info import ArtifactInfo
+    from jaxport.domain.path_kind import PathKind, require
+    from jaxport.adapters.storage.path_kind import path_kind
     from jaxport.application.inspection import inspect_bundle
-    from jaxport.application.conversion.model import is_converted
 
     status = 0
     for path in args.files:
         try:
-            if is_converted(path):
+            kind = path_kind(path)
+            require(kind, path, PathKind.ARTIFACT, PathKind.BUNDLE, PathKind.CONVERTED)
+            if kind is PathKind.CONVERTED:
                 print(inspect_converted(path, args.json))
                 continue
             info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))

@@ -52,10 +52,13 @@ def run_artifact(args: argparse.Namespace) -> int:
     :func:`~jaxport.application.conversion.jax_model.jax_model`, a bundle's weights
     bound); a converted directory on its target's runtime, without JAX.
     """
+    from jaxport.domain.path_kind import PathKind, require
+    from jaxport.adapters.storage.path_kind import path_kind
     from jaxport.application.conversion.api import load_converted
-    from jaxport.application.conversion.model import is_converted
 
-    if is_converted(args.path):
+    kind = path_kind(args.path)
+    require(kind, args.path, PathKind.ARTIFACT, PathKind.BUNDLE, PathKind.CONVERTED)
+    if kind is PathKind.CONVERTED:
 
         return call_converted(args, pick(load_converted(args.path), args.function, args.path))
     from jaxport.application.conversion.jax_model import jax_model

@@ -21,35 +21,34 @@ from typing import TYPE_CHECKING, Any
 from jaxport.adapters.storage.checked_directory import KnownFiles, check_digests, listing
 from jaxport.domain.checked_directory import check_listing
 from jaxport.domain.converted.manifest import (
-    FORMAT_NAME, MANIFEST_FILE, ConvertedFunction, ConvertedManifest, Variant, manifest_format
+    ConvertedFunction, ConvertedManifest, Variant, manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.calls.front import call_checker, call_record, flatten_call, unflatten_results
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
+from jaxport.adapters.storage.path_kind import manifest_places, path_kind
+from jaxport.domain.path_kind import CONVERTED_FORMATS, PathKind, require
 from jaxport.application import target_adapters
 from jaxport.application.conversion.verify_directory import DirectoryVerification, DirectoryVerifier
 
 if TYPE_CHECKING:  # the ports only type: loading a directory creates none of their classes
     from jaxport.domain.targets.ports import TargetRuntime
 
-#: The formats of the directories that jaxport wrote before one format served every target.
-_OLD_FORMATS = ("jaxport-iree", "jaxport-savedmodel")
-
 
 def manifest_path_of(path: str | os.PathLike[str]) -> str | None:
     """The path (relative to ``path``) of the converted-directory manifest there, or None."""
     root = Path(path)
-    for candidate in dict.fromkeys([MANIFEST_FILE, *(e.manifest_path for e in TARGETS.values())]):
+    for candidate in manifest_places():
         file = root / candidate
-        if file.is_file() and manifest_format(file.read_bytes()) in (FORMAT_NAME, *_OLD_FORMATS):
+        if file.is_file() and manifest_format(file.read_bytes()) in CONVERTED_FORMATS:
             return candidate
     return None
 
 
 def is_converted(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a directory that jaxport converted (for any target)."""
-    return Path(path).is_dir() and manifest_path_of(path) is not None
+    return path_kind(path) is PathKind.CONVERTED
 
 
 def read_converted(path: str | os.PathLike[str]) -> tuple[ConvertedManifest, TargetEntry]:
@@ -66,6 +65,7 @@ def read_converted(path: str | os.PathLike[str]) -> tuple[ConvertedManifest, Tar
 
 def _read_converted(root: Path) -> tuple[ConvertedManifest, TargetEntry, bytes]:
     """:func:`read_converted`, and the manifest's bytes."""
+    require(path_kind(root), root, PathKind.CONVERTED)
     where = manifest_path_of(root)
     if where is None:
         raise ArtifactError(f"{root} is not a directory that jaxport converted: it has no manifest.json "

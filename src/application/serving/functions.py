@@ -17,14 +17,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jaxport.domain.bundle.manifest import FORMAT_NAME as BUNDLE_FORMAT, MANIFEST_FILE
-from jaxport.domain.converted.manifest import manifest_format
 from jaxport.domain.errors import ArtifactError
+from jaxport.domain.path_kind import PathKind, require
 from jaxport.domain.calls.front import call_checker, leaf_paths, result_paths
 from jaxport.domain.serving.protocol import ServedFunction, wire_interface
 from jaxport.adapters.storage.bundle_dir import read_manifest
+from jaxport.adapters.storage.path_kind import path_kind
 from jaxport.application.conversion.api import load_converted
-from jaxport.application.conversion.model import ConvertedModel, is_converted, read_converted
+from jaxport.application.conversion.model import ConvertedModel, read_converted
 
 
 def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
@@ -37,30 +37,32 @@ def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
         TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
     """
     root = Path(path)
-    if not root.is_dir():
-        raise ArtifactError(f"{root} is not a directory (serve a bundle or a directory converted from one)")
-    if is_bundle(root):
+    if served_kind(root) is PathKind.BUNDLE:
         return _bundle(root)
-    if is_converted(root):
-        return _functions(load_converted(root))  # any target, on its runtime, at the sizes it was compiled for
-    raise ArtifactError(f"{root} is not a bundle or a directory converted from one by jaxport: it has "
-                        "none of their manifests")
+    return _functions(load_converted(root))  # any target, on its runtime, at the sizes it was compiled for
+
+
+def served_kind(path: str | os.PathLike[str]) -> PathKind:
+    """What ``path`` is, a bundle or a converted directory: checked before a server binds its ports.
+
+    Raises:
+        ArtifactError: ``path`` is anything else (missing, a file, a directory that jaxport did not
+            write); the message says what it is.
+    """
+    kind = path_kind(path)
+    require(kind, path, PathKind.BUNDLE, PathKind.CONVERTED)
+    if kind not in (PathKind.BUNDLE, PathKind.CONVERTED):
+        raise ArtifactError(f"{os.fspath(path)} is {kind.value}: serve a bundle or a directory that jaxport "
+                            "converted")
+    return kind
 
 
 def has_examples(path: str | os.PathLike[str]) -> bool:
     """Whether the bundle or converted directory at ``path`` carries golden examples (reads its manifest)."""
     root = Path(path)
-    if is_bundle(root):
+    if path_kind(root) is PathKind.BUNDLE:
         return bool(read_manifest(root).examples)
     return bool(read_converted(root)[0].examples)
-
-
-def is_bundle(root: Path) -> bool:
-    """Whether ``root`` holds a bundle's manifest (served on JAX)."""
-    try:
-        return manifest_format((root / MANIFEST_FILE).read_bytes()) == BUNDLE_FORMAT
-    except OSError:
-        return False
 
 
 def _bundle(root: Path) -> list[ServedFunction]:

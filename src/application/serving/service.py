@@ -20,7 +20,8 @@ from jaxport.domain.serving.options import (
 )
 from jaxport.domain.serving.protocol import ServedFunction, batch_variable
 from jaxport.adapters.jax.installed import require_jax
-from jaxport.application.serving.functions import has_examples, is_bundle, load_served
+from jaxport.domain.path_kind import PathKind
+from jaxport.application.serving.functions import has_examples, load_served, served_kind
 
 
 def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
@@ -60,8 +61,8 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         UsageError: an option is out of range, ``batch`` names a function that
             is not served or whose inputs and outputs do not all lead with one
             batch dimension variable.
-        ArtifactError: ``path`` is not a directory jaxport wrote, is damaged,
-            or its golden examples fail here.
+        ArtifactError: ``path`` is not a bundle or a directory jaxport converted (said before the
+            ports are bound), is damaged, or its golden examples fail here.
         ConversionError: a function has an input or output that the protocol
             cannot carry (complex, 8-bit floats, PRNG keys).
         MissingExtraError: KServe (``jaxport[serve]``) or the directory's runtime is not installed,
@@ -75,8 +76,8 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         from jaxport.adapters.kserve.metrics import serving_metrics
     except ImportError as exc:
         raise MissingExtraError("KServe, which serves the Open Inference Protocol,", "serve", exc) from exc
-    if is_bundle(Path(path)):
-        require_jax()  # a bundle runs on JAX: said before anything listens
+    if served_kind(path) is PathKind.BUNDLE:  # what the path is: said before anything listens
+        require_jax()  # a bundle runs on JAX
     KServeServer(options, serving_metrics()).run(lambda: load_checked(Path(path), options))
 
 

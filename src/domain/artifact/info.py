@@ -71,6 +71,7 @@ class ArtifactInfo:
             the line fits in :data:`WIDTH` characters.
         producer: the versions that wrote a sealed artifact; None for an
             unsealed one or one that ``jax.export`` wrote.
+        constraints: the symbolic constraints a call must meet (``"t <= 128"``).
     """
 
     fun_name: str
@@ -88,6 +89,7 @@ class ArtifactInfo:
     stablehlo_version: str | None
     brief_signature: str | None = None
     producer: Producer | None = None
+    constraints: tuple[str, ...] = ()
 
     @property
     def has_vjp(self) -> bool:
@@ -123,11 +125,13 @@ class ArtifactInfo:
             stablehlo_version=stablehlo_version(record.mlir_module_serialized),
             brief_signature=None if brief == signature else brief,
             producer=record.producer,
+            constraints=record.constraints,
         )
 
     def __str__(self) -> str:
         lines = [
             f"{self.fun_name}{self.brief_signature or self.signature}",
+            *constraints_lines(self.constraints),
             f"  platforms: {', '.join(self.platforms)}; devices: {self.nr_devices}; "
             f"calling convention: {self.calling_convention_version}",
             f"  module: {self.module_size} bytes, StableHLO {self.stablehlo_version or 'unknown'}; "
@@ -144,6 +148,15 @@ class ArtifactInfo:
         if self.producer is not None:
             lines.append(f"  written by: {self.producer}")
         return "\n".join(lines)
+
+
+def constraints_lines(constraints: tuple[str, ...]) -> list[str]:
+    """The line that lists a signature's symbolic constraints, when it has some.
+
+    >>> constraints_lines(("t <= 128", "b >= 1"))
+    ['  constraints: t <= 128, b >= 1']
+    """
+    return [clip(f"  constraints: {', '.join(constraints)}")] if constraints else []
 
 
 @dataclass(frozen=True, slots=True)

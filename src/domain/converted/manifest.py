@@ -46,8 +46,9 @@ from jaxport.domain.bundle.manifest import (
 )
 from jaxport.domain.checked_directory import (
     MANIFEST_FILE as MANIFEST_FILE, FileDigest, JsonReader, dump_json, files_from_json, files_to_json, load_json,
-    tree_from_json, tree_to_json
+    manifest_format as manifest_format, tree_from_json, tree_to_json
 )
+from jaxport.domain.path_kind import CONVERTED_FORMATS
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.errors import UncompiledSizeError
@@ -56,7 +57,7 @@ from .wire_names import input_wire_names, output_wire_names
 if TYPE_CHECKING:  # loading an IREE directory needs no quantization (4 ms in a fresh process)
     from .quantization import Quantization
 
-FORMAT_NAME = "jaxport-converted"
+FORMAT_NAME = CONVERTED_FORMATS[0]
 #: The newest format version this jaxport reads and writes.
 FORMAT_VERSION = 1
 
@@ -235,6 +236,28 @@ class ConvertedManifest:
     jax_version: str | None = None
     quantization: Quantization | None = None
 
+    def __repr__(self) -> str:
+        return f"<ConvertedManifest of {self.target}: {self.brief()}>"
+
+    def brief(self) -> str:
+        """One line: the functions, variants, weights and bytes (``print(jaxport.convert(...))`` shows it).
+
+        >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
+        >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
+        ...                 (AvalRecord(("b",), DType.FLOAT32),), TreeSpec.leaf(), (AvalRecord(("b",), DType.FLOAT32),))
+        >>> m = ConvertedManifest("onnx", {}, (ConvertedFunction(sig, (Variant("f.onnx", ()),)),),
+        ...                       files={"f.onnx": FileDigest(1200, "00")})
+        >>> m
+        <ConvertedManifest of onnx: 1 function (f), 1 variant, 1200 bytes>
+        """
+        names = [f.name for f in self.functions]
+        variants = sum(len(f.variants) for f in self.functions)
+        total = sum(d.size for d in self.files.values())
+        weights = "" if self.weights is None else \
+            f", {len(self.weights.leaves)} weights ({sum(w.nbytes for w in self.weights.leaves)} bytes)"
+        return (f"{len(names)} function{'' if len(names) == 1 else 's'} ({', '.join(names)}), {variants} "
+                f"variant{'' if variants == 1 else 's'}{weights}, {total} bytes")
+
     def function(self, name: str) -> ConvertedFunction:
         """The function ``name``.
 
@@ -333,11 +356,3 @@ def _function(name: str, r: JsonReader) -> ConvertedFunction:
     return ConvertedFunction(Signature.from_json(name, r.child("signature")), tuple(variants))
 
 
-def manifest_format(data: bytes) -> str | None:
-    """The ``format`` that a ``manifest.json`` names (``"jaxport-converted"``), None when it names none."""
-    try:
-        doc = load_json(data)
-    except ArtifactError:
-        return None
-    value = doc.get("format") if isinstance(doc, dict) else None
-    return value if isinstance(value, str) else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jaxport.domain.bundle.manifest import example_counts, examples_line
 from .manifest import ConvertedManifest
-from jaxport.domain.artifact.info import signature_text
+from jaxport.domain.artifact.info import constraints_lines, signature_text
 from jaxport.domain.calls.front import call_record
 from jaxport.domain.targets.registry import TARGETS
 
@@ -48,6 +48,7 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
         reads = " (reads the weights)" if s.nr_weights else ""
         record = call_record(s.name, s.in_tree, s.in_avals, s.out_tree, s.out_avals, s.constraints)
         lines.append(f"{f.name}{reads} {signature_text(record, width=200)}")
+        lines += constraints_lines(s.constraints)
         lines.append(f"  inputs {', '.join(s.input_names) or '(none)'}; outputs {', '.join(s.output_names) or '(none)'}")
         for v in f.variants:
             binding = ",".join(f"{k}={n}" for k, n in v.dims) or "any size"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from jaxport.domain.artifact.info import WIDTH, signature_text
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.errors import CallError, ConversionError, UsageError
 from jaxport.domain.converted.wire_names import input_wire_names, output_wire_names
@@ -229,6 +230,24 @@ class ServedFunction:
     check: Callable[[Sequence[Any]], dict[str, int]]
     run: FlatCall
     runtime: str
+
+    @property
+    def description(self) -> str:
+        """The signature and its constraints, for the model's metadata (where dims are ``-1``).
+
+        >>> from jaxport.domain.artifact.record import TreeSpec
+        >>> record = ArtifactRecord(
+        ...     function_name="f", in_tree=TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
+        ...     in_avals=(AvalRecord(("b", "t"), DType.INT32),), out_tree=TreeSpec.leaf(),
+        ...     out_avals=(AvalRecord(("b",), DType.FLOAT32),), in_shardings=(None,), out_shardings=(None,),
+        ...     nr_devices=1, platforms=("cpu",), ordered_effects=(), unordered_effects=(), disabled_checks=(),
+        ...     mlir_module_serialized=b"", calling_convention_version=10, module_kept_var_idx=(0,),
+        ...     uses_global_constants=False, constraints=("t <= 128",))
+        >>> ServedFunction("f", record, WireInterface("f", (), ()), (), dict, list, "jax").description
+        'f(int32[b,t]) -> float32[b]; constraints: t <= 128'
+        """
+        constraints = f"; constraints: {', '.join(self.record.constraints)}" if self.record.constraints else ""
+        return f"{self.name}{signature_text(self.record, width=WIDTH)}{constraints}"
 
     def compiled_sizes(self, variable: str) -> tuple[int, ...]:
         """The sizes of ``variable`` that modules were compiled for (empty: any size runs)."""

@@ -22,6 +22,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from jaxport.adapters.jax import placement
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.records import jax_sharding, key_impl_name
+from jaxport.adapters.jax.trees.plain import is_library_type
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.domain.artifact.record import DType, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import NamedShardingRecord
@@ -46,6 +47,28 @@ def flatten_params(params: Any) -> tuple[jax.tree_util.PyTreeDef, tuple[str, ...
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(params)
     names = tuple(weight_name([_entry_text(e) for e in path]) for path, _ in with_paths)
     return treedef, names, [leaf for _, leaf in with_paths]
+
+
+def refuse_rng_streams(params: Any) -> None:
+    """Refuses an NNX RNG stream's key (an ``nnx.RngKey``, found by its class's name; Flax is not imported)
+    among the weights: what ``nnx.split(model)`` holds for an ``nnx.Dropout``, which no target converts.
+
+    Raises:
+        BundleError: naming the weight and the NNX filter that leaves it out.
+    """
+    def is_rng_key(x: Any) -> bool:
+        return is_library_type(type(x)) and any(c.__name__ == "RngKey" for c in type(x).__mro__)
+
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params, is_leaf=is_rng_key)[0]:
+        if is_rng_key(leaf):
+            inner = jax.tree_util.tree_flatten_with_path(leaf)[0]
+            name = weight_name([_entry_text(e) for e in (*path, *(inner[0][0] if inner else ()))])
+            raise BundleError(
+                f"The weight '{name}' is the key of an NNX RNG stream (nnx.RngKey, a PRNG key array): weights "
+                "hold no RNG state, and no target converts a function that takes it. Save the parameters "
+                "alone: graphdef, params, rest = nnx.split(model, nnx.Param, ...) (or nnx.Param, "
+                "nnx.BatchStat, ... with batch statistics; or params = nnx.state(model, nnx.Param)), and "
+                "export the function of params that calls nnx.merge(graphdef, params, rest)")
 
 
 def leaf_spec(leaf: Any) -> LeafSpec:
