@@ -27,6 +27,8 @@ from .domain.errors import (
     DtypeMismatchError,
     EffectSerializationError,
     ExportError,
+    GenerationError,
+    GenerationSpecError,
     HostCallbackError,
     InconclusiveDimensionError,
     JaxportError,
@@ -67,5 +69,5 @@ __all__ = [
     "TargetMismatchError", "UncompiledSizeError",
     "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",
-    "UnsolvableDimensionError",
+    "UnsolvableDimensionError", "GenerationError", "GenerationSpecError",
 ]

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from jaxport.application.conversion.model import ConvertedLoader
     from jaxport.application.conversion.verify_directory import DirectoryVerifier
     from jaxport.domain.ports import Lowerer, StableHlo
+    from jaxport.adapters.jax.bundles.loaded import Bundle
+    from jaxport.domain.generation.ports import SamplerFactory, StepRunner
+    from jaxport.domain.generation.spec import GenerationSpec
 
 _T = TypeVar("_T")
 
@@ -124,3 +127,17 @@ def converted_loader() -> ConvertedLoader:
 
     return ConvertedLoader(known_files(), directory_verifier())
 
+
+
+def jax_step_runner(bundle: Bundle, spec: GenerationSpec) -> StepRunner:
+    """The runner of a generative bundle's steps on JAX (the cache donated to each step)."""
+    from jaxport.adapters.jax.bundles.generation import JaxStepRunner
+
+    return JaxStepRunner(bundle, spec)
+
+
+def sampler_factory() -> SamplerFactory:
+    """What picks the next tokens on the host (NumPy)."""
+    from jaxport.adapters.numpy.sampling import NumpySampler
+
+    return NumpySampler
