@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.lower import JaxLowering
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from jaxport.domain.ports import Lowerer, StableHlo
     from jaxport.adapters.jax.bundles.loaded import Bundle
     from jaxport.domain.generation.ports import SamplerFactory, StepRunner
-    from jaxport.domain.generation.spec import GenerationSpec
+    from jaxport.domain.generation.spec import GenerationSpec, StepInput
+    from jaxport.domain.converted.manifest import ConvertedManifest
 
 _T = TypeVar("_T")
 
@@ -134,6 +135,24 @@ def jax_step_runner(bundle: Bundle, spec: GenerationSpec) -> StepRunner:
     from jaxport.adapters.jax.bundles.generation import JaxStepRunner
 
     return JaxStepRunner(bundle, spec)
+
+
+def onnx_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationSpec,
+                     options: Mapping[str, Any]) -> StepRunner:
+    """The runner of a converted ONNX directory's steps on ONNX Runtime (the cache in its buffers)."""
+    from jaxport.adapters.onnx.generation import OnnxStepRunner
+
+    return OnnxStepRunner(root, manifest, spec, options)
+
+
+def host_step_runner(spec: GenerationSpec, calls: Mapping[str, Callable[[list[Any]], list[Any]]],
+                     inputs: Mapping[str, tuple[Sequence[str], Sequence[int], Sequence[StepInput]]]) -> StepRunner:
+    """The runner of any runtime's steps through flat calls of host arrays; ``inputs``: per function,
+    its caller's flat dtypes and ranks, and its step inputs."""
+    from jaxport.adapters.numpy.steps import HostStepRunner, host_inputs
+
+    return HostStepRunner(spec, calls, {name: host_inputs(kinds, dtypes, ranks)
+                                        for name, (dtypes, ranks, kinds) in inputs.items()})
 
 
 def sampler_factory() -> SamplerFactory:

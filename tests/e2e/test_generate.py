@@ -11,6 +11,7 @@ import pytest
 
 import jaxport
 from jaxport.adapters.jax.bundles.generation import JaxStepRunner
+from jaxport.application.cli.main import main
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.errors import GenerationError, GenerationSpecError
 from tests.helpers import gpt_model as gpt
@@ -130,3 +131,12 @@ def test_a_spec_that_does_not_fit_the_functions_is_refused_and_nothing_is_writte
     with pytest.raises(GenerationSpecError, match=match):
         jaxport.save_bundle(tmp_path / "model", functions, params, generation=spec)
     assert not (tmp_path / "model").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_prints_the_tokens_as_they_come(saved: tuple[bool, Path],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    shared, path = saved
+    assert main(["generate", str(path), "--prompt-ids", "1,2,3", "--max-new-tokens", "5"]) == 0
+    assert capsys.readouterr().out.split() == [str(t) for t in gpt.reference(shared, [1, 2, 3], 5)]
+    assert main(["generate", str(path), "--prompt-ids", "1,2,3", "--top-p", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "jaxport generate: GenerationError: generate: top_p: 0.0 is not in (0, 1]"

@@ -44,12 +44,12 @@ class FakeSampler:
         return [max(range(len(row)), key=row.__getitem__) for row in logits]
 
 
-def _generate(spec: GenerationSpec, prompts: list[list[int]], n: int, stop: Sequence[int] = ()
-              ) -> tuple[list[list[int]], FakeRunner]:
+def _generate(spec: GenerationSpec, prompts: list[list[int]], n: int, stop: Sequence[int] = (),
+              lengths: Sequence[int] | None = None) -> tuple[list[list[int]], FakeRunner]:
     runner = FakeRunner()
-    padding = check_request(spec, prompts, n, SamplingOptions(), stop)
+    layout = check_request(spec, prompts, n, SamplingOptions(), stop, lengths)
     out: list[list[int]] = [[] for _ in prompts]
-    for row, token in run(spec, runner, FakeSampler(), prompts, n, SamplingOptions(), stop, padding):  # type: ignore[arg-type]
+    for row, token in run(spec, runner, FakeSampler(), prompts, n, SamplingOptions(), stop, layout):  # type: ignore[arg-type]
         out[row].append(token)
     return out, runner
 
@@ -92,9 +92,21 @@ def test_a_batch_of_different_lengths_is_padded_on_the_left_for_a_mask() -> None
 
 def test_a_model_without_mask_or_per_row_positions_refuses_prompts_of_different_lengths() -> None:
     spec = _spec((StepInput.TOKENS, StepInput.POSITIONS, StepInput.CACHE), shared=True)
-    assert check_request(spec, [[1, 2], [3, 4]], 2, SamplingOptions(), ()) is Padding.NONE
+    assert check_request(spec, [[1, 2], [3, 4]], 2, SamplingOptions(), ()).padding is Padding.NONE
     with pytest.raises(GenerationError, match=r"different lengths \[2, 1\].*no mask and no per-row positions"):
         check_request(spec, [[1, 2], [3]], 2, SamplingOptions(), ())
+
+
+def test_prompts_are_padded_to_the_shortest_compiled_length_that_holds_them() -> None:
+    prompts = [[1, 2, 3], [4]]
+    out, runner = _generate(_spec(), prompts, 3, lengths=[2, 4, 6])
+    assert out == [_alone(p, 3) for p in prompts]
+    assert runner.calls[0][1].tokens == ((1, 2, 3, 0), (4, 0, 0, 0))
+    with pytest.raises(GenerationError, match=r"longer than every prompt length the prefill was compiled for: \[2\]"):
+        check_request(_spec(), prompts, 2, SamplingOptions(), (), [2])
+    shared = _spec((StepInput.TOKENS, StepInput.POSITIONS, StepInput.CACHE), shared=True)
+    with pytest.raises(GenerationError, match=r"prompts of \[3\] tokens must be padded to .* \[4\], and this model"):
+        check_request(shared, [[1, 2, 3]], 2, SamplingOptions(), (), [4])
 
 
 def test_a_stop_token_ends_its_row_only_and_is_not_emitted() -> None:

@@ -7,7 +7,7 @@ tokenizer are ports handed in by :func:`jaxport.load_generator`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast, overload
 
@@ -59,11 +59,13 @@ class Generator:
     """
 
     def __init__(self, spec: GenerationSpec, runner: StepRunner, sampler: SamplerFactory,
-                 text: TextCodec | None = None) -> None:
+                 text: TextCodec | None = None, lengths: Callable[[int], Sequence[int] | None] | None = None) -> None:
         self.spec = spec
         self._runner = runner
         self._sampler = sampler
         self._text = text
+        #: For a batch size, the prompt lengths the prefill was compiled for (None: any).
+        self._lengths = lengths
 
     @overload
     def generate(  # type: ignore[overload-overlap]  # a str is a Sequence[str]: it matches here first
@@ -130,9 +132,10 @@ class Generator:
     def _run(self, rows: Sequence[Sequence[int]], max_new_tokens: int, temperature: float, top_k: int | None,
              top_p: float, seed: int | None, stop: Sequence[int]) -> Iterator[GeneratedToken]:
         options = SamplingOptions(temperature, top_k, top_p, seed)
-        padding = check_request(self.spec, rows, max_new_tokens, options, list(stop))
+        lengths = None if self._lengths is None else self._lengths(len(rows))
+        layout = check_request(self.spec, rows, max_new_tokens, options, list(stop), lengths)
         for row, token in run(self.spec, self._runner, self._sampler(seed), rows, max_new_tokens, options,
-                              list(stop), padding):
+                              list(stop), layout):
             yield GeneratedToken(row, token)
 
     def _prompts(self, prompt: Prompt | Sequence[Prompt]) -> tuple[list[list[int]], bool, bool]:

@@ -31,15 +31,28 @@ class Padding(Enum):
     RIGHT = "right"
 
 
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How a batch's prompts are laid out for the prefill: where they are padded, and to what length."""
+
+    padding: Padding
+    length: int
+
+
 def check_request(spec: GenerationSpec, prompts: Sequence[Sequence[int]], max_new_tokens: int,
-                  options: SamplingOptions, stop: Sequence[int]) -> Padding:
-    """Checks a call of ``generate``; returns how its prompts are padded.
+                  options: SamplingOptions, stop: Sequence[int], lengths: Sequence[int] | None = None) -> Layout:
+    """Checks a call of ``generate``; returns how its prompts are laid out.
+
+    Args:
+        lengths: the prompt lengths the prefill was compiled for (None: any); the prompts are
+            padded to the shortest that holds the longest of them.
 
     Raises:
         GenerationError: naming the argument: an empty prompt or batch, a token or a stop id
             outside the vocabulary, ``max_new_tokens`` < 1 or beyond the cache, a temperature
             below 0, ``top_k`` < 1, ``top_p`` outside (0, 1], prompts of different lengths for
-            a model that takes neither a mask nor positions.
+            a model that takes neither a mask nor positions; a prompt that no compiled length
+            holds, or that must be padded for a model that cannot be (naming the lengths there are).
     """
     assert spec.vocab_size is not None and spec.max_length is not None
     if not prompts:
@@ -52,13 +65,17 @@ def check_request(spec: GenerationSpec, prompts: Sequence[Sequence[int]], max_ne
     _check_ids("stop", stop, spec.vocab_size)
     _check_options(options)
     longest = max(len(p) for p in prompts)
+    length = longest if lengths is None else next((n for n in sorted(lengths) if n >= longest), None)
+    if length is None:
+        raise GenerationError("prompt", f"a prompt of {longest} tokens is longer than every prompt length the "
+                                        f"prefill was compiled for: {sorted(lengths or ())}")
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise GenerationError("max_new_tokens", f"{max_new_tokens!r} is not a count of at least 1")
-    if longest + max_new_tokens - 1 > spec.max_length:
-        raise GenerationError("max_new_tokens", f"a prompt of {longest} tokens and {max_new_tokens} new ones "
-                                                f"need {longest + max_new_tokens - 1} cache slots; the cache "
+    if length + max_new_tokens - 1 > spec.max_length:
+        raise GenerationError("max_new_tokens", f"a prompt of {length} tokens and {max_new_tokens} new ones "
+                                                f"need {length + max_new_tokens - 1} cache slots; the cache "
                                                 f"holds {spec.max_length}")
-    return _padding(spec, prompts)
+    return Layout(_padding(spec, [len(p) for p in prompts], length, lengths), length)
 
 
 def _check_ids(where: str, ids: Sequence[int], vocab: int) -> None:
@@ -81,8 +98,8 @@ def _check_options(options: SamplingOptions) -> None:
         raise GenerationError("seed", f"{options.seed!r} is not an int")
 
 
-def _padding(spec: GenerationSpec, prompts: Sequence[Sequence[int]]) -> Padding:
-    if len({len(p) for p in prompts}) == 1:
+def _padding(spec: GenerationSpec, sizes: Sequence[int], length: int, lengths: Sequence[int] | None) -> Padding:
+    if set(sizes) == {length}:
         return Padding.NONE
     both = [inputs for _, inputs in spec.steps]
     if all(StepInput.MASK in inputs for inputs in both):
@@ -90,7 +107,11 @@ def _padding(spec: GenerationSpec, prompts: Sequence[Sequence[int]]) -> Padding:
     per_row = all(leaf.batch_axis is not None for leaf in spec.cache if leaf.sequence_axis is not None)
     if all(StepInput.POSITIONS in inputs for inputs in both) and per_row:
         return Padding.RIGHT
-    raise GenerationError("prompt", f"the prompts have different lengths {[len(p) for p in prompts]}; this "
+    if lengths is not None:
+        raise GenerationError("prompt", f"prompts of {sorted(set(sizes))} tokens must be padded to a length the "
+                                        f"prefill was compiled for, {sorted(lengths)}, and this model takes no "
+                                        "mask and no per-row positions: give prompts of one of those lengths")
+    raise GenerationError("prompt", f"the prompts have different lengths {list(sizes)}; this "
                                     "model takes no mask and no per-row positions, so a batch needs prompts "
                                     "of one length")
 
@@ -139,11 +160,11 @@ def decode_batch(tokens: Sequence[int], step: int, rows: Rows) -> StepBatch:
 
 
 def run(spec: GenerationSpec, runner: StepRunner, sampler: Sampler, prompts: Sequence[Sequence[int]],
-        max_new_tokens: int, options: SamplingOptions, stop: Sequence[int], padding: Padding
+        max_new_tokens: int, options: SamplingOptions, stop: Sequence[int], layout: Layout
         ) -> Iterator[tuple[int, int]]:
     """Generates, yielding ``(row, token)`` as each token comes (a checked request, see :func:`check_request`)."""
     assert spec.max_length is not None
-    rows = Rows(tuple(len(p) for p in prompts), max(len(p) for p in prompts), padding, spec.max_length)
+    rows = Rows(tuple(len(p) for p in prompts), layout.length, layout.padding, spec.max_length)
     ends = set(spec.eos_ids) | set(stop)
     runner.start(len(prompts))
     logits = runner.step(spec.prefill, prefill_batch(prompts, rows, spec.pad_id))

@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxport.adapters.jax.bundles.loaded import Bundle
 from jaxport.adapters.jax.exported.exported import Exported
+from jaxport.adapters.numpy.steps import step_arrays
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
@@ -76,14 +77,6 @@ def _step(exported: Exported, takes_params: bool, inputs: Sequence[StepInput]
         return logits.astype(jnp.float32), jax.tree_util.tree_leaves(new_cache)
 
     def arrays(batch: StepBatch) -> list[np.ndarray]:
-        made = []
-        for kind, aval in kinds:
-            if kind is StepInput.CACHE:
-                continue
-            rows = {StepInput.TOKENS: batch.tokens, StepInput.POSITIONS: batch.positions,
-                    StepInput.MASK: batch.mask}[kind]
-            array = np.asarray(rows, dtype=aval.dtype)
-            made.append(array.reshape(array.shape[0]) if len(aval.shape) == 1 else array)
-        return made
+        return step_arrays(batch, [(kind, str(aval.dtype), len(aval.shape)) for kind, aval in kinds])
 
     return jax.jit(run, donate_argnums=(2,)), arrays
