@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from jaxport.application.conversion.verify_directory import DirectoryVerifier
     from jaxport.domain.ports import Lowerer, StableHlo
     from jaxport.adapters.jax.bundles.loaded import Bundle
-    from jaxport.domain.generation.ports import SamplerFactory, StepRunner
+    from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
     from jaxport.domain.generation.spec import GenerationSpec, StepInput
     from jaxport.domain.converted.manifest import ConvertedManifest
 
@@ -153,6 +153,20 @@ def host_step_runner(spec: GenerationSpec, calls: Mapping[str, Callable[[list[An
 
     return HostStepRunner(spec, calls, {name: host_inputs(kinds, dtypes, ranks)
                                         for name, (dtypes, ranks, kinds) in inputs.items()})
+
+
+def text_codec(blob: bytes, where: str) -> TextCodec:
+    """The tokenizer that a ``tokenizer.json``'s bytes describe (Hugging Face's tokenizers)."""
+    from jaxport.adapters.tokenizers.codec import HuggingFaceTokenizer
+
+    return HuggingFaceTokenizer.from_bytes(blob, where)
+
+
+def chat_template(template: str) -> ChatTemplate:
+    """A chat template, parsed (Jinja2's sandbox)."""
+    from jaxport.adapters.jinja.chat import JinjaChatTemplate
+
+    return JinjaChatTemplate(template)
 
 
 def sampler_factory() -> SamplerFactory:

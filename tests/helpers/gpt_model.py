@@ -141,3 +141,23 @@ def reference(shared_index: bool, prompt: list[int], max_new_tokens: int) -> lis
         logits, cache = step(params, jnp.asarray([[out[-1]]], jnp.int32), second, cache)
         out.append(int(jnp.argmax(logits[0, -1])))
     return out
+
+
+def tiny_tokenizer(path: Path) -> Path:
+    """A BPE tokenizer of exactly :data:`VOCAB` tokens, trained in memory, saved as ``tokenizer.json`` at ``path``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()  # type: ignore[assignment]
+    tokenizer.decoder = decoders.BPEDecoder()  # type: ignore[assignment]
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB, show_progress=False, end_of_word_suffix="</w>")  # type: ignore[call-arg]
+    tokenizer.train_from_iterator(["the cat sat on the mat and the dog sat on the log by the bog"] * 10, trainer)
+    assert tokenizer.get_vocab_size() == VOCAB
+    tokenizer.save(str(path))
+    return path
+
+
+#: A chat template as ``tokenizer_config.json`` holds one; it refuses a conversation that does not start with the user.
+CHAT_TEMPLATE = ("{% if messages[0]['role'] != 'user' %}{{ raise_exception('the first message is not the user\\'s') }}"
+                 "{% endif %}{% for m in messages %}{{ m['content'] }} {% endfor %}"
+                 "{% if add_generation_prompt %}the{% endif %}")

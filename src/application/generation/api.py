@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxport.application import wiring
@@ -12,7 +14,8 @@ from jaxport.application.conversion.model import ConvertedModel, is_converted
 from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.compiled import prefill_lengths
-from jaxport.domain.generation.ports import StepRunner
+from jaxport.adapters.storage.bundle_dir import read_function
+from jaxport.domain.generation.ports import ChatTemplate, StepRunner, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
 
 if TYPE_CHECKING:
@@ -24,6 +27,9 @@ __all__ = ["load_generator"]
 def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **runtime_options: Any) -> Generator:
     """A :class:`Generator` on a generative bundle or a directory converted from one.
 
+    Text in and out where the bundle carries a tokenizer (read from the
+    directory: a model given loaded generates ids only), and :meth:`Generator.chat`
+    where it carries a chat template (both need the ``jaxport[text]`` extra).
     A bundle (its directory, or the :class:`jaxport.Bundle` loaded from it)
     runs with JAX, each step jitted once, the cache donated to each step. A
     converted directory runs with its target's runtime and no JAX: on ONNX
@@ -39,26 +45,38 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
         GenerationError: the model was saved without a generation spec.
         ArtifactError: the directory is damaged (see :func:`jaxport.load_bundle`, :func:`jaxport.load_converted`).
     """
-    if isinstance(model, (str, os.PathLike)) and is_converted(model):
-        root = os.fspath(model)
+    root = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    if root is not None and is_converted(root):
         converted = load_converted(root, **runtime_options)
         spec = _spec(converted.manifest.generation)
+        text = _text(spec, lambda file: Path(root, file).read_bytes())  # its digest checked by the loader
         if converted.target == "onnx":
             return Generator(spec, wiring.onnx_step_runner(root, converted.manifest, spec, runtime_options),
-                             wiring.sampler_factory())
+                             wiring.sampler_factory(), text=text[0], chat_template=text[1])
         model = converted
     if isinstance(model, ConvertedModel):
         spec = _spec(model.manifest.generation)
         prefill = model.functions[spec.prefill]
-        return Generator(spec, _host_runner(model, spec), wiring.sampler_factory(),
-                         lengths=functools.partial(prefill_lengths, spec, prefill))
-    if isinstance(model, (str, os.PathLike)):
+        text = _text(spec, None) if root is None else text
+        return Generator(spec, _host_runner(model, spec), wiring.sampler_factory(), text=text[0],
+                         lengths=functools.partial(prefill_lengths, spec, prefill), chat_template=text[1])
+    if root is not None:
         # Here, not at the head: a converted directory generates without importing JAX.
         from jaxport.application.bundles.api import load_bundle
 
-        model = load_bundle(model)
+        model = load_bundle(root)
+    assert not isinstance(model, (str, os.PathLike))
     spec = _spec(model.manifest.generation)
-    return Generator(spec, wiring.jax_step_runner(model, spec), wiring.sampler_factory())
+    manifest = model.manifest
+    text = _text(spec, None if root is None else lambda file: read_function(root, manifest, file))
+    return Generator(spec, wiring.jax_step_runner(model, spec), wiring.sampler_factory(), text=text[0],
+                     chat_template=text[1])
+
+
+def _text(spec: GenerationSpec, read: Callable[[str], bytes] | None) -> tuple[TextCodec | None, ChatTemplate | None]:
+    """The bundled tokenizer (read with ``read``; None: not at hand) and chat template."""
+    codec = None if spec.tokenizer is None or read is None else wiring.text_codec(read(spec.tokenizer), spec.tokenizer)
+    return codec, None if spec.chat_template is None else wiring.chat_template(spec.chat_template)
 
 
 def _spec(spec: GenerationSpec | None) -> GenerationSpec:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from jaxport.application import wiring
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import GenerationSpecError
 from jaxport.domain.generation.checks import resolve
@@ -18,15 +18,18 @@ def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord]
     """The spec to record (checked against the functions, filled in) and the files it brings.
 
     Raises:
-        GenerationSpecError: the spec does not fit the functions, or its tokenizer is not a
-            readable JSON file (the message names it).
+        GenerationSpecError: the spec does not fit the functions, its tokenizer cannot be read by
+            ``tokenizers`` or its chat template does not parse (the message names it).
+        MissingExtraError: a tokenizer or chat template without the ``jaxport[text]`` extra.
     """
     resolved = resolve(spec, records, takes_params)
+    if spec.chat_template is not None:
+        wiring.chat_template(spec.chat_template)  # it parses
     if spec.tokenizer is None:
         return resolved, {}
     try:
         blob = Path(spec.tokenizer).read_bytes()
-        json.loads(blob)
-    except (OSError, ValueError) as exc:
-        raise GenerationSpecError(f"the tokenizer {spec.tokenizer}", f"it is not a readable JSON file: {exc}") from exc
+    except OSError as exc:
+        raise GenerationSpecError(f"the tokenizer {spec.tokenizer}", f"it cannot be read: {exc}") from exc
+    wiring.text_codec(blob, spec.tokenizer)  # tokenizers reads it
     return dataclasses.replace(resolved, tokenizer=TOKENIZER_FILE), {TOKENIZER_FILE: blob}

@@ -7,29 +7,17 @@ tokenizer are ports handed in by :func:`jaxport.load_generator`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast, overload
+from typing import Any, cast, overload
 
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.loop import check_request, run
-from jaxport.domain.generation.ports import SamplerFactory, SamplingOptions, StepRunner
+from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, SamplingOptions, StepRunner, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
 
 #: A prompt: token ids, or text where a tokenizer is bundled.
 Prompt = Sequence[int] | str
-
-
-class TextCodec(Protocol):
-    """A tokenizer: text to token ids and back."""
-
-    def encode(self, text: str) -> list[int]:
-        """The token ids of ``text``."""
-        ...
-
-    def decode(self, ids: Sequence[int]) -> str:
-        """The text of ``ids``."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +47,13 @@ class Generator:
     """
 
     def __init__(self, spec: GenerationSpec, runner: StepRunner, sampler: SamplerFactory,
-                 text: TextCodec | None = None, lengths: Callable[[int], Sequence[int] | None] | None = None) -> None:
+                 text: TextCodec | None = None, lengths: Callable[[int], Sequence[int] | None] | None = None,
+                 chat_template: ChatTemplate | None = None) -> None:
         self.spec = spec
         self._runner = runner
         self._sampler = sampler
         self._text = text
+        self._chat = chat_template
         #: For a batch size, the prompt lengths the prefill was compiled for (None: any).
         self._lengths = lengths
 
@@ -109,6 +99,31 @@ class Generator:
             decoded = [self._codec().decode(ids) for ids in out]
             return decoded if batched else decoded[0]
         return out if batched else out[0]
+
+    def chat(self, messages: Sequence[Mapping[str, Any]], max_new_tokens: int = 16, *, temperature: float = 0.0,
+             top_k: int | None = None, top_p: float = 1.0, seed: int | None = None, stop: Sequence[int] = (),
+             **template_variables: Any) -> str:
+        """The reply to a conversation (``[{"role": "user", "content": "..."}]``), rendered with the
+        bundled chat template (with ``add_generation_prompt=True`` and ``template_variables``), then
+        generated as :meth:`generate` does with text.
+
+        Raises:
+            GenerationError: no chat template or tokenizer is bundled, the template refused the
+                messages or failed to render them, or what :meth:`generate` raises.
+        """
+        return self.generate(self.render_chat(messages, **template_variables), max_new_tokens,
+                             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, stop=stop)
+
+    def render_chat(self, messages: Sequence[Mapping[str, Any]], **template_variables: Any) -> str:
+        """The prompt text of a conversation, as the bundled chat template renders it.
+
+        Raises:
+            GenerationError: no chat template is bundled, or it refused the messages or failed to render them.
+        """
+        if self._chat is None:
+            raise GenerationError("messages", "this model has no chat template: save it with "
+                                              "GenerationSpec(chat_template=...)")
+        return self._chat.render(messages, add_generation_prompt=True, **template_variables)
 
     def stream(self, prompt: Prompt | Sequence[Prompt], max_new_tokens: int = 16, *, temperature: float = 0.0,
                top_k: int | None = None, top_p: float = 1.0, seed: int | None = None,

@@ -9,9 +9,9 @@ token from them, on the host.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from jaxport.domain.ports import HostArray
 
@@ -79,4 +79,29 @@ class SamplerFactory(Protocol):
 
     def __call__(self, seed: int | None) -> Sampler:
         """A sampler whose draws follow from ``seed`` alone (None: a fresh seed)."""
+        ...
+
+
+class TextCodec(Protocol):
+    """A tokenizer: text to token ids and back."""
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``."""
+        ...
+
+
+class ChatTemplate(Protocol):
+    """A chat template: a conversation to the prompt text the model was trained on."""
+
+    def render(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True,
+               **variables: Any) -> str:
+        """The prompt text of ``messages``.
+
+        Raises:
+            GenerationError: the template refused the messages or failed to render them.
+        """
         ...
