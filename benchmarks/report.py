@@ -685,7 +685,8 @@ def render(groups: Sequence[Group]) -> str:
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert", "serving", "onnx", "quantize")]
+    others = [g for g in groups if g.kind not in by_kind
+              and g.kind not in ("bundle", "iree", "litert", "serving", "onnx", "quantize", "generate")]
     if others:
         sections.append(other_section(others))
         ordered += others
@@ -707,12 +708,42 @@ def render(groups: Sequence[Group]) -> str:
     onnxed = [g for g in groups if g.kind == "onnx"]
     if onnxed:
         sections.append(onnx_section(onnxed))
+    generated = [g for g in groups if g.kind == "generate"]
+    if generated:
+        sections.append(generate_section(generated))
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
     compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]
     if compared:
         sections.append(summary_section(compared))
     return "\n\n".join(sections)
+
+
+GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree")  # benchmarks/test_generate.py
+
+
+def generate_section(groups: Sequence[Group]) -> str:
+    """Generation: tokens per second of each role and its speed against jax.jit's loop; the peaks of long loops."""
+    rows = []
+    for g in groups:
+        if g.name.startswith("generate peak memory"):
+            continue
+        tokens = int(next((i["tokens"] for i in g.info.values() if i.get("tokens")), 1))
+        cells = []
+        for role in GENERATE_ROLES:
+            median = g.median(role)
+            speed = g.ratio("jax.jit", role)
+            cells.append("-" if median is None else f"{tokens / median:,.1f}/s ({times(speed)})")
+        rows.append([g.name, str(g.rounds()), *cells])
+    text = ("Generation (tokens per second, median; in brackets the speed against the jax.jit loop's)\n"
+            + table(["group", "rounds", *GENERATE_ROLES], rows))
+    peaks = [[role, mib(info.get("peak_64")), mib(info.get("peak_256")), times(info.get("peak_ratio")),
+              mib(info.get("cache_bytes"))]
+             for g in groups if g.name.startswith("generate peak memory") for role, info in g.info.items()]
+    if peaks:
+        text += "\n\nPeak memory of a loop in a fresh process\n" + table(
+            ["role", "64 tokens", "256 tokens", "256/64", "one cache"], peaks)
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

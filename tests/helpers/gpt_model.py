@@ -148,9 +148,9 @@ def tiny_tokenizer(path: Path) -> Path:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()  # type: ignore[assignment]
-    tokenizer.decoder = decoders.BPEDecoder()  # type: ignore[assignment]
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB, show_progress=False, end_of_word_suffix="</w>")  # type: ignore[call-arg]
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.decoder = decoders.BPEDecoder()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB, show_progress=False, end_of_word_suffix="</w>")
     tokenizer.train_from_iterator(["the cat sat on the mat and the dog sat on the log by the bog"] * 10, trainer)
     assert tokenizer.get_vocab_size() == VOCAB
     tokenizer.save(str(path))
