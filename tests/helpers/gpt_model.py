@@ -64,7 +64,10 @@ def _positions_step(params: dict[str, jax.Array], tokens: jax.Array, positions: 
     v = cache["v"].at[rows, positions].set(x @ params["wv"])
     held = cache["tok"].at[rows, positions].set(tokens)
     visible = jnp.arange(MAX_LENGTH)[None, None, :] <= positions[:, :, None]
-    return _logits(params, tokens, positions, k, v, held, visible), {"k": k, "v": v, "tok": held}
+    new = {"k": k, "v": v, "tok": held}
+    if "ballast" in cache:  # a large leaf that each step updates in one place (the donation tests)
+        new["ballast"] = cache["ballast"].at[rows, positions, 0].set(1.0)
+    return _logits(params, tokens, positions, k, v, held, visible), new
 
 
 def _mask_step(params: dict[str, jax.Array], tokens: jax.Array, mask: jax.Array, cache: dict[str, jax.Array]
@@ -81,17 +84,20 @@ def _mask_step(params: dict[str, jax.Array], tokens: jax.Array, mask: jax.Array,
     return _logits(params, tokens, positions, k, v, held, visible), new
 
 
-def empty_cache(batch: Any, *, shared_index: bool) -> dict[str, Any]:
-    """The cache's shapes (``ShapeDtypeStruct``\\ s) for ``batch`` rows (an int or a symbolic dimension)."""
+def empty_cache(batch: Any, *, shared_index: bool, ballast: int = 0) -> dict[str, Any]:
+    """The cache's shapes (``ShapeDtypeStruct``\\ s) for ``batch`` rows (an int or a symbolic dimension);
+    with ``ballast``, one more leaf of ``ballast`` floats per slot (the positions model only)."""
     cache = {"k": jax.ShapeDtypeStruct((batch, MAX_LENGTH, WIDTH), jnp.float32),
              "v": jax.ShapeDtypeStruct((batch, MAX_LENGTH, WIDTH), jnp.float32),
              "tok": jax.ShapeDtypeStruct((batch, MAX_LENGTH), jnp.int32)}
     if shared_index:
         cache["index"] = jax.ShapeDtypeStruct((), jnp.int32)
+    if ballast:
+        cache["ballast"] = jax.ShapeDtypeStruct((batch, MAX_LENGTH, ballast), jnp.float32)
     return cache
 
 
-def export_steps(shared_index: bool) -> dict[str, jaxport.Exported]:
+def export_steps(shared_index: bool, ballast: int = 0) -> dict[str, jaxport.Exported]:
     """The prefill and the decode, exported for any batch and prompt length."""
     b, s = jaxport.symbolic_shape("b, s", constraints=(f"s <= {MAX_LENGTH}",))
     params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), make_params())
@@ -100,9 +106,9 @@ def export_steps(shared_index: bool) -> dict[str, jaxport.Exported]:
     second = jax.ShapeDtypeStruct((b, MAX_LENGTH) if shared_index else (b, s), jnp.int32)
     one = jax.ShapeDtypeStruct((d, MAX_LENGTH) if shared_index else (d, 1), jnp.int32)
     return {"prefill": jaxport.export(fn)(params, jax.ShapeDtypeStruct((b, s), jnp.int32), second,
-                                          empty_cache(b, shared_index=shared_index)),
+                                          empty_cache(b, shared_index=shared_index, ballast=ballast)),
             "decode": jaxport.export(fn)(params, jax.ShapeDtypeStruct((d, 1), jnp.int32), one,
-                                         empty_cache(d, shared_index=shared_index))}
+                                         empty_cache(d, shared_index=shared_index, ballast=ballast))}
 
 
 def spec(shared_index: bool, **kw: Any) -> jaxport.GenerationSpec:
@@ -114,9 +120,9 @@ def spec(shared_index: bool, **kw: Any) -> jaxport.GenerationSpec:
     return jaxport.GenerationSpec(eos_ids=(EOS,), **kw)
 
 
-def save(path: Path, shared_index: bool = False, **kw: Any) -> Path:
+def save(path: Path, shared_index: bool = False, ballast: int = 0, **kw: Any) -> Path:
     """Saves either model as a generative bundle at ``path``."""
-    jaxport.save_bundle(path, export_steps(shared_index), make_params(), generation=spec(shared_index, **kw))
+    jaxport.save_bundle(path, export_steps(shared_index, ballast), make_params(), generation=spec(shared_index, **kw))
     return path
 
 
