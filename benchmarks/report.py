@@ -78,6 +78,10 @@ class Group:
         return None if num is None or den is None or den <= 0 else num / den
 
 
+#: The roles of benchmarks/test_generate.py ("jax.jit copied": its loop without donation, peak memory only).
+GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree", "jax.jit copied")
+
+
 def read_groups(report: Any) -> list[Group]:
     """The groups of a decoded pytest-benchmark JSON report, in first-seen order.
 
@@ -95,7 +99,7 @@ def read_groups(report: Any) -> list[Group]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
         if role not in (ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES
-                        + LITERT_ROLES + SERVING_ROLES + ONNX_ROLES + QUANTIZE_ROLES):
+                        + LITERT_ROLES + SERVING_ROLES + ONNX_ROLES + QUANTIZE_ROLES + GENERATE_ROLES):
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -719,7 +723,6 @@ def render(groups: Sequence[Group]) -> str:
     return "\n\n".join(sections)
 
 
-GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree")  # benchmarks/test_generate.py
 
 
 def generate_section(groups: Sequence[Group]) -> str:
@@ -730,13 +733,13 @@ def generate_section(groups: Sequence[Group]) -> str:
             continue
         tokens = int(next((i["tokens"] for i in g.info.values() if i.get("tokens")), 1))
         cells = []
-        for role in GENERATE_ROLES:
+        for role in GENERATE_ROLES[:-1]:
             median = g.median(role)
             speed = g.ratio("jax.jit", role)
             cells.append("-" if median is None else f"{tokens / median:,.1f}/s ({times(speed)})")
         rows.append([g.name, str(g.rounds()), *cells])
     text = ("Generation (tokens per second, median; in brackets the speed against the jax.jit loop's)\n"
-            + table(["group", "rounds", *GENERATE_ROLES], rows))
+            + table(["group", "rounds", *GENERATE_ROLES[:-1]], rows))
     peaks = [[role, mib(info.get("peak_64")), mib(info.get("peak_256")), times(info.get("peak_ratio")),
               mib(info.get("cache_bytes"))]
              for g in groups if g.name.startswith("generate peak memory") for role, info in g.info.items()]
