@@ -27,9 +27,15 @@ def saved(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return shared, gpt.save(tmp_path_factory.mktemp("gpt") / "model", shared)
 
 
-def test_greedy_tokens_equal_a_plain_jit_loop_of_the_original_functions(saved: tuple[bool, Path]) -> None:
-    shared, path = saved
-    generator = jaxport.load_generator(path)
+@pytest.fixture(scope="module")
+def generator(saved: tuple[bool, Path]) -> jaxport.Generator:
+    """The saved model's generator, its steps compiled once for the tests that share it."""
+    return jaxport.load_generator(saved[1])
+
+
+def test_greedy_tokens_equal_a_plain_jit_loop_of_the_original_functions(saved: tuple[bool, Path],
+                                                                         generator: jaxport.Generator) -> None:
+    shared, _ = saved
     assert generator.generate([1, 2, 3], 8) == gpt.reference(shared, [1, 2, 3], 8)
 
 
@@ -39,16 +45,14 @@ def test_prompts_of_different_lengths_give_each_prompts_own_tokens(saved: tuple[
     assert generator.generate(PROMPTS, 5) == [gpt.reference(shared, p, 5) for p in PROMPTS]
 
 
-def test_sampling_is_reproducible_from_its_seed_and_differs_across_seeds(saved: tuple[bool, Path]) -> None:
-    _, path = saved
-    generator = jaxport.load_generator(path)
+def test_sampling_is_reproducible_from_its_seed_and_differs_across_seeds(generator: jaxport.Generator) -> None:
     runs = [generator.generate([1, 2, 3], 10, temperature=8.0, top_k=20, top_p=0.95, seed=s) for s in (1, 1, 2)]
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
-def test_a_stop_token_ends_the_text_and_streaming_yields_each_token(saved: tuple[bool, Path]) -> None:
-    shared, path = saved
-    generator = jaxport.load_generator(path)
+def test_a_stop_token_ends_the_text_and_streaming_yields_each_token(saved: tuple[bool, Path],
+                                                                     generator: jaxport.Generator) -> None:
+    shared, _ = saved
     expected = gpt.reference(shared, [1, 2, 3], 8)
     assert generator.generate([1, 2, 3], 8, stop=[expected[4]]) == expected[:expected.index(expected[4])]
     streamed = list(generator.stream(PROMPTS, 4))
@@ -79,10 +83,9 @@ def test_each_decode_step_deletes_the_cache_it_was_given(saved: tuple[bool, Path
         assert runner.cache is not None and not any(leaf.is_deleted() for leaf in runner.cache)
 
 
-def test_a_text_prompt_without_a_tokenizer_is_refused(saved: tuple[bool, Path]) -> None:
-    _, path = saved
+def test_a_text_prompt_without_a_tokenizer_is_refused(generator: jaxport.Generator) -> None:
     with pytest.raises(GenerationError, match="text needs a tokenizer"):
-        jaxport.load_generator(path).generate("hello", 2)
+        generator.generate("hello", 2)
 
 
 def test_a_bundle_without_a_generation_spec_has_no_generator(tmp_path: Path) -> None:
