@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 
 import jaxport
+from jaxport.application.cli.main import main
 from jaxport.domain.targets.registry import TARGETS
 from jaxport.errors import GenerationError
 from tests.helpers import gpt_model as gpt
@@ -28,12 +29,14 @@ def onnx_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 def test_onnx_greedy_tokens_equal_a_plain_jit_loop_for_a_batch_of_different_lengths(
-        onnx_dir: tuple[bool, Path]) -> None:
+        onnx_dir: tuple[bool, Path], capsys: pytest.CaptureFixture[str]) -> None:
     shared, path = onnx_dir
     generator = jaxport.load_generator(path)
     assert generator.generate(PROMPTS, 5) == [gpt.reference(shared, p, 5) for p in PROMPTS]
     assert generator.generate([1, 2, 3], 8, stop=[gpt.reference(shared, [1, 2, 3], 8)[3]]) == \
         gpt.reference(shared, [1, 2, 3], 3)
+    assert main(["inspect", str(path)]) == 0  # the directory's summary shows the spec it carries
+    assert "generation: prefill 'prefill'" in capsys.readouterr().out
 
 
 def test_onnx_keeps_the_cache_in_two_sets_of_its_own_buffers_between_steps(onnx_dir: tuple[bool, Path]) -> None:
