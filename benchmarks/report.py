@@ -78,6 +78,10 @@ class Group:
         return None if num is None or den is None or den <= 0 else num / den
 
 
+#: The roles of benchmarks/test_generate.py ("jax.jit copied": its loop without donation, peak memory only).
+GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree", "jax.jit copied")
+
+
 def read_groups(report: Any) -> list[Group]:
     """The groups of a decoded pytest-benchmark JSON report, in first-seen order.
 
@@ -95,7 +99,7 @@ def read_groups(report: Any) -> list[Group]:
         info: dict[str, Any] = bench.get("extra_info") or {}
         role = info.get("role")
         if role not in (ROLES + BUNDLE_ROLES + VERIFY_ROLES + RUNTIME_ROLES + CONVERSION_ROLES + IREE_ROLES
-                        + LITERT_ROLES + SERVING_ROLES + ONNX_ROLES + QUANTIZE_ROLES):
+                        + LITERT_ROLES + SERVING_ROLES + ONNX_ROLES + QUANTIZE_ROLES + GENERATE_ROLES):
             continue
         name = str(bench.get("group") or bench["name"])
         group = groups.setdefault(
@@ -685,7 +689,8 @@ def render(groups: Sequence[Group]) -> str:
         if chosen:
             sections.append(section(chosen))
             ordered += chosen
-    others = [g for g in groups if g.kind not in by_kind and g.kind not in ("bundle", "iree", "litert", "serving", "onnx", "quantize")]
+    others = [g for g in groups if g.kind not in by_kind
+              and g.kind not in ("bundle", "iree", "litert", "serving", "onnx", "quantize", "generate")]
     if others:
         sections.append(other_section(others))
         ordered += others
@@ -707,12 +712,41 @@ def render(groups: Sequence[Group]) -> str:
     onnxed = [g for g in groups if g.kind == "onnx"]
     if onnxed:
         sections.append(onnx_section(onnxed))
+    generated = [g for g in groups if g.kind == "generate"]
+    if generated:
+        sections.append(generate_section(generated))
     if not sections:
         return "No benchmark with a role (extra_info['role']) in this report."
     compared = [g for g in ordered if g.median("jaxport") is not None and g.median("jax.export") is not None]
     if compared:
         sections.append(summary_section(compared))
     return "\n\n".join(sections)
+
+
+
+
+def generate_section(groups: Sequence[Group]) -> str:
+    """Generation: tokens per second of each role and its speed against jax.jit's loop; the peaks of long loops."""
+    rows = []
+    for g in groups:
+        if g.name.startswith("generate peak memory"):
+            continue
+        tokens = int(next((i["tokens"] for i in g.info.values() if i.get("tokens")), 1))
+        cells = []
+        for role in GENERATE_ROLES[:-1]:
+            median = g.median(role)
+            speed = g.ratio("jax.jit", role)
+            cells.append("-" if median is None else f"{tokens / median:,.1f}/s ({times(speed)})")
+        rows.append([g.name, str(g.rounds()), *cells])
+    text = ("Generation (tokens per second, median; in brackets the speed against the jax.jit loop's)\n"
+            + table(["group", "rounds", *GENERATE_ROLES[:-1]], rows))
+    peaks = [[role, mib(info.get("peak_64")), mib(info.get("peak_256")), times(info.get("peak_ratio")),
+              mib(info.get("cache_bytes"))]
+             for g in groups if g.name.startswith("generate peak memory") for role, info in g.info.items()]
+    if peaks:
+        text += "\n\nPeak memory of a loop in a fresh process\n" + table(
+            ["role", "64 tokens", "256 tokens", "256/64", "one cache"], peaks)
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from jaxport.application.verify_artifact import verify_artifact as verify_artifact
     from jaxport.domain.symbolic import SymbolicScope as SymbolicScope
     from jaxport.domain.symbolic import is_symbolic_dim as is_symbolic_dim
+    from jaxport.domain.generation.spec import GenerationSpec as GenerationSpec
+    from jaxport.application.generation.api import load_generator as load_generator
+    from jaxport.application.generation.generator import Generator as Generator
     #: This jaxport's version, read on first use from its one place,
     #: ``jaxport.domain.artifact.producer.JAXPORT_VERSION`` (pyproject.toml reads it there too).
     __version__: str
@@ -92,6 +95,9 @@ _LAZY = {
     "jaxport.adapters.jax.lowering.symbolic": ("symbolic_shape", "symbolic_args_specs", "poly_spec", "poly_specs"),
     "jaxport.application.verify_artifact": ("verify_artifact", "VerificationReport"),
     "jaxport.domain.symbolic": ("SymbolicScope", "is_symbolic_dim"),
+    "jaxport.domain.generation.spec": ("GenerationSpec",),
+    "jaxport.application.generation.api": ("load_generator",),
+    "jaxport.application.generation.generator": ("Generator",),
     # "NAME=ATTRIBUTE": a constant read from its one home under another name: the calling-convention
     # versions this jaxport reads (and, at the maximum, writes); its version (not in __all__).
     "jaxport.domain.artifact.calling_convention": (

@@ -28,6 +28,8 @@ from .domain.errors import (
     EffectSerializationError,
     ExportError,
     ExportedFieldError,
+    GenerationError,
+    GenerationSpecError,
     HostCallbackError,
     InconclusiveDimensionError,
     JaxportError,
@@ -68,5 +70,5 @@ __all__ = [
     "TargetMismatchError", "UncompiledSizeError",
     "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",
-    "UnsolvableDimensionError",
+    "UnsolvableDimensionError", "GenerationError", "GenerationSpecError",
 ]

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.lower import JaxLowering
@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from jaxport.application.conversion.verify_directory import DirectoryVerifier
     from jaxport.application.export.verifier import ArtifactVerifier
     from jaxport.domain.ports import Lowerer, StableHlo
+    from jaxport.adapters.jax.bundles.loaded import Bundle
+    from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
+    from jaxport.domain.generation.spec import GenerationSpec, StepInput
+    from jaxport.domain.converted.manifest import ConvertedManifest
 
 _T = TypeVar("_T")
 
@@ -139,3 +143,49 @@ def converted_loader() -> ConvertedLoader:
 
     return ConvertedLoader(known_files(), directory_verifier())
 
+
+
+def jax_step_runner(bundle: Bundle, spec: GenerationSpec) -> StepRunner:
+    """The runner of a generative bundle's steps on JAX (the cache donated to each step)."""
+    from jaxport.adapters.jax.bundles.generation import JaxStepRunner
+
+    return JaxStepRunner(bundle, spec)
+
+
+def onnx_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationSpec,
+                     options: Mapping[str, Any]) -> StepRunner:
+    """The runner of a converted ONNX directory's steps on ONNX Runtime (the cache in its buffers)."""
+    from jaxport.adapters.onnx.generation import OnnxStepRunner
+
+    return OnnxStepRunner(root, manifest, spec, options)
+
+
+def host_step_runner(spec: GenerationSpec, calls: Mapping[str, Callable[[list[Any]], list[Any]]],
+                     inputs: Mapping[str, tuple[Sequence[str], Sequence[int], Sequence[StepInput]]]) -> StepRunner:
+    """The runner of any runtime's steps through flat calls of host arrays; ``inputs``: per function,
+    its caller's flat dtypes and ranks, and its step inputs."""
+    from jaxport.adapters.numpy.steps import HostStepRunner, host_inputs
+
+    return HostStepRunner(spec, calls, {name: host_inputs(kinds, dtypes, ranks)
+                                        for name, (dtypes, ranks, kinds) in inputs.items()})
+
+
+def text_codec(blob: bytes, where: str) -> TextCodec:
+    """The tokenizer that a ``tokenizer.json``'s bytes describe (Hugging Face's tokenizers)."""
+    from jaxport.adapters.tokenizers.codec import HuggingFaceTokenizer
+
+    return HuggingFaceTokenizer.from_bytes(blob, where)
+
+
+def chat_template(template: str) -> ChatTemplate:
+    """A chat template, parsed (Jinja2's sandbox)."""
+    from jaxport.adapters.jinja.chat import JinjaChatTemplate
+
+    return JinjaChatTemplate(template)
+
+
+def sampler_factory() -> SamplerFactory:
+    """What picks the next tokens on the host (NumPy)."""
+    from jaxport.adapters.numpy.sampling import NumpySampler
+
+    return NumpySampler

@@ -541,3 +541,28 @@ def _binding_text(binding: Mapping[str, int]) -> str:
 
 class ArgSpecError(JaxportError, ValueError):
     """A command-line array spec (``--arg``, ``--kwarg``) does not parse."""
+
+
+class GenerationSpecError(BundleError):
+    """A generation spec does not match the functions it names (a cache leaf missing from a
+    function's results, an axis beyond a leaf's rank, a maximum length the prefill refuses).
+
+    Raised at save, before anything is written. Attributes: ``where`` (the function, or the
+    cache leaf as ``cache['layers'][0]['k']``, that the spec does not fit).
+    """
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        super().__init__(f"The generation spec does not fit {where}: {detail}")
+
+
+class GenerationError(JaxportError, ValueError):
+    """A call of ``generate`` asks what the model cannot do (an empty prompt, a token outside the
+    vocabulary, more tokens than the cache holds, a bad sampling option, text without a tokenizer).
+
+    Attributes: ``argument`` (the argument at fault, ``prompt[1]``, ``top_p``).
+    """
+
+    def __init__(self, argument: str, detail: str) -> None:
+        self.argument = argument
+        super().__init__(f"generate: {argument}: {detail}")

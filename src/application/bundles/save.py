@@ -30,13 +30,15 @@ from jaxport.adapters.jax.bundles.weights import (
 from jaxport.adapters.jax.bundles.examples import record_examples
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import default_registry
+from jaxport.application.generation.bundle_files import generative_files
+from jaxport.domain.generation.spec import GenerationSpec
 
 
 def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported], params: Any, *,
                 vjp_order: int = 0, metadata: Mapping[str, Any] | None = None,
                 without_params: Collection[str] = (),
                 examples: Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]] | None = None,
-                consumer: str | None = None) -> None:
+                consumer: str | None = None, generation: GenerationSpec | None = None) -> None:
     """Saves a model: functions that share weights, and the weights, as a bundle directory.
 
     The directory holds ``manifest.json`` (format version, functions and their
@@ -77,6 +79,10 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             as when calling the loaded bundle), e.g. ``{"predict": [((x,), {})]}``.
         consumer: ``RUNTIME==VERSION`` (``"jax==0.9.2"``): each artifact holds what
             that release reads (see :meth:`Exported.serialize`).
+        generation: which functions generate tokens and how (a generative
+            bundle, see :class:`jaxport.GenerationSpec`); recorded in the
+            manifest after it is checked against the functions, with the
+            tokenizer it names copied in as ``tokenizer.json``.
 
     Raises:
         BundleMismatchError: a function's first argument differs from the
@@ -90,6 +96,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
         FileExistsError: ``path`` exists and is not a bundle.
         UsageError: ``consumer`` is malformed or not in jaxport's table of consumers.
         ConsumerMismatchError: that consumer would not read or run a function.
+        GenerationSpecError: ``generation`` does not fit the functions (the
+            message names the function or the cache leaf).
     """
     if consumer is not None:
         find_consumer(consumer)  # a malformed or unknown consumer, before any other work
@@ -114,6 +122,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     entries = tuple(FunctionEntry(name, function_file(name), takes[name]) for name in functions)
     weight_shardings(functions, takes, weights_tree, weights)
     meta = _checked_metadata(metadata)
+    spec, extra_files = (None, {}) if generation is None else generative_files(
+        generation, {name: exp.record for name, exp in functions.items()}, takes)
     recorded = record_examples(functions, takes, params, len(weights), examples)
     blobs = {entry.file: functions[entry.name].serialize(vjp_order, consumer=consumer) for entry in entries}
 
@@ -124,13 +134,14 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
         hashed = tuple(dataclasses.replace(w, sha256=d) for w, d in zip(weights, weight_digests()))
         return Manifest(entries, weights_tree, hashed, meta, digests, version,
                         weights_header_sha256=hashlib.sha256(header).hexdigest(),
-                        producer=this_producer(), examples=recorded.examples).to_json()
+                        producer=this_producer(), examples=recorded.examples, generation=spec).to_json()
 
     def write_params(stream: BinaryIO) -> None:
         write_weights(stream, header, order, data)
 
     files = {file: _writer(blob) for file, blob in blobs.items()}
     files[WEIGHTS_FILE] = write_params
+    files.update((file, _writer(blob)) for file, blob in extra_files.items())
     if recorded.write is not None:
         files[EXAMPLES_FILE] = recorded.write
     write_bundle(path, files, manifest)

@@ -43,6 +43,7 @@ from jaxport.adapters.storage import bundle_dir
 from jaxport.adapters.storage.bundle_dir import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE
+from jaxport.domain.generation.spec import TOKENIZER_FILE
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.calls.front import with_weights_bound
@@ -217,13 +218,19 @@ def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ..
         examples_file = f"{entry.manifest_dir}/{EXAMPLES_FILE}" if entry.manifest_dir else EXAMPLES_FILE
         (staging / examples_file).parent.mkdir(parents=True, exist_ok=True)
         (staging / examples_file).write_bytes(src.examples_blob)
+    generation = src.generation
+    if generation is not None and src.tokenizer_blob:
+        tokenizer = f"{entry.manifest_dir}/{TOKENIZER_FILE}" if entry.manifest_dir else TOKENIZER_FILE
+        (staging / tokenizer).parent.mkdir(parents=True, exist_ok=True)
+        (staging / tokenizer).write_bytes(src.tokenizer_blob)
+        generation = dataclasses.replace(generation, tokenizer=tokenizer)
     if weights is not None:
         weights = WeightsTable(weights.tree, weights.leaves, parts.weights_file,
                                weights.header_sha256 if parts.weights_file else "")
     functions = tuple(ConvertedFunction(j.signature, parts.variants[j.name]) for j in jobs)
     manifest = ConvertedManifest(entry.name, parts.target_details, functions, weights, examples, examples_file,
                                  file_digests(staging), jax_version=jobs[0].record.jax_version,
-                                 quantization=quantization(mode))
+                                 quantization=quantization(mode), generation=generation)
     (staging / entry.manifest_path).parent.mkdir(parents=True, exist_ok=True)
     (staging / entry.manifest_path).write_bytes(manifest.to_json())
     return manifest

@@ -26,6 +26,7 @@ from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from jaxport.domain.artifact.record import ArtifactRecord, TreeSpec
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, WEIGHTS_FILE, Example, WeightRecord
+from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.errors import ArtifactError
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class ConversionSource:
         examples: the golden examples of a bundle directory.
         examples_blob: their ``examples.safetensors``, its digest checked.
         weights_file: the path of a bundle directory's weights file (checked), ``""`` otherwise.
+        generation: a generative bundle's spec (carried into the converted directory's manifest).
+        tokenizer_blob: its bundled tokenizer's file (checked), ``b""`` without one.
     """
 
     functions: tuple[SourceFunction, ...]
@@ -65,6 +68,8 @@ class ConversionSource:
     examples: tuple[Example, ...] = ()
     examples_blob: bytes = b""
     weights_file: str = ""
+    generation: GenerationSpec | None = None
+    tokenizer_blob: bytes = b""
 
     @property
     def weights_header_sha256(self) -> str:
@@ -123,8 +128,11 @@ def _bundle_dir(root: Path) -> ConversionSource:
             stream.write(view[start:start + (1 << 24)])
 
     examples = read_function(root, manifest, EXAMPLES_FILE) if manifest.examples else b""
+    spec = manifest.generation
+    tokenizer = read_function(root, manifest, spec.tokenizer) if spec is not None and spec.tokenizer else b""
     return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy,
-                            bytes(weights.header), manifest.examples, examples, str(root / WEIGHTS_FILE))
+                            bytes(weights.header), manifest.examples, examples, str(root / WEIGHTS_FILE),
+                            spec, tokenizer)
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:
@@ -144,4 +152,6 @@ def _bundle(bundle: Bundle) -> ConversionSource:
     def write(stream: BinaryIO) -> None:
         write_weights(stream, header, order, data)
 
-    return ConversionSource(functions, manifest.params_tree, weights, write, header)
+    # A loaded bundle no longer has its tokenizer's file: its spec goes without one.
+    spec = None if manifest.generation is None else dataclasses.replace(manifest.generation, tokenizer=None)
+    return ConversionSource(functions, manifest.params_tree, weights, write, header, generation=spec)

@@ -39,6 +39,7 @@ from .sharding import HloShardingRecord, NamedShardingRecord
 from jaxport.domain.bundle.manifest import Manifest, WeightRecord, example_counts, examples_line
 from .module_format import stablehlo_version
 from .producer import Producer
+from jaxport.domain.generation.spec import GenerationSpec
 
 #: The most characters a line of ``str(ArtifactInfo)`` has (a bundle's summary indents it by 2 more).
 WIDTH = 150
@@ -181,6 +182,7 @@ class BundleInfo:
         metadata: the metadata given at save.
         producer: the versions that wrote the bundle, if its manifest says.
         examples: the number of golden examples of each function that has some.
+        generation: how the bundle generates tokens, if it does.
     """
 
     path: str
@@ -190,6 +192,7 @@ class BundleInfo:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     producer: Producer | None = None
     examples: Mapping[str, int] = field(default_factory=dict)
+    generation: GenerationSpec | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -202,7 +205,8 @@ class BundleInfo:
         functions = tuple(BundleFunctionInfo(e.name, e.file, e.takes_params, artifacts[e.name])
                           for e in manifest.functions)
         return BundleInfo(path, manifest.format_version, functions, manifest.weights,
-                          dict(manifest.metadata), manifest.producer, example_counts(manifest.examples))
+                          dict(manifest.metadata), manifest.producer, example_counts(manifest.examples),
+                          manifest.generation)
 
     def weights_table(self) -> str:
         """The weights as a table: key path, dtype, shape, bytes; then the total."""
@@ -229,6 +233,8 @@ class BundleInfo:
         lines.append("  " + self.weights_table().replace("\n", "\n  "))
         if self.examples:
             lines.append(examples_line(self.examples))
+        if self.generation is not None:
+            lines.extend(self.generation.lines())
         if self.metadata:
             lines.append(clip(f"metadata: {dict(self.metadata)}"))
         return "\n".join(lines)

@@ -137,6 +137,8 @@ def check_files(manifest: Manifest, entries: Mapping[str, int]) -> None:
     expected = {e.file for e in manifest.functions} | {WEIGHTS_FILE}
     if manifest.examples:
         expected.add(EXAMPLES_FILE)
+    if manifest.generation is not None and manifest.generation.tokenizer is not None:
+        expected.add(manifest.generation.tokenizer)
     if set(manifest.files) != expected:
         raise ArtifactError(f"{MANIFEST_FILE}: the digests list {sorted(manifest.files)} but the "
                             f"bundle's files are {sorted(expected)}")

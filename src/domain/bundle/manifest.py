@@ -37,6 +37,7 @@ from jaxport.domain.checked_directory import (
 )
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.producer import Producer
+from jaxport.domain.generation.spec import MANIFEST_KEY as GENERATION_KEY, GenerationSpec
 
 #: The newest format version this jaxport reads and writes.
 FORMAT_VERSION = 2
@@ -216,6 +217,8 @@ class Manifest:
     producer: Producer | None = None
     #: The golden examples, stored in ``examples.safetensors`` (none: the bundle has no such file).
     examples: tuple[Example, ...] = ()
+    #: How the bundle generates tokens (None: it does not).
+    generation: GenerationSpec | None = None
 
     @property
     def total_weight_bytes(self) -> int:
@@ -250,6 +253,8 @@ class Manifest:
             doc["producer"] = self.producer.to_json()
         if self.examples:
             doc["examples"] = examples_to_json(self.examples, EXAMPLES_FILE)
+        if self.generation is not None:
+            doc[GENERATION_KEY] = self.generation.to_json()
         return dump_json(doc)
 
     @staticmethod
@@ -281,8 +286,11 @@ class Manifest:
         files = files_from_json(r.child("files"))
         examples = examples_from_json(doc["examples"], f"{MANIFEST_FILE}: examples", EXAMPLES_FILE,
                                       [f.name for f in functions]) if version >= 2 and "examples" in doc else ()
+        generation = (GenerationSpec.from_json(doc[GENERATION_KEY], f"{MANIFEST_FILE}: {GENERATION_KEY}")
+                      if GENERATION_KEY in doc else None)
         return Manifest(functions, tree, weights, r.get("metadata", dict), files, version,
-                        params.get("header_sha256", str), Producer.from_json(doc.get("producer")), examples)
+                        params.get("header_sha256", str), Producer.from_json(doc.get("producer")), examples,
+                        generation)
 
 
 def _weight_to_json(w: WeightRecord) -> dict[str, Any]:

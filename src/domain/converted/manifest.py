@@ -21,7 +21,9 @@ folder alone; see :data:`jaxport.domain.targets.registry.TargetEntry.manifest_di
   (serialization version 12): the call checks cite JAX's documentation as
   that JAX does;
 * ``quantization``, only for a directory converted in reduced precision: the
-  mode and its tolerance (:mod:`.quantization`).
+  mode and its tolerance (:mod:`.quantization`);
+* ``generation``, only for a directory converted from a generative bundle: its
+  spec (:mod:`jaxport.domain.generation.spec`), the tokenizer's file among the files.
 
 One version rule: readers skip keys they do not know; a newer
 ``format_version`` is refused with a message naming both versions.
@@ -52,6 +54,7 @@ from jaxport.domain.path_kind import CONVERTED_FORMATS
 from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_trees, dim_tree, parse_dims
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.errors import UncompiledSizeError
+from jaxport.domain.generation.spec import MANIFEST_KEY as GENERATION_KEY, GenerationSpec
 from .wire_names import input_wire_names, output_wire_names
 
 if TYPE_CHECKING:  # loading an IREE directory needs no quantization (4 ms in a fresh process)
@@ -235,6 +238,8 @@ class ConvertedManifest:
     format_version: int = FORMAT_VERSION
     jax_version: str | None = None
     quantization: Quantization | None = None
+    #: How the functions generate tokens, carried from a generative bundle (None: they do not).
+    generation: GenerationSpec | None = None
 
     def __repr__(self) -> str:
         return f"<ConvertedManifest of {self.target}: {self.brief()}>"
@@ -288,6 +293,8 @@ class ConvertedManifest:
             doc["jax_version"] = self.jax_version
         if self.quantization is not None:
             doc["quantization"] = self.quantization.to_json()
+        if self.generation is not None:
+            doc[GENERATION_KEY] = self.generation.to_json()
         return dump_json(doc)
 
     @staticmethod
@@ -332,8 +339,10 @@ class ConvertedManifest:
             from .quantization import Quantization  # 4 ms that only a quantized manifest pays
 
             quantization = Quantization.from_json(quantized, MANIFEST_FILE)
+        generation = (GenerationSpec.from_json(r.doc[GENERATION_KEY], f"{MANIFEST_FILE}: {GENERATION_KEY}")
+                      if r.doc.get(GENERATION_KEY) is not None else None)
         return ConvertedManifest(r.get("target", str), r.get("target_details", dict), functions, weights,
-                                 examples, examples_file, files, version, jax_version, quantization)
+                                 examples, examples_file, files, version, jax_version, quantization, generation)
 
 
 def _str(r: JsonReader, key: str) -> str:

@@ -56,6 +56,8 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
             lines.append(f"  {binding}: {v.file} ({size} bytes)")
     if manifest.examples:
         lines.append(examples_line(example_counts(manifest.examples)))
+    if manifest.generation is not None:
+        lines.extend(manifest.generation.lines())
     return "\n".join(lines)
 
 

@@ -1,0 +1,173 @@
+"""Generating tokens side by side: a hand-written ``jax.jit`` loop, the bundle, ONNX Runtime, LiteRT, IREE.
+
+The GPT-small-sized model of ``generative.py`` (about 88 MiB of float32
+weights, a cache of 128), greedy, a prompt of 32 tokens and 64 new ones, at
+batch 1 and 8. Groups (kind ``"generate"``; ``extra_info`` holds the tokens
+made per round, ``tokens``, and the machine's load average, ``load``):
+
+* ``tokens``: a whole generation. Roles: ``jax.jit`` (the hand-written loop
+  of the original steps, the cache donated, greedy on the host), ``bundle``
+  (``jaxport.load_generator`` of the bundle: JAX, the cache donated),
+  ``onnx`` (of its ONNX directory: I/O binding, the cache in ONNX Runtime's
+  buffers), ``onnx loop`` (a hand-written loop over ``load_converted``'s
+  calls: the cache goes to NumPy and back every token), ``litert`` and
+  ``iree`` (compiled for ``s = 32``, ``b`` = 1 and 8).
+* ``first token``: the same with one new token (the prefill, and the pick).
+* ``peak memory``: each loop in a fresh child process of its own, 64 and
+  256 new tokens (a cache of 320), its peak resident memory (``VmHWM``):
+  ``bundle``, ``onnx``, and ``jax.jit`` with and without the cache donated.
+
+The report prints tokens per second against ``jax.jit``'s and the peaks.
+Nothing here asserts on wall-clock times.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import jaxport
+from jaxport.domain.targets.registry import TARGETS
+
+from . import generative
+from .conftest import alternating_chunks
+
+PROMPT, NEW, MAX_LENGTH = 32, 64, 128
+ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree")
+Loop = Callable[[np.ndarray, int], list[list[int]]]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("generate-bench")
+    generative.save(root / "bundle", MAX_LENGTH)
+    jaxport.to_onnx(root / "bundle", root / "onnx")
+    dims = {"prefill": [{"b": 1, "s": PROMPT}, {"b": 8, "s": PROMPT}], "decode": [{"b": 1}, {"b": 8}]}
+    for target in ("litert", "iree"):
+        if all(importlib.util.find_spec(m) is not None for m in TARGETS[target].loads):
+            jaxport.convert(root / "bundle", root / target, to=target, dims=dims)
+    return root
+
+
+def _loop(root: Path, role: str) -> Loop:
+    if role == "jax.jit":
+        loop: Loop = generative.jit_loop(MAX_LENGTH)
+        return loop
+    if role == "onnx loop":
+        return _onnx_loop(root)
+    if not (root / role).exists():
+        pytest.skip(f"{role} is not installed")
+    generator = jaxport.load_generator(root / role)
+    return lambda prompts, new: generator.generate(prompts.tolist(), new)
+
+
+def _onnx_loop(root: Path) -> Loop:
+    """The hand-written loop over the ONNX directory's checked calls (the cache to NumPy and back)."""
+    model = jaxport.load_converted(root / "onnx")
+    prefill, decode = model["prefill"], model["decode"]
+
+    def loop(prompts: np.ndarray, new: int) -> list[list[int]]:
+        b, s = prompts.shape
+        cache = [{"k": np.zeros((b, MAX_LENGTH, generative.GPT_WIDTH), np.float32),
+                  "v": np.zeros((b, MAX_LENGTH, generative.GPT_WIDTH), np.float32)}
+                 for _ in range(generative.GPT_LAYERS)]
+        logits, cache = prefill(prompts, np.tile(np.arange(s, dtype=np.int32), (b, 1)), cache)
+        out = [np.argmax(logits[:, -1], axis=-1)]
+        for i in range(new - 1):
+            logits, cache = decode(out[-1][:, None].astype(np.int32), np.full((b, 1), s + i, np.int32), cache)
+            out.append(np.argmax(logits[:, -1], axis=-1))
+        tokens: list[list[int]] = np.stack(out, axis=1).tolist()
+        return tokens
+
+    return loop
+
+
+def _label(benchmark: BenchmarkFixture, quantity: str, role: str, **extra: object) -> None:
+    benchmark.group = f"generate {quantity}" + (f" b={extra['batch']}" if "batch" in extra else "")
+    benchmark.extra_info.update(kind="generate", role=role, baseline="jax.jit", quantity=quantity,
+                                load=round(os.getloadavg()[0], 1), **extra)
+
+
+def _prompts(batch: int) -> np.ndarray:
+    return np.random.default_rng(batch).integers(1, 8192, size=(batch, PROMPT), dtype=np.int32)
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("chunk, role", alternating_chunks(2, ROLES))
+def test_tokens_per_second(benchmark: BenchmarkFixture, model: Path, batch: int, chunk: int, role: str) -> None:
+    loop, prompts = _loop(model, role), _prompts(batch)
+    _label(benchmark, "tokens", role, chunk=chunk, batch=batch, tokens=batch * NEW)
+    tokens = benchmark.pedantic(loop, args=(prompts, NEW), rounds=3, iterations=1, warmup_rounds=1)
+    reference = generative.jit_loop(MAX_LENGTH)(prompts, 8) if role != "jax.jit" else None
+    benchmark.extra_info["same_first_8_as_jax_jit"] = reference is None or [t[:8] for t in tokens] == reference
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("chunk, role", alternating_chunks(2, ROLES))
+def test_time_to_first_token(benchmark: BenchmarkFixture, model: Path, batch: int, chunk: int, role: str) -> None:
+    loop, prompts = _loop(model, role), _prompts(batch)
+    _label(benchmark, "first token", role, chunk=chunk, batch=batch, tokens=batch)
+    benchmark.pedantic(loop, args=(prompts, 1), rounds=5, iterations=1, warmup_rounds=1)
+
+
+CHILD = """
+import json, sys
+import numpy as np
+role, root, steps, max_length = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+prompt = np.arange(1, 33, dtype=np.int32)[None]
+if role.startswith("jax.jit"):
+    import jax, jax.numpy as jnp
+    from benchmarks import generative
+    if role == "jax.jit":
+        generative.jit_loop(max_length)(prompt, steps)
+    else:  # the same loop, the cache not donated: each step's new cache beside the old one
+        weights = jax.tree.map(jnp.asarray, generative.params(max_length))
+        jitted = jax.jit(generative.step)
+        cache = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), generative.empty_cache(1, max_length))
+        logits, cache = jitted(weights, prompt, np.arange(32, dtype=np.int32)[None], cache)
+        for i in range(steps - 1):
+            token = np.argmax(np.asarray(logits[:, -1]), axis=-1)[:, None].astype(np.int32)
+            logits, cache = jitted(weights, token, np.full((1, 1), 32 + i, np.int32), cache)
+else:
+    import jaxport
+    jaxport.load_generator(root + "/" + role).generate(prompt.tolist(), steps)
+peak = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"peak_bytes": peak}))
+"""
+
+
+@pytest.fixture(scope="module")
+def long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("generate-long")
+    generative.save(root / "bundle", 320)
+    jaxport.to_onnx(root / "bundle", root / "onnx")
+    return root
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="VmHWM is Linux's")
+@pytest.mark.parametrize("role", ["bundle", "onnx", "jax.jit", "jax.jit copied"])
+def test_peak_memory_of_a_long_loop(benchmark: BenchmarkFixture, long_model: Path, role: str) -> None:
+    peaks: dict[int, int] = {}
+
+    def run() -> None:
+        for steps in (64, 256):
+            done = subprocess.run([sys.executable, "-c", CHILD, role, str(long_model), str(steps), "320"],
+                                  capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[1])
+            assert done.returncode == 0, done.stderr[-3000:]
+            peaks[steps] = json.loads(done.stdout.strip().splitlines()[-1])["peak_bytes"]
+
+    _label(benchmark, "peak memory", role)
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    cache = 2 * generative.GPT_LAYERS * 320 * generative.GPT_WIDTH * 4
+    benchmark.extra_info.update(peak_64=peaks[64], peak_256=peaks[256], cache_bytes=cache,
+                                peak_ratio=peaks[256] / peaks[64])

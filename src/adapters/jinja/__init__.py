@@ -1,0 +1,1 @@
+"""Jinja2: a chat template rendered in its sandboxed environment."""

@@ -1,0 +1,1 @@
+"""NumPy on the host: what generation computes outside any runtime (sampling)."""

@@ -1,0 +1,47 @@
+"""Picking the next token on the host with NumPy: greedy, temperature, top-k, top-p, from a seed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from jaxport.domain.generation.ports import SamplingOptions
+from jaxport.domain.ports import HostArray
+
+
+class NumpySampler:
+    """A :class:`~jaxport.domain.generation.ports.Sampler` whose draws follow from one seed.
+
+    >>> sampler = NumpySampler(0)
+    >>> sampler.pick(np.array([[0.0, 3.0, 1.0]]), SamplingOptions())
+    [1]
+    """
+
+    def __init__(self, seed: int | None) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def pick(self, logits: HostArray, options: SamplingOptions) -> Sequence[int]:
+        """One token per row of ``logits``: the largest at temperature 0, else a draw."""
+        x = np.asarray(logits, dtype=np.float64)
+        if options.temperature == 0:
+            return [int(i) for i in np.argmax(x, axis=-1)]
+        x = x / options.temperature
+        if options.top_k is not None and options.top_k < x.shape[-1]:
+            kth = np.partition(x, -options.top_k, axis=-1)[:, -options.top_k, None]
+            x = np.where(x < kth, -np.inf, x)
+        x = x - np.max(x, axis=-1, keepdims=True)
+        p = np.exp(x)
+        p /= p.sum(axis=-1, keepdims=True)
+        if options.top_p < 1:
+            order = np.argsort(-p, axis=-1, kind="stable")
+            ranked = np.take_along_axis(p, order, axis=-1)
+            # Keep the fewest largest whose sum reaches top_p: a token stays while the sum before it is short.
+            keep_ranked = np.cumsum(ranked, axis=-1) - ranked < options.top_p
+            keep = np.zeros_like(keep_ranked)
+            np.put_along_axis(keep, order, keep_ranked, axis=-1)
+            p = np.where(keep, p, 0.0)
+            p /= p.sum(axis=-1, keepdims=True)
+        cumulative = np.cumsum(p, axis=-1)
+        picked = [int(np.searchsorted(row, self._rng.random(), side="right")) for row in cumulative]
+        return [min(i, p.shape[-1] - 1) for i in picked]

@@ -1,0 +1,103 @@
+"""A converted generative model's steps on ONNX Runtime, the cache kept in its own buffers.
+
+:class:`OnnxStepRunner` is the :class:`~jaxport.domain.generation.ports.StepRunner`
+of an ONNX directory converted from a generative bundle. Each step runs with
+I/O binding: the tokens, positions and mask are bound from the host, the
+cache's leaves are bound as ``OrtValue``\\ s (ONNX Runtime's buffers) in and
+out, and only the logits come back as NumPy. The cache's outputs are bound
+to a second set of buffers of the same shapes, and the two sets swap at each
+step: no cache is allocated, and none converted to NumPy, during the loop.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+# runtime.py first: without the extra, it raises the MissingExtraError that names it.
+from jaxport.adapters.onnx.runtime import _onnx_runtime_errors, check_external_data, session_options
+import onnxruntime as ort
+from jaxport.adapters.numpy.steps import HostInput, host_inputs, last_logits, step_arrays
+from jaxport.domain.converted.manifest import ConvertedManifest
+from jaxport.domain.generation.ports import StepBatch
+from jaxport.domain.generation.spec import GenerationSpec, StepInput
+
+
+class OnnxStepRunner:
+    """Runs a converted directory's prefill and decode with ONNX Runtime's I/O binding.
+
+    Args:
+        root: the directory (checked by the loader first: its files, digests and verification).
+        manifest: its manifest, with a generation spec.
+        options: ONNX Runtime's session options (``threads``, ``optimization``, ...; see
+            :func:`~jaxport.adapters.onnx.runtime.session_options`).
+
+    Attributes:
+        cache: the cache's leaves, ``OrtValue``\\ s, after the last step (None before :meth:`start`).
+    """
+
+    def __init__(self, root: str, manifest: ConvertedManifest, spec: GenerationSpec,
+                 options: Mapping[str, Any] | None = None) -> None:
+        self._spec = spec
+        allowed = frozenset(manifest.files)
+        session = session_options(**dict(options or {}))
+        self._steps: dict[str, _Step] = {}
+        for name, inputs in spec.steps:
+            function = manifest.function(name)
+            path = os.path.join(root, function.variants[0].file)
+            check_external_data(path, allowed)
+            with _onnx_runtime_errors(name):
+                made = ort.InferenceSession(path, session, providers=["CPUExecutionProvider"])
+            sig = function.signature
+            kinds = host_inputs(inputs, [a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals])
+            self._steps[name] = _Step(name, made, kinds, sig.input_names, sig.output_names)
+        self.cache: list[Any] | None = None
+        self._spare: list[Any] = []
+
+    def start(self, batch: int) -> None:
+        """Two sets of cache buffers for ``batch`` rows in ONNX Runtime: the empty cache, and where
+        the first step writes the next."""
+        assert self._spec.max_length is not None
+        shapes = [(leaf.empty_shape(batch, self._spec.max_length), np.dtype(leaf.dtype)) for leaf in self._spec.cache]
+        self.cache = [ort.OrtValue.ortvalue_from_numpy(np.zeros(s, d)) for s, d in shapes]
+        self._spare = [ort.OrtValue.ortvalue_from_shape_and_type(list(s), d) for s, d in shapes]
+
+    def step(self, function: str, batch: StepBatch) -> np.ndarray:
+        """Runs ``function`` on ``batch`` and the cache held; the new cache stays in ONNX Runtime."""
+        assert self.cache is not None
+        logits = self._steps[function].run(batch, self.cache, self._spare)
+        self.cache, self._spare = self._spare, self.cache
+        return last_logits(logits, batch.last)
+
+
+class _Step:
+    """One function's session and how a step's inputs and outputs bind to it."""
+
+    def __init__(self, name: str, session: Any, inputs: Sequence[HostInput], input_names: Sequence[str],
+                 output_names: Sequence[str]) -> None:
+        self.name = name
+        self.session = session
+        self.inputs = list(inputs)
+        cache_at = [kind for kind, _, _ in inputs].index(StepInput.CACHE)
+        count = len(input_names) - (len(inputs) - 1)
+        self.host_names = [n for n in input_names[:cache_at]] + list(input_names[cache_at + count:])
+        self.cache_inputs = list(input_names[cache_at:cache_at + count])
+        self.logits = output_names[0]
+        self.cache_outputs = list(output_names[1:])
+
+    def run(self, batch: StepBatch, cache: Sequence[Any], into: Sequence[Any]) -> np.ndarray:
+        binding = self.session.io_binding()
+        for name, array in zip(self.host_names, step_arrays(batch, self.inputs)):
+            binding.bind_cpu_input(name, array)
+        for name, value in zip(self.cache_inputs, cache):
+            binding.bind_ortvalue_input(name, value)
+        binding.bind_output(self.logits, "cpu")
+        for name, value in zip(self.cache_outputs, into):
+            binding.bind_ortvalue_output(name, value)
+        with _onnx_runtime_errors(self.name):
+            self.session.run_with_iobinding(binding)
+        logits: np.ndarray = binding.get_outputs()[0].numpy()
+        return logits

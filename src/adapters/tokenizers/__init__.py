@@ -1,0 +1,1 @@
+"""Hugging Face's tokenizers library: a bundled ``tokenizer.json`` read and run."""

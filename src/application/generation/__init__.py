@@ -1,0 +1,1 @@
+"""Generating tokens with a model saved as a generative bundle, on any runtime."""

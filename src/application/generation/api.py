@@ -1,0 +1,96 @@
+"""``jaxport.load_generator``: a generative bundle or its conversion, ready to generate."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxport.application import wiring
+from jaxport.application.conversion.api import load_converted
+from jaxport.application.conversion.model import ConvertedModel, is_converted
+from jaxport.application.generation.generator import Generator
+from jaxport.domain.errors import GenerationError
+from jaxport.domain.generation.compiled import prefill_lengths
+from jaxport.adapters.storage.bundle_dir import read_function
+from jaxport.domain.generation.ports import ChatTemplate, StepRunner, TextCodec
+from jaxport.domain.generation.spec import GenerationSpec
+
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
+
+__all__ = ["load_generator"]
+
+
+def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **runtime_options: Any) -> Generator:
+    """A :class:`Generator` on a generative bundle or a directory converted from one.
+
+    Text in and out where the bundle carries a tokenizer (read from the
+    directory: a model given loaded generates ids only), and :meth:`Generator.chat`
+    where it carries a chat template (both need the ``jaxport[text]`` extra).
+    A bundle (its directory, or the :class:`jaxport.Bundle` loaded from it)
+    runs with JAX, each step jitted once, the cache donated to each step. A
+    converted directory runs with its target's runtime and no JAX: on ONNX
+    Runtime with I/O binding, the cache kept in ONNX Runtime's buffers between
+    steps; on the other targets through the directory's checked calls. The
+    next token is picked on the host with NumPy.
+
+    Args:
+        model: the directory, or a loaded bundle or converted model.
+        runtime_options: a converted directory's runtime options (those of :func:`jaxport.load_converted`).
+
+    Raises:
+        GenerationError: the model was saved without a generation spec.
+        ArtifactError: the directory is damaged (see :func:`jaxport.load_bundle`, :func:`jaxport.load_converted`).
+    """
+    root = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    if root is not None and is_converted(root):
+        converted = load_converted(root, **runtime_options)
+        spec = _spec(converted.manifest.generation)
+        text = _text(spec, lambda file: Path(root, file).read_bytes())  # its digest checked by the loader
+        if converted.target == "onnx":
+            return Generator(spec, wiring.onnx_step_runner(root, converted.manifest, spec, runtime_options),
+                             wiring.sampler_factory(), text=text[0], chat_template=text[1])
+        model = converted
+    if isinstance(model, ConvertedModel):
+        spec = _spec(model.manifest.generation)
+        prefill = model.functions[spec.prefill]
+        text = _text(spec, None) if root is None else text
+        return Generator(spec, _host_runner(model, spec), wiring.sampler_factory(), text=text[0],
+                         lengths=functools.partial(prefill_lengths, spec, prefill), chat_template=text[1])
+    if root is not None:
+        # Here, not at the head: a converted directory generates without importing JAX.
+        from jaxport.application.bundles.api import load_bundle
+
+        model = load_bundle(root)
+    assert not isinstance(model, (str, os.PathLike))
+    spec = _spec(model.manifest.generation)
+    manifest = model.manifest
+    text = _text(spec, None if root is None else lambda file: read_function(root, manifest, file))
+    return Generator(spec, wiring.jax_step_runner(model, spec), wiring.sampler_factory(), text=text[0],
+                     chat_template=text[1])
+
+
+def _text(spec: GenerationSpec, read: Callable[[str], bytes] | None) -> tuple[TextCodec | None, ChatTemplate | None]:
+    """The bundled tokenizer (read with ``read``; None: not at hand) and chat template."""
+    codec = None if spec.tokenizer is None or read is None else wiring.text_codec(read(spec.tokenizer), spec.tokenizer)
+    return codec, None if spec.chat_template is None else wiring.chat_template(spec.chat_template)
+
+
+def _spec(spec: GenerationSpec | None) -> GenerationSpec:
+    if spec is None:
+        raise GenerationError("model", "it holds no generation spec: save its bundle with "
+                                       "save_bundle(..., generation=jaxport.GenerationSpec(...))")
+    return spec
+
+
+def _host_runner(model: ConvertedModel, spec: GenerationSpec) -> StepRunner:
+    """The runner that calls the directory's checked flat calls, the cache held as host arrays."""
+    calls, inputs = {}, {}
+    for name, kinds in spec.steps:
+        sig = model.functions[name].signature
+        calls[name] = model[name].run_flat
+        inputs[name] = ([a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals], kinds)
+    return wiring.host_step_runner(spec, calls, inputs)

@@ -1,0 +1,35 @@
+"""What a generative bundle adds to a bundle at save: its checked spec and its tokenizer's file."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+from jaxport.application import wiring
+from jaxport.domain.artifact.record import ArtifactRecord
+from jaxport.domain.errors import GenerationSpecError
+from jaxport.domain.generation.checks import resolve
+from jaxport.domain.generation.spec import TOKENIZER_FILE, GenerationSpec
+
+
+def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord], takes_params: Mapping[str, bool]
+                     ) -> tuple[GenerationSpec, dict[str, bytes]]:
+    """The spec to record (checked against the functions, filled in) and the files it brings.
+
+    Raises:
+        GenerationSpecError: the spec does not fit the functions, its tokenizer cannot be read by
+            ``tokenizers`` or its chat template does not parse (the message names it).
+        MissingExtraError: a tokenizer or chat template without the ``jaxport[text]`` extra.
+    """
+    resolved = resolve(spec, records, takes_params)
+    if spec.chat_template is not None:
+        wiring.chat_template(spec.chat_template)  # it parses
+    if spec.tokenizer is None:
+        return resolved, {}
+    try:
+        blob = Path(spec.tokenizer).read_bytes()
+    except OSError as exc:
+        raise GenerationSpecError(f"the tokenizer {spec.tokenizer}", f"it cannot be read: {exc}") from exc
+    wiring.text_codec(blob, spec.tokenizer)  # tokenizers reads it
+    return dataclasses.replace(resolved, tokenizer=TOKENIZER_FILE), {TOKENIZER_FILE: blob}

@@ -1,0 +1,183 @@
+"""The loop of generation: a prefill over the prompts, then one decode per token, over the ports.
+
+Prompts of one batch that differ in length are padded so that one call runs
+them all: on the left where the model takes a mask (the pad slots masked out,
+each row's positions counting its own tokens only), on the right where it
+takes per-row positions and no mask (each row's logits read at its own last
+token, the pad slots written past the row's end and overwritten before any
+later step reads them). A model that takes neither runs prompts of one length.
+
+A row ends at an end-of-text or stop token (not emitted) or after
+``max_new_tokens``; the loop ends when every row has.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from jaxport.domain.errors import GenerationError
+from jaxport.domain.generation.ports import Sampler, SamplingOptions, StepBatch, StepRunner
+from jaxport.domain.generation.spec import GenerationSpec, StepInput
+
+
+class Padding(Enum):
+    """Where the shorter prompts of a batch are padded."""
+
+    NONE = "none"
+    LEFT = "left"
+    RIGHT = "right"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How a batch's prompts are laid out for the prefill: where they are padded, and to what length."""
+
+    padding: Padding
+    length: int
+
+
+def check_request(spec: GenerationSpec, prompts: Sequence[Sequence[int]], max_new_tokens: int,
+                  options: SamplingOptions, stop: Sequence[int], lengths: Sequence[int] | None = None) -> Layout:
+    """Checks a call of ``generate``; returns how its prompts are laid out.
+
+    Args:
+        lengths: the prompt lengths the prefill was compiled for (None: any); the prompts are
+            padded to the shortest that holds the longest of them.
+
+    Raises:
+        GenerationError: naming the argument: an empty prompt or batch, a token or a stop id
+            outside the vocabulary, ``max_new_tokens`` < 1 or beyond the cache, a temperature
+            below 0, ``top_k`` < 1, ``top_p`` outside (0, 1], prompts of different lengths for
+            a model that takes neither a mask nor positions; a prompt that no compiled length
+            holds, or that must be padded for a model that cannot be (naming the lengths there are).
+    """
+    assert spec.vocab_size is not None and spec.max_length is not None
+    if not prompts:
+        raise GenerationError("prompt", "the batch holds no prompt")
+    for row, prompt in enumerate(prompts):
+        where = "prompt" if len(prompts) == 1 else f"prompt[{row}]"
+        if not prompt:
+            raise GenerationError(where, "the prompt is empty")
+        _check_ids(where, prompt, spec.vocab_size)
+    _check_ids("stop", stop, spec.vocab_size)
+    _check_options(options)
+    longest = max(len(p) for p in prompts)
+    length = longest if lengths is None else next((n for n in sorted(lengths) if n >= longest), None)
+    if length is None:
+        raise GenerationError("prompt", f"a prompt of {longest} tokens is longer than every prompt length the "
+                                        f"prefill was compiled for: {sorted(lengths or ())}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise GenerationError("max_new_tokens", f"{max_new_tokens!r} is not a count of at least 1")
+    if length + max_new_tokens - 1 > spec.max_length:
+        raise GenerationError("max_new_tokens", f"a prompt of {length} tokens and {max_new_tokens} new ones "
+                                                f"need {length + max_new_tokens - 1} cache slots; the cache "
+                                                f"holds {spec.max_length}")
+    return Layout(_padding(spec, [len(p) for p in prompts], length, lengths), length)
+
+
+def _check_ids(where: str, ids: Sequence[int], vocab: int) -> None:
+    for i, token in enumerate(ids):
+        if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab:
+            raise GenerationError(f"{where}[{i}]", f"{token!r} is not a token id of the vocabulary [0, {vocab})")
+
+
+def _check_options(options: SamplingOptions) -> None:
+    t = options.temperature
+    if not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        raise GenerationError("temperature", f"{t!r} is not a finite number >= 0 (0 is greedy)")
+    k = options.top_k
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise GenerationError("top_k", f"{k!r} is not a count of at least 1 (None: every token)")
+    p = options.top_p
+    if not isinstance(p, (int, float)) or not 0 < p <= 1:
+        raise GenerationError("top_p", f"{p!r} is not in (0, 1]")
+    if options.seed is not None and (isinstance(options.seed, bool) or not isinstance(options.seed, int)):
+        raise GenerationError("seed", f"{options.seed!r} is not an int")
+
+
+def _padding(spec: GenerationSpec, sizes: Sequence[int], length: int, lengths: Sequence[int] | None) -> Padding:
+    if set(sizes) == {length}:
+        return Padding.NONE
+    both = [inputs for _, inputs in spec.steps]
+    if all(StepInput.MASK in inputs for inputs in both):
+        return Padding.LEFT
+    per_row = all(leaf.batch_axis is not None for leaf in spec.cache if leaf.sequence_axis is not None)
+    if all(StepInput.POSITIONS in inputs for inputs in both) and per_row:
+        return Padding.RIGHT
+    if lengths is not None:
+        raise GenerationError("prompt", f"prompts of {sorted(set(sizes))} tokens must be padded to a length the "
+                                        f"prefill was compiled for, {sorted(lengths)}, and this model takes no "
+                                        "mask and no per-row positions: give prompts of one of those lengths")
+    raise GenerationError("prompt", f"the prompts have different lengths {list(sizes)}; this "
+                                    "model takes no mask and no per-row positions, so a batch needs prompts "
+                                    "of one length")
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """The batch's layout: each row's prompt length, the padded length, the padding."""
+
+    lengths: tuple[int, ...]
+    padded: int
+    padding: Padding
+    max_length: int
+
+    def offset(self, row: int) -> int:
+        """The slots of padding before the row's first token."""
+        return self.padded - self.lengths[row] if self.padding is Padding.LEFT else 0
+
+    def mask(self, row: int, end: int) -> tuple[int, ...]:
+        """The row's mask when slots ``[0, end)`` are written."""
+        start = self.offset(row)
+        return tuple(1 if start <= j < end else 0 for j in range(self.max_length))
+
+
+def prefill_batch(prompts: Sequence[Sequence[int]], rows: Rows, pad: int) -> StepBatch:
+    """The prefill's inputs: the prompts padded, their positions, the mask, each row's last token."""
+    tokens, positions = [], []
+    for row, prompt in enumerate(prompts):
+        fill = (pad,) * (rows.padded - len(prompt))
+        if rows.padding is Padding.LEFT:
+            tokens.append(fill + tuple(prompt))
+            positions.append((0,) * len(fill) + tuple(range(len(prompt))))
+        else:
+            tokens.append(tuple(prompt) + fill)
+            positions.append(tuple(range(rows.padded)))
+    last = tuple(n - 1 if rows.padding is Padding.RIGHT else rows.padded - 1 for n in rows.lengths)
+    mask = tuple(rows.mask(row, rows.padded) for row in range(len(prompts)))
+    return StepBatch(tuple(tokens), tuple(positions), mask, last)
+
+
+def decode_batch(tokens: Sequence[int], step: int, rows: Rows) -> StepBatch:
+    """The inputs of decode step ``step`` (from 0): one token per row, at the slot after the last."""
+    count = len(tokens)
+    positions = tuple((rows.lengths[row] + step,) for row in range(count))
+    mask = tuple(rows.mask(row, rows.padded + step + 1) for row in range(count))
+    return StepBatch(tuple((t,) for t in tokens), positions, mask, (0,) * count)
+
+
+def run(spec: GenerationSpec, runner: StepRunner, sampler: Sampler, prompts: Sequence[Sequence[int]],
+        max_new_tokens: int, options: SamplingOptions, stop: Sequence[int], layout: Layout
+        ) -> Iterator[tuple[int, int]]:
+    """Generates, yielding ``(row, token)`` as each token comes (a checked request, see :func:`check_request`)."""
+    assert spec.max_length is not None
+    rows = Rows(tuple(len(p) for p in prompts), layout.length, layout.padding, spec.max_length)
+    ends = set(spec.eos_ids) | set(stop)
+    runner.start(len(prompts))
+    logits = runner.step(spec.prefill, prefill_batch(prompts, rows, spec.pad_id))
+    live = [True] * len(prompts)
+    for step in range(max_new_tokens):
+        picked = list(sampler.pick(logits, options))
+        for row, token in enumerate(picked):
+            if not live[row]:
+                picked[row] = spec.pad_id
+            elif token in ends:
+                live[row], picked[row] = False, spec.pad_id
+            else:
+                yield row, token
+        if not any(live) or step == max_new_tokens - 1:
+            return
+        logits = runner.step(spec.decode, decode_batch(picked, step, rows))

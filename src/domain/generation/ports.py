@@ -1,0 +1,107 @@
+"""The ports of generation: a runtime that runs the steps, a sampler that picks tokens.
+
+The loop (:mod:`jaxport.domain.generation.loop`) speaks plain ints to both:
+the runner turns each step's tokens, positions and mask into its runtime's
+arrays, keeps the cache in the runtime's own buffers between steps and hands
+back only the logits of one token per row; the sampler picks each row's next
+token from them, on the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from jaxport.domain.ports import HostArray
+
+
+@dataclass(frozen=True, slots=True)
+class StepBatch:
+    """The inputs of one step, as ints.
+
+    Attributes:
+        tokens: one row of tokens per prompt (the decode: one token each).
+        positions: each token's place in its row (the shape of ``tokens``).
+        mask: per row, one entry per cache slot: 1 where the slot holds a token
+            of the row (the current ones included), 0 for padding and free slots.
+        last: per row, the index in ``tokens`` of the token whose logits come back.
+    """
+
+    tokens: tuple[tuple[int, ...], ...]
+    positions: tuple[tuple[int, ...], ...]
+    mask: tuple[tuple[int, ...], ...]
+    last: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingOptions:
+    """How the next token is picked from the logits (checked by :func:`~.loop.check_request`).
+
+    Attributes:
+        temperature: 0 picks the largest logit (greedy); above 0, the logits
+            are divided by it and a token is drawn.
+        top_k: draw among the ``top_k`` largest logits only (None: all).
+        top_p: draw among the fewest largest logits whose probabilities sum to
+            at least ``top_p`` (1: all).
+        seed: the seed of the draws (None: a fresh one each run).
+    """
+
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+class StepRunner(Protocol):
+    """Runs a generative model's prefill and decode on one runtime, holding the cache."""
+
+    def start(self, batch: int) -> None:
+        """Makes an empty cache for ``batch`` rows (dropping any previous one)."""
+        ...
+
+    def step(self, function: str, batch: StepBatch) -> HostArray:
+        """Runs ``function`` (the prefill's or the decode's name) on ``batch`` and the cache held,
+        keeps the cache it returns, and gives the float logits of ``batch.last``: ``(rows, vocab)``."""
+        ...
+
+
+class Sampler(Protocol):
+    """Picks each row's next token from its logits."""
+
+    def pick(self, logits: HostArray, options: SamplingOptions) -> Sequence[int]:
+        """One token per row of ``logits`` (``(rows, vocab)``), as ``options`` say."""
+        ...
+
+
+class SamplerFactory(Protocol):
+    """Makes the sampler of one run from its seed."""
+
+    def __call__(self, seed: int | None) -> Sampler:
+        """A sampler whose draws follow from ``seed`` alone (None: a fresh seed)."""
+        ...
+
+
+class TextCodec(Protocol):
+    """A tokenizer: text to token ids and back."""
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``."""
+        ...
+
+
+class ChatTemplate(Protocol):
+    """A chat template: a conversation to the prompt text the model was trained on."""
+
+    def render(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True,
+               **variables: Any) -> str:
+        """The prompt text of ``messages``.
+
+        Raises:
+            GenerationError: the template refused the messages or failed to render them.
+        """
+        ...
