@@ -103,7 +103,8 @@ COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
          Flag("web", "--web", "also write jaxport.mjs, which loads the directory in a web page with ONNX "
               "Runtime Web (refuses bfloat16 inputs and outputs)", switch=True),
          Flag("quantize", "--quantize", "int8-weights (the weights of matrix products and embeddings as int8 "
-              "per channel, about 4x smaller), int4-weights (int4 in blocks of 32, about 6x smaller) or int8 "
+              "per channel, about 4x smaller), int8-dynamic (those, and the products' activations quantized "
+              "per call: faster, less accurate), int4-weights (int4 in blocks of 32, about 6x smaller) or int8 "
               "(the products' activations too, calibrated: --calibration)",
               metavar="MODE"))),
     "litert": TargetCommandLine(
@@ -188,8 +189,9 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
             function with a bfloat16 input or output is refused.
         quantize: None (as exported), ``"int8-weights"`` (the weights of matrix
             products and embedding gathers as int8 with one scale per output
-            channel, in the directory's own weights file; products in int8 with
-            the activations quantized per call) or ``"int4-weights"`` (int4 in blocks
+            channel, in the directory's own weights file; the activations in
+            float32), ``"int8-dynamic"`` (those int8 weights, the products' activations
+            quantized per call, as ONNX Runtime's ``quantize_dynamic``) or ``"int4-weights"`` (int4 in blocks
             of 32, ``DequantizeLinear`` with ``block_size``) or ``"int8"`` (static: the
             products' activations too, in QDQ form, their ranges calibrated). The golden examples
             must pass the mode's tolerance (:mod:`jaxport.domain.converted.quantization`).

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.calls.front import leaf_paths, result_paths
 from jaxport.domain.converted.manifest import Signature
-from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8, INT8_WEIGHTS, check_mode
+from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8, INT8_DYNAMIC, INT8_WEIGHTS, check_mode
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
@@ -52,9 +52,10 @@ DEFAULT_OPSET, DEFAULT_IR_VERSION = 21, 10
 BFLOAT16_INPUTS, BFLOAT16_OUTPUTS = "jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs"
 
 #: The quantizations the translation offers (:mod:`jaxport.domain.converted.quantization`): the weights
-#: of matrix products and embedding gathers as int8 per output channel, or as int4 in blocks of 32; and
-#: static int8 (the products' activations too, calibrated).
-QUANTIZATIONS = (INT8_WEIGHTS, INT4_WEIGHTS, INT8)
+#: of matrix products and embedding gathers as int8 per output channel (activations float32, or quantized
+#: per call: int8-dynamic), or as int4 in blocks of 32; and static int8 (the products' activations too,
+#: calibrated).
+QUANTIZATIONS = (INT8_WEIGHTS, INT8_DYNAMIC, INT4_WEIGHTS, INT8)
 #: The weights of an int4 model are quantized in blocks of this many along the reduction.
 INT4_BLOCK = 32
 
