@@ -118,7 +118,10 @@ def test_the_files_hold_the_standard_domain_and_the_quantized_weights_only(int8:
 def test_the_manifest_records_the_mode_and_its_tolerance_which_check_and_inspect_use(
         int8: Path, float32: Path) -> None:
     manifest = json.loads((int8 / "manifest.json").read_text())
-    assert manifest["quantization"] == {"mode": "int8-weights", "tolerance": {"rtol": 0.05, "atol": 1e-06}}
+    recorded = manifest["quantization"]
+    assert {k: recorded[k] for k in ("mode", "tolerance")} == {"mode": "int8-weights",
+                                                             "tolerance": {"rtol": 0.05, "atol": 1e-06}}
+    assert {w["key"] for w in recorded["weights"] if w["quantized"]} >= {"wte", "blocks/0/fc"}
     assert "quantization" not in json.loads((float32 / "manifest.json").read_text())
     report = jaxport.check_numerics(int8)
     assert report.ok and all(c.tolerance.rtol == 0.05 for c in report.checks)

@@ -160,6 +160,30 @@ def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.
     return quantized
 
 
+def candidates(model: onnx.ModelProto, mode: str) -> dict[str, int]:
+    """The weights of ``model`` that ``mode`` quantizes (keys, in the model's order), each with its axis
+    (:func:`quantize_int8`'s channels, :func:`quantize_int4`'s reduction)."""
+    edit = _Edit(list(model.graph.node))
+    found = {}
+    for init in model.graph.initializer:
+        if init.name.startswith(PREFIX) and init.data_location == TensorProto.EXTERNAL:
+            axis = _channel_axis(init, edit, mode)
+            if axis is not None:
+                found[init.name.removeprefix(PREFIX)] = axis
+    return found
+
+
+def rounded(w: np.ndarray, mode: str, axis: int) -> np.ndarray:
+    """``w`` as ``mode`` stores it, back in float32: the weight's own rounding error, and no other."""
+    if mode == INT4_WEIGHTS:
+        q, scale = quantize_int4(w, axis)
+        scales = np.repeat(scale, INT4_BLOCK, axis=axis)[tuple(slice(0, n) for n in w.shape)]
+    else:
+        q, scale = quantize_int8(w, axis)
+        scales = scale[:, None] if axis == 0 else scale[None, :]
+    return np.asarray(q.astype(np.float32) * scales, np.float32)
+
+
 class _Edit:
     """A graph's nodes, each of which may be replaced by others (in order), and new nodes first."""
 

@@ -98,6 +98,12 @@ def run_convert(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}: {plan.runtime} with {len(names)} "
           f"function{'' if len(names) == 1 else 's'} ({', '.join(names)}), {variants} "
           f"variant{'' if variants == 1 else 's'}{weights}, {total} bytes{made_for}")
+    quantized = manifest.quantization
+    if quantized is not None and quantized.weights:
+        kept = quantized.kept_float
+        print(f"{quantized.mode}: {len(quantized.weights) - len(kept)} weights quantized, "
+              f"kept in float: {', '.join(kept) or 'none'}; the golden examples within {quantized.tolerance} "
+              f"('jaxport inspect {args.output}' gives each weight's contribution)")
     return 0
 
 

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
-from jaxport.domain.converted.quantization import FLOAT16, INT8, INT8_WEIGHTS, MODES, check_mode
+from jaxport.domain.converted.quantization import FLOAT16, INT8, INT8_WEIGHTS, MODES, check_mode, parse_tolerance
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
@@ -169,13 +169,20 @@ class LiteRtOptions:
             about 4x smaller, within :data:`INT8_WEIGHTS_TOLERANCE`), ``"float16"``
             (every float32 constant stored as float16) or ``"int8"`` (static,
             calibrated); the tolerances: :mod:`jaxport.domain.converted.quantization`.
+        tolerance: the golden examples' tolerance of a quantized conversion in place of the mode's
+            (:func:`~jaxport.domain.converted.quantization.parse_tolerance`: also ``"RTOL[,ATOL]"``).
+
+    Raises:
+        UsageError: a quantization LiteRT lacks, a tolerance that is not one, or one without a quantization.
     """
 
     target: ClassVar[str] = "litert"
     quantize: str | None = None
+    tolerance: Tolerance | None = None
 
     def __post_init__(self) -> None:
         check_quantize(self.quantize)
+        object.__setattr__(self, "tolerance", parse_tolerance(self.tolerance, self.quantize))
 
 
 _NOTES = {
