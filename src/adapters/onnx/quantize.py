@@ -126,15 +126,14 @@ class WeightsStore:
 
 def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.ndarray],
                    store: WeightsStore, ranges: Mapping[str, tuple[float, float]] | None = None,
-                   keep: Callable[[str], bool] = lambda key: False) -> list[str]:
+                   keep: Callable[[str], bool] = lambda key: False) -> None:
     """Quantizes ``model``'s weights in place (see the module's docstring), but those whose key ``keep``
     accepts; ``value`` gives a weight's stored array by its key; every weight initializer then reads from
     ``store``'s file. For ``int8``, ``ranges`` are the calibrated ranges of the products' activations
-    (:func:`activations`). Returns the keys of the weights quantized, in the model's order."""
+    (:func:`activations`)."""
     graph = model.graph
     edit = _Edit(list(graph.node))
     kept: list[onnx.TensorProto] = []
-    quantized: list[str] = []
     for init in list(graph.initializer):
         if not init.name.startswith(PREFIX) or init.data_location != TensorProto.EXTERNAL:
             kept.append(init)
@@ -142,8 +141,6 @@ def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.
         key = init.name.removeprefix(PREFIX)
         array = np.asarray(value(key))
         axis = None if keep(key) else _channel_axis(init, edit, mode)
-        if axis is not None:
-            quantized.append(key)
         if axis is None:
             kept.append(store.external(init, key, str(array.dtype), array))
         elif mode == INT8_WEIGHTS:
@@ -157,7 +154,6 @@ def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.
     nodes = edit.nodes_in_order()
     del graph.node[:]
     graph.node.extend(nodes)
-    return quantized
 
 
 def candidates(model: onnx.ModelProto, mode: str) -> dict[str, int]:

@@ -120,8 +120,8 @@ COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
         "writes LiteRT (.tflite) models for phones and small devices, the weights as constants of each, a "
         "symbolic batch kept dynamic where LiteRT can, else one model per --dims binding (needs pip install "
         "'jaxport[litert]')",
-        (Flag("quantize", "--quantize", "int8-weights (weights as int8 per channel, dynamic range; about 4x "
-              "smaller), float16 (every float32 constant as float16, 2x smaller) or int8 (weights and "
+        (Flag("quantize", "--quantize", "int8-weights (weights as int8 per channel, activations float32; about "
+              "4x smaller), int8-dynamic (those, and the activations quantized per call), float16 (every float32 constant as float16, 2x smaller) or int8 (weights and "
               "activations, calibrated: --calibration)", metavar="MODE"),
          Flag("tolerance", "--tolerance", "the golden examples' tolerance of a quantized conversion in place of "
               "the mode's: RTOL or RTOL,ATOL (err <= ATOL + RTOL * the output's largest magnitude; recorded "
@@ -247,8 +247,8 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
 
     Args:
         dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.
-        quantize: None (float32), ``"int8-weights"`` (dynamic range, about 4x smaller
-            weights), ``"float16"`` (every float32 constant as float16) or ``"int8"``
+        quantize: None (float32), ``"int8-weights"`` (int8 weights, activations float32, about
+            4x smaller), ``"int8-dynamic"`` (dynamic range: the activations quantized per call too), ``"float16"`` (every float32 constant as float16) or ``"int8"``
             (weights and activations, calibrated); the golden examples must pass the
             mode's tolerance (:mod:`jaxport.domain.converted.quantization`).
         calibration: for ``"int8"``, function name -> ``(args, kwargs)`` examples

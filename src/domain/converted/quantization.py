@@ -11,12 +11,13 @@ directory's manifest is as before), which ``jaxport check --numerics`` uses.
 
 * ``int8-weights``: the weights of matrix products and embedding gathers as
   int8, one scale per output channel (an embedding's row where it is
-  gathered); activations float32 (ONNX; LiteRT quantizes them on the fly, per
-  call). Rounding a weight to one of 255 levels per channel is measured at
-  0.5-3% of the output's magnitude through two to six layers.
-* ``int8-dynamic`` (ONNX): those int8 weights, and each product's activations
-  quantized on the fly, per call (ONNX Runtime's ``quantize_dynamic``): about
-  twice as fast as float32 on a CPU, at 1.5-1.8x ``int8-weights``' error.
+  gathered); activations float32. Rounding a weight to one of 255 levels per
+  channel is measured at 0.5-3% of the output's magnitude through two to six
+  layers.
+* ``int8-dynamic``: those int8 weights, and each product's activations
+  quantized on the fly, per call (ONNX Runtime's ``quantize_dynamic``,
+  ai-edge-quantizer's dynamic-range recipe): about twice as fast as float32 on
+  a CPU, at 1.0-1.8x ``int8-weights``' error.
 * ``int4-weights``: those weights as int4 in blocks of 32 along the
   reduction, one scale per block (16 levels): measured at 4-12%.
 * ``int8``: static quantization, weights and activations of matrix products
