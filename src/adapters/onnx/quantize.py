@@ -1,4 +1,4 @@
-"""The ONNX target's weight quantization: ``int8-weights``, ``int8-dynamic`` and ``int4-weights``, in standard ``ai.onnx`` operators.
+"""The ONNX target's weight quantization (``int8-weights``, ``int8-dynamic``, ``int4-weights``) in ``ai.onnx``.
 
 A translated model reads each weight as an external initializer named
 ``weights:KEY``. A float32 matrix whose every use is a matrix product
