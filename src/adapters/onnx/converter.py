@@ -60,13 +60,7 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     store = WeightsStore() if options.quantize else None
     stored = SafetensorsFile(job.weights_path) if takes_weights and store is not None else None
     models = [_translate(function, job, header, options) for function in job.functions]
-    report: tuple[WeightQuantization, ...] = ()
-    if store is not None:
-        keep, report = _chosen(models, job, stored, options)
-        for function, model in zip(job.functions, models):
-            ranges = _calibrated(model, function, job, stored) if options.quantize == INT8 else None
-            quantize_model(model, str(options.quantize), lambda key: _stored(job, stored, key), store, ranges,
-                           keep.__contains__)
+    report = _quantize(models, job, stored, options, store) if store is not None else ()
     weights_file = WEIGHTS_FILE if takes_weights else ""
     if store is not None:
         weights_file = weights_file_name(str(options.quantize)) if store.tensors else ""
@@ -93,14 +87,34 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
                           report)
 
 
-def _chosen(models: list[onnx.ModelProto], job: ConversionJob, stored: SafetensorsFile | None,
-            options: OnnxOptions) -> tuple[frozenset[str], tuple[WeightQuantization, ...]]:
-    """The weights kept in float, and the report of each the mode could quantize (:mod:`.contributions`)."""
+def _quantize(models: list[onnx.ModelProto], job: ConversionJob, stored: SafetensorsFile | None,
+              options: OnnxOptions, store: WeightsStore) -> tuple[WeightQuantization, ...]:
+    """Quantizes ``models`` in place into ``store``, but the weights kept in float (the options' patterns,
+    ``auto``'s choice: :mod:`.contributions`); returns the report of each weight the mode could quantize."""
     mode = str(options.quantize)
+    ranges = [_calibrated(m, f, job, stored) if mode == INT8 else None for m, f in zip(models, job.functions)]
+
+    def quantized(model: onnx.ModelProto, into: WeightsStore, keep: frozenset[str],
+                  calibrated: dict[str, tuple[float, float]] | None) -> onnx.ModelProto:
+        quantize_model(model, mode, lambda key: _stored(job, stored, key), into, calibrated, keep.__contains__)
+        return model
+
+    def measured(keep: frozenset[str]) -> list[bytes]:  # auto's check: each model quantized, self-contained
+        scratch, out = WeightsStore(), []
+        for model, calibrated in zip(models, ranges):
+            copy = onnx.ModelProto()
+            copy.CopyFrom(model)
+            scratch.inline(quantized(copy, scratch, keep, calibrated))
+            out.append(copy.SerializeToString())
+        return out
+
     choice = WeightChoice(mode, options.tolerance or MODES[mode], options.keep_float, options.auto)
-    return choose(models, [f.signature.input_names for f in job.functions],
-                  [job.calibration.get(f.name, ()) for f in job.functions], lambda key: _stored(job, stored, key),
-                  choice, job.functions[0].name)
+    keep, report = choose(models, [f.signature.input_names for f in job.functions],
+                          [job.calibration.get(f.name, ()) for f in job.functions],
+                          lambda key: _stored(job, stored, key), choice, measured, job.functions[0].name)
+    for model, calibrated in zip(models, ranges):
+        quantized(model, store, keep, calibrated)
+    return report
 
 
 def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJob,
