@@ -451,17 +451,20 @@ ONNX_PEAK_TARGET = 0.35  # its peak resident memory: load_converted / jax.export
 ONNX_CALL_TARGET = 1.0  # a call with the weights resident: ONNX Runtime / jax.jit(f)
 
 
-QUANTIZE_ROLES = ("float32", "int8-weights", "int4-weights", "int8", "float16")  # benchmarks/test_quantize.py
+QUANTIZE_ROLES = ("float32", "int8-weights", "int8-dynamic", "int4-weights", "int8", "float16",
+                  "quantize_dynamic", "ai-edge-quantizer")  # benchmarks/test_quantize.py
 #: (target, mode) -> the goals of issue 39: size / float32 and time per call / float32 at b=8 (None: reported).
-QUANTIZE_GOALS = {("ONNX", "int8-weights"): (0.30, 0.6), ("ONNX", "int4-weights"): (0.20, None),
+QUANTIZE_GOALS = {("ONNX", "int8-weights"): (0.30, None), ("ONNX", "int8-dynamic"): (0.30, 0.6),
+                  ("ONNX", "int4-weights"): (0.20, None),
                   ("ONNX", "int8"): (0.30, 0.5), ("LiteRT", "int8-weights"): (None, None),
+                  ("LiteRT", "int8-dynamic"): (None, None),
                   ("LiteRT", "float16"): (0.52, None), ("LiteRT", "int8"): (0.30, None)}
 
 
 def quantize_section(groups: Sequence[Group]) -> str:
     """Each quantized mode against float32 (benchmarks/test_quantize.py): size and median per call."""
     rows = []
-    for g in groups:
+    for g in (g for g in groups if "float32" in g.samples):  # the peers' groups: peers_table
         for (target, mode), (size_goal, call_goal) in QUANTIZE_GOALS.items():
             if not g.name.startswith(target) or mode not in g.samples:
                 continue
@@ -471,7 +474,34 @@ def quantize_section(groups: Sequence[Group]) -> str:
                          seconds(g.median(mode)), seconds(g.median("float32")), times(g.ratio(mode, "float32")),
                          f"<= {call_goal}x" if call_goal and g.name.endswith("b=8") else "-"])
     headers = ["group", "mode", "size", "size/float32", "goal", "per call", "float32", "call/float32", "goal"]
-    return "Reduced precision against float32 (median)\n" + table(headers, rows)
+    return "Reduced precision against float32 (median)\n" + table(headers, rows) + peers_table(groups)
+
+
+#: The goals of issue 52 against a peer: jaxport's error at most the peer's, its per call at most this.
+PEER_CALL_GOAL = 1.05
+
+
+def peers_table(groups: Sequence[Group]) -> str:
+    """jaxport's quantized modes against the peer's quantization of the same float32 model (the groups
+    whose roles carry ``peer``): size, error, per call and its ratio to the peer's."""
+    rows = []
+    for g in groups:
+        peer = next((r for r, info in g.info.items() if info.get("peer") is True), None)
+        if peer is None:
+            continue
+        theirs = g.info[peer].get("error")
+        for role, info in g.info.items():
+            error = info.get("error")
+            within = isinstance(error, float) and isinstance(theirs, float) and error <= theirs
+            ratio = g.ratio(role, peer)
+            rows.append([g.name, role, mib(info.get("bytes")), f"{error:.2%}" if isinstance(error, float) else "-",
+                         "-" if role == peer else ("yes" if within else "NO"), seconds(g.median(role)), times(ratio),
+                         "-" if role == peer else _goal(ratio, PEER_CALL_GOAL)])
+    if not rows:
+        return ""
+    headers = ["group", "role", "size", "error", "error <= peer's", "per call", "call/peer",
+               f"<= {PEER_CALL_GOAL}x"]
+    return "\n\nAgainst the peers (the same float32 model quantized by the peer; median)\n" + table(headers, rows)
 
 
 def onnx_section(groups: Sequence[Group]) -> str:

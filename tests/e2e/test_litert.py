@@ -56,7 +56,7 @@ def quantized(bundle: Path) -> Path:
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith(f"wrote {path}: LiteRT with 2 functions (predict, loss), 2 variants")
-    assert "weights int8 (dynamic range), a copy in each model: loss.b=2.tflite" in done.stdout
+    assert "weights int8 (weights only), a copy in each model: loss.b=2.tflite" in done.stdout
     return path
 
 

@@ -60,6 +60,35 @@ def test_the_quantized_model_runs_on_plain_litert_within_its_goal(
     assert jaxport.check_numerics(out).ok
 
 
+def test_int8_weights_lose_what_round_to_nearest_loses_and_int8_dynamic_more(
+        weights: dict[str, Any], bundle: Path, tmp_path: Path) -> None:
+    """Issue 52: weights only, within 1.1x of NumPy's round-to-nearest int8 per output channel."""
+    errors = {}
+    for mode in ("int8-weights", "int8-dynamic"):
+        jaxport.to_litert(bundle, tmp_path / mode, dims=DIMS, quantize=mode)
+        worst = []
+        for seed in range(4):
+            ids = q.tokens(1, 8, seed=seed)
+            want = q.logits(weights, ids)
+            worst.append(q.error(_plain_run(tmp_path / mode, ids), want) / q.rtn_errors(weights, ids)[0])
+        errors[mode] = max(worst)
+    assert errors["int8-weights"] <= 1.1, errors
+    assert errors["int8-dynamic"] > errors["int8-weights"], errors  # the activations' rounding on top
+
+
+def test_an_mlp_in_int8_weights_loses_what_round_to_nearest_loses(tmp_path: Path) -> None:
+    params = q.mlp_params()
+    source = q.save_mlp(tmp_path / "mlp", params)
+    jaxport.to_litert(source, tmp_path / "out", dims={"predict": [{"b": 16}]}, quantize="int8-weights")
+    from ai_edge_litert.interpreter import Interpreter
+
+    x = np.random.default_rng(5).normal(size=(16, q.MLP_SIZES[0])).astype(np.float32)
+    runner = Interpreter(model_path=str(tmp_path / "out" / "predict.b=16.tflite")).get_signature_runner("predict")
+    got, want = runner(arg0=x)["output_0"], q.mlp_out(params, x)
+    floor = q.error(q.mlp_out({k: {"w": q.rtn_int8(v["w"], 1), "b": v["b"]} for k, v in params.items()}, x), want)
+    assert 1e-4 < q.error(got, want) <= 1.1 * floor, (q.error(got, want), floor)
+
+
 def test_int8_without_calibration_nor_examples_is_refused_before_anything_is_written(
         weights: dict[str, Any], tmp_path: Path) -> None:
     bare = q.save(tmp_path / "bare", weights, examples=False)

@@ -1,10 +1,11 @@
 """End to end: ONNX in reduced precision (``to_onnx(quantize=...)``, ``convert --quantize``), issue 39.
 
-A small GPT-like model with a tied embedding (tests/helpers/quantized_models.py) is converted in
-float32, ``int8-weights`` and ``int8`` (API; ``int8`` calibrated on the golden example) and
-``int4-weights`` (command line); plain onnxruntime runs the
-files; size and error (largest difference over the output's largest magnitude) are asserted
-against the float32 directory and against round-to-nearest baselines computed with NumPy.
+A small GPT-like model with a tied embedding (tests/helpers/quantized_models.py) and an MLP are
+converted in float32, ``int8-weights``, ``int8-dynamic`` and ``int8`` (API; ``int8`` calibrated on
+the golden example) and ``int4-weights`` (command line); plain onnxruntime runs the files; size and
+error (largest difference over the output's largest magnitude) are asserted against the float32
+directory and against round-to-nearest baselines computed with NumPy (issue 52: the weights-only modes
+within 1.1x of them).
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def int8(bundle: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+def dynamic(bundle: Path) -> Path:
+    jaxport.to_onnx(bundle, bundle.parent / "dynamic", quantize="int8-dynamic")
+    return bundle.parent / "dynamic"
+
+
+@pytest.fixture(scope="module")
 def static(bundle: Path) -> Path:
     """``int8``, calibrated on the bundle's golden example."""
     jaxport.to_onnx(bundle, bundle.parent / "static", quantize="int8")
@@ -73,35 +80,37 @@ def _plain_run(directory: Path, ids: np.ndarray) -> np.ndarray:
     return result
 
 
-@pytest.mark.parametrize("mode", ["int8-weights", "int4-weights", "int8"])
+@pytest.mark.parametrize("mode", ["int8-weights", "int8-dynamic", "int4-weights", "int8"])
 def test_the_quantized_model_is_smaller_and_as_accurate_as_round_to_nearest(
         mode: str, weights: dict[str, Any], baselines: tuple[float, float], float32: Path, int8: Path,
-        int4: Path, static: Path) -> None:
-    directory = {"int8-weights": int8, "int4-weights": int4, "int8": static}[mode]
+        dynamic: Path, int4: Path, static: Path) -> None:
+    directory = {"int8-weights": int8, "int8-dynamic": dynamic, "int4-weights": int4, "int8": static}[mode]
     ids = q.tokens(2, 16, seed=3)  # not the calibration example
     got, want = _plain_run(directory, ids), q.logits(weights, ids)
     rtn8, rtn4 = baselines
-    bound = {"int8-weights": max(1.5 * rtn8, 0.06), "int4-weights": 1.15 * rtn4, "int8": max(2.5 * rtn8, 0.10)}
+    bound = {"int8-weights": 1.1 * rtn8, "int4-weights": 1.1 * rtn4, "int8-dynamic": 2 * rtn8,
+             "int8": max(2.5 * rtn8, 0.10)}
     assert q.error(got, want) <= bound[mode], (q.error(got, want), rtn8, rtn4)
     assert q.error(got, want) > 1e-4  # quantized indeed
     ratio = q.directory_size(directory) / q.directory_size(float32)
     assert ratio <= (0.20 if mode == "int4-weights" else 0.30), ratio
 
 
-def test_the_files_hold_the_standard_domain_and_the_quantized_weights_only(int8: Path, int4: Path,
+def test_the_files_hold_the_standard_domain_and_the_quantized_weights_only(int8: Path, int4: Path, dynamic: Path,
                                                                            static: Path) -> None:
     assert sorted(os.listdir(int8)) == ["examples.safetensors", "logits.onnx", "manifest.json",
                                         "params.int8.safetensors"]
     assert "params.safetensors" not in os.listdir(int4)
     ops = {}
-    for directory in (int8, int4, static):
+    for directory in (int8, int4, dynamic, static):
         model = onnx.load(str(directory / "logits.onnx"), load_external_data=False)
         assert {o.domain for o in model.opset_import} <= {"", "ai.onnx"}
         assert {n.domain for n in model.graph.node} <= {"", "ai.onnx"}
         ops[directory.name] = {n.op_type for n in model.graph.node}
         types = {t.data_type for t in model.graph.initializer}
         assert onnx.TensorProto.INT4 in types if directory == int4 else onnx.TensorProto.INT8 in types
-    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops["int8"]
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops["dynamic"]
+    assert {"Cast", "Mul"} <= ops["int8"] and not {"DynamicQuantizeLinear", "DequantizeLinear"} & ops["int8"]
     assert {"QuantizeLinear", "DequantizeLinear", "MatMul"} <= ops["static"] and "MatMulInteger" not in ops["static"]
     assert "DequantizeLinear" in ops["int4"]
 
@@ -109,7 +118,10 @@ def test_the_files_hold_the_standard_domain_and_the_quantized_weights_only(int8:
 def test_the_manifest_records_the_mode_and_its_tolerance_which_check_and_inspect_use(
         int8: Path, float32: Path) -> None:
     manifest = json.loads((int8 / "manifest.json").read_text())
-    assert manifest["quantization"] == {"mode": "int8-weights", "tolerance": {"rtol": 0.05, "atol": 1e-06}}
+    recorded = manifest["quantization"]
+    assert {k: recorded[k] for k in ("mode", "tolerance")} == {"mode": "int8-weights",
+                                                             "tolerance": {"rtol": 0.05, "atol": 1e-06}}
+    assert {w["key"] for w in recorded["weights"] if w["quantized"]} >= {"wte", "blocks/0/fc"}
     assert "quantization" not in json.loads((float32 / "manifest.json").read_text())
     report = jaxport.check_numerics(int8)
     assert report.ok and all(c.tolerance.rtol == 0.05 for c in report.checks)
@@ -165,3 +177,16 @@ def test_calibration_files_on_the_command_line(bundle: Path, tmp_path: Path,
     assert "--calibration 'logits' is not FUNCTION=FILE.npz" in capsys.readouterr().err
     assert main([*command, "--calibration", f"logits={tmp_path / 'good.npz'}"]) == 0
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["quantization"]["mode"] == "int8"
+
+
+@pytest.mark.parametrize("mode", ["int8-weights", "int4-weights"])
+def test_an_mlp_loses_what_round_to_nearest_loses(mode: str, tmp_path: Path) -> None:
+    params = q.mlp_params()
+    source = q.save_mlp(tmp_path / "mlp", params)
+    jaxport.to_onnx(source, tmp_path / "out", quantize=mode)
+    x = np.random.default_rng(5).normal(size=(16, q.MLP_SIZES[0])).astype(np.float32)
+    session = ort.InferenceSession(str(tmp_path / "out" / "predict.onnx"), providers=["CPUExecutionProvider"])
+    got, want = session.run(None, {"arg0": x})[0], q.mlp_out(params, x)
+    rtn = (lambda w: q.rtn_int8(w, 1)) if mode == "int8-weights" else (lambda w: q.rtn_int4(w, 0))
+    floor = q.error(q.mlp_out({k: {"w": rtn(v["w"]), "b": v["b"]} for k, v in params.items()}, x), want)
+    assert 1e-4 < q.error(got, want) <= 1.1 * floor, (q.error(got, want), floor)

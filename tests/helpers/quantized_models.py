@@ -105,5 +105,38 @@ def rtn_errors(weights: dict[str, Any], ids: np.ndarray) -> tuple[float, float]:
     return error(logits(int8, ids), want), error(logits(int4, ids), want)
 
 
+#: The MLP's widths: input, two hidden layers, output (multiples of int4's blocks of 32).
+MLP_SIZES = (64, 128, 128, 32)
+
+
+def mlp_params(seed: int = 2) -> dict[str, Any]:
+    """An MLP's weights (normal, scaled by the fan-in's root)."""
+    rng = np.random.default_rng(seed)
+    return {f"layer{i}": {"w": (rng.normal(size=(m, n)) / np.sqrt(m)).astype(np.float32),
+                          "b": (rng.normal(size=n) * 0.1).astype(np.float32)}
+            for i, (m, n) in enumerate(zip(MLP_SIZES, MLP_SIZES[1:]))}
+
+
+def mlp(params: dict[str, Any], x: jax.Array) -> jax.Array:
+    """Three dense layers, GELU between them."""
+    for i in range(len(MLP_SIZES) - 1):
+        x = x @ params[f"layer{i}"]["w"] + params[f"layer{i}"]["b"]
+        x = jax.nn.gelu(x) if i < len(MLP_SIZES) - 2 else x
+    return x
+
+
+def mlp_out(params: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    return np.asarray(jax.jit(mlp)(params, x))
+
+
+def save_mlp(path: Path, params: dict[str, Any]) -> Path:
+    """The MLP's bundle: ``predict`` of symbolic batch, one golden example."""
+    b, = jaxport.symbolic_shape("b")
+    exp = jaxport.export(jax.jit(mlp))(specs(params), jax.ShapeDtypeStruct((b, MLP_SIZES[0]), jnp.float32))
+    x = np.random.default_rng(0).normal(size=(4, MLP_SIZES[0])).astype(np.float32)
+    jaxport.save_bundle(path, {"predict": exp}, params, examples={"predict": [((x,), {})]})
+    return path
+
+
 def directory_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())

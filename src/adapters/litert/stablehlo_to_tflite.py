@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from jaxport.domain.errors import ConversionError, MissingExtraError
-from jaxport.domain.converted.quantization import INT8, INT8_WEIGHTS
+from jaxport.domain.converted.quantization import INT8, INT8_DYNAMIC, INT8_WEIGHTS
 from jaxport.domain.targets.litert import RUNTIME_NAME, check_unlegalized
 
 try:
@@ -147,7 +147,8 @@ _STATIC_OPERATORS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 
 def quantize(function: str, model: bytes, mode: str,
              calibration: Sequence[Mapping[str, np.ndarray]] = ()) -> bytes:
-    """The model quantized by ai-edge-quantizer: ``int8-weights`` (dynamic range) or ``int8`` (fully connected
+    """The model quantized by ai-edge-quantizer: ``int8-weights`` (weight-only), ``int8-dynamic`` (dynamic
+    range) or ``int8`` (fully connected
     layers and convolutions in int8, weights and activations, calibrated on ``calibration``: per example, the
     signature's inputs by name; the rest float32). (``float16`` is :mod:`jaxport.adapters.litert.narrow_constants`'s.)
 
@@ -160,7 +161,9 @@ def quantize(function: str, model: bytes, mode: str,
     except ImportError as exc:
         raise MissingExtraError("ai-edge-quantizer", "litert", exc) from exc
     try:
-        if mode == INT8_WEIGHTS:
+        if mode == INT8_WEIGHTS:  # at round-to-nearest's error: XNNPACK computes in float32
+            chosen = recipe.weight_only_wi8_afp32()
+        elif mode == INT8_DYNAMIC:
             chosen = recipe.dynamic_wi8_afp32()
         else:
             manager = recipe_manager.RecipeManager()

@@ -25,7 +25,7 @@ from jaxport.domain.bundle.manifest import WEIGHTS_FILE
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.errors import MissingExtraError
 from jaxport.domain.artifact.producer import JAXPORT_VERSION
-from jaxport.domain.converted.quantization import INT8
+from jaxport.domain.converted.quantization import INT8, MODES, WeightQuantization
 from jaxport.domain.targets.onnx import DEFAULT_OPSET, NEWEST_OPSET, OnnxOptions, details_of
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, FunctionJob
 
@@ -37,6 +37,7 @@ except ImportError as exc:  # the extra is not installed
 import numpy as np
 
 from .check import check_file
+from .contributions import WeightChoice, choose
 from .quantize import PREFIX, WeightsStore, activations, quantize_model, weights_file_name
 from .translate import external_tensors, translate
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
@@ -58,13 +59,8 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     dim_params: dict[str, list[str]] = {}
     store = WeightsStore() if options.quantize else None
     stored = SafetensorsFile(job.weights_path) if takes_weights and store is not None else None
-    models = []
-    for function in job.functions:
-        model = _translate(function, job, header, options)
-        if store is not None:
-            ranges = _calibrated(model, function, job, stored) if options.quantize == INT8 else None
-            quantize_model(model, str(options.quantize), lambda key: _stored(job, stored, key), store, ranges)
-        models.append(model)
+    models = [_translate(function, job, header, options) for function in job.functions]
+    report = _quantize(models, job, stored, options, store) if store is not None else ()
     weights_file = WEIGHTS_FILE if takes_weights else ""
     if store is not None:
         weights_file = weights_file_name(str(options.quantize)) if store.tensors else ""
@@ -87,7 +83,38 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
         copy_module(staging)
     newest = max((m.opset_import[0].version for m in models), default=None)
     return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params,
-                                     weights_file, newest), variants, weights_file if weights_file == WEIGHTS_FILE else "")
+                                     weights_file, newest), variants, weights_file if weights_file == WEIGHTS_FILE else "",
+                          report)
+
+
+def _quantize(models: list[onnx.ModelProto], job: ConversionJob, stored: SafetensorsFile | None,
+              options: OnnxOptions, store: WeightsStore) -> tuple[WeightQuantization, ...]:
+    """Quantizes ``models`` in place into ``store``, but the weights kept in float (the options' patterns,
+    ``auto``'s choice: :mod:`.contributions`); returns the report of each weight the mode could quantize."""
+    mode = str(options.quantize)
+    ranges = [_calibrated(m, f, job, stored) if mode == INT8 else None for m, f in zip(models, job.functions)]
+
+    def quantized(model: onnx.ModelProto, into: WeightsStore, keep: frozenset[str],
+                  calibrated: dict[str, tuple[float, float]] | None) -> onnx.ModelProto:
+        quantize_model(model, mode, lambda key: _stored(job, stored, key), into, calibrated, keep.__contains__)
+        return model
+
+    def measured(keep: frozenset[str]) -> list[bytes]:  # auto's check: each model quantized, self-contained
+        scratch, out = WeightsStore(), []
+        for model, calibrated in zip(models, ranges):
+            copy = onnx.ModelProto()
+            copy.CopyFrom(model)
+            scratch.inline(quantized(copy, scratch, keep, calibrated))
+            out.append(copy.SerializeToString())
+        return out
+
+    choice = WeightChoice(mode, options.tolerance or MODES[mode], options.keep_float, options.auto)
+    keep, report = choose(models, [f.signature.input_names for f in job.functions],
+                          [job.calibration.get(f.name, ()) for f in job.functions],
+                          lambda key: _stored(job, stored, key), choice, measured, job.functions[0].name)
+    for model, calibrated in zip(models, ranges):
+        quantized(model, store, keep, calibrated)
+    return report
 
 
 def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJob,

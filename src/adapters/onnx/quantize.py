@@ -1,20 +1,28 @@
-"""The ONNX target's weight quantization: ``int8-weights`` and ``int4-weights``, in standard ``ai.onnx`` operators.
+"""The ONNX target's weight quantization (``int8-weights``, ``int8-dynamic``, ``int4-weights``) in ``ai.onnx``.
 
 A translated model reads each weight as an external initializer named
 ``weights:KEY``. A float32 matrix whose every use is a matrix product
 (``MatMul``'s second operand, directly or through a ``Transpose``, or
 ``Gemm``'s: a tied embedding's output projection) or an embedding gather (``Gather`` along
-axis 0) is quantized, symmetrically (no zero point), to nearest:
+axis 0) is quantized, symmetrically (no zero point), to nearest, unless the
+caller keeps it in float (``keep``):
 
 * ``int8-weights``: int8 with one float32 scale per output channel (a
   product's output column, an embedding's row: one choice serves a tied
-  embedding's gather and its output projection). Each product becomes
-  ``DynamicQuantizeLinear`` of its activations, ``MatMulInteger`` and one
-  ``Mul`` by the activations' scale times the channels' scales (ONNX
-  Runtime fuses them into its int8 kernels); a gather gathers the int8 rows
-  and their scales, and multiplies. (Measured on the benchmarks' GPT-small with
-  ONNX Runtime 1.32: 0.33x of float32 per call at b=1 and 0.48x at b=8, where
-  ``DequantizeLinear`` before a float ``MatMul`` runs as float32 does, 1.07x and 0.94x.)
+  embedding's gather and its output projection), the activations left in
+  float32: a product reads the matrix as ``Cast`` and ``Mul`` by its scales
+  (constants, which ONNX Runtime folds into a float32 matrix when it opens the
+  model), a gather gathers the int8 rows and their scales. The error is
+  round-to-nearest's, no more: the file is about 4x smaller, a call as fast as
+  float32's. (``DequantizeLinear`` in its place is fused by ONNX Runtime into
+  ``MatMulNBits``, which quantizes the activations too: 1.1-1.3x the error.)
+* ``int8-dynamic``: the same int8 matrices, each product as
+  ``DynamicQuantizeLinear`` of its activations (one scale per call),
+  ``MatMulInteger`` and one ``Mul`` by the activations' scale times the
+  channels' scales, as ONNX Runtime's ``quantize_dynamic`` writes (it fuses
+  them into its int8 kernels). (Measured on the benchmarks' GPT-small with
+  ONNX Runtime 1.32: about 0.5x of float32 per call, at 1.5-1.8x
+  round-to-nearest's error.)
 * ``int4-weights``: int4 in blocks of :data:`~jaxport.domain.targets.onnx.INT4_BLOCK`
   along the reduction (an embedding's width), one float32 scale per block:
   one ``DequantizeLinear`` with ``block_size`` (opset 21) in place of the
@@ -36,7 +44,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from jaxport.domain.bundle.manifest import WeightRecord
-from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8
+from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8, INT8_WEIGHTS
 from jaxport.domain.targets.onnx import INT4_BLOCK
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from .fuse import attribute
@@ -98,6 +106,13 @@ class WeightsStore:
         self.refs[proto.name] = key
         return proto
 
+    def inline(self, model: onnx.ModelProto) -> None:
+        """Puts the bytes of ``model``'s tensors in the model itself (a self-contained model, to measure)."""
+        for proto in (t for t in model.graph.initializer if t.name in self.refs):
+            proto.raw_data = bytes(self.tensors[self.refs[proto.name]][2])
+            proto.data_location = TensorProto.DEFAULT
+            del proto.external_data[:]
+
     def write(self, stream: BinaryIO, location: str, models: Sequence[onnx.ModelProto]) -> None:
         """Writes the file (safetensors) and points the models' tensors at their bytes in it."""
         keys = sorted(self.tensors)
@@ -117,10 +132,12 @@ class WeightsStore:
 
 
 def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.ndarray],
-                   store: WeightsStore, ranges: Mapping[str, tuple[float, float]] | None = None) -> None:
-    """Quantizes ``model``'s weights in place (see the module's docstring); ``value`` gives a weight's
-    stored array by its key; every weight initializer then reads from ``store``'s file. For ``int8``,
-    ``ranges`` are the calibrated ranges of the products' activations (:func:`activations`)."""
+                   store: WeightsStore, ranges: Mapping[str, tuple[float, float]] | None = None,
+                   keep: Callable[[str], bool] = lambda key: False) -> None:
+    """Quantizes ``model``'s weights in place (see the module's docstring), but those whose key ``keep``
+    accepts; ``value`` gives a weight's stored array by its key; every weight initializer then reads from
+    ``store``'s file. For ``int8``, ``ranges`` are the calibrated ranges of the products' activations
+    (:func:`activations`)."""
     graph = model.graph
     edit = _Edit(list(graph.node))
     kept: list[onnx.TensorProto] = []
@@ -130,9 +147,11 @@ def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.
             continue
         key = init.name.removeprefix(PREFIX)
         array = np.asarray(value(key))
-        axis = _channel_axis(init, edit, mode)
+        axis = None if keep(key) else _channel_axis(init, edit, mode)
         if axis is None:
             kept.append(store.external(init, key, str(array.dtype), array))
+        elif mode == INT8_WEIGHTS:
+            kept.extend(_int8_weights(edit, init.name, key, array, axis, store))
         elif mode != INT4_WEIGHTS:
             kept.extend(_int8(edit, init.name, key, array, axis, store, ranges if mode == INT8 else None))
         else:
@@ -142,6 +161,30 @@ def quantize_model(model: onnx.ModelProto, mode: str, value: Callable[[str], np.
     nodes = edit.nodes_in_order()
     del graph.node[:]
     graph.node.extend(nodes)
+
+
+def candidates(model: onnx.ModelProto, mode: str) -> dict[str, int]:
+    """The weights of ``model`` that ``mode`` quantizes (keys, in the model's order), each with its axis
+    (:func:`quantize_int8`'s channels, :func:`quantize_int4`'s reduction)."""
+    edit = _Edit(list(model.graph.node))
+    found = {}
+    for init in model.graph.initializer:
+        if init.name.startswith(PREFIX) and init.data_location == TensorProto.EXTERNAL:
+            axis = _channel_axis(init, edit, mode)
+            if axis is not None:
+                found[init.name.removeprefix(PREFIX)] = axis
+    return found
+
+
+def rounded(w: np.ndarray, mode: str, axis: int) -> np.ndarray:
+    """``w`` as ``mode`` stores it, back in float32: the weight's own rounding error, and no other."""
+    if mode == INT4_WEIGHTS:
+        q, scale = quantize_int4(w, axis)
+        scales = np.repeat(scale, INT4_BLOCK, axis=axis)[tuple(slice(0, n) for n in w.shape)]
+    else:
+        q, scale = quantize_int8(w, axis)
+        scales = scale[:, None] if axis == 0 else scale[None, :]
+    return np.asarray(q.astype(np.float32) * scales, np.float32)
 
 
 class _Edit:
@@ -234,16 +277,44 @@ def _int8(edit: _Edit, name: str, key: str, array: np.ndarray, axis: int, store:
                 steps.append(helper.make_node("Add", [f"{y}#product", bias], [y]))
             edit.instead[at] = steps
         else:  # a Gather of rows: the int8 rows times their scales
-            rows, ids = node.output[0], node.input[1]
             if not any(t.name == last for t in tensors):
                 tensors.append(helper.make_tensor(last, TensorProto.INT64, [1], [-1]))
-            edit.instead[at] = [
-                helper.make_node("Gather", [qname, ids], [f"{rows}#int8"], axis=0),
-                helper.make_node("Gather", [sname, ids], [f"{rows}#scales"], axis=0),
-                helper.make_node("Cast", [f"{rows}#int8"], [f"{rows}#float"], to=TensorProto.FLOAT),
-                helper.make_node("Unsqueeze", [f"{rows}#scales", last], [f"{rows}#column"]),
-                helper.make_node("Mul", [f"{rows}#float", f"{rows}#column"], [rows])]
+            rows = node.output[0]
+            edit.instead[at] = [*_gathered_rows(node, qname, sname),
+                                helper.make_node("Unsqueeze", [f"{rows}#scales", last], [f"{rows}#column"]),
+                                helper.make_node("Mul", [f"{rows}#float", f"{rows}#column"], [rows])]
     return tensors
+
+
+def _gathered_rows(node: onnx.NodeProto, qname: str, sname: str) -> list[onnx.NodeProto]:
+    """The int8 rows a ``Gather`` (``node``) takes, as float (``ROWS#float``), and their scales (``ROWS#scales``)."""
+    rows, ids = node.output[0], node.input[1]
+    return [helper.make_node("Gather", [qname, ids], [f"{rows}#int8"], axis=0),
+            helper.make_node("Gather", [sname, ids], [f"{rows}#scales"], axis=0),
+            helper.make_node("Cast", [f"{rows}#int8"], [f"{rows}#float"], to=TensorProto.FLOAT)]
+
+
+def _int8_weights(edit: _Edit, name: str, key: str, array: np.ndarray, axis: int,
+                  store: WeightsStore) -> list[onnx.TensorProto]:
+    """int8 per channel, the activations in float: the products read the matrix as ``Cast`` times its
+    scales (shaped to broadcast along ``axis``), a gather the int8 rows times theirs."""
+    q, scale = quantize_int8(array, axis)
+    scale = scale[:, None] if axis == 0 else scale[None, :]
+    qname, sname = f"{name}#int8", f"{name}#scale"
+    products = False
+    for at, _ in edit.uses[name]:
+        node = edit.nodes[at]
+        if node.op_type != "Gather":
+            products = True
+            continue
+        rows = node.output[0]
+        edit.instead[at] = [*_gathered_rows(node, qname, sname),
+                            helper.make_node("Mul", [f"{rows}#float", f"{rows}#scales"], [rows])]
+    if products:  # constants only: ONNX Runtime folds them into the float32 matrix once, at load
+        edit.first.extend([helper.make_node("Cast", [qname], [f"{name}#float"], to=TensorProto.FLOAT),
+                           helper.make_node("Mul", [f"{name}#float", sname], [name])])
+    return [store.external(_tensor(qname, TensorProto.INT8, q.shape), f"{key}#int8", "int8", q),
+            store.external(_tensor(sname, TensorProto.FLOAT, scale.shape), f"{key}#scale", "float32", scale)]
 
 
 def _integer_product(node: onnx.NodeProto, scale: str) -> list[onnx.NodeProto]:

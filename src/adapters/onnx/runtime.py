@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -302,3 +302,20 @@ def activation_ranges(model: bytes, names: Sequence[str], feeds: Sequence[Mappin
                 old = ranges.get(name, (low, high))
                 ranges[name] = (min(old[0], low), max(old[1], high))
     return ranges
+
+
+def reference_session(model: bytes, function: str = "") -> Callable[[Mapping[str, np.ndarray]], list[np.ndarray]]:
+    """A self-contained ``model`` opened by ONNX Runtime (basic optimizations), as a function from its
+    feeds to all its outputs (a quantization's measure of its weights' contributions).
+
+    Raises:
+        ArtifactCallError: ONNX Runtime refused the model (or, when called, an example).
+    """
+    with _onnx_runtime_errors(function):
+        session = ort.InferenceSession(model, session_options(threads=None, optimization="basic"),
+                                       providers=["CPUExecutionProvider"])
+
+    def run(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        with _onnx_runtime_errors(function):
+            return [np.asarray(o) for o in session.run(None, dict(feeds))]
+    return run

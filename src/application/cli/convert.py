@@ -92,6 +92,12 @@ def run_convert(args: argparse.Namespace) -> int:
     plan = target(args.to).plan
     made_for = f"; {plan.describe(manifest.target_details)}" if plan.describe is not None else ""
     print(f"wrote {args.output}: {plan.runtime} with {manifest.brief()}{made_for}")
+    quantized = manifest.quantization
+    if quantized is not None and quantized.weights:
+        kept = quantized.kept_float
+        print(f"{quantized.mode}: {len(quantized.weights) - len(kept)} weights quantized, "
+              f"kept in float: {', '.join(kept) or 'none'}; the golden examples within {quantized.tolerance} "
+              f"('jaxport inspect {args.output}' gives each weight's contribution)")
     return 0
 
 

@@ -51,7 +51,7 @@ from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, vari
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converter, FunctionJob
 from jaxport.domain.targets.registry import TargetEntry, target
 from jaxport.domain.artifact.verification import check_main_types
-from jaxport.domain.converted.quantization import quantization
+from jaxport.domain.converted.quantization import Quantization, check_keep_float, quantization
 from jaxport.application.conversion.quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
 from jaxport.application.conversion.source import ConversionSource, SourceFunction, read_source
 from jaxport.application import target_adapters, wiring
@@ -121,14 +121,16 @@ def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, option
                                                         f"have (it has {[f.name for f in src.functions]})")
     jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), options) for f in src.functions)
     mode = getattr(options, "quantize", None)
-    calibrated = calibration_inputs(entry.plan.runtime, jobs, src, calibration, mode)
+    check_keep_float(getattr(options, "keep_float", ()), [w.name for w in src.weights], mode)
+    calibrated = calibration_inputs(entry.plan.runtime, jobs, src, calibration, mode, getattr(options, "auto", False))
     weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
         WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
     converter = target_adapters.converter(entry)  # imported once every function passed the plan
     staging = bundle_dir.new_directory_beside(out)
     try:
         parts = _fill(converter, jobs, src, weights, options, staging, calibrated)
-        manifest = _seal(entry, parts, jobs, src, weights, staging, mode)
+        manifest = _seal(entry, parts, jobs, src, weights, staging,
+                         quantization(mode, getattr(options, "tolerance", None), parts.quantized))
         check_examples(staging, manifest, entry.plan.runtime)
         bundle_dir.move_into_place(staging, out)
     except BaseException:
@@ -209,7 +211,7 @@ def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSo
 
 
 def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ...], src: ConversionSource,
-          weights: WeightsTable | None, staging: Path, mode: str | None) -> ConvertedManifest:
+          weights: WeightsTable | None, staging: Path, quantized: Quantization | None) -> ConvertedManifest:
     """The manifest's step: the examples added, every file digested, ``manifest.json`` written."""
     names = {j.name for j in jobs}
     examples = tuple(e for e in src.examples if e.function in names) if src.examples_blob else ()
@@ -230,7 +232,7 @@ def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ..
     functions = tuple(ConvertedFunction(j.signature, parts.variants[j.name]) for j in jobs)
     manifest = ConvertedManifest(entry.name, parts.target_details, functions, weights, examples, examples_file,
                                  file_digests(staging), jax_version=jobs[0].record.jax_version,
-                                 quantization=quantization(mode), generation=generation)
+                                 quantization=quantized, generation=generation)
     (staging / entry.manifest_path).parent.mkdir(parents=True, exist_ok=True)
     (staging / entry.manifest_path).write_bytes(manifest.to_json())
     return manifest

@@ -5,8 +5,9 @@
   function name -> a sequence of ``(args, kwargs)``, the form of
   ``save_bundle``'s ``examples``), each checked against the function's
   signature (a typed error naming the input), else the source's golden
-  examples' inputs. A mode that needs them (``int8``) without either is
-  refused. An example that fits no variant of a function converted for static
+  examples' inputs (for any mode: a converter measures each weight's
+  contribution on them). A mode that needs them (``int8``) without either is
+  refused, and so is ``auto`` (it chooses the weights to keep in float on them). An example that fits no variant of a function converted for static
   shapes is left out, and said so (a warning).
 * Once the directory is staged, :func:`check_examples` runs the golden examples on it,
   on the target's runtime (the one numerics loop, :mod:`.golden`), and refuses the conversion (a ``ConversionError``
@@ -40,13 +41,13 @@ FlatCalibration = dict[str, list[list[Any]]]
 
 
 def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: ConversionSource,
-                       calibration: Calibration | None, mode: str | None) -> FlatCalibration:
+                       calibration: Calibration | None, mode: str | None, auto: bool = False) -> FlatCalibration:
     """Each function's calibration examples as flat arrays (see the module's docstring).
 
     Raises:
         ConversionError: ``calibration`` names a function the source lacks, an
             example does not fit its function (naming the input), or ``mode``
-            needs calibration and there is none.
+            needs calibration (or ``auto`` examples) and there is none.
     """
     by_name = {j.name: j for j in jobs}
     flat: FlatCalibration = {}
@@ -57,7 +58,7 @@ def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: Conversio
                                                        f"{sorted(by_name)}")
         for name, examples in calibration.items():
             flat[name] = [_flat_example(runtime, by_name[name], i, example) for i, example in enumerate(examples)]
-    elif mode in CALIBRATED:
+    elif mode is not None:
         flat = golden_inputs(src, by_name)
     if mode in CALIBRATED:
         flat = {name: _fitting(runtime, by_name[name], examples) for name, examples in flat.items()}
@@ -66,6 +67,11 @@ def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: Conversio
                                                  "are none: give calibration={FUNCTION: [(args, kwargs), ...]} "
                                                  "(on the command line --calibration FUNCTION=FILE.npz), or "
                                                  "convert a bundle saved with examples")
+    if auto and not any(flat.values()):
+        raise ConversionError(runtime, None, "auto chooses the weights to keep in float on examples, and there are "
+                                             "none: give calibration={FUNCTION: [(args, kwargs), ...]} (on the "
+                                             "command line --calibration FUNCTION=FILE.npz), or convert a bundle "
+                                             "saved with examples")
     return flat
 
 
@@ -125,8 +131,9 @@ def check_examples(staging: Path, manifest: ConvertedManifest, runtime: str) -> 
         said = c.problem or (f"its largest error is {c.max_abs_error:.4g}, {c.relative_error:.2%} of its "
                              f"largest magnitude {c.max_reference:.4g}, beyond the {quantization.mode} "
                              f"tolerance ({c.tolerance})")
+        kept = f" (kept in float: {', '.join(quantization.kept_float)})" if quantization.kept_float else ""
         raise ConversionError(runtime, c.function, f"golden example {c.example}: the quantized model's "
-                                                   f"{c.output}: {said}")
+                                                   f"{c.output}: {said}{kept}")
     if report.left_out:
         warnings.warn(f"{runtime}: the golden examples {list(report.left_out)} fit none of the compiled variants: "
                       "left out of the check of the quantized model", stacklevel=3)

@@ -21,7 +21,7 @@ guide's index against the registry.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from jaxport.domain.converted.manifest import ConvertedManifest
     from jaxport.application.conversion.pipeline import Dims
     from jaxport.application.conversion.quantized import Calibration
+    from jaxport.domain.converted.numerics import Tolerance
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,16 +104,28 @@ COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
          Flag("web", "--web", "also write jaxport.mjs, which loads the directory in a web page with ONNX "
               "Runtime Web (refuses bfloat16 inputs and outputs)", switch=True),
          Flag("quantize", "--quantize", "int8-weights (the weights of matrix products and embeddings as int8 "
-              "per channel, about 4x smaller), int4-weights (int4 in blocks of 32, about 6x smaller) or int8 "
+              "per channel, about 4x smaller), int8-dynamic (those, and the products' activations quantized "
+              "per call: faster, less accurate), int4-weights (int4 in blocks of 32, about 6x smaller) or int8 "
               "(the products' activations too, calibrated: --calibration)",
-              metavar="MODE"))),
+              metavar="MODE"),
+         Flag("tolerance", "--tolerance", "the golden examples' tolerance of a quantized conversion in place of "
+              "the mode's: RTOL or RTOL,ATOL (err <= ATOL + RTOL * the output's largest magnitude; recorded "
+              "in the manifest, which check --numerics uses)", metavar="RTOL[,ATOL]"),
+         Flag("keep_float", "--keep-float", "keep the weights whose path in the bundle matches PATTERN (a glob: "
+              "'blocks/*/fc') in float (repeat)", metavar="PATTERN", repeat=True),
+         Flag("auto", "--auto", "keep in float, greedily from the largest measured contribution, the fewest "
+              "weights that let the golden examples pass the tolerance ('jaxport inspect DIR' lists them)",
+              switch=True))),
     "litert": TargetCommandLine(
         "writes LiteRT (.tflite) models for phones and small devices, the weights as constants of each, a "
         "symbolic batch kept dynamic where LiteRT can, else one model per --dims binding (needs pip install "
         "'jaxport[litert]')",
-        (Flag("quantize", "--quantize", "int8-weights (weights as int8 per channel, dynamic range; about 4x "
-              "smaller), float16 (every float32 constant as float16, 2x smaller) or int8 (weights and "
-              "activations, calibrated: --calibration)", metavar="MODE"),)),
+        (Flag("quantize", "--quantize", "int8-weights (weights as int8 per channel, activations float32; about "
+              "4x smaller), int8-dynamic (those, and the activations quantized per call), float16 (every float32 constant as float16, 2x smaller) or int8 (weights and "
+              "activations, calibrated: --calibration)", metavar="MODE"),
+         Flag("tolerance", "--tolerance", "the golden examples' tolerance of a quantized conversion in place of "
+              "the mode's: RTOL or RTOL,ATOL (err <= ATOL + RTOL * the output's largest magnitude; recorded "
+              "in the manifest, which check --numerics uses)", metavar="RTOL[,ATOL]"),)),
 })
 
 
@@ -166,7 +179,8 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
 def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
             opset: int | None = None, ir_version: int | None = None, web: bool = False,
             quantize: str | None = None, calibration: Calibration | None = None,
-            overwrite: bool = False) -> ConvertedManifest:
+            tolerance: Tolerance | float | tuple[float, float] | None = None, keep_float: Sequence[str] = (),
+            auto: bool = False, overwrite: bool = False) -> ConvertedManifest:
     """``convert(source, path, to="onnx", ...)``: one ONNX model per function, for ONNX Runtime and other readers.
 
     One ``FUNCTION.onnx`` per function (``onnxruntime.InferenceSession(path)``
@@ -188,29 +202,39 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
             function with a bfloat16 input or output is refused.
         quantize: None (as exported), ``"int8-weights"`` (the weights of matrix
             products and embedding gathers as int8 with one scale per output
-            channel, in the directory's own weights file; products in int8 with
-            the activations quantized per call) or ``"int4-weights"`` (int4 in blocks
+            channel, in the directory's own weights file; the activations in
+            float32), ``"int8-dynamic"`` (those int8 weights, the products' activations
+            quantized per call, as ONNX Runtime's ``quantize_dynamic``) or ``"int4-weights"`` (int4 in blocks
             of 32, ``DequantizeLinear`` with ``block_size``) or ``"int8"`` (static: the
             products' activations too, in QDQ form, their ranges calibrated). The golden examples
             must pass the mode's tolerance (:mod:`jaxport.domain.converted.quantization`).
         calibration: for a calibrated mode, function name -> ``(args, kwargs)`` examples.
+        tolerance: the golden examples' tolerance of a quantized conversion in place of the mode's:
+            ``rtol``, ``(rtol, atol)`` or a ``Tolerance``; the manifest records it.
+        keep_float: glob patterns over the weights' paths in the bundle (``"blocks/*/fc"``): the
+            weights they match stay in float.
+        auto: also keep in float, greedily from the largest measured contribution, the fewest weights
+            that let the golden examples pass the tolerance (the manifest's ``quantization`` names them).
 
     Raises:
-        As :func:`convert`; ``UnsupportedOperationError`` (a ``ConversionError``)
+        As :func:`convert`; ``UsageError`` for a tolerance below zero or not a number, or a pattern
+        that matches no weight (before anything is written); ``UnsupportedOperationError`` (a ``ConversionError``)
         for an operation the translation does not express exactly;
         ``MissingExtraError`` without the ``onnx`` package (``jaxport[onnx]``).
     """
     from jaxport.domain.targets.onnx import OnnxOptions  # not for --help (test_purity.py; figures: cli/main.py)
+    from jaxport.domain.converted.quantization import parse_tolerance
     from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     defaults = OnnxOptions()
-    return convert(source, path, to="onnx", overwrite=overwrite, calibration=calibration,
-                   options=OnnxOptions(opset,
-                                       defaults.ir_version if ir_version is None else ir_version, web, quantize))
+    options = OnnxOptions(opset, defaults.ir_version if ir_version is None else ir_version, web, quantize,
+                          parse_tolerance(tolerance, quantize), tuple(keep_float), auto)
+    return convert(source, path, to="onnx", overwrite=overwrite, calibration=calibration, options=options)
 
 
 def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
               dims: Dims | None = None, quantize: str | None = None, calibration: Calibration | None = None,
+              tolerance: Tolerance | float | tuple[float, float] | None = None,
               overwrite: bool = False) -> ConvertedManifest:
     """``convert(source, path, to="litert", ...)``: each function as LiteRT (``.tflite``) models.
 
@@ -223,19 +247,22 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
 
     Args:
         dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.
-        quantize: None (float32), ``"int8-weights"`` (dynamic range, about 4x smaller
-            weights), ``"float16"`` (every float32 constant as float16) or ``"int8"``
+        quantize: None (float32), ``"int8-weights"`` (int8 weights, activations float32, about
+            4x smaller), ``"int8-dynamic"`` (dynamic range: the activations quantized per call too), ``"float16"`` (every float32 constant as float16) or ``"int8"``
             (weights and activations, calibrated); the golden examples must pass the
             mode's tolerance (:mod:`jaxport.domain.converted.quantization`).
         calibration: for ``"int8"``, function name -> ``(args, kwargs)`` examples
             (default: the source's golden examples).
+        tolerance: the golden examples' tolerance of a quantized conversion in place of the mode's:
+            ``rtol``, ``(rtol, atol)`` or a ``Tolerance``; the manifest records it.
 
     Raises:
         As :func:`convert`; ``MissingExtraError`` without ``jaxport[litert]`` (its converter
         has wheels for Linux x86_64 and macOS arm64).
     """
     from jaxport.domain.targets.litert import LiteRtOptions  # not for --help (test_purity.py; figures: cli/main.py)
+    from jaxport.domain.converted.quantization import parse_tolerance
     from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="litert", dims=dims, overwrite=overwrite, calibration=calibration,
-                   options=LiteRtOptions(quantize))
+                   options=LiteRtOptions(quantize, parse_tolerance(tolerance, quantize)))

@@ -41,8 +41,7 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
              f"{_count(len(manifest.functions), 'function')}, {_count(variants, 'variant')}{weights}",
              f"target: {details}"]
     if manifest.quantization is not None:
-        lines.append(f"quantization: {manifest.quantization.mode}, its examples within "
-                     f"{manifest.quantization.tolerance} of float32")
+        lines.extend(manifest.quantization.lines())
     for f in manifest.functions:
         s = f.signature
         reads = " (reads the weights)" if s.nr_weights else ""

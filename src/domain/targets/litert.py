@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
-from jaxport.domain.converted.quantization import FLOAT16, INT8, INT8_WEIGHTS, MODES, check_mode
+from jaxport.domain.converted.quantization import (
+    FLOAT16, INT8, INT8_DYNAMIC, INT8_WEIGHTS, MODES, check_mode, parse_tolerance)
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
@@ -38,10 +39,11 @@ from .plan import BFloat16, DtypeTable, TargetPlan
 RUNTIME_NAME = "LiteRT"
 #: The custom calls the conversion erases.
 ERASED_CUSTOM_CALLS = frozenset({"shape_assertion"})
-#: The quantizations a conversion offers (:mod:`jaxport.domain.converted.quantization`): weights as int8
-#: (dynamic range), activations float32; every float32 constant as float16; weights and activations
-#: of fully connected layers and convolutions as int8, calibrated (ai-edge-quantizer's static recipe).
-QUANTIZATIONS = (INT8_WEIGHTS, FLOAT16, INT8)
+#: The quantizations a conversion offers (:mod:`jaxport.domain.converted.quantization`): weights as int8,
+#: activations float32 (ai-edge-quantizer's weight-only recipe) or quantized per call (its dynamic-range
+#: recipe); every float32 constant as float16; weights and activations of fully connected layers and
+#: convolutions as int8, calibrated (its static recipe).
+QUANTIZATIONS = (INT8_WEIGHTS, INT8_DYNAMIC, FLOAT16, INT8)
 
 #: The dtypes that cross a LiteRT model's boundary (litert-converter 0.5 and ai-edge-litert 2.3),
 #: measured by converting and running a conversion from and to float32 for each. Left out:
@@ -65,9 +67,9 @@ FLEX_PREFIX = "Flex"
 #: magnitude, with XNNPACK and without.
 FLOAT32_TOLERANCE = DEFAULT_TOLERANCES["float32"]
 #: The tolerance of an ``int8-weights`` conversion, normwise: 5% of the output's largest
-#: magnitude. Each weight is rounded to one of 255 levels per output channel and each activation
-#: entering a fully connected layer too (dynamic range); measured at 0.6-1.2% through two to
-#: four layers.
+#: magnitude. Each weight is rounded to one of 255 levels per output channel; measured at 0.5-3%
+#: through two to six layers, round-to-nearest's error (``int8-dynamic`` rounds each activation
+#: entering a fully connected layer too: 1.0-1.5x that).
 INT8_WEIGHTS_TOLERANCE = MODES[INT8_WEIGHTS]
 
 
@@ -164,18 +166,26 @@ class LiteRtOptions:
     """How to convert for LiteRT.
 
     Attributes:
-        quantize: None (float32 weights), ``"int8-weights"`` (dynamic range:
-            weights as int8 per channel, activations quantized on the fly;
-            about 4x smaller, within :data:`INT8_WEIGHTS_TOLERANCE`), ``"float16"``
+        quantize: None (float32 weights), ``"int8-weights"`` (weights as int8 per
+            channel, activations float32; about 4x smaller, within
+            :data:`INT8_WEIGHTS_TOLERANCE`), ``"int8-dynamic"`` (dynamic range: those,
+            and the activations quantized on the fly), ``"float16"``
             (every float32 constant stored as float16) or ``"int8"`` (static,
             calibrated); the tolerances: :mod:`jaxport.domain.converted.quantization`.
+        tolerance: the golden examples' tolerance of a quantized conversion in place of the mode's
+            (:func:`~jaxport.domain.converted.quantization.parse_tolerance`: also ``"RTOL[,ATOL]"``).
+
+    Raises:
+        UsageError: a quantization LiteRT lacks, a tolerance that is not one, or one without a quantization.
     """
 
     target: ClassVar[str] = "litert"
     quantize: str | None = None
+    tolerance: Tolerance | None = None
 
     def __post_init__(self) -> None:
         check_quantize(self.quantize)
+        object.__setattr__(self, "tolerance", parse_tolerance(self.tolerance, self.quantize))
 
 
 _NOTES = {
@@ -212,7 +222,7 @@ def numerics_tolerance(details: Mapping[str, Any]) -> Tolerance | None:
     return MODES[mode] if isinstance(mode, str) and mode in QUANTIZATIONS else None
 
 
-_WEIGHTS = {INT8_WEIGHTS: "int8 (dynamic range)", FLOAT16: "float16", INT8: "int8 (static, calibrated)"}
+_WEIGHTS = {INT8_WEIGHTS: "int8 (weights only)", INT8_DYNAMIC: "int8 (dynamic range)", FLOAT16: "float16", INT8: "int8 (static, calibrated)"}
 
 
 def describe(details: Mapping[str, Any]) -> str:

@@ -32,7 +32,9 @@ from typing import Any, ClassVar
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.calls.front import leaf_paths, result_paths
 from jaxport.domain.converted.manifest import Signature
-from jaxport.domain.converted.quantization import INT4_WEIGHTS, INT8, INT8_WEIGHTS, check_mode
+from jaxport.domain.converted.numerics import Tolerance
+from jaxport.domain.converted.quantization import (
+    INT4_WEIGHTS, INT8, INT8_DYNAMIC, INT8_WEIGHTS, check_mode, parse_tolerance)
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
 
@@ -52,9 +54,10 @@ DEFAULT_OPSET, DEFAULT_IR_VERSION = 21, 10
 BFLOAT16_INPUTS, BFLOAT16_OUTPUTS = "jaxport.bfloat16_inputs", "jaxport.bfloat16_outputs"
 
 #: The quantizations the translation offers (:mod:`jaxport.domain.converted.quantization`): the weights
-#: of matrix products and embedding gathers as int8 per output channel, or as int4 in blocks of 32; and
-#: static int8 (the products' activations too, calibrated).
-QUANTIZATIONS = (INT8_WEIGHTS, INT4_WEIGHTS, INT8)
+#: of matrix products and embedding gathers as int8 per output channel (activations float32, or quantized
+#: per call: int8-dynamic), or as int4 in blocks of 32; and static int8 (the products' activations too,
+#: calibrated).
+QUANTIZATIONS = (INT8_WEIGHTS, INT8_DYNAMIC, INT4_WEIGHTS, INT8)
 #: The weights of an int4 model are quantized in blocks of this many along the reduction.
 INT4_BLOCK = 32
 
@@ -76,10 +79,17 @@ class OnnxOptions:
             in a web page with ONNX Runtime Web (``convert --web``); refuses a
             function with a bfloat16 input or output (:func:`check_web_signature`).
         quantize: None (as exported) or one of :data:`QUANTIZATIONS`.
+        tolerance: the golden examples' tolerance of a quantized conversion in place of the mode's
+            (:func:`~jaxport.domain.converted.quantization.parse_tolerance`: also ``"RTOL[,ATOL]"``).
+        keep_float: glob patterns over the weights' paths in the bundle (``blocks/*/fc``): the weights
+            they match stay in float.
+        auto: keep in float, greedily from the largest measured contribution, the fewest weights
+            that let the golden examples pass the tolerance.
 
     Raises:
-        UsageError: an opset or IR version out of range, ``web`` not a boolean, a
-            quantization ONNX lacks.
+        UsageError: an opset or IR version out of range, ``web`` or ``auto`` not a boolean, a
+            quantization ONNX lacks, a tolerance that is not one, or a tolerance, ``keep_float`` or
+            ``auto`` without a quantization.
     """
 
     target: ClassVar[str] = "onnx"
@@ -87,13 +97,23 @@ class OnnxOptions:
     ir_version: int = DEFAULT_IR_VERSION
     web: bool = False
     quantize: str | None = None
+    tolerance: Tolerance | None = None
+    keep_float: tuple[str, ...] = ()
+    auto: bool = False
 
     def __post_init__(self) -> None:
         check_mode("ONNX", self.quantize, QUANTIZATIONS)
-        if isinstance(self.web, str) and self.web.strip().lower() in ("true", "false"):  # from --option web=true
-            object.__setattr__(self, "web", self.web.strip().lower() == "true")
-        if not isinstance(self.web, bool):
-            raise UsageError(f"web {self.web!r} is not True or False")
+        for name in ("web", "auto"):
+            value = getattr(self, name)
+            if isinstance(value, str) and value.strip().lower() in ("true", "false"):  # from --option web=true
+                object.__setattr__(self, name, value := value.strip().lower() == "true")
+            if not isinstance(value, bool):
+                raise UsageError(f"{name} {value!r} is not True or False")
+        object.__setattr__(self, "tolerance", parse_tolerance(self.tolerance, self.quantize))
+        if isinstance(self.keep_float, str):
+            object.__setattr__(self, "keep_float", (self.keep_float,))
+        if self.auto and self.quantize is None:
+            raise UsageError("auto applies to a quantized conversion: give quantize=MODE (--quantize MODE) too")
         for name, allowed in (("opset", OPSETS), ("ir_version", IR_VERSIONS)):
             value = getattr(self, name)
             if isinstance(value, str) and value.strip().isdigit():  # from --option opset=22

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import ConvertedManifest, Signature, Variant, WeightsTable
 from jaxport.domain.ports import HostArray
 from jaxport.domain.converted.static_shapes import StaticShapes
+
+if TYPE_CHECKING:  # a converted directory's loader needs no quantization
+    from jaxport.domain.converted.quantization import WeightQuantization
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +117,14 @@ class ConvertedParts:
         variants: function name -> its variants (files relative to the directory's root).
         weights_file: the weights' safetensors file if the directory keeps it as
             one (``params.safetensors``), ``""`` when the target holds them in its own form.
+        quantized: for a quantized conversion, each weight the mode could quantize, whether it
+            did and its measured contribution (empty where the converter does not report them).
     """
 
     target_details: Mapping[str, Any]
     variants: Mapping[str, tuple[Variant, ...]]
     weights_file: str = ""
+    quantized: tuple[WeightQuantization, ...] = ()
 
 
 class Converter(Protocol):
