@@ -35,7 +35,7 @@ def test_the_child_makes_zeros_of_every_held_dtype_that_the_call_front_accepts(d
                           (AvalRecord(("b", "3"), dtype), AvalRecord((), dtype)), leaf,
                           (AvalRecord(("b",), dtype),), ("b >= 2",))
     variant = Variant("f.model")
-    specs = smallest_inputs(ConvertedFunction(signature, (variant,)), variant)
+    (specs,) = smallest_inputs(ConvertedFunction(signature, (variant,)), variant)
     arrays = [zeros([int(d) for d in s.shape], s.dtype) for s in specs]
     assert [(a.shape, str(a.dtype)) for a in arrays] == [((2, 3), dtype.value), ((), dtype.value)]
     wide = np.complex128 if dtype.value.startswith("complex") else np.float64

@@ -6,9 +6,8 @@ by :mod:`.verify_directory`, an isolated child (:mod:`jaxport.adapters.isolated`
 (``{"path": ..., "options": {...}}``). It loads the directory with
 the target's runtime (:func:`~.api.load_converted`, ``verify=False``: the
 files' digests are checked again) and calls each variant of each function:
-on the directory's golden examples, compared with the outputs recorded at
-conversion (:mod:`.golden`), and, whether or not it has examples, once on
-zeros of the variant's smallest inputs
+on the directory's golden examples that reach it, compared with the outputs
+recorded at conversion (:mod:`.golden`), else once on zeros of its smallest inputs
 (:mod:`jaxport.domain.converted.smallest_inputs`: the dimension variables
 the variant leaves free at the smallest values the constraints allow), made
 in the dtypes of its signature, through the runtime's own function objects,
@@ -33,8 +32,8 @@ from jaxport.adapters.array_compare import shape_of, zeros
 from jaxport.adapters.isolated.child import Request, serve
 from jaxport.domain.calls.front import leaf_paths
 from jaxport.domain.converted.manifest import Variant
-from jaxport.domain.converted.smallest_inputs import smallest_inputs
-from jaxport.domain.errors import JaxportError
+from jaxport.domain.converted.smallest_inputs import examined_variants, smallest_inputs
+from jaxport.domain.errors import ArtifactCallError, JaxportError
 from jaxport.domain.targets.plan import TargetPlan
 
 if TYPE_CHECKING:
@@ -42,6 +41,9 @@ if TYPE_CHECKING:
 
 #: The longest reason sent (a runtime's message may be long).
 MAX_REASON_CHARS = 2000
+#: How many of a variant's smallest inputs are called on zeros before the runtime's refusal of their
+#: values is the verdict's reason.
+CALL_TRIES = 4
 
 
 def _reason(file: str, what: str, exc: BaseException) -> str:
@@ -78,10 +80,12 @@ def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
                     f"{manifest.examples_file} wrongly ({c.output}: "
                     f"{c.problem or f'largest error {c.max_abs_error:g}, tolerance {c.tolerance}'})"
                     for c in report.failures]
+    examined = examined_variants(manifest.functions, manifest.examples)
     for function in manifest.functions:
         for variant in function.variants:
-            request.say({"file": variant.file})
-            reasons += _call_on_zeros(model[function.name], variant, entry.plan)
+            if (function.name, variant.file) not in examined:
+                request.say({"file": variant.file})
+                reasons += _call_on_zeros(model[function.name], variant, entry.plan)
     return reasons
 
 
@@ -90,7 +94,10 @@ def _call_on_zeros(call: ConvertedCall, variant: Variant, plan: TargetPlan) -> l
 
     The variant is called as the caller's process would call it (the runtime
     opens its model and function objects at their first call), whatever
-    variant the front would choose for these sizes.
+    variant the front would choose for these sizes. Where the runtime ran the
+    model and refused the values (an ``ArtifactCallError``: a constraint only
+    the module's shape assertions hold, say), the next smallest inputs are
+    tried, :data:`CALL_TRIES` in all; any other failure is the reason at once.
     """
     function = call.function
     for path, aval in zip(leaf_paths(call.record.in_tree), function.signature.in_avals):
@@ -98,15 +105,23 @@ def _call_on_zeros(call: ConvertedCall, variant: Variant, plan: TargetPlan) -> l
         if why is not None:
             return [f"{variant.file}: {function.name!r} cannot be called: its input {path} is {why}"]
     try:
-        arrays = [zeros([int(d) for d in spec.shape], spec.dtype) for spec in smallest_inputs(function, variant)]
+        calls = smallest_inputs(function, variant, CALL_TRIES)
     except JaxportError as exc:
         return [_reason(variant.file, f"{function.name!r} cannot be called", exc)]
-    try:
-        results = call.runtime.run(function.name, variant, arrays)
-    except Exception as exc:
-        return [_reason(variant.file, f"calling {function.name!r} failed", exc)]
-    wrong = _wrong_results(function.signature.out_avals, results)
-    return [f"{variant.file}: {function.name!r} answers wrongly: {wrong}"] if wrong else []
+    refused: list[str] = []
+    for specs in calls:
+        try:
+            arrays = [zeros([int(d) for d in spec.shape], spec.dtype) for spec in specs]
+            results = call.runtime.run(function.name, variant, arrays)
+        except ArtifactCallError as exc:
+            refused.append(_reason(variant.file, f"calling {function.name!r} on zeros of shapes "
+                                                 f"{[s.shape for s in specs]} failed", exc))
+            continue
+        except Exception as exc:
+            return [_reason(variant.file, f"calling {function.name!r} failed", exc)]
+        wrong = _wrong_results(function.signature.out_avals, results)
+        return [f"{variant.file}: {function.name!r} answers wrongly: {wrong}"] if wrong else []
+    return refused[:1]
 
 
 def _files_of(manifest: Any, function: str) -> str:

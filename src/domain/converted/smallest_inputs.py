@@ -1,8 +1,9 @@
 """The smallest inputs of one variant of a converted function: what the verifying child calls it on.
 
-Where a directory has no golden examples, the verifying child
-(:mod:`jaxport.application.conversion.verify_child`) still calls every
-variant, on zeros of the inputs :func:`smallest_inputs` gives: each flat
+The verifying child (:mod:`jaxport.application.conversion.verify_child`)
+calls every variant of every function: on the golden examples that reach it
+(:func:`examined_variants`), else on zeros of the inputs
+:func:`smallest_inputs` gives: each flat
 input's dtype, and its shape with the variant's binding for the dimension
 variables it binds and every other variable at the smallest value the
 function's constraints allow (``b >= 16``: 16; no constraint: 1). The
@@ -23,8 +24,8 @@ front's reason (the child adds the variant's file), never skipped.
 ...                 (AvalRecord(("b", "4"), DType.FLOAT32),), leaf, (AvalRecord(("b",), DType.FLOAT32),),
 ...                 ("b >= 16",))
 >>> variant = Variant("f.onnx")
->>> smallest_inputs(ConvertedFunction(sig, (variant,)), variant)
-(ArraySpec(shape=(16, 4), dtype='float32', weak_type=False),)
+>>> [(one[0].shape, one[0].dtype) for one in smallest_inputs(ConvertedFunction(sig, (variant,)), variant, count=2)]
+[((16, 4), 'float32'), ((17, 4), 'float32')]
 """
 
 from __future__ import annotations
@@ -38,14 +39,17 @@ from jaxport.domain.calls.front import call_record, check_call, record_shapes
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.specs import ArraySpec, Shape
 from jaxport.domain.symbolic import DimExpr
+from jaxport.domain.bundle.manifest import Example
 from .manifest import ConvertedFunction, Variant
 
 #: The most candidate values of the free dimension variables tried before a variant is refused.
 SEARCH_BUDGET: Final = 512
 
 
-def smallest_inputs(function: ConvertedFunction, variant: Variant) -> tuple[ArraySpec, ...]:
-    """The shape and dtype of each flat input of the smallest call of ``variant`` (see the module's text).
+def smallest_inputs(function: ConvertedFunction, variant: Variant, count: int = 1
+                    ) -> tuple[tuple[ArraySpec, ...], ...]:
+    """The shape and dtype of each flat input of the smallest calls of ``variant``, smallest first
+    (see the module's text): ``count`` of them at most, one where the variant leaves no variable free.
 
     Raises:
         ArtifactError: no inputs fit the variant (no values of its free dimension variables
@@ -60,9 +64,9 @@ def smallest_inputs(function: ConvertedFunction, variant: Variant) -> tuple[Arra
     except ArtifactError as exc:
         raise ArtifactError(f"{sig.name!r} has no inputs: {exc}") from None
     binding = variant.binding
-    lows = _lower_bounds(shapes, binding)
+    found: list[tuple[ArraySpec, ...]] = []
     refusal = ""
-    for env in itertools.islice(_candidates(lows), SEARCH_BUDGET):
+    for env in itertools.islice(_candidates(_lower_bounds(shapes, binding)), SEARCH_BUDGET):
         env.update(binding)
         try:
             specs = tuple(ArraySpec(_concrete(shape, env), dtype) for shape, dtype in zip(shapes, dtypes))
@@ -73,9 +77,35 @@ def smallest_inputs(function: ConvertedFunction, variant: Variant) -> tuple[Arra
         except (ValueError, ArithmeticError) as exc:  # the front's errors (JaxportError), an evaluation's
             refusal = refusal or f"at {_named(env)}: {exc}"
             continue
-        return specs
-    raise ArtifactError(f"no inputs of {sig.name!r} fit its constraints "
-                        f"{list(sig.constraints)}: {refusal} (nor larger values: {SEARCH_BUDGET} tried at most)")
+        found.append(specs)
+        if len(found) == count:
+            break
+    if not found:
+        raise ArtifactError(f"no inputs of {sig.name!r} fit its constraints {list(sig.constraints)}: "
+                            f"{refusal} (nor larger values: {SEARCH_BUDGET} tried at most)")
+    return tuple(found)
+
+
+def examined_variants(functions: Sequence[ConvertedFunction], examples: Sequence[Example]
+                      ) -> frozenset[tuple[str, str]]:
+    """The variants that the golden ``examples`` call, as (function, file) pairs: each example's
+    shapes checked by the call front, its variant chosen as a call of them chooses it. An example
+    that fits no variant (or no function) calls none.
+    """
+    by_name = {f.name: f for f in functions}
+    found: set[tuple[str, str]] = set()
+    for example in examples:
+        function = by_name.get(example.function)
+        if function is None:
+            continue
+        sig = function.signature
+        record = call_record(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
+        try:
+            dims = check_call(record, [ArraySpec(tuple(r.shape), r.dtype) for r in example.inputs])
+            found.add((function.name, function.variant_for(dims).file))
+        except ValueError:  # the front's errors (JaxportError), UncompiledSizeError among them
+            continue
+    return frozenset(found)
 
 
 def _lower_bounds(shapes: Sequence[Shape], binding: Mapping[str, int]) -> dict[str, int]:
