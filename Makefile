@@ -140,8 +140,9 @@ bench: $(RUNTIME_DEPS) install
 fuzz: install
 	$(PY) -m tests.fuzz.campaign --mutations 100000 --codec-share 0.2 --jax-export-share 0.08
 
-# Hostile converted directories (120 per target, half re-sealed model files, half hostile
-# manifests), loaded with and without verification; prints the count of each outcome.
+# Hostile converted directories (per target: 120 with a golden example, half re-sealed model files, half
+# hostile manifests; 60 re-sealed model files without golden examples), loaded with and without
+# verification; prints the count of each outcome.
 fuzz-converted: $(RUNTIME_DEPS) install
 	$(PY) -m tests.fuzz.converted_campaign --count 120
 

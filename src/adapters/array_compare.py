@@ -15,19 +15,29 @@ from typing import Any
 
 import numpy as np
 
+from jaxport.domain.errors import ArtifactError
+
 
 def zeros(shape: Sequence[int], dtype: str) -> np.ndarray:
     """Zeros of ``shape`` and of the dtype named ``dtype`` (NumPy's own, else ml_dtypes', as ``bfloat16``).
 
     >>> zeros((2,), "float32")
     array([0., 0.], dtype=float32)
+    >>> str(zeros((1,), "float8_e4m3fn").dtype)
+    'float8_e4m3fn'
+
+    Raises:
+        ArtifactError: neither NumPy nor ml_dtypes has the dtype (``float0``, a PRNG key's).
     """
     try:
         kind = np.dtype(dtype)
     except TypeError:
         import ml_dtypes  # here: a process whose arrays are all NumPy's own dtypes never loads it
 
-        kind = np.dtype(getattr(ml_dtypes, dtype))
+        try:
+            kind = np.dtype(getattr(ml_dtypes, dtype))
+        except (AttributeError, TypeError):
+            raise ArtifactError(f"no array of the dtype {dtype!r} can be made (NumPy and ml_dtypes lack it)") from None
     return np.zeros(tuple(shape), dtype=kind)
 
 

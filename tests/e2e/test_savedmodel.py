@@ -250,9 +250,13 @@ def test_keys_that_the_old_naming_merged_get_two_wire_names(scenario: Scenario) 
     assert [i["name"] for i in function["signature"]["inputs"]] == ["arg0/a.20b", "arg0/a_b"]
 
 
-def test_an_allowed_custom_call_converts_and_fails_at_the_first_call_here(scenario: Scenario) -> None:
+def test_an_allowed_custom_call_converts_and_is_refused_by_verification_here(scenario: Scenario) -> None:
     assert scenario.outcome["convert allowed custom call"]["status"] == 0
-    failure = scenario.outcome["allowed custom call"]
+    refusal = scenario.outcome["allowed custom call"]  # the verifying child called it: it cannot run here
+    assert refusal["error"] == "ArtifactError" and "failed verification" in refusal["message"]
+    assert "saved_model.pb: calling 'solve' on zeros" in refusal["message"]
+    assert "lapack_sgetrf_ffi" in refusal["message"]
+    failure = scenario.outcome["allowed custom call unverified"]  # unverified: typed, at the first call
     assert failure["error"] == "ArtifactCallError" and "lapack_sgetrf_ffi" in failure["message"]
 
 

@@ -10,9 +10,13 @@ path out of the directory, huge numbers, wrong types, damaged bytes).
 - ``refused``: a jaxport error (typed) at load or at the call;
 - ``same``: it ran and answered as the original (the damage did not matter);
 - ``untyped:<type>``: another exception (a bug);
-- ``wrong``: it ran and answered otherwise (a damaged file that runs: a bug).
+- ``wrong``: it ran and answered otherwise, though the directory has golden
+  examples (a damaged file that runs: a bug);
+- ``changed``: it ran and answered otherwise, and the directory has no golden
+  examples: by design, verification cannot tell such a model from the
+  original (it checks that every variant opens and answers, not what).
 
-Run as ``python -m tests.fuzz.converted DIR COUNT SEED VERIFY`` it prints
+Run as ``python -m tests.fuzz.converted DIR WORK START COUNT SEED VERIFY EXAMPLES`` it prints
 one outcome a line, so that a parent counts the deaths of the process too
 (:func:`campaign_in_children`).
 """
@@ -51,12 +55,15 @@ def model_files(root: Path) -> list[str]:
     return sorted({v["file"] for f in manifest["functions"].values() for v in f["variants"]})
 
 
-def hostile(source: Path, out: Path, seed: int, index: int) -> str:
-    """Writes the ``index``-th hostile copy of ``source`` at ``out``; what was done to it."""
+def hostile(source: Path, out: Path, seed: int, index: int, *, resealed_only: bool = False) -> str:
+    """Writes the ``index``-th hostile copy of ``source`` at ``out``; what was done to it.
+
+    Even indices (every index, ``resealed_only``) re-seal a mutated model file; odd ones make the manifest hostile.
+    """
     rng = random.Random(seed * 1_000_003 + index)
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(source, out, symlinks=True)
-    if index % 2 == 0:
+    if resealed_only or index % 2 == 0:
         name = rng.choice(model_files(out))
         data = (out / name).read_bytes()
         rewrite(out, name, mutate(data, rng, data[::-1]))
@@ -116,8 +123,10 @@ def _first(doc: dict[str, Any]) -> dict[str, Any]:
     return function
 
 
-def outcome(root: Path, inputs: list[np.ndarray], reference: list[np.ndarray], *, verify: bool) -> str:
-    """Loads ``root`` and calls its first function on ``inputs`` (see the module's text)."""
+def outcome(root: Path, inputs: list[np.ndarray], reference: list[np.ndarray], *, verify: bool,
+            examples: bool = True) -> str:
+    """Loads ``root`` and calls its first function on ``inputs`` (see the module's text); a directory
+    without golden examples (``examples`` False) that answers otherwise is ``changed``, not ``wrong``."""
     import jaxport
     from jaxport.errors import JaxportError
 
@@ -131,51 +140,38 @@ def outcome(root: Path, inputs: list[np.ndarray], reference: list[np.ndarray], *
     same = len(results) == len(reference) and all(
         np.asarray(r).shape == w.shape and np.array_equal(np.asarray(r), w, equal_nan=True)
         for r, w in zip(results, reference))
-    return "same" if same else "wrong"
+    return "same" if same else "wrong" if examples else "changed"
 
 
-def source_bundle(root: Path) -> Path:
-    """Saves at ``root`` the bundle the campaign converts: one small MLP layer with a golden example."""
-    import jax
-    import jax.numpy as jnp
+def source_bundle(root: Path, *, examples: bool = True) -> Path:
+    """Saves at ``root`` the bundle the campaign converts: one small MLP layer, with a golden example or none."""
+    from tests.helpers.mlp_bundle import save_mlp_bundle
 
-    import jaxport
-
-    def predict(p: dict[str, jax.Array], x: jax.Array) -> jax.Array:
-        return jnp.tanh(x @ p["w"] + p["b"])
-
-    params = {"w": jnp.arange(12, dtype=jnp.float32).reshape(4, 3) / 10, "b": jnp.ones((3,), jnp.float32)}
-    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
-    exported = jaxport.export(jax.jit(predict))(params, jax.ShapeDtypeStruct((2, 4), jnp.float32))
-    jaxport.save_bundle(root, {"predict": exported}, params, examples={"predict": [((x,), {})]})
-    return root
+    return save_mlp_bundle(root, examples=examples)
 
 
 def golden(root: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The first golden example's inputs and the original directory's answer to them."""
+    """The inputs of the bundle's golden example (:data:`~tests.helpers.mlp_bundle.X`) and the directory
+    ``root``'s answer to them (with or without golden examples of its own)."""
     import jaxport
-    from jaxport.adapters.storage.safetensors_file import read_examples
+    from tests.helpers.mlp_bundle import X
 
     model = jaxport.load_converted(root, verify=False)
-    manifest = model.manifest
-    example = manifest.examples[0]
-    first, _ = read_examples((root / manifest.examples_file).read_bytes(), manifest.examples,
-                             file=manifest.examples_file, digest=manifest.files[manifest.examples_file],
-                             owner="directory")[0]
-    inputs = [np.asarray(a) for a in first]
-    return inputs, [np.asarray(r) for r in model[example.function].run_flat(inputs)]
+    inputs = [X]
+    return inputs, [np.asarray(r) for r in model["predict"].run_flat(inputs)]
 
 
-def campaign_in_children(source: Path, work: Path, count: int, seed: int, *, verify: bool,
+def campaign_in_children(source: Path, work: Path, count: int, seed: int, *, verify: bool, examples: bool = True,
                          timeout: float = 600.0) -> collections.Counter[str]:
     """The outcomes of ``count`` hostile copies, each loaded in a child that is restarted when one kills it
-    (``died``)."""
+    (``died``). ``examples``: ``source`` has golden examples; without, every copy re-seals a mutated model
+    file, and an answer that differs is ``changed``."""
     counts: collections.Counter[str] = collections.Counter()
     start = 0
     while start < count:
         done = subprocess.run([sys.executable, "-m", __name__, str(source), str(work), str(start), str(count),
-                               str(seed), str(int(verify))], capture_output=True, text=True, timeout=timeout,
-                              check=False)
+                               str(seed), str(int(verify)), str(int(examples))], capture_output=True, text=True,
+                              timeout=timeout, check=False)
         lines = [line for line in done.stdout.splitlines() if line.startswith("outcome ")]
         counts.update(line.split()[2] for line in lines)
         start += len(lines)
@@ -191,12 +187,12 @@ def campaign_in_children(source: Path, work: Path, count: int, seed: int, *, ver
 
 def _main(argv: list[str]) -> None:
     source, work = Path(argv[0]), Path(argv[1])
-    start, count, seed, verify = int(argv[2]), int(argv[3]), int(argv[4]), argv[5] == "1"
+    start, count, seed, verify, examples = int(argv[2]), int(argv[3]), int(argv[4]), argv[5] == "1", argv[6] == "1"
     inputs, reference = golden(source)
     for index in range(start, count):
         out = work / f"hostile-{index}"
-        what = hostile(source, out, seed, index)
-        found = outcome(out, inputs, reference, verify=verify)
+        what = hostile(source, out, seed, index, resealed_only=not examples)
+        found = outcome(out, inputs, reference, verify=verify, examples=examples)
         print(f"outcome {index} {found} {what}", flush=True)
         shutil.rmtree(out, ignore_errors=True)
 

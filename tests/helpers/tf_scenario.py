@@ -141,8 +141,10 @@ def main(workdir: Path) -> None:
     out["wrong tree in jaxport"] = outcome_of(lambda: functions["loss"](inputs["x3"]))
     out["cuda only"] = outcome_of(lambda: only(workdir / "cuda_tf")(np.ones(3, np.float32)))
     arrays["multi-platform"] = only(workdir / "multi_tf")(np.ones(3, np.float32))
-    lapack = only(workdir / "lapack_tf")
-    out["allowed custom call"] = outcome_of(lambda: lapack(np.eye(3, dtype=np.float32), np.ones(3, np.float32)))
+    solve_args = (np.eye(3, dtype=np.float32), np.ones(3, np.float32))
+    out["allowed custom call"] = outcome_of(lambda: only(workdir / "lapack_tf")(*solve_args))
+    unverified = load_converted(workdir / "lapack_tf", verify=False)
+    out["allowed custom call unverified"] = outcome_of(lambda: unverified[next(iter(unverified))](*solve_args))
     np.save(workdir / "x3.npy", inputs["x3"])
     np.save(workdir / "y3.npy", inputs["y3"])
     out["jaxport run"] = run_command(workdir / "model_tf", "loss", workdir / "x3.npy", workdir / "y3.npy",

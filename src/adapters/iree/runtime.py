@@ -9,8 +9,11 @@ CPU) for the context's life, so a call passes only the caller's arrays.
 The bytes given here have been checked against the directory's digests;
 IREE reads exactly those bytes, not the files again. Loading has IREE read
 every module (it verifies the bytecode) and finds its ``main`` before the
-first call. IREE's errors become jaxport's here, in :func:`_iree_errors`;
-a bad option is a ``UsageError``.
+first call. IREE's errors become jaxport's here, in :func:`_iree_errors`:
+an ``ArtifactError`` naming the directory and the file for whatever fails
+while a module or its function is opened (at load, or at the function's
+first call, which makes its context and function object), an
+``ArtifactCallError`` for a call that fails; a bad option is a ``UsageError``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
+from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, MissingExtraError, UsageError
 from jaxport.domain.errors import TargetMismatchError
 from jaxport.domain.targets.iree import PARAMETER_SCOPE, target_of
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
@@ -80,17 +83,19 @@ def _iree_errors(function: str | None = None, *, file: str = "",
 
     Raises:
         TargetMismatchError: ``mismatch``, when IREE says so.
-        ArtifactError: reading ``file`` failed.
+        ArtifactError: reading or opening ``file`` failed.
         ArtifactCallError: calling ``function`` failed.
     """
     try:
         yield
-    except Exception as exc:  # IREE's Python bindings raise builtin types for every status
+    except JaxportError:
+        raise
+    except Exception as exc:  # IREE's bindings raise builtin types for every status (nanobind's own too)
         if mismatch is not None and "INCOMPATIBLE" in str(exc):
             raise mismatch from exc
         if function is not None:
             raise ArtifactCallError(function, exc) from exc
-        raise ArtifactError(f"IREE cannot read {file}: {type(exc).__name__}: {exc}") from exc
+        raise ArtifactError(f"IREE cannot open {file}: {type(exc).__name__}: {exc}") from exc
 
 
 def host_facts() -> dict[str, Any]:
@@ -121,17 +126,19 @@ class IreeRuntime:
         instance = self._config.vm_instance
         self._parameters: Any = None
         if weights is not None:
-            with _iree_errors(file=manifest.weights.file if manifest.weights is not None else "the weights"):
+            weights_file = manifest.weights.file if manifest.weights is not None else ""
+            with _iree_errors(file=os.path.join(where, weights_file)):
                 index = rt.ParameterIndex()
                 index.load_from_file_handle(rt.FileHandle.wrap_memory(weights), "safetensors")
                 self._parameters = rt.create_io_parameters_module(
                     instance, index.create_provider(scope=PARAMETER_SCOPE))
         self._modules: dict[str, Any] = {}
         for file, data in modules.items():
-            with _iree_errors(file=file):
+            with _iree_errors(file=os.path.join(where, file)):
                 self._modules[file] = rt.VmModule.copy_buffer(instance, data)  # IREE verifies the bytecode
-            if self._modules[file].lookup_function("main") is None:
-                raise ArtifactError(f"{file} has no function 'main': it is not a module that jaxport compiled")
+                if self._modules[file].lookup_function("main") is None:
+                    raise ArtifactError(f"{os.path.join(where, file)} has no function 'main': it is not a "
+                                        "module that jaxport compiled")
         self._loaded: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
 
@@ -159,14 +166,21 @@ class IreeRuntime:
             return loaded
 
     def _load(self, name: str, file: str) -> Callable[..., Any]:
-        """``main`` of the module in ``file``, in a new context (its parameters read there)."""
+        """``main`` of the module in ``file``, in a new context (its parameters read there): IREE's
+        function object, which reads the function's reflection, made here so that its errors are
+        jaxport's (an ``ArtifactError`` naming the file: the module, not the call, is at fault).
+
+        Raises:
+            TargetMismatchError: IREE finds the module incompatible with this machine.
+            ArtifactError: IREE cannot make the module's context or its function.
+        """
         module = self._modules[file]
         extra = [] if self._parameters is None else [self._parameters]
-        mismatch = TargetMismatchError(f"{self._where}/{file}", str(target_of(self._manifest.target_details)),
-                                       host_arch())
-        with _iree_errors(name, mismatch=mismatch):
+        where = os.path.join(self._where, file)
+        mismatch = TargetMismatchError(where, str(target_of(self._manifest.target_details)), host_arch())
+        with _iree_errors(file=where, mismatch=mismatch):
             context = rt.SystemContext(vm_modules=[*extra, module], config=self._config)
-        main: Callable[..., Any] = context.modules[module.name]["main"]
+            main: Callable[..., Any] = context.modules[module.name]["main"]
         return main
 
 

@@ -16,8 +16,9 @@ Loading opens every model of the directory and checks its signature
 against the manifest (what the front cannot know); LiteRT allocates a
 model's tensors, and XNNPACK packs its weights, at its first call. LiteRT's
 errors become jaxport's here, in :func:`_litert_errors`: ``ArtifactError``
-when a model cannot be opened, ``ArtifactCallError`` when a call fails; a
-bad option is a ``UsageError``.
+(:class:`LiteRtLoadError`, naming the file) when a model cannot be opened or
+prepared, at load or at its first call, ``ArtifactCallError`` when a call
+fails; a bad option is a ``UsageError``.
 
 XNNPACK: LiteRT applies its XNNPACK delegate by default, which picks kernels
 by the CPU's instruction set; ``xnnpack=False`` runs LiteRT's builtin
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import ArtifactCallError, ArtifactError, MissingExtraError, UsageError
+from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, MissingExtraError, UsageError
 
 try:
     from ai_edge_litert import interpreter as litert
@@ -53,22 +54,28 @@ class LiteRtLoadError(ArtifactError, presents_as=ArtifactError):
 
 
 @contextmanager
-def _litert_errors(function: str | None = None) -> Iterator[None]:
-    """LiteRT's errors (``ValueError``, ``RuntimeError``) as jaxport's, LiteRT's words kept.
+def _litert_errors(function: str | None = None, *, model: str = "") -> Iterator[None]:
+    """LiteRT's errors (``ValueError``, ``RuntimeError``, whatever its bindings raise) as jaxport's,
+    LiteRT's words kept.
 
     Args:
-        function: the function being called; None while a model is opened.
+        function: the function being called; None while a model is opened or prepared.
+        model: the model's file, for the message (``""``: a model given as bytes).
 
     Raises:
-        LiteRtLoadError: opening a model failed.
+        LiteRtLoadError: opening or preparing the model failed.
         ArtifactCallError: calling ``function`` failed.
     """
     try:
         yield
-    except (ValueError, RuntimeError) as exc:
+    except JaxportError:
+        raise
+    except Exception as exc:  # pybind11's types, and what its wrapper raises, have no common base
         if function is not None:
             raise ArtifactCallError(function, exc) from exc
-        raise LiteRtLoadError(f"LiteRT cannot open the model: {' '.join(str(exc).split())}") from exc
+        where = f"the model {model}" if model else "the model"
+        raise LiteRtLoadError(f"LiteRT cannot open {where}: {type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())}") from exc
 
 
 class LiteRtModel:
@@ -92,7 +99,8 @@ class LiteRtModel:
         resolver = litert.OpResolverType.AUTO if xnnpack else litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         where: dict[str, Any] = ({"model_content": bytes(source)} if isinstance(source, (bytes, bytearray))
                                  else {"model_path": os.fspath(source)})
-        with _litert_errors():
+        self._file = str(where.get("model_path", ""))
+        with _litert_errors(model=self._file):
             self._interpreter = litert.Interpreter(**where, num_threads=num_threads,
                                                    experimental_op_resolver_type=resolver)
         self._prepared = False
@@ -108,7 +116,7 @@ class LiteRtModel:
         """
         with self._lock:
             if not self._prepared:
-                with _litert_errors():
+                with _litert_errors(model=self._file):
                     self._interpreter.allocate_tensors()
                 self._prepared = True
 
@@ -119,13 +127,18 @@ class LiteRtModel:
             LiteRtLoadError: LiteRT cannot prepare the model.
         """
         self.prepare()
-        with _litert_errors():
+        with _litert_errors(model=self._file):
             return self._interpreter.get_signature_runner(key)
 
     @property
     def signatures(self) -> dict[str, dict[str, list[str]]]:
-        """Each signature's key and its input and output names."""
-        found: dict[str, dict[str, list[str]]] = self._interpreter.get_signature_list()
+        """Each signature's key and its input and output names.
+
+        Raises:
+            LiteRtLoadError: LiteRT cannot read them.
+        """
+        with _litert_errors(model=self._file):
+            found: dict[str, dict[str, list[str]]] = self._interpreter.get_signature_list()
         return found
 
     def function(self, key: str, input_names: Sequence[str], output_names: Sequence[str]) -> LiteRtFunction:
@@ -161,7 +174,7 @@ class LiteRtFunction:
         checked their count, shapes and dtypes against the signature that loading matched to this model).
 
         Raises:
-            LiteRtLoadError: at the first call, LiteRT cannot prepare the model.
+            LiteRtLoadError: at the first call, LiteRT cannot prepare the model (naming its file).
             ArtifactCallError: LiteRT failed while running (the message keeps its text).
         """
         # np.asarray, not np.ascontiguousarray: that makes a scalar an array of one element (rank 1)
@@ -171,7 +184,7 @@ class LiteRtFunction:
                 self._runner = self._model.runner(self._key)
             with _litert_errors(self._key):
                 results = self._runner(**given)
-        return [np.asarray(results[name]) for name in self._outputs]
+                return [np.asarray(results[name]) for name in self._outputs]
 
 
 class LiteRtRuntime:

@@ -10,7 +10,9 @@ otherwise read any file the process can. Loading a directory runs that
 check, and matches each model's inputs and outputs to its manifest, for
 every model before the first call; ONNX Runtime's session is made at the
 model's first call. ONNX Runtime's errors become jaxport's here, in
-:func:`_onnx_runtime_errors`; a bad session option is a ``UsageError``.
+:func:`_onnx_runtime_errors`: an ``ArtifactError`` naming the model file
+when its session cannot be made, an ``ArtifactCallError`` when a call
+fails; a bad session option is a ``UsageError``.
 
 Sessions are tuned by default (each overridable; see docs/onnx.md, "Speed
 and memory"): ONNX Runtime's graph optimizations all on (``"all"``); as many
@@ -116,12 +118,16 @@ def _refusal(directory: Path, location: str | bytes, allowed: Collection[str]) -
 
 
 @contextmanager
-def _onnx_runtime_errors(function: str) -> Iterator[None]:
-    """ONNX Runtime's errors (its pybind11 types: ``Fail``, ``InvalidGraph``, ...) as
-    :class:`~jaxport.errors.ArtifactCallError` naming ``function``, ONNX Runtime's words kept."""
+def _onnx_runtime_errors(function: str, *, opening: str = "") -> Iterator[None]:
+    """ONNX Runtime's errors (its pybind11 types: ``Fail``, ``InvalidGraph``, ...) as jaxport's,
+    ONNX Runtime's words kept: an :class:`~jaxport.errors.ArtifactError` naming the model file
+    ``opening`` while its session is made, else an :class:`~jaxport.errors.ArtifactCallError`
+    naming ``function``."""
     try:
         yield
     except Exception as exc:  # pybind11's types have no common base below Exception
+        if opening:
+            raise ArtifactError(f"ONNX Runtime cannot open {opening}: {type(exc).__name__}: {exc}") from exc
         raise ArtifactCallError(function, exc) from exc
 
 
@@ -206,15 +212,17 @@ class OnnxRuntimeModel:
         """The model's outputs for ``args`` (one array per graph input, in order; the front checked them).
 
         Raises:
-            ArtifactCallError: ONNX Runtime refused the model or failed to run it (its message kept).
+            ArtifactError: at the first call, ONNX Runtime cannot open the model (naming its file).
+            ArtifactCallError: ONNX Runtime failed to run it (its message kept).
         """
         # np.asarray, not np.ascontiguousarray: that makes a scalar an array of one element (rank 1)
         feeds = {n: np.asarray(a, dtype=np.float32 if n in self._bfloat16_inputs else None, order="C")
                  for n, a in zip(self.input_names, args)}
-        with _onnx_runtime_errors(self.function):
-            with self._lock:
-                if self._session is None:
+        with self._lock:
+            if self._session is None:
+                with _onnx_runtime_errors(self.function, opening=self._path):
                     self._session = ort.InferenceSession(self._path, self._options, providers=self._providers)
+        with _onnx_runtime_errors(self.function):
             results = self._session.run(self.output_names, feeds)
         if not self._bfloat16_outputs:
             return [np.asarray(r) for r in results]
@@ -278,7 +286,8 @@ class OnnxTargetRuntime:
         """The flat results of ``variant`` of ``function`` for the caller's flat arrays.
 
         Raises:
-            ArtifactCallError: ONNX Runtime refused the model or failed to run it.
+            ArtifactError: at the variant's first call, ONNX Runtime cannot open its model.
+            ArtifactCallError: ONNX Runtime failed to run it.
         """
         return self._models[variant.file].run(args)
 

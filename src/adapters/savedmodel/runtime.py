@@ -95,7 +95,8 @@ class TfRuntime:
 
     def _check_signature(self, function: str, key: Any) -> None:
         """Checks that the SavedModel's signature ``key`` takes and gives ``function``'s wire names."""
-        found = self.loaded.signatures.get(key) if isinstance(key, str) else None
+        with _tensorflow_errors(path=self.path):
+            found = self.loaded.signatures.get(key) if isinstance(key, str) else None
         if found is None:
             raise ArtifactError(f"{self.path}: the SavedModel has no signature {key!r} for the function "
                                 f"'{function}'; it has {sorted(self.loaded.signatures)}")
@@ -108,11 +109,16 @@ class TfRuntime:
                                 f"{returned}, not the manifest's {len(inputs)} and {sorted(outputs)}")
 
     def params(self) -> dict[str, HostArray]:
-        """The weights by key path, in the manifest's order, read from the SavedModel's variables."""
+        """The weights by key path, in the manifest's order, read from the SavedModel's variables.
+
+        Raises:
+            ArtifactError: the SavedModel does not hold them as jaxport wrote them.
+        """
         if not self._weights:
             return {}
-        variables = self.loaded.jaxport_weights
-        params = {name: variable.numpy() for name, variable in zip(self._weights, variables, strict=True)}
+        with _tensorflow_errors(path=self.path):
+            variables = self.loaded.jaxport_weights
+            params = {name: variable.numpy() for name, variable in zip(self._weights, variables, strict=True)}
         for array in params.values():
             array.flags.writeable = False  # read-only, as the other targets' views of their weights file
         return params

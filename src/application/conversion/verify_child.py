@@ -6,10 +6,15 @@ by :mod:`.verify_directory`, an isolated child (:mod:`jaxport.adapters.isolated`
 (``{"path": ..., "options": {...}}``). It loads the directory with
 the target's runtime (:func:`~.api.load_converted`, ``verify=False``: the
 files' digests are checked again) and calls each variant of each function:
-on the directory's golden examples, compared with the outputs recorded at
-conversion (:mod:`.golden`), and once on zeros of the variant's signature
-(dimension variables the variant leaves free: 1). It imports the target's
-runtime, never JAX nor jaxlib.
+on the directory's golden examples that reach it, compared with the outputs
+recorded at conversion (:mod:`.golden`), else once on zeros of its smallest inputs
+(:mod:`jaxport.domain.converted.smallest_inputs`: the dimension variables
+the variant leaves free at the smallest values the constraints allow), made
+in the dtypes of its signature, through the runtime's own function objects,
+as the caller's process will call it. A variant for which no inputs exist
+(no values satisfy the constraints, a dtype the target cannot hold) is a
+reason of the verdict that names its file, never skipped. It imports the
+target's runtime, never JAX nor jaxlib.
 
 It answers in JSON lines (the runtimes' own prints go to its standard
 error): ``{"file": name}`` before each step
@@ -21,37 +26,29 @@ when the runtime refused the caller's options, which the parent raises as such.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxport.adapters.array_compare import shape_of, zeros
 from jaxport.adapters.isolated.child import Request, serve
+from jaxport.domain.calls.front import leaf_paths
+from jaxport.domain.converted.manifest import Variant
+from jaxport.domain.converted.smallest_inputs import examined_variants, smallest_inputs
+from jaxport.domain.errors import ArtifactCallError, JaxportError
+from jaxport.domain.targets.plan import TargetPlan
+
+if TYPE_CHECKING:
+    from jaxport.application.conversion.model import ConvertedCall
 
 #: The longest reason sent (a runtime's message may be long).
 MAX_REASON_CHARS = 2000
+#: How many of a variant's smallest inputs are called on zeros before the runtime's refusal of their
+#: values is the verdict's reason.
+CALL_TRIES = 4
 
 
 def _reason(file: str, what: str, exc: BaseException) -> str:
     words = " ".join(f"{type(exc).__name__}: {exc}".split())
     return f"{file}: {what}: {words}"[:MAX_REASON_CHARS]
-
-
-def _zeros(model: Any, name: str, binding: dict[str, int]) -> list[Any] | None:
-    """Zeros of the shapes that ``binding`` (free variables: 1) gives ``name``'s inputs; None: none fit."""
-    from jaxport.domain.calls.front import record_shapes
-    from jaxport.domain.errors import JaxportError
-
-    call = model[name]
-    avals = call.record.in_avals
-    try:
-        shapes = record_shapes(avals, call.record.constraints)
-        env = {v: 1 for shape in shapes for d in shape if not isinstance(d, int) for v in d._get_vars()}
-        env.update(binding)
-        arrays = [zeros([d if isinstance(d, int) else int(d._evaluate(env)) for d in shape], a.dtype)
-                  for shape, a in zip(shapes, avals)]
-        call.variant_of(arrays)
-    except (JaxportError, TypeError, ValueError, OverflowError):
-        return None
-    return arrays
 
 
 def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
@@ -60,7 +57,7 @@ def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
     from jaxport.application.conversion.model import read_converted
     from jaxport.application.conversion.verify_directory import WRONG_EXAMPLE
 
-    manifest, _ = read_converted(path)
+    manifest, entry = read_converted(path)
     files = sorted({v.file for f in manifest.functions for v in f.variants})
     request.say({"file": ", ".join(files)})
     try:
@@ -83,21 +80,48 @@ def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
                     f"{manifest.examples_file} wrongly ({c.output}: "
                     f"{c.problem or f'largest error {c.max_abs_error:g}, tolerance {c.tolerance}'})"
                     for c in report.failures]
+    examined = examined_variants(manifest.functions, manifest.examples)
     for function in manifest.functions:
         for variant in function.variants:
-            request.say({"file": variant.file})
-            arrays = _zeros(model, function.name, variant.binding)
-            if arrays is None:
-                continue
-            try:
-                results = model[function.name].run_flat(arrays)
-            except Exception as exc:
-                reasons.append(_reason(variant.file, f"calling {function.name!r} failed", exc))
-                continue
-            wrong = _wrong_results(function.signature.out_avals, results)
-            if wrong:
-                reasons.append(f"{variant.file}: {function.name!r} answers wrongly: {wrong}")
+            if (function.name, variant.file) not in examined:
+                request.say({"file": variant.file})
+                reasons += _call_on_zeros(model[function.name], variant, entry.plan)
     return reasons
+
+
+def _call_on_zeros(call: ConvertedCall, variant: Variant, plan: TargetPlan) -> list[str]:
+    """Why calling ``variant`` of ``call`` on zeros of its smallest inputs failed (none: it answered).
+
+    The variant is called as the caller's process would call it (the runtime
+    opens its model and function objects at their first call), whatever
+    variant the front would choose for these sizes. Where the runtime ran the
+    model and refused the values (an ``ArtifactCallError``: a constraint only
+    the module's shape assertions hold, say), the next smallest inputs are
+    tried, :data:`CALL_TRIES` in all; any other failure is the reason at once.
+    """
+    function = call.function
+    for path, aval in zip(leaf_paths(call.record.in_tree), function.signature.in_avals):
+        why = plan.dtypes.why_not(aval.dtype, plan.runtime)
+        if why is not None:
+            return [f"{variant.file}: {function.name!r} cannot be called: its input {path} is {why}"]
+    try:
+        calls = smallest_inputs(function, variant, CALL_TRIES)
+    except JaxportError as exc:
+        return [_reason(variant.file, f"{function.name!r} cannot be called", exc)]
+    refused: list[str] = []
+    for specs in calls:
+        try:
+            arrays = [zeros([int(d) for d in spec.shape], spec.dtype) for spec in specs]
+            results = call.runtime.run(function.name, variant, arrays)
+        except ArtifactCallError as exc:
+            refused.append(_reason(variant.file, f"calling {function.name!r} on zeros of shapes "
+                                                 f"{[s.shape for s in specs]} failed", exc))
+            continue
+        except Exception as exc:
+            return [_reason(variant.file, f"calling {function.name!r} failed", exc)]
+        wrong = _wrong_results(function.signature.out_avals, results)
+        return [f"{variant.file}: {function.name!r} answers wrongly: {wrong}"] if wrong else []
+    return refused[:1]
 
 
 def _files_of(manifest: Any, function: str) -> str:

@@ -5,8 +5,8 @@ directory is opened (its manifest's digest: the manifest records every file's
 size and digest, and the loader checked the files against it), an isolated
 child (:mod:`.verify_child`, by :mod:`jaxport.adapters.isolated`) under limits of memory, CPU and wall time,
 scaled with the files' size, opens every model file with the target's
-runtime and calls every variant (the golden examples where the directory has
-them, else zeros of the variant's signature). A child that dies, hangs or
+runtime and calls every variant (on the golden examples that reach it, else on
+zeros of the variant's smallest inputs). A child that dies, hangs or
 answers wrongly refuses the directory with :class:`ArtifactError`, naming the
 directory, the file and what happened. The verdict is remembered in the
 verdict store artifacts use (:func:`jaxport.application.wiring.verdict_store`),
@@ -39,7 +39,12 @@ if TYPE_CHECKING:
     from jaxport.adapters.storage.checked_directory import VerdictStore
 
 #: Bumped when what the child checks changes, so that remembered verdicts are not reused.
-CHECKS_VERSION: Final = 1
+#:
+#: * 1 (2026-12-01): every model file opened, every variant called on the golden examples and on zeros.
+#: * 2 (2026-12-06): each variant that no golden example reaches is called on zeros (version 1 made
+#:   none and so called no variant of a directory without golden examples), its free dimension
+#:   variables at their smallest allowed values; a variant without inputs is a failing reason.
+CHECKS_VERSION: Final = 2
 #: The child's address space before the files' share (a runtime reserves much address space it never uses).
 BASE_ADDRESS_SPACE: Final = 32 << 30
 DEFAULT_TIMEOUT_SECONDS: Final = 300.0
