@@ -39,7 +39,7 @@ from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import LAPACK_TRANSLATED
-from .common import Translation, dim_size, iota_of, reversed_along
+from .common import Translation, dim_size, iota_of, put, reversed_along
 
 
 
@@ -57,7 +57,8 @@ def _zeros(b: GraphBuilder, like: str, dtype: np.dtype[Any], end: int | None = N
     return b.one("Expand", [b.scalar(0, dtype), shape])
 
 
-def _swap_last(b: GraphBuilder, x: str, rank: int) -> str:
+def swap_last(b: GraphBuilder, x: str, rank: int) -> str:
+    """``x`` (of ``rank``) with its last two dimensions swapped: its matrices transposed."""
     return b.one("Transpose", [x], perm=[*range(rank - 2), rank - 1, rank - 2])
 
 
@@ -65,7 +66,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     rank = len(tensor_shape(op.operands[0]))
     upper = backend_config(op).get("uplo", ord("L")) == ord("U")
-    a = _swap_last(b, args[0], rank) if upper else args[0]
+    a = swap_last(b, args[0], rank) if upper else args[0]
     n = dim_size(b, a, rank - 1)
     iota = iota_of(b, n)
     zero = b.scalar(0, dtype)
@@ -80,7 +81,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         root = c.one("Unsqueeze", [c.one("Sqrt", [pivot]), c.int64s([-1])])
         column = c.one("Where", [c.one("Greater", [iota, j]), c.one("Div", [v, root]),
                                  c.one("Where", [c.one("Equal", [iota, j]), root, zero])])
-        factor = c.one("Where", [c.one("Equal", [iota, j]), c.one("Unsqueeze", [column, c.int64s([-1])]), factor])
+        factor = put(c, factor, iota, j, column)
         failed = c.one("And", [c.one("Not", [c.one("Greater", [pivot, zero])]),
                                c.one("Equal", [info, c.scalar(0, I32)])])
         step = c.cast(c.one("Add", [j, c.scalar(1, I64)]), I32)
@@ -90,7 +91,7 @@ def _potrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                                 (_zeros(b, a, I32, rank - 2), op.results[1])], body)
     lower = b.one("GreaterOrEqual", [b.one("Unsqueeze", [iota, b.int64s([-1])]), iota])
     result = b.one("Where", [lower, factor, a])
-    return [_swap_last(b, result, rank) if upper else result, info]
+    return [swap_last(b, result, rank) if upper else result, info]
 
 
 def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -103,8 +104,8 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     transposed = config.get("trans_x", ord("N")) in (ord("T"), ord("C"))
     lower = (config.get("uplo", ord("L")) == ord("L")) != (transposed != right)
     unit = config.get("diag", ord("N")) == ord("U")
-    m = _swap_last(b, args[0], rank) if transposed != right else args[0]
-    rhs = _swap_last(b, args[1], rank) if right else args[1]
+    m = swap_last(b, args[0], rank) if transposed != right else args[0]
+    rhs = swap_last(b, args[1], rank) if right else args[1]
     if not lower:  # P M P is lower for the reversal P; solve (P M P)(P X) = P B
         m = reversed_along(b, m, [rank - 2, rank - 1])
         rhs = reversed_along(b, rhs, [rank - 2])
@@ -130,21 +131,27 @@ def _trsm(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     (x,) = b.loop(k, [(carried, op.results[0])], body)
     if not lower:
         x = reversed_along(b, x, [rank - 2])
-    return [_swap_last(b, x, rank) if right else x]
+    return [swap_last(b, x, rank) if right else x]
 
 
-def factor_steps(b: GraphBuilder, op: Any, a: str) -> tuple[np.dtype[Any], int, str, str, str]:
-    """For a factorization ``op`` of the ``[..., m, n]`` matrices ``a``: its result dtype, their rank, and
-    ``m``, ``n`` and ``min(m, n)`` (the steps) as int64 scalars."""
+def factor_steps(b: GraphBuilder, op: Any, a: str) -> tuple[np.dtype[Any], int, str, str, str, str]:
+    """For a factorization ``op`` of the ``[..., m, n]`` matrices ``a``: its result dtype, their rank,
+    ``min(m, n)`` (the steps) as an int64 scalar, and the iotas of the rows, the columns and the steps."""
     rank = len(tensor_shape(op.operands[0]))
     m, n = dim_size(b, a, rank - 2), dim_size(b, a, rank - 1)
-    return tensor_dtype(op.results[0]), rank, m, n, b.one("Min", [m, n])
+    steps = b.one("Min", [m, n])
+    return tensor_dtype(op.results[0]), rank, steps, iota_of(b, m), iota_of(b, n), iota_of(b, steps)
+
+
+def per_step(b: GraphBuilder, value: str, a: str, rank: int, steps: str) -> str:
+    """``value`` (a scalar) for each of the ``steps`` of each of ``a``'s matrices: ``[..., steps]``."""
+    return b.one("Expand", [value, b.one("Concat", [
+        b.one("Shape", [a], start=0, end=rank - 2), b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
 
 
 def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     a = args[0]
-    dtype, rank, m, n, steps = factor_steps(b, op, a)
-    row_iota, col_iota, step_iota = iota_of(b, m), iota_of(b, n), iota_of(b, steps)
+    dtype, rank, steps, row_iota, col_iota, step_iota = factor_steps(b, op, a)
     rows = b.one("Unsqueeze", [row_iota, b.int64s([-1])])
     zero, tiny = b.scalar(0, dtype), b.scalar(np.finfo(dtype).tiny, dtype)
     last = b.int64s([-1])
@@ -178,11 +185,9 @@ def _getrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         update = c.one("Mul", [c.one("Unsqueeze", [column, last]), c.one("Unsqueeze", [u, c.int64s([-2])])])
         trailing = c.one("And", [c.one("Unsqueeze", [below, last]), c.one("Greater", [col_iota, j])])
         w = c.one("Where", [trailing, c.one("Sub", [w, update]), w])
-        w = c.one("Where", [c.one("Equal", [col_iota, j]), c.one("Unsqueeze", [column, last]), w])
-        return [w, pivots, info]
+        return [put(c, w, col_iota, j, column), pivots, info]
 
-    pivots0 = b.one("Expand", [b.scalar(0, I32), b.one("Concat", [
-        b.one("Shape", [a], start=0, end=rank - 2), b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
+    pivots0 = per_step(b, b.scalar(0, I32), a, rank, steps)
     return b.loop(steps, [(a, op.results[0]), (pivots0, op.results[1]),
                             (_zeros(b, a, I32, rank - 2), op.results[2])], body)
 

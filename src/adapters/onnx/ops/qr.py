@@ -28,14 +28,13 @@ from typing import Any
 
 
 from jaxport.adapters.onnx.builder import I64, GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation, dim_size, iota_of
-from .lapack import factor_steps
+from .common import Translation, dim_size, iota_of, put
+from .lapack import factor_steps, per_step
 
 
 def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     a = args[0]
-    dtype, rank, m, n, steps = factor_steps(b, op, a)
-    row_iota, col_iota, step_iota = iota_of(b, m), iota_of(b, n), iota_of(b, steps)
+    dtype, rank, steps, row_iota, col_iota, step_iota = factor_steps(b, op, a)
     zero, one = b.scalar(0, dtype), b.scalar(1, dtype)
     last, before_last = b.int64s([-1]), b.int64s([-2])
 
@@ -61,19 +60,21 @@ def _geqrf(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         diagonal = c.one("Where", [trivial, alpha, beta])
         is_j = c.one("Equal", [row_iota, j])
         v = c.one("Where", [is_j, one, v_below])  # (..., m), zeros above j
-        products = c.one("Squeeze", [c.one("MatMul", [c.one("Unsqueeze", [v, before_last]), w]), before_last])
-        update = c.one("Mul", [c.one("Unsqueeze", [c.one("Mul", [v, c.one("Unsqueeze", [tau, last])]), last]),
-                               c.one("Unsqueeze", [products, before_last])])
+        update = _reflection(c, v, tau, w, last, before_last)
         w = c.one("Where", [c.one("Greater", [col_iota, j]), c.one("Sub", [w, update]), w])
         new_column = c.one("Where", [below, v_below, c.one("Where", [
             is_j, c.one("Unsqueeze", [diagonal, last]), column])])
-        w = c.one("Where", [c.one("Equal", [col_iota, j]), c.one("Unsqueeze", [new_column, last]), w])
-        taus = c.one("Where", [c.one("Equal", [step_iota, j]), c.one("Unsqueeze", [tau, last]), taus])
-        return [w, taus]
+        return [put(c, w, col_iota, j, new_column), put(c, taus, step_iota, j, tau)]
 
-    taus0 = b.one("Expand", [zero, b.one("Concat", [b.one("Shape", [a], start=0, end=rank - 2),
-                                                    b.one("Unsqueeze", [steps, b.int64s([0])])], axis=0)])
-    return b.loop(steps, [(a, op.results[0]), (taus0, op.results[1])], body)
+    return b.loop(steps, [(a, op.results[0]), (per_step(b, zero, a, rank, steps), op.results[1])], body)
+
+
+def _reflection(b: GraphBuilder, v: str, tau: str, w: str, last: str, before_last: str) -> str:
+    """What the reflector ``I - tau v v^T`` (``v``: ``[..., m]``, ``tau``: ``[...]``) takes from the matrices
+    ``w``: ``tau v (v^T w)`` (``last``, ``before_last``: the axes -1 and -2)."""
+    products = b.one("Squeeze", [b.one("MatMul", [b.one("Unsqueeze", [v, before_last]), w]), before_last])
+    return b.one("Mul", [b.one("Unsqueeze", [b.one("Mul", [v, b.one("Unsqueeze", [tau, last])]), last]),
+                         b.one("Unsqueeze", [products, before_last])])
 
 
 def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -95,10 +96,7 @@ def _orgqr(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         v = c.one("Where", [c.one("Greater", [row_iota, i]), column,
                             c.one("Where", [c.one("Equal", [row_iota, i]), one, zero])])
         tau = c.one("Gather", [taus, i], axis=rank - 2)
-        products = c.one("Squeeze", [c.one("MatMul", [c.one("Unsqueeze", [v, before_last]), q]), before_last])
-        update = c.one("Mul", [c.one("Unsqueeze", [c.one("Mul", [v, c.one("Unsqueeze", [tau, last])]), last]),
-                               c.one("Unsqueeze", [products, before_last])])
-        return [c.one("Sub", [q, update])]
+        return [c.one("Sub", [q, _reflection(c, v, tau, q, last, before_last)])]
 
     return b.loop(k, [(identity, op.results[0])], body)
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation, dim_size, iota_of
+from .common import Translation, dim_size, iota_of, put
 
 
 
@@ -37,12 +37,6 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     sub = b.one("Concat", [b.one("Slice", [dl_in, b.int64s([1]), b.int64s([np.iinfo(np.int64).max]),
                                            b.int64s([rank - 1])]), pad], axis=rank - 1)
     steps = b.one("Max", [b.one("Sub", [n, one64]), b.scalar(0, I64)])
-
-    def put(c: GraphBuilder, x: str, i: str, value: str) -> str:
-        return c.one("Where", [c.one("Equal", [iota, i]), c.one("Unsqueeze", [value, last]), x])
-
-    def put_row(c: GraphBuilder, x: str, i: str, value: str) -> str:
-        return c.one("Where", [c.one("Equal", [rows, i]), c.one("Unsqueeze", [value, c.int64s([-2])]), x])
 
     def eliminate(c: GraphBuilder, i: str, carried: list[str]) -> list[str]:
         l_, d_, u_, x, info = carried
@@ -68,10 +62,11 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         new_xi = c.one("Where", [keep_, xi, xj])
         new_xj = c.one("Where", [keep_, c.one("Sub", [xj, c.one("Mul", [fact_, xi])]),
                                  c.one("Sub", [xi, c.one("Mul", [fact_, xj])])])
-        d_ = put(c, put(c, d_, i, new_di), j, new_dj)
-        u_ = c.one("Where", [final, put(c, u_, i, new_ui), put(c, put(c, u_, i, new_ui), j, new_uj)])
-        l_ = put(c, l_, i, new_li)
-        x = put_row(c, put_row(c, x, i, new_xi), j, new_xj)
+        d_ = put(c, put(c, d_, iota, i, new_di), iota, j, new_dj)
+        u_i = put(c, u_, iota, i, new_ui)
+        u_ = c.one("Where", [final, u_i, put(c, u_i, iota, j, new_uj)])
+        l_ = put(c, l_, iota, i, new_li)
+        x = put(c, put(c, x, rows, i, new_xi, -2), rows, j, new_xj, -2)
         return [l_, d_, u_, x, info]
 
     info0 = b.one("Expand", [b.scalar(0, I32), b.one("Shape", [d], start=0, end=rank - 1)])
@@ -94,7 +89,7 @@ def _gtsv(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         ui, li, di = (c.one("Unsqueeze", [c.one("Gather", [v, i], axis=rank - 1), last]) for v in (u_, l_, d_))
         yi = c.one("Sub", [c.one("Sub", [c.one("Gather", [y, i], axis=rank - 1), c.one("Mul", [ui, yj])]),
                            c.one("Mul", [li, yk])])
-        return [put_row(c, y, i, c.one("Div", [yi, di]))]
+        return [put(c, y, rows, i, c.one("Div", [yi, di]), -2)]
 
     (x,) = b.loop(n, [(x, op.results[3])], substitute)
     dl_out = b.one("Concat", [b.one("Slice", [dl_in, b.int64s([0]), b.int64s([1]), b.int64s([rank - 1])]),
