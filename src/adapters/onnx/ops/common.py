@@ -90,6 +90,11 @@ def same(op_type: str, *, floats: bool = False) -> Translation:
         return [b.one(op_type, args)]
     return translate
 
+def transposed(b: GraphBuilder, x: str, perm: Sequence[int]) -> str:
+    """``x`` transposed by ``perm`` (``x`` itself where that is the identity)."""
+    return x if list(perm) == list(range(len(perm))) else b.one("Transpose", [x], perm=list(perm))
+
+
 def put(b: GraphBuilder, x: str, positions: str, i: str, value: str, axis: int = -1) -> str:
     """``x`` with ``value`` (without ``x``'s dimension ``axis``) at the positions along ``axis`` where
     ``positions`` equals ``i``."""

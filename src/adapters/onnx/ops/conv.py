@@ -25,7 +25,7 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import F32, GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation, reversed_along, wide_dtype
+from .common import Translation, reversed_along, transposed, wide_dtype
 from .conv_integer import integer_conv
 from .window import ints_or, padding_pairs, pad_tensor
 
@@ -54,8 +54,8 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     lhs, rhs = (a if not integer or tensor_dtype(v) == wide else b.cast(a, wide) for a, v in zip(args, op.operands))
     lhs_perm = [int(numbers.input_batch_dimension), int(numbers.input_feature_dimension), *spatial_in]
     lhs_shape = tensor_shape(op.operands[0])
-    lhs = _transposed(b, lhs, lhs_perm)
-    rhs = _transposed(b, rhs, [int(numbers.kernel_output_feature_dimension),
+    lhs = transposed(b, lhs, lhs_perm)
+    rhs = transposed(b, rhs, [int(numbers.kernel_output_feature_dimension),
                                int(numbers.kernel_input_feature_dimension), *numbers.kernel_spatial_dimensions])
     if any(reversal):
         axes = [2 + i for i, r in enumerate(reversal) if r]
@@ -77,12 +77,7 @@ def _convolution(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         result = b.one("Conv", [lhs, rhs], **attributes)
     out = [int(numbers.output_batch_dimension), int(numbers.output_feature_dimension),
            *numbers.output_spatial_dimensions]
-    result = _transposed(b, result, [out.index(d) for d in range(n + 2)])
-    return [result]
-
-
-def _transposed(b: GraphBuilder, x: str, perm: list[int]) -> str:
-    return x if perm == list(range(len(perm))) else b.one("Transpose", [x], perm=perm)
+    return [transposed(b, result, [out.index(d) for d in range(n + 2)])]
 
 
 def _batch_groups_to_features(b: GraphBuilder, lhs: str, rank: int, count: int) -> str:

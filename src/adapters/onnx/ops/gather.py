@@ -20,7 +20,7 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation
+from .common import Translation, transposed
 from .scatter import general_gather
 from .shape import dimension_value
 
@@ -63,10 +63,7 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     batches = iter(("b", k) for k in range(batch_rank))
     offset_dims = set(int_list(numbers.offset_dims))
     wanted = [next(offsets) if i in offset_dims else next(batches) for i in range(len(onnx_order))]
-    perm = [onnx_order.index(tag) for tag in wanted]
-    if perm != list(range(len(perm))):
-        gathered = b.one("Transpose", [gathered], perm=perm)
-    return gathered
+    return transposed(b, gathered, [onnx_order.index(tag) for tag in wanted])
 
 
 def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: Any, sizes: list[int] | None,

@@ -19,7 +19,7 @@ from jaxlib.mlir import ir
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, direction, is_identity, reducer, reversed_along, wide_dtype
+from .common import Translation, direction, is_identity, reducer, reversed_along, transposed, wide_dtype
 
 def padding_pairs(op: Any, name: str, rank: int) -> list[tuple[int, int]]:
     """The (low, high) pairs of an ``[rank, 2]`` padding attribute (zeros where absent)."""
@@ -44,12 +44,18 @@ def pad_tensor(b: GraphBuilder, x: str, shape: Sequence[int | None], low: Sequen
     positive = [max(v, 0) for v in low] + [max(v, 0) for v in high]
     if any(positive):
         x = b.one("Pad", [x, b.int64s(positive), value], mode="constant")
-    cut = [a for a in range(rank) if low[a] < 0 or high[a] < 0]
-    if cut:
-        starts = [-low[a] if low[a] < 0 else 0 for a in cut]
-        ends = [high[a] if high[a] < 0 else np.iinfo(np.int64).max for a in cut]
-        x = b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(cut)])
-    return x
+    return _cut(b, x, low, high)
+
+
+def _cut(b: GraphBuilder, x: str, low: Sequence[int], high: Sequence[int]) -> str:
+    """``x`` without the ``-low[a]`` first and ``-high[a]`` last elements of each dimension ``a`` where those
+    are negative (StableHLO's negative padding)."""
+    cut = [a for a in range(len(low)) if low[a] < 0 or high[a] < 0]
+    if not cut:
+        return x
+    starts = [-low[a] if low[a] < 0 else 0 for a in cut]
+    ends = [high[a] if high[a] < 0 else np.iinfo(np.int64).max for a in cut]
+    return b.one("Slice", [x, b.int64s(starts), b.int64s(ends), b.int64s(cut)])
 
 
 def _interleave(b: GraphBuilder, x: str, shape: Sequence[int | None], axis: int, gap: int, value: str) -> str:
@@ -88,7 +94,7 @@ def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 def to_pool_layout(b: GraphBuilder, x: str, rank: int, wins: Sequence[int]) -> tuple[str, list[int], str]:
     """``x`` as ``[M, 1, *window dims]``; the permutation and the transposed shape to undo it."""
     perm = [a for a in range(rank) if a not in wins] + list(wins)
-    moved = b.one("Transpose", [x], perm=perm) if perm != list(range(rank)) else x
+    moved = transposed(b, x, perm)
     moved_shape = b.one("Shape", [moved])
     spatial = b.one("Slice", [moved_shape, b.int64s([rank - len(wins)]), b.int64s([rank])])
     pooled_in = b.one("Reshape", [moved, b.one("Concat", [b.int64s([-1, 1]), spatial], axis=0)])
@@ -101,8 +107,7 @@ def from_pool_layout(b: GraphBuilder, y: str, rank: int, wins: Sequence[int], pe
     lead = b.one("Slice", [moved_shape, b.int64s([0]), b.int64s([rank - len(wins)])])
     out_spatial = b.one("Slice", [b.one("Shape", [y]), b.int64s([2]), b.int64s([2 + len(wins)])])
     y = b.one("Reshape", [y, b.one("Concat", [lead, out_spatial], axis=0)], allowzero=1)
-    inverse = [perm.index(a) for a in range(rank)]
-    return b.one("Transpose", [y], perm=inverse) if inverse != list(range(rank)) else y
+    return transposed(b, y, [perm.index(a) for a in range(rank)])
 
 
 def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -138,22 +143,16 @@ def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
         pooled_in, perm, moved_shape = to_pool_layout(b, x, rank, wins)
         _, indices = b.node("MaxPool", [pooled_in], 2, kernel_shape=[window[a] for a in wins],
                             strides=[strides[a] for a in wins])
-        moved_source = b.one("Transpose", [source], perm=perm) if perm != list(range(rank)) else source
+        moved_source = transposed(b, source, perm)
         zeros = b.one("ConstantOfShape", [b.one("Reshape", [b.one("Size", [pooled_in]), b.int64s([1])])],
                       value=numpy_helper.from_array(np.zeros(1, dtype=wide)))
         scattered = b.one("ScatterElements", [zeros, b.one("Reshape", [indices, b.int64s([-1])]),
                                               b.one("Reshape", [moved_source, b.int64s([-1])])],
                           axis=0, reduction="add")
-        spread = b.one("Reshape", [scattered, moved_shape])
-        inverse = [perm.index(a) for a in range(rank)]
-        result = b.one("Transpose", [spread], perm=inverse) if inverse != list(range(rank)) else spread
+        result = transposed(b, b.one("Reshape", [scattered, moved_shape]), [perm.index(a) for a in range(rank)])
     else:
         result = source
-    cut = [a for a in range(rank) if padding[a] != (0, 0)]
-    if cut:
-        result = b.one("Slice", [result, b.int64s([padding[a][0] for a in cut]),
-                                 b.int64s([-padding[a][1] if padding[a][1] else np.iinfo(np.int64).max
-                                           for a in cut]), b.int64s(cut)])
+    result = _cut(b, result, [-p[0] for p in padding], [-p[1] for p in padding])  # the padding cut off again
     if not is_identity("Add", op.operands[2]):
         result = b.one("Add", [result, init])
     return [result if wide == dtype else b.cast(result, dtype)]
