@@ -255,11 +255,7 @@ class GraphBuilder:
 
     def as_int64(self, name: str, value: Any) -> str:
         """A shape or index operand as int64 (ONNX's shape and index type)."""
-        return self.as_int64_name(name, tensor_dtype(value))
-
-    def as_int64_name(self, name: str, dtype: np.dtype[Any]) -> str:
-        """``name``, of ``dtype``, as int64."""
-        return name if dtype == I64 else self.cast(name, I64)
+        return name if tensor_dtype(value) == I64 else self.cast(name, I64)
 
     def refuse(self, detail: str = "") -> NoReturn:
         """Raises the typed error naming the current operation, the function and the location."""

@@ -37,11 +37,7 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     if len(start_map) != 1 or collapsed not in ([], start_map) or (not collapsed and batch_rank):
         return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
     axis = start_map[0]
-    if vector_dim < len(index_shape):
-        indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
-    index_type = tensor_dtype(op.operands[1])
-    if index_type not in (I32, I64):  # ONNX's Gather takes these two
-        indices, index_type = b.cast(indices, I64), I64
+    indices, index_type = _index_vectors(b, op, indices, vector_dim)
     others = [d for d in range(len(shape)) if d != axis]
     if sizes is not None:
         short = [d for d in others if shape[d] is None or sizes[d] != shape[d]]
@@ -82,18 +78,25 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
             or sorted([*batching, axis]) != list(range(len(shape)))
             or len(index_shape) - (vector_dim < len(index_shape)) != len(shape)):
         return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
-    if vector_dim < len(index_shape):
-        indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
-    index_type = tensor_dtype(op.operands[1])
-    if index_type not in (I32, I64):
-        indices, index_type = b.cast(indices, I64), I64
+    indices, index_type = _index_vectors(b, op, indices, vector_dim)
     indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     return b.one("GatherElements", [operand, indices], axis=axis)
 
 
+def _index_vectors(b: GraphBuilder, op: Any, indices: str, vector_dim: int) -> tuple[str, np.dtype[Any]]:
+    """The start indices of a gather of one start dimension without their vector dimension, and their dtype:
+    int32 or int64 (those ONNX's gathers take; others cast to int64)."""
+    if vector_dim < len(tensor_shape(op.operands[1])):
+        indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
+    index_type = tensor_dtype(op.operands[1])
+    if index_type not in (I32, I64):
+        indices, index_type = b.cast(indices, I64), I64
+    return indices, index_type
+
+
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:
     """``size`` (a [1] int64 value) elements of ``axis`` from ``index``, clamped as StableHLO clamps it."""
-    start = b.one("Reshape", [b.as_int64_name(index, dtype), b.int64s([1])])
+    start = b.one("Reshape", [index if dtype == I64 else b.cast(index, I64), b.int64s([1])])
     extent = b.one("Shape", [operand], start=axis, end=axis + 1)
     start = b.one("Min", [b.one("Max", [start, b.int64s([0])]), b.one("Sub", [extent, size])])
     return b.one("Slice", [operand, start, b.one("Add", [start, size]), b.int64s([axis])])

@@ -43,7 +43,7 @@ def full_starts(b: GraphBuilder, op: Any, indices: str, vector_dim: int, index_m
     index_shape, operand_rank = tensor_shape(op.operands[1]), len(tensor_shape(op.operands[0]))
     rank = len(index_shape)
     batch_rank = rank - (vector_dim < rank)
-    vectors = b.as_int64_name(indices, tensor_dtype(op.operands[1]))
+    vectors = b.as_int64(indices, op.operands[1])
     perm = [d for d in range(rank) if d != vector_dim] + [vector_dim]
     if vector_dim == rank:
         vectors = b.one("Unsqueeze", [vectors, b.int64s([rank])])

@@ -70,11 +70,9 @@ def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 
 def _slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    starts = int_list(op.attributes["start_indices"])
-    limits = int_list(op.attributes["limit_indices"])
-    strides = int_list(op.attributes["strides"])
-    axes = list(range(len(starts)))
-    return [b.one("Slice", [args[0], b.int64s(starts), b.int64s(limits), b.int64s(axes), b.int64s(strides)])]
+    starts, limits, strides = (int_list(op.attributes[k]) for k in ("start_indices", "limit_indices", "strides"))
+    return [b.one("Slice", [args[0], b.int64s(starts), b.int64s(limits), b.int64s(list(range(len(starts)))),
+                            b.int64s(strides)])]
 
 
 def _real_dynamic_slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
