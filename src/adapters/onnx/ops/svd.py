@@ -162,7 +162,7 @@ def _vector_svd(b: GraphBuilder, op: Any, args: Sequence[str], m: int, n: int, f
     """``gesdd``'s results (the input, ``s``, ``U``, ``VT``, ``info``) for ``[..., m, n]`` with ``m`` or ``n`` 1.
 
     As LAPACK's ``sgesdd`` gives them: no iteration chooses these signs, only one
-    Householder reflector (``slarfg``, as :mod:`.qr`'s): for an ``m x 1`` column ``a`` ``sgesdd``
+    Householder reflector (``slarfg``, as :mod:`.lapack`'s ``geqrf``): for an ``m x 1`` column ``a`` ``sgesdd``
     takes the QR path (``sgeqrf``, then ``sbdsdc`` of the 1 x 1 ``R``), for a
     ``1 x n`` row the LQ path; with ``alpha = a[0]``, ``x = a[1:]``:
 

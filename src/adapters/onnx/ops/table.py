@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from . import (arithmetic, bitcast, bits, complex, control, conv, dynamic, eigh, elementwise, fft, gather, lapack,
-               linalg, pool, qr, reduce, rng, scatter, shape, sort, svd, tridiagonal, window)
+               linalg, pool, reduce, rng, scatter, shape, sort, svd, window)
 from .common import Translation
 
 
@@ -55,5 +55,5 @@ COMPOSITES: Mapping[str, Translation] = merged({
     module.__name__: module.COMPOSITES for module in (elementwise, sort)})
 
 #: ``stablehlo.custom_call`` target -> translation (``shape_assertion`` and ``Sharding`` are the walk's own).
-CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **qr.CUSTOM_CALLS,
-                                              **svd.CUSTOM_CALLS, **tridiagonal.CUSTOM_CALLS, **eigh.CUSTOM_CALLS}
+CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **svd.CUSTOM_CALLS,
+                                              **eigh.CUSTOM_CALLS}
