@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bitcast, bits, complex, control, conv, dynamic, eigh, elementwise, fft, gather, lapack,
-               linalg, pool, reduce, rng, scatter, shape, sort, svd, window)
+from . import (arithmetic, bitcast, bits, complex, control, conv, eigh, elementwise, fft, gather, lapack, linalg,
+               pool, reduce, rng, scatter, shape, sort, svd, window)
 from .common import Translation
 
 
@@ -42,8 +42,8 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
-        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, pool, conv, scatter, dynamic,
-        sort, control, rng)})
+        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, pool, conv, scatter, sort,
+        control, rng)})
 
 #: Operations with a complex operand or result -> translation on (real, imaginary) pairs
 #: (:mod:`.complex`); the walk refuses any other operation on complex values.
