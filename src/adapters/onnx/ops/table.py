@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from . import (arithmetic, bitcast, bits, complex, control, conv, eigh, elementwise, fft, gather, lapack, linalg,
-               pool, reduce, rng, scatter, shape, sort, svd, window)
+               reduce, rng, scatter, shape, sort, svd, window)
 from .common import Translation
 
 
@@ -42,7 +42,7 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
-        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, pool, conv, scatter, sort,
+        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, conv, scatter, sort,
         control, rng)})
 
 #: Operations with a complex operand or result -> translation on (real, imaginary) pairs
@@ -55,5 +55,5 @@ COMPOSITES: Mapping[str, Translation] = merged({
     module.__name__: module.COMPOSITES for module in (elementwise, sort)})
 
 #: ``stablehlo.custom_call`` target -> translation (``shape_assertion`` and ``Sharding`` are the walk's own).
-CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **svd.CUSTOM_CALLS,
+CUSTOM_CALLS: Mapping[str, Translation] = {**window.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **svd.CUSTOM_CALLS,
                                               **eigh.CUSTOM_CALLS}
