@@ -20,7 +20,7 @@ from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.calls.front import record_shapes
 from jaxport.domain.symbolic import ArgDim, ShapeAssertion, build_plan, run_plan
 from .builder import I64, GraphBuilder
-from jaxport.adapters.onnx.ops.shape import dimension_value
+from jaxport.adapters.onnx.ops.common import dim_size
 
 
 
@@ -60,7 +60,7 @@ class _Reader:
         self.input_names = input_names
 
     def arg_dim(self, source: ArgDim) -> str:
-        return dimension_value(self.b, self.input_names[source.arg], source.dim, I64)
+        return self.b.cast(dim_size(self.b, self.input_names[source.arg], source.dim), I64)
 
     def check(self, assertion: ShapeAssertion, lhs: Any, rhs: Any, values: Callable[[], list[Any]]) -> None:
         del assertion, lhs, rhs, values

@@ -20,9 +20,8 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, transposed
+from .common import Translation, dim_size, transposed
 from .scatter import general_gather
-from .shape import dimension_value
 
 
 def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
@@ -106,7 +105,7 @@ def _clamped(b: GraphBuilder, indices: str, dtype: np.dtype[Any], operand: str, 
              size: int | None) -> str:
     """The indices clamped into ``[0, size - 1]``, as StableHLO clamps a start index."""
     high = b.scalar(size - 1, dtype) if size is not None else b.one(
-        "Sub", [dimension_value(b, operand, axis, dtype), b.scalar(1, dtype)])
+        "Sub", [b.cast(dim_size(b, operand, axis), dtype), b.scalar(1, dtype)])
     return b.one("Min", [b.one("Max", [indices, b.scalar(0, dtype)]), high])
 
 

@@ -97,12 +97,7 @@ def _concatenate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 def _get_dimension_size(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dimension = ir.IntegerAttr(op.attributes["dimension"]).value
-    return [dimension_value(b, args[0], dimension, tensor_dtype(op.results[0]))]
-
-
-def dimension_value(b: GraphBuilder, tensor: str, dimension: int, dtype: np.dtype[Any]) -> str:
-    """The size of ``tensor``'s ``dimension`` as a 0-D tensor of ``dtype``."""
-    return b.cast(dim_size(b, tensor, dimension), dtype)
+    return [b.cast(dim_size(b, args[0], dimension), tensor_dtype(op.results[0]))]
 
 
 def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
