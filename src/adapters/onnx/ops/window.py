@@ -154,14 +154,11 @@ def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
     dtype = tensor_dtype(op.results[0])
     if dtype.kind != "f" or any(lo < 0 or hi < 0 for lo, hi in padding):
         b.refuse("a select_and_scatter of integers or with negative padding")
-    wide = wide_dtype(dtype)
-    x, source, init = args
-    if wide != dtype:
-        x, source, init = b.cast(x, wide), b.cast(source, wide), b.cast(init, wide)
+    x, source, init = args  # float32 or float64 (float16 and bfloat16 are float32 inside): computed as they are
     if how == "LE":
         x = b.one("Neg", [x])
     x = pad_tensor(b, x, shape, [p[0] for p in padding], [p[1] for p in padding], [0] * rank,
-                   b.scalar(-np.inf, wide))
+                   b.scalar(-np.inf, dtype))
     wins = [a for a in range(rank) if window[a] > 1 or strides[a] > 1]
     if len(wins) > 3:
         b.refuse("a select_and_scatter over more than three window dimensions")
@@ -171,7 +168,7 @@ def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
                             strides=[strides[a] for a in wins])
         moved_source = transposed(b, source, perm)
         zeros = b.one("ConstantOfShape", [b.one("Reshape", [b.one("Size", [pooled_in]), b.int64s([1])])],
-                      value=numpy_helper.from_array(np.zeros(1, dtype=wide)))
+                      value=numpy_helper.from_array(np.zeros(1, dtype=dtype)))
         scattered = b.one("ScatterElements", [zeros, b.one("Reshape", [indices, b.int64s([-1])]),
                                               b.one("Reshape", [moved_source, b.int64s([-1])])],
                           axis=0, reduction="add")
@@ -181,7 +178,7 @@ def _select_and_scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[s
     result = _cut(b, result, [-p[0] for p in padding], [-p[1] for p in padding])  # the padding cut off again
     if not is_identity("Add", op.operands[2]):
         result = b.one("Add", [result, init])
-    return [result if wide == dtype else b.cast(result, dtype)]
+    return [result]
 
 
 #: Positions per window translated at most outside ONNX's pools (each a ``Slice``, combined or given to the body).
