@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bitcast, bits, complex, control, conv, eigh, elementwise, fft, gather, lapack, linalg,
-               reduce, rng, scatter, shape, sort, svd, window)
+from . import (arithmetic, bitcast, bits, complex, control, conv, eigh, elementwise, gather, lapack, linalg, reduce,
+               rng, scatter, shape, sort, svd, window)
 from .common import Translation
 
 
@@ -47,8 +47,7 @@ TRANSLATIONS: Mapping[str, Translation] = merged({
 
 #: Operations with a complex operand or result -> translation on (real, imaginary) pairs
 #: (:mod:`.complex`); the walk refuses any other operation on complex values.
-COMPLEX_TRANSLATIONS: Mapping[str, Translation] = merged({
-    module.__name__: module.COMPLEX for module in (complex, fft)})
+COMPLEX_TRANSLATIONS: Mapping[str, Translation] = complex.COMPLEX
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
 COMPOSITES: Mapping[str, Translation] = merged({
