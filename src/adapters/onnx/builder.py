@@ -31,12 +31,6 @@ TARGET = "ONNX"
 _FLOATS = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64}
 #: The ONNX types a float16 or bfloat16 value is stored in (weights, outputs, rounding casts).
 NARROW_FLOATS = {"f16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
-_ONNX_TYPES = {np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.int8): TensorProto.INT8,
-               np.dtype(np.int16): TensorProto.INT16, np.dtype(np.int32): TensorProto.INT32,
-               np.dtype(np.int64): TensorProto.INT64, np.dtype(np.uint8): TensorProto.UINT8,
-               np.dtype(np.uint16): TensorProto.UINT16, np.dtype(np.uint32): TensorProto.UINT32,
-               np.dtype(np.uint64): TensorProto.UINT64, np.dtype(np.float16): TensorProto.FLOAT16,
-               np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE}
 
 #: The dtypes the translations name most.
 BOOL, I32, I64, F32, F64 = (np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64))
@@ -109,7 +103,7 @@ def round_to(b: GraphBuilder, name: str, storage: int) -> str:
 
 def onnx_type(dtype: np.dtype[Any]) -> int:
     """The ``TensorProto`` element type of a NumPy dtype."""
-    return _ONNX_TYPES[np.dtype(dtype)]
+    return int(helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
 
 
 def short_location(location: Any) -> str:
@@ -261,11 +255,7 @@ class GraphBuilder:
 
     def as_int64(self, name: str, value: Any) -> str:
         """A shape or index operand as int64 (ONNX's shape and index type)."""
-        return self.as_int64_name(name, tensor_dtype(value))
-
-    def as_int64_name(self, name: str, dtype: np.dtype[Any]) -> str:
-        """``name``, of ``dtype``, as int64."""
-        return name if dtype == I64 else self.cast(name, I64)
+        return name if tensor_dtype(value) == I64 else self.cast(name, I64)
 
     def refuse(self, detail: str = "") -> NoReturn:
         """Raises the typed error naming the current operation, the function and the location."""

@@ -95,17 +95,11 @@ def fuse(graph: onnx.GraphProto) -> None:
     for matcher in (_softmax, _gelu, _layer_norm):
         view = _Graph(graph)
         for node in list(graph.node):
-            made = matcher(view, node, shapes)
-            if made is not None:
-                _replace(graph, node, made)
-
-
-def _replace(graph: onnx.GraphProto, last: onnx.NodeProto, made: list[onnx.NodeProto]) -> None:
-    """Puts ``made`` (whose last node writes ``last``'s output) in place of ``last``."""
-    index = list(graph.node).index(last)
-    del graph.node[index]
-    for offset, node in enumerate(made):
-        graph.node.insert(index + offset, node)
+            fused = matcher(view, node, shapes)
+            if fused is not None:  # in the chain's last node's place (the view keeps the node it read)
+                index = list(graph.node).index(node)
+                del graph.node[index]
+                graph.node.insert(index, fused)
 
 
 def read_names(node: onnx.NodeProto) -> list[str]:
@@ -143,7 +137,7 @@ def attribute(node: onnx.NodeProto, name: str, default: Any) -> Any:
     return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
 
 
-def _softmax(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[onnx.NodeProto] | None:
+def _softmax(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> onnx.NodeProto | None:
     if node.op_type != "Div" or node.domain not in ("", "ai.onnx"):
         return None
     exp = g.made(node.input[0], "Exp", readers=2)
@@ -175,7 +169,7 @@ def _softmax(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[
         return None
     if shapes.get(x) is None or shapes.get(x) != shapes.get(node.output[0]):
         return None
-    return [helper.make_node("Softmax", [x], [node.output[0]], axis=axes[0])]
+    return helper.make_node("Softmax", [x], [node.output[0]], axis=axes[0])
 
 
 def _without_nan_guard(g: _Graph, name: str, x: str, axes: list[int]) -> str:
@@ -192,7 +186,7 @@ def _without_nan_guard(g: _Graph, name: str, x: str, axes: list[int]) -> str:
     return str(where.input[1])
 
 
-def _gelu(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[onnx.NodeProto] | None:
+def _gelu(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> onnx.NodeProto | None:
     if node.op_type != "Mul" or node.domain not in ("", "ai.onnx"):
         return None
     for k in (0, 1):
@@ -212,11 +206,11 @@ def _gelu(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[onn
         square = g.made(cube.input[0], "Mul") if cube is not None else None
         if (square is not None and cube is not None and list(square.input) == [x, x] and cube.input[1] == x
                 and shapes.get(x) is not None and shapes.get(x) == shapes.get(node.output[0])):
-            return [helper.make_node("Gelu", [x], [node.output[0]], approximate="tanh")]
+            return helper.make_node("Gelu", [x], [node.output[0]], approximate="tanh")
     return None
 
 
-def _layer_norm(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[onnx.NodeProto] | None:
+def _layer_norm(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> onnx.NodeProto | None:
     if node.domain not in ("", "ai.onnx") or node.op_type not in ("Add", "Mul"):
         return None
     bias = scale = None
@@ -238,17 +232,13 @@ def _layer_norm(g: _Graph, node: onnx.NodeProto, shapes: dict[str, Shape]) -> li
     shape = shapes.get(x)
     if shape is None or axis != len(shape) - 1 or shape[-1] != n or shapes.get(node.output[0]) != shape:
         return None
-    width = n
-    if any(v is not None and g_len(g, v) != width for v in (scale, bias)):
+    if any(v is not None and g_len(g, v) != n for v in (scale, bias)):
         return None
-    made: list[onnx.NodeProto] = []
     if scale is None:
-        ones = f"{node.output[0]}_ones"
-        g.graph.initializer.append(numpy_helper.from_array(np.ones(width, np.float32), ones))
-        scale = ones
-    made.append(helper.make_node("LayerNormalization", [x, scale, *([bias] if bias else [])], [node.output[0]],
-                                 axis=axis, epsilon=epsilon))
-    return made
+        scale = f"{node.output[0]}_ones"
+        g.graph.initializer.append(numpy_helper.from_array(np.ones(n, np.float32), scale))
+    return helper.make_node("LayerNormalization", [x, scale, *([bias] if bias else [])], [node.output[0]],
+                            axis=axis, epsilon=epsilon)
 
 
 def g_len(g: _Graph, name: str) -> int | None:

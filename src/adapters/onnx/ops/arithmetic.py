@@ -29,7 +29,7 @@ Integer operations ONNX Runtime's CPU provider has no kernel for (8- and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,22 @@ def _widened(b: GraphBuilder, args: Sequence[str], dtype: np.dtype[Any]) -> tupl
 
 def _back(b: GraphBuilder, name: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
     return name if wide == dtype else b.cast(name, dtype)
+
+
+#: The refusal of an operation defined here for floating-point operands only.
+_FLOATS_ONLY = "defined for floating-point operands only"
+
+
+def _widening(compute: Callable[..., str], refusal: str = "") -> Translation:
+    """The translation that is ``compute(b, wide, *operands)`` on the operands in the dtype computed in
+    (:func:`.common.wide_dtype`), cast back; ``refusal``: defined for floats only, others refused with it."""
+    def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+        dtype = tensor_dtype(op.results[0])
+        if refusal and dtype.kind != "f":
+            b.refuse(refusal)
+        operands, wide = _widened(b, args, dtype)
+        return [_back(b, compute(b, wide, *operands), wide, dtype)]
+    return translate
 
 
 def _known_safe(b: GraphBuilder, divisor: str) -> bool:
@@ -79,41 +95,21 @@ def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     return [_back(b, b.one("Where", [zero, b.scalar(all_ones, wide), quotient]), wide, dtype)]
 
 
-def _remainder(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    if dtype.kind == "f":
-        return [b.one("Mod", args, fmod=1)]  # C's fmod: the sign of the dividend, as StableHLO's
-    (x, y), wide = _widened(b, args, dtype)
+def _remainder(b: GraphBuilder, wide: np.dtype[Any], x: str, y: str) -> str:
+    if wide.kind == "f":
+        return b.one("Mod", [x, y], fmod=1)  # C's fmod: the sign of the dividend, as StableHLO's
     safe, zero = _safe_divisor(b, x, y, wide)
     # x - trunc(x / y) * y in integers (ONNX Runtime's integer fmod goes through double precision)
     remainder = b.one("Sub", [x, b.one("Mul", [b.one("Div", [x, safe]), safe])])
-    return [_back(b, b.one("Where", [zero, x, remainder]), wide, dtype)]
+    return b.one("Where", [zero, x, remainder])
 
 
-def _power(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    if dtype.kind != "f":
-        b.refuse("integer power (XLA wraps on overflow, gives 0 for negative exponents) has no exact ONNX form")
-    (x, y), wide = _widened(b, args, dtype)
-    return [_back(b, b.one("Pow", [x, y]), wide, dtype)]
-
-
-def _float_unary(b: GraphBuilder, op: Any, args: Sequence[str]) -> tuple[str, np.dtype[Any], np.dtype[Any]]:
-    dtype = tensor_dtype(op.results[0])
-    if dtype.kind != "f":
-        b.refuse("defined for floating-point operands only")
-    (x,), wide = _widened(b, args, dtype)
-    return x, wide, dtype
-
-
-def _log_plus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    x, wide, dtype = _float_unary(b, op, args)
+def _log_plus_one(b: GraphBuilder, wide: np.dtype[Any], x: str) -> str:
     u = b.one("Add", [x, b.scalar(1, wide)])
     inf = b.one("IsInf", [u], detect_negative=0)  # log1p(+inf) = +inf; log1p(-inf) is NaN, as Log gives it
     um1 = b.one("Sub", [u, b.scalar(1, wide)])
     scaled = b.one("Div", [b.one("Mul", [b.one("Log", [u]), x]), um1])
-    result = b.one("Where", [_nonzero(b, um1, wide), b.one("Where", [inf, u, scaled]), x])
-    return [_back(b, result, wide, dtype)]
+    return b.one("Where", [_nonzero(b, um1, wide), b.one("Where", [inf, u, scaled]), x])
 
 
 def _nonzero(b: GraphBuilder, u_minus_one: str, wide: np.dtype[Any]) -> str:
@@ -123,14 +119,12 @@ def _nonzero(b: GraphBuilder, u_minus_one: str, wide: np.dtype[Any]) -> str:
     return b.one("Greater", [b.one("Abs", [u_minus_one]), b.scalar(0, wide)])
 
 
-def _exponential_minus_one(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    x, wide, dtype = _float_unary(b, op, args)
+def _exponential_minus_one(b: GraphBuilder, wide: np.dtype[Any], x: str) -> str:
     u = b.one("Exp", [x])
     um1 = b.one("Sub", [u, b.scalar(1, wide)])
     scaled = b.one("Div", [b.one("Mul", [um1, x]), b.one("Log", [u])])
     edge = b.one("Or", [b.one("IsInf", [u]), b.one("Equal", [um1, b.scalar(-1, wide)])])
-    result = b.one("Where", [_nonzero(b, um1, wide), b.one("Where", [edge, um1, scaled]), x])  # as in log1p
-    return [_back(b, result, wide, dtype)]
+    return b.one("Where", [_nonzero(b, um1, wide), b.one("Where", [edge, um1, scaled]), x])  # as in log1p
 
 
 def _negative(b: GraphBuilder, x: str, wide: np.dtype[Any]) -> str:
@@ -140,11 +134,7 @@ def _negative(b: GraphBuilder, x: str, wide: np.dtype[Any]) -> str:
         "Less", [b.one("Reciprocal", [x]), zero])])])
 
 
-def _atan2(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    if dtype.kind != "f":
-        b.refuse("defined for floating-point operands only")
-    (y, x), wide = _widened(b, args, dtype)
+def _atan2(b: GraphBuilder, wide: np.dtype[Any], y: str, x: str) -> str:
     pi = b.scalar(np.pi, wide)
     x_neg, y_neg = _negative(b, x, wide), _negative(b, y, wide)
     zero = b.scalar(0, wide)
@@ -158,48 +148,35 @@ def _atan2(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     infinities = b.one("Mul", [b.one("Where", [x_neg, b.scalar(3 * np.pi / 4, wide), b.scalar(np.pi / 4, wide)]),
                                y_sign])
     both_inf = b.one("And", [b.one("IsInf", [x]), b.one("IsInf", [y])])
-    result = b.one("Where", [both_inf, infinities, general])
-    return [_back(b, result, wide, dtype)]
+    return b.one("Where", [both_inf, infinities, general])
 
 
-def _cbrt(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    x, wide, dtype = _float_unary(b, op, args)
+def _cbrt(b: GraphBuilder, wide: np.dtype[Any], x: str) -> str:
     root = b.one("Pow", [b.one("Abs", [x]), b.scalar(1 / 3, wide)])
     sign = b.one("Where", [_negative(b, x, wide), b.scalar(-1, wide), b.scalar(1, wide)])
-    return [_back(b, b.one("Mul", [root, sign]), wide, dtype)]  # -1 * +0 is -0; Where would lose it
+    return b.one("Mul", [root, sign])  # -1 * +0 is -0; Where would lose it
 
 
-def _round_afz(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    x, wide, dtype = _float_unary(b, op, args)
+def _round_afz(b: GraphBuilder, wide: np.dtype[Any], x: str) -> str:
     # Round (halves to even) keeps a zero's sign (-0.4 -> -0.0); a half moves away from zero, exactly
     tie = b.one("Equal", [b.one("Sub", [x, b.one("Floor", [x])]), b.scalar(0.5, wide)])
     away = b.one("Add", [x, b.one("Mul", [b.one("Sign", [x]), b.scalar(0.5, wide)])])
-    return [_back(b, b.one("Where", [tie, away, b.one("Round", [x])]), wide, dtype)]
+    return b.one("Where", [tie, away, b.one("Round", [x])])
 
 
-def _round_even(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    x, wide, dtype = _float_unary(b, op, args)
-    return [_back(b, b.one("Round", [x]), wide, dtype)]
-
-
-def _sign(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    (x,), wide = _widened(b, args, dtype)
+def _sign(b: GraphBuilder, wide: np.dtype[Any], x: str) -> str:
     sign = b.one("Sign", [x])
-    if dtype.kind == "f":  # NaN stays NaN, -0 stays -0: x in Where's second branch, which keeps a -0.0
+    if wide.kind == "f":  # NaN stays NaN, -0 stays -0: x in Where's second branch, which keeps a -0.0
         sign = b.one("Where", [b.one("Greater", [b.one("Abs", [x]), b.scalar(0, wide)]), sign, x])
-    return [_back(b, sign, wide, dtype)]
+    return sign
 
 
-def _clamp(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    dtype = tensor_dtype(op.results[0])
-    (low, x, high), wide = _widened(b, args, dtype)
+def _clamp(b: GraphBuilder, wide: np.dtype[Any], low: str, x: str, high: str) -> str:
     # ONNX Runtime's Max and Min propagate NaN, as XLA's do (the corpus tests it)
-    if dtype.kind == "f":  # a tie of zeros as XLA's, where the order of the operands can say it
+    if wide.kind == "f":  # a tie of zeros as XLA's, where the order of the operands can say it
         low_clamped = b.one("Max", signed_zeros.ordered(b, "Max", x, low) or [x, low])
-        clamped = b.one("Min", signed_zeros.ordered(b, "Min", low_clamped, high) or [low_clamped, high])
-        return [_back(b, clamped, wide, dtype)]
-    return [_back(b, b.one("Min", [b.one("Max", [x, low]), high]), wide, dtype)]
+        return b.one("Min", signed_zeros.ordered(b, "Min", low_clamped, high) or [low_clamped, high])
+    return b.one("Min", [b.one("Max", [x, low]), high])
 
 
 def _min_max(op_type: str) -> Translation:
@@ -332,16 +309,17 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 TABLE: dict[str, Translation] = {
     "stablehlo.divide": _divide,
-    "stablehlo.remainder": _remainder,
-    "stablehlo.power": _power,
-    "stablehlo.log_plus_one": _log_plus_one,
-    "stablehlo.exponential_minus_one": _exponential_minus_one,
-    "stablehlo.atan2": _atan2,
-    "stablehlo.cbrt": _cbrt,
-    "stablehlo.round_nearest_afz": _round_afz,
-    "stablehlo.round_nearest_even": _round_even,
-    "stablehlo.sign": _sign,
-    "stablehlo.clamp": _clamp,
+    "stablehlo.remainder": _widening(_remainder),
+    "stablehlo.power": _widening(lambda b, wide, x, y: b.one("Pow", [x, y]), "integer power (XLA wraps on "
+                                 "overflow, gives 0 for negative exponents) has no exact ONNX form"),
+    "stablehlo.log_plus_one": _widening(_log_plus_one, _FLOATS_ONLY),
+    "stablehlo.exponential_minus_one": _widening(_exponential_minus_one, _FLOATS_ONLY),
+    "stablehlo.atan2": _widening(_atan2, _FLOATS_ONLY),
+    "stablehlo.cbrt": _widening(_cbrt, _FLOATS_ONLY),
+    "stablehlo.round_nearest_afz": _widening(_round_afz, _FLOATS_ONLY),
+    "stablehlo.round_nearest_even": _widening(lambda b, wide, x: b.one("Round", [x]), _FLOATS_ONLY),
+    "stablehlo.sign": _widening(_sign),
+    "stablehlo.clamp": _widening(_clamp),
     "stablehlo.maximum": _min_max("Max"),
     "stablehlo.minimum": _min_max("Min"),
     "stablehlo.reduce_precision": _reduce_precision,

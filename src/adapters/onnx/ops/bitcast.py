@@ -78,8 +78,7 @@ def _between_widths(b: GraphBuilder, op: Any, x: str) -> str:
     unsigned = unsigned_narrow if dtype == narrow else unsigned_wide
     x = bitcast(b, x, onnx_type(unsigned)) if dtype.kind == "f" else b.cast(x, unsigned)
     if dtype == narrow:
-        words = [b.cast(element(b, x, i, -1), unsigned_wide)
-                 for i in range(ratio)]
+        words = [b.cast(element(b, x, i, -1), unsigned_wide) for i in range(ratio)]
         result = words[0]
         for i, word in enumerate(words[1:], 1):
             shifted = b.one("BitShift", [word, b.scalar(bits * i, unsigned_wide)], direction="LEFT")

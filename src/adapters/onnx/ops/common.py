@@ -90,6 +90,17 @@ def same(op_type: str, *, floats: bool = False) -> Translation:
         return [b.one(op_type, args)]
     return translate
 
+def transposed(b: GraphBuilder, x: str, perm: Sequence[int]) -> str:
+    """``x`` transposed by ``perm`` (``x`` itself where that is the identity)."""
+    return x if list(perm) == list(range(len(perm))) else b.one("Transpose", [x], perm=list(perm))
+
+
+def put(b: GraphBuilder, x: str, positions: str, i: str, value: str, axis: int = -1) -> str:
+    """``x`` with ``value`` (without ``x``'s dimension ``axis``) at the positions along ``axis`` where
+    ``positions`` equals ``i``."""
+    return b.one("Where", [b.one("Equal", [positions, i]), b.one("Unsqueeze", [value, b.int64s([axis])]), x])
+
+
 def dim_size(b: GraphBuilder, x: str, axis: int) -> str:
     """The size of ``x``'s dimension ``axis`` as an int64 scalar."""
     return b.one("Squeeze", [b.one("Shape", [x], start=axis, end=axis + 1), b.int64s([0])])

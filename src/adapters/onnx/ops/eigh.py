@@ -45,7 +45,7 @@ from jaxlib.mlir import ir
 from jaxport.adapters.onnx.builder import BOOL, F32, F64, I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from jaxport.domain.targets.onnx import EIGENVECTOR_SIGNS
 from .common import Translation, dim_size, iota_of, is_private, nested, operation
-from .lapack import backend_config
+from .lapack import backend_config, swap_last
 
 #: Bisection steps: the Gershgorin interval is at most 6 times the matrix's norm wide, which ``2**-steps`` makes
 #: well below the dtype's eps times the norm.
@@ -161,7 +161,7 @@ def _syevd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     iota = iota_of(b, n)
     rows, last, both = b.one("Unsqueeze", [iota, b.int64s([-1])]), b.int64s([-1]), b.int64s([-2, -1])
     a = b.cast(args[0], F64)
-    transposed = b.one("Transpose", [a], perm=[*range(rank - 2), rank - 1, rank - 2])
+    transposed = swap_last(b, a, rank)
     upper = backend_config(op).get("uplo", ord("L")) == ord("U")
     a = b.one("Where", [b.one("LessOrEqual" if upper else "GreaterOrEqual", [rows, iota]), a, transposed])
     zero = b.scalar(0, F64)

@@ -5,9 +5,8 @@ broadcasting), so each maps to the ONNX operator of the same meaning
 without broadcasting concerns. Only operations whose ONNX counterpart
 computes the same values, edges included, are here; those that need XLA's
 edge semantics spelled out (``divide``, ``compare``, ``convert``, ``sign``,
-``maximum``, ...) are in ``onnx_ops_math``, the bitwise and logical ones in
-``onnx_ops_bits``. The module also defines ``Translation``, the type of
-every table entry.
+``maximum``, ...) are in :mod:`.arithmetic`, the bitwise and logical ones in
+:mod:`.bits`.
 """
 
 from __future__ import annotations
@@ -71,23 +70,18 @@ def iota(b: GraphBuilder, dtype: np.dtype[Any], dimension: int, rank: int, size:
     return b.one("Expand", [ramp, shape])
 
 
+#: The elementwise operations defined here for floats only that are an ONNX operator on the same operand.
+_FLOAT_UNARY = {"exponential": "Exp", "log": "Log", "sqrt": "Sqrt", "tanh": "Tanh", "logistic": "Sigmoid",
+                "sine": "Sin", "cosine": "Cos", "tan": "Tan", "floor": "Floor", "ceil": "Ceil"}
+
 TABLE: dict[str, Translation] = {
     "stablehlo.add": same("Add"),
     "stablehlo.subtract": same("Sub"),
     "stablehlo.multiply": same("Mul"),
     "stablehlo.abs": same("Abs"),
     "stablehlo.negate": same("Neg"),
-    "stablehlo.exponential": same("Exp", floats=True),
-    "stablehlo.log": same("Log", floats=True),
-    "stablehlo.sqrt": same("Sqrt", floats=True),
+    **{f"stablehlo.{name}": same(op_type, floats=True) for name, op_type in _FLOAT_UNARY.items()},
     "stablehlo.rsqrt": lambda b, op, args: [b.one("Reciprocal", [b.one("Sqrt", args)])],
-    "stablehlo.tanh": same("Tanh", floats=True),
-    "stablehlo.logistic": same("Sigmoid", floats=True),
-    "stablehlo.sine": same("Sin", floats=True),
-    "stablehlo.cosine": same("Cos", floats=True),
-    "stablehlo.tan": same("Tan", floats=True),
-    "stablehlo.floor": same("Floor", floats=True),
-    "stablehlo.ceil": same("Ceil", floats=True),
     "stablehlo.is_finite": lambda b, op, args: [
         b.one("Not", [b.one("Or", [b.one("IsNaN", args), b.one("IsInf", args)])])],
     "stablehlo.select": _select,
@@ -98,9 +92,4 @@ TABLE: dict[str, Translation] = {
 
 #: The composites JAX wraps CHLO operations in (``stablehlo.composite "chlo.erf"``).
 COMPOSITES: dict[str, Translation] = {
-    "chlo.erf": same("Erf", floats=True),
-    "chlo.sinh": same("Sinh", floats=True),
-    "chlo.cosh": same("Cosh", floats=True),
-    "chlo.asin": same("Asin", floats=True),
-    "chlo.acos": same("Acos", floats=True),
-}
+    f"chlo.{name}": same(name.capitalize(), floats=True) for name in ("erf", "sinh", "cosh", "asin", "acos")}

@@ -20,9 +20,8 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo
 
 from jaxport.adapters.onnx.builder import I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation
+from .common import Translation, dim_size, transposed
 from .scatter import general_gather
-from .shape import dimension_value
 
 
 def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int] | None,
@@ -37,11 +36,7 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     if len(start_map) != 1 or collapsed not in ([], start_map) or (not collapsed and batch_rank):
         return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
     axis = start_map[0]
-    if vector_dim < len(index_shape):
-        indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
-    index_type = tensor_dtype(op.operands[1])
-    if index_type not in (I32, I64):  # ONNX's Gather takes these two
-        indices, index_type = b.cast(indices, I64), I64
+    indices, index_type = _index_vectors(b, op, indices, vector_dim)
     others = [d for d in range(len(shape)) if d != axis]
     if sizes is not None:
         short = [d for d in others if shape[d] is None or sizes[d] != shape[d]]
@@ -63,10 +58,7 @@ def _take(b: GraphBuilder, op: Any, operand: str, indices: str, sizes: list[int]
     batches = iter(("b", k) for k in range(batch_rank))
     offset_dims = set(int_list(numbers.offset_dims))
     wanted = [next(offsets) if i in offset_dims else next(batches) for i in range(len(onnx_order))]
-    perm = [onnx_order.index(tag) for tag in wanted]
-    if perm != list(range(len(perm))):
-        gathered = b.one("Transpose", [gathered], perm=perm)
-    return gathered
+    return transposed(b, gathered, [onnx_order.index(tag) for tag in wanted])
 
 
 def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: Any, sizes: list[int] | None,
@@ -85,18 +77,25 @@ def _along_axis(b: GraphBuilder, op: Any, operand: str, indices: str, numbers: A
             or sorted([*batching, axis]) != list(range(len(shape)))
             or len(index_shape) - (vector_dim < len(index_shape)) != len(shape)):
         return general_gather(b, op, operand, indices, None if sizes is not None else size_tensor)
-    if vector_dim < len(index_shape):
-        indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
-    index_type = tensor_dtype(op.operands[1])
-    if index_type not in (I32, I64):
-        indices, index_type = b.cast(indices, I64), I64
+    indices, index_type = _index_vectors(b, op, indices, vector_dim)
     indices = _clamped(b, indices, index_type, operand, axis, shape[axis])
     return b.one("GatherElements", [operand, indices], axis=axis)
 
 
+def _index_vectors(b: GraphBuilder, op: Any, indices: str, vector_dim: int) -> tuple[str, np.dtype[Any]]:
+    """The start indices of a gather of one start dimension without their vector dimension, and their dtype:
+    int32 or int64 (those ONNX's gathers take; others cast to int64)."""
+    if vector_dim < len(tensor_shape(op.operands[1])):
+        indices = b.one("Squeeze", [indices, b.int64s([vector_dim])])
+    index_type = tensor_dtype(op.operands[1])
+    if index_type not in (I32, I64):
+        indices, index_type = b.cast(indices, I64), I64
+    return indices, index_type
+
+
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:
     """``size`` (a [1] int64 value) elements of ``axis`` from ``index``, clamped as StableHLO clamps it."""
-    start = b.one("Reshape", [b.as_int64_name(index, dtype), b.int64s([1])])
+    start = b.one("Reshape", [index if dtype == I64 else b.cast(index, I64), b.int64s([1])])
     extent = b.one("Shape", [operand], start=axis, end=axis + 1)
     start = b.one("Min", [b.one("Max", [start, b.int64s([0])]), b.one("Sub", [extent, size])])
     return b.one("Slice", [operand, start, b.one("Add", [start, size]), b.int64s([axis])])
@@ -106,7 +105,7 @@ def _clamped(b: GraphBuilder, indices: str, dtype: np.dtype[Any], operand: str, 
              size: int | None) -> str:
     """The indices clamped into ``[0, size - 1]``, as StableHLO clamps a start index."""
     high = b.scalar(size - 1, dtype) if size is not None else b.one(
-        "Sub", [dimension_value(b, operand, axis, dtype), b.scalar(1, dtype)])
+        "Sub", [b.cast(dim_size(b, operand, axis), dtype), b.scalar(1, dtype)])
     return b.one("Min", [b.one("Max", [indices, b.scalar(0, dtype)]), high])
 
 

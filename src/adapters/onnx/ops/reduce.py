@@ -27,7 +27,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import BOOL, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import Translation, block_reducer, direction, is_identity, reducer, splat_value, wide_dtype
+from .common import Translation, block_reducer, direction, is_identity, reducer, splat_value, transposed, wide_dtype
 from .linalg import INTEGER_WIDER
 
 
@@ -122,8 +122,7 @@ def _folded(b: GraphBuilder, op: Any, x: str, init: str, operator: str, dtype: n
     kept = [d for d in range(rank) if d not in dims]
     if not dims:
         return x  # XLA's CPU reduction over no dimension is the operand (its init value unused)
-    if dims + kept != list(range(rank)):
-        x = b.one("Transpose", [x], perm=[*dims, *kept])
+    x = transposed(b, x, [*dims, *kept])
     rest = b.one("Shape", [x], start=len(dims))
     count = b.one("ReduceProd", [b.one("Shape", [x], start=0, end=len(dims))], keepdims=1)  # no -1: rest may be 0
     x = b.one("Reshape", [x, b.one("Concat", [count, rest], axis=0)], allowzero=1)

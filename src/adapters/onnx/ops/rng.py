@@ -37,62 +37,44 @@ _PHILOX_W = (0x9E3779B9, 0xBB67AE85)
 _PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 
 
-class _Words:
-    """The integer operations on uint32 and uint64 tensors that the generators are written in."""
-
-    def __init__(self, b: GraphBuilder) -> None:
-        self.b = b
-
-    def u32(self, value: int) -> str:
-        return self.b.scalar(value, U32)
-
-    def u64(self, value: int) -> str:
-        return self.b.scalar(value, U64)
-
-    def op(self, op_type: str, *inputs: str) -> str:
-        return self.b.one(op_type, list(inputs))
-
-    def shift(self, x: str, by: str, direction: str) -> str:
-        return self.b.one("BitShift", [x, by], direction=direction)
-
-    def low(self, x: str) -> str:
-        """The low 32 bits of a uint64 ``x``."""
-        return self.b.cast(self.op("BitwiseAnd", x, self.u64(_MASK)), U32)
-
-    def high(self, x: str) -> str:
-        """The high 32 bits of a uint64 ``x``."""
-        return self.b.cast(self.shift(x, self.u64(32), "RIGHT"), U32)
-
-    def wide(self, low: str, high: str) -> str:
-        """The uint64 of two uint32 halves."""
-        return self.op("BitwiseOr", self.b.cast(low, U64), self.shift(self.b.cast(high, U64), self.u64(32), "LEFT"))
-
-    def rotate(self, x: str, distance: int) -> str:
-        return self.op("BitwiseOr", self.shift(x, self.u32(distance), "LEFT"),
-                       self.shift(x, self.u32(32 - distance), "RIGHT"))
-
-    def element(self, vector: str, index: int) -> str:
-        """Element ``index`` of a 1-D tensor, 0-D."""
-        return element(self.b, vector, index, 0)
-
-    def counters(self, start: str, count: int) -> str:
-        """``start + [0, 1, ..., count - 1]`` (uint64, wrapping)."""
-        b = self.b
-        iota = b.cast(iota_of(b, b.scalar(count, I64)), U64)
-        return self.op("Add", iota, start)
+def _low(b: GraphBuilder, x: str) -> str:
+    """The low 32 bits of a uint64 ``x``."""
+    return b.cast(b.one("BitwiseAnd", [x, b.scalar(_MASK, U64)]), U32)
 
 
-def _threefry(w: _Words, x0: str, x1: str, key: str) -> tuple[str, str]:
+def _high(b: GraphBuilder, x: str) -> str:
+    """The high 32 bits of a uint64 ``x``."""
+    return b.cast(b.one("BitShift", [x, b.scalar(32, U64)], direction="RIGHT"), U32)
+
+
+def _wide(b: GraphBuilder, low: str, high: str) -> str:
+    """The uint64 of two uint32 halves."""
+    return b.one("BitwiseOr", [b.cast(low, U64), b.one("BitShift", [b.cast(high, U64), b.scalar(32, U64)],
+                                                       direction="LEFT")])
+
+
+def _rotate(b: GraphBuilder, x: str, distance: int) -> str:
+    """A uint32 ``x`` rotated left by ``distance`` bits."""
+    return b.one("BitwiseOr", [b.one("BitShift", [x, b.scalar(distance, U32)], direction="LEFT"),
+                               b.one("BitShift", [x, b.scalar(32 - distance, U32)], direction="RIGHT")])
+
+
+def _counters(b: GraphBuilder, start: str, count: int) -> str:
+    """``start + [0, 1, ..., count - 1]`` (uint64, wrapping)."""
+    return b.one("Add", [b.cast(iota_of(b, b.scalar(count, I64)), U64), start])
+
+
+def _threefry(b: GraphBuilder, x0: str, x1: str, key: str) -> tuple[str, str]:
     """Threefry-2x32 (20 rounds, as XLA's) of the words ``x0``, ``x1`` keyed by a uint64 ``key``."""
-    ks = [w.low(key), w.high(key)]
-    ks.append(w.op("BitwiseXor", w.op("BitwiseXor", w.u32(0x1BD11BDA), ks[0]), ks[1]))
-    x0, x1 = w.op("Add", x0, ks[0]), w.op("Add", x1, ks[1])
+    ks = [_low(b, key), _high(b, key)]
+    ks.append(b.one("BitwiseXor", [b.one("BitwiseXor", [b.scalar(0x1BD11BDA, U32), ks[0]]), ks[1]]))
+    x0, x1 = b.one("Add", [x0, ks[0]]), b.one("Add", [x1, ks[1]])
     for group in range(5):
         for rotation in _ROTATIONS[4 * (group % 2):4 * (group % 2) + 4]:
-            x0 = w.op("Add", x0, x1)
-            x1 = w.op("BitwiseXor", x0, w.rotate(x1, rotation))
-        x0 = w.op("Add", x0, ks[(group + 1) % 3])
-        x1 = w.op("Add", w.op("Add", x1, ks[(group + 2) % 3]), w.u32(group + 1))
+            x0 = b.one("Add", [x0, x1])
+            x1 = b.one("BitwiseXor", [x0, _rotate(b, x1, rotation)])
+        x0 = b.one("Add", [x0, ks[(group + 1) % 3]])
+        x1 = b.one("Add", [b.one("Add", [x1, ks[(group + 2) % 3]]), b.scalar(group + 1, U32)])
     return x0, x1
 
 
@@ -102,69 +84,62 @@ def _split(shape: Sequence[int]) -> int:
     return even[0] if even else max(range(len(shape)), key=lambda i: (shape[i], -i))
 
 
-def _three_fry(w: _Words, key: str, counter: str, shape: Sequence[int], bits: int) -> tuple[str, str]:
+def _three_fry(b: GraphBuilder, key: str, counter: str, shape: Sequence[int], bits: int) -> tuple[str, str]:
     """The output (``bits`` wide, of ``shape``) and the new counter."""
-    b = w.b
-    if bits == 64:
-        count = int(np.prod(shape, dtype=np.int64))
-        inputs = w.counters(counter, count)
-        x0, x1 = _threefry(w, w.low(inputs), w.high(inputs), key)
-        result = b.one("Reshape", [w.wide(x0, x1), b.int64s(shape)], allowzero=1)
-        return result, w.op("Add", counter, w.u64(count))
-    if not shape:
-        inputs = w.counters(counter, 1)
-        x0, _ = _threefry(w, w.low(inputs), w.high(inputs), key)
-        return b.one("Reshape", [x0, b.int64s([])]), w.op("Add", counter, w.u64(1))
-    axis = _split(shape)
-    half = [*shape[:axis], (shape[axis] + 1) // 2, 1, *shape[axis + 1:]]
+    axis = _split(shape) if bits == 32 and shape else None  # 32-bit words: the halves of one dimension
+    half = shape if axis is None else [*shape[:axis], (shape[axis] + 1) // 2, 1, *shape[axis + 1:]]
     count = int(np.prod(half, dtype=np.int64))
-    inputs = w.counters(counter, count)
-    x0, x1 = _threefry(w, w.low(inputs), w.high(inputs), key)
-    halves = [b.one("Reshape", [x, b.int64s(half)], allowzero=1) for x in (x0, x1)]
-    paired = b.one("Concat", halves, axis=axis + 1)
-    whole = [*shape[:axis], 2 * half[axis], *shape[axis + 1:]]
-    result = b.one("Reshape", [paired, b.int64s(whole)], allowzero=1)
-    if whole[axis] != shape[axis]:
-        result = b.one("Slice", [result, b.int64s([0]), b.int64s([shape[axis]]), b.int64s([axis])])
-    return result, w.op("Add", counter, w.u64(count))
+    inputs = _counters(b, counter, count)
+    x0, x1 = _threefry(b, _low(b, inputs), _high(b, inputs), key)
+    if bits == 64:
+        result = b.one("Reshape", [_wide(b, x0, x1), b.int64s(shape)], allowzero=1)
+    elif axis is None:
+        result = b.one("Reshape", [x0, b.int64s([])])
+    else:
+        halves = [b.one("Reshape", [x, b.int64s(half)], allowzero=1) for x in (x0, x1)]
+        paired = b.one("Concat", halves, axis=axis + 1)
+        whole = [*shape[:axis], 2 * half[axis], *shape[axis + 1:]]
+        result = b.one("Reshape", [paired, b.int64s(whole)], allowzero=1)
+        if whole[axis] != shape[axis]:
+            result = b.one("Slice", [result, b.int64s([0]), b.int64s([shape[axis]]), b.int64s([axis])])
+    return result, b.one("Add", [counter, b.scalar(count, U64)])
 
 
-def _philox_rounds(w: _Words, x: list[str], key: str) -> list[str]:
+def _philox_rounds(b: GraphBuilder, x: list[str], key: str) -> list[str]:
     """Philox-4x32 (10 rounds) of the words ``x`` keyed by a uint64 ``key``."""
-    k0, k1 = w.low(key), w.high(key)
+    k0, k1 = _low(b, key), _high(b, key)
     for _ in range(10):
         products = []
         for word, multiplier in ((x[0], _PHILOX_M[0]), (x[2], _PHILOX_M[1])):
-            product = w.op("Mul", w.b.cast(word, U64), w.u64(multiplier))
-            products.append((w.high(product), w.low(product)))
+            product = b.one("Mul", [b.cast(word, U64), b.scalar(multiplier, U64)])
+            products.append((_high(b, product), _low(b, product)))
         (high0, low0), (high1, low1) = products
-        x = [w.op("BitwiseXor", w.op("BitwiseXor", high1, x[1]), k0), low1,
-             w.op("BitwiseXor", w.op("BitwiseXor", high0, x[3]), k1), low0]
-        k0, k1 = w.op("Add", k0, w.u32(_PHILOX_W[0])), w.op("Add", k1, w.u32(_PHILOX_W[1]))
+        x = [b.one("BitwiseXor", [b.one("BitwiseXor", [high1, x[1]]), k0]), low1,
+             b.one("BitwiseXor", [b.one("BitwiseXor", [high0, x[3]]), k1]), low0]
+        k0, k1 = b.one("Add", [k0, b.scalar(_PHILOX_W[0], U32)]), b.one("Add", [k1, b.scalar(_PHILOX_W[1], U32)])
     return x
 
 
-def _plus(w: _Words, low: str, high: str, added: str) -> tuple[str, str]:
+def _plus(b: GraphBuilder, low: str, high: str, added: str) -> tuple[str, str]:
     """The 128-bit ``(low, high) + added`` (uint64 words; ``added`` broadcast)."""
-    total = w.op("Add", low, added)
-    carry = w.b.cast(w.op("Less", total, low), U64)
-    return total, w.op("Add", high, carry)
+    total = b.one("Add", [low, added])
+    carry = b.cast(b.one("Less", [total, low]), U64)
+    return total, b.one("Add", [high, carry])
 
 
-def _philox(w: _Words, key: str, low: str, high: str, shape: Sequence[int], bits: int) -> tuple[str, str, str]:
+def _philox(b: GraphBuilder, key: str, low: str, high: str, shape: Sequence[int], bits: int) -> tuple[str, str, str]:
     """The output (``bits`` wide, of ``shape``) and the new 128-bit counter."""
-    b = w.b
     count = int(np.prod(shape, dtype=np.int64))
     blocks = -(-count * (2 if bits == 64 else 1) // 4)
-    low_i, high_i = _plus(w, low, high, w.counters(w.u64(0), blocks))
-    words = _philox_rounds(w, [w.low(low_i), w.high(low_i), w.low(high_i), w.high(high_i)], key)
+    low_i, high_i = _plus(b, low, high, _counters(b, b.scalar(0, U64), blocks))
+    words = _philox_rounds(b, [_low(b, low_i), _high(b, low_i), _low(b, high_i), _high(b, high_i)], key)
     if bits == 64:
-        words = [w.wide(words[0], words[1]), w.wide(words[2], words[3])]
+        words = [_wide(b, words[0], words[1]), _wide(b, words[2], words[3])]
     last = b.int64s([-1])
     stacked = b.one("Concat", [b.one("Unsqueeze", [x, last]) for x in words], axis=-1)
     flat = b.one("Slice", [b.one("Reshape", [stacked, b.int64s([-1])]), b.int64s([0]), b.int64s([count])])
     result = b.one("Reshape", [flat, b.int64s(list(shape))], allowzero=1)
-    new_low, new_high = _plus(w, low, high, w.u64(blocks))
+    new_low, new_high = _plus(b, low, high, b.scalar(blocks, U64))
     return result, new_low, new_high
 
 
@@ -180,17 +155,16 @@ def _rng_bit_generator(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[st
         b.refuse(f"the random algorithm {algorithm}")
     if state_shape not in ((2,),) and not (algorithm != "THREE_FRY" and state_shape == (3,)):
         b.refuse(f"a {algorithm} state of shape {list(state_shape)}")
-    w = _Words(b)
     static = [int(d) for d in shape if d is not None]
     bits = 64 if dtype.itemsize == 8 else 32
-    key = w.element(args[0], 0)
+    key = element(b, args[0], 0, 0)
     if algorithm == "THREE_FRY":
-        result, counter = _three_fry(w, key, w.element(args[0], 1), static, bits)
+        result, counter = _three_fry(b, key, element(b, args[0], 1, 0), static, bits)
         state = [key, counter]
     else:
-        low, high = (w.element(args[0], 1), w.element(args[0], 0)) if state_shape == (2,) else (
-            w.element(args[0], 1), w.element(args[0], 2))
-        result, new_low, new_high = _philox(w, key, low, high, static, bits)
+        low = element(b, args[0], 1, 0)
+        high = element(b, args[0], 0 if state_shape == (2,) else 2, 0)  # u64[2]: XLA reverses it
+        result, new_low, new_high = _philox(b, key, low, high, static, bits)
         state = [key, new_low] if state_shape == (2,) else [key, new_low, new_high]
     first = b.int64s([0])
     new_state = b.one("Concat", [b.one("Unsqueeze", [s, first]) for s in state], axis=0)

@@ -27,7 +27,7 @@ from jaxlib.mlir.dialects import stablehlo
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import BOOL, F32, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
-from .common import ELEMENTWISE, Translation, dim_size, iota_of, reducer, where, where_selects
+from .common import ELEMENTWISE, Translation, dim_size, iota_of, reducer, transposed, where, where_selects
 
 #: The operations a body applied by ``x.at[i].apply(f)`` may hold (elementwise on its 0-D argument).
 APPLIED = ELEMENTWISE | frozenset(f"stablehlo.{name}" for name in (
@@ -43,7 +43,7 @@ def full_starts(b: GraphBuilder, op: Any, indices: str, vector_dim: int, index_m
     index_shape, operand_rank = tensor_shape(op.operands[1]), len(tensor_shape(op.operands[0]))
     rank = len(index_shape)
     batch_rank = rank - (vector_dim < rank)
-    vectors = b.as_int64_name(indices, tensor_dtype(op.operands[1]))
+    vectors = b.as_int64(indices, op.operands[1])
     perm = [d for d in range(rank) if d != vector_dim] + [vector_dim]
     if vector_dim == rank:
         vectors = b.one("Unsqueeze", [vectors, b.int64s([rank])])
@@ -104,7 +104,7 @@ def general_gather(b: GraphBuilder, op: Any, operand: str, indices: str, size_te
     result_rank = batch_rank + rank - len(dropped)
     batches, offsets = iter(range(batch_rank)), iter(range(batch_rank, result_rank))
     perm = [next(offsets) if i in offset_dims else next(batches) for i in range(result_rank)]
-    return b.one("Transpose", [gathered], perm=perm) if perm != list(range(result_rank)) else gathered
+    return transposed(b, gathered, perm)
 
 
 def _scatter(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -189,8 +189,7 @@ def _scattered(b: GraphBuilder, op: Any, args: Sequence[str], reduction: str, dt
     inside = b.one("Unsqueeze", [inside, b.int64s(list(range(batch_rank, batch_rank + rank)))])
     linear = b.one("Where", [inside, linear, total])
     update_scatter = [d for d in range(len(update_shape)) if d not in window_dims]
-    moved = b.one("Transpose", [updates], perm=update_scatter + window_dims) if (
-        update_scatter + window_dims != list(range(len(update_shape)))) else updates
+    moved = transposed(b, updates, update_scatter + window_dims)
     flat_operand = b.one("Concat", [b.one("Reshape", [operand, b.int64s([-1])]), b.one(
         "ConstantOfShape", [b.int64s([1])], value=numpy_helper.from_array(np.zeros(1, dtype=computed)))], axis=0)
     scattered = b.one("ScatterElements", [flat_operand, b.one("Reshape", [linear, b.int64s([-1])]),

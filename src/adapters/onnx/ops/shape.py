@@ -7,6 +7,13 @@ tensors computed in the graph from the inputs' dimensions, and become
 int64 shape tensors for ONNX's ``Expand``, ``Reshape`` and ``Slice``. ONNX
 ``Reshape`` runs with ``allowzero=1``, so that a zero in a computed shape is
 a zero (StableHLO's meaning), never "copy the input's dimension".
+
+``dynamic_slice`` and ``dynamic_update_slice`` clamp each start index into
+``[0, dim - size]`` as StableHLO does (the slice or the update always lies
+inside the operand); ONNX's ``Slice`` clamps differently (it shortens the
+slice) and ``ScatterND`` fails on an index out of range, so the starts are
+clamped first. The update is written with ``ScatterND`` at the start plus
+every coordinate of the update.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from jaxlib.mlir import ir
 from jaxport.adapters.onnx.builder import GraphBuilder, int_list, tensor_dtype, tensor_shape
 from .common import Translation, dim_size
 from .elementwise import iota
+from .scatter import window_indices
 
 
 def broadcast(b: GraphBuilder, operand: str, operand_rank: int, dims: Sequence[int], rank: int,
@@ -70,11 +78,9 @@ def _reshape(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 
 def _slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
-    starts = int_list(op.attributes["start_indices"])
-    limits = int_list(op.attributes["limit_indices"])
-    strides = int_list(op.attributes["strides"])
-    axes = list(range(len(starts)))
-    return [b.one("Slice", [args[0], b.int64s(starts), b.int64s(limits), b.int64s(axes), b.int64s(strides)])]
+    starts, limits, strides = (int_list(op.attributes[k]) for k in ("start_indices", "limit_indices", "strides"))
+    return [b.one("Slice", [args[0], b.int64s(starts), b.int64s(limits), b.int64s(list(range(len(starts)))),
+                            b.int64s(strides)])]
 
 
 def _real_dynamic_slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -91,12 +97,7 @@ def _concatenate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
 
 def _get_dimension_size(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dimension = ir.IntegerAttr(op.attributes["dimension"]).value
-    return [dimension_value(b, args[0], dimension, tensor_dtype(op.results[0]))]
-
-
-def dimension_value(b: GraphBuilder, tensor: str, dimension: int, dtype: np.dtype[Any]) -> str:
-    """The size of ``tensor``'s ``dimension`` as a 0-D tensor of ``dtype``."""
-    return b.cast(dim_size(b, tensor, dimension), dtype)
+    return [b.cast(dim_size(b, args[0], dimension), tensor_dtype(op.results[0]))]
 
 
 def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -105,6 +106,36 @@ def _dynamic_iota(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     size = b.one("Slice", [shape, b.int64s([dimension]), b.int64s([dimension + 1])])
     rank = len(tensor_shape(op.results[0]))
     return [iota(b, tensor_dtype(op.results[0]), dimension, rank, size, shape)]
+
+
+def _starts(b: GraphBuilder, op: Any, args: Sequence[str], first: int, sizes: str, operand: str) -> str:
+    """The start operands as one clamped int64 ``[rank]`` tensor."""
+    parts = [b.one("Reshape", [b.as_int64(args[i], op.operands[i]), b.int64s([1])])
+             for i in range(first, len(args))]
+    starts = parts[0] if len(parts) == 1 else b.one("Concat", parts, axis=0)
+    high = b.one("Sub", [b.one("Shape", [operand]), sizes])
+    return b.one("Max", [b.one("Min", [starts, high]), b.int64s([0])])
+
+
+def _dynamic_slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    sizes = int_list(op.attributes["slice_sizes"])
+    if not sizes:
+        return [b.one("Identity", [args[0]])]
+    starts = _starts(b, op, args, 1, b.int64s(sizes), args[0])
+    ends = b.one("Add", [starts, b.int64s(sizes)])
+    return [b.one("Slice", [args[0], starts, ends, b.int64s(list(range(len(sizes))))])]
+
+
+def _dynamic_update_slice(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
+    update_shape = tensor_shape(op.operands[1])
+    if not update_shape:
+        return [b.one("Identity", [args[1]])]
+    window = [int(d or 0) for d in update_shape]
+    dynamic = None in update_shape
+    sizes = b.one("Shape", [args[1]]) if dynamic else b.int64s(window)
+    starts = _starts(b, op, args, 2, sizes, args[0])
+    indices = window_indices(b, starts, 0, window, sizes if dynamic else None)
+    return [b.one("ScatterND", [args[0], indices, args[1]])]
 
 
 TABLE: dict[str, Translation] = {
@@ -121,4 +152,6 @@ TABLE: dict[str, Translation] = {
     "stablehlo.concatenate": _concatenate,
     "stablehlo.get_dimension_size": _get_dimension_size,
     "stablehlo.dynamic_iota": _dynamic_iota,
+    "stablehlo.dynamic_slice": _dynamic_slice,
+    "stablehlo.dynamic_update_slice": _dynamic_update_slice,
 }

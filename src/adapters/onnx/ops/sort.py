@@ -39,7 +39,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from jaxport.adapters.onnx.builder import F32, F64, I64, GraphBuilder, tensor_dtype, tensor_shape
+from jaxport.adapters.onnx.builder import F64, I64, GraphBuilder, tensor_dtype, tensor_shape
 from .bitcast import BITCAST_OPSET, total_order_key
 from .common import Translation, dim_size, direction, iota_of, splat_value, wide_dtype
 
@@ -191,8 +191,7 @@ def _top_k(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     rank = len(tensor_shape(op.operands[0]))
     x = args[0]
     if dtype.kind == "f" and b.max_opset >= BITCAST_OPSET:  # XLA's total order, NaN's sign read from its bits
-        wide = dtype if dtype in (F32, F64) else F32
-        key = total_order_key(b, x if wide == dtype else b.cast(x, wide), wide)
+        key = total_order_key(b, x, dtype)  # (float16 and bfloat16 are float32 inside)
     elif dtype.kind == "f":
         if dtype == F64:
             b.refuse("a top_k of float64 (its total-order key needs a wider float)")

@@ -52,7 +52,7 @@ import numpy as np
 
 from jaxport.adapters.onnx.builder import BOOL, I32, I64, GraphBuilder, tensor_dtype, tensor_shape
 from .common import Translation, iota_of
-from .lapack import backend_config
+from .lapack import backend_config, swap_last
 from .svd_invariance import vectors_invariant
 
 #: The most sweeps (one-sided Jacobi converged in at most 12 on random matrices up to 25 x 25).
@@ -84,7 +84,7 @@ def _gesdd(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
                  f"sweeps would take too long")
     dtype = tensor_dtype(op.results[1])
     a = args[0]
-    w = b.one("Transpose", [a], perm=[*range(rank - 2), rank - 1, rank - 2]) if m < n else a
+    w = swap_last(b, a, rank) if m < n else a
     big, small = max(m, n), min(m, n)
     zero, one = b.scalar(0, dtype), b.scalar(1, dtype)
     axes = b.int64s([rank - 2, rank - 1])
@@ -162,7 +162,7 @@ def _vector_svd(b: GraphBuilder, op: Any, args: Sequence[str], m: int, n: int, f
     """``gesdd``'s results (the input, ``s``, ``U``, ``VT``, ``info``) for ``[..., m, n]`` with ``m`` or ``n`` 1.
 
     As LAPACK's ``sgesdd`` gives them: no iteration chooses these signs, only one
-    Householder reflector (``slarfg``, as :mod:`.qr`'s): for an ``m x 1`` column ``a`` ``sgesdd``
+    Householder reflector (``slarfg``, as :mod:`.lapack`'s ``geqrf``): for an ``m x 1`` column ``a`` ``sgesdd``
     takes the QR path (``sgeqrf``, then ``sbdsdc`` of the 1 x 1 ``R``), for a
     ``1 x n`` row the LQ path; with ``alpha = a[0]``, ``x = a[1:]``:
 
@@ -274,10 +274,7 @@ def _jacobi_vectors(b: GraphBuilder, stacked: str, order: str, rank: int, big: i
     t = b.one("Div", [w, b.one("Where", [empty, one, largest])])
     norm = b.one("Sqrt", [b.one("ReduceSum", [b.one("Mul", [t, t]), axis], keepdims=1)])
     u = b.one("Div", [t, b.one("Where", [empty, one, norm])])
-    transpose = [*range(rank - 2), rank - 1, rank - 2]
-    if wide:
-        return v, b.one("Transpose", [u], perm=transpose)
-    return u, b.one("Transpose", [v], perm=transpose)
+    return (v, swap_last(b, u, rank)) if wide else (u, swap_last(b, v, rank))
 
 
 #: The custom calls of this family (the ONNX plan lets them through: ``LAPACK_TRANSLATED``).

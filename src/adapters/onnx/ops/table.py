@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import (arithmetic, bitcast, bits, complex, control, conv, dynamic, eigh, elementwise, fft, gather, lapack,
-               linalg, pool, qr, reduce, rng, scatter, shape, sort, svd, tridiagonal, window)
+from . import (arithmetic, bitcast, bits, complex, control, conv, eigh, elementwise, gather, lapack, linalg, reduce,
+               rng, scatter, shape, sort, svd, window)
 from .common import Translation
 
 
@@ -42,18 +42,17 @@ def merged(tables: Mapping[str, Mapping[str, Translation]]) -> dict[str, Transla
 
 TRANSLATIONS: Mapping[str, Translation] = merged({
     module.__name__: module.TABLE for module in (
-        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, pool, conv, scatter, dynamic,
-        sort, control, rng)})
+        elementwise, arithmetic, bitcast, bits, shape, linalg, reduce, gather, window, conv, scatter, sort,
+        control, rng)})
 
 #: Operations with a complex operand or result -> translation on (real, imaginary) pairs
 #: (:mod:`.complex`); the walk refuses any other operation on complex values.
-COMPLEX_TRANSLATIONS: Mapping[str, Translation] = merged({
-    module.__name__: module.COMPLEX for module in (complex, fft)})
+COMPLEX_TRANSLATIONS: Mapping[str, Translation] = complex.COMPLEX
 
 #: ``stablehlo.composite`` name -> translation; a composite not listed is its decomposition, inlined.
 COMPOSITES: Mapping[str, Translation] = merged({
     module.__name__: module.COMPOSITES for module in (elementwise, sort)})
 
 #: ``stablehlo.custom_call`` target -> translation (``shape_assertion`` and ``Sharding`` are the walk's own).
-CUSTOM_CALLS: Mapping[str, Translation] = {**pool.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **qr.CUSTOM_CALLS,
-                                              **svd.CUSTOM_CALLS, **tridiagonal.CUSTOM_CALLS, **eigh.CUSTOM_CALLS}
+CUSTOM_CALLS: Mapping[str, Translation] = {**window.CUSTOM_CALLS, **lapack.CUSTOM_CALLS, **svd.CUSTOM_CALLS,
+                                              **eigh.CUSTOM_CALLS}
