@@ -19,7 +19,7 @@ empty sharding index vectors, which jax 0.10.2 reads back the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -75,11 +75,8 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Raises:
         TypeError: a number does not fit its field (``flatbuffers.Builder`` raises it).
     """
-    size = 1024  # room for the modules and their tables, so that the buffer rarely grows
-    vjp: ArtifactRecord | None = record
-    while vjp is not None:
-        size += len(vjp.mlir_module_serialized) + 1024
-        vjp = vjp.vjp
+    # Room for the modules and their tables, so that the buffer rarely grows.
+    size = 1024 + sum(len(table.mlir_module_serialized) + 1024 for table in record.chain)
     builder: ArtifactBuilder = flatbuffers.Builder(size)
     builder.Finish(_exported(builder, record))
     return builder.Output()
@@ -126,7 +123,7 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     platforms = _strings(b, rec.platforms)
     module = b.CreateByteVector(rec.mlir_module_serialized)
     kept_var_idx = _uints(b, rec.module_kept_var_idx, 2)
-    vjp = _exported(b, rec.vjp) if rec.vjp is not None else None
+    vjp = _exported(b, rec.vjp) if rec.vjp is not None else 0
     unique_avals = _tables(b, _aval, uniques.avals)
     unique_meshes = _tables(b, _mesh, uniques.meshes)
     unique_named = _tables(b, lambda b, s: _named_sharding(b, s, uniques), uniques.named)
@@ -156,8 +153,7 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     b.PrependUint16Slot(E.CALLING_CONVENTION_VERSION, rec.calling_convention_version, 0)
     b.PrependUOffsetTRelativeSlot(E.MODULE_KEPT_VAR_IDX, kept_var_idx, 0)
     b.PrependBoolSlot(E.USES_GLOBAL_CONSTANTS, rec.uses_global_constants, False)
-    if vjp is not None:
-        b.PrependUOffsetTRelativeSlot(E.VJP, vjp, 0)
+    b.PrependUOffsetTRelativeSlot(E.VJP, vjp, 0)
     b.PrependUOffsetTRelativeSlot(E.UNIQUE_AVALS, unique_avals, 0)
     b.PrependUOffsetTRelativeSlot(E.UNIQUE_ABSTRACT_MESHES, unique_meshes, 0)
     b.PrependUOffsetTRelativeSlot(E.UNIQUE_NAMED_SHARDINGS, unique_named, 0)
@@ -202,6 +198,14 @@ def _uints(b: ArtifactBuilder, values: Sequence[int], width: int) -> int:
     for value in reversed(values):
         prepend(value)
     return b.EndVector()
+
+
+def _offset_table(b: ArtifactBuilder, num_slots: int, offsets: Mapping[int, int]) -> int:
+    """A table whose fields are all offsets, added in the order of ``offsets`` (by slot; 0: absent)."""
+    b.StartObject(num_slots)
+    for slot, offset in offsets.items():
+        b.PrependUOffsetTRelativeSlot(slot, offset, 0)
+    return b.EndObject()
 
 
 def _tree(b: ArtifactBuilder, tree: TreeSpec) -> int:
@@ -250,19 +254,13 @@ def _mesh(b: ArtifactBuilder, mesh: AbstractMeshRecord) -> int:
     names = _strings(b, mesh.axis_names)
     types = _uints(b, [W.AXIS_TYPE_CODES[t] for t in mesh.axis_types], 1)
     device = _device(b, mesh.abstract_device) if mesh.abstract_device is not None else 0
-    b.StartObject(S.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(S.AXIS_SIZES, sizes, 0)
-    b.PrependUOffsetTRelativeSlot(S.AXIS_NAMES, names, 0)
-    b.PrependUOffsetTRelativeSlot(S.AXIS_TYPES, types, 0)
-    b.PrependUOffsetTRelativeSlot(S.ABSTRACT_DEVICE, device, 0)
-    return b.EndObject()
+    return _offset_table(b, S.NUM_SLOTS, {S.AXIS_SIZES: sizes, S.AXIS_NAMES: names, S.AXIS_TYPES: types,
+                                          S.ABSTRACT_DEVICE: device})
 
 
 def _one_axis(b: ArtifactBuilder, axes: tuple[str, ...]) -> int:
     names = _strings(b, axes)
-    b.StartObject(W.PartitionSpecOneAxis.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(W.PartitionSpecOneAxis.AXES, names, 0)
-    return b.EndObject()
+    return _offset_table(b, W.PartitionSpecOneAxis.NUM_SLOTS, {W.PartitionSpecOneAxis.AXES: names})
 
 
 def _partition_spec(b: ArtifactBuilder, spec: PartitionSpecRecord) -> int:
@@ -270,11 +268,7 @@ def _partition_spec(b: ArtifactBuilder, spec: PartitionSpecRecord) -> int:
     partitions = _tables(b, _one_axis, spec.partitions)
     reduced = _strings(b, spec.reduced)
     unreduced = _strings(b, spec.unreduced)
-    b.StartObject(S.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(S.PARTITIONS, partitions, 0)
-    b.PrependUOffsetTRelativeSlot(S.REDUCED, reduced, 0)
-    b.PrependUOffsetTRelativeSlot(S.UNREDUCED, unreduced, 0)
-    return b.EndObject()
+    return _offset_table(b, S.NUM_SLOTS, {S.PARTITIONS: partitions, S.REDUCED: reduced, S.UNREDUCED: unreduced})
 
 
 def _named_sharding(b: ArtifactBuilder, sharding: NamedShardingRecord, uniques: _Uniques) -> int:
@@ -307,9 +301,7 @@ def _sharding(b: ArtifactBuilder, sharding: ShardingRecord | None, uniques: _Uni
 
 def _effect(b: ArtifactBuilder, effect: EffectRecord) -> int:
     type_name = b.CreateString(effect.type_name)
-    b.StartObject(W.Effect.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(W.Effect.TYPE_NAME, type_name, 0)
-    return b.EndObject()
+    return _offset_table(b, W.Effect.NUM_SLOTS, {W.Effect.TYPE_NAME: type_name})
 
 
 def _disabled_check(b: ArtifactBuilder, check: DisabledSafetyCheck) -> int:

@@ -26,6 +26,7 @@ the field.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,10 +132,7 @@ class Example:
 
 def example_counts(examples: Sequence[Example]) -> dict[str, int]:
     """The number of examples of each function that has some, in order."""
-    counts: dict[str, int] = {}
-    for example in examples:
-        counts[example.function] = counts.get(example.function, 0) + 1
-    return counts
+    return dict(Counter(example.function for example in examples))
 
 
 def examples_line(counts: Mapping[str, int]) -> str:

@@ -37,10 +37,11 @@ from jaxport.domain.errors import (
     ArtifactError, CallError, DtypeMismatchError, RankMismatchError, ShapeMismatchError, ShardingMismatchError,
     TreeDifference, TreeMismatchError,
 )
-from jaxport.domain.specs import ArraySpec, Shape, format_shape
+from jaxport.domain.specs import ArraySpec
 from jaxport.domain.symbolic import (
-    ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec, solve_call
+    ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, format_shape, parse_shape_spec, solve_call
 )
+from jaxport.domain.symbolic.plan import Shape
 
 
 def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[str, Any], *,

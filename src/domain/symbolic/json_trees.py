@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.specs import Shape
 from . import ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
 from .core import Poly
+from .plan import Shape
 
 
 def poly_tree(poly: Poly) -> Any:
