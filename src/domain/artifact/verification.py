@@ -36,7 +36,7 @@ from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.artifact.calling_convention import MainArguments
 from jaxport.domain.artifact.custom_calls import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.calls.front import record_shapes
+from jaxport.domain.converted.static_shapes import dimension_variables
 
 #: Bumped when the checks change, so that remembered verdicts are not reused.
 VERIFIER_VERSION: Final = 1
@@ -210,10 +210,9 @@ def dimension_argument_count(record: ArtifactRecord) -> int:
     variable, after the platform index (see ``adapters/mlir/dimension_args.py``).
     """
     try:
-        shapes = record_shapes(record.in_avals, record.constraints)
+        return len(dimension_variables(record))
     except ArtifactError:
         return 0
-    return len({v for shape in shapes for d in shape if not isinstance(d, int) for v in d._get_vars()})
 
 
 def check_main_types(record: ArtifactRecord, facts: ModuleFacts) -> tuple[str, ...]:

@@ -300,7 +300,7 @@ def _weight_from_json(r: JsonReader) -> WeightRecord:
     data_dtype = stored.get("dtype", str)
     if data_dtype not in SAFETENSORS_DTYPES:
         raise ArtifactError(f"{r.where}: the weight '{name}' has the unsupported dtype {data_dtype!r}")
-    key_impl = r.get("key_impl", str) if "key_impl" in r.doc else None
+    key_impl = r.optional("key_impl", str)
     return WeightRecord(name, dtype, shape, data_dtype, stored.shape("shape"), key_impl, r.get("sha256", str))
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,14 +33,13 @@ from jaxport.domain.artifact.calling_convention import MAXIMUM_VERSION
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.errors import (
-    ArtifactError, CallError, DtypeMismatchError, RankMismatchError, ShapeMismatchError, ShardingMismatchError,
-    TreeDifference, TreeMismatchError,
+    ArtifactError, CallError, DtypeMismatchError, ShardingMismatchError, TreeDifference, TreeMismatchError,
 )
 from jaxport.domain.specs import ArraySpec
-from jaxport.domain.symbolic import (
-    ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, format_shape, parse_shape_spec, solve_call
-)
+from jaxport.domain.symbolic import DimExpr, solve_call
+from jaxport.domain.symbolic.json_trees import constraint_scope, parse_dims
 from jaxport.domain.symbolic.plan import Shape
+from jaxport.domain.symbolic.solve import check_shape
 
 
 def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[str, Any], *,
@@ -259,36 +257,8 @@ def record_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = (), 
     Raises:
         ArtifactError: a dimension or a constraint does not parse.
     """
-    try:
-        scope = SymbolicScope(tuple(constraints))
-    except (ConstraintError, ShapeSpecSyntaxError) as exc:
-        raise ArtifactError(f"The artifact's symbolic constraints {list(constraints)} are "
-                            f"invalid: {exc}") from exc
-    shapes: list[Shape] = []
-    for aval in avals:
-        if all(d.isdigit() for d in aval.shape):
-            shapes.append(tuple(int(d) for d in aval.shape))
-            continue
-        if all(d.isdigit() or _is_variable(d) for d in aval.shape):
-            # What the parser gives for these dimensions, without tokenizing.
-            shapes.append(tuple(int(d) if d.isdigit() else expr_class.variable(d, scope)
-                                for d in aval.shape))
-            continue
-        try:
-            shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope, expr_class=expr_class))
-        except ShapeSpecSyntaxError as exc:
-            raise ArtifactError(f"The artifact's shape {aval} does not parse: {exc}") from exc
-    return shapes
-
-
-#: A dimension that is a lone variable name, as the shape parser's NAME token
-#: (and not a name the parser reads as something else: an operation, ``_``).
-_VARIABLE = re.compile(r"[^\W\d]\w*")
-_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
-
-
-def _is_variable(dim: str) -> bool:
-    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
+    scope = constraint_scope(constraints)
+    return [parse_dims(aval.shape, scope, expr_class) for aval in avals]
 
 
 def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:
@@ -396,14 +366,9 @@ def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],
             argument path and both values.
     """
     for path, exp, got in zip(paths, expected, actual, strict=True):
-        if exp.ndim != got.ndim:
-            raise RankMismatchError(path, format_shape(exp.shape), format_shape(got.shape))
-        if exp.dtype != got.dtype:
+        if exp.ndim == got.ndim and exp.dtype != got.dtype:  # the rank is said first, then the dtype
             raise DtypeMismatchError(path, exp.dtype, got.dtype)
-        for dim_idx, (e, g) in enumerate(zip(exp.shape, got.shape)):
-            if isinstance(e, int) and (not isinstance(g, int) or e != g):
-                raise ShapeMismatchError(f"{path}.shape[{dim_idx}]",
-                                         format_shape(exp.shape), format_shape(got.shape))
+        check_shape(path, exp.shape, got.shape)
 
 
 def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedShardingRecord | None],

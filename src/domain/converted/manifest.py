@@ -292,7 +292,8 @@ class ConvertedManifest:
         weights = None
         if r.doc.get("weights") is not None:
             w = r.child("weights")
-            weights = WeightsTable(*weights_from_json(w, "weights"), _str(w, "file"), _str(w, "header_sha256"))
+            weights = WeightsTable(*weights_from_json(w, "weights"), w.optional("file", str) or "",
+                                   w.optional("header_sha256", str) or "")
         files = files_from_json(r.child("files"))
         examples: tuple[Example, ...] = ()
         examples_file = ""
@@ -300,9 +301,7 @@ class ConvertedManifest:
             examples_file = r.child("examples").get("file", str)
             examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", examples_file,
                                           [f.name for f in functions], "directory")
-        jax_version = r.doc.get("jax_version")
-        if jax_version is not None and not isinstance(jax_version, str):
-            raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
+        jax_version = r.optional("jax_version", str)
         quantized = r.doc.get("quantization")
         quantization = None
         if quantized is not None:
@@ -311,13 +310,6 @@ class ConvertedManifest:
             quantization = Quantization.from_json(quantized, MANIFEST_FILE)
         return ConvertedManifest(r.get("target", str), r.get("target_details", dict), functions, weights,
                                  examples, examples_file, files, version, jax_version, quantization)
-
-
-def _str(r: JsonReader, key: str) -> str:
-    value = r.doc.get(key, "")
-    if not isinstance(value, str):
-        raise ArtifactError(f"{r.where}: the field '{key}' is not a str")
-    return value
 
 
 def _function(name: str, r: JsonReader) -> ConvertedFunction:

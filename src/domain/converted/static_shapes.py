@@ -34,12 +34,8 @@ class StaticShapes:
 
 def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
     """The dimension variables of the function's inputs, sorted."""
-    names: set[str] = set()
-    for shape in _input_shapes(record):
-        for d in shape:
-            if isinstance(d, DimExpr):
-                names |= d._get_vars()
-    return tuple(sorted(names))
+    shapes = record_shapes(record.in_avals, record.constraints)
+    return tuple(sorted({v for shape in shapes for d in shape if isinstance(d, DimExpr) for v in d._get_vars()}))
 
 
 def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None,
@@ -98,7 +94,7 @@ def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ..
 
 
 def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) -> StaticShapes:
-    exported = _input_shapes(record)
+    exported = record_shapes(record.in_avals, record.constraints)
     concrete = [tuple(_value(d, binding) for d in shape) for shape in exported]
     callers = with_weights_bound(record, nr_weights)
     paths = [f"weights[{i}]" for i in range(nr_weights)] + list(leaf_paths(callers.in_tree))
@@ -110,10 +106,6 @@ def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) ->
 
 def _value(dim: DimSize, binding: Mapping[str, int]) -> int:
     return int(dim._evaluate(binding)) if isinstance(dim, DimExpr) else dim
-
-
-def _input_shapes(record: ArtifactRecord) -> list[tuple[DimSize, ...]]:
-    return record_shapes(record.in_avals, record.constraints)
 
 
 def variant_file(function: str, dims: Mapping[str, int], suffix: str) -> str:

@@ -21,6 +21,7 @@ keys) is refused when the server starts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -191,15 +192,7 @@ def batch_variable(wire: WireInterface) -> str:
 
 def _names(dim: str) -> set[str]:
     """The identifiers in a dimension's text (``"2*b + h"`` -> ``{"b", "h"}``)."""
-    word: list[str] = []
-    words: set[str] = set()
-    for ch in dim + " ":
-        if ch.isalnum() or ch == "_":
-            word.append(ch)
-        elif word:
-            words.add("".join(word))
-            word = []
-    return words
+    return set(re.findall(r"\w+", dim))
 
 
 #: Flat host arrays in, flat host arrays out.

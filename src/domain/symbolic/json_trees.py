@@ -24,6 +24,7 @@ the constraint holds when ``difference >= 0`` (``relation`` ``">="``) or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -71,17 +72,41 @@ def constraint_trees(scope: SymbolicScope) -> list[Any]:
 
 
 def constraint_scope(constraints: Sequence[str]) -> SymbolicScope:
+    """A fresh scope that holds ``constraints`` (a table's, as recorded).
+
+    Raises:
+        ArtifactError: a constraint does not parse or cannot hold.
+    """
     try:
         return SymbolicScope(tuple(constraints))
     except (ConstraintError, ShapeSpecSyntaxError) as exc:
         raise ArtifactError(f"The symbolic constraints {list(constraints)} are invalid: {exc}") from exc
 
 
-def parse_dims(dims_text: Sequence[str], scope: SymbolicScope) -> Shape:
+def parse_dims(dims_text: Sequence[str], scope: SymbolicScope, expr_class: type[DimExpr] = DimExpr) -> Shape:
+    """The dimensions recorded as ``dims_text`` (``"4"``, ``"b"``, ``"2*h + 1"``), built in ``scope`` as
+    ``expr_class`` (an adapter's subclass).
+
+    Raises:
+        ArtifactError: a dimension does not parse.
+    """
+    if all(d.isdigit() or _is_variable(d) for d in dims_text):
+        # What the parser gives for these dimensions, without tokenizing.
+        return tuple(int(d) if d.isdigit() else expr_class.variable(d, scope) for d in dims_text)
     try:
-        return parse_shape_spec(", ".join(dims_text), scope=scope) if dims_text else ()
+        return parse_shape_spec(", ".join(dims_text), scope=scope, expr_class=expr_class)
     except ShapeSpecSyntaxError as exc:
         raise ArtifactError(f"The shape ({', '.join(dims_text)}) does not parse: {exc}") from exc
+
+
+#: A dimension that is a lone variable name, as the shape parser's NAME token
+#: (and not a name the parser reads as something else: an operation, ``_``).
+_VARIABLE = re.compile(r"[^\W\d]\w*")
+_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
+
+
+def _is_variable(dim: str) -> bool:
+    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
 
 
 _BINARY: dict[str, Callable[[int, int], int]] = {

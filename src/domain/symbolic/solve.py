@@ -128,20 +128,24 @@ def _canonical_dim(d: object) -> DimSize:
     return operator.index(d)  # type: ignore[arg-type]
 
 
-def _check_ranks_and_constants(exported: Sequence[Shape], actual: Sequence[Shape],
-                               paths: Sequence[str]) -> None:
-    for path, spec, shape in zip(paths, exported, actual):
-        if len(spec) != len(shape):
-            raise RankMismatchError(f"{path}", format_shape(spec), format_shape(shape))
-        for j, (want, got) in enumerate(zip(spec, shape)):
-            if isinstance(want, int) and not (isinstance(got, int) and got == want):
-                raise ShapeMismatchError(f"{path}.shape[{j}]", format_shape(spec), format_shape(shape))
+def check_shape(path: str, spec: Sequence[DimSize], shape: Sequence[DimSize]) -> None:
+    """Checks the rank and every constant dimension of the argument ``path`` against its exported ``spec``.
+
+    Raises:
+        RankMismatchError, ShapeMismatchError: with the path and both shapes.
+    """
+    if len(spec) != len(shape):
+        raise RankMismatchError(path, format_shape(spec), format_shape(shape))
+    for j, (want, got) in enumerate(zip(spec, shape)):
+        if isinstance(want, int) and not (isinstance(got, int) and got == want):
+            raise ShapeMismatchError(f"{path}.shape[{j}]", format_shape(spec), format_shape(shape))
 
 
 @functools.lru_cache(maxsize=4096)
 def _solve_cached(exported: tuple[Shape, ...], actual: tuple[Shape, ...],
                   paths: tuple[str, ...]) -> CallSolution:
-    _check_ranks_and_constants(exported, actual, paths)
+    for path, spec, shape in zip(paths, exported, actual):
+        check_shape(path, spec, shape)
     plan = build_plan(exported, paths)
     values = run_plan(plan, _StaticChecker(actual))
     return CallSolution(MappingProxyType(values))
