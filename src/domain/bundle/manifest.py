@@ -26,6 +26,7 @@ the field.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,10 +84,7 @@ class WeightRecord:
     @property
     def nbytes(self) -> int:
         """The stored size in bytes."""
-        count = 1
-        for d in self.data_shape:
-            count *= d
-        return count * SAFETENSORS_DTYPES[self.data_dtype][1]
+        return math.prod(self.data_shape) * SAFETENSORS_DTYPES[self.data_dtype][1]
 
     @property
     def safetensors_dtype(self) -> str:

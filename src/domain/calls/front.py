@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -383,9 +384,7 @@ def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedSha
             continue
         sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
         for dim, (size, axes) in enumerate(zip(shape, sharding.spec.partitions)):
-            parts = 1
-            for axis in axes:
-                parts *= sizes.get(axis, 1)
+            parts = math.prod(sizes.get(axis, 1) for axis in axes)
             if isinstance(size, int) and size % parts:
                 raise ShardingMismatchError(path, dim, size, axes, parts)
 

@@ -24,6 +24,7 @@ the constraint holds when ``difference >= 0`` (``relation`` ``">="``) or
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -133,10 +134,7 @@ def evaluate(tree: Any, env: Mapping[str, int]) -> int:
     if op == "+":
         return sum(args)
     if op == "*":
-        product = 1
-        for a in args:
-            product *= a
-        return product
+        return math.prod(args)
     if op in _BINARY and len(args) == 2:
         return _BINARY[op](args[0], args[1])
     raise ValueError(f"not a dimension tree: unknown operation {op!r}")
