@@ -266,12 +266,7 @@ class TableView:
 
     def optional_scalar(self, slot: int, kind: str, field: str) -> int | None:
         """A scalar field without default: None when absent."""
-        fmt = SCALARS[kind]
-        at = self._field(slot, fmt.size, field)
-        if at == 0:
-            return None
-        value: int = fmt.unpack_from(self.reader.data, at)[0]
-        return value
+        return self.scalar(slot, kind, field, 0) if self.has(slot) else None
 
     def table(self, slot: int, name: str, field: str) -> TableView | None:
         """A sub-table, or None when absent."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -276,7 +276,7 @@ def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:
     return build_tree(function.out_tree, leaves)
 
 
-def build_tree(spec: TreeSpec, leaves: Sequence[Any]) -> Any:
+def build_tree(spec: TreeSpec, leaves: Iterable[Any]) -> Any:
     """The pytree of ``spec`` with ``leaves``, as plain tuples, lists, dicts and None.
 
     A custom node becomes a tuple of its children.
@@ -284,16 +284,13 @@ def build_tree(spec: TreeSpec, leaves: Sequence[Any]) -> Any:
     >>> build_tree(TreeSpec.of_dict({"y": TreeSpec.leaf(), "z": TreeSpec.of_list(TreeSpec.none())}), [1])
     {'y': 1, 'z': [None]}
     """
-    return _build(spec, iter(leaves))
-
-
-def _build(spec: TreeSpec, leaves: Any) -> Any:
+    stream = iter(leaves)  # an iterator is its own iter(): the children take their leaves from this one
     kind = spec.kind
     if kind is TreeKind.LEAF:
-        return next(leaves)
+        return next(stream)
     if kind is TreeKind.NONE:
         return None
-    children = [_build(child, leaves) for child in spec.children]
+    children = [build_tree(child, stream) for child in spec.children]
     if kind is TreeKind.DICT:
         return dict(zip(spec.children_names, children))
     if kind is TreeKind.LIST:
@@ -340,17 +337,13 @@ def caller_tree(function: str, in_tree: TreeSpec, count: int) -> TreeSpec:
     Raises:
         ArtifactError: the function takes no first positional argument with ``count`` leaves.
     """
-    args, kwargs = _args_and_kwargs(in_tree)
+    if in_tree.kind is not TreeKind.TUPLE or len(in_tree.children) != 2:
+        raise ArtifactError(f"The input tree {in_tree.kind.value} is not the pytree of (args, kwargs)")
+    args, kwargs = in_tree.children
     if args.kind is not TreeKind.TUPLE or not args.children or args.children[0].num_leaves != count:
         raise ArtifactError(f"The function '{function}' does not take the weights "
                             f"({count} arrays) as its first positional argument")
     return TreeSpec.of_tuple(TreeSpec.of_tuple(*args.children[1:]), kwargs)
-
-
-def _args_and_kwargs(in_tree: TreeSpec) -> tuple[TreeSpec, TreeSpec]:
-    if in_tree.kind is not TreeKind.TUPLE or len(in_tree.children) != 2:
-        raise ArtifactError(f"The input tree {in_tree.kind.value} is not the pytree of (args, kwargs)")
-    return in_tree.children[0], in_tree.children[1]
 
 
 def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],

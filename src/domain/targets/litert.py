@@ -122,17 +122,6 @@ def check_operators(name: str, operators: Sequence[tuple[str, str]]) -> None:
                                                   f"'{custom}', which LiteRT's builtin interpreter does not have")
 
 
-def check_quantize(quantize: str | None) -> None:
-    """Checks the name of a quantization.
-
-    >>> check_quantize(None); check_quantize("int8-weights"); check_quantize("float16")
-
-    Raises:
-        UsageError: a mode LiteRT lacks (the message lists those it has).
-    """
-    check_mode(RUNTIME_NAME, quantize, QUANTIZATIONS)
-
-
 def check_names(name: str, kind: str, names: Sequence[str], count: int) -> None:
     """Checks the wire names of a model's inputs or outputs: one per flat value, distinct.
 
@@ -175,15 +164,13 @@ class LiteRtOptions:
     quantize: str | None = None
 
     def __post_init__(self) -> None:
-        check_quantize(self.quantize)
+        check_mode(RUNTIME_NAME, self.quantize, QUANTIZATIONS)
 
 
-_NOTES = {
-    DType.UINT64: "the dtype uint64, which LiteRT's converter cannot cast from or to",
-    DType.COMPLEX128: "the dtype complex128, which LiteRT's converter cannot cast from or to",
-    DType.INT4: "the dtype int4, for which LiteRT's interpreter takes no NumPy array",
-    DType.UINT4: "the dtype uint4, for which LiteRT's interpreter takes no NumPy array",
-}
+_NOTES = {**{d: f"the dtype {d.value}, which LiteRT's converter cannot cast from or to"
+               for d in (DType.UINT64, DType.COMPLEX128)},
+          **{d: f"the dtype {d.value}, for which LiteRT's interpreter takes no NumPy array"
+             for d in (DType.INT4, DType.UINT4)}}
 
 
 def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[int, Sequence[str]]]) -> dict[str, Any]:
