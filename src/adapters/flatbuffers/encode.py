@@ -101,10 +101,6 @@ class _Uniques:
                 uniques.named.setdefault(sharding, len(uniques.named))
         return uniques
 
-    def sharding_idx(self, sharding: ShardingRecord | None) -> int:
-        """0 for unspecified, 1 + the unique index of a named sharding."""
-        return 1 + self.named[sharding] if isinstance(sharding, NamedShardingRecord) else 0
-
 
 def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     """The Exported table of ``rec``."""
@@ -169,7 +165,8 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
 def _sharding_idxs(shardings: Sequence[ShardingRecord | None], uniques: _Uniques) -> list[int]:
     if any(isinstance(s, HloShardingRecord) for s in shardings):
         return []  # readers then take the legacy vector, which holds the protos
-    return [uniques.sharding_idx(s) for s in shardings]
+    # 0 for unspecified, 1 + the unique index of a named sharding.
+    return [1 + uniques.named[s] if isinstance(s, NamedShardingRecord) else 0 for s in shardings]
 
 
 def _tables(b: ArtifactBuilder, write_one: Callable[[ArtifactBuilder, _T], int],
