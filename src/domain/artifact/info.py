@@ -228,13 +228,8 @@ def weights_argument(record: ArtifactRecord) -> NamedTree | None:
     None when the function has no positional argument or the argument holds no array.
     """
     args, _ = parameters(record)
-    if not args:
-        return None
-    weights = args[0]
-    count = weights.num_leaves
-    if count == 0:
-        return None
-    return NamedTree("params", weights, tuple(str(a) for a in record.in_avals[:count]))
+    count = args[0].num_leaves if args else 0
+    return NamedTree("params", args[0], tuple(str(a) for a in record.in_avals[:count])) if count else None
 
 
 def _key_path_text(name: str) -> str:

@@ -177,9 +177,7 @@ class Verdict:
 
 def _expected(aval: AvalRecord) -> MlirType:
     shape = tuple(int(d) if d.isdigit() else None for d in aval.shape)
-    if aval.dtype in _KEY_TYPES:
-        return MlirType("ui32", shape)
-    return MlirType(_ELEMENT_TYPES[aval.dtype], shape)
+    return MlirType("ui32" if aval.dtype in _KEY_TYPES else _ELEMENT_TYPES[aval.dtype], shape)
 
 
 def _matches(expected: MlirType, found: MlirType, *, key: bool) -> bool:

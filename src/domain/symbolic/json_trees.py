@@ -121,9 +121,7 @@ def evaluate(tree: Any, env: Mapping[str, int]) -> int:
         KeyError: a variable has no value.
         ValueError: the tree is not one this module writes.
     """
-    if isinstance(tree, bool):
-        raise ValueError(f"not a dimension tree: {tree!r}")
-    if isinstance(tree, int):
+    if isinstance(tree, int) and not isinstance(tree, bool):
         return tree
     if isinstance(tree, str):
         return env[tree]
