@@ -85,7 +85,7 @@ def _flatten(spec: TreeSpec, value: Any, path: tuple[str, ...], leaves: list[Any
 
     kind = spec.kind
     if kind is TreeKind.LEAF:
-        if _is_node(value):
+        if value is None or isinstance(value, (tuple, list, dict)):
             differ(str(type(value)), "pytree leaf", "their Python types differ")
         else:
             leaves.append(value)
@@ -123,10 +123,6 @@ def _flatten(spec: TreeSpec, value: Any, path: tuple[str, ...], leaves: list[Any
         return
     for i, (child, item) in enumerate(zip(spec.children, value)):
         _flatten(child, item, (*path, f"[{i}]"), leaves, differences)
-
-
-def _is_node(value: Any) -> bool:
-    return value is None or isinstance(value, (tuple, list, dict))
 
 
 def _args_kwargs_path(path: Sequence[str]) -> str:

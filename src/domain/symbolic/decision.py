@@ -312,7 +312,7 @@ class BoundsDecider:
     def _mod_replacements(self, x: Poly, y: Poly, need_lower: bool) -> Iterator[Form]:
         if y.is_constant and y.const:
             quotient = Factor.operation(FLOORDIV, x, y)
-            multiple: Form = ({_term(quotient): 1}, 0)
+            multiple: Form = ({Term(((quotient, 1),)): 1}, 0)
             yield _add_scaled(form_of(x), multiple, -y.const)
         if not need_lower and self.bounds(y)[0] >= 1:
             if self.bounds(x)[0] >= 0:
@@ -320,10 +320,6 @@ class BoundsDecider:
             if not y.is_constant:
                 fy = form_of(y)
                 yield fy[0], fy[1] - 1
-
-
-def _term(f: Factor) -> Term:
-    return Term(((f, 1),))
 
 
 def _operation_interval(op: str | None, x: Interval, y: Interval) -> Interval:
