@@ -61,9 +61,7 @@ def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[
     if not bindings:
         raise ConversionError(
             runtime, name, f"it has symbolic shapes (dimension variables {', '.join(variables)}) and "
-            f"{runtime} compiles static shapes only: give the sizes to compile for, as dims={{'{name}': "
-            f"[{{{', '.join(repr(v) + ': 8' for v in variables)}}}, ...]}} (on the command line "
-            f"--dims {name}:{','.join(v + '=8' for v in variables)}).")
+            f"{runtime} compiles static shapes only: give the sizes to compile for, as {dims_advice(name, variables)}.")
     found: list[StaticShapes] = []
     for binding in bindings:
         shapes = _checked_binding(name, record, variables, binding, nr_weights, runtime)
@@ -71,6 +69,13 @@ def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[
             raise ConversionError(runtime, name, f"the binding {dict(binding)} is given twice")
         found.append(shapes)
     return found
+
+
+def dims_advice(name: str, variables: Sequence[str]) -> str:
+    """How to give function ``name`` sizes for its dimension ``variables``: ``dims={'f': [{'b': 8}, ...]}
+    (on the command line --dims f:b=8)``."""
+    return (f"dims={{'{name}': [{{{', '.join(repr(v) + ': 8' for v in variables)}}}, ...]}} (on the command line "
+            f"--dims {name}:{','.join(v + '=8' for v in variables)})")
 
 
 def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ...],

@@ -154,12 +154,11 @@ class BoundsDecider:
         bound: Interval = (limit, INF) if c > 0 else (-INF, limit)
         factor = term.single_factor()
         if factor is not None:
-            previous = self._factor_bounds.get(factor, UNBOUNDED)
-            self._factor_bounds[factor] = _round_in(_intersect(previous, bound))
+            self._factor_bounds[factor] = _round_in(_intersect(self._factor_bounds.get(factor, UNBOUNDED), bound))
+            lo, hi = self.factor_interval(factor)
         else:
-            previous = self._term_bounds.get(term, UNBOUNDED)
-            self._term_bounds[term] = _round_in(_intersect(previous, bound))
-        lo, hi = self.factor_interval(factor) if factor is not None else self.term_interval(term)
+            self._term_bounds[term] = _round_in(_intersect(self._term_bounds.get(term, UNBOUNDED), bound))
+            lo, hi = self.term_interval(term)
         return lo <= hi
 
     def bounds(self, p: Poly) -> Interval:

@@ -131,10 +131,7 @@ class ShapePlan:
 
     def derivation(self, var: str) -> VarDerivation:
         """The derivation of ``var``."""
-        for step in self.steps:
-            if isinstance(step, VarDerivation) and step.var == var:
-                return step
-        raise KeyError(var)
+        return {d.var: d for d in self.derivations}[var]
 
 
 def format_shape(shape: Sequence[object]) -> str:

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
+from jaxport.domain.converted.static_shapes import dims_advice
 from jaxport.domain.converted.quantization import FLOAT16, INT8, INT8_WEIGHTS, MODES, check_mode
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
@@ -89,14 +90,9 @@ def check_unlegalized(name: str, operations: Sequence[str], *, symbolic: Sequenc
         return
     listed = ", ".join(f"'{op}'" for op in operations)
     said = f" ({detail})" if detail else ""
-    if symbolic:
-        variables = ", ".join(symbolic)
-        advice = (f"; with symbolic shapes (dimension variables {variables}) LiteRT's converter may "
-                  f"legalize it for static ones: give the sizes to convert for, as dims={{'{name}': "
-                  f"[{{{', '.join(repr(v) + ': 8' for v in symbolic)}}}, ...]}} (on the command line "
-                  f"--dims {name}:{','.join(v + '=8' for v in symbolic)})")
-    else:
-        advice = ""
+    advice = (f"; with symbolic shapes (dimension variables {', '.join(symbolic)}) LiteRT's converter may "
+              f"legalize it for static ones: give the sizes to convert for, as {dims_advice(name, symbolic)}"
+              if symbolic else "")
     raise ConversionError(RUNTIME_NAME, name, f"LiteRT's converter cannot legalize the operation(s) {listed}"
                                               f"{said}{advice}.")
 
