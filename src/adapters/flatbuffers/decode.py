@@ -320,9 +320,7 @@ def _partition_spec(t: TableView) -> PartitionSpecRecord:
 
 def _module(t: TableView) -> bytes:
     field = "mlir_module_serialized"
-    module = t.bytes_field(W.Root.MLIR_MODULE, field)
-    if module is None:
-        raise t.fail(field, "the field is missing")
+    module = t.present(t.bytes_field(W.Root.MLIR_MODULE, field), field)
     if not module.startswith(W.PORTABLE_ARTIFACT_MAGIC):
         raise t.fail(field, (
             f"the module is not a StableHLO portable artifact: it starts with "

@@ -392,14 +392,13 @@ class _Signature:
         return _wrap(spec, ", ".join(children))
 
 
+#: The brackets of a container's text, by kind (a custom node's: its name and parentheses).
+_BRACKETS = {TreeKind.TUPLE: ("(", ")"), TreeKind.LIST: ("[", "]"), TreeKind.DICT: ("{", "}")}
+
+
 def _wrap(spec: TreeSpec, inside: str) -> str:
-    if spec.kind is TreeKind.TUPLE:
-        return f"({inside})"
-    if spec.kind is TreeKind.LIST:
-        return f"[{inside}]"
-    if spec.kind is TreeKind.DICT:
-        return "{" + inside + "}"
-    return f"{spec.custom_name}({inside})"
+    opening, closing = _BRACKETS.get(spec.kind, (f"{spec.custom_name}(", ")"))
+    return f"{opening}{inside}{closing}"
 
 
 class _Leaves:
