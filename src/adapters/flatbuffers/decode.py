@@ -95,12 +95,11 @@ def decode_artifact(blob: bytes | bytearray | memoryview) -> ArtifactRecord:
             return _decode(view, lazy_vjp=False)
     unsealed = unseal(blob)
     extension = unsealed.extension
-    if extension is None:
-        return _decode(unsealed.flatbuffer)
-    levels = extension.constraints
     # As for bare bytes, the VJP tables are decoded when first read: a table that is bad all the
     # same (an artifact made so, then sealed) raises its ArtifactError then, where the VJP is used.
-    return _decode(unsealed.flatbuffer, levels, extension.producer)
+    if extension is None:
+        return _decode(unsealed.flatbuffer)
+    return _decode(unsealed.flatbuffer, extension.constraints, extension.producer)
 
 
 def records_short_device_count(blob: bytes | bytearray | memoryview) -> bool:
@@ -344,14 +343,10 @@ def _tree(t: TableView, depth: int) -> TreeSpec:
     if children_tables and depth >= MAX_TREE_DEPTH:
         raise t.fail("children", f"pytree nodes nest deeper than {MAX_TREE_DEPTH}")
     children = tuple([_tree(c, depth + 1) for c in children_tables])
-    names: tuple[str, ...] = ()
-    custom_name: str | None = None
-    auxdata = b""
-    if kind is TreeKind.DICT:
-        names = t.strings(S.CHILDREN_NAMES, "children_names")
-    elif kind is TreeKind.CUSTOM:
-        custom_name = t.required_string(S.CUSTOM_NAME, "custom_name")
-        auxdata = t.bytes_field(S.CUSTOM_AUXDATA, "custom_auxdata") or b""
+    names = t.strings(S.CHILDREN_NAMES, "children_names") if kind is TreeKind.DICT else ()
+    custom = kind is TreeKind.CUSTOM
+    custom_name = t.required_string(S.CUSTOM_NAME, "custom_name") if custom else None
+    auxdata = (t.bytes_field(S.CUSTOM_AUXDATA, "custom_auxdata") or b"") if custom else b""
     try:
         return TreeSpec(kind, children, names, custom_name, auxdata)
     except ValueError as exc:
