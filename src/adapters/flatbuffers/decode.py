@@ -232,12 +232,8 @@ def _shardings(t: TableView, side: str, idxs_slot: int, legacy_slot: int,
                 meshes: tuple[AbstractMeshRecord, ...]) -> _Shardings:
     field = f"{side}_shardings_idxs"
     idxs = t.uints(idxs_slot, "u32", field)
-    if idxs:
-        for i, idx in enumerate(idxs):
-            if idx > len(named):
-                raise t.fail(f"{field}[{i}]", f"index {idx} is out of range for "
-                                              f"{len(named)} unique_named_shardings")
-        return tuple(None if i == 0 else named[i - 1] for i in idxs)
+    if idxs:  # index 0 is unspecified, k + 1 the unique named sharding k
+        return _pick(t, field, idxs, (None, *named), "unique_named_shardings and unspecified")
     return tuple(_legacy_sharding(s, meshes) for s in t.tables(
         legacy_slot, "Sharding", f"{side}_shardings"))
 
