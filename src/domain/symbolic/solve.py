@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..errors import RankMismatchError, ShapeMismatchError
 from jaxport.domain.errors import ShapeAssertionError
@@ -112,10 +112,7 @@ class CallSolution:
 
     def evaluate(self, dim: DimSize) -> DimSize:
         """The value of an exported dimension under this solution."""
-        if isinstance(dim, DimExpr):
-            result: DimSize = dim._evaluate(self.values)
-            return result
-        return dim
+        return cast(DimSize, dim._evaluate(self.values)) if isinstance(dim, DimExpr) else dim
 
     def evaluate_shape(self, shape: Sequence[DimSize]) -> Shape:
         """The values of an exported shape under this solution."""
