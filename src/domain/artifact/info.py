@@ -104,10 +104,8 @@ class ArtifactInfo:
             named: a subtree that the brief signature shows as one token.
         """
         signature = signature_text(record)
-        brief = None
         room = WIDTH - len(record.function_name)
-        if named is not None or len(signature) > room:
-            brief = signature_text(record, named=named, width=room)
+        brief = signature_text(record, named=named, width=room) if named is not None or len(signature) > room else None
         return ArtifactInfo(
             fun_name=record.function_name,
             signature=signature,

@@ -135,13 +135,10 @@ def _types(value: Any) -> tuple[MlirType, ...]:
         element, shape = item
         if not isinstance(element, str):
             raise ValueError("an element type is not a string")
-        if shape is None:
-            out.append(MlirType(element, None))
-            continue
-        if (not isinstance(shape, list) or len(shape) > MAX_RANK
-                or not all(d is None or (isinstance(d, int) and d >= 0) for d in shape)):
+        if shape is not None and (not isinstance(shape, list) or len(shape) > MAX_RANK
+                                  or not all(d is None or (isinstance(d, int) and d >= 0) for d in shape)):
             raise ValueError("a shape is not a list of sizes")
-        out.append(MlirType(element, tuple(shape)))
+        out.append(MlirType(element, None if shape is None else tuple(shape)))
     return tuple(out)
 
 
@@ -267,9 +264,8 @@ def verdict(chain: Sequence[tuple[ArtifactRecord, ModuleFacts]], *, allowed: Ite
     reasons: list[str] = []
     for level, (record, facts) in enumerate(chain):
         prefix = "" if level == 0 else f"VJP of order {level}: "
-        reasons += [prefix + r for r in check_main_types(record, facts)]
-        reasons += [prefix + r for r in check_custom_calls(facts.custom_call_targets,
-                                                           allowed=allowed)]
+        reasons += [prefix + r for r in (*check_main_types(record, facts),
+                                         *check_custom_calls(facts.custom_call_targets, allowed=allowed))]
     return Verdict(not reasons, tuple(reasons))
 
 

@@ -131,9 +131,7 @@ def check_files(manifest: Manifest, entries: Mapping[str, int]) -> None:
     Raises:
         ArtifactError: naming a missing, extra, truncated or longer file, or what is not a regular file.
     """
-    expected = {e.file for e in manifest.functions} | {WEIGHTS_FILE}
-    if manifest.examples:
-        expected.add(EXAMPLES_FILE)
+    expected = {e.file for e in manifest.functions} | {WEIGHTS_FILE} | ({EXAMPLES_FILE} if manifest.examples else set())
     if set(manifest.files) != expected:
         raise ArtifactError(f"{MANIFEST_FILE}: the digests list {sorted(manifest.files)} but the "
                             f"bundle's files are {sorted(expected)}")
