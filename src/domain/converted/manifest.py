@@ -121,15 +121,10 @@ class Signature:
         """
         constraints = tuple(c.get("text", str) for c in r.child_list("constraints"))
         nr_weights = r.get("nr_weights", int)
-        try:
-            sig = Signature(name, tree_from_json(r.get("in_tree", dict), r.where),
-                            tuple(_aval(a) for a in r.child_list("inputs")),
-                            tree_from_json(r.get("out_tree", dict), r.where),
-                            tuple(_aval(a) for a in r.child_list("outputs")), constraints, nr_weights)
-        except ValueError as exc:
-            if isinstance(exc, ArtifactError):
-                raise
-            raise ArtifactError(f"{r.where}: inconsistent signature: {exc}") from exc
+        sig = Signature(name, tree_from_json(r.get("in_tree", dict), r.where),
+                        tuple(_aval(a) for a in r.child_list("inputs")),
+                        tree_from_json(r.get("out_tree", dict), r.where),
+                        tuple(_aval(a) for a in r.child_list("outputs")), constraints, nr_weights)
         if (sig.in_tree.num_leaves, sig.out_tree.num_leaves) != (len(sig.in_avals), len(sig.out_avals)):
             raise ArtifactError(f"{r.where}: the trees' leaves and the arrays listed differ in number")
         return sig

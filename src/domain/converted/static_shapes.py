@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.calls.front import leaf_paths, record_shapes, with_weights_bound
-from jaxport.domain.symbolic import DimExpr, DimSize, ShapeAssertionError, solve_call
+from jaxport.domain.symbolic import DimExpr, ShapeAssertionError, solve_call
 
 @dataclass(frozen=True, slots=True)
 class StaticShapes:
@@ -100,17 +100,13 @@ def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ..
 
 def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) -> StaticShapes:
     exported = record_shapes(record.in_avals, record.constraints)
-    concrete = [tuple(_value(d, binding) for d in shape) for shape in exported]
+    concrete = [tuple(int(d._evaluate(binding)) if isinstance(d, DimExpr) else d for d in shape) for shape in exported]
     callers = with_weights_bound(record, nr_weights)
     paths = [f"weights[{i}]" for i in range(nr_weights)] + list(leaf_paths(callers.in_tree))
     solution = solve_call(exported, concrete, paths)
     outs = record_shapes(record.out_avals, record.constraints)
     return StaticShapes(tuple(sorted(binding.items())), tuple(concrete),
                         tuple(tuple(int(solution.evaluate(d)) for d in s) for s in outs))
-
-
-def _value(dim: DimSize, binding: Mapping[str, int]) -> int:
-    return int(dim._evaluate(binding)) if isinstance(dim, DimExpr) else dim
 
 
 def variant_file(function: str, dims: Mapping[str, int], suffix: str) -> str:
