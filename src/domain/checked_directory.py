@@ -139,6 +139,10 @@ class JsonReader:
             raise ArtifactError(f"{self.where}: the field '{key}' is missing or not a {kind.__name__}")
         return value
 
+    def optional(self, key: str, kind: type[Any]) -> Any:
+        """The field ``key``, which must be a ``kind`` where present; None where absent (or null)."""
+        return None if self.doc.get(key) is None else self.get(key, kind)
+
     def child(self, key: str) -> JsonReader:
         """The object in the field ``key``."""
         return JsonReader(self.get(key, dict), f"{self.where}: {key}")

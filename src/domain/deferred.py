@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -68,15 +68,13 @@ class DeferredField(Generic[T]):
     def __get__(self, obj: Any, owner: type | None = None) -> T:
         if obj is None:
             if self._default is not _REQUIRED:
-                default: T = self._default
-                return default
+                return cast(T, self._default)
             raise AttributeError(f"{self._name} is a required field")
         value = obj.__dict__[self._name]
         if type(value) is Deferred:
             value = value.make()
             obj.__dict__[self._name] = value
-        made: T = value
-        return made
+        return cast(T, value)
 
     def __set__(self, obj: Any, value: T | Deferred[T]) -> None:
         obj.__dict__[self._name] = value

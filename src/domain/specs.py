@@ -3,19 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeAlias
 
-from .symbolic import DimExpr
-
-#: One dimension of a shape: a constant or a symbolic expression.
-Dimension: TypeAlias = int | DimExpr
-Shape: TypeAlias = tuple[Dimension, ...]
-
-
-def format_shape(shape: Shape) -> str:
-    """Formats a shape the way JAX prints tuples of dimensions: ``(3, 4)``, ``(b, 4)``, ``(3,)``."""
-    inner = ", ".join(str(d) for d in shape)
-    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+from .symbolic.plan import Shape
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,9 @@ empty sharding index vectors, which jax 0.10.2 reads back the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 import flatbuffers  # type: ignore[import-untyped]
 
@@ -31,7 +31,7 @@ from jaxport.domain.artifact.record import (
 from jaxport.domain.artifact.sharding import (
     AbstractDeviceRecord, AbstractMeshRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, ShardingRecord
 )
-from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
+from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from . import wire as W
 
 _T = TypeVar("_T")
@@ -54,7 +54,7 @@ class ArtifactBuilder(Protocol):
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None: ...
     def PrependUint16Slot(self, o: int, x: int, d: int) -> None: ...
     def PrependUint32Slot(self, o: int, x: int, d: int | None) -> None: ...
-    def PrependBoolSlot(self, o: int, x: bool, d: bool) -> None: ...
+    def PrependBoolSlot(self, o: int, x: int, d: int) -> None: ...
     def Finish(self, rootTable: int) -> int: ...
     def Output(self) -> bytearray: ...
 
@@ -75,11 +75,8 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Raises:
         TypeError: a number does not fit its field (``flatbuffers.Builder`` raises it).
     """
-    size = 1024  # room for the modules and their tables, so that the buffer rarely grows
-    vjp: ArtifactRecord | None = record
-    while vjp is not None:
-        size += len(vjp.mlir_module_serialized) + 1024
-        vjp = vjp.vjp
+    # Room for the modules and their tables, so that the buffer rarely grows.
+    size = 1024 + sum(len(table.mlir_module_serialized) + 1024 for table in record.chain)
     builder: ArtifactBuilder = flatbuffers.Builder(size)
     builder.Finish(_exported(builder, record))
     return builder.Output()
@@ -104,76 +101,63 @@ class _Uniques:
                 uniques.named.setdefault(sharding, len(uniques.named))
         return uniques
 
-    def sharding_idx(self, sharding: ShardingRecord | None) -> int:
-        """0 for unspecified, 1 + the unique index of a named sharding."""
-        return 1 + self.named[sharding] if isinstance(sharding, NamedShardingRecord) else 0
+
+#: The order in which the root's fields are added: by slot, but ``nr_devices`` right after ``out_avals``
+#: (where ``nr_devices_short``, never written, has its slot), as jax.export's writer adds them.
+_ROOT_ORDER: Final = (*range(W.Root.OUT_AVALS + 1), W.Root.NR_DEVICES,
+                      *range(W.Root.IN_SHARDINGS, W.Root.NR_DEVICES), *range(W.Root.NR_DEVICES + 1, W.Root.NUM_SLOTS))
 
 
 def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     """The Exported table of ``rec``."""
     E = W.Root
     uniques = _Uniques.of(rec)
-    function_name = b.CreateString(rec.function_name)
-    in_tree = _tree(b, rec.in_tree)
-    in_avals = _tables(b, _aval, rec.in_avals)
-    out_tree = _tree(b, rec.out_tree)
-    out_avals = _tables(b, _aval, rec.out_avals)
-    in_shardings = _tables(b, lambda b, s: _sharding(b, s, uniques), rec.in_shardings)
-    out_shardings = _tables(b, lambda b, s: _sharding(b, s, uniques), rec.out_shardings)
-    ordered_effects = _tables(b, _effect, rec.ordered_effects)
-    unordered_effects = _tables(b, _effect, rec.unordered_effects)
-    disabled_checks = _tables(b, _disabled_check, rec.disabled_checks)
-    platforms = _strings(b, rec.platforms)
-    module = b.CreateByteVector(rec.mlir_module_serialized)
-    kept_var_idx = _uints(b, rec.module_kept_var_idx, 2)
-    vjp = _exported(b, rec.vjp) if rec.vjp is not None else None
-    unique_avals = _tables(b, _aval, uniques.avals)
-    unique_meshes = _tables(b, _mesh, uniques.meshes)
-    unique_named = _tables(b, lambda b, s: _named_sharding(b, s, uniques), uniques.named)
-    in_avals_idxs = _uints(b, [uniques.avals[a] for a in rec.in_avals], 4)
-    out_avals_idxs = _uints(b, [uniques.avals[a] for a in rec.out_avals], 4)
-    in_shardings_idxs = _uints(b, _sharding_idxs(rec.in_shardings, uniques), 4)
-    out_shardings_idxs = _uints(b, _sharding_idxs(rec.out_shardings, uniques), 4)
-    # Generation 12 (jax 0.11.2 and later) writes its version number and the JAX version last.
-    jax_version = b.CreateString(rec.jax_version) if rec.jax_version is not None else None
-
-    b.StartObject(E.NUM_SLOTS if jax_version is not None else E.NUM_SLOTS_11)
-    b.PrependUint16Slot(E.SERIALIZATION_VERSION, WRITTEN_SERIALIZATION_VERSION if jax_version is None
-                        else max(rec.serialization_version, JAX_VERSION_GENERATION), 0)
-    b.PrependUOffsetTRelativeSlot(E.FUNCTION_NAME, function_name, 0)
-    b.PrependUOffsetTRelativeSlot(E.IN_TREE, in_tree, 0)
-    b.PrependUOffsetTRelativeSlot(E.IN_AVALS, in_avals, 0)
-    b.PrependUOffsetTRelativeSlot(E.OUT_TREE, out_tree, 0)
-    b.PrependUOffsetTRelativeSlot(E.OUT_AVALS, out_avals, 0)
-    b.PrependUint32Slot(E.NR_DEVICES, rec.nr_devices, 0)
-    b.PrependUOffsetTRelativeSlot(E.IN_SHARDINGS, in_shardings, 0)
-    b.PrependUOffsetTRelativeSlot(E.OUT_SHARDINGS, out_shardings, 0)
-    b.PrependUOffsetTRelativeSlot(E.PLATFORMS, platforms, 0)
-    b.PrependUOffsetTRelativeSlot(E.ORDERED_EFFECTS, ordered_effects, 0)
-    b.PrependUOffsetTRelativeSlot(E.UNORDERED_EFFECTS, unordered_effects, 0)
-    b.PrependUOffsetTRelativeSlot(E.DISABLED_CHECKS, disabled_checks, 0)
-    b.PrependUOffsetTRelativeSlot(E.MLIR_MODULE, module, 0)
-    b.PrependUint16Slot(E.CALLING_CONVENTION_VERSION, rec.calling_convention_version, 0)
-    b.PrependUOffsetTRelativeSlot(E.MODULE_KEPT_VAR_IDX, kept_var_idx, 0)
-    b.PrependBoolSlot(E.USES_GLOBAL_CONSTANTS, rec.uses_global_constants, False)
-    if vjp is not None:
-        b.PrependUOffsetTRelativeSlot(E.VJP, vjp, 0)
-    b.PrependUOffsetTRelativeSlot(E.UNIQUE_AVALS, unique_avals, 0)
-    b.PrependUOffsetTRelativeSlot(E.UNIQUE_ABSTRACT_MESHES, unique_meshes, 0)
-    b.PrependUOffsetTRelativeSlot(E.UNIQUE_NAMED_SHARDINGS, unique_named, 0)
-    b.PrependUOffsetTRelativeSlot(E.IN_AVALS_IDXS, in_avals_idxs, 0)
-    b.PrependUOffsetTRelativeSlot(E.OUT_AVALS_IDXS, out_avals_idxs, 0)
-    b.PrependUOffsetTRelativeSlot(E.IN_SHARDINGS_IDXS, in_shardings_idxs, 0)
-    b.PrependUOffsetTRelativeSlot(E.OUT_SHARDINGS_IDXS, out_shardings_idxs, 0)
-    if jax_version is not None:
-        b.PrependUOffsetTRelativeSlot(E.JAX_VERSION, jax_version, 0)
+    # Each sub-object in the order jax.export's writer makes them, by the slot that refers to it.
+    offsets = {
+        E.FUNCTION_NAME: b.CreateString(rec.function_name),
+        E.IN_TREE: _tree(b, rec.in_tree),
+        E.IN_AVALS: _tables(b, _aval, rec.in_avals),
+        E.OUT_TREE: _tree(b, rec.out_tree),
+        E.OUT_AVALS: _tables(b, _aval, rec.out_avals),
+        E.IN_SHARDINGS: _tables(b, lambda b, s: _sharding(b, s, uniques), rec.in_shardings),
+        E.OUT_SHARDINGS: _tables(b, lambda b, s: _sharding(b, s, uniques), rec.out_shardings),
+        E.ORDERED_EFFECTS: _tables(b, _effect, rec.ordered_effects),
+        E.UNORDERED_EFFECTS: _tables(b, _effect, rec.unordered_effects),
+        E.DISABLED_CHECKS: _tables(b, _disabled_check, rec.disabled_checks),
+        E.PLATFORMS: _strings(b, rec.platforms),
+        E.MLIR_MODULE: b.CreateByteVector(rec.mlir_module_serialized),
+        E.MODULE_KEPT_VAR_IDX: _uints(b, rec.module_kept_var_idx, 2),
+        E.VJP: _exported(b, rec.vjp) if rec.vjp is not None else 0,
+        E.UNIQUE_AVALS: _tables(b, _aval, uniques.avals),
+        E.UNIQUE_ABSTRACT_MESHES: _tables(b, _mesh, uniques.meshes),
+        E.UNIQUE_NAMED_SHARDINGS: _tables(b, lambda b, s: _named_sharding(b, s, uniques), uniques.named),
+        E.IN_AVALS_IDXS: _uints(b, [uniques.avals[a] for a in rec.in_avals], 4),
+        E.OUT_AVALS_IDXS: _uints(b, [uniques.avals[a] for a in rec.out_avals], 4),
+        E.IN_SHARDINGS_IDXS: _uints(b, _sharding_idxs(rec.in_shardings, uniques), 4),
+        E.OUT_SHARDINGS_IDXS: _uints(b, _sharding_idxs(rec.out_shardings, uniques), 4),
+        # Generation 12 (jax 0.11.2 and later) writes its version number and the JAX version last.
+        E.JAX_VERSION: b.CreateString(rec.jax_version) if rec.jax_version is not None else 0,
+    }
+    generation_12 = rec.jax_version is not None
+    scalars: dict[int, tuple[Callable[[int, int, int], None], int]] = {
+        E.SERIALIZATION_VERSION: (b.PrependUint16Slot, max(rec.serialization_version, JAX_VERSION_GENERATION)
+                                  if generation_12 else WRITTEN_SERIALIZATION_VERSION),
+        E.NR_DEVICES: (b.PrependUint32Slot, rec.nr_devices),
+        E.CALLING_CONVENTION_VERSION: (b.PrependUint16Slot, rec.calling_convention_version),
+        E.USES_GLOBAL_CONSTANTS: (b.PrependBoolSlot, rec.uses_global_constants),
+    }
+    b.StartObject(E.NUM_SLOTS if generation_12 else E.NUM_SLOTS_11)
+    for slot in _ROOT_ORDER:  # each field left out when it has its default (0, False, no object)
+        prepend, value = scalars.get(slot, (b.PrependUOffsetTRelativeSlot, offsets.get(slot, 0)))
+        prepend(slot, value, 0)
     return b.EndObject()
 
 
 def _sharding_idxs(shardings: Sequence[ShardingRecord | None], uniques: _Uniques) -> list[int]:
     if any(isinstance(s, HloShardingRecord) for s in shardings):
         return []  # readers then take the legacy vector, which holds the protos
-    return [uniques.sharding_idx(s) for s in shardings]
+    # 0 for unspecified, 1 + the unique index of a named sharding.
+    return [1 + uniques.named[s] if isinstance(s, NamedShardingRecord) else 0 for s in shardings]
 
 
 def _tables(b: ArtifactBuilder, write_one: Callable[[ArtifactBuilder, _T], int],
@@ -204,6 +188,17 @@ def _uints(b: ArtifactBuilder, values: Sequence[int], width: int) -> int:
     return b.EndVector()
 
 
+def _offset_table(b: ArtifactBuilder, num_slots: int, offsets: Mapping[int, int], kind: int = 0) -> int:
+    """A table of offset fields, added in the order of ``offsets`` (by slot; 0: absent), after the ``int8``
+    kind in slot 0 of a table that has one (a pytree node, a sharding, a disabled check; 0: the default)."""
+    b.StartObject(num_slots)
+    if kind:
+        b.PrependInt8Slot(0, kind, 0)
+    for slot, offset in offsets.items():
+        b.PrependUOffsetTRelativeSlot(slot, offset, 0)
+    return b.EndObject()
+
+
 def _tree(b: ArtifactBuilder, tree: TreeSpec) -> int:
     S = W.Tree
     children = _tables(b, _tree, tree.children) if tree.children else 0
@@ -212,13 +207,8 @@ def _tree(b: ArtifactBuilder, tree: TreeSpec) -> int:
     if tree.custom_name is not None:
         custom_name = b.CreateString(tree.custom_name)
         custom_auxdata = b.CreateByteVector(tree.custom_auxdata)
-    b.StartObject(S.NUM_SLOTS)
-    b.PrependInt8Slot(S.KIND, W.TREE_KIND_CODES[tree.kind], 0)
-    b.PrependUOffsetTRelativeSlot(S.CHILDREN, children, 0)
-    b.PrependUOffsetTRelativeSlot(S.CHILDREN_NAMES, names, 0)
-    b.PrependUOffsetTRelativeSlot(S.CUSTOM_NAME, custom_name, 0)
-    b.PrependUOffsetTRelativeSlot(S.CUSTOM_AUXDATA, custom_auxdata, 0)
-    return b.EndObject()
+    return _offset_table(b, S.NUM_SLOTS, {S.CHILDREN: children, S.CHILDREN_NAMES: names, S.CUSTOM_NAME: custom_name,
+                                          S.CUSTOM_AUXDATA: custom_auxdata}, kind=W.TREE_KIND_CODES[tree.kind])
 
 
 def _aval(b: ArtifactBuilder, aval: AvalRecord) -> int:
@@ -250,19 +240,13 @@ def _mesh(b: ArtifactBuilder, mesh: AbstractMeshRecord) -> int:
     names = _strings(b, mesh.axis_names)
     types = _uints(b, [W.AXIS_TYPE_CODES[t] for t in mesh.axis_types], 1)
     device = _device(b, mesh.abstract_device) if mesh.abstract_device is not None else 0
-    b.StartObject(S.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(S.AXIS_SIZES, sizes, 0)
-    b.PrependUOffsetTRelativeSlot(S.AXIS_NAMES, names, 0)
-    b.PrependUOffsetTRelativeSlot(S.AXIS_TYPES, types, 0)
-    b.PrependUOffsetTRelativeSlot(S.ABSTRACT_DEVICE, device, 0)
-    return b.EndObject()
+    return _offset_table(b, S.NUM_SLOTS, {S.AXIS_SIZES: sizes, S.AXIS_NAMES: names, S.AXIS_TYPES: types,
+                                          S.ABSTRACT_DEVICE: device})
 
 
 def _one_axis(b: ArtifactBuilder, axes: tuple[str, ...]) -> int:
     names = _strings(b, axes)
-    b.StartObject(W.PartitionSpecOneAxis.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(W.PartitionSpecOneAxis.AXES, names, 0)
-    return b.EndObject()
+    return _offset_table(b, W.PartitionSpecOneAxis.NUM_SLOTS, {W.PartitionSpecOneAxis.AXES: names})
 
 
 def _partition_spec(b: ArtifactBuilder, spec: PartitionSpecRecord) -> int:
@@ -270,11 +254,7 @@ def _partition_spec(b: ArtifactBuilder, spec: PartitionSpecRecord) -> int:
     partitions = _tables(b, _one_axis, spec.partitions)
     reduced = _strings(b, spec.reduced)
     unreduced = _strings(b, spec.unreduced)
-    b.StartObject(S.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(S.PARTITIONS, partitions, 0)
-    b.PrependUOffsetTRelativeSlot(S.REDUCED, reduced, 0)
-    b.PrependUOffsetTRelativeSlot(S.UNREDUCED, unreduced, 0)
-    return b.EndObject()
+    return _offset_table(b, S.NUM_SLOTS, {S.PARTITIONS: partitions, S.REDUCED: reduced, S.UNREDUCED: unreduced})
 
 
 def _named_sharding(b: ArtifactBuilder, sharding: NamedShardingRecord, uniques: _Uniques) -> int:
@@ -297,26 +277,16 @@ def _sharding(b: ArtifactBuilder, sharding: ShardingRecord | None, uniques: _Uni
         named = _named_sharding(b, sharding, uniques)
     elif isinstance(sharding, HloShardingRecord):
         proto = b.CreateByteVector(sharding.proto)
-    b.StartObject(S.NUM_SLOTS)
-    if proto:
-        b.PrependInt8Slot(S.KIND, S.KIND_HLO_SHARDING, 0)
-    b.PrependUOffsetTRelativeSlot(S.HLO_SHARDING_PROTO, proto, 0)
-    b.PrependUOffsetTRelativeSlot(S.NAMED_SHARDING, named, 0)
-    return b.EndObject()
+    return _offset_table(b, S.NUM_SLOTS, {S.HLO_SHARDING_PROTO: proto, S.NAMED_SHARDING: named},
+                         kind=S.KIND_HLO_SHARDING if proto else 0)
 
 
 def _effect(b: ArtifactBuilder, effect: EffectRecord) -> int:
     type_name = b.CreateString(effect.type_name)
-    b.StartObject(W.Effect.NUM_SLOTS)
-    b.PrependUOffsetTRelativeSlot(W.Effect.TYPE_NAME, type_name, 0)
-    return b.EndObject()
+    return _offset_table(b, W.Effect.NUM_SLOTS, {W.Effect.TYPE_NAME: type_name})
 
 
 def _disabled_check(b: ArtifactBuilder, check: DisabledSafetyCheck) -> int:
     S = W.DisabledCheck
-    target = b.CreateString(check.target) if check.target is not None else 0
-    b.StartObject(S.NUM_SLOTS)
-    b.PrependInt8Slot(S.KIND, W.SAFETY_CHECK_CODES[check.kind], 0)
-    if check.kind is SafetyCheckKind.CUSTOM_CALL:
-        b.PrependUOffsetTRelativeSlot(S.CUSTOM_CALL_TARGET, target, 0)
-    return b.EndObject()
+    target = b.CreateString(check.target) if check.target is not None else 0  # a custom call's only
+    return _offset_table(b, S.NUM_SLOTS, {S.CUSTOM_CALL_TARGET: target}, kind=W.SAFETY_CHECK_CODES[check.kind])

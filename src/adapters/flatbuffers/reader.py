@@ -16,25 +16,22 @@ and the field.
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Final, TypeVar
 
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.integrity import trailer_remains
 
-_U8: Final = struct.Struct("<B")
-_I8: Final = struct.Struct("<b")
-_U16: Final = struct.Struct("<H")
-_I16: Final = struct.Struct("<h")
-_U32: Final = struct.Struct("<I")
-_I32: Final = struct.Struct("<i")
+_T = TypeVar("_T")
+
+#: The scalar formats a field can have, by name (little-endian, as every flatbuffer).
+SCALARS: Final[dict[str, struct.Struct]] = {
+    name: struct.Struct("<" + code) for name, code in (("u8", "B"), ("i8", "b"), ("u16", "H"), ("i16", "h"),
+                                                         ("u32", "I"), ("i32", "i"))}
+_U32: Final = SCALARS["u32"]
+_I32: Final = SCALARS["i32"]
 _VTABLE_HEAD: Final = struct.Struct("<HH")
 #: ``struct.Struct("<nH")`` by n: a vtable's field entries, read in one call.
 _ENTRIES: dict[int, struct.Struct] = {}
-
-#: The scalar formats a field can have, by name.
-SCALARS: Final[dict[str, struct.Struct]] = {
-    "u8": _U8, "i8": _I8, "u16": _U16, "i16": _I16, "u32": _U32, "i32": _I32,
-}
 
 #: Decoding may touch at most this many bytes per byte of buffer (plus a
 #: constant): an artifact written without sharing touches each byte about once.
@@ -266,12 +263,7 @@ class TableView:
 
     def optional_scalar(self, slot: int, kind: str, field: str) -> int | None:
         """A scalar field without default: None when absent."""
-        fmt = SCALARS[kind]
-        at = self._field(slot, fmt.size, field)
-        if at == 0:
-            return None
-        value: int = fmt.unpack_from(self.reader.data, at)[0]
-        return value
+        return self.scalar(slot, kind, field, 0) if self.has(slot) else None
 
     def table(self, slot: int, name: str, field: str) -> TableView | None:
         """A sub-table, or None when absent."""
@@ -282,10 +274,13 @@ class TableView:
 
     def required_table(self, slot: int, name: str, field: str) -> TableView:
         """A sub-table that must be present."""
-        table = self.table(slot, name, field)
-        if table is None:
+        return self.present(self.table(slot, name, field), field)
+
+    def present(self, value: _T | None, field: str) -> _T:
+        """``value``, read from ``field``, which must be present (not None)."""
+        if value is None:
             raise self.fail(field, "the field is missing")
-        return table
+        return value
 
     def _vector(self, slot: int, width: int, field: str) -> tuple[int, int]:
         """(start of the elements, count) of a vector field; (0, 0) when absent."""
@@ -338,10 +333,7 @@ class TableView:
 
     def required_string(self, slot: int, field: str) -> str:
         """A string field that must be present."""
-        value = self.string(slot, field)
-        if value is None:
-            raise self.fail(field, "the field is missing")
-        return value
+        return self.present(self.string(slot, field), field)
 
     def _string_at(self, pos: int, field: str, index: int = -1) -> str:
         """The string at ``pos`` (where its length lies, within the buffer);

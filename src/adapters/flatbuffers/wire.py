@@ -28,130 +28,92 @@ from jaxport.domain.artifact.safety import SafetyCheckKind
 PORTABLE_ARTIFACT_MAGIC: Final = b"ML\xefR"
 
 
+# Each table's slots (a field's vtable slot is its place in the table, as schema.fbs lists the
+# fields: the schema gives no explicit ids), then the number of slots its writer declares.
+
+
 class Root:
     """Slots of the root table (``Exported`` in the schema)."""
 
+    (SERIALIZATION_VERSION, FUNCTION_NAME, IN_TREE, IN_AVALS, OUT_TREE, OUT_AVALS, NR_DEVICES_SHORT,
+     IN_SHARDINGS, OUT_SHARDINGS, PLATFORMS, ORDERED_EFFECTS, UNORDERED_EFFECTS, DISABLED_CHECKS,
+     MLIR_MODULE, CALLING_CONVENTION_VERSION, MODULE_KEPT_VAR_IDX, USES_GLOBAL_CONSTANTS, VJP, NR_DEVICES,
+     UNIQUE_AVALS, UNIQUE_ABSTRACT_MESHES, UNIQUE_NAMED_SHARDINGS, IN_AVALS_IDXS, OUT_AVALS_IDXS,
+     IN_SHARDINGS_IDXS, OUT_SHARDINGS_IDXS, JAX_VERSION) = range(27)
     NUM_SLOTS: Final = 27
     #: The slots of format generations 11 and older (without ``jax_version``).
     NUM_SLOTS_11: Final = 26
-    SERIALIZATION_VERSION: Final = 0
-    FUNCTION_NAME: Final = 1
-    IN_TREE: Final = 2
-    IN_AVALS: Final = 3
-    OUT_TREE: Final = 4
-    OUT_AVALS: Final = 5
-    NR_DEVICES_SHORT: Final = 6
-    IN_SHARDINGS: Final = 7
-    OUT_SHARDINGS: Final = 8
-    PLATFORMS: Final = 9
-    ORDERED_EFFECTS: Final = 10
-    UNORDERED_EFFECTS: Final = 11
-    DISABLED_CHECKS: Final = 12
-    MLIR_MODULE: Final = 13
-    CALLING_CONVENTION_VERSION: Final = 14
-    MODULE_KEPT_VAR_IDX: Final = 15
-    USES_GLOBAL_CONSTANTS: Final = 16
-    VJP: Final = 17
-    NR_DEVICES: Final = 18
-    UNIQUE_AVALS: Final = 19
-    UNIQUE_ABSTRACT_MESHES: Final = 20
-    UNIQUE_NAMED_SHARDINGS: Final = 21
-    IN_AVALS_IDXS: Final = 22
-    OUT_AVALS_IDXS: Final = 23
-    IN_SHARDINGS_IDXS: Final = 24
-    OUT_SHARDINGS_IDXS: Final = 25
-    JAX_VERSION: Final = 26
 
 
 class Tree:
     """Slots of a pytree node."""
 
+    KIND, CHILDREN, CHILDREN_NAMES, CUSTOM_NAME, CUSTOM_AUXDATA = range(5)
     NUM_SLOTS: Final = 5
-    KIND: Final = 0
-    CHILDREN: Final = 1
-    CHILDREN_NAMES: Final = 2
-    CUSTOM_NAME: Final = 3
-    CUSTOM_AUXDATA: Final = 4
 
 
 class Aval:
     """Slots of an abstract value."""
 
+    KIND, SHAPE, DTYPE, MEMORY_SPACE = range(4)
     NUM_SLOTS: Final = 4
-    KIND: Final = 0
-    SHAPE: Final = 1
-    DTYPE: Final = 2
-    MEMORY_SPACE: Final = 3
 
 
 class AbstractDevice:
     """Slots of an abstract device."""
 
+    DEVICE_KIND, NUM_CORES, PLATFORM = range(3)
     NUM_SLOTS: Final = 3
-    DEVICE_KIND: Final = 0
-    NUM_CORES: Final = 1
-    PLATFORM: Final = 2
 
 
 class AbstractMesh:
     """Slots of an abstract mesh."""
 
+    AXIS_SIZES, AXIS_NAMES, AXIS_TYPES, ABSTRACT_DEVICE = range(4)
     NUM_SLOTS: Final = 4
-    AXIS_SIZES: Final = 0
-    AXIS_NAMES: Final = 1
-    AXIS_TYPES: Final = 2
-    ABSTRACT_DEVICE: Final = 3
 
 
 class PartitionSpecOneAxis:
     """Slots of one dimension of a partition spec."""
 
-    NUM_SLOTS: Final = 1
     AXES: Final = 0
+    NUM_SLOTS: Final = 1
 
 
 class PartitionSpec:
     """Slots of a partition spec."""
 
+    PARTITIONS, REDUCED, UNREDUCED = range(3)
     NUM_SLOTS: Final = 3
-    PARTITIONS: Final = 0
-    REDUCED: Final = 1
-    UNREDUCED: Final = 2
 
 
 class NamedSharding:
     """Slots of a named sharding."""
 
+    MESH, SPEC, MEMORY_KIND, ABSTRACT_MESH_IDX = range(4)
     NUM_SLOTS: Final = 4
-    MESH: Final = 0
-    SPEC: Final = 1
-    MEMORY_KIND: Final = 2
-    ABSTRACT_MESH_IDX: Final = 3
 
 
 class Sharding:
     """Slots of a legacy sharding."""
 
+    KIND, HLO_SHARDING_PROTO, NAMED_SHARDING = range(3)
     NUM_SLOTS: Final = 3
-    KIND: Final = 0
-    HLO_SHARDING_PROTO: Final = 1
-    NAMED_SHARDING: Final = 2
     KIND_HLO_SHARDING: Final = 1
 
 
 class Effect:
     """Slots of an effect."""
 
-    NUM_SLOTS: Final = 1
     TYPE_NAME: Final = 0
+    NUM_SLOTS: Final = 1
 
 
 class DisabledCheck:
     """Slots of a disabled safety check."""
 
+    KIND, CUSTOM_CALL_TARGET = range(2)
     NUM_SLOTS: Final = 2
-    KIND: Final = 0
-    CUSTOM_CALL_TARGET: Final = 1
 
 
 AVAL_KIND_SHAPED_ARRAY: Final = 0

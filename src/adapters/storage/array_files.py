@@ -9,6 +9,7 @@ without pickles, so a file cannot run code.
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 import zipfile
@@ -114,9 +115,7 @@ def _read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         if entry.dtype not in by_code:
             raise ArrayFileError(f"{path}: tensor {key!r} has dtype {entry.dtype}, which jaxport does not read")
         dtype, size = by_code[entry.dtype]
-        count = 1
-        for dim in entry.shape:
-            count *= dim
+        count = math.prod(entry.shape)
         if not 0 <= entry.begin <= entry.end <= stored.data_size or entry.end - entry.begin != count * size:
             raise ArrayFileError(f"{path}: tensor {key!r} has {entry.end - entry.begin} bytes, "
                                  f"not the {count * size} that {entry.dtype}{list(entry.shape)} needs")

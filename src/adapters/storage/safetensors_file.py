@@ -19,7 +19,7 @@ import mmap
 import os
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -39,8 +39,7 @@ def numpy_dtype(name: str) -> np.dtype[Any]:
     if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes  # here: 3 ms a process whose weights are all NumPy's own dtypes never pays
 
-        custom: np.dtype[Any] = np.dtype(getattr(ml_dtypes, name))
-        return custom
+        return cast(np.dtype[Any], np.dtype(getattr(ml_dtypes, name)))
     return np.dtype(name)
 
 

@@ -19,6 +19,7 @@ off rather than failing the caller.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -118,7 +119,5 @@ class FileVerdictStore:
             return
         found.sort()
         for name in stale + [name for _, name in found[:max(0, len(found) - self._max_verdicts)]]:
-            try:
+            with contextlib.suppress(OSError):  # already removed by another process
                 os.unlink(directory / name)
-            except OSError:
-                pass  # already removed by another process

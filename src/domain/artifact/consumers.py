@@ -193,7 +193,7 @@ def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: b
                               consumer.version if consumer.runtime == "jax" else None)
     notes: list[str] = []
     low, high = consumer.calling_conventions
-    for table in _tables(record):
+    for table in record.chain:
         version = table.calling_convention_version
         if not low <= version <= high:
             reasons.append(f"calling convention {version} is outside {consumer}'s window [{low}, {high}]")
@@ -204,7 +204,7 @@ def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: b
                 reasons.append(f"{consumer}'s reader knows the format's generations up to "
                                f"{consumer.serialization}, and the artifact needs generation {generation} "
                                f"for {field}")
-    target = max((v for v in (stablehlo_version(t.mlir_module_serialized[:300]) for t in _tables(record))
+    target = max((v for v in (stablehlo_version(t.mlir_module_serialized[:300]) for t in record.chain)
                   if v is not None), key=_version_key, default=None)
     reads = consumer.reads_stablehlo
     if target is not None and (reads is None or _version_key(target) > _version_key(reads)):
@@ -226,7 +226,7 @@ def stablehlo_for(consumer: Consumer) -> str | None:
 def needs_kernels(record: ArtifactRecord) -> bool:
     """Whether some module of ``record`` (its VJPs' included) may hold a kernel, whose versions only
     the verifying process reads."""
-    return any(may_hold_kernels(table.mlir_module_serialized) for table in _tables(record))
+    return any(may_hold_kernels(table.mlir_module_serialized) for table in record.chain)
 
 
 def written_for(record: ArtifactRecord, consumer: Consumer,
@@ -292,18 +292,9 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
     return written_record
 
 
-def _tables(record: ArtifactRecord) -> list[ArtifactRecord]:
-    tables = []
-    table: ArtifactRecord | None = record
-    while table is not None:
-        tables.append(table)
-        table = table.vjp
-    return tables
-
-
 def _fields_needed(record: ArtifactRecord, short_device_count: bool) -> list[tuple[int, str]]:
     """The fields of the artifact that need a reader of some format generation, oldest first."""
-    tables = _tables(record)
+    tables = record.chain
     avals = [a for t in tables for a in t.in_avals + t.out_avals]
     dtypes = {a.dtype for a in avals}
     needed = []

@@ -16,16 +16,9 @@ _LAPACK_ROUTINES = ("potrf", "geqrf", "orgqr", "syevd", "geev", "gesdd", "getrf"
 _COMPLEX_NAMES = {"orgqr": "ungqr", "syevd": "heevd", "sytrd": "hetrd"}
 
 
-def _lapack_targets() -> frozenset[str]:
-    names = set()
-    for routine in _LAPACK_ROUTINES:
-        for prefix in "sdcz":
-            name = _COMPLEX_NAMES.get(routine, routine) if prefix in "cz" else routine
-            names.add(f"lapack_{prefix}{name}_ffi")
-    return frozenset(names)
-
-
-CPU_LAPACK_TARGETS: frozenset[str] = _lapack_targets()
+CPU_LAPACK_TARGETS: frozenset[str] = frozenset(
+    f"lapack_{prefix}{_COMPLEX_NAMES.get(routine, routine) if prefix in 'cz' else routine}_ffi"
+    for routine in _LAPACK_ROUTINES for prefix in "sdcz")
 
 GPU_SOLVER_TARGETS: frozenset[str] = frozenset({
     "cu_lu_pivots_to_permutation", "cusolver_getrf_ffi",

@@ -156,12 +156,13 @@ def record_differences(first: ArtifactRecord, second: ArtifactRecord, op_counts:
 
 def info_differences(first: ArtifactInfo, second: ArtifactInfo) -> list[Difference]:
     """The fields of the two summaries that differ, in a fixed order."""
-    found = []
-    for what, name in _FIELDS:
-        a, b = getattr(first, name), getattr(second, name)
-        if a != b:
-            found.append(Difference(what, _text(a), _text(b)))
-    return found
+    return _field_differences(_FIELDS, first, second)
+
+
+def _field_differences(fields: tuple[tuple[str, str], ...], first: object, second: object) -> list[Difference]:
+    """The attributes of ``fields`` (a difference's name, the attribute) that differ, in their order."""
+    pairs = ((what, getattr(first, name), getattr(second, name)) for what, name in fields)
+    return [Difference(what, _text(a), _text(b)) for what, a, b in pairs if a != b]
 
 
 def op_count_differences(first: Mapping[str, int], second: Mapping[str, int]) -> list[Difference]:
@@ -189,10 +190,7 @@ def _table_differences(a: ArtifactRecord, b: ArtifactRecord, op_counts: OpCounts
         found += _sharding_differences("in shardings", a.in_shardings, b.in_shardings)
     if info_a.out_shardings == info_b.out_shardings:
         found += _sharding_differences("out shardings", a.out_shardings, b.out_shardings)
-    for what, name in _RECORD_FIELDS:
-        x, y = getattr(a, name), getattr(b, name)
-        if x != y:
-            found.append(Difference(what, _text(x), _text(y)))
+    found += _field_differences(_RECORD_FIELDS, a, b)
     if constraints and a.constraints != b.constraints:
         found.append(Difference("symbolic constraints", _text(a.constraints), _text(b.constraints)))
     if a.mlir_module_serialized != b.mlir_module_serialized:

@@ -30,6 +30,7 @@ level up until the text fits, and the text is cut if even that is too long.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -106,10 +107,8 @@ class ArtifactInfo:
             named: a subtree that the brief signature shows as one token.
         """
         signature = signature_text(record)
-        brief = None
         room = WIDTH - len(record.function_name)
-        if named is not None or len(signature) > room:
-            brief = signature_text(record, named=named, width=room)
+        brief = signature_text(record, named=named, width=room) if named is not None or len(signature) > room else None
         return ArtifactInfo(
             fun_name=record.function_name,
             signature=signature,
@@ -213,14 +212,14 @@ class BundleInfo:
         rows = [("key path", "dtype", "shape", "bytes")]
         rows += [(_key_path_text(w.name), w.dtype, str(w.shape), str(w.nbytes))
                  for w in self.weights]
-        rows.append(("total", "", _count(len(self.weights), "array"), str(self.total_bytes)))
+        rows.append(("total", "", count(len(self.weights), "array"), str(self.total_bytes)))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  "
                          f"{r[3]:>{widths[3]}}".rstrip() for r in rows)
 
     def __str__(self) -> str:
-        lines = [f"bundle {self.path} (format {self.format_version}): {_count(len(self.functions), 'function')}, "
-                 f"{_count(len(self.weights), 'weight')}, {self.total_bytes} bytes"]
+        lines = [f"bundle {self.path} (format {self.format_version}): {count(len(self.functions), 'function')}, "
+                 f"{count(len(self.weights), 'weight')}, {self.total_bytes} bytes"]
         if self.producer is not None:
             lines.append(f"written by: {self.producer}")
         for f in self.functions:
@@ -246,13 +245,8 @@ def weights_argument(record: ArtifactRecord) -> NamedTree | None:
     None when the function has no positional argument or the argument holds no array.
     """
     args, _ = parameters(record)
-    if not args:
-        return None
-    weights = args[0]
-    count = weights.num_leaves
-    if count == 0:
-        return None
-    return NamedTree("params", weights, tuple(str(a) for a in record.in_avals[:count]))
+    count = args[0].num_leaves if args else 0
+    return NamedTree("params", args[0], tuple(str(a) for a in record.in_avals[:count])) if count else None
 
 
 def _key_path_text(name: str) -> str:
@@ -264,7 +258,8 @@ def _key_path_text(name: str) -> str:
     return f"{name[:keep]}...{name[-keep:]}"
 
 
-def _count(n: int, noun: str) -> str:
+def count(n: int, noun: str) -> str:
+    """``"1 array"``, ``"2 arrays"``: ``n`` and ``noun``, plural unless ``n`` is 1."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
@@ -302,10 +297,7 @@ def _listed(label: str, items: tuple[str, ...]) -> str:
     text = label + ", ".join(items)
     if len(text) <= WIDTH:
         return text
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    parts = [item if n == 1 else f"{n} x {item}" for item, n in counts.items()]
+    parts = [item if n == 1 else f"{n} x {item}" for item, n in Counter(items).items()]
     shown: list[str] = []
     for part in parts:
         if len(label + ", ".join([*shown, part, f"... and {len(parts) - len(shown) - 1} more"])) > WIDTH:
@@ -349,11 +341,6 @@ def signature_text(record: ArtifactRecord, *, named: NamedTree | None = None,
         if len(text) <= width:
             return text
     return text[:max(width - 3, 0)] + "..."
-
-
-def arrays(n: int) -> str:
-    """``"1 array"``, ``"2 arrays"``."""
-    return "1 array" if n == 1 else f"{n} arrays"
 
 
 def parameters(record: ArtifactRecord) -> tuple[tuple[TreeSpec, ...], TreeSpec | None]:
@@ -410,11 +397,10 @@ class _Signature:
         if (named is not None and len(spec.children) == len(named.tree.children)
                 and spec == named.tree and leaves.peek_text(len(named.leaves)) == named.leaves):
             leaves.take(len(named.leaves))
-            return f"<{named.name}: {arrays(len(named.leaves))}>"
+            return f"<{named.name}: {count(len(named.leaves), 'array')}>"
         if self._limit is not None and depth > self._limit:
-            count = spec.num_leaves
-            leaves.take(count)
-            return _wrap(spec, f"...{arrays(count)}")
+            leaves.take(spec.num_leaves)
+            return _wrap(spec, f"...{count(spec.num_leaves, 'array')}")
         children = [self._node(c, leaves, depth + 1) for c in spec.children]
         if kind is TreeKind.TUPLE and len(children) == 1:
             return f"({children[0]},)"
@@ -423,14 +409,13 @@ class _Signature:
         return _wrap(spec, ", ".join(children))
 
 
+#: The brackets of a container's text, by kind (a custom node's: its name and parentheses).
+_BRACKETS = {TreeKind.TUPLE: ("(", ")"), TreeKind.LIST: ("[", "]"), TreeKind.DICT: ("{", "}")}
+
+
 def _wrap(spec: TreeSpec, inside: str) -> str:
-    if spec.kind is TreeKind.TUPLE:
-        return f"({inside})"
-    if spec.kind is TreeKind.LIST:
-        return f"[{inside}]"
-    if spec.kind is TreeKind.DICT:
-        return "{" + inside + "}"
-    return f"{spec.custom_name}({inside})"
+    opening, closing = _BRACKETS.get(spec.kind, (f"{spec.custom_name}(", ")"))
+    return f"{opening}{inside}{closing}"
 
 
 class _Leaves:

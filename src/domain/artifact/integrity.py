@@ -117,7 +117,6 @@ class Extension:
         if not isinstance(levels, list) or len(levels) > MAX_LEVELS:
             raise ArtifactError("jaxport trailer: 'constraints' must be a list of at most "
                                 f"{MAX_LEVELS} lists of strings")
-        out = []
         for i, level in enumerate(levels):
             if (not isinstance(level, list) or len(level) > MAX_CONSTRAINTS
                     or not all(isinstance(c, str) and len(c) <= MAX_CONSTRAINT_CHARS
@@ -125,8 +124,7 @@ class Extension:
                 raise ArtifactError(
                     f"jaxport trailer: constraints[{i}] must be a list of at most "
                     f"{MAX_CONSTRAINTS} strings of at most {MAX_CONSTRAINT_CHARS} characters")
-            out.append(tuple(level))
-        return Extension(tuple(out), Producer.from_json(value.get("producer")))
+        return Extension(tuple(tuple(level) for level in levels), Producer.from_json(value.get("producer")))
 
 
 @dataclass(frozen=True, slots=True)

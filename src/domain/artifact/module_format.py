@@ -80,14 +80,13 @@ def check_portable_artifact(module: bytes, *, newest_readable: str) -> None:
         ArtifactError: the bytes are not MLIR bytecode, or were written for a
             StableHLO version newer than ``newest_readable``.
     """
-    header = read_producer(bytes(module[:300]))
-    if header is None:
+    head = bytes(module[:300])
+    if read_producer(head) is None:
         raise ArtifactError(
             f"The module bytes ({len(module)} bytes, starting {bytes(module[:8])!r}) are not a "
             f"StableHLO portable artifact: they lack the MLIR bytecode header "
             f"{PORTABLE_ARTIFACT_MAGIC!r} + version + producer")
-    producer = header[1]
-    version = producer.removeprefix("StableHLO_v") if producer.startswith("StableHLO_v") else None
+    version = stablehlo_version(head)
     if version is not None and _version_tuple(version) > _version_tuple(newest_readable):
         raise ArtifactError(
             f"The module was serialized for StableHLO {version}, but this jaxlib reads StableHLO "

@@ -15,9 +15,7 @@ def normalize_platforms(platforms: Sequence[str]) -> tuple[str, ...]:
     """
     result: list[str] = []
     for p in platforms:
-        name = p.lower()
-        if name == "gpu":
-            name = "cuda"
+        name = "cuda" if p.lower() == "gpu" else p.lower()
         if not name:
             raise ValueError("An empty platform name was given in platforms=")
         if name in result:

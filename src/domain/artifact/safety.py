@@ -64,10 +64,8 @@ class DisabledSafetyCheck:
         Raises:
             ValueError: ``wire`` is not a known safety check.
         """
-        if wire == "platform":
-            return cls.platform()
-        if wire == "shape_assertions":
-            return cls.shape_assertions()
+        if wire in (SafetyCheckKind.PLATFORM.value, SafetyCheckKind.SHAPE_ASSERTIONS.value):
+            return cls(SafetyCheckKind(wire))
         prefix = "custom_call:"
         if wire.startswith(prefix) and len(wire) > len(prefix):
             return cls.custom_call(wire[len(prefix):])

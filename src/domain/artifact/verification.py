@@ -36,7 +36,7 @@ from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.artifact.calling_convention import MainArguments
 from jaxport.domain.artifact.custom_calls import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.calls.front import record_shapes
+from jaxport.domain.converted.static_shapes import dimension_variables
 
 #: Bumped when the checks change, so that remembered verdicts are not reused.
 VERIFIER_VERSION: Final = 1
@@ -135,13 +135,10 @@ def _types(value: Any) -> tuple[MlirType, ...]:
         element, shape = item
         if not isinstance(element, str):
             raise ValueError("an element type is not a string")
-        if shape is None:
-            out.append(MlirType(element, None))
-            continue
-        if (not isinstance(shape, list) or len(shape) > MAX_RANK
-                or not all(d is None or (isinstance(d, int) and d >= 0) for d in shape)):
+        if shape is not None and (not isinstance(shape, list) or len(shape) > MAX_RANK
+                                  or not all(d is None or (isinstance(d, int) and d >= 0) for d in shape)):
             raise ValueError("a shape is not a list of sizes")
-        out.append(MlirType(element, tuple(shape)))
+        out.append(MlirType(element, None if shape is None else tuple(shape)))
     return tuple(out)
 
 
@@ -177,9 +174,7 @@ class Verdict:
 
 def _expected(aval: AvalRecord) -> MlirType:
     shape = tuple(int(d) if d.isdigit() else None for d in aval.shape)
-    if aval.dtype in _KEY_TYPES:
-        return MlirType("ui32", shape)
-    return MlirType(_ELEMENT_TYPES[aval.dtype], shape)
+    return MlirType("ui32" if aval.dtype in _KEY_TYPES else _ELEMENT_TYPES[aval.dtype], shape)
 
 
 def _matches(expected: MlirType, found: MlirType, *, key: bool) -> bool:
@@ -210,10 +205,9 @@ def dimension_argument_count(record: ArtifactRecord) -> int:
     variable, after the platform index (see ``adapters/mlir/dimension_args.py``).
     """
     try:
-        shapes = record_shapes(record.in_avals, record.constraints)
+        return len(dimension_variables(record))
     except ArtifactError:
         return 0
-    return len({v for shape in shapes for d in shape if not isinstance(d, int) for v in d._get_vars()})
 
 
 def check_main_types(record: ArtifactRecord, facts: ModuleFacts) -> tuple[str, ...]:
@@ -270,9 +264,8 @@ def verdict(chain: Sequence[tuple[ArtifactRecord, ModuleFacts]], *, allowed: Ite
     reasons: list[str] = []
     for level, (record, facts) in enumerate(chain):
         prefix = "" if level == 0 else f"VJP of order {level}: "
-        reasons += [prefix + r for r in check_main_types(record, facts)]
-        reasons += [prefix + r for r in check_custom_calls(facts.custom_call_targets,
-                                                           allowed=allowed)]
+        reasons += [prefix + r for r in (*check_main_types(record, facts),
+                                         *check_custom_calls(facts.custom_call_targets, allowed=allowed))]
     return Verdict(not reasons, tuple(reasons))
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from jaxport.domain.artifact.record import AvalRecord, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.checked_directory import check_listing
+from jaxport.domain.symbolic import format_shape
 from .manifest import EXAMPLES_FILE, MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
 from .names import weight_name
 from jaxport.domain.errors import ArtifactError, BundleMismatchError
@@ -44,10 +45,6 @@ class LeafSpec:
         LeafSpec(shape=('b', 4), dtype='float32')
         """
         return LeafSpec(tuple(int(d) if d.isdigit() else d for d in aval.shape), aval.dtype.value)
-
-
-def _fmt(shape: Sequence[int | str]) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def tree_difference(expected: TreeSpec, got: TreeSpec, path: tuple[str, ...] = ()) -> tuple[str, str] | None:
@@ -99,7 +96,7 @@ def check_matches_weights(function: str | None, weights_tree: TreeSpec, weights:
                                       f"dtype {leaf.dtype} where the weight is {weight.dtype}")
         if tuple(leaf.shape) != weight.shape:
             raise BundleMismatchError(function, weight.name,
-                                      f"shape {_fmt(leaf.shape)} where the weight has {_fmt(weight.shape)}")
+                                      f"shape {format_shape(leaf.shape)} where the weight has {format_shape(weight.shape)}")
 
 
 def agreed_shardings(weights: Sequence[WeightRecord],
@@ -196,8 +193,8 @@ def check_weights_header(weights: Sequence[WeightRecord], entries: Mapping[str, 
             raise ArtifactError(f"{file}: the {what} '{w.name}' has dtype {entry.dtype} "
                                 f"where the manifest records {w.safetensors_dtype}")
         if entry.shape != w.data_shape:
-            raise ArtifactError(f"{file}: the {what} '{w.name}' has shape {_fmt(entry.shape)} "
-                                f"where the manifest records {_fmt(w.data_shape)}")
+            raise ArtifactError(f"{file}: the {what} '{w.name}' has shape {format_shape(entry.shape)} "
+                                f"where the manifest records {format_shape(w.data_shape)}")
         if not 0 <= entry.begin <= entry.end <= data_size or entry.end - entry.begin != w.nbytes:
             raise ArtifactError(f"{file}: the bytes of the {what} '{w.name}' "
                                 f"[{entry.begin}, {entry.end}) do not fit its shape and dtype "

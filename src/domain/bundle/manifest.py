@@ -26,6 +26,8 @@ the field.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,10 +85,7 @@ class WeightRecord:
     @property
     def nbytes(self) -> int:
         """The stored size in bytes."""
-        count = 1
-        for d in self.data_shape:
-            count *= d
-        return count * SAFETENSORS_DTYPES[self.data_dtype][1]
+        return math.prod(self.data_shape) * SAFETENSORS_DTYPES[self.data_dtype][1]
 
     @property
     def safetensors_dtype(self) -> str:
@@ -132,10 +131,7 @@ class Example:
 
 def example_counts(examples: Sequence[Example]) -> dict[str, int]:
     """The number of examples of each function that has some, in order."""
-    counts: dict[str, int] = {}
-    for example in examples:
-        counts[example.function] = counts.get(example.function, 0) + 1
-    return counts
+    return dict(Counter(example.function for example in examples))
 
 
 def examples_line(counts: Mapping[str, int]) -> str:
@@ -310,7 +306,7 @@ def _weight_from_json(r: JsonReader) -> WeightRecord:
     data_dtype = stored.get("dtype", str)
     if data_dtype not in SAFETENSORS_DTYPES:
         raise ArtifactError(f"{r.where}: the weight '{name}' has the unsupported dtype {data_dtype!r}")
-    key_impl = r.get("key_impl", str) if "key_impl" in r.doc else None
+    key_impl = r.optional("key_impl", str)
     return WeightRecord(name, dtype, shape, data_dtype, stored.shape("shape"), key_impl, r.get("sha256", str))
 
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,13 +34,13 @@ from jaxport.domain.artifact.calling_convention import MAXIMUM_VERSION
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.errors import (
-    ArtifactError, CallError, DtypeMismatchError, RankMismatchError, ShapeMismatchError, ShardingMismatchError,
-    TreeDifference, TreeMismatchError,
+    ArtifactError, CallError, DtypeMismatchError, ShardingMismatchError, TreeDifference, TreeMismatchError,
 )
-from jaxport.domain.specs import ArraySpec, Shape, format_shape
-from jaxport.domain.symbolic import (
-    ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec, solve_call
-)
+from jaxport.domain.specs import ArraySpec
+from jaxport.domain.symbolic import DimExpr, solve_call
+from jaxport.domain.symbolic.json_trees import constraint_scope, parse_dims
+from jaxport.domain.symbolic.plan import Shape
+from jaxport.domain.symbolic.solve import check_shape
 
 
 def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[str, Any], *,
@@ -85,7 +85,7 @@ def _flatten(spec: TreeSpec, value: Any, path: tuple[str, ...], leaves: list[Any
 
     kind = spec.kind
     if kind is TreeKind.LEAF:
-        if _is_node(value):
+        if value is None or isinstance(value, (tuple, list, dict)):
             differ(str(type(value)), "pytree leaf", "their Python types differ")
         else:
             leaves.append(value)
@@ -123,10 +123,6 @@ def _flatten(spec: TreeSpec, value: Any, path: tuple[str, ...], leaves: list[Any
         return
     for i, (child, item) in enumerate(zip(spec.children, value)):
         _flatten(child, item, (*path, f"[{i}]"), leaves, differences)
-
-
-def _is_node(value: Any) -> bool:
-    return value is None or isinstance(value, (tuple, list, dict))
 
 
 def _args_kwargs_path(path: Sequence[str]) -> str:
@@ -258,36 +254,8 @@ def record_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = (), 
     Raises:
         ArtifactError: a dimension or a constraint does not parse.
     """
-    try:
-        scope = SymbolicScope(tuple(constraints))
-    except (ConstraintError, ShapeSpecSyntaxError) as exc:
-        raise ArtifactError(f"The artifact's symbolic constraints {list(constraints)} are "
-                            f"invalid: {exc}") from exc
-    shapes: list[Shape] = []
-    for aval in avals:
-        if all(d.isdigit() for d in aval.shape):
-            shapes.append(tuple(int(d) for d in aval.shape))
-            continue
-        if all(d.isdigit() or _is_variable(d) for d in aval.shape):
-            # What the parser gives for these dimensions, without tokenizing.
-            shapes.append(tuple(int(d) if d.isdigit() else expr_class.variable(d, scope)
-                                for d in aval.shape))
-            continue
-        try:
-            shapes.append(parse_shape_spec(", ".join(aval.shape), scope=scope, expr_class=expr_class))
-        except ShapeSpecSyntaxError as exc:
-            raise ArtifactError(f"The artifact's shape {aval} does not parse: {exc}") from exc
-    return shapes
-
-
-#: A dimension that is a lone variable name, as the shape parser's NAME token
-#: (and not a name the parser reads as something else: an operation, ``_``).
-_VARIABLE = re.compile(r"[^\W\d]\w*")
-_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
-
-
-def _is_variable(dim: str) -> bool:
-    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
+    scope = constraint_scope(constraints)
+    return [parse_dims(aval.shape, scope, expr_class) for aval in avals]
 
 
 def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:
@@ -304,7 +272,7 @@ def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:
     return build_tree(function.out_tree, leaves)
 
 
-def build_tree(spec: TreeSpec, leaves: Sequence[Any]) -> Any:
+def build_tree(spec: TreeSpec, leaves: Iterable[Any]) -> Any:
     """The pytree of ``spec`` with ``leaves``, as plain tuples, lists, dicts and None.
 
     A custom node becomes a tuple of its children.
@@ -312,16 +280,13 @@ def build_tree(spec: TreeSpec, leaves: Sequence[Any]) -> Any:
     >>> build_tree(TreeSpec.of_dict({"y": TreeSpec.leaf(), "z": TreeSpec.of_list(TreeSpec.none())}), [1])
     {'y': 1, 'z': [None]}
     """
-    return _build(spec, iter(leaves))
-
-
-def _build(spec: TreeSpec, leaves: Any) -> Any:
+    stream = iter(leaves)  # an iterator is its own iter(): the children take their leaves from this one
     kind = spec.kind
     if kind is TreeKind.LEAF:
-        return next(leaves)
+        return next(stream)
     if kind is TreeKind.NONE:
         return None
-    children = [_build(child, leaves) for child in spec.children]
+    children = [build_tree(child, stream) for child in spec.children]
     if kind is TreeKind.DICT:
         return dict(zip(spec.children_names, children))
     if kind is TreeKind.LIST:
@@ -368,17 +333,13 @@ def caller_tree(function: str, in_tree: TreeSpec, count: int) -> TreeSpec:
     Raises:
         ArtifactError: the function takes no first positional argument with ``count`` leaves.
     """
-    args, kwargs = _args_and_kwargs(in_tree)
+    if in_tree.kind is not TreeKind.TUPLE or len(in_tree.children) != 2:
+        raise ArtifactError(f"The input tree {in_tree.kind.value} is not the pytree of (args, kwargs)")
+    args, kwargs = in_tree.children
     if args.kind is not TreeKind.TUPLE or not args.children or args.children[0].num_leaves != count:
         raise ArtifactError(f"The function '{function}' does not take the weights "
                             f"({count} arrays) as its first positional argument")
     return TreeSpec.of_tuple(TreeSpec.of_tuple(*args.children[1:]), kwargs)
-
-
-def _args_and_kwargs(in_tree: TreeSpec) -> tuple[TreeSpec, TreeSpec]:
-    if in_tree.kind is not TreeKind.TUPLE or len(in_tree.children) != 2:
-        raise ArtifactError(f"The input tree {in_tree.kind.value} is not the pytree of (args, kwargs)")
-    return in_tree.children[0], in_tree.children[1]
 
 
 def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],
@@ -395,14 +356,9 @@ def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],
             argument path and both values.
     """
     for path, exp, got in zip(paths, expected, actual, strict=True):
-        if exp.ndim != got.ndim:
-            raise RankMismatchError(path, format_shape(exp.shape), format_shape(got.shape))
-        if exp.dtype != got.dtype:
+        if exp.ndim == got.ndim and exp.dtype != got.dtype:  # the rank is said first, then the dtype
             raise DtypeMismatchError(path, exp.dtype, got.dtype)
-        for dim_idx, (e, g) in enumerate(zip(exp.shape, got.shape)):
-            if isinstance(e, int) and (not isinstance(g, int) or e != g):
-                raise ShapeMismatchError(f"{path}.shape[{dim_idx}]",
-                                         format_shape(exp.shape), format_shape(got.shape))
+        check_shape(path, exp.shape, got.shape)
 
 
 def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedShardingRecord | None],
@@ -417,9 +373,7 @@ def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedSha
             continue
         sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
         for dim, (size, axes) in enumerate(zip(shape, sharding.spec.partitions)):
-            parts = 1
-            for axis in axes:
-                parts *= sizes.get(axis, 1)
+            parts = math.prod(sizes.get(axis, 1) for axis in axes)
             if isinstance(size, int) and size % parts:
                 raise ShardingMismatchError(path, dim, size, axes, parts)
 

@@ -125,15 +125,10 @@ class Signature:
         """
         constraints = tuple(c.get("text", str) for c in r.child_list("constraints"))
         nr_weights = r.get("nr_weights", int)
-        try:
-            sig = Signature(name, tree_from_json(r.get("in_tree", dict), r.where),
-                            tuple(_aval(a) for a in r.child_list("inputs")),
-                            tree_from_json(r.get("out_tree", dict), r.where),
-                            tuple(_aval(a) for a in r.child_list("outputs")), constraints, nr_weights)
-        except ValueError as exc:
-            if isinstance(exc, ArtifactError):
-                raise
-            raise ArtifactError(f"{r.where}: inconsistent signature: {exc}") from exc
+        sig = Signature(name, tree_from_json(r.get("in_tree", dict), r.where),
+                        tuple(_aval(a) for a in r.child_list("inputs")),
+                        tree_from_json(r.get("out_tree", dict), r.where),
+                        tuple(_aval(a) for a in r.child_list("outputs")), constraints, nr_weights)
         if (sig.in_tree.num_leaves, sig.out_tree.num_leaves) != (len(sig.in_avals), len(sig.out_avals)):
             raise ArtifactError(f"{r.where}: the trees' leaves and the arrays listed differ in number")
         return sig
@@ -322,7 +317,8 @@ class ConvertedManifest:
         weights = None
         if r.doc.get("weights") is not None:
             w = r.child("weights")
-            weights = WeightsTable(*weights_from_json(w, "weights"), _str(w, "file"), _str(w, "header_sha256"))
+            weights = WeightsTable(*weights_from_json(w, "weights"), w.optional("file", str) or "",
+                                   w.optional("header_sha256", str) or "")
         files = files_from_json(r.child("files"))
         examples: tuple[Example, ...] = ()
         examples_file = ""
@@ -330,9 +326,7 @@ class ConvertedManifest:
             examples_file = r.child("examples").get("file", str)
             examples = examples_from_json(r.doc["examples"], f"{MANIFEST_FILE}: examples", examples_file,
                                           [f.name for f in functions], "directory")
-        jax_version = r.doc.get("jax_version")
-        if jax_version is not None and not isinstance(jax_version, str):
-            raise ArtifactError(f"{MANIFEST_FILE}: the field 'jax_version' is not a str")
+        jax_version = r.optional("jax_version", str)
         quantized = r.doc.get("quantization")
         quantization = None
         if quantized is not None:
@@ -343,13 +337,6 @@ class ConvertedManifest:
                       if r.doc.get(GENERATION_KEY) is not None else None)
         return ConvertedManifest(r.get("target", str), r.get("target_details", dict), functions, weights,
                                  examples, examples_file, files, version, jax_version, quantization, generation)
-
-
-def _str(r: JsonReader, key: str) -> str:
-    value = r.doc.get(key, "")
-    if not isinstance(value, str):
-        raise ArtifactError(f"{r.where}: the field '{key}' is not a str")
-    return value
 
 
 def _function(name: str, r: JsonReader) -> ConvertedFunction:

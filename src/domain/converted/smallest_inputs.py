@@ -37,7 +37,8 @@ from typing import Final
 
 from jaxport.domain.calls.front import call_record, check_call, record_shapes
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.specs import ArraySpec, Shape
+from jaxport.domain.specs import ArraySpec
+from jaxport.domain.symbolic.plan import Shape
 from jaxport.domain.symbolic import DimExpr
 from jaxport.domain.bundle.manifest import Example
 from .manifest import ConvertedFunction, Variant

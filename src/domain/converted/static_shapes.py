@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.calls.front import leaf_paths, record_shapes, with_weights_bound
-from jaxport.domain.symbolic import DimExpr, DimSize, ShapeAssertionError, solve_call
+from jaxport.domain.symbolic import DimExpr, ShapeAssertionError, solve_call
 
 @dataclass(frozen=True, slots=True)
 class StaticShapes:
@@ -34,12 +34,8 @@ class StaticShapes:
 
 def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
     """The dimension variables of the function's inputs, sorted."""
-    names: set[str] = set()
-    for shape in _input_shapes(record):
-        for d in shape:
-            if isinstance(d, DimExpr):
-                names |= d._get_vars()
-    return tuple(sorted(names))
+    shapes = record_shapes(record.in_avals, record.constraints)
+    return tuple(sorted({v for shape in shapes for d in shape if isinstance(d, DimExpr) for v in d._get_vars()}))
 
 
 def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None,
@@ -65,9 +61,7 @@ def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[
     if not bindings:
         raise ConversionError(
             runtime, name, f"it has symbolic shapes (dimension variables {', '.join(variables)}) and "
-            f"{runtime} compiles static shapes only: give the sizes to compile for, as dims={{'{name}': "
-            f"[{{{', '.join(repr(v) + ': 8' for v in variables)}}}, ...]}} (on the command line "
-            f"--dims {name}:{','.join(v + '=8' for v in variables)}).")
+            f"{runtime} compiles static shapes only: give the sizes to compile for, as {dims_advice(name, variables)}.")
     found: list[StaticShapes] = []
     for binding in bindings:
         shapes = _checked_binding(name, record, variables, binding, nr_weights, runtime)
@@ -75,6 +69,13 @@ def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[
             raise ConversionError(runtime, name, f"the binding {dict(binding)} is given twice")
         found.append(shapes)
     return found
+
+
+def dims_advice(name: str, variables: Sequence[str]) -> str:
+    """How to give function ``name`` sizes for its dimension ``variables``: ``dims={'f': [{'b': 8}, ...]}
+    (on the command line --dims f:b=8)``."""
+    return (f"dims={{'{name}': [{{{', '.join(repr(v) + ': 8' for v in variables)}}}, ...]}} (on the command line "
+            f"--dims {name}:{','.join(v + '=8' for v in variables)})")
 
 
 def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ...],
@@ -98,22 +99,14 @@ def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ..
 
 
 def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) -> StaticShapes:
-    exported = _input_shapes(record)
-    concrete = [tuple(_value(d, binding) for d in shape) for shape in exported]
+    exported = record_shapes(record.in_avals, record.constraints)
+    concrete = [tuple(int(d._evaluate(binding)) if isinstance(d, DimExpr) else d for d in shape) for shape in exported]
     callers = with_weights_bound(record, nr_weights)
     paths = [f"weights[{i}]" for i in range(nr_weights)] + list(leaf_paths(callers.in_tree))
     solution = solve_call(exported, concrete, paths)
     outs = record_shapes(record.out_avals, record.constraints)
     return StaticShapes(tuple(sorted(binding.items())), tuple(concrete),
                         tuple(tuple(int(solution.evaluate(d)) for d in s) for s in outs))
-
-
-def _value(dim: DimSize, binding: Mapping[str, int]) -> int:
-    return int(dim._evaluate(binding)) if isinstance(dim, DimExpr) else dim
-
-
-def _input_shapes(record: ArtifactRecord) -> list[tuple[DimSize, ...]]:
-    return record_shapes(record.in_avals, record.constraints)
 
 
 def variant_file(function: str, dims: Mapping[str, int], suffix: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jaxport.domain.bundle.manifest import example_counts, examples_line
 from .manifest import ConvertedManifest
-from jaxport.domain.artifact.info import constraints_lines, signature_text
+from jaxport.domain.artifact.info import constraints_lines, count, signature_text
 from jaxport.domain.calls.front import call_record
 from jaxport.domain.targets.registry import TARGETS
 
@@ -34,11 +34,11 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
     if manifest.weights is not None:
         total = sum(w.nbytes for w in manifest.weights.leaves)
         where = manifest.weights.file or "the target's own form"
-        weights = f", weights {_count(len(manifest.weights.leaves), 'array')} ({total} bytes) in {where}"
+        weights = f", weights {count(len(manifest.weights.leaves), 'array')} ({total} bytes) in {where}"
     details = entry.plan.describe(manifest.target_details) if entry is not None and entry.plan.describe else \
         " ".join(f"{k}={v}" for k, v in manifest.target_details.items() if not isinstance(v, (dict, list)))
     lines = [f"{path}: {runtime}, converted by jaxport (format {manifest.format_version}): "
-             f"{_count(len(manifest.functions), 'function')}, {_count(variants, 'variant')}{weights}",
+             f"{count(len(manifest.functions), 'function')}, {count(variants, 'variant')}{weights}",
              f"target: {details}"]
     if manifest.quantization is not None:
         lines.extend(manifest.quantization.lines())
@@ -58,7 +58,3 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
     if manifest.generation is not None:
         lines.extend(manifest.generation.lines())
     return "\n".join(lines)
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}" if n == 1 else f"{n} {what}s"

@@ -51,6 +51,9 @@ from collections.abc import Sequence
 from jaxport.domain.artifact.record import TreeKind, TreeSpec
 
 _KEPT = re.compile(r"[A-Za-z0-9_\-]")
+#: A segment as :func:`escape_segment` writes it, and one of its escapes.
+_SEGMENT = re.compile(r"(?:[A-Za-z0-9_\-]|\.[0-9a-f]{2})*")
+_ESCAPED = re.compile(rb"\.([0-9a-f]{2})")
 _POSITIONAL = re.compile(r"arg[0-9]+")
 #: The escape character (TensorFlow accepts it first in a name).
 ESCAPE = "."
@@ -85,21 +88,10 @@ def unescape_segment(segment: str) -> str:
     """
     if segment == ESCAPE:
         return ""
-    data = bytearray()
-    i = 0
-    while i < len(segment):
-        c = segment[i]
-        if c == ESCAPE:
-            pair = segment[i + 1:i + 3]
-            if len(pair) != 2 or not re.fullmatch(r"[0-9a-f]{2}", pair):
-                raise ValueError(f"{segment!r}: '{ESCAPE}' is not followed by two lowercase hex digits")
-            data.append(int(pair, 16))
-            i += 3
-        elif _KEPT.fullmatch(c):
-            data.extend(c.encode())
-            i += 1
-        else:
-            raise ValueError(f"{segment!r}: the character {c!r} is not one a wire name holds")
+    if not _SEGMENT.fullmatch(segment):
+        raise ValueError(f"{segment!r} is not a segment of a wire name: it holds other characters than letters, "
+                         f"digits, '_', '-' and '{ESCAPE}' followed by two lowercase hex digits")
+    data = _ESCAPED.sub(lambda m: bytes([int(m[1], 16)]), segment.encode("ascii"))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

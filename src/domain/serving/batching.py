@@ -17,6 +17,7 @@ holds no arrays, no clock and no queue (the server's batcher does).
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 
 
@@ -80,8 +81,4 @@ def row_slices(rows: Sequence[int]) -> list[tuple[int, int]]:
     >>> row_slices([2, 1, 3])
     [(0, 2), (2, 3), (3, 6)]
     """
-    slices, start = [], 0
-    for count in rows:
-        slices.append((start, start + count))
-        start += count
-    return slices
+    return [(end - count, end) for count, end in zip(rows, itertools.accumulate(rows))]

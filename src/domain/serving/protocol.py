@@ -2,7 +2,7 @@
 
 A served function is one protocol model. Its inputs are the caller's flat
 arguments (a bundle's weights are not inputs) and its outputs the flat
-results, each named by the wire-name rule (:func:`wire_names`), typed by
+results, each named by the wire-name rule (:mod:`jaxport.domain.converted.wire_names`), typed by
 :data:`OIP_DATATYPES` and shaped with ``-1`` for every dimension that is not a
 constant. This module also decides which functions may have requests joined
 into one call (:func:`batch_variable`) and maps a request's named tensors onto
@@ -21,6 +21,7 @@ keys) is refused when the server starts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -45,17 +46,6 @@ OIP_DATATYPES: Mapping[DType, str] = MappingProxyType({
 })
 
 T = TypeVar("T")
-
-
-def wire_names(record: ArtifactRecord) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The protocol names of the flat inputs and outputs of ``record`` (the caller's view).
-
-    The one place that names tensors on the wire: the converted-directory rule
-    (:mod:`jaxport.domain.converted.wire_names`): ``arg0``, ``arg1/dense/w``, keyword
-    names; ``output_0`` or a dict result's key paths; other characters escaped
-    as ``.XX``, so that no two leaves share a name.
-    """
-    return input_wire_names(record.in_tree), output_wire_names(record.out_tree)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +120,10 @@ def wire_interface(function: str, record: ArtifactRecord, in_paths: Sequence[str
                    out_paths: Sequence[str]) -> WireInterface:
     """The wire view of ``record``, the caller's record of ``function``.
 
+    Its tensors are named by the converted-directory rule (:mod:`jaxport.domain.converted.wire_names`):
+    ``arg0``, ``arg1/dense/w``, keyword names; ``output_0`` or a dict result's key paths; other
+    characters escaped as ``.XX``, so that no two leaves share a name.
+
     Args:
         function: the function's name.
         record: its record as the caller sees it (a bundle's weights left out).
@@ -138,9 +132,8 @@ def wire_interface(function: str, record: ArtifactRecord, in_paths: Sequence[str
     Raises:
         ConversionError: an input or output has a dtype the protocol cannot carry.
     """
-    ins, outs = wire_names(record)
-    return WireInterface(function, _tensors(function, ins, in_paths, record.in_avals),
-                         _tensors(function, outs, out_paths, record.out_avals))
+    return WireInterface(function, _tensors(function, input_wire_names(record.in_tree), in_paths, record.in_avals),
+                         _tensors(function, output_wire_names(record.out_tree), out_paths, record.out_avals))
 
 
 def _tensors(function: str, names: Sequence[str], paths: Sequence[str],
@@ -192,15 +185,7 @@ def batch_variable(wire: WireInterface) -> str:
 
 def _names(dim: str) -> set[str]:
     """The identifiers in a dimension's text (``"2*b + h"`` -> ``{"b", "h"}``)."""
-    word: list[str] = []
-    words: set[str] = set()
-    for ch in dim + " ":
-        if ch.isalnum() or ch == "_":
-            word.append(ch)
-        elif word:
-            words.add("".join(word))
-            word = []
-    return words
+    return set(re.findall(r"\w+", dim))
 
 
 #: Flat host arrays in, flat host arrays out.

@@ -24,50 +24,17 @@ checking, see tests/unit/test_import_graph.py):
 """
 
 from jaxport.domain.errors import (
-    ConstraintError as ConstraintError,
-    DimensionEvaluationError as DimensionEvaluationError,
-    DimensionPowerError as DimensionPowerError,
-    InconclusiveDimensionError as InconclusiveDimensionError,
-    ScopeMixingError as ScopeMixingError,
-    ShapeAssertionError as ShapeAssertionError,
-    ShapeSpecSyntaxError as ShapeSpecSyntaxError,
-    ShapeSpecTypeError as ShapeSpecTypeError,
-    UnsolvableDimensionError as UnsolvableDimensionError,
+    ConstraintError, DimensionEvaluationError, DimensionPowerError, InconclusiveDimensionError, ScopeMixingError,
+    ShapeAssertionError, ShapeSpecSyntaxError, ShapeSpecTypeError, UnsolvableDimensionError,
 )
-from .expr import (
-    Comparison as Comparison,
-    Constraint as Constraint,
-    DimExpr as DimExpr,
-    DimSize as DimSize,
-    Scope as Scope,
-)
-from .ops import PYTHON_OPS as PYTHON_OPS, DimOps as DimOps, PythonOps as PythonOps
-from .parser import parse_constraint as parse_constraint
-from .plan import (
-    ArgDim as ArgDim,
-    PlanValue as PlanValue,
-    Remainder as Remainder,
-    ShapeAssertion as ShapeAssertion,
-    ShapePlan as ShapePlan,
-    VarDerivation as VarDerivation,
-    build_plan as build_plan,
-    format_shape as format_shape,
-)
-from .scope import SymbolicScope as SymbolicScope, parse_shape_spec as parse_shape_spec
-from .expr import (
-    dim_max as dim_max,
-    dim_min as dim_min,
-    is_nonnegative as is_nonnegative,
-    is_symbolic_dim as is_symbolic_dim,
-)
-from .solve import (
-    CallSolution as CallSolution,
-    PlanHandler as PlanHandler,
-    call_output_shapes as call_output_shapes,
-    run_plan as run_plan,
-    solve_call as solve_call,
-)
+from .expr import Comparison, Constraint, DimExpr, DimSize, Scope, dim_max, dim_min, is_nonnegative, is_symbolic_dim
+from .ops import PYTHON_OPS, DimOps, PythonOps
+from .parser import parse_constraint
+from .plan import ArgDim, PlanValue, Remainder, ShapeAssertion, ShapePlan, VarDerivation, build_plan, format_shape
+from .scope import SymbolicScope, parse_shape_spec
+from .solve import CallSolution, PlanHandler, call_output_shapes, run_plan, solve_call
 
+# The names of __all__ are the package's re-exports (for mypy too: no "X as X" restates them).
 __all__ = [
     "ArgDim", "CallSolution", "Comparison", "Constraint", "ConstraintError", "DimExpr",
     "DimOps", "DimSize", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",

@@ -268,11 +268,7 @@ class Poly:
         return Poly.of(coeffs)
 
     def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Poly) or self.const != other.const or len(self.terms) != len(other.terms):
-            return False
-        return self.terms == other.terms
+        return self is other or (isinstance(other, Poly) and self.const == other.const and self.terms == other.terms)
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -299,10 +295,7 @@ def _format_poly(p: Poly) -> str:
     out: list[str] = []
     for i, (c, text) in enumerate(parts):
         magnitude = abs(c)
-        if not text:
-            body = str(magnitude)
-        else:
-            body = text if magnitude == 1 else f"{magnitude}*{text}"
+        body = str(magnitude) if not text else text if magnitude == 1 else f"{magnitude}*{text}"
         if i == 0:
             out.append(f"- {body}" if c < 0 else body)
         else:

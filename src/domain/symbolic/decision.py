@@ -154,12 +154,11 @@ class BoundsDecider:
         bound: Interval = (limit, INF) if c > 0 else (-INF, limit)
         factor = term.single_factor()
         if factor is not None:
-            previous = self._factor_bounds.get(factor, UNBOUNDED)
-            self._factor_bounds[factor] = _round_in(_intersect(previous, bound))
+            self._factor_bounds[factor] = _round_in(_intersect(self._factor_bounds.get(factor, UNBOUNDED), bound))
+            lo, hi = self.factor_interval(factor)
         else:
-            previous = self._term_bounds.get(term, UNBOUNDED)
-            self._term_bounds[term] = _round_in(_intersect(previous, bound))
-        lo, hi = self.factor_interval(factor) if factor is not None else self.term_interval(term)
+            self._term_bounds[term] = _round_in(_intersect(self._term_bounds.get(term, UNBOUNDED), bound))
+            lo, hi = self.term_interval(term)
         return lo <= hi
 
     def bounds(self, p: Poly) -> Interval:
@@ -312,7 +311,7 @@ class BoundsDecider:
     def _mod_replacements(self, x: Poly, y: Poly, need_lower: bool) -> Iterator[Form]:
         if y.is_constant and y.const:
             quotient = Factor.operation(FLOORDIV, x, y)
-            multiple: Form = ({_term(quotient): 1}, 0)
+            multiple: Form = ({Term(((quotient, 1),)): 1}, 0)
             yield _add_scaled(form_of(x), multiple, -y.const)
         if not need_lower and self.bounds(y)[0] >= 1:
             if self.bounds(x)[0] >= 0:
@@ -320,10 +319,6 @@ class BoundsDecider:
             if not y.is_constant:
                 fy = form_of(y)
                 yield fy[0], fy[1] - 1
-
-
-def _term(f: Factor) -> Term:
-    return Term(((f, 1),))
 
 
 def _operation_interval(op: str | None, x: Interval, y: Interval) -> Interval:

@@ -24,13 +24,15 @@ the constraint holds when ``difference >= 0`` (``relation`` ``">="``) or
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.specs import Shape
 from . import ConstraintError, DimExpr, ShapeSpecSyntaxError, SymbolicScope, parse_shape_spec
 from .core import Poly
+from .plan import Shape
 
 
 def poly_tree(poly: Poly) -> Any:
@@ -71,17 +73,41 @@ def constraint_trees(scope: SymbolicScope) -> list[Any]:
 
 
 def constraint_scope(constraints: Sequence[str]) -> SymbolicScope:
+    """A fresh scope that holds ``constraints`` (a table's, as recorded).
+
+    Raises:
+        ArtifactError: a constraint does not parse or cannot hold.
+    """
     try:
         return SymbolicScope(tuple(constraints))
     except (ConstraintError, ShapeSpecSyntaxError) as exc:
         raise ArtifactError(f"The symbolic constraints {list(constraints)} are invalid: {exc}") from exc
 
 
-def parse_dims(dims_text: Sequence[str], scope: SymbolicScope) -> Shape:
+def parse_dims(dims_text: Sequence[str], scope: SymbolicScope, expr_class: type[DimExpr] = DimExpr) -> Shape:
+    """The dimensions recorded as ``dims_text`` (``"4"``, ``"b"``, ``"2*h + 1"``), built in ``scope`` as
+    ``expr_class`` (an adapter's subclass).
+
+    Raises:
+        ArtifactError: a dimension does not parse.
+    """
+    if all(d.isdigit() or _is_variable(d) for d in dims_text):
+        # What the parser gives for these dimensions, without tokenizing.
+        return tuple(int(d) if d.isdigit() else expr_class.variable(d, scope) for d in dims_text)
     try:
-        return parse_shape_spec(", ".join(dims_text), scope=scope) if dims_text else ()
+        return parse_shape_spec(", ".join(dims_text), scope=scope, expr_class=expr_class)
     except ShapeSpecSyntaxError as exc:
         raise ArtifactError(f"The shape ({', '.join(dims_text)}) does not parse: {exc}") from exc
+
+
+#: A dimension that is a lone variable name, as the shape parser's NAME token
+#: (and not a name the parser reads as something else: an operation, ``_``).
+_VARIABLE = re.compile(r"[^\W\d]\w*")
+_NOT_VARIABLES = frozenset({"_", "floordiv", "mod", "max", "min"})
+
+
+def _is_variable(dim: str) -> bool:
+    return _VARIABLE.fullmatch(dim) is not None and dim not in _NOT_VARIABLES
 
 
 _BINARY: dict[str, Callable[[int, int], int]] = {
@@ -95,9 +121,7 @@ def evaluate(tree: Any, env: Mapping[str, int]) -> int:
         KeyError: a variable has no value.
         ValueError: the tree is not one this module writes.
     """
-    if isinstance(tree, bool):
-        raise ValueError(f"not a dimension tree: {tree!r}")
-    if isinstance(tree, int):
+    if isinstance(tree, int) and not isinstance(tree, bool):
         return tree
     if isinstance(tree, str):
         return env[tree]
@@ -108,10 +132,7 @@ def evaluate(tree: Any, env: Mapping[str, int]) -> int:
     if op == "+":
         return sum(args)
     if op == "*":
-        product = 1
-        for a in args:
-            product *= a
-        return product
+        return math.prod(args)
     if op in _BINARY and len(args) == 2:
         return _BINARY[op](args[0], args[1])
     raise ValueError(f"not a dimension tree: unknown operation {op!r}")

@@ -88,20 +88,13 @@ class PythonOps:
         return _extremum(x, y, builtins.min, "min")
 
 
-class PolyOps:
-    """Polynomials as they are written: no rule of a scope, no simplification of operations."""
+class PolyOps(PythonOps):
+    """Polynomials as they are written: no rule of a scope, no simplification of operations
+    (Python's ``+`` and ``*`` of polynomials, the other operations kept opaque)."""
 
     def constant(self, value: int) -> Poly:
         """``value`` as a constant polynomial."""
         return Poly.constant(value)
-
-    def add(self, x: Poly, y: Poly) -> Poly:
-        """``x + y``."""
-        return x + y
-
-    def mul(self, x: Poly, y: Poly) -> Poly:
-        """``x * y``."""
-        return x * y
 
     def floordiv(self, x: Poly, y: Poly) -> Poly:
         """``floordiv(x, y)``, kept as an operation."""

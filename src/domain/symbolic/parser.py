@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 import re
+import token
 from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple
 
@@ -30,12 +31,8 @@ _TOKEN_RE: Final = re.compile(
     r"(?P<space>\s+)|(?P<ELLIPSIS>\.\.\.)|(?P<NUMBER>\d\w*(?:\.\w*)?)|(?P<NAME>[^\W\d]\w*)"
     r"|(?P<OP>\*\*|//|>=|<=|==|[-+*^,()%/<>=.])|(?P<ERRORTOKEN>.)"
 )
-_OP_NAMES: Final = {
-    "+": "PLUS", "-": "MINUS", "*": "STAR", "^": "CIRCUMFLEX", ",": "COMMA", "(": "LPAR",
-    ")": "RPAR", "**": "DOUBLESTAR", "//": "DOUBLESLASH", "/": "SLASH", "%": "PERCENT",
-    ">=": "GREATEREQUAL", "<=": "LESSEQUAL", "==": "EQEQUAL", "<": "LESS", ">": "GREATER",
-    "=": "EQUAL", ".": "DOT",
-}
+#: An operator's token kind, as Python's tokenizer (which JAX's parser uses) names it: ``STAR`` for ``*``.
+_OP_NAMES: Final = {text: token.tok_name[kind] for text, kind in token.EXACT_TOKEN_TYPES.items()}
 _OPERATIONS: Final[dict[str, Callable[[DimSize, DimSize], DimSize]]] = {
     FLOORDIV: operator.floordiv, MOD: operator.mod, MAX: dim_max, MIN: dim_min}
 _RELATIONS: Final = {"GREATEREQUAL": ">=", "LESSEQUAL": "<=", "EQEQUAL": "=="}

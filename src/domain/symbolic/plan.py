@@ -37,19 +37,6 @@ from jaxport.domain.errors import DimensionEvaluationError, ScopeMixingError, Un
 from .expr import Comparison, DimExpr, DimSize, Scope
 from .ops import POLY_OPS, evaluate
 
-__all__ = [
-    "ArgDim",
-    "Comparison",
-    "PlanValue",
-    "Remainder",
-    "ShapeAssertion",
-    "ShapePlan",
-    "VarDerivation",
-    "build_plan",
-    "format_shape",
-]
-
-
 @dataclass(frozen=True, slots=True)
 class ArgDim:
     """The size of dimension ``dim`` of flat argument ``arg``."""
@@ -144,10 +131,7 @@ class ShapePlan:
 
     def derivation(self, var: str) -> VarDerivation:
         """The derivation of ``var``."""
-        for step in self.steps:
-            if isinstance(step, VarDerivation) and step.var == var:
-                return step
-        raise KeyError(var)
+        return {d.var: d for d in self.derivations}[var]
 
 
 def format_shape(shape: Sequence[object]) -> str:

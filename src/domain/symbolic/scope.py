@@ -135,7 +135,7 @@ class SymbolicScope:
             difference = rhs - lhs if relation == "<=" else lhs - rhs
             comparison = Comparison.EQ if relation == "==" else Comparison.GE
             built.append(Constraint(text, comparison, difference))
-            if isinstance(difference, int) and not _holds(comparison, difference):
+            if isinstance(difference, int) and (difference < 0 or comparison is Comparison.EQ and difference != 0):
                 raise ConstraintError(f"Unsatisfiable explicit constraint: {text}")
         self._constraints = tuple(built)
         implied: list[Poly] = []
@@ -193,10 +193,6 @@ class SymbolicScope:
             raise ConstraintError(
                 f"Unsatisfiable explicit constraint: {constraint.text} contradicts the constraints "
                 "before it or the implicit constraint that dimension variables are >= 1")
-
-
-def _holds(comparison: Comparison, value: int) -> bool:
-    return value >= 0 if comparison is Comparison.GE else value == 0
 
 
 def _poly(x: DimExpr | Poly | int) -> Poly:

@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..errors import RankMismatchError, ShapeMismatchError
 from jaxport.domain.errors import ShapeAssertionError
@@ -112,10 +112,7 @@ class CallSolution:
 
     def evaluate(self, dim: DimSize) -> DimSize:
         """The value of an exported dimension under this solution."""
-        if isinstance(dim, DimExpr):
-            result: DimSize = dim._evaluate(self.values)
-            return result
-        return dim
+        return cast(DimSize, dim._evaluate(self.values)) if isinstance(dim, DimExpr) else dim
 
     def evaluate_shape(self, shape: Sequence[DimSize]) -> Shape:
         """The values of an exported shape under this solution."""
@@ -128,20 +125,24 @@ def _canonical_dim(d: object) -> DimSize:
     return operator.index(d)  # type: ignore[arg-type]
 
 
-def _check_ranks_and_constants(exported: Sequence[Shape], actual: Sequence[Shape],
-                               paths: Sequence[str]) -> None:
-    for path, spec, shape in zip(paths, exported, actual):
-        if len(spec) != len(shape):
-            raise RankMismatchError(f"{path}", format_shape(spec), format_shape(shape))
-        for j, (want, got) in enumerate(zip(spec, shape)):
-            if isinstance(want, int) and not (isinstance(got, int) and got == want):
-                raise ShapeMismatchError(f"{path}.shape[{j}]", format_shape(spec), format_shape(shape))
+def check_shape(path: str, spec: Sequence[DimSize], shape: Sequence[DimSize]) -> None:
+    """Checks the rank and every constant dimension of the argument ``path`` against its exported ``spec``.
+
+    Raises:
+        RankMismatchError, ShapeMismatchError: with the path and both shapes.
+    """
+    if len(spec) != len(shape):
+        raise RankMismatchError(path, format_shape(spec), format_shape(shape))
+    for j, (want, got) in enumerate(zip(spec, shape)):
+        if isinstance(want, int) and not (isinstance(got, int) and got == want):
+            raise ShapeMismatchError(f"{path}.shape[{j}]", format_shape(spec), format_shape(shape))
 
 
 @functools.lru_cache(maxsize=4096)
 def _solve_cached(exported: tuple[Shape, ...], actual: tuple[Shape, ...],
                   paths: tuple[str, ...]) -> CallSolution:
-    _check_ranks_and_constants(exported, actual, paths)
+    for path, spec, shape in zip(paths, exported, actual):
+        check_shape(path, spec, shape)
     plan = build_plan(exported, paths)
     values = run_plan(plan, _StaticChecker(actual))
     return CallSolution(MappingProxyType(values))

@@ -20,7 +20,7 @@ and every feature they require.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
@@ -189,13 +189,11 @@ def target_of(details: Mapping[str, Any]) -> IreeTarget:
     Raises:
         ArtifactError: a field is missing or not text.
     """
-    keys = ("requested_cpu", "requested_triple", "cpu", "cpu_features", "triple", "executable_format", "backend")
-    if not all(isinstance(details.get(k), str) for k in keys):
-        raise ArtifactError(f"manifest.json: target_details lacks one of {list(keys)}")
-    features = details["cpu_features"]
-    return IreeTarget(details["requested_cpu"], details["requested_triple"], details["cpu"],
-                      tuple(features.split(",")) if features else (), details["triple"],
-                      details["executable_format"], details["backend"])
+    found: dict[str, Any] = {f.name: details.get(f.name) for f in fields(IreeTarget)}
+    if not all(isinstance(value, str) for value in found.values()):
+        raise ArtifactError(f"manifest.json: target_details lacks one of {list(found)}")
+    features = found.pop("cpu_features")
+    return IreeTarget(**found, cpu_features=tuple(features.split(",")) if features else ())
 
 
 def check_host(details: Mapping[str, Any], host: Mapping[str, Any], path: str) -> None:

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import DType
 from jaxport.domain.converted.numerics import Tolerance, DEFAULT_TOLERANCES
+from jaxport.domain.converted.static_shapes import dims_advice
 from jaxport.domain.converted.quantization import (
     FLOAT16, INT8, INT8_DYNAMIC, INT8_WEIGHTS, MODES, check_mode, parse_tolerance)
 from jaxport.domain.errors import ConversionError, UsageError
@@ -91,14 +92,9 @@ def check_unlegalized(name: str, operations: Sequence[str], *, symbolic: Sequenc
         return
     listed = ", ".join(f"'{op}'" for op in operations)
     said = f" ({detail})" if detail else ""
-    if symbolic:
-        variables = ", ".join(symbolic)
-        advice = (f"; with symbolic shapes (dimension variables {variables}) LiteRT's converter may "
-                  f"legalize it for static ones: give the sizes to convert for, as dims={{'{name}': "
-                  f"[{{{', '.join(repr(v) + ': 8' for v in symbolic)}}}, ...]}} (on the command line "
-                  f"--dims {name}:{','.join(v + '=8' for v in symbolic)})")
-    else:
-        advice = ""
+    advice = (f"; with symbolic shapes (dimension variables {', '.join(symbolic)}) LiteRT's converter may "
+              f"legalize it for static ones: give the sizes to convert for, as {dims_advice(name, symbolic)}"
+              if symbolic else "")
     raise ConversionError(RUNTIME_NAME, name, f"LiteRT's converter cannot legalize the operation(s) {listed}"
                                               f"{said}{advice}.")
 
@@ -122,17 +118,6 @@ def check_operators(name: str, operators: Sequence[tuple[str, str]]) -> None:
                                                       "LiteRT's interpreter (ai-edge-litert) cannot run")
         raise ConversionError(RUNTIME_NAME, name, f"the converted model calls the custom operator "
                                                   f"'{custom}', which LiteRT's builtin interpreter does not have")
-
-
-def check_quantize(quantize: str | None) -> None:
-    """Checks the name of a quantization.
-
-    >>> check_quantize(None); check_quantize("int8-weights"); check_quantize("float16")
-
-    Raises:
-        UsageError: a mode LiteRT lacks (the message lists those it has).
-    """
-    check_mode(RUNTIME_NAME, quantize, QUANTIZATIONS)
 
 
 def check_names(name: str, kind: str, names: Sequence[str], count: int) -> None:
@@ -184,16 +169,14 @@ class LiteRtOptions:
     tolerance: Tolerance | None = None
 
     def __post_init__(self) -> None:
-        check_quantize(self.quantize)
+        check_mode(RUNTIME_NAME, self.quantize, QUANTIZATIONS)
         object.__setattr__(self, "tolerance", parse_tolerance(self.tolerance, self.quantize))
 
 
-_NOTES = {
-    DType.UINT64: "the dtype uint64, which LiteRT's converter cannot cast from or to",
-    DType.COMPLEX128: "the dtype complex128, which LiteRT's converter cannot cast from or to",
-    DType.INT4: "the dtype int4, for which LiteRT's interpreter takes no NumPy array",
-    DType.UINT4: "the dtype uint4, for which LiteRT's interpreter takes no NumPy array",
-}
+_NOTES = {**{d: f"the dtype {d.value}, which LiteRT's converter cannot cast from or to"
+               for d in (DType.UINT64, DType.COMPLEX128)},
+          **{d: f"the dtype {d.value}, for which LiteRT's interpreter takes no NumPy array"
+             for d in (DType.INT4, DType.UINT4)}}
 
 
 def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[int, Sequence[str]]]) -> dict[str, Any]:

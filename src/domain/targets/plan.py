@@ -161,14 +161,13 @@ def refuse_record(plan: TargetPlan, name: str, record: ArtifactRecord, *, nr_wei
         effects = ", ".join(e.type_name for e in record.ordered_effects)
         raise ConversionError(plan.runtime, name, f"it has ordered effects ({effects}), which "
                               f"{plan.runtime} cannot run (it has no tokens).")
-    for i, (path, aval) in enumerate(zip(leaf_paths(record.in_tree), record.in_avals)):
-        why = plan.dtypes.why_not(aval.dtype, plan.runtime, weight=i < nr_weights)
+    arrays = [(path, aval, i < nr_weights) for i, (path, aval) in enumerate(zip(leaf_paths(record.in_tree),
+                                                                                 record.in_avals))]
+    arrays += [(f"flat result {i}", aval, False) for i, aval in enumerate(record.out_avals)]
+    for where, aval, weight in arrays:
+        why = plan.dtypes.why_not(aval.dtype, plan.runtime, weight=weight)
         if why is not None:
-            raise ConversionError(plan.runtime, name, f"{aval} is {why}", where=path)
-    for i, aval in enumerate(record.out_avals):
-        why = plan.dtypes.why_not(aval.dtype, plan.runtime)
-        if why is not None:
-            raise ConversionError(plan.runtime, name, f"{aval} is {why}", where=f"flat result {i}")
+            raise ConversionError(plan.runtime, name, f"{aval} is {why}", where=where)
 
 
 def refuse_custom_calls(plan: TargetPlan, name: str, custom_calls: Sequence[str],

@@ -33,6 +33,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import cast
 from jaxport.domain.converted.manifest import MANIFEST_FILE
 from jaxport.domain.errors import UsageError
 from .plan import TargetPlan
@@ -58,14 +59,12 @@ class TargetEntry:
     @property
     def plan(self) -> TargetPlan:
         """What the target refuses and checks (:class:`~.plan.TargetPlan`), from its domain module."""
-        plan: TargetPlan = importlib.import_module(self.domain).PLAN
-        return plan
+        return cast(TargetPlan, importlib.import_module(self.domain).PLAN)
 
     @property
     def options(self) -> type:
         """The target's options class (``OnnxOptions``), from its domain module."""
-        options: type = getattr(importlib.import_module(self.domain), self.options_class)
-        return options
+        return cast(type, getattr(importlib.import_module(self.domain), self.options_class))
 
     @property
     def manifest_path(self) -> str:

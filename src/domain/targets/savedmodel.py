@@ -150,11 +150,6 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: Saved
                               f"knows ({sorted(TF_PLATFORMS)})")
 
 
-def options_allow(options: SavedModelOptions) -> tuple[str, ...]:
-    """The custom calls the options let through (the plan's ``options_allow``)."""
-    return options.allowed_custom_calls
-
-
 PLAN = TargetPlan(
     runtime=SAVEDMODEL,
     dtypes=DtypeTable(frozenset(TF_DTYPES), bfloat16=BFloat16.NATIVE, notes={
@@ -167,7 +162,7 @@ PLAN = TargetPlan(
     check_host=check_host,
     describe=describe,
     refuse_function=refuse_function,
-    options_allow=options_allow,
+    options_allow=lambda options: options.allowed_custom_calls,  # the custom calls the options let through
 )
 
 
