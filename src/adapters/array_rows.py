@@ -1,4 +1,4 @@
-"""Batches made of rows and of other batches, with NumPy: the :class:`~jaxport.domain.serving.rows.RowArrays` port."""
+"""Batches made of rows and of other batches, with NumPy: the :class:`~jaxport.domain.serving.engine_ports.RowArrays` port."""
 
 from __future__ import annotations
 

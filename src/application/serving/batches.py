@@ -31,7 +31,7 @@ from jaxport.domain.errors import BatchRowError, CallError, JaxportError, UsageE
 from jaxport.domain.serving.batching import split_rows
 from jaxport.domain.serving.options import ServeOptions
 from jaxport.domain.serving.protocol import ServedFunction, WireTensor, batch_variable
-from jaxport.domain.serving.rows import RowArrays
+from jaxport.domain.serving.engine_ports import RowArrays
 from jaxport.domain.specs import ArraySpec
 from jaxport.adapters.array_rows import NumpyRows
 from jaxport.application.serving.functions import load_served
@@ -90,10 +90,19 @@ class BatchFunction:
             CallError (and its subclasses), ShapeAssertionError: the batch does not match the function
                 (an input missing or unknown, a wrong dtype or shape, columns of different lengths).
         """
+        leaves = self._checked(batch)
+        return dict(zip((t.name for t in self.outputs), self._run(leaves)))
+
+    def check(self, batch: Mapping[str, Any]) -> None:
+        """Checks a batch as :meth:`__call__` does, without running it (raises its errors)."""
+        self._checked(batch)
+
+    def _checked(self, batch: Mapping[str, Any]) -> list[Any]:
+        """The batch's arrays in flat order, checked by the call front."""
         leaves = self.function.wire.order_inputs(list(batch.items()))
         leaves = [self._column(k, leaf) for k, leaf in enumerate(leaves)]
         self.function.check(leaves)
-        return dict(zip((t.name for t in self.outputs), self._run(leaves)))
+        return leaves
 
     def rows(self, examples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The results of each example (one row: wire input name -> array without the batch axis), by wire name.

@@ -1,0 +1,66 @@
+"""jaxport's directories on the engines users already run: Ray Serve, Ray Data, Apache Beam.
+
+Each engine drives the batch interface (:mod:`jaxport.application.serving.batches`):
+the directory is loaded once per replica, actor or worker, by a loader that
+pickles by reference (``functools.partial(load_batches, path)``), so the
+engine ships only the path. Each engine is an optional extra (``ray``,
+``beam``) imported only here, when used; a converted directory runs on it
+without JAX.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from jaxport.domain.errors import MissingExtraError
+from jaxport.domain.serving.options import DEFAULT_MAX_BATCH_SIZE
+from jaxport.application.serving.batches import load_batches
+
+#: How long a Ray Serve request waits for others to join its batch, unless told otherwise (seconds).
+DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002
+
+
+def ray_serve_app(path: str | os.PathLike[str], *, name: str = "jaxport", num_replicas: int | str | None = 1,
+                  max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                  batch_wait_timeout_s: float = DEFAULT_BATCH_WAIT_TIMEOUT_S,
+                  autoscaling_config: Mapping[str, Any] | None = None,
+                  ray_actor_options: Mapping[str, Any] | None = None,
+                  max_ongoing_requests: int | None = None) -> Any:
+    """The directory at ``path`` as a Ray Serve application: ``serve.run(app, route_prefix="/")`` starts it.
+
+    Each replica loads the directory and runs its golden examples before Serve
+    counts it ready; its functions answer over Serve's HTTP proxy with the Open
+    Inference Protocol's JSON (``POST /v2/models/NAME/infer``, as ``jaxport
+    serve``) and through the handle (``handle.infer.remote(NAME, {wire name:
+    array})``). Concurrent requests to a function are joined by ``serve.batch``.
+
+    Args:
+        path: a bundle (its replicas need JAX) or a converted directory (its runtime only).
+        name: the deployment's name.
+        num_replicas: the replicas (Serve's ``num_replicas``; ``"auto"`` too); ignored with
+            ``autoscaling_config``.
+        max_batch_size: the most rows that one joined call holds.
+        batch_wait_timeout_s: how long the first waiting request waits for others.
+        autoscaling_config: Serve's autoscaling settings, passed through.
+        ray_actor_options: each replica's resources (``{"num_cpus": 1}``), passed through.
+        max_ongoing_requests: Serve's limit of requests a replica holds at once.
+
+    Raises:
+        MissingExtraError: Ray Serve (``jaxport[ray]``) is not installed.
+        ValueError: ``max_batch_size`` is below 1 or ``batch_wait_timeout_s`` below 0.
+    """
+    if max_batch_size < 1 or batch_wait_timeout_s < 0:
+        raise ValueError(f"max_batch_size must be at least 1 and batch_wait_timeout_s at least 0, not "
+                         f"{max_batch_size} and {batch_wait_timeout_s}")
+    try:
+        from jaxport.adapters.ray.serve_deployment import deployment_app
+    except ImportError as exc:
+        raise MissingExtraError("Ray Serve, which runs a directory's replicas on a Ray cluster,", "ray",
+                                exc) from exc
+    return deployment_app(functools.partial(load_batches, os.fspath(path)), name=name, num_replicas=num_replicas,
+                          max_batch_size=max_batch_size, batch_wait_timeout_s=batch_wait_timeout_s,
+                          autoscaling_config=autoscaling_config, ray_actor_options=ray_actor_options,
+                          max_ongoing_requests=max_ongoing_requests)
