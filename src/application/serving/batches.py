@@ -212,3 +212,38 @@ def load_batches(path: str | os.PathLike[str], *, max_rows: int | None = None,
     functions = load_checked(Path(path), ServeOptions()) if check_examples else load_served(path)
     rows = NumpyRows()
     return BatchModel([BatchFunction(f, rows, max_rows) for f in functions])
+
+
+class BatchPredictor:
+    """One function of a directory as a callable class that an engine builds once per worker: Ray Data's
+    ``map_batches`` takes it as it is (``ds.map_batches(BatchPredictor, fn_constructor_args=(path,),
+    batch_format="numpy", concurrency=2)``).
+
+    A batch is a mapping of columns (NumPy arrays, the batch along axis 0): the function's wire input names
+    are its inputs; the result is the batch's other columns with the outputs added by wire name.
+
+    Args:
+        path: a bundle or a converted directory (loaded, and its golden examples run, when built).
+        function: the function's name.
+        max_rows: as :func:`load_batches`.
+
+    Raises:
+        As :func:`load_batches`; CallError: the directory has no function ``function``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], function: str = "predict", *, max_rows: int | None = None) -> None:
+        self.function = load_batches(path, max_rows=max_rows)[function]
+
+    def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        """The batch's columns that are not inputs, and the outputs of its inputs, by wire name.
+
+        Raises:
+            As :meth:`BatchFunction.__call__`; CallError: a wire input is not a column of the batch.
+        """
+        names = {t.name for t in self.function.inputs}
+        missing = sorted(names - set(batch))
+        if missing:
+            raise CallError(f"The batch to '{self.function.name}' has no column(s) {missing}: its columns are "
+                            f"{sorted(batch)} and the function's inputs {sorted(names)}")
+        results = self.function({name: batch[name] for name in names})
+        return {**{k: v for k, v in batch.items() if k not in names}, **results}

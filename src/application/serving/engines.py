@@ -17,7 +17,7 @@ from typing import Any
 
 from jaxport.domain.errors import MissingExtraError
 from jaxport.domain.serving.options import DEFAULT_MAX_BATCH_SIZE
-from jaxport.application.serving.batches import load_batches
+from jaxport.application.serving.batches import BatchPredictor, load_batches
 
 #: How long a Ray Serve request waits for others to join its batch, unless told otherwise (seconds).
 DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002
@@ -64,3 +64,31 @@ def ray_serve_app(path: str | os.PathLike[str], *, name: str = "jaxport", num_re
                           max_batch_size=max_batch_size, batch_wait_timeout_s=batch_wait_timeout_s,
                           autoscaling_config=autoscaling_config, ray_actor_options=ray_actor_options,
                           max_ongoing_requests=max_ongoing_requests)
+
+
+def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "predict", *,
+                 concurrency: int | tuple[int, int] = 1, batch_size: int | None = None,
+                 num_cpus: float | None = None, max_rows: int | None = None) -> Any:
+    """A Ray ``Dataset`` scored by a function of the directory at ``path``: its other columns, and the
+    function's outputs by wire name (lazy, as Ray Data is; ``write_parquet`` or ``iter_batches`` runs it).
+
+    Each of ``concurrency`` actors (a number, or Ray's ``(min, max)`` for an autoscaling pool) loads the
+    directory once (:class:`~jaxport.application.serving.batches.BatchPredictor`) and scores NumPy
+    batches of the columns named as the function's wire inputs.
+
+    Args:
+        dataset: a ``ray.data.Dataset`` with a column per wire input (``arg0``).
+        batch_size: the rows of a batch (Ray's default where None; a multiple of a compiled size wastes no
+            padding on a target compiled per size).
+        num_cpus: the CPUs each actor holds (Ray's default where None).
+        max_rows: as :func:`~jaxport.application.serving.batches.load_batches`.
+
+    Raises:
+        MissingExtraError: Ray Data (``jaxport[ray]``) is not installed.
+    """
+    try:
+        from jaxport.adapters.ray.data import map_with
+    except ImportError as exc:
+        raise MissingExtraError("Ray Data, which scores a data set on a Ray cluster,", "ray", exc) from exc
+    return map_with(dataset, BatchPredictor, {"path": os.fspath(path), "function": function, "max_rows": max_rows},
+                    concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus)
