@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from jaxport.application.serving.service import serve as serve
     from jaxport.application.serving.engines import ray_serve_app as ray_serve_app
     from jaxport.application.serving.engines import ray_data_map as ray_data_map
+    from jaxport.application.serving.engines import beam_model_handler as beam_model_handler
     from jaxport.application.serving.batches import BatchModel as BatchModel
     from jaxport.application.serving.batches import BatchPredictor as BatchPredictor
     from jaxport.application.serving.batches import load_batches as load_batches
@@ -94,7 +95,7 @@ _LAZY = {
         "PytreeSerializationRegistry", "register_pytree_node_serialization", "register_namedtuple_serialization",
     ),
     "jaxport.application.serving.service": ("serve",),
-    "jaxport.application.serving.engines": ("ray_serve_app", "ray_data_map"),
+    "jaxport.application.serving.engines": ("ray_serve_app", "ray_data_map", "beam_model_handler"),
     "jaxport.application.serving.batches": ("load_batches", "BatchModel", "BatchPredictor"),
     "jaxport.adapters.jax.lowering.symbolic": ("symbolic_shape", "symbolic_args_specs", "poly_spec", "poly_specs"),
     "jaxport.application.verify_artifact": ("verify_artifact", "VerificationReport"),

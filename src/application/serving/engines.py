@@ -13,10 +13,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from jaxport.domain.errors import MissingExtraError
 from jaxport.domain.serving.options import DEFAULT_MAX_BATCH_SIZE
+from jaxport.application.conversion.model import is_converted, read_converted
 from jaxport.application.serving.batches import BatchPredictor, load_batches
 
 #: How long a Ray Serve request waits for others to join its batch, unless told otherwise (seconds).
@@ -92,3 +94,47 @@ def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "pr
         raise MissingExtraError("Ray Data, which scores a data set on a Ray cluster,", "ray", exc) from exc
     return map_with(dataset, BatchPredictor, {"path": os.fspath(path), "function": function, "max_rows": max_rows},
                     concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus)
+
+
+def beam_model_handler(path: str | os.PathLike[str], function: str = "predict", *,
+                       max_batch_size: int = DEFAULT_MAX_BATCH_SIZE, share_across_processes: bool = False,
+                       max_rows: int | None = None) -> Any:
+    """A function of the directory at ``path`` as Apache Beam's ``ModelHandler``, for ``RunInference``.
+
+    Each element is one example: its wire input names -> one row's array (without the batch axis); each
+    result a ``PredictionResult`` whose ``inference`` is the outputs by wire name. Each worker loads the
+    directory once and runs its golden examples. ``BatchElements`` joins at most ``max_batch_size``
+    examples (at most the largest compiled size of a target compiled per size).
+
+    Args:
+        path: a bundle (its workers need JAX) or a converted directory (its runtime only).
+        share_across_processes: one loaded copy per worker machine (Beam's ``share_model_across_processes``).
+        max_rows: as :func:`~jaxport.application.serving.batches.load_batches`.
+
+    Raises:
+        MissingExtraError: Apache Beam (``jaxport[beam]``) is not installed.
+        ValueError: ``max_batch_size`` is below 1.
+    """
+    if max_batch_size < 1:
+        raise ValueError(f"max_batch_size must be at least 1, not {max_batch_size}")
+    try:
+        from jaxport.adapters.beam.model_handler import JaxportModelHandler
+    except ImportError as exc:
+        raise MissingExtraError("Apache Beam, whose RunInference runs a directory over a data set,", "beam",
+                                exc) from exc
+    largest = largest_compiled_rows(path, function)
+    return JaxportModelHandler(functools.partial(load_batches, os.fspath(path), max_rows=max_rows), function,
+                               os.fspath(path), max_batch_size=min(max_batch_size, largest or max_batch_size),
+                               share_across_processes=share_across_processes)
+
+
+def largest_compiled_rows(path: str | os.PathLike[str], function: str) -> int | None:
+    """The largest batch that a target compiled per size compiled ``function`` of ``path`` for, read from its
+    manifest (its variants each bind one dimension variable); None where any size runs (a bundle, ONNX)."""
+    if not is_converted(Path(path)):
+        return None
+    manifest, _ = read_converted(path)
+    variants = next((f.variants for f in manifest.functions if f.name == function), ())
+    if not variants or any(len(v.dims) != 1 for v in variants):
+        return None
+    return max(value for v in variants for _, value in v.dims)
