@@ -10,11 +10,13 @@ serves every function of it:
 * through a ``DeploymentHandle``: ``handle.infer.remote(NAME, {wire name: array})``
   gives the results by wire name.
 
-A request is checked alone first (a bad one gets its own error, HTTP 400
+A request to a function whose inputs and outputs lead with one batch
+dimension is checked alone first (a bad one gets its own error, HTTP 400
 with ``Type: message``), then waits in the function's ``serve.batch``
 queue: ``max_batch_size`` counts rows, not requests; the joined batch runs
 on a thread, through the batch interface (split and padded onto compiled
-sizes), and each request gets its rows back.
+sizes), and each request gets its rows back. A function without a batch
+dimension runs each request alone.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class JaxportDeployment:
     def __init__(self, load: LoadBatches, max_batch_size: int, batch_wait_timeout_s: float) -> None:
         self.functions = dict(load())
         self._batched = {name: _batched(function, max_batch_size, batch_wait_timeout_s)
-                         for name, function in self.functions.items()}
+                         for name, function in self.functions.items() if function.batch_variable is not None}
 
     async def infer(self, function: str, batch: Mapping[str, Any]) -> dict[str, Any]:
         """The results of one request (wire input name -> array, the batch along axis 0), by wire name.
@@ -61,7 +63,11 @@ class JaxportDeployment:
         """
         target = self._function(function)
         target.check(batch)
-        result: dict[str, Any] = await self._batched[function](dict(batch))
+        batched = self._batched.get(function)
+        if batched is None:  # no batch dimension: requests are not joined
+            alone: dict[str, Any] = await asyncio.get_running_loop().run_in_executor(None, target, batch)
+            return alone
+        result: dict[str, Any] = await batched(dict(batch))
         return result
 
     async def __call__(self, request: Request) -> JSONResponse:

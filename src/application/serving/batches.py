@@ -53,10 +53,10 @@ class BatchFunction:
         self._arrays = arrays
         self._max_rows = max_rows
         try:
-            self.variable: str | None = batch_variable(function.wire)
+            self._variable: str | None = batch_variable(function.wire)
         except UsageError:
-            self.variable = None  # no batch dimension: a batch runs as it is, at the sizes it was exported for
-        self.compiled = function.compiled_sizes(self.variable) if self.variable else ()
+            self._variable = None  # no batch dimension: a batch runs as it is, at the sizes it was exported for
+        self.compiled = function.compiled_sizes(self._variable) if self._variable else ()
 
     @property
     def name(self) -> str:
@@ -72,6 +72,12 @@ class BatchFunction:
     def outputs(self) -> tuple[WireTensor, ...]:
         """The outputs a batch's results hold, by wire name, in flat order."""
         return self.function.wire.outputs
+
+    @property
+    def batch_variable(self) -> str | None:
+        """The dimension variable that every input and output leads with (None: batches run as they are,
+        and rows are not joined)."""
+        return self._variable
 
     @property
     def batch_sizes(self) -> tuple[int, ...]:
@@ -114,7 +120,7 @@ class BatchFunction:
         """
         if not examples:
             return []
-        if self.variable is None:
+        if self._variable is None:
             raise CallError(f"'{self.name}' has no batch dimension (its inputs and outputs do not all lead "
                             "with one dimension variable): call it with whole batches, not rows")
         ordered = []
@@ -156,12 +162,12 @@ class BatchFunction:
 
     def _run(self, leaves: list[Any]) -> list[Any]:
         """The flat results of a checked batch: split and padded onto the compiled sizes where needed."""
-        rows = int(leaves[0].shape[0]) if self.variable is not None else 0
-        chunks = split_rows(rows, self.compiled, self._max_rows) if self.variable is not None else []
+        rows = int(leaves[0].shape[0]) if self._variable is not None else 0
+        chunks = split_rows(rows, self.compiled, self._max_rows) if self._variable is not None else []
         if len(chunks) <= 1 and all(size == stop - start for start, stop, size in chunks):
             return list(self.function.run(leaves))
         if rows == 0:
-            raise CallError(f"An empty batch to '{self.name}': it was compiled for {self.variable} in "
+            raise CallError(f"An empty batch to '{self.name}': it was compiled for {self._variable} in "
                             f"{list(self.compiled)} only, and an empty batch has no row to pad with")
         parts = []
         for start, stop, size in chunks:

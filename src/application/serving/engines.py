@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jaxport.domain.errors import MissingExtraError
+from jaxport.domain.errors import MissingExtraError, UsageError
 from jaxport.domain.serving.options import DEFAULT_MAX_BATCH_SIZE
 from jaxport.application.conversion.model import is_converted, read_converted
 from jaxport.application.serving.batches import BatchPredictor, load_batches
@@ -138,3 +138,22 @@ def largest_compiled_rows(path: str | os.PathLike[str], function: str) -> int | 
     if not variants or any(len(v.dims) != 1 for v in variants):
         return None
     return max(value for v in variants for _, value in v.dims)
+
+
+def serve_on_ray(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
+                 replicas: int = 1, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                 batch_wait_timeout_s: float = DEFAULT_BATCH_WAIT_TIMEOUT_S) -> None:
+    """``jaxport serve PATH --engine ray``: :func:`ray_serve_app` on the Ray cluster that ``RAY_ADDRESS``
+    names (a local one without it), Serve's HTTP proxy on ``host:http_port``, until SIGTERM or SIGINT.
+
+    Raises:
+        MissingExtraError: Ray Serve (``jaxport[ray]``) is not installed.
+        UsageError: ``replicas`` is below 1.
+    """
+    if replicas < 1:
+        raise UsageError(f"--replicas must be at least 1, not {replicas}")
+    app = ray_serve_app(path, num_replicas=replicas, max_batch_size=max_batch_size,
+                        batch_wait_timeout_s=batch_wait_timeout_s)
+    from jaxport.adapters.ray.cluster import run_until_signalled  # installed: ray_serve_app imported Ray
+
+    run_until_signalled(app, name="jaxport", host=host, http_port=http_port)

@@ -50,6 +50,11 @@ class BatchPort(Protocol):
         ...
 
     @property
+    def batch_variable(self) -> str | None:
+        """The dimension variable every input and output leads with (None: requests are not joined)."""
+        ...
+
+    @property
     def batch_sizes(self) -> tuple[int, ...]:
         """The batch sizes that run without padding (empty: any size does)."""
         ...
