@@ -34,7 +34,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-runtime-only test-engines bench typecheck install clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-runtime-only test-engines bench-engines bench typecheck install clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -135,6 +135,10 @@ $(ENGINES)/.deps-installed: pyproject.toml
 
 test-engines: $(ENGINES)/.deps-installed $(LINK)
 	JAXPORT_ENGINE_TESTS=1 PYTHONPATH=$(CURDIR)/build/importroot $(ENGINES)/bin/python -m pytest -q tests/engines
+
+# The engines against a plain loop and `jaxport serve`, one run (benchmarks/test_engines.py; the figures are printed).
+bench-engines: $(ENGINES)/.deps-installed $(LINK)
+	PYTHONPATH=$(CURDIR)/build/importroot $(ENGINES)/bin/python -m pytest -q -s benchmarks/test_engines.py
 
 bench: $(RUNTIME_DEPS) install
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json
