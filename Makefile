@@ -120,10 +120,10 @@ test-runtime-only: $(RUNTIME_ONLY)/.deps-installed $(RUNTIME_DEPS) $(LINK)
 # ---- The engines (issue 51): Ray Serve, Ray Data and Apache Beam, in a venv of their own ----
 # apache-beam caps numpy below 2.5 (and pillow, cryptography) and Ray pulls a newer protobuf than TensorFlow
 # takes: neither fits the main venv. This one holds the engines' extras with JAX and ONNX (the tests write a
-# bundle and its ONNX directory) and KServe (the benchmark compares `jaxport serve`); tests/engines runs there
-# on a local Ray (2 CPUs, 127.0.0.1) and Beam's in-process DirectRunner.
+# bundle and its ONNX directory); tests/engines runs there on a local Ray (2 CPUs, 127.0.0.1) and Beam's
+# in-process DirectRunner. bench-engines adds KServe and pytest-benchmark (it compares `jaxport serve`).
 ENGINES := build/venv-engines
-ENGINES_EXTRAS := jax,onnx,ray,beam,serve
+ENGINES_EXTRAS := jax,onnx,ray,beam
 
 $(ENGINES)/.deps-installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found: run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -138,6 +138,8 @@ test-engines: $(ENGINES)/.deps-installed $(LINK)
 
 # The engines against a plain loop and `jaxport serve`, one run (benchmarks/test_engines.py; the figures are printed).
 bench-engines: $(ENGINES)/.deps-installed $(LINK)
+	$(ENGINES)/bin/python -m pip install --quiet ".[$(ENGINES_EXTRAS),serve]" "pytest-benchmark>=4"
+	$(ENGINES)/bin/python -m pip uninstall --quiet --yes jaxport
 	PYTHONPATH=$(CURDIR)/build/importroot $(ENGINES)/bin/python -m pytest -q -s benchmarks/test_engines.py
 
 bench: $(RUNTIME_DEPS) install

@@ -7,6 +7,9 @@ a batch of 7 rows on IREE runs split and padded onto the compiled sizes.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +92,20 @@ def test_a_bad_batch_is_refused_with_the_fronts_error(root: Path) -> None:
         predict({"arg0": model.rows(3), "x": model.rows(3)})
     with pytest.raises(CallError, match=r"No function 'nope' in this directory; it has \['predict'\]"):
         jaxport.load_batches(root / "onnx")["nope"]
+
+
+def test_a_converted_directory_runs_its_batches_and_loads_the_engines_glue_without_jax(root: Path) -> None:
+    code = ("import sys, numpy as np, jaxport, jaxport.application.serving.engines; "
+            f"out = jaxport.load_batches({str(root / 'onnx')!r})['predict']({{'arg0': np.zeros((2, 4), np.float32)}}); "
+            "print(out['y'].shape, sorted(m for m in ('jax', 'jaxlib', 'kserve', 'ray', 'apache_beam') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "(2, 3) []"
+
+
+def test_the_largest_compiled_batch_is_read_from_the_manifest(root: Path) -> None:
+    from jaxport.application.serving.engines import largest_compiled_rows
+
+    assert [largest_compiled_rows(root / d, "predict") for d in ("iree", "onnx", "bundle")] == [4, None, None]
