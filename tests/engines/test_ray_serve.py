@@ -62,7 +62,7 @@ def infer_http(port: int, prefix: str, body: Any) -> tuple[int, Any]:
 @pytest.mark.parametrize("name", ["onnx", "bundle"])
 def test_the_handle_gives_the_directorys_results(served: tuple[dict[str, Any], int], directories: Path,
                                                  name: str) -> None:
-    x = model.rows(5)
+    x = model.rows(12)  # more rows than max_batch_size (8): run alone, not through Serve's batch queue
     got = served[0][name].infer.remote("predict", {"arg0": x}).result(timeout_s=TIMEOUT_S)
     want = reference(directories, name, x)
     assert sorted(got) == ["norm", "y"]

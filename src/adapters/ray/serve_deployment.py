@@ -16,7 +16,7 @@ with ``Type: message``), then waits in the function's ``serve.batch``
 queue: ``max_batch_size`` counts rows, not requests; the joined batch runs
 on a thread, through the batch interface (split and padded onto compiled
 sizes), and each request gets its rows back. A function without a batch
-dimension runs each request alone.
+dimension, or a request of more rows than ``max_batch_size``, runs alone.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class JaxportDeployment:
 
     def __init__(self, load: LoadBatches, max_batch_size: int, batch_wait_timeout_s: float) -> None:
         self.functions = dict(load())
+        self._max_batch_size = max_batch_size
         self._batched = {name: _batched(function, max_batch_size, batch_wait_timeout_s)
                          for name, function in self.functions.items() if function.batch_variable is not None}
 
@@ -64,7 +65,8 @@ class JaxportDeployment:
         target = self._function(function)
         target.check(batch)
         batched = self._batched.get(function)
-        if batched is None:  # no batch dimension: requests are not joined
+        if batched is None or rows_of(batch) > self._max_batch_size:
+            # No batch dimension, or more rows than a joined call holds (Serve's queue refuses those): alone.
             alone: dict[str, Any] = await asyncio.get_running_loop().run_in_executor(None, target, batch)
             return alone
         result: dict[str, Any] = await batched(dict(batch))

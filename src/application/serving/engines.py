@@ -44,7 +44,7 @@ def ray_serve_app(path: str | os.PathLike[str], *, name: str = "jaxport", num_re
         name: the deployment's name.
         num_replicas: the replicas (Serve's ``num_replicas``; ``"auto"`` too); ignored with
             ``autoscaling_config``.
-        max_batch_size: the most rows that one joined call holds.
+        max_batch_size: the most rows that one joined call holds (a larger request runs alone).
         batch_wait_timeout_s: how long the first waiting request waits for others.
         autoscaling_config: Serve's autoscaling settings, passed through.
         ray_actor_options: each replica's resources (``{"num_cpus": 1}``), passed through.
