@@ -18,6 +18,7 @@ The figures go to ``extra_info`` and are printed; nothing asserts on them.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
 import subprocess
@@ -179,6 +180,7 @@ def measure(root: Path) -> dict[str, float]:
             figures[f"Ray Serve, {replicas} replica(s) requests/s"] = ray_serve_rate(model, replicas)
     finally:
         ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
     figures["jaxport serve --batch requests/s"] = jaxport_serve_rate(model, root / "serve.log")
     return figures
 
