@@ -34,7 +34,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-runtime-only bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-runtime-only test-engines bench-engines bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -77,6 +77,7 @@ test: $(RUNTIME_DEPS) typecheck web-deps
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
 	$(MAKE) test-oldest
 	$(MAKE) test-runtime-only
+	$(MAKE) test-engines
 
 $(OLDEST)/.deps-installed: pyproject.toml
 	@test -n "$(OLDEST_PYTHON)" || { echo "make: no Python 3.11 found for the oldest JAX (python3.11, $(PYENV_ROOT)/versions/3.11*): install it or run make OLDEST_PYTHON=/path/to/python3.11" >&2; exit 1; }
@@ -130,6 +131,31 @@ test-runtime-only: $(RUNTIME_ONLY)/.deps-installed $(RUNTIME_DEPS) $(LINK)
 	PYTHONPATH=$(CURDIR)/build/importroot $(PY) -m tests.helpers.runtime_only_fixtures $(RUNTIME_ONLY_FIXTURES)
 	JAXPORT_RUNTIME_ONLY_FIXTURES=$(CURDIR)/$(RUNTIME_ONLY_FIXTURES) \
 		$(RUNTIME_ONLY)/bin/python -m pytest -q -p no:cacheprovider tests/runtime_only
+
+# ---- The engines (issue 51): Ray Serve, Ray Data and Apache Beam, in a venv of their own ----
+# apache-beam caps numpy below 2.5 (and pillow, cryptography) and Ray pulls a newer protobuf than TensorFlow
+# takes: neither fits the main venv. This one holds the engines' extras with JAX and ONNX (the tests write a
+# bundle and its ONNX directory); tests/engines runs there on a local Ray (2 CPUs, 127.0.0.1) and Beam's
+# in-process DirectRunner. bench-engines adds KServe and pytest-benchmark (it compares `jaxport serve`).
+ENGINES := build/venv-engines
+ENGINES_EXTRAS := jax,onnx,ray,beam
+
+$(ENGINES)/.deps-installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found: run make PYTHON=/path/to/python3.12" >&2; exit 1; }
+	test -x $(ENGINES)/bin/python || $(PYTHON) -m venv $(ENGINES)
+	$(ENGINES)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(ENGINES)/bin/python -m pip install --quiet ".[$(ENGINES_EXTRAS)]" "pytest>=8"
+	$(ENGINES)/bin/python -m pip uninstall --quiet --yes jaxport
+	touch $@
+
+test-engines: $(ENGINES)/.deps-installed $(LINK)
+	JAXPORT_ENGINE_TESTS=1 PYTHONPATH=$(CURDIR)/build/importroot $(ENGINES)/bin/python -m pytest -q tests/engines
+
+# The engines against a plain loop and `jaxport serve`, one run (benchmarks/test_engines.py; the figures are printed).
+bench-engines: $(ENGINES)/.deps-installed $(LINK)
+	$(ENGINES)/bin/python -m pip install --quiet ".[$(ENGINES_EXTRAS),serve]" "pytest-benchmark>=4"
+	$(ENGINES)/bin/python -m pip uninstall --quiet --yes jaxport
+	PYTHONPATH=$(CURDIR)/build/importroot $(ENGINES)/bin/python -m pytest -q -s benchmarks/test_engines.py
 
 bench: $(RUNTIME_DEPS) install
 	$(PY) -m pytest -q benchmarks --benchmark-only --benchmark-columns=median,rounds --benchmark-json=build/bench.json

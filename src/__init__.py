@@ -48,6 +48,12 @@ if TYPE_CHECKING:
     from jaxport.adapters.jax.trees.registry import register_pytree_node_serialization as register_pytree_node_serialization
     from jaxport.application.export.serialization import deserialize as deserialize
     from jaxport.application.serving.service import serve as serve
+    from jaxport.application.serving.engines import ray_serve_app as ray_serve_app
+    from jaxport.application.serving.engines import ray_data_map as ray_data_map
+    from jaxport.application.serving.engines import beam_model_handler as beam_model_handler
+    from jaxport.application.serving.batches import BatchModel as BatchModel
+    from jaxport.application.serving.batches import BatchPredictor as BatchPredictor
+    from jaxport.application.serving.batches import load_batches as load_batches
     from jaxport.adapters.jax.lowering.symbolic import poly_spec as poly_spec
     from jaxport.adapters.jax.lowering.symbolic import poly_specs as poly_specs
     from jaxport.adapters.jax.lowering.symbolic import symbolic_args_specs as symbolic_args_specs
@@ -92,6 +98,8 @@ _LAZY = {
         "PytreeSerializationRegistry", "register_pytree_node_serialization", "register_namedtuple_serialization",
     ),
     "jaxport.application.serving.service": ("serve",),
+    "jaxport.application.serving.engines": ("ray_serve_app", "ray_data_map", "beam_model_handler"),
+    "jaxport.application.serving.batches": ("load_batches", "BatchModel", "BatchPredictor"),
     "jaxport.adapters.jax.lowering.symbolic": ("symbolic_shape", "symbolic_args_specs", "poly_spec", "poly_specs"),
     "jaxport.application.verify_artifact": ("verify_artifact", "VerificationReport"),
     "jaxport.domain.symbolic": ("SymbolicScope", "is_symbolic_dim"),

@@ -12,6 +12,7 @@ from .domain.errors import (
     ArtifactCallError,
     ArtifactCallValueError,
     ArtifactError,
+    BatchRowError,
     BundleError,
     BundleMismatchError,
     CacheConfigError,
@@ -58,7 +59,7 @@ from .domain.errors import (
 
 __all__ = [
     "ArtifactCallError", "ArtifactCallValueError",
-    "ArtifactError", "CacheConfigError", "CallError", "CallingConventionError", "ConsumerMismatchError",
+    "ArtifactError", "BatchRowError", "CacheConfigError", "CallError", "CallingConventionError", "ConsumerMismatchError",
     "DeviceCountError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "ExportedFieldError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "NonStringKeyError",

@@ -196,6 +196,20 @@ class ShapeMismatchError(CallError):
         )
 
 
+class BatchRowError(CallError):
+    """One row of a batch that an engine handed a function does not match it.
+
+    Attributes:
+        function: the function's name.
+        row: the row's index in its batch.
+        reason: what is wrong with it (the call front's message).
+    """
+
+    def __init__(self, function: str, row: int, reason: str) -> None:
+        self.function, self.row, self.reason = function, row, reason
+        super().__init__(f"Row {row} of the batch to '{function}' is refused: {reason}")
+
+
 class PlatformMismatchError(JaxportError, ValueError):
     """The function is called on a platform it was not exported for."""
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+from pathlib import Path
 
 import pytest
 
@@ -17,3 +19,14 @@ def _installed(module: str) -> bool:
 #: Skips a test module when IREE's compiler or runtime is missing (``pytestmark = requires_iree``).
 requires_iree = pytest.mark.skipif(not (_installed("iree.compiler") and _installed("iree.runtime")),
                                    reason="IREE is not installed (pip install 'jaxport[iree]')")
+
+
+def skip_folder_unless(env: str, run: str, folder: Path, items: list[pytest.Item]) -> None:
+    """Skips the collected tests under ``folder`` unless the environment variable ``env`` is set (by ``run``,
+    the make target that runs the folder in its own virtual environment)."""
+    if os.environ.get(env):
+        return
+    skip = pytest.mark.skip(reason=f"{run} sets {env}")
+    for item in items:
+        if folder in Path(str(item.fspath)).parents:
+            item.add_marker(skip)

@@ -12,17 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.extras import skip_folder_unless
+
 ENV = "JAXPORT_RUNTIME_ONLY_FIXTURES"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get(ENV):
-        return
-    skip = pytest.mark.skip(reason=f"the runtime-only run (make test-runtime-only) sets {ENV}")
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(skip)
+    skip_folder_unless(ENV, "the runtime-only run (make test-runtime-only)", Path(__file__).parent, items)
 
 
 @pytest.fixture(scope="session")

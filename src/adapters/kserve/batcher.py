@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxport.domain.serving.batching import largest_group, padded_rows, plan_groups, row_slices
 from jaxport.domain.serving.protocol import ServedFunction
+from jaxport.adapters.array_rows import join_rows
 
 
 @dataclass(frozen=True)
@@ -129,16 +130,8 @@ class AsyncioBatcher:
         rows = [int(leaves[0].shape[0]) for leaves in requests]
         total = sum(rows)
         size = padded_rows(total, self.compiled)
-        joined = [_join([r[i] for r in requests], size - total) for i in range(len(requests[0]))]
+        joined = [join_rows([r[i] for r in requests], size - total) for i in range(len(requests[0]))]
         outputs = [np.asarray(o) for o in self.function.run(joined)]
         self._report(BatchReport(self.function.name, len(requests), total, size - total))
         return [[o[start:stop] for o in outputs] for start, stop in row_slices(rows)]
 
-
-def _join(arrays: list[Any], padding: int) -> Any:
-    """The arrays concatenated along axis 0, then ``padding`` copies of the last real row."""
-    parts = [np.asarray(a) for a in arrays]
-    real = [p for p in parts if len(p)]
-    if padding and real:
-        parts.append(np.repeat(real[-1][-1:], padding, axis=0))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)

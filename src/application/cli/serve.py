@@ -39,6 +39,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help=f"how long a request waits for others to join it (default {DEFAULT_MAX_BATCH_DELAY_MS})")
     cmd.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
                      help=f"the largest request body, in bytes (default {DEFAULT_MAX_REQUEST_BYTES}, 64 MiB)")
+    cmd.add_argument("--engine", choices=("kserve", "ray"), default="kserve",
+                     help="kserve (default): this process serves REST and gRPC; ray: replicas on the Ray "
+                          "cluster that RAY_ADDRESS names, or a local one, behind Ray Serve's HTTP proxy at "
+                          "--host:--http-port (REST only; every function with a batch dimension joins "
+                          "requests; pip install 'jaxport[ray]')")
+    cmd.add_argument("--replicas", type=int, default=1, metavar="N",
+                     help="with --engine ray: the replicas, each loading PATH and passing its golden examples "
+                          "before it is ready (default 1)")
     cmd.set_defaults(handler=serve_directory)
 
 
@@ -49,6 +57,12 @@ def serve_directory(args: argparse.Namespace) -> int:
     from jaxport.application.serving.service import serve  # the record's modules: not for --help
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.engine == "ray":
+        from jaxport.application.serving.engines import serve_on_ray
+
+        serve_on_ray(args.path, host=args.host, http_port=args.http_port, replicas=args.replicas,
+                     max_batch_size=args.max_batch_size, batch_wait_timeout_s=args.max_batch_delay_ms / 1000)
+        return 0
     serve(args.path, host=args.host, http_port=args.http_port, grpc_port=args.grpc_port, batch=args.batch,
           max_batch_size=args.max_batch_size, max_batch_delay_ms=args.max_batch_delay_ms,
           max_request_bytes=args.max_request_bytes)

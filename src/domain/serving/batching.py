@@ -82,3 +82,31 @@ def row_slices(rows: Sequence[int]) -> list[tuple[int, int]]:
     [(0, 2), (2, 3), (3, 6)]
     """
     return [(end - count, end) for count, end in zip(rows, itertools.accumulate(rows))]
+
+
+
+def split_rows(rows: int, compiled: Sequence[int], max_rows: int | None = None) -> list[tuple[int, int, int]]:
+    """One batch of ``rows`` rows cut into calls: each call's ``(start, stop, size)``.
+
+    An engine hands a function a batch of whatever size its data has; a target
+    compiled per size runs it as consecutive slices of at most the largest
+    compiled size (capped by ``max_rows``), each padded up to the nearest
+    compiled size (``size``; the padding rows are dropped from the results).
+    Where any size runs (``compiled`` empty) the batch is one call, or slices
+    of ``max_rows``.
+
+    >>> split_rows(11, [1, 4, 8])
+    [(0, 8, 8), (8, 11, 4)]
+    >>> split_rows(5, []), split_rows(5, [], 2)
+    ([(0, 5, 5)], [(0, 2, 2), (2, 4, 2), (4, 5, 1)])
+
+    Raises:
+        ValueError: ``rows`` is below 0 or ``max_rows`` below 1.
+    """
+    if rows < 0:
+        raise ValueError(f"a batch cannot have {rows} rows")
+    step = largest_group(max_rows, compiled) if max_rows is not None else (max(compiled) if compiled else rows)
+    if step < 1:
+        return [(0, rows, padded_rows(rows, compiled))]
+    return [(start, min(start + step, rows), padded_rows(min(step, rows - start), compiled))
+            for start in range(0, rows, step)] or [(0, 0, padded_rows(0, compiled))]

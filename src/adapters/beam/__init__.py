@@ -1,0 +1,1 @@
+"""Apache Beam: jaxport models in RunInference (the `beam` extra)."""
