@@ -63,7 +63,7 @@ def test_a_variant_whose_binding_breaks_the_constraints_has_no_inputs_and_says_w
 
 
 def test_constraints_no_value_satisfies_are_refused_naming_the_function() -> None:
-    with pytest.raises(ArtifactError, match="'f' has no inputs: The artifact's symbolic constraints"):
+    with pytest.raises(ArtifactError, match="'f' has no inputs: The symbolic constraints"):
         smallest_inputs(_function([("b",)], ("b >= 5", "b <= 3")), Variant("f.onnx"))
 
 
