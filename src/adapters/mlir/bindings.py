@@ -86,3 +86,19 @@ def export_target_version() -> str:
 def serialize_portable_artifact(module: Any, target_version: str, mixed: bool) -> bytes:
     """``module`` as a portable artifact for ``target_version`` (``mixed``: keep Shardy ops)."""
     return bytes(_jax.mlir.serialize_portable_artifact(module, target_version, mixed))
+
+
+def operations(module: ir.Module) -> list[ir.Operation]:
+    """Every operation of ``module``, itself included, in walk (post-)order.
+
+    ``Operation.walk`` runs in C++ and calls back once per operation, so this is
+    linear in the module's size.
+    """
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found

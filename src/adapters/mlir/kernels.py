@@ -44,15 +44,9 @@ def kernels_form(module_bytes: bytes, mosaic: int | None) -> tuple[list[dict[str
     found: list[Kernel] = []
     rewritten = False
     with context:
-        ops: list[Any] = []
-
-        def visit(op: Any) -> Any:
-            if op.name == "stablehlo.custom_call":
-                ops.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        for op in ops:
+        for op in jaxlib_mlir.operations(module):
+            if op.name != "stablehlo.custom_call":
+                continue
             target = ir.StringAttr(op.attributes["call_target_name"]).value
             if target not in KERNEL_TARGETS:
                 continue

@@ -18,7 +18,7 @@ from jaxlib.version import __version__ as jaxlib_version
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.domain.ports import LoweredModule
 from jaxport.domain.symbolic import ArgDim, ShapePlan
-from .bindings import deserialize_portable_artifact, serialize_portable_artifact
+from .bindings import deserialize_portable_artifact, operations, serialize_portable_artifact
 
 if TYPE_CHECKING:
     # Imported where the policy's walk runs (an export): loading and calling read modules through this
@@ -43,28 +43,12 @@ class MlirStableHlo:
         from jaxport.domain.artifact.module_policy import OpKind
 
         kinds = {k.value: k for k in OpKind}
-        found: list[OpSite] = []
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            kind = kinds.get(op.name)
-            if kind is not None:
-                found.append(_site(kind, op))
-            return ir.WalkResult.ADVANCE
-
-        _ir(module).operation.walk(visit)
-        return found
+        return [_site(kinds[op.name], op) for op in operations(_ir(module)) if op.name in kinds]
 
     @staticmethod
     def op_names(module: LoweredModule) -> list[str]:
         """The names of all operations of ``module``, in walk order."""
-        names: list[str] = []
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            names.append(op.name)
-            return ir.WalkResult.ADVANCE
-
-        _ir(module).operation.walk(visit)
-        return names
+        return [op.name for op in operations(_ir(module))]
 
     def wrap_main(self, module: LoweredModule, *, plan: ShapePlan, dim_vars: tuple[str, ...],
                   has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],

@@ -33,6 +33,7 @@ from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
+from .bindings import operations
 from .module import MlirStableHlo
 
 _CALLEE = "jaxport_exported_main"
@@ -123,24 +124,16 @@ def portable(module: ir.Module, *, refine: bool, erase_custom_calls: frozenset[s
 
 def _erase_custom_calls(module: ir.Module, targets: frozenset[str]) -> None:
     """Erases the custom calls to ``targets``."""
-    erase: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
+    for op in operations(module):
         if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value in targets:
-            erase.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    for op in erase:
-        op.erase()
+            op.erase()
 
 
 def _drop_single_device_shardings(module: ir.Module) -> None:
     """Removes Shardy's annotations, which mean nothing on one device and which IREE does not parse:
     meshes, sharding constraints (each replaced by its operand) and ``sdy.*`` attributes."""
     erase: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
+    for op in operations(module):
         if op.name == "sdy.sharding_constraint":
             op.results[0].replace_all_uses_with(op.operands[0])
             erase.append(op)
@@ -153,9 +146,6 @@ def _drop_single_device_shardings(module: ir.Module) -> None:
                 op.attributes[list_name] = ir.ArrayAttr.get([
                     ir.DictAttr.get({a.name: a.attr for a in _named_attributes(d) if not a.name.startswith("sdy.")})
                     for d in ir.ArrayAttr(op.attributes[list_name])])
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
     for op in erase:
         op.erase()
 

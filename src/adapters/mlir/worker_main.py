@@ -95,19 +95,11 @@ def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
                                 tuple(None if d == dynamic else d for d in rt.shape))
             return MlirType(text, None)
 
-        targets: list[str] = []
-        shardy: list[bool] = []
-
-        def visit(op: Any) -> Any:
-            if op.name == "stablehlo.custom_call":
-                targets.append(ir.StringAttr(op.attributes["call_target_name"]).value)
-            if not shardy and _uses_shardy(op):
-                shardy.append(True)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        facts = ModuleFacts(tuple(describe(t) for t in ftype.inputs),
-                            tuple(describe(t) for t in ftype.results), tuple(targets), bool(shardy))
+        ops = jaxlib_mlir.operations(module)
+        targets = tuple(ir.StringAttr(op.attributes["call_target_name"]).value
+                        for op in ops if op.name == "stablehlo.custom_call")
+        facts = ModuleFacts(tuple(describe(t) for t in ftype.inputs), tuple(describe(t) for t in ftype.results),
+                            targets, any(_uses_shardy(op) for op in ops))
         version = stablehlo_version(module_bytes[:300]) or "1.0.0"
         again = jaxlib_mlir.serialize_portable_artifact(module, version, sdy)
     return facts.to_json(), again

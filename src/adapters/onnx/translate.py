@@ -73,7 +73,7 @@ def external_tensors(header: bytes, names: Sequence[str], location: str) -> list
 def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_names: Sequence[str],
               weights: Sequence[ExternalTensor] = (), metadata: Mapping[str, str] | None = None,
               producer_version: str = "", opset: int = DEFAULT_OPSET, ir_version: int = DEFAULT_IR_VERSION,
-              platform_index: int | None = None, max_opset: int | None = None) -> onnx.ModelProto:
+              max_opset: int | None = None) -> onnx.ModelProto:
     """The ONNX model of the exported function ``record``.
 
     Args:
@@ -88,9 +88,9 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
         max_opset: the newest opset an operation may raise the model to (by default ``opset``): an
             operation needing a newer one (``BitCast``: 26) is refused.
         ir_version: the ONNX IR version to write.
-        platform_index: the value of ``main``'s platform-index argument, if
-            any: by default the index of ``"cpu"`` in the record's platforms
-            (the branches of the module for other platforms are left out).
+
+    ``main``'s platform-index argument, if any, is the index of ``"cpu"`` in the
+    record's platforms (the branches for other platforms are left out).
 
     ``record`` has passed the ONNX target's plan
     (:data:`jaxport.domain.targets.onnx.PLAN`: one device, no ordered
@@ -104,8 +104,7 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     """
     name = record.function_name
     _check_signature(record, input_names, output_names, weights)
-    if platform_index is None:
-        platform_index = record.platforms.index("cpu") if "cpu" in record.platforms else 0
+    platform_index = record.platforms.index("cpu") if "cpu" in record.platforms else 0
     builder = GraphBuilder(name, reserved=[*input_names, *output_names])
     builder.opset[0], builder.max_opset = opset, max(opset, opset if max_opset is None else max_opset)
     context = jaxlib_mlir.make_context()

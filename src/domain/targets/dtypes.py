@@ -26,6 +26,11 @@ KEY_DATA = MappingProxyType({
     DType.KEY_UNSAFE_RBG: ("uint32", (4,)),
 })
 
+#: The booleans and the integers of 8 to 64 bits, which every target but LiteRT holds.
+BOOL_AND_INTEGERS = frozenset({
+    DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
+    DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64})
+
 #: The dtypes that can have a gradient (a VJP's cotangent of any other dtype is ``float0``,
 #: which XLA lowers to ``bool``).
 DIFFERENTIABLE = frozenset({

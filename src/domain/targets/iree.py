@@ -27,6 +27,7 @@ from jaxport.domain.artifact.record import DType
 from jaxport.domain.bundle.manifest import WEIGHTS_FILE
 from jaxport.domain.errors import TargetMismatchError
 from jaxport.domain.errors import ArtifactError, ConversionError
+from .dtypes import BOOL_AND_INTEGERS, DIFFERENTIABLE
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -220,12 +221,7 @@ def describe(details: Mapping[str, Any]) -> str:
 #: ``float8_e3m4``, ``float4_e2m1fn`` (its HAL has no element type for them),
 #: ``float8_e8m0fnu`` (it compiles, and computes wrong values), ``float0`` and the PRNG key
 #: types (:mod:`jaxport.domain.targets.dtypes`).
-IREE_DTYPES = frozenset({
-    DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
-    DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64,
-    DType.FLOAT16, DType.FLOAT32, DType.FLOAT64, DType.BFLOAT16,
-    DType.COMPLEX64, DType.COMPLEX128,
-    DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.FLOAT8_E4M3FNUZ, DType.FLOAT8_E5M2FNUZ})
+IREE_DTYPES = (BOOL_AND_INTEGERS | DIFFERENTIABLE) - {DType.FLOAT8_E4M3B11FNUZ}
 
 
 PLAN = TargetPlan(

@@ -36,6 +36,7 @@ from jaxport.domain.converted.numerics import Tolerance
 from jaxport.domain.converted.quantization import (
     INT4_WEIGHTS, INT8, INT8_DYNAMIC, INT8_WEIGHTS, check_mode, parse_tolerance)
 from jaxport.domain.errors import ConversionError, UsageError
+from .dtypes import BOOL_AND_INTEGERS
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -61,9 +62,7 @@ QUANTIZATIONS = (INT8_WEIGHTS, INT8_DYNAMIC, INT4_WEIGHTS, INT8)
 #: The weights of an int4 model are quantized in blocks of this many along the reduction.
 INT4_BLOCK = 32
 
-ONNX_DTYPES = frozenset({
-    DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8, DType.UINT16,
-    DType.UINT32, DType.UINT64, DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64})
+ONNX_DTYPES = BOOL_AND_INTEGERS | {DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64}
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 from jaxport.domain.artifact.platforms import callee_platform_indices
@@ -46,7 +45,7 @@ from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.converted.manifest import Signature
 from jaxport.domain.converted.wire_names import escape_segment
 from jaxport.domain.errors import ConversionError
-from .dtypes import DIFFERENTIABLE
+from .dtypes import BOOL_AND_INTEGERS, DIFFERENTIABLE
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -55,20 +54,12 @@ SAVEDMODEL = "a TensorFlow SavedModel"
 #: The signature TensorFlow Serving calls when a request names none.
 DEFAULT_SIGNATURE = "serving_default"
 
-#: The dtypes that TensorFlow's ``XlaCallModule`` carries, by TensorFlow's name for them.
+#: The dtypes that TensorFlow's ``XlaCallModule`` carries (TensorFlow names each as the artifact does).
 #: Left out: ``int4``/``uint4`` (TensorFlow 2.21 has the dtypes, but XlaCallModule on CPU
 #: returns wrong values for them), ``float4_e2m1fn`` (no CPU kernel takes it),
 #: ``float8_e4m3``, ``float8_e3m4``, ``float8_e8m0fnu`` (TensorFlow has no such dtype),
 #: ``float0`` and the PRNG key types (:mod:`jaxport.domain.targets.dtypes`).
-TF_DTYPES = MappingProxyType({
-    d: d.value for d in (
-        DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
-        DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64,
-        DType.FLOAT16, DType.FLOAT32, DType.FLOAT64, DType.BFLOAT16,
-        DType.COMPLEX64, DType.COMPLEX128,
-        DType.FLOAT8_E4M3FN, DType.FLOAT8_E5M2, DType.FLOAT8_E4M3FNUZ,
-        DType.FLOAT8_E5M2FNUZ, DType.FLOAT8_E4M3B11FNUZ)
-})
+TF_DTYPES = BOOL_AND_INTEGERS | DIFFERENTIABLE
 
 _REFUSED = re.compile(r"[^A-Za-z0-9_.\-/>]")
 _FIRST = re.compile(r"[A-Za-z0-9.]")
@@ -152,7 +143,7 @@ def refuse_function(signature: Signature, record: ArtifactRecord, options: Saved
 
 PLAN = TargetPlan(
     runtime=SAVEDMODEL,
-    dtypes=DtypeTable(frozenset(TF_DTYPES), bfloat16=BFloat16.NATIVE, notes={
+    dtypes=DtypeTable(TF_DTYPES, bfloat16=BFloat16.NATIVE, notes={
         d: f"the dtype {d.value}, for which TensorFlow's XlaCallModule returns wrong values on CPU"
         for d in (DType.INT4, DType.UINT4)}),
     platforms=frozenset(TF_PLATFORMS),
@@ -244,7 +235,7 @@ def _module_call(name: str, record: ArtifactRecord, versions: tuple[int, int], u
         raise ConversionError(SAVEDMODEL, name, f"the calling convention version "
                               f"{record.calling_convention_version} is outside [{lowest}..{highest}], "
                               "the versions that the installed TensorFlow's XlaCallModule accepts")
-    out_dtypes = tuple(_FLOAT0 if a.dtype is DType.FLOAT0 else TF_DTYPES[a.dtype] for a in record.out_avals)
+    out_dtypes = tuple(_FLOAT0 if a.dtype is DType.FLOAT0 else a.dtype.value for a in record.out_avals)
     return ModuleCall(
         module=record.mlir_module_serialized, version=record.calling_convention_version,
         platforms=tuple(TF_PLATFORMS[p] for p in record.platforms),
@@ -275,7 +266,7 @@ def plan_function(name: str, record: ArtifactRecord, signature: Signature, *, us
     caller = with_weights_bound(record, weights)
     call = _module_call(name, record, versions, uses_shardy)
     vjp = None if record.vjp is None else _module_call(name, record.vjp, versions, uses_shardy)
-    inputs = tuple(TensorPlan(n, TF_DTYPES[a.dtype], _shape(a)) for n, a in zip(signature.input_names, caller.in_avals))
+    inputs = tuple(TensorPlan(n, a.dtype.value, _shape(a)) for n, a in zip(signature.input_names, caller.in_avals))
     outputs = tuple(TensorPlan(n, dtype, shape) for n, dtype, shape in
                     zip(signature.output_names, call.out_dtypes, call.out_shapes))
     return FunctionPlan(name, record, caller, weights, inputs, outputs, call, vjp,
