@@ -83,7 +83,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_intact_and_no_temporary_f
         seen_midway.extend(listing(tmp_path))
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(atomic_files, "_write_all", half_then_fail)
+    monkeypatch.setattr(atomic_files, "write_all", half_then_fail)
     with pytest.raises(OSError, match="No space left on device"):
         jaxport.save(exported(), path)
     assert len(seen_midway) == 2 and "model.bin" in seen_midway  # the temporary sat next to it

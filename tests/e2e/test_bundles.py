@@ -216,8 +216,8 @@ def test_an_interrupted_save_leaves_the_previous_bundle_and_no_temporary(tmp_pat
     before = {name: (path / name).read_bytes() for name in os.listdir(path)}
     real = bundle_save.write_weights  # type: ignore[attr-defined]
 
-    def write_half_then_fail(stream: Any, *args: Any) -> None:
-        real(stream, *args)
+    def write_half_then_fail(stream: Any, **kwargs: Any) -> None:
+        real(stream, **kwargs)
         raise KeyboardInterrupt("interrupted while writing the weights")
 
     monkeypatch.setattr(bundle_save, "write_weights", write_half_then_fail)

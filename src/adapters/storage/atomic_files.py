@@ -17,13 +17,15 @@ threads).
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 _T = TypeVar("_T")
 _TRIES = 100
+_CHUNK = 1 << 24
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray, *, mode: int = 0o666) -> None:
@@ -44,7 +46,7 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray, *, m
     fd, tmp_name = create_beside(target, ".tmp", new_file(mode))
     try:
         with os.fdopen(fd, "wb") as tmp:
-            _write_all(tmp, data)
+            write_all(tmp, data)
             tmp.flush()
             os.fsync(tmp.fileno())
         os.replace(tmp_name, target)
@@ -55,12 +57,11 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray, *, m
     fsync_directory(target.parent)
 
 
-def _write_all(tmp: object, data: bytes | bytearray) -> None:
-    write = getattr(tmp, "write")
+def write_all(stream: BinaryIO, data: bytes | bytearray | memoryview | mmap.mmap) -> None:
+    """Writes ``data`` to ``stream`` in chunks of 16 MiB (a large buffer is never copied whole)."""
     view = memoryview(data)
-    # Chunks keep a failure mid-write (disk full) from half-writing the target.
-    for start in range(0, len(view), 1 << 20):
-        write(view[start:start + (1 << 20)])
+    for start in range(0, len(view), _CHUNK):
+        stream.write(view[start:start + _CHUNK])
 
 
 def fsync_directory(directory: Path) -> None:

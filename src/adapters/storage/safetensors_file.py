@@ -23,6 +23,7 @@ from typing import Any, BinaryIO, cast
 
 import numpy as np
 
+from jaxport.adapters.storage.atomic_files import write_all
 from jaxport.domain.bundle.manifest import WEIGHTS_FILE, Example, WeightRecord
 from jaxport.domain.bundle.checks import TensorEntry, check_weights_header
 from jaxport.domain.checked_directory import FileDigest, check_digest, check_size
@@ -31,7 +32,6 @@ from jaxport.domain.errors import ArtifactError
 ALIGNMENT = 64
 #: The largest header this reader accepts (as the safetensors library does).
 MAX_HEADER = 100 * 1024 * 1024
-_CHUNK = 1 << 24
 
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
@@ -71,9 +71,7 @@ def write_weights(stream: BinaryIO, header: bytes, order: Sequence[int], data: S
     """Writes a header from :func:`encode_header`, then the weights' bytes (``data``, in weight order)."""
     stream.write(header)
     for i in order:
-        view = data[i]
-        for start in range(0, len(view), _CHUNK):
-            stream.write(view[start:start + _CHUNK])
+        write_all(stream, data[i])
 
 
 class SafetensorsFile:

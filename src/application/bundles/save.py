@@ -11,9 +11,11 @@ import hashlib
 import json
 import os
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, BinaryIO
+from functools import partial
+from typing import Any
 
-from jaxport.adapters.storage.bundle_dir import sha256_later, write_bundle
+from jaxport.adapters.storage.atomic_files import write_all
+from jaxport.adapters.storage.bundle_dir import Writer, sha256_later, write_bundle
 from jaxport.adapters.jax.versions import this_producer
 from jaxport.adapters.jax.bundles.weights import stored_weight
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
@@ -136,19 +138,12 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
                         weights_header_sha256=hashlib.sha256(header).hexdigest(),
                         producer=this_producer(), examples=recorded.examples, generation=spec).to_json()
 
-    def write_params(stream: BinaryIO) -> None:
-        write_weights(stream, header, order, data)
-
-    files = {file: _writer(blob) for file, blob in blobs.items()}
-    files[WEIGHTS_FILE] = write_params
-    files.update((file, _writer(blob)) for file, blob in extra_files.items())
+    files: dict[str, Writer] = {file: partial(write_all, data=blob) for file, blob in blobs.items()}
+    files[WEIGHTS_FILE] = partial(write_weights, header=header, order=order, data=data)
+    files.update((file, partial(write_all, data=blob)) for file, blob in extra_files.items())
     if recorded.write is not None:
         files[EXAMPLES_FILE] = recorded.write
     write_bundle(path, files, manifest)
-
-
-def _writer(blob: bytes | bytearray) -> Any:
-    return lambda stream: stream.write(blob)
 
 
 def _checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -118,15 +118,19 @@ def load_artifact(path: str, *, allowed_custom_calls: Sequence[str] = ()) -> Exp
         raise ArtifactError(f"{path}: {exc}") from exc
 
 
-def bundle_function(path: str, bundle: Any, function: str) -> Any:
-    """The bound function ``function`` of the bundle loaded from ``path``.
+def pick(functions: Mapping[str, Any], name: str | None, what: str) -> Any:
+    """The function ``name`` of ``functions`` (the only one when ``name`` is None).
 
     Raises:
-        UsageError: the bundle has no such function (the message lists those it has).
+        UsageError: there is no such function, or several and none is named.
     """
-    if function not in bundle:
-        raise UsageError(f"bundle {path} has no function {function!r} (it has {', '.join(sorted(bundle))})")
-    return bundle[function]
+    if name is None:
+        if len(functions) != 1:
+            raise UsageError(f"{what} has functions {', '.join(functions)}: name one")
+        name = next(iter(functions))
+    if name not in functions:
+        raise UsageError(f"{what} has no function {name!r} (it has {', '.join(sorted(functions))})")
+    return functions[name]
 
 
 def read_artifact(path: str) -> ArtifactRecord:

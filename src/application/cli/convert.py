@@ -51,16 +51,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help="for a quantization calibrated on examples (--quantize int8): one example of "
                           "FUNCTION, in the layout of 'jaxport run --input' (arr_0, arr_1, ... and keyword "
                           "arrays by name; repeat; default: the bundle's golden examples)")
-    shared: dict[str, list[str]] = {}
+    helps: dict[str, tuple[Flag, list[str]]] = {}
     for name, line in COMMAND_LINE.items():
         for flag in line.flags:
-            shared.setdefault(flag.flag, []).append(f"{name}: {flag.help}")
-    added: set[str] = set()
-    for name, line in COMMAND_LINE.items():
-        for flag in line.flags:
-            if flag.flag not in added:  # a flag several targets have (--quantize): one help for all
-                added.add(flag.flag)
-                _add_flag(cmd, "; ".join(shared[flag.flag]), flag)
+            helps.setdefault(flag.flag, (flag, []))[1].append(f"{name}: {flag.help}")
+    for flag, texts in helps.values():  # a flag several targets have (--quantize): one help for all
+        _add_flag(cmd, "; ".join(texts), flag)
     cmd.set_defaults(handler=run_convert)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-from jaxport.application.cli.common import UsageError, check_writable, load_artifact, print_results
+from jaxport.application.cli.common import UsageError, check_writable, load_artifact, pick, print_results
 
 # The record's modules, NumPy and JAX load where used: `jaxport --help` loads none (tests/unit/test_purity.py;
 # figures: cli/main.py).
@@ -77,21 +77,6 @@ def run_artifact(args: argparse.Namespace) -> int:
 
 #: The dtypes NumPy stores as raw bytes (``|V2``, ``|V1``) in .npy files.
 _RAW = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
-
-
-def pick(functions: Mapping[str, Any], name: str | None, what: str) -> Any:
-    """The function ``name`` of ``functions`` (the only one when ``name`` is None).
-
-    Raises:
-        UsageError: there is no such function, or several and none is named.
-    """
-    if name is None:
-        if len(functions) != 1:
-            raise UsageError(f"{what} has functions {', '.join(functions)}: name one")
-        name = next(iter(functions))
-    if name not in functions:
-        raise UsageError(f"{what} has no function {name!r} (it has {', '.join(sorted(functions))})")
-    return functions[name]
 
 
 def call_converted(args: argparse.Namespace, function: Any) -> int:

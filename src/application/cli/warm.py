@@ -9,7 +9,7 @@ import argparse
 import os
 from typing import Any
 
-from jaxport.application.cli.common import Progress, UsageError, bundle_function, load_artifact
+from jaxport.application.cli.common import Progress, UsageError, load_artifact, pick
 from jaxport.application.cli.export import specs_of
 
 # JAX and the bundles' modules load where used: `jaxport --help` loads neither (tests/unit/test_purity.py;
@@ -91,7 +91,7 @@ def _bundle_targets(path: str, function: str | None, allowed: list[str],
     names = sorted(bundle) if function is None else [function]
     targets = []
     for name in names:
-        bound = bundle_function(path, bundle, name)
+        bound = pick(bundle, name, f"bundle {path}")
         targets.append((f"{path} {name}", bound.exported, [bound.params] if bound.takes_params else []))
     return targets
 

@@ -18,9 +18,11 @@ import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from jaxport.adapters.storage.atomic_files import write_all
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights, sha256_many
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
@@ -121,16 +123,10 @@ def _bundle_dir(root: Path) -> ConversionSource:
         functions.append(SourceFunction(entry.name, record, entry.takes_params))
     weights = read_weights(root, manifest.weights, manifest.weights_header_sha256)
     mapped = weights.buffer
-
-    def copy(stream: BinaryIO) -> None:
-        view = memoryview(mapped)
-        for start in range(0, len(view), 1 << 24):
-            stream.write(view[start:start + (1 << 24)])
-
     examples = read_function(root, manifest, EXAMPLES_FILE) if manifest.examples else b""
     spec = manifest.generation
     tokenizer = read_function(root, manifest, spec.tokenizer) if spec is not None and spec.tokenizer else b""
-    return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, copy,
+    return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, partial(write_all, data=mapped),
                             bytes(weights.header), manifest.examples, examples, str(root / WEIGHTS_FILE),
                             spec, tokenizer)
 
@@ -148,10 +144,7 @@ def _bundle(bundle: Bundle) -> ConversionSource:
     # The weights may be other than the bundle's saved ones (Bundle.with_params): digest these.
     weights = tuple(dataclasses.replace(w, sha256=d) for w, d in zip(manifest.weights, sha256_many(data)))
     header, order = encode_header(weights, {"format": FORMAT_NAME})
-
-    def write(stream: BinaryIO) -> None:
-        write_weights(stream, header, order, data)
-
+    write = partial(write_weights, header=header, order=order, data=data)
     # A loaded bundle no longer has its tokenizer's file: its spec goes without one.
     spec = None if manifest.generation is None else dataclasses.replace(manifest.generation, tokenizer=None)
     return ConversionSource(functions, manifest.params_tree, weights, write, header, generation=spec)
