@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import pkgutil
 from pathlib import Path
 
 import pytest
 
-import jaxport
+from tests.helpers.extras import importable_modules
 
-MODULES = sorted(["jaxport", *(m.name for m in pkgutil.walk_packages(jaxport.__path__, "jaxport.")
-                              if m.name != "jaxport.__main__")])  # that one is the command itself
+MODULES = importable_modules()
 
 
 def test_the_walk_finds_the_modules_of_every_layer() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import pickle
-import pkgutil
 import traceback
 
 import jax
@@ -16,12 +15,13 @@ import jaxport.errors
 from jaxport.domain import errors as domain_errors
 from jaxport.domain import errors as domain_errors
 from jaxport.errors import JaxportError
+from tests.helpers.extras import importable_modules
 
 
 def errors_defined_in_jaxport() -> set[type[JaxportError]]:
     """Every subclass of JaxportError in jaxport's modules, found by importing them all."""
-    for module in pkgutil.walk_packages(jaxport.__path__, "jaxport."):
-        importlib.import_module(module.name)
+    for name in importable_modules():
+        importlib.import_module(name)
     found: set[type[JaxportError]] = {JaxportError}
     todo: list[type[JaxportError]] = [JaxportError]
     while todo:

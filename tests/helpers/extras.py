@@ -21,6 +21,24 @@ requires_iree = pytest.mark.skipif(not (_installed("iree.compiler") and _install
                                    reason="IREE is not installed (pip install 'jaxport[iree]')")
 
 
+#: The adapters that import an engine at their head, by the package each needs: the engines run in a venv of
+#: their own (``make test-engines``), so the main venv cannot import these modules.
+ENGINE_ADAPTERS = {"jaxport.adapters.ray": "ray", "jaxport.adapters.beam": "apache_beam"}
+
+
+def importable_modules() -> list[str]:
+    """Every module of the package (``jaxport`` included, its ``__main__`` left out: that one is the
+    command itself), less the engine adapters whose engine is not installed here."""
+    import pkgutil
+
+    import jaxport
+
+    missing = [prefix for prefix, engine in ENGINE_ADAPTERS.items() if not _installed(engine)]
+    names = ["jaxport", *(m.name for m in pkgutil.walk_packages(jaxport.__path__, "jaxport.")
+                          if m.name != "jaxport.__main__")]
+    return sorted(n for n in names if not any(n == p or n.startswith(p + ".") for p in missing))
+
+
 def skip_folder_unless(env: str, run: str, folder: Path, items: list[pytest.Item]) -> None:
     """Skips the collected tests under ``folder`` unless the environment variable ``env`` is set (by ``run``,
     the make target that runs the folder in its own virtual environment)."""
