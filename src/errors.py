@@ -40,6 +40,7 @@ from .domain.errors import (
     PartitionerMismatchError,
     PlatformMismatchError,
     RankMismatchError,
+    SchedulerBusyError,
     ScopeMixingError,
     ShapeAssertionError,
     ShapeMismatchError,
@@ -71,5 +72,5 @@ __all__ = [
     "TargetMismatchError", "UncompiledSizeError",
     "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",
-    "UnsolvableDimensionError", "GenerationError", "GenerationSpecError",
+    "UnsolvableDimensionError", "GenerationError", "GenerationSpecError", "SchedulerBusyError",
 ]

@@ -580,3 +580,14 @@ class GenerationError(JaxportError, ValueError):
     def __init__(self, argument: str, detail: str) -> None:
         self.argument = argument
         super().__init__(f"generate: {argument}: {detail}")
+
+
+class SchedulerBusyError(JaxportError, RuntimeError):
+    """A generation server's queue is full, or it is draining: the request was not admitted.
+
+    Attributes: ``retry_after`` (seconds after which a retry may be admitted; None while draining).
+    """
+
+    def __init__(self, detail: str, retry_after: float | None) -> None:
+        self.retry_after = retry_after
+        super().__init__(detail)
