@@ -33,6 +33,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import math
 import signal
 import socket
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxport.domain.serving.generative import GenerativeModel
 from jaxport.domain.errors import CallError
 from jaxport.domain.serving.options import ServeOptions
 from jaxport.domain.serving.protocol import ServedFunction, batch_variable
@@ -47,6 +49,8 @@ from .batcher import AsyncioBatcher, BatchReport
 from .metrics import ServingMetrics
 
 from .model import FunctionModel, Refused, too_large  # first: it imports KServe with an empty sys.argv
+from .generation_metrics import generation_metrics
+from .openai_routes import PREFIX as OPENAI_PREFIX, OpenAIRoutes
 
 import grpc
 import uvicorn
@@ -169,7 +173,10 @@ class _BodyLimit:
     async def _refuse(self, scope: Any, send: Any, size: int | None) -> None:
         message = self.metrics.refused(_model_of(scope.get("path", "")), too_large(size, self.limit),
                                       kind="RequestTooLarge")
-        await JSONResponse(status_code=400, content={"error": message})(scope, _replay([]), send)
+        error: Any = message
+        if scope.get("path", "").startswith(OPENAI_PREFIX):  # OpenAI's error shape there
+            error = {"message": message, "type": "invalid_request_error", "param": None, "code": 400}
+        await JSONResponse(status_code=400, content={"error": error})(scope, _replay([]), send)
 
 
 def _replay(messages: list[dict[str, Any]], receive: Any = None) -> Callable[[], Any]:
@@ -276,28 +283,35 @@ class KServeServer:
         self._stop = asyncio.Event()
         self._batchers: list[AsyncioBatcher] = []
         self._executors: list[concurrent.futures.ThreadPoolExecutor] = []
+        self._generative: GenerativeModel | None = None
         self.http_port = options.http_port
         self.grpc_port = options.grpc_port
 
-    def run(self, load: Callable[[], Sequence[ServedFunction]]) -> None:
-        """Listens, loads the functions (``load``, on a thread), serves them until told to stop.
+    def run(self, load: Callable[[], Sequence[ServedFunction]],
+            generative: Callable[[], GenerativeModel] | None = None) -> None:
+        """Listens, loads the functions (``load``, on a thread) and the generative model (``generative``:
+        OpenAI's endpoints under ``/openai/v1``), serves them until told to stop.
 
         Raises:
             OSError: a port cannot be bound.
-            JaxportError: ``load`` refused the directory or an option (the servers stop first).
+            JaxportError: ``load`` or ``generative`` refused the directory or an option (the servers stop first).
         """
-        asyncio.run(self._main(load))
+        asyncio.run(self._main(load, generative))
 
-    async def _main(self, load: Callable[[], Sequence[ServedFunction]]) -> None:
+    async def _main(self, load: Callable[[], Sequence[ServedFunction]],
+                    generative: Callable[[], GenerativeModel] | None) -> None:
         options = self.options
         registry = ModelRepository()
         dataplane = _DataPlane(registry, self._state)
         extension = ModelRepositoryExtension(model_registry=registry)
         http_socket = _bind(options.host, options.http_port)
         self.http_port = http_socket.getsockname()[1]
-        app = _BodyLimit(_app(dataplane, extension, self.metrics), options.max_request_bytes, self.metrics)
+        routes = _app(dataplane, extension, self.metrics)
+        if generative is not None:
+            OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics()).mount(routes)
+        app = _BodyLimit(routes, options.max_request_bytes, self.metrics)
         http = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
-                                       timeout_graceful_shutdown=30))
+                                       timeout_graceful_shutdown=math.ceil(options.drain_seconds) + 5))
         rpc = grpc.aio.server(interceptors=(_StatusInterceptor(self.metrics),), options=[
             ("grpc.max_receive_message_length", options.max_request_bytes + GRPC_SLACK_BYTES),
             ("grpc.max_send_message_length", -1)])
@@ -316,6 +330,8 @@ class KServeServer:
         try:
             for function in await asyncio.to_thread(load):
                 registry.update(FunctionModel(function, self._runner(function), self.metrics))
+            if generative is not None:
+                self._generative = self._watched(await asyncio.to_thread(generative))
             self._state.ready = not self._stop.is_set()
             if self._state.ready:
                 logger.info("ready: %s", ", ".join(registry.get_models()))
@@ -323,6 +339,17 @@ class KServeServer:
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
             await self._shutdown(http, rpc, serving)
+
+    def _watched(self, model: GenerativeModel) -> GenerativeModel:
+        """``model``, its scheduler's gauges read at each scrape; says how it runs requests."""
+        stats = model.scheduler.stats
+        generation_metrics().watch(model.name, lambda: stats().running, lambda: stats().queued)
+        how = (f"requests join a batch of {self.options.max_slots} slots between steps"
+               if model.scheduler.continuous else "requests run one at a time (the model's decode shares one "
+                                                  "position across the batch)")
+        logger.info("OpenAI endpoints at %s for the model %r: %s, at most %d waiting", OPENAI_PREFIX, model.name,
+                    how, self.options.max_queue)
+        return model
 
     def _runner(self, function: ServedFunction) -> Callable[[list[Any]], Any]:
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"jaxport-{function.name}")
@@ -361,7 +388,9 @@ class KServeServer:
         self._state.ready = False
         logger.info("stopping: finishing the requests in flight")
         http.should_exit = True
-        await asyncio.gather(rpc.stop(grace=30), *(b.drain() for b in self._batchers), serving,
+        drains = [] if self._generative is None else [
+            asyncio.to_thread(self._generative.scheduler.close, self.options.drain_seconds)]
+        await asyncio.gather(rpc.stop(grace=30), *(b.drain() for b in self._batchers), *drains, serving,
                              return_exceptions=True)
         for executor in self._executors:
             executor.shutdown(wait=True)

@@ -8,7 +8,8 @@ import argparse
 from typing import Any
 
 from jaxport.domain.serving.options import (
-    DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES
+    DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_QUEUE,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SLOTS
 )
 
 
@@ -23,7 +24,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                     "every function is loaded and the directory's golden examples passed. A request "
                     "that does not match its function gets HTTP 400 / gRPC INVALID_ARGUMENT with "
                     "jaxport's message. SIGTERM drains: waiting batches run, requests in flight are "
-                    "answered, then the command exits. bfloat16 travels as FP32.")
+                    "answered, then the command exits. bfloat16 travels as FP32. A generative bundle "
+                    "or its conversion also gets OpenAI's completions and chat completions under "
+                    "/openai/v1 (streamed as server-sent events with stream=true).")
     cmd.add_argument("path", metavar="PATH", help="a bundle, or a directory that jaxport converted "
                                                    "(any target: IREE, a SavedModel, ...)")
     cmd.add_argument("--host", default="127.0.0.1",
@@ -39,6 +42,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help=f"how long a request waits for others to join it (default {DEFAULT_MAX_BATCH_DELAY_MS})")
     cmd.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
                      help=f"the largest request body, in bytes (default {DEFAULT_MAX_REQUEST_BYTES}, 64 MiB)")
+    cmd.add_argument("--max-slots", type=int, default=DEFAULT_MAX_SLOTS, metavar="N",
+                     help="a generative model's most requests at once: the rows of its decode batch, which "
+                          f"requests join between steps where the decode takes per-row positions (default "
+                          f"{DEFAULT_MAX_SLOTS})")
+    cmd.add_argument("--max-queue", type=int, default=DEFAULT_MAX_QUEUE, metavar="N",
+                     help=f"the most generation requests waiting for a slot; more get HTTP 429 with "
+                          f"Retry-After (default {DEFAULT_MAX_QUEUE})")
+    cmd.add_argument("--drain-seconds", type=float, default=DEFAULT_DRAIN_SECONDS, metavar="S",
+                     help="on SIGTERM, how long running generation requests may finish before they are "
+                          f"cancelled (default {DEFAULT_DRAIN_SECONDS:g})")
+    cmd.add_argument("--model-name", default=None, metavar="NAME",
+                     help="the generative model's name in OpenAI's requests (default: the directory's name)")
     cmd.add_argument("--engine", choices=("kserve", "ray"), default="kserve",
                      help="kserve (default): this process serves REST and gRPC; ray: replicas on the Ray "
                           "cluster that RAY_ADDRESS names, or a local one, behind Ray Serve's HTTP proxy at "
@@ -65,5 +80,6 @@ def serve_directory(args: argparse.Namespace) -> int:
         return 0
     serve(args.path, host=args.host, http_port=args.http_port, grpc_port=args.grpc_port, batch=args.batch,
           max_batch_size=args.max_batch_size, max_batch_delay_ms=args.max_batch_delay_ms,
-          max_request_bytes=args.max_request_bytes)
+          max_request_bytes=args.max_request_bytes, max_slots=args.max_slots, max_queue=args.max_queue,
+          drain_seconds=args.drain_seconds, model_name=args.model_name)
     return 0

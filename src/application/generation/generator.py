@@ -57,6 +57,11 @@ class Generator:
         #: For a batch size, the prompt lengths the prefill was compiled for (None: any).
         self._lengths = lengths
 
+    @property
+    def codec(self) -> TextCodec | None:
+        """The bundled tokenizer (None: token ids only)."""
+        return self._text
+
     @overload
     def generate(  # type: ignore[overload-overlap]  # a str is a Sequence[str]: it matches here first
             self, prompt: str, max_new_tokens: int = ..., *, temperature: float = ..., top_k: int | None = ...,

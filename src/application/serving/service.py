@@ -10,25 +10,34 @@ stack is KServe's (:mod:`jaxport.adapters.kserve.server`); KServe is the
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from jaxport.domain.errors import ArtifactError, MissingExtraError
+from jaxport.domain.serving.generative import GenerativeModel
 from jaxport.domain.serving.options import (
-    DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES, ServeOptions
+    DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_QUEUE,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SLOTS, ServeOptions
 )
 from jaxport.domain.serving.protocol import ServedFunction, batch_variable
 from jaxport.adapters.jax.installed import require_jax
 from jaxport.domain.path_kind import PathKind
+from jaxport.adapters.storage.bundle_dir import read_manifest
+from jaxport.application.conversion.model import read_converted
 from jaxport.application.serving.functions import has_examples, load_served, served_kind
 
 
 def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
           grpc_port: int = 8081, batch: Iterable[str] = (), max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
           max_batch_delay_ms: float = DEFAULT_MAX_BATCH_DELAY_MS,
-          max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
-    """Serves every function of ``path`` over REST and gRPC until SIGTERM or SIGINT.
+          max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, max_slots: int = DEFAULT_MAX_SLOTS,
+          max_queue: int = DEFAULT_MAX_QUEUE, drain_seconds: float = DEFAULT_DRAIN_SECONDS,
+          model_name: str | None = None) -> None:
+    """Serves every function of ``path`` over REST and gRPC until SIGTERM or SIGINT; a generative
+    bundle or its conversion also gets OpenAI's completions (and chat completions where a tokenizer
+    and a chat template are bundled) under ``/openai/v1``.
 
     The servers listen at once and report not ready (``/v2/health/ready``)
     until every function is loaded and the directory's golden examples (when
@@ -56,6 +65,11 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         max_batch_size: the most rows of one joined call.
         max_batch_delay_ms: how long a request waits for others to join it.
         max_request_bytes: the largest request body (default 64 MiB).
+        max_slots: a generative model's most requests at once (the rows of its decode batch, where
+            requests join between steps; else requests run one at a time).
+        max_queue: the most generation requests waiting (more: HTTP 429 with ``Retry-After``).
+        drain_seconds: on SIGTERM, how long running generation requests may finish before they are cancelled.
+        model_name: the generative model's name in OpenAI's requests (default: the directory's name).
 
     Raises:
         UsageError: an option is out of range, ``batch`` names a function that
@@ -70,7 +84,7 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         OSError: a port cannot be bound.
     """
     options = ServeOptions(host, http_port, grpc_port, tuple(batch), max_batch_size, max_batch_delay_ms,
-                           max_request_bytes)
+                           max_request_bytes, max_slots, max_queue, drain_seconds, model_name)
     try:  # the serve extra: importing this module (jaxport.serve) works without it
         from jaxport.adapters.kserve.server import KServeServer
         from jaxport.adapters.kserve.metrics import serving_metrics
@@ -78,7 +92,38 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         raise MissingExtraError("KServe, which serves the Open Inference Protocol,", "serve", exc) from exc
     if served_kind(path) is PathKind.BUNDLE:  # what the path is: said before anything listens
         require_jax()  # a bundle runs on JAX
-    KServeServer(options, serving_metrics()).run(lambda: load_checked(Path(path), options))
+    generative = None
+    if is_generative(path):
+        generative = functools.partial(load_generative, Path(path), options)
+    KServeServer(options, serving_metrics()).run(lambda: load_checked(Path(path), options), generative)
+
+
+def is_generative(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds a generation spec (read from its manifest only).
+
+    Raises:
+        ArtifactError: the manifest cannot be read.
+    """
+    if served_kind(path) is PathKind.BUNDLE:
+        return read_manifest(path).generation is not None
+    return read_converted(path)[0].generation is not None
+
+
+def load_generative(path: Path, options: ServeOptions) -> GenerativeModel:
+    """The generative model of ``path``, run by a scheduler of ``options.max_slots`` and ``options.max_queue``.
+
+    Raises:
+        GenerationError: the spec is missing or the options are out of range.
+        ArtifactError, MissingExtraError: as :func:`jaxport.load_generator`.
+    """
+    from jaxport.application.generation.api import load_generator  # the generative path only
+    from jaxport.application.generation.schedulers import scheduler_for
+
+    generator = load_generator(path)
+    chat = generator.render_chat if generator.spec.chat_template is not None else None
+    name = options.model_name or path.resolve().name
+    return GenerativeModel(name, generator.spec, generator.codec, chat,
+                           scheduler_for(generator, options.max_slots, options.max_queue))
 
 
 def load_checked(path: Path, options: ServeOptions) -> Sequence[ServedFunction]:

@@ -17,6 +17,12 @@ DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_BATCH_SIZE = 32
 #: How long the first waiting request of a batch waits for others, unless told otherwise.
 DEFAULT_MAX_BATCH_DELAY_MS = 2.0
+#: The most requests a generative model runs at once (the rows of its decode batch), unless told otherwise.
+DEFAULT_MAX_SLOTS = 8
+#: The most generation requests that wait for a slot, unless told otherwise.
+DEFAULT_MAX_QUEUE = 64
+#: How long SIGTERM lets running requests finish before it cancels them, unless told otherwise.
+DEFAULT_DRAIN_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +37,10 @@ class ServeOptions:
         max_batch_size: the most rows of one joined call.
         max_batch_delay_ms: how long a request waits for others to join it.
         max_request_bytes: the largest request body (REST) or message (gRPC) read.
+        max_slots: a generative model's most requests at once (its decode batch).
+        max_queue: the most generation requests waiting for a slot (more: refused, HTTP 429).
+        drain_seconds: on SIGTERM, how long requests in flight may finish before they are cancelled.
+        model_name: the name OpenAI's clients give a generative model (None: the directory's name).
 
     Raises:
         UsageError: a port, size, delay or limit is out of range, or two ports are one.
@@ -43,6 +53,10 @@ class ServeOptions:
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     max_batch_delay_ms: float = DEFAULT_MAX_BATCH_DELAY_MS
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_slots: int = DEFAULT_MAX_SLOTS
+    max_queue: int = DEFAULT_MAX_QUEUE
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    model_name: str | None = None
 
     def __post_init__(self) -> None:
         for name, port in (("http_port", self.http_port), ("grpc_port", self.grpc_port)):
@@ -56,6 +70,14 @@ class ServeOptions:
             raise UsageError(f"max_batch_delay_ms must be between 0 and an hour, not {self.max_batch_delay_ms}")
         if self.max_request_bytes < 1024:
             raise UsageError(f"max_request_bytes must be at least 1024, not {self.max_request_bytes}")
+        if self.max_slots < 1:
+            raise UsageError(f"max_slots must be at least 1, not {self.max_slots}")
+        if self.max_queue < 0:
+            raise UsageError(f"max_queue must be at least 0, not {self.max_queue}")
+        if not 0 <= self.drain_seconds <= 24 * 60 * 60:
+            raise UsageError(f"drain_seconds must be between 0 and a day, not {self.drain_seconds}")
+        if self.model_name is not None and not self.model_name.strip():
+            raise UsageError("model_name is empty: give the name clients ask for, or leave it out")
         if not self.host:
             raise UsageError("host is empty: give an address to bind, such as 127.0.0.1")
 

@@ -1,0 +1,294 @@
+"""OpenAI's completions, chat completions and model list, on the FastAPI app of ``jaxport serve``.
+
+Mounted where KServe mounts its own (``/openai/v1/...``), beside the v2
+endpoints; the request and response bodies are :mod:`.openai_schema`'s (see
+there why not KServe's). Every refusal has OpenAI's error shape:
+a bad request (a body that fails the schema too, which FastAPI would answer
+with 422) is HTTP 400 naming the field; an unknown model 404; a full queue
+429 with ``Retry-After``; a server not ready or draining 503. A streamed
+completion is one server-sent event per token, then ``data: [DONE]``. The
+model's tokens are awaited on worker threads, a short wait at a time, so
+that a client that went away is noticed between tokens and its request
+cancelled (its slot freed before the next step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
+
+from jaxport.domain.serving.generative import GenerativeModel, Piece, Prepared
+from jaxport.domain.errors import GenerationError, JaxportError, SchedulerBusyError
+from jaxport.domain.generation.scheduling import RequestStream
+from .generation_metrics import GenerationMetrics
+from .metrics import ServingMetrics
+from .openai_schema import (
+    AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionRequest, Completion, CompletionChoice,
+    CompletionRequest, ErrorBody, ErrorResponse, ModelCard, ModelList, Usage
+)
+
+logger = logging.getLogger("jaxport.serve")
+
+#: How long a worker thread waits for a token before the client is looked at again.
+WAIT_S = 0.25
+PREFIX = "/openai/v1"
+
+_Body = TypeVar("_Body", CompletionRequest, ChatCompletionRequest)
+_T = TypeVar("_T")
+
+
+class _Refusal(Exception):
+    """A request answered with OpenAI's error shape."""
+
+    def __init__(self, status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> None:
+        super().__init__(body.message)
+        self.status, self.body, self.headers = status, body, headers or {}
+
+    def response(self) -> Response:
+        return JSONResponse(ErrorResponse(error=self.body).model_dump(mode="json"), status_code=self.status,
+                            headers=self.headers)
+
+
+@dataclass
+class _Run:
+    """One admitted request, followed to its end."""
+
+    model: GenerativeModel
+    prepared: Prepared
+    stream: RequestStream
+    arrival: float
+    id: str = field(default_factory=lambda: f"cmpl-{uuid.uuid4().hex}")
+    created: int = field(default_factory=lambda: int(time.time()))
+    tokens: list[int] = field(default_factory=list)
+    first: float = 0.0
+    done: bool = False
+
+    def usage(self) -> Usage:
+        prompt = len(self.prepared.request.prompt)
+        return Usage(prompt_tokens=prompt, completion_tokens=len(self.tokens), total_tokens=prompt + len(self.tokens))
+
+
+@dataclass(frozen=True)
+class OpenAIRoutes:
+    """The routes of one server.
+
+    Args:
+        model: the served model once loaded and checked (None before: 503).
+        metrics: jaxport's counters (refusals); gen: generation's.
+    """
+
+    model: Callable[[], GenerativeModel | None]
+    metrics: ServingMetrics
+    gen: GenerationMetrics
+
+    def mount(self, app: FastAPI) -> None:
+        """Adds ``/openai/v1/models``, ``/completions`` and ``/chat/completions`` to ``app``."""
+        app.add_api_route(f"{PREFIX}/models", self.models, methods=["GET"])
+        app.add_api_route(f"{PREFIX}/completions", self.completions, methods=["POST"])
+        app.add_api_route(f"{PREFIX}/chat/completions", self.chat_completions, methods=["POST"])
+
+    async def models(self) -> Response:
+        """The served model, once it is ready."""
+        model = self.model()
+        cards = [] if model is None else [ModelCard(id=model.name, created=int(time.time()),
+                                                    max_model_len=model.spec.max_length or 0)]
+        return JSONResponse(ModelList(data=cards).model_dump(mode="json"))
+
+    async def completions(self, request: Request) -> Response:
+        """``POST /openai/v1/completions``."""
+        arrival = time.monotonic()
+        try:
+            body = _parse(CompletionRequest, await request.body())
+            model = self._model(body.model)
+            prepared = _checked(lambda: model.prepare(body.prompt, body.max_tokens, temperature=body.temperature,
+                                                      top_p=body.top_p, seed=body.seed, stop=body.stop))
+            run = self._submit(model, prepared, arrival)
+        except _Refusal as refusal:
+            return self._refused(refusal, request)
+        usage = body.stream_options is not None and body.stream_options.include_usage
+        if body.stream:
+            return _sse(self._events(run, request, _completion_chunk, usage))
+        return await self._whole(run, request, _completion)
+
+    async def chat_completions(self, request: Request) -> Response:
+        """``POST /openai/v1/chat/completions``, through the bundled chat template."""
+        arrival = time.monotonic()
+        try:
+            body = _parse(ChatCompletionRequest, await request.body())
+            model = self._model(body.model)
+            prompt = _checked(lambda: model.render_chat([m.model_dump() for m in body.messages]))
+            most = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
+            prepared = _checked(lambda: model.prepare(prompt, most, temperature=body.temperature,
+                                                      top_p=body.top_p, seed=body.seed, stop=body.stop))
+            run = self._submit(model, prepared, arrival)
+        except _Refusal as refusal:
+            return self._refused(refusal, request)
+        usage = body.stream_options is not None and body.stream_options.include_usage
+        if body.stream:
+            return _sse(self._events(run, request, _chat_chunk, usage))
+        return await self._whole(run, request, _chat)
+
+    def _model(self, name: str) -> GenerativeModel:
+        model = self.model()
+        if model is None:
+            raise _Refusal(503, ErrorBody(message="The model is not ready yet", type="server_error",
+                                          code="not_ready"))
+        if name != model.name:
+            raise _Refusal(404, ErrorBody(message=f"The model '{name}' does not exist; this server serves "
+                                                  f"'{model.name}'", type="invalid_request_error",
+                                          param="model", code="model_not_found"))
+        return model
+
+    def _submit(self, model: GenerativeModel, prepared: Prepared, arrival: float) -> _Run:
+        try:
+            stream = model.scheduler.submit(prepared.request)
+        except SchedulerBusyError as exc:
+            if exc.retry_after is None:
+                raise _Refusal(503, ErrorBody(message=str(exc), type="server_error", code="draining")) from exc
+            wait = str(max(1, math.ceil(exc.retry_after)))
+            raise _Refusal(429, ErrorBody(message=str(exc), type="rate_limit_error", code="queue_full"),
+                           {"Retry-After": wait}) from exc
+        except GenerationError as exc:
+            raise _bad(exc) from exc
+        return _Run(model, prepared, stream, arrival)
+
+    def _refused(self, refusal: _Refusal, request: Request) -> Response:
+        model = self.model()
+        self.metrics.refused(model.name if model is not None else "", refusal,
+                             kind=refusal.body.code if isinstance(refusal.body.code, str) else "InvalidRequest")
+        return refusal.response()
+
+    def _pieces(self, run: _Run) -> Iterator[Piece | None]:
+        for piece in run.model.pieces(run.prepared, run.stream, WAIT_S):
+            if piece is not None and piece.token is not None:
+                if not run.tokens:
+                    run.first = time.monotonic()
+                self.gen.token(run.model.name, len(run.tokens), run.first - run.arrival)
+                run.tokens.append(piece.token)
+            elif piece is not None:
+                run.done = True
+                self.gen.finished(run.model.name, len(run.tokens), time.monotonic() - run.first)
+            yield piece
+
+    async def _follow(self, run: _Run, request: Request) -> AsyncIterator[Piece]:
+        """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops."""
+        pieces = self._pieces(run)
+        try:
+            while not run.done:
+                piece = await asyncio.to_thread(next, pieces)
+                if piece is None:
+                    if await request.is_disconnected():
+                        logger.info("a client went away: its request to %r is cancelled", run.model.name)
+                        return
+                    continue
+                yield piece
+        finally:
+            if not run.done:
+                run.stream.cancel()
+
+    async def _events(self, run: _Run, request: Request, chunk: Callable[[_Run, Piece], str],
+                      usage: bool) -> AsyncIterator[str]:
+        try:
+            async for piece in self._follow(run, request):
+                if piece.finish == "cancelled":
+                    yield f"data: {_stopping().model_dump_json()}\n\n"
+                    return
+                yield f"data: {chunk(run, piece)}\n\n"
+        except JaxportError as exc:  # the model failed on this request: said in the stream, as OpenAI does
+            yield f"data: {_failed(run, exc).model_dump_json()}\n\n"
+            return
+        if usage:
+            yield f"data: {chunk(run, Piece(None, finish='usage'))}\n\n"
+        yield "data: [DONE]\n\n"
+
+    async def _whole(self, run: _Run, request: Request, answer: Callable[[_Run, str, str], str]) -> Response:
+        text, finish = [], None
+        try:
+            async for piece in self._follow(run, request):
+                text.append(piece.text)
+                finish = piece.finish
+        except JaxportError as exc:
+            return JSONResponse(_failed(run, exc).model_dump(mode="json"), status_code=500)
+        if finish is None:  # the client went away
+            return Response(status_code=499)
+        if finish == "cancelled":
+            return JSONResponse(_stopping().model_dump(mode="json"), status_code=503)
+        return Response(answer(run, "".join(text), finish), media_type="application/json")
+
+
+def _parse(kind: type[_Body], body: bytes) -> _Body:
+    try:
+        return kind.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(p) for p in first["loc"]) or None
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
+        raise _Refusal(400, ErrorBody(message=f"The request body is not a {kind.__name__}: {problems}",
+                                      type="invalid_request_error", param=param, code=400)) from exc
+
+
+def _checked(call: Callable[[], _T]) -> _T:
+    try:
+        return call()
+    except GenerationError as exc:
+        raise _bad(exc) from exc
+
+
+def _bad(exc: JaxportError) -> _Refusal:
+    param = exc.argument if isinstance(exc, GenerationError) else None
+    return _Refusal(400, ErrorBody(message=f"{type(exc).__name__}: {exc}", type="invalid_request_error",
+                                   param=param, code=400))
+
+
+def _stopping() -> ErrorResponse:
+    return ErrorResponse(error=ErrorBody(message="The server is shutting down: the request was cancelled",
+                                         type="server_error", code="draining"))
+
+
+def _failed(run: _Run, exc: JaxportError) -> ErrorResponse:
+    logger.error("a request to %r failed", run.model.name, exc_info=exc)
+    return ErrorResponse(error=ErrorBody(message=f"{type(exc).__name__}: {exc}", type="server_error", code=500))
+
+
+def _sse(events: AsyncIterator[str]) -> StreamingResponse:
+    return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+def _completion_chunk(run: _Run, piece: Piece) -> str:
+    if piece.finish == "usage":
+        return Completion(id=run.id, created=run.created, model=run.model.name, choices=[],
+                          usage=run.usage()).model_dump_json()
+    choice = CompletionChoice(text=piece.text, token_ids=[] if piece.token is None else [piece.token],
+                              finish_reason=piece.finish)
+    return Completion(id=run.id, created=run.created, model=run.model.name, choices=[choice]).model_dump_json()
+
+
+def _completion(run: _Run, text: str, finish: str) -> str:
+    choice = CompletionChoice(text=text, token_ids=run.tokens, finish_reason=finish)
+    return Completion(id=run.id, created=run.created, model=run.model.name, choices=[choice],
+                      usage=run.usage()).model_dump_json()
+
+
+def _chat_chunk(run: _Run, piece: Piece) -> str:
+    usage = run.usage() if piece.finish == "usage" else None
+    choices = [] if usage else [ChatChoice(delta=AssistantMessage(content=piece.text),
+                                           token_ids=[] if piece.token is None else [piece.token],
+                                           finish_reason=piece.finish)]
+    return ChatCompletion(id=run.id, object="chat.completion.chunk", created=run.created, model=run.model.name,
+                          choices=choices, usage=usage).model_dump_json()
+
+
+def _chat(run: _Run, text: str, finish: str) -> str:
+    choice = ChatChoice(message=AssistantMessage(content=text), token_ids=run.tokens, finish_reason=finish)
+    return ChatCompletion(id=run.id, object="chat.completion", created=run.created, model=run.model.name,
+                          choices=[choice], usage=run.usage()).model_dump_json()

@@ -1,0 +1,154 @@
+"""The bodies of OpenAI's completions and chat completions that jaxport serves, as pydantic models.
+
+Written here rather than taken from KServe: KServe 0.21's OpenAI stack
+(``kserve.protocol.rest.openai``) imports vLLM for its request and response
+types, and vLLM would pull a CUDA build of PyTorch of several GB into a
+server that runs JAX, ONNX Runtime, LiteRT or IREE. The ``openai`` package's
+own types describe responses only (it is a client), so the requests could
+not come from it either. Only the fields jaxport honours are accepted: any
+other field is refused by name rather than ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: A ``stop``: a text, texts, or token ids (jaxport's extension).
+Stop = str | list[str] | list[int] | None
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class StreamOptions(_Request):
+    """``stream_options``: whether the last chunk before ``[DONE]`` carries the usage."""
+
+    include_usage: bool = False
+
+
+class _Sampling(_Request):
+    """The fields both requests share."""
+
+    model: str
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    seed: int | None = None
+    stop: Stop = None
+    n: Literal[1] = 1
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    user: str | None = None
+
+
+class CompletionRequest(_Sampling):
+    """``POST /openai/v1/completions``: one prompt, text or token ids."""
+
+    prompt: str | list[int]
+
+
+class ChatMessage(_Request):
+    """One message of a conversation."""
+
+    role: str
+    content: str
+
+
+class ChatCompletionRequest(_Sampling):
+    """``POST /openai/v1/chat/completions``."""
+
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+
+
+class Usage(BaseModel):
+    """The tokens of a request."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class CompletionChoice(BaseModel):
+    """The one choice of a completion (or of a chunk of one); ``token_ids`` is jaxport's extension."""
+
+    index: int = 0
+    text: str
+    token_ids: list[int]
+    logprobs: None = None
+    finish_reason: str | None
+
+
+class Completion(BaseModel):
+    """A completion, or one chunk of a streamed one (``object``: ``text_completion`` both)."""
+
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: Usage | None = None
+
+
+class AssistantMessage(BaseModel):
+    """The reply of a chat completion, or a chunk's ``delta``."""
+
+    role: Literal["assistant"] | None = "assistant"
+    content: str | None = None
+
+
+class ChatChoice(BaseModel):
+    """The one choice of a chat completion (``message``) or of a chunk (``delta``)."""
+
+    index: int = 0
+    message: AssistantMessage | None = None
+    delta: AssistantMessage | None = None
+    token_ids: list[int]
+    logprobs: None = None
+    finish_reason: str | None
+
+
+class ChatCompletion(BaseModel):
+    """A chat completion (``chat.completion``) or one chunk of a streamed one (``chat.completion.chunk``)."""
+
+    id: str
+    object: Literal["chat.completion", "chat.completion.chunk"]
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage | None = None
+
+
+class ModelCard(BaseModel):
+    """One entry of ``GET /openai/v1/models``."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "jaxport"
+    max_model_len: int
+
+
+class ModelList(BaseModel):
+    """``GET /openai/v1/models``."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class ErrorBody(BaseModel):
+    """OpenAI's error: ``{"error": {"message", "type", "param", "code"}}``."""
+
+    message: str
+    type: str
+    param: str | None = None
+    code: int | str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """The body of every refused request."""
+
+    error: ErrorBody

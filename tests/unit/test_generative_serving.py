@@ -1,0 +1,106 @@
+"""The generative model behind the OpenAI endpoints, on fake ports: requests checked in OpenAI's terms, stop texts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from jaxport.domain.errors import GenerationError
+from jaxport.domain.generation.scheduling import (
+    FinishReason, GenerationRequest, RequestStream, SchedulerStats, StreamEvent
+)
+from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec
+from jaxport.domain.serving.generative import GenerativeModel, Piece
+
+VOCAB = 10
+
+
+class FakeCodec:
+    """One character per token: ``a`` is 0, ``b`` is 1, ..."""
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(c) - ord("a") for c in text]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return "".join(chr(ord("a") + i) for i in ids)
+
+
+class FakeStream:
+    """The tokens given, then LENGTH; remembers a cancel."""
+
+    def __init__(self, tokens: list[int]) -> None:
+        self.tokens, self.cancelled = list(tokens), False
+
+    def next(self, timeout: float) -> StreamEvent:
+        if self.cancelled:
+            return StreamEvent(None, FinishReason.CANCELLED)
+        return StreamEvent(self.tokens.pop(0)) if self.tokens else StreamEvent(None, FinishReason.LENGTH)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeScheduler:
+    continuous = False
+
+    def submit(self, request: GenerationRequest) -> RequestStream:
+        return FakeStream([])
+
+    def stats(self) -> SchedulerStats:
+        return SchedulerStats(0, 0, 0)
+
+    def close(self, grace: float) -> None:
+        pass
+
+
+def _model(text: bool = True) -> GenerativeModel:
+    spec = GenerationSpec(eos_ids=(9,), vocab_size=VOCAB, max_length=8,
+                          cache=(CacheLeaf("tok", "int32", ("b", 8), 0, 1),))
+
+    def render(messages: Sequence[Mapping[str, str]]) -> str:
+        return "".join(m["content"] for m in messages)
+
+    return GenerativeModel("m", spec, FakeCodec() if text else None, render if text else None, FakeScheduler())
+
+
+def test_a_request_is_checked_and_runs_to_the_end_of_the_cache_by_default() -> None:
+    prepared = _model().prepare("abc", None, temperature=0.0, top_p=1.0, seed=None, stop=[4])
+    assert prepared.request == GenerationRequest((0, 1, 2), 6, prepared.request.options, (4, 9))
+    assert _model().prepare([1], 2, temperature=0.5, top_p=0.9, seed=3, stop=None).request.options.seed == 3
+
+
+@pytest.mark.parametrize(("prompt", "max_tokens", "stop", "text", "message"), [
+    ("abc", None, None, False, r"prompt: text needs a tokenizer"),
+    ([1], None, "c", False, r"stop: text needs a tokenizer"),
+    (list(range(9)), None, None, True, r"prompt: 9 tokens are more than the cache holds \(8\)"),
+    ([1, 2], 8, None, True, r"max_tokens: a prompt of 2 tokens and 8 new ones need 9 cache slots"),
+    ([1, 12], None, None, True, r"prompt"),
+    ([1], None, [12], True, r"stop"),
+    ([1], None, "", True, r"stop: a stop text is empty"),
+    ("", None, None, True, r"prompt: the text is empty"),
+])
+def test_a_bad_request_names_its_field_in_openais_terms(prompt: str | list[int], max_tokens: int | None,
+                                                        stop: str | list[int] | None, text: bool,
+                                                        message: str) -> None:
+    with pytest.raises(GenerationError, match=message):
+        _model(text).prepare(prompt, max_tokens, temperature=1.0, top_p=1.0, seed=None, stop=stop)
+
+
+def test_a_stop_text_across_tokens_ends_the_text_where_it_begins_and_cancels_the_stream() -> None:
+    model = _model()
+    prepared = model.prepare("a", 6, temperature=0.0, top_p=1.0, seed=None, stop=["dc", "zz"])
+    stream = FakeStream([1, 2, 3, 2, 1])  # "bcdcb"
+    pieces = list(model.pieces(prepared, stream, 0.1))
+    assert pieces == [Piece(1, "b"), Piece(2, "c"), Piece(3, ""), Piece(2, ""), Piece(None, finish="stop")]
+    assert stream.cancelled
+    held = list(model.pieces(prepared, FakeStream([3, 3]), 0.1))  # "dd": held back, then not a stop
+    assert held == [Piece(3, ""), Piece(3, "d"), Piece(None, "d", finish="length")]
+
+
+def test_without_a_tokenizer_pieces_carry_ids_and_the_reason_it_ended() -> None:
+    model = _model(text=False)
+    prepared = model.prepare([1], 2, temperature=0.0, top_p=1.0, seed=None, stop=None)
+    assert list(model.pieces(prepared, FakeStream([5, 6]), 0.1)) == [Piece(5), Piece(6), Piece(None, finish="length")]
+    with pytest.raises(GenerationError, match="messages: the model 'm' has no chat template"):
+        model.render_chat([{"role": "user", "content": "x"}])
