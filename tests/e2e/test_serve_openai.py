@@ -115,7 +115,7 @@ def test_stop_texts_and_stop_ids_end_the_completion(jax_server: Server, generato
     ids = generator.generate([1, 2, 3], 12)
     cut = next(i for i in range(2, 12) if ids[i] not in ids[:i])
     answer = client(jax_server).completions.create(model="gpt", prompt=[1, 2, 3], max_tokens=12, temperature=0,
-                                                  stop=[ids[cut]])  # type: ignore[list-item]  # ids: jaxport's
+                                                  stop=[ids[cut]])  # ids: jaxport's extension
     assert token_ids(answer.choices[0]) == ids[:cut] and answer.choices[0].finish_reason == "stop"
     text = generator.codec.decode(ids)
     stop = text[len(text) // 2:len(text) // 2 + 2]
@@ -190,7 +190,7 @@ def test_over_the_queue_a_request_gets_429_with_retry_after(slow_server: Server)
     with pytest.raises(openai.RateLimitError) as refused:
         client(slow_server).completions.create(model="slow", prompt=[3], max_tokens=2)
     assert int(refused.value.response.headers["Retry-After"]) >= 1
-    assert refused.value.body["code"] == "queue_full"  # type: ignore[index]
+    assert refused.value.body["code"] == "queue_full"
     assert len([c for c in queued if c.choices and token_ids(c.choices[0])]) == 15
     running.close()
     assert slow_server.metric("jaxport_refused_requests_total", function="slow", error="queue_full") >= 1
