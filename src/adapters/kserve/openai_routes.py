@@ -50,9 +50,9 @@ _T = TypeVar("_T")
 class _Refusal(Exception):
     """A request answered with OpenAI's error shape."""
 
-    def __init__(self, status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int, body: ErrorBody, kind: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(body.message)
-        self.status, self.body, self.headers = status, body, headers or {}
+        self.status, self.body, self.kind, self.headers = status, body, kind, headers or {}
 
     def response(self) -> Response:
         return JSONResponse(ErrorResponse(error=self.body).model_dump(mode="json"), status_code=self.status,
@@ -142,11 +142,11 @@ class OpenAIRoutes:
         model = self.model()
         if model is None:
             raise _Refusal(503, ErrorBody(message="The model is not ready yet", type="server_error",
-                                          code="not_ready"))
+                                          code="not_ready"), "ModelNotReady")
         if name != model.name:
             raise _Refusal(404, ErrorBody(message=f"The model '{name}' does not exist; this server serves "
                                                   f"'{model.name}'", type="invalid_request_error",
-                                          param="model", code="model_not_found"))
+                                          param="model", code="model_not_found"), "ModelNotFound")
         return model
 
     def _submit(self, model: GenerativeModel, prepared: Prepared, arrival: float) -> _Run:
@@ -154,18 +154,20 @@ class OpenAIRoutes:
             stream = model.scheduler.submit(prepared.request)
         except SchedulerBusyError as exc:
             if exc.retry_after is None:
-                raise _Refusal(503, ErrorBody(message=str(exc), type="server_error", code="draining")) from exc
+                raise _Refusal(503, ErrorBody(message=str(exc), type="server_error", code="draining"),
+                               "Draining") from exc
             wait = str(max(1, math.ceil(exc.retry_after)))
             raise _Refusal(429, ErrorBody(message=str(exc), type="rate_limit_error", code="queue_full"),
-                           {"Retry-After": wait}) from exc
+                           "SchedulerBusyError", {"Retry-After": wait}) from exc
         except GenerationError as exc:
             raise _bad(exc) from exc
         return _Run(model, prepared, stream, arrival)
 
     def _refused(self, refusal: _Refusal, request: Request) -> Response:
         model = self.model()
-        self.metrics.refused(model.name if model is not None else "", refusal,
-                             kind=refusal.body.code if isinstance(refusal.body.code, str) else "InvalidRequest")
+        cause = refusal.__cause__
+        self.metrics.refused(model.name if model is not None else "",
+                             cause if isinstance(cause, Exception) else refusal, kind=refusal.kind)
         return refusal.response()
 
     def _pieces(self, run: _Run) -> Iterator[Piece | None]:
@@ -234,7 +236,8 @@ def _parse(kind: type[_Body], body: bytes) -> _Body:
         param = ".".join(str(p) for p in first["loc"]) or None
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
         raise _Refusal(400, ErrorBody(message=f"The request body is not a {kind.__name__}: {problems}",
-                                      type="invalid_request_error", param=param, code=400)) from exc
+                                      type="invalid_request_error", param=param, code=400),
+                       "MalformedRequest") from exc
 
 
 def _checked(call: Callable[[], _T]) -> _T:
@@ -247,7 +250,7 @@ def _checked(call: Callable[[], _T]) -> _T:
 def _bad(exc: JaxportError) -> _Refusal:
     param = exc.argument if isinstance(exc, GenerationError) else None
     return _Refusal(400, ErrorBody(message=f"{type(exc).__name__}: {exc}", type="invalid_request_error",
-                                   param=param, code=400))
+                                   param=param, code=400), type(exc).__name__)
 
 
 def _stopping() -> ErrorResponse:
