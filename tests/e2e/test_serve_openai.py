@@ -222,6 +222,20 @@ def test_sigterm_drains_the_running_streams_and_exits_0(slow: Path) -> None:
         assert server.stop() == 0, server.output()
 
 
+def test_past_the_drain_seconds_a_running_stream_is_cancelled_with_an_error_event(slow: Path) -> None:
+    server = Server(slow, ("--max-slots", "1", "--drain-seconds", "0"), slow.parent / "cut.log").start()
+    try:
+        chunks = iter(client(server).completions.create(model="slow", prompt=[1], max_tokens=15, stream=True))
+        next(chunks)
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        with pytest.raises(openai.APIError, match="shutting down"):
+            for _ in range(20):  # bounded: 14 tokens at most are left
+                next(chunks)
+    finally:
+        assert server.stop() == 0, server.output()
+
+
 def _post(server: Server, route: str, body: dict[str, Any] | bytes) -> tuple[int, Any]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     request = urllib.request.Request(f"http://{server.url}/openai/v1/{route}", data=data,
