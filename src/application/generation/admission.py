@@ -4,7 +4,8 @@
 worker thread, the only one that touches the model's runner (its steps block);
 the worker takes the queued requests in the order they came, as
 :class:`Job`\\ s, and a concrete scheduler says how it runs them
-(:mod:`~jaxport.application.generation.serial`: one at a time). A :class:`Job` is also
+(:mod:`~jaxport.application.generation.serial`: one at a time;
+:mod:`~jaxport.application.generation.continuous`: joining between steps). A :class:`Job` is also
 the request's :class:`~jaxport.domain.generation.scheduling.RequestStream`:
 the worker puts its events, the caller takes them.
 """
@@ -19,6 +20,12 @@ from collections.abc import Callable
 
 from jaxport.domain.errors import GenerationError, SchedulerBusyError
 from jaxport.domain.generation.scheduling import FinishReason, GenerationRequest, SchedulerStats, StreamEvent
+
+
+def check_count(name: str, value: int, least: int) -> None:
+    """Raises GenerationError naming ``name`` unless ``value`` is an int of at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise GenerationError(name, f"{value!r} is not a count of at least {least}")
 
 
 class Job:
@@ -93,9 +100,8 @@ class WorkerScheduler:
     """
 
     def __init__(self, check: Callable[[GenerationRequest], object], slots: int, max_queue: int) -> None:
-        for name, value, least in (("max_slots", slots, 1), ("max_queue", max_queue, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise GenerationError(name, f"{value!r} is not a count of at least {least}")
+        check_count("max_slots", slots, 1)
+        check_count("max_queue", max_queue, 0)
         self._check = check
         self._slots = slots
         self._max_queue = max_queue
