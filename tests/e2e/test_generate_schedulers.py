@@ -43,6 +43,7 @@ class Gated:
         self.gate.set()
         self.permits = threading.Semaphore(0)
         self.waiting = threading.Event()  # a step waits for a permit
+        self.fail = False  # each step raises, as a runtime that lost its device
         self.steps: list[tuple[str, tuple[tuple[int, ...], ...]]] = []
 
     def start(self, batch: int) -> None:
@@ -58,6 +59,8 @@ class Gated:
             self.permits.acquire(timeout=WAIT)
             self.waiting.clear()
         self.steps.append((function, batch.positions))
+        if self.fail:
+            raise RuntimeError("the device is gone")
 
     def open(self) -> None:
         self.gate.set()
@@ -238,6 +241,16 @@ def test_a_request_joins_the_running_decode_at_the_next_step(model: tuple[str, P
     # The second came while the fourth step waited: prefilled into slot 1 after it, then in every decode.
     assert [f for f, _ in runner.steps[:6]] == ["prefill@0", "decode", "decode", "decode", "prefill@1", "decode"]
     assert runner.steps[5][1] == ((4,), (2,), (0,), (0,))
+
+
+def test_a_runtime_that_fails_ends_the_request_with_an_error_and_the_next_one_runs(
+        held_model: tuple[str, Scheduler, Gated]) -> None:
+    kind, scheduler, runner = held_model
+    runner.fail = True
+    with pytest.raises(GenerationError, match="model: the model's runtime failed: RuntimeError: the device is gone"):
+        stream_tokens(scheduler.submit(REQUESTS[0]), WAIT)
+    runner.fail = False
+    assert stream_tokens(scheduler.submit(REQUESTS[2]), WAIT)[0] == gpt.reference(kind.startswith("serial"), [7], 6)
 
 
 def test_close_lets_admitted_requests_finish_within_its_grace(held_model: tuple[str, Scheduler, Gated]) -> None:

@@ -28,6 +28,13 @@ def check_count(name: str, value: int, least: int) -> None:
         raise GenerationError(name, f"{value!r} is not a count of at least {least}")
 
 
+def model_failed(exc: Exception) -> GenerationError:
+    """The error a request's stream raises when the model's runtime failed with ``exc``."""
+    error = GenerationError("model", f"the model's runtime failed: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
+
+
 class Job:
     """One admitted request and its stream (a :class:`~jaxport.domain.generation.scheduling.RequestStream`).
 
@@ -112,7 +119,7 @@ class WorkerScheduler:
         self._closed = False
         self._deadline = float("inf")
         self._seconds = 1.0  # a request's recent time in a slot (a moving average): the retry hint
-        self._worker = threading.Thread(target=self._serve, name=f"jaxport-{type(self).__name__}", daemon=True)
+        self._worker = threading.Thread(target=self._work, name=f"jaxport-{type(self).__name__}", daemon=True)
         self._worker.start()
 
     def submit(self, request: GenerationRequest) -> Job:
@@ -155,6 +162,19 @@ class WorkerScheduler:
     def _serve(self) -> None:
         """The worker thread: runs the admitted jobs until the scheduler is closed and none is left."""
         raise NotImplementedError
+
+    def _work(self) -> None:
+        """:meth:`_serve`; should it fail, the scheduler closes and the queued jobs end with the error
+        (the running ones are the subclass's to end), so that no caller waits on a dead worker."""
+        try:
+            self._serve()
+        except Exception as exc:
+            with self._lock:
+                self._closed = True
+                left, self._pending = list(self._pending), deque()
+            for job in left:
+                job.fail(model_failed(exc))
+            raise
 
     def _take(self, block: bool) -> Job | None:
         """The oldest queued job, now running (None: none is queued; with ``block``, waits for one

@@ -15,9 +15,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from jaxport.application.generation.admission import Job, WorkerScheduler
+from jaxport.application.generation.admission import Job, WorkerScheduler, model_failed
 from jaxport.application.generation.generator import Generator
-from jaxport.application.generation.serial import model_failed
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import Sampler, SlotRunner
 from jaxport.domain.ports import HostArray
