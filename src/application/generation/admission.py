@@ -98,7 +98,8 @@ class WorkerScheduler:
     A request is refused when the queue holds ``max_queue`` requests beyond
     those the free slots will take at the next step. A subclass runs the jobs
     in :meth:`_serve` (on the worker thread), taking them with :meth:`_take`
-    and handing each one back with :meth:`_release`.
+    and handing each one back with :meth:`_release`; it sets its own fields before calling this
+    constructor, which starts the worker.
 
     Args:
         check: checks a request on submit (raises GenerationError naming the argument).

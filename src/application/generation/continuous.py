@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from jaxport.application.generation.admission import Job, WorkerScheduler, model_failed
+from jaxport.application.generation.admission import Job, WorkerScheduler, check_count, model_failed
 from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import Sampler, SlotRunner
@@ -55,7 +55,8 @@ class ContinuousScheduler(WorkerScheduler):
     def __init__(self, generator: Generator, runner: SlotRunner, max_slots: int, max_queue: int) -> None:
         self._generator = generator
         self._runner = runner
-        self._rows: list[_Row | None] = [None] * max_slots if isinstance(max_slots, int) else []
+        check_count("max_slots", max_slots, 1)
+        self._rows: list[_Row | None] = [None] * max_slots
         self.decode_steps = 0
         super().__init__(lambda r: generator.check([r.prompt], r.max_new_tokens, r.options, r.stop), max_slots,
                          max_queue)
