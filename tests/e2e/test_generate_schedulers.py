@@ -9,6 +9,9 @@ itself. Every wait is bounded.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -295,3 +298,25 @@ def _admits(scheduler: Scheduler) -> bool:
     except SchedulerBusyError as exc:
         return exc.retry_after is not None  # a full queue, not a closed scheduler
     return True
+
+
+CHILD = """
+import json, sys
+import jaxport
+from jaxport.application.generation.schedulers import scheduler_for
+from jaxport.domain.generation.scheduling import GenerationRequest, stream_tokens
+scheduler = scheduler_for(jaxport.load_generator(sys.argv[1]), 2, 0)
+streams = [scheduler.submit(GenerationRequest((1, 2, 3), 4)), scheduler.submit(GenerationRequest((4,), 4))]
+print(json.dumps([stream_tokens(s, 60)[0] for s in streams] + [scheduler.continuous]))
+scheduler.close(0.0)
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib"))))
+"""
+
+
+@pytest.mark.parametrize("model", ["continuous-onnx"], indirect=True)
+def test_the_continuous_scheduler_serves_an_onnx_directory_without_importing_jax(model: tuple[str, Path]) -> None:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(model[1])], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    tokens, loaded = out.stdout.strip().splitlines()[-2:]
+    assert json.loads(tokens) == [gpt.reference(False, [1, 2, 3], 4), gpt.reference(False, [4], 4), True]
+    assert json.loads(loaded) == []
