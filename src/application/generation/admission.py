@@ -4,7 +4,8 @@
 worker thread, the only one that touches the model's runner (its steps block);
 the worker takes the queued requests in the order they came, as
 :class:`Job`\\ s, and a concrete scheduler says how it runs them
-(:mod:`~jaxport.application.generation.serial`: one at a time). A :class:`Job` is also
+(:mod:`~jaxport.application.generation.serial`: one at a time;
+:mod:`~jaxport.application.generation.continuous`: joining between steps). A :class:`Job` is also
 the request's :class:`~jaxport.domain.generation.scheduling.RequestStream`:
 the worker puts its events, the caller takes them.
 """
@@ -19,6 +20,19 @@ from collections.abc import Callable
 
 from jaxport.domain.errors import GenerationError, SchedulerBusyError
 from jaxport.domain.generation.scheduling import FinishReason, GenerationRequest, SchedulerStats, StreamEvent
+
+
+def check_count(name: str, value: int, least: int) -> None:
+    """Raises GenerationError naming ``name`` unless ``value`` is an int of at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise GenerationError(name, f"{value!r} is not a count of at least {least}")
+
+
+def model_failed(exc: Exception) -> GenerationError:
+    """The error a request's stream raises when the model's runtime failed with ``exc``."""
+    error = GenerationError("model", f"the model's runtime failed: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 class Job:
@@ -84,7 +98,8 @@ class WorkerScheduler:
     A request is refused when the queue holds ``max_queue`` requests beyond
     those the free slots will take at the next step. A subclass runs the jobs
     in :meth:`_serve` (on the worker thread), taking them with :meth:`_take`
-    and handing each one back with :meth:`_release`.
+    and handing each one back with :meth:`_release`; it sets its own fields before calling this
+    constructor, which starts the worker.
 
     Args:
         check: checks a request on submit (raises GenerationError naming the argument).
@@ -93,9 +108,8 @@ class WorkerScheduler:
     """
 
     def __init__(self, check: Callable[[GenerationRequest], object], slots: int, max_queue: int) -> None:
-        for name, value, least in (("max_slots", slots, 1), ("max_queue", max_queue, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise GenerationError(name, f"{value!r} is not a count of at least {least}")
+        check_count("max_slots", slots, 1)
+        check_count("max_queue", max_queue, 0)
         self._check = check
         self._slots = slots
         self._max_queue = max_queue
@@ -106,7 +120,7 @@ class WorkerScheduler:
         self._closed = False
         self._deadline = float("inf")
         self._seconds = 1.0  # a request's recent time in a slot (a moving average): the retry hint
-        self._worker = threading.Thread(target=self._serve, name=f"jaxport-{type(self).__name__}", daemon=True)
+        self._worker = threading.Thread(target=self._work, name=f"jaxport-{type(self).__name__}", daemon=True)
         self._worker.start()
 
     def submit(self, request: GenerationRequest) -> Job:
@@ -149,6 +163,19 @@ class WorkerScheduler:
     def _serve(self) -> None:
         """The worker thread: runs the admitted jobs until the scheduler is closed and none is left."""
         raise NotImplementedError
+
+    def _work(self) -> None:
+        """:meth:`_serve`; should it fail, the scheduler closes and the queued jobs end with the error
+        (the running ones are the subclass's to end), so that no caller waits on a dead worker."""
+        try:
+            self._serve()
+        except Exception as exc:
+            with self._lock:
+                self._closed = True
+                left, self._pending = list(self._pending), deque()
+            for job in left:
+                job.fail(model_failed(exc))
+            raise
 
     def _take(self, block: bool) -> Job | None:
         """The oldest queued job, now running (None: none is queued; with ``block``, waits for one

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from jaxport.application.generation.admission import check_count
+from jaxport.application.generation.continuous import ContinuousScheduler
 from jaxport.application.generation.generator import Generator
 from jaxport.application.generation.serial import SerialScheduler
+from jaxport.domain.generation.loop import per_row
+from jaxport.domain.generation.ports import SlotRunner
 from jaxport.domain.generation.scheduling import Scheduler
 
 
@@ -19,4 +23,8 @@ def scheduler_for(generator: Generator, max_slots: int, max_queue: int) -> Sched
     Raises:
         GenerationError: ``max_slots`` or ``max_queue`` is not a count (at least 1, at least 0).
     """
+    check_count("max_slots", max_slots, 1)
+    runner = generator.runner
+    if per_row(generator.spec) and isinstance(runner, SlotRunner):
+        return ContinuousScheduler(generator, runner, max_slots, max_queue)
     return SerialScheduler(generator, max_queue)

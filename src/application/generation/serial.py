@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from jaxport.application.generation.admission import Job, WorkerScheduler
+from jaxport.application.generation.admission import Job, WorkerScheduler, model_failed
 from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.scheduling import FinishReason
@@ -58,11 +58,4 @@ class SerialScheduler(WorkerScheduler):
             job.fail(exc)
         except Exception as exc:  # the runtime failed: this request ends, the worker goes on
             job.fail(model_failed(exc))
-
-
-def model_failed(exc: Exception) -> GenerationError:
-    """The error a request's stream raises when the model's runtime failed with ``exc``."""
-    error = GenerationError("model", f"the model's runtime failed: {type(exc).__name__}: {exc}")
-    error.__cause__ = exc
-    return error
 
