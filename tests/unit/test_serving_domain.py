@@ -114,7 +114,9 @@ def test_options_out_of_range_are_refused() -> None:
     assert ServeOptions().host == "127.0.0.1"
     for bad, match in (({"http_port": 70000}, "port number"), ({"http_port": 9, "grpc_port": 9}, "share"),
                        ({"max_batch_size": 0}, "max_batch_size"), ({"max_batch_delay_ms": -1}, "delay"),
-                       ({"max_request_bytes": 10}, "max_request_bytes"), ({"host": ""}, "host")):
+                       ({"max_request_bytes": 10}, "max_request_bytes"), ({"host": ""}, "host"),
+                       ({"max_slots": 0}, "max_slots"), ({"max_queue": -1}, "max_queue"),
+                       ({"drain_seconds": -1.0}, "drain_seconds"), ({"model_name": " "}, "model_name")):
         with pytest.raises(UsageError, match=match):
             ServeOptions(**bad)
     with pytest.raises(UsageError, match=r"not served: \['nope'\]"):
