@@ -144,6 +144,7 @@ def test_serving_tokens_per_second(benchmark: BenchmarkFixture, model: Path, rol
                        same_tokens_as_generate=served == generator.generate(prompts, NEW),
                        peer_tokens_per_s=None if peer is None else _median_rates({"peer": peer})["peer"])
         figures["of_ceiling"] = figures["served_ratio"] / figures["ceiling_ratio"]
+        figures["of_batch_8"] = rates["8 streams"] / rates["batch 8"]  # the server's 8 streams against the loop's
 
     benchmark.group = "serve generate"
     benchmark.pedantic(measure, rounds=1, iterations=1, warmup_rounds=0)

@@ -15,6 +15,7 @@ cancelled (its slot freed before the next step).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import math
 import time
@@ -85,11 +86,14 @@ class OpenAIRoutes:
     Args:
         model: the served model once loaded and checked (None before: 503).
         metrics: jaxport's counters (refusals); gen: generation's.
+        waiters: the threads that wait for tokens, one per admitted request (the event loop's default
+            pool has as few as the cores plus 4, and 8 streams waiting for one step would queue there).
     """
 
     model: Callable[[], GenerativeModel | None]
     metrics: ServingMetrics
     gen: GenerationMetrics
+    waiters: concurrent.futures.Executor
 
     def mount(self, app: FastAPI) -> None:
         """Adds ``/openai/v1/models``, ``/completions`` and ``/chat/completions`` to ``app``."""
@@ -187,7 +191,7 @@ class OpenAIRoutes:
         pieces = self._pieces(run)
         try:
             while not run.done:
-                piece = await asyncio.to_thread(next, pieces)
+                piece = await asyncio.get_running_loop().run_in_executor(self.waiters, next, pieces)
                 if piece is None:
                     if await request.is_disconnected():
                         logger.info("a client went away: its request to %r is cancelled", run.model.name)
