@@ -41,7 +41,7 @@ def generator(bundle: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def jax_server(bundle: Path) -> Iterator[Server]:
-    server = Server(bundle, ("--max-slots", "4"), bundle.parent / "jax.log").start()
+    server = Server(bundle, ("--max-slots", "4", "--max-request-bytes", "65536"), bundle.parent / "jax.log").start()
     yield server
     assert server.stop() == 0, server.output()
 
@@ -162,6 +162,12 @@ def test_bad_requests_get_openais_error_shape_with_400(jax_server: Server, reque
     assert status == 400, body
     assert set(body["error"]) == {"message", "type", "param", "code"} and body["error"]["param"].startswith(param)
     assert client(jax_server).completions.create(model="gpt", prompt=[1], max_tokens=2).choices[0].text is not None
+
+
+def test_a_body_over_the_limit_gets_openais_error_shape(jax_server: Server) -> None:
+    status, body = _post(jax_server, "completions", {"model": "gpt", "prompt": "the " * 20000})
+    assert status == 400 and "--max-request-bytes" in body["error"]["message"], body
+    assert body["error"]["type"] == "invalid_request_error"
 
 
 def test_malformed_json_an_unknown_model_and_text_without_a_tokenizer(jax_server: Server, slow_server: Server) -> None:
