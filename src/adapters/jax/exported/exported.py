@@ -269,7 +269,8 @@ class Exported:
             # The domain decides; the verifying child writes each module for the consumer's StableHLO
             # and each Pallas kernel for its Mosaic.
             forms = ChildModuleForms(shared_worker())
-            record = written_for(record, find_consumer(consumer), forms.written_for, forms.kernels)
+            record = written_for(record, find_consumer(consumer), forms.written_for, forms.kernels,
+                                 writer_jax=jax.__version__)
         flatbuffer = encode_artifact(record)
         if not integrity:
             return flatbuffer
