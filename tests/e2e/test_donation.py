@@ -121,8 +121,8 @@ def test_asking_a_module_that_donates_nothing_for_its_donating_call_is_a_donatio
     assert alive(args) == [True] * 5
 
 
-# x 1024 float32 = 16 MiB. Measured here, medians of two alternating rounds (a loaded machine): the loop
-# that donates peaked at 240 MiB (3.5 s), the one that copies at 431-478 MiB (6-10 s), queuing copies.
+# x 1024 float32 = 16 MiB. Measured here (VmHWM, medians of three alternating rounds, a loaded machine):
+# the loop that donates peaked at 241 MiB (1.9 s), the one that copies at 441 MiB (4.7 s), copies queued.
 CACHE_ROWS = 4 * 1024
 PEAK_CHILD = """
 import sys
