@@ -45,3 +45,7 @@ class NumpySampler:
         cumulative = np.cumsum(p, axis=-1)
         picked = [int(np.searchsorted(row, self._rng.random(), side="right")) for row in cumulative]
         return [min(i, p.shape[-1] - 1) for i in picked]
+
+    def pick_row(self, logits: HostArray, row: int, options: SamplingOptions) -> int:
+        """The token of row ``row`` of ``logits`` alone (one draw, as a one-row batch takes)."""
+        return self.pick(np.asarray(logits)[row:row + 1], options)[0]

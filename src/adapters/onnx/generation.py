@@ -7,6 +7,9 @@ cache's leaves are bound as ``OrtValue``\\ s (ONNX Runtime's buffers) in and
 out, and only the logits come back as NumPy. The cache's outputs are bound
 to a second set of buffers of the same shapes, and the two sets swap at each
 step: no cache is allocated, and none converted to NumPy, during the loop.
+Each buffer is host memory wrapped by its ``OrtValue``, so a request that joins
+a running batch (:meth:`OnnxStepRunner.prefill_slot`) has its one-row cache
+copied into its row of the held cache in place.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from jaxport.adapters.onnx.runtime import _onnx_runtime_errors, check_external_d
 import onnxruntime as ort
 from jaxport.adapters.numpy.steps import HostInput, host_inputs, last_logits, step_arrays
 from jaxport.domain.converted.manifest import ConvertedManifest
+from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
@@ -56,21 +60,65 @@ class OnnxStepRunner:
             self._steps[name] = _Step(name, made, kinds, sig.input_names, sig.output_names)
         self.cache: list[Any] | None = None
         self._spare: list[Any] = []
+        self._held = _Buffers([], [])  # the host memory under ``cache``, then under the spare set
+        self._one: _Buffers | None = None  # a one-row cache in and out, for :meth:`prefill_slot`
 
     def start(self, batch: int) -> None:
         """Two sets of cache buffers for ``batch`` rows in ONNX Runtime: the empty cache, and where
         the first step writes the next."""
-        assert self._spec.max_length is not None
-        shapes = [(leaf.empty_shape(batch, self._spec.max_length), np.dtype(leaf.dtype)) for leaf in self._spec.cache]
-        self.cache = [ort.OrtValue.ortvalue_from_numpy(np.zeros(s, d)) for s, d in shapes]
-        self._spare = [ort.OrtValue.ortvalue_from_shape_and_type(list(s), d) for s, d in shapes]
+        self._held = _Buffers.empty(self._spec, batch)
+        self.cache, self._spare = self._held.values()
 
     def step(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs ``function`` on ``batch`` and the cache held; the new cache stays in ONNX Runtime."""
         assert self.cache is not None
         logits = self._steps[function].run(batch, self.cache, self._spare)
         self.cache, self._spare = self._spare, self.cache
+        self._held.swap()
         return last_logits(logits, batch.last)
+
+    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the prefill on ``batch`` (one row) over an empty one-row cache (buffers of its own,
+        made once) and copies that row into row ``slot`` of the held cache's buffers, in place."""
+        axes = [leaf.batch_axis for leaf in self._spec.cache if leaf.batch_axis is not None]
+        if len(axes) < len(self._spec.cache):
+            raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
+                                                  "shared, so a request cannot take one row of its own")
+        if self._one is None:
+            self._one = _Buffers.empty(self._spec, 1)
+        assert self.cache is not None
+        empty, written = self._one.values()
+        logits = self._steps[function].run(batch, empty, written)
+        for whole, row, axis in zip(self._held.arrays, self._one.spare, axes):
+            np.moveaxis(whole, axis, 0)[slot] = np.moveaxis(row, axis, 0)[0]
+        return last_logits(logits, batch.last)
+
+
+class _Buffers:
+    """Two sets of host arrays, each leaf's wrapped (not copied) by an ``OrtValue``: what ONNX
+    Runtime reads the cache from and writes it into, which the host can fill one row of."""
+
+    def __init__(self, arrays: list[np.ndarray], spare: list[np.ndarray]) -> None:
+        self.arrays = arrays
+        self.spare = spare
+        self._values = ([ort.OrtValue.ortvalue_from_numpy(a) for a in arrays],
+                        [ort.OrtValue.ortvalue_from_numpy(a) for a in spare])
+
+    @staticmethod
+    def empty(spec: GenerationSpec, batch: int) -> _Buffers:
+        """An empty cache for ``batch`` rows (zeros), and a set of the same shapes to write into."""
+        assert spec.max_length is not None
+        shapes = [(leaf.empty_shape(batch, spec.max_length), np.dtype(leaf.dtype)) for leaf in spec.cache]
+        return _Buffers([np.zeros(s, d) for s, d in shapes], [np.zeros(s, d) for s, d in shapes])
+
+    def values(self) -> tuple[list[Any], list[Any]]:
+        """The ``OrtValue``\\ s of :attr:`arrays` and of :attr:`spare`."""
+        return self._values
+
+    def swap(self) -> None:
+        """The spare set holds the cache now."""
+        self.arrays, self.spare = self.spare, self.arrays
+        self._values = (self._values[1], self._values[0])
 
 
 class _Step:

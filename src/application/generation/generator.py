@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, cast, overload
 
 from jaxport.domain.errors import GenerationError
-from jaxport.domain.generation.loop import check_request, run
+from jaxport.domain.generation.loop import Layout, check_request, run
 from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, SamplingOptions, StepRunner, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
 
@@ -144,11 +144,30 @@ class Generator:
             piece, said[token.row] = text[len(said[token.row]):], text
             yield GeneratedToken(token.row, token.id, piece)
 
+    @property
+    def runner(self) -> StepRunner:
+        """The runtime that runs the steps (a scheduler's worker owns it while the scheduler runs)."""
+        return self._runner
+
+    @property
+    def samplers(self) -> SamplerFactory:
+        """What makes each run's sampler from its seed."""
+        return self._sampler
+
+    def check(self, prompts: Sequence[Sequence[int]], max_new_tokens: int, options: SamplingOptions,
+              stop: Sequence[int]) -> Layout:
+        """Checks a call of :meth:`generate` with ids; how its prompts are laid out.
+
+        Raises:
+            GenerationError: naming the argument at fault (see :func:`~jaxport.domain.generation.loop.check_request`).
+        """
+        lengths = None if self._lengths is None else self._lengths(len(prompts))
+        return check_request(self.spec, prompts, max_new_tokens, options, list(stop), lengths)
+
     def _run(self, rows: Sequence[Sequence[int]], max_new_tokens: int, temperature: float, top_k: int | None,
              top_p: float, seed: int | None, stop: Sequence[int]) -> Iterator[GeneratedToken]:
         options = SamplingOptions(temperature, top_k, top_p, seed)
-        lengths = None if self._lengths is None else self._lengths(len(rows))
-        layout = check_request(self.spec, rows, max_new_tokens, options, list(stop), lengths)
+        layout = self.check(rows, max_new_tokens, options, stop)
         for row, token in run(self.spec, self._runner, self._sampler(seed), rows, max_new_tokens, options,
                               list(stop), layout):
             yield GeneratedToken(row, token)

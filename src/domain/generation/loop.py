@@ -20,7 +20,7 @@ from enum import Enum
 
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import Sampler, SamplingOptions, StepBatch, StepRunner
-from jaxport.domain.generation.spec import GenerationSpec, StepInput
+from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput
 
 
 class Padding(Enum):
@@ -104,8 +104,7 @@ def _padding(spec: GenerationSpec, sizes: Sequence[int], length: int, lengths: S
     both = [inputs for _, inputs in spec.steps]
     if all(StepInput.MASK in inputs for inputs in both):
         return Padding.LEFT
-    per_row = all(leaf.batch_axis is not None for leaf in spec.cache if leaf.sequence_axis is not None)
-    if all(StepInput.POSITIONS in inputs for inputs in both) and per_row:
+    if per_row(spec, leaves=[leaf for leaf in spec.cache if leaf.sequence_axis is not None]):
         return Padding.RIGHT
     if lengths is not None:
         raise GenerationError("prompt", f"prompts of {sorted(set(sizes))} tokens must be padded to a length the "
@@ -114,6 +113,15 @@ def _padding(spec: GenerationSpec, sizes: Sequence[int], length: int, lengths: S
     raise GenerationError("prompt", f"the prompts have different lengths {list(sizes)}; this "
                                     "model takes no mask and no per-row positions, so a batch needs prompts "
                                     "of one length")
+
+
+def per_row(spec: GenerationSpec, leaves: Sequence[CacheLeaf] | None = None) -> bool:
+    """Whether each row runs at its own positions: both steps take positions and every leaf of
+    ``leaves`` (None: the whole cache) has a batch axis. Then rows can be padded on the right,
+    and a request can join a running decode batch in a row of its own."""
+    kept = spec.cache if leaves is None else leaves
+    return (all(StepInput.POSITIONS in inputs for _, inputs in spec.steps)
+            and all(leaf.batch_axis is not None for leaf in kept))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from jaxport.domain.ports import HostArray
 
@@ -66,11 +66,31 @@ class StepRunner(Protocol):
         ...
 
 
+@runtime_checkable
+class SlotRunner(StepRunner, Protocol):
+    """A runner whose cache rows are slots: requests join a running decode batch between steps.
+
+    For a model whose decode takes per-row positions and whose cache leaves all
+    have a batch axis (:func:`~jaxport.domain.generation.loop.per_row`): each
+    row of the cache that :meth:`start` made is one request's, at its own positions.
+    """
+
+    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> HostArray:
+        """Runs ``function`` (the prefill) on ``batch`` (one row) over an empty cache of one row,
+        copies that cache's row into row ``slot`` of the cache held (the other rows untouched),
+        and gives the float logits of ``batch.last``: ``(1, vocab)``."""
+        ...
+
+
 class Sampler(Protocol):
     """Picks each row's next token from its logits."""
 
     def pick(self, logits: HostArray, options: SamplingOptions) -> Sequence[int]:
         """One token per row of ``logits`` (``(rows, vocab)``), as ``options`` say."""
+        ...
+
+    def pick_row(self, logits: HostArray, row: int, options: SamplingOptions) -> int:
+        """The token of row ``row`` of ``logits`` alone: what :meth:`pick` gives for that one row."""
         ...
 
 

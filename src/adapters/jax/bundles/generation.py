@@ -5,7 +5,9 @@ of a loaded :class:`~jaxport.adapters.jax.bundles.loaded.Bundle`. Each step
 is ``jax.jit`` of the bundle's function with the cache donated
 (``donate_argnums``), so XLA writes the new cache into the old one's buffers
 (the module's results alias the donated inputs of the same shape) and the
-old cache's arrays are deleted after each step. The step also picks each
+old cache's arrays are deleted after each step. Where requests join a running
+batch (:meth:`JaxStepRunner.prefill_slot`), a request's prefill runs over a
+one-row cache and its row is written into the held cache in the same jitted call. The step also picks each
 row's logits at its last token on the device, so only ``(rows, vocab)``
 floats come back to the host.
 """
@@ -22,6 +24,7 @@ import numpy as np
 from jaxport.adapters.jax.bundles.loaded import Bundle
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.numpy.steps import step_arrays
+from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
@@ -36,8 +39,12 @@ class JaxStepRunner:
     def __init__(self, bundle: Bundle, spec: GenerationSpec) -> None:
         self._spec = spec
         self._params = bundle.params
-        self._steps = {name: _step(bundle.functions[name], bundle.manifest.function(name).takes_params, inputs)
-                       for name, inputs in spec.steps}
+        made = {name: _step(bundle.functions[name], bundle.manifest.function(name).takes_params, inputs)
+                for name, inputs in spec.steps}
+        self._steps = {name: (jax.jit(run, donate_argnums=(2,)), arrays) for name, (run, arrays) in made.items()}
+        run, arrays = made[spec.prefill]
+        into = _into_slot(run, spec)
+        self._slot = None if into is None else (jax.jit(into, donate_argnums=(2,)), arrays)
         self.cache: list[jax.Array] | None = None
 
     def start(self, batch: int) -> None:
@@ -52,10 +59,40 @@ class JaxStepRunner:
         logits, self.cache = jitted(self._params, arrays(batch), self.cache, np.asarray(batch.last, np.int32))
         return np.asarray(logits)
 
+    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the prefill on ``batch`` (one row) over an empty cache of one row and writes that row
+        into row ``slot`` of the cache held, donated (one jitted call: the other rows stay in place)."""
+        if self._slot is None:
+            raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
+                                                  "shared, so a request cannot take one row of its own")
+        assert function == self._spec.prefill and self.cache is not None
+        jitted, arrays = self._slot
+        logits, self.cache = jitted(self._params, arrays(batch), self.cache, np.asarray(batch.last, np.int32),
+                                    np.int32(slot))
+        return np.asarray(logits)
+
+
+def _into_slot(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any] | None:
+    """``run`` (a prefill) over an empty one-row cache, its cache written into one row of a larger one
+    (None where a cache leaf has no batch axis: its rows cannot be told apart)."""
+    assert spec.max_length is not None
+    shapes = [(leaf.empty_shape(1, spec.max_length), leaf.dtype) for leaf in spec.cache]
+    axes = [leaf.batch_axis for leaf in spec.cache if leaf.batch_axis is not None]
+    if len(axes) < len(shapes):
+        return None
+
+    def into(params: Any, arrays: list[jax.Array], cache: list[jax.Array], last: jax.Array, slot: jax.Array
+             ) -> tuple[jax.Array, list[jax.Array]]:
+        logits, row = run(params, arrays, [jnp.zeros(shape, dtype) for shape, dtype in shapes], last)
+        return logits, [jax.lax.dynamic_update_slice_in_dim(whole, new, slot, axis)
+                        for whole, new, axis in zip(cache, row, axes)]
+
+    return into
+
 
 def _step(exported: Exported, takes_params: bool, inputs: Sequence[StepInput]
           ) -> tuple[Callable[..., Any], Callable[[StepBatch], list[np.ndarray]]]:
-    """The jitted step of ``exported`` and the maker of its non-cache inputs from a batch."""
+    """The step of ``exported`` (to be jitted) and the maker of its non-cache inputs from a batch."""
     args_tree = exported.in_tree.children()[0].children()
     skip = 1 if takes_params else 0
     cache_tree = args_tree[skip + list(inputs).index(StepInput.CACHE)]
@@ -79,4 +116,4 @@ def _step(exported: Exported, takes_params: bool, inputs: Sequence[StepInput]
     def arrays(batch: StepBatch) -> list[np.ndarray]:
         return step_arrays(batch, [(kind, str(aval.dtype), len(aval.shape)) for kind, aval in kinds])
 
-    return jax.jit(run, donate_argnums=(2,)), arrays
+    return run, arrays

@@ -1,0 +1,42 @@
+"""The step inputs of a batch of slots, where requests join and leave a running decode between steps.
+
+For a model whose rows run at their own positions
+(:func:`~jaxport.domain.generation.loop.per_row`): a request's prefill runs
+alone, as one row (:func:`slot_prefill`), and its cache row is copied into a
+free slot; each decode then runs every slot (:func:`slot_decode`), a free
+slot the pad token at position 0, a write into its own row that the next
+request to take the slot overwrites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jaxport.domain.generation.loop import Layout, Rows, prefill_batch
+from jaxport.domain.generation.ports import StepBatch
+from jaxport.domain.generation.spec import GenerationSpec
+
+
+def slot_prefill(spec: GenerationSpec, prompt: Sequence[int], layout: Layout) -> StepBatch:
+    """The prefill of one prompt, as ``generate`` runs it alone (``layout`` from its check).
+
+    >>> from jaxport.domain.generation.loop import Padding
+    >>> spec = GenerationSpec(max_length=4)
+    >>> slot_prefill(spec, [5, 6], Layout(Padding.NONE, 2))
+    StepBatch(tokens=((5, 6),), positions=((0, 1),), mask=((1, 1, 0, 0),), last=(1,))
+    """
+    assert spec.max_length is not None
+    return prefill_batch([prompt], Rows((len(prompt),), layout.length, layout.padding, spec.max_length), spec.pad_id)
+
+
+def slot_decode(spec: GenerationSpec, rows: Sequence[tuple[int, int] | None]) -> StepBatch:
+    """One decode over every slot: a held slot's ``(token, position)``, a free one (None) the pad token at 0.
+
+    >>> slot_decode(GenerationSpec(max_length=3, pad_id=9), [(4, 2), None])
+    StepBatch(tokens=((4,), (9,)), positions=((2,), (0,)), mask=((1, 1, 1), (1, 0, 0)), last=(0, 0))
+    """
+    assert spec.max_length is not None
+    held = [(spec.pad_id, 0) if row is None else row for row in rows]
+    return StepBatch(tuple((token,) for token, _ in held), tuple((position,) for _, position in held),
+                     tuple(tuple(1 if j <= position else 0 for j in range(spec.max_length)) for _, position in held),
+                     (0,) * len(held))
