@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,28 @@ def test_the_cache_stays_in_two_sets_of_litert_buffers_never_read_to_numpy(
     assert len(reads) == 6 and not cache_ids & set(reads)  # the logits read once a step; the cache never
     runs = [generator.generate([1, 2, 3], 8, temperature=8.0, seed=s) for s in (5, 5, 6)]
     assert runs[0] == runs[1] and runs[0] != runs[2]
+
+
+CHILD = """
+import json, sys
+import jaxport
+generator = jaxport.load_generator(sys.argv[1])
+print(type(generator._runner).__name__, json.dumps(generator.generate([[1, 2, 3], [4], [5, 6]], 4)))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib"))))
+"""
+
+
+def test_litert_generates_without_importing_jax(litert_dir: tuple[bool, Path]) -> None:
+    shared, path = litert_dir
+    if shared:
+        pytest.skip("one model shows it")
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    tokens, loaded = out.stdout.strip().splitlines()[-2:]
+    runner, _, ids = tokens.partition(" ")
+    assert runner == "LiteRtStepRunner"
+    assert json.loads(ids) == [gpt.reference(False, p, 4) for p in ([1, 2, 3], [4], [5, 6])]
+    assert json.loads(loaded) == []
 
 
 def test_the_file_holds_one_copy_of_the_weights(tmp_path: Path) -> None:

@@ -35,15 +35,15 @@ from jaxport.domain.converted.static_shapes import variant_file
 from jaxport.domain.errors import ArtifactError, GenerationError
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
-from jaxport.domain.targets.litert import SHARED_FILE, signature_key
+from jaxport.domain.targets.litert import SHARED_FILE, shared_signatures, signature_key
 from ai_edge_litert.compiled_model import CompiledModel, CpuKernelMode, CpuOptions, HardwareAccelerator, Options
 
 
 def runs_compiled(manifest: ConvertedManifest) -> bool:
     """Whether :class:`LiteRtStepRunner` runs the directory: one shared model, every shape static."""
-    models = manifest.target_details.get("models")
-    shared = models.get(SHARED_FILE) if isinstance(models, Mapping) else None
-    return isinstance(shared, Mapping) and "signatures" in shared and not shared.get("dynamic")
+    if shared_signatures(manifest.target_details) is None:
+        return False
+    return not manifest.target_details["models"][SHARED_FILE].get("dynamic")
 
 
 class LiteRtStepRunner:
