@@ -15,6 +15,9 @@ row's cache mixed with another's changes the tokens.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -168,3 +171,23 @@ def tiny_tokenizer(path: Path) -> Path:
 CHAT_TEMPLATE = ("{% if messages[0]['role'] != 'user' %}{{ raise_exception('the first message is not the user\\'s') }}"
                  "{% endif %}{% for m in messages %}{{ m['content'] }} {% endfor %}"
                  "{% if add_generation_prompt %}the{% endif %}")
+
+
+_CHILD = """
+import json, sys
+import jaxport
+generator = jaxport.load_generator(sys.argv[1])
+print(type(generator._runner).__name__)
+print(json.dumps(generator.generate(json.loads(sys.argv[2]), int(sys.argv[3]))))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib"))))
+"""
+
+
+def generate_in_child(path: Path, prompts: list[list[int]], max_new_tokens: int) -> tuple[str, list[list[int]], list[str]]:
+    """Greedy tokens of ``load_generator(path)`` in a fresh process: its runner's class name, the tokens,
+    and the JAX modules the process imported."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), json.dumps(prompts), str(max_new_tokens)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    runner, tokens, loaded = out.stdout.strip().splitlines()[-3:]
+    return runner, json.loads(tokens), json.loads(loaded)
