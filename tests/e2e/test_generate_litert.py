@@ -15,6 +15,7 @@ from ai_edge_litert.tensor_buffer import TensorBuffer  # noqa: E402
 import jaxport  # noqa: E402
 from jaxport.adapters.litert.generation import LiteRtStepRunner  # noqa: E402
 from jaxport.adapters.litert.tflite_file import read_flatbuffer  # noqa: E402
+from jaxport.application.cli.main import main  # noqa: E402
 from tests.helpers import gpt_model as gpt  # noqa: E402
 
 PROMPTS = [[1, 2, 3], [4, 5], [7]]
@@ -29,7 +30,8 @@ def litert_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     return shared, root / "litert"
 
 
-def test_one_model_holds_every_variant_as_a_signature(litert_dir: tuple[bool, Path]) -> None:
+def test_one_model_holds_every_variant_as_a_signature(litert_dir: tuple[bool, Path],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     _, path = litert_dir
     assert sorted(p.name for p in path.glob("*.tflite")) == ["model.tflite"]
     info = read_flatbuffer((path / "model.tflite").read_bytes())
@@ -39,6 +41,8 @@ def test_one_model_holds_every_variant_as_a_signature(litert_dir: tuple[bool, Pa
     assert details["signatures"]["prefill.b=3,s=4"] == "prefill" and details["file_bytes"] == \
         (path / "model.tflite").stat().st_size
     assert "graphs of its 5 signature(s)" in details["why"]  # a tiny model: its graphs outweigh its weights
+    assert main(["inspect", str(path)]) == 0
+    assert "weights float32, one copy shared by the 5 signatures of model.tflite" in capsys.readouterr().out
 
 
 def test_greedy_tokens_equal_a_plain_jit_loop_for_a_batch_of_different_lengths(

@@ -260,10 +260,14 @@ _WEIGHTS = {INT8_WEIGHTS: "int8 (weights only)", INT8_DYNAMIC: "int8 (dynamic ra
 
 def describe(details: Mapping[str, Any]) -> str:
     """What ``jaxport convert`` and ``inspect`` say of a LiteRT directory: the converter, the
-    quantization, and each model's copy of the weights (its constant bytes) and dynamic dimensions.
+    quantization, and each model's copy of the weights (its constant bytes) and dynamic dimensions;
+    of a :data:`SHARED_FILE`, its signatures and its size against the weights.
 
     >>> describe(details_of("0.5.0", None, {"f.tflite": (2_500_000, ["b"]), "g.n=2.tflite": (10, [])}))
     'converted by litert-converter 0.5.0, weights float32, a copy in each model: f.tflite 2.4 MiB (dynamic b), g.n=2.tflite 0.0 KiB'
+    >>> describe(details_of("0.5.0", None, {SHARED_FILE: (2_500_000, [])},
+    ...                     shared_record(2_600_000, 2_500_000, 2_500_000, {"prefill": "prefill", "decode": "decode"})))
+    'converted by litert-converter 0.5.0, weights float32, one copy shared by the 2 signatures of model.tflite 2.4 MiB (the file 1.04x the weights)'
     """
     weights = _WEIGHTS.get(str(details.get("quantize")), "float32")
     models = details.get("models")
@@ -274,11 +278,17 @@ def describe(details: Mapping[str, Any]) -> str:
         shown = "?" if not isinstance(size, int) else f"{size / 2**20:.1f} MiB" if size >= 2**20 \
             else f"{size / 2**10:.1f} KiB"
         parts.append(f"{file} {shown}" + (f" (dynamic {', '.join(map(str, dynamic))})" if dynamic else ""))
-    copies = "one copy shared by every signature of" if shared_signatures(details) is not None \
-        else "a copy in each"
-    return (f"converted by {details.get('converter', 'litert-converter')}, weights {weights}, {copies} "
-            f"model: {', '.join(parts)}")
-
+    head = f"converted by {details.get('converter', 'litert-converter')}, weights {weights}"
+    signatures = shared_signatures(details)
+    if signatures is None or not isinstance(models, Mapping):
+        return f"{head}, a copy in each model: {', '.join(parts)}"
+    shared = models[SHARED_FILE]
+    file_bytes, weights_bytes = shared.get("file_bytes"), shared.get("weights_bytes")
+    ratio = f"the file {file_bytes / weights_bytes:.2f}x the weights" \
+        if isinstance(file_bytes, int) and isinstance(weights_bytes, int) and weights_bytes > 0 else ""
+    why = f": {shared['why']}" if ratio and "why" in shared else ""
+    tail = f" ({ratio}{why})" if ratio else ""
+    return f"{head}, one copy shared by the {len(signatures)} signatures of {', '.join(parts)}{tail}"
 
 PLAN = TargetPlan(
     runtime="LiteRT",
