@@ -13,6 +13,7 @@ pytest.importorskip("litert_converter", reason="LiteRT's converter is not instal
 from ai_edge_litert.tensor_buffer import TensorBuffer  # noqa: E402
 
 import jaxport  # noqa: E402
+from jaxport.errors import GenerationError  # noqa: E402
 from jaxport.adapters.litert.generation import LiteRtStepRunner  # noqa: E402
 from jaxport.adapters.litert.tflite_file import read_flatbuffer  # noqa: E402
 from jaxport.application.cli.main import main  # noqa: E402
@@ -116,3 +117,12 @@ def test_a_model_with_dynamic_dimensions_shares_its_weights_and_runs_through_the
     generator = jaxport.load_generator(tmp_path / "litert")
     assert not isinstance(generator._runner, LiteRtStepRunner)  # CompiledModel cannot run resized inputs
     assert generator.generate([[1, 2, 3], [4, 5]], 5) == [gpt.reference(False, p, 5) for p in ([1, 2, 3], [4, 5])]
+
+
+def test_a_batch_the_decode_was_not_compiled_for_is_a_typed_error(tmp_path: Path) -> None:
+    dims = {"prefill": [{"b": 1, "s": 4}, {"b": 2, "s": 4}], "decode": [{"b": 1}]}
+    jaxport.convert(gpt.save(tmp_path / "model"), tmp_path / "litert", to="litert", dims=dims)
+    generator = jaxport.load_generator(tmp_path / "litert")
+    with pytest.raises(GenerationError, match=r"a batch of 2 prompts: the decode was compiled for batches of \[1\]"):
+        generator.generate([[1, 2], [3]], 3)
+    assert generator.generate([1, 2], 3) == gpt.reference(False, [1, 2], 3)

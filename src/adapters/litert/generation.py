@@ -96,8 +96,9 @@ class LiteRtStepRunner:
         decode = self._steps[self._spec.decode]
         fits = [s for s in decode if s.cache_shapes() == [tuple(x) for x in shapes]]
         if not fits:
-            raise GenerationError("prompt", f"a batch of {batch} rows: the decode was compiled for the cache "
-                                            f"shapes {[s.cache_shapes() for s in decode]} only")
+            compiled = sorted({s.host_shapes[0][0] for s in decode if s.host_shapes and s.host_shapes[0]})
+            raise GenerationError("prompt", f"a batch of {batch} prompts: the decode was compiled for batches "
+                                            f"of {compiled} only (convert with dims for this batch size)")
         self.cache = fits[0].cache_buffers(zeros=True)
         self._spare = fits[0].cache_buffers(zeros=False)
 
