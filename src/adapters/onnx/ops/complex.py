@@ -119,8 +119,8 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if target is None:
         b.refuse("a conversion of complex values to real ones (take real or imag first)")
     if source is not None:
-        return [args[0] if source == target else b.cast(args[0], target)]
-    real = args[0] if tensor_dtype(op.operands[0]) == target else b.cast(args[0], target)
+        return [b.cast(args[0], target, source)]
+    real = b.cast(args[0], target, tensor_dtype(op.operands[0]))
     return [join(b, real, zeros_like(b, real, target))]
 
 

@@ -103,11 +103,11 @@ def _interleave(b: GraphBuilder, x: str, shape: Sequence[int | None], axis: int,
 def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     wide = wide_dtype(dtype)
-    x, value = (args[0], args[1]) if wide == dtype else (b.cast(args[0], wide), b.cast(args[1], wide))
+    x, value = (b.cast(a, wide, dtype) for a in args[:2])
     padded = pad_tensor(b, x, tensor_shape(op.operands[0]), int_list(op.attributes["edge_padding_low"]),
                         int_list(op.attributes["edge_padding_high"]), int_list(op.attributes["interior_padding"]),
                         value)
-    return [padded if wide == dtype else b.cast(padded, dtype)]
+    return [b.cast(padded, dtype, wide)]
 
 
 def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -285,15 +285,14 @@ def _widened(b: GraphBuilder, x: str, init: str, kind: str, dtype: np.dtype[Any]
     """``x`` and ``init`` of ``dtype`` in the dtype reduced in (:func:`.common.wide_dtype`), and ``kind`` there
     (booleans reduce as int32: and as min, or as max)."""
     wide = wide_dtype(dtype)
-    if wide == dtype:
-        return x, init, kind
-    return b.cast(x, wide), b.cast(init, wide), {"And": "Min", "Or": "Max"}.get(kind, kind)
+    kind = kind if wide == dtype else {"And": "Min", "Or": "Max"}.get(kind, kind)
+    return b.cast(x, wide, dtype), b.cast(init, wide, dtype), kind
 
 
 def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
     if dtype == BOOL:
         return b.one("Not", [b.one("Equal", [result, b.scalar(0, wide)])])
-    return result if wide == dtype else b.cast(result, dtype)
+    return b.cast(result, dtype, wide)
 
 
 def _cumulative_axis(shape: Sequence[int | None], w: _Window) -> tuple[int, bool] | None:
