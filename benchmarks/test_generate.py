@@ -10,12 +10,14 @@ made per round, ``tokens``, and the machine's load average, ``load``):
   (``jaxport.load_generator`` of the bundle: JAX, the cache donated),
   ``onnx`` (of its ONNX directory: I/O binding, the cache in ONNX Runtime's
   buffers), ``onnx loop`` (a hand-written loop over ``load_converted``'s
-  calls: the cache goes to NumPy and back every token), ``litert`` and
+  calls: the cache goes to NumPy and back every token), ``litert`` (one
+  ``model.tflite``, the cache in ``CompiledModel``'s tensor buffers) and
   ``iree`` (compiled for ``s = 32``, ``b`` = 1 and 8).
 * ``first token``: the same with one new token (the prefill, and the pick).
 * ``peak memory``: each loop in a fresh child process of its own, 64 and
   256 new tokens (a cache of 320), its peak resident memory (``VmHWM``):
-  ``bundle``, ``onnx``, and ``jax.jit`` with and without the cache donated.
+  ``bundle``, ``onnx``, ``litert`` (the cache in ``CompiledModel``'s tensor
+  buffers), and ``jax.jit`` with and without the cache donated.
 
 The report prints tokens per second against ``jax.jit``'s and the peaks.
 Nothing here asserts on wall-clock times.
@@ -151,12 +153,17 @@ def long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("generate-long")
     generative.save(root / "bundle", 320)
     jaxport.to_onnx(root / "bundle", root / "onnx")
+    if all(importlib.util.find_spec(m) is not None for m in TARGETS["litert"].loads):
+        jaxport.convert(root / "bundle", root / "litert", to="litert",
+                        dims={"prefill": [{"b": 1, "s": PROMPT}], "decode": [{"b": 1}]})
     return root
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="VmHWM is Linux's")
-@pytest.mark.parametrize("role", ["bundle", "onnx", "jax.jit", "jax.jit copied"])
+@pytest.mark.parametrize("role", ["bundle", "onnx", "litert", "jax.jit", "jax.jit copied"])
 def test_peak_memory_of_a_long_loop(benchmark: BenchmarkFixture, long_model: Path, role: str) -> None:
+    if role == "litert" and not (long_model / role).exists():
+        pytest.skip("litert is not installed")
     peaks: dict[int, int] = {}
 
     def run() -> None:

@@ -25,6 +25,7 @@ from .domain.errors import (
     DimensionEvaluationError,
     DimensionPowerError,
     DisallowedCustomCallError,
+    DonationError,
     DtypeMismatchError,
     EffectSerializationError,
     ExportError,
@@ -61,7 +62,7 @@ from .domain.errors import (
 __all__ = [
     "ArtifactCallError", "ArtifactCallValueError",
     "ArtifactError", "BatchRowError", "CacheConfigError", "CallError", "CallingConventionError", "ConsumerMismatchError",
-    "DeviceCountError",
+    "DeviceCountError", "DonationError",
     "DisallowedCustomCallError", "DtypeMismatchError", "ExportError", "ExportedFieldError", "HostCallbackError",
     "BundleError", "BundleMismatchError", "JaxportError", "MeshMismatchError", "NonStringKeyError",
     "PlatformMismatchError", "RankMismatchError",

@@ -9,13 +9,11 @@ machines share only files:
    ``jnp.linalg.eigvalsh`` (a TPU custom call there), a bfloat16 transformer
    block saved as a bundle, and, for ``("tpu",)``, a Pallas kernel (Pallas
    lowers for the CPU only in interpret mode); each written for the TPU host's
-   JAX (``consumer=``), with its inputs and the expected outputs.
-   Two informative variants of the Pallas kernel (rows marked ``info``, never
-   failures): ``pallas_newest``, as this JAX writes it (no ``consumer=``), and
-   ``pallas_text``, written for the consumer but with the kernel's Mosaic
-   module as MLIR text instead of bytecode: if ``pallas`` fails on the TPU with
-   an MLIR bytecode error ("unknown attribute code") and ``pallas_text`` runs,
-   the consumer's TPU runtime lacks an encoding of this MLIR, not the Mosaic version.
+   JAX (``consumer=``), with its inputs and the expected outputs (for a consumer
+   older than this JAX, the kernel's Mosaic module is MLIR text: an older MLIR
+   does not read this one's bytecode). An informative variant of the Pallas
+   kernel (rows marked ``info``, never failures): ``pallas_newest``, as this JAX
+   writes it (no ``consumer=``), which ``check --consumer`` refuses.
 2. ``python tools/tpu_check.py call DIR --back BACK`` on the TPU host: calls
    each artifact with jaxport and with ``jax.export``, compares both with the
    expected outputs and with each other, times the eager call of each against
@@ -244,14 +242,6 @@ def export_step(directory: str, consumer: str) -> int:
                 manifest["cases"].append(dict(entry, name="pallas_newest", file="pallas_newest.jaxport",
                                               informative=True, consumer_reads=False,
                                               note="written as this JAX writes it, without consumer="))
-                # The kernel written for the consumer, as MLIR text instead of bytecode: tells apart, on the
-                # TPU, a Mosaic version the consumer lacks from an MLIR bytecode encoding it lacks.
-                with open(os.path.join(directory, entry["file"]), "rb") as written:
-                    text_blob = _kernels_as_text(written.read(), consumer)
-                with open(os.path.join(directory, "pallas_text.jaxport"), "wb") as file:
-                    file.write(text_blob)
-                manifest["cases"].append(dict(entry, name="pallas_text", file="pallas_text.jaxport",
-                                              informative=True, note="the kernel as MLIR text"))
             return f"{case.platforms}, {os.path.getsize(os.path.join(directory, entry['file']))} bytes"
         table.run(f"export {case.name}", one)
 
@@ -281,58 +271,6 @@ def export_step(directory: str, consumer: str) -> int:
     return table.print(f"export into {directory} for {consumer} ({_versions()})")
 
 
-def _kernels_as_text(blob: bytes, consumer: str) -> bytes:
-    """The artifact ``blob`` with each Pallas kernel's Mosaic module as generic MLIR text
-    (JAX's TPU custom call parses either form), rebuilt with ``jaxport.Exported(**fields)``."""
-    import base64
-    import dataclasses
-
-    from jax._src.interpreters import mlir as jax_mlir  # a tool's experiment: JAX's own context
-    from jax._src.lib import tpu
-    from jax.extend import mlir as jex_mlir
-    from jaxlib.mlir import ir
-
-    from jaxport.domain.artifact.module_format import stablehlo_version
-
-    exp = jaxport.deserialize(blob)
-    context = jax_mlir.make_ir_context()
-    module = jex_mlir.deserialize_portable_artifact(exp.mlir_module_serialized, context)
-    with context:
-        ops: list[Any] = []
-
-        def visit(op: Any) -> Any:
-            if op.name == "stablehlo.custom_call":
-                ops.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        for op in ops:
-            if ir.StringAttr(op.attributes["call_target_name"]).value != "tpu_custom_call":
-                continue
-            config = json.loads(ir.StringAttr(op.attributes["backend_config"]).value)
-            kernel_context = ir.Context()
-            tpu.register_dialect(kernel_context)
-            kernel_context.allow_unregistered_dialects = True
-            with kernel_context:
-                kernel = ir.Module.parse(base64.b64decode(config["custom_call_config"]["body"]))
-                text = kernel.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
-            config["custom_call_config"]["body"] = base64.b64encode(text.encode()).decode()
-            op.attributes["backend_config"] = ir.StringAttr.get(json.dumps(config))
-        again = jex_mlir.serialize_portable_artifact(
-            module, stablehlo_version(exp.mlir_module_serialized) or "1.0.0")
-    fields = {f: getattr(exp, f) for f in ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals", "nr_devices",
-                                           "platforms", "ordered_effects", "unordered_effects",
-                                           "disabled_safety_checks", "calling_convention_version",
-                                           "module_kept_var_idx", "uses_global_constants")}
-    n_in, n_out = len(exp.in_avals), len(exp.out_avals)
-    fields.update(_in_named_shardings=(None,) * n_in, _out_named_shardings=(None,) * n_out,
-                  in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
-                  mlir_module_serialized=bytes(again), _get_vjp=None)
-    if "_has_named_shardings" in {f.name for f in dataclasses.fields(jax_export.Exported)}:
-        fields["_has_named_shardings"] = True
-    return bytes(jaxport.Exported(**fields).serialize(consumer=consumer))
-
-
 # ---- step 2: call (the TPU host) ---------------------------------------------------------------
 
 def _median_seconds(fun: Callable[[], Any], repeat: int) -> float:
@@ -352,7 +290,7 @@ def call_step(directory: str, back: str | None, repeat: int) -> int:
     table = Table()
     table.add("machines", None, f"exported with {manifest['exported_with']}; called with {_versions()}")
     originals = {c.name: c.fun for c in cases()}
-    originals["pallas_newest"] = originals["pallas_text"] = pallas_axpy
+    originals["pallas_newest"] = pallas_axpy
     for entry in manifest["cases"]:
         name, informative = entry["name"], entry.get("informative", False)
         with open(os.path.join(directory, entry["file"]), "rb") as file:

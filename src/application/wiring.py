@@ -160,6 +160,15 @@ def onnx_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationSpe
     return OnnxStepRunner(root, manifest, spec, options)
 
 
+def litert_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationSpec,
+                       options: Mapping[str, Any]) -> StepRunner | None:
+    """The runner of a converted LiteRT directory's steps on ``CompiledModel`` (the cache in its tensor
+    buffers); None where it cannot run them (a model with dynamic dimensions, or one file per variant)."""
+    from jaxport.adapters.litert.generation import LiteRtStepRunner, runs_compiled
+
+    return LiteRtStepRunner(root, manifest, spec, options) if runs_compiled(manifest) else None
+
+
 def host_step_runner(spec: GenerationSpec, calls: Mapping[str, Callable[[list[Any]], list[Any]]],
                      inputs: Mapping[str, tuple[Sequence[str], Sequence[int], Sequence[StepInput]]]) -> StepRunner:
     """The runner of any runtime's steps through flat calls of host arrays; ``inputs``: per function,

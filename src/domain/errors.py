@@ -297,6 +297,10 @@ class ArtifactCallValueError(ArtifactCallError, ValueError):
     """An :class:`ArtifactCallError` whose cause was a ``ValueError`` (as JAX's "Error refining shapes")."""
 
 
+class DonationError(JaxportError, ValueError):
+    """A donating call asked of an export whose module donates none of its inputs."""
+
+
 class EffectSerializationError(JaxportError, NotImplementedError):
     """An effect that cannot be serialized: its class must rebuild an equal effect from nothing."""
 

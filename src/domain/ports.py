@@ -80,6 +80,11 @@ class StableHlo(Protocol):
         """The module of a portable artifact as StableHLO text."""
         ...
 
+    def donated_arguments(self, blob: bytes) -> tuple[bool, ...]:
+        """For each argument of ``main`` of a portable artifact, whether the module donates its
+        buffer (it carries one of :data:`~jaxport.domain.artifact.calling_convention.DONATION_ATTRS`)."""
+        ...
+
     def newest_readable_version(self) -> str:
         """The newest StableHLO version :meth:`deserialize` reads."""
         ...

@@ -97,11 +97,11 @@ def test_a_registered_dimension_class_traces_as_a_dimension_value() -> None:
     assert out.shape == (b,)
 
 
-def test_staging_is_seen_under_jit_and_eval_shape_but_not_eagerly_or_under_eager_transformations() -> None:
-    seen: list[bool] = []
+def test_staging_is_seen_under_jit_and_eval_shape_and_eager_only_outside_every_transformation() -> None:
+    seen: list[tuple[bool, bool]] = []
 
     def f(x: jax.Array) -> jax.Array:
-        seen.append(jax_internals.is_staging())
+        seen.append((jax_internals.is_staging(), jax_internals.is_eager()))
         return x * 2
 
     f(jnp.float32(1))
@@ -109,7 +109,7 @@ def test_staging_is_seen_under_jit_and_eval_shape_but_not_eagerly_or_under_eager
     jax.eval_shape(f, jax.ShapeDtypeStruct((3,), jnp.float32))  # a shape jit has not traced
     jax.vmap(f)(jnp.ones(2))
     jax.grad(f)(jnp.float32(1))
-    assert seen == [False, True, True, False, False]
+    assert seen == [(False, True), (True, False), (True, False), (False, False), (False, False)]
 
 
 def test_each_jax_result_type_is_a_namedtuple_found_by_its_name_and_named_back() -> None:

@@ -54,6 +54,9 @@ class FakeStableHlo:
     def to_text(self, blob: bytes) -> str:
         raise AssertionError("the export service reads no artifact")
 
+    def donated_arguments(self, blob: bytes) -> tuple[bool, ...]:
+        raise AssertionError("the export service reads no artifact")
+
     def newest_readable_version(self) -> str:
         return "9.9.9"
 

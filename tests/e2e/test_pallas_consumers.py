@@ -1,8 +1,9 @@
 """End to end: a Pallas TPU kernel, lowered for ("tpu",) on this machine, written for each consumer.
 
 Its Mosaic module is re-serialized by the verifying process for the Mosaic
-version the consumer exports (and so reads), or the artifact is refused before
-anything is written; ``jaxport check --consumer`` gives the same verdict.
+version the consumer exports (and so reads), as MLIR text for a consumer older
+than this JAX (whose MLIR does not read this MLIR's bytecode), or the artifact is
+refused before anything is written; ``jaxport check --consumer`` gives the same verdict.
 Reading and running the result on a TPU with the consumer's JAX: tools/tpu_check.py.
 """
 
@@ -22,7 +23,7 @@ from jaxport.adapters.mlir.worker import shared_worker
 from jaxport.application.cli.main import main
 from jaxport.application.consumer_check import check_consumer
 from jaxport.domain.artifact.consumers import CONSUMERS, Consumer
-from jaxport.domain.artifact.kernels import Kernel
+from jaxport.domain.artifact.kernels import BYTECODE, TEXT, Kernel, older_than_writer
 from jaxport.errors import ConsumerMismatchError
 
 SPEC = jax.ShapeDtypeStruct((8, 128), jnp.float32)
@@ -47,28 +48,46 @@ def kernels(blob: bytes) -> tuple[Kernel, ...]:
     return ChildModuleForms(shared_worker()).kernels(jaxport.deserialize(blob).mlir_module_serialized)[1]
 
 
-def test_the_kernel_is_exported_at_this_jaxs_mosaic_version(exported: jaxport.Exported) -> None:
+def test_the_kernel_is_exported_at_this_jaxs_mosaic_version_in_bytecode(exported: jaxport.Exported) -> None:
     this = next(c for c in CONSUMERS if c.runtime == "jax" and c.version == jax.__version__)
-    assert kernels(bytes(exported.serialize())) == (Kernel("tpu_custom_call", "add_kernel", this.mosaic),)
+    (kernel,) = kernels(bytes(exported.serialize()))
+    assert (kernel.target, kernel.name, kernel.mosaic, kernel.form) == (
+        "tpu_custom_call", "add_kernel", this.mosaic, BYTECODE)
+    assert kernel.producer is not None and kernel.producer.startswith("MLIR")
 
 
 @pytest.mark.parametrize("consumer", [c for c in CONSUMERS if c.runtime == "jax"], ids=str)
-def test_the_kernel_is_written_for_each_jax_consumers_mosaic_or_refused(
+def test_the_kernel_is_written_for_each_jax_consumers_mosaic_and_mlir_or_refused(
         exported: jaxport.Exported, consumer: Consumer) -> None:
     spec = f"jax=={consumer.version}"
     original = bytes(exported.serialize())
     (carried,) = kernels(original)
     assert consumer.mosaic is not None and carried.mosaic is not None
-    before = check_consumer(original, spec)
-    assert (f"JAX {consumer.version} reads Mosaic up to version {consumer.mosaic}" in "; ".join(before.reasons)) \
+    older = older_than_writer(consumer.version, jax.__version__)
+    reasons = "; ".join(check_consumer(original, spec).reasons)
+    assert (f"JAX {consumer.version} reads Mosaic up to version {consumer.mosaic}" in reasons) \
         == (carried.mosaic > consumer.mosaic)
+    assert (f"is MLIR bytecode written by {carried.producer} with JAX {jax.__version__}" in reasons) == older
     if consumer.serialization is not None and consumer.serialization < 5:
         with pytest.raises(ConsumerMismatchError, match="generation 5 for its device count"):
             exported.serialize(consumer=spec)  # its reader sees 0 devices: not the kernel's doing
         return
     written = bytes(exported.serialize(consumer=spec))
-    assert kernels(written) == (Kernel("tpu_custom_call", "add_kernel", min(carried.mosaic, consumer.mosaic)),)
+    mosaic = min(carried.mosaic, consumer.mosaic)
+    assert kernels(written) == ((Kernel("tpu_custom_call", "add_kernel", mosaic, TEXT),) if older else
+                                (Kernel("tpu_custom_call", "add_kernel", mosaic, BYTECODE, carried.producer),))
     assert check_consumer(written, spec).ok
+    assert written == bytes(exported.serialize(consumer=spec))  # the same bytes each time
+
+
+def test_the_kernel_as_text_is_the_downgraded_module_and_written_once(exported: jaxport.Exported) -> None:
+    forms = ChildModuleForms(shared_worker())
+    module = exported.mlir_module_serialized
+    as_bytecode, _ = forms.kernels(module, 11)
+    as_text, found = forms.kernels(module, 11, text=True)
+    assert found == (Kernel("tpu_custom_call", "add_kernel", 11, TEXT),)
+    assert forms.kernels(as_bytecode, 11, text=True) == (as_text, found)  # text of the downgraded bytecode
+    assert forms.kernels(as_text, 11, text=True) == (as_text, found)  # text stays as it is
 
 
 def test_tensorflow_is_refused_naming_the_kernel(exported: jaxport.Exported) -> None:

@@ -19,7 +19,7 @@ def test_the_export_step_writes_every_case_for_the_tpu_hosts_jax(tmp_path: Path)
     assert done.returncode == 0, done.stdout + done.stderr
     manifest = json.loads((tmp_path / "out" / "cases.json").read_text())
     assert [c["name"] for c in manifest["cases"]] == [
-        "mlp", "platform_dependent", "eigvalsh", "pallas", "pallas_newest", "pallas_text", "bf16_block"]
+        "mlp", "platform_dependent", "eigvalsh", "pallas", "pallas_newest", "bf16_block"]
     assert re.search(r"check --consumer pallas_newest\.jaxport +ok +no: the Pallas kernel '_pallas_kernel'",
                      done.stdout), done.stdout
     assert (tmp_path / "out" / "block_bundle" / "manifest.json").is_file()

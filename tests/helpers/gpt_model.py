@@ -15,6 +15,9 @@ row's cache mixed with another's changes the tokens.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,11 +34,11 @@ MAX_LENGTH = 16
 EOS = 31
 
 
-def make_params(seed: int = 0) -> dict[str, jax.Array]:
-    """The weights: an embedding, the attention's projections, the output projection."""
+def make_params(seed: int = 0, width: int = WIDTH) -> dict[str, jax.Array]:
+    """The weights: an embedding, the attention's projections, the output projection (``width`` wide)."""
     rng = np.random.default_rng(seed)
-    shapes = {"embed": (VOCAB, WIDTH), "wq": (WIDTH, WIDTH), "wk": (WIDTH, WIDTH), "wv": (WIDTH, WIDTH),
-              "wo": (WIDTH, VOCAB)}
+    shapes = {"embed": (VOCAB, width), "wq": (width, width), "wk": (width, width), "wv": (width, width),
+              "wo": (width, VOCAB)}
     return {name: jnp.asarray(rng.normal(size=shape) / np.sqrt(shape[0]), jnp.float32)
             for name, shape in shapes.items()}
 
@@ -48,7 +51,7 @@ def _logits(params: dict[str, jax.Array], tokens: jax.Array, positions: jax.Arra
     """
     x = params["embed"][tokens]
     q = x @ params["wq"]
-    scores = jnp.einsum("bsd,btd->bst", q, k) / np.sqrt(WIDTH)
+    scores = jnp.einsum("bsd,btd->bst", q, k) / np.sqrt(k.shape[-1])
     scores = jnp.where(visible, scores, -1e9)
     attended = jnp.einsum("bst,btd->bsd", jax.nn.softmax(scores, axis=-1), v)
     history = jnp.sum(jnp.where(visible, held[:, None, :], 0), axis=-1)
@@ -84,11 +87,11 @@ def _mask_step(params: dict[str, jax.Array], tokens: jax.Array, mask: jax.Array,
     return _logits(params, tokens, positions, k, v, held, visible), new
 
 
-def empty_cache(batch: Any, *, shared_index: bool, ballast: int = 0) -> dict[str, Any]:
+def empty_cache(batch: Any, *, shared_index: bool, ballast: int = 0, width: int = WIDTH) -> dict[str, Any]:
     """The cache's shapes (``ShapeDtypeStruct``\\ s) for ``batch`` rows (an int or a symbolic dimension);
     with ``ballast``, one more leaf of ``ballast`` floats per slot (the positions model only)."""
-    cache = {"k": jax.ShapeDtypeStruct((batch, MAX_LENGTH, WIDTH), jnp.float32),
-             "v": jax.ShapeDtypeStruct((batch, MAX_LENGTH, WIDTH), jnp.float32),
+    cache = {"k": jax.ShapeDtypeStruct((batch, MAX_LENGTH, width), jnp.float32),
+             "v": jax.ShapeDtypeStruct((batch, MAX_LENGTH, width), jnp.float32),
              "tok": jax.ShapeDtypeStruct((batch, MAX_LENGTH), jnp.int32)}
     if shared_index:
         cache["index"] = jax.ShapeDtypeStruct((), jnp.int32)
@@ -97,18 +100,18 @@ def empty_cache(batch: Any, *, shared_index: bool, ballast: int = 0) -> dict[str
     return cache
 
 
-def export_steps(shared_index: bool, ballast: int = 0) -> dict[str, jaxport.Exported]:
+def export_steps(shared_index: bool, ballast: int = 0, width: int = WIDTH) -> dict[str, jaxport.Exported]:
     """The prefill and the decode, exported for any batch and prompt length."""
     b, s = jaxport.symbolic_shape("b, s", constraints=(f"s <= {MAX_LENGTH}",))
-    params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), make_params())
+    params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), make_params(width=width))
     d, = jaxport.symbolic_shape("b")  # the decode's scope: no prompt length
     fn = jax.jit(_mask_step if shared_index else _positions_step)
     second = jax.ShapeDtypeStruct((b, MAX_LENGTH) if shared_index else (b, s), jnp.int32)
     one = jax.ShapeDtypeStruct((d, MAX_LENGTH) if shared_index else (d, 1), jnp.int32)
     return {"prefill": jaxport.export(fn)(params, jax.ShapeDtypeStruct((b, s), jnp.int32), second,
-                                          empty_cache(b, shared_index=shared_index, ballast=ballast)),
+                                          empty_cache(b, shared_index=shared_index, ballast=ballast, width=width)),
             "decode": jaxport.export(fn)(params, jax.ShapeDtypeStruct((d, 1), jnp.int32), one,
-                                         empty_cache(d, shared_index=shared_index, ballast=ballast))}
+                                         empty_cache(d, shared_index=shared_index, ballast=ballast, width=width))}
 
 
 def spec(shared_index: bool, **kw: Any) -> jaxport.GenerationSpec:
@@ -120,17 +123,18 @@ def spec(shared_index: bool, **kw: Any) -> jaxport.GenerationSpec:
     return jaxport.GenerationSpec(eos_ids=(EOS,), **kw)
 
 
-def save(path: Path, shared_index: bool = False, ballast: int = 0, **kw: Any) -> Path:
-    """Saves either model as a generative bundle at ``path``."""
-    jaxport.save_bundle(path, export_steps(shared_index, ballast), make_params(), generation=spec(shared_index, **kw))
+def save(path: Path, shared_index: bool = False, ballast: int = 0, width: int = WIDTH, **kw: Any) -> Path:
+    """Saves either model as a generative bundle at ``path`` (``width``: of its weights and cache)."""
+    jaxport.save_bundle(path, export_steps(shared_index, ballast, width), make_params(width=width),
+                        generation=spec(shared_index, **kw))
     return path
 
 
-def reference(shared_index: bool, prompt: list[int], max_new_tokens: int) -> list[int]:
+def reference(shared_index: bool, prompt: list[int], max_new_tokens: int, width: int = WIDTH) -> list[int]:
     """Greedy tokens of a plain ``jax.jit`` loop of the original functions (one prompt, no stop)."""
-    params = make_params()
+    params = make_params(width=width)
     step: Callable[..., Any] = jax.jit(_mask_step if shared_index else _positions_step)
-    cache = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), empty_cache(1, shared_index=shared_index))
+    cache = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), empty_cache(1, shared_index=shared_index, width=width))
     n = len(prompt)
     tokens = jnp.asarray([prompt], jnp.int32)
     if shared_index:
@@ -167,3 +171,23 @@ def tiny_tokenizer(path: Path) -> Path:
 CHAT_TEMPLATE = ("{% if messages[0]['role'] != 'user' %}{{ raise_exception('the first message is not the user\\'s') }}"
                  "{% endif %}{% for m in messages %}{{ m['content'] }} {% endfor %}"
                  "{% if add_generation_prompt %}the{% endif %}")
+
+
+_CHILD = """
+import json, sys
+import jaxport
+generator = jaxport.load_generator(sys.argv[1])
+print(type(generator._runner).__name__)
+print(json.dumps(generator.generate(json.loads(sys.argv[2]), int(sys.argv[3]))))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib"))))
+"""
+
+
+def generate_in_child(path: Path, prompts: list[list[int]], max_new_tokens: int) -> tuple[str, list[list[int]], list[str]]:
+    """Greedy tokens of ``load_generator(path)`` in a fresh process: its runner's class name, the tokens,
+    and the JAX modules the process imported."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), json.dumps(prompts), str(max_new_tokens)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    runner, tokens, loaded = out.stdout.strip().splitlines()[-3:]
+    return runner, json.loads(tokens), json.loads(loaded)

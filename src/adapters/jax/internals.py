@@ -262,6 +262,13 @@ def is_staging() -> bool:
     return isinstance(_core.trace_ctx.trace, _partial_eval.DynamicJaxprTrace)
 
 
+# What: whether no trace at all is active (plain eager evaluation: no jit, grad, vmap...).
+# Why internal: as for `is_staging`, JAX has no public query of the current trace.
+def is_eager() -> bool:
+    """Whether the innermost trace is JAX's eager evaluation (no transformation is running)."""
+    return isinstance(_core.trace_ctx.trace, _core.EvalTrace)
+
+
 
 # What: shape refinement of a module whose `main` takes static shapes (constants of
 # `jax.global_constant` arguments, such as the platform index, propagated into the callees,

@@ -14,7 +14,9 @@ symbolic dimensions stay dynamic; with them, one model per binding (the
 static shapes the pipeline checked against the function's constraints).
 Files are written only once every function of the job has converted (:func:`convert`, the target's
 :class:`~jaxport.domain.targets.ports.Converter`), each model holding its
-own copy of the weights.
+own copy of the weights; a generative bundle's models become the signatures of one
+model, :data:`~jaxport.domain.targets.litert.SHARED_FILE`, the weights stored once
+(:mod:`jaxport.adapters.litert.shared_model`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from jaxport.domain.errors import ConversionError, MissingExtraError
 from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, platform_index, variant_file
 from jaxport.domain.targets.litert import RUNTIME_NAME, SUFFIX, check_names, check_operators
 from jaxport.domain.targets.litert import LiteRtOptions, details_of
+from jaxport.domain.targets.litert import SHARED_FILE, shared_record, signature_key
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 from .module import converter_module
@@ -40,6 +43,7 @@ try:
     from . import stablehlo_to_tflite as litert_convert
     from .narrow_constants import constants_to_float16, gather_tables_to_int8
     from .runtime import LiteRtLoadError, LiteRtModel
+    from .shared_model import merge_models
     from .stablehlo_to_tflite import converter_version
     from .tflite_file import FlatbufferInfo, read_flatbuffer
 except MissingExtraError as exc:  # converting needs the whole extra: ai-edge-litert reads what it writes
@@ -85,6 +89,8 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
                                              shapes=f.shapes, quantize=options.quantize,
                                              calibration=[[np.asarray(a) for a in e]
                                                           for e in job.calibration.get(f.name, ())])
+    if job.generation is not None:
+        return _shared(converted, staging, options.quantize, sum(int(w.nbytes) for w in weights))
     variants: dict[str, tuple[Variant, ...]] = {}
     models: dict[str, tuple[int, Sequence[str]]] = {}
     for name, found in converted.items():
@@ -97,6 +103,29 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
             models[file] = (v.info.constant_bytes, v.dynamic)
         variants[name] = tuple(files)
     return ConvertedParts(details_of(converter_version(), options.quantize, models), variants)
+
+
+def _shared(converted: dict[str, list[LiteRtVariant]], staging: str, quantize: str | None,
+            weights_bytes: int) -> ConvertedParts:
+    """Every variant as a signature of :data:`SHARED_FILE`, the weights stored once (a generative bundle's)."""
+    keys: dict[str, str] = {}
+    parts: list[tuple[str, bytes]] = []
+    variants: dict[str, tuple[Variant, ...]] = {}
+    for name, found in converted.items():
+        for v in found:
+            key = signature_key(name, variant_file(name, dict(v.dims), ""), len(found))
+            keys[key] = name
+            parts.append((key, v.model))
+        variants[name] = tuple(Variant(SHARED_FILE, v.dims) for v in found)
+    model = merge_models(parts)
+    info = read_flatbuffer(model)
+    _check_loads(", ".join(converted), model)
+    with open(os.path.join(staging, SHARED_FILE), "wb") as stream:
+        stream.write(model)
+    dynamic = sorted({d for found in converted.values() for v in found for d in v.dynamic})
+    shared = shared_record(len(model), weights_bytes, info.constant_bytes, keys)
+    return ConvertedParts(details_of(converter_version(), quantize, {SHARED_FILE: (info.constant_bytes, dynamic)},
+                                     shared), variants)
 
 
 def _weights(job: ConversionJob) -> list[np.ndarray]:

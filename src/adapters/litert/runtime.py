@@ -37,7 +37,9 @@ from typing import Any
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
+from jaxport.domain.converted.static_shapes import variant_file
 from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, MissingExtraError, UsageError
+from jaxport.domain.targets.litert import shared_signatures, signature_key
 
 try:
     from ai_edge_litert import interpreter as litert
@@ -105,6 +107,8 @@ class LiteRtModel:
                                                    experimental_op_resolver_type=resolver)
         self._prepared = False
         self._lock = threading.Lock()
+        #: Held while one of its signatures runs: they share the interpreter.
+        self.call_lock = threading.Lock()
         if prepare:
             self.prepare()
 
@@ -167,7 +171,7 @@ class LiteRtFunction:
         self._runner: Any = None
         self._inputs = input_names
         self._outputs = output_names
-        self._lock = threading.Lock()
+        self._lock = model.call_lock
 
     def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The flat results of the signature on the flat ``args`` (one per input name; jaxport's front
@@ -199,21 +203,26 @@ class LiteRtRuntime:
 
     def __init__(self, root: str | os.PathLike[str], manifest: ConvertedManifest, *, xnnpack: bool = True,
                  num_threads: int | None = None) -> None:
-        self._functions: dict[str, LiteRtFunction] = {}
+        self._functions: dict[tuple[str, Variant], LiteRtFunction] = {}
+        models: dict[str, LiteRtModel] = {}  # one interpreter per file: a shared file's signatures share it
+        shared = shared_signatures(manifest.target_details) is not None
         for function in manifest.functions:
             signature = function.signature
             for variant in function.variants:
-                path = os.path.join(os.fspath(root), variant.file)
+                stem = variant_file(function.name, variant.binding, "")
+                key = signature_key(function.name, stem, len(function.variants)) if shared else function.name
                 try:
-                    model = LiteRtModel(path, xnnpack=xnnpack, num_threads=num_threads, prepare=False)
-                    self._functions[variant.file] = model.function(function.name, signature.input_names,
-                                                                   signature.output_names)
+                    if variant.file not in models:
+                        models[variant.file] = LiteRtModel(os.path.join(os.fspath(root), variant.file),
+                                                           xnnpack=xnnpack, num_threads=num_threads, prepare=False)
+                    self._functions[function.name, variant] = models[variant.file].function(
+                        key, signature.input_names, signature.output_names)
                 except ArtifactError as exc:
                     raise ArtifactError(f"{variant.file}: {exc}") from exc
 
     def run(self, function: str, variant: Variant, args: Sequence[Any]) -> list[Any]:
         """The flat results of ``variant`` of ``function`` for the caller's flat ``args``."""
-        return self._functions[variant.file](args)
+        return self._functions[function, variant](args)
 
 
 def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> LiteRtRuntime:

@@ -7,8 +7,11 @@ reads each Mosaic module's ``stable_mosaic.version`` and, when asked for an olde
 version, re-serializes the kernel for it as JAX's own
 ``CustomCallBackendConfig.downgrade_lowered_module_asm`` does: jaxlib's
 ``mosaic-serde`` passes (read, then write with ``target-version``) and MLIR
-bytecode at its oldest version. Runs only in the verifying process (jaxlib,
-no ``jax``); the rest of the backend config is kept as written.
+bytecode at its oldest version; for a consumer older than the writer, as MLIR
+text in the generic form, with its locations (an older MLIR does not read this
+MLIR's bytecode at any version: :mod:`jaxport.domain.artifact.kernels`). Runs
+only in the verifying process (jaxlib, no ``jax``); the rest of the backend
+config is kept as written.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.passmanager import PassManager
 
-from jaxport.domain.artifact.kernels import KERNEL_TARGETS, MOSAIC_TARGET, Kernel
+from jaxport.domain.artifact.kernels import BYTECODE, KERNEL_TARGETS, MOSAIC_TARGET, TEXT, Kernel
 from . import bindings as jaxlib_mlir
 from .rewrite import MIXED_SERIALIZATION
 
@@ -30,9 +33,15 @@ class KernelRefused(Exception):
     """A kernel cannot be read or written for the Mosaic version asked; the message names it."""
 
 
-def kernels_form(module_bytes: bytes, mosaic: int | None) -> tuple[list[dict[str, Any]], bytes | None]:
+#: The first bytes of MLIR bytecode (``mlir/Bytecode/Encoding.h``); anything else is MLIR text.
+BYTECODE_MAGIC = b"ML\xefR"
+
+
+def kernels_form(module_bytes: bytes, mosaic: int | None,
+                 text: bool = False) -> tuple[list[dict[str, Any]], bytes | None]:
     """The kernels of a (verified) module as written, and the module with each Mosaic kernel newer
-    than ``mosaic`` written for it (None when none was rewritten or ``mosaic`` is None).
+    than ``mosaic`` written for it and, when ``text``, each Mosaic kernel in bytecode written as
+    MLIR text (None when no kernel was rewritten).
 
     Raises:
         KernelRefused: a Mosaic kernel does not parse, or this jaxlib cannot write it for ``mosaic``.
@@ -56,11 +65,12 @@ def kernels_form(module_bytes: bytes, mosaic: int | None) -> tuple[list[dict[str
                 continue
             config = ir.StringAttr(op.attributes["backend_config"]).value
             body, version = _mosaic_body(config, name)
-            if mosaic is not None and version is not None and version > mosaic:
-                older = _written_for(body, mosaic, name)
+            downgrade = mosaic is not None and version is not None and version > mosaic
+            if downgrade or (text and body.startswith(BYTECODE_MAGIC)):
+                older = _written_for(body, mosaic if downgrade else None, text, name)
                 op.attributes["backend_config"] = ir.StringAttr.get(_with_body(config, body, older))
-                rewritten, version = True, mosaic
-            found.append(Kernel(target, name, version))
+                rewritten, version, body = True, mosaic if downgrade else version, older
+            found.append(Kernel(target, name, version, *_form(body)))
         again = None
         if rewritten:
             version_text = stablehlo_version(module_bytes[:300]) or "1.0.0"
@@ -83,19 +93,40 @@ def _mosaic_body(config: str, name: str) -> tuple[bytes, int | None]:
     return body, version
 
 
-def _written_for(body: bytes, version: int, name: str) -> bytes:
-    """The Mosaic module ``body`` written for Mosaic ``version``, as JAX downgrades a kernel."""
+def _written_for(body: bytes, version: int | None, text: bool, name: str) -> bytes:
+    """The Mosaic module ``body`` written for Mosaic ``version`` (None: its own), as JAX downgrades a
+    kernel, in MLIR bytecode at its oldest version or, when ``text``, as generic MLIR text."""
     with _mosaic_context():
         module = _parse(body, name)
-        try:
-            PassManager.parse("builtin.module(mosaic-serde{serialize=false},"
-                              f"mosaic-serde{{serialize=true target-version={version}}})").run(module.operation)
-        except Exception as exc:  # noqa: BLE001 -- jaxlib's message says which operation
-            raise KernelRefused(f"the Pallas kernel '{name}' cannot be written for Mosaic version {version} "
-                                f"by this jaxlib: {str(exc).strip()[:600]}") from None
+        if version is not None:
+            try:
+                PassManager.parse("builtin.module(mosaic-serde{serialize=false},"
+                                  f"mosaic-serde{{serialize=true target-version={version}}})").run(module.operation)
+            except Exception as exc:  # noqa: BLE001 -- jaxlib's message says which operation
+                raise KernelRefused(f"the Pallas kernel '{name}' cannot be written for Mosaic version {version} "
+                                    f"by this jaxlib: {str(exc).strip()[:600]}") from None
+        if text:
+            # The generic form: no operation's custom syntax, which a dialect may change between releases.
+            return str(module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)).encode()
         buffer = io.BytesIO()
         module.operation.write_bytecode(buffer, desired_version=0)
     return buffer.getvalue()
+
+
+def _form(body: bytes) -> tuple[str, str | None]:
+    """A Mosaic module's form and, for bytecode, the MLIR that wrote it: the bytecode's header is
+    the magic, the bytecode version (a varint) and the producer, ending at a NUL byte."""
+    if not body.startswith(BYTECODE_MAGIC):
+        return TEXT, None
+    at = len(BYTECODE_MAGIC)
+    if at >= len(body):
+        return BYTECODE, None
+    # MLIR's varint: the first byte's trailing zero bits (+1) count its bytes; a zero byte means 9.
+    first = body[at]
+    at += 9 if first == 0 else (first & -first).bit_length()
+    end = body.find(b"\0", at, at + 200)
+    producer = body[at:end].decode("utf-8", "replace") if end > at else None
+    return BYTECODE, producer
 
 
 def _with_body(config: str, old: bytes, new: bytes) -> str:

@@ -16,6 +16,7 @@ from jaxlib.mlir.dialects import stablehlo
 from jaxlib.version import __version__ as jaxlib_version
 
 from jaxport.adapters.jax import internals as jax_internals
+from jaxport.domain.artifact.calling_convention import DONATION_ATTRS
 from jaxport.domain.ports import LoweredModule
 from jaxport.domain.symbolic import ArgDim, ShapePlan
 from .bindings import deserialize_portable_artifact, operations, serialize_portable_artifact
@@ -99,6 +100,21 @@ class MlirStableHlo:
         """The module of a portable artifact as StableHLO text, with locations as JAX prints them."""
         context = mlir.make_ir_context()
         return str(mlir.module_to_string(MlirStableHlo.deserialize(blob, context)))
+
+    @staticmethod
+    def donated_arguments(blob: bytes) -> tuple[bool, ...]:
+        """For each argument of ``main`` of a portable artifact, whether the module donates its buffer.
+
+        Read from the argument attributes that ``jax.jit(..., donate_argnums=...)``'s
+        lowering writes and ``jax.export`` keeps (:data:`DONATION_ATTRS`): the
+        artifact's own bytes, no field of jaxport's.
+        """
+        main = ir.SymbolTable(MlirStableHlo.deserialize(blob).operation)["main"]
+        count = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
+        if "arg_attrs" not in main.attributes:
+            return (False,) * count
+        return tuple(any(name in ir.DictAttr(attrs) for name in DONATION_ATTRS)
+                     for attrs in ir.ArrayAttr(main.attributes["arg_attrs"]))
 
     @staticmethod
     @functools.cache  # fixed for the process's jaxlib; asked at every deserialize

@@ -87,15 +87,17 @@ class ChildModuleForms:
         form = {"specialize": specialize_request(record, shapes, platform_index)}
         return self.worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
-    def kernels(self, module: bytes, mosaic: int | None = None) -> tuple[bytes, tuple[Kernel, ...]]:
+    def kernels(self, module: bytes, mosaic: int | None = None,
+                text: bool = False) -> tuple[bytes, tuple[Kernel, ...]]:
         """``module``'s kernels, and the module with each Mosaic kernel newer than ``mosaic``
-        written for it (itself when none is), by the verifying process.
+        written for it and, when ``text``, each Mosaic kernel written as MLIR text (itself when
+        none is rewritten), by the verifying process.
 
         Raises:
             ValueError: a kernel does not parse, or this jaxlib cannot write it for ``mosaic``.
             ArtifactError: the module does not parse or verify.
         """
-        checked = self.worker.check(module, sdy=False, form={"kernels": {"mosaic": mosaic}})
+        checked = self.worker.check(module, sdy=False, form={"kernels": {"mosaic": mosaic, "text": text}})
         return checked.reserialized, checked.kernels
 
     def _written(self, module: bytes, form: dict[str, Any]) -> bytes:

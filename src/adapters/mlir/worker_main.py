@@ -10,7 +10,7 @@ requests until its input closes:
 
 * request: a JSON header ``{"sdy": bool}``, with at most one of ``"standard"``,
   ``"version"`` or ``"specialize"`` (a form of the module to make after verifying
-  it: :mod:`~jaxport.adapters.mlir.rewrite`) or ``"kernels": {"mosaic": int | null}``
+  it: :mod:`~jaxport.adapters.mlir.rewrite`) or ``"kernels": {"mosaic": int | null, "text": bool}``
   (its kernels, each Mosaic one written for that version: :mod:`~jaxport.adapters.mlir.kernels`),
   with the module's bytes;
 * response: a JSON header (:class:`~jaxport.domain.artifact.verification.ModuleFacts`,
@@ -125,7 +125,8 @@ def _handle(request: Request) -> None:
         facts, again = check_module(module_bytes, bool(header.get("sdy", False)))
         again = rewrite(module_bytes, header) or again
         if "kernels" in header:
-            kernels, written = kernels_form(module_bytes, header["kernels"].get("mosaic"))
+            kernels, written = kernels_form(module_bytes, header["kernels"].get("mosaic"),
+                                            bool(header["kernels"].get("text", False)))
             again = written or module_bytes  # the bytes as given when no kernel was rewritten
     except (RefinementRefused, VersionRefused, KernelRefused) as exc:
         request.say({"refused": str(exc)[:4000]})

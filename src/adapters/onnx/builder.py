@@ -249,9 +249,9 @@ class GraphBuilder:
         """A 0-D constant of ``dtype``."""
         return self.constant(np.array(value, dtype=dtype), "scalar")
 
-    def cast(self, name: str, dtype: np.dtype[Any]) -> str:
-        """``name`` cast to ``dtype``."""
-        return self.one("Cast", [name], to=onnx_type(dtype))
+    def cast(self, name: str, dtype: np.dtype[Any], have: np.dtype[Any] | None = None) -> str:
+        """``name`` cast to ``dtype``; ``name`` itself where ``have`` (its dtype, where given) is ``dtype``."""
+        return name if have is not None and have == dtype else self.one("Cast", [name], to=onnx_type(dtype))
 
     def as_int64(self, name: str, value: Any) -> str:
         """A shape or index operand as int64 (ONNX's shape and index type)."""

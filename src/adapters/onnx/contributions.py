@@ -32,7 +32,7 @@ from onnx import helper
 from jaxport.domain.converted.numerics import Tolerance
 from jaxport.domain.converted.quantization import WeightQuantization, kept
 from jaxport.domain.ports import HostArray
-from .quantize import PREFIX, candidates, rounded
+from .quantize import PREFIX, candidates, inline, rounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +105,7 @@ class _Runs:
             elif key in keys:
                 graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
             else:
-                tensor.raw_data = np.ascontiguousarray(value(key)).tobytes()
-                tensor.data_location = onnx.TensorProto.DEFAULT
-                del tensor.external_data[:]
+                inline(tensor, np.ascontiguousarray(value(key)).tobytes())
                 initializers.append(tensor)
         del graph.initializer[:]
         graph.initializer.extend(initializers)

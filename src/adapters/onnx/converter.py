@@ -38,7 +38,7 @@ import numpy as np
 
 from .check import check_file
 from .contributions import WeightChoice, choose
-from .quantize import PREFIX, WeightsStore, activations, quantize_model, weights_file_name
+from .quantize import PREFIX, WeightsStore, activations, inline, quantize_model, weights_file_name
 from .translate import external_tensors, translate
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 from jaxport.adapters.web.module import copy_module
@@ -130,9 +130,7 @@ def _calibrated(model: onnx.ModelProto, function: FunctionJob, job: ConversionJo
     whole.CopyFrom(model)
     for tensor in whole.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL and tensor.name.startswith(PREFIX):
-            tensor.raw_data = np.ascontiguousarray(_stored(job, stored, tensor.name.removeprefix(PREFIX))).tobytes()
-            tensor.data_location = onnx.TensorProto.DEFAULT
-            del tensor.external_data[:]
+            inline(tensor, np.ascontiguousarray(_stored(job, stored, tensor.name.removeprefix(PREFIX))).tobytes())
     wanted = activations(model)
     known = {o.name for o in whole.graph.output}
     whole.graph.output.extend(onnx.ValueInfoProto(name=n) for n in wanted if n not in known)

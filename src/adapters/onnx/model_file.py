@@ -146,13 +146,11 @@ def _sparse(view: memoryview, facts: ModelFacts) -> None:
 
 def _tensor(view: memoryview, facts: ModelFacts) -> str:
     """Reads one TensorProto into ``facts`` (when it names external data); its name."""
-    names: list[bytes] = []
+    names = _strings(view, _TENSOR_NAME)
     locations: list[bytes] = []
     external = False
     for number, value in _fields(view):
-        if number == _TENSOR_NAME:
-            names.append(bytes(_message(value)))
-        elif number == _TENSOR_EXTERNAL:
+        if number == _TENSOR_EXTERNAL:
             external = True
             keys, values = _entry(_message(value))
             if b"location" in keys:
@@ -165,14 +163,12 @@ def _tensor(view: memoryview, facts: ModelFacts) -> str:
 
 def _entry(view: memoryview) -> tuple[list[bytes], list[bytes]]:
     """Every key and every value of one StringStringEntryProto."""
-    keys: list[bytes] = []
-    values: list[bytes] = []
-    for number, value in _fields(view):
-        if number == _ENTRY_KEY:
-            keys.append(bytes(_message(value)))
-        elif number == _ENTRY_VALUE:
-            values.append(bytes(_message(value)))
-    return keys, values
+    return _strings(view, _ENTRY_KEY), _strings(view, _ENTRY_VALUE)
+
+
+def _strings(view: memoryview, number: int) -> list[bytes]:
+    """The value of every field ``number`` of a message, each a string (or message) as bytes."""
+    return [bytes(_message(value)) for n, value in _fields(view) if n == number]
 
 
 def _text(data: bytes | memoryview) -> str:

@@ -90,6 +90,13 @@ def pack_int4(q: np.ndarray) -> np.ndarray:
     return flat[0::2] | (flat[1::2] << 4)
 
 
+def inline(tensor: onnx.TensorProto, data: bytes) -> None:
+    """Puts ``data`` in ``tensor`` itself, in place of the external data it named."""
+    tensor.raw_data = data
+    tensor.data_location = TensorProto.DEFAULT
+    del tensor.external_data[:]
+
+
 @dataclass
 class WeightsStore:
     """The tensors of the directory's weights file, gathered from every model, then written once."""
@@ -109,9 +116,7 @@ class WeightsStore:
     def inline(self, model: onnx.ModelProto) -> None:
         """Puts the bytes of ``model``'s tensors in the model itself (a self-contained model, to measure)."""
         for proto in (t for t in model.graph.initializer if t.name in self.refs):
-            proto.raw_data = bytes(self.tensors[self.refs[proto.name]][2])
-            proto.data_location = TensorProto.DEFAULT
-            del proto.external_data[:]
+            inline(proto, bytes(self.tensors[self.refs[proto.name]][2]))
 
     def write(self, stream: BinaryIO, location: str, models: Sequence[onnx.ModelProto]) -> None:
         """Writes the file (safetensors) and points the models' tensors at their bytes in it."""

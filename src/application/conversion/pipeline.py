@@ -203,7 +203,7 @@ def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSo
             src.write_weights(stream)
         weights_path = str(temporary)
     job = ConversionJob(jobs, weights, weights_path, options, jobs[0].name if len(jobs) == 1 else None,
-                        ChildModuleForms(wiring.module_worker()), calibrated)
+                        ChildModuleForms(wiring.module_worker()), calibrated, src.generation)
     parts = converter(job, str(staging))
     if temporary is not None:
         temporary.unlink()

@@ -243,7 +243,9 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
     stay dynamic where LiteRT's converter keeps them so, else ``dims`` gives
     the sizes to convert for (one model per binding: ``predict.b=8.tflite``).
     The weights are constants of each model (LiteRT's fused kernels), so
-    each model holds its own copy. No TensorFlow is imported.
+    each model holds its own copy; a generative bundle converts to one
+    ``model.tflite`` whose signatures (its prefill's and decode's variants)
+    share one copy. No TensorFlow is imported.
 
     Args:
         dims: for each symbolic function that cannot stay dynamic, the bindings to convert for.

@@ -34,8 +34,10 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
     runs with JAX, each step jitted once, the cache donated to each step. A
     converted directory runs with its target's runtime and no JAX: on ONNX
     Runtime with I/O binding, the cache kept in ONNX Runtime's buffers between
-    steps; on the other targets through the directory's checked calls. The
-    next token is picked on the host with NumPy.
+    steps; on LiteRT's ``CompiledModel`` with tensor buffers, the cache kept in
+    them (a directory converted for static shapes: its one model's signatures); on
+    the other targets through the directory's checked calls. The next token is
+    picked on the host with NumPy.
 
     Args:
         model: the directory, or a loaded bundle or converted model.
@@ -53,6 +55,12 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
         if converted.target == "onnx":
             return Generator(spec, wiring.onnx_step_runner(root, converted.manifest, spec, runtime_options),
                              wiring.sampler_factory(), text=text[0], chat_template=text[1])
+        compiled = wiring.litert_step_runner(root, converted.manifest, spec, runtime_options) \
+            if converted.target == "litert" else None
+        if compiled is not None:
+            prefill = converted.functions[spec.prefill]
+            return Generator(spec, compiled, wiring.sampler_factory(), text=text[0], chat_template=text[1],
+                             lengths=functools.partial(prefill_lengths, spec, prefill))
         model = converted
     if isinstance(model, ConvertedModel):
         spec = _spec(model.manifest.generation)

@@ -15,6 +15,7 @@ versions 6 and 7 still run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jaxport.domain.errors import CallingConventionError
@@ -25,6 +26,10 @@ MAXIMUM_VERSION = 10
 GLOBAL_CONSTANT_ATTR = "jax.global_constant"
 #: The name that attribute gives the platform-index argument.
 PLATFORM_INDEX = "_platform_index"
+#: The argument attributes of ``main`` that mark an argument whose buffer the module donates, as
+#: ``jax.jit(..., donate_argnums=...)`` lowers it: the result it is written into, or (where the
+#: lowering left the choice of the result to XLA) donated alone.
+DONATION_ATTRS = ("tf.aliasing_output", "jax.buffer_donor")
 
 
 def check_version(version: int, *, when: str) -> int:
@@ -64,3 +69,17 @@ class MainArguments:
 
     def __len__(self) -> int:
         return self.first_array + len(self.kept_var_idx)
+
+
+def donated_inputs(donated_arguments: Sequence[bool], kept_var_idx: Sequence[int]) -> tuple[int, ...]:
+    """The flat inputs whose buffers the module donates, from which arguments of ``main`` it donates.
+
+    The array arguments are ``main``'s last ones, one per kept input; what
+    comes before them (the platform index, dimension arguments, tokens) is
+    never donated.
+
+    >>> donated_inputs([False, False, True, True], kept_var_idx=(0, 2, 3))
+    (2, 3)
+    """
+    arrays = donated_arguments[len(donated_arguments) - len(kept_var_idx):]
+    return tuple(index for index, donated in zip(kept_var_idx, arrays) if donated)

@@ -36,7 +36,8 @@ from .record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, Artif
 from .sharding import NamedShardingRecord
 from jaxport.domain.errors import ConsumerMismatchError, JaxportError, UsageError
 from .module_format import stablehlo_version
-from .kernels import Kernel, kernel_reasons, may_hold_kernels
+from .kernels import Kernel, kernel_reasons, may_hold_kernels, older_than_writer
+from .kernels import release_key as _version_key
 
 #: The names a consumer is given by (``jax==0.9.2``, ``tf==2.21``), by runtime.
 RUNTIME_NAMES = {"jax": "jax", "tf": "tf", "tensorflow": "tf"}
@@ -176,7 +177,7 @@ def find_consumer(spec: str) -> Consumer:
 
 
 def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: bool,
-            kernels: Sequence[Kernel] = ()) -> Verdict:
+            kernels: Sequence[Kernel] = (), writer_jax: str | None = None) -> Verdict:
     """Whether ``consumer`` can read and run the artifact ``record``, and why not.
 
     Args:
@@ -186,9 +187,10 @@ def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: b
             in the 16-bit field that readers before format generation 5 read.
         kernels: the kernels of its modules (:func:`needs_kernels` says whether any may hold one;
             the verifying process reads them).
+        writer_jax: the JAX version that wrote its kernels; None: the one the artifact records.
     """
     reasons: list[str] = []
-    writer = record.producer.jax if record.producer is not None else record.jax_version
+    writer = writer_jax or writer_of(record)
     reasons += kernel_reasons(kernels, str(consumer), consumer.mosaic, writer,
                               consumer.version if consumer.runtime == "jax" else None)
     notes: list[str] = []
@@ -223,6 +225,12 @@ def stablehlo_for(consumer: Consumer) -> str | None:
     return consumer.stablehlo or consumer.reads_stablehlo
 
 
+def writer_of(record: ArtifactRecord) -> str | None:
+    """The JAX version that wrote ``record``, as it records it (its seal's producer, else the
+    version that format generation 12 records); None when it records none."""
+    return record.producer.jax if record.producer is not None else record.jax_version
+
+
 def needs_kernels(record: ArtifactRecord) -> bool:
     """Whether some module of ``record`` (its VJPs' included) may hold a kernel, whose versions only
     the verifying process reads."""
@@ -231,8 +239,8 @@ def needs_kernels(record: ArtifactRecord) -> bool:
 
 def written_for(record: ArtifactRecord, consumer: Consumer,
                 write_module: Callable[[bytes, str], bytes],
-                write_kernels: Callable[[bytes, int | None], tuple[bytes, tuple[Kernel, ...]]] | None = None,
-                ) -> ArtifactRecord:
+                write_kernels: Callable[[bytes, int | None, bool], tuple[bytes, tuple[Kernel, ...]]] | None = None,
+                writer_jax: str | None = None) -> ArtifactRecord:
     """``record`` (its VJP chain included) as ``consumer`` reads it, or why that cannot be.
 
     Each module newer than :func:`stablehlo_for` is written for that version by
@@ -246,10 +254,13 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
         consumer: the release to write for.
         write_module: ``(module, version) -> module`` written for that older StableHLO;
             raises ``ValueError`` when the version lacks an operation the module uses.
-        write_kernels: ``(module, mosaic) -> (module, kernels)``: the module's kernels, each
-            Mosaic kernel newer than ``mosaic`` (the consumer's) written for it; raises
-            ``ValueError`` when one cannot be. Asked only for modules that may hold a kernel;
-            None: their kernels are not read (and not written).
+        write_kernels: ``(module, mosaic, text) -> (module, kernels)``: the module's kernels, each
+            Mosaic kernel newer than ``mosaic`` (the consumer's) written for it, and each one
+            written as MLIR text when ``text`` (asked for a consumer older than ``writer_jax``,
+            whose MLIR may not read this MLIR's bytecode); raises ``ValueError`` when one cannot
+            be. Asked only for modules that may hold a kernel; None: their kernels are not read
+            (and not written).
+        writer_jax: the JAX version writing (this process's); None: the one the record names.
 
     Raises:
         ConsumerMismatchError: the consumer would not read or run the artifact; the
@@ -259,13 +270,15 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
     old_format = consumer.serialization is not None and consumer.serialization < JAX_VERSION_GENERATION
 
     kernels: list[Kernel] = []
+    writer = writer_jax or writer_of(record)
+    as_text = consumer.runtime == "jax" and older_than_writer(consumer.version, writer)
 
     def one(table: ArtifactRecord) -> ArtifactRecord:
         vjp = None if table.vjp is None else one(table.vjp)
         module = table.mlir_module_serialized
         if write_kernels is not None and may_hold_kernels(module):
             try:
-                module, found = write_kernels(module, consumer.mosaic)
+                module, found = write_kernels(module, consumer.mosaic, as_text)
             except JaxportError:
                 raise
             except ValueError as exc:
@@ -285,7 +298,7 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
         return replace(table, mlir_module_serialized=module, vjp=vjp)
 
     written_record = one(record)
-    found = verdict(written_record, consumer, short_device_count=False, kernels=kernels)
+    found = verdict(written_record, consumer, short_device_count=False, kernels=kernels, writer_jax=writer)
     if not found.ok:
         raise ConsumerMismatchError(str(consumer), record.function_name,
                                     found.reasons + (f"source: {consumer.source}",))
@@ -315,10 +328,3 @@ def _fields_needed(record: ArtifactRecord, short_device_count: bool) -> list[tup
 
 def _has_custom_node(spec: TreeSpec) -> bool:
     return spec.kind is TreeKind.CUSTOM or any(_has_custom_node(c) for c in spec.children)
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    parts = [int(p) if p.isdigit() else -1 for p in version.strip().split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)

@@ -144,6 +144,53 @@ def tolerance(quantize: str | None) -> Tolerance:
 
 #: The model files' suffix (their names: :func:`~jaxport.domain.converted.static_shapes.variant_file`).
 SUFFIX = ".tflite"
+#: The one model file of a directory converted from a generative bundle: every variant of every
+#: function a signature of it, the weights stored once (LiteRT-LM's convention: ``prefill`` and
+#: ``decode`` signatures sharing one copy of the weights).
+SHARED_FILE = "model.tflite"
+#: How much larger than one copy of the weights :data:`SHARED_FILE` may be before its record says why.
+SHARED_SIZE_LIMIT = 1.1
+
+
+def signature_key(function: str, variant_stem: str, nr_variants: int) -> str:
+    """The signature of a variant in :data:`SHARED_FILE`: the function's name when it has one variant,
+    else the variant's file stem (its binding; function names hold no ``=``, so keys never meet).
+
+    >>> signature_key("decode", "decode.b=1", 1), signature_key("prefill", "prefill.b=1,s=4", 2)
+    ('decode', 'prefill.b=1,s=4')
+    """
+    return function if nr_variants == 1 else variant_stem
+
+
+def shared_record(file_bytes: int, weights_bytes: int, constant_bytes: int, signatures: Mapping[str, str]
+                  ) -> dict[str, Any]:
+    """What a directory records of its :data:`SHARED_FILE`: its signatures (key: function), its size
+    against one copy of the weights, and, past :data:`SHARED_SIZE_LIMIT` of them, why.
+
+    >>> shared_record(1000, 100, 110, {"decode": "decode"})["why"]
+    'the graphs of its 1 signature(s) (operators, tensors, shapes) take 890 bytes beside 100 bytes of weights'
+    >>> "why" in shared_record(105, 100, 100, {"decode": "decode"})
+    False
+    """
+    record: dict[str, Any] = {"signatures": dict(sorted(signatures.items())), "file_bytes": file_bytes,
+                              "weights_bytes": weights_bytes}
+    if file_bytes > SHARED_SIZE_LIMIT * weights_bytes:
+        if constant_bytes > SHARED_SIZE_LIMIT * weights_bytes:
+            record["why"] = (f"its constants take {constant_bytes} bytes against {weights_bytes} bytes of weights: "
+                             "the converter stored some constants differently in different signatures, or made "
+                             "constants of its own")
+        else:
+            record["why"] = (f"the graphs of its {len(signatures)} signature(s) (operators, tensors, shapes) take "
+                             f"{file_bytes - constant_bytes} bytes beside {weights_bytes} bytes of weights")
+    return record
+
+
+def shared_signatures(details: Mapping[str, Any]) -> dict[str, str] | None:
+    """The signatures (key: function) of a directory's :data:`SHARED_FILE`; None: one file per variant."""
+    models = details.get("models")
+    shared = models.get(SHARED_FILE) if isinstance(models, Mapping) else None
+    signatures = shared.get("signatures") if isinstance(shared, Mapping) else None
+    return {str(k): str(v) for k, v in signatures.items()} if isinstance(signatures, Mapping) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +226,8 @@ _NOTES = {**{d: f"the dtype {d.value}, which LiteRT's converter cannot cast from
              for d in (DType.INT4, DType.UINT4)}}
 
 
-def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[int, Sequence[str]]]) -> dict[str, Any]:
+def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[int, Sequence[str]]],
+               shared: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``target_details`` of a LiteRT directory.
 
     Args:
@@ -187,9 +235,11 @@ def details_of(converter: str, quantize: str | None, models: Mapping[str, tuple[
         quantize: the options' quantization.
         models: per model file, its constant bytes (its copy of the weights) and
             the dimension variables it keeps dynamic.
+        shared: for :data:`SHARED_FILE`, :func:`shared_record`'s entries (None: none).
     """
     return {"converter": f"litert-converter {converter}", "quantize": quantize or "none",
-            "models": {file: {"constant_bytes": size, "dynamic": list(dynamic)}
+            "models": {file: {"constant_bytes": size, "dynamic": list(dynamic),
+                              **(dict(shared or {}) if file == SHARED_FILE else {})}
                        for file, (size, dynamic) in sorted(models.items())}}
 
 
@@ -210,10 +260,14 @@ _WEIGHTS = {INT8_WEIGHTS: "int8 (weights only)", INT8_DYNAMIC: "int8 (dynamic ra
 
 def describe(details: Mapping[str, Any]) -> str:
     """What ``jaxport convert`` and ``inspect`` say of a LiteRT directory: the converter, the
-    quantization, and each model's copy of the weights (its constant bytes) and dynamic dimensions.
+    quantization, and each model's copy of the weights (its constant bytes) and dynamic dimensions;
+    of a :data:`SHARED_FILE`, its signatures and its size against the weights.
 
     >>> describe(details_of("0.5.0", None, {"f.tflite": (2_500_000, ["b"]), "g.n=2.tflite": (10, [])}))
     'converted by litert-converter 0.5.0, weights float32, a copy in each model: f.tflite 2.4 MiB (dynamic b), g.n=2.tflite 0.0 KiB'
+    >>> describe(details_of("0.5.0", None, {SHARED_FILE: (2_500_000, [])},
+    ...                     shared_record(2_600_000, 2_500_000, 2_500_000, {"prefill": "prefill", "decode": "decode"})))
+    'converted by litert-converter 0.5.0, weights float32, one copy shared by the 2 signatures of model.tflite 2.4 MiB (the file 1.04x the weights)'
     """
     weights = _WEIGHTS.get(str(details.get("quantize")), "float32")
     models = details.get("models")
@@ -224,9 +278,17 @@ def describe(details: Mapping[str, Any]) -> str:
         shown = "?" if not isinstance(size, int) else f"{size / 2**20:.1f} MiB" if size >= 2**20 \
             else f"{size / 2**10:.1f} KiB"
         parts.append(f"{file} {shown}" + (f" (dynamic {', '.join(map(str, dynamic))})" if dynamic else ""))
-    return (f"converted by {details.get('converter', 'litert-converter')}, weights {weights}, a copy in each "
-            f"model: {', '.join(parts)}")
-
+    head = f"converted by {details.get('converter', 'litert-converter')}, weights {weights}"
+    signatures = shared_signatures(details)
+    if signatures is None or not isinstance(models, Mapping):
+        return f"{head}, a copy in each model: {', '.join(parts)}"
+    shared = models[SHARED_FILE]
+    file_bytes, weights_bytes = shared.get("file_bytes"), shared.get("weights_bytes")
+    ratio = f"the file {file_bytes / weights_bytes:.2f}x the weights" \
+        if isinstance(file_bytes, int) and isinstance(weights_bytes, int) and weights_bytes > 0 else ""
+    why = f": {shared['why']}" if ratio and "why" in shared else ""
+    tail = f" ({ratio}{why})" if ratio else ""
+    return f"{head}, one copy shared by the {len(signatures)} signatures of {', '.join(parts)}{tail}"
 
 PLAN = TargetPlan(
     runtime="LiteRT",

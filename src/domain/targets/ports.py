@@ -27,6 +27,7 @@ from jaxport.domain.converted.static_shapes import StaticShapes
 
 if TYPE_CHECKING:  # a converted directory's loader needs no quantization
     from jaxport.domain.converted.quantization import WeightQuantization
+    from jaxport.domain.generation.spec import GenerationSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,8 @@ class ConversionJob:
             verifying child (the converting process parses no module itself).
         calibration: for a quantization calibrated on examples, per function its
             examples as the caller's flat arrays (checked against its signature).
+        generation: a generative bundle's spec (None for any other source): a target
+            may lay its files out for generation (LiteRT: one model, the weights shared).
     """
 
     functions: tuple[FunctionJob, ...]
@@ -79,6 +82,7 @@ class ConversionJob:
     default: str | None
     forms: ModuleForms
     calibration: Mapping[str, Sequence[Sequence[HostArray]]] = field(default_factory=dict)
+    generation: GenerationSpec | None = None
 
 
 class ModuleForms(Protocol):

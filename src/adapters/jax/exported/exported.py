@@ -36,10 +36,11 @@ from jaxport.adapters.flatbuffers.codec import encode_artifact
 from jaxport.adapters.jax.exported.call import (
     CALLER_ERRORS, CallTarget, bind, call_failure, check_dtypes, flat_arguments
 )
-from jaxport.adapters.jax.internals import is_staging
+from jaxport.adapters.jax.internals import is_eager, is_staging
 from jaxport.adapters.jax.versions import this_producer
 from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.errors import ExportedFieldError, JaxportError, VjpUnavailableError
+from jaxport.domain.artifact.calling_convention import donated_inputs
+from jaxport.domain.errors import DonationError, ExportedFieldError, JaxportError, VjpUnavailableError
 from jaxport.domain.artifact.integrity import Extension, seal
 from jaxport.domain.artifact.module_format import check_portable_artifact
 from jaxport.domain.artifact.platforms import normalize_platforms
@@ -269,7 +270,8 @@ class Exported:
             # The domain decides; the verifying child writes each module for the consumer's StableHLO
             # and each Pallas kernel for its Mosaic.
             forms = ChildModuleForms(shared_worker())
-            record = written_for(record, find_consumer(consumer), forms.written_for, forms.kernels)
+            record = written_for(record, find_consumer(consumer), forms.written_for, forms.kernels,
+                                 writer_jax=jax.__version__)
         flatbuffer = encode_artifact(record)
         if not integrity:
             return flatbuffer
@@ -322,16 +324,70 @@ class Exported:
             if is_staging():
                 return self._call_traced(*args, **kwargs)
             return self._caller(*args, **kwargs)
-        except TypeError:
+        except Exception as exc:
+            self._explain_failure(exc, args, kwargs)
+            raise
+
+    def _explain_failure(self, exc: Exception, args: Any, kwargs: Any) -> None:
+        """Raises the error that explains why a call failed with ``exc``; returns when ``exc`` does."""
+        if isinstance(exc, TypeError):
             # jax.jit refuses non-array leaves (e.g. a static argument passed
             # again, an array of strings) before the tree check runs: report
             # the tree difference, or the leaf whose dtype differs.
             check_dtypes(self.call_target, flat_arguments(self.fun_name, self.in_tree, args, kwargs))
-            raise
-        except Exception as exc:
-            if isinstance(exc, (JaxportError, *CALLER_ERRORS)):
-                raise
+        elif not isinstance(exc, (JaxportError, *CALLER_ERRORS)):
             raise call_failure(self.fun_name, exc) from exc
+
+    def donating_call(self) -> Callable[..., Any]:
+        """The call of this export that donates the inputs its module donates.
+
+        ``jax.export``'s ``call`` never donates: its inputs stay alive, even
+        when the function was exported from ``jax.jit(f, donate_argnums=...)``
+        and its module aliases them to results (``tf.aliasing_output``).
+        :meth:`call` keeps that. The call returned here, made once per
+        object, takes the same arguments as :meth:`call` and, when called
+        eagerly, donates each input that the module donates, so XLA writes
+        the results into their buffers and the arrays given are deleted (a
+        NumPy array given is copied to the device first and stays alive).
+        Inside a ``jax.jit``, that jit's ``donate_argnums`` governs, as for any
+        function it calls; under another transformation (``jax.grad``,
+        ``jax.vmap``), which may need the inputs again, it is :meth:`call`. A method that returns a call, not a keyword of
+        :meth:`call`, because :meth:`call`'s keyword arguments are the
+        function's own (as ``jax.export``'s are).
+
+        Raises:
+            DonationError: the module donates none of its inputs (it was
+                exported without ``donate_argnums``, or none of its results
+                can hold a donated input).
+        """
+        return self._donating_caller
+
+    @functools.cached_property
+    def _donating_caller(self) -> Callable[..., Any]:
+        donated = donated_inputs(MlirStableHlo.donated_arguments(self.mlir_module_serialized),
+                                 self.module_kept_var_idx)
+        if not donated:
+            raise DonationError(
+                f"The exported function '{self.fun_name}' donates none of its inputs, so it has no donating "
+                "call: export it from jax.jit(f, donate_argnums=...) to donate, or call it with .call")
+        target, in_tree, out_tree = self.call_target, self.in_tree, self.out_tree
+
+        def flat(*leaves: Any) -> list[Any]:
+            return bind(target, leaves)
+
+        flat.__name__ = f"call_exported_{self.fun_name}"
+        jitted = jax.jit(flat, donate_argnums=donated)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not is_eager():  # the plain call: a transformation's own trace decides (see above)
+                return self.call(*args, **kwargs)
+            try:
+                return out_tree.unflatten(jitted(*flat_arguments(self.fun_name, in_tree, args, kwargs)))
+            except Exception as exc:
+                self._explain_failure(exc, args, kwargs)
+                raise
+
+        return call
 
     def _call_traced(self, *args: Any, **kwargs: Any) -> Any:
         """The pytree-level call: the tree check, then the primitive bound on the leaves."""

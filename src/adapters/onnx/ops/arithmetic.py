@@ -45,11 +45,7 @@ from .common import Translation, compared, direction, splat_value, wide_dtype
 
 def _widened(b: GraphBuilder, args: Sequence[str], dtype: np.dtype[Any]) -> tuple[list[str], np.dtype[Any]]:
     wide = wide_dtype(dtype)  # booleans: int32
-    return ([b.cast(a, wide) for a in args] if wide != dtype else list(args)), wide
-
-
-def _back(b: GraphBuilder, name: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
-    return name if wide == dtype else b.cast(name, dtype)
+    return [b.cast(a, wide, dtype) for a in args], wide
 
 
 #: The refusal of an operation defined here for floating-point operands only.
@@ -64,7 +60,7 @@ def _widening(compute: Callable[..., str], refusal: str = "") -> Translation:
         if refusal and dtype.kind != "f":
             b.refuse(refusal)
         operands, wide = _widened(b, args, dtype)
-        return [_back(b, compute(b, wide, *operands), wide, dtype)]
+        return [b.cast(compute(b, wide, *operands), dtype, wide)]
     return translate
 
 
@@ -92,7 +88,7 @@ def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         negated = b.one("Sub", [b.scalar(0, wide), x])
         quotient = b.one("Where", [b.one("Equal", [y, b.scalar(-1, wide)]), negated, quotient])
     all_ones = -1 if dtype.kind == "i" else np.iinfo(dtype).max
-    return [_back(b, b.one("Where", [zero, b.scalar(all_ones, wide), quotient]), wide, dtype)]
+    return [b.cast(b.one("Where", [zero, b.scalar(all_ones, wide), quotient]), dtype, wide)]
 
 
 def _remainder(b: GraphBuilder, wide: np.dtype[Any], x: str, y: str) -> str:
@@ -186,8 +182,8 @@ def _min_max(op_type: str) -> Translation:
             return [b.one("Or" if op_type == "Max" else "And", args)]
         (x, y), wide = _widened(b, args, dtype)  # ONNX Runtime's Max and Min propagate NaN, as XLA's
         if dtype.kind == "f":
-            return [_back(b, signed_zeros.min_max(b, op_type, x, y, wide), wide, dtype)]
-        return [_back(b, b.one(op_type, [x, y]), wide, dtype)]
+            return [b.cast(signed_zeros.min_max(b, op_type, x, y, wide), dtype, wide)]
+        return [b.cast(b.one(op_type, [x, y]), dtype, wide)]
     return translate
 
 
@@ -289,7 +285,7 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     source, target = tensor_dtype(op.operands[0]), tensor_dtype(op.results[0])
     narrow = narrow_float(op.results[0])
     if narrow is not None and narrow != narrow_float(op.operands[0]):  # float16/bfloat16: float32 inside
-        return [round_to(b, args[0] if source == target else b.cast(args[0], target), narrow)]
+        return [round_to(b, b.cast(args[0], target, source), narrow)]
     if source == target:
         return [args[0]]
     if source.kind != "f" or target.kind not in "iu":
@@ -304,7 +300,7 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     value = b.cast(safe, cast_to)
     value = b.one("Where", [b.one("GreaterOrEqual", [x, high]), b.scalar(info.max, cast_to),
                             b.one("Where", [b.one("LessOrEqual", [x, low]), b.scalar(info.min, cast_to), value])])
-    return [value if cast_to == target else b.cast(value, target)]
+    return [b.cast(value, target, cast_to)]
 
 
 TABLE: dict[str, Translation] = {

@@ -33,7 +33,7 @@ from jaxlib.mlir import ir
 from onnx import TensorProto
 
 from jaxport.adapters.onnx.builder import NARROW_FLOATS, GraphBuilder, onnx_type, tensor_dtype
-from .common import Translation, compared, element, signed_of, unsigned_of
+from .common import Translation, compared, element, signed_of, stacked, unsigned_of
 
 #: The opset that has ``BitCast``.
 BITCAST_OPSET = 26
@@ -87,8 +87,7 @@ def _between_widths(b: GraphBuilder, op: Any, x: str) -> str:
         mask = b.scalar((1 << bits) - 1, unsigned_wide)
         words = [b.cast(b.one("BitwiseAnd", [b.one("BitShift", [x, b.scalar(bits * i, unsigned_wide)],
                                                    direction="RIGHT"), mask]), unsigned_narrow) for i in range(ratio)]
-        last = b.int64s([-1])
-        result = b.one("Concat", [b.one("Unsqueeze", [w, last]) for w in words], axis=-1)
+        result = stacked(b, words)
     out = tensor_dtype(target)
     return bitcast(b, result, onnx_type(out)) if out.kind == "f" else b.cast(result, out)
 

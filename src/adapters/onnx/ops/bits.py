@@ -33,7 +33,7 @@ def _shift(direction: str) -> Translation:
             b.refuse("shifts of integers only")
         bits = dtype.itemsize * 8
         unsigned = unsigned_of(dtype)
-        x, amount = (a if dtype == unsigned else b.cast(a, unsigned) for a in args)
+        x, amount = (b.cast(a, unsigned, dtype) for a in args)
         beyond = b.one("GreaterOrEqual", [amount, b.scalar(bits, unsigned)])
         amount = b.one("Min", [amount, b.scalar(bits - 1, unsigned)]) if direction == "arithmetic" else where(
             b, beyond, b.scalar(0, unsigned), amount, unsigned)
@@ -45,7 +45,7 @@ def _shift(direction: str) -> Translation:
         else:
             shifted = b.one("BitShift", [x, amount], direction="LEFT" if direction == "left" else "RIGHT")
             shifted = where(b, beyond, b.scalar(0, unsigned), shifted, unsigned)
-        return [shifted if dtype == unsigned else b.cast(shifted, dtype)]
+        return [b.cast(shifted, dtype, unsigned)]
     return translate
 
 
@@ -55,7 +55,7 @@ def _bit_count(leading_zeros: bool) -> Translation:
     def translate(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         dtype = tensor_dtype(op.results[0])
         bits, unsigned = dtype.itemsize * 8, unsigned_of(dtype)
-        x = args[0] if dtype == unsigned else b.cast(args[0], unsigned)
+        x = b.cast(args[0], unsigned, dtype)
         one = None if leading_zeros else b.scalar(1, unsigned)
         total = None
         for k in range(bits):

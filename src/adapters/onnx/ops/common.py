@@ -62,6 +62,12 @@ def reversed_along(b: GraphBuilder, x: str, axes: Sequence[int]) -> str:
                            b.int64s([-1] * n)])
 
 
+def stacked(b: GraphBuilder, parts: Sequence[str], axis: int = -1) -> str:
+    """``parts`` (of one shape) stacked along a new dimension ``axis`` (-1: the last, 0: the first)."""
+    at = b.int64s([axis])
+    return b.one("Concat", [b.one("Unsqueeze", [p, at]) for p in parts], axis=axis)
+
+
 def element(b: GraphBuilder, x: str, index: int, axis: int) -> str:
     """Element ``index`` of ``x`` along ``axis`` (that dimension dropped)."""
     return b.one("Gather", [x, b.constant(np.array(index, np.int64), "index")], axis=axis)

@@ -52,7 +52,7 @@ from jaxlib.mlir import ir
 
 from jaxport.adapters.onnx.builder import F32, F64, GraphBuilder, dense_elements, int_list, tensor_dtype, tensor_shape
 from . import shape, window
-from .common import Translation, element, reducer, reversed_along, same
+from .common import Translation, element, reducer, reversed_along, same, stacked
 
 _PARTS: dict[str, np.dtype[Any]] = {"f32": F32, "f64": F64}
 
@@ -73,12 +73,6 @@ def is_complex(value: Any) -> bool:
 def parts(b: GraphBuilder, pair: str) -> tuple[str, str]:
     """The real and imaginary parts of a pair tensor."""
     return element(b, pair, 0, -1), element(b, pair, 1, -1)
-
-
-def join(b: GraphBuilder, real: str, imag: str) -> str:
-    """The pair tensor of two parts of one shape."""
-    last = b.int64s([-1])
-    return b.one("Concat", [b.one("Unsqueeze", [real, last]), b.one("Unsqueeze", [imag, last])], axis=-1)
 
 
 def zeros_like(b: GraphBuilder, x: str, dtype: np.dtype[Any]) -> str:
@@ -119,9 +113,9 @@ def _convert(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if target is None:
         b.refuse("a conversion of complex values to real ones (take real or imag first)")
     if source is not None:
-        return [args[0] if source == target else b.cast(args[0], target)]
-    real = args[0] if tensor_dtype(op.operands[0]) == target else b.cast(args[0], target)
-    return [join(b, real, zeros_like(b, real, target))]
+        return [b.cast(args[0], target, source)]
+    real = b.cast(args[0], target, tensor_dtype(op.operands[0]))
+    return [stacked(b, [real, zeros_like(b, real, target)])]
 
 
 def times(b: GraphBuilder, x: str, y: str) -> str:
@@ -129,7 +123,7 @@ def times(b: GraphBuilder, x: str, y: str) -> str:
     (a, c), (d, e) = parts(b, x), parts(b, y)
     real = b.one("Sub", [b.one("Mul", [a, d]), b.one("Mul", [c, e])])
     imag = b.one("Add", [b.one("Mul", [a, e]), b.one("Mul", [c, d])])
-    return join(b, real, imag)
+    return stacked(b, [real, imag])
 
 
 def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -177,7 +171,7 @@ def _divide(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         corner = f("Where", zero_denominator, case1[i], f("Where", inf_over_finite, case2[i],
                                                           f("Where", finite_over_inf, case3[i], smith)))
         result.append(f("Where", nan, corner, smith))
-    return [join(b, result[0], result[1])]
+    return [stacked(b, result)]
 
 
 def _known(b: GraphBuilder, args: Sequence[str], what: str) -> list[np.ndarray]:
@@ -225,7 +219,7 @@ def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     low, high = int_list(op.attributes["edge_padding_low"]), int_list(op.attributes["edge_padding_high"])
     (real, imag), (pad_real, pad_imag) = parts(b, args[0]), parts(b, args[1])
     pads, axes = b.int64s([*low, *high]), b.int64s(list(range(len(low))))
-    return [join(b, b.one("Pad", [real, pads, pad_real, axes]), b.one("Pad", [imag, pads, pad_imag, axes]))]
+    return [stacked(b, [b.one("Pad", [real, pads, pad_real, axes]), b.one("Pad", [imag, pads, pad_imag, axes])])]
 
 
 def _select(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -296,7 +290,7 @@ def _hermitian(b: GraphBuilder, half: str, n: int, dtype: np.dtype[Any]) -> str:
         reals.append(reversed_along(b, _piece(b, real, 1, middle), [-1]))
         imags.append(b.one("Neg", [reversed_along(b, _piece(b, imag, 1, middle), [-1])]))
     both = [b.one("Concat", p, axis=-1) if len(p) > 1 else p[0] for p in (reals, imags)]
-    return join(b, both[0], both[1])
+    return stacked(b, both)
 
 
 def _fft(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -318,7 +312,7 @@ def _fft(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         if n <= DIRECT_UP_TO or n & (n - 1) == 0:
             x = _dft(b, b.one("Unsqueeze", [x, b.int64s([-1])]), n, -2, onesided=True)
         else:
-            x = _transform(b, join(b, x, zeros_like(b, x, dtype)), n, -2, dtype)
+            x = _transform(b, stacked(b, [x, zeros_like(b, x, dtype)]), n, -2, dtype)
             x = b.one("Slice", [x, b.int64s([0]), b.int64s([n // 2 + 1]), b.int64s([-2])])
         for length, axis in zip(lengths[:-1], axes[:-1]):
             x = _transform(b, x, length, axis, dtype)
@@ -338,7 +332,7 @@ COMPLEX: dict[str, Translation] = {
     "stablehlo.constant": lambda b, op, args: [b.constant(complex_values(b, op), "complex")],
     "stablehlo.real": lambda b, op, args: [parts(b, args[0])[0]],
     "stablehlo.imag": lambda b, op, args: [parts(b, args[0])[1]],
-    "stablehlo.complex": lambda b, op, args: [join(b, args[0], args[1])],
+    "stablehlo.complex": lambda b, op, args: [stacked(b, args)],
     "stablehlo.convert": _convert,
     "stablehlo.add": same("Add"),
     "stablehlo.subtract": same("Sub"),

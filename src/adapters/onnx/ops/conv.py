@@ -108,7 +108,7 @@ def _batch_groups_to_features(b: GraphBuilder, lhs: str, rank: int, count: int) 
 def _bytes(b: GraphBuilder, x: str, wide: np.dtype[Any], count: int) -> list[str]:
     """The ``count`` lowest bytes of ``x`` (an integer of ``wide``) as uint8 tensors, least significant first."""
     unsigned = unsigned_of(wide)
-    word = x if wide == unsigned else b.cast(x, unsigned)
+    word = b.cast(x, unsigned, wide)
     return [b.cast(b.one("BitwiseAnd", [b.one("BitShift", [word, b.scalar(8 * k, unsigned)], direction="RIGHT")
                                         if k else word, b.scalar(255, unsigned)]), _U8) for k in range(count)]
 
@@ -140,7 +140,7 @@ def _integer_conv(b: GraphBuilder, lhs: str, rhs: str, wide: np.dtype[Any], dtyp
     bits = dtype.itemsize * 8
     unsigned = unsigned_of(dtype)
     wrapped = b.cast(b.one("BitwiseAnd", [total, b.scalar((1 << bits) - 1, I64)]), unsigned)
-    return wrapped if dtype == unsigned else b.cast(wrapped, dtype)
+    return b.cast(wrapped, dtype, unsigned)
 
 
 TABLE: dict[str, Translation] = {

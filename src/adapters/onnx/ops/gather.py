@@ -95,7 +95,7 @@ def _index_vectors(b: GraphBuilder, op: Any, indices: str, vector_dim: int) -> t
 
 def _window(b: GraphBuilder, operand: str, index: str, dtype: np.dtype[Any], axis: int, size: str) -> str:
     """``size`` (a [1] int64 value) elements of ``axis`` from ``index``, clamped as StableHLO clamps it."""
-    start = b.one("Reshape", [index if dtype == I64 else b.cast(index, I64), b.int64s([1])])
+    start = b.one("Reshape", [b.cast(index, I64, dtype), b.int64s([1])])
     extent = b.one("Shape", [operand], start=axis, end=axis + 1)
     start = b.one("Min", [b.one("Max", [start, b.int64s([0])]), b.one("Sub", [extent, size])])
     return b.one("Slice", [operand, start, b.one("Add", [start, size]), b.int64s([axis])])

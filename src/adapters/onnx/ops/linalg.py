@@ -33,9 +33,9 @@ INTEGER_WIDER: dict[np.dtype[Any], np.dtype[Any]] = {
 def _dot_general(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     wide = INTEGER_WIDER.get(dtype, dtype)
-    lhs, rhs = (args[i] if tensor_dtype(op.operands[i]) == wide else b.cast(args[i], wide) for i in (0, 1))
+    lhs, rhs = (b.cast(args[i], wide, tensor_dtype(op.operands[i])) for i in (0, 1))
     product = _product(b, op, lhs, rhs)
-    return [product if wide == dtype else b.cast(product, dtype)]
+    return [b.cast(product, dtype, wide)]
 
 
 def _product(b: GraphBuilder, op: Any, lhs: str, rhs: str) -> str:

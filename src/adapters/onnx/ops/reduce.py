@@ -61,10 +61,8 @@ def _reduce(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if dtype.kind in "iu" and (binary == "Mul" or (binary == "Add" and dtype.itemsize == 8)):
         return _wrapping_fold(b, op, args, binary)
     wide = _reduction_type(b, dtype, binary)
-    operand = args[0] if wide == dtype else b.cast(args[0], wide)
-    reduced = b.one(reduce_type, [operand, b.int64s(dims)], keepdims=0)
-    if wide != dtype:
-        reduced = b.cast(reduced, dtype)
+    reduced = b.one(reduce_type, [b.cast(args[0], wide, dtype), b.int64s(dims)], keepdims=0)
+    reduced = b.cast(reduced, dtype, wide)
     if dtype.kind == "f" and binary in ("Max", "Min"):
         reduced = _with_nan(b, args[0], dims, reduced, dtype)
     if is_identity(binary, op.operands[1]):
@@ -110,9 +108,9 @@ def _wrapping_fold(b: GraphBuilder, op: Any, args: Sequence[str], operator: str)
     narrower integers and int64 for uint32 and uint64 (the same modulo 2**bits), cast back."""
     dtype = tensor_dtype(op.results[0])
     wide = INTEGER_WIDER.get(dtype, dtype)
-    x, init = (a if wide == dtype else b.cast(a, wide) for a in args[:2])
+    x, init = (b.cast(a, wide, dtype) for a in args[:2])
     product = _folded(b, op, x, init, operator, wide)
-    return [product if wide == dtype else b.cast(product, dtype)]
+    return [b.cast(product, dtype, wide)]
 
 
 def _folded(b: GraphBuilder, op: Any, x: str, init: str, operator: str, dtype: np.dtype[Any]) -> str:
@@ -151,7 +149,7 @@ def _argminmax(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str] | Non
         return None
     dtype = tensor_dtype(op.operands[0])
     wide = wide_dtype(dtype)
-    x = args[0] if wide == dtype else b.cast(args[0], wide)
+    x = b.cast(args[0], wide, dtype)
     largest = directions[0] == "GT"
     picked = x
     if wide.kind == "f":

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.adapters.onnx.builder import I64, GraphBuilder, tensor_dtype, tensor_shape
-from .common import Translation, element, iota_of, unsigned_of
+from .common import Translation, element, iota_of, stacked, unsigned_of
 
 U32, U64 = np.dtype(np.uint32), np.dtype(np.uint64)
 _MASK = 0xFFFFFFFF
@@ -135,9 +135,7 @@ def _philox(b: GraphBuilder, key: str, low: str, high: str, shape: Sequence[int]
     words = _philox_rounds(b, [_low(b, low_i), _high(b, low_i), _low(b, high_i), _high(b, high_i)], key)
     if bits == 64:
         words = [_wide(b, words[0], words[1]), _wide(b, words[2], words[3])]
-    last = b.int64s([-1])
-    stacked = b.one("Concat", [b.one("Unsqueeze", [x, last]) for x in words], axis=-1)
-    flat = b.one("Slice", [b.one("Reshape", [stacked, b.int64s([-1])]), b.int64s([0]), b.int64s([count])])
+    flat = b.one("Slice", [b.one("Reshape", [stacked(b, words), b.int64s([-1])]), b.int64s([0]), b.int64s([count])])
     result = b.one("Reshape", [flat, b.int64s(list(shape))], allowzero=1)
     new_low, new_high = _plus(b, low, high, b.scalar(blocks, U64))
     return result, new_low, new_high
@@ -166,8 +164,7 @@ def _rng_bit_generator(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[st
         high = element(b, args[0], 0 if state_shape == (2,) else 2, 0)  # u64[2]: XLA reverses it
         result, new_low, new_high = _philox(b, key, low, high, static, bits)
         state = [key, new_low] if state_shape == (2,) else [key, new_low, new_high]
-    first = b.int64s([0])
-    new_state = b.one("Concat", [b.one("Unsqueeze", [s, first]) for s in state], axis=0)
+    new_state = stacked(b, state, 0)
     if dtype.itemsize < 4:
         result = b.cast(result, unsigned_of(dtype))
     if dtype.kind == "i":

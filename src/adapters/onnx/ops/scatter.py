@@ -196,7 +196,7 @@ def _scattered(b: GraphBuilder, op: Any, args: Sequence[str], reduction: str, dt
                                           b.one("Reshape", [moved, b.int64s([-1])])], axis=0, reduction=reduction)
     result = b.one("Reshape", [b.one("Slice", [scattered, b.int64s([0]), b.one("Reshape", [total, b.int64s([1])])]),
                                operand_shape], allowzero=1)
-    return result if computed == dtype else b.cast(result, dtype)
+    return b.cast(result, dtype, computed)
 
 
 TABLE: dict[str, Translation] = {

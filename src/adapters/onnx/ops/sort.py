@@ -172,16 +172,17 @@ def _ascending_key(b: GraphBuilder, op: Any, x: str) -> str | None:
     """A key ``TopK`` orders as the comparator orders the first operand (ties: equal keys), else None."""
     dtype = tensor_dtype(op.operands[0])
     if dtype.kind == "f":
-        if dtype == F64:
-            return None
-        key = b.cast(x, F64)
-        big = float(np.finfo(np.float64).max)
-        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, F64)]), key])
-        return b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, F64), key])
+        return None if dtype == F64 else _float64_key(b, b.cast(x, F64))
     if dtype == np.dtype(np.uint64):
         return None
-    wide = wide_dtype(dtype)  # booleans: int32
-    return x if wide == dtype else b.cast(x, wide)
+    return b.cast(x, wide_dtype(dtype), dtype)  # booleans: int32
+
+
+def _float64_key(b: GraphBuilder, key: str) -> str:
+    """A float64 ``key`` with its infinities at float64's bounds and NaN above everything, for ``TopK``."""
+    big = float(np.finfo(np.float64).max)
+    key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, F64)]), key])
+    return b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, F64), key])
 
 
 def _top_k(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -198,13 +199,9 @@ def _top_k(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         key = b.cast(x, F64)
         zero = b.scalar(0, F64)
         negative_zero = b.one("And", [b.one("Equal", [key, zero]), b.one("Less", [b.one("Reciprocal", [key]), zero])])
-        key = b.one("Where", [negative_zero, b.scalar(-1e-300, F64), key])
-        big = float(np.finfo(np.float64).max)
-        key = b.one("Where", [b.one("IsInf", [key]), b.one("Mul", [b.one("Sign", [key]), b.scalar(big, F64)]), key])
-        key = b.one("Where", [b.one("IsNaN", [key]), b.scalar(np.inf, F64), key])
+        key = _float64_key(b, b.one("Where", [negative_zero, b.scalar(-1e-300, F64), key]))
     else:
-        wide = wide_dtype(dtype)  # booleans: int32
-        key = x if wide == dtype else b.cast(x, wide)
+        key = b.cast(x, wide_dtype(dtype), dtype)  # booleans: int32
     _, indices = b.node("TopK", [key, b.int64s([k])], 2, axis=rank - 1, largest=1, sorted=1)
     values = b.one("GatherElements", [x, indices], axis=rank - 1)
     return [values, b.cast(indices, tensor_dtype(op.results[1]))]

@@ -103,11 +103,11 @@ def _interleave(b: GraphBuilder, x: str, shape: Sequence[int | None], axis: int,
 def _pad(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     dtype = tensor_dtype(op.results[0])
     wide = wide_dtype(dtype)
-    x, value = (args[0], args[1]) if wide == dtype else (b.cast(args[0], wide), b.cast(args[1], wide))
+    x, value = (b.cast(a, wide, dtype) for a in args[:2])
     padded = pad_tensor(b, x, tensor_shape(op.operands[0]), int_list(op.attributes["edge_padding_low"]),
                         int_list(op.attributes["edge_padding_high"]), int_list(op.attributes["interior_padding"]),
                         value)
-    return [padded if wide == dtype else b.cast(padded, dtype)]
+    return [b.cast(padded, dtype, wide)]
 
 
 def _reverse(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
@@ -236,14 +236,10 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
     if kind is None:
         return _general_reduce_window(b, op, args, shape, w)
     window, strides, dilations = w.dimensions, w.strides, w.dilations
-    dtype = tensor_dtype(op.results[0])
-    wide = wide_dtype(dtype)
-    x, init, kind = _widened(b, args[0], args[1], kind, dtype)
-    identity = is_identity(kind, op.operands[1])
+    x, init, kind, wide = _widened(b, op, args, kind)
     cumulative = _cumulative_axis(shape, w)
     if cumulative is not None:
-        result = _scan(b, x, shape, wide, kind, *cumulative)
-        return [_finish(b, result if identity else b.one(kind, [result, init]), wide, dtype)]
+        return _finish(b, op, _scan(b, x, shape, wide, kind, *cumulative), init, kind, wide)
     x, padded = _padded(b, x, init, shape, w)
     wins = [a for a in range(rank) if window[a] > 1 or strides[a] > 1 or dilations[a] > 1]
     if not wins:
@@ -257,9 +253,7 @@ def _reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> list[str]:
         if int(np.prod(window)) > MAX_WINDOW:
             b.refuse(f"a reduce_window of more than {MAX_WINDOW} elements per window outside ONNX's pools")
         result = functools.reduce(lambda r, part: b.one(kind, [r, part]), _window_slices(b, x, padded, w)[1])
-    if not identity:
-        result = b.one(kind, [result, init])
-    return [_finish(b, result, wide, dtype)]
+    return _finish(b, op, result, init, kind, wide)
 
 
 def _general_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str], shape: Sequence[int | None],
@@ -281,19 +275,24 @@ def _general_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str], shape:
     return [acc]
 
 
-def _widened(b: GraphBuilder, x: str, init: str, kind: str, dtype: np.dtype[Any]) -> tuple[str, str, str]:
-    """``x`` and ``init`` of ``dtype`` in the dtype reduced in (:func:`.common.wide_dtype`), and ``kind`` there
-    (booleans reduce as int32: and as min, or as max)."""
+def _widened(b: GraphBuilder, op: Any, args: Sequence[str], kind: str) -> tuple[str, str, str, np.dtype[Any]]:
+    """The operand and init value of the reduce_window ``op`` (``args[:2]``) in the dtype reduced in
+    (:func:`.common.wide_dtype`), ``kind`` there (booleans reduce as int32: and as min, or as max), and that dtype."""
+    dtype = tensor_dtype(op.results[0])
     wide = wide_dtype(dtype)
-    if wide == dtype:
-        return x, init, kind
-    return b.cast(x, wide), b.cast(init, wide), {"And": "Min", "Or": "Max"}.get(kind, kind)
+    kind = kind if wide == dtype else {"And": "Min", "Or": "Max"}.get(kind, kind)
+    return b.cast(args[0], wide, dtype), b.cast(args[1], wide, dtype), kind, wide
 
 
-def _finish(b: GraphBuilder, result: str, wide: np.dtype[Any], dtype: np.dtype[Any]) -> str:
+def _finish(b: GraphBuilder, op: Any, result: str, init: str, kind: str, wide: np.dtype[Any]) -> list[str]:
+    """The windows reduced in ``wide`` (``result``) combined by ``kind`` with ``op``'s init value ``init``
+    (unless that is ``kind``'s identity), in ``op``'s result dtype."""
+    if not is_identity(kind, op.operands[1]):
+        result = b.one(kind, [result, init])
+    dtype = tensor_dtype(op.results[0])
     if dtype == BOOL:
-        return b.one("Not", [b.one("Equal", [result, b.scalar(0, wide)])])
-    return result if wide == dtype else b.cast(result, dtype)
+        return [b.one("Not", [b.one("Equal", [result, b.scalar(0, wide)])])]
+    return [b.cast(result, dtype, wide)]
 
 
 def _cumulative_axis(shape: Sequence[int | None], w: _Window) -> tuple[int, bool] | None:
@@ -408,9 +407,7 @@ def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> lis
         b.refuse("a dynamic_reduce_window with base dilations not all 1 at conversion")
     shape = tensor_shape(op.operands[0])
     rank = len(shape)
-    dtype = tensor_dtype(op.results[0])
-    wide = wide_dtype(dtype)
-    x, init, kind = _widened(b, args[0], args[1], kind, dtype)
+    x, init, kind, wide = _widened(b, op, args, kind)
     window, strides, dilations = (b.as_int64(args[i], op.operands[i]) for i in (2, 3, 5))
     padding = b.as_int64(args[6], op.operands[6])
     low = b.one("Reshape", [b.one("Slice", [padding, b.int64s([0]), b.int64s([1]), b.int64s([1])]), b.int64s([-1])])
@@ -426,10 +423,8 @@ def _dynamic_reduce_window(b: GraphBuilder, op: Any, args: Sequence[str]) -> lis
     extent = b.one("Add", [b.one("Mul", [b.one("Sub", [window, one]), dilations]), one])
     reach = b.one("Add", [b.one("Sub", [b.one("Shape", [padded]), extent]), strides])
     counts = b.one("Div", [b.one("Max", [reach, zeros]), strides])  # whole windows, 0 if none
-    result = _window_loop(b, padded, counts, (window, strides, dilations), kind, wide, rank)
-    if not is_identity(kind, op.operands[1]):
-        result = b.one(kind, [result, init])
-    return [_finish(b, result, wide, dtype)]
+    return _finish(b, op, _window_loop(b, padded, counts, (window, strides, dilations), kind, wide, rank), init,
+                   kind, wide)
 
 
 def _window_loop(b: GraphBuilder, padded: str, counts: str, window_strides_dilations: tuple[str, str, str],
