@@ -99,7 +99,7 @@ def _why_not_cache(spec: GenerationSpec, cache: list[AvalRecord]) -> str:
     leaves = spec.cache
     if not leaves or len(leaves) % 2:
         return (f"GenAI's cache is a key and a value per layer; this model's has {len(leaves)} "
-                f"leaf{'' if len(leaves) == 1 else 's'}")
+                f"{'leaf' if len(leaves) == 1 else 'leaves'}")
     first = cache[0]
     for leaf, aval in zip(leaves, cache):
         name = leaf.name or "(the cache)"
