@@ -18,7 +18,9 @@ made per round, ``tokens``, and the machine's load average, ``load``):
   decoders are (``generative.save_genai``), its one ONNX directory run by
   ``onnx`` (``jaxport.load_generator``) and by ``genai`` (GenAI's own
   ``Generator``, greedy, from the directory's ``genai_config.json``); the
-  report gives their speed against ``genai``'s.
+  report gives their speed against ``genai``'s. Both run ONNX Runtime with
+  GenAI's default thread count (half the machine's cores, as GenAI's
+  session options choose it; jaxport's default is every core).
 * ``peak memory``: each loop in a fresh child process of its own, 64 and
   256 new tokens (a cache of 320), its peak resident memory (``VmHWM``):
   ``bundle``, ``onnx``, ``litert`` (the cache in ``CompiledModel``'s tensor
@@ -127,6 +129,10 @@ def test_time_to_first_token(benchmark: BenchmarkFixture, model: Path, batch: in
     benchmark.pedantic(loop, args=(prompts, 1), rounds=5, iterations=1, warmup_rounds=1)
 
 
+#: The intra-op threads of GenAI's sessions unless its config says otherwise (onnxruntime-genai's model.cpp).
+GENAI_THREADS = min(16, max(1, (os.cpu_count() or 2) // 2))
+
+
 @pytest.fixture(scope="module")
 def genai_layout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ONNX directory of the GenAI-layout model (it carries genai_config.json)."""
@@ -165,7 +171,7 @@ def test_tokens_per_second_against_genai(benchmark: BenchmarkFixture, genai_layo
     if role == "genai":
         loop = _genai_loop(genai_layout)
     else:
-        generator = jaxport.load_generator(genai_layout)
+        generator = jaxport.load_generator(genai_layout, threads=GENAI_THREADS)
         loop = lambda prompts, new: generator.generate(prompts.tolist(), new)  # noqa: E731
     prompts = _prompts(batch)
     _label(benchmark, "tokens GenAI", role, "genai", chunk=chunk, batch=batch, tokens=batch * NEW)
