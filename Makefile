@@ -45,7 +45,7 @@ $(DEPS): pyproject.toml
 	touch $(DEPS)
 
 $(RUNTIME_DEPS): $(DEPS)
-	$(PY) -m pip install --quiet ".[jax,dev,tf,iree,onnx,litert,serve,text]"
+	$(PY) -m pip install --quiet ".[jax,dev,tf,iree,onnx,litert,serve,text,genai]"
 	$(PY) -m pip uninstall --quiet --yes jaxport
 	touch $(RUNTIME_DEPS)
 

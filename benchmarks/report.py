@@ -79,7 +79,7 @@ class Group:
 
 
 #: The roles of benchmarks/test_generate.py ("jax.jit copied": its loop without donation, peak memory only).
-GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree", "jax.jit copied")
+GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree", "genai", "jax.jit copied")
 
 
 def read_groups(report: Any) -> list[Group]:
@@ -763,12 +763,14 @@ def generate_section(groups: Sequence[Group]) -> str:
             continue
         tokens = int(next((i["tokens"] for i in g.info.values() if i.get("tokens")), 1))
         cells = []
+        baseline = "genai" if g.median("genai") is not None else "jax.jit"  # the "tokens GenAI" groups
         for role in GENERATE_ROLES[:-1]:
             median = g.median(role)
-            speed = g.ratio("jax.jit", role)
+            speed = g.ratio(baseline, role)
             cells.append("-" if median is None else f"{tokens / median:,.1f}/s ({times(speed)})")
         rows.append([g.name, str(g.rounds()), *cells])
-    text = ("Generation (tokens per second, median; in brackets the speed against the jax.jit loop's)\n"
+    text = ("Generation (tokens per second, median; in brackets the speed against the jax.jit loop's, "
+            "in the GenAI groups against GenAI's)\n"
             + table(["group", "rounds", *GENERATE_ROLES[:-1]], rows))
     peaks = [[role, mib(info.get("peak_64")), mib(info.get("peak_256")), times(info.get("peak_ratio")),
               mib(info.get("cache_bytes"))]

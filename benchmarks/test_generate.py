@@ -14,6 +14,13 @@ made per round, ``tokens``, and the machine's load average, ``load``):
   ``model.tflite``, the cache in ``CompiledModel``'s tensor buffers) and
   ``iree`` (compiled for ``s = 32``, ``b`` = 1 and 8).
 * ``first token``: the same with one new token (the prefill, and the pick).
+* ``tokens GenAI``: the same transformer laid out as ONNX Runtime GenAI's
+  decoders are (``generative.save_genai``), its one ONNX directory run by
+  ``onnx`` (``jaxport.load_generator``) and by ``genai`` (GenAI's own
+  ``Generator``, greedy, from the directory's ``genai_config.json``); the
+  report gives their speed against ``genai``'s. Both run ONNX Runtime with
+  GenAI's default thread count (half the machine's cores, as GenAI's
+  session options choose it; jaxport's default is every core).
 * ``peak memory``: each loop in a fresh child process of its own, 64 and
   256 new tokens (a cache of 320), its peak resident memory (``VmHWM``):
   ``bundle``, ``onnx``, ``litert`` (the cache in ``CompiledModel``'s tensor
@@ -94,9 +101,9 @@ def _onnx_loop(root: Path) -> Loop:
     return loop
 
 
-def _label(benchmark: BenchmarkFixture, quantity: str, role: str, **extra: object) -> None:
+def _label(benchmark: BenchmarkFixture, quantity: str, role: str, baseline: str = "jax.jit", **extra: object) -> None:
     benchmark.group = f"generate {quantity}" + (f" b={extra['batch']}" if "batch" in extra else "")
-    benchmark.extra_info.update(kind="generate", role=role, baseline="jax.jit", quantity=quantity,
+    benchmark.extra_info.update(kind="generate", role=role, baseline=baseline, quantity=quantity,
                                 load=round(os.getloadavg()[0], 1), **extra)
 
 
@@ -120,6 +127,57 @@ def test_time_to_first_token(benchmark: BenchmarkFixture, model: Path, batch: in
     loop, prompts = _loop(model, role), _prompts(batch)
     _label(benchmark, "first token", role, chunk=chunk, batch=batch, tokens=batch)
     benchmark.pedantic(loop, args=(prompts, 1), rounds=5, iterations=1, warmup_rounds=1)
+
+
+#: The intra-op threads of GenAI's sessions unless its config says otherwise (onnxruntime-genai's model.cpp).
+GENAI_THREADS = min(16, max(1, (os.cpu_count() or 2) // 2))
+
+
+@pytest.fixture(scope="module")
+def genai_layout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ONNX directory of the GenAI-layout model (it carries genai_config.json)."""
+    if importlib.util.find_spec("onnxruntime_genai") is None:
+        pytest.skip("onnxruntime-genai is not installed (pip install 'jaxport[genai]')")
+    root = tmp_path_factory.mktemp("generate-genai")
+    generative.save_genai(root / "bundle", MAX_LENGTH)
+    jaxport.to_onnx(root / "bundle", root / "onnx")
+    assert (root / "onnx" / "genai_config.json").exists()
+    return root / "onnx"
+
+
+def _genai_loop(path: Path) -> Loop:
+    """GenAI's own greedy loop over the directory (its public Python API), the model loaded once."""
+    import onnxruntime_genai as og
+
+    model = og.Model(str(path))
+
+    def loop(prompts: np.ndarray, new: int) -> list[list[int]]:
+        b, s = prompts.shape
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=s + new, batch_size=b)
+        generator = og.Generator(model, params)
+        generator.append_tokens(prompts)
+        while not generator.is_done():
+            generator.generate_next_token()
+        return [[int(t) for t in generator.get_sequence(row)[s:]] for row in range(b)]
+
+    return loop
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("chunk, role", alternating_chunks(2, ("onnx", "genai")))
+def test_tokens_per_second_against_genai(benchmark: BenchmarkFixture, genai_layout: Path, batch: int, chunk: int,
+                                         role: str) -> None:
+    if role == "genai":
+        loop = _genai_loop(genai_layout)
+    else:
+        generator = jaxport.load_generator(genai_layout, threads=GENAI_THREADS)
+        loop = lambda prompts, new: generator.generate(prompts.tolist(), new)  # noqa: E731
+    prompts = _prompts(batch)
+    _label(benchmark, "tokens GenAI", role, "genai", chunk=chunk, batch=batch, tokens=batch * NEW)
+    tokens = benchmark.pedantic(loop, args=(prompts, NEW), rounds=3, iterations=1, warmup_rounds=1)
+    benchmark.extra_info["same_first_8_as_genai"] = \
+        role == "genai" or [t[:8] for t in tokens] == [t[:8] for t in _genai_loop(genai_layout)(prompts, 8)]
 
 
 CHILD = """

@@ -37,6 +37,7 @@ except ImportError as exc:  # the extra is not installed
 import numpy as np
 
 from .check import check_file
+from .genai import write_genai
 from .contributions import WeightChoice, choose
 from .quantize import PREFIX, WeightsStore, activations, inline, quantize_model, weights_file_name
 from .translate import external_tensors, translate
@@ -82,9 +83,13 @@ def convert(job: ConversionJob, staging: str) -> ConvertedParts:
     if options.web:
         copy_module(staging)
     newest = max((m.opset_import[0].version for m in models), default=None)
-    return ConvertedParts(details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params,
-                                     weights_file, newest), variants, weights_file if weights_file == WEIGHTS_FILE else "",
-                          report)
+    details = details_of(options, onnx.__version__, f"jaxport {JAXPORT_VERSION}", dim_params, weights_file, newest)
+    spec = job.generation
+    prefill = next((i for i, f in enumerate(job.functions) if spec is not None and f.name == spec.prefill), None)
+    if spec is not None and prefill is not None:  # a generative bundle: ONNX Runtime GenAI's files where it fits
+        details.update(write_genai(staging, spec, job.functions[prefill].signature, models[prefill],
+                                   {v[0].file for v in variants.values()}))
+    return ConvertedParts(details, variants, weights_file if weights_file == WEIGHTS_FILE else "", report)
 
 
 def _quantize(models: list[onnx.ModelProto], job: ConversionJob, stored: SafetensorsFile | None,

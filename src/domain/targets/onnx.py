@@ -37,6 +37,7 @@ from jaxport.domain.converted.quantization import (
     INT4_WEIGHTS, INT8, INT8_DYNAMIC, INT8_WEIGHTS, check_mode, parse_tolerance)
 from jaxport.domain.errors import ConversionError, UsageError
 from .dtypes import BOOL_AND_INTEGERS
+from jaxport.domain.generation.genai import DETAILS_KEY as GENAI_KEY, describe_genai
 from .plan import BFloat16, DtypeTable, TargetPlan
 
 
@@ -146,8 +147,10 @@ def describe(details: Mapping[str, Any]) -> str:
     """
     params = details.get("dim_params", {})
     dims = ", ".join(f"{f} ({', '.join(p) or 'none'})" for f, p in params.items()) if isinstance(params, dict) else "?"
+    genai = describe_genai(details.get(GENAI_KEY))
     return (f"ONNX opset {details.get('opset', '?')}, IR version {details.get('ir_version', '?')}, written by "
-            f"{details.get('producer', '?')} with onnx {details.get('onnx', '?')}; dim params: {dims or 'none'}")
+            f"{details.get('producer', '?')} with onnx {details.get('onnx', '?')}; dim params: {dims or 'none'}"
+            + (f"; {genai}" if genai else ""))
 
 
 #: The name refusals give the target.
