@@ -189,15 +189,17 @@ class OpenAIRoutes:
     async def _follow(self, run: _Run, request: Request) -> AsyncIterator[Piece]:
         """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops."""
         pieces = self._pieces(run)
+        looked = time.monotonic()
         try:
             while not run.done:
                 piece = await asyncio.get_running_loop().run_in_executor(self.waiters, next, pieces)
-                if piece is None:
+                if piece is None or time.monotonic() - looked > WAIT_S:  # between tokens too: a whole answer
+                    looked = time.monotonic()
                     if await request.is_disconnected():
                         logger.info("a client went away: its request to %r is cancelled", run.model.name)
                         return
-                    continue
-                yield piece
+                if piece is not None:
+                    yield piece
         finally:
             if not run.done:
                 run.stream.cancel()
