@@ -36,7 +36,8 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
     Runtime with I/O binding, the cache kept in ONNX Runtime's buffers between
     steps; on LiteRT's ``CompiledModel`` with tensor buffers, the cache kept in
     them (a directory converted for static shapes: its one model's signatures); on
-    the other targets through the directory's checked calls. The next token is
+    IREE through the directory's checked calls, the cache kept as IREE's device
+    arrays; on the other targets through its checked calls. The next token is
     picked on the host with NumPy.
 
     Args:
@@ -95,10 +96,13 @@ def _spec(spec: GenerationSpec | None) -> GenerationSpec:
 
 
 def _host_runner(model: ConvertedModel, spec: GenerationSpec) -> StepRunner:
-    """The runner that calls the directory's checked flat calls, the cache held as host arrays."""
-    calls, inputs = {}, {}
+    """The runner that calls the directory's checked flat calls, the cache held as their results."""
+    calls: dict[str, Callable[[list[Any]], list[Any]]] = {}
+    inputs = {}
     for name, kinds in spec.steps:
         sig = model.functions[name].signature
         calls[name] = model[name].run_flat
         inputs[name] = ([a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals], kinds)
+    if model.target == "iree":  # its results stay IREE's device arrays: the cache is not copied each step
+        calls = wiring.iree_device_calls(model[spec.prefill].runtime, {name: model[name].variant_of for name in calls})
     return wiring.host_step_runner(spec, calls, inputs)
