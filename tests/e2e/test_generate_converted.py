@@ -91,4 +91,6 @@ def test_iree_keeps_the_cache_as_its_device_arrays_between_steps(tmp_path: Path)
         copied += sum(leaf.is_host_accessible for leaf in cache)  # mapped to the host (NumPy) at any time
         steps += 1
     assert steps == 3 * 6 and copied == 0  # 18 tokens; the cache never went to NumPy
-    assert generator.generate(PROMPTS, 6) == [gpt.reference(False, p, 6) for p in PROMPTS]
+    expected = [gpt.reference(False, p, 6) for p in PROMPTS]
+    assert generator.generate(PROMPTS, 6) == expected  # on the calling thread (local-sync), the default here
+    assert jaxport.load_generator(tmp_path / "iree", driver="local-task").generate(PROMPTS, 6) == expected
