@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from jaxport.adapters.jax.bundles.loaded import Bundle
     from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
     from jaxport.domain.generation.spec import GenerationSpec, StepInput
-    from jaxport.domain.converted.manifest import ConvertedManifest
+    from jaxport.domain.converted.manifest import ConvertedManifest, Variant
+    from jaxport.domain.targets.ports import TargetRuntime
 
 _T = TypeVar("_T")
 
@@ -177,6 +178,18 @@ def host_step_runner(spec: GenerationSpec, calls: Mapping[str, Callable[[list[An
 
     return HostStepRunner(spec, calls, {name: host_inputs(kinds, dtypes, ranks)
                                         for name, (dtypes, ranks, kinds) in inputs.items()})
+
+
+def iree_device_calls(runtime: TargetRuntime, variants: Mapping[str, Callable[[list[Any]], Variant]]
+                      ) -> dict[str, Callable[[list[Any]], list[Any]]]:
+    """Per function, the flat call of an IREE directory's ``runtime`` whose results stay IREE's device
+    arrays (for :func:`host_step_runner`: the cache is never copied to the host between steps);
+    ``variants``: per function, what checks a call's flat arrays and picks its variant."""
+    from jaxport.adapters.iree.generation import device_calls
+    from jaxport.adapters.iree.runtime import IreeRuntime
+
+    assert isinstance(runtime, IreeRuntime), runtime
+    return device_calls(runtime, variants)
 
 
 def text_codec(blob: bytes, where: str) -> TextCodec:

@@ -72,3 +72,25 @@ def test_static_targets_pad_a_prompt_to_a_compiled_length(target: str, tmp_path:
     with pytest.raises(GenerationError, match=r"a prompt of 9 tokens is longer than every prompt length the "
                                               r"prefill was compiled for: \[4, 8\]"):
         generator.generate(list(range(9)), 2)
+
+
+def test_iree_keeps_the_cache_as_its_device_arrays_between_steps(tmp_path: Path) -> None:
+    missing = [m for m in TARGETS["iree"].loads if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{missing[0]} is not installed (pip install 'jaxport[iree]')")
+    import iree.runtime as rt
+
+    dims = {"prefill": [{"b": 1, "s": 4}, {"b": 3, "s": 4}], "decode": [{"b": 1}, {"b": 3}]}
+    jaxport.convert(gpt.save(tmp_path / "model"), tmp_path / "iree", to="iree", dims=dims)
+    generator = jaxport.load_generator(tmp_path / "iree")
+    runner = generator._runner  # the runner of the directory's flat calls, IREE's results kept
+    steps, copied = 0, 0
+    for _ in generator.stream(PROMPTS, 6):
+        cache = runner.cache  # type: ignore[attr-defined]
+        assert all(isinstance(leaf, rt.DeviceArray) for leaf in cache)
+        copied += sum(leaf.is_host_accessible for leaf in cache)  # mapped to the host (NumPy) at any time
+        steps += 1
+    assert steps == 3 * 6 and copied == 0  # 18 tokens; the cache never went to NumPy
+    expected = [gpt.reference(False, p, 6) for p in PROMPTS]
+    assert generator.generate(PROMPTS, 6) == expected  # on the calling thread (local-sync), the default here
+    assert jaxport.load_generator(tmp_path / "iree", driver="local-task").generate(PROMPTS, 6) == expected

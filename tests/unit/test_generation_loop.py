@@ -77,6 +77,7 @@ def test_a_batch_of_different_lengths_is_padded_on_the_right_for_per_row_positio
     name, prefill = runner.calls[0]
     assert name == "prefill" and prefill.tokens[1] == (4, 0, 0) and prefill.last == (2, 0, 1)
     assert runner.calls[1][1].positions == ((3,), (1,), (2,))
+    assert all(batch.mask == () for _, batch in runner.calls)  # no step takes a mask: none is built
 
 
 def test_a_batch_of_different_lengths_is_padded_on_the_left_for_a_mask() -> None:

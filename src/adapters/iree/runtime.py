@@ -149,13 +149,23 @@ class IreeRuntime:
             TargetMismatchError: IREE finds the module incompatible with this machine.
             ArtifactCallError: IREE failed to run it (the message keeps IREE's).
         """
+        with _iree_errors(function):
+            return [np.asarray(r.to_host()) for r in self.run_on_device(function, variant, args)]
+
+    def run_on_device(self, function: str, variant: Variant, args: Sequence[Any]) -> list[Any]:
+        """The results of ``variant`` of ``function`` as IREE's ``DeviceArray``\\ s, none copied to
+        the host; an argument that is one already is passed as it is (its buffer, not a copy).
+
+        Raises:
+            TargetMismatchError: IREE finds the module incompatible with this machine.
+            ArtifactCallError: IREE failed to run it (the message keeps IREE's).
+        """
         call = self._function(function, variant.file)
         with _iree_errors(function):
-            results = call(*[np.asarray(a, order="C") for a in args])
+            results = call(*[a if isinstance(a, rt.DeviceArray) else np.asarray(a, order="C") for a in args])
             if results is None:
                 return []
-            results = results if isinstance(results, tuple) else (results,)
-            return [np.asarray(r.to_host()) for r in results]
+            return list(results) if isinstance(results, tuple) else [results]
 
     def _function(self, name: str, file: str) -> Callable[..., Any]:
         with self._lock:

@@ -3,8 +3,9 @@
 :func:`step_arrays` makes a step's tokens, positions and mask as the function
 declares them (its dtype; the decode's tokens of rank 1 or 2);
 :class:`HostStepRunner` runs the steps of any converted directory through its
-flat call (``ConvertedCall.run_flat``), the cache held as the runtime's
-results between steps: the runtime for targets without a runner of their own.
+flat call (``ConvertedCall.run_flat``, or IREE's calls whose results stay on
+its device), the cache held as the runtime's results between steps: the
+runtime for targets without a runner of their own.
 """
 
 from __future__ import annotations

@@ -132,15 +132,26 @@ class Rows:
     padded: int
     padding: Padding
     max_length: int
+    #: Whether a step takes the mask: without, no step's batch carries one (``mask`` is empty), as
+    #: building a row of ``max_length`` ints per row and step was most of the loop's own time.
+    masked: bool = True
 
     def offset(self, row: int) -> int:
         """The slots of padding before the row's first token."""
         return self.padded - self.lengths[row] if self.padding is Padding.LEFT else 0
 
     def mask(self, row: int, end: int) -> tuple[int, ...]:
-        """The row's mask when slots ``[0, end)`` are written."""
+        """The row's mask when slots ``[0, end)`` are written.
+
+        >>> Rows((2,), 3, Padding.LEFT, 6).mask(0, 4)
+        (0, 1, 1, 1, 0, 0)
+        """
         start = self.offset(row)
-        return tuple(1 if start <= j < end else 0 for j in range(self.max_length))
+        return (0,) * start + (1,) * (end - start) + (0,) * (self.max_length - end)
+
+    def masks(self, rows: int, end: int) -> tuple[tuple[int, ...], ...]:
+        """Each row's mask when slots ``[0, end)`` are written; none when no step takes a mask."""
+        return tuple(self.mask(row, end) for row in range(rows)) if self.masked else ()
 
 
 def prefill_batch(prompts: Sequence[Sequence[int]], rows: Rows, pad: int) -> StepBatch:
@@ -155,16 +166,14 @@ def prefill_batch(prompts: Sequence[Sequence[int]], rows: Rows, pad: int) -> Ste
             tokens.append(tuple(prompt) + fill)
             positions.append(tuple(range(rows.padded)))
     last = tuple(n - 1 if rows.padding is Padding.RIGHT else rows.padded - 1 for n in rows.lengths)
-    mask = tuple(rows.mask(row, rows.padded) for row in range(len(prompts)))
-    return StepBatch(tuple(tokens), tuple(positions), mask, last)
+    return StepBatch(tuple(tokens), tuple(positions), rows.masks(len(prompts), rows.padded), last)
 
 
 def decode_batch(tokens: Sequence[int], step: int, rows: Rows) -> StepBatch:
     """The inputs of decode step ``step`` (from 0): one token per row, at the slot after the last."""
     count = len(tokens)
     positions = tuple((rows.lengths[row] + step,) for row in range(count))
-    mask = tuple(rows.mask(row, rows.padded + step + 1) for row in range(count))
-    return StepBatch(tuple((t,) for t in tokens), positions, mask, (0,) * count)
+    return StepBatch(tuple((t,) for t in tokens), positions, rows.masks(count, rows.padded + step + 1), (0,) * count)
 
 
 def run(spec: GenerationSpec, runner: StepRunner, sampler: Sampler, prompts: Sequence[Sequence[int]],
@@ -172,7 +181,8 @@ def run(spec: GenerationSpec, runner: StepRunner, sampler: Sampler, prompts: Seq
         ) -> Iterator[tuple[int, int]]:
     """Generates, yielding ``(row, token)`` as each token comes (a checked request, see :func:`check_request`)."""
     assert spec.max_length is not None
-    rows = Rows(tuple(len(p) for p in prompts), layout.length, layout.padding, spec.max_length)
+    masked = any(StepInput.MASK in inputs for _, inputs in spec.steps)
+    rows = Rows(tuple(len(p) for p in prompts), layout.length, layout.padding, spec.max_length, masked)
     ends = set(spec.eos_ids) | set(stop)
     runner.start(len(prompts))
     logits = runner.step(spec.prefill, prefill_batch(prompts, rows, spec.pad_id))

@@ -24,7 +24,8 @@ class StepBatch:
         tokens: one row of tokens per prompt (the decode: one token each).
         positions: each token's place in its row (the shape of ``tokens``).
         mask: per row, one entry per cache slot: 1 where the slot holds a token
-            of the row (the current ones included), 0 for padding and free slots.
+            of the row (the current ones included), 0 for padding and free slots;
+            empty when neither step takes a mask.
         last: per row, the index in ``tokens`` of the token whose logits come back.
     """
 

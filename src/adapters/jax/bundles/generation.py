@@ -46,12 +46,18 @@ class JaxStepRunner:
         into = _into_slot(run, spec)
         self._slot = None if into is None else (jax.jit(into, donate_argnums=(2,)), arrays)
         self.cache: list[jax.Array] | None = None
+        self._empty: dict[int, Callable[[], list[jax.Array]]] = {}
 
     def start(self, batch: int) -> None:
         """An empty cache (zeros) for ``batch`` rows, on the default device."""
-        assert self._spec.max_length is not None
-        self.cache = [jnp.zeros(leaf.empty_shape(batch, self._spec.max_length), leaf.dtype)
-                      for leaf in self._spec.cache]
+        empty = self._empty.get(batch)
+        if empty is None:
+            max_length = self._spec.max_length
+            assert max_length is not None
+            shapes = [(leaf.empty_shape(batch, max_length), leaf.dtype) for leaf in self._spec.cache]
+            # One jitted call makes every leaf: a jnp.zeros per leaf is a dispatch each, before the first token.
+            empty = self._empty[batch] = jax.jit(lambda: [jnp.zeros(shape, dtype) for shape, dtype in shapes])
+        self.cache = empty()
 
     def step(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs ``function``, donating the cache held; returns the logits of each row's last token."""
