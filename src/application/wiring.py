@@ -170,6 +170,16 @@ def litert_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationS
     return LiteRtStepRunner(root, manifest, spec, options) if runs_compiled(manifest) else None
 
 
+def savedmodel_step_runner(runtime: TargetRuntime, manifest: ConvertedManifest, spec: GenerationSpec) -> StepRunner:
+    """The runner of a converted SavedModel directory's steps on its loaded runtime (the cache in
+    TensorFlow's tensors)."""
+    from jaxport.adapters.savedmodel.generation import TfStepRunner
+    from jaxport.adapters.savedmodel.runtime import TfRuntime
+
+    assert isinstance(runtime, TfRuntime)
+    return TfStepRunner(runtime, manifest, spec)
+
+
 def host_step_runner(spec: GenerationSpec, calls: Mapping[str, Callable[[list[Any]], list[Any]]],
                      inputs: Mapping[str, tuple[Sequence[str], Sequence[int], Sequence[StepInput]]]) -> StepRunner:
     """The runner of any runtime's steps through flat calls of host arrays; ``inputs``: per function,

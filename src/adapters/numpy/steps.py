@@ -60,6 +60,16 @@ def step_arrays(batch: StepBatch, inputs: Sequence[HostInput]) -> list[np.ndarra
     return made
 
 
+def flat_step(batch: StepBatch, inputs: Sequence[HostInput], cache: Sequence[Any]) -> list[Any]:
+    """A step's flat arguments after the weights: the arrays of ``inputs`` for ``batch``, the cache's
+    leaves (whatever the runtime holds them as) where the cache goes."""
+    arrays = iter(step_arrays(batch, inputs))
+    flat: list[Any] = []
+    for kind, _, _ in inputs:
+        flat.extend(cache if kind is StepInput.CACHE else [next(arrays)])
+    return flat
+
+
 def last_logits(logits: Any, last: Sequence[int]) -> np.ndarray:
     """Each row's logits at its index in ``last`` (logits of rank 3), as float32."""
     array = np.asarray(logits)
@@ -91,10 +101,6 @@ class HostStepRunner:
 
     def step(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs ``function`` on ``batch`` and the cache held; keeps the cache it returns."""
-        arrays = iter(step_arrays(batch, self._inputs[function]))
-        flat: list[Any] = []
-        for kind, _, _ in self._inputs[function]:
-            flat.extend(self.cache if kind is StepInput.CACHE else [next(arrays)])
-        results = self._calls[function](flat)
+        results = self._calls[function](flat_step(batch, self._inputs[function], self.cache))
         self.cache = list(results[1:])
         return last_logits(results[0], batch.last)

@@ -129,10 +129,21 @@ class TfRuntime:
         Raises:
             ArtifactCallError: TensorFlow failed to run it (the message keeps TensorFlow's).
         """
+        results = self.tensors(function, args)
+        with _tensorflow_errors(function):
+            return [result.numpy() for result in results]
+
+    def tensors(self, function: str, args: Sequence[Any]) -> list[Any]:
+        """The flat results of ``function``'s signature as TensorFlow's tensors, left where TensorFlow
+        put them (``args``: host arrays or tensors; what a loop that keeps its state in TensorFlow calls).
+
+        Raises:
+            ArtifactCallError: TensorFlow failed to run it (the message keeps TensorFlow's).
+        """
         inputs, outputs = self._names[function]
         with _tensorflow_errors(function):
             results = self.loaded.signatures[self._signatures[function]](**dict(zip(inputs, args)))
-            return [results[name].numpy() for name in outputs]
+            return [results[name] for name in outputs]
 
 
 @functools.cache

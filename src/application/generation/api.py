@@ -38,8 +38,9 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
     them (a directory converted for static shapes: its one model's signatures); on
     IREE through the directory's checked calls, the cache kept as IREE's device
     arrays, on the calling thread (the ``local-sync`` driver, unless ``driver=``
-    says otherwise); on the other targets through its checked calls. The next
-    token is picked on the host with NumPy.
+    says otherwise); on a SavedModel with TensorFlow, the cache kept in its
+    tensors; on the other targets through its checked calls. The next token is
+    picked on the host with NumPy.
 
     Args:
         model: the directory, or a loaded bundle or converted model.
@@ -62,8 +63,7 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
         if converted.target == "onnx":
             return Generator(spec, wiring.onnx_step_runner(root, converted.manifest, spec, runtime_options),
                              wiring.sampler_factory(), text=text[0], chat_template=text[1])
-        compiled = wiring.litert_step_runner(root, converted.manifest, spec, runtime_options) \
-            if converted.target == "litert" else None
+        compiled = _own_runner(root, converted, spec, runtime_options)
         if compiled is not None:
             prefill = converted.functions[spec.prefill]
             return Generator(spec, compiled, wiring.sampler_factory(), text=text[0], chat_template=text[1],
@@ -99,6 +99,17 @@ def _spec(spec: GenerationSpec | None) -> GenerationSpec:
         raise GenerationError("model", "it holds no generation spec: save its bundle with "
                                        "save_bundle(..., generation=jaxport.GenerationSpec(...))")
     return spec
+
+
+def _own_runner(root: str, converted: ConvertedModel, spec: GenerationSpec,
+                runtime_options: dict[str, Any]) -> StepRunner | None:
+    """The runner of the target's own that keeps the cache in its runtime between steps (LiteRT's
+    ``CompiledModel`` where it runs the directory; TensorFlow on the SavedModel loaded), else None."""
+    if converted.target == "litert":
+        return wiring.litert_step_runner(root, converted.manifest, spec, runtime_options)
+    if converted.target == "savedmodel":
+        return wiring.savedmodel_step_runner(converted[spec.prefill].runtime, converted.manifest, spec)
+    return None
 
 
 def _host_runner(model: ConvertedModel, spec: GenerationSpec) -> StepRunner:

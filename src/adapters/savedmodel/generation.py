@@ -1,0 +1,59 @@
+"""A converted generative model's steps on TensorFlow, the cache kept in TensorFlow's tensors.
+
+:class:`TfStepRunner` is the :class:`~jaxport.domain.generation.ports.StepRunner`
+of a SavedModel directory converted from a generative bundle. Each step calls
+the function's serving signature (:meth:`TfRuntime.tensors`) with the tokens,
+positions and mask made on the host and the cache's leaves as the tensors
+that the previous step returned: the cache stays where TensorFlow put it
+(its device), and only the logits come back as NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaxport.adapters.numpy.steps import HostInput, flat_step, host_inputs, last_logits
+from jaxport.domain.converted.manifest import ConvertedManifest
+from jaxport.domain.generation.ports import StepBatch
+from jaxport.domain.generation.spec import GenerationSpec
+from .runtime import TfRuntime, _tensorflow_errors
+from .tensorflow_import import tf as _tf
+
+
+class TfStepRunner:
+    """Runs a SavedModel directory's prefill and decode with TensorFlow, the cache in its tensors.
+
+    Args:
+        runtime: the directory's runtime, loaded (its signatures checked against the manifest).
+        manifest: its manifest, with a generation spec.
+        spec: that spec.
+
+    Attributes:
+        cache: the cache's leaves, TensorFlow's tensors, after the last step (empty before :meth:`start`).
+    """
+
+    def __init__(self, runtime: TfRuntime, manifest: ConvertedManifest, spec: GenerationSpec) -> None:
+        self._runtime = runtime
+        self._spec = spec
+        self._inputs: dict[str, list[HostInput]] = {}
+        for name, kinds in spec.steps:
+            sig = manifest.function(name).signature
+            self._inputs[name] = host_inputs(kinds, [a.dtype.value for a in sig.in_avals],
+                                             [len(a.shape) for a in sig.in_avals])
+        self.cache: list[Any] = []
+
+    def start(self, batch: int) -> None:
+        """An empty cache (zeros) for ``batch`` rows, made by TensorFlow."""
+        assert self._spec.max_length is not None
+        zeros = _tf().zeros
+        self.cache = [zeros(leaf.empty_shape(batch, self._spec.max_length), leaf.dtype) for leaf in self._spec.cache]
+
+    def step(self, function: str, batch: StepBatch) -> np.ndarray:
+        """Runs ``function`` on ``batch`` and the cache held; the new cache stays in TensorFlow."""
+        results = self._runtime.tensors(function, flat_step(batch, self._inputs[function], self.cache))
+        self.cache = results[1:]
+        with _tensorflow_errors(function):
+            logits = results[0].numpy()
+        return last_logits(logits, batch.last)
