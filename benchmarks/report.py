@@ -79,7 +79,7 @@ class Group:
 
 
 #: The roles of benchmarks/test_generate.py ("jax.jit copied": its loop without donation, peak memory only).
-GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree", "genai", "jax.jit copied")
+GENERATE_ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree", "savedmodel", "genai", "jax.jit copied")
 
 
 def read_groups(report: Any) -> list[Group]:

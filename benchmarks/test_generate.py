@@ -1,4 +1,4 @@
-"""Generating tokens side by side: a hand-written ``jax.jit`` loop, the bundle, ONNX Runtime, LiteRT, IREE.
+"""Generating tokens side by side: a hand-written ``jax.jit`` loop, the bundle, ONNX Runtime, LiteRT, IREE, TF.
 
 The GPT-small-sized model of ``generative.py`` (about 88 MiB of float32
 weights, a cache of 128), greedy, a prompt of 32 tokens and 64 new ones, at
@@ -11,8 +11,9 @@ made per round, ``tokens``, and the machine's load average, ``load``):
   ``onnx`` (of its ONNX directory: I/O binding, the cache in ONNX Runtime's
   buffers), ``onnx loop`` (a hand-written loop over ``load_converted``'s
   calls: the cache goes to NumPy and back every token), ``litert`` (one
-  ``model.tflite``, the cache in ``CompiledModel``'s tensor buffers) and
-  ``iree`` (compiled for ``s = 32``, ``b`` = 1 and 8).
+  ``model.tflite``, the cache in ``CompiledModel``'s tensor buffers),
+  ``iree`` (compiled for ``s = 32``, ``b`` = 1 and 8) and ``savedmodel``
+  (a TF SavedModel of dynamic shapes, the cache in TensorFlow's tensors).
 * ``first token``: the same with one new token (the prefill, and the pick).
 * ``tokens GenAI``: the same transformer laid out as ONNX Runtime GenAI's
   decoders are (``generative.save_genai``), its one ONNX directory run by
@@ -24,8 +25,9 @@ made per round, ``tokens``, and the machine's load average, ``load``):
 * ``peak memory``: each loop in a fresh child process of its own, 64 and
   256 new tokens (a cache of 320), its peak resident memory (``VmHWM``):
   ``bundle``, ``onnx``, ``litert`` (the cache in ``CompiledModel``'s tensor
-  buffers), ``iree``, and ``jax.jit`` with and without the cache donated
-  (goal: 256 tokens' peak <= 1.05x 64 tokens').
+  buffers), ``iree``, ``savedmodel`` (the cache in TensorFlow's tensors), and
+  ``jax.jit`` with and without the cache donated (goal: 256 tokens' peak
+  <= 1.05x 64 tokens').
 
 The report prints tokens per second against ``jax.jit``'s and the peaks.
 Nothing here asserts on wall-clock times.
@@ -53,7 +55,7 @@ from . import generative
 from .conftest import alternating_chunks
 
 PROMPT, NEW, MAX_LENGTH = 32, 64, 128
-ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree")
+ROLES = ("jax.jit", "bundle", "onnx", "onnx loop", "litert", "iree", "savedmodel")
 Loop = Callable[[np.ndarray, int], list[list[int]]]
 
 
@@ -66,6 +68,8 @@ def _converted(root: Path, max_length: int, batches: tuple[int, ...]) -> Path:
     for target in ("litert", "iree"):
         if all(importlib.util.find_spec(m) is not None for m in TARGETS[target].loads):
             jaxport.convert(root / "bundle", root / target, to=target, dims=dims)
+    if all(importlib.util.find_spec(m) is not None for m in TARGETS["savedmodel"].loads):
+        jaxport.convert(root / "bundle", root / "savedmodel", to="savedmodel")  # dynamic shapes
     return root
 
 
@@ -218,7 +222,7 @@ def long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="VmHWM is Linux's")
-@pytest.mark.parametrize("role", ["bundle", "onnx", "litert", "iree", "jax.jit", "jax.jit copied"])
+@pytest.mark.parametrize("role", ["bundle", "onnx", "litert", "iree", "savedmodel", "jax.jit", "jax.jit copied"])
 def test_peak_memory_of_a_long_loop(benchmark: BenchmarkFixture, long_model: Path, role: str) -> None:
     if not role.startswith("jax.jit") and not (long_model / role).exists():
         pytest.skip(f"{role} is not installed")
