@@ -1,4 +1,5 @@
-"""Generating on a TF SavedModel: its signatures called by TensorFlow, the cache kept in TensorFlow's tensors."""
+"""Generating on a TF SavedModel: its signatures called by TensorFlow, the cache kept in TensorFlow's tensors,
+requests joining a running batch."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import tensorflow as tf  # noqa: E402
 import jaxport  # noqa: E402
 from jaxport.adapters.savedmodel.generation import TfStepRunner  # noqa: E402
 from jaxport.application.cli.main import main  # noqa: E402
+from jaxport.application.generation.schedulers import scheduler_for  # noqa: E402
+from jaxport.domain.generation.ports import SamplingOptions, SlotRunner  # noqa: E402
+from jaxport.domain.generation.scheduling import GenerationRequest, stream_tokens  # noqa: E402
 from tests.helpers import gpt_model as gpt  # noqa: E402
 
 PROMPTS = [[1, 2, 3], [4, 5], [7]]
@@ -82,3 +86,24 @@ def test_savedmodel_generates_without_importing_jax(savedmodel_dir: tuple[bool, 
     assert runner == "TfStepRunner"
     assert tokens == [gpt.reference(False, p, 4) for p in ([1, 2, 3], [4], [5, 6])]
     assert loaded == []
+
+
+def test_requests_join_a_running_batch_each_with_the_tokens_it_gets_alone(
+        savedmodel_dir: tuple[bool, Path]) -> None:
+    shared, path = savedmodel_dir
+    if shared:
+        pytest.skip("a cache whose write index the batch shares runs one request at a time")
+    generator = jaxport.load_generator(path)
+    assert isinstance(generator._runner, SlotRunner)
+    requests = [GenerationRequest((1, 2, 3), 8), GenerationRequest((4, 5), 3, SamplingOptions(8.0, seed=3)),
+                GenerationRequest((7,), 6), GenerationRequest((9, 8, 7, 6), 5, SamplingOptions(8.0, 20, 0.95, seed=11))]
+    expected = [generator.generate(list(r.prompt), r.max_new_tokens, temperature=r.options.temperature,
+                                   top_k=r.options.top_k, top_p=r.options.top_p, seed=r.options.seed)
+                for r in requests]
+    scheduler = scheduler_for(generator, 2, 4)  # two slots: the later requests join as the first ones end
+    try:
+        assert scheduler.continuous
+        streams = [scheduler.submit(r) for r in requests]
+        assert [stream_tokens(s, 60.0)[0] for s in streams] == expected
+    finally:
+        scheduler.close(0.0)

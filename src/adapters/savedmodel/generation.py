@@ -5,7 +5,10 @@ of a SavedModel directory converted from a generative bundle. Each step calls
 the function's serving signature (:meth:`TfRuntime.tensors`) with the tokens,
 positions and mask made on the host and the cache's leaves as the tensors
 that the previous step returned: the cache stays where TensorFlow put it
-(its device), and only the logits come back as NumPy.
+(its device), and only the logits come back as NumPy. A request that joins
+a running batch (:meth:`TfStepRunner.prefill_slot`) has its one-row cache
+written into its row by TensorFlow (a new cache, once per request; tensors
+are immutable).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 
 from jaxport.adapters.numpy.steps import HostInput, flat_step, host_inputs, last_logits
 from jaxport.domain.converted.manifest import ConvertedManifest
+from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec
 from .runtime import TfRuntime, _tensorflow_errors
@@ -55,5 +59,23 @@ class TfStepRunner:
         results = self._runtime.tensors(function, flat_step(batch, self._inputs[function], self.cache))
         self.cache = results[1:]
         with _tensorflow_errors(function):
+            logits = results[0].numpy()
+        return last_logits(logits, batch.last)
+
+    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the prefill on ``batch`` (one row) over an empty one-row cache and writes that row into
+        row ``slot`` of the cache held (the other rows as they were)."""
+        axes = [leaf.batch_axis for leaf in self._spec.cache if leaf.batch_axis is not None]
+        if len(axes) < len(self._spec.cache):
+            raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
+                                                  "shared, so a request cannot take one row of its own")
+        held = self.cache
+        self.start(1)
+        results = self._runtime.tensors(function, flat_step(batch, self._inputs[function], self.cache))
+        concat = _tf().concat
+        with _tensorflow_errors(function):
+            self.cache = [concat([whole[(slice(None),) * axis + (slice(None, slot),)], row,
+                                  whole[(slice(None),) * axis + (slice(slot + 1, None),)]], axis)
+                          for whole, row, axis in zip(held, results[1:], axes)]
             logits = results[0].numpy()
         return last_logits(logits, batch.last)

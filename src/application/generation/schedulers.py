@@ -17,7 +17,7 @@ def scheduler_for(generator: Generator, max_slots: int, max_queue: int) -> Sched
     Continuous (requests join a running batch of ``max_slots`` rows between
     steps) where the model's decode takes per-row positions, every cache leaf
     has a batch axis and the runtime can fill one row of its cache (JAX, ONNX
-    Runtime); else serial (one request at a time, ``max_slots`` unused).
+    Runtime, TensorFlow); else serial (one request at a time, ``max_slots`` unused).
     Either way, at most ``max_queue`` requests wait.
 
     Raises:
