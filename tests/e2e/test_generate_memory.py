@@ -1,4 +1,4 @@
-"""A generation's peak memory does not grow with its length, on every runtime (JAX, ONNX, LiteRT, IREE).
+"""A generation's peak memory does not grow with its length, on every runtime (JAX, ONNX, LiteRT, IREE, TF).
 
 Each loop runs in a fresh child process of its own, on the small GPT with a
 64 MiB cache (``ballast``), and reports its peak resident memory (``VmHWM``).
@@ -42,7 +42,7 @@ def _peak(path: Path, new_tokens: int) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmHWM is Linux's")
-@pytest.mark.parametrize("runtime", ["bundle", "onnx", "litert", "iree"])
+@pytest.mark.parametrize("runtime", ["bundle", "onnx", "litert", "iree", "savedmodel"])
 def test_the_peak_memory_of_a_long_loop_is_that_of_a_short_one(bundle: Path, runtime: str) -> None:
     path = bundle
     if runtime != "bundle":
@@ -51,7 +51,7 @@ def test_the_peak_memory_of_a_long_loop_is_that_of_a_short_one(bundle: Path, run
             pytest.skip(f"{missing[0]} is not installed (pip install 'jaxport[{TARGETS[runtime].extra}]')")
         path = bundle.parent / runtime
         if not path.exists():
-            dims = None if runtime == "onnx" else {"prefill": [{"b": 1, "s": 3}], "decode": [{"b": 1}]}
+            dims = None if runtime in ("onnx", "savedmodel") else {"prefill": [{"b": 1, "s": 3}], "decode": [{"b": 1}]}
             jaxport.convert(bundle, path, to=runtime, dims=dims)
     # 5 tokens (past the first decodes, where a runtime may still lay out its buffers), then as many as fit
     short, long = _peak(path, 5), _peak(path, gpt.MAX_LENGTH - 3)
