@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import jaxport
-from tests.helpers.openai_serving import client, slow_bundle, text_bundle, token_ids
+from tests.helpers.openai_serving import LONG_TOKENS, client, slow_bundle, text_bundle, token_ids, wait_for
 from tests.helpers.serving import Server
 
 openai = pytest.importorskip("openai", reason="the OpenAI tests need the openai client (the dev extra)")
@@ -190,26 +190,29 @@ def slow_server(slow: Path) -> Iterator[Server]:
 
 
 def test_over_the_queue_a_request_gets_429_with_retry_after(slow_server: Server) -> None:
-    running = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=15, stream=True)
-    next(iter(running))  # in the slot
-    queued = client(slow_server).completions.create(model="slow", prompt=[2], max_tokens=15, stream=True)
+    running = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=LONG_TOKENS, stream=True)
+    next(iter(running))  # in the slot until the test closes it
+    queued = client(slow_server).completions.create(model="slow", prompt=[2], max_tokens=3, stream=True)
+    wait_for(slow_server, "jaxport_queued_requests", 1, model="slow")  # admitted when create returned
     with pytest.raises(openai.RateLimitError) as refused:
         client(slow_server).completions.create(model="slow", prompt=[3], max_tokens=2)
     assert int(refused.value.response.headers["Retry-After"]) >= 1
     assert refused.value.body["code"] == "queue_full"
-    assert len([c for c in queued if c.choices and token_ids(c.choices[0])]) == 15
-    running.close()
+    running.close()  # frees the slot for the queued request
+    assert len([c for c in queued if c.choices and token_ids(c.choices[0])]) == 3
     assert slow_server.metric("jaxport_refused_requests_total", function="slow", error="SchedulerBusyError") >= 1
+    wait_for(slow_server, "jaxport_running_requests", 0, model="slow")
 
 
 def test_a_client_that_goes_away_frees_its_slot(slow_server: Server) -> None:
     sent = slow_server.metric("jaxport_generated_tokens_total", model="slow")
-    stream = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=15, stream=True)
+    stream = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=LONG_TOKENS, stream=True)
     next(iter(stream))
     stream.close()
+    wait_for(slow_server, "jaxport_running_requests", 0, model="slow")  # cancelled, far from its length
     answer = client(slow_server).completions.create(model="slow", prompt=[2], max_tokens=3)  # gets the slot
     assert len(token_ids(answer.choices[0])) == 3
-    assert slow_server.metric("jaxport_generated_tokens_total", model="slow") - sent < 15 + 3
+    assert slow_server.metric("jaxport_generated_tokens_total", model="slow") - sent < LONG_TOKENS
     assert slow_server.metric("jaxport_time_to_first_token_seconds_count", model="slow") >= 2
 
 
@@ -231,12 +234,13 @@ def test_sigterm_drains_the_running_streams_and_exits_0(slow: Path) -> None:
 def test_past_the_drain_seconds_a_running_stream_is_cancelled_with_an_error_event(slow: Path) -> None:
     server = Server(slow, ("--max-slots", "1", "--drain-seconds", "0"), slow.parent / "cut.log").start()
     try:
-        chunks = iter(client(server).completions.create(model="slow", prompt=[1], max_tokens=15, stream=True))
+        chunks = iter(client(server).completions.create(model="slow", prompt=[1], max_tokens=LONG_TOKENS,
+                                                        stream=True))
         next(chunks)
         assert server.process is not None
         server.process.send_signal(signal.SIGTERM)
         with pytest.raises(openai.APIError, match="shutting down"):
-            for _ in range(20):  # bounded: 14 tokens at most are left
+            for _ in range(LONG_TOKENS):  # bounded: the tokens left
                 next(chunks)
     finally:
         assert server.stop() == 0, server.output()
