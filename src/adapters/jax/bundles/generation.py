@@ -104,8 +104,10 @@ def _first_rows(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., 
     def first(params: Any, arrays: list[jax.Array], cache: list[jax.Array], last: jax.Array
               ) -> tuple[jax.Array, list[jax.Array]]:
         rows = last.shape[0]
-        logits, new = run(params, arrays, [jax.lax.slice_in_dim(whole, 0, rows, axis=axis)
-                                           for whole, axis in zip(cache, axes)], last)
+        part = [jax.lax.slice_in_dim(whole, 0, rows, axis=axis) for whole, axis in zip(cache, axes)]
+        # The slices taken before the step reads them: else XLA copies every row of the cache to keep
+        # what the slice reads apart from what the write back writes.
+        logits, new = run(params, arrays, jax.lax.optimization_barrier(part), last)
         return logits, [jax.lax.dynamic_update_slice_in_dim(whole, part, 0, axis)
                         for whole, part, axis in zip(cache, new, axes)]
 
