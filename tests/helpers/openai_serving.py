@@ -44,7 +44,8 @@ SPINS = 3000
 
 
 def _spin(x: jax.Array) -> jax.Array:
-    return jax.lax.fori_loop(0, SPINS, lambda _, y: jnp.tanh(y @ x), x)
+    spun: jax.Array = jax.lax.fori_loop(0, SPINS, lambda _, y: jnp.tanh(y @ x), x)
+    return spun
 
 
 def checked_bundle(path: Path) -> Path:
