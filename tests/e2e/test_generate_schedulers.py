@@ -78,6 +78,11 @@ class GatedSlots(Gated):
         assert isinstance(self.inner, SlotRunner)
         return self.inner.prefill_slot(slot, function, batch)
 
+    def step_first(self, function: str, batch: StepBatch) -> HostArray:
+        self._hold(function, batch)
+        assert isinstance(self.inner, SlotRunner)
+        return self.inner.step_first(function, batch)
+
 
 def gated(generator: jaxport.Generator) -> tuple[jaxport.Generator, Gated]:
     """A generator on ``generator``'s runner, wrapped in a gate."""
@@ -243,7 +248,9 @@ def test_a_request_joins_the_running_decode_at_the_next_step(model: tuple[str, P
         scheduler.close(0.0)
     # The second came while the fourth step waited: prefilled into slot 1 after it, then in every decode.
     assert [f for f, _ in runner.steps[:6]] == ["prefill@0", "decode", "decode", "decode", "prefill@1", "decode"]
-    assert runner.steps[5][1] == ((4,), (2,), (0,), (0,))
+    # Each decode runs over the first slots that hold the requests alone: one row, then two of the four.
+    assert [p for _, p in runner.steps[1:4]] == [((1,),), ((2,),), ((3,),)]
+    assert runner.steps[5][1] == ((4,), (2,))
 
 
 def test_a_runtime_that_fails_ends_the_request_with_an_error_and_the_next_one_runs(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,8 +20,8 @@ from typing import Any
 import pytest
 
 import jaxport
-from tests.helpers.openai_serving import client, slow_bundle, text_bundle, token_ids
-from tests.helpers.serving import Server
+from tests.helpers.openai_serving import LONG_TOKENS, checked_bundle, client, slow_bundle, text_bundle, token_ids, wait_for
+from tests.helpers.serving import START_TIMEOUT_S, Server
 
 openai = pytest.importorskip("openai", reason="the OpenAI tests need the openai client (the dev extra)")
 pytest.importorskip("tokenizers", reason="needs the extra jaxport[text]")
@@ -190,26 +191,29 @@ def slow_server(slow: Path) -> Iterator[Server]:
 
 
 def test_over_the_queue_a_request_gets_429_with_retry_after(slow_server: Server) -> None:
-    running = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=15, stream=True)
-    next(iter(running))  # in the slot
-    queued = client(slow_server).completions.create(model="slow", prompt=[2], max_tokens=15, stream=True)
+    running = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=LONG_TOKENS, stream=True)
+    next(iter(running))  # in the slot until the test closes it
+    queued = client(slow_server).completions.create(model="slow", prompt=[2], max_tokens=3, stream=True)
+    wait_for(slow_server, "jaxport_queued_requests", 1, model="slow")  # admitted when create returned
     with pytest.raises(openai.RateLimitError) as refused:
         client(slow_server).completions.create(model="slow", prompt=[3], max_tokens=2)
     assert int(refused.value.response.headers["Retry-After"]) >= 1
     assert refused.value.body["code"] == "queue_full"
-    assert len([c for c in queued if c.choices and token_ids(c.choices[0])]) == 15
-    running.close()
+    running.close()  # frees the slot for the queued request
+    assert len([c for c in queued if c.choices and token_ids(c.choices[0])]) == 3
     assert slow_server.metric("jaxport_refused_requests_total", function="slow", error="SchedulerBusyError") >= 1
+    wait_for(slow_server, "jaxport_running_requests", 0, model="slow")
 
 
 def test_a_client_that_goes_away_frees_its_slot(slow_server: Server) -> None:
     sent = slow_server.metric("jaxport_generated_tokens_total", model="slow")
-    stream = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=15, stream=True)
+    stream = client(slow_server).completions.create(model="slow", prompt=[1], max_tokens=LONG_TOKENS, stream=True)
     next(iter(stream))
     stream.close()
+    wait_for(slow_server, "jaxport_running_requests", 0, model="slow")  # cancelled, far from its length
     answer = client(slow_server).completions.create(model="slow", prompt=[2], max_tokens=3)  # gets the slot
     assert len(token_ids(answer.choices[0])) == 3
-    assert slow_server.metric("jaxport_generated_tokens_total", model="slow") - sent < 15 + 3
+    assert slow_server.metric("jaxport_generated_tokens_total", model="slow") - sent < LONG_TOKENS
     assert slow_server.metric("jaxport_time_to_first_token_seconds_count", model="slow") >= 2
 
 
@@ -231,12 +235,13 @@ def test_sigterm_drains_the_running_streams_and_exits_0(slow: Path) -> None:
 def test_past_the_drain_seconds_a_running_stream_is_cancelled_with_an_error_event(slow: Path) -> None:
     server = Server(slow, ("--max-slots", "1", "--drain-seconds", "0"), slow.parent / "cut.log").start()
     try:
-        chunks = iter(client(server).completions.create(model="slow", prompt=[1], max_tokens=15, stream=True))
+        chunks = iter(client(server).completions.create(model="slow", prompt=[1], max_tokens=LONG_TOKENS,
+                                                        stream=True))
         next(chunks)
         assert server.process is not None
         server.process.send_signal(signal.SIGTERM)
         with pytest.raises(openai.APIError, match="shutting down"):
-            for _ in range(20):  # bounded: 14 tokens at most are left
+            for _ in range(LONG_TOKENS):  # bounded: the tokens left
                 next(chunks)
     finally:
         assert server.stop() == 0, server.output()
@@ -258,3 +263,35 @@ def test_time_to_first_token_and_tokens_are_counted(jax_server: Server) -> None:
     assert jax_server.metric("jaxport_time_to_first_token_seconds_count", model="gpt") >= 1
     assert jax_server.metric("jaxport_generated_tokens_total", model="gpt") >= 4
     assert jax_server.metric("jaxport_running_requests", model="gpt") == 0
+
+
+def test_until_the_model_loaded_and_passed_it_is_not_ready_and_openai_answers_503(tmp_path: Path) -> None:
+    server = Server(checked_bundle(tmp_path / "checked"), (), tmp_path / "ready.log").launch()
+    try:
+        assert _ready_status(server) == 503  # listening: loading and checking what it serves
+        status, body = _post(server, "completions", {"model": "checked", "prompt": [1], "max_tokens": 2})
+        assert status == 503 and body["error"]["code"] == "not_ready", body
+        assert set(body["error"]) == {"message", "type", "param", "code"}
+        assert client(server).models.list().data == []  # none served yet
+        assert "ready:" not in server.output()  # all the above while start-up ran, not after
+        server.wait_ready()
+        assert [m.id for m in client(server).models.list().data] == ["checked"]
+        answer = client(server).completions.create(model="checked", prompt=[1, 2, 3], max_tokens=2)
+        assert len(token_ids(answer.choices[0])) == 2
+    finally:
+        assert server.stop() == 0, server.output()
+
+
+def _ready_status(server: Server) -> int:
+    """The status of ``/v2/health/ready`` once the server listens (bounded: START_TIMEOUT_S)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        assert server.process is not None and server.process.poll() is None, server.output()
+        try:
+            with urllib.request.urlopen(f"http://{server.url}/v2/health/ready", timeout=30) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:  # not listening yet
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.05)

@@ -66,7 +66,7 @@ def _positions_step(params: dict[str, jax.Array], tokens: jax.Array, positions: 
     k = cache["k"].at[rows, positions].set(x @ params["wk"])
     v = cache["v"].at[rows, positions].set(x @ params["wv"])
     held = cache["tok"].at[rows, positions].set(tokens)
-    visible = jnp.arange(MAX_LENGTH)[None, None, :] <= positions[:, :, None]
+    visible = jnp.arange(k.shape[1])[None, None, :] <= positions[:, :, None]  # the cache's length
     new = {"k": k, "v": v, "tok": held}
     if "ballast" in cache:  # a large leaf that each step updates in one place (the donation tests)
         new["ballast"] = cache["ballast"].at[rows, positions, 0].set(1.0)

@@ -1,13 +1,17 @@
 """Generative bundles and the ``openai`` client for the tests of ``jaxport serve``'s OpenAI endpoints.
 
 * :func:`text_bundle`: the positions GPT of :mod:`tests.helpers.gpt_model` with a tokenizer and a chat template;
-* :func:`slow_bundle`: the same model, token ids only, whose every step also multiplies 512 x 512 matrices a
-  few times (adding at most 1e-6 to a logit), so that a request stays in its slot long enough for the
-  tests of the queue, of a client that goes away and of SIGTERM to act while it runs.
+* :func:`checked_bundle`: the positions model, token ids only, with a function whose golden example takes a
+  while (:data:`SPINS` products of 256 x 256 matrices), checked at every start before the server is ready;
+* :func:`slow_bundle`: the same model, token ids only, with a cache of :data:`LONG` tokens, whose every step
+  also multiplies 512 x 512 matrices a few times (adding at most 1e-6 to a logit): a request of
+  :data:`LONG_TOKENS` new tokens takes far longer than the tests of the queue, of a client that goes
+  away and of SIGTERM need to act while it runs, and they end it themselves (closing its stream, SIGTERM).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +26,36 @@ from tests.helpers.serving import Server
 HEAVY = 512
 #: How many heavy products each step of the slow model runs.
 ROUNDS = 12
+#: The slow model's cache length.
+LONG = 256
+#: As many new tokens as the slow model's cache allows after a one-token prompt: a request that runs
+#: until the test ends it (its model never picks EOS).
+LONG_TOKENS = LONG - 1
 
 
 def text_bundle(root: Path) -> Path:
     """The positions model with a tokenizer trained in the test and a chat template, at ``root / "gpt"``."""
     tokenizer = gpt.tiny_tokenizer(root / "tokenizer.json")
     return gpt.save(root / "gpt", tokenizer=str(tokenizer), chat_template=gpt.CHAT_TEMPLATE)
+
+
+#: How many products the golden example of :func:`checked_bundle` runs.
+SPINS = 3000
+
+
+def _spin(x: jax.Array) -> jax.Array:
+    spun: jax.Array = jax.lax.fori_loop(0, SPINS, lambda _, y: jnp.tanh(y @ x), x)
+    return spun
+
+
+def checked_bundle(path: Path) -> Path:
+    """The positions model and ``spin``, whose golden example keeps the server's start-up busy (see the module's
+    docstring), at ``path``."""
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(256, 256)) / 256, jnp.float32)
+    spin = jaxport.export(jax.jit(_spin))(jax.ShapeDtypeStruct(x.shape, x.dtype))
+    jaxport.save_bundle(path, {**gpt.export_steps(False), "spin": spin}, gpt.make_params(), without_params=["spin"],
+                        examples={"spin": [((x,), {})]}, generation=gpt.spec(False))
+    return path
 
 
 def _slow_step(params: dict[str, jax.Array], tokens: jax.Array, positions: jax.Array,
@@ -45,15 +73,35 @@ def slow_bundle(path: Path) -> Path:
     params = {**gpt.make_params(), "heavy": jnp.asarray(np.random.default_rng(1).normal(size=(HEAVY, HEAVY))
                                                         / HEAVY, jnp.float32)}
     shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
-    b, s = jaxport.symbolic_shape("b, s", constraints=(f"s <= {gpt.MAX_LENGTH}",))
+    b, s = jaxport.symbolic_shape("b, s", constraints=(f"s <= {LONG}",))
     d, = jaxport.symbolic_shape("b")
     step = jaxport.export(jax.jit(_slow_step))
     steps = {"prefill": step(shapes, jax.ShapeDtypeStruct((b, s), jnp.int32), jax.ShapeDtypeStruct((b, s), jnp.int32),
-                             gpt.empty_cache(b, shared_index=False)),
+                             _long_cache(b)),
              "decode": step(shapes, jax.ShapeDtypeStruct((d, 1), jnp.int32), jax.ShapeDtypeStruct((d, 1), jnp.int32),
-                            gpt.empty_cache(d, shared_index=False))}
+                            _long_cache(d))}
     jaxport.save_bundle(path, steps, params, generation=gpt.spec(False))
     return path
+
+
+def _long_cache(batch: Any) -> dict[str, jax.ShapeDtypeStruct]:
+    """The slow model's cache shapes: :func:`tests.helpers.gpt_model.empty_cache`'s, :data:`LONG` tokens long."""
+    return {name: jax.ShapeDtypeStruct((batch, LONG, *leaf.shape[2:]), leaf.dtype)
+            for name, leaf in gpt.empty_cache(batch, shared_index=False).items()}
+
+
+def wait_for(server: Server, metric: str, value: float, **labels: str) -> None:
+    """Polls ``server``'s metric until it reads ``value`` (bounded: 600 reads, 30 s at most).
+
+    Raises:
+        AssertionError: it never did.
+    """
+    deadline = time.monotonic() + 30.0
+    for _ in range(600):
+        if server.metric(metric, **labels) == value or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert server.metric(metric, **labels) == value, f"{metric}{labels} never read {value}:\n{server.output()}"
 
 
 def client(server: Server) -> Any:

@@ -87,12 +87,18 @@ class Server:
         return f"{HOST}:{self.http_port}"
 
     def start(self) -> Server:
+        """:meth:`launch`, then :meth:`wait_ready`."""
+        self.launch()
+        self.wait_ready()
+        return self
+
+    def launch(self) -> Server:
+        """Starts the process, without waiting for it to listen or be ready."""
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         command = [sys.executable, "-m", "jaxport", "serve", str(self.path), "--host", HOST,
                    "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port), *self.args]
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-        self.wait_ready()
         return self
 
     def wait_ready(self) -> None:

@@ -9,7 +9,8 @@ to a second set of buffers of the same shapes, and the two sets swap at each
 step: no cache is allocated, and none converted to NumPy, during the loop.
 Each buffer is host memory wrapped by its ``OrtValue``, so a request that joins
 a running batch (:meth:`OnnxStepRunner.prefill_slot`) has its one-row cache
-copied into its row of the held cache in place.
+copied into its row of the held cache in place, and a decode over the first rows alone
+(:meth:`OnnxStepRunner.step_first`) binds views of those rows where the batch axis is each leaf's first.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from jaxport.adapters.numpy.steps import HostInput, host_inputs, last_logits, st
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
+from jaxport.domain.generation.slots import padded_rows
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
 
@@ -58,9 +60,11 @@ class OnnxStepRunner:
             sig = function.signature
             kinds = host_inputs(inputs, [a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals])
             self._steps[name] = _Step(name, made, kinds, sig.input_names, sig.output_names)
+        self._sliced = (all(leaf.batch_axis == 0 for leaf in spec.cache)
+                        and not manifest.function(spec.decode).variants[0].dims)
         self.cache: list[Any] | None = None
         self._spare: list[Any] = []
-        self._held = _Buffers([], [])  # the host memory under ``cache``, then under the spare set
+        self._held = _Buffers([], [], 0)  # the host memory under ``cache``, then under the spare set
         self._one: _Buffers | None = None  # a one-row cache in and out, for :meth:`prefill_slot`
 
     def start(self, batch: int) -> None:
@@ -94,30 +98,59 @@ class OnnxStepRunner:
         return last_logits(logits, batch.last)
 
 
+    def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held, the
+        others untouched: over views of those rows where every leaf's batch axis is its first (the rows
+        written are copied back into the held set) and the decode takes any batch, else over every row,
+        ``batch`` padded (:func:`~jaxport.domain.generation.slots.padded_rows`)."""
+        assert self.cache is not None
+        rows = len(batch.tokens)
+        if not self._sliced:  # every row runs
+            return self.step(function, padded_rows(batch, self._held.rows))[:rows]
+        held, spare = self._held.first(rows)
+        logits = self._steps[function].run(batch, held, spare)
+        for whole, written in zip(self._held.arrays, self._held.spare):
+            whole[:rows] = written[:rows]
+        return last_logits(logits, batch.last)
+
+
 class _Buffers:
     """Two sets of host arrays, each leaf's wrapped (not copied) by an ``OrtValue``: what ONNX
     Runtime reads the cache from and writes it into, which the host can fill one row of."""
 
-    def __init__(self, arrays: list[np.ndarray], spare: list[np.ndarray]) -> None:
+    def __init__(self, arrays: list[np.ndarray], spare: list[np.ndarray], rows: int) -> None:
         self.arrays = arrays
         self.spare = spare
+        self.rows = rows
+        self._swapped = False
         self._values = ([ort.OrtValue.ortvalue_from_numpy(a) for a in arrays],
                         [ort.OrtValue.ortvalue_from_numpy(a) for a in spare])
+        self._first: dict[tuple[bool, int], tuple[list[Any], list[Any]]] = {}
 
     @staticmethod
     def empty(spec: GenerationSpec, batch: int) -> _Buffers:
         """An empty cache for ``batch`` rows (zeros), and a set of the same shapes to write into."""
         assert spec.max_length is not None
         shapes = [(leaf.empty_shape(batch, spec.max_length), np.dtype(leaf.dtype)) for leaf in spec.cache]
-        return _Buffers([np.zeros(s, d) for s, d in shapes], [np.zeros(s, d) for s, d in shapes])
+        return _Buffers([np.zeros(s, d) for s, d in shapes], [np.zeros(s, d) for s, d in shapes], batch)
 
     def values(self) -> tuple[list[Any], list[Any]]:
         """The ``OrtValue``\\ s of :attr:`arrays` and of :attr:`spare`."""
         return self._values
 
+    def first(self, rows: int) -> tuple[list[Any], list[Any]]:
+        """``OrtValue``\\ s of the first ``rows`` rows (along the first axis) of :attr:`arrays` and of
+        :attr:`spare`, views of their memory (made once per row count and set)."""
+        key = (self._swapped, rows)
+        if key not in self._first:  # each OrtValue keeps its view (and so the memory) alive
+            self._first[key] = ([ort.OrtValue.ortvalue_from_numpy(a[:rows]) for a in self.arrays],
+                                [ort.OrtValue.ortvalue_from_numpy(a[:rows]) for a in self.spare])
+        return self._first[key]
+
     def swap(self) -> None:
         """The spare set holds the cache now."""
         self.arrays, self.spare = self.spare, self.arrays
+        self._swapped = not self._swapped
         self._values = (self._values[1], self._values[0])
 
 

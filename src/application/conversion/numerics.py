@@ -19,6 +19,7 @@ import dataclasses
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jaxport.adapters.storage.bundle_dir import read_manifest
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, MANIFEST_FILE
@@ -30,7 +31,10 @@ from jaxport.domain.targets.registry import TARGETS, target
 from jaxport.application.conversion.source import read_source
 from .golden import GoldenExamples, converted_examples, run_examples
 from .jax_model import JAX, jax_model
-from .model import is_converted, read_converted
+from .model import ConvertedModel, is_converted, read_converted
+
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
 
 
 def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
@@ -112,15 +116,27 @@ def _own_runtime(root: Path) -> str:
                         "none of their manifests")
 
 
-def _open_bundle(root: Path) -> GoldenExamples:
-    """A bundle on JAX: each function called through the call front, its weights bound by the runtime."""
+def check_loaded_bundle(path: str | os.PathLike[str], bundle: Bundle, model: ConvertedModel) -> NumericsReport:
+    """:func:`check_numerics` of the bundle at ``path`` on JAX, loaded already: ``bundle``, and ``model``
+    (:func:`~.jax_model.jax_model` of it), whose compiled functions the examples reuse.
+
+    Raises:
+        ArtifactError: as :func:`check_numerics`.
+    """
+    return run_examples(os.fspath(path), JAX, _open_bundle(Path(path), bundle, model))
+
+
+def _open_bundle(root: Path, bundle: Bundle | None = None, model: ConvertedModel | None = None) -> GoldenExamples:
+    """A bundle on JAX: each function called through the call front, its weights bound by the runtime
+    (``bundle``, ``model``: loaded already)."""
     # JAX's side: a converted directory's check runs without JAX (tests/runtime_only).
     from jaxport.adapters.jax.bundles.weights import restore_weight
     from jaxport.application.bundles.api import load_bundle
 
-    bundle = load_bundle(root)
+    bundle = load_bundle(root) if bundle is None else bundle
     manifest = bundle.manifest
-    return GoldenExamples(root, EXAMPLES_FILE, "bundle", manifest.files, manifest.examples, jax_model(bundle),
+    return GoldenExamples(root, EXAMPLES_FILE, "bundle", manifest.files, manifest.examples,
+                          jax_model(bundle) if model is None else model,
                           lambda record, array: restore_weight(record, array, None))
 
 

@@ -81,10 +81,21 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
 
         model = load_bundle(root)
     assert not isinstance(model, (str, os.PathLike))
-    spec = _spec(model.manifest.generation)
-    manifest = model.manifest
+    return bundle_generator(model, root)
+
+
+def bundle_generator(bundle: Bundle, root: str | os.PathLike[str] | None) -> Generator:
+    """:func:`load_generator`'s generator of ``bundle``, loaded already from ``root`` (its tokenizer read from
+    there; None: ids only), so that a server that loaded it for its functions does not load it again.
+
+    Raises:
+        GenerationError: the bundle was saved without a generation spec.
+        ArtifactError: the tokenizer's file changed since the bundle was saved.
+    """
+    spec = _spec(bundle.manifest.generation)
+    manifest = bundle.manifest
     text = _text(spec, None if root is None else lambda file: read_function(root, manifest, file))
-    return Generator(spec, wiring.jax_step_runner(model, spec), wiring.sampler_factory(), text=text[0],
+    return Generator(spec, wiring.jax_step_runner(bundle, spec), wiring.sampler_factory(), text=text[0],
                      chat_template=text[1])
 
 

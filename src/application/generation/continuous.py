@@ -21,7 +21,7 @@ from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import Sampler, SlotRunner
 from jaxport.domain.ports import HostArray
 from jaxport.domain.generation.scheduling import FinishReason
-from jaxport.domain.generation.slots import slot_decode, slot_prefill
+from jaxport.domain.generation.slots import decode_rows, slot_decode, slot_prefill
 
 
 @dataclass(slots=True)
@@ -47,7 +47,7 @@ class ContinuousScheduler(WorkerScheduler):
         max_queue: how many requests may wait for a slot.
 
     Attributes:
-        decode_steps: the decode steps run so far (each over every slot).
+        decode_steps: the decode steps run so far.
     """
 
     continuous = True
@@ -102,16 +102,19 @@ class ContinuousScheduler(WorkerScheduler):
         self._advance(slot, logits, 0)
 
     def _decode(self) -> None:
-        """One decode step over every slot; each held slot picks its next token."""
+        """One decode step over the first slots that hold every request (:func:`decode_rows`: a free slot
+        takes the first free one, so those in use gather at the front); each held slot picks its next token."""
         spec = self._generator.spec
-        batch = slot_decode(spec, [None if row is None else (row.token, row.position) for row in self._rows])
+        rows = decode_rows([row is not None for row in self._rows])
+        batch = slot_decode(spec, [None if row is None else (row.token, row.position) for row in self._rows[:rows]])
         try:
-            logits = self._runner.step(spec.decode, batch)
+            logits = self._runner.step(spec.decode, batch) if rows == len(self._rows) else \
+                self._runner.step_first(spec.decode, batch)
         except Exception as exc:
             self._fail_all(exc)
             return
         self.decode_steps += 1
-        for slot, row in enumerate(self._rows):
+        for slot, row in enumerate(self._rows[:rows]):
             if row is not None:
                 row.position += 1
                 self._advance(slot, logits, slot)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.path_kind import PathKind, require
@@ -26,9 +27,13 @@ from jaxport.adapters.storage.path_kind import path_kind
 from jaxport.application.conversion.api import load_converted
 from jaxport.application.conversion.model import ConvertedModel, read_converted
 
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
 
-def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
-    """Every function of the directory at ``path``, loaded and ready to run.
+
+def load_served(path: str | os.PathLike[str], bundle: Bundle | None = None) -> list[ServedFunction]:
+    """Every function of the directory at ``path``, loaded and ready to run (``bundle``: the bundle at
+    ``path``, loaded already).
 
     Raises:
         ArtifactError: ``path`` is not a directory that jaxport wrote, or is damaged.
@@ -36,10 +41,20 @@ def load_served(path: str | os.PathLike[str]) -> list[ServedFunction]:
         MissingExtraError: the directory's runtime is not installed.
         TargetMismatchError, PlatformMismatchError: the directory cannot run on this machine.
     """
+    return served_functions(served_model(path, bundle))
+
+
+def served_model(path: str | os.PathLike[str], bundle: Bundle | None = None) -> ConvertedModel:
+    """The directory at ``path`` on its runtime: a bundle on JAX (``bundle``: loaded already), a converted
+    directory on its target's, at the sizes it was compiled for.
+
+    Raises:
+        The errors of :func:`load_served`.
+    """
     root = Path(path)
     if served_kind(root) is PathKind.BUNDLE:
-        return _bundle(root)
-    return _functions(load_converted(root))  # any target, on its runtime, at the sizes it was compiled for
+        return _bundle(root, bundle)
+    return load_converted(root)
 
 
 def served_kind(path: str | os.PathLike[str]) -> PathKind:
@@ -65,16 +80,16 @@ def has_examples(path: str | os.PathLike[str]) -> bool:
     return bool(read_converted(root)[0].examples)
 
 
-def _bundle(root: Path) -> list[ServedFunction]:
+def _bundle(root: Path, bundle: Bundle | None) -> ConvertedModel:
     """A bundle on JAX, through the same call front as every converted target, its weights bound."""
     # JAX: serving a converted directory runs without it (tests/runtime_only).
     from jaxport.application.bundles.api import load_bundle
     from jaxport.application.conversion.jax_model import jax_model
 
-    return _functions(jax_model(load_bundle(root)))
+    return jax_model(load_bundle(root) if bundle is None else bundle)
 
 
-def _functions(model: ConvertedModel) -> list[ServedFunction]:
+def served_functions(model: ConvertedModel) -> list[ServedFunction]:
     """The functions of ``model`` (the front's checked flat call), with the sizes of their variants."""
     served = []
     for name in model:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jaxport.domain.errors import ArtifactError, MissingExtraError
 from jaxport.domain.serving.generative import GenerativeModel
@@ -25,8 +26,11 @@ from jaxport.domain.serving.protocol import ServedFunction, batch_variable
 from jaxport.adapters.jax.installed import require_jax
 from jaxport.domain.path_kind import PathKind
 from jaxport.adapters.storage.bundle_dir import read_manifest
-from jaxport.application.conversion.model import read_converted
-from jaxport.application.serving.functions import has_examples, load_served, served_kind
+from jaxport.application.conversion.model import ConvertedModel, read_converted
+from jaxport.application.serving.functions import has_examples, served_functions, served_kind, served_model
+
+if TYPE_CHECKING:
+    from jaxport.application.bundles.api import Bundle
 
 
 def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
@@ -92,10 +96,23 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         raise MissingExtraError("KServe, which serves the Open Inference Protocol,", "serve", exc) from exc
     if served_kind(path) is PathKind.BUNDLE:  # what the path is: said before anything listens
         require_jax()  # a bundle runs on JAX
+    root = Path(path)
+    bundle = _loaded_once(root) if served_kind(root) is PathKind.BUNDLE else (lambda: None)
     generative = None
-    if is_generative(path):
-        generative = functools.partial(load_generative, Path(path), options)
-    KServeServer(options, serving_metrics()).run(lambda: load_checked(Path(path), options), generative)
+    if is_generative(path):  # after the functions, on the bundle they loaded
+        generative = functools.partial(load_generative, root, options, bundle)
+    KServeServer(options, serving_metrics()).run(lambda: load_checked(root, options, bundle()), generative)
+
+
+def _loaded_once(root: Path) -> Callable[[], Bundle]:
+    """The bundle at ``root``, loaded at the first call (on the server's loading thread) and kept: the
+    functions, their golden examples and the generative model share one load."""
+    @functools.cache
+    def bundle() -> Bundle:
+        from jaxport.application.bundles.api import load_bundle  # JAX: a bundle's path only
+
+        return load_bundle(root)
+    return bundle
 
 
 def is_generative(path: str | os.PathLike[str]) -> bool:
@@ -109,50 +126,57 @@ def is_generative(path: str | os.PathLike[str]) -> bool:
     return read_converted(path)[0].generation is not None
 
 
-def load_generative(path: Path, options: ServeOptions) -> GenerativeModel:
-    """The generative model of ``path``, run by a scheduler of ``options.max_slots`` and ``options.max_queue``.
+def load_generative(path: Path, options: ServeOptions,
+                    bundle: Callable[[], Bundle | None] = lambda: None) -> GenerativeModel:
+    """The generative model of ``path``, run by a scheduler of ``options.max_slots`` and ``options.max_queue``
+    (``bundle``: the bundle at ``path`` where it is one and loaded already, else None).
 
     Raises:
         GenerationError: the spec is missing or the options are out of range.
         ArtifactError, MissingExtraError: as :func:`jaxport.load_generator`.
     """
-    from jaxport.application.generation.api import load_generator  # the generative path only
+    from jaxport.application.generation.api import bundle_generator, load_generator  # the generative path only
     from jaxport.application.generation.schedulers import scheduler_for
 
-    generator = load_generator(path)
+    loaded = bundle()
+    generator = load_generator(path) if loaded is None else bundle_generator(loaded, path)
     chat = generator.render_chat if generator.spec.chat_template is not None else None
     name = options.model_name or path.resolve().name
     return GenerativeModel(name, generator.spec, generator.codec, chat,
                            scheduler_for(generator, options.max_slots, options.max_queue))
 
 
-def load_checked(path: Path, options: ServeOptions) -> Sequence[ServedFunction]:
-    """The functions of ``path``, after checking the options against them and running the golden examples.
+def load_checked(path: Path, options: ServeOptions, bundle: Bundle | None = None) -> Sequence[ServedFunction]:
+    """The functions of ``path``, after checking the options against them and running the golden examples
+    (``bundle``: the bundle at ``path``, loaded already; the examples run on the same compiled functions).
 
     Raises:
         UsageError: ``options.batch`` names a function that is not served, or cannot be joined.
         ArtifactError: a golden example fails on this machine (the message holds the report).
     """
-    functions = load_served(path)
+    model = served_model(path, bundle)
+    functions = served_functions(model)
     options.check_batch([f.name for f in functions])
     for function in functions:
         if function.name in options.batch:
             batch_variable(function.wire)
-    _check_examples(path)
+    _check_examples(path, None if bundle is None else (bundle, model))
     return functions
 
 
-def _check_examples(path: Path) -> None:
-    """Runs the directory's golden examples, when it has some, on its own runtime.
+def _check_examples(path: Path, loaded: tuple[Bundle, ConvertedModel] | None) -> None:
+    """Runs the directory's golden examples, when it has some, on its own runtime (``loaded``: the bundle at
+    ``path`` and its model, loaded already).
 
     Raises:
         ArtifactError: an example fails (the message holds the report).
     """
-    from jaxport.application.conversion.numerics import check_numerics  # 20 ms a directory without examples never pays
+    # 20 ms a directory without examples never pays
+    from jaxport.application.conversion.numerics import check_loaded_bundle, check_numerics
 
     if not has_examples(path):
         return  # none: loading the directory again to learn so would cost a second load
-    report = check_numerics(path)
+    report = check_numerics(path) if loaded is None else check_loaded_bundle(path, *loaded)
     if report.examples and not report.ok:
         raise ArtifactError(f"The golden examples of {path} fail on this machine, so it is not served:\n"
                             f"{report}")

@@ -82,6 +82,12 @@ class SlotRunner(StepRunner, Protocol):
         and gives the float logits of ``batch.last``: ``(1, vocab)``."""
         ...
 
+    def step_first(self, function: str, batch: StepBatch) -> HostArray:
+        """:meth:`step` (the decode) over the first ``len(batch.tokens)`` rows of the cache held alone,
+        fewer than :meth:`start` made: the other rows stay as they are, and the step costs what a batch
+        of that many rows costs."""
+        ...
+
 
 class Sampler(Protocol):
     """Picks each row's next token from its logits."""

@@ -3,7 +3,8 @@
 For a model whose rows run at their own positions
 (:func:`~jaxport.domain.generation.loop.per_row`): a request's prefill runs
 alone, as one row (:func:`slot_prefill`), and its cache row is copied into a
-free slot; each decode then runs every slot (:func:`slot_decode`), a free
+free slot; each decode then runs the first slots that hold every request
+(:func:`decode_rows`, :func:`slot_decode`), a free
 slot the pad token at position 0, a write into its own row that the next
 request to take the slot overwrites.
 """
@@ -29,6 +30,21 @@ def slot_prefill(spec: GenerationSpec, prompt: Sequence[int], layout: Layout) ->
     return prefill_batch([prompt], Rows((len(prompt),), layout.length, layout.padding, spec.max_length), spec.pad_id)
 
 
+def decode_rows(held: Sequence[bool]) -> int:
+    """How many of the first slots a decode runs over: the smallest power of two (or all of them) that
+    holds every held slot, so that a runtime compiles a few batch sizes, not one per count.
+
+    >>> [decode_rows(h) for h in ([True, False, False, False, False], [False, False, True, False, False],
+    ...                          [False, False, False, False, True], [False] * 2)]
+    [1, 4, 5, 1]
+    """
+    last = max((i + 1 for i, h in enumerate(held) if h), default=1)
+    rows = 1
+    while rows < last:
+        rows *= 2
+    return min(rows, len(held))
+
+
 def slot_decode(spec: GenerationSpec, rows: Sequence[tuple[int, int] | None]) -> StepBatch:
     """One decode over every slot: a held slot's ``(token, position)``, a free one (None) the pad token at 0.
 
@@ -40,3 +56,15 @@ def slot_decode(spec: GenerationSpec, rows: Sequence[tuple[int, int] | None]) ->
     return StepBatch(tuple((token,) for token, _ in held), tuple((position,) for _, position in held),
                      tuple(tuple(1 if j <= position else 0 for j in range(spec.max_length)) for _, position in held),
                      (0,) * len(held))
+
+
+def padded_rows(batch: StepBatch, rows: int) -> StepBatch:
+    """``batch`` (a decode over the first slots) grown to ``rows`` rows by repeating its last: for a runtime
+    that runs every slot, whose slots past ``batch``'s hold no request (their writes are dropped).
+
+    >>> padded_rows(StepBatch(((4,),), ((2,),), ((1, 1, 1),), (0,)), 2)
+    StepBatch(tokens=((4,), (4,)), positions=((2,), (2,)), mask=((1, 1, 1), (1, 1, 1)), last=(0, 0))
+    """
+    pad = rows - len(batch.tokens)
+    return StepBatch(batch.tokens + batch.tokens[-1:] * pad, batch.positions + batch.positions[-1:] * pad,
+                     batch.mask + batch.mask[-1:] * pad, batch.last + batch.last[-1:] * pad)

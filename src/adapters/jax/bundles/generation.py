@@ -7,7 +7,9 @@ is ``jax.jit`` of the bundle's function with the cache donated
 (the module's results alias the donated inputs of the same shape) and the
 old cache's arrays are deleted after each step. Where requests join a running
 batch (:meth:`JaxStepRunner.prefill_slot`), a request's prefill runs over a
-one-row cache and its row is written into the held cache in the same jitted call. The step also picks each
+one-row cache and its row is written into the held cache in the same jitted call, and a decode over the
+first rows alone (:meth:`JaxStepRunner.step_first`) runs on a slice of the cache written back in place, in
+one jitted call too (compiled once per row count). The step also picks each
 row's logits at its last token on the device, so only ``(rows, vocab)``
 floats come back to the host.
 """
@@ -26,6 +28,7 @@ from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.numpy.steps import step_arrays
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
+from jaxport.domain.generation.slots import padded_rows
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
 
@@ -45,6 +48,11 @@ class JaxStepRunner:
         run, arrays = made[spec.prefill]
         into = _into_slot(run, spec)
         self._slot = None if into is None else (jax.jit(into, donate_argnums=(2,)), arrays)
+        first = _first_rows(made[spec.decode][0], spec)
+        symbolic = any(not isinstance(d, int) for a in bundle.functions[spec.decode].in_avals for d in a.shape)
+        self._first = None if first is None or not symbolic else (jax.jit(first, donate_argnums=(2,)),
+                                                                   made[spec.decode][1])
+        self._axis0 = spec.cache[0].batch_axis or 0
         self.cache: list[jax.Array] | None = None
         self._empty: dict[int, Callable[[], list[jax.Array]]] = {}
 
@@ -76,6 +84,40 @@ class JaxStepRunner:
         logits, self.cache = jitted(self._params, arrays(batch), self.cache, np.asarray(batch.last, np.int32),
                                     np.int32(slot))
         return np.asarray(logits)
+
+
+    def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held, donated
+        (the other rows stay in place); returns the logits of each row's last token. A decode of a fixed
+        batch runs every row, ``batch`` padded (:func:`~jaxport.domain.generation.slots.padded_rows`)."""
+        assert self.cache is not None
+        if self._first is None:  # a decode of a fixed batch, or a cache leaf without one: every row runs
+            rows = len(batch.tokens)
+            return self.step(function, padded_rows(batch, int(self.cache[0].shape[self._axis0])))[:rows]
+        assert function == self._spec.decode
+        jitted, arrays = self._first
+        logits, self.cache = jitted(self._params, arrays(batch), self.cache, np.asarray(batch.last, np.int32))
+        return np.asarray(logits)
+
+
+def _first_rows(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any] | None:
+    """``run`` (a decode) over the first rows of the cache, as many as its batch has, written back into
+    them (None where a cache leaf has no batch axis)."""
+    axes = [leaf.batch_axis for leaf in spec.cache if leaf.batch_axis is not None]
+    if len(axes) < len(spec.cache):
+        return None
+
+    def first(params: Any, arrays: list[jax.Array], cache: list[jax.Array], last: jax.Array
+              ) -> tuple[jax.Array, list[jax.Array]]:
+        rows = last.shape[0]
+        part = [jax.lax.slice_in_dim(whole, 0, rows, axis=axis) for whole, axis in zip(cache, axes)]
+        # The slices taken before the step reads them: else XLA copies every row of the cache to keep
+        # what the slice reads apart from what the write back writes.
+        logits, new = run(params, arrays, jax.lax.optimization_barrier(part), last)
+        return logits, [jax.lax.dynamic_update_slice_in_dim(whole, part, 0, axis)
+                        for whole, part, axis in zip(cache, new, axes)]
+
+    return first
 
 
 def _into_slot(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any] | None:
