@@ -21,6 +21,7 @@ from jaxport.adapters.numpy.steps import HostInput, flat_step, host_inputs, last
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
+from jaxport.domain.generation.slots import padded_rows
 from jaxport.domain.generation.spec import GenerationSpec
 from .runtime import TfRuntime, _tensorflow_errors
 from .tensorflow_import import tf as _tf
@@ -47,12 +48,14 @@ class TfStepRunner:
             self._inputs[name] = host_inputs(kinds, [a.dtype.value for a in sig.in_avals],
                                              [len(a.shape) for a in sig.in_avals])
         self.cache: list[Any] = []
+        self._rows = 0
 
     def start(self, batch: int) -> None:
         """An empty cache (zeros) for ``batch`` rows, made by TensorFlow."""
         assert self._spec.max_length is not None
         zeros = _tf().zeros
         self.cache = [zeros(leaf.empty_shape(batch, self._spec.max_length), leaf.dtype) for leaf in self._spec.cache]
+        self._rows = batch
 
     def step(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs ``function`` on ``batch`` and the cache held; the new cache stays in TensorFlow."""
@@ -62,6 +65,12 @@ class TfStepRunner:
             logits = results[0].numpy()
         return last_logits(logits, batch.last)
 
+    def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
+        """The decode on ``batch``, the first rows of the cache held: run over every row, ``batch`` padded
+        (:func:`~jaxport.domain.generation.slots.padded_rows`), as a fixed-batch decode runs; the rows in
+        use alone (as the JAX and ONNX runners run them) are not done on TensorFlow yet."""
+        return self.step(function, padded_rows(batch, self._rows))[:len(batch.tokens)]
+
     def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
         """Runs the prefill on ``batch`` (one row) over an empty one-row cache and writes that row into
         row ``slot`` of the cache held (the other rows as they were)."""
@@ -69,8 +78,9 @@ class TfStepRunner:
         if len(axes) < len(self._spec.cache):
             raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
                                                   "shared, so a request cannot take one row of its own")
-        held = self.cache
+        held, rows = self.cache, self._rows
         self.start(1)
+        self._rows = rows
         results = self._runtime.tensors(function, flat_step(batch, self._inputs[function], self.cache))
         concat = _tf().concat
         with _tensorflow_errors(function):
