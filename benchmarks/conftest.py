@@ -32,6 +32,12 @@ _CACHE_DIR = tempfile.mkdtemp(prefix="jaxport-bench-verdicts-")
 os.environ["JAXPORT_CACHE_DIR"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, True)
 os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+# The runtimes write under the home when first imported (ONNX Runtime a device id under
+# $XDG_CACHE_HOME, Keras with TensorFlow ~/.keras/keras.json): a folder of this run instead.
+_HOME_FILES_DIR = tempfile.mkdtemp(prefix="jaxport-bench-home-files-")
+os.environ["XDG_CACHE_HOME"] = os.path.join(_HOME_FILES_DIR, "cache")
+os.environ["KERAS_HOME"] = os.path.join(_HOME_FILES_DIR, "keras")
+atexit.register(shutil.rmtree, _HOME_FILES_DIR, True)
 
 Role = Literal["baseline", "jaxport", "jax.export"]
 ROLES: tuple[Role, ...] = ("baseline", "jaxport", "jax.export")
