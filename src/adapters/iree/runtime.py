@@ -23,17 +23,17 @@ import os
 import platform
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, MissingExtraError, UsageError
-from jaxport.domain.errors import TargetMismatchError
+from jaxport.domain.errors import ArtifactError, MissingExtraError, TargetMismatchError, UsageError
 from jaxport.domain.targets.iree import PARAMETER_SCOPE, target_of
+from jaxport.adapters.engine_errors import engine_errors
 from jaxport.adapters.storage.safetensors_file import SafetensorsFile
 
 try:
@@ -70,11 +70,10 @@ def load(root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> 
     return IreeRuntime(manifest, modules, weights, root, driver)
 
 
-@contextmanager
 def _iree_errors(function: str | None = None, *, file: str = "",
-                 mismatch: TargetMismatchError | None = None) -> Iterator[None]:
-    """IREE's errors (its status as ``RuntimeError``, ``ValueError``, ``IndexError``...) as jaxport's,
-    IREE's words kept.
+                 mismatch: TargetMismatchError | None = None) -> AbstractContextManager[None]:
+    """IREE's errors (its status as ``RuntimeError``, ``ValueError``, ``IndexError``..., nanobind's
+    own too) as jaxport's, IREE's words kept (:func:`~jaxport.adapters.engine_errors.engine_errors`).
 
     Args:
         function: the function being called; None while a directory's files are read.
@@ -86,16 +85,12 @@ def _iree_errors(function: str | None = None, *, file: str = "",
         ArtifactError: reading or opening ``file`` failed.
         ArtifactCallError: calling ``function`` failed.
     """
-    try:
-        yield
-    except JaxportError:
-        raise
-    except Exception as exc:  # IREE's bindings raise builtin types for every status (nanobind's own too)
+    def opening(exc: Exception) -> Exception:
         if mismatch is not None and "INCOMPATIBLE" in str(exc):
-            raise mismatch from exc
-        if function is not None:
-            raise ArtifactCallError(function, exc) from exc
-        raise ArtifactError(f"IREE cannot open {file}: {type(exc).__name__}: {exc}") from exc
+            return mismatch
+        return ArtifactError(f"IREE cannot open {file}: {type(exc).__name__}: {exc}")
+
+    return engine_errors(function, opening)
 
 
 def host_facts() -> dict[str, Any]:

@@ -30,16 +30,17 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
 from jaxport.domain.converted.static_shapes import variant_file
-from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, MissingExtraError, UsageError
+from jaxport.domain.errors import ArtifactError, MissingExtraError, UsageError
 from jaxport.domain.targets.litert import shared_signatures, signature_key
+from jaxport.adapters.engine_errors import engine_errors
 
 try:
     from ai_edge_litert import interpreter as litert
@@ -55,10 +56,9 @@ class LiteRtLoadError(ArtifactError, presents_as=ArtifactError):
     """
 
 
-@contextmanager
-def _litert_errors(function: str | None = None, *, model: str = "") -> Iterator[None]:
+def _litert_errors(function: str | None = None, *, model: str = "") -> AbstractContextManager[None]:
     """LiteRT's errors (``ValueError``, ``RuntimeError``, whatever its bindings raise) as jaxport's,
-    LiteRT's words kept.
+    LiteRT's words kept (:func:`~jaxport.adapters.engine_errors.engine_errors`).
 
     Args:
         function: the function being called; None while a model is opened or prepared.
@@ -68,16 +68,9 @@ def _litert_errors(function: str | None = None, *, model: str = "") -> Iterator[
         LiteRtLoadError: opening or preparing the model failed.
         ArtifactCallError: calling ``function`` failed.
     """
-    try:
-        yield
-    except JaxportError:
-        raise
-    except Exception as exc:  # pybind11's types, and what its wrapper raises, have no common base
-        if function is not None:
-            raise ArtifactCallError(function, exc) from exc
-        where = f"the model {model}" if model else "the model"
-        raise LiteRtLoadError(f"LiteRT cannot open {where}: {type(exc).__name__}: "
-                              f"{' '.join(str(exc).split())}") from exc
+    where = f"the model {model}" if model else "the model"
+    return engine_errors(function, lambda exc: LiteRtLoadError(
+        f"LiteRT cannot open {where}: {type(exc).__name__}: {' '.join(str(exc).split())}"))
 
 
 class LiteRtModel:

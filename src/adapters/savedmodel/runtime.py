@@ -12,13 +12,14 @@ jaxport's here, in :func:`_tensorflow_errors`. The writer is
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-from jaxport.domain.errors import ArtifactCallError, ArtifactError, JaxportError, UsageError
+from jaxport.domain.errors import ArtifactError, UsageError
 from jaxport.domain.ports import HostArray
+from jaxport.adapters.engine_errors import engine_errors
 from .tensorflow_import import tf as _tf
 
 
@@ -49,9 +50,9 @@ def reads_stablehlo() -> str:
     return str(stablehlo.get_current_version())
 
 
-@contextmanager
-def _tensorflow_errors(function: str | None = None, *, path: str = "") -> Iterator[None]:
-    """TensorFlow's errors as jaxport's, TensorFlow's words kept (jaxport's own pass through).
+def _tensorflow_errors(function: str | None = None, *, path: str = "") -> AbstractContextManager[None]:
+    """TensorFlow's errors (its ``OpError`` family, what its loader raises on bad protos) as jaxport's,
+    TensorFlow's words kept (:func:`~jaxport.adapters.engine_errors.engine_errors`).
 
     Args:
         function: the function being called; None while the SavedModel at ``path`` is loaded.
@@ -61,14 +62,8 @@ def _tensorflow_errors(function: str | None = None, *, path: str = "") -> Iterat
         ArtifactError: loading failed.
         ArtifactCallError: calling ``function`` failed (its module failed in TensorFlow).
     """
-    try:
-        yield
-    except JaxportError:
-        raise
-    except Exception as exc:  # TensorFlow's OpError family, and what its loader raises on bad protos
-        if function is not None:
-            raise ArtifactCallError(function, exc) from exc
-        raise ArtifactError(f"TensorFlow cannot load the SavedModel {path}: {type(exc).__name__}: {exc}") from exc
+    return engine_errors(function, lambda exc: ArtifactError(
+        f"TensorFlow cannot load the SavedModel {path}: {type(exc).__name__}: {exc}"))
 
 
 class TfRuntime:
