@@ -27,7 +27,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
-from jaxport.domain.artifact.calling_convention import GLOBAL_CONSTANT_ATTR, PLATFORM_INDEX
+from jaxport.domain.artifact.calling_convention import PLATFORM_INDEX
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.static_shapes import StaticShapes
@@ -35,6 +35,7 @@ from jaxport.domain.targets.litert import ERASED_CUSTOM_CALLS, RUNTIME_NAME
 from jaxport.domain.calls.front import record_shapes
 from jaxport.domain.symbolic import DimExpr
 from jaxport.adapters.jax.records import jax_dtype
+from jaxport.adapters.mlir.dimension_args import global_constant_arguments
 from jaxport.adapters.mlir.specialize import MainPlan, calling_main, portable
 
 _CALLEE = "jaxport_litert_callee"
@@ -62,7 +63,7 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
     nr_weights = len(weights)
 
     def plan(callee: ir.Module, callee_type: ir.FunctionType) -> MainPlan:
-        leading = _leading_arguments(callee)
+        leading = global_constant_arguments(callee)
         out_types = list(callee_type.results) if shapes is None else _static_types(record.out_avals, shapes.out_shapes)
 
         def operands(arguments: Sequence[Any]) -> list[Any]:
@@ -112,22 +113,6 @@ def _static_types(avals: Sequence[AvalRecord], shapes: Sequence[tuple[int, ...]]
 
 def _element_type(aval: AvalRecord) -> ir.Type:
     return mlir.dtype_to_ir_type(np.dtype(jax_dtype(aval.dtype)))
-
-
-def _leading_arguments(callee: ir.Module) -> list[str]:
-    """The names of ``main``'s leading ``jax.global_constant`` arguments, in order: the platform index
-    (``_platform_index``) of a multi-platform module, and each dimension variable that JAX 0.11
-    and later pass as a value."""
-    main = ir.SymbolTable(callee.operation)["main"]
-    if "arg_attrs" not in main.attributes:
-        return []
-    names = []
-    for attrs in ir.ArrayAttr(main.attributes["arg_attrs"]):
-        entries = ir.DictAttr(attrs)
-        if GLOBAL_CONSTANT_ATTR not in entries:
-            break
-        names.append(ir.StringAttr(entries[GLOBAL_CONSTANT_ATTR]).value)
-    return names
 
 
 def _dimension_value(name: str, record: ArtifactRecord, variable: str, arguments: Any, nr_weights: int) -> Any:

@@ -11,7 +11,7 @@ dimensions, or a mix of jaxport's and JAX's, the lowered ``main``'s leading
 ``main``: its callers must pass each variable's value. ``jax.export`` itself
 cannot call such a module (it reports the variable as unsolvable).
 
-jaxport reads both forms through one path: :func:`dimension_arguments` tells
+jaxport reads both forms through one path: :func:`global_constant_arguments` tells
 the form from ``main``'s argument attributes, and :func:`standard_form` wraps
 such a ``main`` once more with the domain's shape plan (the same wrapper an
 export gets, shape assertions included), after which the module is called,
@@ -33,11 +33,10 @@ from jaxport.domain.symbolic import ArgDim, DimExpr, build_plan
 MARKER = GLOBAL_CONSTANT_ATTR.encode()
 
 
-def dimension_arguments(module: Any) -> tuple[str, ...]:
-    """The dimension variables that ``main`` of ``module`` takes as leading arguments, in order.
-
-    Empty for the standard form (only the platform index, if any, is a
-    ``jax.global_constant`` argument of ``main``).
+def global_constant_arguments(module: Any) -> tuple[str, ...]:
+    """The names of ``main``'s leading ``jax.global_constant`` arguments, in order: the platform
+    index (``_platform_index``) of a multi-platform module, then each dimension variable that
+    ``main`` takes as a value (none for the standard form).
     """
     from jaxlib.mlir import ir  # what jax.extend.mlir re-exports; reading needs no JAX import
 
@@ -49,9 +48,7 @@ def dimension_arguments(module: Any) -> tuple[str, ...]:
         entries = ir.DictAttr(attrs)
         if GLOBAL_CONSTANT_ATTR not in entries:
             break
-        name = ir.StringAttr(entries[GLOBAL_CONSTANT_ATTR]).value
-        if name != PLATFORM_INDEX:
-            names.append(name)
+        names.append(ir.StringAttr(entries[GLOBAL_CONSTANT_ATTR]).value)
     return tuple(names)
 
 
@@ -69,9 +66,8 @@ def standard_form(module: Any, in_shapes: tuple[tuple[Any, ...], ...], arg_paths
     Raises:
         ValueError: ``main`` takes a dimension variable that no input shape holds.
     """
-    from jaxlib.mlir import ir
-
-    names = dimension_arguments(module)
+    leading = global_constant_arguments(module)
+    names = tuple(n for n in leading if n != PLATFORM_INDEX)
     if not names:
         return None
     from .wrap import wrap_main  # only for this form: a module of the standard form never loads it
@@ -81,11 +77,8 @@ def standard_form(module: Any, in_shapes: tuple[tuple[Any, ...], ...], arg_paths
     if missing:
         raise ValueError(f"main takes the dimension variables {', '.join(names)} as jax.global_constant "
                          f"arguments, but the input shapes do not hold {', '.join(missing)}")
-    main = ir.SymbolTable(module.operation)["main"]
-    first = ir.DictAttr(ir.ArrayAttr(main.attributes["arg_attrs"])[0])
-    has_platform_index = ir.StringAttr(first[GLOBAL_CONSTANT_ATTR]).value == PLATFORM_INDEX
     return wrap_main(module, plan=build_plan(in_shapes, arg_paths), dim_vars=names,
-                     has_platform_index=has_platform_index, nr_tokens=nr_tokens,
+                     has_platform_index=leading[0] == PLATFORM_INDEX, nr_tokens=nr_tokens,
                      kept_var_idx=kept_var_idx, shape_assertions=True,
                      symbolic_dims=tuple(ArgDim(i, j) for i, shape in enumerate(in_shapes)
                                          for j, d in enumerate(shape) if isinstance(d, DimExpr)))
