@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jaxport.domain.artifact.kernels import Kernel
+from jaxport.domain.artifact.kernels import Kernel, release_key
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION, stablehlo_version
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.calls.front import leaf_paths, record_shapes
@@ -200,8 +200,4 @@ def _specialized(module_bytes: bytes, spec: Mapping[str, Any]) -> bytes:
 def written_after(module_bytes: bytes, version: str) -> bool:
     """Whether the portable artifact ``module_bytes`` was written for a StableHLO newer than ``version``."""
     written = stablehlo_version(module_bytes[:300])
-    return written is not None and _key(written) > _key(version)
-
-
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
+    return written is not None and release_key(written) > release_key(version)
