@@ -16,12 +16,11 @@ from typing import Any
 import numpy as np
 
 from jaxport.domain.errors import CallError, DtypeMismatchError
-from jaxport.domain.serving.protocol import WireTensor
+from jaxport.domain.artifact.record import DType
+from jaxport.domain.serving.protocol import OIP_DATATYPES, WireTensor
 
 #: Each protocol datatype -> NumPy's dtype (``FP32`` also carries ``bfloat16``).
-NUMPY_OF = {"BOOL": np.bool_, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
-            "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
-            "FP16": np.float16, "FP32": np.float32, "FP64": np.float64}
+NUMPY_OF = {datatype: np.dtype(dtype.value) for dtype, datatype in OIP_DATATYPES.items() if dtype is not DType.BFLOAT16}
 
 
 def read_inputs(function: str, inputs: Sequence[WireTensor], body: Any) -> dict[str, Any]:
