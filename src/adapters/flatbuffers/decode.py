@@ -30,6 +30,7 @@ from jaxport.domain.artifact.sharding import (
 )
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.integrity import is_sealed, unseal
+from jaxport.domain.artifact.module_format import PORTABLE_ARTIFACT_MAGIC
 from jaxport.domain.artifact.producer import Producer
 from jaxport.domain.deferred import Deferred
 from jaxport.domain.artifact.safety import DisabledSafetyCheck, SafetyCheckKind
@@ -316,10 +317,10 @@ def _partition_spec(t: TableView) -> PartitionSpecRecord:
 def _module(t: TableView) -> bytes:
     field = "mlir_module_serialized"
     module = t.present(t.bytes_field(W.Root.MLIR_MODULE, field), field)
-    if not module.startswith(W.PORTABLE_ARTIFACT_MAGIC):
+    if not module.startswith(PORTABLE_ARTIFACT_MAGIC):
         raise t.fail(field, (
             f"the module is not a StableHLO portable artifact: it starts with "
-            f"{module[:4]!r} instead of {W.PORTABLE_ARTIFACT_MAGIC!r}"))
+            f"{module[:4]!r} instead of {PORTABLE_ARTIFACT_MAGIC!r}"))
     return module
 
 

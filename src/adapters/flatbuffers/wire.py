@@ -24,10 +24,6 @@ from jaxport.domain.artifact.record import DType, MemorySpace, TreeKind
 from jaxport.domain.artifact.sharding import AxisType
 from jaxport.domain.artifact.safety import SafetyCheckKind
 
-#: The first bytes of every StableHLO portable artifact (MLIR bytecode).
-PORTABLE_ARTIFACT_MAGIC: Final = b"ML\xefR"
-
-
 # Each table's slots (a field's vtable slot is its place in the table, as schema.fbs lists the
 # fields: the schema gives no explicit ids), then the number of slots its writer declares.
 

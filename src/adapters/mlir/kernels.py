@@ -25,16 +25,13 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.passmanager import PassManager
 
 from jaxport.domain.artifact.kernels import BYTECODE, KERNEL_TARGETS, MOSAIC_TARGET, TEXT, Kernel
+from jaxport.domain.artifact.module_format import PORTABLE_ARTIFACT_MAGIC, read_producer, stablehlo_version
 from . import bindings as jaxlib_mlir
 from .rewrite import MIXED_SERIALIZATION
 
 
 class KernelRefused(Exception):
     """A kernel cannot be read or written for the Mosaic version asked; the message names it."""
-
-
-#: The first bytes of MLIR bytecode (``mlir/Bytecode/Encoding.h``); anything else is MLIR text.
-BYTECODE_MAGIC = b"ML\xefR"
 
 
 def kernels_form(module_bytes: bytes, mosaic: int | None,
@@ -46,8 +43,6 @@ def kernels_form(module_bytes: bytes, mosaic: int | None,
     Raises:
         KernelRefused: a Mosaic kernel does not parse, or this jaxlib cannot write it for ``mosaic``.
     """
-    from jaxport.domain.artifact.module_format import stablehlo_version
-
     context = jaxlib_mlir.make_context()
     module = jaxlib_mlir.deserialize_portable_artifact(module_bytes, context)
     found: list[Kernel] = []
@@ -66,7 +61,7 @@ def kernels_form(module_bytes: bytes, mosaic: int | None,
             config = ir.StringAttr(op.attributes["backend_config"]).value
             body, version = _mosaic_body(config, name)
             downgrade = mosaic is not None and version is not None and version > mosaic
-            if downgrade or (text and body.startswith(BYTECODE_MAGIC)):
+            if downgrade or (text and body.startswith(PORTABLE_ARTIFACT_MAGIC)):
                 older = _written_for(body, mosaic if downgrade else None, text, name)
                 op.attributes["backend_config"] = ir.StringAttr.get(_with_body(config, body, older))
                 rewritten, version, body = True, mosaic if downgrade else version, older
@@ -114,19 +109,12 @@ def _written_for(body: bytes, version: int | None, text: bool, name: str) -> byt
 
 
 def _form(body: bytes) -> tuple[str, str | None]:
-    """A Mosaic module's form and, for bytecode, the MLIR that wrote it: the bytecode's header is
-    the magic, the bytecode version (a varint) and the producer, ending at a NUL byte."""
-    if not body.startswith(BYTECODE_MAGIC):
+    """A Mosaic module's form and, for bytecode, the MLIR that wrote it (the producer in the
+    bytecode's header, :func:`~jaxport.domain.artifact.module_format.read_producer`)."""
+    if not body.startswith(PORTABLE_ARTIFACT_MAGIC):
         return TEXT, None
-    at = len(BYTECODE_MAGIC)
-    if at >= len(body):
-        return BYTECODE, None
-    # MLIR's varint: the first byte's trailing zero bits (+1) count its bytes; a zero byte means 9.
-    first = body[at]
-    at += 9 if first == 0 else (first & -first).bit_length()
-    end = body.find(b"\0", at, at + 200)
-    producer = body[at:end].decode("utf-8", "replace") if end > at else None
-    return BYTECODE, producer
+    header = read_producer(body)
+    return BYTECODE, None if header is None or not header[1] else header[1]
 
 
 def _with_body(config: str, old: bytes, new: bytes) -> str:
