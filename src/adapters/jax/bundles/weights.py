@@ -22,7 +22,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from jaxport.adapters.jax import placement
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.records import jax_sharding, key_impl_name
-from jaxport.adapters.jax.trees.plain import is_library_type
+from jaxport.adapters.jax.trees.plain import is_library_type, key_of
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.domain.artifact.record import DType, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import NamedShardingRecord
@@ -34,18 +34,10 @@ from jaxport.domain.errors import BundleError, BundleMismatchError
 
 
 
-def _entry_text(entry: Any) -> str:
-    """One of JAX's key-path entries as text: a dict key, an index, a field name."""
-    for attr in ("key", "idx", "name"):
-        if hasattr(entry, attr):
-            return str(getattr(entry, attr))
-    return str(entry)
-
-
 def flatten_params(params: Any) -> tuple[jax.tree_util.PyTreeDef, tuple[str, ...], list[Any]]:
     """The structure of ``params``, each leaf's key-path name and the leaves, in flattening order."""
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(params)
-    names = tuple(weight_name([_entry_text(e) for e in path]) for path, _ in with_paths)
+    names = tuple(weight_name([str(key_of(e)) for e in path]) for path, _ in with_paths)
     return treedef, names, [leaf for _, leaf in with_paths]
 
 
@@ -62,7 +54,7 @@ def refuse_rng_streams(params: Any) -> None:
     for path, leaf in jax.tree_util.tree_flatten_with_path(params, is_leaf=is_rng_key)[0]:
         if is_rng_key(leaf):
             inner = jax.tree_util.tree_flatten_with_path(leaf)[0]
-            name = weight_name([_entry_text(e) for e in (*path, *(inner[0][0] if inner else ()))])
+            name = weight_name([str(key_of(e)) for e in (*path, *(inner[0][0] if inner else ()))])
             raise BundleError(
                 f"The weight '{name}' is the key of an NNX RNG stream (nnx.RngKey, a PRNG key array): weights "
                 "hold no RNG state, and no target converts a function that takes it. Save the parameters "

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
-from jax.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, PyTreeDef, SequenceKey
+from jax.tree_util import PyTreeDef
 
 from jaxport.domain.plain_trees import Container, container_for
 
@@ -90,7 +90,7 @@ def _nest(pairs: Sequence[tuple[tuple[Any, ...], Any]], depth: int, where: str) 
             groups[-1][1].append((path, leaf))
         else:
             groups.append((path[depth], [(path, leaf)]))
-    kind, names = container_for([_key(entry) for entry, _ in groups], where)
+    kind, names = container_for([key_of(entry) for entry, _ in groups], where)
     children = [_nest(group, depth + 1, where + jax.tree_util.keystr((entry,)))
                 for entry, group in groups]
     if kind is Container.LIST:
@@ -100,12 +100,9 @@ def _nest(pairs: Sequence[tuple[tuple[Any, ...], Any]], depth: int, where: str) 
     return collections.OrderedDict(zip(names, children))
 
 
-def _key(entry: Any) -> object:
+def key_of(entry: Any) -> object:
     """The key that one of JAX's key-path entries holds: a dict key, an index, a field name."""
-    if isinstance(entry, SequenceKey):
-        return entry.idx
-    if isinstance(entry, (DictKey, FlattenedIndexKey)):
-        return entry.key
-    if isinstance(entry, GetAttrKey):
-        return entry.name
+    for attr in ("key", "idx", "name"):  # DictKey and FlattenedIndexKey, SequenceKey, GetAttrKey
+        if hasattr(entry, attr):
+            return getattr(entry, attr)
     return entry
