@@ -25,7 +25,6 @@ import numpy as np
 from jax.extend import mlir as jex_mlir
 from jax.extend.mlir import ir, passmanager
 from jax.extend.mlir.dialects import func as func_dialect
-from jax.extend.mlir.dialects import stablehlo as hlo
 from jax.interpreters import mlir
 
 from jaxport.domain.artifact.record import DType
@@ -35,6 +34,7 @@ from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
 from .bindings import operations
 from .module import MlirStableHlo
+from .wrap import converted
 
 _CALLEE = "jaxport_exported_main"
 
@@ -95,9 +95,9 @@ def calling_main(module: bytes, callee_name: str,
         wrapper.body.append(main)
         block = main.add_entry_block()
         with ir.InsertionPoint(block):
-            given = [_convert(a, t) for a, t in zip(operands(block.arguments), callee_type.inputs)]
+            given = [converted(a, t) for a, t in zip(operands(block.arguments), callee_type.inputs)]
             call = func_dialect.CallOp(list(callee_type.results), ir.FlatSymbolRefAttr.get(name), given)
-            func_dialect.ReturnOp([_convert(r, t) for r, t in zip(call.results, out_types)])
+            func_dialect.ReturnOp([converted(r, t) for r, t in zip(call.results, out_types)])
     return wrapper
 
 
@@ -165,7 +165,3 @@ def _types(dtypes: Sequence[DType], shapes: Sequence[tuple[int, ...]]) -> list[i
             data = jax.eval_shape(jax.random.key_data, data)
         types.append(ir.RankedTensorType.get(data.shape, mlir.dtype_to_ir_type(np.dtype(data.dtype))))
     return types
-
-
-def _convert(value: Any, to_type: ir.Type) -> Any:
-    return value if value.type == to_type else hlo.convert(to_type, value)

@@ -220,11 +220,12 @@ def _add_main(wrapped: Any, original: Any, wrapped_name: str, plan: ShapePlan,
         values = run_plan(plan, emitter, IrDimOps())
         operands = list(args[:nr_platform])
         dim_types = inputs[nr_platform:nr_platform + nr_dims]
-        operands += [_convert(values[v].value, t) for v, t in zip(dim_vars, dim_types)]
+        operands += [converted(values[v].value, t) for v, t in zip(dim_vars, dim_types)]
         operands += args[nr_platform:]
         call = func_dialect.CallOp(results, ir.FlatSymbolRefAttr.get(wrapped_name), operands)
         func_dialect.ReturnOp(list(call.results))
 
 
-def _convert(value: Value, to_type: ir.Type) -> Value:
+def converted(value: Value, to_type: ir.Type) -> Value:
+    """``value`` as ``to_type``: itself, or a ``stablehlo.convert`` of it."""
     return value if value.type == to_type else hlo.convert(to_type, value)
