@@ -20,13 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxport.domain.errors import MissingExtraError
-
-try:
-    from ai_edge_litert import schema_py_generated as schema
-    from ai_edge_litert.tools import flatbuffer_utils
-except ImportError as exc:
-    raise MissingExtraError("LiteRT's runtime (ai-edge-litert)", "litert-runtime", exc) from exc
+from .schema import flatbuffer_utils, schema
 
 #: The alignment of a buffer's data (``force_align: 16`` in LiteRT's schema).
 _ALIGNMENT = 16

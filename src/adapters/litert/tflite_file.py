@@ -14,12 +14,7 @@ import functools
 import struct
 from dataclasses import dataclass
 
-from jaxport.domain.errors import MissingExtraError
-
-try:
-    from ai_edge_litert import schema_py_generated as schema
-except ImportError as exc:
-    raise MissingExtraError("LiteRT's runtime (ai-edge-litert)", "litert-runtime", exc) from exc
+from .schema import schema
 
 
 @dataclass(frozen=True, slots=True)
