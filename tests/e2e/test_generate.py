@@ -67,7 +67,8 @@ def test_inspect_shows_the_generation_spec_without_jax(saved: tuple[bool, Path])
     assert ("index  int32[]" in text) == shared and "cache of 16 tokens" in text
 
 
-def test_each_decode_step_deletes_the_cache_it_was_given(saved: tuple[bool, Path]) -> None:
+def test_each_step_deletes_the_cache_it_was_given_and_writes_the_new_one_in_its_buffers(
+        saved: tuple[bool, Path]) -> None:
     _, path = saved
     bundle = jaxport.load_bundle(path)
     spec = bundle.manifest.generation
@@ -78,9 +79,13 @@ def test_each_decode_step_deletes_the_cache_it_was_given(saved: tuple[bool, Path
     for function, tokens in (("prefill", (1, 2)), ("decode", (3,))):
         given = runner.cache
         assert given is not None
+        buffers = [leaf.unsafe_buffer_pointer() for leaf in given]
         runner.step(function, StepBatch((tokens,), (tuple(range(len(tokens))),), (mask,), (len(tokens) - 1,)))
         assert all(leaf.is_deleted() for leaf in given)
         assert runner.cache is not None and not any(leaf.is_deleted() for leaf in runner.cache)
+        # Donated and aliased: the step wrote in place (a donated cache that the module does not alias
+        # is freed after the step, its results in new buffers: a copy of the cache every token).
+        assert [leaf.unsafe_buffer_pointer() for leaf in runner.cache] == buffers
 
 
 def test_a_text_prompt_without_a_tokenizer_is_refused(generator: jaxport.Generator) -> None:

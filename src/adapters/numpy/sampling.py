@@ -23,9 +23,11 @@ class NumpySampler:
 
     def pick(self, logits: HostArray, options: SamplingOptions) -> Sequence[int]:
         """One token per row of ``logits``: the largest at temperature 0, else a draw."""
-        x = np.asarray(logits, dtype=np.float64)
         if options.temperature == 0:
-            return [int(i) for i in np.argmax(x, axis=-1)]
+            # On the logits' own dtype: widening to float64 keeps their order (and so the pick), and at
+            # 8 rows of 8,192 it cost 0.1 ms a token, 6x the argmax.
+            return [int(i) for i in np.argmax(np.asarray(logits), axis=-1)]
+        x = np.asarray(logits, dtype=np.float64)
         x = x / options.temperature
         if options.top_k is not None and options.top_k < x.shape[-1]:
             kth = np.partition(x, -options.top_k, axis=-1)[:, -options.top_k, None]
