@@ -186,9 +186,7 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
         calls.extend(c for c in checked.facts.custom_call_targets if c not in calls)
         shardy = shardy or checked.facts.uses_shardy
         modules.append(checked.reserialized)
-    vjp = None if len(modules) == 1 or record.vjp is None else \
-        dataclasses.replace(record.vjp, mlir_module_serialized=modules[1], vjp=None)
-    return dataclasses.replace(record, mlir_module_serialized=modules[0], vjp=vjp), tuple(calls), shardy
+    return record.with_modules(modules), tuple(calls), shardy
 
 
 def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
