@@ -55,19 +55,15 @@ def inspect_files(args: argparse.Namespace) -> int:
             status = 2
             continue
         if args.json:
-            print(json.dumps({"file": path, **_known(asdict(info))}, default=str))
+            print(json.dumps({"file": path, **asdict(info, dict_factory=_known)}, default=str))
         else:
             print(info if os.path.isdir(path) else f"{path}:\n{info}")
     return status
 
 
-def _known(value: Any) -> Any:
-    """A summary as JSON, without the ``producer`` that an unsealed or ``jax.export`` file lacks."""
-    if isinstance(value, dict):
-        return {k: _known(v) for k, v in value.items() if not (k == "producer" and v is None)}
-    if isinstance(value, (list, tuple)):
-        return [_known(v) for v in value]
-    return value
+def _known(fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A summary's fields as JSON, without the ``producer`` that an unsealed or ``jax.export`` file lacks."""
+    return {k: v for k, v in fields if not (k == "producer" and v is None)}
 
 
 def inspect_converted(path: str, as_json: bool) -> str:
