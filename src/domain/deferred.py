@@ -23,11 +23,11 @@ registered for serialization in between is then found.
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
 ... class Box:
-...     value: DeferredField[int] = DeferredField()
+...     value: DeferredField[int] = DeferredField(0)
 >>> calls = []
 >>> box = Box(Deferred(lambda: calls.append(1) or 42))
->>> DeferredField.made(box, "value"), box.value, box.value, len(calls)
-(None, 42, 42, 1)
+>>> len(calls), box.value, box.value, len(calls)
+(0, 42, 42, 1)
 """
 
 from __future__ import annotations
@@ -46,20 +46,15 @@ class Deferred(Generic[T]):
     make: Callable[[], T]
 
 
-#: The default of a :class:`DeferredField` that has none.
-_REQUIRED: Any = object()
-
-
 class DeferredField(Generic[T]):
     """A data descriptor for a dataclass field that holds a value or a :class:`Deferred` one.
 
     The instance keeps the field in its ``__dict__`` (the dataclass has no
-    ``__slots__``). As a dataclass field it has no default unless given one:
-    reading it on the class raises ``AttributeError``, which dataclasses take
-    for "no default", or gives ``default``.
+    ``__slots__``). Reading it on the class gives ``default``, which dataclasses
+    take for the field's default.
     """
 
-    def __init__(self, default: Any = _REQUIRED) -> None:
+    def __init__(self, default: T) -> None:
         self._default = default
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -67,9 +62,7 @@ class DeferredField(Generic[T]):
 
     def __get__(self, obj: Any, owner: type | None = None) -> T:
         if obj is None:
-            if self._default is not _REQUIRED:
-                return cast(T, self._default)
-            raise AttributeError(f"{self._name} is a required field")
+            return self._default
         value = obj.__dict__[self._name]
         if type(value) is Deferred:
             value = value.make()
@@ -78,12 +71,3 @@ class DeferredField(Generic[T]):
 
     def __set__(self, obj: Any, value: T | Deferred[T]) -> None:
         obj.__dict__[self._name] = value
-
-    @staticmethod
-    def made(obj: Any, name: str) -> Any:
-        """The value of the field ``name`` of ``obj`` if it is made (given, or read once), else None.
-
-        Nothing is made: a deferred value stays deferred.
-        """
-        value = obj.__dict__[name]
-        return None if type(value) is Deferred else value

@@ -6,7 +6,8 @@ import pytest
 
 from jaxport.domain.errors import ConversionError, UsageError
 from jaxport.domain.targets.litert import (
-    FLOAT32_TOLERANCE, INT8_WEIGHTS_TOLERANCE, check_names, check_operators, check_unlegalized, tolerance
+    FLOAT32_TOLERANCE, INT8_WEIGHTS_TOLERANCE, check_names, check_operators, check_unlegalized,
+    numerics_tolerance
 )
 
 
@@ -36,5 +37,6 @@ def test_names_are_one_per_flat_value_and_distinct() -> None:
 
 
 def test_the_quantized_tolerance_is_the_looser_one() -> None:
-    assert tolerance(None) == FLOAT32_TOLERANCE and tolerance("int8-weights") == INT8_WEIGHTS_TOLERANCE
+    assert numerics_tolerance({"quantize": "int8-weights"}) == INT8_WEIGHTS_TOLERANCE
+    assert numerics_tolerance({"quantize": "none"}) is None  # float32: each dtype's default, FLOAT32_TOLERANCE's
     assert INT8_WEIGHTS_TOLERANCE.rtol > FLOAT32_TOLERANCE.rtol

@@ -9,12 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-from collections.abc import Callable
 from typing import Any
 
 from jaxport.domain.errors import ArtifactError, JaxportError
-from jaxport.application.cli.common import UsageError, one_line
+from jaxport.application.cli.common import UsageError, each_path
 
 # What a check runs on is imported where it runs: `jaxport --help` loads none of it
 # (tests/unit/test_purity.py; figures: cli/main.py).
@@ -84,25 +82,7 @@ def check_paths(args: argparse.Namespace) -> int:
             print(f"{path}: FAILED: {'; '.join(' '.join(r.split()) for r in reasons)}")
         return ok
 
-    return _each_path(args, verify)
-
-
-def _each_path(args: argparse.Namespace, check: Callable[[str], bool]) -> int:
-    """Runs ``check`` (which prints its verdict; True: passed) on each path; the exit status:
-    0 all pass, 1 some fail, 2 a path cannot be read (said on stderr)."""
-    status = 0
-    for path in args.paths:
-        try:
-            passed = check(path)
-        except OSError as exc:
-            if getattr(args, "debug", False):
-                raise
-            print(f"jaxport check: {one_line(exc)}", file=sys.stderr)
-            status = 2
-            continue
-        if not passed and status == 0:
-            status = 1
-    return status
+    return each_path(args, args.paths, verify)
 
 
 def check_consumers(args: argparse.Namespace) -> int:
@@ -126,7 +106,7 @@ def check_consumers(args: argparse.Namespace) -> int:
             passed = passed and found.ok
         return passed
 
-    return _each_path(args, consumers)
+    return each_path(args, args.paths, consumers)
 
 
 def check_numerics(args: argparse.Namespace) -> int:
@@ -149,7 +129,7 @@ def check_numerics(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json()) if args.json else report)
         return report.ok
 
-    return _each_path(args, numerics)
+    return each_path(args, args.paths, numerics)
 
 
 def _check_converted(path: str) -> tuple[bool, tuple[str, ...], dict[str, Any]]:

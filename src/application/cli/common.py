@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -59,6 +60,25 @@ def one_line(exc: BaseException) -> str:
     notes = [" ".join(str(note).split()) for note in getattr(exc, "__notes__", ())
              if "JAX_TRACEBACK_FILTERING" not in str(note)]
     return "\n".join([line, *(f"note: {note}" for note in notes)])
+
+
+def each_path(args: argparse.Namespace, paths: Sequence[str], run: Callable[[str], bool], *,
+              caught: Callable[[BaseException], bool] = lambda exc: isinstance(exc, OSError)) -> int:
+    """Runs ``run`` (which prints its verdict; True: passed) on each path; the exit status: 0 all
+    pass, 1 some fail, 2 a path raised what ``caught`` accepts (said on stderr, the others still run)."""
+    status = 0
+    for path in paths:
+        try:
+            passed = run(path)
+        except Exception as exc:
+            if getattr(args, "debug", False) or not caught(exc):
+                raise
+            print(f"jaxport {args.command}: {one_line(exc)}", file=sys.stderr)
+            status = 2
+            continue
+        if not passed and status == 0:
+            status = 1
+    return status
 
 
 class Progress:

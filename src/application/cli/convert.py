@@ -67,7 +67,7 @@ def _add_flag(cmd: argparse.ArgumentParser, help: str, flag: Flag) -> None:
         how = {"action": "store_true", "default": None}  # None: not given (False would be an option)
     elif flag.repeat:
         how = {"action": "append", "default": []}
-    for key in ("metavar", "type", "choices"):
+    for key in ("metavar", "type"):
         if getattr(flag, key) is not None:
             how[key] = getattr(flag, key)
     cmd.add_argument(flag.flag, dest=flag.dest, help=help, **how)

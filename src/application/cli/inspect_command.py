@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from dataclasses import asdict
 from typing import Any
 
-from .common import is_users_error, one_line, read_artifact
+from .common import each_path, is_users_error, read_artifact
 
 # The record's and the manifests' modules load where used: `jaxport --help` loads none
 # (tests/unit/test_purity.py; figures: cli/main.py).
@@ -39,35 +38,27 @@ def inspect_files(args: argparse.Namespace) -> int:
     from jaxport.adapters.storage.path_kind import path_kind
     from jaxport.application.inspection import inspect_bundle
 
-    status = 0
-    for path in args.files:
-        try:
-            kind = path_kind(path)
-            require(kind, path, PathKind.ARTIFACT, PathKind.BUNDLE, PathKind.CONVERTED)
-            if kind is PathKind.CONVERTED:
-                print(inspect_converted(path, args.json))
-                continue
-            info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
-        except Exception as exc:
-            if getattr(args, "debug", False) or not is_users_error(exc):
-                raise
-            print(f"jaxport inspect: {one_line(exc)}", file=sys.stderr)
-            status = 2
-            continue
+    def show(path: str) -> bool:
+        kind = path_kind(path)
+        require(kind, path, PathKind.ARTIFACT, PathKind.BUNDLE, PathKind.CONVERTED)
+        if kind is PathKind.CONVERTED:
+            print(inspect_converted(path, args.json))
+            return True
+        info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
         if args.json:
-            print(json.dumps({"file": path, **_known(asdict(info))}, default=str))
+            print(json.dumps({"file": path, **asdict(info, dict_factory=_known)}, default=str))
         else:
             print(info if os.path.isdir(path) else f"{path}:\n{info}")
-    return status
+        return True
+
+    # A reader that went away (`inspect ... | head`) ends the command, as main() says, not one path.
+    return each_path(args, args.files, show,
+                     caught=lambda exc: is_users_error(exc) and not isinstance(exc, BrokenPipeError))
 
 
-def _known(value: Any) -> Any:
-    """A summary as JSON, without the ``producer`` that an unsealed or ``jax.export`` file lacks."""
-    if isinstance(value, dict):
-        return {k: _known(v) for k, v in value.items() if not (k == "producer" and v is None)}
-    if isinstance(value, (list, tuple)):
-        return [_known(v) for v in value]
-    return value
+def _known(fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A summary's fields as JSON, without the ``producer`` that an unsealed or ``jax.export`` file lacks."""
+    return {k: v for k, v in fields if not (k == "producer" and v is None)}
 
 
 def inspect_converted(path: str, as_json: bool) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from jaxport.application.cli.common import UsageError, check_writable, load_artifact, pick, print_results
@@ -88,6 +87,7 @@ def call_converted(args: argparse.Namespace, function: Any) -> int:
     """
     from jaxport.adapters.storage.array_files import read_arrays, write_arrays
     from jaxport.adapters.storage.safetensors_file import numpy_dtype
+    from jaxport.domain.calls.front import flatten_tree, result_paths
 
     if args.output:
         check_writable(args.output)
@@ -102,7 +102,8 @@ def call_converted(args: argparse.Namespace, function: Any) -> int:
         results = function.call_flat(leaves)
     else:
         results = function(*call_args, **inputs.kwargs)
-    leaves_with_paths = list(_with_paths(results, ""))
+    paths = [path.removeprefix("out") for path in result_paths(record.out_tree)]  # ['y'], as JAX's key paths
+    leaves_with_paths = list(zip(paths, flatten_tree(record.out_tree, results)))
     if args.output:
         write_arrays(args.output, [leaf for _, leaf in leaves_with_paths])
         return 0
@@ -143,17 +144,3 @@ def _typed(leaf: Any, dtype: Any) -> Any:
     if dtype is not None and leaf.dtype.kind == "V" and leaf.dtype.itemsize == dtype.itemsize:
         return leaf.view(dtype)
     return leaf
-
-
-def _with_paths(tree: Any, path: str) -> Iterator[tuple[str, Any]]:
-    """The leaves of a result pytree of plain containers with JAX's key paths (``['y']``, ``[0]``)."""
-    if tree is None:
-        return
-    if isinstance(tree, dict):
-        for key, value in tree.items():
-            yield from _with_paths(value, f"{path}[{key!r}]")
-    elif isinstance(tree, (tuple, list)):
-        for i, value in enumerate(tree):
-            yield from _with_paths(value, f"{path}[{i}]")
-    else:
-        yield path, tree

@@ -22,16 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jaxport.adapters.storage.bundle_dir import read_manifest
-from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, MANIFEST_FILE
+from jaxport.adapters.storage.path_kind import path_kind
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE
 from jaxport.domain.errors import ArtifactError, UsageError
-from jaxport.domain.converted.manifest import manifest_format
+from jaxport.domain.path_kind import PathKind
 from jaxport.domain.converted.numerics import NumericsReport, tolerance_for
 from jaxport.domain.calls.front import call_checker, with_weights_bound
 from jaxport.domain.targets.registry import TARGETS, target
 from jaxport.application.conversion.source import read_source
 from .golden import GoldenExamples, converted_examples, run_examples
 from .jax_model import JAX, jax_model
-from .model import ConvertedModel, is_converted, read_converted
+from .model import ConvertedModel, read_converted
 
 if TYPE_CHECKING:
     from jaxport.application.bundles.api import Bundle
@@ -100,17 +101,15 @@ def _named(runtime: str) -> str:
 
 
 def _own_runtime(root: Path) -> str:
-    if not root.exists():
+    kind = path_kind(root)
+    if kind is PathKind.MISSING:
         raise FileNotFoundError(2, "No such file or directory", os.fspath(root))
     if not root.is_dir():
         raise NotADirectoryError(20, "Not a directory (a bundle or a directory converted from one)",
                                  os.fspath(root))
-    try:
-        if manifest_format((root / MANIFEST_FILE).read_bytes()) == FORMAT_NAME:
-            return JAX
-    except OSError:
-        pass
-    if is_converted(root):
+    if kind is PathKind.BUNDLE:
+        return JAX
+    if kind is PathKind.CONVERTED:
         return read_converted(root)[0].target
     raise ArtifactError(f"{root} is not a bundle or a directory converted from one by jaxport: it has "
                         "none of their manifests")

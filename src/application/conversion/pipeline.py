@@ -42,7 +42,7 @@ from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms,
 from jaxport.adapters.storage import bundle_dir
 from jaxport.adapters.storage.bundle_dir import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.bundle.manifest import EXAMPLES_FILE
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE, MANIFEST_FILE
 from jaxport.domain.generation.spec import TOKENIZER_FILE
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from jaxport.domain.errors import ArtifactError, ConversionError
@@ -186,9 +186,7 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
         calls.extend(c for c in checked.facts.custom_call_targets if c not in calls)
         shardy = shardy or checked.facts.uses_shardy
         modules.append(checked.reserialized)
-    vjp = None if len(modules) == 1 or record.vjp is None else \
-        dataclasses.replace(record.vjp, mlir_module_serialized=modules[1], vjp=None)
-    return dataclasses.replace(record, mlir_module_serialized=modules[0], vjp=vjp), tuple(calls), shardy
+    return record.with_modules(modules), tuple(calls), shardy
 
 
 def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
@@ -215,16 +213,10 @@ def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ..
     """The manifest's step: the examples added, every file digested, ``manifest.json`` written."""
     names = {j.name for j in jobs}
     examples = tuple(e for e in src.examples if e.function in names) if src.examples_blob else ()
-    examples_file = ""
-    if examples:
-        examples_file = f"{entry.manifest_dir}/{EXAMPLES_FILE}" if entry.manifest_dir else EXAMPLES_FILE
-        (staging / examples_file).parent.mkdir(parents=True, exist_ok=True)
-        (staging / examples_file).write_bytes(src.examples_blob)
+    examples_file = _beside_manifest(entry, staging, EXAMPLES_FILE, src.examples_blob) if examples else ""
     generation = src.generation
     if generation is not None and src.tokenizer_blob:
-        tokenizer = f"{entry.manifest_dir}/{TOKENIZER_FILE}" if entry.manifest_dir else TOKENIZER_FILE
-        (staging / tokenizer).parent.mkdir(parents=True, exist_ok=True)
-        (staging / tokenizer).write_bytes(src.tokenizer_blob)
+        tokenizer = _beside_manifest(entry, staging, TOKENIZER_FILE, src.tokenizer_blob)
         generation = dataclasses.replace(generation, tokenizer=tokenizer)
     if weights is not None:
         weights = WeightsTable(weights.tree, weights.leaves, parts.weights_file,
@@ -233,6 +225,13 @@ def _seal(entry: TargetEntry, parts: ConvertedParts, jobs: tuple[FunctionJob, ..
     manifest = ConvertedManifest(entry.name, parts.target_details, functions, weights, examples, examples_file,
                                  file_digests(staging), jax_version=jobs[0].record.jax_version,
                                  quantization=quantized, generation=generation)
-    (staging / entry.manifest_path).parent.mkdir(parents=True, exist_ok=True)
-    (staging / entry.manifest_path).write_bytes(manifest.to_json())
+    _beside_manifest(entry, staging, MANIFEST_FILE, manifest.to_json())
     return manifest
+
+
+def _beside_manifest(entry: TargetEntry, staging: Path, name: str, data: bytes) -> str:
+    """Writes ``data`` as the file ``name`` of the folder that keeps the target's manifest; its path."""
+    path = f"{entry.manifest_dir}/{name}" if entry.manifest_dir else name
+    (staging / path).parent.mkdir(parents=True, exist_ok=True)
+    (staging / path).write_bytes(data)
+    return path

@@ -62,16 +62,12 @@ def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: Conversio
         flat = golden_inputs(src, by_name)
     if mode in CALIBRATED:
         flat = {name: _fitting(runtime, by_name[name], examples) for name, examples in flat.items()}
-        if not any(flat.values()):
-            raise ConversionError(runtime, None, f"the quantization {mode!r} is calibrated on examples, and there "
-                                                 "are none: give calibration={FUNCTION: [(args, kwargs), ...]} "
-                                                 "(on the command line --calibration FUNCTION=FILE.npz), or "
-                                                 "convert a bundle saved with examples")
-    if auto and not any(flat.values()):
-        raise ConversionError(runtime, None, "auto chooses the weights to keep in float on examples, and there are "
-                                             "none: give calibration={FUNCTION: [(args, kwargs), ...]} (on the "
-                                             "command line --calibration FUNCTION=FILE.npz), or convert a bundle "
-                                             "saved with examples")
+    if (mode in CALIBRATED or auto) and not any(flat.values()):
+        needs = (f"the quantization {mode!r} is calibrated" if mode in CALIBRATED
+                 else "auto chooses the weights to keep in float")
+        raise ConversionError(runtime, None, f"{needs} on examples, and there are none: give calibration="
+                                             "{FUNCTION: [(args, kwargs), ...]} (on the command line --calibration "
+                                             "FUNCTION=FILE.npz), or convert a bundle saved with examples")
     return flat
 
 

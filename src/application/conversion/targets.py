@@ -45,7 +45,6 @@ class Flag:
         help: what it does (``--help`` prefixes the target's name).
         metavar: the value's name in ``--help``.
         type: what reads the value (None: the text itself).
-        choices: the values allowed (None: any).
         switch: a flag without a value (True when given, else unset).
         repeat: given any number of times; the field gets the values as a tuple.
     """
@@ -55,7 +54,6 @@ class Flag:
     help: str
     metavar: str | None = None
     type: Callable[[str], Any] | None = None
-    choices: tuple[str, ...] | None = None
     switch: bool = False
     repeat: bool = False
 
@@ -79,6 +77,11 @@ class TargetCommandLine:
     summary: str
     flags: tuple[Flag, ...] = ()
 
+
+#: The flag of every target that quantizes.
+_TOLERANCE = Flag("tolerance", "--tolerance", "the golden examples' tolerance of a quantized conversion in place of "
+                  "the mode's: RTOL or RTOL,ATOL (err <= ATOL + RTOL * the output's largest magnitude; recorded "
+                  "in the manifest, which check --numerics uses)", metavar="RTOL[,ATOL]")
 
 #: Each target's part of ``jaxport convert``, by the registry's name, in the registry's order.
 COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
@@ -108,9 +111,7 @@ COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
               "per call: faster, less accurate), int4-weights (int4 in blocks of 32, about 6x smaller) or int8 "
               "(the products' activations too, calibrated: --calibration)",
               metavar="MODE"),
-         Flag("tolerance", "--tolerance", "the golden examples' tolerance of a quantized conversion in place of "
-              "the mode's: RTOL or RTOL,ATOL (err <= ATOL + RTOL * the output's largest magnitude; recorded "
-              "in the manifest, which check --numerics uses)", metavar="RTOL[,ATOL]"),
+         _TOLERANCE,
          Flag("keep_float", "--keep-float", "keep the weights whose path in the bundle matches PATTERN (a glob: "
               "'blocks/*/fc') in float (repeat)", metavar="PATTERN", repeat=True),
          Flag("auto", "--auto", "keep in float, greedily from the largest measured contribution, the fewest "
@@ -123,9 +124,7 @@ COMMAND_LINE: Mapping[str, TargetCommandLine] = MappingProxyType({
         (Flag("quantize", "--quantize", "int8-weights (weights as int8 per channel, activations float32; about "
               "4x smaller), int8-dynamic (those, and the activations quantized per call), float16 (every float32 constant as float16, 2x smaller) or int8 (weights and "
               "activations, calibrated: --calibration)", metavar="MODE"),
-         Flag("tolerance", "--tolerance", "the golden examples' tolerance of a quantized conversion in place of "
-              "the mode's: RTOL or RTOL,ATOL (err <= ATOL + RTOL * the output's largest magnitude; recorded "
-              "in the manifest, which check --numerics uses)", metavar="RTOL[,ATOL]"),)),
+         _TOLERANCE)),
 })
 
 

@@ -27,7 +27,6 @@ changed the module.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from collections.abc import Iterable
@@ -146,17 +145,12 @@ def read_exported(blob: bytes | bytearray | memoryview, registry: PytreeSerializ
 def _check_chain(record: ArtifactRecord, allowed: tuple[str, ...], worker: ModuleWorker, *,
                  newest: str) -> tuple[Verdict, ArtifactRecord, bool]:
     """(verdict, the record with re-serialized modules, whether to remember the verdict)."""
-    links: list[ArtifactRecord] = []
-    link: ArtifactRecord | None = record
-    while link is not None:
-        links.append(link)
-        link = link.vjp
     sdy = jax_internals.backend_serializes_with_sdy()
     pairs: list[tuple[ArtifactRecord, ModuleFacts]] = []
     modules: list[bytes] = []
     reasons: list[str] = []
     remember = True
-    for level, one in enumerate(links):
+    for level, one in enumerate(record.chain):
         prefix = "" if level == 0 else f"VJP of order {level}: "
         try:
             check_portable_artifact(one.mlir_module_serialized, newest_readable=newest)
@@ -170,9 +164,4 @@ def _check_chain(record: ArtifactRecord, allowed: tuple[str, ...], worker: Modul
         modules.append(checked.reserialized)
     if reasons:
         return Verdict(False, tuple(reasons)), record, remember
-    return verdict(pairs, allowed=allowed), _with_modules(record, modules), remember
-
-
-def _with_modules(record: ArtifactRecord, modules: list[bytes]) -> ArtifactRecord:
-    vjp = None if record.vjp is None else _with_modules(record.vjp, modules[1:])
-    return dataclasses.replace(record, mlir_module_serialized=modules[0], vjp=vjp)
+    return verdict(pairs, allowed=allowed), record.with_modules(modules), remember

@@ -46,43 +46,28 @@ class BatchFunction:
         arrays: makes one batch array of several (NumPy's).
         max_rows: the most rows of one call (a larger batch runs as several), or None: as many as the
             runtime takes (a target compiled per size: its largest compiled size).
+
+    Attributes:
+        name: the function's name.
+        inputs: the inputs a batch holds, by wire name, in flat order.
+        outputs: the outputs a batch's results hold, by wire name, in flat order.
+        batch_variable: the dimension variable that every input and output leads with (None: batches
+            run as they are, and rows are not joined).
+        batch_sizes: the batch sizes that run without padding (empty: any size does).
     """
 
     def __init__(self, function: ServedFunction, arrays: RowArrays, max_rows: int | None = None) -> None:
         self.function = function
+        self.name = function.name
+        self.inputs: tuple[WireTensor, ...] = function.wire.inputs
+        self.outputs: tuple[WireTensor, ...] = function.wire.outputs
         self._arrays = arrays
         self._max_rows = max_rows
         try:
-            self._variable: str | None = batch_variable(function.wire)
+            self.batch_variable: str | None = batch_variable(function.wire)
         except UsageError:
-            self._variable = None  # no batch dimension: a batch runs as it is, at the sizes it was exported for
-        self.compiled = function.compiled_sizes(self._variable) if self._variable else ()
-
-    @property
-    def name(self) -> str:
-        """The function's name."""
-        return self.function.name
-
-    @property
-    def inputs(self) -> tuple[WireTensor, ...]:
-        """The inputs a batch holds, by wire name, in flat order."""
-        return self.function.wire.inputs
-
-    @property
-    def outputs(self) -> tuple[WireTensor, ...]:
-        """The outputs a batch's results hold, by wire name, in flat order."""
-        return self.function.wire.outputs
-
-    @property
-    def batch_variable(self) -> str | None:
-        """The dimension variable that every input and output leads with (None: batches run as they are,
-        and rows are not joined)."""
-        return self._variable
-
-    @property
-    def batch_sizes(self) -> tuple[int, ...]:
-        """The batch sizes that run without padding (empty: any size does)."""
-        return self.compiled
+            self.batch_variable = None  # no batch dimension: a batch runs as it is, at the sizes it was exported for
+        self.batch_sizes = function.compiled_sizes(self.batch_variable) if self.batch_variable else ()
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """The results of one batch, by wire output name.
@@ -120,7 +105,7 @@ class BatchFunction:
         """
         if not examples:
             return []
-        if self._variable is None:
+        if self.batch_variable is None:
             raise CallError(f"'{self.name}' has no batch dimension (its inputs and outputs do not all lead "
                             "with one dimension variable): call it with whole batches, not rows")
         ordered = []
@@ -162,13 +147,13 @@ class BatchFunction:
 
     def _run(self, leaves: list[Any]) -> list[Any]:
         """The flat results of a checked batch: split and padded onto the compiled sizes where needed."""
-        rows = int(leaves[0].shape[0]) if self._variable is not None else 0
-        chunks = split_rows(rows, self.compiled, self._max_rows) if self._variable is not None else []
+        rows = int(leaves[0].shape[0]) if self.batch_variable is not None else 0
+        chunks = split_rows(rows, self.batch_sizes, self._max_rows) if self.batch_variable is not None else []
         if len(chunks) <= 1 and all(size == stop - start for start, stop, size in chunks):
             return list(self.function.run(leaves))
         if rows == 0:
-            raise CallError(f"An empty batch to '{self.name}': it was compiled for {self._variable} in "
-                            f"{list(self.compiled)} only, and an empty batch has no row to pad with")
+            raise CallError(f"An empty batch to '{self.name}': it was compiled for {self.batch_variable} in "
+                            f"{list(self.batch_sizes)} only, and an empty batch has no row to pad with")
         parts = []
         for start, stop, size in chunks:
             padding = size - (stop - start)

@@ -21,6 +21,7 @@ that jax 0.10.2 targets, which every runtime jaxport converts to reads.
 from __future__ import annotations
 
 from jaxport.domain.errors import ArtifactError
+from .kernels import release_key
 
 STABLEHLO_TARGET_VERSION = "1.15.0"
 
@@ -65,10 +66,6 @@ def stablehlo_version(module: bytes) -> str | None:
     return found[1].removeprefix("StableHLO_v")
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
-
-
 def check_portable_artifact(module: bytes, *, newest_readable: str) -> None:
     """Checks a module's header before any MLIR deserializer sees the bytes.
 
@@ -87,7 +84,7 @@ def check_portable_artifact(module: bytes, *, newest_readable: str) -> None:
             f"StableHLO portable artifact: they lack the MLIR bytecode header "
             f"{PORTABLE_ARTIFACT_MAGIC!r} + version + producer")
     version = stablehlo_version(head)
-    if version is not None and _version_tuple(version) > _version_tuple(newest_readable):
+    if version is not None and release_key(version) > release_key(newest_readable):
         raise ArtifactError(
             f"The module was serialized for StableHLO {version}, but this jaxlib reads StableHLO "
             f"up to {newest_readable}; load it with a newer jaxlib.")

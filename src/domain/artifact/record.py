@@ -18,7 +18,7 @@ business) nor JAX's objects (that is the adapters').
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from jaxport.domain.deferred import Deferred, DeferredField
@@ -322,6 +322,12 @@ class ArtifactRecord:
             tables.append(vjp)
             vjp = vjp.vjp
         return tuple(tables)
+
+    def with_modules(self, modules: Sequence[bytes]) -> ArtifactRecord:
+        """The first ``len(modules)`` tables of :attr:`chain`, each with its module from ``modules`` in
+        order (the VJPs after them dropped)."""
+        vjp = self.vjp.with_modules(modules[1:]) if len(modules) > 1 and self.vjp is not None else None
+        return replace(self, mlir_module_serialized=modules[0], vjp=vjp)
 
     @property
     def vjp_order(self) -> int:

@@ -19,6 +19,7 @@ from jaxport.domain.bundle.names import weight_name
 from jaxport.domain.calls.front import check_call
 from jaxport.domain.errors import CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput, as_inputs
+from jaxport.domain.specs import ArraySpec
 
 _INTEGER = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -198,20 +199,11 @@ def _check_step_shapes(step: _Step) -> None:
             raise GenerationSpecError(where, f"its {kind.value} are not one array of integers")
 
 
-@dataclass(frozen=True, slots=True)
-class _Shaped:
-    """An array's shape and dtype, for the call checks."""
-
-    shape: tuple[int, ...]
-    dtype: str
-
-
 def _check_prefill_allows(spec: GenerationSpec, prefill: _Step) -> None:
     """A call of the prefill with one row, one token and a cache of ``max_length`` passes its constraints."""
     assert spec.max_length is not None
-    leaves: list[_Shaped] = []
-    for aval in prefill.record.in_avals[:prefill.offset]:
-        leaves.append(_Shaped(tuple(int(d) if d.isdigit() else 1 for d in aval.shape), aval.dtype.value))
+    leaves = [ArraySpec(tuple(int(d) if d.isdigit() else 1 for d in aval.shape), aval.dtype.value)
+              for aval in prefill.record.in_avals[:prefill.offset]]
     for kind, (_, avals) in zip(prefill.inputs, prefill.args):
         for i, aval in enumerate(avals):
             if kind is StepInput.CACHE:
@@ -220,7 +212,7 @@ def _check_prefill_allows(spec: GenerationSpec, prefill: _Step) -> None:
                 shape = tuple(spec.max_length if axis == 1 else 1 for axis in range(len(aval.shape)))
             else:
                 shape = tuple(int(d) if d.isdigit() else 1 for d in aval.shape)
-            leaves.append(_Shaped(shape, aval.dtype.value))
+            leaves.append(ArraySpec(shape, aval.dtype.value))
     try:
         check_call(prefill.record, leaves)
     except (CallError, ShapeAssertionError, UnsolvableDimensionError) as exc:

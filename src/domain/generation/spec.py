@@ -88,7 +88,7 @@ class CacheLeaf:
         if not all(isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape):
             raise ArtifactError(f"{r.where}: 'shape' holds something other than ints and texts")
         return CacheLeaf(r.get("name", str), r.get("dtype", str), tuple(shape),
-                         _optional_int(r, "batch_axis"), _optional_int(r, "sequence_axis"))
+                         r.optional("batch_axis", int), r.optional("sequence_axis", int))
 
 
 #: The cache axes a user gives: one ``(batch_axis, sequence_axis)`` for every leaf, or one per leaf name.
@@ -208,12 +208,6 @@ class GenerationSpec:
             lines.append(f"  tokenizer: {self.tokenizer}" + (", with a chat template" if self.chat_template else ""))
         return lines
 
-
-def _optional_int(r: JsonReader, key: str) -> int | None:
-    value = r.doc.get(key)
-    if value is None:
-        return None
-    return int(r.get(key, int))
 
 
 def _inputs(r: JsonReader) -> tuple[StepInput, ...]:

@@ -133,15 +133,6 @@ def check_names(name: str, kind: str, names: Sequence[str], count: int) -> None:
         raise UsageError(f"'{name}' was given the {kind} names {repeated} more than once")
 
 
-def tolerance(quantize: str | None) -> Tolerance:
-    """The tolerance of a conversion against JAX, for its floating outputs (the others are exact).
-
-    >>> tolerance(None), tolerance("int8-weights")
-    (Tolerance(rtol=1e-05, atol=1e-06), Tolerance(rtol=0.05, atol=1e-06))
-    """
-    return FLOAT32_TOLERANCE if quantize is None else MODES[quantize]
-
-
 #: The model files' suffix (their names: :func:`~jaxport.domain.converted.static_shapes.variant_file`).
 SUFFIX = ".tflite"
 #: The one model file of a directory converted from a generative bundle: every variant of every
