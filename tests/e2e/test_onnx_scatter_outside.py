@@ -1,11 +1,8 @@
 """A scatter's dropped windows change nothing in ONNX, bit for bit, under every update computation.
 
-The translation scatters into the operand itself: each element of a window
-that does not lie inside the operand writes the reduction's neutral update
-(-0.0 under add, 1 under multiply) at position 0, or under set, min and
-max the last kept element's own update again (position 0 and the
-operand's own value there when none is kept). These cases put what could
-show a wrong write at position 0 (-0.0, NaN, the extremes), repeat
+The translation selects the elements of the windows kept and scatters them
+into the operand itself. These cases put what a wrong write would show at
+the places it could go (-0.0, NaN, the extremes at position 0), repeat
 indices, and leave the operand or the update empty; each result equals
 ``jax.jit``'s on the CPU bit for bit (NaN's payload aside).
 """

@@ -9,16 +9,12 @@ coordinates). A gather clamps each start into ``[0, dim - slice size]``
 as StableHLO does, reads with ``GatherND``, drops the collapsed and
 batching dimensions and puts batch and offset dimensions where the
 dimension numbers say. A scatter skips a window that does not lie inside
-the operand (what XLA does; ONNX Runtime would fail instead): one
-``ScatterElements`` into the flattened operand itself, with the update
-computation's reduction (none for set, add, mul, min, max), where each
-element of a skipped window writes what changes nothing: under add and
-mul the reduction's neutral update (-0.0, 0, 1) at position 0; under set,
-min and max the last kept element's own update at its position again
-(position 0 and the operand's value there when none is kept). The operand
-is copied once (no padded copy to scatter into, none to cut the pad off).
-The simple gathers (``jnp.take``, embeddings,
-``x[:, i]``) stay with :mod:`jaxport.adapters.onnx.ops.gather`, which hands the others here.
+the operand (what XLA does; ONNX Runtime would fail instead): the
+elements of the windows kept are selected (``Compress``) and scattered by
+one ``ScatterElements`` into the flattened operand itself, with the update
+computation's reduction (none for set, add, mul, min, max), in their
+order: the operand is copied once. The simple gathers (``jnp.take``,
+embeddings, ``x[:, i]``) stay with :mod:`jaxport.adapters.onnx.ops.gather`, which hands the others here.
 """
 
 from __future__ import annotations
@@ -196,42 +192,11 @@ def _scattered(b: GraphBuilder, op: Any, args: Sequence[str], reduction: str, dt
     kept = b.one("Reshape", [b.one("Expand", [inside, b.one("Shape", [linear])]), flat])
     positions = b.one("Reshape", [linear, flat])
     values = b.one("Reshape", [transposed(b, updates, update_scatter + window_dims), flat])
-    flat_operand = b.one("Reshape", [operand, flat])
-    static = tensor_shape(op.operands[0])
-    if None in static or 0 in static:  # an empty operand holds no window: nothing is scattered
-        some = b.one("Min", [b.one("Size", [operand]), b.scalar(1, I64)])
-        count = b.one("Mul", [b.one("Size", [positions]), some])
-        count = b.one("Reshape", [count, b.int64s([1])])
-        positions, values, kept = (b.one("Slice", [x, b.int64s([0]), count]) for x in (positions, values, kept))
-    if reduction in ("add", "mul"):  # -1: the pad below
-        other, fill = b.int64s([-1]), b.constant(np.array([_neutral(reduction, computed)], computed), "neutral")
-    else:
-        other = b.one("Sub", [_last_kept(b, kept), b.int64s([1])])  # -1 (the pad) where none is kept
-        fill = b.one("Slice", [flat_operand, b.int64s([0]), b.int64s([1])])
-    # a Gather, not a Where: ONNX Runtime's Where turns a -0.0 of its first branch into +0.0 (see signed_zeros)
-    pick = b.one("Where", [kept, iota_of(b, b.one("Size", [positions])), other])
-    positions = b.one("Gather", [b.one("Concat", [positions, b.int64s([0])], axis=0), pick], axis=0)
-    values = b.one("Gather", [b.one("Concat", [values, fill], axis=0), pick], axis=0)
-    scattered = b.one("ScatterElements", [flat_operand, positions, values], axis=0, reduction=reduction)
+    positions, values = (b.one("Compress", [x, kept], axis=0) for x in (positions, values))
+    scattered = b.one("ScatterElements", [b.one("Reshape", [operand, flat]), positions, values], axis=0,
+                      reduction=reduction)
     result = b.one("Reshape", [scattered, operand_shape], allowzero=1)
     return b.cast(result, dtype, computed)
-
-
-def _neutral(reduction: str, dtype: np.dtype[Any]) -> float | int:
-    """The update that leaves every element as it is under ``reduction``: -0.0 for a float sum (so that a
-    -0.0 stays -0.0), 0 for an integer one, 1 for a product."""
-    if reduction == "mul":
-        return 1
-    return -0.0 if dtype.kind == "f" else 0
-
-
-def _last_kept(b: GraphBuilder, kept: str) -> str:
-    """``[k]``: one past the last kept element, 0 where none is. Under set, min and max a dropped element
-    repeats that element's write (its position and update): a no-op whatever the order of the writes, as
-    the last write to that position is this one; with none kept it writes the operand's own value at
-    position 0 (and there is no element at all when the operand is empty: then nothing is scattered)."""
-    flags = b.one("Concat", [b.constant(np.ones(1, np.int32), "ones"), b.cast(kept, I32)], axis=0)
-    return b.one("ArgMax", [flags], axis=0, keepdims=1, select_last_index=1)
 
 
 TABLE: dict[str, Translation] = {
