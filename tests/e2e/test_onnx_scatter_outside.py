@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("onnx", reason="the ONNX tests need the jaxport[onnx] extra (onnx)")
 pytest.importorskip("onnxruntime", reason="the ONNX tests need the jaxport[onnx] extra (onnxruntime)")
 
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
@@ -125,17 +126,43 @@ def test_dropped_windows_change_nothing(case: Case, tmp_path: Path) -> None:
             np.testing.assert_array_equal(bits(g), bits(w))
 
 
-def test_the_operand_is_scattered_into_once_without_a_pad() -> None:
-    def step(cache: Any, positions: Any, update: Any) -> Any:  # a decode step's write into its cache
-        return cache.at[jnp.arange(cache.shape[0]), positions].set(update)
+def cache_step(cache: Any, positions: Any, update: Any) -> Any:
+    """A decode step's write into its cache: row ``r`` at ``positions[r]`` (windows that cannot overlap)."""
+    return cache.at[jnp.arange(cache.shape[0])[:, None], positions].set(update)
 
-    case = Case("cache", step, [spec((b, 128, 64)), spec((b,), I32), spec((b, 64))], [])
-    model = to_onnx(case)
+
+DISJOINT = [
+    Case("a cache row per sequence, positions dropped past the end", cache_step,
+         [spec((b, 6, 2)), spec((b, 1), I32), spec((b, 1, 2))],
+         [[np.full((3, 6, 2), -0.0, F32), np.array([[5], [6], [-9]], I32), np.array([[[1, -0.0]], [[2, 3]], [[4, 5]]], F32)],
+          [np.zeros((1, 6, 2), F32), np.array([[0]], I32), np.array([[[7, 8]]], F32)]]),
+    Case("vmapped scatters, each reduction, indices dropped",
+         jax.vmap(lambda x, i, u: (x.at[i].set(u, mode="drop"), x.at[i].add(u, mode="drop"),
+                                   x.at[i].multiply(u, mode="drop"), x.at[i].min(u, mode="drop"),
+                                   x.at[i].max(u, mode="drop"))),
+         [spec((3, 4)), spec((3,), I32), spec((3,))],
+         [[np.array([[-0.0, 1, 2, NAN]] * 3, F32), np.array([2, 4, -7], I32), np.array([-0.0, 5, 6], F32)]]),
+]
+
+
+@pytest.mark.parametrize("case", DISJOINT, ids=[c.name for c in DISJOINT])
+def test_disjoint_windows_scatter_in_place_and_equal_jax(case: Case, tmp_path: Path) -> None:
+    assert "ScatterND" in {n.op_type for n in to_onnx(case).graph.node}
+    test_dropped_windows_change_nothing(case, tmp_path)
+
+
+def test_a_decode_steps_cache_is_written_by_one_scatter_into_the_operand_itself() -> None:
+    model = to_onnx(Case("cache", cache_step, [spec((b, 128, 64)), spec((b, 1), I32), spec((b, 1, 64))], []))
     ops = Counter(n.op_type for n in model.graph.node)
-    assert ops["ScatterElements"] == 1
+    assert ops["ScatterND"] == 1 and ops["ScatterElements"] == 0 and ops["Identity"] == 0
+    (scatter,) = (n for n in model.graph.node if n.op_type == "ScatterND")
+    assert scatter.input[0] == "in0" and list(scatter.output) == ["out0"]  # no copy before it, none after
+
+
+def test_windows_that_may_overlap_are_scattered_in_order_into_the_flat_operand() -> None:
+    model = to_onnx(Case("repeated", lambda x, i, u: x.at[i].add(u), [spec((b, 8)), spec((b,), I32), spec((b, 8))], []))
+    ops = Counter(n.op_type for n in model.graph.node)
+    assert ops["ScatterElements"] == 1 and ops["ScatterND"] == 0
     producers = {o: n for n in model.graph.node for o in n.output}
-    scatter = next(n for n in model.graph.node if n.op_type == "ScatterElements")
-    data = producers[scatter.input[0]]
-    assert (data.op_type, data.input[0]) == ("Reshape", "in0")  # the operand itself, flattened: no padded copy
-    (output,) = model.graph.output
-    assert producers[output.name].op_type == "Reshape" and producers[output.name].input[0] == scatter.output[0]
+    (scatter,) = (n for n in model.graph.node if n.op_type == "ScatterElements")
+    assert (producers[scatter.input[0]].op_type, producers[scatter.input[0]].input[0]) == ("Reshape", "in0")
