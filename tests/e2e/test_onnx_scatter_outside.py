@@ -142,6 +142,12 @@ DISJOINT = [
                                    x.at[i].max(u, mode="drop"))),
          [spec((3, 4)), spec((3,), I32), spec((3,))],
          [[np.array([[-0.0, 1, 2, NAN]] * 3, F32), np.array([2, 4, -7], I32), np.array([-0.0, 5, 6], F32)]]),
+    Case("vmapped scatters of bool, int8 and float16, indices dropped",
+         jax.vmap(lambda m, x, h, i: (m.at[i].max(True, mode="drop"), x.at[i].add(np.int8(100), mode="drop"),
+                                      h.at[i].set(np.float16(-0.0), mode="drop"))),
+         [spec((3, 4), np.bool_), spec((3, 4), np.int8), spec((3, 4), np.float16), spec((3,), I32)],
+         [[np.zeros((3, 4), bool), np.full((3, 4), 100, np.int8), np.ones((3, 4), np.float16),
+           np.array([1, 9, 3], I32)]]),
 ]
 
 
