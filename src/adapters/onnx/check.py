@@ -47,6 +47,7 @@ def check_model(model: onnx.ModelProto, function: str) -> None:
     for tensor in external:
         checkable.graph.initializer.remove(tensor)
         checkable.graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
+    apart = _declared_apart(checkable.graph)
     try:
         onnx.checker.check_model(checkable, full_check=True)
         inferred = _inferred(checkable)
@@ -55,7 +56,7 @@ def check_model(model: onnx.ModelProto, function: str) -> None:
     known = {v.name: v for v in (*inferred.graph.value_info, *inferred.graph.output)}
     sources = {n.output[0]: n.input[0] for n in inferred.graph.node if n.op_type == "Identity"}
     for output in model.graph.output:
-        found = known.get(sources.get(output.name, ""))
+        found = known.get(sources.get(apart.get(output.name, output.name), ""))
         if found is None or not found.type.tensor_type.HasField("shape"):
             continue
         declared, got = output.type.tensor_type.shape.dim, found.type.tensor_type.shape.dim
@@ -64,6 +65,24 @@ def check_model(model: onnx.ModelProto, function: str) -> None:
                 for d, g in zip(declared, got)):
             raise ConversionError(TARGET, function, f"ONNX infers the shape {_dims(got)} for the output "
                                                     f"'{output.name}', declared {_dims(declared)}")
+
+
+def _declared_apart(graph: onnx.GraphProto) -> dict[str, str]:
+    """Each output that a node other than ``Identity`` writes, declared instead on an ``Identity`` of it
+    added to ``graph`` (changed in place), so that the shape inferred for the computed value is not merged
+    with the declared one: output name -> the added output's name."""
+    made = {o: n.op_type for n in graph.node for o in n.output}
+    taken = set(made) | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    declared = {}
+    for output in graph.output:
+        if made.get(output.name, "Identity") == "Identity":
+            continue
+        name = f"{output.name}:declared"
+        while name in taken:
+            name += "_"
+        graph.node.append(helper.make_node("Identity", [output.name], [name]))
+        declared[output.name], output.name = name, name
+    return declared
 
 
 def _inferred(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -17,13 +17,20 @@ weights external initializers) and, in order:
 3. **fuses** the chains of :mod:`jaxport.adapters.onnx.fuse` (layer norm, softmax, GELU) into
    ``LayerNormalization``, ``Softmax`` and ``Gelu`` where a chain is exactly
    what JAX lowers them to;
-4. **prunes** what no output reads any more.
+4. **prunes** what no output reads any more;
+5. **writes the outputs where they are computed**: an output that is an
+   ``Identity`` of a value made by a node of the graph (not an input, not
+   a weight, not another output, not returned twice) is written by that
+   node itself under the output's name (ONNX Runtime runs each such
+   ``Identity`` as a copy; its own optimizer keeps those whose value has
+   other readers, as a decode step's updated cache has).
 
 Nothing derived from a weight is written: folding stops at external data.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 import numpy as np
 import onnx
@@ -49,6 +56,7 @@ def optimize(model: onnx.ModelProto) -> onnx.ModelProto:
     prune(model.graph)  # the fusions count readers
     fuse(model.graph)
     prune(model.graph)
+    outputs_in_place(model.graph)
     return model
 
 
@@ -144,6 +152,36 @@ def gemm_for_transposed_weights(graph: onnx.GraphProto) -> None:
                       helper.make_node("Reshape", [f"{out}_gemm", shape], [out])]
     del graph.node[:]
     graph.node.extend(rewritten)
+
+
+def outputs_in_place(graph: onnx.GraphProto) -> None:
+    """Drops each output's ``Identity`` whose value a node of ``graph`` makes for it alone (see :func:`optimize`)."""
+    outputs = {o.name for o in graph.output}
+    made = {o for n in graph.node for o in n.output}
+    copies = [n for n in graph.node if n.op_type == "Identity" and n.output[0] in outputs]
+    returned = Counter(n.input[0] for n in copies)
+    dropped = {id(n): n for n in copies
+               if n.input[0] in made and n.input[0] not in outputs and returned[n.input[0]] == 1}
+    kept = [n for n in graph.node if id(n) not in dropped]
+    del graph.node[:]
+    graph.node.extend(kept)
+    for copy in dropped.values():
+        _rename(graph, copy.input[0], copy.output[0])
+
+
+def _rename(graph: onnx.GraphProto, old: str, new: str) -> None:
+    """The value ``old`` named ``new`` wherever ``graph`` makes or reads it (its subgraphs too)."""
+    for node in graph.node:
+        for names in (node.input, node.output):
+            for k, name in enumerate(names):
+                if name == old:
+                    names[k] = new
+        for attribute in node.attribute:
+            for sub in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                _rename(sub, old, new)
+    for info in graph.value_info:
+        if info.name == old:
+            info.name = new
 
 
 def prune(graph: onnx.GraphProto) -> None:

@@ -9,11 +9,15 @@ coordinates). A gather clamps each start into ``[0, dim - slice size]``
 as StableHLO does, reads with ``GatherND``, drops the collapsed and
 batching dimensions and puts batch and offset dimensions where the
 dimension numbers say. A scatter skips a window that does not lie inside
-the operand (what XLA does; ONNX Runtime would fail instead): its elements
-are sent to one extra element past the flattened operand, cut off after a
-``ScatterElements`` with the update computation's reduction (none for
-set, add, mul, min, max). The simple gathers (``jnp.take``, embeddings,
-``x[:, i]``) stay with :mod:`jaxport.adapters.onnx.ops.gather`, which hands the others here.
+the operand (what XLA does; ONNX Runtime would fail instead): the
+elements of the windows kept are selected (``Compress``) and scattered by
+one ``ScatterElements`` into the flattened operand itself, with the update
+computation's reduction (none for set, add, mul, min, max), in their
+order: the operand is copied once. Where no two windows can overlap
+(:mod:`jaxport.adapters.onnx.ops.disjoint`), a ``ScatterND`` writes them
+into the operand in its own shape (no reshape after it, which ONNX Runtime
+would copy into a graph output). The simple gathers (``jnp.take``,
+embeddings, ``x[:, i]``) stay with :mod:`jaxport.adapters.onnx.ops.gather`, which hands the others here.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from jaxlib.mlir.dialects import stablehlo
 from onnx import numpy_helper
 
 from jaxport.adapters.onnx.builder import BOOL, F32, I32, I64, GraphBuilder, int_list, tensor_dtype, tensor_shape
+from .disjoint import disjoint_windows
 from .common import ELEMENTWISE, Translation, dim_size, iota_of, reducer, transposed, where, where_selects
 
 #: The operations a body applied by ``x.at[i].apply(f)`` may hold (elementwise on its 0-D argument).
@@ -180,22 +185,24 @@ def _scattered(b: GraphBuilder, op: Any, args: Sequence[str], reduction: str, dt
                            b.one("LessOrEqual", [starts, b.one("Sub", [operand_shape, b.int64s(window)])])])
     inside = b.one("Cast", [b.one("ReduceMin", [b.cast(inside, I32), b.int64s([batch_rank])],
                                   keepdims=0)], to=9)  # BOOL
+    elements = window_indices(b, starts, batch_rank, window)
+    inside = b.one("Unsqueeze", [inside, b.int64s(list(range(batch_rank, batch_rank + rank)))])
+    update_scatter = [d for d in range(len(update_shape)) if d not in window_dims]
+    flat = b.int64s([-1])
+    kept = b.one("Reshape", [b.one("Expand", [inside, b.one("Shape", [elements], start=0, end=-1)]), flat])
+    values = b.one("Compress", [b.one("Reshape", [transposed(b, updates, update_scatter + window_dims), flat]), kept],
+                   axis=0)
+    if rank and disjoint_windows(op):  # each element written once: into the operand's own shape, no reshape
+        places = b.one("Compress", [b.one("Reshape", [elements, b.int64s([-1, rank])]), kept], axis=0)
+        return b.cast(b.one("ScatterND", [operand, places, values], reduction=reduction), dtype, computed)
     strides = [b.one("ReduceProd", [b.one("Slice", [operand_shape, b.int64s([d + 1]), b.int64s([rank])]),
                                     b.int64s([0])], keepdims=1) for d in range(rank)]
     stride = strides[0] if rank == 1 else b.one("Concat", strides, axis=0)
-    linear = b.one("ReduceSum", [b.one("Mul", [window_indices(b, starts, batch_rank, window), stride]),
-                                 b.int64s([-1])], keepdims=0)
-    total = b.one("Size", [operand])
-    inside = b.one("Unsqueeze", [inside, b.int64s(list(range(batch_rank, batch_rank + rank)))])
-    linear = b.one("Where", [inside, linear, total])
-    update_scatter = [d for d in range(len(update_shape)) if d not in window_dims]
-    moved = transposed(b, updates, update_scatter + window_dims)
-    flat_operand = b.one("Concat", [b.one("Reshape", [operand, b.int64s([-1])]), b.one(
-        "ConstantOfShape", [b.int64s([1])], value=numpy_helper.from_array(np.zeros(1, dtype=computed)))], axis=0)
-    scattered = b.one("ScatterElements", [flat_operand, b.one("Reshape", [linear, b.int64s([-1])]),
-                                          b.one("Reshape", [moved, b.int64s([-1])])], axis=0, reduction=reduction)
-    result = b.one("Reshape", [b.one("Slice", [scattered, b.int64s([0]), b.one("Reshape", [total, b.int64s([1])])]),
-                               operand_shape], allowzero=1)
+    linear = b.one("ReduceSum", [b.one("Mul", [elements, stride]), b.int64s([-1])], keepdims=0)
+    positions = b.one("Compress", [b.one("Reshape", [linear, flat]), kept], axis=0)
+    scattered = b.one("ScatterElements", [b.one("Reshape", [operand, flat]), positions, values], axis=0,
+                      reduction=reduction)
+    result = b.one("Reshape", [scattered, operand_shape], allowzero=1)
     return b.cast(result, dtype, computed)
 
 
