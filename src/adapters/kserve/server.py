@@ -269,11 +269,14 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class KServeServer:
-    """Serves functions over REST and gRPC until SIGTERM or SIGINT.
+    """Serves functions over REST and gRPC until SIGTERM or SIGINT (or :meth:`stop`).
 
     Args:
         options: where to listen, which functions to batch, the limits.
         metrics: jaxport's counters (KServe's are in the same registry).
+
+    Attributes:
+        http_port, grpc_port: the ports, those bound once :meth:`run` listens (an option of 0: a free one).
     """
 
     def __init__(self, options: ServeOptions, metrics: ServingMetrics) -> None:
@@ -284,6 +287,8 @@ class KServeServer:
         self._batchers: list[AsyncioBatcher] = []
         self._executors: list[concurrent.futures.ThreadPoolExecutor] = []
         self._generative: GenerativeModel | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
         self.http_port = options.http_port
         self.grpc_port = options.grpc_port
 
@@ -298,8 +303,19 @@ class KServeServer:
         """
         asyncio.run(self._main(load, generative))
 
+    def stop(self) -> None:
+        """Stops the server as SIGTERM does, from any thread (one that runs it elsewhere than on the main
+        thread, where no signal reaches it); returns at once, :meth:`run` when the server stopped."""
+        self._stopping = True
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._stop.set)
+
     async def _main(self, load: Callable[[], Sequence[ServedFunction]],
                     generative: Callable[[], GenerativeModel] | None) -> None:
+        self._loop = asyncio.get_running_loop()
+        if self._stopping:  # stop() came before the loop ran
+            self._stop.set()
         options = self.options
         registry = ModelRepository()
         dataplane = _DataPlane(registry, self._state)
