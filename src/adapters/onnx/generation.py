@@ -55,8 +55,10 @@ class OnnxStepRunner:
             kinds = host_inputs(inputs, [a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals])
             self._steps[name] = _Step(name, runtime.session(function.variants[0].file), kinds, sig.input_names,
                                       sig.output_names)
-        self._sliced = (all(leaf.batch_axis == 0 for leaf in spec.cache)
-                        and not manifest.function(spec.decode).variants[0].dims)
+        decode = manifest.function(spec.decode)
+        # A decode exported for a fixed batch, or converted for one (a variant's dims), runs every row.
+        self._sliced = (all(leaf.batch_axis == 0 for leaf in spec.cache) and decode.signature.is_symbolic
+                        and not decode.variants[0].dims)
         self.cache: list[Any] | None = None
         self._spare: list[Any] = []
         self._held = _Buffers([], [], 0)  # the host memory under ``cache``, then under the spare set
