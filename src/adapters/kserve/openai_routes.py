@@ -110,37 +110,31 @@ class OpenAIRoutes:
 
     async def completions(self, request: Request) -> Response:
         """``POST /openai/v1/completions``."""
-        arrival = time.monotonic()
-        try:
-            body = _parse(CompletionRequest, await request.body())
-            model = self._model(body.model)
-            prepared = _checked(lambda: model.prepare(body.prompt, body.max_tokens, temperature=body.temperature,
-                                                      top_p=body.top_p, seed=body.seed, stop=body.stop))
-            run = self._submit(model, prepared, arrival)
-        except _Refusal as refusal:
-            return self._refused(refusal, request)
-        usage = body.stream_options is not None and body.stream_options.include_usage
-        if body.stream:
-            return _sse(self._events(run, request, _completion_chunk, usage))
-        return await self._whole(run, request, _completion)
+        return await self._answer(request, CompletionRequest, _completion_prompt, _completion_chunk, _completion)
 
     async def chat_completions(self, request: Request) -> Response:
         """``POST /openai/v1/chat/completions``, through the bundled chat template."""
+        return await self._answer(request, ChatCompletionRequest, _chat_prompt, _chat_chunk, _chat)
+
+    async def _answer(self, request: Request, kind: type[_Body],
+                      prompt: Callable[[GenerativeModel, _Body], tuple[str | list[int], int | None]],
+                      chunk: Callable[[_Run, Piece], str], whole: Callable[[_Run, str, str], str]) -> Response:
+        """A request's body parsed as ``kind``, its prompt and most tokens (``prompt``) checked and admitted,
+        answered streamed (``chunk`` writes each event) or whole (``whole`` writes the body)."""
         arrival = time.monotonic()
         try:
-            body = _parse(ChatCompletionRequest, await request.body())
+            body = _parse(kind, await request.body())
             model = self._model(body.model)
-            prompt = _checked(lambda: model.render_chat([m.model_dump() for m in body.messages]))
-            most = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
-            prepared = _checked(lambda: model.prepare(prompt, most, temperature=body.temperature,
-                                                      top_p=body.top_p, seed=body.seed, stop=body.stop))
+            text, most = _checked(lambda: prompt(model, body))
+            prepared = _checked(lambda: model.prepare(text, most, temperature=body.temperature, top_p=body.top_p,
+                                                      seed=body.seed, stop=body.stop))
             run = self._submit(model, prepared, arrival)
         except _Refusal as refusal:
             return self._refused(refusal, request)
-        usage = body.stream_options is not None and body.stream_options.include_usage
         if body.stream:
-            return _sse(self._events(run, request, _chat_chunk, usage))
-        return await self._whole(run, request, _chat)
+            usage = body.stream_options is not None and body.stream_options.include_usage
+            return _sse(self._events(run, request, chunk, usage))
+        return await self._whole(run, request, whole)
 
     def _model(self, name: str) -> GenerativeModel:
         model = self.model()
@@ -232,6 +226,15 @@ class OpenAIRoutes:
         if finish == "cancelled":
             return JSONResponse(_stopping().model_dump(mode="json"), status_code=503)
         return Response(answer(run, "".join(text), finish), media_type="application/json")
+
+
+def _completion_prompt(model: GenerativeModel, body: CompletionRequest) -> tuple[str | list[int], int | None]:
+    return body.prompt, body.max_tokens
+
+
+def _chat_prompt(model: GenerativeModel, body: ChatCompletionRequest) -> tuple[str | list[int], int | None]:
+    most = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
+    return model.render_chat([m.model_dump() for m in body.messages]), most
 
 
 def _parse(kind: type[_Body], body: bytes) -> _Body:
