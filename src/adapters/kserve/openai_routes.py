@@ -7,15 +7,16 @@ a bad request (a body that fails the schema too, which FastAPI would answer
 with 422) is HTTP 400 naming the field; an unknown model 404; a full queue
 429 with ``Retry-After``; a server not ready or draining 503. A streamed
 completion is one server-sent event per token, then ``data: [DONE]``. The
-model's tokens are awaited on worker threads, a short wait at a time, so
-that a client that went away is noticed between tokens and its request
-cancelled (its slot freed before the next step).
+model's worker wakes the event loop when a request's token is ready (no
+thread waits for it); the loop looks at the client at least every
+:data:`WAIT_S`, so that a client that went away is noticed between tokens
+and its request cancelled (its slot freed before the next step).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import logging
 import math
 import time
@@ -40,7 +41,7 @@ from .openai_schema import (
 
 logger = logging.getLogger("jaxport.serve")
 
-#: How long a worker thread waits for a token before the client is looked at again.
+#: How long the event loop waits for a request's token before it looks at the client again.
 WAIT_S = 0.25
 PREFIX = "/openai/v1"
 
@@ -86,14 +87,11 @@ class OpenAIRoutes:
     Args:
         model: the served model once loaded and checked (None before: 503).
         metrics: jaxport's counters (refusals); gen: generation's.
-        waiters: the threads that wait for tokens, one per admitted request (the event loop's default
-            pool has as few as the cores plus 4, and 8 streams waiting for one step would queue there).
     """
 
     model: Callable[[], GenerativeModel | None]
     metrics: ServingMetrics
     gen: GenerationMetrics
-    waiters: concurrent.futures.Executor
 
     def mount(self, app: FastAPI) -> None:
         """Adds ``/openai/v1/models``, ``/completions`` and ``/chat/completions`` to ``app``."""
@@ -169,7 +167,8 @@ class OpenAIRoutes:
         return refusal.response()
 
     def _pieces(self, run: _Run) -> Iterator[Piece | None]:
-        for piece in run.model.pieces(run.prepared, run.stream, WAIT_S):
+        """The pieces of ``run`` as they are ready (None: none is now), counted in the metrics."""
+        for piece in run.model.pieces(run.prepared, run.stream, 0.0):
             if piece is not None and piece.token is not None:
                 if not run.tokens:
                     run.first = time.monotonic()
@@ -181,19 +180,36 @@ class OpenAIRoutes:
             yield piece
 
     async def _follow(self, run: _Run, request: Request) -> AsyncIterator[Piece]:
-        """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops."""
+        """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops.
+
+        The model's worker wakes the event loop after each event (:meth:`RequestStream.listen`), and the
+        pieces ready are read without blocking: no thread waits for a request's tokens, so a token
+        reaches its client in one hand-over (the worker's to the loop's), whatever the streams."""
+        loop = asyncio.get_running_loop()
+        ready = asyncio.Event()
+
+        def wake() -> None:  # on the model's worker thread
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads this request any more
+                loop.call_soon_threadsafe(ready.set)
+
+        run.stream.listen(wake)
         pieces = self._pieces(run)
         looked = time.monotonic()
         try:
             while not run.done:
-                piece = await asyncio.get_running_loop().run_in_executor(self.waiters, next, pieces)
-                if piece is None or time.monotonic() - looked > WAIT_S:  # between tokens too: a whole answer
+                ready.clear()  # before reading: an event put after this sets it again
+                piece = next(pieces)
+                if time.monotonic() - looked > WAIT_S:  # between tokens too: a whole answer
                     looked = time.monotonic()
                     if await request.is_disconnected():
                         logger.info("a client went away: its request to %r is cancelled", run.model.name)
                         return
                 if piece is not None:
                     yield piece
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WAIT_S):
+                        await ready.wait()
         finally:
             if not run.done:
                 run.stream.cancel()

@@ -324,10 +324,7 @@ class KServeServer:
         self.http_port = http_socket.getsockname()[1]
         routes = _app(dataplane, extension, self.metrics)
         if generative is not None:
-            waiters = concurrent.futures.ThreadPoolExecutor(options.max_slots + options.max_queue + 1,
-                                                            thread_name_prefix="jaxport-openai")
-            self._executors.append(waiters)
-            OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics(), waiters).mount(routes)
+            OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics()).mount(routes)
         app = _BodyLimit(routes, options.max_request_bytes, self.metrics)
         http = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                        timeout_graceful_shutdown=math.ceil(options.drain_seconds) + 5))
