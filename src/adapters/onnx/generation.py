@@ -96,18 +96,19 @@ class OnnxStepRunner:
 
 
     def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
-        """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held, the
-        others untouched: over views of those rows where every leaf's batch axis is its first (the rows
-        written are copied back into the held set) and the decode takes any batch, else over every row,
-        ``batch`` padded (:func:`~jaxport.domain.generation.slots.padded_rows`)."""
+        """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held: over
+        views of those rows where every leaf's batch axis is its first and the decode takes any batch (the
+        two sets swap, as after :meth:`step`: the rows past the batch, free slots, are left as the spare
+        set held them, not copied), else over every row, ``batch`` padded
+        (:func:`~jaxport.domain.generation.slots.padded_rows`)."""
         assert self.cache is not None
         rows = len(batch.tokens)
         if not self._sliced:  # every row runs
             return self.step(function, padded_rows(batch, self._held.rows))[:rows]
         held, spare = self._held.first(rows)
         logits = self._steps[function].run(batch, held, spare)
-        for whole, written in zip(self._held.arrays, self._held.spare):
-            whole[:rows] = written[:rows]
+        self.cache, self._spare = self._spare, self.cache
+        self._held.swap()
         return last_logits(logits, batch.last)
 
 
