@@ -7,8 +7,8 @@ a bad request (a body that fails the schema too, which FastAPI would answer
 with 422) is HTTP 400 naming the field; an unknown model 404; a full queue
 429 with ``Retry-After``; a server not ready or draining 503. A streamed
 completion is one server-sent event per token, then ``data: [DONE]``. The
-model's worker wakes the event loop when a request's token is ready (no
-thread waits for it); the loop looks at the client at least every
+model's worker wakes the event loop when a request's token is ready
+(through :mod:`.relay`; no thread waits for it); the loop looks at the client at least every
 :data:`WAIT_S`, so that a client that went away is noticed between tokens
 and its request cancelled (its slot freed before the next step).
 """
@@ -34,6 +34,7 @@ from jaxport.domain.errors import GenerationError, JaxportError, SchedulerBusyEr
 from jaxport.domain.generation.scheduling import RequestStream
 from .generation_metrics import GenerationMetrics
 from .metrics import ServingMetrics
+from .relay import Relay
 from .openai_schema import (
     AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionRequest, Completion, CompletionChoice,
     CompletionRequest, ErrorBody, ErrorResponse, ModelCard, ModelList, Usage
@@ -87,11 +88,13 @@ class OpenAIRoutes:
     Args:
         model: the served model once loaded and checked (None before: 503).
         metrics: jaxport's counters (refusals); gen: generation's.
+        relay: what wakes the event loop for the model's worker.
     """
 
     model: Callable[[], GenerativeModel | None]
     metrics: ServingMetrics
     gen: GenerationMetrics
+    relay: Relay
 
     def mount(self, app: FastAPI) -> None:
         """Adds ``/openai/v1/models``, ``/completions`` and ``/chat/completions`` to ``app``."""
@@ -182,17 +185,11 @@ class OpenAIRoutes:
     async def _follow(self, run: _Run, request: Request) -> AsyncIterator[Piece]:
         """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops.
 
-        The model's worker wakes the event loop after each event (:meth:`RequestStream.listen`), and the
-        pieces ready are read without blocking: no thread waits for a request's tokens, so a token
-        reaches its client in one hand-over (the worker's to the loop's), whatever the streams."""
-        loop = asyncio.get_running_loop()
+        The model's worker wakes the event loop after each event (:meth:`RequestStream.listen`, through
+        the :class:`~.relay.Relay`), and the pieces ready are read without blocking: no thread waits for
+        a request's tokens, whatever the streams."""
         ready = asyncio.Event()
-
-        def wake() -> None:  # on the model's worker thread
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads this request any more
-                loop.call_soon_threadsafe(ready.set)
-
-        run.stream.listen(wake)
+        run.stream.listen(self.relay.waker(ready))
         pieces = self._pieces(run)
         looked = time.monotonic()
         try:

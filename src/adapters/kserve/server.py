@@ -51,6 +51,7 @@ from .metrics import ServingMetrics
 from .model import FunctionModel, Refused, too_large  # first: it imports KServe with an empty sys.argv
 from .generation_metrics import generation_metrics
 from .openai_routes import PREFIX as OPENAI_PREFIX, OpenAIRoutes
+from .relay import Relay
 
 import grpc
 import uvicorn
@@ -288,6 +289,7 @@ class KServeServer:
         self._executors: list[concurrent.futures.ThreadPoolExecutor] = []
         self._generative: GenerativeModel | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._relay: Relay | None = None
         self._stopping = False
         self.http_port = options.http_port
         self.grpc_port = options.grpc_port
@@ -324,7 +326,8 @@ class KServeServer:
         self.http_port = http_socket.getsockname()[1]
         routes = _app(dataplane, extension, self.metrics)
         if generative is not None:
-            OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics()).mount(routes)
+            self._relay = Relay(asyncio.get_running_loop())
+            OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics(), self._relay).mount(routes)
         app = _BodyLimit(routes, options.max_request_bytes, self.metrics)
         http = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                        timeout_graceful_shutdown=math.ceil(options.drain_seconds) + 5))
@@ -410,6 +413,8 @@ class KServeServer:
                              return_exceptions=True)
         for executor in self._executors:
             executor.shutdown(wait=True)
+        if self._relay is not None:  # after the scheduler: its worker wakes no one any more
+            self._relay.close()
         logger.info("stopped")
 
 
