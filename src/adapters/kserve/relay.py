@@ -6,7 +6,7 @@ worker thread. Waking an event loop from there (``call_soon_threadsafe``
 writes to its socket, which lets go of the GIL) hands the GIL to the loop in
 the middle of the worker's step: the loop's work for the token (its chunk,
 HTTP) then runs before the worker's next step, not beside it (one stream ran
-at 0.8-0.9 of the rate it has when a thread waits for its tokens). The
+at 0.8-0.94 of the rate it has when a thread waits for its tokens). The
 worker's wake only puts the event on the relay's queue and goes on; the
 relay's thread, which gets the GIL when the worker waits on its runtime, wakes
 the loop once for every event queued: the loop's work overlaps the next step.
