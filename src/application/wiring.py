@@ -153,12 +153,14 @@ def jax_step_runner(bundle: Bundle, spec: GenerationSpec) -> StepRunner:
     return JaxStepRunner(bundle, spec)
 
 
-def onnx_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationSpec,
-                     options: Mapping[str, Any]) -> StepRunner:
-    """The runner of a converted ONNX directory's steps on ONNX Runtime (the cache in its buffers)."""
+def onnx_step_runner(runtime: TargetRuntime, manifest: ConvertedManifest, spec: GenerationSpec) -> StepRunner:
+    """The runner of a converted ONNX directory's steps on ONNX Runtime (the cache in its buffers), in the
+    sessions of ``runtime`` (the directory loaded)."""
     from jaxport.adapters.onnx.generation import OnnxStepRunner
+    from jaxport.adapters.onnx.runtime import OnnxTargetRuntime
 
-    return OnnxStepRunner(root, manifest, spec, options)
+    assert isinstance(runtime, OnnxTargetRuntime), runtime
+    return OnnxStepRunner(runtime, manifest, spec)
 
 
 def litert_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationSpec,

@@ -327,3 +327,52 @@ def test_the_continuous_scheduler_serves_an_onnx_directory_without_importing_jax
     tokens, loaded = out.stdout.strip().splitlines()[-2:]
     assert json.loads(tokens) == [gpt.reference(False, [1, 2, 3], 4), gpt.reference(False, [4], 4), True]
     assert json.loads(loaded) == []
+
+
+#: The slots of :func:`fixed_batch_model`'s decode: the batch it was exported for.
+FIXED = 4
+
+
+@pytest.fixture(scope="module", params=["jax", "onnx"])
+def fixed_batch_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The positions model whose decode was exported for :data:`FIXED` rows (its prefill for any), on JAX or
+    converted to ONNX: a runtime whose decode runs every slot, whatever the slots in use."""
+    import jax
+
+    root = tmp_path_factory.mktemp(f"fixed-{request.param}")
+    params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), gpt.make_params())
+    one = jax.ShapeDtypeStruct((FIXED, 1), "int32")
+    decode = jaxport.export(jax.jit(gpt._positions_step))(  # noqa: SLF001 - the model, its decode's batch fixed
+        params, one, one, gpt.empty_cache(FIXED, shared_index=False))
+    bundle = root / "bundle"
+    jaxport.save_bundle(bundle, {"prefill": gpt.export_steps(False)["prefill"], "decode": decode}, gpt.make_params(),
+                        generation=gpt.spec(False))
+    if request.param == "jax":
+        return bundle
+    jaxport.to_onnx(bundle, root / "onnx")
+    return root / "onnx"
+
+
+def test_a_decode_of_a_fixed_batch_runs_every_slot_and_each_request_gets_its_tokens_alone(
+        fixed_batch_model: Path) -> None:
+    generator = jaxport.load_generator(fixed_batch_model)
+    wrapped, runner = gated(generator)
+    requests = [GenerationRequest((1, 2, 3), 8), GenerationRequest((7,), 12), GenerationRequest((4, 5), 5)]
+    scheduler = scheduler_for(wrapped, FIXED, len(requests))
+    assert scheduler.continuous
+    try:
+        runner.gate.clear()
+        first = scheduler.submit(requests[0])
+        runner.permits.release(3)  # its prefill and two decodes, over one row of the four
+        got = [token for token in (first.next(WAIT).token for _ in range(3)) if token is not None]
+        until(runner.waiting.is_set, "the fourth step to wait")
+        rest = [scheduler.submit(r) for r in requests[1:]]
+        runner.open()
+        results = [stream_tokens(first, WAIT)] + [stream_tokens(s, WAIT) for s in rest]
+    finally:
+        runner.open()
+        scheduler.close(WAIT)
+    results[0] = (got + results[0][0], results[0][1])
+    assert results == [(gpt.reference(False, list(r.prompt), r.max_new_tokens), FinishReason.LENGTH) for r in requests]
+    rows = [len(p) for f, p in runner.steps if f == "decode"]
+    assert rows[:2] == [1, 1] and FIXED in rows and 2 in rows  # fewer rows than the decode's batch, and all

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ from typing import Any
 import pytest
 
 import jaxport
-from tests.helpers.openai_serving import LONG_TOKENS, checked_bundle, client, slow_bundle, text_bundle, token_ids, wait_for
-from tests.helpers.serving import START_TIMEOUT_S, Server
+from tests.helpers.openai_serving import LONG_TOKENS, client, slow_bundle, text_bundle, token_ids, wait_for
+from tests.helpers.serving import Server
 
 openai = pytest.importorskip("openai", reason="the OpenAI tests need the openai client (the dev extra)")
 pytest.importorskip("tokenizers", reason="needs the extra jaxport[text]")
@@ -263,35 +262,3 @@ def test_time_to_first_token_and_tokens_are_counted(jax_server: Server) -> None:
     assert jax_server.metric("jaxport_time_to_first_token_seconds_count", model="gpt") >= 1
     assert jax_server.metric("jaxport_generated_tokens_total", model="gpt") >= 4
     assert jax_server.metric("jaxport_running_requests", model="gpt") == 0
-
-
-def test_until_the_model_loaded_and_passed_it_is_not_ready_and_openai_answers_503(tmp_path: Path) -> None:
-    server = Server(checked_bundle(tmp_path / "checked"), (), tmp_path / "ready.log").launch()
-    try:
-        assert _ready_status(server) == 503  # listening: loading and checking what it serves
-        status, body = _post(server, "completions", {"model": "checked", "prompt": [1], "max_tokens": 2})
-        assert status == 503 and body["error"]["code"] == "not_ready", body
-        assert set(body["error"]) == {"message", "type", "param", "code"}
-        assert client(server).models.list().data == []  # none served yet
-        assert "ready:" not in server.output()  # all the above while start-up ran, not after
-        server.wait_ready()
-        assert [m.id for m in client(server).models.list().data] == ["checked"]
-        answer = client(server).completions.create(model="checked", prompt=[1, 2, 3], max_tokens=2)
-        assert len(token_ids(answer.choices[0])) == 2
-    finally:
-        assert server.stop() == 0, server.output()
-
-
-def _ready_status(server: Server) -> int:
-    """The status of ``/v2/health/ready`` once the server listens (bounded: START_TIMEOUT_S)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        assert server.process is not None and server.process.poll() is None, server.output()
-        try:
-            with urllib.request.urlopen(f"http://{server.url}/v2/health/ready", timeout=30) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as exc:
-            return exc.code
-        except OSError:  # not listening yet
-            assert time.monotonic() < deadline, server.output()
-            time.sleep(0.05)

@@ -1,8 +1,6 @@
 """Generative bundles and the ``openai`` client for the tests of ``jaxport serve``'s OpenAI endpoints.
 
 * :func:`text_bundle`: the positions GPT of :mod:`tests.helpers.gpt_model` with a tokenizer and a chat template;
-* :func:`checked_bundle`: the positions model, token ids only, with a function whose golden example takes a
-  while (:data:`SPINS` products of 256 x 256 matrices), checked at every start before the server is ready;
 * :func:`slow_bundle`: the same model, token ids only, with a cache of :data:`LONG` tokens, whose every step
   also multiplies 512 x 512 matrices a few times (adding at most 1e-6 to a logit): a request of
   :data:`LONG_TOKENS` new tokens takes far longer than the tests of the queue, of a client that goes
@@ -37,25 +35,6 @@ def text_bundle(root: Path) -> Path:
     """The positions model with a tokenizer trained in the test and a chat template, at ``root / "gpt"``."""
     tokenizer = gpt.tiny_tokenizer(root / "tokenizer.json")
     return gpt.save(root / "gpt", tokenizer=str(tokenizer), chat_template=gpt.CHAT_TEMPLATE)
-
-
-#: How many products the golden example of :func:`checked_bundle` runs.
-SPINS = 3000
-
-
-def _spin(x: jax.Array) -> jax.Array:
-    spun: jax.Array = jax.lax.fori_loop(0, SPINS, lambda _, y: jnp.tanh(y @ x), x)
-    return spun
-
-
-def checked_bundle(path: Path) -> Path:
-    """The positions model and ``spin``, whose golden example keeps the server's start-up busy (see the module's
-    docstring), at ``path``."""
-    x = jnp.asarray(np.random.default_rng(2).normal(size=(256, 256)) / 256, jnp.float32)
-    spin = jaxport.export(jax.jit(_spin))(jax.ShapeDtypeStruct(x.shape, x.dtype))
-    jaxport.save_bundle(path, {**gpt.export_steps(False), "spin": spin}, gpt.make_params(), without_params=["spin"],
-                        examples={"spin": [((x,), {})]}, generation=gpt.spec(False))
-    return path
 
 
 def _slow_step(params: dict[str, jax.Array], tokens: jax.Array, positions: jax.Array,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 
@@ -39,6 +39,9 @@ class FakeStream:
 
     def cancel(self) -> None:
         self.cancelled = True
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        wake()  # every event is ready at once
 
 
 class FakeScheduler:

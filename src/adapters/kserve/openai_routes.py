@@ -7,15 +7,16 @@ a bad request (a body that fails the schema too, which FastAPI would answer
 with 422) is HTTP 400 naming the field; an unknown model 404; a full queue
 429 with ``Retry-After``; a server not ready or draining 503. A streamed
 completion is one server-sent event per token, then ``data: [DONE]``. The
-model's tokens are awaited on worker threads, a short wait at a time, so
-that a client that went away is noticed between tokens and its request
-cancelled (its slot freed before the next step).
+model's worker wakes the event loop when a request's token is ready
+(through :mod:`.relay`; no thread waits for it); the loop looks at the client at least every
+:data:`WAIT_S`, so that a client that went away is noticed between tokens
+and its request cancelled (its slot freed before the next step).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import logging
 import math
 import time
@@ -33,6 +34,7 @@ from jaxport.domain.errors import GenerationError, JaxportError, SchedulerBusyEr
 from jaxport.domain.generation.scheduling import RequestStream
 from .generation_metrics import GenerationMetrics
 from .metrics import ServingMetrics
+from .relay import Relay
 from .openai_schema import (
     AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionRequest, Completion, CompletionChoice,
     CompletionRequest, ErrorBody, ErrorResponse, ModelCard, ModelList, Usage
@@ -40,7 +42,7 @@ from .openai_schema import (
 
 logger = logging.getLogger("jaxport.serve")
 
-#: How long a worker thread waits for a token before the client is looked at again.
+#: How long the event loop waits for a request's token before it looks at the client again.
 WAIT_S = 0.25
 PREFIX = "/openai/v1"
 
@@ -86,14 +88,13 @@ class OpenAIRoutes:
     Args:
         model: the served model once loaded and checked (None before: 503).
         metrics: jaxport's counters (refusals); gen: generation's.
-        waiters: the threads that wait for tokens, one per admitted request (the event loop's default
-            pool has as few as the cores plus 4, and 8 streams waiting for one step would queue there).
+        relay: what wakes the event loop for the model's worker.
     """
 
     model: Callable[[], GenerativeModel | None]
     metrics: ServingMetrics
     gen: GenerationMetrics
-    waiters: concurrent.futures.Executor
+    relay: Relay
 
     def mount(self, app: FastAPI) -> None:
         """Adds ``/openai/v1/models``, ``/completions`` and ``/chat/completions`` to ``app``."""
@@ -110,37 +111,31 @@ class OpenAIRoutes:
 
     async def completions(self, request: Request) -> Response:
         """``POST /openai/v1/completions``."""
-        arrival = time.monotonic()
-        try:
-            body = _parse(CompletionRequest, await request.body())
-            model = self._model(body.model)
-            prepared = _checked(lambda: model.prepare(body.prompt, body.max_tokens, temperature=body.temperature,
-                                                      top_p=body.top_p, seed=body.seed, stop=body.stop))
-            run = self._submit(model, prepared, arrival)
-        except _Refusal as refusal:
-            return self._refused(refusal, request)
-        usage = body.stream_options is not None and body.stream_options.include_usage
-        if body.stream:
-            return _sse(self._events(run, request, _completion_chunk, usage))
-        return await self._whole(run, request, _completion)
+        return await self._answer(request, CompletionRequest, _completion_prompt, _completion_chunk, _completion)
 
     async def chat_completions(self, request: Request) -> Response:
         """``POST /openai/v1/chat/completions``, through the bundled chat template."""
+        return await self._answer(request, ChatCompletionRequest, _chat_prompt, _chat_chunk, _chat)
+
+    async def _answer(self, request: Request, kind: type[_Body],
+                      prompt: Callable[[GenerativeModel, _Body], tuple[str | list[int], int | None]],
+                      chunk: Callable[[_Run, Piece], str], whole: Callable[[_Run, str, str], str]) -> Response:
+        """A request's body parsed as ``kind``, its prompt and most tokens (``prompt``) checked and admitted,
+        answered streamed (``chunk`` writes each event) or whole (``whole`` writes the body)."""
         arrival = time.monotonic()
         try:
-            body = _parse(ChatCompletionRequest, await request.body())
+            body = _parse(kind, await request.body())
             model = self._model(body.model)
-            prompt = _checked(lambda: model.render_chat([m.model_dump() for m in body.messages]))
-            most = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
-            prepared = _checked(lambda: model.prepare(prompt, most, temperature=body.temperature,
-                                                      top_p=body.top_p, seed=body.seed, stop=body.stop))
+            text, most = _checked(lambda: prompt(model, body))
+            prepared = _checked(lambda: model.prepare(text, most, temperature=body.temperature, top_p=body.top_p,
+                                                      seed=body.seed, stop=body.stop))
             run = self._submit(model, prepared, arrival)
         except _Refusal as refusal:
             return self._refused(refusal, request)
-        usage = body.stream_options is not None and body.stream_options.include_usage
         if body.stream:
-            return _sse(self._events(run, request, _chat_chunk, usage))
-        return await self._whole(run, request, _chat)
+            usage = body.stream_options is not None and body.stream_options.include_usage
+            return _sse(self._events(run, request, chunk, usage))
+        return await self._whole(run, request, whole)
 
     def _model(self, name: str) -> GenerativeModel:
         model = self.model()
@@ -175,7 +170,8 @@ class OpenAIRoutes:
         return refusal.response()
 
     def _pieces(self, run: _Run) -> Iterator[Piece | None]:
-        for piece in run.model.pieces(run.prepared, run.stream, WAIT_S):
+        """The pieces of ``run`` as they are ready (None: none is now), counted in the metrics."""
+        for piece in run.model.pieces(run.prepared, run.stream, 0.0):
             if piece is not None and piece.token is not None:
                 if not run.tokens:
                     run.first = time.monotonic()
@@ -187,19 +183,30 @@ class OpenAIRoutes:
             yield piece
 
     async def _follow(self, run: _Run, request: Request) -> AsyncIterator[Piece]:
-        """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops."""
+        """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops.
+
+        The model's worker wakes the event loop after each event (:meth:`RequestStream.listen`, through
+        the :class:`~.relay.Relay`), and the pieces ready are read without blocking: no thread waits for
+        a request's tokens, whatever the streams."""
+        ready = asyncio.Event()
+        run.stream.listen(self.relay.waker(ready))
         pieces = self._pieces(run)
         looked = time.monotonic()
         try:
             while not run.done:
-                piece = await asyncio.get_running_loop().run_in_executor(self.waiters, next, pieces)
-                if piece is None or time.monotonic() - looked > WAIT_S:  # between tokens too: a whole answer
+                ready.clear()  # before reading: an event put after this sets it again
+                piece = next(pieces)
+                if time.monotonic() - looked > WAIT_S:  # between tokens too: a whole answer
                     looked = time.monotonic()
                     if await request.is_disconnected():
                         logger.info("a client went away: its request to %r is cancelled", run.model.name)
                         return
                 if piece is not None:
                     yield piece
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WAIT_S):
+                        await ready.wait()
         finally:
             if not run.done:
                 run.stream.cancel()
@@ -232,6 +239,15 @@ class OpenAIRoutes:
         if finish == "cancelled":
             return JSONResponse(_stopping().model_dump(mode="json"), status_code=503)
         return Response(answer(run, "".join(text), finish), media_type="application/json")
+
+
+def _completion_prompt(model: GenerativeModel, body: CompletionRequest) -> tuple[str | list[int], int | None]:
+    return body.prompt, body.max_tokens
+
+
+def _chat_prompt(model: GenerativeModel, body: ChatCompletionRequest) -> tuple[str | list[int], int | None]:
+    most = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
+    return model.render_chat([m.model_dump() for m in body.messages]), most
 
 
 def _parse(kind: type[_Body], body: bytes) -> _Body:

@@ -51,6 +51,7 @@ from .metrics import ServingMetrics
 from .model import FunctionModel, Refused, too_large  # first: it imports KServe with an empty sys.argv
 from .generation_metrics import generation_metrics
 from .openai_routes import PREFIX as OPENAI_PREFIX, OpenAIRoutes
+from .relay import Relay
 
 import grpc
 import uvicorn
@@ -269,11 +270,14 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class KServeServer:
-    """Serves functions over REST and gRPC until SIGTERM or SIGINT.
+    """Serves functions over REST and gRPC until SIGTERM or SIGINT (or :meth:`stop`).
 
     Args:
         options: where to listen, which functions to batch, the limits.
         metrics: jaxport's counters (KServe's are in the same registry).
+
+    Attributes:
+        http_port, grpc_port: the ports, those bound once :meth:`run` listens (an option of 0: a free one).
     """
 
     def __init__(self, options: ServeOptions, metrics: ServingMetrics) -> None:
@@ -284,6 +288,9 @@ class KServeServer:
         self._batchers: list[AsyncioBatcher] = []
         self._executors: list[concurrent.futures.ThreadPoolExecutor] = []
         self._generative: GenerativeModel | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._relay: Relay | None = None
+        self._stopping = False
         self.http_port = options.http_port
         self.grpc_port = options.grpc_port
 
@@ -298,8 +305,19 @@ class KServeServer:
         """
         asyncio.run(self._main(load, generative))
 
+    def stop(self) -> None:
+        """Stops the server as SIGTERM does, from any thread (one that runs it elsewhere than on the main
+        thread, where no signal reaches it); returns at once, :meth:`run` when the server stopped."""
+        self._stopping = True
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._stop.set)
+
     async def _main(self, load: Callable[[], Sequence[ServedFunction]],
                     generative: Callable[[], GenerativeModel] | None) -> None:
+        self._loop = asyncio.get_running_loop()
+        if self._stopping:  # stop() came before the loop ran
+            self._stop.set()
         options = self.options
         registry = ModelRepository()
         dataplane = _DataPlane(registry, self._state)
@@ -308,10 +326,8 @@ class KServeServer:
         self.http_port = http_socket.getsockname()[1]
         routes = _app(dataplane, extension, self.metrics)
         if generative is not None:
-            waiters = concurrent.futures.ThreadPoolExecutor(options.max_slots + options.max_queue + 1,
-                                                            thread_name_prefix="jaxport-openai")
-            self._executors.append(waiters)
-            OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics(), waiters).mount(routes)
+            self._relay = Relay(asyncio.get_running_loop())
+            OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics(), self._relay).mount(routes)
         app = _BodyLimit(routes, options.max_request_bytes, self.metrics)
         http = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                        timeout_graceful_shutdown=math.ceil(options.drain_seconds) + 5))
@@ -397,6 +413,8 @@ class KServeServer:
                              return_exceptions=True)
         for executor in self._executors:
             executor.shutdown(wait=True)
+        if self._relay is not None:  # after the scheduler: its worker wakes no one any more
+            self._relay.close()
         logger.info("stopped")
 
 

@@ -15,14 +15,13 @@ copied into its row of the held cache in place, and a decode over the first rows
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 # runtime.py first: without the extra, it raises the MissingExtraError that names it.
-from jaxport.adapters.onnx.runtime import _onnx_runtime_errors, check_external_data, session_options
+from jaxport.adapters.onnx.runtime import OnnxTargetRuntime, _onnx_runtime_errors
 import onnxruntime as ort
 from jaxport.adapters.numpy.steps import HostInput, host_inputs, last_logits, step_arrays
 from jaxport.domain.converted.manifest import ConvertedManifest
@@ -36,32 +35,30 @@ class OnnxStepRunner:
     """Runs a converted directory's prefill and decode with ONNX Runtime's I/O binding.
 
     Args:
-        root: the directory (checked by the loader first: its files, digests and verification).
+        runtime: the directory loaded (:func:`~jaxport.adapters.onnx.runtime.load`): the steps run in the
+            sessions its calls run in, so that a directory served and generating from is opened once.
         manifest: its manifest, with a generation spec.
-        options: ONNX Runtime's session options (``threads``, ``optimization``, ...; see
-            :func:`~jaxport.adapters.onnx.runtime.session_options`).
 
     Attributes:
         cache: the cache's leaves, ``OrtValue``\\ s, after the last step (None before :meth:`start`).
+
+    Raises:
+        ArtifactError: ONNX Runtime cannot open a step's model.
     """
 
-    def __init__(self, root: str, manifest: ConvertedManifest, spec: GenerationSpec,
-                 options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, runtime: OnnxTargetRuntime, manifest: ConvertedManifest, spec: GenerationSpec) -> None:
         self._spec = spec
-        allowed = frozenset(manifest.files)
-        session = session_options(**dict(options or {}))
         self._steps: dict[str, _Step] = {}
         for name, inputs in spec.steps:
             function = manifest.function(name)
-            path = os.path.join(root, function.variants[0].file)
-            check_external_data(path, allowed)
-            with _onnx_runtime_errors(name):
-                made = ort.InferenceSession(path, session, providers=["CPUExecutionProvider"])
             sig = function.signature
             kinds = host_inputs(inputs, [a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals])
-            self._steps[name] = _Step(name, made, kinds, sig.input_names, sig.output_names)
-        self._sliced = (all(leaf.batch_axis == 0 for leaf in spec.cache)
-                        and not manifest.function(spec.decode).variants[0].dims)
+            self._steps[name] = _Step(name, runtime.session(function.variants[0].file), kinds, sig.input_names,
+                                      sig.output_names)
+        decode = manifest.function(spec.decode)
+        # A decode exported for a fixed batch, or converted for one (a variant's dims), runs every row.
+        self._sliced = (all(leaf.batch_axis == 0 for leaf in spec.cache) and decode.signature.is_symbolic
+                        and not decode.variants[0].dims)
         self.cache: list[Any] | None = None
         self._spare: list[Any] = []
         self._held = _Buffers([], [], 0)  # the host memory under ``cache``, then under the spare set
@@ -99,18 +96,19 @@ class OnnxStepRunner:
 
 
     def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
-        """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held, the
-        others untouched: over views of those rows where every leaf's batch axis is its first (the rows
-        written are copied back into the held set) and the decode takes any batch, else over every row,
-        ``batch`` padded (:func:`~jaxport.domain.generation.slots.padded_rows`)."""
+        """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held: over
+        views of those rows where every leaf's batch axis is its first and the decode takes any batch (the
+        two sets swap, as after :meth:`step`: the rows past the batch, free slots, are left as the spare
+        set held them, not copied), else over every row, ``batch`` padded
+        (:func:`~jaxport.domain.generation.slots.padded_rows`)."""
         assert self.cache is not None
         rows = len(batch.tokens)
         if not self._sliced:  # every row runs
             return self.step(function, padded_rows(batch, self._held.rows))[:rows]
         held, spare = self._held.first(rows)
         logits = self._steps[function].run(batch, held, spare)
-        for whole, written in zip(self._held.arrays, self._held.spare):
-            whole[:rows] = written[:rows]
+        self.cache, self._spare = self._spare, self.cache
+        self._held.swap()
         return last_logits(logits, batch.last)
 
 

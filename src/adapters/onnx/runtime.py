@@ -208,6 +208,18 @@ class OnnxRuntimeModel:
         self._session: Any = None
         self._lock = threading.Lock()
 
+    def session(self) -> Any:
+        """ONNX Runtime's session of the model, made at the first call of this or :meth:`run` and kept.
+
+        Raises:
+            ArtifactError: ONNX Runtime cannot open the model (naming its file).
+        """
+        with self._lock:
+            if self._session is None:
+                with _onnx_runtime_errors(self.function, opening=self._path):
+                    self._session = ort.InferenceSession(self._path, self._options, providers=self._providers)
+            return self._session
+
     def run(self, args: Sequence[Any]) -> list[np.ndarray]:
         """The model's outputs for ``args`` (one array per graph input, in order; the front checked them).
 
@@ -218,12 +230,9 @@ class OnnxRuntimeModel:
         # np.asarray, not np.ascontiguousarray: that makes a scalar an array of one element (rank 1)
         feeds = {n: np.asarray(a, dtype=np.float32 if n in self._bfloat16_inputs else None, order="C")
                  for n, a in zip(self.input_names, args)}
-        with self._lock:
-            if self._session is None:
-                with _onnx_runtime_errors(self.function, opening=self._path):
-                    self._session = ort.InferenceSession(self._path, self._options, providers=self._providers)
+        session = self.session()
         with _onnx_runtime_errors(self.function):
-            results = self._session.run(self.output_names, feeds)
+            results = session.run(self.output_names, feeds)
         if not self._bfloat16_outputs:
             return [np.asarray(r) for r in results]
         import ml_dtypes  # here: a model without bfloat16 ports never loads it
@@ -290,6 +299,15 @@ class OnnxTargetRuntime:
             ArtifactCallError: ONNX Runtime failed to run it.
         """
         return self._models[variant.file].run(args)
+
+    def session(self, file: str) -> Any:
+        """ONNX Runtime's session of the model ``file`` (a variant's), the one its calls run in: a
+        generator's steps share it, so a directory served and generating from is opened once.
+
+        Raises:
+            ArtifactError: ONNX Runtime cannot open the model.
+        """
+        return self._models[file].session()
 
 
 def activation_ranges(model: bytes, names: Sequence[str], feeds: Sequence[Mapping[str, np.ndarray]],

@@ -125,6 +125,16 @@ def check_loaded_bundle(path: str | os.PathLike[str], bundle: Bundle, model: Con
     return run_examples(os.fspath(path), JAX, _open_bundle(Path(path), bundle, model))
 
 
+def check_loaded_converted(path: str | os.PathLike[str], model: ConvertedModel) -> NumericsReport:
+    """:func:`check_numerics` of the converted directory at ``path`` on its own runtime, loaded (and verified)
+    already: ``model``, whose sessions the examples run in.
+
+    Raises:
+        ArtifactError: as :func:`check_numerics`.
+    """
+    return run_examples(os.fspath(path), model.target, converted_examples(Path(path), model))
+
+
 def _open_bundle(root: Path, bundle: Bundle | None = None, model: ConvertedModel | None = None) -> GoldenExamples:
     """A bundle on JAX: each function called through the call front, its weights bound by the runtime
     (``bundle``, ``model``: loaded already)."""

@@ -50,22 +50,36 @@ class Job:
         self._events: queue.SimpleQueue[StreamEvent | GenerationError] = queue.SimpleQueue()
         self._ended = False
         self._last: StreamEvent | GenerationError | None = None
+        self._wake: Callable[[], None] | None = None
 
     def emit(self, token: int) -> None:
         """Hands the caller its next token (the worker's side)."""
-        self._events.put(StreamEvent(token))
+        self._put(StreamEvent(token))
 
     def finish(self, reason: FinishReason) -> None:
         """Ends the stream with ``reason`` (once: a later end is dropped)."""
         if not self._ended:
             self._ended = True
-            self._events.put(StreamEvent(None, reason))
+            self._put(StreamEvent(None, reason))
 
     def fail(self, error: GenerationError) -> None:
         """Ends the stream with ``error``, which the caller's :meth:`next` raises."""
         if not self._ended:
             self._ended = True
-            self._events.put(error)
+            self._put(error)
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Calls ``wake`` after each event from now on, and at once if one waits (see
+        :meth:`~jaxport.domain.generation.scheduling.RequestStream.listen`)."""
+        self._wake = wake
+        if not self._events.empty() or self._last is not None:  # an event put before ``wake`` was set
+            wake()
+
+    def _put(self, event: StreamEvent | GenerationError) -> None:
+        self._events.put(event)
+        wake = self._wake
+        if wake is not None:
+            wake()
 
     def next(self, timeout: float) -> StreamEvent:
         """The next event; blocks at most ``timeout`` seconds (after the end: the end again).

@@ -57,22 +57,11 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
             # them, which cost more than they save (0.71x of jax.jit's tokens/s at batch 8 against
             # 1.12x on the calling thread, on 2 cores): generation runs on the calling thread.
             runtime_options = {**runtime_options, "driver": "local-sync"}
-        converted = load_converted(root, **runtime_options)
-        spec = _spec(converted.manifest.generation)
-        text = _text(spec, lambda file: Path(root, file).read_bytes())  # its digest checked by the loader
-        if converted.target == "onnx":
-            return Generator(spec, wiring.onnx_step_runner(root, converted.manifest, spec, runtime_options),
-                             wiring.sampler_factory(), text=text[0], chat_template=text[1])
-        compiled = _own_runner(root, converted, spec, runtime_options)
-        if compiled is not None:
-            prefill = converted.functions[spec.prefill]
-            return Generator(spec, compiled, wiring.sampler_factory(), text=text[0], chat_template=text[1],
-                             lengths=functools.partial(prefill_lengths, spec, prefill))
-        model = converted
+        return converted_generator(load_converted(root, **runtime_options), root, runtime_options)
     if isinstance(model, ConvertedModel):
         spec = _spec(model.manifest.generation)
         prefill = model.functions[spec.prefill]
-        text = _text(spec, None) if root is None else text
+        text = _text(spec, None)
         return Generator(spec, _host_runner(model, spec), wiring.sampler_factory(), text=text[0],
                          lengths=functools.partial(prefill_lengths, spec, prefill), chat_template=text[1])
     if root is not None:
@@ -82,6 +71,32 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
         model = load_bundle(root)
     assert not isinstance(model, (str, os.PathLike))
     return bundle_generator(model, root)
+
+
+def converted_generator(converted: ConvertedModel, root: str | os.PathLike[str],
+                        runtime_options: dict[str, Any] | None = None) -> Generator:
+    """:func:`load_generator`'s generator of the directory at ``root``, loaded already (``converted``, with
+    ``runtime_options``), so that a server that loaded it for its functions does not load it again: on ONNX
+    Runtime, its steps run in the sessions the directory's calls run in.
+
+    Raises:
+        GenerationError: the directory holds no generation spec.
+        ArtifactError: a step's model cannot be opened, or the tokenizer's file changed since the loader checked it.
+    """
+    options = {} if runtime_options is None else runtime_options
+    spec = _spec(converted.manifest.generation)
+    text = _text(spec, lambda file: Path(root, file).read_bytes())  # its digest checked by the loader
+    if converted.target == "onnx":
+        return Generator(spec, wiring.onnx_step_runner(converted[spec.prefill].runtime, converted.manifest, spec),
+                         wiring.sampler_factory(), text=text[0], chat_template=text[1])
+    compiled = _own_runner(os.fspath(root), converted, spec, options)
+    prefill = converted.functions[spec.prefill]
+    lengths = functools.partial(prefill_lengths, spec, prefill)
+    if compiled is not None:
+        return Generator(spec, compiled, wiring.sampler_factory(), text=text[0], chat_template=text[1],
+                         lengths=lengths)
+    return Generator(spec, _host_runner(converted, spec), wiring.sampler_factory(), text=text[0],
+                     lengths=lengths, chat_template=text[1])
 
 
 def bundle_generator(bundle: Bundle, root: str | os.PathLike[str] | None) -> Generator:

@@ -96,23 +96,37 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         raise MissingExtraError("KServe, which serves the Open Inference Protocol,", "serve", exc) from exc
     if served_kind(path) is PathKind.BUNDLE:  # what the path is: said before anything listens
         require_jax()  # a bundle runs on JAX
-    root = Path(path)
-    bundle = _loaded_once(root) if served_kind(root) is PathKind.BUNDLE else (lambda: None)
+    KServeServer(options, serving_metrics()).run(*served_loads(Path(path), options))
+
+
+def served_loads(root: Path, options: ServeOptions) -> tuple[Callable[[], Sequence[ServedFunction]],
+                                                             Callable[[], GenerativeModel] | None]:
+    """What the server calls, on its loading thread, to load what it serves: the functions of ``root``
+    (:func:`load_checked`), then its generative model where it has one (:func:`load_generative`, else None),
+    both on one load of the directory.
+
+    Raises:
+        ArtifactError: ``root`` is neither a bundle nor a converted directory, or its manifest is damaged.
+    """
+    loaded = _loaded_once(root)
     generative = None
-    if is_generative(path):  # after the functions, on the bundle they loaded
-        generative = functools.partial(load_generative, root, options, bundle)
-    KServeServer(options, serving_metrics()).run(lambda: load_checked(root, options, bundle()), generative)
+    if is_generative(root):  # after the functions, on the directory they loaded
+        generative = functools.partial(load_generative, root, options, loaded)
+    return lambda: load_checked(root, options, loaded()), generative
 
 
-def _loaded_once(root: Path) -> Callable[[], Bundle]:
-    """The bundle at ``root``, loaded at the first call (on the server's loading thread) and kept: the
-    functions, their golden examples and the generative model share one load."""
+def _loaded_once(root: Path) -> Callable[[], Bundle | ConvertedModel]:
+    """The bundle or converted directory at ``root``, loaded at the first call (on the server's loading thread)
+    and kept: the functions, their golden examples and the generative model share one load (on ONNX Runtime,
+    one session per model file)."""
     @functools.cache
-    def bundle() -> Bundle:
+    def loaded() -> Bundle | ConvertedModel:
+        if served_kind(root) is not PathKind.BUNDLE:
+            return served_model(root)
         from jaxport.application.bundles.api import load_bundle  # JAX: a bundle's path only
 
         return load_bundle(root)
-    return bundle
+    return loaded
 
 
 def is_generative(path: str | os.PathLike[str]) -> bool:
@@ -127,56 +141,71 @@ def is_generative(path: str | os.PathLike[str]) -> bool:
 
 
 def load_generative(path: Path, options: ServeOptions,
-                    bundle: Callable[[], Bundle | None] = lambda: None) -> GenerativeModel:
+                    loaded: Callable[[], Bundle | ConvertedModel | None] = lambda: None) -> GenerativeModel:
     """The generative model of ``path``, run by a scheduler of ``options.max_slots`` and ``options.max_queue``
-    (``bundle``: the bundle at ``path`` where it is one and loaded already, else None).
+    (``loaded``: the bundle or converted directory at ``path``, loaded already, else None).
 
     Raises:
         GenerationError: the spec is missing or the options are out of range.
         ArtifactError, MissingExtraError: as :func:`jaxport.load_generator`.
     """
-    from jaxport.application.generation.api import bundle_generator, load_generator  # the generative path only
+    from jaxport.application.generation.api import (  # the generative path only
+        bundle_generator, converted_generator, load_generator
+    )
     from jaxport.application.generation.schedulers import scheduler_for
 
-    loaded = bundle()
-    generator = load_generator(path) if loaded is None else bundle_generator(loaded, path)
+    model = loaded()
+    if model is None or (isinstance(model, ConvertedModel) and model.target == "iree"):
+        generator = load_generator(path)  # IREE generates on the calling thread: its own load (local-sync)
+    elif isinstance(model, ConvertedModel):
+        generator = converted_generator(model, path)
+    else:
+        generator = bundle_generator(model, path)
     chat = generator.render_chat if generator.spec.chat_template is not None else None
     name = options.model_name or path.resolve().name
     return GenerativeModel(name, generator.spec, generator.codec, chat,
                            scheduler_for(generator, options.max_slots, options.max_queue))
 
 
-def load_checked(path: Path, options: ServeOptions, bundle: Bundle | None = None) -> Sequence[ServedFunction]:
+def load_checked(path: Path, options: ServeOptions,
+                 loaded: Bundle | ConvertedModel | None = None) -> Sequence[ServedFunction]:
     """The functions of ``path``, after checking the options against them and running the golden examples
-    (``bundle``: the bundle at ``path``, loaded already; the examples run on the same compiled functions).
+    (``loaded``: the bundle or converted directory at ``path``, loaded already; the examples run on the same
+    compiled functions or sessions).
 
     Raises:
         UsageError: ``options.batch`` names a function that is not served, or cannot be joined.
         ArtifactError: a golden example fails on this machine (the message holds the report).
     """
-    model = served_model(path, bundle)
+    bundle = None if isinstance(loaded, ConvertedModel) else loaded
+    model = loaded if isinstance(loaded, ConvertedModel) else served_model(path, bundle)
     functions = served_functions(model)
     options.check_batch([f.name for f in functions])
     for function in functions:
         if function.name in options.batch:
             batch_variable(function.wire)
-    _check_examples(path, None if bundle is None else (bundle, model))
+    _check_examples(path, None if loaded is None else (bundle, model))
     return functions
 
 
-def _check_examples(path: Path, loaded: tuple[Bundle, ConvertedModel] | None) -> None:
+def _check_examples(path: Path, loaded: tuple[Bundle | None, ConvertedModel] | None) -> None:
     """Runs the directory's golden examples, when it has some, on its own runtime (``loaded``: the bundle at
-    ``path`` and its model, loaded already).
+    ``path`` where it is one, and its model, loaded already).
 
     Raises:
         ArtifactError: an example fails (the message holds the report).
     """
     # 20 ms a directory without examples never pays
-    from jaxport.application.conversion.numerics import check_loaded_bundle, check_numerics
+    from jaxport.application.conversion.numerics import check_loaded_bundle, check_loaded_converted, check_numerics
 
     if not has_examples(path):
         return  # none: loading the directory again to learn so would cost a second load
-    report = check_numerics(path) if loaded is None else check_loaded_bundle(path, *loaded)
+    if loaded is None:
+        report = check_numerics(path)
+    elif loaded[0] is None:
+        report = check_loaded_converted(path, loaded[1])
+    else:
+        report = check_loaded_bundle(path, loaded[0], loaded[1])
     if report.examples and not report.ok:
         raise ArtifactError(f"The golden examples of {path} fail on this machine, so it is not served:\n"
                             f"{report}")

@@ -84,8 +84,9 @@ class SlotRunner(StepRunner, Protocol):
 
     def step_first(self, function: str, batch: StepBatch) -> HostArray:
         """:meth:`step` (the decode) over the first ``len(batch.tokens)`` rows of the cache held alone,
-        fewer than :meth:`start` made: the other rows stay as they are, and the step costs what a batch
-        of that many rows costs."""
+        fewer than :meth:`start` made, the step costing what a batch of that many rows costs. The other
+        rows are free slots: what they hold after it is the runner's (a request that takes one is prefilled
+        into it with :meth:`prefill_slot`)."""
         ...
 
 

@@ -11,6 +11,7 @@ one at a time, in the order they came, from a bounded queue.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -68,6 +69,12 @@ class RequestStream(Protocol):
 
     def cancel(self) -> None:
         """Stops the request: its slot is freed before the next step; the stream ends CANCELLED."""
+        ...
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Calls ``wake`` after each event from now on (on the thread that runs the model: it must not
+        block), and at once if an event waits: a reader that must not block (an event loop) reads with
+        ``next(0)`` when woken."""
         ...
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from jaxport.domain.generation.loop import Layout, Rows, prefill_batch
 from jaxport.domain.generation.ports import StepBatch
-from jaxport.domain.generation.spec import GenerationSpec
+from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
 
 def slot_prefill(spec: GenerationSpec, prompt: Sequence[int], layout: Layout) -> StepBatch:
@@ -46,15 +46,21 @@ def decode_rows(held: Sequence[bool]) -> int:
 
 
 def slot_decode(spec: GenerationSpec, rows: Sequence[tuple[int, int] | None]) -> StepBatch:
-    """One decode over every slot: a held slot's ``(token, position)``, a free one (None) the pad token at 0.
+    """One decode over every slot: a held slot's ``(token, position)``, a free one (None) the pad token at 0;
+    a mask over the cache only where the decode takes one (it is built at every step).
 
-    >>> slot_decode(GenerationSpec(max_length=3, pad_id=9), [(4, 2), None])
+    >>> masked = (StepInput.TOKENS, StepInput.POSITIONS, StepInput.MASK, StepInput.CACHE)
+    >>> slot_decode(GenerationSpec(max_length=3, pad_id=9, prefill_inputs=masked), [(4, 2), None])
     StepBatch(tokens=((4,), (9,)), positions=((2,), (0,)), mask=((1, 1, 1), (1, 0, 0)), last=(0, 0))
+    >>> slot_decode(GenerationSpec(max_length=3, pad_id=9), [(4, 2), None]).mask
+    ()
     """
     assert spec.max_length is not None
     held = [(spec.pad_id, 0) if row is None else row for row in rows]
-    return StepBatch(tuple((token,) for token, _ in held), tuple((position,) for _, position in held),
-                     tuple(tuple(1 if j <= position else 0 for j in range(spec.max_length)) for _, position in held),
+    mask: tuple[tuple[int, ...], ...] = ()
+    if spec.takes(spec.decode, StepInput.MASK):
+        mask = tuple(tuple(1 if j <= position else 0 for j in range(spec.max_length)) for _, position in held)
+    return StepBatch(tuple((token,) for token, _ in held), tuple((position,) for _, position in held), mask,
                      (0,) * len(held))
 
 
