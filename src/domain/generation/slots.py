@@ -92,7 +92,8 @@ def slot_decode(spec: GenerationSpec, rows: Sequence[tuple[int, int] | None]) ->
 
 def padded_rows(batch: StepBatch, rows: int) -> StepBatch:
     """``batch`` (a decode over the first slots) grown to ``rows`` rows by repeating its last: for a runtime
-    that runs every slot, whose slots past ``batch``'s hold no request (their writes are dropped).
+    that runs every slot, whose slots past ``batch``'s hold no request (their writes are dropped); or a
+    prefill grown to a row count that a runtime compiled for, the repeated row written into its own slot.
 
     >>> padded_rows(StepBatch(((4,),), ((2,),), ((1, 1, 1),), (0,)), 2)
     StepBatch(tokens=((4,), (4,)), positions=((2,), (2,)), mask=((1, 1, 1), (1, 1, 1)), last=(0, 0))

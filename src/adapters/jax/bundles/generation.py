@@ -82,16 +82,20 @@ class JaxStepRunner:
 
     def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> np.ndarray:
         """Runs the prefill on ``batch`` (a row per slot) over an empty cache of as many rows and writes
-        each row into its slot of the cache held, donated (one jitted call: the other rows stay in place)."""
+        each row into its slot of the cache held, donated (one jitted call: the other rows stay in place).
+        The rows are rounded up to a power of two, the last repeated into its own slot, so that a prompt
+        length compiles a few row counts, not one per count."""
         if self._slot is None:
             raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
                                                   "shared, so a request cannot take one row of its own")
         assert function == self._spec.prefill and self.cache is not None
         assert len(slots) == 1 or self.prefills_together
+        rows = 1 << (len(slots) - 1).bit_length()
+        padded = padded_rows(batch, rows)
         jitted, arrays = self._slot
-        logits, self.cache = jitted(self._params, arrays(batch), self.cache, np.asarray(batch.last, np.int32),
-                                    np.asarray(slots, np.int32))
-        return np.asarray(logits)
+        logits, self.cache = jitted(self._params, arrays(padded), self.cache, np.asarray(padded.last, np.int32),
+                                    np.asarray(list(slots) + [slots[-1]] * (rows - len(slots)), np.int32))
+        return np.asarray(logits)[:len(slots)]
 
     def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held, donated
