@@ -9,7 +9,7 @@ on its ONNX directory (ONNX Runtime), each measured in one run:
 * ``server``: the server's aggregate tokens per second with 8 concurrent
   streams, with 1 stream, and with the same 8 requests sent one at a time
   (``openai`` client, 127.0.0.1); the 8 streams' time to first token, median
-  and 95th percentile, as the client sees it;
+  and 95th percentile, as the client sees it (the warm-up's left out);
 * ``peer``: ``onnxruntime-genai``'s own ``Generator`` on the same 8 prompts at
   batch 8, where it is installed, on the ``genai`` role: the same GPT in
   GenAI's layout (``generative.save_genai``: a mask, not per-row positions,
@@ -61,10 +61,12 @@ def _prompts() -> list[list[int]]:
     return rows
 
 
-def _median_rates(runs: dict[str, Callable[[], int]]) -> dict[str, float]:
-    """Each run's median tokens per second over :data:`ROUNDS` alternating rounds (after one warm-up each)."""
+def _median_rates(runs: dict[str, Callable[[], int]], warm: Callable[[], None]) -> dict[str, float]:
+    """Each run's median tokens per second over :data:`ROUNDS` alternating rounds (after one warm-up each,
+    then ``warm``)."""
     for run in runs.values():
         run()
+    warm()
     rates: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(ROUNDS):
         for name, run in runs.items():
@@ -135,7 +137,8 @@ def test_serving_tokens_per_second(benchmark: BenchmarkFixture, model: Path, rol
                 "1 stream": lambda: _stream(server, prompts[0], [], time.perf_counter()),
                 "8 streams": lambda: _concurrent(server, prompts, firsts),
                 "8 one at a time": lambda: sum(_stream(server, p, [], time.perf_counter()) for p in prompts),
-                **({} if peer is None else {"onnxruntime-genai batch 8": peer})})
+                **({} if peer is None else {"onnxruntime-genai batch 8": peer})},
+                firsts.clear)  # the warm-up's first tokens waited for compiles: not counted
             served = [client(server).completions.create(model="m", prompt=p, max_tokens=NEW, temperature=0)
                       .choices[0].model_extra["token_ids"] for p in prompts]
         finally:

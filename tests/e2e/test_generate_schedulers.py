@@ -1,4 +1,5 @@
-"""Many callers on one generative model: the serial and the continuous scheduler, on JAX and ONNX Runtime.
+"""Many callers on one generative model: the serial and the continuous scheduler, on JAX and ONNX Runtime
+(requests prefilled together on TensorFlow too).
 
 Each request's tokens are compared with the same request run alone through
 ``Generator.generate`` (same seed). A :class:`Gated` runner wraps the real
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -73,10 +74,20 @@ class Gated:
 class GatedSlots(Gated):
     """:class:`Gated` for a runner with slots."""
 
+    @property
+    def prefills_together(self) -> bool:
+        assert isinstance(self.inner, SlotRunner)
+        return self.inner.prefills_together
+
     def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> HostArray:
         self._hold(f"{function}@{slot}", batch)
         assert isinstance(self.inner, SlotRunner)
         return self.inner.prefill_slot(slot, function, batch)
+
+    def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> HostArray:
+        self._hold(f"{function}@{','.join(map(str, slots))}", batch)
+        assert isinstance(self.inner, SlotRunner)
+        return self.inner.prefill_slots(slots, function, batch)
 
     def step_first(self, function: str, batch: StepBatch) -> HostArray:
         self._hold(function, batch)
@@ -144,7 +155,10 @@ def model(request: pytest.FixtureRequest, models: dict[str, Path],
         bundle = gpt.save(root / "bundle", kind.startswith("serial"))
         if kind.endswith("onnx"):
             jaxport.to_onnx(bundle, root / "onnx")
-        models[kind] = bundle if kind.endswith("jax") else root / "onnx"
+        if kind.endswith("tf"):
+            pytest.importorskip("tensorflow", reason="TensorFlow is not installed (pip install 'jaxport[tf]')")
+            jaxport.convert(bundle, root / "tf", to="savedmodel")
+        models[kind] = bundle if kind.endswith("jax") else root / kind.split("-")[1]
     return kind, models[kind]
 
 
@@ -253,6 +267,53 @@ def test_a_request_joins_the_running_decode_at_the_next_step(model: tuple[str, P
     assert runner.steps[5][1] == ((4,), (2,))
 
 
+def joined_at_one_step(generator: jaxport.Generator, slots: int, requests: list[GenerationRequest]
+                       ) -> tuple[GatedSlots, list[tuple[list[int], FinishReason]]]:
+    """A request of the prompt ``[2]`` held at its prefill while ``requests`` queue, so that they join at the
+    next step together: the gated runner, and the tokens and finish of that request and of each of them."""
+    wrapped, runner = gated(generator)
+    assert isinstance(runner, GatedSlots)
+    scheduler = scheduler_for(wrapped, slots, 0)
+    try:
+        runner.gate.clear()
+        first = scheduler.submit(GenerationRequest((2,), 4))
+        until(runner.waiting.is_set, "the first prefill to wait")
+        streams = [scheduler.submit(r) for r in requests]
+        until(lambda: scheduler.stats().queued == len(requests), "the requests to queue")
+        runner.open()
+        return runner, [stream_tokens(s, WAIT) for s in [first] + streams]
+    finally:
+        runner.open()
+        scheduler.close(WAIT)
+
+
+#: Requests that join at one step: three prompts of 3 tokens (greedy and sampled, prefilled as one batch),
+#: then one of 1 token and one of 2 (alone each).
+TOGETHER = [GenerationRequest((1, 2, 3), 8), GenerationRequest((9, 8, 7), 7, SamplingOptions(8.0, 20, 0.95, seed=11)),
+            GenerationRequest((7,), 6), GenerationRequest((5, 1, 4), 5, SamplingOptions(8.0, seed=3)),
+            GenerationRequest((4, 5), 10, SamplingOptions(2.0, seed=5))]
+
+
+@pytest.mark.parametrize("model", ["continuous-jax", "continuous-onnx", "continuous-tf"], indirect=True)
+def test_requests_that_join_at_one_step_with_prompts_of_one_length_are_prefilled_as_one_batch(
+        model: tuple[str, Path]) -> None:
+    _, path = model
+    generator = jaxport.load_generator(path)
+    expected = [alone(generator, r) for r in TOGETHER]
+    assert [expected[0], expected[2]] == [gpt.reference(False, [1, 2, 3], 8), gpt.reference(False, [7], 6)]
+    runner, results = joined_at_one_step(generator, 8, TOGETHER)
+    assert runner.prefills_together
+    assert results == [(gpt.reference(False, [2], 4), FinishReason.LENGTH)] + [
+        (tokens, FinishReason.LENGTH if len(tokens) == r.max_new_tokens else FinishReason.STOP)
+        for tokens, r in zip(expected, TOGETHER)]
+    # The five came while the first prefill waited: taken at the next step, same lengths as one batch, in
+    # the order each length first came; the next decode runs all six.
+    prefills = [(f, p) for f, p in runner.steps if f.startswith("prefill")]
+    assert prefills == [("prefill@0", ((0,),)), ("prefill@1,2,4", ((0, 1, 2),) * 3), ("prefill@3", ((0,),)),
+                        ("prefill@5", ((0, 1),))]
+    assert [len(p) for f, p in runner.steps if f == "decode"][:2] == [1, 8]
+
+
 def test_a_runtime_that_fails_ends_the_request_with_an_error_and_the_next_one_runs(
         held_model: tuple[str, Scheduler, Gated]) -> None:
     kind, scheduler, runner = held_model
@@ -335,18 +396,21 @@ FIXED = 4
 
 @pytest.fixture(scope="module", params=["jax", "onnx"])
 def fixed_batch_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The positions model whose decode was exported for :data:`FIXED` rows (its prefill for any), on JAX or
-    converted to ONNX: a runtime whose decode runs every slot, whatever the slots in use."""
+    """The positions model whose decode was exported for :data:`FIXED` rows and its prefill for one (of any
+    length), on JAX or converted to ONNX: a runtime whose decode runs every slot, whatever the slots in use,
+    and whose prefill runs one request at a time."""
     import jax
 
     root = tmp_path_factory.mktemp(f"fixed-{request.param}")
     params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), gpt.make_params())
     one = jax.ShapeDtypeStruct((FIXED, 1), "int32")
-    decode = jaxport.export(jax.jit(gpt._positions_step))(  # noqa: SLF001 - the model, its decode's batch fixed
-        params, one, one, gpt.empty_cache(FIXED, shared_index=False))
+    step = jax.jit(gpt._positions_step)  # noqa: SLF001 - the model, its steps' batches fixed
+    decode = jaxport.export(step)(params, one, one, gpt.empty_cache(FIXED, shared_index=False))
+    length, = jaxport.symbolic_shape("s", constraints=(f"s <= {gpt.MAX_LENGTH}",))
+    row = jax.ShapeDtypeStruct((1, length), "int32")
+    prefill = jaxport.export(step)(params, row, row, gpt.empty_cache(1, shared_index=False))
     bundle = root / "bundle"
-    jaxport.save_bundle(bundle, {"prefill": gpt.export_steps(False)["prefill"], "decode": decode}, gpt.make_params(),
-                        generation=gpt.spec(False))
+    jaxport.save_bundle(bundle, {"prefill": prefill, "decode": decode}, gpt.make_params(), generation=gpt.spec(False))
     if request.param == "jax":
         return bundle
     jaxport.to_onnx(bundle, root / "onnx")
@@ -376,3 +440,12 @@ def test_a_decode_of_a_fixed_batch_runs_every_slot_and_each_request_gets_its_tok
     assert results == [(gpt.reference(False, list(r.prompt), r.max_new_tokens), FinishReason.LENGTH) for r in requests]
     rows = [len(p) for f, p in runner.steps if f == "decode"]
     assert rows[:2] == [1, 1] and FIXED in rows and 2 in rows  # fewer rows than the decode's batch, and all
+
+
+def test_a_prefill_of_one_row_prefills_requests_that_join_together_one_at_a_time(fixed_batch_model: Path) -> None:
+    requests = [GenerationRequest((1, 2, 3), 8), GenerationRequest((9, 8, 7), 7), GenerationRequest((5, 1, 4), 5)]
+    runner, results = joined_at_one_step(jaxport.load_generator(fixed_batch_model), FIXED, requests)
+    assert not runner.prefills_together
+    assert results == [(gpt.reference(False, list(r.prompt), r.max_new_tokens), FinishReason.LENGTH)
+                       for r in [GenerationRequest((2,), 4)] + requests]
+    assert [f for f, _ in runner.steps if f.startswith("prefill")] == [f"prefill@{slot}" for slot in range(4)]

@@ -41,6 +41,23 @@ def host_inputs(kinds: Sequence[StepInput], dtypes: Sequence[str], ranks: Sequen
     return made
 
 
+def any_batch(kinds: Sequence[StepInput], shapes: Sequence[Sequence[object]]) -> bool:
+    """Whether a step whose inputs are ``kinds`` and whose flat arguments (after the weights) have
+    ``shapes`` takes any number of rows: its tokens' first dimension is symbolic (neither an int nor
+    the digits of one, as a converted manifest writes it).
+
+    >>> any_batch([StepInput.CACHE, StepInput.TOKENS], [("b", 4), ("b", 4), ("b", "s")])
+    True
+    >>> any_batch([StepInput.TOKENS, StepInput.CACHE], [(1, "s"), (1, 4)]), any_batch([StepInput.TOKENS], [("1",)])
+    (False, False)
+    """
+    at = list(kinds).index(StepInput.TOKENS)
+    if StepInput.CACHE in kinds[:at]:
+        at += len(shapes) - len(kinds)
+    first = shapes[at][0]
+    return not (isinstance(first, int) or str(first).isdigit())
+
+
 def step_arrays(batch: StepBatch, inputs: Sequence[HostInput]) -> list[np.ndarray]:
     """The arrays of ``inputs`` for ``batch``, in order.
 

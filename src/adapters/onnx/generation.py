@@ -8,8 +8,9 @@ out, and only the logits come back as NumPy. The cache's outputs are bound
 to a second set of buffers of the same shapes, and the two sets swap at each
 step: no cache is allocated, and none converted to NumPy, during the loop.
 Each buffer is host memory wrapped by its ``OrtValue``, so a request that joins
-a running batch (:meth:`OnnxStepRunner.prefill_slot`) has its one-row cache
-copied into its row of the held cache in place, and a decode over the first rows alone
+a running batch (:meth:`OnnxStepRunner.prefill_slots`; those that join together
+in one run where the prefill takes any batch) has its cache row copied into its
+slot of the held cache in place, and a decode over the first rows alone
 (:meth:`OnnxStepRunner.step_first`) binds views of those rows where the batch axis is each leaf's first.
 """
 
@@ -23,7 +24,7 @@ import numpy as np
 # runtime.py first: without the extra, it raises the MissingExtraError that names it.
 from jaxport.adapters.onnx.runtime import OnnxTargetRuntime, _onnx_runtime_errors
 import onnxruntime as ort
-from jaxport.adapters.numpy.steps import HostInput, host_inputs, last_logits, step_arrays
+from jaxport.adapters.numpy.steps import HostInput, any_batch, host_inputs, last_logits, step_arrays
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
@@ -41,6 +42,7 @@ class OnnxStepRunner:
 
     Attributes:
         cache: the cache's leaves, ``OrtValue``\\ s, after the last step (None before :meth:`start`).
+        prefills_together: whether :meth:`prefill_slots` takes several rows (the prefill takes any batch).
 
     Raises:
         ArtifactError: ONNX Runtime cannot open a step's model.
@@ -56,13 +58,16 @@ class OnnxStepRunner:
             self._steps[name] = _Step(name, runtime.session(function.variants[0].file), kinds, sig.input_names,
                                       sig.output_names)
         decode = manifest.function(spec.decode)
+        prefill = manifest.function(spec.prefill)
+        shapes = [a.shape for a in prefill.signature.in_avals]
+        self.prefills_together = any_batch(dict(spec.steps)[spec.prefill], shapes) and not prefill.variants[0].dims
         # A decode exported for a fixed batch, or converted for one (a variant's dims), runs every row.
         self._sliced = (all(leaf.batch_axis == 0 for leaf in spec.cache) and decode.signature.is_symbolic
                         and not decode.variants[0].dims)
         self.cache: list[Any] | None = None
         self._spare: list[Any] = []
         self._held = _Buffers([], [], 0)  # the host memory under ``cache``, then under the spare set
-        self._one: _Buffers | None = None  # a one-row cache in and out, for :meth:`prefill_slot`
+        self._empty: dict[int, _Buffers] = {}  # per row count, an empty cache in and out, for :meth:`prefill_slots`
 
     def start(self, batch: int) -> None:
         """Two sets of cache buffers for ``batch`` rows in ONNX Runtime: the empty cache, and where
@@ -79,21 +84,26 @@ class OnnxStepRunner:
         return last_logits(logits, batch.last)
 
     def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
-        """Runs the prefill on ``batch`` (one row) over an empty one-row cache (buffers of its own,
-        made once) and copies that row into row ``slot`` of the held cache's buffers, in place."""
+        """:meth:`prefill_slots` of one row."""
+        return self.prefill_slots([slot], function, batch)
+
+    def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the prefill on ``batch`` (a row per slot) over an empty cache of as many rows (buffers of
+        its own, made once per row count) and copies each row into its slot of the held cache's buffers,
+        in place."""
         axes = [leaf.batch_axis for leaf in self._spec.cache if leaf.batch_axis is not None]
         if len(axes) < len(self._spec.cache):
             raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
                                                   "shared, so a request cannot take one row of its own")
-        if self._one is None:
-            self._one = _Buffers.empty(self._spec, 1)
-        assert self.cache is not None
-        empty, written = self._one.values()
-        logits = self._steps[function].run(batch, empty, written)
-        for whole, row, axis in zip(self._held.arrays, self._one.spare, axes):
-            np.moveaxis(whole, axis, 0)[slot] = np.moveaxis(row, axis, 0)[0]
+        assert self.cache is not None and (len(slots) == 1 or self.prefills_together)
+        empty = self._empty.get(len(slots))
+        if empty is None:
+            empty = self._empty[len(slots)] = _Buffers.empty(self._spec, len(slots))
+        logits = self._steps[function].run(batch, *empty.values())
+        for whole, rows, axis in zip(self._held.arrays, empty.spare, axes):
+            for i, slot in enumerate(slots):
+                np.moveaxis(whole, axis, 0)[slot] = np.moveaxis(rows, axis, 0)[i]
         return last_logits(logits, batch.last)
-
 
     def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held: over

@@ -6,18 +6,19 @@ the function's serving signature (:meth:`TfRuntime.tensors`) with the tokens,
 positions and mask made on the host and the cache's leaves as the tensors
 that the previous step returned: the cache stays where TensorFlow put it
 (its device), and only the logits come back as NumPy. A request that joins
-a running batch (:meth:`TfStepRunner.prefill_slot`) has its one-row cache
-written into its row by TensorFlow (a new cache, once per request; tensors
-are immutable).
+a running batch (:meth:`TfStepRunner.prefill_slots`; those that join together
+in one run where the prefill takes any batch) has its cache row written into
+its slot by TensorFlow (a new cache, once per prefill; tensors are immutable).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from jaxport.adapters.numpy.steps import HostInput, flat_step, host_inputs, last_logits
+from jaxport.adapters.numpy.steps import HostInput, any_batch, flat_step, host_inputs, last_logits
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
@@ -37,16 +38,20 @@ class TfStepRunner:
 
     Attributes:
         cache: the cache's leaves, TensorFlow's tensors, after the last step (empty before :meth:`start`).
+        prefills_together: whether :meth:`prefill_slots` takes several rows (the prefill takes any batch).
     """
 
     def __init__(self, runtime: TfRuntime, manifest: ConvertedManifest, spec: GenerationSpec) -> None:
         self._runtime = runtime
         self._spec = spec
         self._inputs: dict[str, list[HostInput]] = {}
+        self.prefills_together = False
         for name, kinds in spec.steps:
             sig = manifest.function(name).signature
             self._inputs[name] = host_inputs(kinds, [a.dtype.value for a in sig.in_avals],
                                              [len(a.shape) for a in sig.in_avals])
+            if name == spec.prefill:
+                self.prefills_together = any_batch(kinds, [a.shape for a in sig.in_avals])
         self.cache: list[Any] = []
         self._rows = 0
 
@@ -72,20 +77,30 @@ class TfStepRunner:
         return self.step(function, padded_rows(batch, self._rows))[:len(batch.tokens)]
 
     def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
-        """Runs the prefill on ``batch`` (one row) over an empty one-row cache and writes that row into
-        row ``slot`` of the cache held (the other rows as they were)."""
+        """:meth:`prefill_slots` of one row."""
+        return self.prefill_slots([slot], function, batch)
+
+    def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the prefill on ``batch`` (a row per slot) over an empty cache of as many rows and writes
+        each row into its slot of the cache held (the other rows as they were)."""
         axes = [leaf.batch_axis for leaf in self._spec.cache if leaf.batch_axis is not None]
         if len(axes) < len(self._spec.cache):
             raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
                                                   "shared, so a request cannot take one row of its own")
-        held, rows = self.cache, self._rows
-        self.start(1)
-        self._rows = rows
-        results = self._runtime.tensors(function, flat_step(batch, self._inputs[function], self.cache))
+        assert self._spec.max_length is not None and (len(slots) == 1 or self.prefills_together)
+        zeros = _tf().zeros
+        empty = [zeros(leaf.empty_shape(len(slots), self._spec.max_length), leaf.dtype) for leaf in self._spec.cache]
+        results = self._runtime.tensors(function, flat_step(batch, self._inputs[function], empty))
+        source = {slot: i for i, slot in enumerate(slots)}
         concat = _tf().concat
         with _tensorflow_errors(function):
-            self.cache = [concat([whole[(slice(None),) * axis + (slice(None, slot),)], row,
-                                  whole[(slice(None),) * axis + (slice(slot + 1, None),)]], axis)
-                          for whole, row, axis in zip(held, results[1:], axes)]
+            self.cache = [concat([_row(new, source[s], axis) if s in source else _row(whole, s, axis)
+                                  for s in range(self._rows)], axis)
+                          for whole, new, axis in zip(self.cache, results[1:], axes)]
             logits = results[0].numpy()
         return last_logits(logits, batch.last)
+
+
+def _row(tensor: Any, index: int, axis: int) -> Any:
+    """Row ``index`` of ``tensor`` along ``axis``, the axis kept."""
+    return tensor[(slice(None),) * axis + (slice(index, index + 1),)]

@@ -3,8 +3,10 @@
 For a model whose rows run at their own positions and a runner with slots
 (:class:`~jaxport.domain.generation.ports.SlotRunner`): the worker holds a
 cache of ``max_slots`` rows. Before each decode step, each free slot takes the
-oldest queued request: its prefill runs alone (one row) and its cache row is
-copied into the slot, and it decodes with the others from the next step on. A
+oldest queued request: its prefill runs (one row; the requests taken at one
+step whose prompts have one length as one batch, where the runner's prefill
+takes any batch) and its cache row is copied into the slot, and it decodes
+with the others from the next step on. A
 request that ends (a stop token, its length, cancelled) frees its slot for the
 next one. Each request picks its tokens with a sampler of its own seed, from
 its own row of the logits: its tokens are those of ``generate`` run alone.
@@ -18,10 +20,10 @@ from dataclasses import dataclass
 from jaxport.application.generation.admission import Job, WorkerScheduler, check_count, model_failed
 from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError
-from jaxport.domain.generation.ports import Sampler, SlotRunner
+from jaxport.domain.generation.ports import Sampler, SlotRunner, StepBatch
 from jaxport.domain.ports import HostArray
 from jaxport.domain.generation.scheduling import FinishReason
-from jaxport.domain.generation.slots import decode_rows, slot_decode, slot_prefill
+from jaxport.domain.generation.slots import decode_rows, joined, same_length, slot_decode, slot_prefill
 
 
 @dataclass(slots=True)
@@ -75,31 +77,52 @@ class ContinuousScheduler(WorkerScheduler):
             self._decode()
 
     def _admit(self) -> None:
-        """Each free slot takes the oldest queued request (waiting for one while no slot is held)."""
-        for slot in range(len(self._rows)):
-            if self._rows[slot] is None:
-                job = self._take(block=all(row is None for row in self._rows))
-                if job is None:
-                    return
-                self._join(slot, job)
+        """Each free slot takes the oldest queued request (waiting for one while no slot is held), and
+        the requests taken are prefilled into their slots."""
+        free = [slot for slot, row in enumerate(self._rows) if row is None]
+        taken: list[tuple[int, Job]] = []
+        while len(taken) < len(free):
+            job = self._take(block=not taken and len(free) == len(self._rows))
+            if job is None:
+                break
+            if job.cancelled.is_set():
+                job.finish(FinishReason.CANCELLED)
+                self._release(time.monotonic())
+                continue
+            taken.append((free[len(taken)], job))
+        if taken:
+            self._join(taken)
 
-    def _join(self, slot: int, job: Job) -> None:
-        """Prefills ``job`` into ``slot`` and picks its first token."""
-        r = job.request
-        if job.cancelled.is_set():
-            job.finish(FinishReason.CANCELLED)
-            self._release(time.monotonic())
-            return
+    def _join(self, taken: list[tuple[int, Job]]) -> None:
+        """Prefills each job into its slot, and each picks its first token from its row of the logits."""
         spec = self._generator.spec
-        self._rows[slot] = _Row(job, self._generator.samplers(r.options.seed), frozenset(spec.eos_ids + r.stop),
-                                time.monotonic(), len(r.prompt))
-        try:
-            layout = self._generator.check([r.prompt], r.max_new_tokens, r.options, r.stop)
-            logits = self._runner.prefill_slot(slot, spec.prefill, slot_prefill(spec, r.prompt, layout))
-        except Exception as exc:
-            self._fail_all(exc)
-            return
-        self._advance(slot, logits, 0)
+        batches: dict[int, StepBatch] = {}
+        for slot, job in taken:
+            r = job.request
+            self._rows[slot] = _Row(job, self._generator.samplers(r.options.seed),
+                                    frozenset(spec.eos_ids + r.stop), time.monotonic(), len(r.prompt))
+        for group in same_length([(slot, job.request.prompt) for slot, job in taken]):
+            try:
+                for slot, job in taken:
+                    if slot in group:
+                        r = job.request
+                        layout = self._generator.check([r.prompt], r.max_new_tokens, r.options, r.stop)
+                        batches[slot] = slot_prefill(spec, r.prompt, layout)
+                picks = self._prefill(group, batches)
+            except Exception as exc:
+                self._fail_all(exc)
+                return
+            for slot, logits, index in picks:
+                self._advance(slot, logits, index)
+
+    def _prefill(self, group: list[int], batches: dict[int, StepBatch]) -> list[tuple[int, HostArray, int]]:
+        """The prefills of ``group``'s slots (prompts of one length): one batch where the runner takes
+        several rows, else one row at a time; each slot's logits and the index of its row in them."""
+        prefill = self._generator.spec.prefill
+        if len(group) > 1 and self._runner.prefills_together:
+            logits = self._runner.prefill_slots(group, prefill, joined([batches[slot] for slot in group]))
+            return [(slot, logits, i) for i, slot in enumerate(group)]
+        return [(slot, self._runner.prefill_slot(slot, prefill, batches[slot]), 0) for slot in group]
 
     def _decode(self) -> None:
         """One decode step over the first slots that hold every request (:func:`decode_rows`: a free slot

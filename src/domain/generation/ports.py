@@ -82,6 +82,18 @@ class SlotRunner(StepRunner, Protocol):
         and gives the float logits of ``batch.last``: ``(1, vocab)``."""
         ...
 
+    @property
+    def prefills_together(self) -> bool:
+        """Whether :meth:`prefill_slots` takes more than one row: the prefill runs on any batch."""
+        ...
+
+    def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> HostArray:
+        """:meth:`prefill_slot` of ``batch``'s rows (one per slot, prompts of one length) as one batch over
+        an empty cache of that many rows, row ``i``'s cache copied into row ``slots[i]`` of the cache held;
+        the float logits of ``batch.last``: ``(len(slots), vocab)``. More than one row only where
+        :attr:`prefills_together`."""
+        ...
+
     def step_first(self, function: str, batch: StepBatch) -> HostArray:
         """:meth:`step` (the decode) over the first ``len(batch.tokens)`` rows of the cache held alone,
         fewer than :meth:`start` made, the step costing what a batch of that many rows costs. The other

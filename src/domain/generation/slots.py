@@ -2,8 +2,10 @@
 
 For a model whose rows run at their own positions
 (:func:`~jaxport.domain.generation.loop.per_row`): a request's prefill runs
-alone, as one row (:func:`slot_prefill`), and its cache row is copied into a
-free slot; each decode then runs the first slots that hold every request
+as one row (:func:`slot_prefill`), those of requests that join at one step
+with prompts of one length as one batch of rows (:func:`same_length`,
+:func:`joined`), and each cache row is copied into a free slot; each decode
+then runs the first slots that hold every request
 (:func:`decode_rows`, :func:`slot_decode`), a free
 slot the pad token at position 0, a write into its own row that the next
 request to take the slot overwrites.
@@ -28,6 +30,30 @@ def slot_prefill(spec: GenerationSpec, prompt: Sequence[int], layout: Layout) ->
     """
     assert spec.max_length is not None
     return prefill_batch([prompt], Rows((len(prompt),), layout.length, layout.padding, spec.max_length), spec.pad_id)
+
+
+def same_length(prompts: Sequence[tuple[int, Sequence[int]]]) -> list[list[int]]:
+    """The slots of ``(slot, prompt)`` pairs grouped by their prompt's length, in the order each length
+    first comes: the prefills that can run as one batch, each row as it runs alone.
+
+    >>> same_length([(0, [1, 2]), (1, [3]), (2, [4, 5]), (3, [6, 7, 8])])
+    [[0, 2], [1], [3]]
+    """
+    groups: dict[int, list[int]] = {}
+    for slot, prompt in prompts:
+        groups.setdefault(len(prompt), []).append(slot)
+    return list(groups.values())
+
+
+def joined(batches: Sequence[StepBatch]) -> StepBatch:
+    """The rows of ``batches`` (of one token length) as one batch, in order.
+
+    >>> joined([StepBatch(((5, 6),), ((0, 1),), (), (1,)), StepBatch(((7, 8),), ((0, 1),), (), (1,))])
+    StepBatch(tokens=((5, 6), (7, 8)), positions=((0, 1), (0, 1)), mask=(), last=(1, 1))
+    """
+    return StepBatch(tuple(row for b in batches for row in b.tokens),
+                     tuple(row for b in batches for row in b.positions),
+                     tuple(row for b in batches for row in b.mask), tuple(i for b in batches for i in b.last))
 
 
 def decode_rows(held: Sequence[bool]) -> int:
@@ -66,7 +92,8 @@ def slot_decode(spec: GenerationSpec, rows: Sequence[tuple[int, int] | None]) ->
 
 def padded_rows(batch: StepBatch, rows: int) -> StepBatch:
     """``batch`` (a decode over the first slots) grown to ``rows`` rows by repeating its last: for a runtime
-    that runs every slot, whose slots past ``batch``'s hold no request (their writes are dropped).
+    that runs every slot, whose slots past ``batch``'s hold no request (their writes are dropped); or a
+    prefill grown to a row count that a runtime compiled for, the repeated row written into its own slot.
 
     >>> padded_rows(StepBatch(((4,),), ((2,),), ((1, 1, 1),), (0,)), 2)
     StepBatch(tokens=((4,), (4,)), positions=((2,), (2,)), mask=((1, 1, 1), (1, 1, 1)), last=(0, 0))

@@ -6,8 +6,9 @@ is ``jax.jit`` of the bundle's function with the cache donated
 (``donate_argnums``), so XLA writes the new cache into the old one's buffers
 (the module's results alias the donated inputs of the same shape) and the
 old cache's arrays are deleted after each step. Where requests join a running
-batch (:meth:`JaxStepRunner.prefill_slot`), a request's prefill runs over a
-one-row cache and its row is written into the held cache in the same jitted call, and a decode over the
+batch (:meth:`JaxStepRunner.prefill_slots`), the prefill of requests that join together runs over an
+empty cache of their rows, each row written into its slot of the held cache in the same jitted call
+(compiled once per row count), and a decode over the
 first rows alone (:meth:`JaxStepRunner.step_first`) runs on a slice of the cache written back in place, in
 one jitted call too (compiled once per row count). The step also picks each
 row's logits at its last token on the device, so only ``(rows, vocab)``
@@ -37,6 +38,7 @@ class JaxStepRunner:
 
     Attributes:
         cache: the cache's flat leaves after the last step (None before :meth:`start`).
+        prefills_together: whether :meth:`prefill_slots` takes several rows (the prefill takes any batch).
     """
 
     def __init__(self, bundle: Bundle, spec: GenerationSpec) -> None:
@@ -44,10 +46,11 @@ class JaxStepRunner:
         self._params = bundle.params
         made = {name: _step(bundle.functions[name], bundle.manifest.function(name).takes_params, inputs)
                 for name, inputs in spec.steps}
-        self._steps = {name: (jax.jit(run, donate_argnums=(2,)), arrays) for name, (run, arrays) in made.items()}
-        run, arrays = made[spec.prefill]
-        into = _into_slot(run, spec)
+        self._steps = {name: (jax.jit(run, donate_argnums=(2,)), arrays) for name, (run, arrays, _) in made.items()}
+        run, arrays, any_batch = made[spec.prefill]
+        into = _into_slots(run, spec)
         self._slot = None if into is None else (jax.jit(into, donate_argnums=(2,)), arrays)
+        self.prefills_together = into is not None and any_batch
         first = _first_rows(made[spec.decode][0], spec)
         symbolic = any(not isinstance(d, int) for a in bundle.functions[spec.decode].in_avals for d in a.shape)
         self._first = None if first is None or not symbolic else (jax.jit(first, donate_argnums=(2,)),
@@ -74,17 +77,25 @@ class JaxStepRunner:
         return np.asarray(logits)
 
     def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
-        """Runs the prefill on ``batch`` (one row) over an empty cache of one row and writes that row
-        into row ``slot`` of the cache held, donated (one jitted call: the other rows stay in place)."""
+        """:meth:`prefill_slots` of one row."""
+        return self.prefill_slots([slot], function, batch)
+
+    def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> np.ndarray:
+        """Runs the prefill on ``batch`` (a row per slot) over an empty cache of as many rows and writes
+        each row into its slot of the cache held, donated (one jitted call: the other rows stay in place).
+        The rows are rounded up to a power of two, the last repeated into its own slot, so that a prompt
+        length compiles a few row counts, not one per count."""
         if self._slot is None:
             raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
                                                   "shared, so a request cannot take one row of its own")
         assert function == self._spec.prefill and self.cache is not None
+        assert len(slots) == 1 or self.prefills_together
+        rows = 1 << (len(slots) - 1).bit_length()
+        padded = padded_rows(batch, rows)
         jitted, arrays = self._slot
-        logits, self.cache = jitted(self._params, arrays(batch), self.cache, np.asarray(batch.last, np.int32),
-                                    np.int32(slot))
-        return np.asarray(logits)
-
+        logits, self.cache = jitted(self._params, arrays(padded), self.cache, np.asarray(padded.last, np.int32),
+                                    np.asarray(list(slots) + [slots[-1]] * (rows - len(slots)), np.int32))
+        return np.asarray(logits)[:len(slots)]
 
     def step_first(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs the decode on ``batch`` and the first ``len(batch.tokens)`` rows of the cache held, donated
@@ -120,27 +131,34 @@ def _first_rows(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., 
     return first
 
 
-def _into_slot(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any] | None:
-    """``run`` (a prefill) over an empty one-row cache, its cache written into one row of a larger one
-    (None where a cache leaf has no batch axis: its rows cannot be told apart)."""
-    assert spec.max_length is not None
-    shapes = [(leaf.empty_shape(1, spec.max_length), leaf.dtype) for leaf in spec.cache]
+def _into_slots(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any] | None:
+    """``run`` (a prefill) over an empty cache of as many rows as it has slots, each row of that cache
+    written into its slot of a larger one (None where a cache leaf has no batch axis: its rows cannot be
+    told apart)."""
+    max_length = spec.max_length
+    assert max_length is not None
     axes = [leaf.batch_axis for leaf in spec.cache if leaf.batch_axis is not None]
-    if len(axes) < len(shapes):
+    if len(axes) < len(spec.cache):
         return None
 
-    def into(params: Any, arrays: list[jax.Array], cache: list[jax.Array], last: jax.Array, slot: jax.Array
+    def into(params: Any, arrays: list[jax.Array], cache: list[jax.Array], last: jax.Array, slots: jax.Array
              ) -> tuple[jax.Array, list[jax.Array]]:
-        logits, row = run(params, arrays, [jnp.zeros(shape, dtype) for shape, dtype in shapes], last)
-        return logits, [jax.lax.dynamic_update_slice_in_dim(whole, new, slot, axis)
-                        for whole, new, axis in zip(cache, row, axes)]
+        rows = slots.shape[0]
+        logits, new = run(params, arrays, [jnp.zeros(leaf.empty_shape(rows, max_length), leaf.dtype)
+                                           for leaf in spec.cache], last)
+        for i in range(rows):
+            cache = [jax.lax.dynamic_update_slice_in_dim(whole, jax.lax.slice_in_dim(part, i, i + 1, axis=axis),
+                                                         slots[i], axis)
+                     for whole, part, axis in zip(cache, new, axes)]
+        return logits, cache
 
     return into
 
 
 def _step(exported: Exported, takes_params: bool, inputs: Sequence[StepInput]
-          ) -> tuple[Callable[..., Any], Callable[[StepBatch], list[np.ndarray]]]:
-    """The step of ``exported`` (to be jitted) and the maker of its non-cache inputs from a batch."""
+          ) -> tuple[Callable[..., Any], Callable[[StepBatch], list[np.ndarray]], bool]:
+    """The step of ``exported`` (to be jitted), the maker of its non-cache inputs from a batch, and
+    whether it takes any batch (its tokens' first dimension is symbolic)."""
     args_tree = exported.in_tree.children()[0].children()
     skip = 1 if takes_params else 0
     cache_tree = args_tree[skip + list(inputs).index(StepInput.CACHE)]
@@ -164,4 +182,5 @@ def _step(exported: Exported, takes_params: bool, inputs: Sequence[StepInput]
     def arrays(batch: StepBatch) -> list[np.ndarray]:
         return step_arrays(batch, [(kind, str(aval.dtype), len(aval.shape)) for kind, aval in kinds])
 
-    return run, arrays
+    any_batch = any(kind is StepInput.TOKENS and not isinstance(aval.shape[0], int) for kind, aval in kinds)
+    return run, arrays, any_batch
