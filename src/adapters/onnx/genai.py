@@ -21,6 +21,7 @@ from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.generation.genai import DETAILS_KEY, GENAI_CONFIG, GENAI_MODEL, GenAIPlan, plan_genai
 
 from .check import check_file
+from .optimize import rename_values
 
 
 def write_genai(staging: str, spec: GenerationSpec, prefill: Signature, model: onnx.ModelProto,
@@ -49,18 +50,6 @@ def _renamed(model: onnx.ModelProto, plan: GenAIPlan) -> onnx.ModelProto:
     graph = copy.graph
     for value in (*graph.input, *graph.output):
         value.name = renames.get(value.name, value.name)
-    _rename_uses(graph, renames)
+    rename_values(graph, renames)
     return copy
 
-
-def _rename_uses(graph: onnx.GraphProto, renames: dict[str, str]) -> None:
-    """Renames every node input and output of ``graph`` and its subgraphs (an outer name is seen inside)."""
-    for node in graph.node:
-        for names in (node.input, node.output):
-            for i, name in enumerate(names):
-                names[i] = renames.get(name, name)
-        for attribute in node.attribute:
-            if attribute.HasField("g"):
-                _rename_uses(attribute.g, renames)
-            for sub in attribute.graphs:
-                _rename_uses(sub, renames)

@@ -165,23 +165,24 @@ def outputs_in_place(graph: onnx.GraphProto) -> None:
     kept = [n for n in graph.node if id(n) not in dropped]
     del graph.node[:]
     graph.node.extend(kept)
-    for copy in dropped.values():
-        _rename(graph, copy.input[0], copy.output[0])
+    if dropped:
+        rename_values(graph, {copy.input[0]: copy.output[0] for copy in dropped.values()})
 
 
-def _rename(graph: onnx.GraphProto, old: str, new: str) -> None:
-    """The value ``old`` named ``new`` wherever ``graph`` makes or reads it (its subgraphs too)."""
+def rename_values(graph: onnx.GraphProto, names: dict[str, str]) -> None:
+    """Each value ``old`` of ``names`` named ``names[old]`` wherever ``graph``'s nodes make or read it (in
+    its subgraphs too: an outer name is seen inside) and in its ``value_info``, in one walk."""
     for node in graph.node:
-        for names in (node.input, node.output):
-            for k, name in enumerate(names):
-                if name == old:
-                    names[k] = new
+        for values in (node.input, node.output):
+            for k, name in enumerate(values):
+                if name in names:
+                    values[k] = names[name]
         for attribute in node.attribute:
             for sub in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-                _rename(sub, old, new)
+                rename_values(sub, names)
     for info in graph.value_info:
-        if info.name == old:
-            info.name = new
+        if info.name in names:
+            info.name = names[info.name]
 
 
 def prune(graph: onnx.GraphProto) -> None:
