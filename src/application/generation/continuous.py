@@ -101,13 +101,13 @@ class ContinuousScheduler(WorkerScheduler):
             r = job.request
             self._rows[slot] = _Row(job, self._generator.samplers(r.options.seed),
                                     frozenset(spec.eos_ids + r.stop), time.monotonic(), len(r.prompt))
-        for group in same_length([(slot, job.request.prompt) for slot, job in taken]):
+        requests = {slot: job.request for slot, job in taken}
+        for group in same_length([(slot, r.prompt) for slot, r in requests.items()]):
             try:
-                for slot, job in taken:
-                    if slot in group:
-                        r = job.request
-                        layout = self._generator.check([r.prompt], r.max_new_tokens, r.options, r.stop)
-                        batches[slot] = slot_prefill(spec, r.prompt, layout)
+                for slot in group:
+                    r = requests[slot]
+                    layout = self._generator.check([r.prompt], r.max_new_tokens, r.options, r.stop)
+                    batches[slot] = slot_prefill(spec, r.prompt, layout)
                 picks = self._prefill(group, batches)
             except Exception as exc:
                 self._fail_all(exc)
