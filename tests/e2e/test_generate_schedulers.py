@@ -79,11 +79,6 @@ class GatedSlots(Gated):
         assert isinstance(self.inner, SlotRunner)
         return self.inner.prefills_together
 
-    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> HostArray:
-        self._hold(f"{function}@{slot}", batch)
-        assert isinstance(self.inner, SlotRunner)
-        return self.inner.prefill_slot(slot, function, batch)
-
     def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> HostArray:
         self._hold(f"{function}@{','.join(map(str, slots))}", batch)
         assert isinstance(self.inner, SlotRunner)

@@ -1,4 +1,5 @@
-"""The generative model behind the OpenAI endpoints, on fake ports: requests checked in OpenAI's terms, stop texts."""
+"""The generative model behind the OpenAI endpoints, on fake ports: requests checked once (by the scheduler) and
+named in OpenAI's terms, stop texts."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pytest
 
 from jaxport.domain.errors import GenerationError
+from jaxport.domain.generation.loop import check_request
 from jaxport.domain.generation.scheduling import (
     FinishReason, GenerationRequest, RequestStream, SchedulerStats, StreamEvent
 )
@@ -45,9 +47,15 @@ class FakeStream:
 
 
 class FakeScheduler:
+    """Checks each request as the real ones do (with the prompt lengths compiled), on submit."""
+
     continuous = False
 
+    def __init__(self, spec: GenerationSpec) -> None:
+        self.spec = spec
+
     def submit(self, request: GenerationRequest) -> RequestStream:
+        check_request(self.spec, [request.prompt], request.max_new_tokens, request.options, request.stop, [4, 8])
         return FakeStream([])
 
     def stats(self) -> SchedulerStats:
@@ -64,7 +72,7 @@ def _model(text: bool = True) -> GenerativeModel:
     def render(messages: Sequence[Mapping[str, str]]) -> str:
         return "".join(m["content"] for m in messages)
 
-    return GenerativeModel("m", spec, FakeCodec() if text else None, render if text else None, FakeScheduler())
+    return GenerativeModel("m", spec, FakeCodec() if text else None, render if text else None, FakeScheduler(spec))
 
 
 def test_a_request_is_checked_and_runs_to_the_end_of_the_cache_by_default() -> None:
@@ -77,7 +85,7 @@ def test_a_request_is_checked_and_runs_to_the_end_of_the_cache_by_default() -> N
     ("abc", None, None, False, r"prompt: text needs a tokenizer"),
     ([1], None, "c", False, r"stop: text needs a tokenizer"),
     (list(range(9)), None, None, True, r"prompt: 9 tokens are more than the cache holds \(8\)"),
-    ([1, 2], 8, None, True, r"max_tokens: a prompt of 2 tokens and 8 new ones need 9 cache slots"),
+    ([1, 2], 6, None, True, r"max_tokens: a prompt of 4 tokens and 6 new ones need 9 cache slots"),
     ([1, 12], None, None, True, r"prompt"),
     ([1], None, [12], True, r"stop"),
     ([1], None, "", True, r"stop: a stop text is empty"),
@@ -86,8 +94,9 @@ def test_a_request_is_checked_and_runs_to_the_end_of_the_cache_by_default() -> N
 def test_a_bad_request_names_its_field_in_openais_terms(prompt: str | list[int], max_tokens: int | None,
                                                         stop: str | list[int] | None, text: bool,
                                                         message: str) -> None:
+    model = _model(text)
     with pytest.raises(GenerationError, match=message):
-        _model(text).prepare(prompt, max_tokens, temperature=1.0, top_p=1.0, seed=None, stop=stop)
+        model.submit(model.prepare(prompt, max_tokens, temperature=1.0, top_p=1.0, seed=None, stop=stop))
 
 
 def test_a_stop_text_across_tokens_ends_the_text_where_it_begins_and_cancels_the_stream() -> None:
@@ -107,3 +116,18 @@ def test_without_a_tokenizer_pieces_carry_ids_and_the_reason_it_ended() -> None:
     assert list(model.pieces(prepared, FakeStream([5, 6]), 0.1)) == [Piece(5), Piece(6), Piece(None, finish="length")]
     with pytest.raises(GenerationError, match="messages: the model 'm' has no chat template"):
         model.render_chat([{"role": "user", "content": "x"}])
+
+
+class FakeByteCodec(FakeCodec):
+    """One token per UTF-8 byte, as byte-level BPE writes CJK and emoji."""
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return bytes(ids).decode(errors="replace")
+
+
+def test_a_character_that_spans_tokens_comes_whole_with_the_token_that_completes_it() -> None:
+    spec = GenerationSpec(vocab_size=256, max_length=8, cache=(CacheLeaf("tok", "int32", ("b", 8), 0, 1),))
+    model = GenerativeModel("m", spec, FakeByteCodec(), None, FakeScheduler(spec))
+    prepared = model.prepare([1], 4, temperature=0.0, top_p=1.0, seed=None, stop=None)
+    pieces = list(model.pieces(prepared, FakeStream(list("日".encode()) + [0xe6]), 0.1))
+    assert pieces == [Piece(0xe6), Piece(0x97), Piece(0xa5, "日"), Piece(0xe6), Piece(None, "\ufffd", finish="length")]

@@ -7,11 +7,14 @@ import pytest
 
 from jaxport.application.generation.admission import Job
 from jaxport.domain.errors import GenerationError
+from jaxport.domain.generation.loop import Layout, Padding
 from jaxport.domain.generation.scheduling import FinishReason, GenerationRequest, StreamEvent
+
+ONE = Layout(Padding.NONE, 1)
 
 
 def test_listen_wakes_at_once_for_an_event_waiting_then_after_each_event() -> None:
-    job = Job(GenerationRequest((1,), 3), lambda _: None)
+    job = Job(GenerationRequest((1,), 3), ONE, lambda _: None)
     woken: list[int] = []
     job.emit(5)
     job.listen(lambda: woken.append(len(woken)))
@@ -22,11 +25,11 @@ def test_listen_wakes_at_once_for_an_event_waiting_then_after_each_event() -> No
     assert len(woken) == 3
     assert [job.next(0.0) for _ in range(3)] == [StreamEvent(5), StreamEvent(6), StreamEvent(None, FinishReason.LENGTH)]
     with pytest.raises(TimeoutError):
-        Job(GenerationRequest((1,), 3), lambda _: None).next(0.0)  # nothing ready: no wait
+        Job(GenerationRequest((1,), 3), ONE, lambda _: None).next(0.0)  # nothing ready: no wait
 
 
 def test_listen_wakes_for_a_failure_and_for_an_end_already_read() -> None:
-    job = Job(GenerationRequest((1,), 3), lambda _: None)
+    job = Job(GenerationRequest((1,), 3), ONE, lambda _: None)
     woken: list[str] = []
     job.listen(lambda: woken.append("fail"))
     assert woken == []

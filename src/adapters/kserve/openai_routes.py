@@ -47,7 +47,6 @@ WAIT_S = 0.25
 PREFIX = "/openai/v1"
 
 _Body = TypeVar("_Body", CompletionRequest, ChatCompletionRequest)
-_T = TypeVar("_T")
 
 
 class _Refusal(Exception):
@@ -126,10 +125,12 @@ class OpenAIRoutes:
         try:
             body = _parse(kind, await request.body())
             model = self._model(body.model)
-            text, most = _checked(lambda: prompt(model, body))
-            prepared = _checked(lambda: model.prepare(text, most, temperature=body.temperature, top_p=body.top_p,
-                                                      seed=body.seed, stop=body.stop))
+            text, most = prompt(model, body)
+            prepared = model.prepare(text, most, temperature=body.temperature, top_p=body.top_p, seed=body.seed,
+                                     stop=body.stop)
             run = self._submit(model, prepared, arrival)
+        except GenerationError as exc:  # the request asks what the model cannot do, named in OpenAI's terms
+            return self._refused(_bad(exc), request)
         except _Refusal as refusal:
             return self._refused(refusal, request)
         if body.stream:
@@ -150,7 +151,7 @@ class OpenAIRoutes:
 
     def _submit(self, model: GenerativeModel, prepared: Prepared, arrival: float) -> _Run:
         try:
-            stream = model.scheduler.submit(prepared.request)
+            stream = model.submit(prepared)
         except SchedulerBusyError as exc:
             if exc.retry_after is None:
                 raise _Refusal(503, ErrorBody(message=str(exc), type="server_error", code="draining"),
@@ -158,8 +159,6 @@ class OpenAIRoutes:
             wait = str(max(1, math.ceil(exc.retry_after)))
             raise _Refusal(429, ErrorBody(message=str(exc), type="rate_limit_error", code="queue_full"),
                            "SchedulerBusyError", {"Retry-After": wait}) from exc
-        except GenerationError as exc:
-            raise _bad(exc) from exc
         return _Run(model, prepared, stream, arrival)
 
     def _refused(self, refusal: _Refusal, request: Request) -> Response:
@@ -262,17 +261,11 @@ def _parse(kind: type[_Body], body: bytes) -> _Body:
                        "MalformedRequest") from exc
 
 
-def _checked(call: Callable[[], _T]) -> _T:
-    try:
-        return call()
-    except GenerationError as exc:
-        raise _bad(exc) from exc
-
-
-def _bad(exc: JaxportError) -> _Refusal:
-    param = exc.argument if isinstance(exc, GenerationError) else None
-    return _Refusal(400, ErrorBody(message=f"{type(exc).__name__}: {exc}", type="invalid_request_error",
-                                   param=param, code=400), type(exc).__name__)
+def _bad(exc: GenerationError) -> _Refusal:
+    refusal = _Refusal(400, ErrorBody(message=f"{type(exc).__name__}: {exc}", type="invalid_request_error",
+                                      param=exc.argument, code=400), type(exc).__name__)
+    refusal.__cause__ = exc  # what the metrics count
+    return refusal
 
 
 def _stopping() -> ErrorResponse:

@@ -26,9 +26,8 @@ from jaxport.adapters.onnx.runtime import OnnxTargetRuntime, _onnx_runtime_error
 import onnxruntime as ort
 from jaxport.adapters.numpy.steps import HostInput, any_batch, host_inputs, last_logits, step_arrays
 from jaxport.domain.converted.manifest import ConvertedManifest
-from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
-from jaxport.domain.generation.slots import padded_rows
+from jaxport.domain.generation.slots import padded_rows, slot_axes
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
 
@@ -83,19 +82,12 @@ class OnnxStepRunner:
         self._held.swap()
         return last_logits(logits, batch.last)
 
-    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
-        """:meth:`prefill_slots` of one row."""
-        return self.prefill_slots([slot], function, batch)
-
     def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> np.ndarray:
         """Runs the prefill on ``batch`` (a row per slot) over an empty cache of as many rows (buffers of
         its own, made once per row count) and copies each row into its slot of the held cache's buffers,
         in place."""
-        axes = [leaf.batch_axis for leaf in self._spec.cache if leaf.batch_axis is not None]
-        if len(axes) < len(self._spec.cache):
-            raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
-                                                  "shared, so a request cannot take one row of its own")
-        assert self.cache is not None and (len(slots) == 1 or self.prefills_together)
+        axes = slot_axes(self._spec)
+        assert self.cache is not None
         empty = self._empty.get(len(slots))
         if empty is None:
             empty = self._empty[len(slots)] = _Buffers.empty(self._spec, len(slots))

@@ -20,9 +20,8 @@ import numpy as np
 
 from jaxport.adapters.numpy.steps import HostInput, any_batch, flat_step, host_inputs, last_logits
 from jaxport.domain.converted.manifest import ConvertedManifest
-from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
-from jaxport.domain.generation.slots import padded_rows
+from jaxport.domain.generation.slots import padded_rows, slot_axes
 from jaxport.domain.generation.spec import GenerationSpec
 from .runtime import TfRuntime, _tensorflow_errors
 from .tensorflow_import import tf as _tf
@@ -76,18 +75,11 @@ class TfStepRunner:
         use alone (as the JAX and ONNX runners run them) are not done on TensorFlow yet."""
         return self.step(function, padded_rows(batch, self._rows))[:len(batch.tokens)]
 
-    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
-        """:meth:`prefill_slots` of one row."""
-        return self.prefill_slots([slot], function, batch)
-
     def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> np.ndarray:
         """Runs the prefill on ``batch`` (a row per slot) over an empty cache of as many rows and writes
         each row into its slot of the cache held (the other rows as they were)."""
-        axes = [leaf.batch_axis for leaf in self._spec.cache if leaf.batch_axis is not None]
-        if len(axes) < len(self._spec.cache):
-            raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
-                                                  "shared, so a request cannot take one row of its own")
-        assert self._spec.max_length is not None and (len(slots) == 1 or self.prefills_together)
+        axes = slot_axes(self._spec)
+        assert self._spec.max_length is not None
         zeros = _tf().zeros
         empty = [zeros(leaf.empty_shape(len(slots), self._spec.max_length), leaf.dtype) for leaf in self._spec.cache]
         results = self._runtime.tensors(function, flat_step(batch, self._inputs[function], empty))

@@ -18,7 +18,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError, SchedulerBusyError
+from jaxport.domain.generation.loop import Layout
 from jaxport.domain.generation.scheduling import FinishReason, GenerationRequest, SchedulerStats, StreamEvent
 
 
@@ -40,11 +42,15 @@ class Job:
 
     Attributes:
         request: the request.
+        layout: how its prompt is laid out, from its check on submit.
         cancelled: set when the caller cancelled it; the worker ends it before its next step.
+        started: when the worker took it (``time.monotonic()``).
     """
 
-    def __init__(self, request: GenerationRequest, on_cancel: Callable[[Job], None]) -> None:
+    def __init__(self, request: GenerationRequest, layout: Layout, on_cancel: Callable[[Job], None]) -> None:
         self.request = request
+        self.layout = layout
+        self.started = 0.0
         self.cancelled = threading.Event()
         self._on_cancel = on_cancel
         self._events: queue.SimpleQueue[StreamEvent | GenerationError] = queue.SimpleQueue()
@@ -109,22 +115,24 @@ class Job:
 class WorkerScheduler:
     """Admission into a bounded queue, stats and close, around one worker thread.
 
-    A request is refused when the queue holds ``max_queue`` requests beyond
-    those the free slots will take at the next step. A subclass runs the jobs
-    in :meth:`_serve` (on the worker thread), taking them with :meth:`_take`
-    and handing each one back with :meth:`_release`; it sets its own fields before calling this
-    constructor, which starts the worker.
+    A request is checked once, on submit, as ``generate`` checks it (with the
+    prompt lengths the prefill was compiled for), and refused when the queue
+    holds ``max_queue`` requests beyond those the free slots will take at the
+    next step. A subclass runs the jobs in :meth:`_serve` (on the worker
+    thread), taking them with :meth:`_take` and handing each one back with
+    :meth:`_release`; it sets its own fields before calling this constructor,
+    which starts the worker.
 
     Args:
-        check: checks a request on submit (raises GenerationError naming the argument).
+        generator: the model.
         slots: how many requests run at once.
         max_queue: how many admitted requests may wait for a slot.
     """
 
-    def __init__(self, check: Callable[[GenerationRequest], object], slots: int, max_queue: int) -> None:
+    def __init__(self, generator: Generator, slots: int, max_queue: int) -> None:
         check_count("max_slots", slots, 1)
         check_count("max_queue", max_queue, 0)
-        self._check = check
+        self._generator = generator
         self._slots = slots
         self._max_queue = max_queue
         self._lock = threading.Condition()
@@ -144,8 +152,8 @@ class WorkerScheduler:
             GenerationError: the request asks what the model cannot do (naming the argument).
             SchedulerBusyError: the queue is full (with ``retry_after``), or the scheduler is closed.
         """
-        self._check(request)
-        job = Job(request, self._cancel_queued)
+        layout = self._generator.check([request.prompt], request.max_new_tokens, request.options, request.stop)
+        job = Job(request, layout, self._cancel_queued)
         with self._lock:
             if self._closed:
                 self._refused += 1
@@ -201,15 +209,16 @@ class WorkerScheduler:
                 return None
             self._running += 1
             job = self._pending.popleft()
+        job.started = time.monotonic()
         if self.past_grace():
             job.cancelled.set()
         return job
 
-    def _release(self, started: float) -> None:
-        """A job taken at ``started`` (``time.monotonic()``) has left its slot."""
+    def _release(self, job: Job) -> None:
+        """A job taken by :meth:`_take` has left its slot."""
         with self._lock:
             self._running -= 1
-            self._seconds = 0.8 * self._seconds + 0.2 * (time.monotonic() - started)
+            self._seconds = 0.8 * self._seconds + 0.2 * (time.monotonic() - job.started)
 
     def _done(self) -> bool:
         """Whether the scheduler is closed and no job is queued: the worker may stop when idle."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, cast, overload
 
 from jaxport.domain.errors import GenerationError
+from jaxport.domain.generation.detokenize import Detokenizer
 from jaxport.domain.generation.loop import Layout, check_request, run
 from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, SamplingOptions, StepRunner, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
@@ -134,20 +135,16 @@ class Generator:
                top_k: int | None = None, top_p: float = 1.0, seed: int | None = None,
                stop: Sequence[int] = ()) -> Iterator[GeneratedToken]:
         """Each token as it comes (the arguments of :meth:`generate`); with text prompts, each
-        token's text too (the text its row's decoded tokens gained)."""
+        token's text too: what its row's text gained (a character that later tokens complete comes
+        whole with the token that completes it; see :class:`~jaxport.domain.generation.detokenize.Detokenizer`)."""
         rows, texts, _ = self._prompts(prompt)
         tokens = self._run(rows, max_new_tokens, temperature, top_k, top_p, seed, stop)
         if not texts:
             yield from tokens
             return
-        codec = self._codec()
-        sofar: list[list[int]] = [[] for _ in rows]
-        said = [""] * len(rows)
+        text = [Detokenizer(self._codec()) for _ in rows]
         for token in tokens:
-            sofar[token.row].append(token.id)
-            text = codec.decode(sofar[token.row])
-            piece, said[token.row] = text[len(said[token.row]):], text
-            yield GeneratedToken(token.row, token.id, piece)
+            yield GeneratedToken(token.row, token.id, text[token.row].add(token.id))
 
     @property
     def runner(self) -> StepRunner:
@@ -169,13 +166,17 @@ class Generator:
         lengths = None if self._lengths is None else self._lengths(len(prompts))
         return check_request(self.spec, prompts, max_new_tokens, options, list(stop), lengths)
 
+    def run_checked(self, prompts: Sequence[Sequence[int]], max_new_tokens: int, options: SamplingOptions,
+                    stop: Sequence[int], layout: Layout) -> Iterator[GeneratedToken]:
+        """Each token of a call that :meth:`check` passed (``layout``: what it gave), as it comes."""
+        for row, token in run(self.spec, self._runner, self._sampler(options.seed), prompts, max_new_tokens, options,
+                              list(stop), layout):
+            yield GeneratedToken(row, token)
+
     def _run(self, rows: Sequence[Sequence[int]], max_new_tokens: int, temperature: float, top_k: int | None,
              top_p: float, seed: int | None, stop: Sequence[int]) -> Iterator[GeneratedToken]:
         options = SamplingOptions(temperature, top_k, top_p, seed)
-        layout = self.check(rows, max_new_tokens, options, stop)
-        for row, token in run(self.spec, self._runner, self._sampler(seed), rows, max_new_tokens, options,
-                              list(stop), layout):
-            yield GeneratedToken(row, token)
+        return self.run_checked(rows, max_new_tokens, options, stop, self.check(rows, max_new_tokens, options, stop))
 
     def _prompts(self, prompt: Prompt | Sequence[Prompt]) -> tuple[list[list[int]], bool, bool]:
         """The prompts as rows of ids, whether they were text, whether they were a batch."""

@@ -2,14 +2,12 @@
 
 For a model whose decode shares one position across the batch (a cache with
 one write index): rows cannot join a running batch, so each request runs
-alone through :meth:`Generator.stream <jaxport.application.generation.generator.Generator.stream>`
+alone through :meth:`Generator.run_checked <jaxport.application.generation.generator.Generator.run_checked>`
 (its tokens are exactly those of ``generate`` with the same seed), while the
 next ones wait in the bounded queue.
 """
 
 from __future__ import annotations
-
-import time
 
 from jaxport.application.generation.admission import Job, WorkerScheduler, model_failed
 from jaxport.application.generation.generator import Generator
@@ -28,23 +26,20 @@ class SerialScheduler(WorkerScheduler):
     continuous = False
 
     def __init__(self, generator: Generator, max_queue: int) -> None:
-        self._generator = generator
-        super().__init__(lambda r: generator.check([r.prompt], r.max_new_tokens, r.options, r.stop), 1, max_queue)
+        super().__init__(generator, 1, max_queue)
 
     def _serve(self) -> None:
         while (job := self._take(block=True)) is not None:
-            started = time.monotonic()
             try:
                 self._run(job)
             finally:
-                self._release(started)
+                self._release(job)
 
     def _run(self, job: Job) -> None:
         """Streams one job's tokens, checking before each step whether it was cancelled."""
-        r, o = job.request, job.request.options
+        r = job.request
         count = 0
-        tokens = self._generator.stream(list(r.prompt), r.max_new_tokens, temperature=o.temperature, top_k=o.top_k,
-                                        top_p=o.top_p, seed=o.seed, stop=r.stop)
+        tokens = self._generator.run_checked([r.prompt], r.max_new_tokens, r.options, r.stop, job.layout)
         try:
             while not (job.cancelled.is_set() or self.past_grace()):
                 token = next(tokens, None)

@@ -72,15 +72,11 @@ class SlotRunner(StepRunner, Protocol):
     """A runner whose cache rows are slots: requests join a running decode batch between steps.
 
     For a model whose decode takes per-row positions and whose cache leaves all
-    have a batch axis (:func:`~jaxport.domain.generation.loop.per_row`): each
-    row of the cache that :meth:`start` made is one request's, at its own positions.
+    have a batch axis (:func:`~jaxport.domain.generation.loop.per_row`; each leaf's
+    :func:`~jaxport.domain.generation.slots.slot_axes`): each row of the cache that
+    :meth:`start` made is one request's, at its own positions. The
+    :class:`~jaxport.domain.generation.slots.SlotTable` drives it.
     """
-
-    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> HostArray:
-        """Runs ``function`` (the prefill) on ``batch`` (one row) over an empty cache of one row,
-        copies that cache's row into row ``slot`` of the cache held (the other rows untouched),
-        and gives the float logits of ``batch.last``: ``(1, vocab)``."""
-        ...
 
     @property
     def prefills_together(self) -> bool:
@@ -88,17 +84,17 @@ class SlotRunner(StepRunner, Protocol):
         ...
 
     def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> HostArray:
-        """:meth:`prefill_slot` of ``batch``'s rows (one per slot, prompts of one length) as one batch over
-        an empty cache of that many rows, row ``i``'s cache copied into row ``slots[i]`` of the cache held;
-        the float logits of ``batch.last``: ``(len(slots), vocab)``. More than one row only where
-        :attr:`prefills_together`."""
+        """Runs ``function`` (the prefill) on ``batch`` (one row per slot, prompts of one length) over an
+        empty cache of that many rows, copies row ``i`` of that cache into row ``slots[i]`` of the cache held
+        (the other rows untouched), and gives the float logits of ``batch.last``: ``(len(slots), vocab)``.
+        More than one row only where :attr:`prefills_together`."""
         ...
 
     def step_first(self, function: str, batch: StepBatch) -> HostArray:
         """:meth:`step` (the decode) over the first ``len(batch.tokens)`` rows of the cache held alone,
         fewer than :meth:`start` made, the step costing what a batch of that many rows costs. The other
         rows are free slots: what they hold after it is the runner's (a request that takes one is prefilled
-        into it with :meth:`prefill_slot`)."""
+        into it with :meth:`prefill_slots`)."""
         ...
 
 

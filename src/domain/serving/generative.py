@@ -2,10 +2,12 @@
 
 :class:`GenerativeModel` is what the HTTP layer (:mod:`jaxport.adapters.kserve.openai_routes`)
 talks to: it turns a prompt (text or token ids), ``max_tokens``, the sampling
-options and ``stop`` (texts or token ids) into a checked
+options and ``stop`` (texts or token ids) into a
 :class:`~jaxport.domain.generation.scheduling.GenerationRequest`, admits it to
-the model's scheduler, and follows its stream as :class:`Piece`\\ s of text that
-end where a stop text begins. It imports no web framework and no JAX.
+the model's scheduler (which checks it, as ``generate`` does, with the prompt
+lengths compiled; the errors named in OpenAI's terms), and follows its stream
+as :class:`Piece`\\ s of text (:class:`~jaxport.domain.generation.detokenize.Detokenizer`)
+that end where a stop text begins. It imports no web framework and no JAX.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from jaxport.domain.errors import GenerationError
-from jaxport.domain.generation.loop import check_request
+from jaxport.domain.generation.detokenize import Detokenizer
 from jaxport.domain.generation.ports import SamplingOptions, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.generation.scheduling import (
@@ -27,17 +29,15 @@ _OPENAI_NAMES = {"max_new_tokens": "max_tokens"}
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A checked request and how its tokens become text.
+    """A request in ``generate``'s terms and the texts that end it.
 
     Attributes:
         request: what the scheduler runs.
         stop_texts: texts that end the completion where they begin (not returned).
-        text: whether tokens are decoded to text (a tokenizer is bundled).
     """
 
     request: GenerationRequest
     stop_texts: tuple[str, ...]
-    text: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +93,12 @@ class GenerativeModel:
 
     def prepare(self, prompt: str | Sequence[int], max_tokens: int | None, *, temperature: float, top_p: float,
                 seed: int | None, stop: str | Sequence[str] | Sequence[int] | None) -> Prepared:
-        """Checks a request as ``generate`` does; ``max_tokens`` None: as many as the cache holds.
+        """The request in ``generate``'s terms (checked by :meth:`submit`); ``max_tokens`` None: as many as
+        the cache holds.
 
         Raises:
-            GenerationError: naming the argument in OpenAI's terms (``prompt``, ``max_tokens``, ``stop``,
-                ``temperature``, ``top_p``): text without a tokenizer, an empty prompt or one longer
-                than the cache, a token outside the vocabulary, too many tokens for the cache.
+            GenerationError: naming the argument in OpenAI's terms (``prompt``, ``stop``): text without a
+                tokenizer, an empty text, a prompt longer than the cache.
         """
         spec = self.spec
         assert spec.max_length is not None
@@ -109,24 +109,34 @@ class GenerativeModel:
         stop_ids, stop_texts = self._stops(stop)
         new = spec.max_length - len(ids) + 1 if max_tokens is None else max_tokens
         options = SamplingOptions(temperature=temperature, top_p=top_p, seed=seed)
-        try:
-            check_request(spec, [ids], new, options, stop_ids)
-        except GenerationError as exc:
-            raise GenerationError(_OPENAI_NAMES.get(exc.argument, exc.argument),
-                                  str(exc).split(": ", 2)[-1]) from exc
         request = GenerationRequest(tuple(ids), new, options, tuple(dict.fromkeys((*stop_ids, *spec.eos_ids))))
-        return Prepared(request, stop_texts, self.codec is not None)
+        return Prepared(request, stop_texts)
+
+    def submit(self, prepared: Prepared) -> RequestStream:
+        """Admits a prepared request to the scheduler, which checks it as ``generate`` does: its stream.
+
+        Raises:
+            GenerationError: naming the argument in OpenAI's terms (``prompt``, ``max_tokens``, ``stop``,
+                ``temperature``, ``top_p``): a token outside the vocabulary, too many tokens for the
+                cache, a prompt that no compiled length holds.
+            SchedulerBusyError: the queue is full, or the scheduler is closing.
+        """
+        try:
+            return self.scheduler.submit(prepared.request)
+        except GenerationError as exc:
+            if exc.argument not in _OPENAI_NAMES:
+                raise
+            raise GenerationError(_OPENAI_NAMES[exc.argument], str(exc).split(": ", 2)[-1]) from exc
 
     def pieces(self, prepared: Prepared, stream: RequestStream, wait: float) -> Iterator[Piece | None]:
         """The pieces of an admitted request's stream; None where nothing came within ``wait`` seconds
         (so that the caller can look at its client between tokens).
 
-        Text that may begin a stop text is held back until it cannot (the end's piece carries what is
-        left); a stop text ends the text where it begins and cancels the stream.
+        Text that may begin a stop text, or a character that later tokens complete, is held back until it
+        cannot (the end's piece carries what is left); a stop text ends the text where it begins and
+        cancels the stream.
         """
-        codec = self.codec if prepared.text else None
-        tokens: list[int] = []
-        text = said = ""
+        text = None if self.codec is None else Detokenizer(self.codec, prepared.stop_texts)
         while True:
             try:
                 event: StreamEvent = stream.next(wait)
@@ -135,23 +145,16 @@ class GenerativeModel:
                 continue
             if event.finish is not None:
                 reason = "cancelled" if event.finish is FinishReason.CANCELLED else event.finish.value
-                yield Piece(None, text[len(said):], finish=reason)
+                yield Piece(None, "" if text is None else text.rest(), finish=reason)
                 return
             assert event.token is not None
-            tokens.append(event.token)
-            if codec is None:
-                yield Piece(event.token)
-                continue
-            text = codec.decode(tokens)
-            cut = _stop_at(text, prepared.stop_texts, len(said))
-            if cut is not None:
+            piece = Piece(event.token, "" if text is None else text.add(event.token))
+            if text is not None and text.stopped:  # the stream is cancelled first: its slot is freed sooner
                 stream.cancel()
-                yield Piece(event.token, text[len(said):cut])
+                yield piece
                 yield Piece(None, finish="stop")
                 return
-            safe = len(text) - _partial_stop(text, prepared.stop_texts)
-            piece, said = text[len(said):safe], text[:safe]
-            yield Piece(event.token, piece)
+            yield piece
 
     def _ids(self, prompt: str | Sequence[int], where: str) -> list[int]:
         if isinstance(prompt, str):
@@ -180,13 +183,3 @@ class GenerativeModel:
                                          "token ids, or save its bundle with GenerationSpec(tokenizer=...)")
         return codec
 
-
-def _stop_at(text: str, stops: Sequence[str], start: int) -> int | None:
-    """Where the first stop text begins in ``text`` at or after ``start`` (None: nowhere)."""
-    found = [i for i in (text.find(s, start) for s in stops) if i >= 0]
-    return min(found) if found else None
-
-
-def _partial_stop(text: str, stops: Sequence[str]) -> int:
-    """The length of the longest end of ``text`` that begins a stop text (0: none)."""
-    return max((n for s in stops for n in range(1, len(s)) if text.endswith(s[:n])), default=0)

@@ -27,9 +27,8 @@ import numpy as np
 from jaxport.adapters.jax.bundles.loaded import Bundle
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.numpy.steps import step_arrays
-from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.ports import StepBatch
-from jaxport.domain.generation.slots import padded_rows
+from jaxport.domain.generation.slots import padded_rows, slot_axes
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
 
@@ -47,14 +46,11 @@ class JaxStepRunner:
         made = {name: _step(bundle.functions[name], bundle.manifest.function(name).takes_params, inputs)
                 for name, inputs in spec.steps}
         self._steps = {name: (jax.jit(run, donate_argnums=(2,)), arrays) for name, (run, arrays, _) in made.items()}
-        run, arrays, any_batch = made[spec.prefill]
-        into = _into_slots(run, spec)
-        self._slot = None if into is None else (jax.jit(into, donate_argnums=(2,)), arrays)
-        self.prefills_together = into is not None and any_batch
-        first = _first_rows(made[spec.decode][0], spec)
+        run, arrays, self.prefills_together = made[spec.prefill]
+        self._slot = jax.jit(_into_slots(run, spec), donate_argnums=(2,)), arrays
+        decode, decode_arrays, _ = made[spec.decode]
         symbolic = any(not isinstance(d, int) for a in bundle.functions[spec.decode].in_avals for d in a.shape)
-        self._first = None if first is None or not symbolic else (jax.jit(first, donate_argnums=(2,)),
-                                                                   made[spec.decode][1])
+        self._first = (jax.jit(_first_rows(decode, spec), donate_argnums=(2,)), decode_arrays) if symbolic else None
         self._axis0 = spec.cache[0].batch_axis or 0
         self.cache: list[jax.Array] | None = None
         self._empty: dict[int, Callable[[], list[jax.Array]]] = {}
@@ -76,20 +72,16 @@ class JaxStepRunner:
         logits, self.cache = jitted(self._params, arrays(batch), self.cache, np.asarray(batch.last, np.int32))
         return np.asarray(logits)
 
-    def prefill_slot(self, slot: int, function: str, batch: StepBatch) -> np.ndarray:
-        """:meth:`prefill_slots` of one row."""
-        return self.prefill_slots([slot], function, batch)
-
     def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> np.ndarray:
         """Runs the prefill on ``batch`` (a row per slot) over an empty cache of as many rows and writes
         each row into its slot of the cache held, donated (one jitted call: the other rows stay in place).
         The rows are rounded up to a power of two, the last repeated into its own slot, so that a prompt
-        length compiles a few row counts, not one per count."""
-        if self._slot is None:
-            raise GenerationError("prefill_slot", "a cache leaf of this model has no batch axis: its rows are "
-                                                  "shared, so a request cannot take one row of its own")
+        length compiles a few row counts, not one per count.
+
+        Raises:
+            GenerationError: a cache leaf has no batch axis (:func:`~jaxport.domain.generation.slots.slot_axes`).
+        """
         assert function == self._spec.prefill and self.cache is not None
-        assert len(slots) == 1 or self.prefills_together
         rows = 1 << (len(slots) - 1).bit_length()
         padded = padded_rows(batch, rows)
         jitted, arrays = self._slot
@@ -102,7 +94,7 @@ class JaxStepRunner:
         (the other rows stay in place); returns the logits of each row's last token. A decode of a fixed
         batch runs every row, ``batch`` padded (:func:`~jaxport.domain.generation.slots.padded_rows`)."""
         assert self.cache is not None
-        if self._first is None:  # a decode of a fixed batch, or a cache leaf without one: every row runs
+        if self._first is None:  # a decode of a fixed batch: every row runs
             rows = len(batch.tokens)
             return self.step(function, padded_rows(batch, int(self.cache[0].shape[self._axis0])))[:rows]
         assert function == self._spec.decode
@@ -111,16 +103,12 @@ class JaxStepRunner:
         return np.asarray(logits)
 
 
-def _first_rows(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any] | None:
+def _first_rows(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any]:
     """``run`` (a decode) over the first rows of the cache, as many as its batch has, written back into
-    them (None where a cache leaf has no batch axis)."""
-    axes = [leaf.batch_axis for leaf in spec.cache if leaf.batch_axis is not None]
-    if len(axes) < len(spec.cache):
-        return None
-
+    them (along each leaf's batch axis: :func:`slot_axes` refuses a model without, when it is traced)."""
     def first(params: Any, arrays: list[jax.Array], cache: list[jax.Array], last: jax.Array
               ) -> tuple[jax.Array, list[jax.Array]]:
-        rows = last.shape[0]
+        rows, axes = last.shape[0], slot_axes(spec)
         part = [jax.lax.slice_in_dim(whole, 0, rows, axis=axis) for whole, axis in zip(cache, axes)]
         # The slices taken before the step reads them: else XLA copies every row of the cache to keep
         # what the slice reads apart from what the write back writes.
@@ -131,19 +119,16 @@ def _first_rows(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., 
     return first
 
 
-def _into_slots(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any] | None:
+def _into_slots(run: Callable[..., Any], spec: GenerationSpec) -> Callable[..., Any]:
     """``run`` (a prefill) over an empty cache of as many rows as it has slots, each row of that cache
-    written into its slot of a larger one (None where a cache leaf has no batch axis: its rows cannot be
-    told apart)."""
+    written into its slot of a larger one (along each leaf's batch axis: :func:`slot_axes` refuses a model
+    without, whose rows cannot be told apart, when it is traced)."""
     max_length = spec.max_length
     assert max_length is not None
-    axes = [leaf.batch_axis for leaf in spec.cache if leaf.batch_axis is not None]
-    if len(axes) < len(spec.cache):
-        return None
 
     def into(params: Any, arrays: list[jax.Array], cache: list[jax.Array], last: jax.Array, slots: jax.Array
              ) -> tuple[jax.Array, list[jax.Array]]:
-        rows = slots.shape[0]
+        rows, axes = slots.shape[0], slot_axes(spec)
         logits, new = run(params, arrays, [jnp.zeros(leaf.empty_shape(rows, max_length), leaf.dtype)
                                            for leaf in spec.cache], last)
         for i in range(rows):
