@@ -40,12 +40,10 @@ class HostArray(Protocol):
     @property
     def shape(self) -> tuple[int, ...]:
         """The concrete dimensions."""
-        ...
 
     @property
     def dtype(self) -> object:
         """The element type."""
-        ...
 
 
 class LoweredModule(Protocol):
@@ -61,38 +59,30 @@ class StableHlo(Protocol):
 
     def sites(self, module: LoweredModule) -> Iterable[OpSite]:
         """The custom calls of ``module``, for the export policy."""
-        ...
 
     def op_names(self, module: LoweredModule) -> list[str]:
         """The names of all operations of ``module``, in walk order."""
-        ...
 
     def wrap_main(self, module: LoweredModule, *, plan: ShapePlan, dim_vars: tuple[str, ...],
                   has_platform_index: bool, nr_tokens: int, kept_var_idx: tuple[int, ...],
                   shape_assertions: bool, symbolic_dims: tuple[ArgDim, ...] = ()) -> LoweredModule:
         """A copy of ``module`` whose ``main`` computes its dimension variables by ``plan``
         (and checks its assertions when ``shape_assertions``); ``module`` is left unchanged."""
-        ...
 
     def serialize(self, module: LoweredModule, *, target_version: str, uses_global_constants: bool) -> bytes:
         """The portable artifact of ``module`` for a StableHLO ``target_version``."""
-        ...
 
     def deserialize(self, blob: bytes) -> LoweredModule:
         """The module of a portable artifact (one already verified: parsing runs here)."""
-        ...
 
     def export_target_version(self) -> str:
         """The StableHLO version an export writes its module for (what ``jax.export`` targets)."""
-        ...
 
     def newest_readable_version(self) -> str:
         """The newest StableHLO version :meth:`deserialize` reads."""
-        ...
 
     def parser_version(self) -> str:
         """The version of the parser a verification verdict depends on."""
-        ...
 
 
 class Lowerer(Protocol[_Lowering_co]):
@@ -102,7 +92,6 @@ class Lowerer(Protocol[_Lowering_co]):
               args_specs: Sequence[Any], kwargs_specs: Mapping[str, Any],
               override_lowering_rules: tuple[tuple[Any, Any], ...] | None = None) -> _Lowering_co:
         """``fun`` traced at the given specs and lowered for ``platforms``."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +122,6 @@ class ModuleWorker(Protocol):
             ArtifactError: the module does not parse or verify, or the process died or timed out on it.
             ValueError: the form asked for cannot be made of the module.
         """
-        ...
 
 
 class VerdictStore(Protocol):
@@ -141,11 +129,9 @@ class VerdictStore(Protocol):
 
     def get(self, key: str) -> Verdict | None:
         """The verdict remembered under ``key``, if any."""
-        ...
 
     def put(self, key: str, verdict: Verdict) -> None:
         """Remembers ``verdict`` under ``key`` (best effort)."""
-        ...
 
 
 class KnownFiles(Protocol):
@@ -157,4 +143,3 @@ class KnownFiles(Protocol):
         """``digest`` when the file of ``status`` (``os.fstat`` of the descriptor read) was found to
         have it before and is unchanged since, else ``compute()`` (the digest of the bytes read through
         that descriptor), remembered when it is ``digest``."""
-        ...

@@ -23,7 +23,6 @@ without jaxlib.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -105,10 +104,9 @@ class ChildModuleForms:
         return self.worker.check(module, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
 
-@functools.cache
 def shared_forms() -> ChildModuleForms:
-    """The forms that the process's verifying process makes (:func:`~.worker.shared_worker`): one
-    for every caller, the services (handed it by the composition root) and ``Exported.serialize``."""
+    """The forms that the process's one verifying process makes (:func:`~.worker.shared_worker`),
+    for every caller: the services (handed them by the composition root) and ``Exported.serialize``."""
     from .worker import shared_worker  # the verifying process imports this module, and never needs it
 
     return ChildModuleForms(shared_worker())
