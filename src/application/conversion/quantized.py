@@ -20,7 +20,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jaxport.adapters.array_compare import host_arrays
 from jaxport.adapters.storage.safetensors_file import read_examples
@@ -32,9 +32,7 @@ from jaxport.domain.errors import ConversionError, JaxportError
 from jaxport.domain.targets.ports import FunctionJob
 from jaxport.application.conversion.source import ConversionSource
 from .golden import examples_on
-
-if TYPE_CHECKING:
-    from .model import ConvertedLoader
+from .model import ConvertedLoader
 
 #: function name -> its calibration examples, each a pair (args, kwargs) of the caller's arrays.
 Calibration = Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]]
