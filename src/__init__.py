@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from jaxport.application.bundles.api import save_bundle as save_bundle
     from jaxport.application.conversion.numerics import check_numerics as check_numerics
     from jaxport.domain.converted.numerics import NumericsReport as NumericsReport
-    from jaxport.application.consumer_check import check_consumer as check_consumer
+    from jaxport.application.verify_artifact import check_consumer as check_consumer
     from jaxport.application.export.service import export as export
     from jaxport.application.export.service import default_export_platform as default_export_platform
     from jaxport.adapters.jax.exported.exported import Exported as Exported
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from jaxport.application.artifact_files import save as save
     from jaxport.application.inspection import inspect as inspect
     from jaxport.adapters.jax.trees.plain import plain_tree as plain_tree
-    from jaxport.application.conversion.pipeline import convert as convert
+    from jaxport.application.conversion.api import convert as convert
     from jaxport.domain.targets.registry import TARGETS as TARGETS
     from jaxport.application.conversion.targets import to_savedmodel as to_savedmodel
     from jaxport.application.conversion.targets import to_iree as to_iree
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.symbolic import poly_specs as poly_specs
     from jaxport.adapters.jax.lowering.symbolic import symbolic_args_specs as symbolic_args_specs
     from jaxport.adapters.jax.lowering.symbolic import symbolic_shape as symbolic_shape
-    from jaxport.application.verify_artifact import VerificationReport as VerificationReport
+    from jaxport.application.export.verifier import VerificationReport as VerificationReport
     from jaxport.application.verify_artifact import verify_artifact as verify_artifact
     from jaxport.domain.symbolic import SymbolicScope as SymbolicScope
     from jaxport.domain.symbolic import is_symbolic_dim as is_symbolic_dim
@@ -76,7 +76,6 @@ _LAZY = {
     "jaxport.domain.artifact.info": ("ArtifactInfo", "BundleInfo"),
     "jaxport.domain.artifact.safety": ("DisabledSafetyCheck",),
     "jaxport.application.bundles.api": ("save_bundle", "load_bundle", "Bundle"),
-    "jaxport.application.consumer_check": ("check_consumer",),
     "jaxport.application.conversion.numerics": ("check_numerics",),
     "jaxport.domain.converted.numerics": ("NumericsReport",),
     "jaxport.application.export.service": ("export", "default_export_platform"),
@@ -85,7 +84,6 @@ _LAZY = {
     "jaxport.application.artifact_files": ("save", "load"),
     "jaxport.application.inspection": ("inspect",),
     "jaxport.adapters.jax.trees.plain": ("plain_tree",),
-    "jaxport.application.conversion.pipeline": ("convert",),
     "jaxport.domain.targets.registry": ("TARGETS",),
     "jaxport.application.conversion.targets": ("to_savedmodel", "to_iree", "to_onnx", "to_litert"),
     "jaxport.domain.targets.savedmodel": ("SavedModelOptions",),
@@ -93,7 +91,7 @@ _LAZY = {
     "jaxport.domain.targets.onnx": ("OnnxOptions",),
     "jaxport.domain.targets.litert": ("LiteRtOptions",),
     "jaxport.application.conversion.model": ("ConvertedModel",),
-    "jaxport.application.conversion.api": ("load_converted", "load_iree"),
+    "jaxport.application.conversion.api": ("convert", "load_converted", "load_iree"),
     "jaxport.adapters.jax.trees.registry": (
         "PytreeSerializationRegistry", "register_pytree_node_serialization", "register_namedtuple_serialization",
     ),
@@ -101,7 +99,8 @@ _LAZY = {
     "jaxport.application.serving.engines": ("ray_serve_app", "ray_data_map", "beam_model_handler"),
     "jaxport.application.serving.batches": ("load_batches", "BatchModel", "BatchPredictor"),
     "jaxport.adapters.jax.lowering.symbolic": ("symbolic_shape", "symbolic_args_specs", "poly_spec", "poly_specs"),
-    "jaxport.application.verify_artifact": ("verify_artifact", "VerificationReport"),
+    "jaxport.application.verify_artifact": ("verify_artifact", "check_consumer"),
+    "jaxport.application.export.verifier": ("VerificationReport",),
     "jaxport.domain.symbolic": ("SymbolicScope", "is_symbolic_dim"),
     "jaxport.domain.generation.spec": ("GenerationSpec",),
     "jaxport.application.generation.api": ("load_generator",),

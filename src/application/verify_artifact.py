@@ -1,7 +1,10 @@
-"""``jaxport.verify_artifact``: the composition root's artifact verifier, on an artifact's bytes or file.
+"""``jaxport.verify_artifact`` and ``jaxport.check_consumer``: the composition root's verifier and
+verifying process, on an artifact's bytes or file (or a bundle, for the consumer check).
 
-The service and its report are :mod:`jaxport.application.export.verifier`'s; this thin module asks
-:func:`jaxport.application.wiring.artifact_verifier` for the process's one.
+The services and their reports are :mod:`jaxport.application.export.verifier`'s and
+:mod:`jaxport.application.consumer_check`'s; this thin module asks the composition root for them
+(:func:`jaxport.application.wiring.artifact_verifier`, :func:`~jaxport.application.wiring.module_forms`).
+It imports no JAX: the consumer check runs without it.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from jaxport.application import wiring
-from jaxport.application.export.verifier import VerificationReport as VerificationReport
+from jaxport.application.consumer_check import consumer_verdict
 
 if TYPE_CHECKING:
-    from jaxport.adapters.mlir.worker import ModuleWorker
+    from jaxport.application.export.verifier import VerificationReport
+    from jaxport.domain.artifact.consumers import Verdict
+    from jaxport.domain.ports import ModuleWorker
 
 
 def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[str], *,
@@ -36,3 +41,29 @@ def verify_artifact(source: bytes | bytearray | memoryview | str | os.PathLike[s
         OSError: ``source`` is a path that cannot be read.
     """
     return wiring.artifact_verifier().verify(source, allowed_custom_calls=allowed_custom_calls, worker=worker)
+
+
+def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, consumer: str) -> Verdict:
+    """Whether ``consumer`` (``"jax==0.9.2"``, ``"tf==2.21"``) can read and run an artifact or a bundle.
+
+    The answer comes from jaxport's table of consumers' windows
+    (:mod:`jaxport.domain.artifact.consumers`): calling convention, StableHLO target
+    and, for JAX, the fields of ``jax.export``'s format the artifact needs and the
+    Mosaic version of its Pallas kernels: the same decision that ``serialize(consumer=...)``
+    makes. Loads neither JAX nor jaxlib: the kernels of a module that holds some are
+    read by the verifying process. For a bundle directory every function is
+    checked; a reason names the function's file.
+
+    Args:
+        path_or_blob: an artifact file or its bytes, or a bundle directory.
+        consumer: ``RUNTIME==VERSION``; RUNTIME is ``jax``, ``tf`` or ``tensorflow``.
+
+    Returns:
+        The verdict: ``.ok``, and the ``.reasons`` why not.
+
+    Raises:
+        UsageError: ``consumer`` is not in the table (the message lists its versions).
+        ArtifactError: the bytes are not a valid artifact, or the bundle is damaged.
+        OSError: the file cannot be read.
+    """
+    return consumer_verdict(path_or_blob, consumer, wiring.module_forms().kernels)

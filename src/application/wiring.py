@@ -8,11 +8,14 @@ process:
   which the verifier and the command line use too (the export service is made
   from them: :func:`export_service`);
 * the verifying process that parses untrusted modules, with the limits that
-  ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set;
+  ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set, and the
+  forms of modules it writes;
 * the store of verification verdicts, and the known files remembered in it;
-* the services on them: the artifact verifier, the bundles' loader (on the
-  artifact verifier), the directory verifier and the converted directories'
-  loader.
+* the services on them: the artifact verifier, the conversion pipeline, the
+  bundles' loader (on the artifact verifier), the directory verifier and the
+  converted directories' loader.
+
+Each is typed with its port (:mod:`jaxport.domain.ports`), not its adapter's class.
 
 Each target's adapters are typed lazy factories beside this module
 (:mod:`jaxport.application.target_adapters`). A service is a frozen dataclass
@@ -35,14 +38,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.lower import JaxLowering
     from jaxport.adapters.jax.lowering.service import ExportService
-    from jaxport.adapters.mlir.worker import ModuleWorker
-    from jaxport.adapters.storage.verdict_store import FileVerdictStore
-    from jaxport.adapters.storage.checked_directory import KnownFiles
+    from jaxport.adapters.mlir.rewrite import ChildModuleForms
     from jaxport.application.bundles.load import BundleLoader
+    from jaxport.application.conversion.pipeline import ConversionPipeline
     from jaxport.application.conversion.model import ConvertedLoader
     from jaxport.application.conversion.verify_directory import DirectoryVerifier
     from jaxport.application.export.verifier import ArtifactVerifier
-    from jaxport.domain.ports import Lowerer, StableHlo
+    from jaxport.domain.ports import KnownFiles, Lowerer, ModuleWorker, StableHlo, VerdictStore
     from jaxport.adapters.jax.bundles.loaded import Bundle
     from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
     from jaxport.domain.generation.spec import GenerationSpec, StepInput
@@ -96,8 +98,15 @@ def module_worker() -> ModuleWorker:
     return shared_worker()
 
 
+def module_forms() -> ChildModuleForms:
+    """The forms of modules that :func:`module_worker` writes (for converters, and for consumers)."""
+    from jaxport.adapters.mlir.rewrite import shared_forms
+
+    return shared_forms()
+
+
 @_built_once
-def verdict_store() -> FileVerdictStore:
+def verdict_store() -> VerdictStore:
     """Where verification verdicts are remembered (the directory is read on each use)."""
     from jaxport.adapters.storage.verdict_store import FileVerdictStore
 
@@ -107,9 +116,9 @@ def verdict_store() -> FileVerdictStore:
 @_built_once
 def known_files() -> KnownFiles:
     """The files whose digests were checked before, remembered in :func:`verdict_store`."""
-    from jaxport.adapters.storage.checked_directory import KnownFiles
+    from jaxport.adapters.storage.checked_directory import StatKnownFiles
 
-    return KnownFiles(verdict_store())
+    return StatKnownFiles(verdict_store())
 
 
 @_built_once
@@ -118,6 +127,15 @@ def artifact_verifier() -> ArtifactVerifier:
     from jaxport.application.export.verifier import ArtifactVerifier
 
     return ArtifactVerifier(verdict_store(), stablehlo(), module_worker())
+
+
+@_built_once
+def conversion_pipeline() -> ConversionPipeline:
+    """What converts sources for runtime targets, on :func:`module_worker`, :func:`module_forms` and
+    :func:`converted_loader` (which runs a quantized directory's golden examples)."""
+    from jaxport.application.conversion.pipeline import ConversionPipeline
+
+    return ConversionPipeline(module_worker(), module_forms(), converted_loader())
 
 
 @_built_once

@@ -29,7 +29,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import jaxport
 from jaxport import DisabledSafetyCheck
 from jaxport.adapters.flatbuffers.codec import decode_artifact
-from jaxport.adapters.mlir.module import MlirStableHlo
+from jaxport.adapters.mlir.module import module_text, read_module
 from jaxport.adapters.isolated.messages import read_message, write_message
 from jaxport.adapters.mlir.worker_main import check_module
 from jaxport.domain.artifact.record import ArtifactRecord
@@ -120,7 +120,7 @@ MODULES = _exported_modules() + _back_compat_modules()
 
 def written_through_jax(module_bytes: bytes, sdy: bool) -> bytes:
     """The module parsed in JAX's own MLIR context and re-serialized by ``jax.extend.mlir``."""
-    module = MlirStableHlo.deserialize(module_bytes)
+    module = read_module(module_bytes)
     with module.context:
         version = stablehlo_version(module_bytes[:300]) or "1.0.0"
         return bytes(jex_mlir.serialize_portable_artifact(module, version, sdy))
@@ -128,7 +128,7 @@ def written_through_jax(module_bytes: bytes, sdy: bool) -> bytes:
 
 def test_the_modules_cover_custom_calls_shardy_and_older_stablehlo_versions() -> None:
     assert len(MODULES) > 40
-    texts = [MlirStableHlo.to_text(blob) for _, blob in MODULES[:12]]
+    texts = [module_text(blob) for _, blob in MODULES[:12]]
     assert any("sdy.sharding" in t for t in texts) and any("sdy.manual_computation" in t for t in texts)
     assert any("lapack_sgetrf_ffi" in t for t in texts)
     assert len({stablehlo_version(blob[:300]) for _, blob in MODULES}) > 5

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jaxport.adapters.storage.checked_directory import SETTLED_NS, FileIdentity, KnownFiles, still
+from jaxport.adapters.storage.checked_directory import SETTLED_NS, FileIdentity, StatKnownFiles, still
 from tests.helpers.fake_verdicts import FakeVerdictStore
 
 
@@ -20,7 +20,7 @@ def test_a_file_is_settled_once_both_its_times_are_old_enough() -> None:
 
 
 def test_a_check_is_remembered_for_that_identity_and_that_digest_only() -> None:
-    known = KnownFiles(FakeVerdictStore())
+    known = StatKnownFiles(FakeVerdictStore())
     known.remember(_FILE, "ab" * 32, now_ns=11 * SETTLED_NS)
     assert known.known(_FILE, "ab" * 32)
     assert not known.known(_FILE, "cd" * 32)  # the manifest now records another digest
@@ -33,7 +33,7 @@ def test_a_check_is_remembered_for_that_identity_and_that_digest_only() -> None:
 
 def test_a_file_that_has_not_settled_is_not_remembered() -> None:
     store = FakeVerdictStore()
-    KnownFiles(store).remember(_FILE, "ab" * 32, now_ns=11 * SETTLED_NS - 1)
+    StatKnownFiles(store).remember(_FILE, "ab" * 32, now_ns=11 * SETTLED_NS - 1)
     assert not store.verdicts
 
 

@@ -12,7 +12,7 @@ import pytest
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.mlir.rewrite import ChildModuleForms
-from jaxport.adapters.mlir.worker import ModuleWorker
+from jaxport.adapters.mlir.worker import ChildModuleWorker
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.litert import PLAN, LiteRtOptions
@@ -38,7 +38,7 @@ def job(bundle: Path, bindings: dict[str, list[dict[str, int]]], options: LiteRt
         functions.append(FunctionJob(entry.name, record, signature, (), shapes))
     weights = WeightsTable(manifest.params_tree, manifest.weights, "params.safetensors")
     return ConversionJob(tuple(functions), weights, str(bundle / "params.safetensors"), options, None,
-                         ChildModuleForms(ModuleWorker()))
+                         ChildModuleForms(ChildModuleWorker()))
 
 
 @pytest.fixture(scope="module")

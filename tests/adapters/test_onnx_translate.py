@@ -24,7 +24,7 @@ import onnxruntime as ort  # noqa: E402
 from jax import lax  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.mlir.module import MlirStableHlo  # noqa: E402
+from jaxport.adapters.mlir.module import module_text  # noqa: E402
 from jaxport.adapters.onnx.translate import translate  # noqa: E402
 from jaxport.errors import ConversionError, UnsupportedOperationError  # noqa: E402
 from tests.helpers.onnx_convert import with_module  # noqa: E402
@@ -250,7 +250,7 @@ def test_a_main_that_takes_dimension_values_as_arguments_is_translated() -> None
     record = jaxport.export(jax.jit(lambda x, y: (x * x.shape[0], jnp.concatenate([x, y[None].repeat(x.shape[0], 0)],
                                                                                    axis=1))))(
         spec((b, 3)), spec((t,))).record
-    text = MlirStableHlo.to_text(record.mlir_module_serialized)
+    text = module_text(record.mlir_module_serialized)
     text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
     text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
     signature = text.split("@main", 1)[1].split("\n", 1)[0]
@@ -268,7 +268,7 @@ def test_a_variable_of_a_dimension_expression_is_computed_as_jaxports_plan_compu
     n, = jaxport.symbolic_shape("n")
     record = jaxport.export(jax.jit(lambda x: jnp.zeros(((x.shape[0] - 1) // 2, 2)) + x.max()))(
         spec((2 * n + 1, 3))).record
-    text = MlirStableHlo.to_text(record.mlir_module_serialized)
+    text = module_text(record.mlir_module_serialized)
     text = re.sub(r"func\.func public @main\(.*?\n  \}[^\n]*\n", "", text, count=1, flags=re.S)
     text = text.replace("func.func private @_wrapped_jax_export_main", "func.func public @main")
     model = translate(with_module(record, text), input_names=["x"], output_names=["y"])

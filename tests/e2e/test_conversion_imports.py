@@ -32,7 +32,7 @@ import pytest
 
 import jaxport
 from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms, standard_request
-from jaxport.adapters.mlir.worker import ModuleWorker
+from jaxport.adapters.mlir.worker import ChildModuleWorker
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from jaxport.domain.targets.registry import TARGETS
 
@@ -84,7 +84,7 @@ def _child_form(blob: bytes) -> bytes:
     record = jaxport.deserialize(blob).record
     form = standard_request(record)
     assert form is not None
-    worker = ModuleWorker()
+    worker = ChildModuleWorker()
     try:
         return worker.check(record.mlir_module_serialized, sdy=MIXED_SERIALIZATION,
                             form={"standard": form}).reserialized
@@ -128,7 +128,7 @@ def test_a_savedmodel_holds_the_childs_module_written_for_tensorflows_stablehlo(
 
     monkeypatch.setattr(converter, "write_savedmodel", capture)
     jaxport.to_savedmodel(artifact, tmp_path / "out")
-    worker = ModuleWorker()
+    worker = ChildModuleWorker()
     try:
         want = ChildModuleForms(worker).for_version(_child_form(artifact.read_bytes()), reads_stablehlo())
     finally:

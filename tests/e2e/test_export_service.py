@@ -11,7 +11,6 @@ import pytest
 
 import jaxport
 from jaxport.adapters.jax.lowering.lower import JaxLowerer
-from jaxport.adapters.mlir.bindings import export_target_version
 from jaxport.application import wiring
 from jaxport.adapters.jax.lowering.service import ExportService
 from jaxport.domain.artifact.module_policy import OpKind, OpSite
@@ -51,11 +50,8 @@ class FakeStableHlo:
     def deserialize(self, blob: bytes) -> LoweredModule:
         raise AssertionError("the export service reads no artifact")
 
-    def to_text(self, blob: bytes) -> str:
-        raise AssertionError("the export service reads no artifact")
-
-    def donated_arguments(self, blob: bytes) -> tuple[bool, ...]:
-        raise AssertionError("the export service reads no artifact")
+    def export_target_version(self) -> str:
+        return "1.2.3"
 
     def newest_readable_version(self) -> str:
         return "9.9.9"
@@ -79,7 +75,7 @@ def test_the_service_checks_what_the_port_reports_and_keeps_the_bytes_it_seriali
     exp = export(svc)
     assert len(stablehlo.modules_seen) == 1 and stablehlo.plans == []
     # The module is serialized once, at export (as jax.export does).
-    assert stablehlo.calls == [(export_target_version(), True)]  # two platforms: a platform index argument
+    assert stablehlo.calls == [("1.2.3", True)]  # the port's version; two platforms: a platform index argument
     assert getattr(exp, "mlir_module_serialized") == b"ML\xefR fake module"
     assert getattr(exp, "record").mlir_module_serialized is getattr(exp, "mlir_module_serialized")
     assert len(stablehlo.calls) == 1

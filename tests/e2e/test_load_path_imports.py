@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.mlir.module import MlirStableHlo
+from jaxport.application import wiring
 
 #: Modules the load path must not import.
 NOT_LOADED = ("jax.extend", "jaxport.adapters.mlir.wrap", "jaxport.application.bundles.save",
@@ -82,5 +82,6 @@ def test_a_fresh_load_and_first_call_import_neither_jax_extend_nor_the_wrapper(b
 
 def test_the_verdicts_parser_version_names_jaxlibs_installed_version() -> None:
     # The verdict store's keys stay those of earlier versions, which read importlib.metadata.
-    assert MlirStableHlo.parser_version() == (f"jaxlib {importlib.metadata.version('jaxlib')}, "
-                                              f"StableHLO {MlirStableHlo.newest_readable_version()}")
+    stablehlo = wiring.stablehlo()
+    assert stablehlo.parser_version() == (f"jaxlib {importlib.metadata.version('jaxlib')}, "
+                                          f"StableHLO {stablehlo.newest_readable_version()}")

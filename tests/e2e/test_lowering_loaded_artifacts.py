@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.mlir.module import MlirStableHlo
+from jaxport.adapters.mlir import bindings
 
 
 def _f(x: jax.Array) -> jax.Array:
@@ -40,13 +40,13 @@ def blob() -> bytes:
 def deserializations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the portable artifacts that jaxport deserializes (its lowerings, and anything else)."""
     seen: list[int] = []
-    real: Callable[..., Any] = MlirStableHlo.deserialize
+    real: Callable[..., Any] = bindings.deserialize_portable_artifact
 
-    def counting(portable: bytes, context: Any = None) -> Any:
+    def counting(portable: bytes, context: Any) -> Any:
         seen.append(len(portable))
         return real(portable, context)
 
-    monkeypatch.setattr(MlirStableHlo, "deserialize", staticmethod(counting))
+    monkeypatch.setattr("jaxport.adapters.mlir.module.deserialize_portable_artifact", counting)
     return seen
 
 

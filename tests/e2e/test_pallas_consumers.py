@@ -18,10 +18,9 @@ import pytest
 from jax.experimental import pallas as pl
 
 import jaxport
-from jaxport.adapters.mlir.rewrite import ChildModuleForms
-from jaxport.adapters.mlir.worker import shared_worker
+from jaxport.adapters.mlir.rewrite import shared_forms
 from jaxport.application.cli.main import main
-from jaxport.application.consumer_check import check_consumer
+from jaxport.application.verify_artifact import check_consumer
 from jaxport.domain.artifact.consumers import CONSUMERS, Consumer
 from jaxport.domain.artifact.kernels import BYTECODE, TEXT, Kernel, older_than_writer
 from jaxport.errors import ConsumerMismatchError
@@ -45,7 +44,7 @@ def exported() -> jaxport.Exported:
 
 def kernels(blob: bytes) -> tuple[Kernel, ...]:
     """The kernels of an artifact's module, as the verifying process reads them."""
-    return ChildModuleForms(shared_worker()).kernels(jaxport.deserialize(blob).mlir_module_serialized)[1]
+    return shared_forms().kernels(jaxport.deserialize(blob).mlir_module_serialized)[1]
 
 
 def test_the_kernel_is_exported_at_this_jaxs_mosaic_version_in_bytecode(exported: jaxport.Exported) -> None:
@@ -81,7 +80,7 @@ def test_the_kernel_is_written_for_each_jax_consumers_mosaic_and_mlir_or_refused
 
 
 def test_the_kernel_as_text_is_the_downgraded_module_and_written_once(exported: jaxport.Exported) -> None:
-    forms = ChildModuleForms(shared_worker())
+    forms = shared_forms()
     module = exported.mlir_module_serialized
     as_bytecode, _ = forms.kernels(module, 11)
     as_text, found = forms.kernels(module, 11, text=True)

@@ -18,7 +18,7 @@ from jaxlib import version as jaxlib_version
 import jaxport
 from jaxport import DisabledSafetyCheck
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
-from jaxport.adapters.mlir.worker import ModuleWorker
+from jaxport.adapters.mlir.worker import ChildModuleWorker
 from jaxport.application.verify_artifact import verify_artifact
 from jaxport.errors import ArtifactCallError, ArtifactError
 
@@ -102,7 +102,7 @@ def test_a_module_that_does_not_parse_is_refused_with_the_parsers_reason() -> No
 
 
 def test_a_verifying_process_that_dies_refuses_the_artifact_and_the_caller_keeps_running() -> None:
-    worker = ModuleWorker(address_space=64 << 20)  # too little memory to load jaxlib: it dies
+    worker = ChildModuleWorker(address_space=64 << 20)  # too little memory to load jaxlib: it dies
     blob = jaxport.export(jax.jit(jnp.tanh))(SPEC).serialize()  # bytes no other test verifies
     report = verify_artifact(blob, worker=worker)
     assert not report.ok and "verifying process stopped" in report.reasons[0]
@@ -112,7 +112,7 @@ def test_a_verifying_process_that_dies_refuses_the_artifact_and_the_caller_keeps
 
 
 def test_a_verifying_process_killed_mid_request_is_replaced_by_a_new_one() -> None:
-    worker = ModuleWorker(timeout=60.0)
+    worker = ChildModuleWorker(timeout=60.0)
     record = decode_artifact(plain_blob())
     assert worker.check(record.mlir_module_serialized, sdy=False).facts.inputs
     pid = worker.pid
@@ -142,7 +142,7 @@ def test_a_verifying_process_killed_mid_request_is_replaced_by_a_new_one() -> No
 
 
 def test_a_verifying_process_that_died_between_requests_is_replaced_without_an_error() -> None:
-    worker = ModuleWorker(timeout=60.0)
+    worker = ChildModuleWorker(timeout=60.0)
     record = decode_artifact(plain_blob())
     worker.check(record.mlir_module_serialized, sdy=False)
     pid = worker.pid
@@ -155,7 +155,7 @@ def test_a_verifying_process_that_died_between_requests_is_replaced_without_an_e
 
 
 def test_a_hanging_verifying_process_is_killed_after_the_timeout() -> None:
-    worker = ModuleWorker(timeout=60.0)
+    worker = ChildModuleWorker(timeout=60.0)
     record = decode_artifact(plain_blob())
     worker.check(record.mlir_module_serialized, sdy=False)
     pid = worker.pid

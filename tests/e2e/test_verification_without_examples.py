@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import jaxport
-from jaxport.adapters.storage.checked_directory import KnownFiles
+from jaxport.adapters.storage.checked_directory import StatKnownFiles
 from jaxport.application.conversion import verify_directory as verification
 from jaxport.application.conversion.model import ConvertedLoader, read_converted
 from jaxport.domain.artifact.verification import Verdict, verdict_key
@@ -129,9 +129,9 @@ def test_an_ok_verdict_of_the_earlier_checks_is_not_reused(bundle: Path, tmp_pat
         return store
 
     old = remembered(1)  # what version 1 answered for this directory: it called nothing
-    found = ConvertedLoader(KnownFiles(old), verification.DirectoryVerifier(old)).verify(path)
+    found = ConvertedLoader(StatKnownFiles(old), verification.DirectoryVerifier(old)).verify(path)
     assert verification.CHECKS_VERSION > 1
     assert not found.ok and not found.cached
     assert "predict.onnx: calling 'predict' failed" in found.reasons[0]
     current = remembered(verification.CHECKS_VERSION)  # the same verdict under today's key is reused
-    assert ConvertedLoader(KnownFiles(current), verification.DirectoryVerifier(current)).verify(path).cached
+    assert ConvertedLoader(StatKnownFiles(current), verification.DirectoryVerifier(current)).verify(path).cached

@@ -1,4 +1,4 @@
-"""A verdict store of a test's own: verdicts in a dict (the port of ``adapters/storage/checked_directory.py``)."""
+"""A verdict store of a test's own: verdicts in a dict (:class:`jaxport.domain.ports.VerdictStore`)."""
 
 from __future__ import annotations
 

@@ -19,11 +19,12 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT = SRC / "application" / "wiring.py"
 #: The classes whose instances the services share; tests build their own freely (and a service on
 #: their own ports, through its constructor).
-WIRED = {"JaxLowerer", "MlirStableHlo", "FileVerdictStore", "KnownFiles"}
+WIRED = {"JaxLowerer", "MlirStableHlo", "FileVerdictStore", "StatKnownFiles"}
 #: The services, each built once in the composition root (tests build their own on their own ports);
 #: the modules that define them never import the root, which would be an import cycle.
 SERVICES = {"ExportService": SRC / "adapters" / "jax" / "lowering" / "service.py",
             "ArtifactVerifier": SRC / "application" / "export" / "verifier.py",
+            "ConversionPipeline": SRC / "application" / "conversion" / "pipeline.py",
             "BundleLoader": SRC / "application" / "bundles" / "load.py",
             "DirectoryVerifier": SRC / "application" / "conversion" / "verify_directory.py",
             "ConvertedLoader": SRC / "application" / "conversion" / "model.py"}
@@ -34,10 +35,11 @@ PUBLIC = (SRC / "application" / "export" / "service.py", SRC / "application" / "
 #: The process-wide objects that the JAX-facing adapters own, as ``jax.export`` owns its registry:
 #: ``jaxport.register_pytree_node_serialization`` registers into the default registry, which every
 #: ``Exported`` reads, and ``Exported.serialize(consumer=...)`` has the process's one verifying child
-#: write modules for older consumers (an adapter may not import the composition root, which hands
-#: the same objects to the services). Each is built in one place.
+#: write modules for older consumers, through its forms (an adapter may not import the composition
+#: root, which hands the same objects to the services). Each is built in one place.
 ADAPTER_DEFAULTS = {"PytreeSerializationRegistry": SRC / "adapters" / "jax" / "trees" / "registry.py",
-                    "ModuleWorker": SRC / "adapters" / "mlir" / "worker.py"}
+                    "ChildModuleWorker": SRC / "adapters" / "mlir" / "worker.py",
+                    "ChildModuleForms": SRC / "adapters" / "mlir" / "rewrite.py"}
 
 
 def _constructions(path: Path, classes: set[str]) -> list[str]:

@@ -83,6 +83,12 @@ def export_target_version() -> str:
     return str(stablehlo.get_version_from_compatibility_requirement(requirement))
 
 
+@functools.cache  # fixed for the process's jaxlib; asked at every deserialize
+def newest_readable_version() -> str:
+    """The newest StableHLO version this jaxlib deserializes."""
+    return str(stablehlo.get_current_version())
+
+
 def serialize_portable_artifact(module: Any, target_version: str, mixed: bool) -> bytes:
     """``module`` as a portable artifact for ``target_version`` (``mixed``: keep Shardy ops)."""
     return bytes(_jax.mlir.serialize_portable_artifact(module, target_version, mixed))

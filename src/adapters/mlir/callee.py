@@ -37,7 +37,7 @@ from typing import Any
 from jaxlib.mlir import ir  # what jax.extend.mlir re-exports
 
 from .dimension_args import MARKER
-from .module import MlirStableHlo
+from .module import read_module
 
 
 class CalleeModule:
@@ -68,7 +68,7 @@ class CalleeModule:
             if self._plain is not None:
                 return ir.Module.parse(self._plain, context=context)
             portable = self._portable()
-            module = MlirStableHlo.deserialize(portable, context)
+            module = read_module(portable, context)
             if self._standard_form is not None and MARKER in portable:
                 standard = self._standard_form(module)
                 if standard is not None:

@@ -1,16 +1,18 @@
 """StableHLO modules through jaxlib's MLIR bindings: the :class:`~jaxport.domain.ports.StableHlo` port.
 
 A :class:`~jaxport.domain.ports.LoweredModule` made here is an ``ir.Module``.
+:class:`MlirStableHlo` is the port's adapter, which the services are handed; the
+functions beside it read an artifact's module for the JAX-facing ``Exported``
+(its text, its donated arguments) and for the other MLIR adapters, as
+``jax.export``'s ``Exported`` reads its own with jaxlib's MLIR.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any, cast
 
 from jax.interpreters import mlir
 from jaxlib.mlir import ir  # what jax.extend.mlir re-exports (importing it costs a fresh process's first call)
-from jaxlib.mlir.dialects import stablehlo
 # jaxlib's own version string (importlib.metadata's, which it is built from, would cost a fresh
 # process's first load tens of milliseconds of reading installed packages' metadata).
 from jaxlib.version import __version__ as jaxlib_version
@@ -19,7 +21,10 @@ from jaxport.adapters.jax import internals as jax_internals
 from jaxport.domain.artifact.calling_convention import DONATION_ATTRS
 from jaxport.domain.ports import LoweredModule
 from jaxport.domain.symbolic import ArgDim, ShapePlan
-from .bindings import deserialize_portable_artifact, operations, serialize_portable_artifact
+from .bindings import (
+    deserialize_portable_artifact, export_target_version, newest_readable_version, operations,
+    serialize_portable_artifact
+)
 
 if TYPE_CHECKING:
     # Imported where the policy's walk runs (an export): loading and calling read modules through this
@@ -28,12 +33,8 @@ if TYPE_CHECKING:
 
 
 class MlirStableHlo:
-    """Walks, wraps, serializes and reads StableHLO modules with jaxlib's MLIR.
-
-    The composition root holds the one instance the services use. What needs no
-    instance is static, for the other adapters (calling an artifact, the verifying
-    process), which may read modules through this class directly.
-    """
+    """Walks, wraps, serializes and reads StableHLO modules with jaxlib's MLIR (the composition
+    root holds the one instance the services use)."""
 
     def sites(self, module: LoweredModule) -> list[OpSite]:
         """The custom calls of ``module``.
@@ -46,8 +47,7 @@ class MlirStableHlo:
         kinds = {k.value: k for k in OpKind}
         return [_site(kinds[op.name], op) for op in operations(_ir(module)) if op.name in kinds]
 
-    @staticmethod
-    def op_names(module: LoweredModule) -> list[str]:
+    def op_names(self, module: LoweredModule) -> list[str]:
         """The names of all operations of ``module``, in walk order."""
         return [op.name for op in operations(_ir(module))]
 
@@ -86,47 +86,51 @@ class MlirStableHlo:
                 else:
                     attrs["jax.uses_shape_polymorphism"] = previous
 
-    @staticmethod
-    def deserialize(blob: bytes, context: Any | None = None) -> ir.Module:
-        """The ``ir.Module`` of a portable artifact, in ``context`` or a new one."""
-        if context is None:
-            context = mlir.make_ir_context()
-        with context:
-            module: ir.Module = deserialize_portable_artifact(blob, context)
-            return module
+    def deserialize(self, blob: bytes) -> ir.Module:
+        """The ``ir.Module`` of a portable artifact, in a new context (:func:`read_module`)."""
+        return read_module(blob)
 
-    @staticmethod
-    def to_text(blob: bytes) -> str:
-        """The module of a portable artifact as StableHLO text, with locations as JAX prints them."""
-        context = mlir.make_ir_context()
-        return str(mlir.module_to_string(MlirStableHlo.deserialize(blob, context)))
+    def export_target_version(self) -> str:
+        """The StableHLO version that ``jax.export`` targets with this jaxlib (:func:`.bindings.export_target_version`)."""
+        return export_target_version()
 
-    @staticmethod
-    def donated_arguments(blob: bytes) -> tuple[bool, ...]:
-        """For each argument of ``main`` of a portable artifact, whether the module donates its buffer.
-
-        Read from the argument attributes that ``jax.jit(..., donate_argnums=...)``'s
-        lowering writes and ``jax.export`` keeps (:data:`DONATION_ATTRS`): the
-        artifact's own bytes, no field of jaxport's.
-        """
-        main = ir.SymbolTable(MlirStableHlo.deserialize(blob).operation)["main"]
-        count = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
-        if "arg_attrs" not in main.attributes:
-            return (False,) * count
-        return tuple(any(name in ir.DictAttr(attrs) for name in DONATION_ATTRS)
-                     for attrs in ir.ArrayAttr(main.attributes["arg_attrs"]))
-
-    @staticmethod
-    @functools.cache  # fixed for the process's jaxlib; asked at every deserialize
-    def newest_readable_version() -> str:
+    def newest_readable_version(self) -> str:
         """The newest StableHLO version this jaxlib deserializes."""
-        return str(stablehlo.get_current_version())
+        return newest_readable_version()
 
-    @staticmethod
-    def parser_version() -> str:
+    def parser_version(self) -> str:
         """The version of the parser a verdict depends on (jaxlib's StableHLO reader, which the
         verifying process runs)."""
-        return f"jaxlib {jaxlib_version}, StableHLO {MlirStableHlo.newest_readable_version()}"
+        return f"jaxlib {jaxlib_version}, StableHLO {newest_readable_version()}"
+
+
+def read_module(blob: bytes, context: Any | None = None) -> ir.Module:
+    """The ``ir.Module`` of a portable artifact, in ``context`` or a new one of JAX's."""
+    if context is None:
+        context = mlir.make_ir_context()
+    with context:
+        module: ir.Module = deserialize_portable_artifact(blob, context)
+        return module
+
+
+def module_text(blob: bytes) -> str:
+    """The module of a portable artifact as StableHLO text, with locations as JAX prints them."""
+    return str(mlir.module_to_string(read_module(blob)))
+
+
+def donated_arguments(blob: bytes) -> tuple[bool, ...]:
+    """For each argument of ``main`` of a portable artifact, whether the module donates its buffer.
+
+    Read from the argument attributes that ``jax.jit(..., donate_argnums=...)``'s
+    lowering writes and ``jax.export`` keeps (:data:`DONATION_ATTRS`): the
+    artifact's own bytes, no field of jaxport's.
+    """
+    main = ir.SymbolTable(read_module(blob).operation)["main"]
+    count = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
+    if "arg_attrs" not in main.attributes:
+        return (False,) * count
+    return tuple(any(name in ir.DictAttr(attrs) for name in DONATION_ATTRS)
+                 for attrs in ir.ArrayAttr(main.attributes["arg_attrs"]))
 
 
 def _ir(module: LoweredModule) -> ir.Module:

@@ -26,17 +26,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jaxport.domain.artifact.kernels import Kernel, release_key
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION, stablehlo_version
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.calls.front import leaf_paths, record_shapes
 from jaxport.domain.converted.static_shapes import StaticShapes
+from jaxport.domain.ports import ModuleWorker
 from .dimension_args import MARKER, standard_form
-
-if TYPE_CHECKING:
-    from .worker import ModuleWorker
 
 #: Whether modules are written with Shardy's ops kept (``use_mixed_serialization``), as JAX's
 #: CPU backend writes them; the verifying process does not start a backend to ask.
@@ -106,6 +104,14 @@ class ChildModuleForms:
         return self.worker.check(module, sdy=MIXED_SERIALIZATION, form=form).reserialized
 
 
+def shared_forms() -> ChildModuleForms:
+    """The forms that the process's one verifying process makes (:func:`~.worker.shared_worker`),
+    for every caller: the services (handed them by the composition root) and ``Exported.serialize``."""
+    from .worker import shared_worker  # the verifying process imports this module, and never needs it
+
+    return ChildModuleForms(shared_worker())
+
+
 def rewrite(module_bytes: bytes, request: Mapping[str, Any]) -> bytes | None:
     """The form of the (verified) module that ``request`` asks for, or None when it asks for none
     or the module has it already (then the plain re-serialization is the answer).
@@ -169,9 +175,9 @@ def _standard_bytes(module_bytes: bytes, form: Mapping[str, Any]) -> bytes | Non
     from jaxport.adapters.jax.lowering.dims import JaxDim  # the shape assertions cite the installed JAX's pages
 
     from .bindings import serialize_portable_artifact
-    from .module import MlirStableHlo
+    from .module import read_module
 
-    module = MlirStableHlo.deserialize(module_bytes)
+    module = read_module(module_bytes)
     avals = [AvalRecord(tuple(s), DType.FLOAT32) for s in form["shapes"]]
     try:
         standard = standard_form(module, tuple(tuple(s) for s in record_shapes(avals, form["constraints"], expr_class=JaxDim)),

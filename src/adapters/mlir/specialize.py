@@ -33,7 +33,7 @@ from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
 from .bindings import operations
-from .module import MlirStableHlo
+from .module import read_module
 from .wrap import converted
 
 _CALLEE = "jaxport_exported_main"
@@ -83,7 +83,7 @@ def calling_main(module: bytes, callee_name: str,
     operand and result is converted to the type the other side takes.
     """
     context = mlir.make_ir_context()
-    callee = MlirStableHlo.deserialize(module, context)
+    callee = read_module(module, context)
     with context, ir.Location.unknown():
         callee_type = ir.FunctionType(ir.TypeAttr(
             ir.SymbolTable(callee.operation)["main"].attributes["function_type"]).value)

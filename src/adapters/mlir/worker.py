@@ -1,6 +1,7 @@
 """Parsing untrusted modules in a separate, limited, long-lived process.
 
-:class:`ModuleWorker` starts :mod:`.worker_main` on first use and keeps it
+:class:`ChildModuleWorker` (the :class:`~jaxport.domain.ports.ModuleWorker`
+port) starts :mod:`.worker_main` on first use and keeps it
 for later requests; when it dies (a crash of the MLIR reader, a memory or CPU
 limit) or does not answer in time (it is then killed), the request fails
 with :class:`ArtifactError` and the next request starts a new process. The
@@ -15,13 +16,13 @@ import json
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.artifact.kernels import Kernel, kernels_from_json
+from jaxport.domain.artifact.kernels import kernels_from_json
 from jaxport.domain.artifact.verification import ModuleFacts
+from jaxport.domain.ports import CheckedModule
 
 # What only a verification or a converter's forms need is not imported here (the verifying
 # process's module, the rewrites, :class:`~.rewrite.ChildModuleForms`): a load whose verdicts are
@@ -40,23 +41,7 @@ DEFAULT_TIMEOUT_SECONDS: Final = 60.0
 STARTUP_SECONDS: Final = 120.0
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """A module as the verifying process saw it.
-
-    Attributes:
-        facts: ``main``'s types and the custom-call targets.
-        reserialized: the module as the serializer wrote it after parsing (or the
-            form of it that the request asked for).
-        kernels: its kernels, when the request asked for them (``{"kernels": ...}``).
-    """
-
-    facts: ModuleFacts
-    reserialized: bytes
-    kernels: tuple[Kernel, ...] = ()
-
-
-class ModuleWorker:
+class ChildModuleWorker:
     """A verifying process, restarted when it dies.
 
     Args:
@@ -79,7 +64,7 @@ class ModuleWorker:
         """The process id of the running verifying process, if any."""
         return None if self._child is None else self._child.pid
 
-    def check(self, module: bytes, *, sdy: bool, form: Mapping[str, Any] | None = None) -> Checked:
+    def check(self, module: bytes, *, sdy: bool, form: Mapping[str, Any] | None = None) -> CheckedModule:
         """Parses, verifies and re-serializes ``module`` in the verifying process.
 
         Args:
@@ -119,7 +104,7 @@ class ModuleWorker:
             raise ArtifactError(f"The module does not parse: {header['error']}")
         if "refused" in header:
             raise ValueError(header["refused"])
-        return Checked(ModuleFacts.from_json(json.dumps(header).encode()), again,
+        return CheckedModule(ModuleFacts.from_json(json.dumps(header).encode()), again,
                        kernels_from_json(header.get("kernels")))
 
     def close(self) -> None:
@@ -130,11 +115,11 @@ class ModuleWorker:
                 child.close()
 
 
-_shared: list[ModuleWorker] = []
+_shared: list[ChildModuleWorker] = []
 _shared_lock = threading.Lock()
 
 
-def shared_worker() -> ModuleWorker:
+def shared_worker() -> ChildModuleWorker:
     """The process's verifying process (it starts on its first request), with the limits that
     ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set: one for every caller."""
     with _shared_lock:
@@ -143,6 +128,6 @@ def shared_worker() -> ModuleWorker:
         return _shared[0]
 
 
-def _configured_worker() -> ModuleWorker:
-    return ModuleWorker(cpu_seconds=int(env_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
+def _configured_worker() -> ChildModuleWorker:
+    return ChildModuleWorker(cpu_seconds=int(env_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
                         timeout=env_limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS))

@@ -1,7 +1,7 @@
 """The verifying process: parses, verifies and re-serializes untrusted modules.
 
 Run as ``python -m jaxport.adapters.mlir.worker_main AS_BYTES CPU_SECONDS``
-by :class:`~jaxport.adapters.mlir.worker.ModuleWorker`, an isolated child
+by :class:`~jaxport.adapters.mlir.worker.ChildModuleWorker`, an isolated child
 (:mod:`jaxport.adapters.isolated`: its address space capped, no core dumps,
 the messages JSON lines with their bytes). Each request's limits: CPU time
 (the given seconds plus one per MiB of module) and a soft address-space limit

@@ -28,9 +28,10 @@ from typing import Any, BinaryIO
 from jaxport.domain.bundle.manifest import MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
 from jaxport.domain.bundle.checks import check_files, check_weights_digests, check_weights_header
 from jaxport.domain.checked_directory import FileDigest, check_digest
+from jaxport.domain.ports import KnownFiles
 from jaxport.domain.errors import ArtifactError
 from .atomic_files import create_beside, fsync_directory, new_directory
-from .checked_directory import FileIdentity, KnownFiles, listing
+from .checked_directory import listing
 
 Writer = Callable[[BinaryIO], object]
 
@@ -240,7 +241,7 @@ def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], 
     if known is None:
         check()
     else:
-        known.check(file, FileIdentity.of(stored.status), expected, check)
+        known.check(file, stored.status, expected, check)
     return stored
 
 

@@ -36,25 +36,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final
 
 from jaxport.domain.artifact.verification import Verdict, verdict_key
 from jaxport.domain.checked_directory import FOLDER, NOT_A_FILE, FileDigest, check_digest
+from jaxport.domain.ports import KnownFiles, VerdictStore
 
 #: How old a file's change time must be for its check to be remembered (2 s: far above any clock tick).
 SETTLED_NS: Final = 2_000_000_000
 #: Bumped when what a remembered check covers changes.
 _VERSION: Final = 1
-
-
-class VerdictStore(Protocol):
-    """Where checks are remembered (:class:`~.verdict_store.FileVerdictStore`)."""
-
-    def get(self, key: str) -> Verdict | None:
-        """The verdict remembered under ``key``, if any."""
-
-    def put(self, key: str, verdict: Verdict) -> None:
-        """Remembers ``verdict`` under ``key`` (best effort)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +68,9 @@ class FileIdentity:
         return now_ns - max(self.mtime_ns, self.ctime_ns) >= SETTLED_NS
 
 
-class KnownFiles:
-    """The files whose digests were found equal to a manifest's, by identity.
+class StatKnownFiles:
+    """The files whose digests were found equal to a manifest's, by identity (the
+    :class:`~jaxport.domain.ports.KnownFiles` port), remembered in a verdict store.
 
     Args:
         store: where the checks are remembered.
@@ -98,11 +90,11 @@ class KnownFiles:
         if identity.settled(time.time_ns() if now_ns is None else now_ns):
             self._store.put(self._key(identity, digest), Verdict(True))
 
-    def check(self, path: str | os.PathLike[str], identity: FileIdentity, digest: str,
+    def check(self, path: str | os.PathLike[str], status: os.stat_result, digest: str,
               compute: Callable[[], str]) -> str:
-        """``digest`` when the file of ``identity`` was found to have it before, else ``compute()``
-        (the digest of the bytes read through the descriptor ``identity`` describes), remembered
-        when it is ``digest`` and the file at ``path`` still has ``identity``."""
+        """The port's check, the file known by its :class:`FileIdentity`: ``compute()`` is remembered
+        when it is ``digest`` and the file at ``path`` still has that identity."""
+        identity = FileIdentity.of(status)
         if self.known(identity, digest):
             return digest
         found = compute()
@@ -158,6 +150,6 @@ def check_digests(root: Path, files: Mapping[str, FileDigest], names: Sequence[s
                 return hashlib.file_digest(file, "sha256").hexdigest()
 
             expected = files[name]
-            identity = FileIdentity.of(os.fstat(file.fileno()))
-            found = digest() if known is None else known.check(root / name, identity, expected.sha256, digest)
+            found = digest() if known is None else known.check(root / name, os.fstat(file.fileno()),
+                                                                 expected.sha256, digest)
         check_digest(name, expected, found, owner)

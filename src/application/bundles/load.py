@@ -15,7 +15,7 @@ from jaxport.adapters.jax.bundles.weights import (
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
 from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
-from jaxport.adapters.storage.checked_directory import KnownFiles
+from jaxport.domain.ports import KnownFiles
 from jaxport.application.export.verifier import ArtifactVerifier, read_exported
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError

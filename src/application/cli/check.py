@@ -88,7 +88,7 @@ def check_paths(args: argparse.Namespace) -> int:
 def check_consumers(args: argparse.Namespace) -> int:
     """Prints, per path and consumer, whether the consumer can read and run it."""
     from jaxport.domain.artifact.consumers import find_consumer
-    from jaxport.application.consumer_check import check_consumer
+    from jaxport.application.verify_artifact import check_consumer
 
     for spec in args.consumer:
         find_consumer(spec)  # a consumer the table lacks is the user's mistake, before any file is read

@@ -76,7 +76,7 @@ def _add_flag(cmd: argparse.ArgumentParser, help: str, flag: Flag) -> None:
 def run_convert(args: argparse.Namespace) -> int:
     """Converts and prints one line: what was written."""
     from jaxport.domain.targets.registry import TARGETS, target
-    from jaxport.application.conversion.pipeline import convert
+    from jaxport.application.conversion.api import convert
 
     if not os.path.exists(args.source):
         raise UsageError(f"{args.source} does not exist")

@@ -1,18 +1,80 @@
-"""Loading converted directories: :func:`load_converted`, :func:`load_iree`, :func:`verify_converted`.
+"""Converting and loading converted directories: :func:`convert`, :func:`load_converted`, :func:`load_iree`,
+:func:`verify_converted`.
 
-Each runs the process's one :class:`~jaxport.application.conversion.model.ConvertedLoader`, built on first
-use in the composition root (:func:`jaxport.application.wiring.converted_loader`).
+Each runs the process's one service, built on first use in the composition root: the
+:class:`~jaxport.application.conversion.pipeline.ConversionPipeline`
+(:func:`jaxport.application.wiring.conversion_pipeline`) or the
+:class:`~jaxport.application.conversion.model.ConvertedLoader`
+(:func:`jaxport.application.wiring.converted_loader`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from jaxport.application import wiring
 from jaxport.application.conversion.model import ConvertedModel, read_converted
 from jaxport.application.conversion.verify_directory import DirectoryVerification
 from jaxport.domain.errors import ArtifactError
+
+if TYPE_CHECKING:
+    # Types only: loading imports neither the pipeline nor JAX (tests/e2e/test_converted_load_imports.py).
+    from jaxport.adapters.jax.exported.exported import Exported
+    from jaxport.adapters.jax.bundles.loaded import Bundle
+    from jaxport.application.conversion.pipeline import Dims
+    from jaxport.application.conversion.quantized import Calibration
+    from jaxport.application.conversion.source import ConversionSource
+    from jaxport.domain.converted.manifest import ConvertedManifest
+    from jaxport.domain.targets.registry import TargetEntry
+
+
+def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *, to: str,
+            options: object | None = None, dims: Dims | None = None,
+            calibration: Calibration | None = None, overwrite: bool = False) -> ConvertedManifest:
+    """Converts every function of ``source`` for the runtime target ``to`` into the directory ``path``.
+
+    Args:
+        source: an :class:`~jaxport.Exported` (one function, named after the
+            exported function), a :class:`~jaxport.Bundle`, or the path of an
+            artifact file or a bundle directory (by jaxport or ``jax.export``).
+        path: the directory to write.
+        to: the target's name: ``"savedmodel"``, ``"iree"`` (``jaxport.TARGETS`` lists them).
+        options: the target's options (:class:`~jaxport.SavedModelOptions`,
+            :class:`~jaxport.IreeOptions`); None: the defaults.
+        dims: for a target that compiles static shapes (IREE), the bindings
+            of each symbolic function's dimension variables to compile for:
+            ``{"predict": [{"b": 1}, {"b": 8}]}``.
+        calibration: for a quantization calibrated on examples (``quantize="int8"``),
+            function name -> a sequence of ``(args, kwargs)`` examples; None: the
+            source's golden examples.
+        overwrite: replace what is at ``path`` (else it must not exist).
+
+    Returns:
+        The manifest written.
+
+    Raises:
+        ConversionError: what the target cannot run, a symbolic function
+            without dims, a binding that violates its constraints; the message
+            names the function, the argument and the reason. Raised before
+            anything is written.
+        ArtifactError: a source file is not a valid artifact or bundle, or a
+            module fails verification.
+        MissingExtraError: the target's extra is not installed.
+        FileExistsError: ``path`` exists and ``overwrite`` is False.
+        TypeError: ``options`` are another target's.
+        UsageError: ``to`` names no target.
+    """
+    return wiring.conversion_pipeline().convert(source, path, to=to, options=options, dims=dims,
+                                                calibration=calibration, overwrite=overwrite)
+
+
+def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, options: object,
+                    dims: Dims | None) -> ConvertedManifest:
+    """:func:`convert` of what :func:`~jaxport.application.conversion.source.read_source` read (``out``
+    replaceable), for ``check_numerics``, on the process's pipeline."""
+    return wiring.conversion_pipeline().write(src, out, entry, options, dims)
 
 
 def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runtime_options: Any) -> ConvertedModel:

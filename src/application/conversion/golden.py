@@ -29,7 +29,6 @@ from jaxport.domain.converted.numerics import (
 )
 from jaxport.domain.errors import JaxportError
 from jaxport.domain.targets.registry import target
-from .api import load_converted, verify_converted
 from .model import ConvertedModel
 
 
@@ -119,13 +118,9 @@ def examples_on(path: str | Path, model: ConvertedModel) -> NumericsReport:
     return run_examples(str(path), model.target, converted_examples(Path(path), model), fitting_only=True)
 
 
-def converted_examples(root: Path, model: ConvertedModel | None = None) -> GoldenExamples:
-    """The golden examples of a converted directory on its target's runtime, which holds the weights:
-    each example runs on its inputs alone, through the call front (no JAX). Without ``model``, the
-    directory is verified and loaded first."""
-    if model is None:  # verified first; a golden example answered wrongly is this report's to show
-        verify_converted(root).raise_if_failed(str(root), but_wrong_examples=True)
-        model = load_converted(root, verify=False)
+def converted_examples(root: Path, model: ConvertedModel) -> GoldenExamples:
+    """The golden examples of a converted directory on its target's runtime (``model``, loaded from
+    it), which holds the weights: each example runs on its inputs alone, through the call front (no JAX)."""
     manifest = model.manifest
     loosest = target(manifest.target).plan.numerics_tolerance
     recorded = manifest.quantization.tolerance if manifest.quantization is not None else \

@@ -18,7 +18,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jaxport.adapters.storage.checked_directory import KnownFiles, check_digests, listing
+from jaxport.adapters.storage.checked_directory import check_digests, listing
+from jaxport.domain.ports import KnownFiles
 from jaxport.domain.checked_directory import check_listing
 from jaxport.domain.converted.manifest import (
     ConvertedFunction, ConvertedManifest, Variant, manifest_format

@@ -30,6 +30,7 @@ from jaxport.domain.converted.numerics import NumericsReport, tolerance_for
 from jaxport.domain.calls.front import call_checker, with_weights_bound
 from jaxport.domain.targets.registry import TARGETS, target
 from jaxport.application.conversion.source import read_source
+from .api import load_converted, verify_converted, write_converted
 from .golden import GoldenExamples, converted_examples, run_examples
 from .jax_model import JAX, jax_model
 from .model import ConvertedModel, read_converted
@@ -76,7 +77,7 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
     own = _own_runtime(root)
     chosen = own if runtime is None else _named(runtime)
     if chosen == own:
-        golden = _open_bundle(root) if own == JAX else converted_examples(root)
+        golden = _open_bundle(root) if own == JAX else converted_examples(root, _verified(root))
         return run_examples(os.fspath(path), own, golden, rtol, atol)
     if own != JAX:
         raise UsageError(f"{path} is a directory converted for {own}: it is checked on {own} only (a bundle "
@@ -86,7 +87,15 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
     with tempfile.TemporaryDirectory(prefix="jaxport-numerics-") as tmp:
         converted = Path(tmp, chosen)
         _convert(root, converted, chosen)
-        return run_examples(os.fspath(path), chosen, converted_examples(converted), rtol, atol, converted=True)
+        return run_examples(os.fspath(path), chosen, converted_examples(converted, _verified(converted)), rtol, atol,
+                            converted=True)
+
+
+def _verified(root: Path) -> ConvertedModel:
+    """The converted directory at ``root``, verified (a golden example answered wrongly is the
+    report's to show, not a refusal), then loaded."""
+    verify_converted(root).raise_if_failed(str(root), but_wrong_examples=True)
+    return load_converted(root, verify=False)
 
 
 def _runtimes() -> list[str]:
@@ -153,10 +162,6 @@ def _convert(bundle: Path, out: Path, to: str) -> None:
     """Converts the bundle for ``to``; for a target of static shapes, or one that takes bindings
     (LiteRT, whose converter cannot keep every function dynamic), the functions that have
     examples, for the sizes of their examples."""
-    # Only a bundle checked on another runtime converts: a converted directory's check never pays
-    # the pipeline's 86 ms (-X importtime, a busy 2-core machine).
-    from jaxport.application.conversion.pipeline import write_converted
-
     entry = target(to)
     source = read_source(bundle)
     dims: dict[str, list[dict[str, int]]] | None = None

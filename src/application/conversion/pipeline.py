@@ -1,6 +1,9 @@
-"""``jaxport.convert``: the one conversion pipeline, for every runtime target of the registry.
+"""The one conversion pipeline behind ``jaxport.convert``, for every runtime target of the registry.
 
-(The command ``jaxport convert`` is :mod:`jaxport.application.cli.convert`.)
+:class:`ConversionPipeline` is the service, built once in the composition root
+(:func:`jaxport.application.wiring.conversion_pipeline`) on the verifying
+process; its public functions are :mod:`jaxport.application.conversion.api`'s
+(the command ``jaxport convert`` is :mod:`jaxport.application.cli.convert`).
 
 In order, for any target (:mod:`jaxport.domain.targets.registry`):
 
@@ -34,11 +37,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jaxport.adapters.jax.installed import require_jax
-from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms, standard_request
+from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
 from jaxport.adapters.storage import bundle_dir
 from jaxport.adapters.storage.bundle_dir import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord
@@ -48,99 +52,87 @@ from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManife
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, variant_shapes
-from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converter, FunctionJob
+from jaxport.domain.ports import ModuleWorker
+from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converter, FunctionJob, ModuleForms
 from jaxport.domain.targets.registry import TargetEntry, target
 from jaxport.domain.artifact.verification import check_main_types
 from jaxport.domain.converted.quantization import Quantization, check_keep_float, quantization
 from jaxport.application.conversion.quantized import Calibration, FlatCalibration, calibration_inputs, check_examples
 from jaxport.application.conversion.source import ConversionSource, SourceFunction, read_source
-from jaxport.application import target_adapters, wiring
+from jaxport.application import target_adapters
 
 if TYPE_CHECKING:
-    from jaxport.application.bundles.api import Bundle
+    from jaxport.adapters.jax.bundles.loaded import Bundle
+    from jaxport.application.conversion.model import ConvertedLoader
     from jaxport.adapters.jax.exported.exported import Exported
 
 #: dims: function name -> the bindings of its dimension variables to make a variant for.
 Dims = Mapping[str, Sequence[Mapping[str, int]]]
 
 
-def convert(source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *, to: str,
-            options: object | None = None, dims: Dims | None = None,
-            calibration: Calibration | None = None, overwrite: bool = False) -> ConvertedManifest:
-    """Converts every function of ``source`` for the runtime target ``to`` into the directory ``path``.
+@dataclass(frozen=True, slots=True)
+class ConversionPipeline:
+    """Converts sources for runtime targets (:func:`jaxport.convert`), every module verified first.
 
-    Args:
-        source: an :class:`~jaxport.Exported` (one function, named after the
-            exported function), a :class:`~jaxport.Bundle`, or the path of an
-            artifact file or a bundle directory (by jaxport or ``jax.export``).
-        path: the directory to write.
-        to: the target's name: ``"savedmodel"``, ``"iree"`` (``jaxport.TARGETS`` lists them).
-        options: the target's options (:class:`~jaxport.SavedModelOptions`,
-            :class:`~jaxport.IreeOptions`); None: the defaults.
-        dims: for a target that compiles static shapes (IREE), the bindings
-            of each symbolic function's dimension variables to compile for:
-            ``{"predict": [{"b": 1}, {"b": 8}]}``.
-        calibration: for a quantization calibrated on examples (``quantize="int8"``),
-            function name -> a sequence of ``(args, kwargs)`` examples; None: the
-            source's golden examples.
-        overwrite: replace what is at ``path`` (else it must not exist).
+    The composition root builds the process's one (:func:`jaxport.application.wiring.conversion_pipeline`);
+    a test makes its own on its own ports.
 
-    Returns:
-        The manifest written.
-
-    Raises:
-        ConversionError: what the target cannot run, a symbolic function
-            without dims, a binding that violates its constraints; the message
-            names the function, the argument and the reason. Raised before
-            anything is written.
-        ArtifactError: a source file is not a valid artifact or bundle, or a
-            module fails verification.
-        MissingExtraError: the target's extra is not installed.
-        FileExistsError: ``path`` exists and ``overwrite`` is False.
-        TypeError: ``options`` are another target's.
-        UsageError: ``to`` names no target.
+    Attributes:
+        worker: the verifying process that parses, checks and writes again each module of the source.
+        forms: what writes the other forms of a module that a converter asks for.
+        loader: what loads the staged directory of a quantized conversion, to run its golden examples.
     """
-    entry = target(to)
-    require_jax()  # every target's converter reads the modules with JAX's MLIR
-    if options is None:
-        options = entry.options()
-    if type(options) is not entry.options:
-        raise TypeError(f"options for to={to!r} are a {entry.options.__name__}, not a {type(options).__name__}")
-    out = Path(path)
-    if os.path.lexists(out) and not overwrite:
-        raise FileExistsError(f"{out} exists: pass overwrite=True (jaxport convert --force) to replace it")
-    return write_converted(read_source(source), out, entry, options, dims, calibration)
 
+    worker: ModuleWorker
+    forms: ModuleForms
+    loader: ConvertedLoader
 
-def write_converted(src: ConversionSource, out: Path, entry: TargetEntry, options: object,
-                    dims: Dims | None, calibration: Calibration | None = None) -> ConvertedManifest:
-    """:func:`convert` of what :func:`~jaxport.application.conversion.source.read_source` read (``out`` replaceable)."""
-    unknown = sorted(set(dims or {}) - {f.name for f in src.functions})
-    if unknown:
-        raise ConversionError(entry.plan.runtime, None, f"dims names {unknown}, which the source does not "
-                                                        f"have (it has {[f.name for f in src.functions]})")
-    jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), options) for f in src.functions)
-    mode = getattr(options, "quantize", None)
-    check_keep_float(getattr(options, "keep_float", ()), [w.name for w in src.weights], mode)
-    calibrated = calibration_inputs(entry.plan.runtime, jobs, src, calibration, mode, getattr(options, "auto", False))
-    weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
-        WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
-    converter = target_adapters.converter(entry)  # imported once every function passed the plan
-    staging = bundle_dir.new_directory_beside(out)
-    try:
-        parts = _fill(converter, jobs, src, weights, options, staging, calibrated)
-        manifest = _seal(entry, parts, jobs, src, weights, staging,
-                         quantization(mode, getattr(options, "tolerance", None), parts.quantized))
-        check_examples(staging, manifest, entry.plan.runtime)
-        bundle_dir.move_into_place(staging, out)
-    except BaseException:
-        bundle_dir.discard(staging)
-        raise
-    return manifest
+    def convert(self, source: Exported | Bundle | str | os.PathLike[str], path: str | os.PathLike[str], *,
+                to: str, options: object | None = None, dims: Dims | None = None,
+                calibration: Calibration | None = None, overwrite: bool = False) -> ConvertedManifest:
+        """:func:`jaxport.convert`, on this pipeline's ports."""
+        entry = target(to)
+        require_jax()  # every target's converter reads the modules with JAX's MLIR
+        if options is None:
+            options = entry.options()
+        if type(options) is not entry.options:
+            raise TypeError(f"options for to={to!r} are a {entry.options.__name__}, not a {type(options).__name__}")
+        out = Path(path)
+        if os.path.lexists(out) and not overwrite:
+            raise FileExistsError(f"{out} exists: pass overwrite=True (jaxport convert --force) to replace it")
+        return self.write(read_source(source), out, entry, options, dims, calibration)
+
+    def write(self, src: ConversionSource, out: Path, entry: TargetEntry, options: object,
+              dims: Dims | None, calibration: Calibration | None = None) -> ConvertedManifest:
+        """:meth:`convert` of what :func:`~jaxport.application.conversion.source.read_source` read
+        (``out`` replaceable)."""
+        unknown = sorted(set(dims or {}) - {f.name for f in src.functions})
+        if unknown:
+            raise ConversionError(entry.plan.runtime, None, f"dims names {unknown}, which the source does not "
+                                                            f"have (it has {[f.name for f in src.functions]})")
+        jobs = tuple(_job(entry, f, src, (dims or {}).get(f.name), options, self.worker) for f in src.functions)
+        mode = getattr(options, "quantize", None)
+        check_keep_float(getattr(options, "keep_float", ()), [w.name for w in src.weights], mode)
+        calibrated = calibration_inputs(entry.plan.runtime, jobs, src, calibration, mode,
+                                        getattr(options, "auto", False))
+        weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
+            WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
+        converter = target_adapters.converter(entry)  # imported once every function passed the plan
+        staging = bundle_dir.new_directory_beside(out)
+        try:
+            parts = _fill(converter, jobs, src, weights, options, staging, calibrated, self.forms)
+            manifest = _seal(entry, parts, jobs, src, weights, staging,
+                             quantization(mode, getattr(options, "tolerance", None), parts.quantized))
+            check_examples(staging, manifest, entry.plan.runtime, self.loader)
+            bundle_dir.move_into_place(staging, out)
+        except BaseException:
+            bundle_dir.discard(staging)
+            raise
+        return manifest
 
 
 def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
-         bindings: Sequence[Mapping[str, int]] | None, options: object) -> FunctionJob:
+         bindings: Sequence[Mapping[str, int]] | None, options: object, worker: ModuleWorker) -> FunctionJob:
     """The plan's checks of one function, each once, in order: the record (and the target's own
     refusals), the module (verified and walked in the verifying child) and its custom calls, the bindings."""
     plan = entry.plan
@@ -152,13 +144,13 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     refuse_record(plan, function.name, record, nr_weights=nr_weights)
     if plan.refuse_function is not None:
         plan.refuse_function(signature, record, options)
-    record, custom_calls, shardy = _verified(plan.runtime, function.name, record, with_vjp=plan.keeps_vjp)
+    record, custom_calls, shardy = _verified(plan.runtime, function.name, record, worker, with_vjp=plan.keeps_vjp)
     refuse_custom_calls(plan, function.name, custom_calls, plan.allowed_custom_calls(options))
     shapes = variant_shapes(plan, function.name, record, bindings, nr_weights=nr_weights)
     return FunctionJob(function.name, record, signature, custom_calls, shapes, shardy)
 
 
-def _verified(runtime: str, name: str, record: ArtifactRecord, *,
+def _verified(runtime: str, name: str, record: ArtifactRecord, worker: ModuleWorker, *,
               with_vjp: bool) -> tuple[ArtifactRecord, tuple[str, ...], bool]:
     """The record as the verifying child hands it back, the custom calls of its module (and of its
     first VJP) and whether it uses Shardy: the child parses and verifies each module, walks it,
@@ -169,7 +161,6 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
     Raises:
         ConversionError: the module does not verify or does not match its record.
     """
-    worker = wiring.module_worker()
     calls: list[str] = []
     shardy = False
     modules: list[bytes] = []
@@ -191,7 +182,7 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, *,
 
 def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,
           weights: WeightsTable | None, options: object, staging: Path,
-          calibrated: FlatCalibration) -> ConvertedParts:
+          calibrated: FlatCalibration, forms: ModuleForms) -> ConvertedParts:
     """The converter's step: the target's files written into ``staging``."""
     weights_path = src.weights_file
     temporary = None
@@ -201,7 +192,7 @@ def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSo
             src.write_weights(stream)
         weights_path = str(temporary)
     job = ConversionJob(jobs, weights, weights_path, options, jobs[0].name if len(jobs) == 1 else None,
-                        ChildModuleForms(wiring.module_worker()), calibrated, src.generation)
+                        forms, calibrated, src.generation)
     parts = converter(job, str(staging))
     if temporary is not None:
         temporary.unlink()

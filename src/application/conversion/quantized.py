@@ -32,7 +32,7 @@ from jaxport.domain.errors import ConversionError, JaxportError
 from jaxport.domain.targets.ports import FunctionJob
 from jaxport.application.conversion.source import ConversionSource
 from .golden import examples_on
-from .api import load_converted
+from .model import ConvertedLoader
 
 #: function name -> its calibration examples, each a pair (args, kwargs) of the caller's arrays.
 Calibration = Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]]
@@ -113,8 +113,9 @@ def _fitting(runtime: str, job: FunctionJob, examples: list[list[Any]]) -> list[
     return [examples[i] for i in kept]
 
 
-def check_examples(staging: Path, manifest: ConvertedManifest, runtime: str) -> None:
-    """Runs the golden examples on the staged directory; refuses one whose output misses the tolerance.
+def check_examples(staging: Path, manifest: ConvertedManifest, runtime: str, loader: ConvertedLoader) -> None:
+    """Runs the golden examples on the staged directory (loaded by ``loader``); refuses one whose
+    output misses the tolerance.
 
     Raises:
         ConversionError: naming the function, the example, the output and the error.
@@ -122,7 +123,7 @@ def check_examples(staging: Path, manifest: ConvertedManifest, runtime: str) -> 
     quantization = manifest.quantization
     if quantization is None or not manifest.examples:
         return
-    report = examples_on(staging, load_converted(staging, verify=False))  # written by this conversion, here
+    report = examples_on(staging, loader.load(staging, verify=False))  # written by this conversion, here
     for c in report.failures:
         said = c.problem or (f"its largest error is {c.max_abs_error:.4g}, {c.relative_error:.2%} of its "
                              f"largest magnitude {c.max_reference:.4g}, beyond the {quantization.mode} "

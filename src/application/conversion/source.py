@@ -32,7 +32,7 @@ from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.errors import ArtifactError
 
 if TYPE_CHECKING:
-    from jaxport.application.bundles.api import Bundle
+    from jaxport.adapters.jax.bundles.loaded import Bundle
     from jaxport.adapters.jax.exported.exported import Exported
 
 
@@ -91,7 +91,7 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         return _bundle_dir(path) if path.is_dir() else _artifact_file(path)
-    from jaxport.application.bundles.api import Bundle  # JAX's types: a path converts without JAX
+    from jaxport.adapters.jax.bundles.loaded import Bundle  # JAX's types: a path converts without JAX
     from jaxport.adapters.jax.exported.exported import Exported
 
     if isinstance(source, Exported):
@@ -133,8 +133,7 @@ def _bundle_dir(root: Path) -> ConversionSource:
 
 def _bundle(bundle: Bundle) -> ConversionSource:
     # JAX's side of a bundle: a bundle or artifact directory converts without JAX (tests/e2e/test_conversion_imports.py)
-    from jaxport.adapters.jax.bundles.weights import stored_weight
-    from jaxport.application.bundles.api import flatten_params
+    from jaxport.adapters.jax.bundles.weights import flatten_params, stored_weight
 
     manifest = bundle.manifest
     functions = tuple(SourceFunction(e.name, bundle.functions[e.name].record, e.takes_params)

@@ -145,7 +145,7 @@ def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str 
         As :func:`convert`; ``MissingExtraError`` without TensorFlow (``jaxport[tf]``).
     """
     from jaxport.domain.targets.savedmodel import SavedModelOptions  # not for --help (test_purity.py; figures: cli/main.py)
-    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
+    from jaxport.application.conversion.api import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="savedmodel", overwrite=overwrite,
                    options=SavedModelOptions(tuple(allowed_custom_calls), default))
@@ -169,7 +169,7 @@ def to_iree(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
         As :func:`convert`; ``MissingExtraError`` without IREE's compiler (``jaxport[iree]``).
     """
     from jaxport.domain.targets.iree import IreeOptions  # not for --help (test_purity.py; figures: cli/main.py)
-    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
+    from jaxport.application.conversion.api import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="iree", dims=dims, overwrite=overwrite,
                    options=IreeOptions(target_cpu, target_triple))
@@ -223,7 +223,7 @@ def to_onnx(source: Exported | Bundle | str | os.PathLike[str], path: str | os.P
     """
     from jaxport.domain.targets.onnx import OnnxOptions  # not for --help (test_purity.py; figures: cli/main.py)
     from jaxport.domain.converted.quantization import parse_tolerance
-    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
+    from jaxport.application.conversion.api import convert  # 244 ms with NumPy: not for `convert --help`
 
     defaults = OnnxOptions()
     options = OnnxOptions(opset, defaults.ir_version if ir_version is None else ir_version, web, quantize,
@@ -263,7 +263,7 @@ def to_litert(source: Exported | Bundle | str | os.PathLike[str], path: str | os
     """
     from jaxport.domain.targets.litert import LiteRtOptions  # not for --help (test_purity.py; figures: cli/main.py)
     from jaxport.domain.converted.quantization import parse_tolerance
-    from jaxport.application.conversion.pipeline import convert  # 244 ms with NumPy: not for `convert --help`
+    from jaxport.application.conversion.api import convert  # 244 ms with NumPy: not for `convert --help`
 
     return convert(source, path, to="litert", dims=dims, overwrite=overwrite, calibration=calibration,
                    options=LiteRtOptions(quantize, parse_tolerance(tolerance, quantize)))

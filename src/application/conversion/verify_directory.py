@@ -28,15 +28,13 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from jaxport.domain.artifact.verification import Verdict, verdict_key
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import ArtifactError, UsageError
+from jaxport.domain.ports import VerdictStore
 from jaxport.domain.targets.registry import target
-
-if TYPE_CHECKING:
-    from jaxport.adapters.storage.checked_directory import VerdictStore
 
 #: Bumped when what the child checks changes, so that remembered verdicts are not reused.
 #:

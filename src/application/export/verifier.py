@@ -31,7 +31,6 @@ import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.exported.exported import Exported, exported_of
@@ -42,12 +41,7 @@ from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.integrity import is_sealed
 from jaxport.domain.artifact.module_format import check_portable_artifact
 from jaxport.domain.artifact.verification import VERIFIER_VERSION, ModuleFacts, Verdict, verdict, verdict_key
-from jaxport.domain.ports import StableHlo
-
-if TYPE_CHECKING:
-    # Types only: deserializing without verifying imports neither the worker nor its child machinery.
-    from jaxport.adapters.mlir.worker import ModuleWorker
-    from jaxport.adapters.storage.checked_directory import VerdictStore
+from jaxport.domain.ports import ModuleWorker, StableHlo, VerdictStore
 
 
 @dataclass(frozen=True, slots=True)

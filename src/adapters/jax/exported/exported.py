@@ -50,7 +50,8 @@ from jaxport.adapters.jax.exported.jax_objects import JaxObjects, jax_objects_of
 from jaxport.adapters.jax.records import hlo_sharding
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.adapters.jax import placement
-from jaxport.adapters.mlir.module import MlirStableHlo
+from jaxport.adapters.mlir.bindings import newest_readable_version
+from jaxport.adapters.mlir.module import donated_arguments, module_text
 
 _T = TypeVar("_T")
 
@@ -179,7 +180,7 @@ class Exported:
         Raises:
             ArtifactError: ``module`` is not a StableHLO portable artifact.
         """
-        check_portable_artifact(module, newest_readable=MlirStableHlo.newest_readable_version())
+        check_portable_artifact(module, newest_readable=newest_readable_version())
 
         def aval(spec: Any) -> ShapedArray:
             return ShapedArray(tuple(spec.shape), spec.dtype)
@@ -263,13 +264,12 @@ class Exported:
         # What only this needs, imported here: the consumers' table is 12 ms under -X importtime on a busy
         # 2-core machine, which a load never pays (tests/e2e/test_load_path_imports.py).
         if consumer is not None:
-            from jaxport.adapters.mlir.rewrite import ChildModuleForms
-            from jaxport.adapters.mlir.worker import shared_worker
+            from jaxport.adapters.mlir.rewrite import shared_forms
             from jaxport.domain.artifact.consumers import find_consumer, written_for
 
             # The domain decides; the verifying child writes each module for the consumer's StableHLO
             # and each Pallas kernel for its Mosaic.
-            forms = ChildModuleForms(shared_worker())
+            forms = shared_forms()
             record = written_for(record, find_consumer(consumer), forms.written_for, forms.kernels,
                                  writer_jax=jax.__version__)
         flatbuffer = encode_artifact(record)
@@ -364,7 +364,7 @@ class Exported:
 
     @functools.cached_property
     def _donating_caller(self) -> Callable[..., Any]:
-        donated = donated_inputs(MlirStableHlo.donated_arguments(self.mlir_module_serialized),
+        donated = donated_inputs(donated_arguments(self.mlir_module_serialized),
                                  self.module_kept_var_idx)
         if not donated:
             raise DonationError(
@@ -481,7 +481,7 @@ class Exported:
 
     def mlir_module(self) -> str:
         """The module as StableHLO text."""
-        return MlirStableHlo.to_text(self.mlir_module_serialized)
+        return module_text(self.mlir_module_serialized)
 
     @functools.cached_property
     def in_shardings_hlo(self) -> tuple[Any, ...]:

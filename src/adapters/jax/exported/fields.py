@@ -27,7 +27,7 @@ from jaxport.adapters.jax.installed import release
 from jaxport.adapters.jax.lowering.foreign_dims import is_foreign_dim
 from jaxport.adapters.jax.records import aval_record, parse_shapes
 from jaxport.adapters.jax.exported.jax_objects import JaxObjects
-from jaxport.adapters.mlir.module import MlirStableHlo
+from jaxport.adapters.mlir.bindings import newest_readable_version
 from jaxport.domain.artifact.module_format import check_portable_artifact
 from jaxport.domain.artifact.platforms import normalize_platforms
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
@@ -84,7 +84,7 @@ def jax_objects_from_fields(fields: Mapping[str, Any]) -> tuple[JaxObjects, VjpE
     in_avals, out_avals = _own_dims(in_avals, out_avals)
     module = _typed(fields, "mlir_module_serialized", (bytes, bytearray))
     try:
-        check_portable_artifact(bytes(module), newest_readable=MlirStableHlo.newest_readable_version())
+        check_portable_artifact(bytes(module), newest_readable=newest_readable_version())
     except ArtifactError as exc:
         raise ExportedFieldError("mlir_module_serialized", str(exc)) from None
     get_vjp = fields["_get_vjp"]

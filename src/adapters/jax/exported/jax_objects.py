@@ -34,7 +34,7 @@ from jaxport.adapters.jax.records import (
 )
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.adapters.jax.versions import written_format
-from jaxport.adapters.mlir.module import MlirStableHlo
+from jaxport.adapters.mlir.bindings import newest_readable_version
 from jaxport.domain.artifact import calling_convention
 from jaxport.domain.artifact.module_format import check_portable_artifact
 from jaxport.domain.artifact.record import ArtifactRecord
@@ -136,8 +136,7 @@ def jax_objects_of(record: ArtifactRecord, registry: PytreeSerializationRegistry
                                          when="deserialized artifact's")
     except CallingConventionError as exc:
         raise ArtifactError(str(exc)) from exc
-    check_portable_artifact(record.mlir_module_serialized,
-                            newest_readable=MlirStableHlo.newest_readable_version())
+    check_portable_artifact(record.mlir_module_serialized, newest_readable=newest_readable_version())
     shapes = parse_shapes(record.in_avals + record.out_avals, record.constraints)
     try:
         in_shardings = tuple(jax_sharding(s) for s in record.in_shardings)

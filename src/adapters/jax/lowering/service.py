@@ -14,7 +14,6 @@ from jaxport.adapters.jax.lowering.avals import args_kwargs_path, leaf_paths
 from jaxport.adapters.jax.lowering.dims import JaxDim
 from jaxport.adapters.jax.lowering.lower import JaxLowering
 from jaxport.adapters.jax.records import named_shardings_with_abstract_mesh
-from jaxport.adapters.mlir.bindings import export_target_version
 from jaxport.domain.artifact import calling_convention
 from jaxport.domain.artifact.module_policy import ModulePolicy
 from jaxport.domain.artifact.platforms import normalize_platforms
@@ -30,7 +29,7 @@ from jaxport.adapters.jax.exported.jax_objects import JaxObjects
 @dataclass(frozen=True, slots=True)
 class ExportService:
     """Exports functions through a lowerer and the StableHLO port (the policy's walk, the wrapper,
-    the serializer)."""
+    the serializer and the version it writes for)."""
 
     lowerer: Lowerer[JaxLowering]
     stablehlo: StableHlo
@@ -110,7 +109,8 @@ class ExportService:
             unordered_effects=lowering.unordered_effects,
             disabled_safety_checks=checks,
             mlir_module_serialized=self.stablehlo.serialize(
-                module, target_version=export_target_version(), uses_global_constants=lowering.uses_dim_vars),
+                module, target_version=self.stablehlo.export_target_version(),
+                uses_global_constants=lowering.uses_dim_vars),
             calling_convention_version=version,
             module_kept_var_idx=lowering.kept_var_idx,
             uses_global_constants=lowering.uses_dim_vars,
