@@ -214,7 +214,7 @@ def _check_prefill_allows(spec: GenerationSpec, prefill: _Step) -> None:
                 shape = tuple(int(d) if d.isdigit() else 1 for d in aval.shape)
             leaves.append(ArraySpec(shape, aval.dtype.value))
     try:
-        check_call(prefill.record, leaves)
+        check_call(prefill.record.signature, leaves)
     except (CallError, ShapeAssertionError, UnsolvableDimensionError) as exc:
         raise GenerationSpecError(f"the function '{prefill.name}'",
                                   f"it refuses a cache of max_length {spec.max_length}: {exc}") from exc

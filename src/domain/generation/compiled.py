@@ -16,7 +16,8 @@ def prefill_lengths(spec: GenerationSpec, prefill: ConvertedFunction, batch: int
     """The prompt lengths that ``prefill`` runs for ``batch`` rows, in increasing order (None: any).
 
     >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
-    >>> from jaxport.domain.converted.manifest import Signature, Variant
+    >>> from jaxport.domain.calls.signature import Signature
+    >>> from jaxport.domain.converted.manifest import Variant
     >>> leaf = TreeSpec.leaf()
     >>> sig = Signature("prefill", TreeSpec.of_tuple(TreeSpec.of_tuple(leaf), TreeSpec.of_dict({})),
     ...                 (AvalRecord(("b", "s"), DType.INT32),), leaf, (AvalRecord(("b", "s", "8"), DType.FLOAT32),))
