@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
-from jaxport.domain.bundle.names import weight_name
+from jaxport.domain.leaf_names import weight_name
 from jaxport.domain.calls.front import check_call
 from jaxport.domain.errors import CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput, as_inputs

@@ -28,7 +28,7 @@ from jaxport.domain.artifact.record import DType, TreeKind, TreeSpec
 from jaxport.domain.artifact.sharding import NamedShardingRecord, check_shardings_divide
 from jaxport.domain.bundle.checks import LeafSpec, agreed_shardings, check_matches_weights
 from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES, Manifest, WeightRecord
-from jaxport.domain.bundle.names import weight_name
+from jaxport.domain.leaf_names import weight_name
 from jaxport.domain.errors import BundleError, BundleMismatchError
 
 
