@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from jaxport.domain.artifact.safety import DisabledSafetyCheck as DisabledSafetyCheck
     from jaxport import errors as errors
     from jaxport.application.bundles.api import Bundle as Bundle
-    from jaxport.domain.artifact.info import BundleInfo as BundleInfo
+    from jaxport.domain.bundle.info import BundleInfo as BundleInfo
     from jaxport.application.bundles.api import load_bundle as load_bundle
     from jaxport.application.bundles.api import save_bundle as save_bundle
     from jaxport.application.conversion.numerics import check_numerics as check_numerics
@@ -73,7 +73,8 @@ _LAZY = {
     # Each module -> its public names, loaded on first use (so `import jaxport` loads none of jaxport's modules).
     # One to_NAME and one options class per entry of TARGETS (tests/unit/test_target_registry.py checks);
     # `jaxport.inspect` needs no symbolic shapes (half of the import).
-    "jaxport.domain.artifact.info": ("ArtifactInfo", "BundleInfo"),
+    "jaxport.domain.artifact.info": ("ArtifactInfo",),
+    "jaxport.domain.bundle.info": ("BundleInfo",),
     "jaxport.domain.artifact.safety": ("DisabledSafetyCheck",),
     "jaxport.application.bundles.api": ("save_bundle", "load_bundle", "Bundle"),
     "jaxport.application.conversion.numerics": ("check_numerics",),

@@ -8,7 +8,8 @@ from typing import overload
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.storage.path_kind import path_kind
 from jaxport.domain.path_kind import PathKind, require
-from jaxport.domain.artifact.info import ArtifactInfo, BundleInfo, weights_argument
+from jaxport.domain.artifact.info import ArtifactInfo, weights_argument
+from jaxport.domain.bundle.info import BundleInfo
 from ..domain.errors import ArtifactError
 
 

@@ -4,6 +4,7 @@ variant, ``load(root, manifest)`` runs them; as the conversion pipeline and the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.mlir.rewrite import ChildModuleForms
 from jaxport.adapters.mlir.worker import ChildModuleWorker
-from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, WeightsTable
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.litert import PLAN, LiteRtOptions
 from jaxport.domain.targets.plan import variant_shapes
@@ -31,9 +32,7 @@ def job(bundle: Path, bindings: dict[str, list[dict[str, int]]], options: LiteRt
     for entry in manifest.functions:
         record = decode_artifact(read_function(bundle, manifest, entry.file))
         n = len(manifest.weights) if entry.takes_params else 0
-        caller = with_weights_bound(record, n)
-        signature = Signature(entry.name, caller.in_tree, caller.in_avals, record.out_tree, record.out_avals,
-                              record.constraints, n)
+        signature = dataclasses.replace(with_weights_bound(record.signature, n), name=entry.name)
         shapes = variant_shapes(PLAN, entry.name, record, bindings.get(entry.name), nr_weights=n)  # as the pipeline
         functions.append(FunctionJob(entry.name, record, signature, (), shapes))
     weights = WeightsTable(manifest.params_tree, manifest.weights, "params.safetensors")

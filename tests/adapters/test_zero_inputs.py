@@ -13,8 +13,9 @@ import pytest
 
 from jaxport.adapters.array_compare import zeros
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
-from jaxport.domain.calls.front import call_record, check_call
-from jaxport.domain.converted.manifest import ConvertedFunction, Signature, Variant
+from jaxport.domain.calls.front import check_call
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.converted.manifest import ConvertedFunction, Variant
 from jaxport.domain.converted.smallest_inputs import smallest_inputs
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.targets.registry import TARGETS
@@ -40,9 +41,7 @@ def test_the_child_makes_zeros_of_every_held_dtype_that_the_call_front_accepts(d
     assert [(a.shape, str(a.dtype)) for a in arrays] == [((2, 3), dtype.value), ((), dtype.value)]
     wide = np.complex128 if dtype.value.startswith("complex") else np.float64
     assert not any(a.astype(wide).any() for a in arrays)
-    record = call_record("f", signature.in_tree, signature.in_avals, signature.out_tree, signature.out_avals,
-                         signature.constraints)
-    assert check_call(record, arrays) == {"b": 2}
+    assert check_call(signature, arrays) == {"b": 2}
 
 
 @pytest.mark.parametrize("dtype", [DType.FLOAT0, DType.KEY_FRY])

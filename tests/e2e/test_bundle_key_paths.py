@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from safetensors import safe_open
 
 import jaxport
-from jaxport.domain.bundle.names import name_entries
+from jaxport.domain.leaf_names import name_entries
 
 
 class Point(NamedTuple):

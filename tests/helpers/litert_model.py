@@ -27,7 +27,6 @@ import jaxport
 from jaxport.domain.targets.litert import FLOAT32_TOLERANCE
 from jaxport.domain.converted.numerics import Tolerance
 from jaxport.domain.calls.front import with_weights_bound
-from jaxport.domain.converted.wire_names import input_wire_names, output_wire_names
 from jaxport.domain.artifact.record import ArtifactRecord
 from tests.helpers import iree_model
 
@@ -102,8 +101,8 @@ def weights(name: str) -> list[np.ndarray]:
 
 def wire_names(record: ArtifactRecord, nr_weights: int = 0) -> tuple[list[str], list[str]]:
     """The wire names of the caller's flat inputs (the weights left out) and of the flat results."""
-    callers = with_weights_bound(record, nr_weights)
-    return list(input_wire_names(callers.in_tree)), list(output_wire_names(record.out_tree))
+    caller = with_weights_bound(record.signature, nr_weights)
+    return list(caller.input_names), list(caller.output_names)
 
 
 def names(name: str) -> tuple[list[str], list[str]]:

@@ -30,9 +30,10 @@ from jaxport.domain.artifact.record import AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.symbolic.json_trees import constraint_scope, parse_dims, shape_trees
 import jaxport
 from jaxport.application.conversion.model import ConvertedCall
-from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, Variant
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Variant
 from jaxport.domain.errors import JaxportError
-from jaxport.domain.converted.wire_names import parse_wire_name
+from jaxport.domain.calls.wire_names import parse_wire_name
 
 from .web_paths import BAD_CALLS
 

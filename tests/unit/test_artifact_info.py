@@ -49,9 +49,9 @@ def test_a_long_signature_shows_deep_containers_by_their_number_of_arrays() -> N
 def test_a_named_subtree_is_one_token_as_argument_and_as_result() -> None:
     record = model(100)
     named = NamedTree("params", layers(100), ("float32[8,8]",) * 200)
-    assert signature_text(record, named=named) == "(<params: 200 arrays>, float32[8,8]) -> (<params: 200 arrays>, float32[])"
+    assert signature_text(record.signature, named=named) == "(<params: 200 arrays>, float32[8,8]) -> (<params: 200 arrays>, float32[])"
     other = NamedTree("params", layers(100), ("float32[4]",) * 200)  # same tree, other leaves: not it
-    assert "<params" not in signature_text(record, named=other)
+    assert "<params" not in signature_text(record.signature, named=other)
 
 
 def test_a_signature_too_long_even_by_counts_is_cut() -> None:

@@ -18,7 +18,8 @@ from jaxport.domain.bundle.checks import (
 )
 from jaxport.domain.bundle.manifest import FORMAT_VERSION, FunctionEntry, Manifest, WeightRecord
 from jaxport.domain.checked_directory import FOLDER, FileDigest, check_digest, check_size
-from jaxport.domain.bundle.names import check_weight_names, function_file, name_entries, weight_name
+from jaxport.domain.bundle.names import check_weight_names, function_file
+from jaxport.domain.leaf_names import name_entries, weight_name
 from jaxport.domain.errors import ArtifactError, BundleError, BundleMismatchError
 
 LEAF = TreeSpec.leaf()
@@ -185,7 +186,8 @@ def test_docstring_examples(name: str) -> None:
 
 
 def test_the_bundle_summary_keeps_long_key_paths_and_metadata_within_a_line() -> None:
-    from jaxport.domain.artifact.info import ArtifactInfo, BundleFunctionInfo, BundleInfo
+    from jaxport.domain.artifact.info import ArtifactInfo
+    from jaxport.domain.bundle.info import BundleFunctionInfo, BundleInfo
 
     info = ArtifactInfo(
         fun_name="f", signature="(float32[3]) -> float32[3]", platforms=("cpu",), calling_convention_version=10,

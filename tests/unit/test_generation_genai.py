@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeKind, TreeSpec
-from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.generation.genai import GenAIPlan, describe_genai, plan_genai
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput
 

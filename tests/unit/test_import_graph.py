@@ -126,3 +126,24 @@ def test_the_symbolic_layer_forms_a_dag() -> None:
 def test_a_cycle_is_found() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def domain_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The domain's packages (and its top modules) to those they import: ``artifact`` -> ``calls``, ..."""
+    def unit(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if parts[:2] == [ROOT_PACKAGE, "domain"] and len(parts) > 2 else None
+
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if (source := unit(module)) is not None:
+            packages.setdefault(source, set()).update(t for t in map(unit, targets) if t not in (None, source))
+    return packages
+
+
+def test_the_domains_packages_import_in_one_direction() -> None:
+    packages = domain_packages(import_graph())
+    assert {"artifact", "calls", "bundle", "converted", "generation", "targets", "serving"} <= set(packages)
+    assert "calls" in packages["artifact"]  # a record carries the calls' signature
+    assert [(a, b) for a in sorted(packages) for b in sorted(packages[a]) if a in packages.get(b, ())] == []
+    assert find_cycle(packages) is None, " -> ".join(find_cycle(packages) or [])

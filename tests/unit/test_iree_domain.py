@@ -10,16 +10,14 @@ from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, Ef
 from jaxport.domain.bundle.manifest import WeightRecord
 from jaxport.domain.checked_directory import FileDigest, check_digest, check_listing
 from jaxport.domain.errors import ArtifactError, ConversionError
-from jaxport.domain.converted.manifest import (
-    FORMAT_VERSION, ConvertedFunction, ConvertedManifest, Signature, Variant, WeightsTable
-)
-from jaxport.domain.calls.front import with_weights_bound
+from jaxport.domain.artifact.calling_convention import MAXIMUM_VERSION
+from jaxport.domain.converted.manifest import FORMAT_VERSION, ConvertedFunction, ConvertedManifest, Variant, WeightsTable
+from jaxport.domain.calls.front import dimension_variables, with_weights_bound
 from jaxport.domain.targets.iree import PLAN, SUFFIX, check_parameter_names, details_of, target_of
 from jaxport.domain.targets.plan import refuse
-from jaxport.domain.converted.static_shapes import dimension_variables, platform_index, static_shapes, variant_file
+from jaxport.domain.converted.static_shapes import platform_index, static_shapes, variant_file
 from jaxport.domain.targets.iree import IreeTarget, check_runs_here
 from jaxport.domain.errors import TargetMismatchError, UncompiledSizeError
-from jaxport.domain.calls.front import call_record
 
 LEAF = TreeSpec.leaf()
 WEIGHTS = TreeSpec.of_dict({"w": LEAF})
@@ -28,8 +26,13 @@ WEIGHTS = TreeSpec.of_dict({"w": LEAF})
 def record(in_avals: tuple[AvalRecord, ...], *, weights: bool = False, constraints: tuple[str, ...] = (),
            out: tuple[AvalRecord, ...] = (AvalRecord(("b", "t"), DType.FLOAT32),)) -> ArtifactRecord:
     args = (WEIGHTS,) * weights + (LEAF,) * (len(in_avals) - weights)
-    return call_record("predict", TreeSpec.of_tuple(TreeSpec.of_tuple(*args), TreeSpec.of_dict({})),
-                     in_avals, TreeSpec.of_tuple(*(LEAF,) * len(out)), out, constraints)
+    return ArtifactRecord(
+        function_name="predict", in_tree=TreeSpec.of_tuple(TreeSpec.of_tuple(*args), TreeSpec.of_dict({})),
+        in_avals=in_avals, out_tree=TreeSpec.of_tuple(*(LEAF,) * len(out)), out_avals=out,
+        in_shardings=(None,) * len(in_avals), out_shardings=(None,) * len(out), nr_devices=1, platforms=("cpu",),
+        ordered_effects=(), unordered_effects=(), disabled_checks=(), mlir_module_serialized=b"",
+        calling_convention_version=MAXIMUM_VERSION, module_kept_var_idx=tuple(range(len(in_avals))),
+        uses_global_constants=any(not d.isdigit() for a in in_avals for d in a.shape), constraints=constraints)
 
 
 IDS = record((AvalRecord(("4", "3"), DType.FLOAT32), AvalRecord(("b", "t"), DType.INT32)), weights=True,
@@ -41,7 +44,7 @@ ARM = IreeTarget("generic", "aarch64-linux-gnu", "generic", ("+reserve-x18",),
 
 
 def test_each_binding_gives_the_static_shapes_of_every_input_and_output() -> None:
-    assert dimension_variables(IDS) == ("b", "t")
+    assert dimension_variables(IDS.signature) == ("b", "t")
     one, two = static_shapes("predict", IDS, [{"b": 1, "t": 4}, {"t": 16, "b": 2}], nr_weights=1, runtime="IREE")
     assert (one.dims, one.in_shapes, one.out_shapes) == ((("b", 1), ("t", 4)), ((4, 3), (1, 4)), ((1, 4),))
     assert two.dims == (("b", 2), ("t", 16))
@@ -110,9 +113,7 @@ def manifest() -> ConvertedManifest:
     weights = (WeightRecord("w", "float32", (4, 3), "float32", (4, 3), sha256="ab"),)
     files = {v.file: FileDigest(100, "00") for v in variants}
     files["params.safetensors"] = FileDigest(120, "11")
-    caller = with_weights_bound(IDS, 1)
-    sig = Signature("predict", caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
-                    caller.constraints, 1)
+    sig = with_weights_bound(IDS.signature, 1)
     return ConvertedManifest("iree", details_of(X86, "3.13.0"), (ConvertedFunction(sig, variants),),
                              WeightsTable(WEIGHTS, weights, "params.safetensors", "cd"), files=files)
 

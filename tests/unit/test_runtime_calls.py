@@ -1,4 +1,4 @@
-"""The call front that every runtime shares, on records and fake arrays (no JAX, no NumPy)."""
+"""The call front that every runtime shares, on signatures and fake arrays (no JAX, no NumPy)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from jaxport.application.conversion.model import ConvertedCall
-from jaxport.domain.converted.manifest import ConvertedFunction, Signature, Variant
-from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeKind, TreeSpec
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.converted.manifest import ConvertedFunction, Variant
+from jaxport.domain.artifact.record import AvalRecord, DType, TreeKind, TreeSpec
 from jaxport.domain.errors import (
     ArtifactError,
     CallError,
@@ -35,23 +36,18 @@ class FakeArray:
     dtype: str = "float32"
 
 
-def record(in_tree: TreeSpec, in_avals: Sequence[AvalRecord], out_tree: TreeSpec | None = None,
-           constraints: tuple[str, ...] = ()) -> ArtifactRecord:
+def signature(in_tree: TreeSpec, in_avals: Sequence[AvalRecord], out_tree: TreeSpec | None = None,
+              constraints: tuple[str, ...] = ()) -> Signature:
     out_tree = out_tree or TreeSpec.of_dict({"y": LEAF, "z": TreeSpec.of_tuple(LEAF, TreeSpec.none())})
-    n_out = out_tree.num_leaves
-    return ArtifactRecord(
-        function_name="f", in_tree=in_tree, in_avals=tuple(in_avals), out_tree=out_tree,
-        out_avals=(AvalRecord(("b",), DType.FLOAT32),) * n_out, in_shardings=(None,) * len(in_avals),
-        out_shardings=(None,) * n_out, nr_devices=1, platforms=("cpu",), ordered_effects=(),
-        unordered_effects=(), disabled_checks=(), mlir_module_serialized=b"", calling_convention_version=10,
-        module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=False, constraints=constraints)
+    outs = (AvalRecord(("b",), DType.FLOAT32),) * out_tree.num_leaves
+    return Signature("f", in_tree, tuple(in_avals), out_tree, outs, constraints)
 
 
 def args_tree(*args: TreeSpec, **kwargs: TreeSpec) -> TreeSpec:
     return TreeSpec.of_tuple(TreeSpec.of_tuple(*args), TreeSpec.of_dict(kwargs))
 
 
-F = record(args_tree(LEAF, TreeSpec.of_dict({"w": LEAF, "n": TreeSpec.of_list(LEAF)}), scale=LEAF),
+F = signature(args_tree(LEAF, TreeSpec.of_dict({"w": LEAF, "n": TreeSpec.of_list(LEAF)}), scale=LEAF),
            [AvalRecord(("b", "4"), DType.FLOAT32), AvalRecord(("b",), DType.INT32),
             AvalRecord(("4",), DType.FLOAT32), AvalRecord((), DType.FLOAT32)], constraints=("b >= 2",))
 
@@ -91,7 +87,7 @@ def test_a_call_of_another_pytree_is_refused_with_each_difference_by_path(
 
 def test_a_custom_node_is_given_as_a_sequence_of_its_children() -> None:
     custom = TreeSpec(TreeKind.CUSTOM, (LEAF, LEAF), custom_name="tests.Pair")
-    r = record(args_tree(custom), [AvalRecord(("2",), DType.FLOAT32)] * 2, out_tree=custom)
+    r = signature(args_tree(custom), [AvalRecord(("2",), DType.FLOAT32)] * 2, out_tree=custom)
     assert len(flatten_call(r, ((FakeArray((2,)), FakeArray((2,))),), {})) == 2
     with pytest.raises(TreeMismatchError, match="custom pytree node tests.Pair"):
         flatten_call(r, (object(),), {})
@@ -124,8 +120,8 @@ def test_results_come_back_as_the_exported_pytree() -> None:
         unflatten_results(F, ["y"])
 
 
-def test_a_record_whose_shapes_do_not_parse_is_an_artifact_error() -> None:
-    bad = record(args_tree(LEAF), [AvalRecord(("b +",), DType.FLOAT32)])
+def test_a_signature_whose_shapes_do_not_parse_is_an_artifact_error() -> None:
+    bad = signature(args_tree(LEAF), [AvalRecord(("b +",), DType.FLOAT32)])
     with pytest.raises(ArtifactError, match="does not parse"):
         check_call(bad, [FakeArray((3,))])
 
@@ -133,10 +129,10 @@ def test_a_record_whose_shapes_do_not_parse_is_an_artifact_error() -> None:
 def test_with_weights_bound_the_caller_gives_the_other_arguments_only() -> None:
     bound = with_weights_bound(F, 1)
     assert leaf_paths(bound.in_tree) == ("args[0]['n'][0]", "args[0]['w']", "kwargs['scale']")
-    assert bound.module_kept_var_idx == (0, 1, 2)
+    assert bound.in_avals == F.in_avals[1:] and bound.nr_weights == 1
     with pytest.raises(ArtifactError, match="as its first positional argument"):
         with_weights_bound(F, 2)
-    assert with_weights_bound(F, 0) is F  # no weights held: the record as it is
+    assert with_weights_bound(F, 0) is F  # no weights held: the signature as it is
 
 
 class FakeRuntime:
@@ -153,8 +149,7 @@ class FakeRuntime:
 def test_the_front_checks_a_call_and_picks_its_variant_before_the_runtime_runs_anything() -> None:
     runtime = FakeRuntime()
     variants = (Variant("f.b=5", (("b", 5),)), Variant("f.b=8", (("b", 8),)))
-    f = ConvertedCall(ConvertedFunction(Signature("f", F.in_tree, F.in_avals, F.out_tree, F.out_avals,
-                                                  F.constraints), variants), runtime)
+    f = ConvertedCall(ConvertedFunction(F, variants), runtime)
     args, kwargs = good_call(5)
     out = f(*args, **kwargs)
     assert out == {"y": FakeArray((5,)), "z": (FakeArray((5,)), None)}

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeSpec
-from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.savedmodel import signature_name, tf_name
@@ -33,8 +33,7 @@ def record(*, dtype: DType = DType.FLOAT32, **changes: object) -> ArtifactRecord
 
 
 def signature_of(r: ArtifactRecord, nr_weights: int = 0) -> Signature:
-    caller = with_weights_bound(r, nr_weights)
-    return Signature("f", caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals, (), nr_weights)
+    return with_weights_bound(r.signature, nr_weights)
 
 
 def plan(r: ArtifactRecord, nr_weights: int = 0, *, custom_calls: tuple[str, ...] = (),
@@ -62,7 +61,7 @@ def test_a_function_plan_gives_xla_call_module_what_the_artifact_records() -> No
 def test_with_weights_the_caller_gives_the_other_arguments_only() -> None:
     p = plan_function("f", record(), signature_of(record(), 1), uses_shardy=False, versions=VERSIONS)
     assert [t.name for t in p.inputs] == ["arg0/w"]
-    assert p.call.kept == (0, 1) and p.caller.module_kept_var_idx == (0,)
+    assert p.call.kept == (0, 1) and p.caller.in_avals == record().in_avals[1:]
 
 
 @pytest.mark.parametrize("changes, reason", [

@@ -30,7 +30,7 @@ def record(ins: Sequence[AvalRecord], outs: Sequence[AvalRecord], out_tree: Tree
 
 
 def wire(r: ArtifactRecord, name: str = "predict") -> WireInterface:
-    return wire_interface(name, r, leaf_paths(r.in_tree), result_paths(r.out_tree))
+    return wire_interface(name, r.signature, leaf_paths(r.in_tree), result_paths(r.out_tree))
 
 
 def aval(dtype: DType, *dims: str) -> AvalRecord:

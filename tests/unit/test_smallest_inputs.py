@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
-from jaxport.domain.converted.manifest import ConvertedFunction, Signature, Variant
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.converted.manifest import ConvertedFunction, Variant
 from jaxport.domain.bundle.manifest import Example, WeightRecord
 from jaxport.domain.converted.smallest_inputs import examined_variants, smallest_inputs
 from jaxport.domain.errors import ArtifactError

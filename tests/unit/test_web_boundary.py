@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
-from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.targets.onnx import check_web_signature
 from jaxport.errors import ConversionError
 

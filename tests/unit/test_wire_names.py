@@ -6,7 +6,7 @@ import pytest
 
 from jaxport.domain.artifact.record import TreeSpec
 from jaxport.domain.symbolic.json_trees import evaluate, shape_trees
-from jaxport.domain.converted.wire_names import (
+from jaxport.domain.calls.wire_names import (
     input_wire_names, output_wire_names, parse_wire_name, wire_name
 )
 

@@ -31,7 +31,8 @@ from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.converted.manifest import Variant
 from jaxport.domain.converted.quantization import FLOAT16
 from jaxport.domain.errors import ConversionError, MissingExtraError
-from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, platform_index, variant_file
+from jaxport.domain.calls.front import dimension_variables
+from jaxport.domain.converted.static_shapes import StaticShapes, platform_index, variant_file
 from jaxport.domain.targets.litert import RUNTIME_NAME, SUFFIX, check_names, check_operators
 from jaxport.domain.targets.litert import LiteRtOptions, details_of
 from jaxport.domain.targets.litert import SHARED_FILE, shared_record, signature_key
@@ -167,7 +168,7 @@ def convert_function(name: str, record: ArtifactRecord, *, weights: Sequence[np.
     """
     check_names(name, "input", input_names, len(record.in_avals) - len(weights))
     check_names(name, "output", output_names, len(record.out_avals))
-    variables = dimension_variables(record)
+    variables = dimension_variables(record.signature)
     plans: list[StaticShapes | None] = list(shapes) or [None]
     return [_variant(name, record, weights, plan, variables, input_names, output_names, quantize,
                      [dict(zip(input_names, e)) for e in calibration if _fits(e, plan, len(weights))])

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jaxport.domain.artifact.kernels import Kernel, release_key
+from jaxport.domain.artifact.kernels import Kernel
+from jaxport.domain.artifact.producer import release_key
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION, stablehlo_version
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.calls.front import leaf_paths, record_shapes

@@ -16,7 +16,7 @@ from typing import Any
 
 import onnx
 
-from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.generation.genai import DETAILS_KEY, GENAI_CONFIG, GENAI_MODEL, GenAIPlan, plan_genai
 

@@ -2,7 +2,7 @@
 
 The weights become one ``tf.Variable`` each, so the graph holds no weight
 constants; one serving signature per function, with flat tensors named by
-:mod:`jaxport.domain.converted.wire_names`; one function per signature on the saved
+:mod:`jaxport.domain.calls.wire_names`; one function per signature on the saved
 object, taking and returning the function's pytrees, with a gradient from
 the exported VJP module, as ``jax2tf`` gives it. The converting process
 imports TensorFlow, never JAX nor jaxlib: the verifying child writes each
@@ -186,7 +186,7 @@ def write_savedmodel(plan: SavedModelPlan, weights: Sequence[np.ndarray], direct
                             for record, w in zip(plan.weights, weights, strict=True)]
     signatures = {}
     for fn in plan.functions:
-        function = _object_function(fn, _flat_function(fn, root.jaxport_weights[:fn.weights]))
+        function = _object_function(fn, _flat_function(fn, root.jaxport_weights[:fn.caller.nr_weights]))
         setattr(root, fn.name, function)
         signature = _signature_function(fn, function).get_concrete_function()
         signatures[fn.name] = signature
@@ -209,7 +209,7 @@ def _signature_function(fn: FunctionPlan, function: Any) -> Any:
 
 def _object_function(fn: FunctionPlan, flat: Callable[..., list[Any]]) -> Any:
     def function(*args: Any, **kwargs: Any) -> Any:
-        return unflatten_results(fn.record, flat(*flatten_call(fn.caller, args, kwargs)))
+        return unflatten_results(fn.caller, flat(*flatten_call(fn.caller, args, kwargs)))
 
     function.__name__ = fn.name
     traced = _tf().function(function, jit_compile=True)

@@ -4,7 +4,7 @@ Imports TensorFlow (``pip install 'jaxport[tf]'``) and never JAX. The
 SavedModel is loaded once, at load, and each function's serving signature
 checked against the manifest (its name, its inputs' and outputs' names);
 each call runs the signature with the caller's flat arrays as named tensors
-(:mod:`jaxport.domain.converted.wire_names`). TensorFlow's errors become
+(:mod:`jaxport.domain.calls.wire_names`). TensorFlow's errors become
 jaxport's here, in :func:`_tensorflow_errors`. The writer is
 :mod:`jaxport.adapters.savedmodel.converter`.
 """

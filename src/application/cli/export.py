@@ -173,7 +173,7 @@ def read_params(path: str) -> dict[str, Any]:
         UsageError: a name is both a weight and a prefix of another (``a`` and ``a/b``).
     """
     from jaxport.adapters.storage.array_files import read_named_arrays
-    from jaxport.domain.bundle.names import name_entries
+    from jaxport.domain.leaf_names import name_entries
 
     params: dict[str, Any] = {}
     for name, array in sorted(read_named_arrays(path).items()):

@@ -68,7 +68,7 @@ def inspect_converted(path: str, as_json: bool) -> str:
         ArtifactError: the manifest is damaged.
     """
     from jaxport.domain.converted.manifest import MANIFEST_FILE, ConvertedManifest
-    from jaxport.domain.converted.text import converted_text
+    from jaxport.domain.targets.converted_text import converted_text
     from jaxport.application.conversion.model import manifest_path_of
 
     data = Path(path, manifest_path_of(path) or MANIFEST_FILE).read_bytes()

@@ -92,18 +92,18 @@ def call_converted(args: argparse.Namespace, function: Any) -> int:
     if args.output:
         check_writable(args.output)
     inputs = read_arrays(args.input)
-    record = function.record
+    signature = function.signature
     if not args.input:
         _require_inputs(args.path if args.function is None else f"{args.path} {args.function}", function)
     call_args: list[Any] = list(inputs.args)
-    if not inputs.kwargs and len(call_args) == len(record.in_avals):
+    if not inputs.kwargs and len(call_args) == len(signature.in_avals):
         leaves = [_typed(leaf, numpy_dtype(aval.dtype.value) if aval.dtype.value in _RAW else None)
-                  for leaf, aval in zip(call_args, record.in_avals)]
+                  for leaf, aval in zip(call_args, signature.in_avals)]
         results = function.call_flat(leaves)
     else:
         results = function(*call_args, **inputs.kwargs)
-    paths = [path.removeprefix("out") for path in result_paths(record.out_tree)]  # ['y'], as JAX's key paths
-    leaves_with_paths = list(zip(paths, flatten_tree(record.out_tree, results)))
+    paths = [path.removeprefix("out") for path in result_paths(signature.out_tree)]  # ['y'], as JAX's key paths
+    leaves_with_paths = list(zip(paths, flatten_tree(signature.out_tree, results)))
     if args.output:
         write_arrays(args.output, [leaf for _, leaf in leaves_with_paths])
         return 0
@@ -118,8 +118,8 @@ def _require_inputs(label: str, function: Any) -> None:
     """
     from jaxport.domain.calls.front import leaf_paths
 
-    record = function.record
-    args_tree, kwargs_tree = record.in_tree.children
+    signature = function.signature
+    args_tree, kwargs_tree = signature.in_tree.children
     keywords = list(kwargs_tree.children_names)
     count = len(args_tree.children)
     if not count and not keywords:
@@ -127,10 +127,10 @@ def _require_inputs(label: str, function: Any) -> None:
     takes = f"{count} argument{'' if count == 1 else 's'}"
     if keywords:
         takes += f" and keyword argument{'' if len(keywords) == 1 else 's'} {', '.join(keywords)}"
-    if function.function.signature.nr_weights:
+    if signature.nr_weights:
         takes += " besides the bundle's weights"
-    avals = record.in_avals
-    arrays = (", ".join(f"{p}: {a}" for p, a in zip(leaf_paths(record.in_tree), avals))
+    avals = signature.in_avals
+    arrays = (", ".join(f"{p}: {a}" for p, a in zip(leaf_paths(signature.in_tree), avals))
               if len(avals) <= 4 else f"{len(avals)} arrays")
     by_name = ", keyword arguments by name" if keywords else ""
     them = "it" if count + len(keywords) == 1 else "them"

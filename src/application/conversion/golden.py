@@ -78,7 +78,7 @@ def run_examples(path: str, runtime: str, golden: GoldenExamples, rtol: float | 
     """
     model = golden.model
     for example in golden.examples:
-        function = model[example.function].record
+        function = model[example.function].signature
         check_example_fits(example, function.in_tree, function.out_tree, golden.file)
     arrays = read_examples((golden.root / golden.file).read_bytes(), golden.examples, file=golden.file,
                            digest=golden.files[golden.file], owner=golden.owner) if golden.examples else []

@@ -9,9 +9,10 @@ on JAX as on every converted target (tests/e2e/test_runtime_calls.py).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, Variant
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Variant
 from jaxport.domain.calls.front import with_weights_bound
 from .model import ConvertedModel
 
@@ -40,10 +41,7 @@ def jax_model(source: Exported | Bundle) -> ConvertedModel:
         weights = []
     functions = []
     for name, exp, takes in entries:
-        record = exp.record
-        count = len(weights) if takes else 0
-        caller = with_weights_bound(record, count)
-        functions.append(ConvertedFunction(Signature(name, caller.in_tree, caller.in_avals, caller.out_tree,
-                                                     caller.out_avals, caller.constraints, count), (Variant(""),)))
+        caller = with_weights_bound(exp.record.signature, len(weights) if takes else 0)
+        functions.append(ConvertedFunction(dataclasses.replace(caller, name=name), (Variant(""),)))
     runtime = JaxRuntime({name: (exp, weights if takes else []) for name, exp, takes in entries})
     return ConvertedModel(ConvertedManifest(JAX, {}, tuple(functions)), runtime, {})

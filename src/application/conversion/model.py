@@ -25,7 +25,7 @@ from jaxport.domain.converted.manifest import (
     ConvertedFunction, ConvertedManifest, Variant, manifest_format
 )
 from jaxport.domain.errors import ArtifactError, UsageError
-from jaxport.domain.calls.front import call_checker, call_record, flatten_call, unflatten_results
+from jaxport.domain.calls.front import call_checker, flatten_call, unflatten_results
 from jaxport.domain.targets.registry import TARGETS, TargetEntry, target
 from jaxport.adapters.storage.bundle_dir import read_weights
 from jaxport.adapters.storage.path_kind import manifest_places, path_kind
@@ -107,12 +107,11 @@ class ConvertedCall:
     """
 
     def __init__(self, function: ConvertedFunction, runtime: TargetRuntime) -> None:
-        sig = function.signature
         self.function = function
         self.runtime = runtime
-        self.record = call_record(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
-        self._check = call_checker(self.record)
-        self.__name__ = sig.name
+        self.signature = function.signature
+        self._check = call_checker(self.signature)
+        self.__name__ = function.name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The function's result for ``args`` and ``kwargs``.
@@ -123,12 +122,12 @@ class ConvertedCall:
                 call does not match the export or no variant was made for its sizes.
             JaxportError: the runtime failed (the subclass says why).
         """
-        leaves = flatten_call(self.record, args, kwargs, weights_bound=self.function.signature.nr_weights > 0)
-        return unflatten_results(self.record, self.run_flat(leaves))
+        leaves = flatten_call(self.signature, args, kwargs)
+        return unflatten_results(self.signature, self.run_flat(leaves))
 
     def call_flat(self, leaves: list[Any]) -> Any:
         """The result pytree for the caller's flat arrays, checked as :meth:`__call__` does."""
-        return unflatten_results(self.record, self.run_flat(leaves))
+        return unflatten_results(self.signature, self.run_flat(leaves))
 
     def run_flat(self, leaves: list[Any]) -> list[Any]:
         """The flat results for the caller's flat arrays, checked as :meth:`__call__` does."""

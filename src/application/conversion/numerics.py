@@ -170,8 +170,8 @@ def _convert(bundle: Path, out: Path, to: str) -> None:
         dims = {}
         for example in source.examples:
             function = functions[example.function]
-            record = with_weights_bound(function.record, len(source.weights) if function.takes_params else 0)
-            binding = call_checker(record).check(example.inputs)  # the records' shapes and dtypes
+            caller = with_weights_bound(function.record.signature, len(source.weights) if function.takes_params else 0)
+            binding = call_checker(caller).check(example.inputs)  # the records' shapes and dtypes
             if binding and binding not in dims.setdefault(example.function, []):
                 dims[example.function].append(binding)
         kept = tuple(f for f in source.functions if f.name in {e.function for e in source.examples})

@@ -48,7 +48,7 @@ from jaxport.adapters.storage.bundle_dir import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE, MANIFEST_FILE
 from jaxport.domain.generation.spec import TOKENIZER_FILE
-from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, Signature, WeightsTable
+from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, WeightsTable
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.calls.front import with_weights_bound
 from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, variant_shapes
@@ -138,9 +138,7 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     plan = entry.plan
     nr_weights = len(src.weights) if function.takes_params else 0
     record = function.record
-    caller = with_weights_bound(record, nr_weights)
-    signature = Signature(function.name, caller.in_tree, caller.in_avals, caller.out_tree, caller.out_avals,
-                          caller.constraints, nr_weights)
+    signature = dataclasses.replace(with_weights_bound(record.signature, nr_weights), name=function.name)
     refuse_record(plan, function.name, record, nr_weights=nr_weights)
     if plan.refuse_function is not None:
         plan.refuse_function(signature, record, options)

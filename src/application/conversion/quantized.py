@@ -25,7 +25,7 @@ from typing import Any
 from jaxport.adapters.array_compare import host_arrays
 from jaxport.adapters.storage.safetensors_file import read_examples
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE
-from jaxport.domain.calls.front import call_checker, flatten_call, with_weights_bound
+from jaxport.domain.calls.front import call_checker, flatten_call
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.converted.quantization import CALIBRATED
 from jaxport.domain.errors import ConversionError, JaxportError
@@ -73,13 +73,11 @@ def calibration_inputs(runtime: str, jobs: Sequence[FunctionJob], src: Conversio
 
 def _flat_example(runtime: str, job: FunctionJob, index: int, example: Any) -> list[Any]:
     """One calibration example as the caller's flat arrays, checked against the function's signature."""
-    record = with_weights_bound(job.record, job.signature.nr_weights)
     if not (isinstance(example, (tuple, list)) and len(example) == 2 and isinstance(example[1], Mapping)):
         raise ConversionError(runtime, job.name, f"calibration example {index} is not a pair (args, kwargs)")
     try:
-        leaves = host_arrays(flatten_call(record, example[0], example[1],
-                                          weights_bound=bool(job.signature.nr_weights)))
-        call_checker(record).check(leaves)
+        leaves = host_arrays(flatten_call(job.signature, example[0], example[1]))
+        call_checker(job.signature).check(leaves)
     except JaxportError as exc:
         raise ConversionError(runtime, job.name, f"calibration example {index} does not fit it: {exc}") from None
     return leaves
@@ -100,8 +98,7 @@ def _fitting(runtime: str, job: FunctionJob, examples: list[list[Any]]) -> list[
     """The examples that fit a variant of ``job`` (all, for a variant of any size); says which it left out."""
     if not job.shapes:
         return examples
-    record = with_weights_bound(job.record, job.signature.nr_weights)
-    check = call_checker(record)
+    check = call_checker(job.signature)
     bindings = [dict(s.dims) for s in job.shapes]
     kept: list[int] = []
     left: list[int] = []

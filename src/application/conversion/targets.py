@@ -134,7 +134,7 @@ def to_savedmodel(source: Exported | Bundle | str | os.PathLike[str], path: str 
     """``convert(source, path, to="savedmodel", ...)``: a TensorFlow SavedModel for TensorFlow Serving.
 
     One signature per function, named after it, with the caller's arguments
-    as inputs named by :mod:`jaxport.domain.converted.wire_names` (``arg0``,
+    as inputs named by :mod:`jaxport.domain.calls.wire_names` (``arg0``,
     ``arg1/dense/w``, keywords by name); ``serving_default`` calls the
     function ``default`` names, or the only one. A bundle's weights become
     one ``tf.Variable`` each. Where the artifacts carry VJPs,

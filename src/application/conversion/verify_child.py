@@ -100,7 +100,7 @@ def _call_on_zeros(call: ConvertedCall, variant: Variant, plan: TargetPlan) -> l
     tried, :data:`CALL_TRIES` in all; any other failure is the reason at once.
     """
     function = call.function
-    for path, aval in zip(leaf_paths(call.record.in_tree), function.signature.in_avals):
+    for path, aval in zip(leaf_paths(call.signature.in_tree), call.signature.in_avals):
         why = plan.dtypes.why_not(aval.dtype, plan.runtime)
         if why is not None:
             return [f"{variant.file}: {function.name!r} cannot be called: its input {path} is {why}"]

@@ -13,7 +13,7 @@ from jaxport.application.conversion.api import load_converted
 from jaxport.application.conversion.model import ConvertedModel, is_converted, read_converted
 from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError
-from jaxport.domain.generation.compiled import prefill_lengths
+from jaxport.domain.converted.prefill_lengths import prefill_lengths
 from jaxport.adapters.storage.bundle_dir import read_function
 from jaxport.domain.generation.ports import ChatTemplate, StepRunner, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec

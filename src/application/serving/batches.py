@@ -130,7 +130,7 @@ class BatchFunction:
         Raises:
             BatchRowError: a row is not an array, does not match the input, or differs from row 0.
         """
-        tensor, spec = self.inputs[index], call_checker(self.function.record).specs[index]
+        tensor, spec = self.inputs[index], call_checker(self.function.signature).specs[index]
         for i, row in enumerate(rows):
             shape, dtype = getattr(row, "shape", None), getattr(row, "dtype", None)
             if shape is None or dtype is None:

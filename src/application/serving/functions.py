@@ -93,9 +93,9 @@ def served_functions(model: ConvertedModel) -> list[ServedFunction]:
     """The functions of ``model`` (the front's checked flat call), with the sizes of their variants."""
     served = []
     for name in model:
-        record = model[name].record
-        wire = wire_interface(name, record, leaf_paths(record.in_tree), result_paths(record.out_tree))
+        signature = model[name].signature
+        wire = wire_interface(name, signature, leaf_paths(signature.in_tree), result_paths(signature.out_tree))
         compiled = tuple(v.binding for v in model.functions[name].variants)
-        served.append(ServedFunction(name, record, wire, compiled, call_checker(record).check, model[name].run_flat,
-                                     model.target))
+        served.append(ServedFunction(name, signature, wire, compiled, call_checker(signature).check,
+                                     model[name].run_flat, model.target))
     return served

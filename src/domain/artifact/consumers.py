@@ -37,7 +37,7 @@ from .sharding import NamedShardingRecord
 from jaxport.domain.errors import ConsumerMismatchError, JaxportError, UsageError
 from .module_format import stablehlo_version
 from .kernels import Kernel, kernel_reasons, may_hold_kernels, older_than_writer
-from .kernels import release_key as _version_key
+from .producer import release_key
 
 #: The names a consumer is given by (``jax==0.9.2``, ``tf==2.21``), by runtime.
 RUNTIME_NAMES = {"jax": "jax", "tf": "tf", "tensorflow": "tf"}
@@ -75,7 +75,7 @@ class Consumer:
     def reads_stablehlo(self) -> str | None:
         """The newest StableHLO target known to load: its own version, or a newer one measured."""
         known = [v for v in (self.stablehlo, self.loads_stablehlo) if v is not None]
-        return max(known, key=_version_key) if known else None
+        return max(known, key=release_key) if known else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +169,7 @@ def find_consumer(spec: str) -> Consumer:
         raise UsageError(f"A consumer is written RUNTIME==VERSION, with RUNTIME one of "
                          f"{sorted(RUNTIME_NAMES)} (for instance jax==0.9.2), not {spec!r}")
     for consumer in CONSUMERS:
-        if consumer.runtime == runtime and _version_key(consumer.version) == _version_key(version):
+        if consumer.runtime == runtime and release_key(consumer.version) == release_key(version):
             return consumer
     known = ", ".join(c.version for c in CONSUMERS if c.runtime == runtime)
     raise UsageError(f"jaxport knows no {runtime} {version.strip()}: its table of consumers has "
@@ -207,13 +207,13 @@ def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: b
                                f"{consumer.serialization}, and the artifact needs generation {generation} "
                                f"for {field}")
     target = max((v for v in (stablehlo_version(t.mlir_module_serialized[:300]) for t in record.chain)
-                  if v is not None), key=_version_key, default=None)
+                  if v is not None), key=release_key, default=None)
     reads = consumer.reads_stablehlo
-    if target is not None and (reads is None or _version_key(target) > _version_key(reads)):
+    if target is not None and (reads is None or release_key(target) > release_key(reads)):
         newest = f"it reads StableHLO up to {reads}" if reads else "the StableHLO versions it reads are not known"
         reasons.append(f"the module targets StableHLO {target}, and {newest}")
     elif target is not None and consumer.stablehlo is not None and \
-            _version_key(target) > _version_key(consumer.stablehlo):
+            release_key(target) > release_key(consumer.stablehlo):
         notes.append(f"the module targets StableHLO {target}, newer than {consumer}'s own "
                      f"{consumer.stablehlo}: outside StableHLO's promise, but measured to load")
     return Verdict(consumer, tuple(reasons), tuple(notes))
@@ -285,7 +285,7 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
                 raise ConsumerMismatchError(str(consumer), record.function_name, (str(exc),)) from None
             kernels.extend(found)
         written = stablehlo_version(module[:300])
-        if target is not None and written is not None and _version_key(written) > _version_key(target):
+        if target is not None and written is not None and release_key(written) > release_key(target):
             try:
                 module = write_module(module, target)
             except JaxportError:

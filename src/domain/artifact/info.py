@@ -1,7 +1,8 @@
-"""What an artifact or a bundle says about itself, for tools that do not run it.
+"""What an artifact says about itself, for tools that do not run it (a bundle's summary:
+:mod:`jaxport.domain.bundle.info`).
 
-The text of an artifact's call signature, ``(float32[b,4], scale=float32[]) -> float32[b]``
-(:func:`signature_text`), is rendered from the record's trees and avals, each leaf as
+The text of a call signature, ``(float32[b,4], scale=float32[]) -> float32[b]``
+(:func:`signature_text`), is rendered from the signature's trees and avals, each leaf as
 ``dtype[shape]``. For output meant to be read on a terminal, two options keep the text short
 however large the model: a subtree given as ``named`` (a bundle's weights) is
 shown as one token, ``<params: 148 arrays>``; and with ``width``, containers
@@ -12,18 +13,14 @@ level up until the text fits, and the text is cut if even that is too long.
 >>> w = TreeSpec.of_dict({"b": TreeSpec.leaf(), "w": TreeSpec.leaf()})
 >>> avals = (AvalRecord(("3",), DType.FLOAT32), AvalRecord(("4", "3"), DType.FLOAT32),
 ...          AvalRecord(("n", "4"), DType.FLOAT32))
->>> record = ArtifactRecord(
-...     function_name="f", in_tree=TreeSpec.of_tuple(TreeSpec.of_tuple(
-...         TreeSpec.of_dict({"dense": w}), TreeSpec.leaf()), TreeSpec.of_dict({})),
-...     in_avals=avals, out_tree=TreeSpec.leaf(), out_avals=(AvalRecord(("n", "3"), DType.FLOAT32),),
-...     in_shardings=(None,) * 3, out_shardings=(None,), nr_devices=1, platforms=("cpu",),
-...     ordered_effects=(), unordered_effects=(), disabled_checks=(), mlir_module_serialized=b"",
-...     calling_convention_version=10, module_kept_var_idx=(0, 1, 2), uses_global_constants=True)
->>> signature_text(record)
+>>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.of_dict({"dense": w}), TreeSpec.leaf()),
+...                                        TreeSpec.of_dict({})),
+...                 avals, TreeSpec.leaf(), (AvalRecord(("n", "3"), DType.FLOAT32),))
+>>> signature_text(sig)
 "({'dense': {'b': float32[3], 'w': float32[4,3]}}, float32[n,4]) -> float32[n,3]"
->>> signature_text(record, width=50)
+>>> signature_text(sig, width=50)
 '({...2 arrays}, float32[n,4]) -> float32[n,3]'
->>> signature_text(record, named=NamedTree("params", TreeSpec.of_dict({"dense": w}),
+>>> signature_text(sig, named=NamedTree("params", TreeSpec.of_dict({"dense": w}),
 ...                                        ("float32[3]", "float32[4,3]")))
 '(<params: 2 arrays>, float32[n,4]) -> float32[n,3]'
 """
@@ -31,21 +28,16 @@ level up until the text fits, and the text is cut if even that is too long.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
 
+from jaxport.domain.calls.signature import Signature
 from .record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
 from .sharding import HloShardingRecord, NamedShardingRecord
-from jaxport.domain.bundle.manifest import Manifest, WeightRecord, example_counts, examples_line
 from .module_format import stablehlo_version
 from .producer import Producer
-from jaxport.domain.generation.spec import GenerationSpec
 
 #: The most characters a line of ``str(ArtifactInfo)`` has (a bundle's summary indents it by 2 more).
 WIDTH = 150
-#: The most characters of a key path in a bundle's weights' table (longer ones lose their middle).
-_KEY_PATH_WIDTH = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +98,10 @@ class ArtifactInfo:
             record: the artifact.
             named: a subtree that the brief signature shows as one token.
         """
-        signature = signature_text(record)
+        signature = signature_text(record.signature)
         room = WIDTH - len(record.function_name)
-        brief = signature_text(record, named=named, width=room) if named is not None or len(signature) > room else None
+        brief = signature_text(record.signature, named=named, width=room) \
+            if named is not None or len(signature) > room else None
         return ArtifactInfo(
             fun_name=record.function_name,
             signature=signature,
@@ -159,103 +152,14 @@ def constraints_lines(constraints: tuple[str, ...]) -> list[str]:
     return [clip(f"  constraints: {', '.join(constraints)}")] if constraints else []
 
 
-@dataclass(frozen=True, slots=True)
-class BundleFunctionInfo:
-    """One function of a bundle: its name, whether it takes the weights, its artifact's summary."""
-
-    name: str
-    file: str
-    takes_params: bool
-    artifact: ArtifactInfo
-
-
-@dataclass(frozen=True, slots=True)
-class BundleInfo:
-    """A summary of a bundle directory, read without JAX.
-
-    Attributes:
-        path: the directory.
-        format_version: the manifest's format version.
-        functions: each function's summary.
-        weights: each weight's key path, dtype, shape (and stored form).
-        metadata: the metadata given at save.
-        producer: the versions that wrote the bundle, if its manifest says.
-        examples: the number of golden examples of each function that has some.
-        generation: how the bundle generates tokens, if it does.
-    """
-
-    path: str
-    format_version: int
-    functions: tuple[BundleFunctionInfo, ...]
-    weights: tuple[WeightRecord, ...]
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    producer: Producer | None = None
-    examples: Mapping[str, int] = field(default_factory=dict)
-    generation: GenerationSpec | None = None
-
-    @property
-    def total_bytes(self) -> int:
-        """The size of all weights in bytes."""
-        return sum(w.nbytes for w in self.weights)
-
-    @staticmethod
-    def of(path: str, manifest: Manifest, artifacts: Mapping[str, ArtifactInfo]) -> BundleInfo:
-        """The summary of a bundle from its manifest and its functions' summaries (by name)."""
-        functions = tuple(BundleFunctionInfo(e.name, e.file, e.takes_params, artifacts[e.name])
-                          for e in manifest.functions)
-        return BundleInfo(path, manifest.format_version, functions, manifest.weights,
-                          dict(manifest.metadata), manifest.producer, example_counts(manifest.examples),
-                          manifest.generation)
-
-    def weights_table(self) -> str:
-        """The weights as a table: key path, dtype, shape, bytes; then the total."""
-        rows = [("key path", "dtype", "shape", "bytes")]
-        rows += [(_key_path_text(w.name), w.dtype, str(w.shape), str(w.nbytes))
-                 for w in self.weights]
-        rows.append(("total", "", count(len(self.weights), "array"), str(self.total_bytes)))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  "
-                         f"{r[3]:>{widths[3]}}".rstrip() for r in rows)
-
-    def __str__(self) -> str:
-        lines = [f"bundle {self.path} (format {self.format_version}): {count(len(self.functions), 'function')}, "
-                 f"{count(len(self.weights), 'weight')}, {self.total_bytes} bytes"]
-        if self.producer is not None:
-            lines.append(f"written by: {self.producer}")
-        for f in self.functions:
-            bound = "" if f.takes_params else " (takes no weights)"
-            lines.append(f"{f.file}{bound}:")
-            # A function written with the bundle says nothing the header has not said.
-            artifact = replace(f.artifact, producer=None) if f.artifact.producer == self.producer else f.artifact
-            lines.append("  " + str(artifact).replace("\n", "\n  "))
-        lines.append("weights:")
-        lines.append("  " + self.weights_table().replace("\n", "\n  "))
-        if self.examples:
-            lines.append(examples_line(self.examples))
-        if self.generation is not None:
-            lines.extend(self.generation.lines())
-        if self.metadata:
-            lines.append(clip(f"metadata: {dict(self.metadata)}"))
-        return "\n".join(lines)
-
-
 def weights_argument(record: ArtifactRecord) -> NamedTree | None:
     """The first positional argument of a function that takes a bundle's weights, as ``params``.
 
     None when the function has no positional argument or the argument holds no array.
     """
-    args, _ = parameters(record)
+    args, _ = parameters(record.signature)
     count = args[0].num_leaves if args else 0
     return NamedTree("params", args[0], tuple(str(a) for a in record.in_avals[:count])) if count else None
-
-
-def _key_path_text(name: str) -> str:
-    if not name:
-        return "(root)"
-    if len(name) <= _KEY_PATH_WIDTH:
-        return name
-    keep = (_KEY_PATH_WIDTH - 3) // 2
-    return f"{name[:keep]}...{name[-keep:]}"
 
 
 def count(n: int, noun: str) -> str:
@@ -323,42 +227,42 @@ class NamedTree:
     leaves: tuple[str, ...]
 
 
-def signature_text(record: ArtifactRecord, *, named: NamedTree | None = None,
+def signature_text(signature: Signature, *, named: NamedTree | None = None,
                    width: int | None = None) -> str:
     """``(args...) -> results`` with ``dtype[shape]`` leaves.
 
     Args:
-        record: the artifact.
+        signature: the function's (an export's, a converted function's).
         named: a subtree to show as ``<name: N arrays>`` wherever it occurs
             (same structure and same leaves).
         width: the most characters the text may have; None for the whole text.
     """
-    text = _Signature(record, named, None).text()
+    text = _Text(signature, named, None).text()
     if width is None or len(text) <= width:
         return text
-    for depth in range(_container_depth(record) - 1, -2, -1):
-        text = _Signature(record, named, depth).text()
+    for depth in range(_container_depth(signature) - 1, -2, -1):
+        text = _Text(signature, named, depth).text()
         if len(text) <= width:
             return text
     return text[:max(width - 3, 0)] + "..."
 
 
-def parameters(record: ArtifactRecord) -> tuple[tuple[TreeSpec, ...], TreeSpec | None]:
+def parameters(signature: Signature) -> tuple[tuple[TreeSpec, ...], TreeSpec | None]:
     """The positional parameters and the keyword arguments' dict node of the input tree.
 
     ``((), None)`` when the input tree is not an ``(args, kwargs)`` pair.
     """
-    tree = record.in_tree
+    tree = signature.in_tree
     if tree.kind is TreeKind.TUPLE and len(tree.children) == 2:
         return tree.children[0].children, tree.children[1]
     return (), None
 
 
-def _container_depth(record: ArtifactRecord) -> int:
+def _container_depth(signature: Signature) -> int:
     """The depth of the deepest container, counting each parameter and the result as depth 0."""
-    args, kwargs = parameters(record)
-    roots = [*args, *kwargs.children] if kwargs is not None else [record.in_tree]
-    pending = [(root, 0) for root in (*roots, record.out_tree)]
+    args, kwargs = parameters(signature)
+    roots = [*args, *kwargs.children] if kwargs is not None else [signature.in_tree]
+    pending = [(root, 0) for root in (*roots, signature.out_tree)]
     deepest = -1
     while pending:
         node, depth = pending.pop()
@@ -368,24 +272,24 @@ def _container_depth(record: ArtifactRecord) -> int:
     return deepest
 
 
-class _Signature:
+class _Text:
     """One rendering, with containers below ``limit`` (None: none) shown by their leaf count."""
 
-    def __init__(self, record: ArtifactRecord, named: NamedTree | None, limit: int | None) -> None:
-        self._record, self._named, self._limit = record, named, limit
+    def __init__(self, signature: Signature, named: NamedTree | None, limit: int | None) -> None:
+        self._signature, self._named, self._limit = signature, named, limit
 
     def text(self) -> str:
-        record = self._record
-        args, kwargs = parameters(record)
-        ins = _Leaves(record.in_avals)
+        signature = self._signature
+        args, kwargs = parameters(signature)
+        ins = _Leaves(signature.in_avals)
         if kwargs is None:
-            inputs = self._node(record.in_tree, ins, 0)
+            inputs = self._node(signature.in_tree, ins, 0)
         else:
             parts = [self._node(child, ins, 0) for child in args]
             parts += [f"{name}={self._node(child, ins, 0)}"
                       for name, child in zip(kwargs.children_names, kwargs.children)]
             inputs = f"({', '.join(parts)})"
-        return f"{inputs} -> {self._node(record.out_tree, _Leaves(record.out_avals), 0)}"
+        return f"{inputs} -> {self._node(signature.out_tree, _Leaves(signature.out_avals), 0)}"
 
     def _node(self, spec: TreeSpec, leaves: _Leaves, depth: int) -> str:
         kind = spec.kind

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from jaxport.domain.errors import ArtifactError
+from .producer import release_key
 
 #: The custom call of a Mosaic (Pallas TPU) kernel.
 MOSAIC_TARGET: Final = "tpu_custom_call"
@@ -119,14 +120,6 @@ def older_than_writer(consumer_jax: str | None, writer_jax: str | None) -> bool:
     if consumer_jax is None or writer_jax is None:
         return True
     return release_key(consumer_jax) < release_key(writer_jax)
-
-
-def release_key(version: str) -> tuple[int, ...]:
-    """A release's version as numbers that compare as pip compares them (``2.21`` is ``2.21.0``)."""
-    parts = [int(p) if p.isdigit() else -1 for p in version.strip().split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
 
 
 def kernel_reasons(kernels: Sequence[Kernel], consumer: str, mosaic: int | None,

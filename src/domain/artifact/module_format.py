@@ -21,7 +21,7 @@ that jax 0.10.2 targets, which every runtime jaxport converts to reads.
 from __future__ import annotations
 
 from jaxport.domain.errors import ArtifactError
-from .kernels import release_key
+from .producer import release_key
 
 STABLEHLO_TARGET_VERSION = "1.15.0"
 

@@ -5,6 +5,7 @@ Sealed artifacts carry it in the jaxport trailer (:mod:`.integrity`, key
 place for it, so an unsealed artifact or one that ``jax.export`` wrote says
 nothing about its producer. It tells a consumer what made the bytes; it is no
 part of the program (``jaxport diff`` does not count it as a difference).
+Versions compare by :func:`release_key`, as pip compares them.
 
 >>> p = Producer(jaxport="0.1.0", jax="0.10.2", jaxlib="0.10.2", stablehlo="1.15.0")
 >>> str(p)
@@ -67,3 +68,11 @@ class Producer:
         found = [value.get(f.name) for f in fields(Producer)]
         texts = [t for t in found if isinstance(t, str) and len(t) <= MAX_VERSION_CHARS]
         return Producer(*texts) if len(texts) == len(found) else None
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """A release's version as numbers that compare as pip compares them (``2.21`` is ``2.21.0``)."""
+    parts = [int(p) if p.isdigit() else -1 for p in version.strip().split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)

@@ -9,7 +9,9 @@ protos), effects are the Python type names JAX records. It is built once per
 export: by the export (in this process) or by decoding an artifact's bytes.
 ``jaxport.Exported`` is this record plus the JAX objects made from it, and
 everything that writes, inspects, verifies or runs an export reads it.
-The sharding records are :mod:`.sharding`'s.
+The sharding records are :mod:`.sharding`'s; the pytrees, the avals and the
+:class:`~jaxport.domain.calls.signature.Signature` that calls are checked
+against (:attr:`ArtifactRecord.signature`) are :mod:`jaxport.domain.calls`'.
 
 Nothing here knows the byte layout (that is the flatbuffers adapter's
 business) nor JAX's objects (that is the adapters').
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
 
+# What a record is made of, importable from here too.
+from jaxport.domain.calls.signature import AvalRecord as AvalRecord, DType as DType, MemorySpace as MemorySpace, Signature
+from jaxport.domain.calls.trees import TreeKind as TreeKind, TreeSpec as TreeSpec
 from jaxport.domain.deferred import Deferred, DeferredField
 from .producer import Producer
 from .safety import DisabledSafetyCheck
@@ -32,185 +36,6 @@ WRITTEN_SERIALIZATION_VERSION = 3
 #: The format generation from which writers record their number and the JAX version
 #: (jax 0.11.2 and later: ``serialization_version`` 12 and ``jax_version``).
 JAX_VERSION_GENERATION = 12
-
-
-class TreeKind(Enum):
-    """The kind of one pytree node."""
-
-    LEAF = "leaf"
-    NONE = "none"
-    TUPLE = "tuple"
-    LIST = "list"
-    DICT = "dict"
-    CUSTOM = "custom"
-
-
-@dataclass(frozen=True, slots=True)
-class TreeSpec:
-    """The structure of a pytree, without its leaves.
-
-    Attributes:
-        kind: the node kind.
-        children: the child nodes, in flattening order.
-        children_names: the keys of a ``DICT`` node, one per child (sorted
-            order, as JAX flattens dicts); empty for other kinds.
-        custom_name: the serialized name of a ``CUSTOM`` node's type
-            (``"collections.OrderedDict"``, a namedtuple's registered name).
-        custom_auxdata: the serialized auxiliary data of a ``CUSTOM`` node.
-
-    >>> spec = TreeSpec.of_tuple(TreeSpec.leaf(), TreeSpec.of_dict({"b": TreeSpec.leaf()}))
-    >>> spec.num_leaves
-    2
-    """
-
-    kind: TreeKind
-    children: tuple[TreeSpec, ...] = ()
-    children_names: tuple[str, ...] = ()
-    custom_name: str | None = None
-    custom_auxdata: bytes = b""
-
-    def __post_init__(self) -> None:
-        if self.kind in (TreeKind.LEAF, TreeKind.NONE) and self.children:
-            raise ValueError(f"a {self.kind.value} pytree node has no children")
-        if self.kind is TreeKind.DICT and len(self.children_names) != len(self.children):
-            raise ValueError(
-                f"a dict pytree node has {len(self.children)} children but "
-                f"{len(self.children_names)} keys")
-        if self.kind is not TreeKind.DICT and self.children_names:
-            raise ValueError(f"a {self.kind.value} pytree node has no keys")
-        if (self.kind is TreeKind.CUSTOM) != (self.custom_name is not None):
-            raise ValueError("a custom pytree node, and only a custom one, has a custom_name")
-        if self.kind is not TreeKind.CUSTOM and self.custom_auxdata:
-            raise ValueError(f"a {self.kind.value} pytree node has no auxdata")
-
-    @staticmethod
-    def leaf() -> TreeSpec:
-        """A leaf (one array)."""
-        return TreeSpec(TreeKind.LEAF)
-
-    @staticmethod
-    def none() -> TreeSpec:
-        """A ``None`` node (no leaves)."""
-        return TreeSpec(TreeKind.NONE)
-
-    @staticmethod
-    def of_tuple(*children: TreeSpec) -> TreeSpec:
-        """A tuple node."""
-        return TreeSpec(TreeKind.TUPLE, children)
-
-    @staticmethod
-    def of_list(*children: TreeSpec) -> TreeSpec:
-        """A list node."""
-        return TreeSpec(TreeKind.LIST, children)
-
-    @staticmethod
-    def of_dict(entries: dict[str, TreeSpec]) -> TreeSpec:
-        """A dict node; its entries are ordered by sorted key, as JAX flattens dicts."""
-        keys = tuple(sorted(entries))
-        return TreeSpec(TreeKind.DICT, tuple(entries[k] for k in keys), keys)
-
-    @property
-    def num_leaves(self) -> int:
-        """The number of leaves under this node (iterative: safe for deep trees)."""
-        count = 0
-        pending: list[TreeSpec] = [self]
-        while pending:
-            node = pending.pop()
-            count += node.kind is TreeKind.LEAF
-            pending.extend(node.children)
-        return count
-
-    def leaf_keys(self) -> tuple[tuple[str | int, ...], ...]:
-        """The key path of each leaf, in flattening order: dict keys, and indices of the other nodes.
-
-        >>> TreeSpec.of_tuple(TreeSpec.leaf(), TreeSpec.of_dict({"w": TreeSpec.leaf()})).leaf_keys()
-        ((0,), (1, 'w'))
-        """
-        keys: list[tuple[str | int, ...]] = []
-        pending: list[tuple[TreeSpec, tuple[str | int, ...]]] = [(self, ())]
-        while pending:
-            node, path = pending.pop()
-            if node.kind is TreeKind.LEAF:
-                keys.append(path)
-                continue
-            entries: Sequence[str | int] = node.children_names or range(len(node.children))
-            pending.extend((child, (*path, entry)) for child, entry in
-                           reversed(list(zip(node.children, entries))))
-        return tuple(keys)
-
-
-class DType(Enum):
-    """Every element type the artifact format knows; values are JAX's dtype names."""
-
-    BOOL = "bool"
-    INT8 = "int8"
-    INT16 = "int16"
-    INT32 = "int32"
-    INT64 = "int64"
-    UINT8 = "uint8"
-    UINT16 = "uint16"
-    UINT32 = "uint32"
-    UINT64 = "uint64"
-    FLOAT16 = "float16"
-    FLOAT32 = "float32"
-    FLOAT64 = "float64"
-    COMPLEX64 = "complex64"
-    COMPLEX128 = "complex128"
-    BFLOAT16 = "bfloat16"
-    INT4 = "int4"
-    UINT4 = "uint4"
-    FLOAT8_E4M3B11FNUZ = "float8_e4m3b11fnuz"
-    FLOAT8_E4M3FN = "float8_e4m3fn"
-    FLOAT8_E4M3FNUZ = "float8_e4m3fnuz"
-    FLOAT8_E5M2 = "float8_e5m2"
-    FLOAT8_E5M2FNUZ = "float8_e5m2fnuz"
-    FLOAT0 = "float0"
-    FLOAT8_E4M3 = "float8_e4m3"
-    FLOAT8_E3M4 = "float8_e3m4"
-    FLOAT8_E8M0FNU = "float8_e8m0fnu"
-    FLOAT4_E2M1FN = "float4_e2m1fn"
-    KEY_FRY = "key<fry>"
-    KEY_RBG = "key<rbg>"
-    KEY_UNSAFE_RBG = "key<urbg>"
-
-
-class MemorySpace(Enum):
-    """Where an array lives (artifacts from before 2025-11 record none: device)."""
-
-    DEVICE = "device"
-    HOST = "host"
-    ANY = "any"
-
-
-@dataclass(frozen=True, slots=True)
-class AvalRecord:
-    """The abstract value of one flat argument or result.
-
-    Attributes:
-        shape: one string per dimension, as on the wire: ``("4", "b", "2*a + b")``.
-        dtype: the element type.
-        memory_space: where the array lives.
-        variant: tells apart avals that are equal on the wire but that the
-            writer kept as separate entries of its table of unique avals
-            (JAX does so for a weak-typed and a strong-typed ``f32[]``, and for
-            avals that carry different explicit shardings). The writer
-            de-duplicates whole records, so avals with different variants get
-            separate entries; the reader numbers wire-equal entries 0, 1, ...
-            in table order (the order of first use), so that writing a record
-            read from bytes reproduces the same bytes. 0 otherwise.
-
-    >>> str(AvalRecord(("b", "4"), DType.FLOAT32))
-    'float32[b,4]'
-    """
-
-    shape: tuple[str, ...]
-    dtype: DType
-    memory_space: MemorySpace = MemorySpace.DEVICE
-    variant: int = 0
-
-    def __str__(self) -> str:
-        space = "" if self.memory_space is MemorySpace.DEVICE else f"<{self.memory_space.value}>"
-        return f"{self.dtype.value}{space}[{','.join(self.shape)}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +127,12 @@ class ArtifactRecord:
                 f"module_kept_var_idx {kept} is not a sorted list of distinct indices below {nr_in}")
         if self.nr_devices < 0:
             raise ValueError(f"nr_devices is negative: {self.nr_devices}")
+
+    @property
+    def signature(self) -> Signature:
+        """What a caller gives and gets: the name, trees, avals and constraints (the call front's view)."""
+        return Signature(self.function_name, self.in_tree, self.in_avals, self.out_tree, self.out_avals,
+                         self.constraints)
 
     @property
     def has_vjp(self) -> bool:

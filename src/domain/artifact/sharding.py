@@ -14,9 +14,16 @@ of the record (:mod:`.record`) does not.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+from jaxport.domain.errors import ShardingMismatchError
+
+if TYPE_CHECKING:  # reading a record (jaxport.inspect) needs no symbolic shapes
+    from jaxport.domain.symbolic.plan import Shape
 
 
 class AxisType(Enum):
@@ -93,3 +100,21 @@ class HloShardingRecord:
 
 #: One flat argument's or result's sharding; ``None`` stands for unspecified.
 ShardingRecord: TypeAlias = NamedShardingRecord | HloShardingRecord
+
+
+def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedShardingRecord | None],
+                           paths: Sequence[str]) -> None:
+    """Checks that each constant dimension splits evenly over its sharded mesh axes (an export's
+    call checks it, eagerly or while tracing, before anything runs).
+
+    Raises:
+        ShardingMismatchError: naming the argument, the dimension and the axes.
+    """
+    for path, shape, sharding in zip(paths, shapes, shardings, strict=True):
+        if sharding is None:
+            continue
+        sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
+        for dim, (size, axes) in enumerate(zip(shape, sharding.spec.partitions)):
+            parts = math.prod(sizes.get(axis, 1) for axis in axes)
+            if isinstance(size, int) and size % parts:
+                raise ShardingMismatchError(path, dim, size, axes, parts)

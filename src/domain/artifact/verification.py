@@ -36,7 +36,7 @@ from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
 from jaxport.domain.artifact.calling_convention import MainArguments
 from jaxport.domain.artifact.custom_calls import ALLOW_ALL, GUARANTEED_STABLE_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.converted.static_shapes import dimension_variables
+from jaxport.domain.calls.front import dimension_variables
 
 #: Bumped when the checks change, so that remembered verdicts are not reused.
 VERIFIER_VERSION: Final = 1
@@ -205,7 +205,7 @@ def dimension_argument_count(record: ArtifactRecord) -> int:
     variable, after the platform index (see ``adapters/mlir/dimension_args.py``).
     """
     try:
-        return len(dimension_variables(record))
+        return len(dimension_variables(record.signature))
     except ArtifactError:
         return 0
 

@@ -25,7 +25,7 @@ from jaxport.domain.artifact.sharding import NamedShardingRecord
 from jaxport.domain.checked_directory import check_listing
 from jaxport.domain.symbolic import format_shape
 from .manifest import EXAMPLES_FILE, MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
-from .names import weight_name
+from jaxport.domain.leaf_names import weight_name
 from jaxport.domain.errors import ArtifactError, BundleMismatchError
 
 

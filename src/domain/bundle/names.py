@@ -1,20 +1,9 @@
-"""The names in a bundle: of its weights (key paths as text), of its functions' files.
+"""The names in a bundle: of its weights and golden examples' arrays (key paths as text, by the rule of
+:mod:`jaxport.domain.leaf_names`), of its functions' files.
 
-A weight is named by its key path in the weights pytree: the path's entries
-(a dict key, a list or tuple index, a namedtuple field, a custom node's key),
-each as text, joined by ``/``: ``{"dense": {"w": ...}}`` names its leaf
-``dense/w``, ``{"layers": [{"b": ...}]}`` names it ``layers/0/b``. So that
-names stay unambiguous whatever the keys hold, an entry escapes ``~`` as
-``~0`` and ``/`` as ``~1`` (as JSON Pointer does), and an empty entry is
-written ``~e``: the key ``"a/b"`` gives ``a~1b``, distinct from the path
-``a`` then ``b``. A leaf at the root (the weights are one array) is named
-``""``. So names and key paths correspond one to one. Names are for people
-and other tools (the safetensors file is keyed by them); the bundle rebuilds
-the pytree from its recorded structure and the leaves' order, not by
-parsing names.
-
-Nothing here reads files or knows JAX (the adapters turn JAX's key entries
-into the texts used here).
+Names are for people and other tools (the safetensors file is keyed by
+them); the bundle rebuilds the pytree from its recorded structure and the
+leaves' order, not by parsing names. Nothing here reads files or knows JAX.
 """
 
 from __future__ import annotations
@@ -24,48 +13,11 @@ from collections.abc import Sequence
 
 from jaxport.domain.artifact.record import TreeSpec
 from jaxport.domain.errors import BundleError
+from jaxport.domain.leaf_names import weight_name
 
 #: The key that safetensors reserves for its free-form metadata.
 RESERVED_WEIGHT_NAME = "__metadata__"
 _FUNCTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
-
-
-def escape_entry(entry: str) -> str:
-    """One key-path entry as it appears in a name.
-
-    >>> escape_entry("a/b~c"), escape_entry("")
-    ('a~1b~0c', '~e')
-    """
-    return entry.replace("~", "~0").replace("/", "~1") if entry else "~e"
-
-
-def unescape_entry(text: str) -> str:
-    """The key-path entry that :func:`escape_entry` wrote as ``text``.
-
-    >>> unescape_entry("a~1b~0c"), unescape_entry("~e")
-    ('a/b~c', '')
-    """
-    return text.replace("~1", "/").replace("~0", "~") if text != "~e" else ""
-
-
-def weight_name(entries: Sequence[str]) -> str:
-    """The name of the leaf at key path ``entries``.
-
-    >>> weight_name(["layers", "0", "w"])
-    'layers/0/w'
-    """
-    return "/".join(escape_entry(e) for e in entries)
-
-
-def name_entries(name: str) -> tuple[str, ...]:
-    """The key-path entries of a weight name (the inverse of :func:`weight_name`).
-
-    >>> name_entries("dense/a~1b")
-    ('dense', 'a/b')
-    """
-    if name == "":
-        return ()
-    return tuple(unescape_entry(part) for part in name.split("/"))
 
 
 def check_weight_names(names: Sequence[str]) -> None:

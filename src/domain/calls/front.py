@@ -1,11 +1,11 @@
 """The call-side front that every runtime shares: flatten, check, unflatten.
 
 A call through a :class:`~jaxport.domain.targets.ports.TargetRuntime` goes
-``flatten_call`` (the caller's ``(args, kwargs)`` against the exported
-pytree), ``check_call`` (ranks, dtypes, constant dimensions, then the
-dimension variables solved from the concrete shapes and every shape
-assertion and user constraint checked), the runtime's ``run`` on the flat
-arrays, then ``unflatten_results``. The errors are those of
+``flatten_call`` (the caller's ``(args, kwargs)`` against the function's
+:class:`~.signature.Signature`), ``check_call`` (ranks, dtypes, constant
+dimensions, then the dimension variables solved from the concrete shapes and
+every shape assertion and user constraint checked), the runtime's ``run`` on
+the flat arrays, then ``unflatten_results``. The errors are those of
 :mod:`jaxport.errors`, with JAX's paths (``args[0]['w']``) and wording, so a
 runtime that checks nothing itself refuses a bad call with jaxport's message.
 
@@ -15,40 +15,37 @@ and leaves (anything else: an array). A custom node of the exported tree
 children, and comes back as a tuple: this module knows no class registry.
 Leaves are only read through ``shape`` and ``str(dtype)``: no NumPy here.
 
-:func:`check_arguments` and :func:`check_shardings_divide` are the checks on
-flat abstract values that an :class:`Exported` also runs when it is called
-(eagerly or while tracing), before anything is executed; :func:`call_record`
-is the record that calls of a converted function are checked against.
+:func:`check_arguments` is the check on flat abstract values that an
+:class:`Exported` also runs when it is called (eagerly or while tracing),
+before anything is executed. Every function here takes the one
+:class:`~.signature.Signature`, an export's (``record.signature``) or a
+converted function's (its manifest's).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxport.domain.artifact.calling_convention import MAXIMUM_VERSION
-from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
-from jaxport.domain.artifact.sharding import NamedShardingRecord
-from jaxport.domain.errors import (
-    ArtifactError, CallError, DtypeMismatchError, ShardingMismatchError, TreeDifference, TreeMismatchError,
-)
+from jaxport.domain.errors import ArtifactError, CallError, DtypeMismatchError, TreeDifference, TreeMismatchError
 from jaxport.domain.specs import ArraySpec
 from jaxport.domain.symbolic import DimExpr, solve_call
 from jaxport.domain.symbolic.json_trees import constraint_scope, parse_dims
 from jaxport.domain.symbolic.plan import Shape
 from jaxport.domain.symbolic.solve import check_shape
+from .signature import AvalRecord, Signature
+from .trees import TreeKind, TreeSpec
 
 
-def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[str, Any], *,
-                 weights_bound: bool = False) -> list[Any]:
+def flatten_call(function: Signature, args: Sequence[Any], kwargs: Mapping[str, Any], *,
+                 weights_bound: bool | None = None) -> list[Any]:
     """The flat leaves of ``(args, kwargs)``, in the exported flattening order.
 
-    ``weights_bound``: ``function`` is a bundle's, its weights bound (see
-    :func:`with_weights_bound`); the error's message says so.
+    ``weights_bound``: the function's weights are bound (see :func:`with_weights_bound`),
+    so the error's message says so; None: when ``function.nr_weights`` is not 0.
 
     Raises:
         TreeMismatchError: the call's pytree differs from ``function.in_tree``;
@@ -58,7 +55,8 @@ def flatten_call(function: ArtifactRecord, args: Sequence[Any], kwargs: Mapping[
     differences: list[TreeDifference] = []
     _flatten(function.in_tree, (tuple(args), dict(kwargs)), (), leaves, differences)
     if differences:
-        raise TreeMismatchError(function.function_name, differences, weights_bound=weights_bound)
+        bound = function.nr_weights > 0 if weights_bound is None else weights_bound
+        raise TreeMismatchError(function.name, differences, weights_bound=bound)
     return leaves
 
 
@@ -209,19 +207,18 @@ def _spec_of(path: str, leaf: Any) -> ArraySpec:
 
 
 @functools.lru_cache(maxsize=256)
-def call_checker(function: ArtifactRecord) -> CallChecker:
-    """The checker of calls to ``function``, its specs parsed once (cached per record).
+def call_checker(function: Signature) -> CallChecker:
+    """The checker of calls to ``function``, its specs parsed once (cached per signature).
 
     Raises:
-        ArtifactError: a dimension or a constraint of the record does not parse.
+        ArtifactError: a dimension or a constraint of the signature does not parse.
     """
     shapes = record_shapes(function.in_avals, function.constraints)
     specs = tuple(ArraySpec(shape, aval.dtype.value) for shape, aval in zip(shapes, function.in_avals))
-    return CallChecker(function.function_name, specs, leaf_paths(function.in_tree),
-                         any(s.is_symbolic for s in specs))
+    return CallChecker(function.name, specs, leaf_paths(function.in_tree), any(s.is_symbolic for s in specs))
 
 
-def check_call(function: ArtifactRecord, leaves: Sequence[Any]) -> dict[str, int]:
+def check_call(function: Signature, leaves: Sequence[Any]) -> dict[str, int]:
     """Checks the flat arguments of a call; returns the dimension variables' values.
 
     Args:
@@ -258,7 +255,13 @@ def record_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = (), 
     return [parse_dims(aval.shape, scope, expr_class) for aval in avals]
 
 
-def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:
+def dimension_variables(function: Signature) -> tuple[str, ...]:
+    """The dimension variables of the function's inputs, sorted."""
+    shapes = record_shapes(function.in_avals, function.constraints)
+    return tuple(sorted({v for shape in shapes for d in shape if isinstance(d, DimExpr) for v in d._get_vars()}))
+
+
+def unflatten_results(function: Signature, leaves: Sequence[Any]) -> Any:
     """The result pytree of ``function`` from its flat results: tuples, lists, dicts, None.
 
     A custom node comes back as a tuple of its children.
@@ -267,7 +270,7 @@ def unflatten_results(function: ArtifactRecord, leaves: Sequence[Any]) -> Any:
         ValueError: ``leaves`` are not one per flat result.
     """
     if len(leaves) != function.out_tree.num_leaves:
-        raise ValueError(f"'{function.function_name}' has {function.out_tree.num_leaves} flat results, "
+        raise ValueError(f"'{function.name}' has {function.out_tree.num_leaves} flat results, "
                          f"got {len(leaves)}")
     return build_tree(function.out_tree, leaves)
 
@@ -294,21 +297,20 @@ def build_tree(spec: TreeSpec, leaves: Iterable[Any]) -> Any:
     return tuple(children)
 
 
-def with_weights_bound(function: ArtifactRecord, count: int, *,
-                       takes_weights: bool | None = None) -> ArtifactRecord:
-    """The record of ``function`` as its caller sees it when a runtime holds its first argument.
+def with_weights_bound(function: Signature, count: int, *, takes_weights: bool | None = None) -> Signature:
+    """The signature of ``function`` as its caller sees it when a runtime holds its first argument.
 
     A bundle converted for another runtime keeps its weights there (a
     SavedModel's variables, IREE parameters): the caller gives the other
-    arguments only. The record keeps the module and the results; its inputs
-    are the caller's (``count`` leading flat inputs, the weights, left out),
-    so that the call checks name the caller's arguments (``args[0]`` is the
-    first one after the weights). Only a runtime that holds the weights runs it.
-    With ``count`` 0 the runtime holds none (the function takes no weights, or
-    a converted signature's ``nr_weights`` is 0): ``function`` itself.
+    arguments only. The signature keeps the results; its inputs are the
+    caller's (``count`` leading flat inputs, the weights, left out, and
+    counted in ``nr_weights``), so that the call checks name the caller's
+    arguments (``args[0]`` is the first one after the weights). With
+    ``count`` 0 the runtime holds none (the function takes no weights):
+    ``function`` itself.
 
     Args:
-        function: the record, the weights its first positional argument.
+        function: the signature, the weights its first positional argument.
         count: the weights' number of leaves.
         takes_weights: whether the first argument is bound whatever ``count`` (a loaded
             bundle's function binds weights of no leaves too); None: when ``count`` is not 0.
@@ -319,11 +321,8 @@ def with_weights_bound(function: ArtifactRecord, count: int, *,
     """
     if not (count > 0 if takes_weights is None else takes_weights):
         return function
-    return dataclasses.replace(
-        function, in_tree=caller_tree(function.function_name, function.in_tree, count),
-        in_avals=function.in_avals[count:], in_shardings=function.in_shardings[count:],
-        module_kept_var_idx=tuple(i - count for i in function.module_kept_var_idx if i >= count),
-        vjp=None)
+    return dataclasses.replace(function, in_tree=caller_tree(function.name, function.in_tree, count),
+                               in_avals=function.in_avals[count:], nr_weights=count)
 
 
 def caller_tree(function: str, in_tree: TreeSpec, count: int) -> TreeSpec:
@@ -359,40 +358,3 @@ def check_arguments(expected: Sequence[ArraySpec], actual: Sequence[ArraySpec],
         if exp.ndim == got.ndim and exp.dtype != got.dtype:  # the rank is said first, then the dtype
             raise DtypeMismatchError(path, exp.dtype, got.dtype)
         check_shape(path, exp.shape, got.shape)
-
-
-def check_shardings_divide(shapes: Sequence[Shape], shardings: Sequence[NamedShardingRecord | None],
-                           paths: Sequence[str]) -> None:
-    """Checks that each constant dimension splits evenly over its sharded mesh axes.
-
-    Raises:
-        ShardingMismatchError: naming the argument, the dimension and the axes.
-    """
-    for path, shape, sharding in zip(paths, shapes, shardings, strict=True):
-        if sharding is None:
-            continue
-        sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
-        for dim, (size, axes) in enumerate(zip(shape, sharding.spec.partitions)):
-            parts = math.prod(sizes.get(axis, 1) for axis in axes)
-            if isinstance(size, int) and size % parts:
-                raise ShardingMismatchError(path, dim, size, axes, parts)
-
-
-def call_record(function_name: str, in_tree: TreeSpec, in_avals: Sequence[AvalRecord],
-                out_tree: TreeSpec, out_avals: Sequence[AvalRecord],
-                constraints: Sequence[str] = ()) -> ArtifactRecord:
-    """The record that calls of a converted function are checked against: no module, every argument kept.
-
-    A converted directory's :class:`~jaxport.domain.converted.manifest.Signature` becomes one here,
-    its module not kept (the directory holds compiled code instead), the weights already left out:
-    one device, on CPU.
-    """
-    return ArtifactRecord(
-        function_name=function_name, in_tree=in_tree, in_avals=tuple(in_avals),
-        out_tree=out_tree, out_avals=tuple(out_avals),
-        in_shardings=(None,) * len(in_avals), out_shardings=(None,) * len(out_avals),
-        nr_devices=1, platforms=("cpu",), ordered_effects=(), unordered_effects=(),
-        disabled_checks=(), mlir_module_serialized=b"", calling_convention_version=MAXIMUM_VERSION,
-        module_kept_var_idx=tuple(range(len(in_avals))),
-        uses_global_constants=any(not d.isdigit() for a in in_avals for d in a.shape),
-        constraints=tuple(constraints))

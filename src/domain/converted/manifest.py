@@ -8,7 +8,7 @@ folder alone; see :data:`jaxport.domain.targets.registry.TargetEntry.manifest_di
 
 * ``target`` (``"savedmodel"``, ``"iree"``, ...) and ``target_details``, an
   opaque JSON object the target owns (IREE's triple and CPU features);
-* per function, its :class:`Signature` (the caller's trees, each flat
+* per function, its :class:`~jaxport.domain.calls.signature.Signature` (the caller's trees, each flat
   input's and output's wire name, dtype and shape as text and as an
   expression tree, the constraints, how many weights the directory binds)
   and its variants: a file and the binding of dimension variables it was
@@ -42,7 +42,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
+from jaxport.domain.calls.signature import AvalRecord, DType, Signature
+from jaxport.domain.calls.trees import TreeSpec
 from jaxport.domain.bundle.manifest import (
     Example, WeightRecord, examples_from_json, examples_to_json, weights_from_json, weights_to_json
 )
@@ -55,7 +56,6 @@ from jaxport.domain.symbolic.json_trees import constraint_scope, constraint_tree
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.errors import UncompiledSizeError
 from jaxport.domain.generation.spec import MANIFEST_KEY as GENERATION_KEY, GenerationSpec
-from .wire_names import input_wire_names, output_wire_names
 
 if TYPE_CHECKING:  # loading an IREE directory needs no quantization (4 ms in a fresh process)
     from .quantization import Quantization
@@ -65,73 +65,33 @@ FORMAT_NAME = CONVERTED_FORMATS[0]
 FORMAT_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Signature:
-    """What a caller of one converted function gives and gets.
+def _signature_json(sig: Signature) -> dict[str, Any]:
+    """A function's signature as a JSON object (see the module's docstring)."""
+    scope = constraint_scope(sig.constraints)
 
-    Attributes:
-        name: the function's name.
-        in_tree: the caller's ``(args, kwargs)`` pytree (the bound weights left out).
-        in_avals, out_avals: each flat input's and output's dtype and shape
-            (dimensions as text: ``"b"``, ``"2*h + 1"``, ``"4"``).
-        out_tree: the result's pytree.
-        constraints: the symbolic constraints (``"b >= 16"``).
-        nr_weights: how many leading flat inputs of the exported function are
-            the bundle's weights, bound by the directory (0: none).
+    def arrays(names: Sequence[str], avals: Sequence[AvalRecord]) -> list[Any]:
+        return [{"name": n, "dtype": a.dtype.value, "shape": list(a.shape),
+                 "dims": [dim_tree(d) for d in parse_dims(a.shape, scope)]} for n, a in zip(names, avals)]
+
+    return {"in_tree": tree_to_json(sig.in_tree), "out_tree": tree_to_json(sig.out_tree),
+            "inputs": arrays(sig.input_names, sig.in_avals), "outputs": arrays(sig.output_names, sig.out_avals),
+            "constraints": constraint_trees(scope), "nr_weights": sig.nr_weights}
+
+
+def _signature(name: str, r: JsonReader) -> Signature:
+    """The signature :func:`_signature_json` wrote (the trees are only for readers in other languages).
+
+    Raises:
+        ArtifactError: naming where, when ``r`` is not such a signature.
     """
-
-    name: str
-    in_tree: TreeSpec
-    in_avals: tuple[AvalRecord, ...]
-    out_tree: TreeSpec
-    out_avals: tuple[AvalRecord, ...]
-    constraints: tuple[str, ...] = ()
-    nr_weights: int = 0
-
-    @property
-    def input_names(self) -> tuple[str, ...]:
-        """The wire name of each flat input (:mod:`.wire_names`)."""
-        return input_wire_names(self.in_tree)
-
-    @property
-    def output_names(self) -> tuple[str, ...]:
-        """The wire name of each flat output (:mod:`.wire_names`)."""
-        return output_wire_names(self.out_tree)
-
-    @property
-    def is_symbolic(self) -> bool:
-        """Whether a dimension of an input is symbolic."""
-        return any(not d.isdigit() for a in self.in_avals for d in a.shape)
-
-    def to_json(self) -> dict[str, Any]:
-        """The signature as a JSON object (see the module's docstring)."""
-        scope = constraint_scope(self.constraints)
-
-        def arrays(names: Sequence[str], avals: Sequence[AvalRecord]) -> list[Any]:
-            return [{"name": n, "dtype": a.dtype.value, "shape": list(a.shape),
-                     "dims": [dim_tree(d) for d in parse_dims(a.shape, scope)]} for n, a in zip(names, avals)]
-
-        return {"in_tree": tree_to_json(self.in_tree), "out_tree": tree_to_json(self.out_tree),
-                "inputs": arrays(self.input_names, self.in_avals),
-                "outputs": arrays(self.output_names, self.out_avals),
-                "constraints": constraint_trees(scope), "nr_weights": self.nr_weights}
-
-    @staticmethod
-    def from_json(name: str, r: JsonReader) -> Signature:
-        """The signature :meth:`to_json` wrote (the trees are only for readers in other languages).
-
-        Raises:
-            ArtifactError: naming where, when ``r`` is not such a signature.
-        """
-        constraints = tuple(c.get("text", str) for c in r.child_list("constraints"))
-        nr_weights = r.get("nr_weights", int)
-        sig = Signature(name, tree_from_json(r.get("in_tree", dict), r.where),
-                        tuple(_aval(a) for a in r.child_list("inputs")),
-                        tree_from_json(r.get("out_tree", dict), r.where),
-                        tuple(_aval(a) for a in r.child_list("outputs")), constraints, nr_weights)
-        if (sig.in_tree.num_leaves, sig.out_tree.num_leaves) != (len(sig.in_avals), len(sig.out_avals)):
-            raise ArtifactError(f"{r.where}: the trees' leaves and the arrays listed differ in number")
-        return sig
+    constraints = tuple(c.get("text", str) for c in r.child_list("constraints"))
+    nr_weights = r.get("nr_weights", int)
+    sig = Signature(name, tree_from_json(r.get("in_tree", dict), r.where),
+                    tuple(_aval(a) for a in r.child_list("inputs")), tree_from_json(r.get("out_tree", dict), r.where),
+                    tuple(_aval(a) for a in r.child_list("outputs")), constraints, nr_weights)
+    if (sig.in_tree.num_leaves, sig.out_tree.num_leaves) != (len(sig.in_avals), len(sig.out_avals)):
+        raise ArtifactError(f"{r.where}: the trees' leaves and the arrays listed differ in number")
+    return sig
 
 
 def _aval(r: JsonReader) -> AvalRecord:
@@ -242,7 +202,6 @@ class ConvertedManifest:
     def brief(self) -> str:
         """One line: the functions, variants, weights and bytes (``print(jaxport.convert(...))`` shows it).
 
-        >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
         >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
         ...                 (AvalRecord(("b",), DType.FLOAT32),), TreeSpec.leaf(), (AvalRecord(("b",), DType.FLOAT32),))
         >>> m = ConvertedManifest("onnx", {}, (ConvertedFunction(sig, (Variant("f.onnx", ()),)),),
@@ -274,7 +233,7 @@ class ConvertedManifest:
         doc: dict[str, Any] = {
             "format": FORMAT_NAME, "format_version": self.format_version,
             "target": self.target, "target_details": dict(self.target_details),
-            "functions": {f.name: {"signature": f.signature.to_json(),
+            "functions": {f.name: {"signature": _signature_json(f.signature),
                                    "variants": [{"file": v.file, "dims": dict(v.dims)} for v in f.variants]}
                           for f in self.functions},
             "weights": None if self.weights is None else {
@@ -349,6 +308,6 @@ def _function(name: str, r: JsonReader) -> ConvertedFunction:
         variants.append(Variant(v.get("file", str), values))
     if not variants:
         raise ArtifactError(f"{r.where}: the function has no variant")
-    return ConvertedFunction(Signature.from_json(name, r.child("signature")), tuple(variants))
+    return ConvertedFunction(_signature(name, r.child("signature")), tuple(variants))
 
 

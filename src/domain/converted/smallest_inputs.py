@@ -18,7 +18,8 @@ A variant for which no such inputs are found is refused with an
 front's reason (the child adds the variant's file), never skipped.
 
 >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
->>> from jaxport.domain.converted.manifest import ConvertedFunction, Signature, Variant
+>>> from jaxport.domain.calls.signature import Signature
+>>> from jaxport.domain.converted.manifest import ConvertedFunction, Variant
 >>> leaf = TreeSpec.leaf()
 >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(leaf), TreeSpec.of_dict({})),
 ...                 (AvalRecord(("b", "4"), DType.FLOAT32),), leaf, (AvalRecord(("b",), DType.FLOAT32),),
@@ -35,7 +36,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
-from jaxport.domain.calls.front import call_record, check_call, record_shapes
+from jaxport.domain.calls.front import check_call, record_shapes
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.specs import ArraySpec
 from jaxport.domain.symbolic.plan import Shape
@@ -58,7 +59,6 @@ def smallest_inputs(function: ConvertedFunction, variant: Variant, count: int = 
             constraint does not parse; the message names the function.
     """
     sig = function.signature
-    record = call_record(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
     dtypes = [aval.dtype.value for aval in sig.in_avals]
     try:
         shapes = record_shapes(sig.in_avals, sig.constraints)
@@ -74,7 +74,7 @@ def smallest_inputs(function: ConvertedFunction, variant: Variant, count: int = 
             if any(d < 0 for s in specs for d in s.shape):
                 refusal = refusal or f"at {_named(env)}, a dimension is negative"
                 continue
-            check_call(record, specs)
+            check_call(sig, specs)
         except (ValueError, ArithmeticError) as exc:  # the front's errors (JaxportError), an evaluation's
             refusal = refusal or f"at {_named(env)}: {exc}"
             continue
@@ -99,10 +99,8 @@ def examined_variants(functions: Sequence[ConvertedFunction], examples: Sequence
         function = by_name.get(example.function)
         if function is None:
             continue
-        sig = function.signature
-        record = call_record(sig.name, sig.in_tree, sig.in_avals, sig.out_tree, sig.out_avals, sig.constraints)
         try:
-            dims = check_call(record, [ArraySpec(tuple(r.shape), r.dtype) for r in example.inputs])
+            dims = check_call(function.signature, [ArraySpec(tuple(r.shape), r.dtype) for r in example.inputs])
             found.add((function.name, function.variant_for(dims).file))
         except ValueError:  # the front's errors (JaxportError), UncompiledSizeError among them
             continue

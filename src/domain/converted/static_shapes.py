@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import ConversionError
-from jaxport.domain.calls.front import leaf_paths, record_shapes, with_weights_bound
+from jaxport.domain.calls.front import dimension_variables, leaf_paths, record_shapes, with_weights_bound
 from jaxport.domain.symbolic import DimExpr, ShapeAssertionError, solve_call
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +32,6 @@ class StaticShapes:
     out_shapes: tuple[tuple[int, ...], ...]
 
 
-def dimension_variables(record: ArtifactRecord) -> tuple[str, ...]:
-    """The dimension variables of the function's inputs, sorted."""
-    shapes = record_shapes(record.in_avals, record.constraints)
-    return tuple(sorted({v for shape in shapes for d in shape if isinstance(d, DimExpr) for v in d._get_vars()}))
-
-
 def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[str, int]] | None,
                   *, nr_weights: int = 0, runtime: str) -> list[StaticShapes]:
     """The static shapes to compile ``record`` for: one per binding (one, unbound, when static).
@@ -53,7 +47,7 @@ def static_shapes(name: str, record: ArtifactRecord, bindings: Sequence[Mapping[
             function's, gives a value that is not a size, repeats another,
             or violates the function's constraints.
     """
-    variables = dimension_variables(record)
+    variables = dimension_variables(record.signature)
     if not variables:
         if bindings:
             raise ConversionError(runtime, name, "it has no dimension variables; give it no dims")
@@ -101,7 +95,7 @@ def _checked_binding(name: str, record: ArtifactRecord, variables: tuple[str, ..
 def _shapes(record: ArtifactRecord, binding: dict[str, int], nr_weights: int) -> StaticShapes:
     exported = record_shapes(record.in_avals, record.constraints)
     concrete = [tuple(int(d._evaluate(binding)) if isinstance(d, DimExpr) else d for d in shape) for shape in exported]
-    callers = with_weights_bound(record, nr_weights)
+    callers = with_weights_bound(record.signature, nr_weights)
     paths = [f"weights[{i}]" for i in range(nr_weights)] + list(leaf_paths(callers.in_tree))
     solution = solve_call(exported, concrete, paths)
     outs = record_shapes(record.out_avals, record.constraints)

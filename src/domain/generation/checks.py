@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
-from jaxport.domain.bundle.names import weight_name
+from jaxport.domain.leaf_names import weight_name
 from jaxport.domain.calls.front import check_call
 from jaxport.domain.errors import CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput, as_inputs
@@ -214,7 +214,7 @@ def _check_prefill_allows(spec: GenerationSpec, prefill: _Step) -> None:
                 shape = tuple(int(d) if d.isdigit() else 1 for d in aval.shape)
             leaves.append(ArraySpec(shape, aval.dtype.value))
     try:
-        check_call(prefill.record, leaves)
+        check_call(prefill.record.signature, leaves)
     except (CallError, ShapeAssertionError, UnsolvableDimensionError) as exc:
         raise GenerationSpecError(f"the function '{prefill.name}'",
                                   f"it refuses a cache of max_length {spec.max_length}: {exc}") from exc

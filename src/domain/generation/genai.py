@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxport.domain.artifact.record import AvalRecord
-from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
 #: GenAI's configuration file, in the ONNX directory's root.

@@ -2,7 +2,7 @@
 
 A served function is one protocol model. Its inputs are the caller's flat
 arguments (a bundle's weights are not inputs) and its outputs the flat
-results, each named by the wire-name rule (:mod:`jaxport.domain.converted.wire_names`), typed by
+results, each named by the wire-name rule (:mod:`jaxport.domain.calls.wire_names`), typed by
 :data:`OIP_DATATYPES` and shaped with ``-1`` for every dimension that is not a
 constant. This module also decides which functions may have requests joined
 into one call (:func:`batch_variable`) and maps a request's named tensors onto
@@ -28,9 +28,9 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from jaxport.domain.artifact.info import WIDTH, signature_text
-from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType
+from jaxport.domain.artifact.record import AvalRecord, DType
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.errors import CallError, ConversionError, UsageError
-from jaxport.domain.converted.wire_names import input_wire_names, output_wire_names
 
 #: What the protocol calls this target in refusals.
 OIP = "the Open Inference Protocol"
@@ -116,24 +116,24 @@ class WireInterface:
         return [by_name[n] for n in expected]
 
 
-def wire_interface(function: str, record: ArtifactRecord, in_paths: Sequence[str],
+def wire_interface(function: str, signature: Signature, in_paths: Sequence[str],
                    out_paths: Sequence[str]) -> WireInterface:
-    """The wire view of ``record``, the caller's record of ``function``.
+    """The wire view of ``signature``, the caller's signature of ``function``.
 
-    Its tensors are named by the converted-directory rule (:mod:`jaxport.domain.converted.wire_names`):
+    Its tensors are named by the converted-directory rule (:mod:`jaxport.domain.calls.wire_names`):
     ``arg0``, ``arg1/dense/w``, keyword names; ``output_0`` or a dict result's key paths; other
     characters escaped as ``.XX``, so that no two leaves share a name.
 
     Args:
         function: the function's name.
-        record: its record as the caller sees it (a bundle's weights left out).
+        signature: its signature as the caller sees it (a bundle's weights left out).
         in_paths, out_paths: each flat input's and output's pytree path, for messages.
 
     Raises:
         ConversionError: an input or output has a dtype the protocol cannot carry.
     """
-    return WireInterface(function, _tensors(function, input_wire_names(record.in_tree), in_paths, record.in_avals),
-                         _tensors(function, output_wire_names(record.out_tree), out_paths, record.out_avals))
+    return WireInterface(function, _tensors(function, signature.input_names, in_paths, signature.in_avals),
+                         _tensors(function, signature.output_names, out_paths, signature.out_avals))
 
 
 def _tensors(function: str, names: Sequence[str], paths: Sequence[str],
@@ -198,7 +198,7 @@ class ServedFunction:
 
     Attributes:
         name: the function's name (its protocol model's name).
-        record: its record as the caller sees it (a bundle's weights left out).
+        signature: its signature as the caller sees it (a bundle's weights left out).
         wire: its inputs and outputs on the wire.
         compiled: the bindings of dimension variables a module was compiled
             for (IREE), or empty where any size runs.
@@ -209,7 +209,7 @@ class ServedFunction:
     """
 
     name: str
-    record: ArtifactRecord
+    signature: Signature
     wire: WireInterface
     compiled: tuple[dict[str, int], ...]
     check: Callable[[Sequence[Any]], dict[str, int]]
@@ -221,18 +221,14 @@ class ServedFunction:
         """The signature and its constraints, for the model's metadata (where dims are ``-1``).
 
         >>> from jaxport.domain.artifact.record import TreeSpec
-        >>> record = ArtifactRecord(
-        ...     function_name="f", in_tree=TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
-        ...     in_avals=(AvalRecord(("b", "t"), DType.INT32),), out_tree=TreeSpec.leaf(),
-        ...     out_avals=(AvalRecord(("b",), DType.FLOAT32),), in_shardings=(None,), out_shardings=(None,),
-        ...     nr_devices=1, platforms=("cpu",), ordered_effects=(), unordered_effects=(), disabled_checks=(),
-        ...     mlir_module_serialized=b"", calling_convention_version=10, module_kept_var_idx=(0,),
-        ...     uses_global_constants=False, constraints=("t <= 128",))
-        >>> ServedFunction("f", record, WireInterface("f", (), ()), (), dict, list, "jax").description
+        >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
+        ...                 (AvalRecord(("b", "t"), DType.INT32),), TreeSpec.leaf(),
+        ...                 (AvalRecord(("b",), DType.FLOAT32),), ("t <= 128",))
+        >>> ServedFunction("f", sig, WireInterface("f", (), ()), (), dict, list, "jax").description
         'f(int32[b,t]) -> float32[b]; constraints: t <= 128'
         """
-        constraints = f"; constraints: {', '.join(self.record.constraints)}" if self.record.constraints else ""
-        return f"{self.name}{signature_text(self.record, width=WIDTH)}{constraints}"
+        constraints = f"; constraints: {', '.join(self.signature.constraints)}" if self.signature.constraints else ""
+        return f"{self.name}{signature_text(self.signature, width=WIDTH)}{constraints}"
 
     def compiled_sizes(self, variable: str) -> tuple[int, ...]:
         """The sizes of ``variable`` that modules were compiled for (empty: any size runs)."""

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.calls.front import leaf_paths, result_paths
-from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.converted.numerics import Tolerance
 from jaxport.domain.converted.quantization import (
     INT4_WEIGHTS, INT8, INT8_DYNAMIC, INT8_WEIGHTS, check_mode, parse_tolerance)

@@ -30,10 +30,10 @@ from typing import Any
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.artifact.custom_calls import ALLOW_ALL, CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
 from jaxport.domain.errors import ConversionError
-from jaxport.domain.converted.manifest import Signature
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.converted.numerics import Tolerance
-from jaxport.domain.converted.static_shapes import StaticShapes, dimension_variables, static_shapes
-from jaxport.domain.calls.front import leaf_paths
+from jaxport.domain.converted.static_shapes import StaticShapes, static_shapes
+from jaxport.domain.calls.front import dimension_variables, leaf_paths
 from .dtypes import KEY_DATA
 
 
@@ -216,7 +216,7 @@ def variant_shapes(plan: TargetPlan, name: str, record: ArtifactRecord,
         ConversionError: as :func:`~jaxport.domain.converted.static_shapes.static_shapes`,
             or bindings for a target that runs any size.
     """
-    if plan.needs_bindings or (plan.bindings_optional and (bindings or not dimension_variables(record))):
+    if plan.needs_bindings or (plan.bindings_optional and (bindings or not dimension_variables(record.signature))):
         return tuple(static_shapes(name, record, bindings, nr_weights=nr_weights, runtime=plan.runtime))
     if bindings:
         raise ConversionError(plan.runtime, name, "the target runs any size: give it no dims")

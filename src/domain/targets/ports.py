@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from jaxport.domain.artifact.record import ArtifactRecord
-from jaxport.domain.converted.manifest import ConvertedManifest, Signature, Variant, WeightsTable
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.converted.manifest import ConvertedManifest, Variant, WeightsTable
 from jaxport.domain.ports import HostArray
 from jaxport.domain.converted.static_shapes import StaticShapes
 

@@ -9,7 +9,7 @@ signature's name and its platforms, and name the default signature
 in ``assets.extra/jaxport/``, a folder TensorFlow Serving leaves alone.
 
 Names: inputs and outputs are named by the rule of every target
-(:mod:`jaxport.domain.converted.wire_names`). A signature is named after its
+(:mod:`jaxport.domain.calls.wire_names`). A signature is named after its
 function; a function whose name TensorFlow does not accept as an attribute
 and signature name gets the name escaped as a wire name's first segment
 (``<lambda>`` is ``.3clambda.3e``). ``serving_default`` (TensorFlow
@@ -41,9 +41,8 @@ from jaxport.domain.artifact.platforms import callee_platform_indices
 from jaxport.domain.artifact.record import DType, ArtifactRecord, AvalRecord
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from jaxport.domain.bundle.manifest import WeightRecord
-from jaxport.domain.calls.front import with_weights_bound
-from jaxport.domain.converted.manifest import Signature
-from jaxport.domain.converted.wire_names import escape_segment
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.calls.wire_names import escape_segment
 from jaxport.domain.errors import ConversionError
 from .dtypes import BOOL_AND_INTEGERS, DIFFERENTIABLE
 from .plan import BFloat16, DtypeTable, TargetPlan
@@ -192,8 +191,8 @@ class FunctionPlan:
     Attributes:
         name: the signature's name (and the loaded object's attribute).
         record: the function's full record (weights included).
-        caller: the record as the caller sees it (the weights bound).
-        weights: the number of leading flat inputs that are the weights' variables.
+        caller: the signature as the caller sees it (its ``nr_weights`` leading flat inputs,
+            the weights' variables, bound).
         inputs, outputs: the signature's tensors, in flattening order.
         call: the forward module's op.
         vjp: the VJP module's op (inputs: the flat inputs, then one cotangent
@@ -205,8 +204,7 @@ class FunctionPlan:
 
     name: str
     record: ArtifactRecord
-    caller: ArtifactRecord
-    weights: int
+    caller: Signature
     inputs: tuple[TensorPlan, ...]
     outputs: tuple[TensorPlan, ...]
     call: ModuleCall
@@ -262,13 +260,11 @@ def plan_function(name: str, record: ArtifactRecord, signature: Signature, *, us
     Raises:
         ConversionError: the function cannot be converted (see the module's docstring).
     """
-    weights = signature.nr_weights
-    caller = with_weights_bound(record, weights)
     call = _module_call(name, record, versions, uses_shardy)
     vjp = None if record.vjp is None else _module_call(name, record.vjp, versions, uses_shardy)
-    inputs = tuple(TensorPlan(n, a.dtype.value, _shape(a)) for n, a in zip(signature.input_names, caller.in_avals))
+    inputs = tuple(TensorPlan(n, a.dtype.value, _shape(a)) for n, a in zip(signature.input_names, signature.in_avals))
     outputs = tuple(TensorPlan(n, dtype, shape) for n, dtype, shape in
                     zip(signature.output_names, call.out_dtypes, call.out_shapes))
-    return FunctionPlan(name, record, caller, weights, inputs, outputs, call, vjp,
+    return FunctionPlan(name, record, signature, inputs, outputs, call, vjp,
                         tuple(a.dtype in DIFFERENTIABLE for a in record.in_avals),
                         tuple(a.dtype in DIFFERENTIABLE for a in record.out_avals))

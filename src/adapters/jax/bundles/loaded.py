@@ -13,6 +13,7 @@ from jax.core import ShapedArray
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import CallError
 from jaxport.domain.calls.front import CallChecker, call_checker, flatten_call, with_weights_bound
+from jaxport.domain.calls.signature import Signature
 from jaxport.domain.symbolic import ShapeAssertionError
 from jaxport.adapters.jax.bundles.weights import placed_leaves
 from jaxport.adapters.jax.exported.exported import Exported
@@ -71,19 +72,19 @@ class BoundFunction:
             raise
 
     @functools.cached_property
-    def _front(self) -> tuple[Any, CallChecker]:
-        """The caller's record (the weights left out) and its parsed checks, as the call front has them."""
-        record = with_weights_bound(self.exported.record, len(jax.tree_util.tree_leaves(self.params)),
+    def _front(self) -> tuple[Signature, CallChecker]:
+        """The caller's signature (the weights left out) and its parsed checks, as the call front has them."""
+        caller = with_weights_bound(self.exported.record.signature, len(jax.tree_util.tree_leaves(self.params)),
                                     takes_weights=self.takes_params)
-        return record, call_checker(record)
+        return caller, call_checker(caller)
 
     def _check_eager(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Raises the call front's error for a call's tree, and for an eager call of arrays the
         front's other checks (the leaves of a traced call are tracers: JAX's error stands)."""
-        record, check = self._front
+        caller, check = self._front
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         if tree != self.in_tree:
-            leaves = flatten_call(record, args, kwargs, weights_bound=self.takes_params)
+            leaves = flatten_call(caller, args, kwargs, weights_bound=self.takes_params)
         if not any(isinstance(leaf, jax.core.Tracer) or not hasattr(leaf, "dtype") for leaf in leaves):
             check.check(leaves)
 

@@ -25,11 +25,10 @@ from jaxport.adapters.jax.records import jax_sharding, key_impl_name
 from jaxport.adapters.jax.trees.plain import is_library_type, key_of
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
 from jaxport.domain.artifact.record import DType, TreeKind, TreeSpec
-from jaxport.domain.artifact.sharding import NamedShardingRecord
+from jaxport.domain.artifact.sharding import NamedShardingRecord, check_shardings_divide
 from jaxport.domain.bundle.checks import LeafSpec, agreed_shardings, check_matches_weights
 from jaxport.domain.bundle.manifest import SAFETENSORS_DTYPES, Manifest, WeightRecord
-from jaxport.domain.bundle.names import weight_name
-from jaxport.domain.calls.front import check_shardings_divide
+from jaxport.domain.leaf_names import weight_name
 from jaxport.domain.errors import BundleError, BundleMismatchError
 
 

@@ -27,8 +27,8 @@ from jaxlib.mlir import ir  # jax.extend.mlir's modules re-export these (importi
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxport.domain.artifact.sharding import NamedShardingRecord
-from jaxport.domain.calls.front import check_arguments, check_shardings_divide
+from jaxport.domain.artifact.sharding import NamedShardingRecord, check_shardings_divide
+from jaxport.domain.calls.front import check_arguments
 from jaxport.domain.errors import (
     ArtifactCallError, ArtifactCallValueError, DeviceCountError, DtypeMismatchError, JaxportError,
     NonStringKeyError, PartitionerMismatchError, TreeMismatchError

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from jaxport.domain.artifact.record import TreeKind, TreeSpec
+from .trees import TreeKind, TreeSpec
 
 _KEPT = re.compile(r"[A-Za-z0-9_\-]")
 #: A segment as :func:`escape_segment` writes it, and one of its escapes.

@@ -1,12 +1,12 @@
-"""What ``jaxport inspect`` prints of a converted directory, for every target (no runtime needed)."""
+"""What ``jaxport inspect`` prints of a converted directory, for every target (no runtime needed):
+its manifest, described with its target's entry in the registry."""
 
 from __future__ import annotations
 
 from jaxport.domain.bundle.manifest import example_counts, examples_line
-from .manifest import ConvertedManifest
+from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.artifact.info import constraints_lines, count, signature_text
-from jaxport.domain.calls.front import call_record
-from jaxport.domain.targets.registry import TARGETS
+from .registry import TARGETS
 
 
 def converted_text(manifest: ConvertedManifest, path: str) -> str:
@@ -14,7 +14,8 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
 
     >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
     >>> from jaxport.domain.checked_directory import FileDigest
-    >>> from .manifest import ConvertedFunction, Signature, Variant
+    >>> from jaxport.domain.calls.signature import Signature
+    >>> from jaxport.domain.converted.manifest import ConvertedFunction, Variant
     >>> sig = Signature("f", TreeSpec.of_tuple(TreeSpec.of_tuple(TreeSpec.leaf()), TreeSpec.of_dict({})),
     ...                 (AvalRecord(("b",), DType.FLOAT32),), TreeSpec.leaf(), (AvalRecord(("b",), DType.FLOAT32),))
     >>> m = ConvertedManifest("example", {"cpu": "znver4"},  # a target without a registry entry
@@ -45,8 +46,7 @@ def converted_text(manifest: ConvertedManifest, path: str) -> str:
     for f in manifest.functions:
         s = f.signature
         reads = " (reads the weights)" if s.nr_weights else ""
-        record = call_record(s.name, s.in_tree, s.in_avals, s.out_tree, s.out_avals, s.constraints)
-        lines.append(f"{f.name}{reads} {signature_text(record, width=200)}")
+        lines.append(f"{f.name}{reads} {signature_text(s, width=200)}")
         lines += constraints_lines(s.constraints)
         lines.append(f"  inputs {', '.join(s.input_names) or '(none)'}; outputs {', '.join(s.output_names) or '(none)'}")
         for v in f.variants:

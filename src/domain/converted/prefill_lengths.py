@@ -1,6 +1,6 @@
 """The prompt lengths a converted prefill was compiled for (targets of static shapes: LiteRT, IREE).
 
-A prompt shorter than a compiled length is padded to it (:mod:`.loop`); a
+A prompt shorter than a compiled length is padded to it (:mod:`jaxport.domain.generation.loop`); a
 model that takes neither a mask nor positions cannot be padded, and a prompt
 longer than every compiled length cannot run: both are typed errors that name
 the lengths there are.
@@ -8,7 +8,7 @@ the lengths there are.
 
 from __future__ import annotations
 
-from jaxport.domain.converted.manifest import ConvertedFunction
+from .manifest import ConvertedFunction
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
 
@@ -16,7 +16,8 @@ def prefill_lengths(spec: GenerationSpec, prefill: ConvertedFunction, batch: int
     """The prompt lengths that ``prefill`` runs for ``batch`` rows, in increasing order (None: any).
 
     >>> from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
-    >>> from jaxport.domain.converted.manifest import Signature, Variant
+    >>> from jaxport.domain.calls.signature import Signature
+    >>> from .manifest import Variant
     >>> leaf = TreeSpec.leaf()
     >>> sig = Signature("prefill", TreeSpec.of_tuple(TreeSpec.of_tuple(leaf), TreeSpec.of_dict({})),
     ...                 (AvalRecord(("b", "s"), DType.INT32),), leaf, (AvalRecord(("b", "s", "8"), DType.FLOAT32),))
