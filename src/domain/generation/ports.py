@@ -59,12 +59,10 @@ class StepRunner(Protocol):
 
     def start(self, batch: int) -> None:
         """Makes an empty cache for ``batch`` rows (dropping any previous one)."""
-        ...
 
     def step(self, function: str, batch: StepBatch) -> HostArray:
         """Runs ``function`` (the prefill's or the decode's name) on ``batch`` and the cache held,
         keeps the cache it returns, and gives the float logits of ``batch.last``: ``(rows, vocab)``."""
-        ...
 
 
 @runtime_checkable
@@ -81,21 +79,18 @@ class SlotRunner(StepRunner, Protocol):
     @property
     def prefills_together(self) -> bool:
         """Whether :meth:`prefill_slots` takes more than one row: the prefill runs on any batch."""
-        ...
 
     def prefill_slots(self, slots: Sequence[int], function: str, batch: StepBatch) -> HostArray:
         """Runs ``function`` (the prefill) on ``batch`` (one row per slot, prompts of one length) over an
         empty cache of that many rows, copies row ``i`` of that cache into row ``slots[i]`` of the cache held
         (the other rows untouched), and gives the float logits of ``batch.last``: ``(len(slots), vocab)``.
         More than one row only where :attr:`prefills_together`."""
-        ...
 
     def step_first(self, function: str, batch: StepBatch) -> HostArray:
         """:meth:`step` (the decode) over the first ``len(batch.tokens)`` rows of the cache held alone,
         fewer than :meth:`start` made, the step costing what a batch of that many rows costs. The other
         rows are free slots: what they hold after it is the runner's (a request that takes one is prefilled
         into it with :meth:`prefill_slots`)."""
-        ...
 
 
 class Sampler(Protocol):
@@ -103,11 +98,9 @@ class Sampler(Protocol):
 
     def pick(self, logits: HostArray, options: SamplingOptions) -> Sequence[int]:
         """One token per row of ``logits`` (``(rows, vocab)``), as ``options`` say."""
-        ...
 
     def pick_row(self, logits: HostArray, row: int, options: SamplingOptions) -> int:
         """The token of row ``row`` of ``logits`` alone: what :meth:`pick` gives for that one row."""
-        ...
 
 
 class SamplerFactory(Protocol):
@@ -115,7 +108,6 @@ class SamplerFactory(Protocol):
 
     def __call__(self, seed: int | None) -> Sampler:
         """A sampler whose draws follow from ``seed`` alone (None: a fresh seed)."""
-        ...
 
 
 class TextCodec(Protocol):
@@ -123,11 +115,9 @@ class TextCodec(Protocol):
 
     def encode(self, text: str) -> list[int]:
         """The token ids of ``text``."""
-        ...
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids``."""
-        ...
 
 
 class ChatTemplate(Protocol):
@@ -140,4 +130,3 @@ class ChatTemplate(Protocol):
         Raises:
             GenerationError: the template refused the messages or failed to render them.
         """
-        ...
