@@ -197,7 +197,5 @@ def host_steps(model: ConvertedModel, spec: GenerationSpec,
         checked = model[name]
         return checked.run_flat if run is None else lambda leaves: run(name, checked.variant_of(leaves), leaves)
 
-    inputs = {name: host_inputs(kinds, [a.dtype.value for a in model.functions[name].signature.in_avals],
-                                [len(a.shape) for a in model.functions[name].signature.in_avals])
-              for name, kinds in spec.steps}
+    inputs = {name: host_inputs(kinds, model.functions[name].signature.in_avals) for name, kinds in spec.steps}
     return HostStepRunner(spec, {name: call(name) for name in inputs}, inputs)

@@ -42,8 +42,8 @@ class OpenedDirectory(Protocol[_Manifest]):
         """
 
     def opened_by_path(self) -> str:
-        """The root, once every file that a runtime opens by path (all but those jaxport reads itself:
-        the weights, the golden examples, the tokenizer) was found equal to its record.
+        """The root, once every file that a runtime may open by path (all but the golden examples and the
+        tokenizer, which jaxport reads itself; the weights too) was found equal to its record.
 
         Raises:
             ArtifactError: a file's digest differs from the manifest's.

@@ -103,7 +103,8 @@ class DiskDirectory(Generic[_M]):
     owner: str
     known: KnownFiles | None
     weights_table: tuple[str, Sequence[WeightRecord], str]
-    _done: dict[str, Any] = field(default_factory=dict, repr=False)
+    _checked: bool = field(default=False, repr=False)
+    _weights: SafetensorsFile | None = field(default=None, repr=False)
 
     @property
     def _own(self) -> set[str]:
@@ -119,17 +120,17 @@ class DiskDirectory(Generic[_M]):
         return blob
 
     def opened_by_path(self) -> str:
-        """The root, every file but the manifest, the weights and those jaxport reads itself checked (once: each
-        file streamed, a file checked before and unchanged since not hashed again)."""
-        if "by_path" not in self._done:
+        """The root, every file but the manifest and those jaxport reads itself checked (once: each file
+        streamed, the weights as :meth:`weights` does, a file checked before and unchanged since not hashed again)."""
+        if not self._checked:
             self._check(sorted(set(self.manifest.files) - self._own - {self.weights_table[0]}))
-            self._done["by_path"] = True
+            self.weights()
+            self._checked = True
         return self.root
 
     def check_every_file(self) -> None:
-        """Checks every file's digest, the weights file's as :meth:`weights` does (``jaxport check``)."""
+        """Checks every file's digest (``jaxport check``)."""
         self.opened_by_path()
-        self.weights()
         self._check(sorted(self._own))
 
     def _check(self, names: Sequence[str]) -> None:
@@ -146,7 +147,7 @@ class DiskDirectory(Generic[_M]):
         """
         records: Sequence[WeightRecord]
         file, records, header_sha256 = self.weights_table
-        if file and "weights" not in self._done:
+        if file and self._weights is None:
             from .safetensors_file import SafetensorsFile  # NumPy: 58 ms for a reader of manifests only
 
             path = Path(self.root, file)
@@ -163,6 +164,5 @@ class DiskDirectory(Generic[_M]):
                 check()
             else:
                 self.known.check(path, stored.status, expected, check)
-            self._done["weights"] = stored
-        found: SafetensorsFile | None = self._done.get("weights")
-        return found
+            self._weights = stored
+        return self._weights

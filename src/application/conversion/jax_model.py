@@ -45,10 +45,10 @@ def jax_model(source: Exported | Bundle, directory: OpenedDirectory[Any] | None 
         caller = with_weights_bound(exp.record.signature, len(weights) if takes else 0)
         functions.append(ConvertedFunction(dataclasses.replace(caller, name=name), (Variant(""),)))
     runtime = JaxRuntime({name: (exp, weights if takes else []) for name, exp, takes in entries})
-    held = source.manifest if isinstance(source, Bundle) else None  # a bundle's examples and generation too
-    manifest = ConvertedManifest(JAX, {}, tuple(functions), examples=held.examples if held else (),
-                                 examples_file=EXAMPLES_FILE, generation=held.generation if held else None)
-    steps = ADAPTERS[JAX].steps
-    return ConvertedModel(manifest, runtime, {}, directory=directory,
-                          steps=functools.partial(steps, source) if steps and isinstance(source, Bundle) else None)
+    if not isinstance(source, Bundle):
+        return ConvertedModel(ConvertedManifest(JAX, {}, tuple(functions)), runtime, {})
+    steps = ADAPTERS[JAX].steps  # a bundle's steps, its examples and its generation spec too
+    manifest = ConvertedManifest(JAX, {}, tuple(functions), examples=source.manifest.examples,
+                                 examples_file=EXAMPLES_FILE, generation=source.manifest.generation)
+    return ConvertedModel(manifest, runtime, {}, directory=directory, steps=steps and functools.partial(steps, source))
 

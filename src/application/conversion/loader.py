@@ -85,13 +85,12 @@ class ConvertedLoader:
 
     def _checked(self, source: str | os.PathLike[str] | OpenedDirectory[ConvertedManifest], *,
                  every_file: bool) -> OpenedDirectory[ConvertedManifest]:
-        """``source``, opened, its files checked (the files its runtime opens by path and the weights; with
-        ``every_file``, those jaxport reads itself too), then its target against this machine."""
+        """``source``, opened, its files checked (those its runtime may open by path; with ``every_file``, those
+        jaxport reads itself too), then its target against this machine."""
         directory = self.open(source, PathKind.CONVERTED) if isinstance(source, (str, os.PathLike)) else source
         if every_file:
             directory.check_every_file()
         directory.opened_by_path()
-        directory.weights()
         registered = target(directory.manifest.target)
         facts = self.targets[registered.name].host_facts
         if registered.plan.check_host is not None and facts is not None:

@@ -106,16 +106,6 @@ def _verified(directory: OpenedDirectory[Any]) -> ConvertedModel:
     return load_model(directory, verify=False)
 
 
-def check_loaded(path: str | os.PathLike[str], model: ConvertedModel) -> NumericsReport:
-    """:func:`check_numerics` of the directory at ``path`` on its own runtime, loaded (and verified) already:
-    ``model``, whose compiled functions or sessions the examples run in.
-
-    Raises:
-        ArtifactError: as :func:`check_numerics`.
-    """
-    return run_examples(os.fspath(path), model)
-
-
 def _convert(bundle: OpenedDirectory[Any], out: Path, to: str) -> None:
     """Converts the bundle for ``to``; for a target of static shapes, or one that takes bindings
     (LiteRT, whose converter cannot keep every function dynamic), the functions that have

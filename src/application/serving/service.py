@@ -143,9 +143,9 @@ def load_checked(path: str | os.PathLike[str], options: ServeOptions, model: Con
         if function.name in options.batch:
             batch_variable(function.wire)
     if model.manifest.examples:  # 20 ms that a directory without examples never pays
-        from jaxport.application.conversion.numerics import check_loaded
+        from jaxport.application.conversion.golden import run_examples
 
-        report = check_loaded(path, model)
+        report = run_examples(os.fspath(path), model)
         if report.examples and not report.ok:
             raise ArtifactError(f"The golden examples of {path} fail on this machine, so it is not served:\n"
                                 f"{report}")
