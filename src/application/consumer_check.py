@@ -31,12 +31,13 @@ def consumer_verdict(path_or_blob: str | os.PathLike[str] | bytes | bytearray, c
     if isinstance(path_or_blob, (bytes, bytearray)):
         return _artifact_verdict(bytes(path_or_blob), who, kernels)
     if os.path.isdir(path_or_blob):
-        from jaxport.adapters.storage.bundle_dir import read_function, read_manifest  # as inspection.py
+        from jaxport.adapters.storage.opened_directory import DiskDirectories  # as inspection.py
+        from jaxport.domain.path_kind import PathKind
 
-        manifest = read_manifest(path_or_blob)
+        directory = DiskDirectories().open(path_or_blob, PathKind.BUNDLE)
         reasons, notes = [], []
-        for entry in manifest.functions:
-            found = _artifact_verdict(read_function(path_or_blob, manifest, entry.file), who, kernels)
+        for entry in directory.manifest.functions:
+            found = _artifact_verdict(directory.read(entry.file), who, kernels)
             reasons += [f"{entry.file}: {r}" for r in found.reasons]
             notes += [n for n in found.notes if n not in notes]
         return Verdict(who, tuple(reasons), tuple(notes))

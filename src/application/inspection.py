@@ -34,10 +34,9 @@ def inspect(blob_or_path: bytes | bytearray | memoryview | str | os.PathLike[str
         OSError: the file cannot be read.
     """
     if isinstance(blob_or_path, (str, os.PathLike)):
-        kind = path_kind(blob_or_path)
-        require(kind, blob_or_path, PathKind.ARTIFACT, PathKind.BUNDLE)
-        if kind in (PathKind.BUNDLE, PathKind.DIRECTORY):
+        if os.path.isdir(blob_or_path):
             return inspect_bundle(blob_or_path)
+        require(path_kind(blob_or_path), blob_or_path, PathKind.ARTIFACT, PathKind.BUNDLE)
         with open(blob_or_path, "rb") as file:
             blob: bytes | bytearray | memoryview = file.read()
     else:
@@ -59,13 +58,14 @@ def inspect_bundle(path: str | os.PathLike[str]) -> BundleInfo:
     """
     # Imported here: what the directory adapter imports (ctypes, shutil, threads) would double
     # the time that inspecting an artifact file takes.
-    from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
+    from jaxport.adapters.storage.opened_directory import DiskDirectories
 
-    manifest = read_manifest(path)
+    directory = DiskDirectories().open(path, PathKind.ARTIFACT, PathKind.BUNDLE)
+    manifest = directory.manifest
     records = {}
     for entry in manifest.functions:
         try:
-            records[entry.name] = decode_artifact(read_function(path, manifest, entry.file))
+            records[entry.name] = decode_artifact(directory.read(entry.file))
         except ArtifactError as exc:
             raise ArtifactError(f"{entry.file}: {exc}") from exc
     # Every function that takes the weights takes the same tree (save_bundle checks it).

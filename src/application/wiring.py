@@ -11,14 +11,16 @@ process:
   ``JAXPORT_VERIFY_CPU_SECONDS`` and ``JAXPORT_VERIFY_TIMEOUT`` set, and the
   forms of modules it writes;
 * the store of verification verdicts, and the known files remembered in it;
+* what opens the directories jaxport wrote, on the known files;
 * the services on them: the artifact verifier, the conversion pipeline, the
-  bundles' loader (on the artifact verifier), the directory verifier and the
-  converted directories' loader.
+  bundles' loader (on the artifact verifier), the directory verifier, the
+  converted directories' loader (on the targets' adapters) and the generator
+  factory (on that loader, the sampler, the tokenizer and the chat template).
 
 Each is typed with its port (:mod:`jaxport.domain.ports`), not its adapter's class.
 
-Each target's adapters are typed lazy factories beside this module
-(:mod:`jaxport.application.target_adapters`). A service is a frozen dataclass
+Each target's adapters are typed lazy factories beside this module, one entry a target
+(:mod:`jaxport.application.target_adapters`), handed to the loader here. A service is a frozen dataclass
 of its ports, built here (a test makes its own on its own ports); its public
 function, in a thin module beside its callers, asks here for it. The modules
 that define the services never import this one (no import cycle,
@@ -32,8 +34,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.lowering.lower import JaxLowering
@@ -41,15 +43,13 @@ if TYPE_CHECKING:
     from jaxport.adapters.mlir.rewrite import ChildModuleForms
     from jaxport.application.bundles.load import BundleLoader
     from jaxport.application.conversion.pipeline import ConversionPipeline
-    from jaxport.application.conversion.model import ConvertedLoader
+    from jaxport.application.conversion.loader import ConvertedLoader
     from jaxport.application.conversion.verify_directory import DirectoryVerifier
     from jaxport.application.export.verifier import ArtifactVerifier
+    from jaxport.application.generation.factory import GeneratorFactory
+    from jaxport.domain.opened_directory import Directories
     from jaxport.domain.ports import KnownFiles, Lowerer, ModuleWorker, StableHlo, VerdictStore
-    from jaxport.adapters.jax.bundles.loaded import Bundle
-    from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
-    from jaxport.domain.generation.spec import GenerationSpec, StepInput
-    from jaxport.domain.converted.manifest import ConvertedManifest, Variant
-    from jaxport.domain.targets.ports import TargetRuntime
+    from jaxport.domain.generation.ports import ChatTemplate, TextCodec
 
 _T = TypeVar("_T")
 
@@ -139,12 +139,20 @@ def conversion_pipeline() -> ConversionPipeline:
 
 
 @_built_once
+def directories() -> Directories:
+    """What opens the directories jaxport wrote, each once, on :func:`known_files`."""
+    from jaxport.adapters.storage.opened_directory import DiskDirectories
+
+    return DiskDirectories(known_files())
+
+
+@_built_once
 def bundle_loader() -> BundleLoader:
-    """What loads bundles, on :func:`known_files`, the default pytree registry and :func:`artifact_verifier`."""
+    """What loads bundles, on :func:`directories`, the default pytree registry and :func:`artifact_verifier`."""
     from jaxport.adapters.jax.trees.registry import default_registry
     from jaxport.application.bundles.load import BundleLoader
 
-    return BundleLoader(known_files(), default_registry(), artifact_verifier())
+    return BundleLoader(directories(), default_registry(), artifact_verifier())
 
 
 @_built_once
@@ -157,87 +165,34 @@ def directory_verifier() -> DirectoryVerifier:
 
 @_built_once
 def converted_loader() -> ConvertedLoader:
-    """What loads and verifies converted directories, on :func:`known_files` and :func:`directory_verifier`."""
-    from jaxport.application.conversion.model import ConvertedLoader
+    """What loads and verifies converted directories, on :func:`directories`, :func:`directory_verifier` and the
+    targets' adapters, and loads bundles with :func:`bundle_loader` (built when a bundle is first loaded: JAX)."""
+    from jaxport.application.conversion.loader import ConvertedLoader
+    from jaxport.application.target_adapters import ADAPTERS
 
-    return ConvertedLoader(known_files(), directory_verifier())
-
-
-
-def jax_step_runner(bundle: Bundle, spec: GenerationSpec) -> StepRunner:
-    """The runner of a generative bundle's steps on JAX (the cache donated to each step)."""
-    from jaxport.adapters.jax.bundles.generation import JaxStepRunner
-
-    return JaxStepRunner(bundle, spec)
+    return ConvertedLoader(directories(), directory_verifier(), ADAPTERS, lambda bundle: bundle_loader().load(bundle))
 
 
-def onnx_step_runner(runtime: TargetRuntime, manifest: ConvertedManifest, spec: GenerationSpec) -> StepRunner:
-    """The runner of a converted ONNX directory's steps on ONNX Runtime (the cache in its buffers), in the
-    sessions of ``runtime`` (the directory loaded)."""
-    from jaxport.adapters.onnx.generation import OnnxStepRunner
-    from jaxport.adapters.onnx.runtime import OnnxTargetRuntime
+@_built_once
+def generator_factory() -> GeneratorFactory:
+    """What makes generators, on :func:`converted_loader`, the checked calls' step runner, NumPy's sampler,
+    Hugging Face's tokenizers and Jinja2's chat templates."""
+    from jaxport.adapters.numpy.sampling import NumpySampler
+    from jaxport.application.generation.factory import GeneratorFactory
+    from jaxport.application.target_adapters import host_steps
 
-    assert isinstance(runtime, OnnxTargetRuntime), runtime
-    return OnnxStepRunner(runtime, manifest, spec)
-
-
-def litert_step_runner(root: str, manifest: ConvertedManifest, spec: GenerationSpec,
-                       options: Mapping[str, Any]) -> StepRunner | None:
-    """The runner of a converted LiteRT directory's steps on ``CompiledModel`` (the cache in its tensor
-    buffers); None where it cannot run them (a model with dynamic dimensions, or one file per variant)."""
-    from jaxport.adapters.litert.generation import LiteRtStepRunner, runs_compiled
-
-    return LiteRtStepRunner(root, manifest, spec, options) if runs_compiled(manifest) else None
+    return GeneratorFactory(converted_loader(), host_steps, NumpySampler, _text_codec, _chat_template)
 
 
-def savedmodel_step_runner(runtime: TargetRuntime, manifest: ConvertedManifest, spec: GenerationSpec) -> StepRunner:
-    """The runner of a converted SavedModel directory's steps on its loaded runtime (the cache in
-    TensorFlow's tensors)."""
-    from jaxport.adapters.savedmodel.generation import TfStepRunner
-    from jaxport.adapters.savedmodel.runtime import TfRuntime
-
-    assert isinstance(runtime, TfRuntime)
-    return TfStepRunner(runtime, manifest, spec)
-
-
-def host_step_runner(spec: GenerationSpec, calls: Mapping[str, Callable[[list[Any]], list[Any]]],
-                     inputs: Mapping[str, tuple[Sequence[str], Sequence[int], Sequence[StepInput]]]) -> StepRunner:
-    """The runner of any runtime's steps through flat calls of host arrays; ``inputs``: per function,
-    its caller's flat dtypes and ranks, and its step inputs."""
-    from jaxport.adapters.numpy.steps import HostStepRunner, host_inputs
-
-    return HostStepRunner(spec, calls, {name: host_inputs(kinds, dtypes, ranks)
-                                        for name, (dtypes, ranks, kinds) in inputs.items()})
-
-
-def iree_device_calls(runtime: TargetRuntime, variants: Mapping[str, Callable[[list[Any]], Variant]]
-                      ) -> dict[str, Callable[[list[Any]], list[Any]]]:
-    """Per function, the flat call of an IREE directory's ``runtime`` whose results stay IREE's device
-    arrays (for :func:`host_step_runner`: the cache is never copied to the host between steps);
-    ``variants``: per function, what checks a call's flat arrays and picks its variant."""
-    from jaxport.adapters.iree.generation import device_calls
-    from jaxport.adapters.iree.runtime import IreeRuntime
-
-    assert isinstance(runtime, IreeRuntime), runtime
-    return device_calls(runtime, variants)
-
-
-def text_codec(blob: bytes, where: str) -> TextCodec:
+def _text_codec(blob: bytes, where: str) -> TextCodec:
     """The tokenizer that a ``tokenizer.json``'s bytes describe (Hugging Face's tokenizers)."""
     from jaxport.adapters.tokenizers.codec import HuggingFaceTokenizer
 
     return HuggingFaceTokenizer.from_bytes(blob, where)
 
 
-def chat_template(template: str) -> ChatTemplate:
+def _chat_template(template: str) -> ChatTemplate:
     """A chat template, parsed (Jinja2's sandbox)."""
     from jaxport.adapters.jinja.chat import JinjaChatTemplate
 
     return JinjaChatTemplate(template)
-
-
-def sampler_factory() -> SamplerFactory:
-    """What picks the next tokens on the host (NumPy)."""
-    from jaxport.adapters.numpy.sampling import NumpySampler
-
-    return NumpySampler

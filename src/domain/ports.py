@@ -143,3 +143,4 @@ class KnownFiles(Protocol):
         """``digest`` when the file of ``status`` (``os.fstat`` of the descriptor read) was found to
         have it before and is unchanged since, else ``compute()`` (the digest of the bytes read through
         that descriptor), remembered when it is ``digest``."""
+

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxport.adapters.storage.bundle_dir import read_function, read_manifest
+from jaxport.adapters.storage.opened_directory import DiskDirectories
+from jaxport.domain.path_kind import PathKind
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.mlir.rewrite import ChildModuleForms
 from jaxport.adapters.mlir.worker import ChildModuleWorker
@@ -27,10 +28,11 @@ pytestmark = model.needs_converter
 
 
 def job(bundle: Path, bindings: dict[str, list[dict[str, int]]], options: LiteRtOptions) -> ConversionJob:
-    manifest = read_manifest(bundle)
+    directory = DiskDirectories().open(bundle, PathKind.BUNDLE)
+    manifest = directory.manifest
     functions = []
     for entry in manifest.functions:
-        record = decode_artifact(read_function(bundle, manifest, entry.file))
+        record = decode_artifact(directory.read(entry.file))
         n = len(manifest.weights) if entry.takes_params else 0
         signature = dataclasses.replace(with_weights_bound(record.signature, n), name=entry.name)
         shapes = variant_shapes(PLAN, entry.name, record, bindings.get(entry.name), nr_weights=n)  # as the pipeline
@@ -128,5 +130,7 @@ def test_the_registry_names_the_litert_ports_and_plan() -> None:
 
     entry = target("litert")
     assert entry.plan is PLAN and entry.options is LiteRtOptions and entry.manifest_path == "manifest.json"
-    found = [target_adapters.converter(entry), target_adapters.runtime(entry), target_adapters.host_facts(entry)]
-    assert found == [litert_converter.convert, litert_runtime.load, None]
+    adapters = target_adapters.ADAPTERS["litert"]
+    assert adapters.runtime is not None and adapters.steps is not None
+    assert [target_adapters.converter(entry), adapters.runtime(), adapters.host_facts] == \
+        [litert_converter.convert, litert_runtime.load, None]

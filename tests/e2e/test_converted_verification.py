@@ -23,12 +23,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxport  # noqa: E402
-from jaxport.adapters.storage.checked_directory import StatKnownFiles  # noqa: E402
 from jaxport.application.conversion import verify_directory as verification  # noqa: E402
-from jaxport.application.conversion.model import ConvertedLoader  # noqa: E402
 from jaxport.errors import ArtifactError, UsageError  # noqa: E402
 from tests.helpers import resealed  # noqa: E402
-from tests.helpers.fake_verdicts import FakeVerdictStore  # noqa: E402
+from tests.helpers.fake_verdicts import FakeVerdictStore, loader_on  # noqa: E402
 
 _X = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
 
@@ -85,7 +83,7 @@ def test_the_first_load_verifies_in_a_child_and_the_second_reuses_the_verdict(
 
 def test_a_loader_built_on_its_own_ports_remembers_in_its_own_store(converted: Path, fresh_verdicts: Path) -> None:
     store = FakeVerdictStore()
-    loader = ConvertedLoader(StatKnownFiles(store), verification.DirectoryVerifier(store))
+    loader = loader_on(store)
     first = loader.verify(converted)
     assert first.ok and not first.cached and loader.verify(converted).cached
     assert loader.load(converted)["predict"](_X).shape == (2, 3)

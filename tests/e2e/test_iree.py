@@ -160,12 +160,12 @@ def test_a_damaged_module_or_weights_file_is_refused_before_iree_reads_it(conver
 
 
 def test_an_interrupted_conversion_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jaxport.adapters.storage import bundle_dir
+    from jaxport.adapters.storage import atomic_directory
 
     def interrupted(path: object) -> None:
         raise KeyboardInterrupt("interrupted after writing every file")
 
-    monkeypatch.setattr(bundle_dir, "fsync_directory", interrupted)
+    monkeypatch.setattr(atomic_directory, "fsync_directory", interrupted)
     with pytest.raises(KeyboardInterrupt):
         jaxport.to_iree(model.save_stats(tmp_path / "stats.jaxport"), tmp_path / "out")
     assert os.listdir(tmp_path) == ["stats.jaxport"]

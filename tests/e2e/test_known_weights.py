@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.adapters.storage import bundle_dir, checked_directory
+from jaxport.adapters.storage import atomic_directory, checked_directory, opened_directory
 from jaxport.errors import ArtifactError
 
 _X = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
@@ -45,13 +45,13 @@ def hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setenv("JAXPORT_CACHE_DIR", str(tmp_path / "verdicts"))
     monkeypatch.setattr(checked_directory, "SETTLED_NS", 0)
     counts: list[int] = []
-    real = bundle_dir.sha256_many
+    real = atomic_directory.sha256_many
 
     def counting(views: list[Any]) -> list[str]:
         counts.append(len(views))
         return real(views)
 
-    monkeypatch.setattr(bundle_dir, "sha256_many", counting)
+    monkeypatch.setattr(opened_directory, "sha256_many", counting)
     return counts
 
 

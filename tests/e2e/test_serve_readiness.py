@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from jaxport.application.conversion.api import open_directory
 from jaxport.application.serving.service import served_loads
 from jaxport.domain.serving.options import ServeOptions
 from tests.helpers import gpt_model as gpt
@@ -57,7 +58,7 @@ def test_while_it_loads_it_is_not_ready_and_openai_answers_503(tmp_path: Path) -
     from jaxport.adapters.kserve.server import KServeServer
 
     options = ServeOptions(HOST, 0, 0, max_slots=2, max_queue=2)
-    load, generative = served_loads(gpt.save(tmp_path / "gpt"), options)
+    load, generative = served_loads(open_directory(gpt.save(tmp_path / "gpt")), options)
     loading, release = threading.Event(), threading.Event()
 
     def held() -> Any:  # the server's own load, once the test has looked at the server loading

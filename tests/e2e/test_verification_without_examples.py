@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 
 import jaxport
-from jaxport.adapters.storage.checked_directory import StatKnownFiles
+from jaxport.adapters.storage.opened_directory import DiskDirectories
 from jaxport.application.conversion import verify_directory as verification
-from jaxport.application.conversion.model import ConvertedLoader, read_converted
+from jaxport.domain.path_kind import PathKind
 from jaxport.domain.artifact.verification import Verdict, verdict_key
 from jaxport.errors import ArtifactError
 from tests.helpers import resealed
-from tests.helpers.fake_verdicts import FakeVerdictStore
+from tests.helpers.fake_verdicts import FakeVerdictStore, loader_on
 from tests.helpers.mlp_bundle import X, save_mlp_bundle
 
 #: Each target's runtime module and the model file of its directory.
@@ -82,7 +82,7 @@ def damaged(request: pytest.FixtureRequest, bundle: Path, tmp_path: Path) -> tup
 def test_a_model_that_fails_at_its_first_call_is_refused_by_the_verifying_child(
         damaged: tuple[str, Path]) -> None:
     to, path = damaged
-    assert not read_converted(path)[0].examples
+    assert not DiskDirectories().open(path, PathKind.CONVERTED).manifest.examples
     with pytest.raises(ArtifactError, match=f"(?s)directory {re.escape(str(path))} failed verification.*"
                                             f"{_TARGETS[to][1]}: calling 'predict' failed: "):
         jaxport.load_converted(path)
@@ -129,9 +129,9 @@ def test_an_ok_verdict_of_the_earlier_checks_is_not_reused(bundle: Path, tmp_pat
         return store
 
     old = remembered(1)  # what version 1 answered for this directory: it called nothing
-    found = ConvertedLoader(StatKnownFiles(old), verification.DirectoryVerifier(old)).verify(path)
+    found = loader_on(old).verify(path)
     assert verification.CHECKS_VERSION > 1
     assert not found.ok and not found.cached
     assert "predict.onnx: calling 'predict' failed" in found.reasons[0]
     current = remembered(verification.CHECKS_VERSION)  # the same verdict under today's key is reused
-    assert ConvertedLoader(StatKnownFiles(current), verification.DirectoryVerifier(current)).verify(path).cached
+    assert loader_on(current).verify(path).cached

@@ -36,9 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxport.application.conversion.model import manifest_path_of
 from tests.fuzz.mutations import mutate
-from tests.helpers.resealed import rewrite
+from tests.helpers.resealed import manifest_path_of, rewrite
 
 MANIFEST_KINDS = 12
 

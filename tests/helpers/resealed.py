@@ -13,7 +13,15 @@ import json
 import os
 from pathlib import Path
 
-from jaxport.application.conversion.model import manifest_path_of
+from jaxport.adapters.storage.path_kind import manifests
+from jaxport.domain.checked_directory import manifest_format
+from jaxport.domain.path_kind import CONVERTED_FORMATS
+
+
+def manifest_path_of(directory: str | os.PathLike[str]) -> str | None:
+    """The path (relative to ``directory``) of the converted directory's manifest there, or None."""
+    found = manifests(Path(directory))
+    return next((place for place, data in found.items() if manifest_format(data) in CONVERTED_FORMATS), None)
 
 
 def rewrite(directory: str | os.PathLike[str], name: str, data: bytes) -> None:

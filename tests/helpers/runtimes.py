@@ -104,8 +104,7 @@ def load_refusals(directory: str, copy: Path) -> dict[str, dict[str, str]]:
 
     import jaxport
     from jaxport.domain.converted.manifest import ConvertedManifest
-    from jaxport.application.conversion.model import manifest_path_of
-    from tests.helpers.resealed import truncate
+    from tests.helpers.resealed import manifest_path_of, truncate
 
     shutil.copytree(directory, copy)
     manifest = ConvertedManifest.from_json((copy / str(manifest_path_of(copy))).read_bytes())

@@ -27,11 +27,14 @@ SERVICES = {"ExportService": SRC / "adapters" / "jax" / "lowering" / "service.py
             "ConversionPipeline": SRC / "application" / "conversion" / "pipeline.py",
             "BundleLoader": SRC / "application" / "bundles" / "load.py",
             "DirectoryVerifier": SRC / "application" / "conversion" / "verify_directory.py",
-            "ConvertedLoader": SRC / "application" / "conversion" / "model.py"}
-#: The thin modules of the services' public functions: each asks the root for its service.
+            "ConvertedLoader": SRC / "application" / "conversion" / "loader.py",
+            "GeneratorFactory": SRC / "application" / "generation" / "factory.py"}
+#: The thin modules of the services' public functions: each asks the root for its service (``save_bundle``'s
+#: module for the generator factory's tokenizer and chat template, which must read a bundle's).
 PUBLIC = (SRC / "application" / "export" / "service.py", SRC / "application" / "export" / "serialization.py",
           SRC / "application" / "verify_artifact.py", SRC / "application" / "bundles" / "api.py",
-          SRC / "application" / "conversion" / "api.py")
+          SRC / "application" / "bundles" / "save.py", SRC / "application" / "conversion" / "api.py",
+          SRC / "application" / "generation" / "api.py")
 #: The process-wide objects that the JAX-facing adapters own, as ``jax.export`` owns its registry:
 #: ``jaxport.register_pytree_node_serialization`` registers into the default registry, which every
 #: ``Exported`` reads, and ``Exported.serialize(consumer=...)`` has the process's one verifying child
@@ -89,6 +92,21 @@ def test_the_modules_that_define_the_services_do_not_import_the_root() -> None:
 
 def test_the_public_functions_ask_the_root_for_their_services() -> None:
     assert [str(thin.relative_to(SRC)) for thin in PUBLIC if not _imports_the_root(thin)] == []
+
+
+def test_only_the_public_functions_and_the_command_line_ask_the_root() -> None:
+    cli = SRC / "application" / "cli"
+    askers = {path for path in SRC.rglob("*.py") if path != ROOT and _imports_the_root(path)}
+    assert sorted(str(p.relative_to(SRC)) for p in askers - set(PUBLIC) if p.parent != cli) == []
+
+
+def test_the_root_builds_services_not_a_factory_per_target() -> None:
+    # Each target's adapters are one entry of target_adapters' table, handed to the converted loader whole.
+    from jaxport.application.target_adapters import ADAPTERS
+
+    tree = ast.parse(ROOT.read_text(encoding="utf-8"))
+    functions = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert [f for f in functions for name in ADAPTERS if name in f.split("_")] == []
 
 
 def test_each_adapter_default_is_built_in_its_one_place() -> None:

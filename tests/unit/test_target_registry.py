@@ -40,9 +40,12 @@ def test_the_command_line_lists_exactly_the_registrys_targets_in_its_order() -> 
 
 
 def test_every_target_has_its_adapters_factories_and_a_host_check_has_its_facts() -> None:
-    from jaxport.application.target_adapters import ADAPTERS
+    from jaxport.application.target_adapters import ADAPTERS, JAX
 
-    assert list(ADAPTERS) == list(TARGETS)
+    # One entry more than the registry: bundles, run by JAX, which no conversion writes.
+    assert [n for n in ADAPTERS if n != JAX] == list(TARGETS) and JAX in ADAPTERS and JAX not in TARGETS
+    assert ADAPTERS[JAX].converter is None and ADAPTERS[JAX].runtime is None and ADAPTERS[JAX].steps is not None
+    assert [n for n in TARGETS if ADAPTERS[n].converter is None or ADAPTERS[n].runtime is None] == []
     assert [n for n, e in TARGETS.items() if (e.plan.check_host is None) != (ADAPTERS[n].host_facts is None)] == []
 
 
@@ -123,3 +126,37 @@ def test_each_entry_reads_its_plan_and_options_from_its_own_domain_module(name: 
     assert entry.plan is module.PLAN and entry.options is getattr(module, entry.options_class)
     if name == "savedmodel":
         assert entry.manifest_dir == module.JAXPORT_DIR
+
+
+#: What reads as a branch on a target's name: a model's or manifest's ``target`` compared with a name or a
+#: collection of names, an entry's name compared with one, or a name compared with a ``target``.
+_BRANCH = re.compile(r"""\.target\s*(?:==|!=)\s*['"](?P<a>\w+)['"]|\.target\s+(?:not\s+)?in\s*[(\[{]"""
+                     r"""|\bentry\.name\s*(?:==|!=)\s*['"]|['"](?P<b>\w+)['"]\s*(?:==|!=)\s*[\w.]*\.target\b""")
+#: Where a target's name is the subject: the tables and the domain's target modules. And ``load_iree``'s own
+#: check that its directory is IREE's (a consumer's runtime and an extra's name are not targets).
+_TABLES = ("application/target_adapters.py", "domain/targets/")
+_ALLOWED = {("application/conversion/api.py", 'if directory.manifest.target != "iree":')}
+
+
+def test_no_module_outside_the_target_tables_branches_on_a_targets_name() -> None:
+    from jaxport.application.target_adapters import ADAPTERS
+
+    src = ROOT / "src"
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        where = path.relative_to(src).as_posix()
+        if where.startswith(_TABLES):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            match = _BRANCH.search(line)
+            named = match and (match["a"] or match["b"])
+            if match and (named is None or named in ADAPTERS) and (where, line.strip()) not in _ALLOWED:
+                found.append(f"src/{where}:{number}: {line.strip()}")
+    assert found == [], "ask the target's entry (application/target_adapters.py) instead:\n" + "\n".join(found)
+
+
+def test_the_branch_finder_finds_the_branches_it_forbids() -> None:
+    forbidden = ['if model.target == "iree":', "if converted.target in ('litert', 'onnx'):",
+                 'if entry.name == "onnx":', 'if "savedmodel" != manifest.target:']
+    assert all(_BRANCH.search(line) for line in forbidden)
+    assert not _BRANCH.search('if self.target == MOSAIC_TARGET:') and not _BRANCH.search('if exc.extra == "litert":')

@@ -76,7 +76,7 @@ class LiteRtStepRunner:
         for name, inputs in spec.steps:
             function = manifest.function(name)
             sig = function.signature
-            kinds = host_inputs(inputs, [a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals])
+            kinds = host_inputs(inputs, sig.in_avals)
             self._steps[name] = [
                 _Signature(self._model, signature_key(name, variant_file(name, v.binding, ""), len(function.variants)),
                            kinds, sig.input_names, sig.output_names)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxport.domain.artifact.record import AvalRecord
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 
@@ -22,11 +23,13 @@ from jaxport.domain.generation.spec import GenerationSpec, StepInput
 HostInput = tuple[StepInput, str, int]
 
 
-def host_inputs(kinds: Sequence[StepInput], dtypes: Sequence[str], ranks: Sequence[int]) -> list[HostInput]:
-    """Each step input of a function whose caller's flat arguments have ``dtypes`` and ``ranks``
-    (the cache's leaves, however many, are the ones that the other inputs leave; the cache is one entry).
+def host_inputs(kinds: Sequence[StepInput], avals: Sequence[AvalRecord]) -> list[HostInput]:
+    """Each step input of a function whose caller's flat arguments are ``avals`` (its signature's: the cache's
+    leaves, however many, are the ones that the other inputs leave; the cache is one entry).
 
-    >>> host_inputs([StepInput.TOKENS, StepInput.CACHE], ["int32", "float32", "float32"], [2, 3, 3])
+    >>> from jaxport.domain.artifact.record import DType
+    >>> host_inputs([StepInput.TOKENS, StepInput.CACHE], [AvalRecord(("b", "s"), DType.INT32),
+    ...                                                   AvalRecord(("b", "8", "4"), DType.FLOAT32)])
     [(<StepInput.TOKENS: 'tokens'>, 'int32', 2), (<StepInput.CACHE: 'cache'>, '', 0)]
     """
     made: list[HostInput] = []
@@ -34,9 +37,9 @@ def host_inputs(kinds: Sequence[StepInput], dtypes: Sequence[str], ranks: Sequen
     for kind in kinds:
         if kind is StepInput.CACHE:
             made.append((kind, "", 0))
-            at += len(dtypes) - (len(kinds) - 1)
+            at += len(avals) - (len(kinds) - 1)
         else:
-            made.append((kind, dtypes[at], ranks[at]))
+            made.append((kind, avals[at].dtype.value, len(avals[at].shape)))
             at += 1
     return made
 

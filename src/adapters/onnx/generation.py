@@ -53,7 +53,7 @@ class OnnxStepRunner:
         for name, inputs in spec.steps:
             function = manifest.function(name)
             sig = function.signature
-            kinds = host_inputs(inputs, [a.dtype.value for a in sig.in_avals], [len(a.shape) for a in sig.in_avals])
+            kinds = host_inputs(inputs, sig.in_avals)
             self._steps[name] = _Step(name, runtime.session(function.variants[0].file), kinds, sig.input_names,
                                       sig.output_names)
         decode = manifest.function(spec.decode)

@@ -47,8 +47,7 @@ class TfStepRunner:
         self.prefills_together = False
         for name, kinds in spec.steps:
             sig = manifest.function(name).signature
-            self._inputs[name] = host_inputs(kinds, [a.dtype.value for a in sig.in_avals],
-                                             [len(a.shape) for a in sig.in_avals])
+            self._inputs[name] = host_inputs(kinds, sig.in_avals)
             if name == spec.prefill:
                 self.prefills_together = any_batch(kinds, [a.shape for a in sig.in_avals])
         self.cache: list[Any] = []

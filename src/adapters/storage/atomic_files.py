@@ -1,6 +1,6 @@
 """Atomic file writes: a reader sees a file's old content or its new, never a part.
 
-A bundle directory is the same idea one level up (:mod:`.bundle_dir` writes a
+A bundle directory is the same idea one level up (:mod:`.atomic_directory` writes a
 temporary directory and renames it into place, with :func:`fsync_directory`).
 
 Temporaries that will take a target's place are created with the permissions

@@ -13,7 +13,9 @@ def path_kind(path: str | os.PathLike[str]) -> PathKind:
     for an artifact, whose reader then raises the ``OSError``."""
     root = Path(path)
     if root.is_dir():
-        return directory_kind(_manifest_format(root / where) for where in manifest_places())
+        from jaxport.domain.checked_directory import manifest_format
+
+        return directory_kind(manifest_format(data) for data in manifests(root).values())
     try:
         with open(root, "rb") as file:
             return file_kind(file.read(HEAD_BYTES), os.fstat(file.fileno()).st_size)
@@ -23,21 +25,20 @@ def path_kind(path: str | os.PathLike[str]) -> PathKind:
         return PathKind.ARTIFACT
 
 
-def manifest_places() -> list[str]:
-    """Where a bundle's or a converted directory's manifest may be, relative to the directory."""
+def manifests(root: Path) -> dict[str, bytes]:
+    """The bytes of each manifest that the directory ``root`` holds, by its place (relative to ``root``)
+    where a bundle's or a converted directory's manifest may be; empty where ``root`` is no directory."""
     # Here, not at the head: the registry imports the manifests' modules (the symbolic shapes'), which
     # recognising a file never needs (jaxport.inspect of an artifact loads none: tests/e2e/test_inspect.py).
     from jaxport.domain.targets.registry import TARGETS
     from jaxport.domain.checked_directory import MANIFEST_FILE
 
-    return list(dict.fromkeys([MANIFEST_FILE, *(e.manifest_path for e in TARGETS.values())]))
+    found = {}
+    for place in dict.fromkeys([MANIFEST_FILE, *(e.manifest_path for e in TARGETS.values())]):
+        try:
+            if (root / place).is_file():
+                found[place] = (root / place).read_bytes()
+        except OSError:
+            continue
+    return found
 
-
-def _manifest_format(file: Path) -> str | None:
-    """The ``format`` that the manifest at ``file`` names; None when there is none, or it names none."""
-    from jaxport.domain.checked_directory import manifest_format
-
-    try:
-        return manifest_format(file.read_bytes()) if file.is_file() else None
-    except OSError:
-        return None

@@ -13,7 +13,6 @@ A PRNG key array is stored as its key data and wrapped again when read.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import os
@@ -26,7 +25,6 @@ import numpy as np
 from jaxport.adapters.storage.atomic_files import write_all
 from jaxport.domain.bundle.manifest import WEIGHTS_FILE, Example, WeightRecord
 from jaxport.domain.bundle.checks import TensorEntry, check_weights_header
-from jaxport.domain.checked_directory import FileDigest, check_digest, check_size
 from jaxport.domain.errors import ArtifactError
 
 ALIGNMENT = 64
@@ -159,29 +157,22 @@ def _entry(name: str, value: Any, file: str) -> TensorEntry:
         raise ArtifactError(f"{file}: the header entry of '{name}' is malformed: {value!r}") from exc
 
 
-def read_examples(data: bytes, examples: Sequence[Example], *, file: str, digest: FileDigest | None = None,
-                  owner: str = "bundle") -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+def read_examples(data: bytes, examples: Sequence[Example], *, file: str
+                  ) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
     """Each golden example's input and output arrays, from the bytes of their safetensors file.
 
     The one reader of golden examples: the numerics check, the quantized
     conversion's check and its calibration read them here.
 
     Args:
-        data: the examples file's bytes.
+        data: the examples file's bytes, their digest checked when they were read.
         examples: the manifest's records of the examples (every one the file holds);
             they come back in their order, each as (inputs, outputs), views of ``data``.
         file: the file's name in messages.
-        digest: the size and SHA-256 the manifest records for the file, checked first;
-            None: ``data`` was checked when it was read.
-        owner: what holds it, in messages (``"bundle"``, ``"directory"``).
 
     Raises:
-        ArtifactError: naming ``file``, when it changed after it was written or
-            its header differs from ``examples``.
+        ArtifactError: naming ``file``, when its header differs from ``examples``.
     """
-    if digest is not None:
-        check_size(file, digest, len(data), owner)
-        check_digest(file, digest, hashlib.sha256(data).hexdigest(), owner)
     entries, _, start = decode_header(memoryview(data), file)
     check_weights_header([a for e in examples for a in e.arrays], entries, len(data) - start, file)
 

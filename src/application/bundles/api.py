@@ -16,8 +16,6 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from jaxport.adapters.storage.path_kind import path_kind
-from jaxport.domain.path_kind import PathKind, require
 from jaxport.application import wiring
 from jaxport.adapters.jax.bundles.weights import Mesh, flatten_params as flatten_params
 from jaxport.adapters.jax.bundles.loaded import BoundFunction as BoundFunction
@@ -64,7 +62,6 @@ def load_bundle(path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh 
         MeshMismatchError: ``mesh``'s axes differ from the recorded ones.
         OSError: ``path`` is not a readable directory.
     """
-    require(path_kind(path), path, PathKind.BUNDLE)
     return wiring.bundle_loader().load(path, params=params, mesh=mesh, verify=verify,
                                        allowed_custom_calls=allowed_custom_calls)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from jaxport.adapters.jax.bundles.loaded import Bundle
@@ -14,11 +13,11 @@ from jaxport.adapters.jax.bundles.weights import (
 )
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry
-from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights
-from jaxport.domain.ports import KnownFiles
 from jaxport.application.export.verifier import ArtifactVerifier, read_exported
 from jaxport.domain.bundle.manifest import Manifest
 from jaxport.domain.errors import ArtifactError, BundleMismatchError, ShardingMismatchError
+from jaxport.domain.opened_directory import Directories, OpenedDirectory
+from jaxport.domain.path_kind import PathKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,23 +28,25 @@ class BundleLoader:
     a test makes its own on its own ports.
 
     Attributes:
-        known: the files whose digests were checked before (unchanged since, they are not hashed again).
+        directories: opens a bundle once (its files checked as they are read, the weights' digests
+            remembered: a file checked before and unchanged since is not hashed again).
         registry: the pytree registry the functions and the weights' tree are read with.
         verifier: what verifies each function's artifact (with ``verify``).
     """
 
-    known: KnownFiles
+    directories: Directories
     registry: PytreeSerializationRegistry
     verifier: ArtifactVerifier
 
-    def load(self, path: str | os.PathLike[str], *, params: Any = None, mesh: Mesh | None = None,
-             verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
-        """:func:`jaxport.load_bundle`, on this loader's ports."""
-        root = Path(path)
-        manifest = read_manifest(root)
+    def load(self, source: str | os.PathLike[str] | OpenedDirectory[Manifest], *, params: Any = None,
+             mesh: Mesh | None = None, verify: bool = True, allowed_custom_calls: Iterable[str] = ()) -> Bundle:
+        """:func:`jaxport.load_bundle` of a path, or of the bundle ``source`` opened already, on this loader's ports."""
+        directory = self.directories.open(source, PathKind.BUNDLE) if isinstance(source, (str, os.PathLike)) \
+            else source
+        manifest = directory.manifest
         functions: dict[str, Exported] = {}
         for entry in manifest.functions:
-            blob = read_function(root, manifest, entry.file)
+            blob = directory.read(entry.file)
             try:
                 functions[entry.name] = read_exported(blob, self.registry, self.verifier if verify else None,
                                                       allowed_custom_calls)
@@ -57,16 +58,12 @@ class BundleLoader:
         except (BundleMismatchError, ShardingMismatchError) as exc:
             raise ArtifactError(f"The bundle's functions do not match its manifest: {exc}") from exc
         where = weight_placements(shardings, mesh)
-        leaves = (_read_weights(root, manifest, where, self.known) if params is None
-                  else placed_leaves(manifest, params, where))
+        if params is None:
+            stored = directory.weights()
+            assert stored is not None  # a bundle always has its weights file
+            leaves = [restore_weight(w, stored.array(w.name, w.data_dtype), s)
+                      for w, s in zip(manifest.weights, where, strict=True)]
+        else:
+            leaves = placed_leaves(manifest, params, where)
         tree = self.registry.to_treedef(manifest.params_tree, leaves)
         return Bundle(manifest, functions, tree.unflatten(leaves), where)
-
-
-def _read_weights(root: Path, manifest: Manifest, where: tuple[Any, ...], known: KnownFiles) -> list[Any]:
-    """The weights, memory-mapped, after checking the header and every weight's digest
-    (:func:`~jaxport.adapters.storage.bundle_dir.read_weights`: a file checked before and unchanged
-    since is not hashed again)."""
-    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256, known)
-    return [restore_weight(w, weights.array(w.name, w.data_dtype), s)
-            for w, s in zip(manifest.weights, where, strict=True)]

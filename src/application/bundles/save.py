@@ -1,7 +1,7 @@
 """Saving a bundle: :func:`save_bundle` checks every function against the weights, then writes.
 
 The directory's format is :mod:`jaxport.domain.bundle.manifest`'s; it is written
-atomically by :func:`jaxport.adapters.storage.bundle_dir.write_bundle`.
+atomically by :func:`jaxport.adapters.storage.atomic_directory.write_bundle`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from jaxport.adapters.storage.atomic_files import write_all
-from jaxport.adapters.storage.bundle_dir import Writer, sha256_later, write_bundle
+from jaxport.adapters.storage.atomic_directory import Writer, sha256_later, write_bundle
 from jaxport.adapters.jax.versions import this_producer
 from jaxport.adapters.jax.bundles.weights import stored_weight
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
@@ -32,6 +32,7 @@ from jaxport.adapters.jax.bundles.weights import (
 from jaxport.adapters.jax.bundles.examples import record_examples
 from jaxport.adapters.jax.exported.exported import Exported
 from jaxport.adapters.jax.trees.registry import default_registry
+from jaxport.application import wiring
 from jaxport.application.generation.bundle_files import generative_files
 from jaxport.domain.generation.spec import GenerationSpec
 
@@ -125,7 +126,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     weight_shardings(functions, takes, weights_tree, weights)
     meta = _checked_metadata(metadata)
     spec, extra_files = (None, {}) if generation is None else generative_files(
-        generation, {name: exp.record for name, exp in functions.items()}, takes)
+        generation, {name: exp.record for name, exp in functions.items()}, takes, wiring.generator_factory())
     recorded = record_examples(functions, takes, params, len(weights), examples)
     blobs = {entry.file: functions[entry.name].serialize(vjp_order, consumer=consumer) for entry in entries}
 

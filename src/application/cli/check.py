@@ -132,22 +132,6 @@ def check_numerics(args: argparse.Namespace) -> int:
     return each_path(args, args.paths, numerics)
 
 
-def _check_converted(path: str) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
-    """(passed, why not, details) for a converted directory: its files against its manifest, its
-    target against this machine, then every model file opened and every variant called in a
-    separate process (:mod:`jaxport.application.conversion.verify_directory`)."""
-    from jaxport.application.conversion.api import verify_converted
-    from jaxport.application.conversion.model import read_converted
-
-    try:
-        manifest, _ = read_converted(path)
-        found = verify_converted(path)
-    except JaxportError as exc:
-        return False, (str(exc),), {}
-    return found.ok, found.reasons, {"target": manifest.target, "functions": len(manifest.functions),
-                                     "cached": found.cached}
-
-
 def _summary(detail: dict[str, Any]) -> str:
     if "target" in detail:
         count = detail["functions"]
@@ -161,20 +145,23 @@ def _summary(detail: dict[str, Any]) -> str:
 
 
 def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[str, Any]]:
-    """(passed, the reasons why not, details to show) for one artifact file or bundle directory."""
-    from jaxport.application.conversion.model import is_converted
-
-    if is_converted(path):  # needs the target's runtime, not JAX
-        return _check_converted(path)
+    """(passed, the reasons why not, details to show) for one artifact file or directory."""
     if os.path.isdir(path):
-        from jaxport.application.bundles.api import load_bundle
-        from jaxport.adapters.storage.bundle_dir import read_function
+        from jaxport.application import wiring
         from jaxport.domain.bundle.manifest import EXAMPLES_FILE
+        from jaxport.domain.path_kind import PathKind
 
         try:
-            bundle = load_bundle(path, verify=True, allowed_custom_calls=allowed)
+            loader = wiring.converted_loader()
+            directory = loader.open(path)
+            if directory.kind is PathKind.CONVERTED:  # its files, its target against this machine, then every
+                found = loader.verify(directory)  # model file opened and every variant called in a child
+                manifest = directory.manifest
+                return found.ok, found.reasons, {"target": manifest.target, "functions": len(manifest.functions),
+                                                 "cached": found.cached}
+            bundle = wiring.bundle_loader().load(directory, verify=True, allowed_custom_calls=allowed)
             if bundle.manifest.examples:  # not read by a load: its digest is checked here
-                read_function(path, bundle.manifest, EXAMPLES_FILE)
+                directory.read(EXAMPLES_FILE)
         except JaxportError as exc:
             return False, (str(exc),), {}
         return True, (), {"functions": len(bundle)}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from pathlib import Path
 from dataclasses import asdict
 from typing import Any
 
@@ -67,12 +66,11 @@ def inspect_converted(path: str, as_json: bool) -> str:
     Raises:
         ArtifactError: the manifest is damaged.
     """
-    from jaxport.domain.converted.manifest import MANIFEST_FILE, ConvertedManifest
+    from jaxport.adapters.storage.opened_directory import DiskDirectories
     from jaxport.domain.targets.converted_text import converted_text
-    from jaxport.application.conversion.model import manifest_path_of
+    from jaxport.domain.path_kind import PathKind
 
-    data = Path(path, manifest_path_of(path) or MANIFEST_FILE).read_bytes()
-    manifest = ConvertedManifest.from_json(data)
+    directory = DiskDirectories().open(path, PathKind.CONVERTED)
     if as_json:
-        return json.dumps({"file": path, **json.loads(data)})
-    return converted_text(manifest, path)
+        return json.dumps({"file": path, **json.loads(directory.manifest_bytes)})
+    return converted_text(directory.manifest, path)

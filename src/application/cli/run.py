@@ -53,25 +53,21 @@ def run_artifact(args: argparse.Namespace) -> int:
     """
     from jaxport.domain.path_kind import PathKind, require
     from jaxport.adapters.storage.path_kind import path_kind
-    from jaxport.application.conversion.api import load_converted
-
-    kind = path_kind(args.path)
-    require(kind, args.path, PathKind.ARTIFACT, PathKind.BUNDLE, PathKind.CONVERTED)
-    if kind is PathKind.CONVERTED:
-
-        return call_converted(args, pick(load_converted(args.path), args.function, args.path))
+    from jaxport.application import wiring
     from jaxport.application.conversion.jax_model import jax_model
 
-    if not os.path.isdir(args.path):
-        if args.function is not None:
-            raise UsageError(f"{args.path} is an artifact file, not a bundle: leave out FUNCTION "
-                             f"({args.function!r})")
-        model = jax_model(load_artifact(args.path, allowed_custom_calls=args.allow_custom_call))
-        return call_converted(args, pick(model, None, args.path))
-    from jaxport.application.bundles.api import load_bundle
-
-    model = jax_model(load_bundle(args.path, allowed_custom_calls=args.allow_custom_call))
-    return call_converted(args, pick(model, args.function, f"bundle {args.path}"))
+    if os.path.isdir(args.path):
+        loader = wiring.converted_loader()
+        directory = loader.open(args.path)
+        if directory.kind is PathKind.CONVERTED:  # its target's runtime, without JAX
+            return call_converted(args, pick(loader.load(directory), args.function, args.path))
+        bundle = wiring.bundle_loader().load(directory, allowed_custom_calls=args.allow_custom_call)
+        return call_converted(args, pick(jax_model(bundle, directory), args.function, f"bundle {args.path}"))
+    require(path_kind(args.path), args.path, PathKind.ARTIFACT, PathKind.BUNDLE, PathKind.CONVERTED)
+    if args.function is not None:
+        raise UsageError(f"{args.path} is an artifact file, not a bundle: leave out FUNCTION ({args.function!r})")
+    model = jax_model(load_artifact(args.path, allowed_custom_calls=args.allow_custom_call))
+    return call_converted(args, pick(model, None, args.path))
 
 
 #: The dtypes NumPy stores as raw bytes (``|V2``, ``|V1``) in .npy files.

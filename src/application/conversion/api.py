@@ -1,10 +1,11 @@
-"""Converting and loading converted directories: :func:`convert`, :func:`load_converted`, :func:`load_iree`,
-:func:`verify_converted`.
+"""Converting and loading the directories jaxport wrote: :func:`convert`, :func:`load_converted`,
+:func:`load_iree`, :func:`verify_converted`, and for serving, the engines and the numerics check
+:func:`open_directory` and :func:`load_model`.
 
 Each runs the process's one service, built on first use in the composition root: the
 :class:`~jaxport.application.conversion.pipeline.ConversionPipeline`
 (:func:`jaxport.application.wiring.conversion_pipeline`) or the
-:class:`~jaxport.application.conversion.model.ConvertedLoader`
+:class:`~jaxport.application.conversion.loader.ConvertedLoader`
 (:func:`jaxport.application.wiring.converted_loader`).
 """
 
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxport.application import wiring
-from jaxport.application.conversion.model import ConvertedModel, read_converted
+from jaxport.application.conversion.model import ConvertedModel
 from jaxport.application.conversion.verify_directory import DirectoryVerification
 from jaxport.domain.errors import ArtifactError
+from jaxport.domain.path_kind import PathKind
 
 if TYPE_CHECKING:
     # Types only: loading imports neither the pipeline nor JAX (tests/e2e/test_converted_load_imports.py).
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from jaxport.application.conversion.quantized import Calibration
     from jaxport.application.conversion.source import ConversionSource
     from jaxport.domain.converted.manifest import ConvertedManifest
+    from jaxport.domain.opened_directory import OpenedDirectory
     from jaxport.domain.targets.registry import TargetEntry
 
 
@@ -103,7 +106,8 @@ def load_converted(path: str | os.PathLike[str], *, verify: bool = True, **runti
     return wiring.converted_loader().load(path, verify=verify, **runtime_options)
 
 
-def verify_converted(path: str | os.PathLike[str], **runtime_options: Any) -> DirectoryVerification:
+def verify_converted(path: str | os.PathLike[str] | OpenedDirectory[ConvertedManifest],
+                     **runtime_options: Any) -> DirectoryVerification:
     """What verifying the directory at ``path`` finds (``jaxport check DIR``), its runtime not opened here.
 
     Raises:
@@ -121,7 +125,29 @@ def load_iree(path: str | os.PathLike[str], *, driver: str = "local-task", verif
     Raises:
         As :func:`load_converted`; ``ArtifactError`` when the directory is another target's.
     """
-    manifest, _ = read_converted(path)
-    if manifest.target != "iree":
-        raise ArtifactError(f"{path} is a {manifest.target} directory, not IREE's: use jaxport.load_converted")
-    return load_converted(path, driver=driver, verify=verify)
+    loader = wiring.converted_loader()
+    directory = loader.open(path, PathKind.CONVERTED)
+    if directory.manifest.target != "iree":
+        raise ArtifactError(f"{path} is a {directory.manifest.target} directory, not IREE's: use "
+                            "jaxport.load_converted")
+    return loader.load(directory, driver=driver, verify=verify)
+
+
+def open_directory(path: str | os.PathLike[str]) -> OpenedDirectory[Any]:
+    """The bundle or converted directory at ``path``, opened once: its manifest parsed, its listing checked.
+
+    Raises:
+        ArtifactError: ``path`` is neither (the message says what it is), or its manifest is damaged, or a
+            file is missing, extra, truncated or longer than recorded.
+    """
+    return wiring.converted_loader().open(path)
+
+
+def load_model(directory: OpenedDirectory[Any], **runtime_options: Any) -> ConvertedModel:
+    """The functions of ``directory`` (:func:`open_directory`) behind the call front: a bundle's on JAX, its
+    weights bound; a converted directory's on its target's runtime (as :func:`load_converted`).
+
+    Raises:
+        As :func:`load_converted` and :func:`jaxport.load_bundle`.
+    """
+    return wiring.converted_loader().model(directory, **runtime_options)

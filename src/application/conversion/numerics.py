@@ -19,24 +19,19 @@ import dataclasses
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from jaxport.adapters.storage.bundle_dir import read_manifest
-from jaxport.adapters.storage.path_kind import path_kind
-from jaxport.domain.bundle.manifest import EXAMPLES_FILE
-from jaxport.domain.errors import ArtifactError, UsageError
+from jaxport.domain.errors import UsageError
+from jaxport.domain.opened_directory import OpenedDirectory
 from jaxport.domain.path_kind import PathKind
 from jaxport.domain.converted.numerics import NumericsReport, tolerance_for
 from jaxport.domain.calls.front import call_checker, with_weights_bound
 from jaxport.domain.targets.registry import TARGETS, target
-from jaxport.application.conversion.source import read_source
-from .api import load_converted, verify_converted, write_converted
-from .golden import GoldenExamples, converted_examples, run_examples
-from .jax_model import JAX, jax_model
-from .model import ConvertedModel, read_converted
-
-if TYPE_CHECKING:
-    from jaxport.application.bundles.api import Bundle
+from jaxport.application.conversion.source import bundle_source
+from jaxport.application.target_adapters import JAX
+from .api import load_model, open_directory, verify_converted, write_converted
+from .golden import run_examples
+from .model import ConvertedModel
 
 
 def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
@@ -73,29 +68,23 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
         MissingExtraError: the runtime is not installed.
     """
     tolerance_for("float32", rtol, atol)  # the caller's tolerances are checked before anything runs
-    root = Path(path)
-    own = _own_runtime(root)
+    if not os.path.isdir(path):
+        raise (NotADirectoryError(20, "Not a directory (a bundle or a directory converted from one)", os.fspath(path))
+               if os.path.exists(path) else FileNotFoundError(2, "No such file or directory", os.fspath(path)))
+    directory = open_directory(path)
+    own = JAX if directory.kind is PathKind.BUNDLE else directory.manifest.target
     chosen = own if runtime is None else _named(runtime)
     if chosen == own:
-        golden = _open_bundle(root) if own == JAX else converted_examples(root, _verified(root))
-        return run_examples(os.fspath(path), own, golden, rtol, atol)
+        return run_examples(os.fspath(path), _verified(directory), rtol, atol)
     if own != JAX:
         raise UsageError(f"{path} is a directory converted for {own}: it is checked on {own} only (a bundle "
                          f"can be checked on {', '.join(_runtimes())})")
-    if not read_manifest(root).examples:  # nothing to run: no conversion either
+    if not directory.manifest.examples:  # nothing to run: no conversion either
         return NumericsReport(os.fspath(path), chosen, 0, (), converted=True)
     with tempfile.TemporaryDirectory(prefix="jaxport-numerics-") as tmp:
         converted = Path(tmp, chosen)
-        _convert(root, converted, chosen)
-        return run_examples(os.fspath(path), chosen, converted_examples(converted, _verified(converted)), rtol, atol,
-                            converted=True)
-
-
-def _verified(root: Path) -> ConvertedModel:
-    """The converted directory at ``root``, verified (a golden example answered wrongly is the
-    report's to show, not a refusal), then loaded."""
-    verify_converted(root).raise_if_failed(str(root), but_wrong_examples=True)
-    return load_converted(root, verify=False)
+        _convert(directory, converted, chosen)
+        return run_examples(os.fspath(path), _verified(open_directory(converted)), rtol, atol, converted=True)
 
 
 def _runtimes() -> list[str]:
@@ -109,61 +98,20 @@ def _named(runtime: str) -> str:
     return runtime
 
 
-def _own_runtime(root: Path) -> str:
-    kind = path_kind(root)
-    if kind is PathKind.MISSING:
-        raise FileNotFoundError(2, "No such file or directory", os.fspath(root))
-    if not root.is_dir():
-        raise NotADirectoryError(20, "Not a directory (a bundle or a directory converted from one)",
-                                 os.fspath(root))
-    if kind is PathKind.BUNDLE:
-        return JAX
-    if kind is PathKind.CONVERTED:
-        return read_converted(root)[0].target
-    raise ArtifactError(f"{root} is not a bundle or a directory converted from one by jaxport: it has "
-                        "none of their manifests")
+def _verified(directory: OpenedDirectory[Any]) -> ConvertedModel:
+    """The model of ``directory``, verified first: a golden example answered wrongly is the report's to show."""
+    if directory.kind is PathKind.BUNDLE:
+        return load_model(directory)
+    verify_converted(directory).raise_if_failed(directory.root, but_wrong_examples=True)
+    return load_model(directory, verify=False)
 
 
-def check_loaded_bundle(path: str | os.PathLike[str], bundle: Bundle, model: ConvertedModel) -> NumericsReport:
-    """:func:`check_numerics` of the bundle at ``path`` on JAX, loaded already: ``bundle``, and ``model``
-    (:func:`~.jax_model.jax_model` of it), whose compiled functions the examples reuse.
-
-    Raises:
-        ArtifactError: as :func:`check_numerics`.
-    """
-    return run_examples(os.fspath(path), JAX, _open_bundle(Path(path), bundle, model))
-
-
-def check_loaded_converted(path: str | os.PathLike[str], model: ConvertedModel) -> NumericsReport:
-    """:func:`check_numerics` of the converted directory at ``path`` on its own runtime, loaded (and verified)
-    already: ``model``, whose sessions the examples run in.
-
-    Raises:
-        ArtifactError: as :func:`check_numerics`.
-    """
-    return run_examples(os.fspath(path), model.target, converted_examples(Path(path), model))
-
-
-def _open_bundle(root: Path, bundle: Bundle | None = None, model: ConvertedModel | None = None) -> GoldenExamples:
-    """A bundle on JAX: each function called through the call front, its weights bound by the runtime
-    (``bundle``, ``model``: loaded already)."""
-    # JAX's side: a converted directory's check runs without JAX (tests/runtime_only).
-    from jaxport.adapters.jax.bundles.weights import restore_weight
-    from jaxport.application.bundles.api import load_bundle
-
-    bundle = load_bundle(root) if bundle is None else bundle
-    manifest = bundle.manifest
-    return GoldenExamples(root, EXAMPLES_FILE, "bundle", manifest.files, manifest.examples,
-                          jax_model(bundle) if model is None else model,
-                          lambda record, array: restore_weight(record, array, None))
-
-
-def _convert(bundle: Path, out: Path, to: str) -> None:
+def _convert(bundle: OpenedDirectory[Any], out: Path, to: str) -> None:
     """Converts the bundle for ``to``; for a target of static shapes, or one that takes bindings
     (LiteRT, whose converter cannot keep every function dynamic), the functions that have
     examples, for the sizes of their examples."""
     entry = target(to)
-    source = read_source(bundle)
+    source = bundle_source(bundle)
     dims: dict[str, list[dict[str, int]]] | None = None
     if entry.plan.needs_bindings or entry.plan.bindings_optional:
         functions = {f.name: f for f in source.functions}

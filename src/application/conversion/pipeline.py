@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING
 
 from jaxport.adapters.jax.installed import require_jax
 from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
-from jaxport.adapters.storage import bundle_dir
-from jaxport.adapters.storage.bundle_dir import file_digests
+from jaxport.adapters.storage import atomic_directory
+from jaxport.adapters.storage.atomic_directory import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE, MANIFEST_FILE
 from jaxport.domain.generation.spec import TOKENIZER_FILE
@@ -63,7 +63,7 @@ from jaxport.application import target_adapters
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.bundles.loaded import Bundle
-    from jaxport.application.conversion.model import ConvertedLoader
+    from jaxport.application.conversion.loader import ConvertedLoader
     from jaxport.adapters.jax.exported.exported import Exported
 
 #: dims: function name -> the bindings of its dimension variables to make a variant for.
@@ -118,15 +118,15 @@ class ConversionPipeline:
         weights = None if src.params_tree is None or not any(j.signature.nr_weights for j in jobs) else \
             WeightsTable(src.params_tree, src.weights, "", src.weights_header_sha256)
         converter = target_adapters.converter(entry)  # imported once every function passed the plan
-        staging = bundle_dir.new_directory_beside(out)
+        staging = atomic_directory.new_directory_beside(out)
         try:
             parts = _fill(converter, jobs, src, weights, options, staging, calibrated, self.forms)
             manifest = _seal(entry, parts, jobs, src, weights, staging,
                              quantization(mode, getattr(options, "tolerance", None), parts.quantized))
             check_examples(staging, manifest, entry.plan.runtime, self.loader)
-            bundle_dir.move_into_place(staging, out)
+            atomic_directory.move_into_place(staging, out)
         except BaseException:
-            bundle_dir.discard(staging)
+            atomic_directory.discard(staging)
             raise
         return manifest
 

@@ -32,7 +32,7 @@ from jaxport.domain.errors import ConversionError, JaxportError
 from jaxport.domain.targets.ports import FunctionJob
 from jaxport.application.conversion.source import ConversionSource
 from .golden import examples_on
-from .model import ConvertedLoader
+from .loader import ConvertedLoader
 
 #: function name -> its calibration examples, each a pair (args, kwargs) of the caller's arrays.
 Calibration = Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]]

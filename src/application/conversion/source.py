@@ -23,13 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from jaxport.adapters.storage.atomic_files import write_all
-from jaxport.adapters.storage.bundle_dir import read_function, read_manifest, read_weights, sha256_many
+from jaxport.adapters.storage.atomic_directory import sha256_many
+from jaxport.adapters.storage.opened_directory import DiskDirectories
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from jaxport.domain.artifact.record import ArtifactRecord, TreeSpec
-from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, WEIGHTS_FILE, Example, WeightRecord
+from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, WEIGHTS_FILE, Example, Manifest, WeightRecord
 from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.errors import ArtifactError
+from jaxport.domain.opened_directory import OpenedDirectory
+from jaxport.domain.path_kind import PathKind
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.bundles.loaded import Bundle
@@ -90,7 +93,7 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
     """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        return _bundle_dir(path) if path.is_dir() else _artifact_file(path)
+        return bundle_source(DiskDirectories().open(path, PathKind.BUNDLE)) if path.is_dir() else _artifact_file(path)
     from jaxport.adapters.jax.bundles.loaded import Bundle  # JAX's types: a path converts without JAX
     from jaxport.adapters.jax.exported.exported import Exported
 
@@ -112,23 +115,24 @@ def _artifact_file(path: Path) -> ConversionSource:
     return ConversionSource((SourceFunction(record.function_name, record),))
 
 
-def _bundle_dir(root: Path) -> ConversionSource:
-    manifest = read_manifest(root)
+def bundle_source(directory: OpenedDirectory[Manifest]) -> ConversionSource:
+    """The functions and weights of the bundle ``directory``, opened already (raises as :func:`read_source`)."""
+    manifest = directory.manifest
     functions = []
     for entry in manifest.functions:
         try:
-            record = decode_artifact(read_function(root, manifest, entry.file))
+            record = decode_artifact(directory.read(entry.file))
         except ArtifactError as exc:
-            raise ArtifactError(f"{root / entry.file}: {exc}") from exc
+            raise ArtifactError(f"{Path(directory.root, entry.file)}: {exc}") from exc
         functions.append(SourceFunction(entry.name, record, entry.takes_params))
-    weights = read_weights(root, manifest.weights, manifest.weights_header_sha256)
-    mapped = weights.buffer
-    examples = read_function(root, manifest, EXAMPLES_FILE) if manifest.examples else b""
+    weights = directory.weights()
+    assert weights is not None  # a bundle always has its weights file
+    examples = directory.read(EXAMPLES_FILE) if manifest.examples else b""
     spec = manifest.generation
-    tokenizer = read_function(root, manifest, spec.tokenizer) if spec is not None and spec.tokenizer else b""
-    return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights, partial(write_all, data=mapped),
-                            bytes(weights.header), manifest.examples, examples, str(root / WEIGHTS_FILE),
-                            spec, tokenizer)
+    tokenizer = directory.read(spec.tokenizer) if spec is not None and spec.tokenizer else b""
+    return ConversionSource(tuple(functions), manifest.params_tree, manifest.weights,
+                            partial(write_all, data=weights.buffer), bytes(weights.header), manifest.examples,
+                            examples, str(Path(directory.root, WEIGHTS_FILE)), spec, tokenizer)
 
 
 def _bundle(bundle: Bundle) -> ConversionSource:

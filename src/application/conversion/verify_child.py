@@ -53,15 +53,17 @@ def _reason(file: str, what: str, exc: BaseException) -> str:
 
 def _check(path: str, options: dict[str, Any], request: Request) -> list[str]:
     from jaxport.domain.errors import UsageError
-    from jaxport.application.conversion.api import load_converted
-    from jaxport.application.conversion.model import read_converted
+    from jaxport.application.conversion.api import load_model, open_directory
     from jaxport.application.conversion.verify_directory import WRONG_EXAMPLE
+    from jaxport.domain.targets.registry import target
 
-    manifest, entry = read_converted(path)
+    directory = open_directory(path)
+    manifest = directory.manifest
+    entry = target(manifest.target)
     files = sorted({v.file for f in manifest.functions for v in f.variants})
     request.say({"file": ", ".join(files)})
     try:
-        model = load_converted(path, verify=False, **options)
+        model = load_model(directory, verify=False, **options)
     except UsageError as exc:  # the caller's mistake, not the directory's
         request.say({"caller": type(exc).__name__, "message": str(exc)})
         raise _CallerError from None

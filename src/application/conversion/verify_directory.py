@@ -33,6 +33,7 @@ from typing import Any, Final
 from jaxport.domain.artifact.verification import Verdict, verdict_key
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.errors import ArtifactError, UsageError
+from jaxport.domain.opened_directory import OpenedDirectory
 from jaxport.domain.ports import VerdictStore
 from jaxport.domain.targets.registry import target
 
@@ -88,9 +89,9 @@ class DirectoryVerifier:
 
     store: VerdictStore
 
-    def verify(self, root: str | os.PathLike[str], manifest_bytes: bytes, manifest: ConvertedManifest,
-               options: Mapping[str, Any]) -> DirectoryVerification:
-        """Verifies the directory at ``root`` (its files already checked against ``manifest_bytes``).
+    def verify(self, directory: OpenedDirectory[ConvertedManifest], options: Mapping[str, Any]
+               ) -> DirectoryVerification:
+        """Verifies ``directory`` (its files already checked against its manifest).
 
         Raises:
             UsageError: a runtime option that is not a JSON value, or that the runtime refuses.
@@ -100,13 +101,13 @@ class DirectoryVerifier:
         except (TypeError, ValueError):
             raise UsageError("Runtime options must be JSON values (strings, numbers, lists) to verify the "
                              "directory; pass verify=False for a directory you trust") from None
-        digest = hashlib.sha256(manifest_bytes).hexdigest()
+        digest, manifest = hashlib.sha256(directory.manifest_bytes).hexdigest(), directory.manifest
         key = verdict_key(f"c{CHECKS_VERSION}", digest, manifest.target, sent, _runtimes(manifest.target))
         remembered = self.store.get(key)
         if remembered is not None:
             return DirectoryVerification(remembered.ok, remembered.reasons, digest, True)
         size = sum(f.size for f in manifest.files.values())
-        verdict, remember = _run_child(os.fspath(root), json.loads(sent), size)
+        verdict, remember = _run_child(directory.root, json.loads(sent), size)
         if remember:
             self.store.put(key, verdict)
         return DirectoryVerification(verdict.ok, verdict.reasons, digest, False)

@@ -5,17 +5,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jaxport.application import wiring
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import GenerationSpecError
 from jaxport.domain.generation.checks import resolve
 from jaxport.domain.generation.spec import TOKENIZER_FILE, GenerationSpec
 
+if TYPE_CHECKING:
+    from jaxport.application.generation.factory import GeneratorFactory
 
-def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord], takes_params: Mapping[str, bool]
-                     ) -> tuple[GenerationSpec, dict[str, bytes]]:
-    """The spec to record (checked against the functions, filled in) and the files it brings.
+
+def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord], takes_params: Mapping[str, bool],
+                     ports: GeneratorFactory) -> tuple[GenerationSpec, dict[str, bytes]]:
+    """The spec to record (checked against the functions, filled in) and the files it brings (``ports``: the
+    tokenizer and the chat template that generation reads them with, which must accept the spec's).
 
     Raises:
         GenerationSpecError: the spec does not fit the functions, its tokenizer cannot be read by
@@ -24,12 +28,12 @@ def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord]
     """
     resolved = resolve(spec, records, takes_params)
     if spec.chat_template is not None:
-        wiring.chat_template(spec.chat_template)  # it parses
+        ports.chat(spec.chat_template)  # it parses
     if spec.tokenizer is None:
         return resolved, {}
     try:
         blob = Path(spec.tokenizer).read_bytes()
     except OSError as exc:
         raise GenerationSpecError(f"the tokenizer {spec.tokenizer}", f"it cannot be read: {exc}") from exc
-    wiring.text_codec(blob, spec.tokenizer)  # tokenizers reads it
+    ports.text(blob, spec.tokenizer)  # tokenizers reads it
     return dataclasses.replace(resolved, tokenizer=TOKENIZER_FILE), {TOKENIZER_FILE: blob}

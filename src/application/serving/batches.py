@@ -22,7 +22,6 @@ the function's.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,8 +33,8 @@ from jaxport.domain.serving.protocol import ServedFunction, WireTensor, batch_va
 from jaxport.domain.serving.engine_ports import RowArrays
 from jaxport.domain.specs import ArraySpec
 from jaxport.adapters.array_rows import NumpyRows
-from jaxport.application.serving.functions import load_served
-from jaxport.application.serving.service import load_checked
+from jaxport.application.conversion.api import load_model, open_directory
+from jaxport.application.serving.service import load_checked, served_functions
 
 
 class BatchFunction:
@@ -200,7 +199,8 @@ def load_batches(path: str | os.PathLike[str], *, max_rows: int | None = None,
     """
     if max_rows is not None and max_rows < 1:
         raise ValueError(f"max_rows must be at least 1, not {max_rows}")
-    functions = load_checked(Path(path), ServeOptions()) if check_examples else load_served(path)
+    model = load_model(open_directory(path))
+    functions = load_checked(path, ServeOptions(), model) if check_examples else served_functions(model)
     rows = NumpyRows()
     return BatchModel([BatchFunction(f, rows, max_rows) for f in functions])
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from jaxport.domain.errors import MissingExtraError, UsageError
+from jaxport.domain.path_kind import PathKind
 from jaxport.domain.serving.options import DEFAULT_MAX_BATCH_SIZE
-from jaxport.application.conversion.model import is_converted, read_converted
+from jaxport.application.conversion.api import open_directory
 from jaxport.application.serving.batches import BatchPredictor, load_batches
 
 #: How long a Ray Serve request waits for others to join its batch, unless told otherwise (seconds).
@@ -131,13 +131,13 @@ def beam_model_handler(path: str | os.PathLike[str], function: str = "predict", 
 def largest_compiled_rows(path: str | os.PathLike[str], function: str) -> int | None:
     """The largest batch that a target compiled per size compiled ``function`` of ``path`` for, read from its
     manifest (its variants each bind one dimension variable); None where any size runs (a bundle, ONNX)."""
-    if not is_converted(Path(path)):
+    directory = open_directory(path)
+    if directory.kind is not PathKind.CONVERTED:
         return None
-    manifest, _ = read_converted(path)
-    variants = next((f.variants for f in manifest.functions if f.name == function), ())
+    variants = next((f.variants for f in directory.manifest.functions if f.name == function), ())
     if not variants or any(len(v.dims) != 1 for v in variants):
         return None
-    return max(value for v in variants for _, value in v.dims)
+    return int(max(value for v in variants for _, value in v.dims))
 
 
 def serve_on_ray(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,

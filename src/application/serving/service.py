@@ -14,7 +14,7 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from jaxport.domain.errors import ArtifactError, MissingExtraError
 from jaxport.domain.serving.generative import GenerativeModel
@@ -22,15 +22,13 @@ from jaxport.domain.serving.options import (
     DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_QUEUE,
     DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SLOTS, ServeOptions
 )
-from jaxport.domain.serving.protocol import ServedFunction, batch_variable
-from jaxport.adapters.jax.installed import require_jax
+from jaxport.domain.calls.front import call_checker, leaf_paths, result_paths
+from jaxport.domain.serving.protocol import ServedFunction, batch_variable, wire_interface
+from jaxport.domain.opened_directory import OpenedDirectory
 from jaxport.domain.path_kind import PathKind
-from jaxport.adapters.storage.bundle_dir import read_manifest
-from jaxport.application.conversion.model import ConvertedModel, read_converted
-from jaxport.application.serving.functions import has_examples, served_functions, served_kind, served_model
-
-if TYPE_CHECKING:
-    from jaxport.application.bundles.api import Bundle
+from jaxport.adapters.jax.installed import require_jax
+from jaxport.application.conversion.api import load_model, open_directory
+from jaxport.application.conversion.model import ConvertedModel
 
 
 def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: int = 8080,
@@ -94,118 +92,73 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         from jaxport.adapters.kserve.metrics import serving_metrics
     except ImportError as exc:
         raise MissingExtraError("KServe, which serves the Open Inference Protocol,", "serve", exc) from exc
-    if served_kind(path) is PathKind.BUNDLE:  # what the path is: said before anything listens
+    directory = open_directory(path)  # what the path is: said before anything listens
+    if directory.kind is PathKind.BUNDLE:
         require_jax()  # a bundle runs on JAX
-    KServeServer(options, serving_metrics()).run(*served_loads(Path(path), options))
+    KServeServer(options, serving_metrics()).run(*served_loads(directory, options))
 
 
-def served_loads(root: Path, options: ServeOptions) -> tuple[Callable[[], Sequence[ServedFunction]],
-                                                             Callable[[], GenerativeModel] | None]:
-    """What the server calls, on its loading thread, to load what it serves: the functions of ``root``
-    (:func:`load_checked`), then its generative model where it has one (:func:`load_generative`, else None),
-    both on one load of the directory.
-
-    Raises:
-        ArtifactError: ``root`` is neither a bundle nor a converted directory, or its manifest is damaged.
-    """
-    loaded = _loaded_once(root)
+def served_loads(directory: OpenedDirectory[Any], options: ServeOptions
+                 ) -> tuple[Callable[[], Sequence[ServedFunction]], Callable[[], GenerativeModel] | None]:
+    """What the server calls, on its loading thread, to load what it serves from ``directory`` (opened once):
+    its functions (:func:`load_checked`), then its generative model where its manifest has a generation spec
+    (:func:`load_generative`, else None), both on one load of the directory (on ONNX Runtime, one session per
+    model file; the golden examples run on it too)."""
+    loaded = functools.cache(lambda: load_model(directory))
     generative = None
-    if is_generative(root):  # after the functions, on the directory they loaded
-        generative = functools.partial(load_generative, root, options, loaded)
-    return lambda: load_checked(root, options, loaded()), generative
+    if directory.manifest.generation is not None:  # after the functions, on the model they loaded
+        generative = functools.partial(load_generative, Path(directory.root), options, loaded)
+    return lambda: load_checked(directory.root, options, loaded()), generative
 
 
-def _loaded_once(root: Path) -> Callable[[], Bundle | ConvertedModel]:
-    """The bundle or converted directory at ``root``, loaded at the first call (on the server's loading thread)
-    and kept: the functions, their golden examples and the generative model share one load (on ONNX Runtime,
-    one session per model file)."""
-    @functools.cache
-    def loaded() -> Bundle | ConvertedModel:
-        if served_kind(root) is not PathKind.BUNDLE:
-            return served_model(root)
-        from jaxport.application.bundles.api import load_bundle  # JAX: a bundle's path only
-
-        return load_bundle(root)
-    return loaded
-
-
-def is_generative(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` holds a generation spec (read from its manifest only).
-
-    Raises:
-        ArtifactError: the manifest cannot be read.
-    """
-    if served_kind(path) is PathKind.BUNDLE:
-        return read_manifest(path).generation is not None
-    return read_converted(path)[0].generation is not None
-
-
-def load_generative(path: Path, options: ServeOptions,
-                    loaded: Callable[[], Bundle | ConvertedModel | None] = lambda: None) -> GenerativeModel:
-    """The generative model of ``path``, run by a scheduler of ``options.max_slots`` and ``options.max_queue``
-    (``loaded``: the bundle or converted directory at ``path``, loaded already, else None).
+def load_generative(path: Path, options: ServeOptions, loaded: Callable[[], ConvertedModel]) -> GenerativeModel:
+    """The generative model of the directory at ``path``, loaded already (``loaded``: on the runtime its
+    functions run on), run by a scheduler of ``options.max_slots`` and ``options.max_queue``.
 
     Raises:
         GenerationError: the spec is missing or the options are out of range.
         ArtifactError, MissingExtraError: as :func:`jaxport.load_generator`.
     """
-    from jaxport.application.generation.api import (  # the generative path only
-        bundle_generator, converted_generator, load_generator
-    )
+    from jaxport.application.generation.api import served_generator  # the generative path only
     from jaxport.application.generation.schedulers import scheduler_for
 
-    model = loaded()
-    if model is None or (isinstance(model, ConvertedModel) and model.target == "iree"):
-        generator = load_generator(path)  # IREE generates on the calling thread: its own load (local-sync)
-    elif isinstance(model, ConvertedModel):
-        generator = converted_generator(model, path)
-    else:
-        generator = bundle_generator(model, path)
+    generator = served_generator(loaded())
     chat = generator.render_chat if generator.spec.chat_template is not None else None
     name = options.model_name or path.resolve().name
     return GenerativeModel(name, generator.spec, generator.codec, chat,
                            scheduler_for(generator, options.max_slots, options.max_queue))
 
 
-def load_checked(path: Path, options: ServeOptions,
-                 loaded: Bundle | ConvertedModel | None = None) -> Sequence[ServedFunction]:
-    """The functions of ``path``, after checking the options against them and running the golden examples
-    (``loaded``: the bundle or converted directory at ``path``, loaded already; the examples run on the same
-    compiled functions or sessions).
+def load_checked(path: str | os.PathLike[str], options: ServeOptions, model: ConvertedModel) -> Sequence[ServedFunction]:
+    """The functions of ``model`` (loaded from the directory at ``path``), after checking the options against
+    them and running the directory's golden examples on them.
 
     Raises:
         UsageError: ``options.batch`` names a function that is not served, or cannot be joined.
         ArtifactError: a golden example fails on this machine (the message holds the report).
     """
-    bundle = None if isinstance(loaded, ConvertedModel) else loaded
-    model = loaded if isinstance(loaded, ConvertedModel) else served_model(path, bundle)
     functions = served_functions(model)
     options.check_batch([f.name for f in functions])
     for function in functions:
         if function.name in options.batch:
             batch_variable(function.wire)
-    _check_examples(path, None if loaded is None else (bundle, model))
+    if model.manifest.examples:  # 20 ms that a directory without examples never pays
+        from jaxport.application.conversion.golden import run_examples
+
+        report = run_examples(os.fspath(path), model)
+        if report.examples and not report.ok:
+            raise ArtifactError(f"The golden examples of {path} fail on this machine, so it is not served:\n"
+                                f"{report}")
     return functions
 
 
-def _check_examples(path: Path, loaded: tuple[Bundle | None, ConvertedModel] | None) -> None:
-    """Runs the directory's golden examples, when it has some, on its own runtime (``loaded``: the bundle at
-    ``path`` where it is one, and its model, loaded already).
-
-    Raises:
-        ArtifactError: an example fails (the message holds the report).
-    """
-    # 20 ms a directory without examples never pays
-    from jaxport.application.conversion.numerics import check_loaded_bundle, check_loaded_converted, check_numerics
-
-    if not has_examples(path):
-        return  # none: loading the directory again to learn so would cost a second load
-    if loaded is None:
-        report = check_numerics(path)
-    elif loaded[0] is None:
-        report = check_loaded_converted(path, loaded[1])
-    else:
-        report = check_loaded_bundle(path, loaded[0], loaded[1])
-    if report.examples and not report.ok:
-        raise ArtifactError(f"The golden examples of {path} fail on this machine, so it is not served:\n"
-                            f"{report}")
+def served_functions(model: ConvertedModel) -> list[ServedFunction]:
+    """The functions of ``model`` (the front's checked flat call), with the sizes of their variants."""
+    served = []
+    for name in model:
+        signature = model[name].signature
+        wire = wire_interface(name, signature, leaf_paths(signature.in_tree), result_paths(signature.out_tree))
+        compiled = tuple(v.binding for v in model.functions[name].variants)
+        served.append(ServedFunction(name, signature, wire, compiled, call_checker(signature).check,
+                                     model[name].run_flat, model.target))
+    return served

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.calls.signature import Signature
@@ -174,10 +174,14 @@ class WeightsRuntime(Protocol):
         ...
 
 
-class RuntimeLoader(Protocol):
-    """Opens a checked directory (the registry names it ``"module:attribute"``)."""
+_R_co = TypeVar("_R_co", covariant=True)
 
-    def __call__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> TargetRuntime:
+
+class RuntimeLoader(Protocol[_R_co]):
+    """Opens a checked directory (its target's entry in :mod:`jaxport.application.target_adapters` names it),
+    into the target's runtime ``_R_co``."""
+
+    def __call__(self, root: str, manifest: ConvertedManifest, options: Mapping[str, Any]) -> _R_co:
         """The runtime of the directory ``root``, whose files matched ``manifest`` (digests checked).
 
         ``options`` are the runtime's own (IREE's ``driver``), as the caller of

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import jax
 import numpy as np
 
-from jaxport.adapters.storage.bundle_dir import sha256_many
+from jaxport.adapters.storage.atomic_directory import sha256_many
 from jaxport.adapters.jax.bundles.weights import stored_weight
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from jaxport.domain.artifact.record import TreeSpec

@@ -1,4 +1,4 @@
-"""A bundle directory on disk: written atomically, a level up from :mod:`.atomic_files`.
+"""A directory written atomically (a bundle, a converted directory), a level up from :mod:`.atomic_files`.
 
 The files go to a temporary directory beside the target (same parent, so the
 same file system), each flushed and fsync'ed while its SHA-256 is computed
@@ -25,13 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from jaxport.domain.bundle.manifest import MANIFEST_FILE, WEIGHTS_FILE, Manifest, WeightRecord
-from jaxport.domain.bundle.checks import check_files, check_weights_digests, check_weights_header
-from jaxport.domain.checked_directory import FileDigest, check_digest
-from jaxport.domain.ports import KnownFiles
-from jaxport.domain.errors import ArtifactError
+from jaxport.domain.bundle.manifest import MANIFEST_FILE
+from jaxport.domain.checked_directory import FileDigest
 from .atomic_files import create_beside, fsync_directory, new_directory
-from .checked_directory import listing
 
 Writer = Callable[[BinaryIO], object]
 
@@ -176,73 +172,6 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
         raise
     finally:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def read_manifest(path: str | os.PathLike[str]) -> Manifest:
-    """The manifest of the bundle at ``path``, after checking the directory against it.
-
-    The directory must hold exactly the manifest's files, each a regular
-    file of the recorded size; nothing but the manifest is read.
-
-    Raises:
-        ArtifactError: the manifest is missing or damaged, of a newer format,
-            or a file is missing, extra, truncated or longer than recorded.
-        OSError: ``path`` is not a readable directory.
-    """
-    root = Path(path)
-    sizes = listing(root)
-    if sizes.get(MANIFEST_FILE, -1) < 0:
-        raise ArtifactError(f"{root} is not a bundle: its file {MANIFEST_FILE} is missing")
-    manifest = Manifest.from_json((root / MANIFEST_FILE).read_bytes())
-    check_files(manifest, sizes)
-    return manifest
-
-
-def read_function(path: str | os.PathLike[str], manifest: Manifest, file: str) -> bytes:
-    """The bytes of one function file of the bundle at ``path``, after checking its digest.
-
-    Raises:
-        ArtifactError: the digest differs from the manifest's.
-    """
-    blob = Path(path, file).read_bytes()
-    check_digest(file, manifest.files[file], hashlib.sha256(blob).hexdigest(), "bundle")
-    return blob
-
-
-def read_weights(path: str | os.PathLike[str], weights: Sequence[WeightRecord], header_sha256: str,
-                 known: KnownFiles | None = None) -> Any:
-    """The weights file in the directory ``path``, memory-mapped, after checking it against
-    the weights' records and the digest of its header (a manifest's).
-
-    The header's digest and each weight's (computed on several threads) cover
-    every byte of the file, as the whole file's digest would, and name the
-    weight that changed. With ``known``, a file found equal to the same
-    records before, and unchanged since (:mod:`.checked_directory`), is not hashed
-    again, and a file that passes is remembered.
-
-    Returns:
-        The :class:`~jaxport.adapters.storage.safetensors_file.SafetensorsFile`.
-
-    Raises:
-        ArtifactError: the header or a weight differs from the manifest.
-    """
-    from .safetensors_file import SafetensorsFile  # NumPy: 58 ms for a reader of manifests only
-
-    file = Path(path, WEIGHTS_FILE)
-    stored = SafetensorsFile(file)
-    check_weights_header(weights, stored.entries, stored.data_size)
-    expected = hashlib.sha256("\0".join([header_sha256, *(w.sha256 for w in weights)]).encode()).hexdigest()
-
-    def check() -> str:
-        check_weights_digests(header_sha256, weights, hashlib.sha256(stored.header).hexdigest(),
-                              sha256_many([stored.tensor_bytes(w.name) for w in weights]))
-        return expected
-
-    if known is None:
-        check()
-    else:
-        known.check(file, stored.status, expected, check)
-    return stored
 
 
 _RENAME_EXCHANGE = 2
