@@ -100,7 +100,6 @@ class ModuleForms(Protocol):
         Raises:
             ArtifactError: the module does not verify, or the child stopped.
         """
-        ...
 
     def specialized(self, record: ArtifactRecord, shapes: StaticShapes, platform_index: int | None) -> bytes:
         """``record``'s module for the static ``shapes``, taking every flat input, refined by JAX
@@ -110,7 +109,6 @@ class ModuleForms(Protocol):
             ValueError: JAX's refinement refused the module for these shapes.
             ArtifactError: the module does not verify, or the child stopped.
         """
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +140,6 @@ class Converter(Protocol):
             ConversionError: the target's own tool refused a function (naming it).
             MissingExtraError: the target's extra is not installed.
         """
-        ...
 
 
 class TargetRuntime(Protocol):
@@ -161,7 +158,6 @@ class TargetRuntime(Protocol):
         Raises:
             ArtifactCallError: the runtime's library failed (its message kept).
         """
-        ...
 
 
 @runtime_checkable
@@ -171,7 +167,6 @@ class WeightsRuntime(Protocol):
 
     def params(self) -> dict[str, HostArray]:
         """The weights by key path (``"dense/w"``), in the manifest's order, as stored (a PRNG key as its key data)."""
-        ...
 
 
 _R_co = TypeVar("_R_co", covariant=True)
@@ -196,7 +191,6 @@ class RuntimeLoader(Protocol[_R_co]):
                 does not hold what the manifest says (the message names it).
             MissingExtraError: the target's extra is not installed.
         """
-        ...
 
 
 class HostFacts(Protocol):
@@ -204,4 +198,3 @@ class HostFacts(Protocol):
 
     def __call__(self) -> Mapping[str, Any]:
         """Facts by name (``{"arch": "x86_64", "cpu_features": {"avx2": True}}``)."""
-        ...
