@@ -176,12 +176,14 @@ def converted_loader() -> ConvertedLoader:
 @_built_once
 def generator_factory() -> GeneratorFactory:
     """What makes generators, on :func:`converted_loader`, the checked calls' step runner, NumPy's sampler,
-    Hugging Face's tokenizers and Jinja2's chat templates."""
+    Hugging Face's tokenizers and Jinja2's chat templates, and serves them with the schedulers."""
     from jaxport.adapters.numpy.sampling import NumpySampler
     from jaxport.application.generation.factory import GeneratorFactory
+    from jaxport.application.generation.schedulers import scheduler_for
     from jaxport.application.target_adapters import host_steps
 
-    return GeneratorFactory(converted_loader(), host_steps, NumpySampler, _text_codec, _chat_template)
+    return GeneratorFactory(converted_loader(), host_steps, NumpySampler, _text_codec, _chat_template,
+                            scheduler_for)
 
 
 def _text_codec(blob: bytes, where: str) -> TextCodec:

@@ -17,6 +17,7 @@ from jaxport.application.conversion.loader import ConvertedLoader
 from jaxport.application.conversion.model import ConvertedModel
 from jaxport.application.conversion.verify_directory import DirectoryVerifier
 from jaxport.application.generation.factory import GeneratorFactory
+from jaxport.application.generation.generator import Generator
 from jaxport.application.target_adapters import TargetAdapters
 from jaxport.domain.artifact.record import AvalRecord, DType, TreeSpec
 from jaxport.domain.calls.signature import Signature
@@ -144,13 +145,18 @@ def test_a_converted_loader_takes_the_runtime_of_the_entry_it_is_handed() -> Non
 def test_a_generator_factory_runs_the_step_runner_it_is_handed() -> None:
     loader = _loader(FakeDirectory(MANIFEST))
     handed = FakeStepRunner()
+    scheduled: list[tuple[Generator, int, int]] = []
     factory = GeneratorFactory(loader, lambda model, spec: handed, FakeSampler,  # type: ignore[arg-type]
-                               lambda blob, where: None, lambda template: None)  # type: ignore[arg-type,return-value]
+                               lambda blob, where: None, lambda template: None,  # type: ignore[arg-type,return-value]
+                               lambda generator, slots, queue: scheduled.append((generator, slots, queue)))  # type: ignore[arg-type,return-value]
     model = loader.load("fake", verify=False, answer=0)
     assert factory.generator(model, checked=True).generate([1, 2, 3], 4) == [4, 5, 6, 7]
     assert handed.steps == ["prefill", "decode", "decode", "decode"]
     own = factory.generator(model)  # the model's target's runner, bound to the runtime the loader opened
     assert own.generate([5], 3) == [6, 7, 8] and own.runner is not handed
+    served = factory.served(model, "gpt", 4, 16)  # served by the scheduler the factory was handed
+    assert served.name == "gpt" and [(s, q) for _, s, q in scheduled] == [(4, 16)]
+    assert isinstance(scheduled[0][0].runner, FakeStepRunner) and scheduled[0][0].runner is not handed
 
 
 @dataclass(frozen=True)

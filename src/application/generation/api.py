@@ -9,6 +9,7 @@ from jaxport.application import wiring
 from jaxport.application.conversion.jax_model import jax_model
 from jaxport.application.conversion.model import ConvertedModel
 from jaxport.application.generation.generator import Generator
+from jaxport.domain.serving.generative import GenerativeModel
 
 if TYPE_CHECKING:
     from jaxport.adapters.jax.bundles.loaded import Bundle
@@ -50,13 +51,14 @@ def load_generator(model: str | os.PathLike[str] | Bundle | ConvertedModel, **ru
     return factory.generator(jax_model(model))
 
 
-def served_generator(model: ConvertedModel) -> Generator:
-    """The generator of ``model``, loaded from its directory already (by a server, for its functions), on its
-    target's runner: on ONNX Runtime, in the sessions the functions run in; on IREE, on the same directory
-    loaded again for the calling thread.
+def served_model(model: ConvertedModel, name: str, max_slots: int, max_queue: int) -> GenerativeModel:
+    """The generative model that ``jaxport serve`` answers under ``name``: the generator of ``model``, loaded from
+    its directory already (by the server, for its functions), on its target's runner (on ONNX Runtime, in the
+    sessions the functions run in; on IREE, the same directory loaded again for the calling thread), run by a
+    scheduler of ``max_slots`` rows and ``max_queue`` waiting requests.
 
     Raises:
-        GenerationError: the directory holds no generation spec.
+        GenerationError: the directory holds no generation spec, or ``max_slots``/``max_queue`` is out of range.
         ArtifactError: a step's model cannot be opened, or the tokenizer's file changed.
     """
-    return wiring.generator_factory().generator(model)
+    return wiring.generator_factory().served(model, name, max_slots, max_queue)

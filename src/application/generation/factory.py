@@ -1,4 +1,5 @@
-"""Making generators: :class:`GeneratorFactory`, behind :func:`jaxport.load_generator` and ``jaxport serve``.
+"""Making generators: :class:`GeneratorFactory`, behind :func:`jaxport.load_generator` and ``jaxport serve``
+(which serves a generator through a scheduler).
 
 A generator runs a loaded model's steps with the runner of the model's
 target (its entry in :mod:`jaxport.application.target_adapters`, bound to the
@@ -21,7 +22,9 @@ from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.converted.prefill_lengths import prefill_lengths
 from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
+from jaxport.domain.generation.scheduling import Scheduler
 from jaxport.domain.generation.spec import GenerationSpec
+from jaxport.domain.serving.generative import GenerativeModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,8 @@ class GeneratorFactory:
         sampler: picks the next tokens.
         text: the tokenizer that a ``tokenizer.json``'s bytes describe (its name, for messages).
         chat: a chat template, parsed.
+        schedulers: the scheduler that serves a generator to many callers, with its most slots and its
+            most waiting requests.
     """
 
     loader: ConvertedLoader
@@ -44,6 +49,7 @@ class GeneratorFactory:
     sampler: SamplerFactory
     text: Callable[[bytes, str], TextCodec]
     chat: Callable[[str], ChatTemplate]
+    schedulers: Callable[[Generator, int, int], Scheduler]
 
     def load(self, path: str | os.PathLike[str], **runtime_options: Any) -> Generator:
         """:func:`jaxport.load_generator` of a directory: loaded once, with its target's generation options."""
@@ -73,3 +79,15 @@ class GeneratorFactory:
                          lengths=functools.partial(prefill_lengths, spec, model.functions[spec.prefill]),
                          chat_template=None if spec.chat_template is None else self.chat(spec.chat_template))
 
+    def served(self, model: ConvertedModel, name: str, max_slots: int, max_queue: int) -> GenerativeModel:
+        """The generative model that ``jaxport serve`` answers OpenAI's requests with, under ``name``: the
+        generator of ``model`` (as :meth:`generator`) run by a scheduler of ``max_slots`` and ``max_queue``.
+
+        Raises:
+            GenerationError: as :meth:`generator`, or ``max_slots`` or ``max_queue`` is not a count.
+            ArtifactError: as :meth:`generator`.
+        """
+        generator = self.generator(model)
+        chat = generator.render_chat if generator.spec.chat_template is not None else None
+        return GenerativeModel(name, generator.spec, generator.codec, chat,
+                               self.schedulers(generator, max_slots, max_queue))

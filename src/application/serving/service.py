@@ -119,14 +119,9 @@ def load_generative(path: Path, options: ServeOptions, loaded: Callable[[], Conv
         GenerationError: the spec is missing or the options are out of range.
         ArtifactError, MissingExtraError: as :func:`jaxport.load_generator`.
     """
-    from jaxport.application.generation.api import served_generator  # the generative path only
-    from jaxport.application.generation.schedulers import scheduler_for
+    from jaxport.application.generation.api import served_model  # the generative path only
 
-    generator = served_generator(loaded())
-    chat = generator.render_chat if generator.spec.chat_template is not None else None
-    name = options.model_name or path.resolve().name
-    return GenerativeModel(name, generator.spec, generator.codec, chat,
-                           scheduler_for(generator, options.max_slots, options.max_queue))
+    return served_model(loaded(), options.model_name or path.resolve().name, options.max_slots, options.max_queue)
 
 
 def load_checked(path: str | os.PathLike[str], options: ServeOptions, model: ConvertedModel) -> Sequence[ServedFunction]:
