@@ -1,8 +1,8 @@
 """The composition root: the long-lived objects that jaxport's services run on.
 
-This is the one place that chooses the adapters and builds them; every service
-asks here. Each object is built on its first use and then kept for the
-process:
+This is the one place that chooses the adapters and builds them; the services
+are handed them here. Each object is built on its first use and then kept for
+the process:
 
 * the export service's ports: the JAX lowerer and the StableHLO module port,
   which the verifier and the command line use too (the export service is made
@@ -15,9 +15,11 @@ process:
 * the services on them: the artifact verifier, the conversion pipeline, the
   bundles' loader (on the artifact verifier), the directory verifier, the
   converted directories' loader (on the targets' adapters) and the generator
-  factory (on that loader, the sampler, the tokenizer and the chat template).
+  factory (on that loader, the checked calls' step runner, the sampler, the
+  tokenizer, the chat template and the schedulers).
 
-Each is typed with its port (:mod:`jaxport.domain.ports`), not its adapter's class.
+Each adapter is typed with its port (:mod:`jaxport.domain.ports`,
+:mod:`jaxport.domain.opened_directory`), not its class.
 
 Each target's adapters are typed lazy factories beside this module, one entry a target
 (:mod:`jaxport.application.target_adapters`), handed to the loader here. A service is a frozen dataclass

@@ -11,6 +11,7 @@ import os
 from typing import Any, Protocol, TypeVar
 
 from jaxport.domain.path_kind import PathKind
+
 _Manifest = TypeVar("_Manifest")
 
 

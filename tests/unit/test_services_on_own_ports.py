@@ -49,7 +49,7 @@ MANIFEST = ConvertedManifest("onnx", {}, (_function("prefill", "s"), _function("
 
 @dataclass
 class FakeDirectory:
-    """A converted directory opened already (the :class:`~jaxport.domain.ports.OpenedDirectory` port)."""
+    """A converted directory opened already (the :class:`~jaxport.domain.opened_directory.OpenedDirectory` port)."""
 
     manifest: ConvertedManifest
     root: str = "fake"
@@ -73,7 +73,7 @@ class FakeDirectory:
 
 @dataclass
 class FakeDirectories:
-    """Opens the one fake directory (the :class:`~jaxport.domain.ports.Directories` port)."""
+    """Opens the one fake directory (the :class:`~jaxport.domain.opened_directory.Directories` port)."""
 
     directory: FakeDirectory
 

@@ -105,7 +105,7 @@ class ChildModuleWorker:
         if "refused" in header:
             raise ValueError(header["refused"])
         return CheckedModule(ModuleFacts.from_json(json.dumps(header).encode()), again,
-                       kernels_from_json(header.get("kernels")))
+                             kernels_from_json(header.get("kernels")))
 
     def close(self) -> None:
         """Stops the verifying process (it exits when its input closes)."""
@@ -130,4 +130,4 @@ def shared_worker() -> ChildModuleWorker:
 
 def _configured_worker() -> ChildModuleWorker:
     return ChildModuleWorker(cpu_seconds=int(env_limit("JAXPORT_VERIFY_CPU_SECONDS", DEFAULT_CPU_SECONDS)),
-                        timeout=env_limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS))
+                             timeout=env_limit("JAXPORT_VERIFY_TIMEOUT", DEFAULT_TIMEOUT_SECONDS))

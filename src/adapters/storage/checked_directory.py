@@ -151,5 +151,5 @@ def check_digests(root: Path, files: Mapping[str, FileDigest], names: Sequence[s
 
             expected = files[name]
             found = digest() if known is None else known.check(root / name, os.fstat(file.fileno()),
-                                                                 expected.sha256, digest)
+                                                               expected.sha256, digest)
         check_digest(name, expected, found, owner)

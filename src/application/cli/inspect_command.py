@@ -64,7 +64,8 @@ def inspect_converted(path: str, as_json: bool) -> str:
     """The text (or, with ``as_json``, the manifest's JSON on one line) that ``jaxport inspect`` prints.
 
     Raises:
-        ArtifactError: the manifest is damaged.
+        ArtifactError: the manifest is damaged or names a target this jaxport lacks, or a file is missing,
+            extra, or of another size than recorded (the directory is opened as a load opens it).
     """
     from jaxport.adapters.storage.opened_directory import DiskDirectories
     from jaxport.domain.targets.converted_text import converted_text

@@ -1,7 +1,7 @@
 """Loading the directories jaxport wrote: :class:`ConvertedLoader`, behind ``jaxport.load_converted``.
 
 Loading opens the directory once (its manifest parsed, its listing checked:
-:mod:`jaxport.domain.ports`), checks the files its runtime opens by
+:mod:`jaxport.domain.opened_directory`), checks the files its runtime opens by
 path and the weights file (by its header's digest and each weight's), runs
 the target's host check (IREE's CPU features and triple, a SavedModel's
 platforms), verifies it in an isolated child, and only then opens the

@@ -76,7 +76,7 @@ def check_numerics(path: str | os.PathLike[str], *, runtime: str | None = None,
     chosen = own if runtime is None else _named(runtime)
     if chosen == own:
         return run_examples(os.fspath(path), _verified(directory), rtol, atol)
-    if own != JAX:
+    if directory.kind is not PathKind.BUNDLE:
         raise UsageError(f"{path} is a directory converted for {own}: it is checked on {own} only (a bundle "
                          f"can be checked on {', '.join(_runtimes())})")
     if not directory.manifest.examples:  # nothing to run: no conversion either

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 
 def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord], takes_params: Mapping[str, bool],
-                     ports: GeneratorFactory) -> tuple[GenerationSpec, dict[str, bytes]]:
-    """The spec to record (checked against the functions, filled in) and the files it brings (``ports``: the
+                     factory: GeneratorFactory) -> tuple[GenerationSpec, dict[str, bytes]]:
+    """The spec to record (checked against the functions, filled in) and the files it brings (``factory``: the
     tokenizer and the chat template that generation reads them with, which must accept the spec's).
 
     Raises:
@@ -28,12 +28,12 @@ def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord]
     """
     resolved = resolve(spec, records, takes_params)
     if spec.chat_template is not None:
-        ports.chat(spec.chat_template)  # it parses
+        factory.chat(spec.chat_template)  # it parses
     if spec.tokenizer is None:
         return resolved, {}
     try:
         blob = Path(spec.tokenizer).read_bytes()
     except OSError as exc:
         raise GenerationSpecError(f"the tokenizer {spec.tokenizer}", f"it cannot be read: {exc}") from exc
-    ports.text(blob, spec.tokenizer)  # tokenizers reads it
+    factory.text(blob, spec.tokenizer)  # tokenizers reads it
     return dataclasses.replace(resolved, tokenizer=TOKENIZER_FILE), {TOKENIZER_FILE: blob}
