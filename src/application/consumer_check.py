@@ -14,15 +14,17 @@ from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.flatbuffers.decode import records_short_device_count
 from jaxport.domain.artifact.consumers import Consumer, Verdict, find_consumer, needs_kernels, verdict
 from jaxport.domain.artifact.kernels import Kernel, may_hold_kernels
+from jaxport.domain.opened_directory import Directories
+from jaxport.domain.path_kind import PathKind
 
 #: What reads a module's Pallas kernels (``ChildModuleForms.kernels``: the module, its kernels).
 KernelReader = Callable[[bytes], tuple[bytes, tuple[Kernel, ...]]]
 
 
 def consumer_verdict(path_or_blob: str | os.PathLike[str] | bytes | bytearray, consumer: str,
-                     kernels: KernelReader) -> Verdict:
+                     kernels: KernelReader, directories: Directories) -> Verdict:
     """Whether ``consumer`` can read and run an artifact or a bundle (:func:`jaxport.check_consumer`),
-    the kernels of a module that holds some read by ``kernels``.
+    the kernels of a module that holds some read by ``kernels``, a bundle opened by ``directories``.
 
     Raises:
         As :func:`jaxport.check_consumer`.
@@ -31,10 +33,7 @@ def consumer_verdict(path_or_blob: str | os.PathLike[str] | bytes | bytearray, c
     if isinstance(path_or_blob, (bytes, bytearray)):
         return _artifact_verdict(bytes(path_or_blob), who, kernels)
     if os.path.isdir(path_or_blob):
-        from jaxport.adapters.storage.opened_directory import DiskDirectories  # as inspection.py
-        from jaxport.domain.path_kind import PathKind
-
-        directory = DiskDirectories().open(path_or_blob, PathKind.BUNDLE)
+        directory = directories.open(path_or_blob, PathKind.BUNDLE)
         reasons, notes = [], []
         for entry in directory.manifest.functions:
             found = _artifact_verdict(directory.read(entry.file), who, kernels)

@@ -66,4 +66,4 @@ def check_consumer(path_or_blob: str | os.PathLike[str] | bytes | bytearray, con
         ArtifactError: the bytes are not a valid artifact, or the bundle is damaged.
         OSError: the file cannot be read.
     """
-    return consumer_verdict(path_or_blob, consumer, wiring.module_forms().kernels)
+    return consumer_verdict(path_or_blob, consumer, wiring.module_forms().kernels, wiring.directories())

@@ -18,6 +18,7 @@ from typing import Any
 import onnx
 
 from jaxport.adapters.onnx.translate import external_tensors, translate
+from jaxport.adapters.storage.opened_directory import DiskDirectories
 from jaxport.application.conversion.source import read_source
 from jaxport.domain.artifact.record import ArtifactRecord
 
@@ -35,7 +36,7 @@ class Converted:
 
 def convert(source: Any, directory: Path, **options: Any) -> dict[str, Converted]:
     """Each function of ``source`` (an Exported, a Bundle or their path) as ``directory/NAME.onnx``."""
-    src = read_source(source)
+    src = read_source(source, DiskDirectories())
     directory.mkdir(parents=True, exist_ok=True)
     if src.write_weights is not None:
         with open(directory / WEIGHTS, "wb") as stream:

@@ -100,7 +100,7 @@ class ConversionPipeline:
         out = Path(path)
         if os.path.lexists(out) and not overwrite:
             raise FileExistsError(f"{out} exists: pass overwrite=True (jaxport convert --force) to replace it")
-        return self.write(read_source(source), out, entry, options, dims, calibration)
+        return self.write(read_source(source, self.loader.directories), out, entry, options, dims, calibration)
 
     def write(self, src: ConversionSource, out: Path, entry: TargetEntry, options: object,
               dims: Dims | None, calibration: Calibration | None = None) -> ConvertedManifest:

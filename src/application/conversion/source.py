@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from jaxport.adapters.storage.atomic_files import write_all
 from jaxport.adapters.storage.atomic_directory import sha256_many
-from jaxport.adapters.storage.opened_directory import DiskDirectories
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.adapters.storage.safetensors_file import encode_header, raw_bytes, write_weights
 from jaxport.domain.artifact.record import ArtifactRecord, TreeSpec
 from jaxport.domain.bundle.manifest import EXAMPLES_FILE, FORMAT_NAME, WEIGHTS_FILE, Example, Manifest, WeightRecord
 from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.errors import ArtifactError
-from jaxport.domain.opened_directory import OpenedDirectory
+from jaxport.domain.opened_directory import Directories, OpenedDirectory
 from jaxport.domain.path_kind import PathKind
 
 if TYPE_CHECKING:
@@ -82,8 +81,8 @@ class ConversionSource:
         return hashlib.sha256(self.weights_header).hexdigest()
 
 
-def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> ConversionSource:
-    """The functions and weights of ``source``.
+def read_source(source: Exported | Bundle | str | os.PathLike[str], directories: Directories) -> ConversionSource:
+    """The functions and weights of ``source`` (a bundle's directory opened by ``directories``).
 
     Raises:
         ArtifactError: a file is not a valid artifact or bundle, or was changed
@@ -93,7 +92,7 @@ def read_source(source: Exported | Bundle | str | os.PathLike[str]) -> Conversio
     """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        return bundle_source(DiskDirectories().open(path, PathKind.BUNDLE)) if path.is_dir() else _artifact_file(path)
+        return bundle_source(directories.open(path, PathKind.BUNDLE)) if path.is_dir() else _artifact_file(path)
     from jaxport.adapters.jax.bundles.loaded import Bundle  # JAX's types: a path converts without JAX
     from jaxport.adapters.jax.exported.exported import Exported
 
