@@ -18,9 +18,9 @@ import importlib.util
 from jaxport.domain.errors import MissingExtraError
 
 #: The releases of jax and jaxlib the test suite has run against, as pyproject.toml's extra ``jax`` names them.
-TESTED_RANGE = ">=0.10.2,<0.12.1"
+TESTED_RANGE = ">=0.10.2,<0.12.2"
 _OLDEST = (0, 10, 2)
-_FIRST_UNTESTED = (0, 12, 1)
+_FIRST_UNTESTED = (0, 12, 2)
 #: The distributions the range applies to.
 _DISTRIBUTIONS = ("jax", "jaxlib")
 
