@@ -46,13 +46,13 @@ def test_a_release_of_the_range_passes(monkeypatch: pytest.MonkeyPatch, version:
     installed.require_jax()
 
 
-@pytest.mark.parametrize("version", ["0.9.2", "0.10.1", "0.12.1", "0.13.0", "1.0"])
+@pytest.mark.parametrize("version", ["0.9.2", "0.10.1", "0.12.2", "0.13.0", "1.0"])
 def test_a_release_outside_the_range_names_it_and_the_range(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
     _versions(monkeypatch, {"jax": version, "jaxlib": "0.12.0"})
     with pytest.raises(MissingExtraError) as raised:
         installed.require_jax()
     assert str(raised.value) == (f"jax {version} is installed, outside the range jaxport is tested on "
-                                 f"(jax>=0.10.2,<0.12.1): install it with pip install 'jaxport[jax]'")
+                                 f"(jax>=0.10.2,<0.12.2): install it with pip install 'jaxport[jax]'")
     assert installed.as_missing_jax(AttributeError("module 'jax' has no attribute 'x'")) is not None
 
 
