@@ -29,6 +29,7 @@ from jaxport.domain.errors import TargetMismatchError
 from jaxport.domain.errors import ArtifactError, ConversionError
 from .dtypes import BOOL_AND_INTEGERS, DIFFERENTIABLE
 from .plan import BFloat16, DtypeTable, TargetPlan
+from .unfolded import ELEMENTWISE_KERNELS
 
 
 #: What the requests default to: this machine.
@@ -228,6 +229,7 @@ PLAN = TargetPlan(
     runtime=PLAN_NAME,
     dtypes=DtypeTable(IREE_DTYPES, bfloat16=BFloat16.NATIVE),
     platforms=frozenset({"cpu"}),
+    custom_calls=frozenset({"shape_assertion"}) | frozenset(ELEMENTWISE_KERNELS),  # the kernels unfolded
     needs_bindings=True,
     check_host=check_host,
     describe=describe,

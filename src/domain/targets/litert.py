@@ -34,6 +34,7 @@ from jaxport.domain.converted.quantization import (
     FLOAT16, INT8, INT8_DYNAMIC, INT8_WEIGHTS, MODES, check_mode, parse_tolerance)
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
+from .unfolded import ELEMENTWISE_KERNELS
 
 
 #: The runtime, as messages name it.
@@ -57,6 +58,11 @@ LITERT_DTYPES = frozenset({
     DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
     DType.UINT8, DType.UINT16, DType.UINT32,
     DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64, DType.COMPLEX64})
+
+#: The dtypes LiteRT computes the unfolded operations in (:mod:`jaxport.domain.targets.unfolded`; float16 and
+#: bfloat16 in float32), and why not float64: measured with litert-converter 0.5.
+UNFOLDED_DTYPES = frozenset({"float16", "bfloat16", "float32"})
+NO_FLOAT64 = "its converter legalizes no float64 arithmetic: tfl.mul, tfl.add, tfl.exp and tfl.log take none"
 
 #: Operators of the converted model that LiteRT's interpreter cannot run without TensorFlow.
 FLEX_PREFIX = "Flex"
@@ -285,6 +291,7 @@ PLAN = TargetPlan(
     runtime="LiteRT",
     dtypes=DtypeTable(LITERT_DTYPES, keys_as_weights=True, bfloat16=BFloat16.NATIVE, notes=_NOTES),
     platforms=frozenset({"cpu"}),
+    custom_calls=ERASED_CUSTOM_CALLS | frozenset(ELEMENTWISE_KERNELS),  # the kernels unfolded
     bindings_optional=True,
     describe=describe,
     numerics_tolerance=numerics_tolerance,
