@@ -14,7 +14,7 @@ arguments (as JAX 0.11 and later write it) gets each as a constant of the
 binding (static) or from ``stablehlo.get_dimension_size`` of an input that
 has the variable alone as a dimension (dynamic). JAX's ``shape_assertion`` custom calls are erased (jaxport checks
 every call in front of the runtime); StableHLO's newest operations and JAX's lgamma and digamma are unfolded
-(:mod:`jaxport.adapters.mlir.unfold`), refused on float64, which LiteRT has no arithmetic for. The result is a StableHLO portable
+(:mod:`jaxport.adapters.mlir.unfold`; the plan refused them on float64, which LiteRT has no arithmetic for). The result is a StableHLO portable
 artifact at a version the converter reads.
 """
 
@@ -32,14 +32,12 @@ from jaxport.domain.artifact.calling_convention import PLATFORM_INDEX
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord
 from jaxport.domain.errors import ConversionError
 from jaxport.domain.converted.static_shapes import StaticShapes
-from jaxport.domain.targets.litert import ERASED_CUSTOM_CALLS, NO_FLOAT64, RUNTIME_NAME, UNFOLDED_DTYPES
-from jaxport.domain.targets.unfolded import refuse_dtypes
+from jaxport.domain.targets.litert import ERASED_CUSTOM_CALLS, RUNTIME_NAME
 from jaxport.domain.calls.front import record_shapes
 from jaxport.domain.symbolic import DimExpr
 from jaxport.adapters.jax.records import jax_dtype
 from jaxport.adapters.mlir.dimension_args import global_constant_arguments
 from jaxport.adapters.mlir.specialize import MainPlan, calling_main, portable
-from jaxport.adapters.mlir.unfold import newer_operations
 
 _CALLEE = "jaxport_litert_callee"
 
@@ -59,7 +57,6 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
             for a single-platform module.
 
     Raises:
-        UnsupportedOperationError: an operation to unfold is on float64.
         ConversionError: JAX's refinement refused the binding, a dimension
             value that ``main`` takes cannot be read from any input's shape, or
             the module built is invalid (a bug of jaxport's).
@@ -88,7 +85,6 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
         return _caller_types(record, shapes, nr_weights), out_types, operands
 
     module = calling_main(record.mlir_module_serialized, _CALLEE, plan)
-    refuse_dtypes(RUNTIME_NAME, name, newer_operations(module), UNFOLDED_DTYPES, NO_FLOAT64)
     try:
         return portable(module, refine=shapes is not None, erase_custom_calls=ERASED_CUSTOM_CALLS, float64=False)
     except ir.MLIRError as exc:  # the module built above is wrong: a bug here, told as such

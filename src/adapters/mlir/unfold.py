@@ -16,14 +16,14 @@ lowering of ``fmuladd`` does for them).
 :func:`unfold` rewrites a module in place (IREE's and LiteRT's modules, just
 before they are written: :func:`jaxport.adapters.mlir.specialize.portable`);
 :func:`unfolded_module` gives a walker (ONNX's) the module written and read
-back; :func:`newer_operations` lists what there is to unfold, for a target
-that refuses some dtype first.
+back; :func:`newer_operations` lists what there is to unfold (the verifying
+process reports it, for the targets' plans to refuse a dtype first).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxlib.mlir import ir
@@ -64,10 +64,11 @@ def _element(value: Any) -> str:
     return str(ir.ShapedType(value.type).element_type)
 
 
-def newer_operations(module: ir.Module) -> list[tuple[str, str, str]]:
-    """(operation, dtype name, source location) of each operation of ``module`` that :func:`unfold` rewrites."""
+def newer_operations(ops: Iterable[Any]) -> list[tuple[str, str, str]]:
+    """(operation, dtype name, source location) of each of ``ops`` (a module's: :func:`.bindings.operations`)
+    that :func:`unfold` rewrites."""
     found = []
-    for op in operations(module):
+    for op in ops:
         kernel = _kernel(op)
         if kernel is None and op.name not in NEWER_OPERATIONS:
             continue

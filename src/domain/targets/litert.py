@@ -59,10 +59,19 @@ LITERT_DTYPES = frozenset({
     DType.UINT8, DType.UINT16, DType.UINT32,
     DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64, DType.COMPLEX64})
 
-#: The dtypes LiteRT computes the unfolded operations in (:mod:`jaxport.domain.targets.unfolded`; float16 and
-#: bfloat16 in float32), and why not float64: measured with litert-converter 0.5.
-UNFOLDED_DTYPES = frozenset({"float16", "bfloat16", "float32"})
-NO_FLOAT64 = "its converter legalizes no float64 arithmetic: tfl.mul, tfl.add, tfl.exp and tfl.log take none"
+#: Why LiteRT has no float64 form of an unfolded operation (:mod:`jaxport.domain.targets.unfolded`; float16 and
+#: bfloat16 are computed in float32): measured with litert-converter 0.5.
+NO_FLOAT64 = "its converter legalizes no float64 arithmetic (tfl.mul, tfl.add, tfl.exp and tfl.log take none)"
+
+
+def unfolded_reason(operation: str, dtype: str) -> str | None:
+    """Why LiteRT has no ``dtype`` form of the unfolded ``operation``, else None.
+
+    >>> unfolded_reason("stablehlo.fma", "float16") is None
+    True
+    """
+    del operation
+    return NO_FLOAT64 if dtype == "float64" else None
 
 #: Operators of the converted model that LiteRT's interpreter cannot run without TensorFlow.
 FLEX_PREFIX = "Flex"
@@ -295,4 +304,5 @@ PLAN = TargetPlan(
     bindings_optional=True,
     describe=describe,
     numerics_tolerance=numerics_tolerance,
+    unfolded_reason=unfolded_reason,
 )

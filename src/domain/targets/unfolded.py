@@ -11,16 +11,14 @@ runtime target (ONNX, LiteRT, IREE) gets them unfolded instead
 ``exp2``/``log2`` through ``exp``/``log`` and ln 2, ``lgamma``/``digamma`` as an
 elementwise decomposition (StableHLO's own, the one of ``chlo.lgamma`` and
 ``chlo.digamma``), float16 and bfloat16 computed in float32 as XLA computes them
-on CPU. A target refuses one of them only for a dtype it has no arithmetic
-for (LiteRT: float64), naming the operation and the dtype, before anything
-is written.
+on CPU. The verifying child reports each of them with its dtype, and a
+target's plan refuses one only for a dtype it has no form for (its
+``unfolded_reason``: LiteRT has no float64 arithmetic, IREE's CPU backend no
+float64 sine), naming the operation and the dtype, before anything is written
+(:func:`jaxport.domain.targets.plan.refuse_unfolded`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
-
-from jaxport.domain.errors import UnsupportedOperationError
 
 #: JAX's elementwise kernels (custom-call targets, on CPU, CUDA and ROCm) -> the function each computes.
 ELEMENTWISE_KERNELS: dict[str, str] = {
@@ -34,6 +32,11 @@ NEWER_OPERATIONS: dict[str, str] = {
 }
 
 
+def is_kernel(operation: str) -> bool:
+    """Whether ``operation`` (as :func:`kernel_operation` names it) is one of JAX's elementwise kernels."""
+    return operation.startswith("stablehlo.custom_call @")
+
+
 def kernel_operation(target: str) -> str:
     """How messages name the custom call of an elementwise kernel.
 
@@ -41,23 +44,3 @@ def kernel_operation(target: str) -> str:
     'stablehlo.custom_call @cpu_lgamma_ffi (lgamma)'
     """
     return f"stablehlo.custom_call @{target} ({ELEMENTWISE_KERNELS[target]})"
-
-
-def refuse_dtypes(runtime: str, function: str, found: Iterable[tuple[str, str, str]],
-                  dtypes: frozenset[str], why: str) -> None:
-    """Refuses the first unfolded operation on a dtype the target has no form for.
-
-    Args:
-        runtime: the target as messages name it.
-        function: the function's name.
-        found: (operation, dtype name, source location) of each operation to unfold.
-        dtypes: the dtypes the target computes them in.
-        why: what the target lacks, for the message.
-
-    Raises:
-        UnsupportedOperationError: naming the operation, its location and the dtype.
-    """
-    for operation, dtype, location in found:
-        if dtype not in dtypes:
-            raise UnsupportedOperationError(runtime, function, operation, location,
-                                            f"{runtime} has no {dtype} form of it ({why})")
