@@ -50,14 +50,22 @@ def five(x: jax.Array, y: jax.Array, z: jax.Array, w: jax.Array) -> tuple[jax.Ar
     return lax.fma(x, y, z), jnp.exp2(x), jnp.log2(y), lax.lgamma(w), lax.digamma(w)
 
 
+def five_twice(*args: jax.Array) -> tuple[jax.Array, ...]:
+    """:func:`five` on two sets of four arrays (float16 and bfloat16: one conversion for both)."""
+    return five(*args[:4]) + five(*args[4:])
+
+
 def three(x: jax.Array, y: jax.Array, z: jax.Array, w: jax.Array) -> tuple[jax.Array, ...]:
     """The three StableHLO operations, without JAX's kernels."""
     return lax.fma(x, y, z), jnp.exp2(x), jnp.log2(y + w * w)
 
 
-def export(function: Callable[..., Any], dtypes: Sequence[str], *, gate_off: bool, n: int = 16) -> jaxport.Exported:
-    """``function`` of one ``(n,)`` array per dtype, exported for the newest StableHLO with the gate as told."""
-    specs = [jax.ShapeDtypeStruct((n,), d) for d in dtypes]
+def export(function: Callable[..., Any], dtypes: Sequence[str], *, gate_off: bool,
+           symbolic: bool = False) -> jaxport.Exported:
+    """``function`` of one ``(16,)`` array per dtype (``(n,)`` when ``symbolic``), exported for the newest
+    StableHLO with the gate as told."""
+    size = jaxport.symbolic_shape("n")[0] if symbolic else 16
+    specs = [jax.ShapeDtypeStruct((size,), d) for d in dtypes]
     service = ExportService(wiring.lowerer(), NewestStableHlo())
     with jax_config.export_ignore_forward_compatibility(gate_off):
         return service.export(jax.jit(function), platforms=None,
@@ -77,11 +85,10 @@ def inputs(dtype: str, n: int = 16) -> list[np.ndarray]:
 def expected(function: Callable[..., Any], args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """``jax.jit(function)``'s outputs on this CPU; float16 and bfloat16 computed in float32 and rounded
     (XLA's CPU has no ``fma`` for them, and computes their elementwise operations in float32)."""
-    narrow = [a.dtype.name in NARROW for a in args]
-    wide = [a.astype(np.float32) if n else a for a, n in zip(args, narrow)]
+    wide = [a.astype(np.float32) if a.dtype.name in NARROW else a for a in args]
     out = jax.jit(function)(*wide)
-    dtype = args[0].dtype
-    return [np.asarray(o).astype(dtype) for o in out]
+    dtypes = [o.dtype for o in jax.eval_shape(function, *args)]
+    return [np.asarray(o).astype(d) for o, d in zip(out, dtypes)]
 
 
 def assert_close(got: Sequence[Any], want: Sequence[np.ndarray]) -> None:

@@ -51,11 +51,14 @@ _JAX_FUNCTION = re.compile(r"(lgamma|digamma)_impl(_\d+)?")
 
 def _jax_function(op: Any) -> str | None:
     """For a call of a function of JAX's lowering of lgamma or digamma on a float32 (or narrower)
-    operand, the name of the kernel it stands for, else None."""
-    if op.name != "func.call" or len(op.operands) != 1 or len(op.results) != 1:
+    operand (its last; a shape-polymorphic module passes the dimension variables first, as
+    integer scalars), the name of the kernel it stands for, else None."""
+    if op.name != "func.call" or not op.operands or len(op.results) != 1:
         return None
     found = _JAX_FUNCTION.fullmatch(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-    if found is None or op.operands[0].type != op.results[0].type or _element(op.results[0]) == "f64":
+    if found is None or op.operands[-1].type != op.results[0].type or _element(op.results[0]) == "f64":
+        return None
+    if any(ir.ShapedType(d.type).rank != 0 or _element(d) not in ("i32", "i64") for d in list(op.operands)[:-1]):
         return None
     return f"cpu_{found.group(1)}_ffi"
 
@@ -121,8 +124,9 @@ def _rewrite(module: ir.Module, kernel_of: Callable[[Any], str | None]) -> bool:
 def _unfolded(op: Any, kernel: str | None) -> Any:
     """The value that replaces ``op``'s result (at its place)."""
     operands = list(op.operands)
-    if kernel is not None:
-        return chlo.lgamma(operands[0]) if ELEMENTWISE_KERNELS[kernel] == "lgamma" else chlo.digamma(operands[0])
+    if kernel is not None:  # a custom call's shape operands (polymorphic shapes) come after, a function's before
+        x = operands[0] if op.name == "stablehlo.custom_call" else operands[-1]
+        return chlo.lgamma(x) if ELEMENTWISE_KERNELS[kernel] == "lgamma" else chlo.digamma(x)
     result_type = op.results[0].type
     narrow = _element(op.results[0]) in _NARROW
     if narrow:
