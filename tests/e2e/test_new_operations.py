@@ -75,6 +75,21 @@ def test_float16_and_bfloat16_are_computed_in_float32_on_every_target(target: st
     ops.assert_close(got, ops.expected(ops.five_twice, args))
 
 
+def test_jax_exports_own_artifact_with_the_gate_off_converts(tmp_path: Path) -> None:
+    """What JAX 0.12.1's own ``jax.export`` writes with the gate off (StableHLO 1.22: the kernels' custom
+    calls, ``exp2`` and ``log2`` already written with ``exp`` and ``log``; no ``fma``, which 1.22 lacks)."""
+    pytest.importorskip("onnxruntime")
+    spec = jax.ShapeDtypeStruct((16,), "float32")
+    with ops.gate_scope(off=True):
+        exported = jax.export.export(jax.jit(ops.three_and_kernels))(spec, spec, spec, spec)
+    assert "@cpu_lgamma_ffi" in exported.mlir_module() and "@cpu_digamma_ffi" in exported.mlir_module()
+    (tmp_path / "f.jax").write_bytes(exported.serialize())
+    jaxport.convert(tmp_path / "f.jax", tmp_path / "out", to="onnx")
+    args = ops.inputs("float32")
+    converted = jaxport.load_converted(tmp_path / "out")
+    ops.assert_close(converted[next(iter(converted))](*args), ops.expected(ops.three_and_kernels, args))
+
+
 def test_float64_converts_where_the_target_has_a_form_of_it(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
     with jax.enable_x64(True):

@@ -14,6 +14,7 @@ has, as a JAX whose export targets StableHLO 1.24 or later writes them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,6 +46,12 @@ class NewestStableHlo(MlirStableHlo):
         return self.newest_readable_version()
 
 
+def gate_scope(off: bool) -> contextlib.AbstractContextManager[Any]:
+    """JAX's forward-compatibility gate, off (``jax_export_ignore_forward_compatibility``) or on, in a scope."""
+    manager: contextlib.AbstractContextManager[Any] = jax_config.export_ignore_forward_compatibility(off)
+    return manager
+
+
 def five(x: jax.Array, y: jax.Array, z: jax.Array, w: jax.Array) -> tuple[jax.Array, ...]:
     """The five operations in one function: one conversion per target and dtype."""
     return lax.fma(x, y, z), jnp.exp2(x), jnp.log2(y), lax.lgamma(w), lax.digamma(w)
@@ -60,6 +67,11 @@ def three(x: jax.Array, y: jax.Array, z: jax.Array, w: jax.Array) -> tuple[jax.A
     return lax.fma(x, y, z), jnp.exp2(x), jnp.log2(y + w * w)
 
 
+def three_and_kernels(x: jax.Array, y: jax.Array, z: jax.Array, w: jax.Array) -> tuple[jax.Array, ...]:
+    """:func:`five` with ``x * y + z`` for ``fma`` (which JAX 0.12.1's export cannot write)."""
+    return x * y + z, jnp.exp2(x), jnp.log2(y), lax.lgamma(w), lax.digamma(w)
+
+
 def export(function: Callable[..., Any], dtypes: Sequence[str], *, gate_off: bool,
            symbolic: bool = False) -> jaxport.Exported:
     """``function`` of one ``(16,)`` array per dtype (``(n,)`` when ``symbolic``), exported for the newest
@@ -67,7 +79,7 @@ def export(function: Callable[..., Any], dtypes: Sequence[str], *, gate_off: boo
     size = jaxport.symbolic_shape("n")[0] if symbolic else 16
     specs = [jax.ShapeDtypeStruct((size,), d) for d in dtypes]
     service = ExportService(wiring.lowerer(), NewestStableHlo())
-    with jax_config.export_ignore_forward_compatibility(gate_off):
+    with gate_scope(gate_off):
         return service.export(jax.jit(function), platforms=None,
                               disabled_checks=[jaxport.DisabledSafetyCheck.custom_call(k) for k in KERNELS],
                               args_specs=specs, kwargs_specs={})
