@@ -13,8 +13,10 @@ and ``log(x) / ln 2``, StableHLO's own downgrade. float16 and bfloat16
 operands are computed in float32 (as XLA computes them on CPU, and as JAX's
 lowering of ``fmuladd`` does for them).
 
-:func:`unfold` rewrites a module in place (IREE's and LiteRT's modules, just
-before they are written: :func:`jaxport.adapters.mlir.specialize.portable`);
+:func:`unfold` rewrites a module in place (IREE's and LiteRT's modules, once
+refined, before they are inlined and written: :func:`jaxport.adapters.mlir.specialize.portable`;
+for LiteRT, which has no float64 arithmetic, :func:`unfold_float64_functions`
+first replaces JAX's own float64 decomposition of a float32 lgamma or digamma);
 :func:`unfolded_module` gives a walker (ONNX's) the module written and read
 back; :func:`newer_operations` lists what there is to unfold (the verifying
 process reports it, for the targets' plans to refuse a dtype first).
@@ -32,6 +34,7 @@ from jaxlib.mlir.dialects import chlo, stablehlo
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
 from jaxport.domain.targets.unfolded import ELEMENTWISE_KERNELS, NEWER_OPERATIONS, kernel_operation
 from .bindings import deserialize_portable_artifact, operations, serialize_portable_artifact
+from .rewrite import MIXED_SERIALIZATION
 
 _DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
 _NARROW = ("f16", "bf16")
@@ -153,7 +156,7 @@ def unfolded_module(module: ir.Module) -> ir.Module:
     if not unfold(module):
         return module
     try:
-        blob = serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION, True)
+        blob = serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION, MIXED_SERIALIZATION)
     except Exception as exc:  # noqa: BLE001 -- the writer says which operation in its own error type
         raise ValueError(f"the module, its newer operations unfolded, cannot be written for StableHLO "
                          f"{STABLEHLO_TARGET_VERSION}: {str(exc)[:600]}") from None
