@@ -73,6 +73,17 @@ def test_facts_and_verdicts_round_trip_through_json_and_bad_reports_are_refused(
             ModuleFacts.from_json(bad)
     v = Verdict(False, ("x",))
     assert Verdict.from_json(v.to_json()) == v
+
+
+def test_the_operations_to_unfold_round_trip_and_are_left_out_of_the_json_when_there_are_none() -> None:
+    plain = ModuleFacts((MlirType("f32", (4,)),), (), ())
+    assert b"unfolded" not in plain.to_json()
+    facts = ModuleFacts((MlirType("f32", (4,)),), (), ("cpu_lgamma_ffi",), False,
+                        (("stablehlo.fma", "float32", 'loc("jit(f)/fma")'),))
+    assert ModuleFacts.from_json(facts.to_json()) == facts
+    for bad in ('[["stablehlo.fma", "float32"]]', '[["stablehlo.fma", "float32", 3]]', '{"a": 1}'):
+        with pytest.raises(ArtifactError, match="unfolded"):
+            ModuleFacts.from_json(b'{"inputs": [], "results": [], "custom_calls": [], "unfolded": ' + bad.encode() + b"}")
     assert Verdict.from_json(b"garbage") is None
 
 

@@ -13,7 +13,8 @@ takes dimension values as leading ``tensor<i32> {jax.global_constant = "b"}``
 arguments (as JAX 0.11 and later write it) gets each as a constant of the
 binding (static) or from ``stablehlo.get_dimension_size`` of an input that
 has the variable alone as a dimension (dynamic). JAX's ``shape_assertion`` custom calls are erased (jaxport checks
-every call in front of the runtime). The result is a StableHLO portable
+every call in front of the runtime); StableHLO's newest operations and JAX's lgamma and digamma are unfolded
+(:mod:`jaxport.adapters.mlir.unfold`; the plan refused them on float64, which LiteRT has no arithmetic for). The result is a StableHLO portable
 artifact at a version the converter reads.
 """
 
@@ -85,7 +86,7 @@ def converter_module(name: str, record: ArtifactRecord, weights: Sequence[np.nda
 
     module = calling_main(record.mlir_module_serialized, _CALLEE, plan)
     try:
-        return portable(module, refine=shapes is not None, erase_custom_calls=ERASED_CUSTOM_CALLS)
+        return portable(module, refine=shapes is not None, erase_custom_calls=ERASED_CUSTOM_CALLS, float64=False)
     except ir.MLIRError as exc:  # the module built above is wrong: a bug here, told as such
         raise ConversionError(RUNTIME_NAME, name, f"jaxport built an invalid module for LiteRT (please "
                                                   f"report it): {exc}") from exc

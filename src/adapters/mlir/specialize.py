@@ -34,6 +34,7 @@ from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import jax_dtype
 from .bindings import operations
 from .module import read_module
+from .unfold import unfold, unfold_float64_functions
 from .wrap import converted
 
 _CALLEE = "jaxport_exported_main"
@@ -101,21 +102,27 @@ def calling_main(module: bytes, callee_name: str,
     return wrapper
 
 
-def portable(module: ir.Module, *, refine: bool, erase_custom_calls: frozenset[str] = frozenset()) -> bytes:
+def portable(module: ir.Module, *, refine: bool, erase_custom_calls: frozenset[str] = frozenset(),
+             float64: bool = True) -> bytes:
     """The portable artifact of a module that :func:`calling_main` made: refined by JAX (when
     ``refine``), its custom calls to ``erase_custom_calls`` erased, inlined into one function,
-    without single-device shardings.
+    without single-device shardings, its newer operations and JAX's elementwise kernels unfolded
+    (:mod:`.unfold`: written for StableHLO 1.15, which neither IREE's nor LiteRT's reads otherwise;
+    ``float64``: whether the runtime computes in float64, else :func:`.unfold.unfold_float64_functions`).
 
     Raises:
         ValueError: JAX's refinement refused the module.
         ir.MLIRError: a pass failed on the module.
     """
+    if not float64:
+        unfold_float64_functions(module)  # before the refinement, which inlines them
     if refine:
         with module.context, ir.Location.unknown():
             module = jax_internals.refine_polymorphic_shapes(module)  # in a context of its own
     with module.context, ir.Location.unknown():
         if erase_custom_calls:
             _erase_custom_calls(module, erase_custom_calls)
+        unfold(module)
         passmanager.PassManager.parse("builtin.module(inline,canonicalize,symbol-dce)").run(module.operation)
         _drop_single_device_shardings(module)
         return bytes(jex_mlir.serialize_portable_artifact(module, STABLEHLO_TARGET_VERSION,

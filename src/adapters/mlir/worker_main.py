@@ -73,6 +73,7 @@ def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
     from jaxport.domain.artifact.module_format import stablehlo_version
     from jaxport.domain.artifact.verification import MlirType, ModuleFacts
     from . import bindings as jaxlib_mlir
+    from .unfold import newer_operations
 
     context = jaxlib_mlir.make_context()
     with context:
@@ -99,7 +100,7 @@ def check_module(module_bytes: bytes, sdy: bool) -> tuple[bytes, bytes]:
         targets = tuple(ir.StringAttr(op.attributes["call_target_name"]).value
                         for op in ops if op.name == "stablehlo.custom_call")
         facts = ModuleFacts(tuple(describe(t) for t in ftype.inputs), tuple(describe(t) for t in ftype.results),
-                            targets, any(_uses_shardy(op) for op in ops))
+                            targets, any(_uses_shardy(op) for op in ops), tuple(newer_operations(ops)))
         version = stablehlo_version(module_bytes[:300]) or "1.0.0"
         again = jaxlib_mlir.serialize_portable_artifact(module, version, sdy)
     return facts.to_json(), again

@@ -2,6 +2,9 @@
 
 The module (already verified) is read with jaxlib's MLIR bindings in JAX's
 own context; the walk starts at ``main`` and inlines every ``func.call``.
+StableHLO's operations newer than 1.23 (``fma``, ``exp2``, ``log2``) and
+JAX's lgamma and digamma kernels are unfolded first, as for every runtime
+target (:mod:`jaxport.adapters.mlir.unfold`).
 Each operation goes through the table of :mod:`jaxport.adapters.onnx.ops.table`; an operation
 absent from it, a custom call other than ``shape_assertion`` (whose checks
 jaxport's call front makes before any runtime sees a call) and those of
@@ -43,6 +46,7 @@ from jaxport.domain.calls.front import record_shapes
 from jaxport.domain.symbolic import ArgDim, ShapeAssertion, UnsolvableDimensionError, build_plan, run_plan
 from jaxport.domain.targets.onnx import BFLOAT16_INPUTS, BFLOAT16_OUTPUTS, DEFAULT_IR_VERSION, DEFAULT_OPSET
 from jaxport.adapters.mlir import bindings as jaxlib_mlir
+from jaxport.adapters.mlir.unfold import unfolded_module
 from .optimize import optimize, prune
 from .builder import F32, I64, TARGET, GraphBuilder, element_dtype, narrow_float, onnx_type, round_to
 from .check import check_model
@@ -110,6 +114,10 @@ def translate(record: ArtifactRecord, *, input_names: Sequence[str], output_name
     context = jaxlib_mlir.make_context()
     with context, ir.Location.unknown(context):
         module = jaxlib_mlir.deserialize_portable_artifact(record.mlir_module_serialized, context)
+        try:
+            module = unfolded_module(module)
+        except ValueError as exc:
+            raise ConversionError(TARGET, name, str(exc)) from exc
         walker = Walker(builder, module)
         main = walker.functions["main"]
         block = main.regions[0].blocks[0]

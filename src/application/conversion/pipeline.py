@@ -18,7 +18,9 @@ In order, for any target (:mod:`jaxport.domain.targets.registry`):
    for its custom calls and hands it back written again, in the standard form
    of dimension arguments (the converter gets those bytes only, and asks the
    child for any other form: :class:`~jaxport.domain.targets.ports.ModuleForms`),
-   and those custom calls refused (:func:`~jaxport.domain.targets.plan.refuse_custom_calls`);
+   and those custom calls refused (:func:`~jaxport.domain.targets.plan.refuse_custom_calls`), and
+   the operations every converter unfolds, on a dtype the target has no form for
+   (:func:`~jaxport.domain.targets.plan.refuse_unfolded`);
    the bindings of ``dims`` checked against each function's constraints
    (:func:`~jaxport.domain.targets.plan.variant_shapes`); for a quantization (the options'
    ``quantize``), the calibration examples (:mod:`.quantized`);
@@ -51,7 +53,7 @@ from jaxport.domain.generation.spec import TOKENIZER_FILE
 from jaxport.domain.converted.manifest import ConvertedFunction, ConvertedManifest, WeightsTable
 from jaxport.domain.errors import ArtifactError, ConversionError
 from jaxport.domain.calls.front import with_weights_bound
-from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, variant_shapes
+from jaxport.domain.targets.plan import refuse_custom_calls, refuse_record, refuse_unfolded, variant_shapes
 from jaxport.domain.ports import ModuleWorker
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts, Converter, FunctionJob, ModuleForms
 from jaxport.domain.targets.registry import TargetEntry, target
@@ -142,16 +144,18 @@ def _job(entry: TargetEntry, function: SourceFunction, src: ConversionSource,
     refuse_record(plan, function.name, record, nr_weights=nr_weights)
     if plan.refuse_function is not None:
         plan.refuse_function(signature, record, options)
-    record, custom_calls, shardy = _verified(plan.runtime, function.name, record, worker, with_vjp=plan.keeps_vjp)
+    record, custom_calls, shardy, unfolded = _verified(plan.runtime, function.name, record, worker,
+                                                       with_vjp=plan.keeps_vjp)
     refuse_custom_calls(plan, function.name, custom_calls, plan.allowed_custom_calls(options))
+    refuse_unfolded(plan, function.name, unfolded)
     shapes = variant_shapes(plan, function.name, record, bindings, nr_weights=nr_weights)
     return FunctionJob(function.name, record, signature, custom_calls, shapes, shardy)
 
 
 def _verified(runtime: str, name: str, record: ArtifactRecord, worker: ModuleWorker, *,
-              with_vjp: bool) -> tuple[ArtifactRecord, tuple[str, ...], bool]:
+              with_vjp: bool) -> tuple[ArtifactRecord, tuple[str, ...], bool, tuple[tuple[str, str, str], ...]]:
     """The record as the verifying child hands it back, the custom calls of its module (and of its
-    first VJP) and whether it uses Shardy: the child parses and verifies each module, walks it,
+    first VJP), whether it uses Shardy and the operations the converters unfold: the child parses and verifies each module, walks it,
     and writes it again, in the standard form of dimension arguments. The record holds those
     modules only (its first VJP's for a target that keeps it, else none): nothing in this
     process parses bytes the child has not accepted.
@@ -160,6 +164,7 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, worker: ModuleWor
         ConversionError: the module does not verify or does not match its record.
     """
     calls: list[str] = []
+    unfolded: list[tuple[str, str, str]] = []
     shardy = False
     modules: list[bytes] = []
     for one in (record, record.vjp) if with_vjp and record.vjp is not None else (record,):
@@ -174,8 +179,9 @@ def _verified(runtime: str, name: str, record: ArtifactRecord, worker: ModuleWor
             raise ConversionError(runtime, name, "its module does not match its record: " + "; ".join(problems))
         calls.extend(c for c in checked.facts.custom_call_targets if c not in calls)
         shardy = shardy or checked.facts.uses_shardy
+        unfolded.extend(checked.facts.unfolded)
         modules.append(checked.reserialized)
-    return record.with_modules(modules), tuple(calls), shardy
+    return record.with_modules(modules), tuple(calls), shardy, tuple(unfolded)
 
 
 def _fill(converter: Converter, jobs: tuple[FunctionJob, ...], src: ConversionSource,

@@ -90,20 +90,24 @@ class ModuleFacts:
         inputs, results: the types of ``main``.
         custom_call_targets: the target of every custom call, in walk order.
         uses_shardy: whether an operation of the Shardy dialect (``sdy.``) is there.
+        unfolded: (operation, dtype, source location) of each operation that the converters
+            unfold (:mod:`jaxport.domain.targets.unfolded`), in walk order.
     """
 
     inputs: tuple[MlirType, ...]
     results: tuple[MlirType, ...]
     custom_call_targets: tuple[str, ...]
     uses_shardy: bool = False
+    unfolded: tuple[tuple[str, str, str], ...] = ()
 
     def to_json(self) -> bytes:
         """The facts as JSON (what the verifying process sends)."""
         def types(ts: Sequence[MlirType]) -> list[Any]:
             return [[t.element, None if t.shape is None else list(t.shape)] for t in ts]
+        unfolded = {"unfolded": [list(u) for u in self.unfolded]} if self.unfolded else {}
         return json.dumps({"inputs": types(self.inputs), "results": types(self.results),
                            "custom_calls": list(self.custom_call_targets),
-                           "uses_shardy": self.uses_shardy}).encode()
+                           "uses_shardy": self.uses_shardy, **unfolded}).encode()
 
     @staticmethod
     def from_json(data: bytes) -> ModuleFacts:
@@ -122,9 +126,15 @@ class ModuleFacts:
             if (not isinstance(targets, list) or len(targets) > MAX_TARGETS
                     or not all(isinstance(t, str) for t in targets)):
                 raise ValueError("custom_calls must be a list of strings")
+            unfolded = value.get("unfolded", [])
+            if (not isinstance(unfolded, list) or len(unfolded) > MAX_TARGETS
+                    or not all(isinstance(u, list) and len(u) == 3 and all(isinstance(v, str) for v in u)
+                               for u in unfolded)):
+                raise ValueError("unfolded must be a list of [operation, dtype, location] strings")
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise ArtifactError(f"the verifier's report is malformed: {exc}") from None
-        return ModuleFacts(inputs, results, tuple(targets), value.get("uses_shardy") is True)
+        return ModuleFacts(inputs, results, tuple(targets), value.get("uses_shardy") is True,
+                           tuple((u[0], u[1], u[2]) for u in unfolded))
 
 
 def _types(value: Any) -> tuple[MlirType, ...]:

@@ -29,6 +29,7 @@ from jaxport.domain.errors import TargetMismatchError
 from jaxport.domain.errors import ArtifactError, ConversionError
 from .dtypes import BOOL_AND_INTEGERS, DIFFERENTIABLE
 from .plan import BFloat16, DtypeTable, TargetPlan
+from .unfolded import ELEMENTWISE_KERNELS, is_kernel
 
 
 #: What the requests default to: this machine.
@@ -224,11 +225,26 @@ def describe(details: Mapping[str, Any]) -> str:
 IREE_DTYPES = (BOOL_AND_INTEGERS | DIFFERENTIABLE) - {DType.FLOAT8_E4M3B11FNUZ}
 
 
+def unfolded_reason(operation: str, dtype: str) -> str | None:
+    """Why IREE has no ``dtype`` form of the unfolded ``operation``, else None: its CPU backend links
+    no float64 sine (iree-compile 3.13: ``undefined symbol: sin``), which the reflection formula of the
+    lgamma and digamma decomposition needs.
+
+    >>> unfolded_reason("stablehlo.fma", "float64") is None
+    True
+    """
+    if dtype == "float64" and is_kernel(operation):
+        return "its CPU backend has no float64 sine, which the decomposition's reflection formula needs"
+    return None
+
+
 PLAN = TargetPlan(
     runtime=PLAN_NAME,
     dtypes=DtypeTable(IREE_DTYPES, bfloat16=BFloat16.NATIVE),
     platforms=frozenset({"cpu"}),
+    custom_calls=frozenset({"shape_assertion"}) | frozenset(ELEMENTWISE_KERNELS),  # the kernels unfolded
     needs_bindings=True,
     check_host=check_host,
     describe=describe,
+    unfolded_reason=unfolded_reason,
 )

@@ -34,6 +34,7 @@ from jaxport.domain.converted.quantization import (
     FLOAT16, INT8, INT8_DYNAMIC, INT8_WEIGHTS, MODES, check_mode, parse_tolerance)
 from jaxport.domain.errors import ConversionError, UsageError
 from .plan import BFloat16, DtypeTable, TargetPlan
+from .unfolded import ELEMENTWISE_KERNELS
 
 
 #: The runtime, as messages name it.
@@ -57,6 +58,20 @@ LITERT_DTYPES = frozenset({
     DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64,
     DType.UINT8, DType.UINT16, DType.UINT32,
     DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64, DType.COMPLEX64})
+
+#: Why LiteRT has no float64 form of an unfolded operation (:mod:`jaxport.domain.targets.unfolded`; float16 and
+#: bfloat16 are computed in float32): measured with litert-converter 0.5.
+NO_FLOAT64 = "its converter legalizes no float64 arithmetic (tfl.mul, tfl.add, tfl.exp and tfl.log take none)"
+
+
+def unfolded_reason(operation: str, dtype: str) -> str | None:
+    """Why LiteRT has no ``dtype`` form of the unfolded ``operation``, else None.
+
+    >>> unfolded_reason("stablehlo.fma", "float16") is None
+    True
+    """
+    del operation
+    return NO_FLOAT64 if dtype == "float64" else None
 
 #: Operators of the converted model that LiteRT's interpreter cannot run without TensorFlow.
 FLEX_PREFIX = "Flex"
@@ -285,7 +300,9 @@ PLAN = TargetPlan(
     runtime="LiteRT",
     dtypes=DtypeTable(LITERT_DTYPES, keys_as_weights=True, bfloat16=BFloat16.NATIVE, notes=_NOTES),
     platforms=frozenset({"cpu"}),
+    custom_calls=ERASED_CUSTOM_CALLS | frozenset(ELEMENTWISE_KERNELS),  # the kernels unfolded
     bindings_optional=True,
     describe=describe,
     numerics_tolerance=numerics_tolerance,
+    unfolded_reason=unfolded_reason,
 )

@@ -39,6 +39,7 @@ from jaxport.domain.errors import ConversionError, UsageError
 from .dtypes import BOOL_AND_INTEGERS
 from jaxport.domain.generation.genai import DETAILS_KEY as GENAI_KEY, describe_genai
 from .plan import BFloat16, DtypeTable, TargetPlan
+from .unfolded import ELEMENTWISE_KERNELS
 
 
 #: The opsets the translation writes: 21 (the default, what onnxruntime-web reads) to 26.
@@ -231,7 +232,7 @@ PLAN = TargetPlan(
     dtypes=DtypeTable(ONNX_DTYPES, keys_as_weights=False, bfloat16=BFloat16.FLOAT32_INSIDE),
     platforms=frozenset({"cpu"}),
     # GSPMD's sharding constraint, in a module for one device, is its operand's value.
-    custom_calls=frozenset({"shape_assertion", "Sharding"}) | LAPACK_TRANSLATED,
+    custom_calls=frozenset({"shape_assertion", "Sharding"}) | LAPACK_TRANSLATED | frozenset(ELEMENTWISE_KERNELS),
     describe=describe,
     refuse_function=refuse_function,
     custom_call_reason=lapack_convention,

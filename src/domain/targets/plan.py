@@ -29,7 +29,7 @@ from typing import Any
 
 from jaxport.domain.artifact.record import ArtifactRecord, DType
 from jaxport.domain.artifact.custom_calls import ALLOW_ALL, CPU_LAPACK_TARGETS, HOST_CALLBACK_TARGETS
-from jaxport.domain.errors import ConversionError
+from jaxport.domain.errors import ConversionError, UnsupportedOperationError
 from jaxport.domain.calls.signature import Signature
 from jaxport.domain.converted.numerics import Tolerance
 from jaxport.domain.converted.static_shapes import StaticShapes, static_shapes
@@ -104,6 +104,8 @@ class TargetPlan:
             ``custom_calls`` (a SavedModel's ``allowed_custom_calls``); None: none.
         custom_call_reason: why the target refuses a custom call, where it says more than
             the generic reasons (ONNX: the convention of a LAPACK kernel out of its reach); None: none.
+        unfolded_reason: why the target has no form of an operation it unfolds (given the operation
+            and its dtype: :mod:`jaxport.domain.targets.unfolded`), else None; None: it has every form.
     """
 
     runtime: str
@@ -121,6 +123,7 @@ class TargetPlan:
     refuse_function: Callable[[Signature, ArtifactRecord, Any], None] | None = None
     options_allow: Callable[[Any], Iterable[str]] | None = None
     custom_call_reason: Callable[[str], str | None] | None = None
+    unfolded_reason: Callable[[str, str], str | None] | None = None
 
     def allowed_custom_calls(self, options: Any) -> tuple[str, ...]:
         """The custom calls that ``options`` (the target's) let through besides the plan's own."""
@@ -200,6 +203,25 @@ def refuse_custom_calls(plan: TargetPlan, name: str, custom_calls: Sequence[str]
         else:
             why = f"a kernel of another runtime, which {plan.runtime} does not have"
         raise ConversionError(plan.runtime, name, f"its module calls the custom call '{target}', {why}")
+
+
+def refuse_unfolded(plan: TargetPlan, name: str, unfolded: Sequence[tuple[str, str, str]]) -> None:
+    """Refuses a function whose module has an operation to unfold on a dtype ``plan``'s target has no form for.
+
+    Args:
+        name: the function's name in the directory.
+        unfolded: (operation, dtype, source location) of each, as the verifying child's walk found them.
+
+    Raises:
+        UnsupportedOperationError: naming the operation, its location, the dtype and why.
+    """
+    if plan.unfolded_reason is None:
+        return
+    for operation, dtype, location in unfolded:
+        why = plan.unfolded_reason(operation, dtype)
+        if why is not None:
+            raise UnsupportedOperationError(plan.runtime, name, operation, location,
+                                            f"{plan.runtime} has no {dtype} form of it: {why}")
 
 
 def variant_shapes(plan: TargetPlan, name: str, record: ArtifactRecord,
