@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import pytest
 
 import jaxport
-from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms, standard_request
+from jaxport.adapters.mlir.rewrite import ChildModuleForms, standard_request
+from jaxport.adapters.mlir.serialization_form import MIXED_SERIALIZATION
 from jaxport.adapters.mlir.worker import ChildModuleWorker
 from jaxport.domain.targets.ports import ConversionJob, ConvertedParts
 from jaxport.domain.targets.registry import TARGETS

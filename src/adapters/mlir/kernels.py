@@ -27,7 +27,7 @@ from jaxlib.mlir.passmanager import PassManager
 from jaxport.domain.artifact.kernels import BYTECODE, KERNEL_TARGETS, MOSAIC_TARGET, TEXT, Kernel
 from jaxport.domain.artifact.module_format import PORTABLE_ARTIFACT_MAGIC, read_producer, stablehlo_version
 from . import bindings as jaxlib_mlir
-from .rewrite import MIXED_SERIALIZATION
+from .serialization_form import MIXED_SERIALIZATION
 
 
 class KernelRefused(Exception):

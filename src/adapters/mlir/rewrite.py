@@ -36,10 +36,7 @@ from jaxport.domain.calls.front import leaf_paths, record_shapes
 from jaxport.domain.converted.static_shapes import StaticShapes
 from jaxport.domain.ports import ModuleWorker
 from .dimension_args import MARKER, standard_form
-
-#: Whether modules are written with Shardy's ops kept (``use_mixed_serialization``), as JAX's
-#: CPU backend writes them; the verifying process does not start a backend to ask.
-MIXED_SERIALIZATION = True
+from .serialization_form import MIXED_SERIALIZATION
 
 
 def standard_request(record: ArtifactRecord) -> dict[str, Any] | None:

@@ -34,7 +34,7 @@ from jaxlib.mlir.dialects import chlo, stablehlo
 from jaxport.domain.artifact.module_format import STABLEHLO_TARGET_VERSION
 from jaxport.domain.targets.unfolded import ELEMENTWISE_KERNELS, NEWER_OPERATIONS, kernel_operation
 from .bindings import deserialize_portable_artifact, operations, serialize_portable_artifact
-from .rewrite import MIXED_SERIALIZATION
+from .serialization_form import MIXED_SERIALIZATION
 
 _DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
 _NARROW = ("f16", "bf16")

@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jaxport.adapters.jax.installed import require_jax
-from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, standard_request
+from jaxport.adapters.mlir.rewrite import standard_request
+from jaxport.adapters.mlir.serialization_form import MIXED_SERIALIZATION
 from jaxport.adapters.storage import atomic_directory
 from jaxport.adapters.storage.atomic_directory import file_digests
 from jaxport.domain.artifact.record import ArtifactRecord
