@@ -36,6 +36,7 @@ from jaxport.domain.errors import ArtifactError, GenerationError
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 from jaxport.domain.targets.litert import SHARED_FILE, shared_signatures, signature_key
+from jaxport.adapters.runtime_logs import native_info_silenced
 from ai_edge_litert.compiled_model import CompiledModel, CpuKernelMode, CpuOptions, HardwareAccelerator, Options
 
 
@@ -69,7 +70,7 @@ class LiteRtStepRunner:
         chosen = dict(options or {})
         threads, xnnpack = chosen.get("num_threads"), chosen.get("xnnpack", True)
         cpu = CpuOptions(num_threads=threads or 0, kernel_mode=None if xnnpack else CpuKernelMode.BUILTIN)
-        with _litert_errors(model=SHARED_FILE):
+        with _litert_errors(model=SHARED_FILE), native_info_silenced():
             self._model = CompiledModel.from_file(os.path.join(root, SHARED_FILE),
                                                   options=Options(HardwareAccelerator.CPU, cpu_options=cpu))
         self._steps: dict[str, list[_Signature]] = {}
