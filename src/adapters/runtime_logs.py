@@ -10,7 +10,9 @@ runtime's own variable where it has one (``TF_CPP_MIN_LOG_LEVEL``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -26,12 +28,17 @@ def runtime_logs_shown() -> bool:
 
 
 @contextlib.contextmanager
-def native_info_silenced(prefix: str = "INFO: ") -> Iterator[None]:
-    """Within: what native code writes to file descriptor 2 is held, then its lines that do not start with
-    ``prefix`` are written back (warnings and errors stay); everything passes where :func:`runtime_logs_shown`."""
+def native_info_silenced(noise: tuple[bytes, ...] = (b"INFO: ",)) -> Iterator[None]:
+    """Within: what native code writes to file descriptor 2 is held, then its lines that hold none of
+    ``noise`` are written back (other warnings and errors stay); everything passes where
+    :func:`runtime_logs_shown`.
+
+    What the runtime's objects write when they are destroyed at the process's exit (LiteRT's
+    ``DestroyAccelerator`` lines), after Python has said all it had to, is dropped too."""
     if runtime_logs_shown():
         yield
         return
+    _quiet_at_exit()
     sys.stderr.flush()
     with tempfile.TemporaryFile() as held:
         saved = os.dup(2)
@@ -43,7 +50,7 @@ def native_info_silenced(prefix: str = "INFO: ") -> Iterator[None]:
             os.close(saved)
             held.seek(0)
             kept = b"".join(line for line in held.read().splitlines(keepends=True)
-                            if not line.startswith(prefix.encode()))
+                            if not any(mark in line for mark in noise))
             if kept:
                 os.write(2, kept)
 
@@ -53,3 +60,16 @@ def quiet_tensorflow() -> None:
     is set or :func:`runtime_logs_shown`."""
     if not runtime_logs_shown():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+@functools.cache
+def _quiet_at_exit() -> None:
+    """At exit, after Python's own handlers (registered first, run last): file descriptor 2 to the null device,
+    for the native destructors that run after the interpreter is done."""
+    def quiet() -> None:
+        sys.stderr.flush()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+
+    atexit.register(quiet)

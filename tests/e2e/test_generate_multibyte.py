@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,3 +177,17 @@ def test_a_request_without_max_tokens_gets_what_the_cache_holds(server: Server) 
         body: dict[str, Any] = json.load(answer)
     choice = body["choices"][0]
     assert choice["finish_reason"] == "length" and len(choice["token_ids"]) >= NEW
+
+
+_LOAD = "import sys, jaxport; print(jaxport.load_generator(sys.argv[1]).generate('ok ok', 2))"
+
+
+def test_litert_loads_without_its_info_lines_unless_asked(directories: dict[str, Path]) -> None:
+    path = _directory(directories, "litert")
+    quiet = subprocess.run([sys.executable, "-c", _LOAD, str(path)], capture_output=True, text=True, timeout=300,
+                           env={k: v for k, v in os.environ.items() if k != "JAXPORT_LOG"})
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr[-3000:]
+    asked = subprocess.run([sys.executable, "-c", _LOAD, str(path)], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "JAXPORT_LOG": "1"})
+    assert asked.returncode == 0 and "INFO: [environment.cc" in asked.stderr, asked.stderr[-3000:]
+    assert quiet.stdout == asked.stdout
