@@ -275,7 +275,8 @@ def _stopping() -> ErrorResponse:
 
 def _failed(run: _Run, exc: JaxportError) -> ErrorResponse:
     logger.error("a request to %r failed", run.model.name, exc_info=exc)
-    return ErrorResponse(error=ErrorBody(message=f"{type(exc).__name__}: {exc}", type="server_error", code=500))
+    said = exc.detail if isinstance(exc, GenerationError) else f"{type(exc).__name__}: {exc}"  # no internal prefix
+    return ErrorResponse(error=ErrorBody(message=said, type="server_error", code=500))
 
 
 def _sse(events: AsyncIterator[str]) -> StreamingResponse:
