@@ -19,6 +19,10 @@ OLDEST_TESTS := tests/e2e/test_export_service.py tests/e2e/test_export_record.py
 	tests/e2e/test_vmap.py tests/e2e/test_dimension_arguments.py tests/e2e/test_iree.py \
 	tests/adapters/test_flatbuffers_codec.py tests/adapters/test_jax_internals.py tests/adapters/test_jax_call.py \
 	tests/e2e/test_savedmodel.py tests/e2e/test_onnx.py tests/e2e/test_litert.py
+# The text tests at the text extra's oldest tokenizers (0.22.x: what transformers 4.57 takes); the main venv
+# runs them at the newest (0.23.x).
+OLDEST_TEXT_TESTS := tests/unit/test_generation_detokenize.py tests/e2e/test_generate_text.py \
+	tests/e2e/test_generate_multibyte.py
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
@@ -34,7 +38,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-runtime-only test-engines bench-engines bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-runtime-only test-engines test-transformers-install bench-engines bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -78,18 +82,21 @@ test: $(RUNTIME_DEPS) typecheck web-deps
 	$(MAKE) test-oldest
 	$(MAKE) test-runtime-only
 	$(MAKE) test-engines
+	$(MAKE) test-transformers-install
 
 $(OLDEST)/.deps-installed: pyproject.toml
 	@test -n "$(OLDEST_PYTHON)" || { echo "make: no Python 3.11 found for the oldest JAX (python3.11, $(PYENV_ROOT)/versions/3.11*): install it or run make OLDEST_PYTHON=/path/to/python3.11" >&2; exit 1; }
 	test -x $(OLDEST)/bin/python || $(OLDEST_PYTHON) -m venv $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(OLDEST)/bin/python -m pip install --quiet ".[jax,dev,tf,iree,onnx,litert]" "jax==0.10.2" "jaxlib==0.10.2"
+	$(OLDEST)/bin/python -m pip install --quiet ".[jax,dev,tf,iree,onnx,litert,text]" "jax==0.10.2" "jaxlib==0.10.2" \
+		"tokenizers>=0.22,<0.23"
 	$(OLDEST)/bin/python -m pip uninstall --quiet --yes jaxport
 	touch $@
 
 # The oldest JAX of the range (0.10.2, Python 3.11) on export, serialization, calls and conversions.
 test-oldest: $(OLDEST)/.deps-installed $(LINK)
 	PYTHONPATH=$(CURDIR)/build/importroot $(OLDEST)/bin/python -m pytest -q -n 2 $(OLDEST_TESTS)
+	PYTHONPATH=$(CURDIR)/build/importroot $(OLDEST)/bin/python -m pytest -q -n 2 --dist loadfile $(OLDEST_TEXT_TESTS)
 
 # ---- The wheel: what a deployment installs where the clone is not (docs/serving.md's Dockerfile) ----
 # dist/jaxport-VERSION-py3-none-any.whl, built from src/ alone (setuptools' build/lib and egg-info go
@@ -131,6 +138,18 @@ test-runtime-only: $(RUNTIME_ONLY)/.deps-installed $(RUNTIME_DEPS) $(LINK)
 	PYTHONPATH=$(CURDIR)/build/importroot $(PY) -m tests.helpers.runtime_only_fixtures $(RUNTIME_ONLY_FIXTURES)
 	JAXPORT_RUNTIME_ONLY_FIXTURES=$(CURDIR)/$(RUNTIME_ONLY_FIXTURES) \
 		$(RUNTIME_ONLY)/bin/python -m pytest -q -p no:cacheprovider tests/runtime_only
+
+# ---- Beside transformers' Flax models (issue 65): the README's text install resolves with them in one step ----
+# A venv of its own: `pip install 'transformers>=4.50,<5' flax 'jaxport[jax,text]'` from the wheel, as one pip
+# command (a ResolutionImpossible fails here), then both import (transformers' Flax GPT-2 and jaxport's tokenizer).
+TRANSFORMERS := build/venv-transformers
+
+test-transformers-install: $(WHEEL_STAMP)
+	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found: run make PYTHON=/path/to/python3.12" >&2; exit 1; }
+	test -x $(TRANSFORMERS)/bin/python || $(PYTHON) -m venv $(TRANSFORMERS)
+	$(TRANSFORMERS)/bin/python -m pip uninstall --quiet --yes jaxport
+	$(TRANSFORMERS)/bin/python -m pip install --quiet --find-links dist "transformers>=4.50,<5" flax "jaxport[jax,text]"
+	cd $(TRANSFORMERS) && bin/python -c 'import jaxport, tokenizers, transformers; from transformers import FlaxGPT2LMHeadModel; from jaxport.adapters.tokenizers.codec import HuggingFaceTokenizer; print("transformers", transformers.__version__, "tokenizers", tokenizers.__version__)'
 
 # ---- The engines (issue 51): Ray Serve, Ray Data and Apache Beam, in a venv of their own ----
 # apache-beam caps numpy below 2.5 (and pillow, cryptography) and Ray pulls a newer protobuf than TensorFlow

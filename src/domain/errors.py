@@ -578,11 +578,13 @@ class GenerationError(JaxportError, ValueError):
     """A call of ``generate`` asks what the model cannot do (an empty prompt, a token outside the
     vocabulary, more tokens than the cache holds, a bad sampling option, text without a tokenizer).
 
-    Attributes: ``argument`` (the argument at fault, ``prompt[1]``, ``top_p``).
+    Attributes: ``argument`` (the argument at fault, ``prompt[1]``, ``top_p``), ``detail`` (what is
+    wrong with it: the message without the prefixes, as a server says it).
     """
 
     def __init__(self, argument: str, detail: str) -> None:
         self.argument = argument
+        self.detail = detail
         super().__init__(f"generate: {argument}: {detail}")
 
 

@@ -183,3 +183,56 @@ def test_donating_the_cache_saves_at_least_0_8_of_one_cache_of_peak_memory(tmp_p
         peaks[way] = int(done.stdout.split()[-1])
     cache_bytes = gpt.MAX_LENGTH * ballast * 4
     assert peaks["copied"] - peaks["donated"] >= 0.8 * cache_bytes, peaks
+
+
+def test_token_ids_come_as_any_integer_array_like(saved: tuple[bool, Path], generator: jaxport.Generator) -> None:
+    import numpy as np
+
+    shared, _ = saved
+    expected = gpt.reference(shared, [1, 2, 3], 4)
+    for dtype in (np.int64, np.int32, np.uint8, np.int16):
+        assert generator.generate(np.array([1, 2, 3], dtype), 4) == expected
+    assert generator.generate([np.int64(1), np.int32(2), 3], 4) == expected
+    batch = np.array([[1, 2, 3], [4, 5, 6]], np.int64)
+    assert generator.generate(batch, 4) == [expected, gpt.reference(shared, [4, 5, 6], 4)]
+    assert generator.generate([np.array([1, 2, 3]), np.array([7])], 4) == \
+        [expected, gpt.reference(shared, [7], 4)]
+    assert generator.generate(np.array([1, 2, 3]), 8, stop=np.array([expected[2]])) == expected[:2]
+    assert [t.id for t in generator.stream(np.array([1, 2, 3], np.int32), 4)] == expected
+
+
+@pytest.mark.parametrize(("prompt", "message"), [
+    ([], r"prompt: the list is empty: give a prompt's token ids \(at least one\), or a batch of at least one"),
+    ("np.array([1.0, 2.0])", r"prompt\[0\]: 1.0 is not an integer: a token id is an int \(or a NumPy integer\)"),
+    ("np.array([1, 40])", r"prompt\[1\]: 40 is outside the vocabulary \[0, 32\)"),
+    ("np.array(3)", r"prompt: an array of shape \(\) is one value, not a prompt: give token ids"),
+    ("np.ones((2, 2, 2), np.int64)", r"prompt\[0\]: holds lists or texts: a batch of token ids is 2-D"),
+    ([1] * 17, r"prompt: a prompt of 17 tokens does not fit the cache of 16 tokens .* at most 16 tokens"),
+])
+def test_a_bad_prompt_is_refused_saying_what_to_change(generator: jaxport.Generator, prompt: Any,
+                                                       message: str) -> None:
+    import numpy as np
+
+    with pytest.raises(GenerationError, match=message):
+        generator.generate(eval(prompt, {"np": np}) if isinstance(prompt, str) else prompt, 1)
+
+
+def test_too_many_new_tokens_name_the_most_that_fit(generator: jaxport.Generator) -> None:
+    with pytest.raises(GenerationError, match=r"max_new_tokens: a prompt of 5 tokens and 13 new ones need 17 cache "
+                                              r"slots; the cache holds 16: ask for at most 12 new tokens"):
+        generator.generate([1, 2, 3, 4, 5], 13)
+
+
+def test_a_served_model_says_how_it_schedules_requests_and_why(saved: tuple[bool, Path]) -> None:
+    from jaxport.application.generation.schedulers import scheduling_of
+
+    shared, path = saved
+    scheduling = scheduling_of(jaxport.load_generator(path), 8)
+    if shared:
+        assert (scheduling.continuous, scheduling.slots) == (False, 1)
+        assert scheduling.reason.startswith("the decode takes a mask and no per-row positions")
+        assert "--max-slots 8 does not apply: for continuous batching, export the prefill and the decode with " \
+               "per-row positions" in scheduling.reason
+    else:
+        assert (scheduling.continuous, scheduling.slots) == (True, 8)
+        assert scheduling.sentence().startswith("continuous batching: requests join a decode batch of 8 slots")

@@ -72,6 +72,9 @@ def test_static_targets_pad_a_prompt_to_a_compiled_length(target: str, tmp_path:
     with pytest.raises(GenerationError, match=r"a prompt of 9 tokens is longer than every prompt length the "
                                               r"prefill was compiled for: \[4, 8\]"):
         generator.generate(list(range(9)), 2)
+    with pytest.raises(GenerationError, match=r"prompt: a batch of 2 prompts: the prefill was compiled for batches "
+                                              r"of \[1\] prompts only: give 1 prompts at a time"):
+        generator.generate([[1, 2], [3, 4]], 2)
 
 
 def test_iree_keeps_the_cache_as_its_device_arrays_between_steps(tmp_path: Path) -> None:

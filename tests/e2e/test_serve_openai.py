@@ -262,3 +262,38 @@ def test_time_to_first_token_and_tokens_are_counted(jax_server: Server) -> None:
     assert jax_server.metric("jaxport_time_to_first_token_seconds_count", model="gpt") >= 1
     assert jax_server.metric("jaxport_generated_tokens_total", model="gpt") >= 4
     assert jax_server.metric("jaxport_running_requests", model="gpt") == 0
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"model": "gpt", "prompt": [1], "temperature": NaN}',
+     "Invalid 'temperature': expected a finite number, but got nan instead."),
+    ({"prompt": [1], "temperature": 3}, "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, "
+                                        "but got 3 instead."),
+    ({"prompt": [1], "max_tokens": 0}, "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, "
+                                       "but got 0 instead."),
+    ({"prompt": ["a"]}, "Invalid type for 'prompt[0]': expected an integer, but got a string instead."),
+    ({"prompt": [1], "logprobs": 2}, "Unrecognized request argument supplied: logprobs"),
+    ({}, "Missing required parameter: 'prompt'."),
+    ({"prompt": [1], "max_tokens": 17}, "Invalid 'max_tokens': a prompt of 1 tokens and 17 new ones need 17 cache "
+                                        "slots; the cache holds 16: ask for at most 16 new tokens, or give a shorter "
+                                        "prompt"),
+    ({"prompt": [1, 99]}, "Invalid 'prompt[1]': 99 is outside the vocabulary [0, 32)"),
+])
+def test_refusals_say_what_to_change_in_openais_words(jax_server: Server, body: dict[str, Any] | bytes,
+                                                       message: str) -> None:
+    status, answer = _post(jax_server, "completions", body if isinstance(body, bytes) else {"model": "gpt", **body})
+    assert (status, answer["error"]["message"]) == (400, message)
+
+
+def test_the_models_list_and_the_log_say_how_requests_are_scheduled(jax_server: Server,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxport.application.cli.main import main
+
+    with urllib.request.urlopen(f"http://{jax_server.url}/openai/v1/models", timeout=60) as answer:
+        card = json.load(answer)["data"][0]
+    assert (card["scheduling"], card["max_slots"]) == ("continuous", 4) and "per-row positions" in \
+        card["scheduling_reason"]
+    assert "continuous batching: requests join a decode batch of 4 slots (--max-slots)" in jax_server.log.read_text()
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    assert "requests run one at a time and --max-slots does not apply" in " ".join(capsys.readouterr().out.split())

@@ -4,6 +4,7 @@ results equal to ``load_converted(...)(...)``, a bad row failing the job with it
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,4 +56,18 @@ def test_a_bad_row_fails_the_job_with_its_index(local_ray: None, directories: Pa
     # Ray Data's own error: the job's task error, whose text holds the actor's traceback.
     with pytest.raises(ray.exceptions.RayTaskError, match=r"jaxport\.errors\.BatchRowError: Row 2 of the batch to "
                        r"'predict' is refused: Shape mismatch for args\[0\]\.shape\[1\]"):
+        scored.take_all()
+
+
+def test_actors_that_find_no_cpu_left_are_said_within_the_bound(local_ray: None, directories: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    import ray.data
+    import ray.exceptions
+
+    dataset = ray.data.from_items([{"arg0": r} for r in model.rows(4)])
+    with caplog.at_level("WARNING", logger="jaxport.ray_data"):  # an actor of 3 CPUs on a cluster of 2
+        scored = jaxport.ray_data_map(dataset, directories / "onnx", batch_size=4, num_cpus=3, start_timeout_s=3)
+    assert re.search(r"the cluster has no CPU left for its actors: [\d.]+ of its 2 CPUs are free, 1 actor\(s\) "
+                     r"of 3 CPU need 3", caplog.text), caplog.text
+    with pytest.raises(ray.exceptions.GetTimeoutError, match="not have enough resources"):
         scored.take_all()

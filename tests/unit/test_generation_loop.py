@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from jaxport.domain.errors import GenerationError
-from jaxport.domain.generation.loop import Padding, check_request, run
+from jaxport.domain.generation.loop import Padding, check_request, room, run
 from jaxport.domain.generation.ports import SamplingOptions, StepBatch
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput
 
@@ -118,12 +118,17 @@ def test_a_stop_token_ends_its_row_only_and_is_not_emitted() -> None:
 
 
 @pytest.mark.parametrize(("prompts", "n", "options", "stop", "match"), [
-    ([[]], 2, SamplingOptions(), (), r"prompt: the prompt is empty"),
+    ([[]], 2, SamplingOptions(), (), r"prompt: the prompt is empty: give at least one token"),
     ([], 2, SamplingOptions(), (), r"prompt: the batch holds no prompt"),
-    ([[1], [2, 10]], 2, SamplingOptions(), (), r"prompt\[1\]\[1\]: 10 is not a token id of the vocabulary \[0, 10\)"),
+    ([[1], [2, 10]], 2, SamplingOptions(), (), r"prompt\[1\]\[1\]: 10 is outside the vocabulary \[0, 10\)"),
+    ([[1, 2.0]], 2, SamplingOptions(), (), r"prompt\[1\]: 2.0 is not an integer: a token id is an int"),
+    ([[1, True]], 2, SamplingOptions(), (), r"prompt\[1\]: True is not an integer"),
+    ([[1] * 9], 1, SamplingOptions(), (), r"prompt: a prompt of 9 tokens does not fit the cache of 8 tokens .* "
+                                          r"at most 8 tokens"),
     ([[1]], 0, SamplingOptions(), (), r"max_new_tokens: 0 is not a count of at least 1"),
-    ([[1, 2]], 8, SamplingOptions(), (), r"max_new_tokens: .* need 9 cache slots; the cache holds 8"),
-    ([[1]], 2, SamplingOptions(), (-1,), r"stop\[0\]: -1 is not a token id"),
+    ([[1, 2]], 8, SamplingOptions(), (), r"max_new_tokens: .* need 9 cache slots; the cache holds 8: ask for at "
+                                         r"most 7 new tokens, or give a shorter prompt"),
+    ([[1]], 2, SamplingOptions(), (-1,), r"stop\[0\]: -1 is outside the vocabulary"),
     ([[1]], 2, SamplingOptions(temperature=-0.5), (), r"temperature: -0.5 is not a finite number >= 0"),
     ([[1]], 2, SamplingOptions(top_k=0), (), r"top_k: 0 is not a count of at least 1"),
     ([[1]], 2, SamplingOptions(top_p=0.0), (), r"top_p: 0.0 is not in \(0, 1\]"),
@@ -133,3 +138,27 @@ def test_a_bad_request_is_a_generation_error_naming_the_argument(
         prompts: list[list[int]], n: int, options: SamplingOptions, stop: tuple[int, ...], match: str) -> None:
     with pytest.raises(GenerationError, match=match):
         check_request(_spec(), prompts, n, options, stop)
+
+
+def test_ids_are_taken_as_operator_index_takes_them() -> None:
+    class Index:  # an integer type of another library (NumPy's, say)
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def __index__(self) -> int:
+            return self.value
+
+    ids: list[int] = [Index(1), Index(2)]  # type: ignore[list-item]
+    assert check_request(_spec(), [ids], 2, SamplingOptions(), [Index(3)]).length == 2  # type: ignore[list-item]
+    with pytest.raises(GenerationError, match=r"prompt\[0\]: 10 is outside the vocabulary"):
+        check_request(_spec(), [[Index(10)]], 2, SamplingOptions(), ())  # type: ignore[list-item]
+
+
+def test_a_batch_size_that_was_not_compiled_names_those_that_were() -> None:
+    with pytest.raises(GenerationError, match=r"prompt: a batch of 3 prompts: the prefill was compiled for batches "
+                                              r"of \[1, 2\] prompts only: give 1 or 2 prompts at a time"):
+        check_request(_spec(), [[1], [2], [3]], 2, SamplingOptions(), (), lengths=[], batches=[2, 1])
+
+
+def test_room_is_what_the_cache_holds_after_the_prompt_as_laid_out() -> None:
+    assert room(_spec(), 3) == 6 and room(_spec(), 3, [4, 6]) == 5 and room(_spec(), 8) == 1

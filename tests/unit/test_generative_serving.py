@@ -79,13 +79,17 @@ def test_a_request_is_checked_and_runs_to_the_end_of_the_cache_by_default() -> N
     prepared = _model().prepare("abc", None, temperature=0.0, top_p=1.0, seed=None, stop=[4])
     assert prepared.request == GenerationRequest((0, 1, 2), 6, prepared.request.options, (4, 9))
     assert _model().prepare([1], 2, temperature=0.5, top_p=0.9, seed=3, stop=None).request.options.seed == 3
+    model = _model()
+    padded = GenerativeModel("m", model.spec, model.codec, None, model.scheduler, room=lambda ids: 8 - 4 + 1)
+    assert padded.prepare("abc", None, temperature=0.0, top_p=1.0, seed=None, stop=None).request.max_new_tokens == 5
 
 
 @pytest.mark.parametrize(("prompt", "max_tokens", "stop", "text", "message"), [
     ("abc", None, None, False, r"prompt: text needs a tokenizer"),
     ([1], None, "c", False, r"stop: text needs a tokenizer"),
     (list(range(9)), None, None, True, r"prompt: 9 tokens are more than the cache holds \(8\)"),
-    ([1, 2], 6, None, True, r"max_tokens: a prompt of 4 tokens and 6 new ones need 9 cache slots"),
+    ([1, 2], 6, None, True, r"max_tokens: a prompt of 2 tokens \(padded to the compiled length 4\) and 6 new ones "
+                           r"need 9 cache slots; the cache holds 8: ask for at most 5 new tokens"),
     ([1, 12], None, None, True, r"prompt"),
     ([1], None, [12], True, r"stop"),
     ([1], None, "", True, r"stop: a stop text is empty"),

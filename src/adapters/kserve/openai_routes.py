@@ -35,6 +35,8 @@ from jaxport.domain.generation.scheduling import RequestStream
 from .generation_metrics import GenerationMetrics
 from .metrics import ServingMetrics
 from .relay import Relay
+from .openai_errors import invalid_body
+from .openai_schema import scheduling_fields
 from .openai_schema import (
     AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionRequest, Completion, CompletionChoice,
     CompletionRequest, ErrorBody, ErrorResponse, ModelCard, ModelList, Usage
@@ -105,7 +107,8 @@ class OpenAIRoutes:
         """The served model, once it is ready."""
         model = self.model()
         cards = [] if model is None else [ModelCard(id=model.name, created=int(time.time()),
-                                                    max_model_len=model.spec.max_length or 0)]
+                                                    max_model_len=model.spec.max_length or 0,
+                                                    **scheduling_fields(model.scheduling))]
         return JSONResponse(ModelList(data=cards).model_dump(mode="json"))
 
     async def completions(self, request: Request) -> Response:
@@ -253,16 +256,13 @@ def _parse(kind: type[_Body], body: bytes) -> _Body:
     try:
         return kind.model_validate_json(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        param = ".".join(str(p) for p in first["loc"]) or None
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
-        raise _Refusal(400, ErrorBody(message=f"The request body is not a {kind.__name__}: {problems}",
-                                      type="invalid_request_error", param=param, code=400),
+        message, param = invalid_body(exc, list(kind.model_fields))
+        raise _Refusal(400, ErrorBody(message=message, type="invalid_request_error", param=param, code=400),
                        "MalformedRequest") from exc
 
 
 def _bad(exc: GenerationError) -> _Refusal:
-    refusal = _Refusal(400, ErrorBody(message=f"{type(exc).__name__}: {exc}", type="invalid_request_error",
+    refusal = _Refusal(400, ErrorBody(message=f"Invalid '{exc.argument}': {exc.detail}", type="invalid_request_error",
                                       param=exc.argument, code=400), type(exc).__name__)
     refusal.__cause__ = exc  # what the metrics count
     return refusal
@@ -275,7 +275,8 @@ def _stopping() -> ErrorResponse:
 
 def _failed(run: _Run, exc: JaxportError) -> ErrorResponse:
     logger.error("a request to %r failed", run.model.name, exc_info=exc)
-    return ErrorResponse(error=ErrorBody(message=f"{type(exc).__name__}: {exc}", type="server_error", code=500))
+    said = exc.detail if isinstance(exc, GenerationError) else f"{type(exc).__name__}: {exc}"  # no internal prefix
+    return ErrorResponse(error=ErrorBody(message=said, type="server_error", code=500))
 
 
 def _sse(events: AsyncIterator[str]) -> StreamingResponse:

@@ -11,16 +11,18 @@ other field is refused by name rather than ignored.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from jaxport.domain.generation.scheduling import Scheduling
 
 #: A ``stop``: a text, texts, or token ids (jaxport's extension).
 Stop = str | list[str] | list[int] | None
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class StreamOptions(_Request):
@@ -130,6 +132,19 @@ class ModelCard(BaseModel):
     created: int
     owned_by: str = "jaxport"
     max_model_len: int
+    #: jaxport's extension: how the server runs this model's requests (``continuous``: joining a decode batch
+    #: of ``max_slots`` between steps; ``one_at_a_time``), and why (what continuous batching would need).
+    scheduling: Literal["continuous", "one_at_a_time"] | None = None
+    max_slots: int | None = None
+    scheduling_reason: str | None = None
+
+
+def scheduling_fields(scheduling: Scheduling | None) -> dict[str, Any]:
+    """The :class:`ModelCard` fields that say ``scheduling`` (none where it is not known)."""
+    if scheduling is None:
+        return {}
+    return {"scheduling": "continuous" if scheduling.continuous else "one_at_a_time",
+            "max_slots": scheduling.slots, "scheduling_reason": scheduling.reason}
 
 
 class ModelList(BaseModel):

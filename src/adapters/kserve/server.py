@@ -363,9 +363,8 @@ class KServeServer:
         """``model``, its scheduler's gauges read at each scrape; says how it runs requests."""
         stats = model.scheduler.stats
         generation_metrics().watch(model.name, lambda: stats().running, lambda: stats().queued)
-        how = (f"requests join a batch of {self.options.max_slots} slots between steps"
-               if model.scheduler.continuous else "requests run one at a time (the model's decode shares one "
-                                                  "position across the batch)")
+        how = model.scheduling.sentence() if model.scheduling is not None else \
+            "continuous batching" if model.scheduler.continuous else "one request at a time"
         logger.info("OpenAI endpoints at %s for the model %r: %s, at most %d waiting", OPENAI_PREFIX, model.name,
                     how, self.options.max_queue)
         return model

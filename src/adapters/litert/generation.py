@@ -21,14 +21,17 @@ calls instead (:func:`jaxport.load_generator` chooses): ai-edge-litert 2.3.0's
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
 # runtime.py first: without the extra, it raises the MissingExtraError that names it.
-from jaxport.adapters.litert.runtime import _litert_errors
+from jaxport.adapters.litert.runtime import NOISE, _litert_errors
 from jaxport.adapters.numpy.steps import HostInput, host_inputs, last_logits, step_arrays
 from jaxport.domain.converted.manifest import ConvertedManifest
 from jaxport.domain.converted.static_shapes import variant_file
@@ -36,6 +39,7 @@ from jaxport.domain.errors import ArtifactError, GenerationError
 from jaxport.domain.generation.ports import StepBatch
 from jaxport.domain.generation.spec import GenerationSpec, StepInput
 from jaxport.domain.targets.litert import SHARED_FILE, shared_signatures, signature_key
+from jaxport.adapters.runtime_logs import native_info_silenced
 from ai_edge_litert.compiled_model import CompiledModel, CpuKernelMode, CpuOptions, HardwareAccelerator, Options
 
 
@@ -69,7 +73,7 @@ class LiteRtStepRunner:
         chosen = dict(options or {})
         threads, xnnpack = chosen.get("num_threads"), chosen.get("xnnpack", True)
         cpu = CpuOptions(num_threads=threads or 0, kernel_mode=None if xnnpack else CpuKernelMode.BUILTIN)
-        with _litert_errors(model=SHARED_FILE):
+        with _litert_errors(model=SHARED_FILE), native_info_silenced(NOISE):
             self._model = CompiledModel.from_file(os.path.join(root, SHARED_FILE),
                                                   options=Options(HardwareAccelerator.CPU, cpu_options=cpu))
         self._steps: dict[str, list[_Signature]] = {}
@@ -83,6 +87,7 @@ class LiteRtStepRunner:
                 for v in function.variants]
         self.cache: list[Any] | None = None
         self._spare: list[Any] = []
+        self._first = True
 
     def start(self, batch: int) -> None:
         """Two sets of cache buffers for ``batch`` rows in LiteRT: the empty cache, and where the first
@@ -99,8 +104,9 @@ class LiteRtStepRunner:
             compiled = sorted({s.host_shapes[0][0] for s in decode if s.host_shapes and s.host_shapes[0]})
             raise GenerationError("prompt", f"a batch of {batch} prompts: the decode was compiled for batches "
                                             f"of {compiled} only (convert with dims for this batch size)")
-        self.cache = fits[0].cache_buffers(zeros=True)
-        self._spare = fits[0].cache_buffers(zeros=False)
+        with self._quiet():
+            self.cache = fits[0].cache_buffers(zeros=True)
+            self._spare = fits[0].cache_buffers(zeros=False)
 
     def step(self, function: str, batch: StepBatch) -> np.ndarray:
         """Runs ``function`` on ``batch`` and the cache held; the new cache stays in LiteRT's buffers.
@@ -117,9 +123,24 @@ class LiteRtStepRunner:
         if chosen is None:
             raise GenerationError("prompt", f"{function!r} was compiled for the input shapes "
                                             f"{[s.host_shapes for s in candidates]}, not {shapes}")
-        logits = chosen.run(arrays, self.cache, self._spare)
+        with self._quiet():
+            logits = chosen.run(arrays, self.cache, self._spare)
+        self._first = False
         self.cache, self._spare = self._spare, self.cache
         return last_logits(logits, batch.last)
+
+    def __del__(self) -> None:
+        """LiteRT's environment goes with the model, saying so on stderr: silenced as its creation was (at the
+        process's exit, :func:`~jaxport.adapters.runtime_logs.native_info_silenced` silenced it already)."""
+        if sys.is_finalizing() or not hasattr(self, "_steps"):
+            return
+        with native_info_silenced(NOISE):
+            self._steps.clear()
+            self.cache, self._spare, self._model = None, [], None
+
+    def _quiet(self) -> AbstractContextManager[None]:
+        """LiteRT's noise silenced until the first step has run (it creates its environment at first use)."""
+        return native_info_silenced(NOISE) if self._first else contextlib.nullcontext()
 
 
 class _Signature:

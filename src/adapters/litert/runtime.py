@@ -41,11 +41,19 @@ from jaxport.domain.converted.static_shapes import variant_file
 from jaxport.domain.errors import ArtifactError, MissingExtraError, UsageError
 from jaxport.domain.targets.litert import shared_signatures, signature_key
 from jaxport.adapters.engine_errors import engine_errors
+from jaxport.adapters.runtime_logs import native_info_silenced
 
 try:
     from ai_edge_litert import interpreter as litert
 except ImportError as exc:  # the extra is not installed
     raise MissingExtraError("LiteRT's runtime (ai-edge-litert)", "litert-runtime", exc) from exc
+
+
+#: What LiteRT writes to stderr as it opens a model and creates its environment (at a model's first use):
+#: its INFO lines, and the vendors' NPU plugins it finds without their libraries (``Could not load shared
+#: library ... libopenvino.so``): jaxport runs LiteRT on the CPU.
+NOISE = (b"INFO: ", b"NPU accelerator could not be loaded", b"Failed to load plugin at:",
+         b"Could not load shared library")
 
 
 class LiteRtLoadError(ArtifactError, presents_as=ArtifactError):
@@ -95,7 +103,7 @@ class LiteRtModel:
         where: dict[str, Any] = ({"model_content": bytes(source)} if isinstance(source, (bytes, bytearray))
                                  else {"model_path": os.fspath(source)})
         self._file = str(where.get("model_path", ""))
-        with _litert_errors(model=self._file):
+        with _litert_errors(model=self._file), native_info_silenced(NOISE):
             self._interpreter = litert.Interpreter(**where, num_threads=num_threads,
                                                    experimental_op_resolver_type=resolver)
         self._prepared = False
@@ -113,7 +121,7 @@ class LiteRtModel:
         """
         with self._lock:
             if not self._prepared:
-                with _litert_errors(model=self._file):
+                with _litert_errors(model=self._file), native_info_silenced(NOISE):  # the delegate says so
                     self._interpreter.allocate_tensors()
                 self._prepared = True
 

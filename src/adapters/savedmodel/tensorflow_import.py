@@ -6,6 +6,7 @@ import functools
 import sys
 from typing import Any
 
+from jaxport.adapters.runtime_logs import quiet_tensorflow
 from jaxport.domain.errors import MissingExtraError
 
 
@@ -23,6 +24,7 @@ def tf() -> Any:
     block = "jax" not in sys.modules
     if block:
         sys.modules["jax"] = None  # type: ignore[assignment]
+    quiet_tensorflow()
     try:
         import tensorflow as tf
     except ImportError as exc:

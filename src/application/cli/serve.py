@@ -44,8 +44,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help=f"the largest request body, in bytes (default {DEFAULT_MAX_REQUEST_BYTES}, 64 MiB)")
     cmd.add_argument("--max-slots", type=int, default=DEFAULT_MAX_SLOTS, metavar="N",
                      help="a generative model's most requests at once: the rows of its decode batch, which "
-                          f"requests join between steps where the decode takes per-row positions (default "
-                          f"{DEFAULT_MAX_SLOTS})")
+                          "requests join between steps (continuous batching) where the decode takes per-row "
+                          "positions, every cache leaf has a batch axis and the runtime is JAX, ONNX Runtime or "
+                          "TensorFlow; else (a decode that takes a mask, LiteRT, IREE) requests run one at a "
+                          "time and --max-slots does not apply: the start's log and /openai/v1/models say "
+                          f"which, and why (default {DEFAULT_MAX_SLOTS})")
     cmd.add_argument("--max-queue", type=int, default=DEFAULT_MAX_QUEUE, metavar="N",
                      help=f"the most generation requests waiting for a slot; more get HTTP 429 with "
                           f"Retry-After (default {DEFAULT_MAX_QUEUE})")

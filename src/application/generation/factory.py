@@ -19,8 +19,9 @@ from typing import Any
 from jaxport.application.conversion.loader import ConvertedLoader
 from jaxport.application.conversion.model import ConvertedModel
 from jaxport.application.generation.generator import Generator
+from jaxport.application.generation.schedulers import scheduling_of
 from jaxport.domain.errors import GenerationError
-from jaxport.domain.converted.prefill_lengths import prefill_lengths
+from jaxport.domain.converted.prefill_lengths import prefill_batches, prefill_lengths
 from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
 from jaxport.domain.generation.scheduling import Scheduler
 from jaxport.domain.generation.spec import GenerationSpec
@@ -77,7 +78,8 @@ class GeneratorFactory:
         runner = None if checked else model.own_steps(spec)
         return Generator(spec, runner or self.checked_steps(model, spec), self.sampler, text=text,
                          lengths=functools.partial(prefill_lengths, spec, model.functions[spec.prefill]),
-                         chat_template=None if spec.chat_template is None else self.chat(spec.chat_template))
+                         chat_template=None if spec.chat_template is None else self.chat(spec.chat_template),
+                         batches=functools.partial(prefill_batches, spec, model.functions[spec.prefill]))
 
     def served(self, model: ConvertedModel, name: str, max_slots: int, max_queue: int) -> GenerativeModel:
         """The generative model that ``jaxport serve`` answers OpenAI's requests with, under ``name``: the
@@ -90,4 +92,5 @@ class GeneratorFactory:
         generator = self.generator(model)
         chat = generator.render_chat if generator.spec.chat_template is not None else None
         return GenerativeModel(name, generator.spec, generator.codec, chat,
-                               self.schedulers(generator, max_slots, max_queue))
+                               self.schedulers(generator, max_slots, max_queue), room=generator.room,
+                               scheduling=scheduling_of(generator, max_slots))

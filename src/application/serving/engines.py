@@ -70,7 +70,7 @@ def ray_serve_app(path: str | os.PathLike[str], *, name: str = "jaxport", num_re
 
 def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "predict", *,
                  concurrency: int | tuple[int, int] = 1, batch_size: int | None = None,
-                 num_cpus: float | None = None, max_rows: int | None = None) -> Any:
+                 num_cpus: float | None = None, max_rows: int | None = None, start_timeout_s: float = 60.0) -> Any:
     """A Ray ``Dataset`` scored by a function of the directory at ``path``: its other columns, and the
     function's outputs by wire name (lazy, as Ray Data is; ``write_parquet`` or ``iter_batches`` runs it).
 
@@ -84,6 +84,10 @@ def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "pr
             padding on a target compiled per size).
         num_cpus: the CPUs each actor holds (Ray's default where None).
         max_rows: as :func:`~jaxport.application.serving.batches.load_batches`.
+        start_timeout_s: how long the data set's run waits for its actors to start (where Ray Data's
+            ``DataContext.wait_for_min_actors_s`` says to wait forever): past it, the consuming call fails
+            with Ray's ``GetTimeoutError`` (the cluster has no CPU left for them). Too few free CPUs when
+            this is called is logged at once, naming the CPUs free and needed.
 
     Raises:
         MissingExtraError: Ray Data (``jaxport[ray]``) is not installed.
@@ -93,7 +97,7 @@ def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "pr
     except ImportError as exc:
         raise MissingExtraError("Ray Data, which scores a data set on a Ray cluster,", "ray", exc) from exc
     return map_with(dataset, BatchPredictor, {"path": os.fspath(path), "function": function, "max_rows": max_rows},
-                    concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus)
+                    concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus, start_timeout_s=start_timeout_s)
 
 
 def beam_model_handler(path: str | os.PathLike[str], function: str = "predict", *,

@@ -60,6 +60,11 @@ class Detokenizer:
         partial = max((n for s in self._stops for n in range(1, len(s)) if text.endswith(s[:n])), default=0)
         return self._say(len(text) - max(partial, len(text) - len(text.rstrip(INCOMPLETE))))
 
+    @property
+    def holding(self) -> bool:
+        """Whether text is held back (a character's first bytes, or the start of a stop text)."""
+        return not self.stopped and self._said < len(self._text)
+
     def rest(self) -> str:
         """The text held back, said at the row's end ("" after a stop text)."""
         return "" if self.stopped else self._say(len(self._text))

@@ -14,6 +14,7 @@ A row ends at an end-of-text or stop token (not emitted) or after
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -40,31 +41,47 @@ class Layout:
 
 
 def check_request(spec: GenerationSpec, prompts: Sequence[Sequence[int]], max_new_tokens: int,
-                  options: SamplingOptions, stop: Sequence[int], lengths: Sequence[int] | None = None) -> Layout:
+                  options: SamplingOptions, stop: Sequence[int], lengths: Sequence[int] | None = None,
+                  batches: Sequence[int] | None = None) -> Layout:
     """Checks a call of ``generate``; returns how its prompts are laid out.
 
+    Token ids are taken as :func:`operator.index` takes them (Python's and NumPy's integers).
+
     Args:
-        lengths: the prompt lengths the prefill was compiled for (None: any); the prompts are
-            padded to the shortest that holds the longest of them.
+        lengths: the prompt lengths the prefill was compiled for at this batch size (None: any; empty:
+            this batch size was not compiled); the prompts are padded to the shortest that holds the
+            longest of them.
+        batches: the batch sizes the prefill was compiled for (named where ``lengths`` is empty).
 
     Raises:
         GenerationError: naming the argument: an empty prompt or batch, a token or a stop id
-            outside the vocabulary, ``max_new_tokens`` < 1 or beyond the cache, a temperature
-            below 0, ``top_k`` < 1, ``top_p`` outside (0, 1], prompts of different lengths for
-            a model that takes neither a mask nor positions; a prompt that no compiled length
-            holds, or that must be padded for a model that cannot be (naming the lengths there are).
+            that is not an integer or is outside the vocabulary, ``max_new_tokens`` < 1, a prompt
+            longer than the cache or one whose new tokens overflow it (naming the most that fit),
+            a temperature below 0, ``top_k`` < 1, ``top_p`` outside (0, 1], prompts of different
+            lengths for a model that takes neither a mask nor positions; a batch size that was not
+            compiled (naming those that were), a prompt that no compiled length holds, or that must
+            be padded for a model that cannot be (naming the lengths there are).
     """
     assert spec.vocab_size is not None and spec.max_length is not None
     if not prompts:
-        raise GenerationError("prompt", "the batch holds no prompt")
+        raise GenerationError("prompt", "the batch holds no prompt: give at least one")
     for row, prompt in enumerate(prompts):
         where = "prompt" if len(prompts) == 1 else f"prompt[{row}]"
         if not prompt:
-            raise GenerationError(where, "the prompt is empty")
+            raise GenerationError(where, "the prompt is empty: give at least one token")
         _check_ids(where, prompt, spec.vocab_size)
     _check_ids("stop", stop, spec.vocab_size)
     _check_options(options)
+    if lengths is not None and not lengths:
+        compiled = sorted(batches or ())
+        raise GenerationError("prompt", f"a batch of {len(prompts)} prompts: the prefill was compiled for "
+                                        f"batches of {compiled} prompts only: give {_sizes(compiled)} prompts "
+                                        "at a time, or convert with that batch size among the dims")
     longest = max(len(p) for p in prompts)
+    if longest > spec.max_length:
+        raise GenerationError("prompt", f"a prompt of {longest} tokens does not fit the cache of "
+                                        f"{spec.max_length} tokens (the prompt and the new tokens): shorten it "
+                                        f"to at most {spec.max_length} tokens")
     length = longest if lengths is None else next((n for n in sorted(lengths) if n >= longest), None)
     if length is None:
         raise GenerationError("prompt", f"a prompt of {longest} tokens is longer than every prompt length the "
@@ -72,16 +89,43 @@ def check_request(spec: GenerationSpec, prompts: Sequence[Sequence[int]], max_ne
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise GenerationError("max_new_tokens", f"{max_new_tokens!r} is not a count of at least 1")
     if length + max_new_tokens - 1 > spec.max_length:
-        raise GenerationError("max_new_tokens", f"a prompt of {length} tokens and {max_new_tokens} new ones "
-                                                f"need {length + max_new_tokens - 1} cache slots; the cache "
-                                                f"holds {spec.max_length}")
+        padded = "" if length == longest else f" (padded to the compiled length {length})"
+        raise GenerationError("max_new_tokens", f"a prompt of {longest} tokens{padded} and {max_new_tokens} "
+                                                f"new ones need {length + max_new_tokens - 1} cache slots; the "
+                                                f"cache holds {spec.max_length}: ask for at most "
+                                                f"{max(spec.max_length - length + 1, 0)} new tokens, or give "
+                                                "a shorter prompt")
     return Layout(_padding(spec, [len(p) for p in prompts], length, lengths), length)
+
+
+def room(spec: GenerationSpec, prompt: int, lengths: Sequence[int] | None = None) -> int:
+    """The most new tokens that a prompt of ``prompt`` tokens leaves room for in the cache, where it is
+    padded to the shortest of ``lengths`` that holds it (None: not padded); at least 1 (a prompt that no
+    length holds, or that fills the cache, is for :func:`check_request` to refuse).
+
+    >>> room(GenerationSpec(max_length=16), 5), room(GenerationSpec(max_length=16), 5, (4, 8))
+    (12, 9)
+    """
+    assert spec.max_length is not None
+    length = prompt if lengths is None else next((n for n in sorted(lengths) if n >= prompt), prompt)
+    return max(1, spec.max_length - length + 1)
+
+
+def _sizes(sizes: Sequence[int]) -> str:
+    return " or ".join(str(n) for n in sizes) if sizes else "no batch of"
 
 
 def _check_ids(where: str, ids: Sequence[int], vocab: int) -> None:
     for i, token in enumerate(ids):
-        if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab:
-            raise GenerationError(f"{where}[{i}]", f"{token!r} is not a token id of the vocabulary [0, {vocab})")
+        try:
+            value = operator.index(token) if not isinstance(token, bool) else None
+        except TypeError:
+            value = None
+        if value is None:
+            raise GenerationError(f"{where}[{i}]", f"{token!r} is not an integer: a token id is an int "
+                                                   "(or a NumPy integer)")
+        if not 0 <= value < vocab:
+            raise GenerationError(f"{where}[{i}]", f"{value} is outside the vocabulary [0, {vocab})")
 
 
 def _check_options(options: SamplingOptions) -> None:

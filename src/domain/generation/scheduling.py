@@ -36,6 +36,28 @@ class GenerationRequest:
     stop: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Scheduling:
+    """How a served model runs its requests, and why: what ``jaxport serve`` says at start and in
+    ``/openai/v1/models``.
+
+    Attributes:
+        continuous: whether requests join a running decode batch between steps (else one at a time).
+        slots: how many requests run at once (``--max-slots`` where continuous; else 1).
+        reason: why, in the terms of ``jaxport serve --help``.
+    """
+
+    continuous: bool
+    slots: int
+    reason: str
+
+    def sentence(self) -> str:
+        """One sentence: how requests run, and why."""
+        how = (f"continuous batching: requests join a decode batch of {self.slots} slots (--max-slots) between "
+               "steps" if self.continuous else "one request at a time")
+        return f"{how}: {self.reason}"
+
+
 class FinishReason(Enum):
     """Why a request's stream ended."""
 

@@ -20,7 +20,7 @@ from jaxport.domain.generation.detokenize import Detokenizer
 from jaxport.domain.generation.ports import SamplingOptions, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.generation.scheduling import (
-    FinishReason, GenerationRequest, RequestStream, Scheduler, StreamEvent
+    FinishReason, GenerationRequest, RequestStream, Scheduler, Scheduling, StreamEvent
 )
 
 #: The names OpenAI's API gives the arguments that ``generate``'s checks name.
@@ -65,15 +65,22 @@ class GenerativeModel:
         codec: its tokenizer (None: token ids only).
         render_chat: its chat template, a conversation to prompt text (None: no chat).
         scheduler: what runs the requests (one at a time, or joining between steps).
+        room: the most new tokens that the cache leaves room for after a prompt's ids, as its prompt is
+            laid out (padded to a compiled length): what a request without ``max_tokens`` asks for
+            (None: the cache's length less the prompt's).
+        scheduling: how ``scheduler`` runs requests, and why (None: not said).
     """
 
     def __init__(self, name: str, spec: GenerationSpec, codec: TextCodec | None,
-                 render_chat: Callable[[Sequence[Mapping[str, str]]], str] | None, scheduler: Scheduler) -> None:
+                 render_chat: Callable[[Sequence[Mapping[str, str]]], str] | None, scheduler: Scheduler,
+                 room: Callable[[Sequence[int]], int] | None = None, scheduling: Scheduling | None = None) -> None:
         self.name = name
         self.spec = spec
         self.codec = codec
         self._render = render_chat
         self.scheduler = scheduler
+        self._room = room
+        self.scheduling = scheduling
 
     @property
     def chat(self) -> bool:
@@ -107,7 +114,8 @@ class GenerativeModel:
             raise GenerationError("prompt", f"{len(ids)} tokens are more than the cache holds "
                                             f"({spec.max_length}); it is not truncated")
         stop_ids, stop_texts = self._stops(stop)
-        new = spec.max_length - len(ids) + 1 if max_tokens is None else max_tokens
+        new = max_tokens if max_tokens is not None else \
+            self._room(ids) if self._room is not None else spec.max_length - len(ids) + 1
         options = SamplingOptions(temperature=temperature, top_p=top_p, seed=seed)
         request = GenerationRequest(tuple(ids), new, options, tuple(dict.fromkeys((*stop_ids, *spec.eos_ids))))
         return Prepared(request, stop_texts)
@@ -126,7 +134,7 @@ class GenerativeModel:
         except GenerationError as exc:
             if exc.argument not in _OPENAI_NAMES:
                 raise
-            raise GenerationError(_OPENAI_NAMES[exc.argument], str(exc).split(": ", 2)[-1]) from exc
+            raise GenerationError(_OPENAI_NAMES[exc.argument], exc.detail) from exc
 
     def pieces(self, prepared: Prepared, stream: RequestStream, wait: float) -> Iterator[Piece | None]:
         """The pieces of an admitted request's stream; None where nothing came within ``wait`` seconds
