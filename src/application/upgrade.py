@@ -80,13 +80,13 @@ class UpgradeService:
         with open(old, "rb") as file:
             blob = file.read()
         record = decode_artifact(blob)
-        for table in record.chain:  # every VJP table decoded, every module parsed and verified
-            self.forms.worker.check(table.mlir_module_serialized, sdy=MIXED_SERIALIZATION)
         producer = this_producer()
         version, jax_version = written_format()
         keep_protos = who is not None and who.serialization is not None and who.serialization < _NAMED_GENERATION
         renewal = renewed(record, version=version, jax_version=jax_version, map_hlo_shardings=not keep_protos)
         out = renewal.record
+        for table in out.chain:  # every module parsed and verified, in the verifying process
+            self.forms.worker.check(table.mlir_module_serialized, sdy=MIXED_SERIALIZATION)
         if who is not None:
             out = written_for(out, who, self.forms.written_for, self.forms.kernels, writer_jax=producer.jax)
         sealed = bytes(seal(encode_artifact(out), Extension(tuple(t.constraints for t in out.chain), producer)))

@@ -26,9 +26,11 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from jaxport.domain.errors import ArtifactError
+from .calling_convention import MAXIMUM_VERSION, MINIMUM_VERSION
 from .op_sharding import UnrepresentableSharding, as_named_sharding, read_op_sharding
 from .record import ArtifactRecord
 from .sharding import HloShardingRecord, ShardingRecord
+from .window import FORMAT_DATES
 
 #: How a module's GSPMD annotations are spelled (a portable artifact keeps attribute names whole).
 GSPMD_ATTRIBUTE: Final = b"mhlo.sharding"
@@ -74,13 +76,16 @@ def renewed(record: ArtifactRecord, *, version: int, jax_version: str | None,
             consumer whose reader predates named shardings).
 
     Raises:
-        UpgradeRefusedError: an HLO sharding has no named form; the message names the field and why.
+        UpgradeRefusedError: an HLO sharding has no named form, a format version that no JAX wrote
+            (a newer one holds fields this jaxport would drop), a calling convention that no JAX
+            in jaxport's range calls; the message names the field and why.
     """
     notes: list[str] = []
 
     def one(table: ArtifactRecord, order: int) -> ArtifactRecord:
         vjp = None if table.vjp is None else one(table.vjp, order + 1)
         where = "" if order == 0 else f"vjp (order {order}): "
+        _check_versions(table, where)
         in_shardings, out_shardings = table.in_shardings, table.out_shardings
         if map_hlo_shardings and table.uses_hlo_shardings:
             in_shardings, out_shardings = _named(table, "in", where), _named(table, "out", where)
@@ -92,6 +97,18 @@ def renewed(record: ArtifactRecord, *, version: int, jax_version: str | None,
                        serialization_version=version, jax_version=jax_version)
 
     return Renewal(one(record, 0), tuple(notes))
+
+
+def _check_versions(table: ArtifactRecord, where: str) -> None:
+    if table.serialization_version not in FORMAT_DATES:
+        known = ", ".join(map(str, FORMAT_DATES))
+        raise UpgradeRefusedError(table.function_name, f"{where}serialization_version",
+                                  f"JAX never wrote format version {table.serialization_version} (it wrote "
+                                  f"{known}): a newer format may hold fields that writing it again would drop")
+    if not MINIMUM_VERSION <= table.calling_convention_version <= MAXIMUM_VERSION:
+        raise UpgradeRefusedError(table.function_name, f"{where}calling_convention_version",
+                                  f"calling convention {table.calling_convention_version} is outside the window "
+                                  f"[{MINIMUM_VERSION}, {MAXIMUM_VERSION}] that jaxport and JAX call")
 
 
 def _named(table: ArtifactRecord, side: str, where: str) -> tuple[ShardingRecord | None, ...]:
