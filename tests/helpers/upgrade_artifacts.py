@@ -44,7 +44,8 @@ def sharded_export() -> jaxport.Exported:
 
 def placed_x() -> jax.Array:
     """:data:`X` split by rows over :func:`mesh`, as the export's input is."""
-    return jax.device_put(X, NamedSharding(mesh(), P("x", None)))
+    placed: jax.Array = jax.device_put(X, NamedSharding(mesh(), P("x", None)))
+    return placed
 
 
 def hlo_proto(sharding: NamedShardingRecord, ndim: int) -> HloShardingRecord:
