@@ -32,7 +32,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def upgrade_file(args: argparse.Namespace) -> int:
     """Upgrades one artifact and prints what was written."""
-    from jaxport.application.upgrade import upgrade
+    from jaxport.application.upgrade.api import upgrade
 
     print(upgrade(args.old, args.new, consumer=args.consumer))
     return 0

@@ -1,4 +1,4 @@
-"""``jaxport.upgrade``: an artifact read in any layout and written again, sealed, in the newest one.
+"""The upgrade service: an artifact read in any layout and written again, sealed, in the newest one.
 
 JAX reads an artifact for six months after it was written
 (:mod:`jaxport.domain.artifact.window`) and then refuses what the old layouts
@@ -24,7 +24,6 @@ from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
 from jaxport.adapters.jax.versions import this_producer, written_format
 from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms
 from jaxport.adapters.storage.atomic_files import write_atomically
-from jaxport.application import wiring
 from jaxport.domain.artifact.consumers import find_consumer, writer_of, written_for
 from jaxport.domain.artifact.integrity import Extension, seal
 from jaxport.domain.artifact.renewal import renewed
@@ -75,7 +74,7 @@ class UpgradeService:
 
     def upgrade(self, old: str | os.PathLike[str], new: str | os.PathLike[str], *,
                 consumer: str | None = None) -> UpgradeReport:
-        """Reads the artifact at ``old`` and writes it renewed to ``new`` (see :func:`upgrade`)."""
+        """Reads the artifact at ``old`` and writes it renewed to ``new`` (see :func:`jaxport.upgrade`)."""
         who = find_consumer(consumer) if consumer is not None else None  # the user's mistake, before reading
         with open(old, "rb") as file:
             blob = file.read()
@@ -97,38 +96,3 @@ class UpgradeService:
         return UpgradeReport(os.fspath(new), record.function_name, record.serialization_version, writer_of(record),
                              written.serialization_version, written.jax_version, None if who is None else str(who),
                              renewal.notes, sealed[-40:-8].hex())
-
-
-def upgrade(old: str | os.PathLike[str], new: str | os.PathLike[str], *,
-            consumer: str | None = None) -> UpgradeReport:
-    """Reads the artifact at ``old`` and writes it again, sealed, at the newest format version.
-
-    ``old`` may be in any layout that jaxport or ``jax.export`` ever wrote,
-    including what JAX 0.11.1 and later refuse: HLO sharding protos (mapped
-    onto named shardings where one places the same slices on the same
-    devices), the legacy ``in_avals``/``out_avals`` vectors, abstract devices
-    without a platform, a device count in the 16-bit field. The result is
-    what this jaxport writes for a fresh export on the installed JAX (its
-    format version and JAX version recorded), or, with ``consumer``, what that
-    release reads (as ``serialize(consumer=...)`` writes). A module's own GSPMD
-    sharding annotations are kept as they are (a note says so). ``old`` and
-    ``new`` may be the same file: it is replaced whole or not at all.
-
-    Args:
-        old: the artifact to read.
-        new: where to write the renewed artifact.
-        consumer: ``RUNTIME==VERSION`` (``"jax==0.9.2"``): write what that release reads.
-
-    Returns:
-        What was written, and notes on what was mapped or kept.
-
-    Raises:
-        ArtifactError: ``old`` is not a valid artifact (a changed byte under its seal, a cut, a
-            field out of range, a module that does not parse); nothing is written.
-        UpgradeRefusedError: something of it cannot be carried forward; the message names the
-            field and why; nothing is written.
-        UsageError, ConsumerMismatchError: ``consumer`` is not in the table, or would not read the
-            artifact (as for ``save(consumer=...)``); nothing is written.
-        OSError: ``old`` cannot be read or ``new`` written.
-    """
-    return UpgradeService(wiring.module_forms()).upgrade(old, new, consumer=consumer)
