@@ -13,6 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxport.adapters.jax.internals import named_as_hlo_sharding
 from jaxport.adapters.jax.records import jax_sharding
 from jaxport.domain.artifact.op_sharding import as_named_sharding, read_op_sharding
+from jaxport.domain.artifact.sharding import AbstractMeshRecord, AxisType
 
 CASES = [
     ((2, 4), ("x", "y"), P("x", "y")), ((2, 4), ("x", "y"), P("y", "x")), ((2, 4), ("x", "y"), P(("y", "x"), None)),
@@ -43,3 +44,16 @@ def test_a_proto_of_a_named_sharding_maps_back_onto_one_with_the_same_slices_per
     got = slices(concrete, shape)
     whole = tuple((0, n) for n in shape)
     assert {d: got.get(d, whole) for d in want} == want  # a replicated mapping holds it all on one device
+
+
+@pytest.mark.parametrize(("sizes", "names", "spec"), CASES, ids=lambda v: str(v))
+def test_over_the_exporters_mesh_the_mapping_gives_back_the_original_sharding(
+        sizes: tuple[int, ...], names: tuple[str, ...], spec: P) -> None:
+    devices = jax.devices()[:int(np.prod(sizes))]
+    original = NamedSharding(Mesh(np.array(devices).reshape(sizes), names), spec)
+    proto = named_as_hlo_sharding(original, 2).to_proto().SerializeToString()
+    mesh = AbstractMeshRecord(sizes, names, (AxisType.AUTO,) * len(sizes))
+    record = as_named_sharding(read_op_sharding(proto), 2, mesh)
+    assert record.mesh == mesh
+    mapped = NamedSharding(original.mesh, jax_sharding(record).spec)
+    assert slices(mapped, (8, 16)) == slices(original, (8, 16))

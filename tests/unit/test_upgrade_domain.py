@@ -10,11 +10,13 @@ import pytest
 
 from jaxport.domain.artifact.consumers import find_consumer
 from jaxport.domain.artifact.op_sharding import (
-    OpSharding, ShardingType, UnrepresentableSharding, as_named_sharding, read_op_sharding
+    ModuleMesh, OpSharding, ShardingType, UnrepresentableSharding, as_named_sharding, meshes_from_json, module_mesh,
+    read_op_sharding
 )
 from jaxport.domain.artifact.producer import Producer
 from jaxport.domain.artifact.renewal import UpgradeRefusedError, gspmd_annotated, renewed
-from jaxport.domain.artifact.sharding import HloShardingRecord, NamedShardingRecord
+from jaxport.domain.artifact.sharding import AbstractMeshRecord, AxisType, HloShardingRecord, NamedShardingRecord
+from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.window import (
     FORMAT_DATES, artifact_date, six_months_after, window_line, window_notes, window_reasons
 )
@@ -75,6 +77,36 @@ def test_replicated_is_the_empty_mesh_and_explicit_iota_devices_read_as_an_iota(
     assert named.mesh.axis_sizes == () and named.spec.partitions == ((), (), ())
     named = as_named_sharding(read_op_sharding(proto(3, tiles=(2, 1), devices=(0, 1))), ndim=2)
     assert named.spec.partitions == (("_axis_0",), ())
+
+
+XY = AbstractMeshRecord((2, 4), ("x", "y"), (AxisType.AUTO,) * 2)
+
+
+def test_over_the_modules_mesh_each_tiling_axis_takes_the_names_of_the_mesh_axes_it_spans() -> None:
+    assert as_named_sharding(read_op_sharding(TILED_ROWS), 2, AbstractMeshRecord((2,), ("x",), (AxisType.AUTO,))
+                             ).spec.partitions == (("x",), ())
+    named = as_named_sharding(read_op_sharding(proto(3, tiles=(4, 2), reshape=(2, 4), perm=(1, 0))), 2, XY)
+    assert named.mesh == XY and named.spec.partitions == (("y",), ("x",))
+    named = as_named_sharding(read_op_sharding(proto(3, tiles=(8, 1), reshape=(8,))), 2, XY)
+    assert named.spec.partitions == (("x", "y"), ())
+    assert as_named_sharding(read_op_sharding(proto(0)), 1, XY) == NamedShardingRecord(
+        XY, named.spec.__class__(((),)))
+    # A tiling that splits a mesh axis (4 rows over x=2 and half of y=4) keeps JAX's own names.
+    named = as_named_sharding(read_op_sharding(proto(3, tiles=(4, 2), reshape=(8,))), 2, XY)
+    assert named.mesh.axis_names == ("_axis_0", "_axis_1") and named.mesh != XY
+    named = as_named_sharding(read_op_sharding(proto(3, tiles=(2, 1), reshape=(2,))), 2, XY)
+    assert named.mesh.axis_names == ("_axis_0",)  # 2 devices, and the mesh has 8
+
+
+def test_the_modules_mesh_is_its_one_iota_mesh_with_axes_and_the_report_is_bounds_checked() -> None:
+    report = [{"name": "mesh", "axes": [["x", 2], ["y", 4]], "device_ids": []},
+              {"name": "empty_mesh", "axes": [], "device_ids": []}]
+    assert module_mesh(meshes_from_json(report)) == XY
+    assert module_mesh((ModuleMesh("m", (("x", 2),), (1, 0)),)) is None  # a device order of its own
+    assert module_mesh((ModuleMesh("a", (("x", 2),)), ModuleMesh("b", (("y", 2),)))) is None
+    assert meshes_from_json(None) == ()
+    with pytest.raises(ArtifactError, match="meshes is malformed"):
+        meshes_from_json([{"name": "mesh", "axes": [["x"]], "device_ids": []}])
 
 
 @pytest.mark.parametrize(("blob", "ndim", "why"), [

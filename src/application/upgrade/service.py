@@ -26,6 +26,7 @@ from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms
 from jaxport.adapters.storage.atomic_files import write_atomically
 from jaxport.domain.artifact.consumers import find_consumer, writer_of, written_for
 from jaxport.domain.artifact.integrity import Extension, seal
+from jaxport.domain.artifact.op_sharding import module_mesh
 from jaxport.domain.artifact.renewal import renewed
 
 #: The first format generation that records shardings as named shardings (jax 0.9.0).
@@ -82,10 +83,12 @@ class UpgradeService:
         producer = this_producer()
         version, jax_version = written_format()
         keep_protos = who is not None and who.serialization is not None and who.serialization < _NAMED_GENERATION
-        renewal = renewed(record, version=version, jax_version=jax_version, map_hlo_shardings=not keep_protos)
+        # Every module parsed and verified in the verifying process, which reads its Shardy meshes.
+        checked = [self.forms.worker.check(table.mlir_module_serialized, sdy=MIXED_SERIALIZATION,
+                                           form={"meshes": True}) for table in record.chain]
+        renewal = renewed(record, version=version, jax_version=jax_version, map_hlo_shardings=not keep_protos,
+                          meshes=[module_mesh(c.meshes) for c in checked])
         out = renewal.record
-        for table in out.chain:  # every module parsed and verified, in the verifying process
-            self.forms.worker.check(table.mlir_module_serialized, sdy=MIXED_SERIALIZATION)
         if who is not None:
             out = written_for(out, who, self.forms.written_for, self.forms.kernels, writer_jax=producer.jax)
         sealed = bytes(seal(encode_artifact(out), Extension(tuple(t.constraints for t in out.chain), producer)))

@@ -8,11 +8,13 @@ is split (XLA's ``xla_data.proto``: 1 ``type``, 3 ``tile_assignment_dimensions``
 ``replicate_on_last_tile_dim``, 8 ``last_tile_dims``, 9 ``iota_reshape_dims``,
 10 ``iota_transpose_perm``) with the standard library, every length
 bounds-checked; :func:`as_named_sharding` gives the sharding over an abstract
-mesh that places the same slices on the same devices, as ``jax.export``
+mesh that places the same slices on the same devices: over the module's own
+Shardy mesh (:func:`module_mesh`, the axis names the exporter's mesh had) where
+each axis of the tiling is a run of whole axes of that mesh, else as ``jax.export``
 itself records an HLO sharding that has no mesh
 (``to_named_sharding_with_abstract_mesh``): replicated over the empty mesh,
-an iota-tiled one over axes ``_axis_0, _axis_1, ...`` (the mesh's own names
-are not in the proto). What has no such form (a maximal, manual, tuple or
+an iota-tiled one over axes ``_axis_0, _axis_1, ...`` (the proto holds no
+names). What has no such form (a maximal, manual, tuple or
 unreduced sharding, a device order no mesh gives, a subgroup other than
 replicated) raises :class:`UnrepresentableSharding`, with why.
 
@@ -25,9 +27,12 @@ replicated) raises :class:`UnrepresentableSharding`, with why.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
+from typing import Any, Final
+
+from jaxport.domain.errors import ArtifactError
 
 from .sharding import AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 
@@ -35,6 +40,7 @@ from .sharding import AbstractMeshRecord, AxisType, NamedShardingRecord, Partiti
 MAX_PROTO_BYTES: Final = 1 << 20
 MAX_DIMS: Final = 64
 MAX_DEVICES: Final = 1 << 20
+MAX_MESHES: Final = 64
 
 
 class ShardingType(IntEnum):
@@ -129,9 +135,59 @@ def _varint(data: bytes, pos: int, end: int | None = None) -> tuple[int, int]:
 _EMPTY_MESH: Final = AbstractMeshRecord((), (), ())
 
 
-def as_named_sharding(sharding: OpSharding, ndim: int) -> NamedShardingRecord:
+@dataclass(frozen=True, slots=True)
+class ModuleMesh:
+    """A Shardy mesh that a module declares (``sdy.mesh @name = <["x"=2]>``).
+
+    Attributes:
+        name: its symbol.
+        axes: its axes, (name, size), major first.
+        device_ids: its device order; empty for the iota order.
+    """
+
+    name: str
+    axes: tuple[tuple[str, int], ...]
+    device_ids: tuple[int, ...] = ()
+
+
+def meshes_from_json(value: Any) -> tuple[ModuleMesh, ...]:
+    """The meshes a verifying process reported (``()`` when it reported none), bounds-checked.
+
+    Raises:
+        ArtifactError: the report is malformed.
+    """
+    if value is None:
+        return ()
+    try:
+        if not isinstance(value, list) or len(value) > MAX_MESHES:
+            raise ValueError("not a bounded list")
+        meshes = []
+        for entry in value:
+            axes = tuple((str(name)[:200], int(size)) for name, size in entry["axes"][:MAX_DIMS])
+            ids = entry["device_ids"]
+            if not isinstance(ids, list) or len(ids) > MAX_DEVICES:
+                raise ValueError("device_ids is not a bounded list")
+            meshes.append(ModuleMesh(str(entry["name"])[:200], axes, tuple(int(i) for i in ids)))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ArtifactError(f"the verifier's report of meshes is malformed: {exc}") from None
+    return tuple(meshes)
+
+
+def module_mesh(meshes: Sequence[ModuleMesh]) -> AbstractMeshRecord | None:
+    """The abstract mesh of a module's one Shardy mesh with axes in the iota device order (what a
+    JAX export declares), or None when the module declares no such mesh or several."""
+    found = {m.axes for m in meshes if m.axes and not m.device_ids}
+    if len(found) != 1:
+        return None
+    axes = found.pop()
+    return AbstractMeshRecord(tuple(size for _, size in axes), tuple(name for name, _ in axes),
+                              (AxisType.AUTO,) * len(axes))
+
+
+def as_named_sharding(sharding: OpSharding, ndim: int, mesh: AbstractMeshRecord | None = None) -> NamedShardingRecord:
     """The named sharding over an abstract mesh that splits an array of ``ndim`` dimensions as
-    ``sharding`` does (see the module's text).
+    ``sharding`` does: over ``mesh`` (the module's, :func:`module_mesh`) when its axes express the
+    tiling, else over axes ``_axis_0, ...`` (see the module's text).
 
     Raises:
         UnrepresentableSharding: there is none; the message says why.
@@ -140,7 +196,7 @@ def as_named_sharding(sharding: OpSharding, ndim: int) -> NamedShardingRecord:
     if sharding.tuple_shardings or kind == ShardingType.TUPLE:
         raise UnrepresentableSharding("a tuple sharding shards several values, not one array")
     if kind == ShardingType.REPLICATED:
-        return NamedShardingRecord(_EMPTY_MESH, PartitionSpecRecord(((),) * ndim))
+        return NamedShardingRecord(mesh or _EMPTY_MESH, PartitionSpecRecord(((),) * ndim))
     if kind != ShardingType.OTHER:
         name = ShardingType(kind).name.lower() if kind in set(ShardingType) else f"of type {kind}"
         raise UnrepresentableSharding(f"a {name} sharding has no form as a named sharding over a mesh")
@@ -154,16 +210,35 @@ def as_named_sharding(sharding: OpSharding, ndim: int) -> NamedShardingRecord:
     devices = math.prod(tiles)
     reshape, perm = _iota(sharding, devices)
     axes = _refined_axes(tiles, reshape, perm)
-    names: dict[tuple[int, int], str] = {}
-    sizes: list[int] = []
-    for r, parts in enumerate(axes.parts):
-        for k, size in enumerate(parts):
-            if size > 1:
-                names[(r, k)] = f"_axis_{len(sizes)}"
-                sizes.append(size)
-    mesh = AbstractMeshRecord(tuple(sizes), tuple(names.values()), (AxisType.AUTO,) * len(sizes))
-    partitions = tuple(tuple(names[label] for label in axes.of_dim[i] if label in names) for i in range(ndim))
+    labels = [((r, k), size) for r, parts in enumerate(axes.parts) for k, size in enumerate(parts) if size > 1]
+    names = None if mesh is None else _over(mesh, labels)
+    if mesh is None or names is None:
+        names = {label: (f"_axis_{i}",) for i, (label, _) in enumerate(labels)}
+        mesh = AbstractMeshRecord(tuple(size for _, size in labels), tuple(n[0] for n in names.values()),
+                                  (AxisType.AUTO,) * len(labels))
+    partitions = tuple(tuple(name for label in axes.of_dim[i] if label in names for name in names[label])
+                       for i in range(ndim))
     return NamedShardingRecord(mesh, PartitionSpecRecord(partitions))
+
+
+def _over(mesh: AbstractMeshRecord, labels: list[tuple[tuple[int, int], int]]
+          ) -> dict[tuple[int, int], tuple[str, ...]] | None:
+    """Each axis of the tiling (device-major order) as a run of whole axes of ``mesh``, or None."""
+    whole = [(name, size) for name, size in zip(mesh.axis_names, mesh.axis_sizes) if size > 1]
+    if math.prod(size for _, size in whole) != math.prod(size for _, size in labels):
+        return None
+    names: dict[tuple[int, int], tuple[str, ...]] = {}
+    at = 0
+    for label, size in labels:
+        run: list[str] = []
+        while size > 1 and at < len(whole) and size % whole[at][1] == 0:
+            run.append(whole[at][0])
+            size //= whole[at][1]
+            at += 1
+        if size != 1:
+            return None
+        names[label] = tuple(run)
+    return names
 
 
 def _iota(sharding: OpSharding, devices: int) -> tuple[list[int], list[int]]:

@@ -8,8 +8,9 @@ stamps them). What is left to decide is what no newer JAX reads in any form:
 
 * HLO sharding protos (artifacts before 2026-01-15), each mapped onto the
   named sharding over an abstract mesh that places the same slices on the
-  same devices (:mod:`.op_sharding`); one that has none (maximal, manual,
-  tuple, a device order no mesh gives) is refused, by the field that holds it;
+  same devices (:mod:`.op_sharding`), over the module's own Shardy mesh where
+  it can be; one that has none (maximal, manual, tuple, a device order no mesh
+  gives) is refused, by the field that holds it;
 * a module's own GSPMD annotations (``mhlo.sharding`` attributes, written by
   a JAX that partitioned with GSPMD) are kept as they are: JAX 0.12.1 calls
   such a module (XLA falls back from Shardy to GSPMD propagation for it, with
@@ -22,6 +23,7 @@ Nothing here writes: the application encodes, seals and writes atomically.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -29,7 +31,7 @@ from jaxport.domain.errors import ArtifactError
 from .calling_convention import MAXIMUM_VERSION, MINIMUM_VERSION
 from .op_sharding import UnrepresentableSharding, as_named_sharding, read_op_sharding
 from .record import ArtifactRecord
-from .sharding import HloShardingRecord, ShardingRecord
+from .sharding import AbstractMeshRecord, HloShardingRecord, ShardingRecord
 from .window import FORMAT_DATES
 
 #: How a module's GSPMD annotations are spelled (a portable artifact keeps attribute names whole).
@@ -64,7 +66,7 @@ def gspmd_annotated(module: bytes) -> bool:
 
 
 def renewed(record: ArtifactRecord, *, version: int, jax_version: str | None,
-            map_hlo_shardings: bool = True) -> Renewal:
+            map_hlo_shardings: bool = True, meshes: Sequence[AbstractMeshRecord | None] = ()) -> Renewal:
     """``record`` (its VJP chain included) for writing at format ``version`` as ``jax_version`` writes.
 
     Args:
@@ -74,6 +76,8 @@ def renewed(record: ArtifactRecord, *, version: int, jax_version: str | None,
             (``serialization_version`` 3), for a consumer that reads no newer.
         map_hlo_shardings: map HLO sharding protos onto named shardings (False keeps them, for a
             consumer whose reader predates named shardings).
+        meshes: per table of the chain, its module's Shardy mesh (:func:`.op_sharding.module_mesh`),
+            over which its HLO shardings are named where its axes express them.
 
     Raises:
         UpgradeRefusedError: an HLO sharding has no named form, a format version that no JAX wrote
@@ -88,7 +92,8 @@ def renewed(record: ArtifactRecord, *, version: int, jax_version: str | None,
         _check_versions(table, where)
         in_shardings, out_shardings = table.in_shardings, table.out_shardings
         if map_hlo_shardings and table.uses_hlo_shardings:
-            in_shardings, out_shardings = _named(table, "in", where), _named(table, "out", where)
+            mesh = meshes[order] if order < len(meshes) else None
+            in_shardings, out_shardings = _named(table, "in", where, mesh), _named(table, "out", where, mesh)
             notes.append(f"{where}HLO sharding protos mapped onto named shardings over abstract meshes")
         if gspmd_annotated(table.mlir_module_serialized):
             notes.append(f"{where}the module's GSPMD sharding annotations (mhlo.sharding) are kept: JAX 0.12.1 "
@@ -111,7 +116,8 @@ def _check_versions(table: ArtifactRecord, where: str) -> None:
                                   f"[{MINIMUM_VERSION}, {MAXIMUM_VERSION}] that jaxport and JAX call")
 
 
-def _named(table: ArtifactRecord, side: str, where: str) -> tuple[ShardingRecord | None, ...]:
+def _named(table: ArtifactRecord, side: str, where: str,
+           mesh: AbstractMeshRecord | None) -> tuple[ShardingRecord | None, ...]:
     avals = table.in_avals if side == "in" else table.out_avals
     shardings = table.in_shardings if side == "in" else table.out_shardings
     out: list[ShardingRecord | None] = []
@@ -120,7 +126,7 @@ def _named(table: ArtifactRecord, side: str, where: str) -> tuple[ShardingRecord
             out.append(sharding)
             continue
         try:
-            out.append(as_named_sharding(read_op_sharding(sharding.proto), len(aval.shape)))
+            out.append(as_named_sharding(read_op_sharding(sharding.proto), len(aval.shape), mesh))
         except UnrepresentableSharding as exc:
             raise UpgradeRefusedError(table.function_name, f"{where}{side}_shardings[{i}]",
                                       f"the HLO sharding proto has no named form ({exc}); JAX 0.11.1 and "
