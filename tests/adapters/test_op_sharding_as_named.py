@@ -28,12 +28,18 @@ def slices(sharding: Any, shape: tuple[int, ...]) -> dict[int, tuple[Any, ...]]:
             for d, index in sharding.devices_indices_map(shape).items()}
 
 
+def original_and_proto(sizes: tuple[int, ...], names: tuple[str, ...], spec: P) -> tuple[NamedSharding, bytes]:
+    """A named sharding over the first CPU devices, and the HLO sharding proto JAX makes of it."""
+    devices = jax.devices()[:int(np.prod(sizes))]
+    original = NamedSharding(Mesh(np.array(devices).reshape(sizes), names), spec)
+    return original, named_as_hlo_sharding(original, 2).to_proto().SerializeToString()
+
+
 @pytest.mark.parametrize(("sizes", "names", "spec"), CASES, ids=lambda v: str(v))
 def test_a_proto_of_a_named_sharding_maps_back_onto_one_with_the_same_slices_per_device(
         sizes: tuple[int, ...], names: tuple[str, ...], spec: P) -> None:
-    devices = jax.devices()[:int(np.prod(sizes))]
-    original = NamedSharding(Mesh(np.array(devices).reshape(sizes), names), spec)
-    proto = named_as_hlo_sharding(original, 2).to_proto().SerializeToString()
+    original, proto = original_and_proto(sizes, names, spec)
+    devices = list(original.mesh.devices.flat)
     record = as_named_sharding(read_op_sharding(proto), 2)
     mapped = jax_sharding(record)
     count = int(np.prod(record.mesh.axis_sizes))
@@ -49,9 +55,7 @@ def test_a_proto_of_a_named_sharding_maps_back_onto_one_with_the_same_slices_per
 @pytest.mark.parametrize(("sizes", "names", "spec"), CASES, ids=lambda v: str(v))
 def test_over_the_exporters_mesh_the_mapping_gives_back_the_original_sharding(
         sizes: tuple[int, ...], names: tuple[str, ...], spec: P) -> None:
-    devices = jax.devices()[:int(np.prod(sizes))]
-    original = NamedSharding(Mesh(np.array(devices).reshape(sizes), names), spec)
-    proto = named_as_hlo_sharding(original, 2).to_proto().SerializeToString()
+    original, proto = original_and_proto(sizes, names, spec)
     mesh = AbstractMeshRecord(sizes, names, (AxisType.AUTO,) * len(sizes))
     record = as_named_sharding(read_op_sharding(proto), 2, mesh)
     assert record.mesh == mesh
