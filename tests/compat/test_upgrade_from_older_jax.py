@@ -1,13 +1,14 @@
 """``jaxport upgrade`` of what older JAX releases' ``jax.export`` wrote, called on this JAX as recorded.
 
-JAX 0.8.3 and 0.9.2 (virtual environments of their own, :mod:`tests.helpers.compat_venvs`)
+JAX 0.8.1, 0.8.3 and 0.9.2 (virtual environments of their own, :mod:`tests.helpers.compat_venvs`)
 export, on two CPU devices, a function sharded by rows over a mesh ``{x: 2}``, once
 partitioned with Shardy and once with GSPMD (``mhlo.sharding`` annotations in the
 module), and a function with a symbolic batch and its VJP; each records its
 results there (the sharded function's by calling it: JAX 0.9.2's own ``exp.call``
 of a sharded export fails under ``jit``, a verifier error on its ``Sharding``
-custom call). JAX 0.8.3 records the shardings as HLO sharding protos, which
-this JAX's ``jax.export`` refuses; every artifact is upgraded here, read by
+custom call). JAX 0.8.x records the shardings as HLO sharding protos, and 0.8.1
+its device count in the 16-bit field alone, both of which this JAX's ``jax.export``
+refuses; every artifact is upgraded here, read by
 jaxport and by ``jax.export``, and called with the results recorded when it was written.
 """
 
@@ -25,6 +26,7 @@ import pytest
 
 import jaxport
 from jaxport.adapters.flatbuffers.codec import decode_artifact
+from jaxport.adapters.flatbuffers.decode import records_short_device_count_only
 from jaxport.domain.artifact.sharding import HloShardingRecord, NamedShardingRecord
 from tests.helpers.compat_venvs import venv_python
 from tests.helpers.upgrade_artifacts import X, placed_x
@@ -69,7 +71,7 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module", params=("0.8.3", "0.9.2"))
+@pytest.fixture(scope="module", params=("0.8.1", "0.8.3", "0.9.2"))
 def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict[str, Any]]:
     """An older release's artifacts and the results it recorded when it wrote them."""
     version: str = request.param
@@ -91,17 +93,24 @@ def test_older_jaxs_sharded_artifacts_are_renewed_and_called_as_recorded(
     version, work, out = written
     old, new = work / f"{name}.bin", work / f"{name}-renewed.jaxport"
     hlo_era = any(isinstance(s, HloShardingRecord) for s in decode_artifact(old.read_bytes()).in_shardings)
-    assert hlo_era == (version == "0.8.3")  # JAX 0.9.0 and later record named shardings
+    assert hlo_era == (version != "0.9.2")  # JAX 0.9.0 and later record named shardings
+    # JAX 0.8.1 (format generation 4) records its device count in the 16-bit field alone.
+    assert records_short_device_count_only(old.read_bytes()) == (version == "0.8.1")
     if hlo_era:
         with pytest.raises(ValueError, match="6-month backward-compatibility window"):
             jax.export.deserialize(bytearray(old.read_bytes()))
+    expired = [r for r in jaxport.check_consumer(old, "jax==0.12.0.1").reasons if "jaxport upgrade" in r]
+    assert [("HLO sharding" in r, "nr_devices_short" in r) for r in expired] == (
+        [(True, False)] + ([(False, True)] if version == "0.8.1" else []) if hlo_era else [])
     report = jaxport.upgrade(old, new)
     assert any("GSPMD" in n for n in report.notes) == (name == "gspmd")
+    assert not any("jaxport upgrade" in r for r in jaxport.check_consumer(new, "jax==0.12.0.1").reasons)
     renewed = decode_artifact(new.read_bytes())
     named = renewed.in_shardings[0]
     assert isinstance(named, NamedShardingRecord) and renewed.jax_version == jax.__version__
     # Over the module's own Shardy mesh, whose axis names the exporter's mesh had; a GSPMD module has none.
     assert named.mesh.axis_names == (("_axis_0",) if hlo_era and name == "gspmd" else ("x",))
+    assert not records_short_device_count_only(new.read_bytes()) and renewed.nr_devices == 2
     for reader in (jaxport.load(new), jax.export.deserialize(bytearray(new.read_bytes()))):
         got = jax.jit(reader.call)(placed_x())
         for mine, theirs in zip(got, out[name], strict=True):
