@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from jaxport.adapters.jax.exported.exported import call_exported as call_exported
     from jaxport.application.artifact_files import load as load
     from jaxport.application.artifact_files import save as save
+    from jaxport.application.upgrade.api import upgrade as upgrade
+    from jaxport.application.upgrade.service import UpgradeReport as UpgradeReport
     from jaxport.application.inspection import inspect as inspect
     from jaxport.adapters.jax.trees.plain import plain_tree as plain_tree
     from jaxport.application.conversion.api import convert as convert
@@ -83,6 +85,8 @@ _LAZY = {
     "jaxport.adapters.jax.exported.exported": ("Exported", "call_exported"),
     "jaxport.application.export.serialization": ("deserialize",),
     "jaxport.application.artifact_files": ("save", "load"),
+    "jaxport.application.upgrade.api": ("upgrade",),
+    "jaxport.application.upgrade.service": ("UpgradeReport",),
     "jaxport.application.inspection": ("inspect",),
     "jaxport.adapters.jax.trees.plain": ("plain_tree",),
     "jaxport.domain.targets.registry": ("TARGETS",),

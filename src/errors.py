@@ -58,6 +58,7 @@ from .domain.errors import (
     UsageError,
     VjpUnavailableError,
 )
+from .domain.artifact.renewal import UpgradeRefusedError
 
 __all__ = [
     "ArtifactCallError", "ArtifactCallValueError",
@@ -74,4 +75,5 @@ __all__ = [
     "ConstraintError", "DimensionEvaluationError", "DimensionPowerError", "InconclusiveDimensionError",
     "ScopeMixingError", "ShapeAssertionError", "ShapeSpecSyntaxError", "ShapeSpecTypeError",
     "UnsolvableDimensionError", "GenerationError", "GenerationSpecError", "SchedulerBusyError",
+    "UpgradeRefusedError",
 ]

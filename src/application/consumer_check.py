@@ -11,9 +11,10 @@ import os
 from collections.abc import Callable
 
 from jaxport.adapters.flatbuffers.codec import decode_artifact
-from jaxport.adapters.flatbuffers.decode import records_short_device_count
+from jaxport.adapters.flatbuffers.decode import records_short_device_count, records_short_device_count_only
 from jaxport.domain.artifact.consumers import Consumer, Verdict, find_consumer, needs_kernels, verdict
 from jaxport.domain.artifact.kernels import Kernel, may_hold_kernels
+from jaxport.domain.artifact.window import window_notes, window_reasons
 from jaxport.domain.opened_directory import Directories
 from jaxport.domain.path_kind import PathKind
 
@@ -51,4 +52,7 @@ def _artifact_verdict(blob: bytes, who: Consumer, kernels: KernelReader) -> Verd
         for table in record.chain:
             if may_hold_kernels(table.mlir_module_serialized):
                 found.extend(kernels(table.mlir_module_serialized)[1])
-    return verdict(record, who, short_device_count=records_short_device_count(blob), kernels=found)
+    said = verdict(record, who, short_device_count=records_short_device_count(blob), kernels=found)
+    # JAX's window: what the consumer refuses as expired, and whether it is built more than six months later.
+    expired = window_reasons(record, who, only_short_device_count=records_short_device_count_only(blob))
+    return Verdict(who, said.reasons + expired, said.notes + window_notes(record, (who,)))

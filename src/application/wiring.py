@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from jaxport.application.conversion.verify_directory import DirectoryVerifier
     from jaxport.application.export.verifier import ArtifactVerifier
     from jaxport.application.generation.factory import GeneratorFactory
+    from jaxport.application.upgrade.service import UpgradeService
     from jaxport.domain.opened_directory import Directories
     from jaxport.domain.ports import KnownFiles, Lowerer, ModuleWorker, StableHlo, VerdictStore
     from jaxport.domain.generation.ports import ChatTemplate, TextCodec
@@ -105,6 +106,14 @@ def module_forms() -> ChildModuleForms:
     from jaxport.adapters.mlir.rewrite import shared_forms
 
     return shared_forms()
+
+
+@_built_once
+def upgrade_service() -> UpgradeService:
+    """The upgrade service, on the verifying process's forms of modules."""
+    from jaxport.application.upgrade.service import UpgradeService
+
+    return UpgradeService(module_forms())
 
 
 @_built_once
@@ -181,6 +190,7 @@ def generator_factory() -> GeneratorFactory:
     Hugging Face's tokenizers and Jinja2's chat templates, and serves them with the schedulers."""
     from jaxport.adapters.numpy.sampling import NumpySampler
     from jaxport.application.generation.factory import GeneratorFactory
+    from jaxport.application.upgrade.service import UpgradeService
     from jaxport.application.generation.schedulers import scheduler_for
     from jaxport.application.target_adapters import host_steps
 

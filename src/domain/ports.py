@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from jaxport.domain.symbolic import ArgDim, ShapePlan
     from jaxport.domain.artifact.kernels import Kernel
     from jaxport.domain.artifact.module_policy import OpSite
+    from jaxport.domain.artifact.op_sharding import ModuleMesh
     from jaxport.domain.artifact.verification import ModuleFacts, Verdict
 
 
@@ -103,11 +104,13 @@ class CheckedModule:
         reserialized: the module as the serializer wrote it after parsing (or the
             form of it that the request asked for).
         kernels: its kernels, when the request asked for them (``{"kernels": ...}``).
+        meshes: its Shardy meshes, when the request asked for them (``{"meshes": true}``).
     """
 
     facts: ModuleFacts
     reserialized: bytes
     kernels: tuple[Kernel, ...] = ()
+    meshes: tuple[ModuleMesh, ...] = ()
 
 
 class ModuleWorker(Protocol):

@@ -28,13 +28,14 @@ SERVICES = {"ExportService": SRC / "adapters" / "jax" / "lowering" / "service.py
             "BundleLoader": SRC / "application" / "bundles" / "load.py",
             "DirectoryVerifier": SRC / "application" / "conversion" / "verify_directory.py",
             "ConvertedLoader": SRC / "application" / "conversion" / "loader.py",
-            "GeneratorFactory": SRC / "application" / "generation" / "factory.py"}
+            "GeneratorFactory": SRC / "application" / "generation" / "factory.py",
+            "UpgradeService": SRC / "application" / "upgrade" / "service.py"}
 #: The thin modules of the services' public functions: each asks the root for its service (``save_bundle``'s
 #: module for the generator factory's tokenizer and chat template, which must read a bundle's).
 PUBLIC = (SRC / "application" / "export" / "service.py", SRC / "application" / "export" / "serialization.py",
           SRC / "application" / "verify_artifact.py", SRC / "application" / "bundles" / "api.py",
           SRC / "application" / "bundles" / "save.py", SRC / "application" / "conversion" / "api.py",
-          SRC / "application" / "generation" / "api.py")
+          SRC / "application" / "generation" / "api.py", SRC / "application" / "upgrade" / "api.py")
 #: The process-wide objects that the JAX-facing adapters own, as ``jax.export`` owns its registry:
 #: ``jaxport.register_pytree_node_serialization`` registers into the default registry, which every
 #: ``Exported`` reads, and ``Exported.serialize(consumer=...)`` has the process's one verifying child

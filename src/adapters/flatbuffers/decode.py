@@ -117,6 +117,19 @@ def records_short_device_count(blob: bytes | bytearray | memoryview) -> bool:
     return table.scalar(W.Root.NR_DEVICES_SHORT, "i16", "nr_devices_short", 0) > 0
 
 
+def records_short_device_count_only(blob: bytes | bytearray | memoryview) -> bool:
+    """Whether an artifact records its device count in the 16-bit ``nr_devices_short`` alone (jax
+    0.8.1 and older), which JAX 0.11.1 and later refuse.
+
+    Raises:
+        ArtifactError: the bytes are not a valid artifact.
+    """
+    flatbuffer = unseal(blob).flatbuffer if is_sealed(blob) else bytes(blob)
+    table = WireReader(flatbuffer, _SLOT_COUNTS).root("Exported")
+    return (table.scalar(W.Root.NR_DEVICES, "u32", "nr_devices", 0) == 0
+            and table.scalar(W.Root.NR_DEVICES_SHORT, "i16", "nr_devices_short", 0) > 0)
+
+
 def _decode(flatbuffer: bytes | memoryview, levels: tuple[tuple[str, ...], ...] | None = None,
             producer: Producer | None = None, lazy_vjp: bool = True) -> ArtifactRecord:
     """The record of a flatbuffer; ``levels`` and ``producer`` are a trailer's (see :func:`_exported`),

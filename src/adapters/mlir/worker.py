@@ -21,6 +21,7 @@ from typing import Any, Final
 from jaxport.adapters.isolated.parent import Child, ChildDied, env_limit
 from jaxport.domain.errors import ArtifactError
 from jaxport.domain.artifact.kernels import kernels_from_json
+from jaxport.domain.artifact.op_sharding import meshes_from_json
 from jaxport.domain.artifact.verification import ModuleFacts
 from jaxport.domain.ports import CheckedModule
 
@@ -72,7 +73,7 @@ class ChildModuleWorker:
             sdy: whether to re-serialize with Shardy's ops kept.
             form: at most one of ``{"standard": ...}``, ``{"version": ...}``,
                 ``{"specialize": ...}`` (:mod:`.rewrite`), ``{"kernels": ...}``
-                (:mod:`.kernels`): ``reserialized`` is then
+                (:mod:`.kernels`), ``{"meshes": True}`` (its Shardy meshes besides): ``reserialized`` is then
                 that form of the module, made by the verifying process once it
                 has verified the module (or the plain re-serialization, when the
                 module has that form already).
@@ -105,7 +106,7 @@ class ChildModuleWorker:
         if "refused" in header:
             raise ValueError(header["refused"])
         return CheckedModule(ModuleFacts.from_json(json.dumps(header).encode()), again,
-                             kernels_from_json(header.get("kernels")))
+                             kernels_from_json(header.get("kernels")), meshes_from_json(header.get("meshes")))
 
     def close(self) -> None:
         """Stops the verifying process (it exits when its input closes)."""

@@ -12,6 +12,7 @@ requests until its input closes:
   ``"version"`` or ``"specialize"`` (a form of the module to make after verifying
   it: :mod:`~jaxport.adapters.mlir.rewrite`) or ``"kernels": {"mosaic": int | null, "text": bool}``
   (its kernels, each Mosaic one written for that version: :mod:`~jaxport.adapters.mlir.kernels`),
+  and ``"meshes": true`` for its Shardy meshes besides (:mod:`~jaxport.adapters.mlir.meshes`),
   with the module's bytes;
 * response: a JSON header (:class:`~jaxport.domain.artifact.verification.ModuleFacts`,
   ``{"error": message}``, or ``{"refused": message}`` when JAX's refinement refused
@@ -115,6 +116,7 @@ def _handle(request: Request) -> None:
     """Answers one request (see the module's text)."""
     from . import bindings as jaxlib_mlir  # noqa: F401  (under the address-space cap, before the request's clock)
     from .kernels import KernelRefused, kernels_form
+    from .meshes import module_meshes
     from .rewrite import RefinementRefused, VersionRefused, rewrite
 
     module_bytes, header = request.payload, request.header
@@ -125,6 +127,7 @@ def _handle(request: Request) -> None:
     try:
         facts, again = check_module(module_bytes, bool(header.get("sdy", False)))
         again = rewrite(module_bytes, header) or again
+        meshes = module_meshes(module_bytes) if header.get("meshes") else None
         if "kernels" in header:
             kernels, written = kernels_form(module_bytes, header["kernels"].get("mosaic"),
                                             bool(header["kernels"].get("text", False)))
@@ -135,7 +138,8 @@ def _handle(request: Request) -> None:
     except Exception as exc:  # noqa: BLE001 -- every parse failure is the artifact's
         request.say({"error": f"{type(exc).__name__}: {exc}"[:4000]})
         return
-    request.say({**json.loads(facts), **({} if kernels is None else {"kernels": kernels})}, again)
+    request.say({**json.loads(facts), **({} if kernels is None else {"kernels": kernels}),
+                 **({} if meshes is None else {"meshes": meshes})}, again)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def inspect_files(args: argparse.Namespace) -> int:
     """Prints the summary of each file; a bad file is reported and the others still shown."""
     from jaxport.domain.artifact.info import ArtifactInfo
+    from jaxport.domain.artifact.window import window_line
     from jaxport.domain.path_kind import PathKind, require
     from jaxport.adapters.storage.path_kind import path_kind
     from jaxport.application.inspection import inspect_bundle
@@ -43,11 +44,14 @@ def inspect_files(args: argparse.Namespace) -> int:
         if kind is PathKind.CONVERTED:
             print(inspect_converted(path, args.json))
             return True
-        info: Any = inspect_bundle(path) if os.path.isdir(path) else ArtifactInfo.of(read_artifact(path))
+        record = None if os.path.isdir(path) else read_artifact(path)
+        info: Any = inspect_bundle(path) if record is None else ArtifactInfo.of(record)
+        window = None if record is None else window_line(record)  # JAX's window: `jaxport upgrade` renews it
         if args.json:
-            print(json.dumps({"file": path, **asdict(info, dict_factory=_known)}, default=str))
+            print(json.dumps({"file": path, **asdict(info, dict_factory=_known),
+                              **({"window": window} if window else {})}, default=str))
         else:
-            print(info if os.path.isdir(path) else f"{path}:\n{info}")
+            print(info if record is None else f"{path}:\n{info}" + (f"\n  window: {window}" if window else ""))
         return True
 
     # A reader that went away (`inspect ... | head`) ends the command, as main() says, not one path.

@@ -23,10 +23,10 @@ from typing import NoReturn
 
 from jaxport.adapters.jax.installed import as_missing_jax
 from ... import __version__
-from . import check, convert, diff, export, generate, inspect_command, mlir, run, serve, warm
+from . import check, convert, diff, export, generate, inspect_command, mlir, run, serve, upgrade, warm
 from .common import is_users_error, one_line
 
-_COMMANDS = (export, convert, run, check, warm, diff, inspect_command, mlir, serve, generate)
+_COMMANDS = (export, convert, run, check, warm, diff, inspect_command, mlir, serve, generate, upgrade)
 #: The subcommands that give the user's program or arrays to JAX (see :func:`is_users_error`).
 _FEED_JAX = frozenset({"export", "run", "warm"})
 #: The exit status of an error that is a bug in jaxport (``EX_SOFTWARE`` of sysexits.h).
