@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from jaxport.adapters.flatbuffers.codec import decode_artifact, encode_artifact
 from jaxport.adapters.jax.versions import this_producer, written_format
-from jaxport.adapters.mlir.rewrite import MIXED_SERIALIZATION, ChildModuleForms
+from jaxport.adapters.mlir.rewrite import ChildModuleForms
+from jaxport.adapters.mlir.serialization_form import MIXED_SERIALIZATION
 from jaxport.adapters.storage.atomic_files import write_atomically
 from jaxport.domain.artifact.consumers import find_consumer, writer_of, written_for
 from jaxport.domain.artifact.integrity import Extension, seal
