@@ -167,10 +167,11 @@ def test_every_module_of_the_data_package_gives_records_but_the_whole_artifacts(
         assert {"cpu_lgamma", "cpu_digamma", "cuda_lgamma", "cuda_digamma"} <= found
 
 
-def test_the_cpu_records_are_the_lapack_the_dynamic_and_the_lgamma_digamma_ones() -> None:
+def test_the_cpu_records_are_the_lapack_the_dynamic_and_from_jax_0_12_1_the_lgamma_digamma_ones() -> None:
     cpu = {r.module for r in RECORDS if r.data.platform == "cpu"}
-    assert cpu == set(CHECKS)
-    assert sum(r.data.platform == "cpu" for r in RECORDS) >= 48
+    special = {"cpu_lgamma", "cpu_digamma"} if release(jax.__version__) >= (0, 12, 1) else set()
+    assert cpu == set(CHECKS) - ({"cpu_lgamma", "cpu_digamma"} - special)
+    assert sum(r.data.platform == "cpu" for r in RECORDS) == 48 + 2 * len(special)  # f32 and f64 of each
 
 
 # --------------------------------------------------------------------------
