@@ -38,7 +38,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-runtime-only test-engines test-transformers-install bench-engines bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-newest-jax test-runtime-only test-engines test-transformers-install bench-engines bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -97,6 +97,47 @@ $(OLDEST)/.deps-installed: pyproject.toml
 test-oldest: $(OLDEST)/.deps-installed $(LINK)
 	PYTHONPATH=$(CURDIR)/build/importroot $(OLDEST)/bin/python -m pytest -q -n 2 $(OLDEST_TESTS)
 	PYTHONPATH=$(CURDIR)/build/importroot $(OLDEST)/bin/python -m pytest -q -n 2 --dist loadfile $(OLDEST_TEXT_TESTS)
+
+# ---- The newest JAX (issue 61): run it the day a JAX release appears, before it joins the range ----
+# Not part of `make test`, which depends on nothing the registry holds on a given day. A venv of its own
+# gets the newest jax and jaxlib pip resolves (unpinned, no pre-releases; upgraded on each run) and
+# jaxport's own dependencies; jaxport runs there outside its tested range only through the explicit
+# override JAXPORT_ALLOW_UNTESTED_JAX=1. It runs the byte-for-byte interop tests and the compat and
+# back-compat tests, then, with JAX_CLONE=PATH (a clone of github.com/jax-ml/jax, a work tree or bare),
+# JAX's suites through tools/jax_conformance.sh, through jaxport and through jax.export side by side; and
+# tests.helpers.newest_jax prints what differs and why (a format version, an allowlist entry, a changed
+# internal, each test that fails through jaxport and not through jax.export). Failures are reported, not
+# fatal, until that report: it fails the target when anything differs.
+NEWEST := build/venv-newest-jax
+NEWEST_OUT := build/newest-jax
+NEWEST_ENV := JAXPORT_ALLOW_UNTESTED_JAX=1 PYTHONPATH=$(CURDIR)/build/importroot
+NEWEST_TESTS := tests/e2e/test_artifact_interop.py tests/e2e/test_module_bytes.py tests/e2e/test_export_record.py \
+	tests/e2e/test_versions.py tests/e2e/test_exported_fields.py tests/e2e/test_jax_export_symbolic.py \
+	tests/e2e/test_api_parity.py tests/e2e/test_sharding_as_jax.py tests/adapters/test_flatbuffers_codec.py \
+	tests/adapters/test_jax_internals.py tests/compat/test_back_compat_records.py tests/compat/test_jax_wheel_blobs.py
+NEWEST_SUITES := export_test shape_poly_test export_back_compat_test pallas/export_back_compat_pallas_test
+JAX_CLONE ?=
+# pytest-xdist workers for the tests and each suite (each suite's log goes to $(NEWEST_OUT)/SUITE.PEER.log).
+NEWEST_JOBS ?= 2
+
+test-newest-jax: $(LINK)
+	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found: run make PYTHON=/path/to/python3.12" >&2; exit 1; }
+	test -x $(NEWEST)/bin/python || $(PYTHON) -m venv $(NEWEST)
+	$(NEWEST)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(NEWEST)/bin/python -m pip install --quiet --upgrade jax jaxlib . "pytest>=8" "pytest-xdist>=3.5,<4" \
+		"hypothesis>=6.100" "safetensors>=0.4.3,<0.9" "absl-py>=2.1,<3"
+	$(NEWEST)/bin/python -m pip uninstall --quiet --yes jaxport
+	rm -rf $(NEWEST_OUT) && mkdir -p $(NEWEST_OUT)
+	-$(NEWEST_ENV) $(NEWEST)/bin/python -m pytest -q -n $(NEWEST_JOBS) -p no:cacheprovider \
+		--junitxml=$(NEWEST_OUT)/interop.xml $(NEWEST_TESTS)
+	-for suite in $(if $(JAX_CLONE),$(NEWEST_SUITES)); do for peer in jaxport jax.export; do \
+		$(NEWEST_ENV) JAXPORT_CONFORMANCE_JOBS=$(NEWEST_JOBS) JAXPORT_PYTHON=$(abspath $(NEWEST))/bin/python JAXPORT_CONFORMANCE_PEER=$$peer \
+			tools/jax_conformance.sh "$(JAX_CLONE)" $$suite \
+			--junitxml=$(CURDIR)/$(NEWEST_OUT)/$$(echo $$suite | tr / _).$$peer.xml \
+			> $(NEWEST_OUT)/$$(echo $$suite | tr / _).$$peer.log 2>&1; \
+	done; done
+	$(NEWEST_ENV) $(NEWEST)/bin/python -m tests.helpers.newest_jax $(NEWEST_OUT)/interop.xml \
+		$(foreach s,$(if $(JAX_CLONE),$(NEWEST_SUITES)),$(foreach p,jaxport jax.export,$(NEWEST_OUT)/$(subst /,_,$(s)).$(p).xml))
 
 # ---- The wheel: what a deployment installs where the clone is not (docs/serving.md's Dockerfile) ----
 # dist/jaxport-VERSION-py3-none-any.whl, built from src/ alone (setuptools' build/lib and egg-info go

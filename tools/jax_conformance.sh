@@ -6,10 +6,10 @@
 #
 # PATH_TO_JAX_REPO is a clone of github.com/jax-ml/jax: a work tree or a bare
 # git directory. The test file is read at the newest tag jax-vX.Y.Z at or below
-# the JAX version $JAX_VERSION (default: the installed jax's; jax 0.12.0.1 reads
-# jax-v0.11.0 where the clone ends there, since the 0.12 sdist ships no tests),
-# or at tag $JAX_TAG when given; copied to a temporary folder, and its import of
-# jax.export is swapped for jaxport:
+# the JAX version $JAX_VERSION (default: the installed jax's; jax 0.12.1 reads
+# jax-v0.11.0 where the clone ends there, as jax 0.12.0.1 did, since the 0.12
+# sdists ship no tests), or at tag $JAX_TAG when given; copied to a temporary
+# folder, and its import of jax.export is swapped for jaxport:
 #   from jax import export               -> import jaxport as export
 #   from jax._src.export import _export  -> import jaxport as _export
 # shape_poly_test's `_bounds` helper calls JAX's private decision procedure;
@@ -22,7 +22,11 @@
 # JAXPORT_CONFORMANCE_PEER=jax.export runs the file unchanged instead, to count
 # what jax.export passes on the same machine.
 # Everything else (test utilities, harnesses, back-compat data) comes from
-# the installed jax, which ships them. Runs with this worktree's .venv
+# the installed jax, which ships them; a back-compat data module that the test
+# file imports and the installed jax no longer ships (jax 0.12.1 dropped
+# pallas/triton_add_one, whose test jax-v0.11.0 skips) is read from the tag
+# into the temporary folder and added to the data package's path, for both
+# peers alike. Runs with this worktree's .venv
 # (`make install` first) plus absl-py, installed on first use. Extra
 # arguments go to pytest (e.g. -k 'test_poly_binary'). pytest-xdist is used
 # (-n 2) only if it is installed; JAXPORT_CONFORMANCE_JOBS overrides the count.
@@ -80,8 +84,41 @@ if ! git -C "$REPO" show "$TAG:tests/$NAME.py" > "$WORK/$FILE" 2>"$WORK/git.err"
   exit 2
 fi
 
-if [[ $SHIM == harness ]]; then
+# Back-compat data modules the test file imports that the installed jax lacks: read from the tag, and put on
+# the data package's __path__ by conftest.py (the test file stays as it is, for either peer).
+DATA=jax/_src/internal_test_util/export_back_compat_test_data
+: > "$WORK/conftest.py"
+sed -nE 's/^from jax\._src\.internal_test_util\.export_back_compat_test_data(\.([a-z_]+))? import ([A-Za-z0-9_]+)$/\2 \3/p' \
+  "$WORK/$FILE" > "$WORK/imports.txt"
+"$PY" - "$WORK/imports.txt" > "$WORK/missing.txt" <<'PYEOF'
+import importlib.util, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    sub, _, mod = line.strip().rpartition(" ")
+    package = "jax._src.internal_test_util.export_back_compat_test_data" + (f".{sub}" if sub else "")
+    if importlib.util.find_spec(package) is None or importlib.util.find_spec(f"{package}.{mod}") is None:
+        print(sub or "_root", mod)
+PYEOF
+while read -r SUB MOD; do
+  mkdir -p "$WORK/tagdata/$SUB"
+  PATH_IN_TAG=$DATA$([[ $SUB == _root ]] || echo "/$SUB")/$MOD.py
+  git -C "$REPO" show "$TAG:$PATH_IN_TAG" > "$WORK/tagdata/$SUB/$MOD.py"
+  echo "$PATH_IN_TAG: not in the installed jax, read from $TAG" >&2
+done < "$WORK/missing.txt"
+if [[ -d $WORK/tagdata ]]; then
   cat > "$WORK/conftest.py" <<'PYEOF'
+"""Adds the tag's back-compat data modules that the installed jax no longer ships to its data packages."""
+import importlib
+import os
+
+_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tagdata")
+for _sub in sorted(os.listdir(_HERE)):
+    _name = "jax._src.internal_test_util.export_back_compat_test_data" + ("" if _sub == "_root" else f".{_sub}")
+    importlib.import_module(_name).__path__.append(os.path.join(_HERE, _sub))
+PYEOF
+fi
+
+if [[ $SHIM == harness ]]; then
+  cat >> "$WORK/conftest.py" <<'PYEOF'
 """Points JAX's back-compat harness at jaxport: its `_export.export` and `_export.Exported`."""
 import collections
 import os

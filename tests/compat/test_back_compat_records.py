@@ -1,19 +1,34 @@
-"""Compat: JAX's back-compatibility records for the CPU, run as raw modules.
+"""Compat: every record of JAX's back-compatibility data, run through JAX's own harness by jaxport and by jax.export.
 
-``jax/_src/internal_test_util/export_back_compat_test_data`` holds, for each
-custom-call target that JAX guarantees stable, StableHLO modules recorded
-with their inputs and outputs at a past date (``mlir_module_serialized`` is
-the portable artifact alone, not a whole ``Exported``). The 48 CPU records
-(44 LAPACK records in ``cpu_*.py``, 4 in ``stablehlo_dynamic_*.py``) are
-loaded here with :meth:`jaxport.Exported.from_module` and run on the CPU
-under ``jax.jit``, as JAX's ``run_serialized`` does; the 4 dynamic ones take
-the symbolic input specs that JAX's tests give them (``"_, b"``, ``"b + 4,"``,
-``(None, "b0, b1")``).
+``jax/_src/internal_test_util/export_back_compat_test_data`` (and its ``pallas``
+package) holds, for each custom-call target that JAX guarantees stable,
+StableHLO modules recorded with their inputs and outputs at a past date
+(``mlir_module_serialized`` is the portable artifact alone, not a whole
+``Exported``): 149 records on JAX 0.12.1, the lgamma and digamma ones of
+0.12.1 among them, for the CPU, TPU, CUDA and ROCm. (The ``export_with_*``
+modules hold whole serialized artifacts instead: tests/compat/test_jax_wheel_blobs.py
+reads them.) Every record is found here, by walking every module-level value
+of every module of the package, and loaded with the harness's
+``load_testdata``; each then goes through the harness's ``run_serialized``
+(``export_back_compat_test_util``), which builds an ``Exported`` around the
+record's module and calls it under ``jit``, twice: with the harness's
+``_export`` pointed at jaxport (``jaxport.Exported``) and unchanged
+(``jax.export``). The 4 ``stablehlo_dynamic_*`` records take the symbolic
+input specs that JAX's tests give them (``"_, b"``, ``"b + 4,"``, ``(None, "b0,
+b1")``, ``"b, ..."`` for each input).
+
+* A record of this machine's platform (every CPU record, here) is called
+  both ways: the outputs have the recorded shapes and dtypes, pass the
+  check below, and match jax.export's within the record's tolerance.
+* A record of another platform is refused by both at the call, as JAX's
+  harness refuses it ("exported for platforms ... but it is used on ..."),
+  jaxport by its typed ``PlatformMismatchError``; and the ``Exported`` that
+  each built around it is serialized and read by the other with the same fields.
 
 Outputs are compared with the recorded ``expected_outputs`` by a plain
 tolerance check where JAX's test does so (cholesky, qr, hessenberg,
-tridiagonal, tridiagonal_solve, dynamic_rng_bit_generator), with JAX's
-tolerances. Where JAX's test uses a custom checker because the results are
+tridiagonal, tridiagonal_solve, dynamic_rng_bit_generator, lgamma, digamma),
+with JAX's tolerances. Where JAX's test uses a custom checker because the results are
 not unique (eigenvectors, pivots, Schur vectors, singular vectors, top-k
 order), these tests assert the shapes and dtypes plus the property that the
 checker verifies (reconstruction, eigenvalue sets, ...), not the raw values.
@@ -27,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -34,32 +50,57 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax._src.internal_test_util import export_back_compat_test_util as bctu
 
 import jaxport
+from jaxport.adapters.jax.installed import release
+from jaxport.domain.artifact.calling_convention import MINIMUM_VERSION as MINIMUM_CALLING_CONVENTION
+from jaxport.errors import ArtifactError, JaxportError
 
 DATA = "jax._src.internal_test_util.export_back_compat_test_data"
-# The polymorphic_shapes that JAX's tests pass for the stablehlo_dynamic_* records.
+# The polymorphic_shapes that JAX's tests pass for the dynamic-shape records.
 POLYMORPHIC_SHAPES: dict[str, tuple[str | None, ...]] = {
     "stablehlo_dynamic_top_k": ("_, b",),
     "stablehlo_dynamic_approx_top_k": ("b + 4,",),
     "stablehlo_dynamic_rng_bit_generator": (None, "b0, b1"),
 }
+# The records whose every input JAX's tests give this one spec.
+POLYMORPHIC_EACH = {"tpu_stablehlo_dynamic_reduce_window": "b, ..."}
 RTOL = {"f32": 1e-3, "c64": 1e-3, "f64": 1e-5, "c128": 1e-5}
 ATOL = {"f32": 1e-4, "c64": 1e-4, "f64": 1e-12, "c128": 1e-12}
+# The modules of whole serialized artifacts, not records (tests/compat/test_jax_wheel_blobs.py).
+BLOB_MODULES = ("export_with_",)
+# The harness, for its loader and its run_serialized (neither uses the test case's state).
+HARNESS = bctu.CompatTestBase("run_serialized")
+# The harness's `_export` as JAX ships it, and one holding jaxport's names in its stead.
+JAX_EXPORT = bctu._export  # type: ignore[attr-defined]  # the harness's module global, swapped below
+JAXPORT = types.SimpleNamespace(export=jaxport.export, Exported=jaxport.Exported,
+                                DisabledSafetyCheck=jaxport.DisabledSafetyCheck)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Record:
-    """One record of JAX's back-compatibility data."""
+    """One record of JAX's back-compatibility data: where it is, and the harness's ``CompatTestData``."""
 
     module: str
-    name: str
-    dtype_name: str | None
-    data: dict[str, Any]
+    path: str
+    data: bctu.CompatTestData
 
     @property
     def id(self) -> str:
-        return "-".join(p for p in (self.module, self.name, self.dtype_name) if p)
+        return f"{self.module}-{self.path}"
+
+    @property
+    def dtype_name(self) -> str | None:
+        last = self.path.rpartition("-")[2]
+        return last if last in RTOL else None
+
+    @property
+    def polymorphic_shapes(self) -> tuple[str | None, ...] | None:
+        """The ``polymorphic_shapes`` that JAX's test of the record passes, or None."""
+        if self.module in POLYMORPHIC_EACH:
+            return (POLYMORPHIC_EACH[self.module],) * len(self.inputs)
+        return POLYMORPHIC_SHAPES.get(self.module)
 
     @property
     def rtol(self) -> float:
@@ -71,31 +112,45 @@ class Record:
 
     @property
     def inputs(self) -> tuple[np.ndarray, ...]:
-        return tuple(self.data["inputs"])
+        return tuple(self.data.inputs)
 
     @property
     def expected(self) -> tuple[np.ndarray, ...]:
-        return tuple(self.data["expected_outputs"])
+        return tuple(self.data.expected_outputs)
 
 
-def cpu_records() -> list[Record]:
+def _nests(value: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every record dict in ``value`` (a record, or dicts and lists of them), with its path."""
+    if isinstance(value, dict) and "testdata_version" in value:
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _nests(item, f"{path}-{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _nests(item, f"{path}-{index}")
+
+
+def data_modules() -> list[str]:
+    """The modules of the data package and its subpackages, by their names below it (``pallas.mosaic_matmul``)."""
     package = importlib.import_module(DATA)
+    return sorted(info.name.removeprefix(f"{DATA}.") for info in pkgutil.walk_packages(package.__path__, f"{DATA}.")
+                  if not info.ispkg)
+
+
+def all_records() -> list[Record]:
     records = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if not info.name.startswith(("cpu_", "stablehlo_dynamic_")):
-            continue
-        module = importlib.import_module(f"{DATA}.{info.name}")
-        for name, value in vars(module).items():
-            if not name.startswith("data_"):
-                continue
-            nest = {None: value} if "testdata_version" in value else value
-            records += [Record(info.name, name, key, data) for key, data in nest.items()
-                        if data["platform"] == "cpu"]
+    for name in data_modules():
+        module = importlib.import_module(f"{DATA}.{name}")
+        for variable, value in vars(module).items():
+            records += [Record(name, path, HARNESS.load_testdata(data)) for path, data in _nests(value, variable)]
     return records
 
 
-RECORDS = cpu_records()
-PARAMS = [pytest.param(r, id=r.id) for r in RECORDS]
+RECORDS = all_records()
+BACKEND = jax.default_backend()
+HERE = [pytest.param(r, id=r.id) for r in RECORDS if r.data.platform == BACKEND]
+ELSEWHERE = [pytest.param(r, id=r.id) for r in RECORDS if r.data.platform != BACKEND]
 
 
 @pytest.fixture
@@ -104,9 +159,19 @@ def x64() -> Iterator[None]:
         yield
 
 
-def test_there_are_48_cpu_records_44_of_them_lapack() -> None:
-    assert len(RECORDS) == 48
-    assert sum(r.module.startswith("cpu_") for r in RECORDS) == 44
+def test_every_module_of_the_data_package_gives_records_but_the_whole_artifacts() -> None:
+    found = {r.module for r in RECORDS}
+    assert found == {m for m in data_modules() if not m.startswith(BLOB_MODULES)}
+    assert len({r.id for r in RECORDS}) == len(RECORDS)
+    if release(jax.__version__) >= (0, 12, 1):
+        assert {"cpu_lgamma", "cpu_digamma", "cuda_lgamma", "cuda_digamma"} <= found
+
+
+def test_the_cpu_records_are_the_lapack_the_dynamic_and_from_jax_0_12_1_the_lgamma_digamma_ones() -> None:
+    cpu = {r.module for r in RECORDS if r.data.platform == "cpu"}
+    special = {"cpu_lgamma", "cpu_digamma"} if release(jax.__version__) >= (0, 12, 1) else set()
+    assert cpu == set(CHECKS) - ({"cpu_lgamma", "cpu_digamma"} - special)
+    assert sum(r.data.platform == "cpu" for r in RECORDS) == 48 + 2 * len(special)  # f32 and f64 of each
 
 
 # --------------------------------------------------------------------------
@@ -192,39 +257,79 @@ CHECKS: dict[str, Callable[[tuple[np.ndarray, ...], Record], None]] = {
     "cpu_schur_lapack_gees": check_schur,
     "cpu_svd_lapack_gesdd": check_svd,
     "cpu_triangular_solve_blas_trsm": check_triangular_solve,
+    "cpu_lgamma": check_plain,
+    "cpu_digamma": check_plain,
     "stablehlo_dynamic_top_k": check_top_k,
     "stablehlo_dynamic_approx_top_k": check_top_k,
 }
 
 
-def test_every_record_module_has_a_check() -> None:
-    assert {r.module for r in RECORDS} == set(CHECKS)
+def test_every_cpu_record_module_has_a_check() -> None:
+    assert {r.module for r in RECORDS if r.data.platform == "cpu"} <= set(CHECKS)
 
 
 # --------------------------------------------------------------------------
-# Running the records
+# Running the records through JAX's harness, by jaxport and by jax.export
 # --------------------------------------------------------------------------
-def input_specs(r: Record) -> tuple[Any, ...]:
-    shapes = POLYMORPHIC_SHAPES.get(r.module)
-    if shapes is None:
-        return r.inputs
-    return tuple(jaxport.symbolic_args_specs(r.inputs, shapes))
-
-
-def run(r: Record) -> tuple[np.ndarray, ...]:
-    exp = jaxport.Exported.from_module(
-        r.data["mlir_module_serialized"], in_specs=input_specs(r), out_specs=r.expected,
-        platforms=(r.data["platform"],), calling_convention_version=r.data["xla_call_module_version"],
-        nr_devices=r.data.get("nr_devices", 1), fun_name=r.id)
-    return tuple(np.asarray(o) for o in jax.jit(exp.call)(*r.inputs))
+def run_serialized(r: Record, export: Any) -> tuple[np.ndarray, ...]:
+    """The harness's ``run_serialized`` of ``r`` with its ``_export`` set to ``export`` (restored after)."""
+    bctu._export = export  # type: ignore[attr-defined]
+    try:
+        out = HARNESS.run_serialized(r.data, polymorphic_shapes=r.polymorphic_shapes)  # type: ignore[arg-type]
+    finally:
+        bctu._export = JAX_EXPORT  # type: ignore[attr-defined]
+    return tuple(np.asarray(o) for o in out)
 
 
 @pytest.mark.usefixtures("x64")
-@pytest.mark.parametrize("record", PARAMS)
-def test_a_cpu_record_runs_as_a_raw_module_and_gives_its_recorded_outputs(record: Record) -> None:
-    out = run(record)
-    assert [(o.shape, o.dtype) for o in out] == [(e.shape, e.dtype) for e in record.expected]
-    CHECKS[record.module](out, record)
+@pytest.mark.parametrize("record", HERE)
+def test_a_record_of_this_platform_runs_through_jaxport_as_through_jax_export(record: Record) -> None:
+    ours, theirs = run_serialized(record, JAXPORT), run_serialized(record, JAX_EXPORT)
+    assert [(o.shape, o.dtype) for o in ours] == [(e.shape, e.dtype) for e in record.expected]
+    check = CHECKS.get(record.module)
+    if check is not None:
+        check(ours, record)
+    for got, want in zip(ours, theirs):
+        np.testing.assert_allclose(got, want, rtol=record.rtol, atol=record.atol)
+
+
+def _built(r: Record, export: Any) -> tuple[Any, ValueError]:
+    """The ``Exported`` that the harness builds around ``r`` with ``export``'s ``Exported``, and the call's refusal."""
+    made = []
+
+    def exported(**fields: Any) -> Any:
+        made.append(export.Exported(**fields))
+        return made[-1]
+
+    with pytest.raises(ValueError) as refused:
+        run_serialized(r, types.SimpleNamespace(Exported=exported))
+    return made[0], refused.value
+
+
+@pytest.mark.usefixtures("x64")
+@pytest.mark.parametrize("record", ELSEWHERE)
+def test_a_record_of_another_platform_is_refused_by_both_and_serializes_both_ways(record: Record) -> None:
+    ours, ours_refusal = _built(record, JAXPORT)
+    theirs, their_refusal = _built(record, JAX_EXPORT)
+    # The same refusal (the platform, or first the device count of a 2-device record), jaxport's typed.
+    assert isinstance(ours_refusal, JaxportError)
+    assert str(ours_refusal).startswith(str(their_refusal).split(". ")[0])
+    read_by_jax = jax.export.deserialize(bytearray(ours.serialize()))
+    if record.data.xla_call_module_version < MINIMUM_CALLING_CONVENTION:
+        # jaxport's deserialize refuses what this JAX cannot call (docs/jax-export.md); jax.export's reads it.
+        with pytest.raises(ArtifactError, match=f"calling convention version {record.data.xla_call_module_version} "
+                                                f"is outside the range of supported versions"):
+            jaxport.deserialize(theirs.serialize())
+        read: list[Any] = [read_by_jax]
+    else:
+        read = [read_by_jax, jaxport.deserialize(theirs.serialize())]
+    for exp in read:
+        assert exp.platforms == (record.data.platform,)
+        assert [(str(a.shape), a.dtype) for a in exp.in_avals] == [(str(a.shape), a.dtype) for a in theirs.in_avals]
+        assert [(a.shape, a.dtype) for a in exp.out_avals] == [(e.shape, e.dtype) for e in record.expected]
+        assert bytes(exp.mlir_module_serialized) == record.data.mlir_module_serialized
+        assert exp.calling_convention_version == record.data.xla_call_module_version
+        assert exp.nr_devices == record.data.nr_devices
 
 
 def test_x64_is_off_again_after_the_records_tests() -> None:

@@ -1,6 +1,6 @@
 """The developers' pages name only paths that exist: a newcomer who follows them finds each file.
 
-Every backquoted path in docs/developers/architecture.md and adding-a-target.md (``src/...``,
+Every backquoted path in docs/developers/architecture.md, adding-a-target.md and newest-jax.md (``src/...``,
 ``tests/...``, ``docs/...``, ``tools/...``, ``benchmarks/...``, ``Makefile``, ``pyproject.toml``)
 must exist; ``NAME`` stands for each registered target.
 """
@@ -15,7 +15,7 @@ import pytest
 from jaxport.domain.targets.registry import TARGETS
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ("docs/developers/architecture.md", "docs/developers/adding-a-target.md")
+PAGES = ("docs/developers/architecture.md", "docs/developers/adding-a-target.md", "docs/developers/newest-jax.md")
 _PATH = re.compile(r"`((?:src|tests|docs|tools|benchmarks)/[\w./-]*|Makefile|pyproject\.toml)`")
 
 

@@ -71,3 +71,28 @@ def test_no_jax_is_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_jax_in_range_stands_for_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     _versions(monkeypatch, {"jax": "0.12.0", "jaxlib": "0.12.0"})
     assert installed.as_missing_jax(ModuleNotFoundError("No module named 'jax._x'", name="jax._x")) is None
+
+
+@pytest.mark.parametrize("version", ["0.9.2", "0.12.2", "0.13.0"])
+def test_the_explicit_override_lets_a_release_outside_the_range_run(monkeypatch: pytest.MonkeyPatch,
+                                                                      version: str) -> None:
+    _versions(monkeypatch, {"jax": version, "jaxlib": version})
+    monkeypatch.setenv(installed.ALLOW_UNTESTED, "1")
+    installed.require_jax()
+    # A name that release lacks is left as what it is: the error names the changed internal.
+    assert installed.as_missing_jax(AttributeError("module 'jax._src.core' has no attribute 'x'")) is None
+
+
+@pytest.mark.parametrize("value", ["", "0", "true", "yes"])
+def test_the_override_is_on_only_when_set_to_1(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    _versions(monkeypatch, {"jax": "0.13.0", "jaxlib": "0.13.0"})
+    monkeypatch.setenv(installed.ALLOW_UNTESTED, value)
+    with pytest.raises(MissingExtraError, match="outside the range"):
+        installed.require_jax()
+
+
+def test_the_override_is_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    _versions(monkeypatch, {"jax": "0.13.0", "jaxlib": "0.13.0"})
+    monkeypatch.delenv(installed.ALLOW_UNTESTED, raising=False)
+    with pytest.raises(MissingExtraError, match="outside the range"):
+        installed.require_jax()

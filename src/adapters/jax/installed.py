@@ -7,6 +7,12 @@ asks :func:`require_jax` before it imports JAX, so that a missing JAX, or one
 outside the range, is a :class:`MissingExtraError` that says so, not a
 ``ModuleNotFoundError`` or an ``AttributeError`` from deep inside. This module
 imports no JAX: it reads the installed distributions' versions.
+
+The one way past the range is explicit and never on by default: the
+environment variable ``JAXPORT_ALLOW_UNTESTED_JAX=1`` (:data:`ALLOW_UNTESTED`)
+lets jaxport run on a release outside it, as ``make test-newest-jax`` does to
+try the newest JAX before it joins the range. A name that release lacks then
+surfaces as the ``AttributeError`` or ``ImportError`` that names it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import os
 
 from jaxport.domain.errors import MissingExtraError
 
@@ -21,12 +28,15 @@ from jaxport.domain.errors import MissingExtraError
 TESTED_RANGE = ">=0.10.2,<0.12.2"
 _OLDEST = (0, 10, 2)
 _FIRST_UNTESTED = (0, 12, 2)
+#: The environment variable that, set to ``1``, lets jaxport run on a JAX or jaxlib outside :data:`TESTED_RANGE`.
+ALLOW_UNTESTED = "JAXPORT_ALLOW_UNTESTED_JAX"
 #: The distributions the range applies to.
 _DISTRIBUTIONS = ("jax", "jaxlib")
 
 
 def require_jax() -> None:
-    """Returns when JAX and jaxlib are installed and of :data:`TESTED_RANGE`.
+    """Returns when JAX and jaxlib are installed and of :data:`TESTED_RANGE` (or outside it, with
+    :data:`ALLOW_UNTESTED` set to ``1``).
 
     Raises:
         MissingExtraError: either is missing, or a release outside the range
@@ -68,7 +78,7 @@ def _problem() -> tuple[str, str] | None:
             if importlib.util.find_spec(name) is None:
                 return f"JAX ({name})", "is not installed"
             continue  # importable without distribution metadata (a source tree): trust it
-        if not _OLDEST <= release(version) < _FIRST_UNTESTED:
+        if not _OLDEST <= release(version) < _FIRST_UNTESTED and os.environ.get(ALLOW_UNTESTED) != "1":
             return (f"{name} {version}",
                     f"is installed, outside the range jaxport is tested on ({name}{TESTED_RANGE})")
     return None
