@@ -66,10 +66,9 @@ def jax_dtype(record: DType) -> Any:
 
 
 def aval_record(aval: ShapedArray) -> AvalRecord:
-    """The record of an abstract value (weak types become the record's variant)."""
+    """The record of an abstract value, its weak type included."""
     space = MemorySpace[str(aval.memory_space.name).upper()]
-    return AvalRecord(tuple(str(d) for d in aval.shape), dtype_record(aval.dtype), space,
-                      variant=int(aval.weak_type))
+    return AvalRecord(tuple(str(d) for d in aval.shape), dtype_record(aval.dtype), space, bool(aval.weak_type))
 
 
 def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
@@ -97,7 +96,7 @@ def constraints_of(avals: Sequence[ShapedArray]) -> tuple[str, ...]:
 def jax_aval(record: AvalRecord, shape: tuple[Any, ...], sharding: NamedSharding | None) -> ShapedArray:
     """The abstract value of a record whose dimensions were parsed to ``shape``."""
     space = getattr(jax_internals.memory_space_type(), record.memory_space.name.capitalize())
-    aval = ShapedArray(shape, jax_dtype(record.dtype), memory_space=space)
+    aval = ShapedArray(shape, jax_dtype(record.dtype), weak_type=record.weak_type, memory_space=space)
     if sharding is None:  # as jax.export's reader: nothing to attach
         return aval
     result: ShapedArray = jax_internals.update_aval_with_sharding(aval, sharding)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 from jaxlib import version as jaxlib_version
 
-from jaxport.domain.artifact.record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION
+from jaxport.domain.artifact.record import JAX_VERSION_GENERATION, WEAK_TYPE_GENERATION, WRITTEN_SERIALIZATION_VERSION
 from jaxport.domain.artifact.producer import JAXPORT_VERSION, Producer
 from jaxport.adapters.jax.installed import release
 from jaxport.adapters.mlir.bindings import export_target_version
@@ -14,10 +14,14 @@ from jaxport.adapters.mlir.bindings import export_target_version
 def written_format() -> tuple[int, str | None]:
     """The ``(serialization_version, jax_version)`` that ``jax.export`` here writes.
 
-    JAX 0.11.2 (format generation 12) writes its generation and its own version;
-    older releases write 3 and no version.
+    JAX 0.12.1 writes generation 13 (weak types) and its own version, 0.11.2
+    to 0.12.0.1 generation 12 and their version; older releases write 3 and
+    no version.
     """
-    if release(jax.__version__) >= (0, 11, 2):
+    installed = release(jax.__version__)
+    if installed >= (0, 12, 1):
+        return WEAK_TYPE_GENERATION, jax.__version__
+    if installed >= (0, 11, 2):
         return JAX_VERSION_GENERATION, jax.__version__
     return WRITTEN_SERIALIZATION_VERSION, None
 
