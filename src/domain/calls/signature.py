@@ -141,6 +141,13 @@ class Signature:
         return output_wire_names(self.out_tree)
 
     @property
+    def weak_typed(self) -> tuple[str, ...]:
+        """The wire names of the inputs, then the outputs, whose dtype is weak (a Python scalar's):
+        what readers before format generation 13 (JAX 0.12.1) read as strong."""
+        return tuple(name for names, avals in ((self.input_names, self.in_avals), (self.output_names, self.out_avals))
+                     for name, aval in zip(names, avals) if aval.weak_type)
+
+    @property
     def is_symbolic(self) -> bool:
         """Whether a dimension of an input is symbolic."""
         return any(not d.isdigit() for a in self.in_avals for d in a.shape)
