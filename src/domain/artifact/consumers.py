@@ -114,13 +114,14 @@ class Verdict:
         return f"{self.consumer}: no: {'; '.join(self.reasons)} (source: {self.consumer.source})"
 
 
-def _jax(version: str, stablehlo: str, serialization: int, measured: str, mosaic: int) -> Consumer:
-    return Consumer("jax", version, (9, 10), stablehlo, "1.15.0" if measured == "loads" else None,
+def _jax(version: str, stablehlo: str, serialization: int, measured: str, mosaic: int,
+         target: str = "1.15.0") -> Consumer:
+    return Consumer("jax", version, (9, 10), stablehlo, target if measured == "loads" else None,
                     serialization,
                     f"calling conventions 9-10, format generation {serialization} and Mosaic {mosaic}: "
                     f"jax/_src/export/_export.py, serialization.py and tpu_custom_call.py at tag jax-v{version} "
                     f"(documented); StableHLO {stablehlo}: stablehlo.get_current_version() of jaxlib "
-                    f"{version} (measured); a jaxport artifact targeting StableHLO 1.15.0 "
+                    f"{version} (measured); a jaxport artifact targeting StableHLO {target} "
                     + ("was read and called (measured)" if measured == "loads" else
                        "was refused: 'exported for 0 devices' (measured)"), mosaic=mosaic)
 
@@ -164,7 +165,7 @@ CONSUMERS: tuple[Consumer, ...] = (
                 "released after generation 12 (jax-ml/jax 06d802b, 2026-07-29) and the refusal of HLO "
                 "sharding protos (76eb902, 2026-08-03); StableHLO and Mosaic those of 0.11.0, which "
                 "0.11.1's are not older than"),
-    _jax("0.11.2", "1.20.0", 12, "loads", 15),
+    _jax("0.11.2", "1.20.0", 12, "loads", 15, target="1.22.0"),  # what jax.export 0.12.1 targets
     _jax_placed("0.12.0", "1.22.0", 12, 15,
                 "taken from 0.12.0.1, the re-release of 0.12.0 (not installed here to measure)"),
     _jax("0.12.0.1", "1.22.0", 12, "loads", 15),
