@@ -29,6 +29,8 @@ from jax._src.lax import linalg as _linalg
 from jax.interpreters import mlir
 from jaxlib import xla_client as _xla_client
 
+from jaxport.adapters.jax import versions as jax_versions
+
 # What: JAX's primitive class and the error of an inconclusive dimension
 # comparison, which `jax.extend.core` re-exports (the same objects).
 # Why internal: importing any `jax.extend` module first imports all of them
@@ -249,8 +251,8 @@ def is_gspmd_sharding(sharding: Any) -> bool:
 
 
 def use_shardy_partitioner() -> bool:
-    """Whether JAX partitions with Shardy (``jax_use_shardy_partitioner``)."""
-    return bool(_config.use_shardy_partitioner.value)
+    """Whether JAX partitions with Shardy: always from JAX 0.12.1, else as ``jax_use_shardy_partitioner`` says."""
+    return jax_versions.shardy_only() or bool(_config.use_shardy_partitioner.value)
 
 
 # What: whether the current trace stages a jaxpr out (``jax.jit``, ``jax.eval_shape``,

@@ -37,6 +37,16 @@ def hlo_shardings_from_named() -> bool:
     return release(jax.__version__) < (0, 11, 2)
 
 
+def shardy_only() -> bool:
+    """Whether JAX here partitions with Shardy whatever ``jax_use_shardy_partitioner`` says.
+
+    JAX 0.12.1 deprecated the flag ("has no effect") and dropped ``jax.export``'s
+    GSPMD branches with its "exported with Shardy, called without" error;
+    older releases still partition with GSPMD when the flag is off.
+    """
+    return release(jax.__version__) >= (0, 12, 1)
+
+
 def this_producer() -> Producer:
     """jaxport's, JAX's and jaxlib's versions here, and the StableHLO version jaxport targets."""
     return Producer(jaxport=JAXPORT_VERSION, jax=jax.__version__, jaxlib=jaxlib_version.__version__,
