@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -69,6 +70,24 @@ def aval_record(aval: ShapedArray) -> AvalRecord:
     """The record of an abstract value, its weak type included."""
     space = MemorySpace[str(aval.memory_space.name).upper()]
     return AvalRecord(tuple(str(d) for d in aval.shape), dtype_record(aval.dtype), space, bool(aval.weak_type))
+
+
+def aval_records(avals: Sequence[ShapedArray]) -> tuple[AvalRecord, ...]:
+    """The records of one table's avals (inputs, then outputs), as ``jax.export``'s table of unique
+    avals keeps them: avals that JAX tells apart (by an explicit sharding, or, before format
+    generation 13, a weak type) but that are equal on the wire get successive variants, in the
+    order of first use."""
+    entries: dict[ShapedArray, AvalRecord] = {}
+    twins: dict[AvalRecord, int] = {}
+    records = []
+    for aval in avals:
+        record = entries.get(aval)
+        if record is None:
+            wire = aval_record(aval)
+            record = entries[aval] = dataclasses.replace(wire, variant=twins.get(wire, 0))
+            twins[wire] = twins.get(wire, 0) + 1
+        records.append(record)
+    return tuple(records)
 
 
 def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
