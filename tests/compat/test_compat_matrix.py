@@ -41,6 +41,7 @@ from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.domain.artifact.consumers import find_consumer, verdict
 from jaxport.errors import ConsumerMismatchError
 from tests.helpers.compat_venvs import VERSIONS, venv_python
+from tests.helpers.new_operations import NEWEST_JAX, fused_multiply_add, special, special_functions
 
 pytestmark = pytest.mark.compat_matrix
 
@@ -54,13 +55,7 @@ PARAMS = collections.OrderedDict(weight=np.linspace(-1, 1, 12, dtype=np.float32)
 X = np.linspace(-2, 2, 15, dtype=np.float32).reshape(5, 3)
 #: The releases whose readers run the artifacts: the compat venvs' and this process's JAX.
 RELEASES = (*VERSIONS, "current")
-#: Whether this JAX lowers lgamma and digamma to the custom calls JAX 0.12.1 added.
-SPECIAL_CALLS = tuple(int(p) for p in jax.__version__.split(".")[:3]) >= (0, 12, 1)
 SPECIAL_X = np.array([0.5, 1.5, 2.5], np.float32)
-
-
-def special(x: jax.Array) -> jax.Array:
-    return jax.lax.lgamma(x) + jax.lax.digamma(x)
 
 # Run by the older release's Python; imports neither jaxport nor anything of this repository.
 OLD_RELEASE = r"""
@@ -83,12 +78,13 @@ for name in ("sealed.jaxport", "unsealed.jaxport", "consumer.jaxport"):
         out["read"][name] = {"error": f"{type(exc).__name__}: {exc}"}
         continue
     out["read"][name] = {"y": np.asarray(y).tolist(), "dweight": np.asarray(g["weight"]).tolist()}
-for name in ("special.jaxport", "weak.jaxport"):
+for name in ("special.jaxport", "fused.jaxport", "weak.jaxport"):
     if not (work / name).exists():
         continue
     try:
         exp = export.deserialize(bytearray((work / name).read_bytes()))
-        args = (jnp.asarray(np.load(work / "special_x.npy")),) if name == "special.jaxport" else (x[0], 2.0)
+        args = {"special.jaxport": (jnp.asarray(np.load(work / "special_x.npy")),),
+                "fused.jaxport": (x[0], x[0], x[0])}.get(name, (x[0], 2.0))
         out["read"][name] = {"y": np.asarray(exp.call(*args)).tolist()}
     except Exception as exc:  # an unregistered custom-call target, a newer StableHLO
         out["read"][name] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -121,8 +117,9 @@ def exchanged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     # A weak-typed scalar argument and result, written for the release (strong before JAX 0.12.1).
     weak = jaxport.export(jax.jit(lambda x, s: x * s))(jax.ShapeDtypeStruct((3,), jnp.float32), 2.0)
     jaxport.save(weak, work / "weak.jaxport", consumer=f"jax=={version}")
-    if SPECIAL_CALLS:
-        (work / "special.jaxport").write_bytes(_special().serialize())
+    if NEWEST_JAX:
+        (work / "special.jaxport").write_bytes(special_functions().serialize())
+        (work / "fused.jaxport").write_bytes(fused_multiply_add().serialize())
         np.save(work / "special_x.npy", SPECIAL_X)
     np.savez(work / "params.npz", weight=PARAMS["weight"], bias=PARAMS["bias"])
     np.save(work / "x.npy", X)
@@ -131,14 +128,6 @@ def exchanged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
                           env={**env, "JAX_PLATFORMS": "cpu"}, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return version, work, json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _special() -> jaxport.Exported:
-    jax.config.update("jax_export_ignore_forward_compatibility", True)
-    try:
-        return jaxport.export(jax.jit(special), platforms=["cpu"])(jax.ShapeDtypeStruct((3,), jnp.float32))
-    finally:
-        jax.config.update("jax_export_ignore_forward_compatibility", False)
 
 
 def _expected() -> tuple[np.ndarray, np.ndarray]:
@@ -194,16 +183,33 @@ def test_each_release_calls_the_weak_typed_artifact_written_for_it(exchanged: tu
 def test_check_consumer_says_no_exactly_where_the_release_cannot_run_the_new_custom_calls(
         exchanged: tuple[str, Path, dict[str, Any]], tmp_path: Path) -> None:
     version, work, out = exchanged
-    if not SPECIAL_CALLS:
+    if not NEWEST_JAX:
         pytest.skip(f"JAX {jax.__version__} lowers lgamma to no custom call")
     said = jaxport.check_consumer(work / "special.jaxport", f"jax=={version}")
     ran = out["read"]["special.jaxport"]
     if said.ok:  # "yes": the release reads and runs it
         np.testing.assert_allclose(ran["y"], np.asarray(special(jnp.asarray(SPECIAL_X))), rtol=1e-5)
-        jaxport.save(_special(), tmp_path / "for.jaxport", consumer=f"jax=={version}")
+        jaxport.save(special_functions(), tmp_path / "for.jaxport", consumer=f"jax=={version}")
     else:  # "no": the release refuses it, and nothing is written for it
         assert "error" in ran, ran
         with pytest.raises(ConsumerMismatchError, match=f"JAX {version}"):
-            jaxport.save(_special(), tmp_path / "for.jaxport", consumer=f"jax=={version}")
+            jaxport.save(special_functions(), tmp_path / "for.jaxport", consumer=f"jax=={version}")
+        assert not (tmp_path / "for.jaxport").exists()
+    assert said.ok == (version == jax.__version__)
+
+
+def test_check_consumer_says_no_exactly_where_the_release_cannot_read_stablehlo_fma(
+        exchanged: tuple[str, Path, dict[str, Any]], tmp_path: Path) -> None:
+    version, work, out = exchanged
+    if not NEWEST_JAX:
+        pytest.skip(f"jaxlib {jax.__version__}'s StableHLO has no fma")
+    said = jaxport.check_consumer(work / "fused.jaxport", f"jax=={version}")
+    ran = out["read"]["fused.jaxport"]
+    if said.ok:
+        np.testing.assert_allclose(ran["y"], X[0] * X[0] + X[0], rtol=1e-6)
+    else:
+        assert "error" in ran, ran
+        with pytest.raises(ConsumerMismatchError, match=f"JAX {version}"):
+            jaxport.save(fused_multiply_add(), tmp_path / "for.jaxport", consumer=f"jax=={version}")
         assert not (tmp_path / "for.jaxport").exists()
     assert said.ok == (version == jax.__version__)

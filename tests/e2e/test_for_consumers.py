@@ -24,6 +24,7 @@ from jaxport.domain.artifact import consumers
 from jaxport.domain.artifact.module_format import stablehlo_version
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.errors import ConsumerMismatchError, UsageError
+from tests.helpers.new_operations import NEWEST_JAX, fused_multiply_add, special_functions
 
 SPEC = jax.ShapeDtypeStruct((3,), jnp.float32)
 MODEL = '''
@@ -134,7 +135,8 @@ def test_an_operation_the_consumers_stablehlo_lacks_is_named_and_nothing_is_writ
         atol=1e-3, rtol=1e-3, ulps=2))))(SPEC)
     path = tmp_path / "f.jaxport"
     with pytest.raises(ConsumerMismatchError, match=r"stablehlo.exponential as the module uses it \(vhlo.exponential_v2, its attributes "
-                                                     r"included\) does not exist in StableHLO 1.0.0 \(the StableHLO that JAX 0.0.1 reads\)") as caught:
+                                                     r"included\) does not exist in StableHLO 1.0.0 \(the StableHLO that JAX 0.0.1 reads; the module targets "
+                                                     r"[0-9.]+\)") as caught:
         jaxport.save(accurate, path, consumer="jax==0.0.1")
     assert caught.value.consumer == "JAX 0.0.1"
     assert not path.exists()
@@ -164,19 +166,12 @@ def test_tensorflow_2_21s_xla_call_module_runs_what_was_written_for_it(exp: jaxp
     np.testing.assert_allclose(np.asarray(run()[0]), np.tanh(x * w), rtol=1e-6)
 
 
-NEWEST_JAX = tuple(int(p) for p in jax.__version__.split(".")[:3]) >= (0, 12, 1)
-
-
 @pytest.fixture(scope="module")
 def special() -> jaxport.Exported:
     """lgamma and digamma as the custom calls that JAX 0.12.1 lowers them to past its forward-compatibility gate."""
     if not NEWEST_JAX:
         pytest.skip(f"JAX {jax.__version__} lowers lgamma to no custom call")
-    jax.config.update("jax_export_ignore_forward_compatibility", True)
-    try:
-        return jaxport.export(jax.jit(lambda x: jax.lax.lgamma(x) + jax.lax.digamma(x)), platforms=["cpu"])(SPEC)
-    finally:
-        jax.config.update("jax_export_ignore_forward_compatibility", False)
+    return special_functions()
 
 
 @pytest.mark.parametrize("spec", ["jax==0.12.0.1", "jax==0.12.0", "jax==0.11.1", "jax==0.10.2"])
@@ -184,7 +179,7 @@ def test_a_custom_call_the_consumer_does_not_know_is_refused_at_save_and_check_s
         special: jaxport.Exported, tmp_path: Path, spec: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "special.jaxport"
     consumer = consumers.find_consumer(spec)
-    with pytest.raises(ConsumerMismatchError, match=rf"function '.*lambda.*'.*cpu_lgamma_ffi, which JAX 0\.12\.1 "
+    with pytest.raises(ConsumerMismatchError, match=rf"function 'special'.*cpu_lgamma_ffi, which JAX 0\.12\.1 "
                                                     rf"first allows and {consumer}'s jaxlib"):
         jaxport.save(special, path, consumer=spec)
     assert not path.exists()
@@ -214,3 +209,19 @@ def test_weak_types_are_written_strong_for_older_readers_and_check_and_inspect_l
         assert main(["inspect", str(path)]) == 0
         assert "weak types: arg1, output_1" in capsys.readouterr().out
     assert not any("weak" in n for n in jaxport.check_consumer(old, "jax==0.12.0.1").notes)
+
+
+def test_stablehlo_fma_is_refused_for_a_consumer_whose_stablehlo_lacks_it_and_check_says_no(tmp_path: Path) -> None:
+    if not NEWEST_JAX:
+        pytest.skip(f"jaxlib {jax.__version__}'s StableHLO has no fma")
+    fused, path = fused_multiply_add(), tmp_path / "fused.jaxport"
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(fused.call(x, x, x), x * x + x)
+    with pytest.raises(ConsumerMismatchError, match=r"function 'fused' for JAX 0\.12\.0\.1: the operation stablehlo\.fma .* "
+                                                    r"does not exist in StableHLO 1\.22\.0 \(the StableHLO that JAX 0\.12\.0\.1 "
+                                                    r"reads; the module targets 1\.25\.\d+\)"):
+        jaxport.save(fused, path, consumer="jax==0.12.0.1")
+    assert not path.exists()
+    jaxport.save(fused, path)
+    assert jaxport.check_consumer(path, f"jax=={jax.__version__}").ok
+    assert not jaxport.check_consumer(path, "jax==0.12.0.1").ok

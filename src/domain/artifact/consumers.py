@@ -326,7 +326,7 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
                 raise
             except ValueError as exc:
                 raise ConsumerMismatchError(str(consumer), record.function_name, (
-                    f"{exc} (the StableHLO that {consumer} reads)",)) from None
+                    f"{exc} (the StableHLO that {consumer} reads; the module targets {written})",)) from None
         if generation is not None and generation < WEAK_TYPE_GENERATION:
             table = strong_avals(table)
             table = (replace(table, serialization_version=WRITTEN_SERIALIZATION_VERSION, jax_version=None)
