@@ -14,14 +14,15 @@ from jaxport.adapters.mlir.bindings import export_target_version
 def written_format() -> tuple[int, str | None]:
     """The ``(serialization_version, jax_version)`` that ``jax.export`` here writes.
 
-    JAX 0.12.1 writes generation 13 (weak types) and its own version, 0.11.2
-    to 0.12.0.1 generation 12 and their version; older releases write 3 and
-    no version.
+    JAX 0.12.1 writes generation 13 (weak types) and its own version, 0.11.1
+    to 0.12.0.1 generation 12 and their version (jax-ml/jax 1c607c1 and
+    06d802b, 2026-07-27/29, came before 0.11.1, which refuses the HLO sharding
+    protos of 2026-08-03's 76eb902); older releases write 3 and no version.
     """
     installed = release(jax.__version__)
     if installed >= (0, 12, 1):
         return WEAK_TYPE_GENERATION, jax.__version__
-    if installed >= (0, 11, 2):
+    if installed >= (0, 11, 1):
         return JAX_VERSION_GENERATION, jax.__version__
     return WRITTEN_SERIALIZATION_VERSION, None
 
