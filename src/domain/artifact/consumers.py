@@ -140,7 +140,8 @@ def _jax_placed(version: str, stablehlo: str, serialization: int, mosaic: int, p
     """A JAX release not installed here, whose facts ``placed`` says where they come from."""
     return Consumer("jax", version, (9, 10), stablehlo, None, serialization,
                     f"calling conventions 9-10, format generation {serialization}, StableHLO {stablehlo} "
-                    f"and Mosaic {mosaic}: {placed} (documented)", mosaic=mosaic)
+                    f"and Mosaic {mosaic}: {placed}, from jax/_src/export/serialization.py and "
+                    f"tpu_custom_call.py of the releases around it (documented)", mosaic=mosaic)
 
 
 #: The consumers ``jaxport check --consumer`` knows, oldest first per runtime.
