@@ -42,7 +42,7 @@ from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.domain.artifact.consumers import find_consumer, verdict
 from jaxport.errors import ConsumerMismatchError
 from tests.helpers.compat_venvs import VERSIONS, venv_python
-from tests.helpers.new_operations import NEWEST_JAX, fused_multiply_add, special, special_functions
+from tests.helpers.consumer_exports import NEWEST_JAX, fused_multiply_add, special, special_functions
 
 pytestmark = pytest.mark.compat_matrix
 

@@ -25,7 +25,7 @@ from jaxport.domain.artifact.module_format import stablehlo_version
 from jaxport.domain.artifact.producer import release_key
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.errors import ConsumerMismatchError, UsageError
-from tests.helpers.new_operations import NEWEST_JAX, fused_multiply_add, special_functions
+from tests.helpers.consumer_exports import NEWEST_JAX, fused_multiply_add, special_functions
 
 SPEC = jax.ShapeDtypeStruct((3,), jnp.float32)
 MODEL = '''

@@ -1,4 +1,4 @@
-"""Exports that use what JAX 0.12.1 added: lgamma and digamma as custom calls, ``stablehlo.fma``."""
+"""Exports that an older JAX cannot run (for the consumers' tests): lgamma and digamma as JAX 0.12.1's custom calls, ``stablehlo.fma``."""
 
 from __future__ import annotations
 
