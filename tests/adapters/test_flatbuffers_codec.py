@@ -122,9 +122,10 @@ def assert_same_fields(rec: ArtifactRecord, exp: Any) -> None:
     assert rec.in_tree == tree_spec_of(exp.in_tree)
     assert rec.out_tree == tree_spec_of(exp.out_tree)
     for mine, theirs in ((rec.in_avals, exp.in_avals), (rec.out_avals, exp.out_avals)):
-        assert [(a.shape, a.dtype.value, a.memory_space.name) for a in mine] == [
+        # Before generation 13 (jax 0.12.1) the bytes hold no weak types: every aval reads strong.
+        assert [(a.shape, a.dtype.value, a.memory_space.name, a.weak_type) for a in mine] == [
             (tuple(str(d) for d in a.shape), dtype_name(a.dtype),
-             a.memory_space.name.upper()) for a in theirs]
+             a.memory_space.name.upper(), WEAK_WHEEL and bool(a.weak_type)) for a in theirs]
     for mine_s, named, hlo in (
             (rec.in_shardings, exp._in_named_shardings, exp.in_shardings_hlo),
             (rec.out_shardings, exp._out_named_shardings, exp.out_shardings_hlo)):
@@ -163,6 +164,8 @@ def wire_version(blob: bytes) -> int:
 # --------------------------------------------------------------------------
 
 NEW_WHEEL = tuple(int(p) for p in jax.__version__.split(".")[:3]) >= (0, 11, 2)
+#: jax 0.12.1 and later write generation 13, with the avals' weak types.
+WEAK_WHEEL = tuple(int(p) for p in jax.__version__.split(".")[:3]) >= (0, 12, 1)
 
 
 def test_the_wheel_ships_the_blobs_of_its_generations() -> None:
@@ -193,7 +196,7 @@ def test_shipped_blob_reencodes_to_bytes_jax_reads_the_same(
     assert_same_fields(rec, export.deserialize(again))
     written = rec if rec.jax_version is not None else dataclasses.replace(rec, serialization_version=3)
     assert decode_artifact(again) == written
-    if version in (11, 12):  # the generations jax 0.10.2 and 0.12 write
+    if version in (11, 12, 13):  # the generations jax 0.10.2, 0.11.2-0.12.0.1 and 0.12.1 write
         assert bytes(again) == blob
 
 
@@ -348,8 +351,9 @@ def test_decoded_fields_equal_jax_deserialize(case: Case | str) -> None:
     assert_same_fields(rec, export.deserialize(bytearray(blob)))
     if rec.vjp is None:  # the original's vjp() would lower the VJP once more
         assert_same_fields(rec, exp)
-    # jax 0.11.2 and later write generation 12 and their version; older ones 3.
-    assert (rec.serialization_version, rec.jax_version) == ((12, jax.__version__) if NEW_WHEEL else (3, None))
+    # jax 0.12.1 writes generation 13, 0.11.2 to 0.12.0.1 12, each with its version; older ones 3.
+    assert (rec.serialization_version, rec.jax_version) == (
+        (13 if WEAK_WHEEL else 12, jax.__version__) if NEW_WHEEL else (3, None))
 
 
 @pytest.mark.parametrize("case", all_cases())
@@ -380,7 +384,9 @@ def test_gradients_flow_through_the_reencoded_vjps() -> None:
 def test_weak_and_strong_scalars_keep_their_two_unique_entries() -> None:
     _, blob, _, _ = exported(next(c for c in CASES if c.name == "weak_output"))
     rec = decode_artifact(blob)
-    assert [a.variant for a in rec.out_avals] == [0, 1, 0]
+    # Generation 13 tells them apart by their weak type, older ones by the order of the entries.
+    assert [(a.weak_type, a.variant) for a in rec.out_avals] == (
+        [(False, 0), (True, 0), (False, 0)] if WEAK_WHEEL else [(False, 0), (False, 1), (False, 0)])
     assert rec.out_avals[0] != rec.out_avals[1]
     assert str(rec.out_avals[0]) == str(rec.out_avals[1]) == "float32[]"
 

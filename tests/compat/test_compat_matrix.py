@@ -12,7 +12,13 @@ deserializing; every release reads, calls and differentiates the artifact
 written for it (``jaxport.save(..., consumer="jax==VERSION")``, its modules for
 the release's StableHLO), whichever JAX wrote it; and that release's ``jax.export`` writes artifacts
 (with ``vjp_order=1``) that jaxport, in this process, reads, calls and
-differentiates. ``pytest -m "not compat_matrix"`` leaves these tests out.
+differentiates. The JAX of this process runs the same script as the release
+``"current"`` (JAX 0.12.1 where the range's newest is installed). Where this
+JAX lowers lgamma and digamma to custom calls (0.12.1, past its
+forward-compatibility gate), the artifact that calls them is run by every
+release too: ``check --consumer`` says "no" exactly where the release fails to
+run it, and ``consumer=`` refuses to write it for such a release.
+``pytest -m "not compat_matrix"`` leaves these tests out.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import collections
 import json
 import os
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +40,9 @@ import pytest
 import jaxport
 from jaxport.adapters.flatbuffers.codec import decode_artifact
 from jaxport.domain.artifact.consumers import find_consumer, verdict
+from jaxport.errors import ConsumerMismatchError
 from tests.helpers.compat_venvs import VERSIONS, venv_python
+from tests.helpers.consumer_exports import NEWEST_JAX, fused_multiply_add, special, special_functions
 
 pytestmark = pytest.mark.compat_matrix
 
@@ -44,6 +54,9 @@ def f(params: Any, x: Any) -> jax.Array:
 PARAMS = collections.OrderedDict(weight=np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4),
                                  bias=np.linspace(0, 1, 4, dtype=np.float32))
 X = np.linspace(-2, 2, 15, dtype=np.float32).reshape(5, 3)
+#: The releases whose readers run the artifacts: the compat venvs' and this process's JAX.
+RELEASES = (*VERSIONS, "current")
+SPECIAL_X = np.array([0.5, 1.5, 2.5], np.float32)
 
 # Run by the older release's Python; imports neither jaxport nor anything of this repository.
 OLD_RELEASE = r"""
@@ -66,6 +79,16 @@ for name in ("sealed.jaxport", "unsealed.jaxport", "consumer.jaxport"):
         out["read"][name] = {"error": f"{type(exc).__name__}: {exc}"}
         continue
     out["read"][name] = {"y": np.asarray(y).tolist(), "dweight": np.asarray(g["weight"]).tolist()}
+for name in ("special.jaxport", "fused.jaxport", "weak.jaxport"):
+    if not (work / name).exists():
+        continue
+    try:
+        exp = export.deserialize(bytearray((work / name).read_bytes()))
+        args = {"special.jaxport": (jnp.asarray(np.load(work / "special_x.npy")),),
+                "fused.jaxport": (x[0], x[0], x[0])}.get(name, (x[0], 2.0))
+        out["read"][name] = {"y": np.asarray(exp.call(*args)).tolist()}
+    except Exception as exc:  # an unregistered custom-call target, a newer StableHLO
+        out["read"][name] = {"error": f"{type(exc).__name__}: {exc}"}
 
 def f(params, x):
     return jnp.tanh(x @ params["weight"] + params["bias"]).sum(axis=-1)
@@ -78,12 +101,12 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module", params=VERSIONS)
+@pytest.fixture(scope="module", params=RELEASES)
 def exchanged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
               ) -> tuple[str, Path, dict[str, Any]]:
-    """An older release's run: what it computed from jaxport's artifacts, and the artifact it wrote."""
-    version: str = request.param
-    python = venv_python(version)
+    """A release's run: what it computed from jaxport's artifacts, and the artifact it wrote."""
+    version: str = jax.__version__ if request.param == "current" else request.param
+    python = Path(sys.executable) if request.param == "current" else venv_python(version)
     work = tmp_path_factory.mktemp(f"jax-{version}")
     b, = jaxport.symbolic_shape("b")
     specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), PARAMS)
@@ -92,6 +115,13 @@ def exchanged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     (work / "unsealed.jaxport").write_bytes(exp.serialize(vjp_order=1, integrity=False))
     # Written for this release (consumer=): what it reads, whatever JAX this process has.
     jaxport.save(exp, work / "consumer.jaxport", vjp_order=1, consumer=f"jax=={version}")
+    # A weak-typed scalar argument and result, written for the release (strong before JAX 0.12.1).
+    weak = jaxport.export(jax.jit(lambda x, s: x * s))(jax.ShapeDtypeStruct((3,), jnp.float32), 2.0)
+    jaxport.save(weak, work / "weak.jaxport", consumer=f"jax=={version}")
+    if NEWEST_JAX:
+        (work / "special.jaxport").write_bytes(special_functions().serialize())
+        (work / "fused.jaxport").write_bytes(fused_multiply_add().serialize())
+        np.save(work / "special_x.npy", SPECIAL_X)
     np.savez(work / "params.npz", weight=PARAMS["weight"], bias=PARAMS["bias"])
     np.save(work / "x.npy", X)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
@@ -143,3 +173,36 @@ def test_jaxport_reads_calls_and_differentiates_what_older_jax_export_wrote(
     grads = jax.grad(lambda p: theirs.call(p, X).sum())(PARAMS)
     np.testing.assert_allclose(grads["weight"], dweight, rtol=1e-5)
     assert jaxport.inspect((work / "theirs.bin").read_bytes()).producer is None
+
+
+def test_each_release_calls_the_weak_typed_artifact_written_for_it(exchanged: tuple[str, Path, dict[str, Any]]) -> None:
+    version, work, out = exchanged
+    assert jaxport.check_consumer(work / "weak.jaxport", f"jax=={version}").ok
+    np.testing.assert_allclose(out["read"]["weak.jaxport"]["y"], X[0] * 2.0, rtol=1e-6)
+
+
+#: What JAX 0.12.1 added, by the file the release ran: the export, and its result on the release's inputs.
+NEW_OPERATIONS: dict[str, tuple[Callable[[], jaxport.Exported], Callable[[], np.ndarray]]] = {
+    "special.jaxport": (special_functions, lambda: np.asarray(special(jnp.asarray(SPECIAL_X)))),
+    "fused.jaxport": (fused_multiply_add, lambda: X[0] * X[0] + X[0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_OPERATIONS))
+def test_check_consumer_says_no_exactly_where_the_release_cannot_run_the_new_operations(
+        exchanged: tuple[str, Path, dict[str, Any]], tmp_path: Path, name: str) -> None:
+    version, work, out = exchanged
+    if not NEWEST_JAX:
+        pytest.skip(f"JAX {jax.__version__} writes neither lgamma's custom calls nor stablehlo.fma")
+    make, expected = NEW_OPERATIONS[name]
+    said = jaxport.check_consumer(work / name, f"jax=={version}")
+    ran = out["read"][name]
+    if said.ok:  # "yes": the release reads and runs it
+        np.testing.assert_allclose(ran["y"], expected(), rtol=1e-5)
+        jaxport.save(make(), tmp_path / "for.jaxport", consumer=f"jax=={version}")
+    else:  # "no": the release refuses it, and nothing is written for it
+        assert "error" in ran, ran
+        with pytest.raises(ConsumerMismatchError, match=f"JAX {version}"):
+            jaxport.save(make(), tmp_path / "for.jaxport", consumer=f"jax=={version}")
+        assert not (tmp_path / "for.jaxport").exists()
+    assert said.ok == (version == jax.__version__)

@@ -10,7 +10,8 @@ from jaxport.domain.artifact.sharding import (
     AbstractMeshRecord, AxisType, NamedShardingRecord, PartitionSpecRecord
 )
 from jaxport.domain.artifact.diff import (
-    COMPARED_FIELDS, NOT_COMPARED, Compared, Difference, compare, info_differences, op_count_differences
+    COMPARED_FIELDS, NOT_COMPARED, Compared, Difference, compare, info_differences, op_count_differences,
+    record_differences
 )
 from jaxport.domain.artifact.info import ArtifactInfo
 
@@ -153,3 +154,11 @@ def test_different_producers_are_no_difference_of_the_program_and_a_note_says_so
                              f"a.jaxport: {old}; b.jaxport: {new}"]
     assert compare(Compared("a.jaxport", record(producer=new), True),
                    Compared("b.jaxport", record(producer=new), True), fake_op_counts).lines() == []
+
+
+def test_weak_types_that_differ_are_one_difference() -> None:
+    from tests.helpers.consumer_records import record
+
+    weak = AvalRecord(("3",), DType.FLOAT32, weak_type=True)
+    found = [str(d) for d in record_differences(record(in_avals=(weak,)), record(), op_counts=lambda _: {})]
+    assert found == ["weak types: arg0 -> none"], found

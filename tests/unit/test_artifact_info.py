@@ -72,3 +72,13 @@ def test_many_shardings_are_shown_by_counts_within_the_width() -> None:
     assert ("  in shardings: 101 x P('data', None) over {data: 2, model: 4}, "
             "100 x P('model', None) over {data: 2, model: 4}") in lines
     assert "  out shardings: 201 x unspecified" in lines
+
+
+def test_weak_typed_inputs_and_outputs_are_listed_as_lost_by_older_readers() -> None:
+    from tests.helpers.consumer_records import record
+
+    weak = AvalRecord(("3",), DType.FLOAT32, weak_type=True)
+    info = ArtifactInfo.of(record(in_avals=(weak,), out_avals=(weak,)))
+    assert info.weak_types == ("arg0", "output_0")
+    assert "  weak types: arg0, output_0 (strong for readers before JAX 0.12.1, which lose them)" in str(info)
+    assert "weak types" not in str(ArtifactInfo.of(record()))

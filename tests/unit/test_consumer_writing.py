@@ -8,7 +8,10 @@ import pytest
 
 from jaxport.domain.artifact.consumers import find_consumer, stablehlo_for, verdict, written_for
 from jaxport.domain.artifact.module_format import stablehlo_version
-from jaxport.domain.artifact.record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord
+from jaxport.domain.artifact.record import (
+    JAX_VERSION_GENERATION, WEAK_TYPE_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord, DType,
+    TreeSpec
+)
 from jaxport.domain.errors import ArtifactError, ConsumerMismatchError, UsageError
 from tests.helpers.consumer_records import module, record
 
@@ -102,3 +105,49 @@ def test_a_malformed_consumer_is_a_usage_error(spec: str) -> None:
 def test_an_unknown_consumer_is_a_usage_error_listing_the_known() -> None:
     with pytest.raises(UsageError, match="knows no jax 0.6.0.*0.8.3"):
         find_consumer("jax==0.6.0")
+
+
+def weak_record() -> ArtifactRecord:
+    """``(float32[], float32[]) -> float32[]`` as JAX 0.12.1 writes it: the first input weak-typed."""
+    weak, strong = AvalRecord((), DType.FLOAT32, weak_type=True), AvalRecord((), DType.FLOAT32)
+    leaf = TreeSpec.leaf()
+    return record(in_tree=TreeSpec.of_tuple(TreeSpec.of_tuple(leaf, leaf), TreeSpec.of_dict({})),
+                  in_avals=(weak, strong), out_avals=(weak,), in_shardings=(None, None), module_kept_var_idx=(0, 1),
+                  mlir_module_serialized=module("1.22.0"), serialization_version=WEAK_TYPE_GENERATION,
+                  jax_version="0.12.1")
+
+
+@pytest.mark.parametrize("spec, version", [("jax==0.12.0.1", 12), ("jax==0.11.1", 12), ("jax==0.10.2", 3)])
+def test_readers_before_generation_13_get_strong_avals_kept_apart_as_their_jax_writes_them(spec: str,
+                                                                                            version: int) -> None:
+    rec = weak_record()
+    consumer = find_consumer(spec)
+    notes = verdict(rec, consumer, short_device_count=False).notes
+    assert any("arg0, output_0 lose their weak type" in n for n in notes), notes
+    out = written_for(rec, consumer, Writer())
+    assert out.serialization_version == version
+    # Strong now, and the weak entry (the first of the unique table) still apart from its strong twin.
+    assert [(a.weak_type, a.variant) for a in out.in_avals + out.out_avals] == [(False, 0), (False, 1), (False, 0)]
+    found = verdict(out, consumer, short_device_count=False)
+    assert found.ok and not any("weak" in n for n in found.notes)
+
+
+def test_generation_13_readers_keep_the_weak_types() -> None:
+    rec = weak_record()
+    assert written_for(rec, find_consumer("jax==0.12.1"), Writer()) == rec
+    assert not any("weak" in n for n in verdict(rec, find_consumer("jax==0.12.1"), short_device_count=False).notes)
+
+
+@pytest.mark.parametrize("target", ["cpu_lgamma_ffi", "cu_digamma_ffi", "hip_lgamma_ffi"])
+def test_a_custom_call_newer_than_the_consumer_is_refused_naming_function_target_and_versions(target: str) -> None:
+    rec = record(mlir_module_serialized=module("1.22.0") + b"\x0e" + target.encode() + b"\x00",
+                 serialization_version=WEAK_TYPE_GENERATION, jax_version="0.12.1")
+    assert verdict(rec, find_consumer("jax==0.12.1"), short_device_count=False).ok
+    assert written_for(rec, find_consumer("jax==0.12.1"), Writer()) == rec
+    for spec in ("jax==0.12.0.1", "jax==0.11.2", "tf==2.21"):
+        found = verdict(rec, find_consumer(spec), short_device_count=False)
+        assert not found.ok and any(target in r for r in found.reasons)
+        with pytest.raises(ConsumerMismatchError, match=rf"function 'f'.*{target}, which JAX 0\.12\.1 first "
+                                                        rf"allows and {find_consumer(spec)}"):
+            # Each module written for the consumer's StableHLO keeps its call (the header changes).
+            written_for(rec, find_consumer(spec), lambda blob, version: module(version) + blob.split(b"\x00...")[1])

@@ -72,3 +72,11 @@ def test_consumers_are_named_as_pip_names_versions_and_others_are_refused_listin
     for bad in ("jax", "jax>=0.9", "torch==2.4", "jax=="):
         with pytest.raises(UsageError, match="RUNTIME==VERSION"):
             find_consumer(bad)
+
+
+def test_the_table_has_jax_0_11_1_0_12_0_and_0_12_1_with_the_generation_each_reads() -> None:
+    rows = {c.version: c for c in CONSUMERS if c.runtime == "jax"}
+    assert [rows[v].serialization for v in ("0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.12.0.1", "0.12.1")] == [
+        11, 12, 12, 12, 12, 13]
+    assert rows["0.12.1"].stablehlo == "1.25.3"
+    assert "documented" in rows["0.11.1"].source and "measured" not in rows["0.11.1"].source

@@ -5,9 +5,15 @@ from __future__ import annotations
 from jaxport.domain.artifact import custom_calls
 
 
-def test_the_allowlist_has_the_88_targets_of_jax_0_10_2() -> None:
-    assert len(custom_calls.GUARANTEED_STABLE_TARGETS) == 88
+def test_the_allowlist_has_the_94_targets_of_jax_0_12_1() -> None:
+    assert len(custom_calls.GUARANTEED_STABLE_TARGETS) == 94
     assert len(custom_calls.CPU_LAPACK_TARGETS) == 48
+
+
+def test_the_six_special_function_targets_are_dated_jax_0_12_1() -> None:
+    assert custom_calls.TARGETS_SINCE == {t: "0.12.1" for t in (
+        "cpu_digamma_ffi", "cpu_lgamma_ffi", "cu_digamma_ffi", "cu_lgamma_ffi", "hip_digamma_ffi", "hip_lgamma_ffi")}
+    assert set(custom_calls.TARGETS_SINCE) <= custom_calls.GUARANTEED_STABLE_TARGETS
 
 
 def test_lapack_targets_use_lapack_names_for_complex_routines() -> None:

@@ -15,7 +15,8 @@ KERNEL_MODULE = module("1.15.0") + b"tpu_custom_call"
 
 @pytest.mark.parametrize("spec, mosaic", [
     ("jax==0.7.0", 4), ("jax==0.8.0", 7), ("jax==0.9.0", 8), ("jax==0.9.2", 9), ("jax==0.10.0", 9),
-    ("jax==0.10.2", 11), ("jax==0.11.0", 13), ("jax==0.11.2", 15), ("jax==0.12.0.1", 15), ("tf==2.21", None)])
+    ("jax==0.10.2", 11), ("jax==0.11.0", 13), ("jax==0.11.1", 13), ("jax==0.11.2", 15), ("jax==0.12.0", 15), ("jax==0.12.0.1", 15),
+    ("jax==0.12.1", 15), ("tf==2.21", None)])
 def test_each_jax_release_records_the_mosaic_version_it_exports(spec: str, mosaic: int | None) -> None:
     consumer = find_consumer(spec)
     assert consumer.mosaic == mosaic

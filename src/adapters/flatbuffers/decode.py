@@ -12,7 +12,7 @@ artifacts the same way:
   ``unique_avals`` when not empty, otherwise from the legacy vectors; with
   HLO shardings (artifacts before 2026-01-15) always from the legacy vectors;
 * ``nr_devices`` falls back to ``nr_devices_short`` when 0; a missing memory
-  space reads as device; a missing ``AbstractDevice.platform`` (before
+  space reads as device, a missing weak type (before 2026-10-30) as strong; a missing ``AbstractDevice.platform`` (before
   2026-05-15) is inferred from the device kind.
 
 Everything is validated before use (see :mod:`jaxport.adapters.flatbuffers.reader`); trees
@@ -70,7 +70,7 @@ _SLOT_COUNTS: Final = {
 
 
 def decode_artifact(blob: bytes | bytearray | memoryview) -> ArtifactRecord:
-    """Reads an artifact written by ``jax.export`` (jax 0.10.2 or older) or jaxport.
+    """Reads an artifact written by ``jax.export`` (jax 0.12.1 or older) or jaxport.
 
     Args:
         blob: the artifact's bytes.
@@ -372,7 +372,7 @@ def _unique_avals(t: TableView) -> tuple[AvalRecord, ...]:
         variant = seen.get(aval, 0)
         seen[aval] = variant + 1
         out.append(aval if variant == 0 else AvalRecord(
-            aval.shape, aval.dtype, aval.memory_space, variant))
+            aval.shape, aval.dtype, aval.memory_space, aval.weak_type, variant))
     return tuple(out)
 
 
@@ -400,7 +400,7 @@ def _aval(t: TableView) -> AvalRecord:
         if not dim or len(dim) > MAX_DIM_CHARS:
             raise t.fail(f"shape[{i}]", f"a dimension of {len(dim)} characters (allowed: 1 "
                                         f"to {MAX_DIM_CHARS})")
-    return AvalRecord(shape, dtype, space)
+    return AvalRecord(shape, dtype, space, bool(t.scalar(S.WEAK_TYPE, "u8", "weak_type", 0)))
 
 
 def _effects(t: TableView, slot: int, field: str) -> tuple[EffectRecord, ...]:

@@ -7,8 +7,11 @@ refers to it, vectors of tables are built element by element and then
 prepended in reverse, fields are added in the order below (``nr_devices``
 right after ``out_avals``), scalars equal to their default are left out, and
 the builder shares equal vtables. The root table carries
-``serialization_version`` 3, the legacy per-input vectors that older readers
-need, and the de-duplicated ``unique_*`` tables with their index vectors.
+``serialization_version`` 3 (or, with a JAX version, 12 or 13), the legacy
+per-input vectors that older readers need, and the de-duplicated ``unique_*``
+tables with their index vectors. Generation 13 writes ``weak_type`` where it
+is true; older generations write every aval strong, but keep a weak and a
+strong aval apart in the table of unique avals, as their JAX did.
 Each VJP table is written, with its own unique tables, between
 ``module_kept_var_idx`` and the unique tables of the table that holds it.
 
@@ -26,7 +29,8 @@ from typing import Final, Protocol, TypeVar
 import flatbuffers  # type: ignore[import-untyped]
 
 from jaxport.domain.artifact.record import (
-    JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord, EffectRecord, TreeKind, TreeSpec
+    JAX_VERSION_GENERATION, WEAK_TYPE_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord,
+    EffectRecord, TreeKind, TreeSpec
 )
 from jaxport.domain.artifact.sharding import (
     AbstractDeviceRecord, AbstractMeshRecord, HloShardingRecord, NamedShardingRecord, PartitionSpecRecord, ShardingRecord
@@ -65,8 +69,8 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Args:
         record: the artifact; without a ``jax_version`` it is written as jax
             0.10.2 writes (``serialization_version`` 3), with one as jax 0.11.2
-            and later write (generation 12: the version number and the JAX
-            version). Its VJP chain is written in full.
+            and later write (the version number, 12 or more, and the JAX
+            version; from 13 the avals' weak types). Its VJP chain is written in full.
 
     Returns:
         The artifact's bytes (for a record read from jax 0.10.2's bytes, the
@@ -112,6 +116,9 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
     """The Exported table of ``rec``."""
     E = W.Root
     uniques = _Uniques.of(rec)
+    generation_12 = rec.jax_version is not None
+    version = max(rec.serialization_version, JAX_VERSION_GENERATION) if generation_12 else WRITTEN_SERIALIZATION_VERSION
+    _aval = _aval_with_weak_types if version >= WEAK_TYPE_GENERATION else _strong_aval
     # Each sub-object in the order jax.export's writer makes them, by the slot that refers to it.
     offsets = {
         E.FUNCTION_NAME: b.CreateString(rec.function_name),
@@ -138,10 +145,8 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
         # Generation 12 (jax 0.11.2 and later) writes its version number and the JAX version last.
         E.JAX_VERSION: b.CreateString(rec.jax_version) if rec.jax_version is not None else 0,
     }
-    generation_12 = rec.jax_version is not None
     scalars: dict[int, tuple[Callable[[int, int, int], None], int]] = {
-        E.SERIALIZATION_VERSION: (b.PrependUint16Slot, max(rec.serialization_version, JAX_VERSION_GENERATION)
-                                  if generation_12 else WRITTEN_SERIALIZATION_VERSION),
+        E.SERIALIZATION_VERSION: (b.PrependUint16Slot, version),
         E.NR_DEVICES: (b.PrependUint32Slot, rec.nr_devices),
         E.CALLING_CONVENTION_VERSION: (b.PrependUint16Slot, rec.calling_convention_version),
         E.USES_GLOBAL_CONSTANTS: (b.PrependBoolSlot, rec.uses_global_constants),
@@ -211,7 +216,8 @@ def _tree(b: ArtifactBuilder, tree: TreeSpec) -> int:
                                           S.CUSTOM_AUXDATA: custom_auxdata}, kind=W.TREE_KIND_CODES[tree.kind])
 
 
-def _aval(b: ArtifactBuilder, aval: AvalRecord) -> int:
+def _strong_aval(b: ArtifactBuilder, aval: AvalRecord, weak_type: bool = False) -> int:
+    """An aval as generations before 13 write it: no weak type."""
     S = W.Aval
     shape = _strings(b, aval.shape)
     b.StartObject(S.NUM_SLOTS)
@@ -219,7 +225,13 @@ def _aval(b: ArtifactBuilder, aval: AvalRecord) -> int:
     b.PrependUOffsetTRelativeSlot(S.SHAPE, shape, 0)
     b.PrependInt8Slot(S.DTYPE, W.DTYPE_CODES[aval.dtype], 0)
     b.PrependInt8Slot(S.MEMORY_SPACE, W.MEMORY_SPACE_CODES[aval.memory_space], 0)
+    b.PrependBoolSlot(S.WEAK_TYPE, weak_type, 0)  # left out when False, as every default
     return b.EndObject()
+
+
+def _aval_with_weak_types(b: ArtifactBuilder, aval: AvalRecord) -> int:
+    """An aval as generation 13 writes it: ``weak_type`` where it is true."""
+    return _strong_aval(b, aval, aval.weak_type)
 
 
 def _device(b: ArtifactBuilder, device: AbstractDeviceRecord) -> int:

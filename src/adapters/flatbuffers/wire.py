@@ -14,6 +14,8 @@ Generations that the reader accepts (the ones jax 0.10.2 reads):
 * 2026-03-12 (v8): ``AbstractMesh.abstract_device``; v9 drops HLO protos.
 * 2026-04-04 (v10): de-duplicated ``unique_*`` tables and ``*_idxs`` vectors.
 * 2026-05-15 (v11): ``AbstractDevice.platform``.
+* 2026-07-29 (v12): the real ``serialization_version`` and ``jax_version``.
+* 2026-10-30 (v13): ``AbstractValue.weak_type``.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ class Tree:
 class Aval:
     """Slots of an abstract value."""
 
-    KIND, SHAPE, DTYPE, MEMORY_SPACE = range(4)
-    NUM_SLOTS: Final = 4
+    KIND, SHAPE, DTYPE, MEMORY_SPACE, WEAK_TYPE = range(5)
+    NUM_SLOTS: Final = 5
 
 
 class AbstractDevice:

@@ -29,6 +29,8 @@ from jax._src.lax import linalg as _linalg
 from jax.interpreters import mlir
 from jaxlib import xla_client as _xla_client
 
+from jaxport.adapters.jax import versions as jax_versions
+
 # What: JAX's primitive class and the error of an inconclusive dimension
 # comparison, which `jax.extend.core` re-exports (the same objects).
 # Why internal: importing any `jax.extend` module first imports all of them
@@ -61,6 +63,55 @@ def lowering_internals(lowered: jax.stages.Lowered) -> tuple[Any, dict[str, Any]
     if not isinstance(lowering, _pxla.MeshComputation):
         raise NotImplementedError(f"Export is supported only for jit; got {type(lowering).__name__}")
     return lowering.stablehlo(), lowering.compile_args, tuple(lowering._platforms)
+
+
+# What: the user-visible ("hi") types of a lowering's flat arguments and results, where one is an
+# unreduced-sharded array, whose lowered type has one leading dimension per unreduced mesh axis.
+# Why internal: `Lowered._in_types`/`_out_types`, `AbstractValue.is_high` and `lo_ty` are private
+# (JAX 0.12.1's jax.export reads them; older JAX has no hi types).
+def high_types(lowered: jax.stages.Lowered) -> tuple[Any, tuple[Any, ...], Any, tuple[Any, ...]] | None:
+    """``(in tree, hi in avals, out tree, hi out avals)`` of ``lowered`` when some aval is high (the
+    in avals of the flat arguments only), else None."""
+    in_types, out_types = getattr(lowered, "_in_types", None), getattr(lowered, "_out_types", None)
+    if in_types is None or out_types is None:
+        return None
+    (in_tree, hi_in_all), (out_tree, hi_out) = in_types, out_types
+    hi_in = tuple(hi_in_all[len(hi_in_all) - in_tree.num_leaves:])
+    if not any(getattr(a, "is_high", False) for a in (*hi_in, *hi_out)):
+        return None
+    return in_tree, hi_in, out_tree, tuple(hi_out)
+
+
+def is_high(aval: Any) -> bool:
+    """Whether ``aval`` is a user-visible type that lowers to another (an unreduced-sharded array)."""
+    return bool(getattr(aval, "is_high", False))
+
+
+def low_type(aval: Any) -> Any:
+    """The lowered type of a high ``aval`` (its one low type), or ``aval`` itself."""
+    if not is_high(aval):
+        return aval
+    low, = aval.lo_ty()
+    return low
+
+
+def lower_value(aval: Any, value: Any) -> list[Any]:
+    """The low values of ``value`` of the high type ``aval``."""
+    return list(aval.lower_val(value))
+
+
+def raise_value(aval: Any, low: Any) -> Any:
+    """The value of the high type ``aval`` whose low value is ``low``."""
+    return aval.raise_val(low)
+
+
+# What: a primitive whose operands or results may be of high types: JAX asks `is_high` of each
+# binding and, where it answers True, binds `to_lojax` instead (on the low values).
+# Why internal: `Primitive.is_high` and `Primitive.to_lojax` are JAX's private protocol.
+def define_high_rules(primitive: Any, is_high_rule: Any, to_lojax_rule: Any) -> None:
+    """Gives ``primitive`` the rules JAX asks when high types may reach it."""
+    primitive.is_high = is_high_rule
+    primitive.to_lojax = to_lojax_rule
 
 
 # What: whether the default backend serializes Shardy attributes (True on CPU).
@@ -249,8 +300,8 @@ def is_gspmd_sharding(sharding: Any) -> bool:
 
 
 def use_shardy_partitioner() -> bool:
-    """Whether JAX partitions with Shardy (``jax_use_shardy_partitioner``)."""
-    return bool(_config.use_shardy_partitioner.value)
+    """Whether JAX partitions with Shardy: always from JAX 0.12.1, else as ``jax_use_shardy_partitioner`` says."""
+    return jax_versions.shardy_only() or bool(_config.use_shardy_partitioner.value)
 
 
 # What: whether the current trace stages a jaxpr out (``jax.jit``, ``jax.eval_shape``,

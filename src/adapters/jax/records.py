@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -66,10 +67,27 @@ def jax_dtype(record: DType) -> Any:
 
 
 def aval_record(aval: ShapedArray) -> AvalRecord:
-    """The record of an abstract value (weak types become the record's variant)."""
+    """The record of an abstract value, its weak type included."""
     space = MemorySpace[str(aval.memory_space.name).upper()]
-    return AvalRecord(tuple(str(d) for d in aval.shape), dtype_record(aval.dtype), space,
-                      variant=int(aval.weak_type))
+    return AvalRecord(tuple(str(d) for d in aval.shape), dtype_record(aval.dtype), space, bool(aval.weak_type))
+
+
+def aval_records(avals: Sequence[ShapedArray]) -> tuple[AvalRecord, ...]:
+    """The records of one table's avals (inputs, then outputs), as ``jax.export``'s table of unique
+    avals keeps them: avals that JAX tells apart (by an explicit sharding, or, before format
+    generation 13, a weak type) but that are equal on the wire get successive variants, in the
+    order of first use."""
+    entries: dict[ShapedArray, AvalRecord] = {}
+    twins: dict[AvalRecord, int] = {}
+    records = []
+    for aval in avals:
+        record = entries.get(aval)
+        if record is None:
+            wire = aval_record(aval)
+            record = entries[aval] = dataclasses.replace(wire, variant=twins.get(wire, 0))
+            twins[wire] = twins.get(wire, 0) + 1
+        records.append(record)
+    return tuple(records)
 
 
 def parse_shapes(avals: Sequence[AvalRecord], constraints: Sequence[str] = ()
@@ -97,7 +115,7 @@ def constraints_of(avals: Sequence[ShapedArray]) -> tuple[str, ...]:
 def jax_aval(record: AvalRecord, shape: tuple[Any, ...], sharding: NamedSharding | None) -> ShapedArray:
     """The abstract value of a record whose dimensions were parsed to ``shape``."""
     space = getattr(jax_internals.memory_space_type(), record.memory_space.name.capitalize())
-    aval = ShapedArray(shape, jax_dtype(record.dtype), memory_space=space)
+    aval = ShapedArray(shape, jax_dtype(record.dtype), weak_type=record.weak_type, memory_space=space)
     if sharding is None:  # as jax.export's reader: nothing to attach
         return aval
     result: ShapedArray = jax_internals.update_aval_with_sharding(aval, sharding)

@@ -12,12 +12,19 @@ A consumer reads an artifact when three things hold:
 * (JAX only) its ``jax.export`` reader knows every field the artifact needs.
   JAX numbers its format's generations (``jax/_src/export/serialization.py``):
   2 float0, 3 custom pytree nodes, 4 PRNG key dtypes, 5 memory spaces and the
-  32-bit device count, 6 shardings as ``NamedSharding``. A reader older than
+  32-bit device count, 6 shardings as ``NamedSharding``, 12 the JAX version,
+  13 weak types (an older reader reads a weak-typed aval as strong: the
+  verdict notes it, and an artifact written for that reader holds every aval
+  strong, as its own ``jax.export`` writes them). A reader older than
   generation 5 reads the device count from the 16-bit field only, which
   jax.export 0.9.1 and later, and jaxport, no longer write: it sees "0
   devices" and refuses the call. Fields that an older reader skips without
   changing the call (the mesh's abstract device, the deduplicated tables that
-  are written beside the legacy vectors) do not count.
+  are written beside the legacy vectors) do not count;
+* (JAX only) its jaxlib registers every custom-call target the modules call:
+  the targets that a later JAX added to its allowlist
+  (:data:`~.custom_calls.TARGETS_SINCE`, lgamma and digamma since 0.12.1)
+  are refused for an older JAX.
 
 Each row names its sources: *documented* facts come from JAX's sources at the
 release's tag and TensorFlow's ``XlaCallModule``; *measured* ones from running
@@ -32,7 +39,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from .record import JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, DType, MemorySpace, TreeKind, TreeSpec
+from .record import (
+    JAX_VERSION_GENERATION, WEAK_TYPE_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord, DType,
+    MemorySpace, TreeKind, TreeSpec
+)
+from .custom_calls import TARGETS_SINCE
 from .sharding import NamedShardingRecord
 from jaxport.domain.errors import ConsumerMismatchError, JaxportError, UsageError
 from .module_format import stablehlo_version
@@ -103,13 +114,14 @@ class Verdict:
         return f"{self.consumer}: no: {'; '.join(self.reasons)} (source: {self.consumer.source})"
 
 
-def _jax(version: str, stablehlo: str, serialization: int, measured: str, mosaic: int) -> Consumer:
-    return Consumer("jax", version, (9, 10), stablehlo, "1.15.0" if measured == "loads" else None,
+def _jax(version: str, stablehlo: str, serialization: int, measured: str, mosaic: int,
+         target: str = "1.15.0") -> Consumer:
+    return Consumer("jax", version, (9, 10), stablehlo, target if measured == "loads" else None,
                     serialization,
                     f"calling conventions 9-10, format generation {serialization} and Mosaic {mosaic}: "
                     f"jax/_src/export/_export.py, serialization.py and tpu_custom_call.py at tag jax-v{version} "
                     f"(documented); StableHLO {stablehlo}: stablehlo.get_current_version() of jaxlib "
-                    f"{version} (measured); a jaxport artifact targeting StableHLO 1.15.0 "
+                    f"{version} (measured); a jaxport artifact targeting StableHLO {target} "
                     + ("was read and called (measured)" if measured == "loads" else
                        "was refused: 'exported for 0 devices' (measured)"), mosaic=mosaic)
 
@@ -122,6 +134,14 @@ def _tf(version: str, highest: int, loads: bool) -> Consumer:
                     "xla_call_module_loader.cc (documented) and "
                     f"tfxla.call_module_maximum_supported_version() = {highest} (measured); "
                     f"tf.XlaCallModule of a jaxport module targeting StableHLO 1.15.0 {outcome}")
+
+
+def _jax_placed(version: str, stablehlo: str, serialization: int, mosaic: int, placed: str) -> Consumer:
+    """A JAX release not installed here, whose facts ``placed`` says where they come from."""
+    return Consumer("jax", version, (9, 10), stablehlo, None, serialization,
+                    f"calling conventions 9-10, format generation {serialization}, StableHLO {stablehlo} "
+                    f"and Mosaic {mosaic}: {placed}, from jax/_src/export/serialization.py and "
+                    f"tpu_custom_call.py of the releases around it (documented)", mosaic=mosaic)
 
 
 #: The consumers ``jaxport check --consumer`` knows, oldest first per runtime.
@@ -139,11 +159,18 @@ CONSUMERS: tuple[Consumer, ...] = (
     _jax("0.10.0", "1.16.0", 10, "loads", 9),
     _jax("0.10.1", "1.17.0", 11, "loads", 11),
     _jax("0.10.2", "1.17.0", 11, "loads", 11),
-    # JAX 0.11 and 0.12 need Python 3.12. Their own jax.export targets 1.16.1 (0.11.0) and
-    # 1.18.0 (0.11.2, 0.12.0.1), which jaxlib 0.10.2 (1.17.0) does not read past 1.16.1.
+    # JAX 0.11 and 0.12 need Python 3.12. Their own jax.export targets 1.16.1 (0.11.0),
+    # 1.18.0 (0.11.2, 0.12.0.1) and 1.22.0 (0.12.1), which jaxlib 0.10.2 (1.17.0) does not read past 1.16.1.
     _jax("0.11.0", "1.18.0", 11, "loads", 13),
-    _jax("0.11.2", "1.20.0", 12, "loads", 15),
+    _jax_placed("0.11.1", "1.18.0", 12, 13,
+                "released after generation 12 (jax-ml/jax 06d802b, 2026-07-29) and the refusal of HLO "
+                "sharding protos (76eb902, 2026-08-03); StableHLO and Mosaic those of 0.11.0, which "
+                "0.11.1's are not older than"),
+    _jax("0.11.2", "1.20.0", 12, "loads", 15, target="1.22.0"),  # what jax.export 0.12.1 targets
+    _jax_placed("0.12.0", "1.22.0", 12, 15,
+                "taken from 0.12.0.1, the re-release of 0.12.0 (not installed here to measure)"),
     _jax("0.12.0.1", "1.22.0", 12, "loads", 15),
+    _jax("0.12.1", "1.25.3", 13, "loads", 15),
     _tf("2.18.0", 9, False),
     _tf("2.19.0", 9, False),
     _tf("2.20.0", 10, True),
@@ -206,6 +233,12 @@ def verdict(record: ArtifactRecord, consumer: Consumer, *, short_device_count: b
                 reasons.append(f"{consumer}'s reader knows the format's generations up to "
                                f"{consumer.serialization}, and the artifact needs generation {generation} "
                                f"for {field}")
+        weak = record.signature.weak_typed
+        if weak and consumer.serialization < WEAK_TYPE_GENERATION:
+            notes.append(f"{consumer} reads weak types as strong (format generations up to "
+                         f"{consumer.serialization}; weak types since {WEAK_TYPE_GENERATION}): "
+                         f"{', '.join(weak)} lose their weak type")
+    reasons += _unknown_targets(record, consumer)
     target = max((v for v in (stablehlo_version(t.mlir_module_serialized[:300]) for t in record.chain)
                   if v is not None), key=release_key, default=None)
     reads = consumer.reads_stablehlo
@@ -244,8 +277,10 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
     """``record`` (its VJP chain included) as ``consumer`` reads it, or why that cannot be.
 
     Each module newer than :func:`stablehlo_for` is written for that version by
-    ``write_module``; a consumer whose reader predates format generation 12 gets
-    the format version it reads (no JAX version recorded). The result must then
+    ``write_module``; a consumer whose reader predates format generation 13 gets
+    every aval strong (:func:`strong_avals`) and the format version its own
+    ``jax.export`` writes: 12 with the JAX version, or, before generation 12, 3
+    without one. The result must then
     pass :func:`verdict`, the same decision ``jaxport check --consumer`` makes,
     so what is written for a consumer is what the check accepts.
 
@@ -267,7 +302,7 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
             reasons name what (operation, calling convention, field) and why.
     """
     target = stablehlo_for(consumer)
-    old_format = consumer.serialization is not None and consumer.serialization < JAX_VERSION_GENERATION
+    generation = consumer.serialization
 
     kernels: list[Kernel] = []
     writer = writer_jax or writer_of(record)
@@ -292,9 +327,12 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
                 raise
             except ValueError as exc:
                 raise ConsumerMismatchError(str(consumer), record.function_name, (
-                    f"{exc} (the StableHLO that {consumer} reads)",)) from None
-        if old_format:
-            table = replace(table, serialization_version=WRITTEN_SERIALIZATION_VERSION, jax_version=None)
+                    f"{exc} (the StableHLO that {consumer} reads; the module targets {written})",)) from None
+        if generation is not None and generation < WEAK_TYPE_GENERATION:
+            table = strong_avals(table)
+            table = (replace(table, serialization_version=WRITTEN_SERIALIZATION_VERSION, jax_version=None)
+                     if generation < JAX_VERSION_GENERATION or table.jax_version is None else
+                     replace(table, serialization_version=JAX_VERSION_GENERATION))
         return replace(table, mlir_module_serialized=module, vjp=vjp)
 
     written_record = one(record)
@@ -303,6 +341,36 @@ def written_for(record: ArtifactRecord, consumer: Consumer,
         raise ConsumerMismatchError(str(consumer), record.function_name,
                                     found.reasons + (f"source: {consumer.source}",))
     return written_record
+
+
+def _unknown_targets(record: ArtifactRecord, consumer: Consumer) -> list[str]:
+    """Why ``consumer`` cannot run the custom calls of ``record``'s modules that a later JAX added
+    (a portable artifact keeps a target's name whole among its strings)."""
+    reasons = []
+    for table in record.chain:
+        for target, since in TARGETS_SINCE.items():
+            if target.encode() not in table.mlir_module_serialized:
+                continue
+            if consumer.runtime == "jax" and release_key(consumer.version) >= release_key(since):
+                continue
+            reasons.append(f"the module of '{table.function_name}' calls the custom-call target {target}, "
+                           f"which JAX {since} first allows and {consumer}'s jaxlib does not register")
+    return reasons
+
+
+def strong_avals(table: ArtifactRecord) -> ArtifactRecord:
+    """``table`` (not its VJP) with every aval strong, as a reader before format generation 13 reads
+    it: an aval that was weak keeps its own entry of the table of unique avals (as the JAX of that
+    generation writes it), told apart from its strong twin by its variant."""
+    strong: dict[AvalRecord, AvalRecord] = {}
+    twins: dict[AvalRecord, int] = {}
+    for aval in table.in_avals + table.out_avals:
+        if aval not in strong:
+            wire = replace(aval, weak_type=False, variant=0)
+            strong[aval] = replace(wire, variant=twins.get(wire, 0))
+            twins[wire] = twins.get(wire, 0) + 1
+    return replace(table, in_avals=tuple(strong[a] for a in table.in_avals),
+                   out_avals=tuple(strong[a] for a in table.out_avals))
 
 
 def _fields_needed(record: ArtifactRecord, short_device_count: bool) -> list[tuple[int, str]]:

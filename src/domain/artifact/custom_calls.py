@@ -1,9 +1,11 @@
-"""Custom-call targets whose compatibility JAX 0.10.2 guarantees.
+"""Custom-call targets whose compatibility JAX guarantees (0.12.1's list), and since when.
 
 Custom calls are outside StableHLO's compatibility promise, so an export may
 only use targets on this list unless the user disables the check for a target
 (``DisabledSafetyCheck.custom_call``). The list is the set that JAX tests
-for backward compatibility (``export_back_compat_test``).
+for backward compatibility (``export_back_compat_test``): JAX 0.10.2's 88
+targets, and the six lgamma and digamma targets that JAX 0.12.1 added
+(:data:`TARGETS_SINCE`), which an older JAX's jaxlib does not register.
 """
 
 from __future__ import annotations
@@ -45,9 +47,18 @@ OTHER_STABLE_TARGETS: frozenset[str] = frozenset({
     "shape_assertion",
 })
 
+#: The special functions that JAX 0.12.1 lowers to custom calls on CPU, CUDA and ROCm.
+SPECIAL_FUNCTION_TARGETS: frozenset[str] = frozenset(
+    f"{prefix}_{function}_ffi" for prefix in ("cpu", "cu", "hip") for function in ("lgamma", "digamma"))
+
+#: The JAX release whose allowlist first holds a target, for the targets added after JAX 0.10.2
+#: (``_CUSTOM_CALL_TARGETS_GUARANTEED_STABLE`` in ``jax/_src/export/_export.py``); an older JAX
+#: cannot run a module that calls one.
+TARGETS_SINCE: dict[str, str] = {target: "0.12.1" for target in sorted(SPECIAL_FUNCTION_TARGETS)}
+
 #: Every target that needs no ``DisabledSafetyCheck`` to be exported.
 GUARANTEED_STABLE_TARGETS: frozenset[str] = (
-    CPU_LAPACK_TARGETS | GPU_SOLVER_TARGETS | OTHER_STABLE_TARGETS)
+    CPU_LAPACK_TARGETS | GPU_SOLVER_TARGETS | OTHER_STABLE_TARGETS | SPECIAL_FUNCTION_TARGETS)
 
 #: The pseudo-target that allows every custom call.
 ALLOW_ALL = "ALL"

@@ -41,6 +41,7 @@ _FIELDS = (
     ("ordered effects", "ordered_effects"), ("unordered effects", "unordered_effects"),
     ("disabled checks", "disabled_checks"), (_VJP_ORDER, "vjp_order"),
     ("module size (bytes)", "module_size"), ("StableHLO version", "stablehlo_version"),
+    ("weak types", "weak_types"),
 )
 #: The record's fields that the summary does not show, by the name a difference gets.
 _RECORD_FIELDS = (
@@ -213,8 +214,9 @@ def _node_data_differences(what: str, a: TreeSpec, b: TreeSpec) -> list[Differen
 
 def _variant_differences(what: str, a: tuple[AvalRecord, ...], b: tuple[AvalRecord, ...]
                          ) -> list[Difference]:
-    """Avals equal on the wire but kept apart in the writer's table (a weak type, a sharding)."""
-    if a == b:
+    """Avals equal on the wire but kept apart in the writer's table (a sharding; before format
+    generation 13 a weak type). Weak types themselves are the summary's."""
+    if [v.variant for v in a] == [v.variant for v in b]:
         return []
     return [Difference(f"{what} table entries", _variants_text(a), _variants_text(b))]
 

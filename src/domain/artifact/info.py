@@ -66,6 +66,8 @@ class ArtifactInfo:
         producer: the versions that wrote a sealed artifact; None for an
             unsealed one or one that ``jax.export`` wrote.
         constraints: the symbolic constraints a call must meet (``"t <= 128"``).
+        weak_types: the wire names of the inputs and outputs whose dtype is weak (a Python
+            scalar's), which readers before JAX 0.12.1 (format generation 13) read as strong.
     """
 
     fun_name: str
@@ -84,6 +86,7 @@ class ArtifactInfo:
     brief_signature: str | None = None
     producer: Producer | None = None
     constraints: tuple[str, ...] = ()
+    weak_types: tuple[str, ...] = ()
 
     @property
     def has_vjp(self) -> bool:
@@ -119,6 +122,7 @@ class ArtifactInfo:
             brief_signature=None if brief == signature else brief,
             producer=record.producer,
             constraints=record.constraints,
+            weak_types=record.signature.weak_typed,
         )
 
     def __str__(self) -> str:
@@ -138,6 +142,9 @@ class ArtifactInfo:
                               f"unordered {list(self.unordered_effects)}"))
         if self.disabled_checks:
             lines.append(_listed("  disabled checks: ", self.disabled_checks))
+        if self.weak_types:
+            lines.append(clip(f"  weak types: {', '.join(self.weak_types)} (strong for readers before "
+                              "JAX 0.12.1, which lose them)"))
         if self.producer is not None:
             lines.append(f"  written by: {self.producer}")
         return "\n".join(lines)

@@ -36,6 +36,9 @@ WRITTEN_SERIALIZATION_VERSION = 3
 #: The format generation from which writers record their number and the JAX version
 #: (jax 0.11.2 and later: ``serialization_version`` 12 and ``jax_version``).
 JAX_VERSION_GENERATION = 12
+#: The format generation that records weak types (``AbstractValue.weak_type``, jax 0.12.1 and later):
+#: older generations write every aval strong.
+WEAK_TYPE_GENERATION = 13
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,8 @@ class ArtifactRecord:
             VJP table of an artifact read from bytes is decoded when first
             read (see :attr:`has_vjp`).
         serialization_version: the version number found when reading (jax
-            0.10.2 writes 3 whatever it means); ignored when writing.
+            0.10.2 writes 3 whatever it means); with a ``jax_version`` the
+            number written (12, or 13 with weak types), ignored without one.
         constraints: the symbolic constraints of this table's dimensions
             (``"n >= 16"``); ``jax.export``'s format has no place for them, so
             they travel in the jaxport trailer (:mod:`.integrity`).

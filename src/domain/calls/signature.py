@@ -72,14 +72,18 @@ class AvalRecord:
         shape: one string per dimension, as on the wire: ``("4", "b", "2*a + b")``.
         dtype: the element type.
         memory_space: where the array lives.
+        weak_type: whether JAX treats the dtype as weak (a Python scalar's):
+            format generation 13 (JAX 0.12.1) records it; older generations
+            write every aval strong, and their readers read it so.
         variant: tells apart avals that are equal on the wire but that the
             writer kept as separate entries of its table of unique avals
-            (JAX does so for a weak-typed and a strong-typed ``f32[]``, and for
-            avals that carry different explicit shardings). The writer
-            de-duplicates whole records, so avals with different variants get
-            separate entries; the reader numbers wire-equal entries 0, 1, ...
-            in table order (the order of first use), so that writing a record
-            read from bytes reproduces the same bytes. 0 otherwise.
+            (JAX does so for avals that carry different explicit shardings,
+            and, before generation 13, for a weak-typed and a strong-typed
+            ``f32[]``). The writer de-duplicates whole records, so avals with
+            different variants get separate entries; the reader numbers
+            wire-equal entries 0, 1, ... in table order (the order of first
+            use), so that writing a record read from bytes reproduces the
+            same bytes. 0 otherwise.
 
     >>> str(AvalRecord(("b", "4"), DType.FLOAT32))
     'float32[b,4]'
@@ -88,6 +92,7 @@ class AvalRecord:
     shape: tuple[str, ...]
     dtype: DType
     memory_space: MemorySpace = MemorySpace.DEVICE
+    weak_type: bool = False
     variant: int = 0
 
     def __str__(self) -> str:
@@ -134,6 +139,13 @@ class Signature:
     def output_names(self) -> tuple[str, ...]:
         """The wire name of each flat output (:mod:`.wire_names`)."""
         return output_wire_names(self.out_tree)
+
+    @property
+    def weak_typed(self) -> tuple[str, ...]:
+        """The wire names of the inputs, then the outputs, whose dtype is weak (a Python scalar's):
+        what readers before format generation 13 (JAX 0.12.1) read as strong."""
+        return tuple(name for names, avals in ((self.input_names, self.in_avals), (self.output_names, self.out_avals))
+                     for name, aval in zip(names, avals) if aval.weak_type)
 
     @property
     def is_symbolic(self) -> bool:

@@ -12,6 +12,7 @@ not copied, and what the primitive derives from them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable, Sequence
@@ -147,6 +148,35 @@ class CallTarget:
         """Whether some input dimension is symbolic (outputs are then solved per call)."""
         return any(s.is_symbolic for s in self.in_specs)
 
+    @functools.cached_property
+    def has_high_types(self) -> bool:
+        """Whether an input or output is of a high type (an unreduced-sharded array, JAX 0.12.1),
+        whose lowered type, the one ``main`` takes or gives, has one more leading dimension per
+        unreduced mesh axis."""
+        return any(jax_internals.is_high(a) for a in self.objects.in_avals + self.objects.out_avals)
+
+    @functools.cached_property
+    def low(self) -> CallTarget:
+        """This target with each high type lowered, and its sharding's spec with it: the types of
+        ``main`` (itself when none is high)."""
+        if not self.has_high_types:
+            return self
+        objects = self.objects
+        in_avals, in_shardings = _low_types(objects.in_avals, objects.in_shardings)
+        out_avals, out_shardings = _low_types(objects.out_avals, objects.out_shardings)
+        low = dataclasses.replace(objects, in_avals=in_avals, in_shardings=in_shardings,
+                                  out_avals=out_avals, out_shardings=out_shardings)
+        return CallTarget(low, vjp=self._vjp, vjp_of_arity=self.vjp_of_arity)
+
+
+def _low_types(avals: tuple[ShapedArray, ...], shardings: tuple[Any, ...]
+               ) -> tuple[tuple[ShapedArray, ...], tuple[Any, ...]]:
+    """Each aval lowered, and a named sharding of a high one with the lowered spec."""
+    low_avals = tuple(jax_internals.low_type(a) for a in avals)
+    low_shardings = tuple(s.update(spec=low.sharding.spec) if low is not a and isinstance(s, NamedSharding) else s
+                          for a, low, s in zip(avals, low_avals, shardings))
+    return low_avals, low_shardings
+
 
 jaxport_call_p = jax_internals.Primitive("jaxport_call")
 jaxport_call_p.multiple_results = True
@@ -252,6 +282,17 @@ def _compiled_impl(target: CallTarget) -> Any:
 
 jaxport_call_p.def_effectful_abstract_eval(_abstract_eval)
 jaxport_call_p.def_impl(lambda *args, target: _compiled_impl(target)(*args))
+
+
+def _to_low(*args: Any, target: CallTarget) -> list[Any]:
+    """A call on values of high types, as the call of ``main``'s lowered types (as jax.export 0.12.1)."""
+    in_avals = tuple(jax.typeof(x) for x in args)
+    out_avals = abstract_eval(target, in_avals)  # the call-side checks, on the types the caller sees
+    low_args = [low for a, x in zip(in_avals, args) for low in jax_internals.lower_value(a, x)]
+    return [jax_internals.raise_value(a, y) for a, y in zip(out_avals, bind(target.low, low_args))]
+
+
+jax_internals.define_high_rules(jaxport_call_p, lambda *avals, target: target.has_high_types, _to_low)
 
 
 def _lower(ctx: mlir.LoweringRuleContext, *args: Any, target: CallTarget) -> Sequence[Any]:

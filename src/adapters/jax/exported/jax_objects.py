@@ -29,7 +29,7 @@ from jax.sharding import NamedSharding
 
 from jaxport.adapters.jax import internals as jax_internals
 from jaxport.adapters.jax.records import (
-    aval_record, constraints_of, effect_record, jax_aval, jax_effect, jax_sharding, parse_shapes,
+    aval_records, constraints_of, effect_record, jax_aval, jax_effect, jax_sharding, parse_shapes,
     sharding_record
 )
 from jaxport.adapters.jax.trees.registry import PytreeSerializationRegistry, default_registry
@@ -99,12 +99,13 @@ class JaxObjects:
         """
         registry = default_registry()
         serialization_version, jax_version = written_format()
+        avals = aval_records(self.in_avals + self.out_avals)
         return ArtifactRecord(
             function_name=self.fun_name,
             in_tree=registry.args_spec(self.in_tree),
-            in_avals=tuple(aval_record(a) for a in self.in_avals),
+            in_avals=avals[:len(self.in_avals)],
             out_tree=registry.to_spec(self.out_tree, where="result"),
-            out_avals=tuple(aval_record(a) for a in self.out_avals),
+            out_avals=avals[len(self.in_avals):],
             in_shardings=tuple(sharding_record(s) for s in self.in_shardings),
             out_shardings=tuple(sharding_record(s) for s in self.out_shardings),
             nr_devices=self.nr_devices,

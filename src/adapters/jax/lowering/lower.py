@@ -10,6 +10,7 @@ from typing import Any
 import jax
 import jax.extend.source_info_util
 from jax.core import ShapedArray
+from jax.sharding import NamedSharding
 
 import jaxport
 from jaxport.domain.errors import HostCallbackError
@@ -83,13 +84,22 @@ class JaxLowerer:
         kept = args.get("kept_var_idx")
         kept_var_idx = tuple(sorted(kept)) if kept is not None else tuple(range(len(in_avals)))
         poly = args["shape_poly_state"]
+        in_shardings = _expand_in_shardings(args["in_shardings"], kept_var_idx, len(in_avals))
+        out_avals = tuple(args["global_out_avals"])
+        out_shardings = tuple(_specified(s) for s in args["out_shardings"])
+        in_tree, out_tree = lowered.in_tree, lowered.out_tree
+        high = jax_internals.high_types(lowered)
+        if high is not None:  # as jax.export 0.12.1: the user-visible types, trees and shardings' specs
+            in_tree, hi_in, out_tree, hi_out = high
+            in_avals, in_shardings = _visible(in_avals, in_shardings, hi_in, result=False)
+            out_avals, out_shardings = _visible(out_avals, out_shardings, hi_out, result=True)
         return JaxLowering(
             fun_name=traced.fun_name,
             module=module,
-            in_tree=lowered.in_tree,
-            out_tree=lowered.out_tree,
+            in_tree=in_tree,
+            out_tree=out_tree,
             in_avals=in_avals,
-            out_avals=tuple(args["global_out_avals"]),
+            out_avals=out_avals,
             platforms=lowered_platforms,
             kept_var_idx=kept_var_idx,
             nr_devices=int(args["num_devices"]),
@@ -98,10 +108,28 @@ class JaxLowerer:
             uses_dim_vars=bool(poly.uses_dim_vars),
             has_platform_index=bool(poly.has_platform_index_argument),
             dim_vars=tuple(poly.dim_vars[1:] if poly.has_platform_index_argument else poly.dim_vars),
-            in_shardings=_expand_in_shardings(args["in_shardings"], kept_var_idx, len(in_avals)),
-            out_shardings=tuple(_specified(s) for s in args["out_shardings"]),
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
             jaxpr=traced.jaxpr,
         )
+
+
+def _visible(avals: tuple[ShapedArray, ...], shardings: tuple[Any, ...], high: tuple[Any, ...], *, result: bool
+             ) -> tuple[tuple[ShapedArray, ...], tuple[Any, ...]]:
+    """The avals and shardings a caller sees: each high type (an unreduced-sharded array) for its
+    lowered one, a named sharding with the high type's spec (a result without one: the high type's)."""
+    visible_avals, visible_shardings = [], []
+    for aval, sharding, hi in zip(avals, shardings, high, strict=True):
+        if not jax_internals.is_high(hi):
+            visible_avals.append(aval)
+            visible_shardings.append(sharding)
+            continue
+        if not isinstance(hi, ShapedArray):
+            raise NotImplementedError(f"Exporting the high type {hi} is not supported")
+        visible_avals.append(hi)
+        visible_shardings.append(sharding.update(spec=hi.sharding.spec) if isinstance(sharding, NamedSharding)
+                                 else hi.sharding if result else sharding)
+    return tuple(visible_avals), tuple(visible_shardings)
 
 
 def _specified(sharding: Any) -> Any:
