@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -19,7 +20,8 @@ from typing import Any
 import pytest
 
 from tests.helpers import gpt_model as gpt
-from tests.helpers.openai_serving import text_bundle
+from tests.helpers.hostile_generation import BOMB_TEMPLATE
+from tests.helpers.openai_serving import text_bundle, wait_for
 from tests.helpers.serving import Server
 
 pytest.importorskip("tokenizers", reason="needs the extra jaxport[text]")
@@ -49,9 +51,21 @@ def open_server(bundle: Path) -> Iterator[Server]:
     assert server.stop() == 0, server.output()
 
 
+@pytest.fixture(scope="module")
+def bombs(bundle: Path) -> Iterator[Server]:
+    """A server of the model with :data:`BOMB_TEMPLATE`, its renders bounded at 15 s."""
+    path = gpt.save(bundle.parent / "bombs" / "gpt", tokenizer=str(bundle.parent / "tokenizer.json"),
+                    chat_template=BOMB_TEMPLATE)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("JAXPORT_TEMPLATE_SECONDS", "15")
+        server = Server(path, (), bundle.parent / "bombs.log").start()
+    yield server
+    assert server.stop() == 0, server.output()
+
+
 def call(server: Server, method: str, route: str, body: bytes | None = None,
          headers: Mapping[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
-    """The status, headers (lower-case names) and JSON body (None if it is not JSON) of one request."""
+    """The status, headers (lower-case names) and body (parsed if it is JSON, else text) of one request."""
     request = urllib.request.Request(f"http://{server.url}{route}", data=body, method=method,
                                      headers=dict(headers or {}))
     try:
@@ -60,7 +74,7 @@ def call(server: Server, method: str, route: str, body: bytes | None = None,
     except urllib.error.HTTPError as exc:
         status, found, raw = exc.code, exc.headers, exc.read()
     headers = {k.lower(): v for k, v in found.items()}
-    return status, headers, json.loads(raw) if headers.get("content-type") == "application/json" else None
+    return status, headers, json.loads(raw) if headers.get("content-type") == "application/json" else raw.decode()
 
 
 def post(server: Server, body: Any, content_type: str | None = "application/json",
@@ -147,3 +161,50 @@ def test_a_prompt_text_over_its_bytes_is_refused_before_it_is_tokenized(server: 
     assert "not tokenized" in body["error"]["message"]
     status, _, body = post(server, {"model": "gpt", "prompt": "the " * 10, "max_tokens": 1})  # under: read
     assert status == 200, body
+
+
+def chat(server: Server, content: str) -> tuple[int, Any]:
+    status, _, body = call(server, "POST", "/openai/v1/chat/completions", json.dumps(
+        {"model": "gpt", "messages": [{"role": "user", "content": content}], "max_tokens": 2}).encode(),
+        {"Content-Type": "application/json"})
+    return status, body
+
+
+def test_while_a_template_renders_health_a_stream_and_another_chat_answer(bombs: Server) -> None:
+    done: list[str] = []
+    spun: list[tuple[int, Any]] = []
+
+    def spin() -> None:
+        spun.append(chat(bombs, "spin"))
+        done.append("spin")
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        wait_for(bombs, "jaxport_preparing_requests", 1)  # the render has begun, off the event loop
+        assert call(bombs, "GET", "/v2/health/ready")[0] == 200
+        done.append("health")
+        asked = {"model": "gpt", "prompt": [1, 2, 3], "max_tokens": 5, "temperature": 0}
+        status, _, stream = call(bombs, "POST", "/openai/v1/completions", json.dumps(dict(asked, stream=True)).encode(),
+                                 {"Content-Type": "application/json"})
+        events = [json.loads(line[6:]) for line in stream.splitlines() if line.startswith("data: {")]
+        streamed = [i for event in events for choice in event["choices"] for i in choice["token_ids"]]
+        assert status == 200 and stream.rstrip().endswith("data: [DONE]"), stream
+        assert streamed == post(bombs, asked)[2]["choices"][0]["token_ids"] and len(streamed) == 5  # unaffected
+        done.append("stream")
+        status, body = chat(bombs, "the dog")  # rendered by another child meanwhile
+        assert status == 200 and body["choices"][0]["message"]["content"] is not None, body
+        done.append("chat")
+    finally:
+        thread.join(60)
+    assert done == ["health", "stream", "chat", "spin"]
+    status, body = spun[0]
+    assert status == 400 and "did not finish within its bound of 15 s" in body["error"]["message"], body
+    assert bombs.metric("jaxport_preparing_requests") == 0
+
+
+@pytest.mark.parametrize(("content", "bound"), [("loop", "4194304 characters"), ("boom", "256 MiB")])
+def test_a_template_bomb_through_the_server_is_refused_by_its_bound(bombs: Server, content: str, bound: str) -> None:
+    status, body = chat(bombs, content)
+    assert status == 400 and bound in body["error"]["message"] and "chat template of" in body["error"]["message"]
+    assert healthy(bombs) and chat(bombs, "the dog")[0] == 200

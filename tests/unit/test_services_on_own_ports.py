@@ -147,7 +147,7 @@ def test_a_generator_factory_runs_the_step_runner_it_is_handed() -> None:
     handed = FakeStepRunner()
     scheduled: list[tuple[Generator, int, int]] = []
     factory = GeneratorFactory(loader, lambda model, spec: handed, FakeSampler,  # type: ignore[arg-type]
-                               lambda blob, where: None, lambda template: None,  # type: ignore[arg-type,return-value]
+                               lambda blob, where: None, lambda template, where: None,  # type: ignore[arg-type,return-value]
                                lambda generator, slots, queue: scheduled.append((generator, slots, queue)))  # type: ignore[arg-type,return-value]
     model = loader.load("fake", verify=False, answer=0)
     assert factory.generator(model, checked=True).generate([1, 2, 3], 4) == [4, 5, 6, 7]

@@ -39,7 +39,7 @@ class GeneratorFactory:
         checked_steps: the runner of a model's steps through its checked calls (where its target has none).
         sampler: picks the next tokens.
         text: the tokenizer that a ``tokenizer.json``'s bytes describe (its name, for messages).
-        chat: a chat template, parsed.
+        chat: a chat template, compiled (its text, and what it is for messages: ``the chat template of gpt``).
         schedulers: the scheduler that serves a generator to many callers, with its most slots and its
             most waiting requests.
     """
@@ -48,7 +48,7 @@ class GeneratorFactory:
     checked_steps: Callable[[ConvertedModel, GenerationSpec], StepRunner]
     sampler: SamplerFactory
     text: Callable[[bytes, str], TextCodec]
-    chat: Callable[[str], ChatTemplate]
+    chat: Callable[[str, str], ChatTemplate]
     schedulers: Callable[[Generator, int, int], Scheduler]
 
     def load(self, path: str | os.PathLike[str], **runtime_options: Any) -> Generator:
@@ -77,7 +77,8 @@ class GeneratorFactory:
         runner = None if checked else model.own_steps(spec)
         return Generator(spec, runner or self.checked_steps(model, spec), self.sampler, text=text,
                          lengths=functools.partial(prefill_lengths, spec, model.functions[spec.prefill]),
-                         chat_template=None if spec.chat_template is None else self.chat(spec.chat_template))
+                         chat_template=None if spec.chat_template is None else self.chat(
+                             spec.chat_template, _of("the chat template", model)))
 
     def served(self, model: ConvertedModel, name: str, max_slots: int, max_queue: int) -> GenerativeModel:
         """The generative model that ``jaxport serve`` answers OpenAI's requests with, under ``name``: the
@@ -91,3 +92,8 @@ class GeneratorFactory:
         chat = generator.render_chat if generator.spec.chat_template is not None else None
         return GenerativeModel(name, generator.spec, generator.codec, chat,
                                self.schedulers(generator, max_slots, max_queue))
+
+
+def _of(what: str, model: ConvertedModel) -> str:
+    """``what`` of the directory ``model`` was opened from (``the chat template of /models/gpt``)."""
+    return what if model.directory is None else f"{what} of {model.directory.root}"

@@ -177,9 +177,15 @@ class GenerationSpec:
             raise ArtifactError(f"{where}: 'eos_ids' holds something other than ints")
         tokenizer = r.child("tokenizer").get("file", str) if "tokenizer" in r.doc else None
         chat = r.get("chat_template", str) if "chat_template" in r.doc else None
-        return GenerationSpec(steps[0][0], steps[1][0], steps[0][1], steps[1][1], (0, 1), tuple(ids),
-                              r.get("pad_id", int), r.get("vocab_size", int), cache.get("max_length", int),
-                              tokenizer, chat, leaves)
+        pad, vocab, length = r.get("pad_id", int), r.get("vocab_size", int), cache.get("max_length", int)
+        outside = [i for i in (*ids, pad) if not 0 <= i < vocab]
+        if outside:  # save checks them: a manifest changed (and re-sealed) since
+            raise ArtifactError(f"{where}: the end-of-text and padding ids {outside} are outside the vocabulary "
+                                f"[0, {vocab})")
+        if length < 1:
+            raise ArtifactError(f"{where}: the cache's 'max_length' {length} is not a length")
+        return GenerationSpec(steps[0][0], steps[1][0], steps[0][1], steps[1][1], (0, 1), tuple(ids), pad, vocab,
+                              length, tokenizer, chat, leaves)
 
     def lines(self) -> list[str]:
         """What ``jaxport inspect`` says of the spec.
