@@ -34,10 +34,10 @@ LEAF = TreeSpec.leaf()
 
 
 def _function(name: str, length: str) -> ConvertedFunction:
-    """A step taking tokens, positions (``("b", length)``) and a cache of one leaf, giving logits."""
+    """A step taking tokens, positions (``("b", length)``) and a cache of one leaf (``tok``), giving logits."""
     avals = (AvalRecord(("b", length), DType.INT32), AvalRecord(("b", length), DType.INT32),
              AvalRecord(("b", "8"), DType.INT32))
-    in_tree = TreeSpec.of_tuple(TreeSpec.of_tuple(LEAF, LEAF, LEAF), TreeSpec.of_dict({}))
+    in_tree = TreeSpec.of_tuple(TreeSpec.of_tuple(LEAF, LEAF, TreeSpec.of_dict({"tok": LEAF})), TreeSpec.of_dict({}))
     return ConvertedFunction(Signature(name, in_tree, avals, LEAF, (AvalRecord(("b", length, str(VOCAB)),
                                                                                DType.FLOAT32),)), (Variant(""),))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from jaxport.domain.errors import GenerationSpecError, MissingExtraError
+from jaxport.domain.errors import GenerationError, GenerationSpecError, MissingExtraError
 
 try:
     from tokenizers import Tokenizer
@@ -48,14 +48,33 @@ class HuggingFaceTokenizer:
                                                                 f"{bound} read (JAXPORT_MAX_TOKENIZER_BYTES); it "
                                                                 "is not parsed")
         try:
-            return HuggingFaceTokenizer(Tokenizer.from_str(blob.decode("utf-8")))
+            tokenizer = HuggingFaceTokenizer(Tokenizer.from_str(blob.decode("utf-8")))
         except Exception as exc:  # tokenizers raises its own Exception subclasses
             raise GenerationSpecError(f"the tokenizer {where}", f"tokenizers cannot read it: {exc}") from exc
+        try:  # one that reads but cannot encode (an unknown token missing from its vocabulary): refused here
+            tokenizer._tokenizer.decode(tokenizer._tokenizer.encode("hello, world").ids)
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises its own Exception subclasses
+            raise GenerationSpecError(f"the tokenizer {where}", f"it cannot encode a text: {exc}") from exc
+        return tokenizer
 
     def encode(self, text: str) -> list[int]:
-        """The ids of ``text`` (with the special tokens its post-processor adds)."""
-        return list(self._tokenizer.encode(text).ids)
+        """The ids of ``text`` (with the special tokens its post-processor adds).
+
+        Raises:
+            GenerationError: the tokenizer failed on it (``prompt``).
+        """
+        try:
+            return list(self._tokenizer.encode(text).ids)
+        except Exception as exc:  # tokenizers raises its own Exception subclasses
+            raise GenerationError("prompt", f"the tokenizer cannot encode it: {exc}") from exc
 
     def decode(self, ids: Sequence[int]) -> str:
-        """The text of ``ids``, special tokens left out."""
-        return str(self._tokenizer.decode(list(ids), skip_special_tokens=True))
+        """The text of ``ids``, special tokens left out.
+
+        Raises:
+            GenerationError: the tokenizer failed on them (``tokens``).
+        """
+        try:
+            return str(self._tokenizer.decode(list(ids), skip_special_tokens=True))
+        except Exception as exc:  # tokenizers raises its own Exception subclasses
+            raise GenerationError("tokens", f"the tokenizer cannot decode them: {exc}") from exc

@@ -158,14 +158,17 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
             if directory.kind is PathKind.CONVERTED:  # its files, its target against this machine, then every
                 found = loader.verify(directory)  # model file opened and every variant called in a child
                 manifest = directory.manifest
-                if found.ok:  # its tokenizer parsed (under its bound), its chat template compiled (in a child)
-                    check_generative_files(directory, wiring.text_codec, wiring.chat_template)
+                if found.ok:  # its spec against its functions, its tokenizer parsed, its chat template compiled
+                    check_generative_files(directory, wiring.text_codec, wiring.chat_template,
+                                           lambda: {f.name: f.signature for f in manifest.functions})
                 return found.ok, found.reasons, {"target": manifest.target, "functions": len(manifest.functions),
                                                  "cached": found.cached}
             bundle = wiring.bundle_loader().load(directory, verify=True, allowed_custom_calls=allowed)
             if bundle.manifest.examples:  # not read by a load: its digest is checked here
                 directory.read(EXAMPLES_FILE)
-            check_generative_files(directory, wiring.text_codec, wiring.chat_template)
+            if directory.manifest.generation is not None:  # its functions' signatures, as generation loads them
+                check_generative_files(directory, wiring.text_codec, wiring.chat_template, lambda: {
+                    name: function.signature for name, function in loader.model(directory).functions.items()})
         except JaxportError as exc:
             return False, (str(exc),), {}
         return True, (), {"functions": len(bundle)}

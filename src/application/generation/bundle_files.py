@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from jaxport.domain.artifact.record import ArtifactRecord
 from jaxport.domain.errors import GenerationSpecError
-from jaxport.domain.generation.checks import resolve
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.generation.checks import check_loaded, resolve
 from jaxport.domain.generation.ports import ChatTemplate, TextCodec
 from jaxport.domain.opened_directory import OpenedDirectory
 from jaxport.domain.generation.spec import TOKENIZER_FILE, GenerationSpec
@@ -42,17 +43,20 @@ def generative_files(spec: GenerationSpec, records: Mapping[str, ArtifactRecord]
 
 
 def check_generative_files(directory: OpenedDirectory[Any], text: Callable[[bytes, str], TextCodec],
-                           chat: Callable[[str, str], ChatTemplate]) -> None:
-    """Checks what a generative directory's spec brings as generation reads it (``jaxport check``): its
-    tokenizer's file read by ``text`` (its size bounded first), its chat template compiled by ``chat``.
+                           chat: Callable[[str, str], ChatTemplate],
+                           signatures: Callable[[], Mapping[str, Signature]]) -> None:
+    """Checks a generative directory's spec as generation reads it (``jaxport check``): against its functions'
+    ``signatures`` (:func:`~jaxport.domain.generation.checks.check_loaded`), its tokenizer's file read by
+    ``text`` (its size bounded first), its chat template compiled by ``chat``.
 
     Raises:
         GenerationSpecError: naming the tokenizer or the chat template that is refused.
-        ArtifactError: the tokenizer's file is missing or changed.
+        ArtifactError: the spec does not fit the functions, the tokenizer's file is missing or changed.
     """
     spec = directory.manifest.generation
     if spec is None:
         return
+    check_loaded(spec, signatures(), f"the generation spec of {directory.root}")
     if spec.tokenizer is not None:
         text(directory.read(spec.tokenizer), spec.tokenizer)
     if spec.chat_template is not None:

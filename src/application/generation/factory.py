@@ -21,6 +21,7 @@ from jaxport.application.conversion.model import ConvertedModel
 from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.converted.prefill_lengths import prefill_lengths
+from jaxport.domain.generation.checks import check_loaded
 from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
 from jaxport.domain.generation.scheduling import Scheduler
 from jaxport.domain.generation.spec import GenerationSpec
@@ -72,6 +73,8 @@ class GeneratorFactory:
         if spec is None:
             raise GenerationError("model", "it holds no generation spec: save its bundle with "
                                            "save_bundle(..., generation=jaxport.GenerationSpec(...))")
+        check_loaded(spec, {name: model.functions[name].signature for name in (spec.prefill, spec.decode)
+                            if name in model.functions}, _of("the generation spec", model))
         text = None if checked or spec.tokenizer is None or model.directory is None else \
             self.text(model.directory.read(spec.tokenizer), spec.tokenizer)
         runner = None if checked else model.own_steps(spec)

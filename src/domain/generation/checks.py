@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
 from jaxport.domain.leaf_names import weight_name
 from jaxport.domain.calls.front import check_call
-from jaxport.domain.errors import CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.errors import (
+    ArtifactError, CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
+)
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput, as_inputs
 from jaxport.domain.specs import ArraySpec
 
@@ -239,3 +242,40 @@ def _check_prefill_allows(spec: GenerationSpec, prefill: _Step) -> None:
     except (CallError, ShapeAssertionError, UnsolvableDimensionError) as exc:
         raise GenerationSpecError(f"the function '{prefill.name}'",
                                   f"it refuses a cache of max_length {spec.max_length}: {exc}") from exc
+
+
+def check_loaded(spec: GenerationSpec, signatures: Mapping[str, Signature], where: str) -> None:
+    """At load: the recorded spec still fits the functions' signatures (a manifest changed and re-sealed since
+    its save): each step's function exists and takes the spec's inputs, its cache the spec's leaves (names,
+    dtypes, ranks, every static dimension, the sequence's the cache's length). Checked before a cache is made.
+
+    Raises:
+        ArtifactError: naming ``where`` and the function or the leaf that does not fit.
+    """
+    for name, inputs in spec.steps:
+        signature = signatures.get(name)
+        if signature is None:
+            raise ArtifactError(f"{where}: the generation spec names the function '{name}', which it lacks")
+        args = signature.in_tree.children[0].children if signature.in_tree.children else ()
+        if len(args) != len(inputs):
+            raise ArtifactError(f"{where}: '{name}' takes {len(args)} arguments, the generation spec names "
+                                f"{len(inputs)}")
+        at = 0
+        for kind, child in zip(inputs, args):
+            if kind is StepInput.CACHE:
+                _fits(spec, name, _leaf_names(child), signature.in_avals[at:at + child.num_leaves], where)
+            at += child.num_leaves
+
+
+def _fits(spec: GenerationSpec, function: str, names: Sequence[str], avals: Sequence[AvalRecord], where: str) -> None:
+    if list(names) != [leaf.name for leaf in spec.cache]:
+        raise ArtifactError(f"{where}: the cache that '{function}' takes holds {list(names)}, the generation spec "
+                            f"{[leaf.name for leaf in spec.cache]}")
+    for leaf, aval in zip(spec.cache, avals):
+        wrong = aval.dtype.value != leaf.dtype or len(aval.shape) != len(leaf.shape) or any(
+            got.isdigit() and axis != leaf.batch_axis
+            and int(got) != (spec.max_length if axis == leaf.sequence_axis else leaf.shape[axis])
+            for axis, got in enumerate(aval.shape))
+        if wrong:
+            raise ArtifactError(f"{where}: '{function}' takes {_path(leaf.name)} as {aval}, the generation spec "
+                                f"has {leaf.dtype}{list(leaf.shape)} of {spec.max_length} positions")
