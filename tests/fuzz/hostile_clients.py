@@ -31,17 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.serving import HOST, free_port
+
 #: The most seconds a hostile call, a health check or a good request may take.
 BOUND_S = 30.0
-HOST = "127.0.0.1"
 GOOD = {"model": "gpt", "prompt": [1, 2, 3], "max_tokens": 3, "temperature": 0}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -49,7 +43,7 @@ class _Server:
     path: Path
     log: Path
     args: tuple[str, ...] = ()
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
     def launch(self) -> _Server:
@@ -57,7 +51,7 @@ class _Server:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "jaxport", "serve", str(self.path), "--host", HOST, "--http-port",
-                 str(self.port), "--grpc-port", str(_free_port()), "--model-name", "gpt", *self.args],
+                 str(self.port), "--grpc-port", str(free_port()), "--model-name", "gpt", *self.args],
                 stdout=log, stderr=subprocess.STDOUT, env=env)
         return self
 
@@ -65,12 +59,12 @@ class _Server:
         return _request(self.port, "GET", "/v2/health/ready")[0] == 200
 
     def wait(self, seconds: float = 180.0) -> str:
-        """``ready``, ``refused`` (it stopped with an error before it was ready), ``died:<status>`` or ``hung``."""
+        """``ready``, ``refused`` (it stopped with a typed error, status 2, before it was ready), ``died:<status>`` or ``hung``."""
         assert self.process is not None
         for _ in range(int(seconds * 10)):
             code = self.process.poll()
             if code is not None:
-                return "refused" if code == 1 else f"died:{code}"
+                return "refused" if code == 2 else f"died:{code}"  # 2: a typed refusal; 70: a bug
             if self.ready():
                 return "ready"
             time.sleep(0.1)
