@@ -38,7 +38,7 @@ LINK   := build/importroot/jaxport
 # Python start in the venv pays for).
 SCRIPT := $(VENV)/bin/jaxport
 
-.PHONY: demo test test-oldest test-newest-jax test-runtime-only test-engines test-transformers-install bench-engines bench typecheck install wheel clean fuzz fuzz-converted corpus web-deps web-node-test web-demo web-screenshot
+.PHONY: demo test test-oldest test-newest-jax test-runtime-only test-engines test-transformers-install bench-engines bench typecheck install wheel clean fuzz fuzz-converted fuzz-generative corpus web-deps web-node-test web-demo web-screenshot
 
 $(DEPS): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python 3.12 or 3.13 found (python3.12, python3.13, $(PYENV_ROOT)/versions/3.1[23]*): install one (pyenv install 3.12) or run make PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -231,6 +231,12 @@ fuzz: install
 # verification; prints the count of each outcome.
 fuzz-converted: $(RUNTIME_DEPS) install
 	$(PY) -m tests.fuzz.converted_campaign --count 120
+
+# Hostile generative bundles and their ONNX conversions (200 each: specs, tokenizers, templates, GenAI files,
+# damage) through load_generator, generate, chat, check, 12 each through serve; then 300 hostile requests to
+# one server; prints the count of each outcome.
+fuzz-generative: $(RUNTIME_DEPS) install
+	$(PY) -m tests.fuzz.generative_campaign --count 200 --serve 12 --clients 300
 
 # The whole ONNX user corpus (tests/helpers/onnx_user_corpus*.py: over 400 functions of jax.numpy, lax, jax.nn,
 # jax.scipy and jnp.linalg, converted and run on ONNX Runtime against jax.jit); prints the counts (matched,

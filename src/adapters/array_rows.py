@@ -23,6 +23,18 @@ class NumpyRows:
         """See :func:`join_rows`."""
         return join_rows(arrays, padding)
 
+    def objects(self, values: Sequence[Any]) -> Any:
+        """The values as one array of objects, one a row (NumPy would otherwise merge arrays into more axes).
+
+        >>> column = NumpyRows().objects([np.zeros(2), None, "text"])
+        >>> column.dtype, column.shape, column[1] is None
+        (dtype('O'), (3,), True)
+        """
+        column = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            column[i] = value
+        return column
+
 
 def join_rows(arrays: Sequence[Any], padding: int) -> Any:
     """The arrays concatenated along axis 0, then ``padding`` copies of the last real row.

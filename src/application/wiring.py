@@ -194,19 +194,20 @@ def generator_factory() -> GeneratorFactory:
     from jaxport.application.generation.schedulers import scheduler_for
     from jaxport.application.target_adapters import host_steps
 
-    return GeneratorFactory(converted_loader(), host_steps, NumpySampler, _text_codec, _chat_template,
+    return GeneratorFactory(converted_loader(), host_steps, NumpySampler, text_codec, chat_template,
                             scheduler_for)
 
 
-def _text_codec(blob: bytes, where: str) -> TextCodec:
+def text_codec(blob: bytes, where: str) -> TextCodec:
     """The tokenizer that a ``tokenizer.json``'s bytes describe (Hugging Face's tokenizers)."""
     from jaxport.adapters.tokenizers.codec import HuggingFaceTokenizer
 
     return HuggingFaceTokenizer.from_bytes(blob, where)
 
 
-def _chat_template(template: str) -> ChatTemplate:
-    """A chat template, parsed (Jinja2's sandbox)."""
+def chat_template(template: str, where: str) -> ChatTemplate:
+    """A chat template (``where``: what it is, for messages), compiled and rendered in Jinja2's sandbox in
+    isolated processes under bounds of time, memory and output."""
     from jaxport.adapters.jinja.chat import JinjaChatTemplate
 
-    return JinjaChatTemplate(template)
+    return JinjaChatTemplate(template, where)

@@ -115,7 +115,25 @@ def _symbolic_length_prefill() -> jaxport.Exported:
         {"k": jax.ShapeDtypeStruct((b, n), jnp.float32)})
 
 
-@pytest.mark.parametrize("case", ["missing leaf", "axis beyond rank", "refused length", "eos outside"])
+def _cache_steps(prefill_length: int, decode_length: int, decode_width: int = 4) -> dict[str, jaxport.Exported]:
+    """A prefill and a decode that return the cache they take: the prefill's of ``prefill_length`` slots,
+    the decode's of ``decode_length`` slots of ``decode_width`` (the prefill's: 4)."""
+    b, s = jaxport.symbolic_shape("b, s")
+    d, = jaxport.symbolic_shape("b")
+
+    def step(params: Any, tokens: Any, cache: Any) -> Any:
+        return jax.nn.one_hot(tokens, gpt.VOCAB), cache
+
+    weights = {"w": jax.ShapeDtypeStruct((2,), jnp.float32)}
+    export = jaxport.export(jax.jit(step))
+    return {"prefill": export(weights, jax.ShapeDtypeStruct((b, s), jnp.int32),
+                              {"k": jax.ShapeDtypeStruct((b, prefill_length, 4), jnp.float32)}),
+            "decode": export(weights, jax.ShapeDtypeStruct((d, 1), jnp.int32),
+                             {"k": jax.ShapeDtypeStruct((d, decode_length, decode_width), jnp.float32)})}
+
+
+@pytest.mark.parametrize("case", ["missing leaf", "axis beyond rank", "refused length", "eos outside",
+                                  "cache lengths differ", "cache widths differ"])
 def test_a_spec_that_does_not_fit_the_functions_is_refused_and_nothing_is_written(tmp_path: Path, case: str) -> None:
     functions = gpt.export_steps(False)
     params: Any = gpt.make_params()
@@ -135,6 +153,13 @@ def test_a_spec_that_does_not_fit_the_functions_is_refused_and_nothing_is_writte
         params = {"w": jnp.zeros(2)}
         spec = jaxport.GenerationSpec(prefill_inputs=("tokens", "cache"), max_length=12)  # type: ignore[arg-type]
         match = r"fit the function 'prefill': it refuses a cache of max_length 12"
+    elif case in ("cache lengths differ", "cache widths differ"):  # each function alone is sound
+        functions = _cache_steps(288, 64) if case == "cache lengths differ" else _cache_steps(64, 64, 8)
+        params = {"w": jnp.zeros(2)}
+        spec = jaxport.GenerationSpec(prefill_inputs=("tokens", "cache"))  # type: ignore[arg-type]
+        match = (r"fit cache\['k'\]: its sequence length is 64 in the arguments of 'decode' .*the cache holds 288"
+                 if case == "cache lengths differ" else
+                 r"fit cache\['k'\]: its axis 2 is 8 in the arguments of 'decode' .*4 in the prefill's cache")
     else:
         spec = gpt.spec(False, pad_id=32)
         match = r"pad_id \[32\] are outside the vocabulary \[0, 32\)"

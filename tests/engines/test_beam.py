@@ -39,48 +39,39 @@ def close_to(want: dict[int, dict[str, Any]]) -> Any:
     return check
 
 
-def only(value: Any) -> Any:
-    """A matcher: every element equals ``value`` (how many depends on how Beam batched them)."""
-    from apache_beam.testing.util import BeamAssertException
-
-    def check(actual: list[Any]) -> None:
-        if any(a != value for a in actual):
-            raise BeamAssertException(f"{actual}: not all {value}")
-
-    return check
-
-
 @pytest.mark.parametrize("name", ["onnx", "bundle"])
 def test_run_inference_gives_the_directorys_results(directories: Path, name: str) -> None:
     import apache_beam as beam
-    from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+    from apache_beam.ml.inference.base import RunInference
     from apache_beam.testing.util import assert_that
 
     x = model.rows(ROWS)
     want = model.expected(x) if name == "bundle" else jaxport.load_converted(directories / name)["predict"](x)
-    handler = KeyedModelHandler(jaxport.beam_model_handler(directories / name, max_batch_size=3))
+    handler = jaxport.beam_model_handler(directories / name, max_batch_size=3, keyed=True)
     with pipeline() as p:
         results = (p | beam.Create([(i, {"arg0": x[i]}) for i in range(ROWS)]) | RunInference(handler))
         assert_that(results, close_to({i: {k: v[i] for k, v in want.items()} for i in range(ROWS)}))
     assert not os.path.exists(os.path.join(os.environ["HOME"], ".apache_beam"))
 
 
-def test_a_bad_row_goes_to_the_dead_letter_output_with_its_index(directories: Path) -> None:
+def test_a_bad_row_among_ten_goes_alone_to_the_dead_letters_and_every_good_row_is_scored(directories: Path) -> None:
     import apache_beam as beam
     from apache_beam.ml.inference.base import RunInference
     from apache_beam.testing.util import assert_that, equal_to
 
-    rows = [{"arg0": r} for r in model.rows(3)]
-    rows[1] = {"arg0": model.rows(1)[0][:3]}
-    handler = jaxport.beam_model_handler(directories / "onnx", max_batch_size=3)
+    x = model.rows(10)
+    rows: list[Any] = [(i, {"arg0": x[i]}) for i in range(10)]
+    rows[6] = (6, {"arg0": x[6][:3]})  # a shape the function refuses
+    want = jaxport.load_converted(directories / "onnx")["predict"](x)
+    handler = jaxport.beam_model_handler(directories / "onnx", max_batch_size=4, keyed=True)
     with pipeline() as p:
-        main, other = (p | beam.Create([rows]) | beam.FlatMap(lambda batch: batch)
-                       | RunInference(handler).with_exception_handling())
-        # Beam's dead letter: (the failed batch, (the error's type, its repr, the traceback's lines)); the
-        # message names the bad row's index in that batch.
-        errors = other.failed_inferences | beam.Map(lambda failed: (
-            failed[1][0].__name__,
-            f"Row {[e['arg0'].shape for e in failed[0]].index((3,))} of the batch to " in failed[1][1]
-            and "is refused: Shape mismatch for args[0].shape[1]" in failed[1][1]))
-        assert_that(errors, equal_to([("BatchRowError", True)]), label="the bad row")
-        assert_that(main | beam.Map(lambda r: r.example["arg0"].shape), only((4,)), label="good rows only")
+        main, other = p | beam.Create(rows) | RunInference(handler).with_exception_handling()
+        # Beam's per-record dead letter of the preprocess function: (the element, (the error's type, its repr,
+        # the traceback's lines)).
+        errors = other.failed_preprocessing[0] | beam.Map(lambda failed: (
+            failed[0][0], failed[1][0].__name__, "The example to 'predict' is refused: Shape mismatch for "
+            "args[0].shape[1]" in failed[1][1]))
+        assert_that(errors, equal_to([(6, "CallError", True)]), label="the bad row alone")
+        assert_that(other.failed_inferences, equal_to([]), label="no batch failed")
+        good = {i: {k: v[i] for k, v in want.items()} for i in range(10) if i != 6}
+        assert_that(main, close_to(good), label="every good row")

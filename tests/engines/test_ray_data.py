@@ -71,3 +71,27 @@ def test_actors_that_find_no_cpu_left_are_said_within_the_bound(local_ray: None,
                      r"of 3 CPU need 3", caplog.text), caplog.text
     with pytest.raises(ray.exceptions.GetTimeoutError, match="not have enough resources"):
         scored.take_all()
+
+
+def test_with_an_error_column_a_bad_row_among_many_is_named_by_its_id_and_every_good_row_is_scored(
+        local_ray: None, directories: Path) -> None:
+    import ray.data
+
+    x = model.rows(12)
+    rows: list[dict[str, Any]] = [{"id": 100 + i, "arg0": x[i]} for i in range(12)]
+    rows[5] = {"id": 105, "arg0": x[5][:3]}  # a shape the function refuses
+    rows[9] = {"id": 109, "arg0": np.concatenate([x[9], x[9]])}  # another
+    scored = jaxport.ray_data_map(ray.data.from_items(rows), directories / "onnx", batch_size=4, num_cpus=0.5,
+                                  error_column="error", id_column="id")
+    back = sorted(scored.take_all(), key=lambda row: row["id"])
+    assert [row["id"] for row in back] == [100 + i for i in range(12)]
+    want = jaxport.load_converted(directories / "onnx")["predict"](x)
+    for i, row in enumerate(back):
+        if i in (5, 9):
+            assert row["error"].startswith(f"the row id={100 + i}: CallError: The example to 'predict' is refused: ")
+            assert row["y"] is None and row["norm"] is None
+            continue
+        assert row["error"] == ""
+        np.testing.assert_allclose(row["y"], want["y"][i], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(row["norm"], want["norm"][i], rtol=1e-5)
+    assert "Shape mismatch" in back[5]["error"] and "Shape mismatch" in back[9]["error"]

@@ -34,10 +34,10 @@ LEAF = TreeSpec.leaf()
 
 
 def _function(name: str, length: str) -> ConvertedFunction:
-    """A step taking tokens, positions (``("b", length)``) and a cache of one leaf, giving logits."""
+    """A step taking tokens, positions (``("b", length)``) and a cache of one leaf (``tok``), giving logits."""
     avals = (AvalRecord(("b", length), DType.INT32), AvalRecord(("b", length), DType.INT32),
              AvalRecord(("b", "8"), DType.INT32))
-    in_tree = TreeSpec.of_tuple(TreeSpec.of_tuple(LEAF, LEAF, LEAF), TreeSpec.of_dict({}))
+    in_tree = TreeSpec.of_tuple(TreeSpec.of_tuple(LEAF, LEAF, TreeSpec.of_dict({"tok": LEAF})), TreeSpec.of_dict({}))
     return ConvertedFunction(Signature(name, in_tree, avals, LEAF, (AvalRecord(("b", length, str(VOCAB)),
                                                                                DType.FLOAT32),)), (Variant(""),))
 
@@ -147,7 +147,7 @@ def test_a_generator_factory_runs_the_step_runner_it_is_handed() -> None:
     handed = FakeStepRunner()
     scheduled: list[tuple[Generator, int, int]] = []
     factory = GeneratorFactory(loader, lambda model, spec: handed, FakeSampler,  # type: ignore[arg-type]
-                               lambda blob, where: None, lambda template: None,  # type: ignore[arg-type,return-value]
+                               lambda blob, where: None, lambda template, where: None,  # type: ignore[arg-type,return-value]
                                lambda generator, slots, queue: scheduled.append((generator, slots, queue)))  # type: ignore[arg-type,return-value]
     model = loader.load("fake", verify=False, answer=0)
     assert factory.generator(model, checked=True).generate([1, 2, 3], 4) == [4, 5, 6, 7]

@@ -6,7 +6,8 @@ examples (wire input name -> one row's array, without the batch axis) runs
 as one call of the batch interface and yields one ``PredictionResult`` per
 example, its inference the outputs by wire name. ``BatchElements`` is told
 the batch sizes: at most the largest compiled size of a target compiled per
-size, else ``max_batch_size``.
+size, else ``max_batch_size``. :func:`checked` adds the row checks as a
+preprocess function: a bad example goes alone to ``failed_preprocessing``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult
 
 import jaxport.errors  # noqa: F401 - pickled errors name their class by reference only where its module is loaded
 from jaxport.domain.serving.engine_ports import BatchPort, LoadBatches
@@ -65,3 +66,34 @@ class JaxportModelHandler(ModelHandler):  # type: ignore[misc]
     def get_metrics_namespace(self) -> str:
         """Beam's metrics of this handler are under ``jaxport``."""
         return "jaxport"
+
+
+class RowCheck:
+    """A preprocess function: returns an element whose example passes the function's checks alone, else
+    raises (Beam puts that element alone in ``failed_preprocessing``; a batch that failed would take its
+    good rows with it to ``failed_inferences``).
+
+    Args:
+        load: loads the directory's functions, once per process (shared with the handler's ``load_model``).
+        function: the function's name.
+        keyed: the elements are ``(key, example)`` pairs.
+    """
+
+    def __init__(self, load: LoadBatches, function: str, keyed: bool) -> None:
+        self._load, self._function, self._keyed = load, function, keyed
+
+    def __call__(self, element: Any) -> Any:
+        """``element``, once its example passed.
+
+        Raises:
+            CallError: the example does not match the function (its names, arrays, dtypes, shapes, constraints).
+        """
+        example = element[1] if self._keyed else element
+        self._load()[self._function].check_row(example)
+        return element
+
+
+def checked(handler: JaxportModelHandler, check: RowCheck, keyed: bool) -> Any:
+    """``handler`` (in Beam's ``KeyedModelHandler`` when ``keyed``) with ``check`` as its preprocess function."""
+    outer = KeyedModelHandler(handler) if keyed else handler
+    return outer.with_preprocess_fn(check)

@@ -5,6 +5,8 @@
 * ``jaxport_request_tokens_per_second{model}``: each request's tokens per second after its first (histogram);
 * ``jaxport_running_requests{model}``, ``jaxport_queued_requests{model}``: the scheduler's slots in use and
   its queue, read at each scrape;
+* ``jaxport_preparing_requests``: requests whose body is parsed, conversation rendered or prompt tokenized
+  now (on worker threads, off the event loop);
 * refusals count in ``jaxport_refused_requests_total{function, error}`` (:mod:`.metrics`), the model's name as
   ``function``, ``SchedulerBusyError`` for a full queue.
 """
@@ -30,6 +32,7 @@ class GenerationMetrics:
     rate: Histogram
     running: Gauge
     queued: Gauge
+    preparing: Gauge
 
     def watch(self, model: str, running: Callable[[], float], queued: Callable[[], float]) -> None:
         """Reads the running and queued requests of ``model`` from these calls at each scrape."""
@@ -60,4 +63,6 @@ def generation_metrics(registry: CollectorRegistry = REGISTRY) -> GenerationMetr
         Gauge("jaxport_running_requests", "Requests in the decode batch (slots in use)", ["model"],
               registry=registry),
         Gauge("jaxport_queued_requests", "Requests waiting for a slot", ["model"], registry=registry),
+        Gauge("jaxport_preparing_requests", "Requests parsed, rendered or tokenized now, before admission",
+              registry=registry),
     )

@@ -102,7 +102,7 @@ class Refused(InvalidInput):  # type: ignore[misc]
     """A request refused by jaxport: counted and logged already (KServe's own refusals are not)."""
 
 
-def too_large(size: int | None, limit: int) -> CallError:
-    """The error of a request larger than ``--max-request-bytes``."""
+def too_large(size: int | None, limit: int, option: str = "--max-request-bytes") -> CallError:
+    """The error of a request larger than ``option`` (``--max-request-bytes``) says."""
     got = f"of {size} bytes" if size is not None else "larger than that"
-    return CallError(f"The request body {got} is over the limit of {limit} bytes (--max-request-bytes)")
+    return CallError(f"The request body {got} is over the limit of {limit} bytes ({option})")

@@ -5,7 +5,11 @@ endpoints; the request and response bodies are :mod:`.openai_schema`'s (see
 there why not KServe's). Every refusal has OpenAI's error shape:
 a bad request (a body that fails the schema too, which FastAPI would answer
 with 422) is HTTP 400 naming the field; an unknown model 404; a full queue
-429 with ``Retry-After``; a server not ready or draining 503. A streamed
+429 with ``Retry-After``; a server not ready or draining 503; a body that is not
+``application/json`` (a form, ``text/plain``: what a web page may post
+without asking) 415. The body is parsed, the conversation rendered and the
+prompt tokenized on a worker thread, never on the event loop: health and the
+other requests answer meanwhile. A streamed
 completion is one server-sent event per token, then ``data: [DONE]``. The
 model's worker wakes the event loop when a request's token is ready
 (through :mod:`.relay`; no thread waits for it); the loop looks at the client at least every
@@ -126,11 +130,13 @@ class OpenAIRoutes:
         answered streamed (``chunk`` writes each event) or whole (``whole`` writes the body)."""
         arrival = time.monotonic()
         try:
-            body = _parse(kind, await request.body())
-            model = self._model(body.model)
-            text, most = prompt(model, body)
-            prepared = model.prepare(text, most, temperature=body.temperature, top_p=body.top_p, seed=body.seed,
-                                     stop=body.stop)
+            _json_only(request.headers.get("content-type"))
+            raw = await request.body()
+            self.gen.preparing.inc()
+            try:  # the parse, the template and the tokenizer take the time of the text: not on the loop
+                body, model, prepared = await asyncio.to_thread(self._prepare, kind, raw, prompt)
+            finally:
+                self.gen.preparing.dec()
             run = self._submit(model, prepared, arrival)
         except GenerationError as exc:  # the request asks what the model cannot do, named in OpenAI's terms
             return self._refused(_bad(exc), request)
@@ -140,6 +146,16 @@ class OpenAIRoutes:
             usage = body.stream_options is not None and body.stream_options.include_usage
             return _sse(self._events(run, request, chunk, usage))
         return await self._whole(run, request, whole)
+
+    def _prepare(self, kind: type[_Body], raw: bytes,
+                 prompt: Callable[[GenerativeModel, _Body], tuple[str | list[int], int | None]]
+                 ) -> tuple[_Body, GenerativeModel, Prepared]:
+        """The body parsed as ``kind``, its model, its request prepared (run on a worker thread)."""
+        body = _parse(kind, raw)
+        model = self._model(body.model)
+        text, most = prompt(model, body)
+        return body, model, model.prepare(text, most, temperature=body.temperature, top_p=body.top_p,
+                                          seed=body.seed, stop=body.stop)
 
     def _model(self, name: str) -> GenerativeModel:
         model = self.model()
@@ -250,6 +266,20 @@ def _completion_prompt(model: GenerativeModel, body: CompletionRequest) -> tuple
 def _chat_prompt(model: GenerativeModel, body: ChatCompletionRequest) -> tuple[str | list[int], int | None]:
     most = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
     return model.render_chat([m.model_dump() for m in body.messages]), most
+
+
+def _json_only(content_type: str | None) -> None:
+    """Refuses (415) a body that is not JSON: a page of another site may post a form or ``text/plain``
+    to this server without asking (a "simple" cross-origin request); JSON needs the browser to ask first."""
+    media, *parameters = (content_type or "").split(";")
+    charset = [p.split("=", 1)[1].strip().strip('"').lower() for p in parameters
+               if p.split("=", 1)[0].strip().lower() == "charset" and "=" in p]
+    if media.strip().lower() == "application/json" and all(c in ("utf-8", "utf8") for c in charset):
+        return
+    said = f"'{content_type}'" if content_type else "none"
+    raise _Refusal(415, ErrorBody(message=f"The request body must be JSON (Content-Type: application/json, in "
+                                          f"UTF-8); its Content-Type is {said}", type="invalid_request_error",
+                                  code="unsupported_media_type"), "UnsupportedMediaType")
 
 
 def _parse(kind: type[_Body], body: bytes) -> _Body:

@@ -143,18 +143,22 @@ class _GrpcServicer(InferenceServicer):  # type: ignore[misc]
 
 
 class _BodyLimit:
-    """ASGI middleware: a request body over ``limit`` bytes gets 400 before anything parses it."""
+    """ASGI middleware: a request body over ``limit`` bytes (under OpenAI's routes, over ``openai_limit`` too)
+    gets 400 before anything parses it."""
 
-    def __init__(self, app: Any, limit: int, metrics: ServingMetrics) -> None:
-        self.app, self.limit, self.metrics = app, limit, metrics
+    def __init__(self, app: Any, limit: int, openai_limit: int, metrics: ServingMetrics) -> None:
+        self.app, self.limits, self.metrics = app, (limit, min(limit, openai_limit)), metrics
+        self._openai_option = "--max-openai-request-bytes" if openai_limit < limit else "--max-request-bytes"
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        openai = scope.get("path", "").startswith(OPENAI_PREFIX)
+        limit = self.limits[openai]
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(scope, send, int(declared))
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, send, int(declared), openai)
             return
         chunks, total, more = [], 0, True
         while more:
@@ -165,19 +169,49 @@ class _BodyLimit:
             chunks.append(message.get("body", b""))
             total += len(chunks[-1])
             more = message.get("more_body", False)
-            if total > self.limit:
-                await self._refuse(scope, send, None)
+            if total > limit:
+                await self._refuse(scope, send, None, openai)
                 return
         body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         await self.app(scope, _replay([body], receive), send)
 
-    async def _refuse(self, scope: Any, send: Any, size: int | None) -> None:
-        message = self.metrics.refused(_model_of(scope.get("path", "")), too_large(size, self.limit),
+    async def _refuse(self, scope: Any, send: Any, size: int | None, openai: bool) -> None:
+        option = self._openai_option if openai else "--max-request-bytes"
+        message = self.metrics.refused(_model_of(scope.get("path", "")), too_large(size, self.limits[openai], option),
                                       kind="RequestTooLarge")
         error: Any = message
-        if scope.get("path", "").startswith(OPENAI_PREFIX):  # OpenAI's error shape there
+        if openai:  # OpenAI's error shape there
             error = {"message": message, "type": "invalid_request_error", "param": None, "code": 400}
         await JSONResponse(status_code=400, content={"error": error})(scope, _replay([]), send)
+
+
+class _Origins:
+    """ASGI middleware: a request whose ``Origin`` (a web page of another site: the browser says which)
+    is not among ``allowed`` gets 403, a CORS preflight too, before anything reads it. Requests without an
+    ``Origin`` (clients that are not browsers) pass; the allowed origins pass to Starlette's CORS middleware,
+    which answers their preflights and adds the headers that let their pages read the answers."""
+
+    def __init__(self, app: Any, allowed: tuple[str, ...], metrics: ServingMetrics) -> None:
+        self.app, self.allowed, self.metrics = app, allowed, metrics
+        if allowed:
+            from starlette.middleware.cors import CORSMiddleware
+
+            self.app = CORSMiddleware(app, allow_origins=list(allowed), allow_methods=["GET", "POST"],
+                                      allow_headers=["*"], max_age=600)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        origin = dict(scope["headers"]).get(b"origin") if scope["type"] == "http" else None
+        if origin is None or "*" in self.allowed or origin.decode("latin-1") in self.allowed:
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        message = self.metrics.refused(_model_of(path), CallError(
+            f"Requests from the web origin '{origin.decode('latin-1')}' are refused: the server admits none "
+            f"but those that jaxport serve --allow-origin names"), kind="ForbiddenOrigin")
+        error: Any = message
+        if path.startswith(OPENAI_PREFIX):
+            error = {"message": message, "type": "invalid_request_error", "param": None, "code": "forbidden_origin"}
+        await JSONResponse(status_code=403, content={"error": error})(scope, _replay([]), send)
 
 
 def _replay(messages: list[dict[str, Any]], receive: Any = None) -> Callable[[], Any]:
@@ -328,7 +362,8 @@ class KServeServer:
         if generative is not None:
             self._relay = Relay(asyncio.get_running_loop())
             OpenAIRoutes(lambda: self._generative, self.metrics, generation_metrics(), self._relay).mount(routes)
-        app = _BodyLimit(routes, options.max_request_bytes, self.metrics)
+        app = _Origins(_BodyLimit(routes, options.max_request_bytes, options.max_openai_request_bytes, self.metrics),
+                       options.allow_origins, self.metrics)
         http = _Uvicorn(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                        timeout_graceful_shutdown=math.ceil(options.drain_seconds) + 5))
         rpc = grpc.aio.server(interceptors=(_StatusInterceptor(self.metrics),), options=[

@@ -6,7 +6,12 @@ serves every function of it:
 
 * over Ray Serve's HTTP proxy, with the Open Inference Protocol's JSON:
   ``POST .../v2/models/NAME/infer`` (the body ``jaxport serve`` takes),
-  ``GET .../v2/models/NAME`` (metadata), ``GET .../v2/health/ready``;
+  ``GET .../v2/models/NAME`` (metadata), ``GET .../v2/health/ready``: 200 once
+  the replicas the application was started with (``num_replicas``, or the
+  autoscaling config's ``min_replicas``) are running, each having passed its
+  golden examples (Serve's status says how many run), else 503; once ready, a
+  replica stays so (one added later, which Serve routes to only once its
+  constructor passed, does not turn readiness off);
 * through a ``DeploymentHandle``: ``handle.infer.remote(NAME, {wire name: array})``
   gives the results by wire name.
 
@@ -48,10 +53,14 @@ class JaxportDeployment:
         load: loads the directory's functions (and runs its golden examples).
         max_batch_size: the most rows that one joined call holds.
         batch_wait_timeout_s: how long the first waiting request waits for others.
+        ready_replicas: the running replicas that make the application ready (those it was started with).
     """
 
-    def __init__(self, load: LoadBatches, max_batch_size: int, batch_wait_timeout_s: float) -> None:
+    def __init__(self, load: LoadBatches, max_batch_size: int, batch_wait_timeout_s: float,
+                 ready_replicas: int = 1) -> None:
         self.functions = dict(load())
+        self._ready_replicas = ready_replicas
+        self._ready = ready_replicas <= 1  # this replica runs once constructed
         self._max_batch_size = max_batch_size
         self._batched = {name: _batched(function, max_batch_size, batch_wait_timeout_s)
                          for name, function in self.functions.items() if function.batch_variable is not None}
@@ -75,8 +84,11 @@ class JaxportDeployment:
     async def __call__(self, request: Request) -> JSONResponse:
         """The HTTP routes of the Open Inference Protocol's JSON (see the module's docstring)."""
         path = request.url.path
-        if request.method == "GET" and path.endswith(("/v2/health/ready", "/v2/health/live")):
-            return JSONResponse({"ready": True, "live": True})
+        if request.method == "GET" and path.endswith("/v2/health/live"):
+            return JSONResponse({"live": True})
+        if request.method == "GET" and path.endswith("/v2/health/ready"):
+            ready = await self._is_ready()
+            return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
         try:
             if request.method == "POST" and (match := _INFER.search(path)):
                 name = match.group(1)
@@ -97,11 +109,25 @@ class JaxportDeployment:
             return JSONResponse({"error": f"MalformedRequest: {exc}"}, status_code=400)
         return JSONResponse({"error": f"No route {request.method} {path}"}, status_code=404)
 
+    async def _is_ready(self) -> bool:
+        """Whether the replicas the application was started with run (asked of Serve until they do)."""
+        if not self._ready:
+            running = await asyncio.get_running_loop().run_in_executor(None, _running_replicas)
+            self._ready = running >= self._ready_replicas
+        return self._ready
+
     def _function(self, name: str) -> BatchPort:
         try:
             return self.functions[name]
         except KeyError:
             raise CallError(f"No function '{name}' in this deployment; it serves {sorted(self.functions)}") from None
+
+
+def _running_replicas() -> int:
+    """How many replicas of this replica's deployment run (Serve's status; a replica runs once constructed)."""
+    context = serve.get_replica_context()
+    status = serve.status().applications[context.app_name].deployments[context.deployment]
+    return int(status.replica_states.get("RUNNING", 0))  # its keys: Serve's ReplicaState, a str enum
 
 
 def _batched(function: BatchPort, max_batch_size: int,
@@ -131,10 +157,12 @@ def deployment_app(load: LoadBatches, *, name: str, num_replicas: int | str | No
     options: dict[str, Any] = {"name": name}
     if autoscaling_config is not None:
         options["autoscaling_config"] = dict(autoscaling_config)
+        ready = int(autoscaling_config.get("min_replicas", 1) or 1)
     else:
         options["num_replicas"] = num_replicas
+        ready = num_replicas if isinstance(num_replicas, int) else 1
     if ray_actor_options is not None:
         options["ray_actor_options"] = dict(ray_actor_options)
     if max_ongoing_requests is not None:
         options["max_ongoing_requests"] = max_ongoing_requests
-    return serve.deployment(JaxportDeployment, **options).bind(load, max_batch_size, batch_wait_timeout_s)
+    return serve.deployment(JaxportDeployment, **options).bind(load, max_batch_size, batch_wait_timeout_s, ready)

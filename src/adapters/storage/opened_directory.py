@@ -114,8 +114,14 @@ class DiskDirectory(Generic[_M]):
         return {file for file in (examples, generation.tokenizer if generation is not None else None) if file}
 
     def read(self, file: str) -> bytes:
-        """The bytes of ``file``, their digest checked (raises ``ArtifactError`` naming the file)."""
-        blob = Path(self.root, file).read_bytes()
+        """The bytes of ``file``, their digest checked (raises ``ArtifactError`` naming the file: one the
+        manifest does not list is not opened, nor one that cannot be read)."""
+        if file not in self.manifest.files:
+            raise ArtifactError(f"{self.owner}: the manifest lists no file {file!r}: it is not read")
+        try:
+            blob = Path(self.root, file).read_bytes()
+        except OSError as exc:
+            raise ArtifactError(f"{self.owner}: the file {file!r} cannot be read: {exc.strerror or exc}") from exc
         check_digest(file, self.manifest.files[file], hashlib.sha256(blob).hexdigest(), self.owner)
         return blob
 

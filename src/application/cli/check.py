@@ -148,6 +148,7 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
     """(passed, the reasons why not, details to show) for one artifact file or directory."""
     if os.path.isdir(path):
         from jaxport.application import wiring
+        from jaxport.application.generation.bundle_files import check_generative_files
         from jaxport.domain.bundle.manifest import EXAMPLES_FILE
         from jaxport.domain.path_kind import PathKind
 
@@ -157,11 +158,17 @@ def _check(path: str, allowed: list[str]) -> tuple[bool, tuple[str, ...], dict[s
             if directory.kind is PathKind.CONVERTED:  # its files, its target against this machine, then every
                 found = loader.verify(directory)  # model file opened and every variant called in a child
                 manifest = directory.manifest
+                if found.ok:  # its spec against its functions, its tokenizer parsed, its chat template compiled
+                    check_generative_files(directory, wiring.text_codec, wiring.chat_template,
+                                           lambda: {f.name: f.signature for f in manifest.functions})
                 return found.ok, found.reasons, {"target": manifest.target, "functions": len(manifest.functions),
                                                  "cached": found.cached}
             bundle = wiring.bundle_loader().load(directory, verify=True, allowed_custom_calls=allowed)
             if bundle.manifest.examples:  # not read by a load: its digest is checked here
                 directory.read(EXAMPLES_FILE)
+            if directory.manifest.generation is not None:  # its functions' signatures, as generation loads them
+                check_generative_files(directory, wiring.text_codec, wiring.chat_template, lambda: {
+                    name: function.signature for name, function in loader.model(directory).functions.items()})
         except JaxportError as exc:
             return False, (str(exc),), {}
         return True, (), {"functions": len(bundle)}

@@ -8,8 +8,8 @@ import argparse
 from typing import Any
 
 from jaxport.domain.serving.options import (
-    DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_QUEUE,
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SLOTS
+    DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_OPENAI_REQUEST_BYTES,
+    DEFAULT_MAX_QUEUE, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SLOTS
 )
 
 
@@ -42,6 +42,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
                      help=f"how long a request waits for others to join it (default {DEFAULT_MAX_BATCH_DELAY_MS})")
     cmd.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
                      help=f"the largest request body, in bytes (default {DEFAULT_MAX_REQUEST_BYTES}, 64 MiB)")
+    cmd.add_argument("--max-openai-request-bytes", type=int, default=DEFAULT_MAX_OPENAI_REQUEST_BYTES, metavar="N",
+                     help=f"the largest request body under /openai/v1, in bytes (default "
+                          f"{DEFAULT_MAX_OPENAI_REQUEST_BYTES}, 1 MiB)")
+    cmd.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                     help="let the web pages of ORIGIN (https://app.example:8443, or *) call the server (CORS; "
+                          "repeat); a request from any other web origin gets HTTP 403 (default: none)")
     cmd.add_argument("--max-slots", type=int, default=DEFAULT_MAX_SLOTS, metavar="N",
                      help="a generative model's most requests at once: the rows of its decode batch, which "
                           "requests join between steps (continuous batching) where the decode takes per-row "
@@ -84,5 +90,6 @@ def serve_directory(args: argparse.Namespace) -> int:
     serve(args.path, host=args.host, http_port=args.http_port, grpc_port=args.grpc_port, batch=args.batch,
           max_batch_size=args.max_batch_size, max_batch_delay_ms=args.max_batch_delay_ms,
           max_request_bytes=args.max_request_bytes, max_slots=args.max_slots, max_queue=args.max_queue,
-          drain_seconds=args.drain_seconds, model_name=args.model_name)
+          drain_seconds=args.drain_seconds, model_name=args.model_name,
+          max_openai_request_bytes=args.max_openai_request_bytes, allow_origins=args.allow_origin)
     return 0

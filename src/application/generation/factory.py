@@ -22,6 +22,7 @@ from jaxport.application.generation.generator import Generator
 from jaxport.application.generation.schedulers import scheduling_of
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.converted.prefill_lengths import prefill_batches, prefill_lengths
+from jaxport.domain.generation.checks import check_loaded
 from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, StepRunner, TextCodec
 from jaxport.domain.generation.scheduling import Scheduler
 from jaxport.domain.generation.spec import GenerationSpec
@@ -40,7 +41,7 @@ class GeneratorFactory:
         checked_steps: the runner of a model's steps through its checked calls (where its target has none).
         sampler: picks the next tokens.
         text: the tokenizer that a ``tokenizer.json``'s bytes describe (its name, for messages).
-        chat: a chat template, parsed.
+        chat: a chat template, compiled (its text, and what it is for messages: ``the chat template of gpt``).
         schedulers: the scheduler that serves a generator to many callers, with its most slots and its
             most waiting requests.
     """
@@ -49,7 +50,7 @@ class GeneratorFactory:
     checked_steps: Callable[[ConvertedModel, GenerationSpec], StepRunner]
     sampler: SamplerFactory
     text: Callable[[bytes, str], TextCodec]
-    chat: Callable[[str], ChatTemplate]
+    chat: Callable[[str, str], ChatTemplate]
     schedulers: Callable[[Generator, int, int], Scheduler]
 
     def load(self, path: str | os.PathLike[str], **runtime_options: Any) -> Generator:
@@ -73,12 +74,15 @@ class GeneratorFactory:
         if spec is None:
             raise GenerationError("model", "it holds no generation spec: save its bundle with "
                                            "save_bundle(..., generation=jaxport.GenerationSpec(...))")
+        check_loaded(spec, {name: model.functions[name].signature for name in (spec.prefill, spec.decode)
+                            if name in model.functions}, _of("the generation spec", model))
         text = None if checked or spec.tokenizer is None or model.directory is None else \
             self.text(model.directory.read(spec.tokenizer), spec.tokenizer)
         runner = None if checked else model.own_steps(spec)
         return Generator(spec, runner or self.checked_steps(model, spec), self.sampler, text=text,
                          lengths=functools.partial(prefill_lengths, spec, model.functions[spec.prefill]),
-                         chat_template=None if spec.chat_template is None else self.chat(spec.chat_template),
+                         chat_template=None if spec.chat_template is None else self.chat(
+                             spec.chat_template, _of("the chat template", model)),
                          batches=functools.partial(prefill_batches, spec, model.functions[spec.prefill]))
 
     def served(self, model: ConvertedModel, name: str, max_slots: int, max_queue: int) -> GenerativeModel:
@@ -94,3 +98,8 @@ class GeneratorFactory:
         return GenerativeModel(name, generator.spec, generator.codec, chat,
                                self.schedulers(generator, max_slots, max_queue), room=generator.room,
                                scheduling=scheduling_of(generator, max_slots))
+
+
+def _of(what: str, model: ConvertedModel) -> str:
+    """``what`` of the directory ``model`` was opened from (``the chat template of /models/gpt``)."""
+    return what if model.directory is None else f"{what} of {model.directory.root}"

@@ -22,6 +22,7 @@ the function's.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -86,6 +87,22 @@ class BatchFunction:
     def check(self, batch: Mapping[str, Any]) -> None:
         """Checks a batch as :meth:`__call__` does, without running it (raises its errors)."""
         self._checked(batch)
+
+    def check_row(self, example: Mapping[str, Any]) -> None:
+        """Checks one example (wire input name -> one row's array, without the batch axis) alone, as a batch
+        of that one row: its names, each input an array, its dtypes, shapes and the function's constraints.
+
+        Raises:
+            CallError: naming the function and what is wrong (the example's position is the caller's to say).
+        """
+        if self.batch_variable is None:
+            raise CallError(f"'{self.name}' has no batch dimension: its examples cannot be checked one by one")
+        try:
+            ordered = self.function.wire.order_inputs(list(example.items()))
+            self.check({t.name: self._stack(k, [ordered[k]]) for k, t in enumerate(self.inputs)})
+        except JaxportError as exc:
+            reason = exc.reason if isinstance(exc, BatchRowError) else str(exc)  # its row 0 says nothing more
+            raise CallError(f"The example to '{self.name}' is refused: {reason}") from exc
 
     def _checked(self, batch: Mapping[str, Any]) -> list[Any]:
         """The batch's arrays in flat order, checked by the call front."""
@@ -205,6 +222,20 @@ def load_batches(path: str | os.PathLike[str], *, max_rows: int | None = None,
     return BatchModel([BatchFunction(f, rows, max_rows) for f in functions])
 
 
+_loaded: dict[tuple[str, int | None], BatchModel] = {}
+_loading = threading.Lock()
+
+
+def shared_batches(path: str, max_rows: int | None = None) -> BatchModel:
+    """:func:`load_batches` of ``path``, once per process: an engine's model and its row checks (Beam's
+    preprocessing) share one load. Raises as :func:`load_batches`."""
+    with _loading:
+        key = (path, max_rows)
+        if key not in _loaded:
+            _loaded[key] = load_batches(path, max_rows=max_rows)
+        return _loaded[key]
+
+
 class BatchPredictor:
     """One function of a directory as a callable class that an engine builds once per worker: Ray Data's
     ``map_batches`` takes it as it is (``ds.map_batches(BatchPredictor, fn_constructor_args=(path,),
@@ -217,13 +248,21 @@ class BatchPredictor:
         path: a bundle or a converted directory (loaded, and its golden examples run, when built).
         function: the function's name.
         max_rows: as :func:`load_batches`.
+        error_column: None: a bad row fails the batch. A name: each row is checked alone, and a row that
+            fails the function's checks gets its error's text in this column and None for each output; the
+            other rows get their outputs and "" (the rows that pass run grouped by their inputs' shapes).
+        id_column: the column whose value names a bad row in its error (Ray Data gives a batch no position
+            in the data set): ``id=17: ...``.
 
     Raises:
         As :func:`load_batches`; CallError: the directory has no function ``function``.
     """
 
-    def __init__(self, path: str | os.PathLike[str], function: str = "predict", *, max_rows: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], function: str = "predict", *, max_rows: int | None = None,
+                 error_column: str | None = None, id_column: str | None = None) -> None:
         self.function = load_batches(path, max_rows=max_rows)[function]
+        self.error_column, self.id_column = error_column, id_column
+        self._arrays = NumpyRows()
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """The batch's columns that are not inputs, and the outputs of its inputs, by wire name.
@@ -236,5 +275,37 @@ class BatchPredictor:
         if missing:
             raise CallError(f"The batch to '{self.function.name}' has no column(s) {missing}: its columns are "
                             f"{sorted(batch)} and the function's inputs {sorted(names)}")
-        results = self.function({name: batch[name] for name in names})
-        return {**{k: v for k, v in batch.items() if k not in names}, **results}
+        others = {k: v for k, v in batch.items() if k not in names}
+        if self.error_column is None:
+            return {**others, **self.function({name: batch[name] for name in names})}
+        return {**others, **self._row_by_row(batch, sorted(names))}
+
+    def _row_by_row(self, batch: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+        """The outputs of the rows that pass their checks (each output None for the others), and the error
+        column: each bad row's error, "" for the others."""
+        assert self.error_column is not None
+        count = len(batch[names[0]])
+        rows = [{name: batch[name][i] for name in names} for i in range(count)]
+        errors = [""] * count
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, row in enumerate(rows):
+            try:
+                self.function.check_row(row)
+            except JaxportError as exc:
+                errors[i] = f"{self._which(batch, i)}: {type(exc).__name__}: {exc}"
+                continue
+            groups.setdefault(tuple(tuple(getattr(row[n], "shape", ())) for n in names), []).append(i)
+        outputs: dict[str, list[Any]] = {t.name: [None] * count for t in self.function.outputs}
+        for indices in groups.values():
+            for i, result in zip(indices, self.function.rows([rows[i] for i in indices])):
+                for name, value in result.items():
+                    outputs[name][i] = value
+        return {**{name: self._arrays.objects(values) for name, values in outputs.items()},
+                self.error_column: self._arrays.objects(errors)}
+
+    def _which(self, batch: Mapping[str, Any], row: int) -> str:
+        """A bad row, named by its id column's value (where the caller named one)."""
+        if self.id_column is None or self.id_column not in batch:
+            return "a row"
+        value = batch[self.id_column][row]
+        return f"the row {self.id_column}={getattr(value, 'item', lambda: value)()!r}"

@@ -19,7 +19,7 @@ from jaxport.domain.errors import MissingExtraError, UsageError
 from jaxport.domain.path_kind import PathKind
 from jaxport.domain.serving.options import DEFAULT_MAX_BATCH_SIZE
 from jaxport.application.conversion.api import open_directory
-from jaxport.application.serving.batches import BatchPredictor, load_batches
+from jaxport.application.serving.batches import BatchPredictor, load_batches, shared_batches
 
 #: How long a Ray Serve request waits for others to join its batch, unless told otherwise (seconds).
 DEFAULT_BATCH_WAIT_TIMEOUT_S = 0.002
@@ -70,7 +70,8 @@ def ray_serve_app(path: str | os.PathLike[str], *, name: str = "jaxport", num_re
 
 def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "predict", *,
                  concurrency: int | tuple[int, int] = 1, batch_size: int | None = None,
-                 num_cpus: float | None = None, max_rows: int | None = None, start_timeout_s: float = 60.0) -> Any:
+                 num_cpus: float | None = None, max_rows: int | None = None, error_column: str | None = None,
+                 id_column: str | None = None, start_timeout_s: float = 60.0) -> Any:
     """A Ray ``Dataset`` scored by a function of the directory at ``path``: its other columns, and the
     function's outputs by wire name (lazy, as Ray Data is; ``write_parquet`` or ``iter_batches`` runs it).
 
@@ -84,6 +85,10 @@ def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "pr
             padding on a target compiled per size).
         num_cpus: the CPUs each actor holds (Ray's default where None).
         max_rows: as :func:`~jaxport.application.serving.batches.load_batches`.
+        error_column: None: a row that fails the function's checks fails the job. A name: each row is
+            checked alone, and a bad row gets its error in this column (None for each output) while every
+            other row gets its outputs (and "" there): nothing is lost.
+        id_column: the column that names a bad row in its error (``id=17: ShapeMismatchError: ...``).
         start_timeout_s: how long the data set's run waits for its actors to start (where Ray Data's
             ``DataContext.wait_for_min_actors_s`` says to wait forever): past it, the consuming call fails
             with Ray's ``GetTimeoutError`` (the cluster has no CPU left for them). Too few free CPUs when
@@ -96,24 +101,32 @@ def ray_data_map(dataset: Any, path: str | os.PathLike[str], function: str = "pr
         from jaxport.adapters.ray.data import map_with
     except ImportError as exc:
         raise MissingExtraError("Ray Data, which scores a data set on a Ray cluster,", "ray", exc) from exc
-    return map_with(dataset, BatchPredictor, {"path": os.fspath(path), "function": function, "max_rows": max_rows},
-                    concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus, start_timeout_s=start_timeout_s)
+    return map_with(dataset, BatchPredictor, {"path": os.fspath(path), "function": function, "max_rows": max_rows,
+                                              "error_column": error_column, "id_column": id_column},
+                    concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus,
+                    start_timeout_s=start_timeout_s)
 
 
 def beam_model_handler(path: str | os.PathLike[str], function: str = "predict", *,
                        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE, share_across_processes: bool = False,
-                       max_rows: int | None = None) -> Any:
+                       max_rows: int | None = None, keyed: bool = False) -> Any:
     """A function of the directory at ``path`` as Apache Beam's ``ModelHandler``, for ``RunInference``.
 
     Each element is one example: its wire input names -> one row's array (without the batch axis); each
     result a ``PredictionResult`` whose ``inference`` is the outputs by wire name. Each worker loads the
     directory once and runs its golden examples. ``BatchElements`` joins at most ``max_batch_size``
-    examples (at most the largest compiled size of a target compiled per size).
+    examples (at most the largest compiled size of a target compiled per size). Each example is first
+    checked alone by a preprocess function (its names, arrays, dtypes, shapes, the function's constraints):
+    with ``RunInference(...).with_exception_handling()``, a bad example goes alone to
+    ``failed_preprocessing[0]`` (``(element, error)``) and every other reaches the main output
+    (``failed_inferences`` holds whole batches, by Beam's contract).
 
     Args:
         path: a bundle (its workers need JAX) or a converted directory (its runtime only).
         share_across_processes: one loaded copy per worker machine (Beam's ``share_model_across_processes``).
         max_rows: as :func:`~jaxport.application.serving.batches.load_batches`.
+        keyed: the elements are ``(key, example)`` pairs: the handler is Beam's ``KeyedModelHandler``
+            around jaxport's (Beam takes preprocessing on the outer handler only: do not wrap it again).
 
     Raises:
         MissingExtraError: Apache Beam (``jaxport[beam]``) is not installed.
@@ -122,14 +135,16 @@ def beam_model_handler(path: str | os.PathLike[str], function: str = "predict", 
     if max_batch_size < 1:
         raise ValueError(f"max_batch_size must be at least 1, not {max_batch_size}")
     try:
-        from jaxport.adapters.beam.model_handler import JaxportModelHandler
+        from jaxport.adapters.beam.model_handler import JaxportModelHandler, RowCheck, checked
     except ImportError as exc:
         raise MissingExtraError("Apache Beam, whose RunInference runs a directory over a data set,", "beam",
                                 exc) from exc
     largest = largest_compiled_rows(path, function)
-    return JaxportModelHandler(functools.partial(load_batches, os.fspath(path), max_rows=max_rows), function,
-                               os.fspath(path), max_batch_size=min(max_batch_size, largest or max_batch_size),
-                               share_across_processes=share_across_processes)
+    load = functools.partial(shared_batches, os.fspath(path), max_rows)
+    handler = JaxportModelHandler(load, function, os.fspath(path),
+                                  max_batch_size=min(max_batch_size, largest or max_batch_size),
+                                  share_across_processes=share_across_processes)
+    return checked(handler, RowCheck(load, function, keyed), keyed)
 
 
 def largest_compiled_rows(path: str | os.PathLike[str], function: str) -> int | None:

@@ -19,8 +19,8 @@ from typing import Any
 from jaxport.domain.errors import ArtifactError, MissingExtraError
 from jaxport.domain.serving.generative import GenerativeModel
 from jaxport.domain.serving.options import (
-    DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_QUEUE,
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SLOTS, ServeOptions
+    DEFAULT_DRAIN_SECONDS, DEFAULT_MAX_BATCH_DELAY_MS, DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_OPENAI_REQUEST_BYTES,
+    DEFAULT_MAX_QUEUE, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SLOTS, ServeOptions
 )
 from jaxport.domain.calls.front import call_checker, leaf_paths, result_paths
 from jaxport.domain.serving.protocol import ServedFunction, batch_variable, wire_interface
@@ -36,7 +36,8 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
           max_batch_delay_ms: float = DEFAULT_MAX_BATCH_DELAY_MS,
           max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, max_slots: int = DEFAULT_MAX_SLOTS,
           max_queue: int = DEFAULT_MAX_QUEUE, drain_seconds: float = DEFAULT_DRAIN_SECONDS,
-          model_name: str | None = None) -> None:
+          model_name: str | None = None, max_openai_request_bytes: int = DEFAULT_MAX_OPENAI_REQUEST_BYTES,
+          allow_origins: Iterable[str] = ()) -> None:
     """Serves every function of ``path`` over REST and gRPC until SIGTERM or SIGINT; a generative
     bundle or its conversion also gets OpenAI's completions (and chat completions where a tokenizer
     and a chat template are bundled) under ``/openai/v1``.
@@ -72,6 +73,11 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         max_queue: the most generation requests waiting (more: HTTP 429 with ``Retry-After``).
         drain_seconds: on SIGTERM, how long running generation requests may finish before they are cancelled.
         model_name: the generative model's name in OpenAI's requests (default: the directory's name).
+        max_openai_request_bytes: the largest request body under ``/openai/v1`` (default 1 MiB), whose routes
+            take only ``application/json`` (HTTP 415 otherwise) and refuse a prompt text of more bytes than
+            16 per token of the cache before tokenizing it.
+        allow_origins: the web origins whose pages may call the server (CORS; ``*``: any); a request that
+            carries another ``Origin`` header gets HTTP 403 (by default, every one that carries one).
 
     Raises:
         UsageError: an option is out of range, ``batch`` names a function that
@@ -86,7 +92,8 @@ def serve(path: str | os.PathLike[str], *, host: str = "127.0.0.1", http_port: i
         OSError: a port cannot be bound.
     """
     options = ServeOptions(host, http_port, grpc_port, tuple(batch), max_batch_size, max_batch_delay_ms,
-                           max_request_bytes, max_slots, max_queue, drain_seconds, model_name)
+                           max_request_bytes, max_slots, max_queue, drain_seconds, model_name,
+                           max_openai_request_bytes, tuple(allow_origins))
     try:  # the serve extra: importing this module (jaxport.serve) works without it
         from jaxport.adapters.kserve.server import KServeServer
         from jaxport.adapters.kserve.metrics import serving_metrics

@@ -3,8 +3,10 @@
 :func:`resolve` reads, from the prefill's and the decode's records, what they
 say (the cache's leaves, the logits' vocabulary, the maximum length) and
 checks that the two functions agree with each other and with the spec: the
-same cache in and out of both, each axis within its leaf's rank, a cache
-length that the prefill's shape constraints allow. Each refusal is a
+same cache in and out of both (leaf by leaf: the dtype, the rank, every static
+dimension but the batch's, the sequence length the cache's), each axis within
+its leaf's rank, a cache length that the prefill's shape constraints allow,
+end-of-text and padding ids inside the vocabulary. Each refusal is a
 :class:`~jaxport.errors.GenerationSpecError` naming the function or the leaf.
 """
 
@@ -17,7 +19,10 @@ from dataclasses import dataclass
 from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, TreeKind, TreeSpec
 from jaxport.domain.leaf_names import weight_name
 from jaxport.domain.calls.front import check_call
-from jaxport.domain.errors import CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
+from jaxport.domain.calls.signature import Signature
+from jaxport.domain.errors import (
+    ArtifactError, CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
+)
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput, as_inputs
 from jaxport.domain.specs import ArraySpec
 
@@ -57,9 +62,9 @@ def resolve(spec: GenerationSpec, records: Mapping[str, ArtifactRecord], takes_p
     steps = [_step(name, inputs, records, takes_params) for name, inputs in spec.steps]
     prefill, decode = steps
     leaves = _cache_leaves(spec, prefill)
-    for step in steps:
-        _check_cache(step, leaves)
     max_length = _max_length(spec, leaves)
+    for step in steps:
+        _check_cache(step, leaves, max_length)
     vocab = _vocab_size(spec, steps)
     for what, ids in (("eos_ids", spec.eos_ids), ("pad_id", (spec.pad_id,))):
         outside = [i for i in ids if not 0 <= i < vocab]
@@ -132,8 +137,9 @@ def _cache_leaves(spec: GenerationSpec, prefill: _Step) -> tuple[CacheLeaf, ...]
     return tuple(leaves)
 
 
-def _check_cache(step: _Step, leaves: Sequence[CacheLeaf]) -> None:
-    """Both functions take the cache and return it with the prefill's leaves, shapes and dtypes."""
+def _check_cache(step: _Step, leaves: Sequence[CacheLeaf], max_length: int) -> None:
+    """Both functions take the cache and return it with the prefill's leaves, shapes and dtypes: every
+    static dimension the prefill's (the batch's aside), the sequence's ``max_length``."""
     expected = {leaf.name: leaf for leaf in leaves}
     for what, (tree, avals) in (("arguments", step.arg(StepInput.CACHE) or (TreeSpec.leaf(), ())),
                                 ("results", step.cache_out)):
@@ -146,10 +152,28 @@ def _check_cache(step: _Step, leaves: Sequence[CacheLeaf]) -> None:
             if aval.dtype.value != leaf.dtype or len(aval.shape) != len(leaf.shape):
                 raise GenerationSpecError(_path(name), f"'{step.name}' has it as {aval} in its {what}, the "
                                                        f"prefill takes {leaf.dtype}{list(leaf.shape)}")
+            _check_dimensions(step.name, what, name, aval, leaf, max_length)
         extra = sorted(set(got) - set(expected))
         if extra:
             raise GenerationSpecError(_path(extra[0]), f"'{step.name}' has it in the cache of its {what}, "
                                                        "the prefill's cache lacks it")
+
+
+def _check_dimensions(function: str, what: str, name: str, aval: AvalRecord, leaf: CacheLeaf,
+                      max_length: int) -> None:
+    """The static dimensions of ``aval`` (the leaf ``name`` in the ``what`` of ``function``) are the
+    prefill's ``leaf``'s, its sequence length ``max_length``; its batch dimension may differ."""
+    for axis, (got, expected) in enumerate(zip(aval.shape, leaf.shape)):
+        if axis == leaf.batch_axis or not got.isdigit():
+            continue
+        if axis == leaf.sequence_axis and int(got) != max_length:
+            raise GenerationSpecError(_path(name), f"its sequence length is {got} in the {what} of '{function}' "
+                                                   f"({aval}), the cache holds {max_length} (the prefill's "
+                                                   f"{leaf.dtype}{list(leaf.shape)})")
+        if axis != leaf.sequence_axis and isinstance(expected, int) and int(got) != expected:
+            raise GenerationSpecError(_path(name), f"its axis {axis} is {got} in the {what} of '{function}' "
+                                                   f"({aval}), {expected} in the prefill's cache "
+                                                   f"({leaf.dtype}{list(leaf.shape)})")
 
 
 def _max_length(spec: GenerationSpec, leaves: Sequence[CacheLeaf]) -> int:
@@ -218,3 +242,40 @@ def _check_prefill_allows(spec: GenerationSpec, prefill: _Step) -> None:
     except (CallError, ShapeAssertionError, UnsolvableDimensionError) as exc:
         raise GenerationSpecError(f"the function '{prefill.name}'",
                                   f"it refuses a cache of max_length {spec.max_length}: {exc}") from exc
+
+
+def check_loaded(spec: GenerationSpec, signatures: Mapping[str, Signature], where: str) -> None:
+    """At load: the recorded spec still fits the functions' signatures (a manifest changed and re-sealed since
+    its save): each step's function exists and takes the spec's inputs, its cache the spec's leaves (names,
+    dtypes, ranks, every static dimension, the sequence's the cache's length). Checked before a cache is made.
+
+    Raises:
+        ArtifactError: naming ``where`` and the function or the leaf that does not fit.
+    """
+    for name, inputs in spec.steps:
+        signature = signatures.get(name)
+        if signature is None:
+            raise ArtifactError(f"{where}: the generation spec names the function '{name}', which it lacks")
+        args = signature.in_tree.children[0].children if signature.in_tree.children else ()
+        if len(args) != len(inputs):
+            raise ArtifactError(f"{where}: '{name}' takes {len(args)} arguments, the generation spec names "
+                                f"{len(inputs)}")
+        at = 0
+        for kind, child in zip(inputs, args):
+            if kind is StepInput.CACHE:
+                _fits(spec, name, _leaf_names(child), signature.in_avals[at:at + child.num_leaves], where)
+            at += child.num_leaves
+
+
+def _fits(spec: GenerationSpec, function: str, names: Sequence[str], avals: Sequence[AvalRecord], where: str) -> None:
+    if list(names) != [leaf.name for leaf in spec.cache]:
+        raise ArtifactError(f"{where}: the cache that '{function}' takes holds {list(names)}, the generation spec "
+                            f"{[leaf.name for leaf in spec.cache]}")
+    for leaf, aval in zip(spec.cache, avals):
+        wrong = aval.dtype.value != leaf.dtype or len(aval.shape) != len(leaf.shape) or any(
+            got.isdigit() and axis != leaf.batch_axis
+            and int(got) != (spec.max_length if axis == leaf.sequence_axis else leaf.shape[axis])
+            for axis, got in enumerate(aval.shape))
+        if wrong:
+            raise ArtifactError(f"{where}: '{function}' takes {_path(leaf.name)} as {aval}, the generation spec "
+                                f"has {leaf.dtype}{list(leaf.shape)} of {spec.max_length} positions")

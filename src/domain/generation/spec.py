@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from jaxport.domain.calls.signature import DType
 from jaxport.domain.checked_directory import JsonReader
 from jaxport.domain.errors import ArtifactError, GenerationSpecError
 
@@ -83,12 +84,26 @@ class CacheLeaf:
 
     @staticmethod
     def from_json(r: JsonReader) -> CacheLeaf:
-        """The leaf that :meth:`to_json` wrote."""
+        """The leaf that :meth:`to_json` wrote.
+
+        Raises:
+            ArtifactError: naming where, when a field is malformed: a dimension neither an int nor a text,
+                an unknown dtype, an axis beyond the rank (or both axes one), a dimension other than the
+                batch's and the sequence's that is not a size.
+        """
         shape = r.get("shape", list)
         if not all(isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape):
             raise ArtifactError(f"{r.where}: 'shape' holds something other than ints and texts")
-        return CacheLeaf(r.get("name", str), r.get("dtype", str), tuple(shape),
-                         r.optional("batch_axis", int), r.optional("sequence_axis", int))
+        dtype = r.get("dtype", str)
+        if dtype not in {d.value for d in DType}:
+            raise ArtifactError(f"{r.where}: 'dtype' {dtype!r} is not a dtype")
+        axes = r.optional("batch_axis", int), r.optional("sequence_axis", int)
+        if any(a is not None and not 0 <= a < len(shape) for a in axes) or (axes[0] is not None and axes[0] == axes[1]):
+            raise ArtifactError(f"{r.where}: the axes {list(axes)} do not fit the shape {shape}")
+        if any(not (isinstance(d, int) and d >= 0) for i, d in enumerate(shape) if i not in axes):
+            raise ArtifactError(f"{r.where}: the shape {shape} has a dimension that is not a size beside the "
+                                "batch's and the sequence's")
+        return CacheLeaf(r.get("name", str), dtype, tuple(shape), *axes)
 
 
 #: The cache axes a user gives: one ``(batch_axis, sequence_axis)`` for every leaf, or one per leaf name.
@@ -177,9 +192,24 @@ class GenerationSpec:
             raise ArtifactError(f"{where}: 'eos_ids' holds something other than ints")
         tokenizer = r.child("tokenizer").get("file", str) if "tokenizer" in r.doc else None
         chat = r.get("chat_template", str) if "chat_template" in r.doc else None
-        return GenerationSpec(steps[0][0], steps[1][0], steps[0][1], steps[1][1], (0, 1), tuple(ids),
-                              r.get("pad_id", int), r.get("vocab_size", int), cache.get("max_length", int),
-                              tokenizer, chat, leaves)
+        for (_, inputs), key in zip(steps, ("prefill", "decode")):
+            if StepInput.TOKENS not in inputs or StepInput.CACHE not in inputs or len(set(inputs)) != len(inputs):
+                raise ArtifactError(f"{where}: {key}: 'inputs' {[k.value for k in inputs]} are not tokens and a "
+                                    "cache, each once")
+        pad, vocab, length = r.get("pad_id", int), r.get("vocab_size", int), cache.get("max_length", int)
+        for leaf in leaves:
+            if leaf.sequence_axis is not None and isinstance(leaf.shape[leaf.sequence_axis], int) and \
+                    leaf.shape[leaf.sequence_axis] != length:
+                raise ArtifactError(f"{where}: the cache's leaf '{leaf.name}' holds {leaf.shape[leaf.sequence_axis]} "
+                                    f"positions, 'max_length' is {length}")
+        outside = [i for i in (*ids, pad) if not 0 <= i < vocab]
+        if outside:  # save checks them: a manifest changed (and re-sealed) since
+            raise ArtifactError(f"{where}: the end-of-text and padding ids {outside} are outside the vocabulary "
+                                f"[0, {vocab})")
+        if length < 1:
+            raise ArtifactError(f"{where}: the cache's 'max_length' {length} is not a length")
+        return GenerationSpec(steps[0][0], steps[1][0], steps[0][1], steps[1][1], (0, 1), tuple(ids), pad, vocab,
+                              length, tokenizer, chat, leaves)
 
     def lines(self) -> list[str]:
         """What ``jaxport inspect`` says of the spec.

@@ -30,6 +30,10 @@ class RowArrays(Protocol):
         """The arrays concatenated along axis 0, then ``padding`` copies of the last real row."""
         ...
 
+    def objects(self, values: Sequence[Any]) -> Any:
+        """A column of ``values``, one a row, of any kinds (arrays of different shapes, None, text)."""
+        ...
+
 
 class BatchPort(Protocol):
     """One function of a loaded directory, called a batch at a time by its wire names."""
@@ -61,6 +65,10 @@ class BatchPort(Protocol):
 
     def check(self, batch: Mapping[str, Any]) -> None:
         """Checks a batch (wire input name -> array) with the call front, without running it."""
+        ...
+
+    def check_row(self, example: Mapping[str, Any]) -> None:
+        """Checks one example (one row, without the batch axis) alone, as a batch of that row."""
         ...
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:

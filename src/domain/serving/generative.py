@@ -23,6 +23,11 @@ from jaxport.domain.generation.scheduling import (
     FinishReason, GenerationRequest, RequestStream, Scheduler, Scheduling, StreamEvent
 )
 
+#: The most bytes of prompt text per token of the cache: a longer text is refused before it is tokenized (a
+#: text takes 3 to 5 bytes a token; one of more than this many could not fit the cache but in tokens that
+#: span runs of 16 bytes and more throughout).
+PROMPT_BYTES_PER_TOKEN = 16
+
 #: The names OpenAI's API gives the arguments that ``generate``'s checks name.
 _OPENAI_NAMES = {"max_new_tokens": "max_tokens"}
 
@@ -69,11 +74,17 @@ class GenerativeModel:
             laid out (padded to a compiled length): what a request without ``max_tokens`` asks for
             (None: the cache's length less the prompt's).
         scheduling: how ``scheduler`` runs requests, and why (None: not said).
+        max_prompt_bytes: the most UTF-8 bytes of a prompt text (a rendered conversation too), checked before
+            it is tokenized (None: :data:`PROMPT_BYTES_PER_TOKEN` per token of the cache).
     """
 
     def __init__(self, name: str, spec: GenerationSpec, codec: TextCodec | None,
                  render_chat: Callable[[Sequence[Mapping[str, str]]], str] | None, scheduler: Scheduler,
-                 room: Callable[[Sequence[int]], int] | None = None, scheduling: Scheduling | None = None) -> None:
+                 room: Callable[[Sequence[int]], int] | None = None, scheduling: Scheduling | None = None,
+                 max_prompt_bytes: int | None = None) -> None:
+        assert spec.max_length is not None
+        self.max_prompt_bytes = PROMPT_BYTES_PER_TOKEN * spec.max_length if max_prompt_bytes is None \
+            else max_prompt_bytes
         self.name = name
         self.spec = spec
         self.codec = codec
@@ -105,7 +116,8 @@ class GenerativeModel:
 
         Raises:
             GenerationError: naming the argument in OpenAI's terms (``prompt``, ``stop``): text without a
-                tokenizer, an empty text, a prompt longer than the cache.
+                tokenizer, an empty text, a text of more than :attr:`max_prompt_bytes` (before it is
+                tokenized), a prompt longer than the cache.
         """
         spec = self.spec
         assert spec.max_length is not None
@@ -166,6 +178,12 @@ class GenerativeModel:
 
     def _ids(self, prompt: str | Sequence[int], where: str) -> list[int]:
         if isinstance(prompt, str):
+            size = len(prompt.encode("utf-8", "surrogatepass"))
+            if size > self.max_prompt_bytes:
+                raise GenerationError(where, f"the text has {size} bytes, more than the {self.max_prompt_bytes} "
+                                             f"that the model takes ({PROMPT_BYTES_PER_TOKEN} for each of the "
+                                             f"{self.spec.max_length} tokens its cache holds); it is not "
+                                             "tokenized")
             ids = self._codec(where).encode(prompt)
             if not ids:
                 raise GenerationError(where, "the text is empty (it gives no token)")

@@ -13,6 +13,9 @@ from jaxport.domain.errors import UsageError
 
 #: The largest request body the server reads, unless told otherwise (64 MiB).
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: The largest body of a request to OpenAI's routes, unless told otherwise (1 MiB): a prompt is text, and a
+#: cache of 128k tokens at 4 bytes each holds half of it.
+DEFAULT_MAX_OPENAI_REQUEST_BYTES = 1024 * 1024
 #: The most rows a joined call holds, unless told otherwise.
 DEFAULT_MAX_BATCH_SIZE = 32
 #: How long the first waiting request of a batch waits for others, unless told otherwise.
@@ -41,6 +44,10 @@ class ServeOptions:
         max_queue: the most generation requests waiting for a slot (more: refused, HTTP 429).
         drain_seconds: on SIGTERM, how long requests in flight may finish before they are cancelled.
         model_name: the name OpenAI's clients give a generative model (None: the directory's name).
+        max_openai_request_bytes: the largest body read by OpenAI's routes (lower than ``max_request_bytes``'s
+            default: their bodies are text).
+        allow_origins: the web origins (``https://app.example``, or ``*``) whose pages may call the server
+            (CORS); a request that carries another ``Origin`` gets HTTP 403. None by default.
 
     Raises:
         UsageError: a port, size, delay or limit is out of range, or two ports are one.
@@ -57,6 +64,8 @@ class ServeOptions:
     max_queue: int = DEFAULT_MAX_QUEUE
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
     model_name: str | None = None
+    max_openai_request_bytes: int = DEFAULT_MAX_OPENAI_REQUEST_BYTES
+    allow_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name, port in (("http_port", self.http_port), ("grpc_port", self.grpc_port)):
@@ -70,6 +79,12 @@ class ServeOptions:
             raise UsageError(f"max_batch_delay_ms must be between 0 and an hour, not {self.max_batch_delay_ms}")
         if self.max_request_bytes < 1024:
             raise UsageError(f"max_request_bytes must be at least 1024, not {self.max_request_bytes}")
+        if self.max_openai_request_bytes < 1024:
+            raise UsageError(f"max_openai_request_bytes must be at least 1024, not {self.max_openai_request_bytes}")
+        bad = [o for o in self.allow_origins if o != "*" and not _is_origin(o)]
+        if bad:
+            raise UsageError(f"allow_origins must be origins such as https://app.example:8443 (a scheme, a host, "
+                             f"a port; no path) or *, not {bad}")
         if self.max_slots < 1:
             raise UsageError(f"max_slots must be at least 1, not {self.max_slots}")
         if self.max_queue < 0:
@@ -91,3 +106,9 @@ class ServeOptions:
         if unknown:
             raise UsageError(f"--batch names functions that are not served: {unknown}; the functions "
                              f"are {sorted(functions)}")
+
+
+def _is_origin(origin: str) -> bool:
+    """Whether ``origin`` is what a browser sends as ``Origin``: ``scheme://host[:port]``, nothing after."""
+    scheme, sep, rest = origin.partition("://")
+    return bool(sep) and scheme in ("http", "https") and bool(rest) and not any(c in rest for c in "/?#@ ")
