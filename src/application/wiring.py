@@ -190,7 +190,6 @@ def generator_factory() -> GeneratorFactory:
     Hugging Face's tokenizers and Jinja2's chat templates, and serves them with the schedulers."""
     from jaxport.adapters.numpy.sampling import NumpySampler
     from jaxport.application.generation.factory import GeneratorFactory
-    from jaxport.application.upgrade.service import UpgradeService
     from jaxport.application.generation.schedulers import scheduler_for
     from jaxport.application.target_adapters import host_steps
 
