@@ -2,7 +2,7 @@
 
 Byte identity with ``jax.export`` follows from doing what its writer
 (``jax/_src/export/serialization.py``) does with a ``flatbuffers.Builder``, in
-the same order: every sub-object is built bottom-up before the table that
+the same order, with a builder that lays bytes out as that one does (:mod:`.builder`): every sub-object is built bottom-up before the table that
 refers to it, vectors of tables are built element by element and then
 prepended in reverse, fields are added in the order below (``nr_devices``
 right after ``out_avals``), scalars equal to their default are left out, and
@@ -23,8 +23,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, TypeVar
 
-import flatbuffers  # type: ignore[import-untyped]
-
 from jaxport.domain.artifact.record import (
     JAX_VERSION_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord, EffectRecord, TreeKind, TreeSpec
 )
@@ -33,12 +31,13 @@ from jaxport.domain.artifact.sharding import (
 )
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from . import wire as W
+from .builder import Builder
 
 _T = TypeVar("_T")
 
 
 class ArtifactBuilder(Protocol):
-    """The operations of ``flatbuffers.Builder`` (an untyped package) that the encoder uses."""
+    """The operations of ``flatbuffers.Builder`` that the encoder uses (:class:`.builder.Builder` has them)."""
 
     def StartObject(self, numfields: int) -> None: ...
     def EndObject(self) -> int: ...
@@ -77,7 +76,7 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     """
     # Room for the modules and their tables, so that the buffer rarely grows.
     size = 1024 + sum(len(table.mlir_module_serialized) + 1024 for table in record.chain)
-    builder: ArtifactBuilder = flatbuffers.Builder(size)
+    builder: ArtifactBuilder = Builder(size)
     builder.Finish(_exported(builder, record))
     return builder.Output()
 
