@@ -49,7 +49,7 @@ def random_calls(rng: random.Random, builders: tuple[encode.ArtifactBuilder, ...
             text = "".join(rng.choice("ab\u00e9") for _ in range(rng.randrange(8)))
             offsets = {b.CreateString(text) for b in builders}
         elif what == 1:
-            data = bytes(rng.randrange(256) for _ in range(rng.randrange(12)))
+            data = rng.randbytes(rng.choice([rng.randrange(12), rng.randrange(4090, 4200)]))  # small and kept apart
             offsets = {b.CreateByteVector(data) for b in builders}
         elif what == 2:
             width = rng.choice([1, 2, 4])

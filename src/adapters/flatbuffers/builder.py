@@ -25,6 +25,8 @@ _I8: Final = struct.Struct("<b")
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
 _I32: Final = struct.Struct("<i")
+#: Byte vectors of this many bytes or more are kept apart until :meth:`Builder.Output` joins them in.
+_LARGE: Final = 4096
 #: ``struct.Struct("<nH")`` by n: a vtable, written in one call.
 _VTABLES: dict[int, struct.Struct] = {}
 
@@ -41,11 +43,16 @@ class Builder:
         initial_size: the bytes reserved at first; the buffer doubles when it runs out.
     """
 
-    __slots__ = ("_buf", "_head", "_minalign", "_vtable", "_object_end", "_vtables", "_vector_len")
+    __slots__ = ("_buf", "_head", "_after", "_after_len", "_minalign", "_vtable", "_object_end", "_vtables",
+                 "_vector_len")
 
     def __init__(self, initial_size: int = 1024) -> None:
         self._buf = bytearray(max(initial_size, 1))
         self._head = len(self._buf)
+        #: What follows the working buffer's bytes, in order: its earlier bytes and the large byte vectors, which
+        #: are not copied into it (a module: one copy fewer, and no buffer of the module's size to fill).
+        self._after: list[bytes | bytearray] = []
+        self._after_len = 0
         self._minalign = 1
         self._vtable: list[int] = []
         self._object_end = 0
@@ -53,66 +60,80 @@ class Builder:
         self._vector_len = 0
 
     def _offset(self) -> int:
-        return len(self._buf) - self._head
+        return len(self._buf) - self._head + self._after_len
 
-    def _prep(self, size: int, additional: int) -> None:
+    def _prep(self, size: int, additional: int) -> int:
         """Pads so that ``size`` bytes can follow ``additional`` ones aligned to ``size``, growing the buffer
-        to hold them (padding needs no writes: the bytes below the head are still zero)."""
+        to hold them (padding needs no writes: the bytes below the head are still zero); the new head."""
         if size > self._minalign:
             self._minalign = size
-        buf = self._buf
         head = self._head
-        align = -(len(buf) - head + additional) & (size - 1)
-        needed = align + size + additional
+        align = -(len(self._buf) - head + self._after_len + additional) & (size - 1)
+        if head < align + size + additional:
+            head = self._grow(align + size + additional)
+        head -= align
+        self._head = head
+        return head
+
+    def _grow(self, needed: int) -> int:
+        """Doubles the working buffer until ``needed`` bytes fit below the head; the head."""
+        buf, head = self._buf, self._head
         while head < needed:
             old = len(buf)
             grown = bytearray(2 * old)
             grown[old:] = buf
-            self._buf = buf = grown
+            buf = grown
             head += old
-        self._head = head - align
+        self._buf, self._head = buf, head
+        return head
 
-    def _place(self, packer: struct.Struct, value: int, type_name: str) -> None:
-        """Writes ``value`` just below the head (the space already prepared)."""
-        head = self._head - packer.size
+    def _prepend(self, packer: struct.Struct, value: int, type_name: str) -> int:
+        """Writes ``value``, aligned to its size, below the head; its offset."""
+        head = self._prep(packer.size, 0) - packer.size
+        buf = self._buf
         try:
-            packer.pack_into(self._buf, head, value)
+            packer.pack_into(buf, head, value)
         except struct.error:
             raise _out_of_range(value, type_name) from None
         self._head = head
+        return len(buf) - head + self._after_len
 
-    def _prepend(self, packer: struct.Struct, value: int, type_name: str) -> None:
-        self._prep(packer.size, 0)
-        self._place(packer, value, type_name)
-
-    def PrependUint8(self, x: int) -> None:
+    def PrependUint8(self, x: int) -> None:  # noqa: N802
+        """A ``uint8`` (a vector's element)."""
         self._prepend(_U8, x, "uint8")
 
-    def PrependUint16(self, x: int) -> None:
+    def PrependUint16(self, x: int) -> None:  # noqa: N802
+        """A ``uint16`` (a vector's element)."""
         self._prepend(_U16, x, "uint16")
 
-    def PrependUint32(self, x: int) -> None:
+    def PrependUint32(self, x: int) -> None:  # noqa: N802
+        """A ``uint32`` (a vector's element)."""
         self._prepend(_U32, x, "uint32")
 
-    def PrependUOffsetTRelative(self, off: int) -> None:
+    def PrependUOffsetTRelative(self, off: int) -> None:  # noqa: N802
         """An offset to the object that starts ``off`` bytes from the end, relative to where it is written."""
-        self._prep(4, 0)
-        relative = self._offset() - off + 4
+        head = self._prep(4, 0) - 4
+        buf = self._buf
+        relative = len(buf) - head + self._after_len - off
         if relative < 4:
             raise ValueError("flatbuffers: Offset arithmetic error.")
-        self._place(_U32, relative, "uoffset")
+        _U32.pack_into(buf, head, relative)
+        self._head = head
 
     def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int:  # noqa: N802, N803
         """Prepares for ``numElems`` elements of ``elemSize`` bytes, prepended last to first."""
         self._vector_len = numElems
         self._prep(4, elemSize * numElems)
-        self._prep(alignment, elemSize * numElems)
-        return self._offset()
+        head = self._prep(alignment, elemSize * numElems)
+        return len(self._buf) - head + self._after_len
 
     def EndVector(self) -> int:  # noqa: N802
         """Writes the vector's length; its offset."""
-        self._place(_U32, self._vector_len, "uint32")
-        return self._offset()
+        head = self._head - 4
+        buf = self._buf
+        _U32.pack_into(buf, head, self._vector_len)
+        self._head = head
+        return len(buf) - head + self._after_len
 
     def CreateString(self, s: str) -> int:  # noqa: N802
         """A zero-terminated UTF-8 string."""
@@ -124,10 +145,17 @@ class Builder:
 
     def _bytes_vector(self, data: bytes, terminator: int) -> int:
         length = len(data)
-        self._prep(4, length + terminator)
-        head = self._head - terminator - length  # the terminator's byte is still zero
-        self._buf[head:head + length] = data
-        self._head = head
+        if length >= _LARGE and not terminator:
+            self._prep(4, length)  # the padding after the data, in the working buffer
+            buf, head = self._buf, self._head
+            self._after[:0] = (data, buf[head:])
+            self._after_len += length + len(buf) - head
+            buf[head:] = bytes(len(buf) - head)  # the working buffer starts again, empty (zero)
+            self._head = len(buf)
+        else:
+            head = self._prep(4, length + terminator) - terminator - length  # the terminator's byte is still zero
+            self._buf[head:head + length] = data
+            self._head = head
         self._vector_len = length
         return self.EndVector()
 
@@ -136,43 +164,37 @@ class Builder:
         self._vtable = [0] * numfields
         self._object_end = self._offset()
 
-    def _slot_scalar(self, slot: int, packer: struct.Struct, x: int, type_name: str) -> None:
-        self._prep(packer.size, 0)
-        self._place(packer, x, type_name)
-        self._vtable[slot] = self._offset()
-
     def PrependUOffsetTRelativeSlot(self, o: int, x: int, d: int) -> None:  # noqa: N802
         """Field ``o``: an offset to ``x``, left out when it equals ``d``."""
         if x != d:
             self.PrependUOffsetTRelative(x)
-            self._vtable[o] = self._offset()
+            self._vtable[o] = len(self._buf) - self._head + self._after_len
 
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None:  # noqa: N802
         """Field ``o``: an ``int8``, left out when it equals ``d``."""
         if x != d:
-            self._slot_scalar(o, _I8, x, "int8")
+            self._vtable[o] = self._prepend(_I8, x, "int8")
 
     def PrependBoolSlot(self, o: int, x: int, d: int) -> None:  # noqa: N802
         """Field ``o``: a ``bool``, left out when it equals ``d``."""
         if not 0 <= x <= 1:
             raise _out_of_range(x, "bool")
         if x != d:
-            self._slot_scalar(o, _U8, x, "bool")
+            self._vtable[o] = self._prepend(_U8, x, "bool")
 
     def PrependUint16Slot(self, o: int, x: int, d: int) -> None:  # noqa: N802
         """Field ``o``: a ``uint16``, left out when it equals ``d``."""
         if x != d:
-            self._slot_scalar(o, _U16, x, "uint16")
+            self._vtable[o] = self._prepend(_U16, x, "uint16")
 
     def PrependUint32Slot(self, o: int, x: int, d: int | None) -> None:  # noqa: N802
         """Field ``o``: a ``uint32``, left out when it equals ``d`` (never when ``d`` is None)."""
         if x != d:
-            self._slot_scalar(o, _U32, x, "uint32")
+            self._vtable[o] = self._prepend(_U32, x, "uint32")
 
     def EndObject(self) -> int:  # noqa: N802
         """Writes the table's vtable, or points it to an equal one written before; the table's offset."""
-        self._prep(4, 0)
-        self._head -= 4  # the offset to the vtable, written below
+        self._head = self._prep(4, 0) - 4  # the offset to the vtable, written below
         object_offset = self._offset()
         vtable = self._vtable
         used = len(vtable)
@@ -187,14 +209,13 @@ class Builder:
             packer = _VTABLES.get(count)
             if packer is None:
                 packer = _VTABLES.setdefault(count, struct.Struct(f"<{count}H"))
-            self._prep(2, 2 * count)
+            head = self._prep(2, 2 * count) - 2 * count
             buf = self._buf  # after _prep, which may have grown it
-            head = self._head - 2 * count
             packer.pack_into(buf, head, 2 * count, object_size, *fields)
             self._head = head
             vtable_offset = self._offset()
             self._vtables[key] = vtable_offset
-            _I32.pack_into(buf, len(buf) - object_offset, vtable_offset - object_offset)
+            _I32.pack_into(buf, len(buf) + self._after_len - object_offset, vtable_offset - object_offset)
         else:
             _I32.pack_into(self._buf, self._head, shared - object_offset)
         self._vtable = []
@@ -208,4 +229,4 @@ class Builder:
 
     def Output(self) -> bytearray:  # noqa: N802
         """The finished buffer's bytes (a copy)."""
-        return self._buf[self._head:]
+        return bytearray().join((memoryview(self._buf)[self._head:], *self._after))

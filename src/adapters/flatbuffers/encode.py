@@ -74,8 +74,8 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Raises:
         TypeError: a number does not fit its field (``flatbuffers.Builder`` raises it).
     """
-    # Room for the modules and their tables, so that the buffer rarely grows.
-    size = 1024 + sum(len(table.mlir_module_serialized) + 1024 for table in record.chain)
+    # Room for the tables, so that the buffer rarely grows (the builder keeps the modules apart).
+    size = 1024 + 1024 * len(record.chain)
     builder: ArtifactBuilder = Builder(size)
     builder.Finish(_exported(builder, record))
     return builder.Output()
