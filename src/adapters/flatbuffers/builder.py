@@ -18,6 +18,7 @@ that does not fit its field raises ``TypeError`` naming the type, as ``flatbuffe
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Final
 
 _U8: Final = struct.Struct("<B")
@@ -29,6 +30,16 @@ _I32: Final = struct.Struct("<i")
 _LARGE: Final = 4096
 #: ``struct.Struct("<nH")`` by n: a vtable, written in one call.
 _VTABLES: dict[int, struct.Struct] = {}
+_UINT_CODES: Final = {1: "B", 2: "H", 4: "I"}
+#: ``struct.Struct("<I" + n * code)`` by (code, n): a vector's length and elements, written in one call.
+_VECTORS: dict[tuple[str, int], struct.Struct] = {}
+
+
+def _vector_struct(code: str, count: int) -> struct.Struct:
+    packer = _VECTORS.get((code, count))
+    if packer is None:
+        packer = _VECTORS.setdefault((code, count), struct.Struct(f"<I{count}{code}"))
+    return packer
 
 
 def _out_of_range(value: object, type_name: str) -> TypeError:
@@ -43,8 +54,7 @@ class Builder:
         initial_size: the bytes reserved at first; the buffer doubles when it runs out.
     """
 
-    __slots__ = ("_buf", "_head", "_after", "_after_len", "_minalign", "_vtable", "_object_end", "_vtables",
-                 "_vector_len")
+    __slots__ = ("_buf", "_head", "_end", "_after", "_after_len", "_minalign", "_vtable", "_object_end", "_vtables")
 
     def __init__(self, initial_size: int = 1024) -> None:
         self._buf = bytearray(max(initial_size, 1))
@@ -53,14 +63,15 @@ class Builder:
         #: are not copied into it (a module: one copy fewer, and no buffer of the module's size to fill).
         self._after: list[bytes | bytearray] = []
         self._after_len = 0
+        #: ``len(self._buf) + self._after_len``: an offset from the end is ``self._end - position in self._buf``.
+        self._end = len(self._buf)
         self._minalign = 1
         self._vtable: list[int] = []
         self._object_end = 0
         self._vtables: dict[tuple[int, ...], int] = {}
-        self._vector_len = 0
 
     def _offset(self) -> int:
-        return len(self._buf) - self._head + self._after_len
+        return self._end - self._head
 
     def _prep(self, size: int, additional: int) -> int:
         """Pads so that ``size`` bytes can follow ``additional`` ones aligned to ``size``, growing the buffer
@@ -68,7 +79,7 @@ class Builder:
         if size > self._minalign:
             self._minalign = size
         head = self._head
-        align = -(len(self._buf) - head + self._after_len + additional) & (size - 1)
+        align = -(self._end - head + additional) & (size - 1)
         if head < align + size + additional:
             head = self._grow(align + size + additional)
         head -= align
@@ -84,6 +95,7 @@ class Builder:
             grown[old:] = buf
             buf = grown
             head += old
+        self._end += len(buf) - len(self._buf)
         self._buf, self._head = buf, head
         return head
 
@@ -96,44 +108,47 @@ class Builder:
         except struct.error:
             raise _out_of_range(value, type_name) from None
         self._head = head
-        return len(buf) - head + self._after_len
-
-    def PrependUint8(self, x: int) -> None:  # noqa: N802
-        """A ``uint8`` (a vector's element)."""
-        self._prepend(_U8, x, "uint8")
-
-    def PrependUint16(self, x: int) -> None:  # noqa: N802
-        """A ``uint16`` (a vector's element)."""
-        self._prepend(_U16, x, "uint16")
-
-    def PrependUint32(self, x: int) -> None:  # noqa: N802
-        """A ``uint32`` (a vector's element)."""
-        self._prepend(_U32, x, "uint32")
+        return self._end - head
 
     def PrependUOffsetTRelative(self, off: int) -> None:  # noqa: N802
         """An offset to the object that starts ``off`` bytes from the end, relative to where it is written."""
         head = self._prep(4, 0) - 4
         buf = self._buf
-        relative = len(buf) - head + self._after_len - off
+        relative = self._end - head - off
         if relative < 4:
             raise ValueError("flatbuffers: Offset arithmetic error.")
         _U32.pack_into(buf, head, relative)
         self._head = head
 
-    def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int:  # noqa: N802, N803
-        """Prepares for ``numElems`` elements of ``elemSize`` bytes, prepended last to first."""
-        self._vector_len = numElems
-        self._prep(4, elemSize * numElems)
-        head = self._prep(alignment, elemSize * numElems)
-        return len(self._buf) - head + self._after_len
-
-    def EndVector(self) -> int:  # noqa: N802
-        """Writes the vector's length; its offset."""
-        head = self._head - 4
+    def CreateOffsetVector(self, offsets: Sequence[int]) -> int:  # noqa: N802
+        """A vector of offsets to the objects at ``offsets``, in one write: what ``StartVector(4, n, 4)``, then
+        ``PrependUOffsetTRelative`` of each offset last to first, then ``EndVector`` write."""
+        count = len(offsets)
+        self._prep(4, 4 * count)
+        head = self._prep(4, 4 * count) - 4 * count - 4
         buf = self._buf
-        _U32.pack_into(buf, head, self._vector_len)
+        end = self._end - head  # where the vector's length will be, from the end
+        relative = [end - 4 * i - 4 - off for i, off in enumerate(offsets)]  # from each element to its object
+        if relative and min(relative) < 4:
+            raise ValueError("flatbuffers: Offset arithmetic error.")
+        _vector_struct("I", count).pack_into(buf, head, count, *relative)
         self._head = head
-        return len(buf) - head + self._after_len
+        return end
+
+    def CreateUintVector(self, values: Sequence[int], width: int) -> int:  # noqa: N802
+        """A vector of ``uint8`` (width 1), ``uint16`` (2) or ``uint32`` (4), in one write: what
+        ``StartVector(width, n, width)``, then ``PrependUint*`` of each value last to first, then ``EndVector`` write."""
+        count = len(values)
+        self._prep(4, width * count)
+        head = self._prep(width, width * count) - width * count - 4
+        buf = self._buf
+        try:
+            _vector_struct(_UINT_CODES[width], count).pack_into(buf, head, count, *values)
+        except struct.error:
+            bad = next(v for v in values if not 0 <= v < 1 << (8 * width))
+            raise _out_of_range(bad, f"uint{8 * width}") from None
+        self._head = head
+        return self._end - head
 
     def CreateString(self, s: str) -> int:  # noqa: N802
         """A zero-terminated UTF-8 string."""
@@ -150,14 +165,18 @@ class Builder:
             buf, head = self._buf, self._head
             self._after[:0] = (data, buf[head:])
             self._after_len += length + len(buf) - head
+            self._end = len(buf) + self._after_len
             buf[head:] = bytes(len(buf) - head)  # the working buffer starts again, empty (zero)
             self._head = len(buf)
         else:
             head = self._prep(4, length + terminator) - terminator - length  # the terminator's byte is still zero
             self._buf[head:head + length] = data
             self._head = head
-        self._vector_len = length
-        return self.EndVector()
+        head = self._head - 4
+        buf = self._buf
+        _U32.pack_into(buf, head, length)
+        self._head = head
+        return self._end - head
 
     def StartObject(self, numfields: int) -> None:  # noqa: N802
         """Starts a table of ``numfields`` vtable slots."""
@@ -168,7 +187,7 @@ class Builder:
         """Field ``o``: an offset to ``x``, left out when it equals ``d``."""
         if x != d:
             self.PrependUOffsetTRelative(x)
-            self._vtable[o] = len(self._buf) - self._head + self._after_len
+            self._vtable[o] = self._end - self._head
 
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None:  # noqa: N802
         """Field ``o``: an ``int8``, left out when it equals ``d``."""
@@ -215,7 +234,7 @@ class Builder:
             self._head = head
             vtable_offset = self._offset()
             self._vtables[key] = vtable_offset
-            _I32.pack_into(buf, len(buf) + self._after_len - object_offset, vtable_offset - object_offset)
+            _I32.pack_into(buf, self._end - object_offset, vtable_offset - object_offset)
         else:
             _I32.pack_into(self._buf, self._head, shared - object_offset)
         self._vtable = []
