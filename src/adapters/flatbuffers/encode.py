@@ -142,9 +142,13 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
         E.USES_GLOBAL_CONSTANTS: (b.PrependBoolSlot, rec.uses_global_constants),
     }
     b.StartObject(E.NUM_SLOTS if generation_12 else E.NUM_SLOTS_11)
+    prepend_offset = b.PrependUOffsetTRelativeSlot
     for slot in _ROOT_ORDER:  # each field left out when it has its default (0, False, no object)
-        prepend, value = scalars.get(slot, (b.PrependUOffsetTRelativeSlot, offsets.get(slot, 0)))
-        prepend(slot, value, 0)
+        scalar = scalars.get(slot)
+        if scalar is not None:
+            scalar[0](slot, scalar[1], 0)
+        elif offset := offsets.get(slot, 0):
+            prepend_offset(slot, offset, 0)
     return b.EndObject()
 
 
@@ -183,7 +187,8 @@ def _offset_table(b: ArtifactBuilder, num_slots: int, offsets: Mapping[int, int]
     if kind:
         b.PrependInt8Slot(0, kind, 0)
     for slot, offset in offsets.items():
-        b.PrependUOffsetTRelativeSlot(slot, offset, 0)
+        if offset:
+            b.PrependUOffsetTRelativeSlot(slot, offset, 0)
     return b.EndObject()
 
 
