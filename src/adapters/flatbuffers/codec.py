@@ -6,9 +6,9 @@ writes; :func:`decode_artifact` reads that and the older generations jax
 :class:`~jaxport.domain.errors.ArtifactError`). The schema is
 ``schema.fbs`` next to this module.
 
-Reading needs only the standard library (:mod:`.reader`); writing uses the
-``flatbuffers`` package's builder, as ``jax.export`` does (:mod:`.encode`),
-and loads it, with NumPy, on first use.
+Reading needs only the standard library (:mod:`.reader`); so does writing
+(:mod:`.encode`), with a builder that lays out the bytes of the ``flatbuffers``
+package's builder, which ``jax.export`` writes with (:mod:`.builder`).
 
 >>> from jaxport.domain.artifact.record import ArtifactRecord, AvalRecord, DType, TreeSpec
 >>> record = ArtifactRecord(
@@ -40,7 +40,7 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Returns:
         The bytes; ``jax.export.deserialize`` and :func:`decode_artifact` read them.
     """
-    from .encode import encode_artifact as encode  # NumPy and flatbuffers: ~90 ms a reading process skips
+    from .encode import encode_artifact as encode  # loaded on first use: a reading process never writes
 
     return encode(record)
 

@@ -2,7 +2,7 @@
 
 Byte identity with ``jax.export`` follows from doing what its writer
 (``jax/_src/export/serialization.py``) does with a ``flatbuffers.Builder``, in
-the same order: every sub-object is built bottom-up before the table that
+the same order, with a builder that lays bytes out as that one does (:mod:`.builder`): every sub-object is built bottom-up before the table that
 refers to it, vectors of tables are built element by element and then
 prepended in reverse, fields are added in the order below (``nr_devices``
 right after ``out_avals``), scalars equal to their default are left out, and
@@ -26,8 +26,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, TypeVar
 
-import flatbuffers  # type: ignore[import-untyped]
-
 from jaxport.domain.artifact.record import (
     JAX_VERSION_GENERATION, WEAK_TYPE_GENERATION, WRITTEN_SERIALIZATION_VERSION, ArtifactRecord, AvalRecord,
     EffectRecord, TreeKind, TreeSpec
@@ -37,23 +35,18 @@ from jaxport.domain.artifact.sharding import (
 )
 from jaxport.domain.artifact.safety import DisabledSafetyCheck
 from . import wire as W
+from .builder import Builder
 
 _T = TypeVar("_T")
 
 
 class ArtifactBuilder(Protocol):
-    """The operations of ``flatbuffers.Builder`` (an untyped package) that the encoder uses."""
+    """The operations of ``flatbuffers.Builder`` that the encoder uses (:class:`.builder.Builder` has them)."""
 
     def StartObject(self, numfields: int) -> None: ...
     def EndObject(self) -> int: ...
     def CreateString(self, s: str) -> int: ...
     def CreateByteVector(self, x: bytes) -> int: ...
-    def StartVector(self, elemSize: int, numElems: int, alignment: int) -> int: ...
-    def EndVector(self) -> int: ...
-    def PrependUOffsetTRelative(self, off: int) -> None: ...
-    def PrependUint8(self, x: int) -> None: ...
-    def PrependUint16(self, x: int) -> None: ...
-    def PrependUint32(self, x: int) -> None: ...
     def PrependUOffsetTRelativeSlot(self, o: int, x: int, d: int) -> None: ...
     def PrependInt8Slot(self, o: int, x: int, d: int) -> None: ...
     def PrependUint16Slot(self, o: int, x: int, d: int) -> None: ...
@@ -61,6 +54,8 @@ class ArtifactBuilder(Protocol):
     def PrependBoolSlot(self, o: int, x: int, d: int) -> None: ...
     def Finish(self, rootTable: int) -> int: ...
     def Output(self) -> bytearray: ...
+    def CreateOffsetVector(self, offsets: Sequence[int]) -> int: ...
+    def CreateUintVector(self, values: Sequence[int], width: int) -> int: ...
 
 
 def encode_artifact(record: ArtifactRecord) -> bytearray:
@@ -79,9 +74,9 @@ def encode_artifact(record: ArtifactRecord) -> bytearray:
     Raises:
         TypeError: a number does not fit its field (``flatbuffers.Builder`` raises it).
     """
-    # Room for the modules and their tables, so that the buffer rarely grows.
-    size = 1024 + sum(len(table.mlir_module_serialized) + 1024 for table in record.chain)
-    builder: ArtifactBuilder = flatbuffers.Builder(size)
+    # Room for the tables, so that the buffer rarely grows (the builder keeps the modules apart).
+    size = 1024 + 1024 * len(record.chain)
+    builder: ArtifactBuilder = Builder(size)
     builder.Finish(_exported(builder, record))
     return builder.Output()
 
@@ -152,9 +147,13 @@ def _exported(b: ArtifactBuilder, rec: ArtifactRecord) -> int:
         E.USES_GLOBAL_CONSTANTS: (b.PrependBoolSlot, rec.uses_global_constants),
     }
     b.StartObject(E.NUM_SLOTS if generation_12 else E.NUM_SLOTS_11)
+    prepend_offset = b.PrependUOffsetTRelativeSlot
     for slot in _ROOT_ORDER:  # each field left out when it has its default (0, False, no object)
-        prepend, value = scalars.get(slot, (b.PrependUOffsetTRelativeSlot, offsets.get(slot, 0)))
-        prepend(slot, value, 0)
+        scalar = scalars.get(slot)
+        if scalar is not None:
+            scalar[0](slot, scalar[1], 0)
+        elif offset := offsets.get(slot, 0):
+            prepend_offset(slot, offset, 0)
     return b.EndObject()
 
 
@@ -177,20 +176,13 @@ def _strings(b: ArtifactBuilder, items: Sequence[str]) -> int:
 
 def _offsets(b: ArtifactBuilder, offsets: Sequence[int]) -> int:
     """A vector of offsets, prepended in reverse order."""
-    b.StartVector(4, len(offsets), 4)
-    for off in reversed(offsets):
-        b.PrependUOffsetTRelative(off)
-    return b.EndVector()
+    return b.CreateOffsetVector(offsets)
 
 
 def _uints(b: ArtifactBuilder, values: Sequence[int], width: int) -> int:
     """A vector of ``uint8`` (width 1), ``uint16`` (2) or ``uint32`` (4), laid out
     as jax.export's ``CreateNumpyVector`` (or its ``PrependByte`` loop) lays it out."""
-    prepend = {1: b.PrependUint8, 2: b.PrependUint16, 4: b.PrependUint32}[width]
-    b.StartVector(width, len(values), width)
-    for value in reversed(values):
-        prepend(value)
-    return b.EndVector()
+    return b.CreateUintVector(values, width)
 
 
 def _offset_table(b: ArtifactBuilder, num_slots: int, offsets: Mapping[int, int], kind: int = 0) -> int:
@@ -200,7 +192,8 @@ def _offset_table(b: ArtifactBuilder, num_slots: int, offsets: Mapping[int, int]
     if kind:
         b.PrependInt8Slot(0, kind, 0)
     for slot, offset in offsets.items():
-        b.PrependUOffsetTRelativeSlot(slot, offset, 0)
+        if offset:
+            b.PrependUOffsetTRelativeSlot(slot, offset, 0)
     return b.EndObject()
 
 
