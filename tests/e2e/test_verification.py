@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import array
 import dataclasses
+import fcntl
 import functools
 import os
 import signal
+import termios
 import threading
 from pathlib import Path
 
@@ -111,14 +114,28 @@ def test_a_verifying_process_that_dies_refuses_the_artifact_and_the_caller_keeps
     worker.close()
 
 
+def _bytes_waiting_for(worker: ChildModuleWorker) -> int:
+    """How many bytes wait unread in the verifying process's input pipe (Linux's FIONREAD)."""
+    child = worker._child
+    stdin = None if child is None else child._process.stdin
+    if stdin is None:
+        return 0
+    count = array.array("i", [0])
+    fcntl.ioctl(stdin.fileno(), termios.FIONREAD, count)
+    return count[0]
+
+
 def test_a_verifying_process_killed_mid_request_is_replaced_by_a_new_one() -> None:
     worker = ChildModuleWorker(timeout=60.0)
     record = decode_artifact(plain_blob())
     assert worker.check(record.mlir_module_serialized, sdy=False).facts.inputs
     pid = worker.pid
     assert pid is not None
-    # Stopped, the process is still alive when the request starts, so the
-    # request is sure to be sent to it; it is killed while the request waits.
+    # Stopped, the process is still alive when the request starts and cannot
+    # read it: it is killed once the request's bytes wait in its input pipe, so
+    # that the request was sure to be sent to it. (Killed as soon as the worker
+    # holds its lock, it could die before the worker asks whether it still
+    # runs: then a new process answers, as between requests.)
     os.kill(pid, signal.SIGSTOP)
     failures: list[BaseException] = []
 
@@ -130,7 +147,7 @@ def test_a_verifying_process_killed_mid_request_is_replaced_by_a_new_one() -> No
 
     waiting = threading.Thread(target=request)
     waiting.start()
-    while not worker._lock.locked() and waiting.is_alive():
+    while not _bytes_waiting_for(worker) and waiting.is_alive():
         waiting.join(0.01)
     os.kill(pid, signal.SIGKILL)
     waiting.join()

@@ -44,11 +44,12 @@ def spec(shape: Sequence[Any], dtype: Any = np.float32) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(tuple(shape), dtype)
 
 
-def to_onnx(case: Case) -> onnx.ModelProto:
-    """The case's function exported with its specs and translated (inputs ``in0``..., outputs ``out0``...)."""
+def to_onnx(case: Case, max_opset: int | None = None) -> onnx.ModelProto:
+    """The case's function exported with its specs and translated (inputs ``in0``..., outputs ``out0``...),
+    at opset 21 or, where an operation needs it, up to ``max_opset`` (by default 21)."""
     record = jaxport.export(jax.jit(case.function))(*case.specs).record
     return translate(record, input_names=[f"in{i}" for i in range(len(record.in_avals))],
-                     output_names=[f"out{j}" for j in range(len(record.out_avals))])
+                     output_names=[f"out{j}" for j in range(len(record.out_avals))], max_opset=max_opset)
 
 
 def expected(case: Case) -> list[list[np.ndarray]]:

@@ -135,6 +135,7 @@ def _decode(flatbuffer: bytes | memoryview, levels: tuple[tuple[str, ...], ...] 
     """The record of a flatbuffer; ``levels`` and ``producer`` are a trailer's (see :func:`_exported`),
     checked against the number of tables."""
     reader = WireReader(flatbuffer, _SLOT_COUNTS)
+    reader.check_footer()
     root = reader.root("Exported")
     tables = _vjp_order(root) + 1
     if tables - 1 > MAX_VJP_DEPTH:

@@ -106,10 +106,7 @@ class WireReader:
                 f"the buffer's size {self.size} is not a multiple of 4, as every finished "
                 "flatbuffer's is: it was cut short or appended to"))
         if trailer_remains(self.data, self.reached):
-            raise self.fail(f"offset {self.reached}", (
-                "the artifact holds a jaxport trailer that is not intact (its footer was "
-                "changed, cut, or followed by appended bytes): it was damaged after jaxport "
-                "sealed it, and its digest cannot be checked"))
+            raise self._damaged_trailer(self.reached)
         extra = bytes(self.data[self.reached:])
         if len(extra) <= MAX_END_PADDING and not extra.strip(b"\0"):
             return
@@ -118,6 +115,26 @@ class WireReader:
         raise self.fail(f"offset {self.reached}", (
             f"{len(extra)} bytes follow the artifact's last object; they are neither "
             "padding nor an intact jaxport trailer (the artifact was damaged or appended to)"))
+
+    def check_footer(self) -> None:
+        """Refuses a buffer that ends with a jaxport footer but for its magic, before any read.
+
+        What is left of such a trailer is refused by :meth:`check_end` too, but
+        only once the reads are done, and the damage that hit the magic may hit
+        a field first (a vtable's length, say, that makes a field this schema
+        reads point into the trailer): the trailer is the damage to name.
+
+        Raises:
+            ArtifactError: the buffer ends so.
+        """
+        if trailer_remains(self.data, self.size):
+            raise self._damaged_trailer(self.size)
+
+    def _damaged_trailer(self, at: int) -> ArtifactError:
+        return self.fail(f"offset {at}", (
+            "the artifact holds a jaxport trailer that is not intact (its footer was "
+            "changed, cut, or followed by appended bytes): it was damaged after jaxport "
+            "sealed it, and its digest cannot be checked"))
 
     def _note_newer_fields(self, pos: int, offsets: tuple[int, ...], obj_size: int) -> None:
         """Raises :attr:`newer_reach` to the targets of the table at ``pos``'s

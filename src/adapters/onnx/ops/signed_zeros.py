@@ -58,11 +58,35 @@ def may_be_negative_zero(b: GraphBuilder, name: str) -> bool:
         return False
     if node.op_type == "Add":  # a + b is -0.0 only for -0.0 + -0.0 (x + -x is +0.0)
         return all(may_be_negative_zero(b, i) for i in node.input)
-    if node.op_type == "Sub":  # -0.0 - +0.0 only
-        return may_be_negative_zero(b, node.input[0]) and may_be_positive_zero(b, node.input[1])
+    if node.op_type == "Sub":  # -0.0 - +0.0 only (not v - trunc(v): a zero v's trunc is v)
+        return (may_be_negative_zero(b, node.input[0]) and may_be_positive_zero(b, node.input[1])
+                and not _keeps_zero_of(b, node.input[1], node.input[0]))
     if node.op_type == "Where":  # (a -0.0 of the first branch comes out +0.0 today; not relied on)
         return any(may_be_negative_zero(b, i) for i in node.input[1:])
     return node.op_type not in _PASS_THROUGH or may_be_negative_zero(b, node.input[0])
+
+
+def _keeps_zero_of(b: GraphBuilder, name: str, v: str, depth: int = 8) -> bool:
+    """Whether ``name`` is ``v`` itself wherever ``v`` is a zero: ``v``, its ``Floor``, ``Ceil`` or ``Round``,
+    or the second branch of a ``Where`` under ``v > 0`` or ``v < 0`` (false at a zero, and ONNX Runtime's
+    second branch comes out exactly), of such a value."""
+    if name == v:
+        return True
+    node = b.producers.get(name)
+    if node is None or depth == 0:
+        return False
+    if node.op_type in ("Floor", "Ceil", "Round"):
+        return _keeps_zero_of(b, node.input[0], v, depth - 1)
+    if node.op_type != "Where":
+        return False
+    compare = b.producers.get(node.input[0])
+    return (compare is not None and compare.op_type in ("Greater", "Less") and compare.input[0] == v
+            and _is_zero(b, compare.input[1]) and _keeps_zero_of(b, node.input[2], v, depth - 1))
+
+
+def _is_zero(b: GraphBuilder, name: str) -> bool:
+    constant = known(b, name)
+    return constant is not None and bool(np.all(constant == 0))
 
 
 def may_be_positive_zero(b: GraphBuilder, name: str) -> bool:
@@ -109,7 +133,11 @@ def select(b: GraphBuilder, condition: str, x: str, y: str) -> str:
     Where ``x`` may be ``-0.0`` and ``y`` cannot be (where it is selected), the branches swap under
     a negation the graph holds, or under the complement of the comparison
     that made ``condition`` where both branches are NaN wherever an operand
-    of the comparison is (there the two comparisons differ).
+    of the comparison is (there the two comparisons differ); under an
+    ``Equal``, whose complement no comparison gives (and whose ``Not`` ONNX
+    Runtime fuses into the ``Where``, swapping it back), under
+    ``Xor(condition, true)``: one operation, only there (JAX 0.12.1's
+    ``modf``, ``isinf(x) ? copysign(0, x) : x - trunc(x)``, takes it).
     """
     if not may_be_negative_zero(b, x):
         return b.one("Where", [condition, x, y])
@@ -135,6 +163,8 @@ def _flipped(b: GraphBuilder, condition: str, x: str, y: str) -> str | None:
     if node.op_type in _COMPLEMENT and all(nan_follows(b, v, {s}) for s in _maybe_nan(b, node.input)
                                            for v in (x, y)):
         return b.one(_COMPLEMENT[node.op_type], list(node.input))
+    if node.op_type == "Equal":  # no comparison is its complement; a Not ONNX Runtime would fuse back
+        return b.one("Xor", [condition, b.scalar(True, np.dtype(np.bool_))])
     return None
 
 
@@ -151,8 +181,7 @@ def _zero_only_off(b: GraphBuilder, compare: Any, y: str) -> bool:
     if compare.op_type not in ("GreaterOrEqual", "LessOrEqual"):
         return False
     v, zero = compare.input
-    constant = known(b, zero)
-    if constant is None or not bool(np.all(constant == 0)):
+    if not _is_zero(b, zero):
         return False
     node = b.producers.get(y)
     if y == v or (node is not None and node.op_type == "Neg" and node.input[0] == v):
@@ -170,9 +199,8 @@ def _is_trunc(b: GraphBuilder, compare: Any, x: str, y: str) -> bool:
     if len(compare.input) != 2:
         return False
     v, zero = compare.input
-    constant = known(b, zero)
     first, second = b.producers.get(x), b.producers.get(y)
-    if constant is None or not bool(np.all(constant == 0)) or first is None or second is None:
+    if not _is_zero(b, zero) or first is None or second is None:
         return False
     kinds = {"Less": ("Ceil", "Floor"), "LessOrEqual": ("Ceil", "Floor"), "GreaterOrEqual": ("Floor", "Ceil")}
     return (kinds.get(compare.op_type) == (first.op_type, second.op_type)
