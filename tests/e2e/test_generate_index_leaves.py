@@ -3,6 +3,7 @@ documented ``cache_axes=(0, 1)`` and no rule; a wrong rule refused naming the le
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import jaxport
 from jaxport.application.cli.main import main
 from jaxport.application.generation.schedulers import scheduler_for, scheduling_of
 from jaxport.domain.generation.scheduling import GenerationRequest, stream_tokens
+from jaxport.domain.targets.registry import TARGETS
 from jaxport.errors import GenerationSpecError
 from tests.helpers import index_cache_model as model
 
@@ -63,6 +65,19 @@ def test_requests_of_different_lengths_served_together_each_get_their_own_tokens
     finally:
         scheduler.close(60.0)
     assert [tokens for tokens, _ in results] == [model.reference(per_row, list(p), 7) for p in prompts]
+
+
+@pytest.mark.parametrize("target", ["savedmodel", "litert", "iree"])
+def test_the_other_runtimes_generate_with_the_index_leaves(saved: tuple[bool, Path], target: str) -> None:
+    missing = [m for m in TARGETS[target].loads if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{missing[0]} is not installed (pip install 'jaxport[{TARGETS[target].extra}]')")
+    per_row, root = saved
+    dims = None if target == "savedmodel" else {"prefill": [{"b": 2, "s": 3}], "decode": [{"b": 2}]}
+    jaxport.convert(root / "model", root / target, to=target, dims=dims, overwrite=True)
+    prompts = [[1, 2, 3], [4, 5, 6]]
+    assert jaxport.load_generator(root / target).generate(prompts, 6) == [model.reference(per_row, p, 6)
+                                                                          for p in prompts]
 
 
 def test_a_wrong_rule_is_refused_naming_the_leaf_and_nothing_is_written(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The positions GPT of :mod:`tests.helpers.gpt_model` over a cache laid out as the model libraries lay theirs:
 per layer, the keys, values and tokens beside an index leaf that the step reads and writes.
 
-* ``per_row=True`` (gemma's ``gm.nn.Transformer``): ``layer_N/end_index`` int32[b], each row's end;
+* ``per_row=True`` (gemma's ``gm.nn.Transformer``): ``layer_N/end_index`` int32[b], each row's end (so a
+  batch's prompts are of one length: a row padded on the right would count its padding);
 * ``per_row=False`` (transformers' Flax Llama): ``layer_N/cache_index`` int32[], one write index shared by the
   batch, advanced by each step's length.
 
@@ -43,7 +44,7 @@ def _step(per_row: bool) -> Callable[..., Any]:
             out, written = gpt._positions_step(params, shifted, positions, kv)
             logits = logits + (out if n == LAYERS - 1 else 0.001 * out)
             index = layer[name]
-            new[f"layer_{n}"] = {**written, name: positions[:, -1] + 1 if per_row else index + tokens.shape[1]}
+            new[f"layer_{n}"] = {**written, name: index + tokens.shape[1]}  # as the libraries advance theirs
         return logits, new
 
     return step
