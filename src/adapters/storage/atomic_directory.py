@@ -84,21 +84,23 @@ def sha256_later(buffers: Sequence[memoryview]) -> Callable[[], list[str]]:
 
 
 def write_bundle(path: str | os.PathLike[str], files: Mapping[str, Writer],
-                 manifest: Callable[[dict[str, FileDigest]], bytes]) -> None:
+                 manifest: Callable[[dict[str, FileDigest]], bytes], overwrite: bool = False) -> None:
     """Writes a bundle at ``path`` atomically.
 
     Args:
         path: the bundle directory; a previous bundle there is replaced.
         files: each file's name and the function that writes its bytes.
         manifest: makes ``manifest.json``'s bytes from the files' digests.
+        overwrite: replace whatever is at ``path`` (a directory that is not a bundle, a file), in the same
+            one step, once the new bundle is complete.
 
     Raises:
-        FileExistsError: ``path`` exists and is not a bundle (no manifest).
+        FileExistsError: ``path`` exists and is not a bundle (no manifest), and ``overwrite`` is False.
     """
     target = Path(path)
-    if target.exists() and not (target / MANIFEST_FILE).is_file():
+    if not overwrite and os.path.lexists(target) and not (target / MANIFEST_FILE).is_file():
         raise FileExistsError(f"{target} exists and is not a bundle directory (it has no "
-                              f"{MANIFEST_FILE}); not replacing it")
+                              f"{MANIFEST_FILE}); not replacing it: pass overwrite=True to replace it")
 
     tmp = new_directory_beside(target)
     try:
@@ -157,11 +159,14 @@ def _write_file(path: Path, writer: Writer) -> FileDigest:
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
     """Moves ``tmp`` to ``target``; afterwards ``tmp`` is gone (holding the old bundle, it is removed)."""
-    if not target.exists():
+    if not os.path.lexists(target):
         os.rename(tmp, target)
         return
     if _exchange(tmp, target):
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:  # what was at ``target`` was a file or a link (replaced with ``overwrite``)
+            tmp.unlink(missing_ok=True)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
     os.rename(target, old / "bundle")

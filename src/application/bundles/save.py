@@ -41,7 +41,8 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
                 vjp_order: int = 0, metadata: Mapping[str, Any] | None = None,
                 without_params: Collection[str] = (),
                 examples: Mapping[str, Sequence[tuple[Sequence[Any], Mapping[str, Any]]]] | None = None,
-                consumer: str | None = None, generation: GenerationSpec | None = None) -> None:
+                consumer: str | None = None, generation: GenerationSpec | None = None,
+                overwrite: bool = False) -> None:
     """Saves a model: functions that share weights, and the weights, as a bundle directory.
 
     The directory holds ``manifest.json`` (format version, functions and their
@@ -86,6 +87,9 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             bundle, see :class:`jaxport.GenerationSpec`); recorded in the
             manifest after it is checked against the functions, with the
             tokenizer it names copied in as ``tokenizer.json``.
+        overwrite: replace whatever is at ``path`` (as :func:`jaxport.convert`'s
+            ``overwrite``: a directory that is not a bundle, a file), in the same
+            atomic step, after every check; without, only a previous bundle is.
 
     Raises:
         BundleMismatchError: a function's first argument differs from the
@@ -96,7 +100,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
             metadata that is not JSON, an example that its function refuses
             (the message names the function and the example).
         VjpUnavailableError: a function cannot provide VJPs of ``vjp_order``.
-        FileExistsError: ``path`` exists and is not a bundle.
+        FileExistsError: ``path`` exists and is not a bundle, and ``overwrite`` is False.
         UsageError: ``consumer`` is malformed or not in jaxport's table of consumers.
         ConsumerMismatchError: that consumer would not read or run a function.
         GenerationSpecError: ``generation`` does not fit the functions (the
@@ -144,7 +148,7 @@ def save_bundle(path: str | os.PathLike[str], functions: Mapping[str, Exported],
     files.update((file, partial(write_all, data=blob)) for file, blob in extra_files.items())
     if recorded.write is not None:
         files[EXAMPLES_FILE] = recorded.write
-    write_bundle(path, files, manifest)
+    write_bundle(path, files, manifest, overwrite)
 
 
 def _checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from jaxport.domain.calls.signature import Signature
 from jaxport.domain.errors import (
     ArtifactError, CallError, GenerationSpecError, ShapeAssertionError, UnsolvableDimensionError
 )
+from jaxport.domain.generation.cache_axes import cache_path as _path, resolve_cache_axes
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput, as_inputs
 from jaxport.domain.specs import ArraySpec
 
@@ -109,32 +110,12 @@ def _leaf_names(tree: TreeSpec) -> list[str]:
     return [weight_name([str(k) for k in keys]) for keys in tree.leaf_keys()]
 
 
-def _path(name: str) -> str:
-    return "cache" + "".join(f"[{e!r}]" for e in name.split("/")) if name else "cache"
-
-
 def _cache_leaves(spec: GenerationSpec, prefill: _Step) -> tuple[CacheLeaf, ...]:
     tree, avals = prefill.arg(StepInput.CACHE) or (TreeSpec.leaf(), ())
     names = _leaf_names(tree)
-    axes = spec.cache_axes
-    if isinstance(axes, Mapping):
-        unknown = sorted(set(axes) - set(names))
-        if unknown:
-            raise GenerationSpecError(_path(unknown[0]), f"cache_axes names leaves the cache lacks; it has {names}")
-    leaves = []
-    for name, aval in zip(names, avals):
-        pair = axes.get(name, (None, None)) if isinstance(axes, Mapping) else axes
-        batch, sequence = pair
-        rank = len(aval.shape)
-        for what, axis in (("batch", batch), ("sequence", sequence)):
-            if axis is not None and not 0 <= axis < rank:
-                raise GenerationSpecError(_path(name), f"its {what} axis {axis} is beyond its rank {rank} "
-                                                       f"({aval})")
-        if rank == 0:
-            batch = sequence = None  # a scalar (a write index) is shared by the batch
-        shape = tuple(int(d) if d.isdigit() else d for d in aval.shape)
-        leaves.append(CacheLeaf(name, aval.dtype.value, shape, batch, sequence))
-    return tuple(leaves)
+    axes = resolve_cache_axes(spec.cache_axes, [(n, a.dtype.value, tuple(a.shape)) for n, a in zip(names, avals)])
+    return tuple(CacheLeaf(name, aval.dtype.value, tuple(int(d) if d.isdigit() else d for d in aval.shape), *pair)
+                 for name, aval, pair in zip(names, avals, axes))
 
 
 def _check_cache(step: _Step, leaves: Sequence[CacheLeaf], max_length: int) -> None:

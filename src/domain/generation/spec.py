@@ -106,7 +106,8 @@ class CacheLeaf:
         return CacheLeaf(r.get("name", str), dtype, tuple(shape), *axes)
 
 
-#: The cache axes a user gives: one ``(batch_axis, sequence_axis)`` for every leaf, or one per leaf name.
+#: The cache axes a user gives: one ``(batch_axis, sequence_axis)`` for every leaf, or rules: leaf names or
+#: patterns over them, in order, to pairs (:mod:`jaxport.domain.generation.cache_axes`).
 CacheAxes = tuple[int | None, int | None] | Mapping[str, tuple[int | None, int | None]]
 
 
@@ -122,8 +123,13 @@ class GenerationSpec:
         prefill, decode: the names of the two functions in the bundle.
         prefill_inputs: the prefill's arguments after the weights, in order.
         decode_inputs: the decode's (None: those of the prefill).
-        cache_axes: ``(batch_axis, sequence_axis)`` of every cache leaf, or
-            per leaf name; None for an axis a leaf lacks.
+        cache_axes: ``(batch_axis, sequence_axis)`` of every cache leaf, None
+            for an axis a leaf lacks; integer leaves of lower rank (indices:
+            a scalar is shared by the batch, one of shape ``(b,)`` is per
+            row) are recognised. Or rules, the first that matches a leaf's
+            name applying: ``{"*/end_index": (0, None), "*": (0, 2)}``
+            (shell-style patterns over ``/``-joined names, ``*`` crossing
+            ``/``); every leaf must match one, every rule apply to one.
         eos_ids: the tokens that end a row's text.
         pad_id: the token that pads a shorter prompt of a batch.
         vocab_size: the size of the logits' last axis (None: read from the prefill).
