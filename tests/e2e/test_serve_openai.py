@@ -142,7 +142,7 @@ def test_eight_concurrent_streams_each_get_their_own_tokens(server: Server, gene
 
 
 @pytest.mark.parametrize(("request_body", "param"), [
-    ({"prompt": [1], "n": 2}, "n"),
+    ({"prompt": [1], "n": 17}, "n"),
     ({"prompt": [1], "temperature": -1}, "temperature"),
     ({"prompt": [1], "top_p": 0}, "top_p"),
     ({"prompt": [1], "max_tokens": 0}, "max_tokens"),
@@ -151,7 +151,7 @@ def test_eight_concurrent_streams_each_get_their_own_tokens(server: Server, gene
     ({"prompt": [1, 99]}, "prompt"),
     ({"prompt": ""}, "prompt"),
     ({"prompt": [1], "stop": [99]}, "stop"),
-    ({"prompt": [1], "logprobs": 2}, "logprobs"),
+    ({"prompt": [1], "logprobs": 6}, "logprobs"),
     ({"prompt": 3}, "prompt"),
     ({"prompt": [1], "max_tokens": "8"}, "max_tokens"),
     ({}, "prompt"),
@@ -272,7 +272,7 @@ def test_time_to_first_token_and_tokens_are_counted(jax_server: Server) -> None:
     ({"prompt": [1], "max_tokens": 0}, "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, "
                                        "but got 0 instead."),
     ({"prompt": ["a"]}, "Invalid type for 'prompt[0]': expected an integer, but got a string instead."),
-    ({"prompt": [1], "logprobs": 2}, "Unrecognized request argument supplied: logprobs"),
+    ({"prompt": [1], "best_of": 2}, "Unrecognized request argument supplied: best_of"),
     ({}, "Missing required parameter: 'prompt'."),
     ({"prompt": [1], "max_tokens": 17}, "Invalid 'max_tokens': a prompt of 1 tokens and 17 new ones need 17 cache "
                                         "slots; the cache holds 16: ask for at most 16 new tokens, or give a shorter "
