@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 import jaxport
 from tests.helpers.openai_serving import LONG_TOKENS, client, slow_bundle, text_bundle, token_ids, wait_for
+from tests.helpers.openai_serving import post as _post
 from tests.helpers.serving import Server
 
 openai = pytest.importorskip("openai", reason="the OpenAI tests need the openai client (the dev extra)")
@@ -244,17 +244,6 @@ def test_past_the_drain_seconds_a_running_stream_is_cancelled_with_an_error_even
                 next(chunks)
     finally:
         assert server.stop() == 0, server.output()
-
-
-def _post(server: Server, route: str, body: dict[str, Any] | bytes) -> tuple[int, Any]:
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(f"http://{server.url}/openai/v1/{route}", data=data,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
 
 
 def test_time_to_first_token_and_tokens_are_counted(jax_server: Server) -> None:

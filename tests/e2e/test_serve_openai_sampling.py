@@ -7,11 +7,7 @@ One server (the positions model with a tokenizer, continuous batching over 4 slo
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -21,7 +17,7 @@ import pytest
 
 import jaxport
 from tests.helpers import gpt_model as gpt
-from tests.helpers.openai_serving import client, text_bundle, token_ids
+from tests.helpers.openai_serving import client, post, text_bundle, token_ids
 from tests.helpers.serving import Server
 
 openai = pytest.importorskip("openai", reason="the OpenAI tests need the openai client (the dev extra)")
@@ -34,20 +30,22 @@ FAVOURED = 9
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return text_bundle(tmp_path_factory.mktemp("sampling"))
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Any]]:
+    """The server of the text model (4 slots) and the model's own generator, for the module."""
+    path = text_bundle(tmp_path_factory.mktemp("sampling"))
+    running = Server(path, ("--max-slots", "4"), path.parent / "serve.log").start()
+    yield running, jaxport.load_generator(path)
+    assert running.stop() == 0, running.output()
 
 
-@pytest.fixture(scope="module")
-def generator(bundle: Path) -> Any:
-    return jaxport.load_generator(bundle)
+@pytest.fixture
+def server(served: tuple[Server, Any]) -> Server:
+    return served[0]
 
 
-@pytest.fixture(scope="module")
-def server(bundle: Path) -> Iterator[Server]:
-    served = Server(bundle, ("--max-slots", "4"), bundle.parent / "serve.log").start()
-    yield served
-    assert served.stop() == 0, served.output()
+@pytest.fixture
+def generator(served: tuple[Server, Any]) -> Any:
+    return served[1]
 
 
 def teacher_logits(sequence: list[int]) -> np.ndarray:
@@ -88,10 +86,13 @@ def test_completion_logprobs_are_the_log_softmax_of_the_models_logits(server: Se
     got = choice.logprobs
     np.testing.assert_allclose(got.token_logprobs, [expected[i, t] for i, t in enumerate(ids)], atol=1e-4)
     assert got.tokens == [generator.codec.decode([t]) for t in ids]
-    for step, top in enumerate(got.top_logprobs):
-        best = np.argsort(-expected[step], kind="stable")[:3]
-        assert len(top) <= 3 and sorted(top.values(), reverse=True) == pytest.approx(
-            [expected[step, t] for t in best][:len(top)], abs=1e-4)
+    texts = [generator.codec.decode([t]) for t in range(gpt.VOCAB)]
+    for step, top in enumerate(got.top_logprobs):  # keyed by text; near-ties may come in either order
+        third = np.sort(expected[step])[-3]
+        assert 1 <= len(top) <= 3 and max(top.values()) == pytest.approx(expected[step].max(), abs=1e-4)
+        for text, logprob in top.items():
+            assert logprob >= third - 1e-4 and any(
+                texts[t] == text and abs(expected[step, t] - logprob) < 1e-4 for t in range(gpt.VOCAB))
     assert got.text_offset == [len(generator.codec.decode(ids[:i])) for i in range(len(ids))]
     streamed = [c for c in client(server).completions.create(model="gpt", prompt=PROMPT, max_tokens=6, temperature=0,
                                                                logprobs=0, stream=True) if c.choices]
@@ -169,16 +170,6 @@ def test_penalties_change_the_tokens_as_openai_defines_them(server: Server, gene
                                          frequency_penalty=frequency)
 
 
-def _post(server: Server, route: str, body: dict[str, Any]) -> tuple[int, Any]:
-    request = urllib.request.Request(f"http://{server.url}/openai/v1/{route}", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 @pytest.mark.parametrize(("route", "body", "message"), [
     ("completions", {"prompt": [1], "logit_bias": {"99": 1}},
      "Invalid 'logit_bias': the key 99 is not a token id of the vocabulary [0, 32)"),
@@ -197,5 +188,19 @@ def _post(server: Server, route: str, body: dict[str, Any]) -> tuple[int, Any]:
 ])
 def test_bad_sampling_fields_are_refused_in_openais_words(server: Server, route: str, body: dict[str, Any],
                                                           message: str) -> None:
-    status, answer = _post(server, route, {"model": "gpt", **body})
+    status, answer = post(server, route, {"model": "gpt", **body})
     assert (status, answer["error"]["message"]) == (400, message)
+
+
+def test_generators_stream_gives_the_same_logprobs(generator: Any) -> None:
+    tokens = list(generator.stream(PROMPT, 5, logprobs=2))
+    ids = [t.id for t in tokens]
+    expected = log_softmax(teacher_logits(PROMPT + ids))[len(PROMPT) - 1:-1]
+    assert [t.logprob.logprob for t in tokens] == pytest.approx([expected[i, t] for i, t in enumerate(ids)], abs=1e-4)
+    for step, token in enumerate(tokens):  # the top two: the pick, then the runner-up (near-ties either way)
+        (first, _), (second, logprob) = token.logprob.top
+        assert first == ids[step] and logprob == pytest.approx(expected[step, second], abs=1e-4)
+        assert logprob == pytest.approx(np.sort(expected[step])[-2], abs=1e-4)
+    assert all(t.logprob is None for t in generator.stream(PROMPT, 2))
+    with pytest.raises(jaxport.errors.GenerationError, match="logit_bias"):
+        generator.generate(PROMPT, 2, logit_bias={99: 1.0})

@@ -10,8 +10,27 @@ from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.loop import check_request, run
 from jaxport.domain.generation.penalties import TokenLogprob, check_adjustments, offsets
 from jaxport.domain.generation.ports import SamplingOptions
-from jaxport.domain.generation.spec import GenerationSpec
-from tests.unit.test_generation_loop import FakeRunner, _spec
+from jaxport.domain.generation.ports import StepBatch
+from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec
+
+VOCAB = 10
+#: Every step's logits: token i at 0.1 * i, the end-of-text token (9) far below.
+LOGITS = [0.1 * i for i in range(VOCAB - 1)] + [-10.0]
+
+
+def _spec() -> GenerationSpec:
+    return GenerationSpec(eos_ids=(9,), vocab_size=VOCAB, max_length=8,
+                          cache=(CacheLeaf("tok", "int32", ("b", 8), 0, 1),))
+
+
+class FakeRunner:
+    """A model whose logits are :data:`LOGITS` at every step, for every row."""
+
+    def start(self, batch: int) -> None:
+        pass
+
+    def step(self, function: str, batch: StepBatch) -> list[list[float]]:
+        return [list(LOGITS) for _ in batch.tokens]
 
 
 def test_offsets_follow_openais_definition() -> None:
@@ -74,17 +93,27 @@ def _run(spec: GenerationSpec, prompts: list[list[int]], n: int, options: Sampli
 
 def test_the_loop_counts_each_rows_own_tokens_for_the_penalties() -> None:
     options = SamplingOptions(presence_penalty=0.5, frequency_penalty=0.25, logit_bias={8: -1.0})
-    out, sampler = _run(_spec(), [[1], [2, 3]], 3, options)
+    out, sampler = _run(_spec(), [[1], [2, 3]], 4, options)
     assert sampler.seen[0] == [{8: -1.0}, {8: -1.0}]  # nothing came yet: the bias alone
-    first = [row[0][0] for row in out]
-    for row, token in enumerate(first):
-        assert sampler.seen[1][row] == {8: -1.0, token: -0.75} if token != 8 else {8: -1.75}
+    # 8 is biased down to -0.2: 7 (0.7) first, then 6 (0.6 > 0.7 - 0.75), 5, 4: each token once.
+    assert [[t for t, _ in row] for row in out] == [[7, 6, 5, 4]] * 2
+    assert sampler.seen[1] == [{8: -1.0, 7: -0.75}] * 2
+    assert sampler.seen[3] == [{8: -1.0, 7: -0.75, 6: -0.75, 5: -0.75}] * 2
     assert all(logprob is None for row in out for _, logprob in row)
+
+
+def test_a_negative_frequency_penalty_repeats_and_a_positive_one_moves_on() -> None:
+    repeat, _ = _run(_spec(), [[1]], 4, SamplingOptions(frequency_penalty=-0.5))
+    assert [t for t, _ in repeat[0]] == [8, 8, 8, 8]
+    moving, _ = _run(_spec(), [[1]], 4, SamplingOptions(frequency_penalty=0.15))
+    # 8 at 0.8; then 8 at 0.65 < 7's 0.7: 7; then 8 (0.65) over 7 (0.55) and 6 (0.6); then 6 (0.6) over
+    # 7 (0.55) and 8 (0.5).
+    assert [t for t, _ in moving[0]] == [8, 7, 8, 6]
 
 
 def test_the_loop_gives_each_tokens_logprob_where_asked() -> None:
     out, _ = _run(_spec(), [[1]], 3, SamplingOptions(logprobs=2))
-    assert all(lp is not None and lp.token == t and lp.logprob == 1.0 and len(lp.top) == 2 for t, lp in out[0])
+    assert all(lp is not None and lp.token == t and lp.logprob == LOGITS[t] and len(lp.top) == 2 for t, lp in out[0])
     unbiased, sampler = _run(_spec(), [[1]], 3, SamplingOptions())
     assert sampler.seen == [[], [], []]  # no adjustment: the sampler is called without offsets
     biased, _ = _run(_spec(), [[1]], 3, SamplingOptions(logit_bias={unbiased[0][0][0]: -5.0}))

@@ -377,7 +377,16 @@ def _completion_logprobs(run: _Run, logprobs: Sequence[TokenLogprob], offsets: S
     return CompletionLogprobs(
         text_offset=list(offsets), token_logprobs=[p.logprob for p in logprobs],
         tokens=[_token_text(model, p.token) for p in logprobs],
-        top_logprobs=[{_token_text(model, t): lp for t, lp in p.top} for p in logprobs])
+        top_logprobs=[_by_text(model, p.top) for p in logprobs])
+
+
+def _by_text(model: GenerativeModel, top: Sequence[tuple[int, float]]) -> dict[str, float]:
+    """The alternatives keyed by their text, as OpenAI's completions write them; where two tokens have one
+    text, the more likely one's logprob."""
+    out: dict[str, float] = {}
+    for token, logprob in top:
+        out.setdefault(_token_text(model, token), logprob)
+    return out
 
 
 def _chat_logprobs(run: _Run, logprobs: Sequence[TokenLogprob]) -> ChatLogprobs | None:

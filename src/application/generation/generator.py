@@ -88,29 +88,28 @@ class Generator:
     @overload
     def generate(  # type: ignore[overload-overlap]  # a str is a Sequence[str]: it matches here first
             self, prompt: str, max_new_tokens: int = ..., *, temperature: float = ..., top_k: int | None = ...,
-            top_p: float = ..., seed: int | None = ...,
-            presence_penalty: float = ..., frequency_penalty: float = ...,
+            top_p: float = ..., seed: int | None = ..., presence_penalty: float = ..., frequency_penalty: float = ...,
             logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ..., stop: StopIds = ...) -> str: ...
 
     @overload
     def generate(self, prompt: TokenIds, max_new_tokens: int = ..., *, temperature: float = ...,
                  top_k: int | None = ..., top_p: float = ..., seed: int | None = ...,
-            presence_penalty: float = ..., frequency_penalty: float = ...,
-            logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
+                 presence_penalty: float = ..., frequency_penalty: float = ...,
+                 logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
                  stop: StopIds = ...) -> list[int]: ...
 
     @overload
     def generate(self, prompt: Sequence[TokenIds] | Sequence[str] | Sequence[IdArray], max_new_tokens: int = ..., *,
                  temperature: float = ..., top_k: int | None = ..., top_p: float = ..., seed: int | None = ...,
-            presence_penalty: float = ..., frequency_penalty: float = ...,
-            logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
+                 presence_penalty: float = ..., frequency_penalty: float = ...,
+                 logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
                  stop: StopIds = ...) -> list[list[int]] | list[str]: ...
 
     @overload
     def generate(self, prompt: IdArray, max_new_tokens: int = ..., *, temperature: float = ...,
                  top_k: int | None = ..., top_p: float = ..., seed: int | None = ...,
-            presence_penalty: float = ..., frequency_penalty: float = ...,
-            logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
+                 presence_penalty: float = ..., frequency_penalty: float = ...,
+                 logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
                  stop: StopIds = ...) -> list[Any]: ...
 
     def generate(self, prompt: Prompt | Sequence[Prompt] | IdArray | Sequence[IdArray], max_new_tokens: int = 16, *,
