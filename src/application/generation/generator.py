@@ -128,7 +128,8 @@ class Generator:
             temperature: 0 picks the most likely token (greedy); above 0, tokens are drawn.
             top_k: draw among the ``top_k`` most likely tokens only.
             top_p: draw among the most likely tokens whose probabilities reach ``top_p``.
-            seed: the draws' seed: the same seed, the same tokens.
+            seed: the draws' seed: the same seed, the same tokens (of every row: ``n`` choices of one prompt
+                are the prompt ``n`` times as a batch, reproducible from one seed).
             presence_penalty: subtracted from the logit of each token its row generated so far (OpenAI's,
                 in [-2, 2]).
             frequency_penalty: subtracted from each token's logit once per time its row generated it (in
