@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 import jaxport
 from tests.helpers.openai_serving import LONG_TOKENS, client, slow_bundle, text_bundle, token_ids, wait_for
+from tests.helpers.openai_serving import post as _post
 from tests.helpers.serving import Server
 
 openai = pytest.importorskip("openai", reason="the OpenAI tests need the openai client (the dev extra)")
@@ -142,7 +142,7 @@ def test_eight_concurrent_streams_each_get_their_own_tokens(server: Server, gene
 
 
 @pytest.mark.parametrize(("request_body", "param"), [
-    ({"prompt": [1], "n": 2}, "n"),
+    ({"prompt": [1], "n": 17}, "n"),
     ({"prompt": [1], "temperature": -1}, "temperature"),
     ({"prompt": [1], "top_p": 0}, "top_p"),
     ({"prompt": [1], "max_tokens": 0}, "max_tokens"),
@@ -151,7 +151,7 @@ def test_eight_concurrent_streams_each_get_their_own_tokens(server: Server, gene
     ({"prompt": [1, 99]}, "prompt"),
     ({"prompt": ""}, "prompt"),
     ({"prompt": [1], "stop": [99]}, "stop"),
-    ({"prompt": [1], "logprobs": 2}, "logprobs"),
+    ({"prompt": [1], "logprobs": 6}, "logprobs"),
     ({"prompt": 3}, "prompt"),
     ({"prompt": [1], "max_tokens": "8"}, "max_tokens"),
     ({}, "prompt"),
@@ -246,17 +246,6 @@ def test_past_the_drain_seconds_a_running_stream_is_cancelled_with_an_error_even
         assert server.stop() == 0, server.output()
 
 
-def _post(server: Server, route: str, body: dict[str, Any] | bytes) -> tuple[int, Any]:
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(f"http://{server.url}/openai/v1/{route}", data=data,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 def test_time_to_first_token_and_tokens_are_counted(jax_server: Server) -> None:
     client(jax_server).completions.create(model="gpt", prompt=[1], max_tokens=4)
     assert jax_server.metric("jaxport_time_to_first_token_seconds_count", model="gpt") >= 1
@@ -272,7 +261,7 @@ def test_time_to_first_token_and_tokens_are_counted(jax_server: Server) -> None:
     ({"prompt": [1], "max_tokens": 0}, "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, "
                                        "but got 0 instead."),
     ({"prompt": ["a"]}, "Invalid type for 'prompt[0]': expected an integer, but got a string instead."),
-    ({"prompt": [1], "logprobs": 2}, "Unrecognized request argument supplied: logprobs"),
+    ({"prompt": [1], "best_of": 2}, "Unrecognized request argument supplied: best_of"),
     ({}, "Missing required parameter: 'prompt'."),
     ({"prompt": [1], "max_tokens": 17}, "Invalid 'max_tokens': a prompt of 1 tokens and 17 new ones need 17 cache "
                                         "slots; the cache holds 16: ask for at most 16 new tokens, or give a shorter "

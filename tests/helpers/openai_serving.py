@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +97,15 @@ def token_ids(choice: Any) -> list[int]:
     """jaxport's ``token_ids`` extension of a choice."""
     ids: list[int] = choice.model_extra["token_ids"]
     return ids
+
+
+def post(server: Server, route: str, body: dict[str, Any] | bytes) -> tuple[int, Any]:
+    """POSTs ``body`` (JSON, or raw bytes) to ``/openai/v1/{route}``: the status and the JSON answer."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://{server.url}/openai/v1/{route}", data=data,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.loop import Padding, check_request, room, run
+from jaxport.domain.generation.penalties import TokenLogprob
 from jaxport.domain.generation.ports import SamplingOptions, StepBatch
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput
 
@@ -40,8 +41,14 @@ class FakeRunner:
 
 
 class FakeSampler:
-    def pick(self, logits: Sequence[Sequence[float]], options: SamplingOptions) -> list[int]:
-        return [max(range(len(row)), key=row.__getitem__) for row in logits]
+    def pick(self, logits: Sequence[Sequence[float]], options: SamplingOptions,
+             offsets: Sequence[Mapping[int, float]] = ()) -> list[int]:
+        shifted = [[x + (offsets[r].get(i, 0.0) if offsets else 0.0) for i, x in enumerate(row)]
+                   for r, row in enumerate(logits)]
+        return [max(range(len(row)), key=row.__getitem__) for row in shifted]
+
+    def logprob(self, logits: Sequence[Sequence[float]], row: int, token: int, top: int) -> TokenLogprob:
+        return TokenLogprob(token, logits[row][token], tuple((i, logits[row][i]) for i in range(top)))
 
 
 def _generate(spec: GenerationSpec, prompts: list[list[int]], n: int, stop: Sequence[int] = (),
@@ -49,7 +56,7 @@ def _generate(spec: GenerationSpec, prompts: list[list[int]], n: int, stop: Sequ
     runner = FakeRunner()
     layout = check_request(spec, prompts, n, SamplingOptions(), stop, lengths)
     out: list[list[int]] = [[] for _ in prompts]
-    for row, token in run(spec, runner, FakeSampler(), prompts, n, SamplingOptions(), stop, layout):  # type: ignore[arg-type]
+    for row, token, _ in run(spec, runner, FakeSampler(), prompts, n, SamplingOptions(), stop, layout):  # type: ignore[arg-type]
         out[row].append(token)
     return out, runner
 

@@ -3,10 +3,11 @@ that join and leave between steps get the tokens of ``generate`` run alone, each
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jaxport.domain.generation.loop import check_request, run
+from jaxport.domain.generation.penalties import TokenLogprob
 from jaxport.domain.generation.ports import SamplingOptions, StepBatch
 from jaxport.domain.generation.scheduling import FinishReason, GenerationRequest, StreamEvent
 from jaxport.domain.generation.slots import SlotTable
@@ -78,20 +79,28 @@ class FakeSampler:
     def __init__(self, seed: int | None) -> None:
         self.shift = seed or 0
 
-    def pick(self, logits: HostArray, options: SamplingOptions) -> list[int]:
+    def pick(self, logits: HostArray, options: SamplingOptions,
+             offsets: Sequence[Mapping[int, float]] = ()) -> list[int]:
         assert isinstance(logits, FakeLogits)
-        return [self.pick_row(logits, row, options) for row in range(len(logits.preferred))]
+        return [self.pick_row(logits, row, options, offsets[row] if offsets else None)
+                for row in range(len(logits.preferred))]
 
-    def pick_row(self, logits: HostArray, row: int, options: SamplingOptions) -> int:
+    def pick_row(self, logits: HostArray, row: int, options: SamplingOptions,
+                 offsets: Mapping[int, float] | None = None) -> int:
+        """The preferred token (shifted), or the next one where the offsets push the preferred one down."""
         assert isinstance(logits, FakeLogits)
-        return (logits.preferred[row] + self.shift) % 9
+        token = (logits.preferred[row] + self.shift) % 9
+        return (token + 1) % 9 if offsets and offsets.get(token, 0.0) < 0 else token
+
+    def logprob(self, logits: HostArray, row: int, token: int, top: int) -> TokenLogprob:
+        return TokenLogprob(token, -float(row), ())
 
 
 def alone(request: GenerationRequest) -> list[int]:
     """The request's tokens as ``generate`` gives them, run alone."""
     runner, prompt = FakeSlotRunner(), [list(request.prompt)]
     layout = check_request(SPEC, prompt, request.max_new_tokens, request.options, request.stop)
-    return [token for _, token in run(SPEC, runner, FakeSampler(request.options.seed), prompt,
+    return [token for _, token, _ in run(SPEC, runner, FakeSampler(request.options.seed), prompt,
                                       request.max_new_tokens, request.options, request.stop, layout)]
 
 
@@ -165,3 +174,24 @@ def test_a_dropped_request_frees_its_slot_and_start_hands_back_the_others() -> N
     assert [name for name, _ in table.decode()] == ["a", "c"]
     assert table.start() == ["a", "c"] and table.free() == [0, 1, 2]
     assert runner.cache == [[0] * LENGTH] * 3
+
+
+def test_penalties_and_logprobs_stay_with_the_request_that_asked_for_them() -> None:
+    penalized = GenerationRequest((1,), 6, SamplingOptions(frequency_penalty=1.0, logit_bias={2: -1.0}, logprobs=0))
+    plain = GenerationRequest((1,), 6)
+    table, _ = _table(2)
+    out: dict[str, list[int | FinishReason]] = {}
+    logprobs: dict[str, list[TokenLogprob | None]] = {}
+    events = _join(table, {"pen": penalized, "plain": plain})
+    while True:
+        _tokens(events, out)
+        for name, event in events:
+            if event.token is not None:
+                logprobs.setdefault(name, []).append(event.logprob)
+        if not table.held():
+            break
+        events = table.decode()
+    assert out["pen"][:-1] == alone(penalized) and out["plain"][:-1] == alone(plain)
+    assert alone(penalized) != alone(plain)  # the fake sampler moves off a token pushed down
+    assert all(p is not None and p.token == t for p, t in zip(logprobs["pen"], alone(penalized)))
+    assert logprobs["plain"] == [None] * 6

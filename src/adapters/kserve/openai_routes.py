@@ -25,7 +25,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from jaxport.domain.serving.generative import GenerativeModel, Piece, Prepared
 from jaxport.domain.errors import GenerationError, JaxportError, SchedulerBusyError
+from jaxport.domain.generation.penalties import TokenLogprob
 from jaxport.domain.generation.scheduling import RequestStream
 from .generation_metrics import GenerationMetrics
 from .metrics import ServingMetrics
@@ -42,8 +43,9 @@ from .relay import Relay
 from .openai_errors import invalid_body
 from .openai_schema import scheduling_fields
 from .openai_schema import (
-    AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionRequest, Completion, CompletionChoice,
-    CompletionRequest, ErrorBody, ErrorResponse, ModelCard, ModelList, Usage
+    AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionRequest, ChatLogprobs, ChatTokenLogprob, Completion,
+    CompletionChoice, CompletionLogprobs, CompletionRequest, ErrorBody, ErrorResponse, ModelCard, ModelList,
+    TopLogprob, Usage
 )
 
 logger = logging.getLogger("jaxport.serve")
@@ -75,15 +77,23 @@ class _Run:
     prepared: Prepared
     stream: RequestStream
     arrival: float
+    index: int = 0
     id: str = field(default_factory=lambda: f"cmpl-{uuid.uuid4().hex}")
     created: int = field(default_factory=lambda: int(time.time()))
     tokens: list[int] = field(default_factory=list)
     first: float = 0.0
     done: bool = False
+    #: Each token's logprobs (where asked for) and where its text begins in the choice's text.
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    chars: int = 0
 
-    def usage(self) -> Usage:
-        prompt = len(self.prepared.request.prompt)
-        return Usage(prompt_tokens=prompt, completion_tokens=len(self.tokens), total_tokens=prompt + len(self.tokens))
+
+def _usage(runs: Sequence[_Run]) -> Usage:
+    """The usage of a request's choices: its prompt once, the tokens of every choice."""
+    prompt = len(runs[0].prepared.request.prompt)
+    completion = sum(len(run.tokens) for run in runs)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,8 @@ class OpenAIRoutes:
 
     async def _answer(self, request: Request, kind: type[_Body],
                       prompt: Callable[[GenerativeModel, _Body], tuple[str | list[int], int | None]],
-                      chunk: Callable[[_Run, Piece], str], whole: Callable[[_Run, str, str], str]) -> Response:
+                      chunk: Callable[[_Run, Piece], str],
+                      whole: Callable[[Sequence[_Run], Sequence[str], Sequence[str]], str]) -> Response:
         """A request's body parsed as ``kind``, its prompt and most tokens (``prompt``) checked and admitted,
         answered streamed (``chunk`` writes each event) or whole (``whole`` writes the body)."""
         arrival = time.monotonic()
@@ -137,15 +148,15 @@ class OpenAIRoutes:
                 body, model, prepared = await asyncio.to_thread(self._prepare, kind, raw, prompt)
             finally:
                 self.gen.preparing.dec()
-            run = self._submit(model, prepared, arrival)
+            runs = self._submit(model, model.choices(prepared, body.n), arrival)
         except GenerationError as exc:  # the request asks what the model cannot do, named in OpenAI's terms
             return self._refused(_bad(exc), request)
         except _Refusal as refusal:
             return self._refused(refusal, request)
         if body.stream:
             usage = body.stream_options is not None and body.stream_options.include_usage
-            return _sse(self._events(run, request, chunk, usage))
-        return await self._whole(run, request, whole)
+            return _sse(self._events(runs, request, chunk, usage))
+        return await self._whole(runs, request, whole)
 
     def _prepare(self, kind: type[_Body], raw: bytes,
                  prompt: Callable[[GenerativeModel, _Body], tuple[str | list[int], int | None]]
@@ -155,7 +166,9 @@ class OpenAIRoutes:
         model = self._model(body.model)
         text, most = prompt(model, body)
         return body, model, model.prepare(text, most, temperature=body.temperature, top_p=body.top_p,
-                                          seed=body.seed, stop=body.stop)
+                                          seed=body.seed, stop=body.stop, presence_penalty=body.presence_penalty,
+                                          frequency_penalty=body.frequency_penalty, logit_bias=body.logit_bias,
+                                          logprobs=_logprobs(body))
 
     def _model(self, name: str) -> GenerativeModel:
         model = self.model()
@@ -168,9 +181,22 @@ class OpenAIRoutes:
                                           param="model", code="model_not_found"), "ModelNotFound")
         return model
 
-    def _submit(self, model: GenerativeModel, prepared: Prepared, arrival: float) -> _Run:
+    def _submit(self, model: GenerativeModel, choices: Sequence[Prepared], arrival: float) -> list[_Run]:
+        """Admits each choice (rows of one batch where the scheduler runs requests together); where one is
+        refused, those admitted before it are cancelled."""
+        runs: list[_Run] = []
         try:
-            stream = model.submit(prepared)
+            for index, prepared in enumerate(choices):
+                runs.append(_Run(model, prepared, self._admit(model, prepared), arrival, index))
+        except BaseException:
+            for run in runs:
+                run.stream.cancel()
+            raise
+        return runs
+
+    def _admit(self, model: GenerativeModel, prepared: Prepared) -> RequestStream:
+        try:
+            return model.submit(prepared)
         except SchedulerBusyError as exc:
             if exc.retry_after is None:
                 raise _Refusal(503, ErrorBody(message=str(exc), type="server_error", code="draining"),
@@ -178,7 +204,6 @@ class OpenAIRoutes:
             wait = str(max(1, math.ceil(exc.retry_after)))
             raise _Refusal(429, ErrorBody(message=str(exc), type="rate_limit_error", code="queue_full"),
                            "SchedulerBusyError", {"Retry-After": wait}) from exc
-        return _Run(model, prepared, stream, arrival)
 
     def _refused(self, refusal: _Refusal, request: Request) -> Response:
         model = self.model()
@@ -195,44 +220,54 @@ class OpenAIRoutes:
                     run.first = time.monotonic()
                 self.gen.token(run.model.name, len(run.tokens), run.first - run.arrival)
                 run.tokens.append(piece.token)
+                if piece.logprob is not None:
+                    run.logprobs.append(piece.logprob)
+                    run.offsets.append(run.chars)
+                run.chars += len(piece.text)
             elif piece is not None:
                 run.done = True
                 self.gen.finished(run.model.name, len(run.tokens), time.monotonic() - run.first)
             yield piece
 
-    async def _follow(self, run: _Run, request: Request) -> AsyncIterator[Piece]:
-        """The pieces of ``run``; its stream cancelled if the client goes away or the caller stops.
+    async def _follow(self, runs: Sequence[_Run], request: Request) -> AsyncIterator[tuple[_Run, Piece]]:
+        """The pieces of each choice's run as they come; the streams cancelled if the client goes away or
+        the caller stops.
 
         The model's worker wakes the event loop after each event (:meth:`RequestStream.listen`, through
         the :class:`~.relay.Relay`), and the pieces ready are read without blocking: no thread waits for
         a request's tokens, whatever the streams."""
         ready = asyncio.Event()
-        run.stream.listen(self.relay.waker(ready))
-        pieces = self._pieces(run)
+        for run in runs:
+            run.stream.listen(self.relay.waker(ready))
+        pieces = [(run, self._pieces(run)) for run in runs]
         looked = time.monotonic()
         try:
-            while not run.done:
+            while not all(run.done for run in runs):
                 ready.clear()  # before reading: an event put after this sets it again
-                piece = next(pieces)
+                came = [(run, piece) for run, piece in ((run, next(each)) for run, each in pieces if not run.done)
+                        if piece is not None]
                 if time.monotonic() - looked > WAIT_S:  # between tokens too: a whole answer
                     looked = time.monotonic()
                     if await request.is_disconnected():
-                        logger.info("a client went away: its request to %r is cancelled", run.model.name)
+                        logger.info("a client went away: its request to %r is cancelled", runs[0].model.name)
                         return
-                if piece is not None:
-                    yield piece
+                for run, piece in came:
+                    yield run, piece
+                if came:
                     continue
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(WAIT_S):
                         await ready.wait()
         finally:
-            if not run.done:
-                run.stream.cancel()
+            for run in runs:
+                if not run.done:
+                    run.stream.cancel()
 
-    async def _events(self, run: _Run, request: Request, chunk: Callable[[_Run, Piece], str],
+    async def _events(self, runs: Sequence[_Run], request: Request, chunk: Callable[[_Run, Piece], str],
                       usage: bool) -> AsyncIterator[str]:
+        run = runs[0]
         try:
-            async for piece in self._follow(run, request):
+            async for run, piece in self._follow(runs, request):
                 if piece.finish == "cancelled":
                     yield f"data: {_stopping().model_dump_json()}\n\n"
                     return
@@ -241,22 +276,25 @@ class OpenAIRoutes:
             yield f"data: {_failed(run, exc).model_dump_json()}\n\n"
             return
         if usage:
-            yield f"data: {chunk(run, Piece(None, finish='usage'))}\n\n"
+            yield f"data: {_usage_chunk(runs, chunk)}\n\n"
         yield "data: [DONE]\n\n"
 
-    async def _whole(self, run: _Run, request: Request, answer: Callable[[_Run, str, str], str]) -> Response:
-        text, finish = [], None
+    async def _whole(self, runs: Sequence[_Run], request: Request,
+                     answer: Callable[[Sequence[_Run], Sequence[str], Sequence[str]], str]) -> Response:
+        texts: list[list[str]] = [[] for _ in runs]
+        finishes: list[str | None] = [None] * len(runs)
         try:
-            async for piece in self._follow(run, request):
-                text.append(piece.text)
-                finish = piece.finish
+            async for run, piece in self._follow(runs, request):
+                texts[run.index].append(piece.text)
+                finishes[run.index] = piece.finish
         except JaxportError as exc:
-            return JSONResponse(_failed(run, exc).model_dump(mode="json"), status_code=500)
-        if finish is None:  # the client went away
+            return JSONResponse(_failed(runs[0], exc).model_dump(mode="json"), status_code=500)
+        ended = [finish for finish in finishes if finish is not None]
+        if len(ended) < len(runs):  # the client went away
             return Response(status_code=499)
-        if finish == "cancelled":
+        if "cancelled" in ended:
             return JSONResponse(_stopping().model_dump(mode="json"), status_code=503)
-        return Response(answer(run, "".join(text), finish), media_type="application/json")
+        return Response(answer(runs, ["".join(text) for text in texts], ended), media_type="application/json")
 
 
 def _completion_prompt(model: GenerativeModel, body: CompletionRequest) -> tuple[str | list[int], int | None]:
@@ -313,31 +351,105 @@ def _sse(events: AsyncIterator[str]) -> StreamingResponse:
     return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
-def _completion_chunk(run: _Run, piece: Piece) -> str:
-    if piece.finish == "usage":
+def _logprobs(body: CompletionRequest | ChatCompletionRequest) -> int | None:
+    """The alternatives listed with each token (None: no logprobs), from either request's fields.
+
+    Raises:
+        GenerationError: ``top_logprobs`` without ``logprobs``, as OpenAI refuses it.
+    """
+    if isinstance(body, CompletionRequest):
+        return body.logprobs
+    if body.top_logprobs is not None and not body.logprobs:
+        raise GenerationError("top_logprobs", "top_logprobs needs logprobs set to true")
+    return (body.top_logprobs or 0) if body.logprobs else None
+
+
+def _token_text(model: GenerativeModel, token: int) -> str:
+    """A token's text; ``token_id:N`` without a tokenizer (as vLLM writes token ids)."""
+    return f"token_id:{token}" if model.codec is None else model.codec.decode([token])
+
+
+def _completion_logprobs(run: _Run, logprobs: Sequence[TokenLogprob], offsets: Sequence[int]
+                         ) -> CompletionLogprobs | None:
+    if run.prepared.request.options.logprobs is None:
+        return None
+    model = run.model
+    return CompletionLogprobs(
+        text_offset=list(offsets), token_logprobs=[p.logprob for p in logprobs],
+        tokens=[_token_text(model, p.token) for p in logprobs],
+        top_logprobs=[_by_text(model, p.top) for p in logprobs])
+
+
+def _by_text(model: GenerativeModel, top: Sequence[tuple[int, float]]) -> dict[str, float]:
+    """The alternatives keyed by their text, as OpenAI's completions write them; where two tokens have one
+    text, the more likely one's logprob."""
+    out: dict[str, float] = {}
+    for token, logprob in top:
+        out.setdefault(_token_text(model, token), logprob)
+    return out
+
+
+def _chat_logprobs(run: _Run, logprobs: Sequence[TokenLogprob]) -> ChatLogprobs | None:
+    if run.prepared.request.options.logprobs is None:
+        return None
+    model = run.model
+
+    def top(token: int, logprob: float) -> TopLogprob:
+        text = _token_text(model, token)
+        return TopLogprob(token=text, bytes=list(text.encode("utf-8", "surrogatepass")), logprob=logprob)
+
+    return ChatLogprobs(content=[ChatTokenLogprob(**top(p.token, p.logprob).model_dump(),
+                                                  top_logprobs=[top(t, lp) for t, lp in p.top]) for p in logprobs])
+
+
+def _piece_logprobs(run: _Run, piece: Piece) -> tuple[list[TokenLogprob], list[int]]:
+    """A chunk's token's logprobs and text offset (none for a chunk without a token)."""
+    if piece.logprob is None or not run.offsets:
+        return [], []
+    return [piece.logprob], [run.offsets[-1]]
+
+
+def _usage_chunk(runs: Sequence[_Run], chunk: Callable[[_Run, Piece], str]) -> str:
+    """The last chunk before ``[DONE]``: no choice, the usage of every choice."""
+    run = runs[0]
+    usage = _usage(runs)
+    if chunk is _completion_chunk:
         return Completion(id=run.id, created=run.created, model=run.model.name, choices=[],
-                          usage=run.usage()).model_dump_json()
-    choice = CompletionChoice(text=piece.text, token_ids=[] if piece.token is None else [piece.token],
-                              finish_reason=piece.finish)
+                          usage=usage).model_dump_json()
+    return ChatCompletion(id=run.id, object="chat.completion.chunk", created=run.created, model=run.model.name,
+                          choices=[], usage=usage).model_dump_json()
+
+
+def _completion_chunk(run: _Run, piece: Piece) -> str:
+    logprobs, offsets = _piece_logprobs(run, piece)
+    choice = CompletionChoice(index=run.index, text=piece.text,
+                              token_ids=[] if piece.token is None else [piece.token],
+                              logprobs=_completion_logprobs(run, logprobs, offsets), finish_reason=piece.finish)
     return Completion(id=run.id, created=run.created, model=run.model.name, choices=[choice]).model_dump_json()
 
 
-def _completion(run: _Run, text: str, finish: str) -> str:
-    choice = CompletionChoice(text=text, token_ids=run.tokens, finish_reason=finish)
-    return Completion(id=run.id, created=run.created, model=run.model.name, choices=[choice],
-                      usage=run.usage()).model_dump_json()
+def _completion(runs: Sequence[_Run], texts: Sequence[str], finishes: Sequence[str]) -> str:
+    choices = [CompletionChoice(index=run.index, text=text, token_ids=run.tokens,
+                                logprobs=_completion_logprobs(run, run.logprobs, run.offsets), finish_reason=finish)
+               for run, text, finish in zip(runs, texts, finishes)]
+    run = runs[0]
+    return Completion(id=run.id, created=run.created, model=run.model.name, choices=choices,
+                      usage=_usage(runs)).model_dump_json()
 
 
 def _chat_chunk(run: _Run, piece: Piece) -> str:
-    usage = run.usage() if piece.finish == "usage" else None
-    choices = [] if usage else [ChatChoice(delta=AssistantMessage(content=piece.text),
-                                           token_ids=[] if piece.token is None else [piece.token],
-                                           finish_reason=piece.finish)]
+    logprobs, _ = _piece_logprobs(run, piece)
+    choice = ChatChoice(index=run.index, delta=AssistantMessage(content=piece.text),
+                        token_ids=[] if piece.token is None else [piece.token],
+                        logprobs=_chat_logprobs(run, logprobs), finish_reason=piece.finish)
     return ChatCompletion(id=run.id, object="chat.completion.chunk", created=run.created, model=run.model.name,
-                          choices=choices, usage=usage).model_dump_json()
+                          choices=[choice]).model_dump_json()
 
 
-def _chat(run: _Run, text: str, finish: str) -> str:
-    choice = ChatChoice(message=AssistantMessage(content=text), token_ids=run.tokens, finish_reason=finish)
+def _chat(runs: Sequence[_Run], texts: Sequence[str], finishes: Sequence[str]) -> str:
+    choices = [ChatChoice(index=run.index, message=AssistantMessage(content=text), token_ids=run.tokens,
+                          logprobs=_chat_logprobs(run, run.logprobs), finish_reason=finish)
+               for run, text, finish in zip(runs, texts, finishes)]
+    run = runs[0]
     return ChatCompletion(id=run.id, object="chat.completion", created=run.created, model=run.model.name,
-                          choices=[choice], usage=run.usage()).model_dump_json()
+                          choices=choices, usage=_usage(runs)).model_dump_json()

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jaxport.domain.generation.scheduling import Scheduling
 
+#: The most choices (``n``) of one request: each is a row of the batch.
+MAX_CHOICES = 16
+
 #: A ``stop``: a text, texts, or token ids (jaxport's extension).
 Stop = str | list[str] | list[int] | None
 
@@ -40,7 +43,10 @@ class _Sampling(_Request):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int | None = None
     stop: Stop = None
-    n: Literal[1] = 1
+    n: int = Field(default=1, ge=1, le=MAX_CHOICES)
+    presence_penalty: float = Field(default=0.0, ge=-2.0, le=2.0)
+    frequency_penalty: float = Field(default=0.0, ge=-2.0, le=2.0)
+    logit_bias: dict[str, float] | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
@@ -50,6 +56,7 @@ class CompletionRequest(_Sampling):
     """``POST /openai/v1/completions``: one prompt, text or token ids."""
 
     prompt: str | list[int]
+    logprobs: int | None = Field(default=None, ge=0, le=5)
 
 
 class ChatMessage(_Request):
@@ -64,6 +71,8 @@ class ChatCompletionRequest(_Sampling):
 
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
+    logprobs: bool = False
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
 
 
 class Usage(BaseModel):
@@ -74,13 +83,23 @@ class Usage(BaseModel):
     total_tokens: int
 
 
+class CompletionLogprobs(BaseModel):
+    """A completion choice's ``logprobs``: per token, its text, logprob, the most likely alternatives (by
+    text) and where its text begins in the choice's text."""
+
+    text_offset: list[int]
+    token_logprobs: list[float]
+    tokens: list[str]
+    top_logprobs: list[dict[str, float]]
+
+
 class CompletionChoice(BaseModel):
-    """The one choice of a completion (or of a chunk of one); ``token_ids`` is jaxport's extension."""
+    """One choice of a completion (or of a chunk of one); ``token_ids`` is jaxport's extension."""
 
     index: int = 0
     text: str
     token_ids: list[int]
-    logprobs: None = None
+    logprobs: CompletionLogprobs | None = None
     finish_reason: str | None
 
 
@@ -102,14 +121,35 @@ class AssistantMessage(BaseModel):
     content: str | None = None
 
 
+class TopLogprob(BaseModel):
+    """One of the most likely tokens at a step: its text, the text's UTF-8 bytes, its logprob."""
+
+    token: str
+    bytes: list[int] | None
+    logprob: float
+
+
+class ChatTokenLogprob(TopLogprob):
+    """A token of a chat choice with its logprob and the most likely alternatives at its step."""
+
+    top_logprobs: list[TopLogprob]
+
+
+class ChatLogprobs(BaseModel):
+    """A chat choice's ``logprobs``."""
+
+    content: list[ChatTokenLogprob] | None
+    refusal: None = None
+
+
 class ChatChoice(BaseModel):
-    """The one choice of a chat completion (``message``) or of a chunk (``delta``)."""
+    """One choice of a chat completion (``message``) or of a chunk (``delta``)."""
 
     index: int = 0
     message: AssistantMessage | None = None
     delta: AssistantMessage | None = None
     token_ids: list[int]
-    logprobs: None = None
+    logprobs: ChatLogprobs | None = None
     finish_reason: str | None
 
 

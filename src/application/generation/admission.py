@@ -21,6 +21,7 @@ from collections.abc import Callable
 from jaxport.application.generation.generator import Generator
 from jaxport.domain.errors import GenerationError, SchedulerBusyError
 from jaxport.domain.generation.loop import Layout
+from jaxport.domain.generation.penalties import TokenLogprob
 from jaxport.domain.generation.scheduling import FinishReason, GenerationRequest, SchedulerStats, StreamEvent
 
 
@@ -58,9 +59,9 @@ class Job:
         self._last: StreamEvent | GenerationError | None = None
         self._wake: Callable[[], None] | None = None
 
-    def emit(self, token: int) -> None:
-        """Hands the caller its next token (the worker's side)."""
-        self._put(StreamEvent(token))
+    def emit(self, token: int, logprob: TokenLogprob | None = None) -> None:
+        """Hands the caller its next token (the worker's side), with its logprobs where asked for."""
+        self._put(StreamEvent(token, logprob=logprob))
 
     def finish(self, reason: FinishReason) -> None:
         """Ends the stream with ``reason`` (once: a later end is dropped)."""

@@ -83,7 +83,7 @@ class ContinuousScheduler(WorkerScheduler):
             return False
         for job, event in events:
             if event.token is not None:
-                job.emit(event.token)
+                job.emit(event.token, event.logprob)
             if event.finish is not None:
                 self._end(job, event.finish)
         return True

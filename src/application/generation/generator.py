@@ -15,6 +15,7 @@ from typing import Any, Protocol, SupportsIndex, overload
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.detokenize import Detokenizer
 from jaxport.domain.generation.loop import Layout, check_request, room, run
+from jaxport.domain.generation.penalties import TokenLogprob
 from jaxport.domain.generation.ports import ChatTemplate, SamplerFactory, SamplingOptions, StepRunner, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
 
@@ -45,11 +46,13 @@ class GeneratedToken:
         row: the prompt of the batch it continues (0 for a lone prompt).
         id: the token's id.
         text: the text it adds to its row (None without a tokenizer).
+        logprob: its log-probability and the most likely alternatives (where ``logprobs`` asked for them).
     """
 
     row: int
     id: int
     text: str | None = None
+    logprob: TokenLogprob | None = None
 
 
 class Generator:
@@ -85,25 +88,34 @@ class Generator:
     @overload
     def generate(  # type: ignore[overload-overlap]  # a str is a Sequence[str]: it matches here first
             self, prompt: str, max_new_tokens: int = ..., *, temperature: float = ..., top_k: int | None = ...,
-            top_p: float = ..., seed: int | None = ..., stop: StopIds = ...) -> str: ...
+            top_p: float = ..., seed: int | None = ..., presence_penalty: float = ..., frequency_penalty: float = ...,
+            logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ..., stop: StopIds = ...) -> str: ...
 
     @overload
     def generate(self, prompt: TokenIds, max_new_tokens: int = ..., *, temperature: float = ...,
                  top_k: int | None = ..., top_p: float = ..., seed: int | None = ...,
+                 presence_penalty: float = ..., frequency_penalty: float = ...,
+                 logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
                  stop: StopIds = ...) -> list[int]: ...
 
     @overload
     def generate(self, prompt: Sequence[TokenIds] | Sequence[str] | Sequence[IdArray], max_new_tokens: int = ..., *,
                  temperature: float = ..., top_k: int | None = ..., top_p: float = ..., seed: int | None = ...,
+                 presence_penalty: float = ..., frequency_penalty: float = ...,
+                 logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
                  stop: StopIds = ...) -> list[list[int]] | list[str]: ...
 
     @overload
     def generate(self, prompt: IdArray, max_new_tokens: int = ..., *, temperature: float = ...,
                  top_k: int | None = ..., top_p: float = ..., seed: int | None = ...,
+                 presence_penalty: float = ..., frequency_penalty: float = ...,
+                 logit_bias: Mapping[int, float] | None = ..., logprobs: int | None = ...,
                  stop: StopIds = ...) -> list[Any]: ...
 
     def generate(self, prompt: Prompt | Sequence[Prompt] | IdArray | Sequence[IdArray], max_new_tokens: int = 16, *,
                  temperature: float = 0.0, top_k: int | None = None, top_p: float = 1.0, seed: int | None = None,
+                 presence_penalty: float = 0.0, frequency_penalty: float = 0.0,
+                 logit_bias: Mapping[int, float] | None = None, logprobs: int | None = None,
                  stop: StopIds = ()) -> str | list[int] | list[list[int]] | list[str] | list[Any]:
         """The tokens that follow ``prompt``: ids for ids, text for text; a list for a batch.
 
@@ -116,7 +128,15 @@ class Generator:
             temperature: 0 picks the most likely token (greedy); above 0, tokens are drawn.
             top_k: draw among the ``top_k`` most likely tokens only.
             top_p: draw among the most likely tokens whose probabilities reach ``top_p``.
-            seed: the draws' seed: the same seed, the same tokens.
+            seed: the draws' seed: the same seed, the same tokens (of every row: ``n`` choices of one prompt
+                are the prompt ``n`` times as a batch, reproducible from one seed).
+            presence_penalty: subtracted from the logit of each token its row generated so far (OpenAI's,
+                in [-2, 2]).
+            frequency_penalty: subtracted from each token's logit once per time its row generated it (in
+                [-2, 2]).
+            logit_bias: token id to a bias in [-100, 100] added to its logit at every step.
+            logprobs: where set (0 to 20), :meth:`stream` gives each token's log-probability and this many
+                most likely alternatives (:attr:`GeneratedToken.logprob`); ``generate`` returns the tokens.
             stop: token ids that end a row, like the model's end-of-text ids (neither is returned);
                 a list or a 1-D integer array.
 
@@ -125,7 +145,9 @@ class Generator:
         """
         rows, texts, batched = self._prompts(prompt)
         out: list[list[int]] = [[] for _ in rows]
-        for token in self._run(rows, max_new_tokens, temperature, top_k, top_p, seed, stop):
+        options = self._options(temperature, top_k, top_p, seed, presence_penalty, frequency_penalty, logit_bias,
+                                logprobs)
+        for token in self._run(rows, max_new_tokens, options, stop):
             out[token.row].append(token.id)
         if texts:
             decoded = [self._codec().decode(ids) for ids in out]
@@ -133,7 +155,8 @@ class Generator:
         return out if batched else out[0]
 
     def chat(self, messages: Sequence[Mapping[str, Any]], max_new_tokens: int = 16, *, temperature: float = 0.0,
-             top_k: int | None = None, top_p: float = 1.0, seed: int | None = None, stop: StopIds = (),
+             top_k: int | None = None, top_p: float = 1.0, seed: int | None = None, presence_penalty: float = 0.0,
+             frequency_penalty: float = 0.0, logit_bias: Mapping[int, float] | None = None, stop: StopIds = (),
              **template_variables: Any) -> str:
         """The reply to a conversation (``[{"role": "user", "content": "..."}]``), rendered with the
         bundled chat template (with ``add_generation_prompt=True`` and ``template_variables``), then
@@ -144,7 +167,9 @@ class Generator:
                 messages or failed to render them, or what :meth:`generate` raises.
         """
         return self.generate(self.render_chat(messages, **template_variables), max_new_tokens,
-                             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, stop=stop)
+                             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                             presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
+                             logit_bias=logit_bias, stop=stop)
 
     def render_chat(self, messages: Sequence[Mapping[str, Any]], **template_variables: Any) -> str:
         """The prompt text of a conversation, as the bundled chat template renders it.
@@ -160,6 +185,8 @@ class Generator:
     def stream(self, prompt: Prompt | Sequence[Prompt] | IdArray | Sequence[IdArray], max_new_tokens: int = 16, *,
                temperature: float = 0.0,
                top_k: int | None = None, top_p: float = 1.0, seed: int | None = None,
+               presence_penalty: float = 0.0, frequency_penalty: float = 0.0,
+               logit_bias: Mapping[int, float] | None = None, logprobs: int | None = None,
                stop: StopIds = ()) -> Iterator[GeneratedToken]:
         """Each token as it comes (the arguments of :meth:`generate`); with text prompts, each
         token's text too: what its row's text gained (a character that later tokens complete comes
@@ -169,7 +196,9 @@ class Generator:
         inside a character is yielded when its row's next token comes (which may complete the character),
         or at the row's end with what its bytes decode to (U+FFFD where the character stays incomplete)."""
         rows, texts, _ = self._prompts(prompt)
-        tokens = self._run(rows, max_new_tokens, temperature, top_k, top_p, seed, stop)
+        options = self._options(temperature, top_k, top_p, seed, presence_penalty, frequency_penalty, logit_bias,
+                                logprobs)
+        tokens = self._run(rows, max_new_tokens, options, stop)
         if not texts:
             yield from tokens
             return
@@ -179,13 +208,13 @@ class Generator:
             before = held.pop(token.row, None)
             if before is not None:
                 yield before
-            piece = GeneratedToken(token.row, token.id, text[token.row].add(token.id))
+            piece = GeneratedToken(token.row, token.id, text[token.row].add(token.id), token.logprob)
             if text[token.row].holding:
                 held[token.row] = piece
             else:
                 yield piece
         for row in sorted(held):
-            yield GeneratedToken(row, held[row].id, (held[row].text or "") + text[row].rest())
+            yield GeneratedToken(row, held[row].id, (held[row].text or "") + text[row].rest(), held[row].logprob)
 
     @property
     def runner(self) -> StepRunner:
@@ -218,13 +247,22 @@ class Generator:
         """Each token of a call that :meth:`check` passed (``layout``: what it gave), as it comes."""
         rows = [[operator.index(t) for t in p] for p in prompts]  # checked: NumPy's integers become ints
         ends = [operator.index(t) for t in stop]
-        for row, token in run(self.spec, self._runner, self._sampler(options.seed), rows, max_new_tokens, options,
-                              ends, layout):
-            yield GeneratedToken(row, token)
+        for row, token, logprob in run(self.spec, self._runner, self._sampler(options.seed), rows, max_new_tokens,
+                                       options, ends, layout):
+            yield GeneratedToken(row, token, None, logprob)
 
-    def _run(self, rows: Sequence[Sequence[int]], max_new_tokens: int, temperature: float, top_k: int | None,
-             top_p: float, seed: int | None, stop: StopIds) -> Iterator[GeneratedToken]:
-        options = SamplingOptions(temperature, top_k, top_p, seed)
+    @staticmethod
+    def _options(temperature: float, top_k: int | None, top_p: float, seed: int | None, presence_penalty: float,
+                 frequency_penalty: float, logit_bias: Mapping[int, float] | None,
+                 logprobs: int | None) -> SamplingOptions:
+        bias = _plain(logit_bias) if logit_bias is not None else {}
+        if not isinstance(bias, Mapping):
+            raise GenerationError("logit_bias", f"{_shown(logit_bias)} is not a mapping of token ids to biases")
+        return SamplingOptions(temperature, top_k, top_p, seed, presence_penalty, frequency_penalty, dict(bias),
+                               logprobs)
+
+    def _run(self, rows: Sequence[Sequence[int]], max_new_tokens: int, options: SamplingOptions,
+             stop: StopIds) -> Iterator[GeneratedToken]:
         ends = _plain(stop)
         if not isinstance(ends, list) or any(isinstance(t, list) for t in ends):
             raise GenerationError("stop", f"{_shown(stop)} is not a list of token ids (nor a 1-D integer array)")

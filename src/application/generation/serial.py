@@ -46,7 +46,7 @@ class SerialScheduler(WorkerScheduler):
                 if token is None:
                     job.finish(FinishReason.LENGTH if count == r.max_new_tokens else FinishReason.STOP)
                     return
-                job.emit(token.id)
+                job.emit(token.id, token.logprob)
                 count += 1
             job.finish(FinishReason.CANCELLED)
         except GenerationError as exc:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from jaxport.domain.errors import GenerationError
+from jaxport.domain.generation.penalties import TokenLogprob, check_adjustments
 from jaxport.domain.generation.ports import Sampler, SamplingOptions, StepBatch, StepRunner
 from jaxport.domain.generation.spec import CacheLeaf, GenerationSpec, StepInput
 
@@ -57,7 +58,8 @@ def check_request(spec: GenerationSpec, prompts: Sequence[Sequence[int]], max_ne
         GenerationError: naming the argument: an empty prompt or batch, a token or a stop id
             that is not an integer or is outside the vocabulary, ``max_new_tokens`` < 1, a prompt
             longer than the cache or one whose new tokens overflow it (naming the most that fit),
-            a temperature below 0, ``top_k`` < 1, ``top_p`` outside (0, 1], prompts of different
+            a temperature below 0, ``top_k`` < 1, ``top_p`` outside (0, 1], a penalty, bias or ``logprobs``
+            out of bounds (:func:`~jaxport.domain.generation.penalties.check_adjustments`), prompts of different
             lengths for a model that takes neither a mask nor positions; a batch size that was not
             compiled (naming those that were), a prompt that no compiled length holds, or that must
             be padded for a model that cannot be (naming the lengths there are).
@@ -71,7 +73,7 @@ def check_request(spec: GenerationSpec, prompts: Sequence[Sequence[int]], max_ne
             raise GenerationError(where, "the prompt is empty: give at least one token")
         _check_ids(where, prompt, spec.vocab_size)
     _check_ids("stop", stop, spec.vocab_size)
-    _check_options(options)
+    _check_options(options, spec.vocab_size)
     if lengths is not None and not lengths:
         compiled = sorted(batches or ())
         raise GenerationError("prompt", f"a batch of {len(prompts)} prompts: the prefill was compiled for "
@@ -128,7 +130,7 @@ def _check_ids(where: str, ids: Sequence[int], vocab: int) -> None:
             raise GenerationError(f"{where}[{i}]", f"{value} is outside the vocabulary [0, {vocab})")
 
 
-def _check_options(options: SamplingOptions) -> None:
+def _check_options(options: SamplingOptions, vocab: int) -> None:
     t = options.temperature
     if not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
         raise GenerationError("temperature", f"{t!r} is not a finite number >= 0 (0 is greedy)")
@@ -140,6 +142,8 @@ def _check_options(options: SamplingOptions) -> None:
         raise GenerationError("top_p", f"{p!r} is not in (0, 1]")
     if options.seed is not None and (isinstance(options.seed, bool) or not isinstance(options.seed, int)):
         raise GenerationError("seed", f"{options.seed!r} is not an int")
+    check_adjustments(options.frequency_penalty, options.presence_penalty, options.logit_bias, options.logprobs,
+                      vocab)
 
 
 def _padding(spec: GenerationSpec, sizes: Sequence[int], length: int, lengths: Sequence[int] | None) -> Padding:
@@ -222,8 +226,9 @@ def decode_batch(tokens: Sequence[int], step: int, rows: Rows) -> StepBatch:
 
 def run(spec: GenerationSpec, runner: StepRunner, sampler: Sampler, prompts: Sequence[Sequence[int]],
         max_new_tokens: int, options: SamplingOptions, stop: Sequence[int], layout: Layout
-        ) -> Iterator[tuple[int, int]]:
-    """Generates, yielding ``(row, token)`` as each token comes (a checked request, see :func:`check_request`)."""
+        ) -> Iterator[tuple[int, int, TokenLogprob | None]]:
+    """Generates, yielding ``(row, token, logprob)`` as each token comes (a checked request, see
+    :func:`check_request`); ``logprob`` None unless ``options.logprobs`` asks for it."""
     assert spec.max_length is not None
     masked = any(StepInput.MASK in inputs for _, inputs in spec.steps)
     rows = Rows(tuple(len(p) for p in prompts), layout.length, layout.padding, spec.max_length, masked)
@@ -231,15 +236,20 @@ def run(spec: GenerationSpec, runner: StepRunner, sampler: Sampler, prompts: Seq
     runner.start(len(prompts))
     logits = runner.step(spec.prefill, prefill_batch(prompts, rows, spec.pad_id))
     live = [True] * len(prompts)
+    counts: list[dict[int, int]] = [{} for _ in prompts]
     for step in range(max_new_tokens):
-        picked = list(sampler.pick(logits, options))
+        # Without adjustments the sampler is called as before them: a sampler of one's own need not take offsets.
+        picked = list(sampler.pick(logits, options, [options.offsets(c) for c in counts]) if options.adjusted
+                      else sampler.pick(logits, options))
         for row, token in enumerate(picked):
             if not live[row]:
                 picked[row] = spec.pad_id
             elif token in ends:
                 live[row], picked[row] = False, spec.pad_id
             else:
-                yield row, token
+                counts[row][token] = counts[row].get(token, 0) + 1
+                yield row, token, None if options.logprobs is None else \
+                    sampler.logprob(logits, row, token, options.logprobs)
         if not any(live) or step == max_new_tokens - 1:
             return
         logits = runner.step(spec.decode, decode_batch(picked, step, rows))

@@ -10,9 +10,10 @@ token from them, on the host.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from jaxport.domain.generation.penalties import TokenLogprob, offsets
 from jaxport.domain.ports import HostArray
 
 
@@ -46,12 +47,31 @@ class SamplingOptions:
         top_p: draw among the fewest largest logits whose probabilities sum to
             at least ``top_p`` (1: all).
         seed: the seed of the draws (None: a fresh one each run).
+        presence_penalty: subtracted from the logit of each token that came in the row so far (OpenAI's).
+        frequency_penalty: subtracted from each token's logit once per time it came in the row so far.
+        logit_bias: token id to a bias in [-100, 100] added to its logit at every step.
+        logprobs: None: no logprobs; else each picked token's logprob and this many most likely
+            alternatives (:class:`~jaxport.domain.generation.penalties.TokenLogprob`).
     """
 
     temperature: float = 0.0
     top_k: int | None = None
     top_p: float = 1.0
     seed: int | None = None
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    logit_bias: Mapping[int, float] = field(default_factory=dict)
+    logprobs: int | None = None
+
+    @property
+    def adjusted(self) -> bool:
+        """Whether the logits are adjusted before the pick (a penalty or a bias)."""
+        return bool(self.presence_penalty or self.frequency_penalty or self.logit_bias)
+
+    def offsets(self, counts: Mapping[int, int]) -> dict[int, float]:
+        """What to add to a row's logits, given how often each token came in it so far
+        (:func:`~jaxport.domain.generation.penalties.offsets`)."""
+        return offsets(self.frequency_penalty, self.presence_penalty, self.logit_bias, counts)
 
 
 class StepRunner(Protocol):
@@ -96,11 +116,18 @@ class SlotRunner(StepRunner, Protocol):
 class Sampler(Protocol):
     """Picks each row's next token from its logits."""
 
-    def pick(self, logits: HostArray, options: SamplingOptions) -> Sequence[int]:
-        """One token per row of ``logits`` (``(rows, vocab)``), as ``options`` say."""
+    def pick(self, logits: HostArray, options: SamplingOptions,
+             offsets: Sequence[Mapping[int, float]] = ()) -> Sequence[int]:
+        """One token per row of ``logits`` (``(rows, vocab)``), as ``options`` say, each row's ``offsets``
+        (:meth:`SamplingOptions.offsets`; empty: none) added to its logits first."""
 
-    def pick_row(self, logits: HostArray, row: int, options: SamplingOptions) -> int:
+    def pick_row(self, logits: HostArray, row: int, options: SamplingOptions,
+                 offsets: Mapping[int, float] | None = None) -> int:
         """The token of row ``row`` of ``logits`` alone: what :meth:`pick` gives for that one row."""
+
+    def logprob(self, logits: HostArray, row: int, token: int, top: int) -> TokenLogprob:
+        """``token``'s log-probability in row ``row`` of ``logits`` (their log-softmax) and the ``top`` most
+        likely tokens'."""
 
 
 class SamplerFactory(Protocol):

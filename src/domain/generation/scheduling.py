@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from jaxport.domain.generation.penalties import TokenLogprob
 from jaxport.domain.generation.ports import SamplingOptions
 
 
@@ -75,6 +76,8 @@ class StreamEvent:
 
     token: int | None
     finish: FinishReason | None = None
+    #: The token's logprobs, where its request asked for them.
+    logprob: TokenLogprob | None = None
 
 
 class RequestStream(Protocol):

@@ -20,7 +20,7 @@ thread) is the caller's ``Owner``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from jaxport.domain.errors import GenerationError
@@ -146,6 +146,7 @@ class _Row(Generic[Owner]):
     position: int
     token: int = 0
     count: int = 0
+    counts: dict[int, int] = field(default_factory=dict)
 
 
 class SlotTable(Generic[Owner]):
@@ -237,12 +238,16 @@ class SlotTable(Generic[Owner]):
     def _advance(self, slot: int, logits: HostArray, index: int) -> list[tuple[Owner, StreamEvent]]:
         """The slot's request picks its token from row ``index`` of ``logits``; its slot freed where it ends."""
         row = self._rows[slot]
-        token = row.sampler.pick_row(logits, index, row.request.options)
+        options = row.request.options
+        token = row.sampler.pick_row(logits, index, options, options.offsets(row.counts)) if options.adjusted \
+            else row.sampler.pick_row(logits, index, options)
         if token in row.ends:
             del self._rows[slot]
             return [(row.owner, StreamEvent(None, FinishReason.STOP))]
         row.count, row.token = row.count + 1, token
+        row.counts[token] = row.counts.get(token, 0) + 1
+        logprob = None if options.logprobs is None else row.sampler.logprob(logits, index, token, options.logprobs)
         if row.count < row.request.max_new_tokens:
-            return [(row.owner, StreamEvent(token))]
+            return [(row.owner, StreamEvent(token, logprob=logprob))]
         del self._rows[slot]
-        return [(row.owner, StreamEvent(token)), (row.owner, StreamEvent(None, FinishReason.LENGTH))]
+        return [(row.owner, StreamEvent(token, logprob=logprob)), (row.owner, StreamEvent(None, FinishReason.LENGTH))]

@@ -13,10 +13,11 @@ that end where a stop text begins. It imports no web framework and no JAX.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jaxport.domain.errors import GenerationError
 from jaxport.domain.generation.detokenize import Detokenizer
+from jaxport.domain.generation.penalties import TokenLogprob
 from jaxport.domain.generation.ports import SamplingOptions, TextCodec
 from jaxport.domain.generation.spec import GenerationSpec
 from jaxport.domain.generation.scheduling import (
@@ -54,11 +55,13 @@ class Piece:
         text: the text it adds ("" without a tokenizer, or where it begins a stop text).
         finish: why the completion ended (None before the end): ``"stop"`` or ``"length"``,
             ``"cancelled"`` when the server cancelled it.
+        logprob: the token's logprobs, where the request asked for them.
     """
 
     token: int | None
     text: str = ""
     finish: str | None = None
+    logprob: TokenLogprob | None = None
 
 
 class GenerativeModel:
@@ -110,14 +113,17 @@ class GenerativeModel:
         return self._render(messages)
 
     def prepare(self, prompt: str | Sequence[int], max_tokens: int | None, *, temperature: float, top_p: float,
-                seed: int | None, stop: str | Sequence[str] | Sequence[int] | None) -> Prepared:
+                seed: int | None, stop: str | Sequence[str] | Sequence[int] | None, presence_penalty: float = 0.0,
+                frequency_penalty: float = 0.0, logit_bias: Mapping[str, float] | None = None,
+                logprobs: int | None = None) -> Prepared:
         """The request in ``generate``'s terms (checked by :meth:`submit`); ``max_tokens`` None: as many as
-        the cache holds.
+        the cache holds; ``logit_bias`` keyed by token ids written as text (JSON's keys), ``logprobs`` the
+        alternatives listed with each token (None: no logprobs).
 
         Raises:
-            GenerationError: naming the argument in OpenAI's terms (``prompt``, ``stop``): text without a
-                tokenizer, an empty text, a text of more than :attr:`max_prompt_bytes` (before it is
-                tokenized), a prompt longer than the cache.
+            GenerationError: naming the argument in OpenAI's terms (``prompt``, ``stop``, ``logit_bias``): text
+                without a tokenizer, an empty text, a text of more than :attr:`max_prompt_bytes` (before it is
+                tokenized), a prompt longer than the cache, a ``logit_bias`` key that is not a token id.
         """
         spec = self.spec
         assert spec.max_length is not None
@@ -128,9 +134,25 @@ class GenerativeModel:
         stop_ids, stop_texts = self._stops(stop)
         new = max_tokens if max_tokens is not None else \
             self._room(ids) if self._room is not None else spec.max_length - len(ids) + 1
-        options = SamplingOptions(temperature=temperature, top_p=top_p, seed=seed)
+        options = SamplingOptions(temperature=temperature, top_p=top_p, seed=seed, presence_penalty=presence_penalty,
+                                  frequency_penalty=frequency_penalty, logit_bias=_bias(logit_bias),
+                                  logprobs=logprobs)
         request = GenerationRequest(tuple(ids), new, options, tuple(dict.fromkeys((*stop_ids, *spec.eos_ids))))
         return Prepared(request, stop_texts)
+
+    @staticmethod
+    def choices(prepared: Prepared, n: int) -> list[Prepared]:
+        """The ``n`` choices of a request (each a row of the batch): choice ``i`` draws with ``seed + i`` where
+        the request has a seed (so each choice is reproducible), else each with a fresh seed.
+
+        >>> request = GenerationRequest((1,), 2, SamplingOptions(seed=7), ())
+        >>> [p.request.options.seed for p in GenerativeModel.choices(Prepared(request, ()), 3)]
+        [7, 8, 9]
+        """
+        seed = prepared.request.options.seed
+        return [prepared if i == 0 or seed is None else
+                Prepared(replace(prepared.request, options=replace(prepared.request.options, seed=seed + i)),
+                         prepared.stop_texts) for i in range(n)]
 
     def submit(self, prepared: Prepared) -> RequestStream:
         """Admits a prepared request to the scheduler, which checks it as ``generate`` does: its stream.
@@ -168,7 +190,7 @@ class GenerativeModel:
                 yield Piece(None, "" if text is None else text.rest(), finish=reason)
                 return
             assert event.token is not None
-            piece = Piece(event.token, "" if text is None else text.add(event.token))
+            piece = Piece(event.token, "" if text is None else text.add(event.token), logprob=event.logprob)
             if text is not None and text.stopped:  # the stream is cancelled first: its slot is freed sooner
                 stream.cancel()
                 yield piece
@@ -209,3 +231,16 @@ class GenerativeModel:
                                          "token ids, or save its bundle with GenerationSpec(tokenizer=...)")
         return codec
 
+
+def _bias(logit_bias: Mapping[str, float] | None) -> dict[int, float]:
+    """``logit_bias``'s keys as token ids (its biases are checked with the request).
+
+    Raises:
+        GenerationError: a key that is not a token id written in decimal digits.
+    """
+    out: dict[int, float] = {}
+    for key, bias in (logit_bias or {}).items():
+        if not (key.isascii() and key.isdigit()):
+            raise GenerationError("logit_bias", f"the key {key!r} is not a token id (an integer, as a string)")
+        out[int(key)] = bias
+    return out
